@@ -1,0 +1,123 @@
+"""PreSca: function-approximation interpolation and extrapolation (SPEC section 1).
+
+Extrapolation designates the last ``c`` measurements as checkpoints, fits every kernel of
+``PRESCA_KERNEL`` to the first k = 2, 4, 6, ... measurements, drops unrealistic
+candidates over the whole target range and keeps the one with the lowest relative error
+at the checkpoints.  Interpolation uses a least-squares polynomial.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import kernels
+from ..entities import Fit, InputError, Measurements
+from ..fitting import rms
+from . import register
+
+MIN_POINTS = 5
+
+
+@dataclass(frozen=True)
+class Candidate:
+    fit: kernels.KernelFit
+    subset: int  # training points used
+    checkpoint_error: float  # RMS relative error at the checkpoints
+
+    @property
+    def label(self) -> str:
+        return f"{self.fit.name}[first {self.subset}]"
+
+
+def realistic(f, nmax: float) -> bool:
+    """SPEC 1.5 filters on throughput-like performance over counts 1..nmax.
+
+    Rejects non-positive values and abrupt changes: from n-1 to n performance may not
+    grow by more than 1.5x linear (``f(n) <= 1.5 n/(n-1) f(n-1)``) nor fall faster than
+    ``f(n) >= f(n-1) ((n-1)/n)^8``.  (For time this is the paper's pseudo-code form.)
+    """
+    n = np.arange(1.0, max(2.0, np.ceil(nmax)) + 1.0)
+    y = np.asarray(f(n), dtype=float)
+    if not np.all(np.isfinite(y)) or np.any(y <= 0):
+        return False
+    prev, cur, k = y[:-1], y[1:], n[1:]
+    ratio = k / (k - 1.0)
+    return bool(np.all(cur <= 1.5 * ratio * prev) and np.all(cur >= prev * ratio**-8))
+
+
+def checkpoint_count(m: int) -> int:
+    return 4 if m >= 8 else 2
+
+
+def candidates(
+    n: np.ndarray,
+    y: np.ndarray,
+    nmax: float,
+    kernel_names=kernels.PRESCA_KERNEL,
+    c: int | None = None,
+    subset_sizes=None,
+) -> list[Candidate]:
+    """All realistic (subset, kernel) candidates, best checkpoint error first."""
+    m = n.size
+    c = checkpoint_count(m) if c is None else c
+    cn, cy = n[m - c :], y[m - c :]
+    sizes = subset_sizes or range(2, m - c + 1, 2)
+    out = []
+    for k in sizes:
+        for name in kernel_names:
+            kf = kernels.fit(name, n[:k], y[:k], nmax)
+            if kf is None or not realistic(kf, nmax):
+                continue
+            err = rms((kf(cn) - cy) / cy)
+            if np.isfinite(err):
+                out.append(Candidate(kf, k, err))
+    out.sort(key=lambda cand: cand.checkpoint_error)
+    return out
+
+
+def interpolate(n: np.ndarray, y: np.ndarray, online: bool = False) -> kernels.KernelFit | None:
+    """Least-squares polynomial of degree min(6, m-2) (online: min(6, m-1))."""
+    degree = min(6, n.size - (1 if online else 2))
+    return kernels.fit(kernels.polynomial(max(degree, 1)), n, y)
+
+
+@register("presca", "PreSca function approximation (Rat/CubicLn/ExpRat kernels, checkpoints)", MIN_POINTS)
+def fit_presca(data: Measurements, nmax: float) -> Fit:
+    data = data.at_target_size()
+    n, y = data.counts, data.perf
+    if n.size < MIN_POINTS:
+        raise InputError(f"method presca needs at least {MIN_POINTS} measured counts, got {n.size}")
+    c = checkpoint_count(n.size)
+    cands = candidates(n, y, nmax, c=c)
+    if not cands:
+        raise InputError("method presca found no realistic candidate function for this curve")
+    best = cands[0]
+    inner = interpolate(n, y)
+    top = float(n.max())
+
+    def perf(q, best=best, inner=inner, lo=float(n.min()), hi=top):
+        q = np.asarray(q, float)
+        out = best.fit(q)
+        if inner is not None:
+            inside = (q >= lo) & (q <= hi)
+            interp = inner(q)
+            # The interpolating polynomial is used inside the range only where sane.
+            ok = inside & np.isfinite(interp) & (interp > 0)
+            out = np.where(ok, interp, out)
+        return out
+
+    return Fit(
+        method="presca",
+        candidate=best.label,
+        perf=perf,
+        reason=(
+            f"{len(cands)} realistic candidates; {best.label} has the lowest relative error "
+            f"({best.checkpoint_error:.1%}) at the {c} checkpoints"
+        ),
+        params={"kernel": best.fit.name, "subset": best.subset, "coefficients": best.fit.params},
+        residual=rms((perf(n) - y) / y),
+        checkpoints=[float(v) for v in n[n.size - c :]],
+        extras={"candidates": [{"candidate": cd.label, "checkpoint_error": cd.checkpoint_error}
+                               for cd in cands[:10]]},
+    )
