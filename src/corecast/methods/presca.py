@@ -1,7 +1,7 @@
 """PreSca: function-approximation interpolation and extrapolation (SPEC section 1).
 
 Extrapolation designates the last ``c`` measurements as checkpoints, fits every kernel of
-``PRESCA_KERNEL`` to the first k = 2, 4, 6, ... measurements, drops unrealistic
+``PRESCA_KERNEL`` to the first k = 2, 4, 6, ... (and m - c) measurements, drops unrealistic
 candidates over the whole target range and keeps the one with the lowest relative error
 at the checkpoints.  Interpolation uses a least-squares polynomial.
 """
@@ -62,7 +62,9 @@ def candidates(
     m = n.size
     c = checkpoint_count(m) if c is None else c
     cn, cy = n[m - c :], y[m - c :]
-    sizes = subset_sizes or range(2, m - c + 1, 2)
+    # The paper's subsets 2, 4, 6, ...; the whole training part is added when m - c is
+    # odd so that short curves still use every non-checkpoint point.
+    sizes = subset_sizes or sorted(set(range(2, m - c + 1, 2)) | {m - c})
     out = []
     for k in sizes:
         for name in kernel_names:

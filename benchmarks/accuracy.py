@@ -1,0 +1,145 @@
+"""Accuracy benchmark over measured scalability curves (issue 2).
+
+For each curve with largest count M, train on the counts <= m for the measured m nearest
+M/4 and M/2 (splits with at least 4 training points), test on the measured counts in
+(m, 2m].  Per method: the median over splits of the median relative error, the share of
+splits whose maximum relative error is below 20%, and the mean loss from running at the
+count the method would pick among all measured counts, 1 - perf(chosen)/perf(best).
+
+    python benchmarks/accuracy.py [--datasets DIR] [--methods auto,presca,...] [--verbose]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from corecast import methods
+from corecast.entities import InputError, Measurements
+from corecast.fileio import read_measurements
+from corecast.predict import predict_measurements
+
+DEFAULT_DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+PEERS = ("auto", "presca", "regression", "sizemodel", "usl", "amdahl", "gustafson")
+
+
+@dataclass
+class Split:
+    curve: str
+    train: Measurements
+    full: Measurements
+    m: float
+
+
+def splits(name: str, data: Measurements) -> list[Split]:
+    counts = data.counts
+    top = counts.max()
+    chosen = []
+    for target in (top / 4, top / 2):
+        # Nearest measured count; ties go to the smaller count.
+        m = float(min(counts, key=lambda c: (abs(c - target), c)))
+        if m in chosen:
+            continue
+        chosen.append(m)
+    out = []
+    for m in chosen:
+        train = data.subset(np.flatnonzero(counts <= m))
+        test = (counts > m) & (counts <= 2 * m)
+        if len(train) >= 4 and test.any():
+            out.append(Split(name, train, data, m))
+    return out
+
+
+@dataclass
+class Score:
+    median_error: float
+    max_error: float
+    pick_loss: float
+    coverage: float  # share of test points inside the band
+
+
+def score(split: Split, method: str) -> Score:
+    full = split.full
+    pred = predict_measurements(split.train, upto=int(full.counts.max()), method=method)
+    idx = full.counts.astype(int) - 1
+    values = pred.values[idx]
+    test = (full.counts > split.m) & (full.counts <= 2 * split.m)
+    rel = np.abs(values[test] - full.values[test]) / full.values[test]
+    inside = (full.values[test] >= pred.low[idx][test]) & (full.values[test] <= pred.high[idx][test])
+    perf_pred = full.perf * 0 + (values if full.metric == "throughput" else 1 / values)
+    chosen = int(np.argmax(perf_pred))
+    loss = 1 - full.perf[chosen] / full.perf.max()
+    return Score(float(np.median(rel)), float(rel.max()), float(loss), float(inside.mean()))
+
+
+def load_all(folder: Path) -> list[tuple[str, Measurements]]:
+    return [(p.stem, read_measurements(str(p))) for p in sorted(folder.glob("*.csv"))]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--datasets", type=Path, default=DEFAULT_DATASETS)
+    ap.add_argument("--methods", default=",".join(PEERS))
+    ap.add_argument("--verbose", action="store_true", help="per-split errors")
+    ap.add_argument("--timing", action="store_true", help="time predict() on a 12-point input")
+    args = ap.parse_args(argv)
+    names = [m for m in args.methods.split(",") if m]
+    curves = load_all(args.datasets)
+    all_splits = [s for name, data in curves for s in splits(name, data)]
+    print(f"{len(curves)} curves, {len(all_splits)} splits from {args.datasets}")
+    rows = []
+    for method in names:
+        scores = []
+        for sp in all_splits:
+            try:
+                scores.append(score(sp, method))
+            except InputError as exc:
+                scores.append(None)
+                if args.verbose:
+                    print(f"  {method:10s} {sp.curve} m={sp.m:g}: {exc}")
+        ok = [s for s in scores if s is not None]
+        if args.verbose:
+            for sp, s in zip(all_splits, scores):
+                if s is not None:
+                    print(f"  {method:10s} {sp.curve:55s} m={sp.m:4g} med={s.median_error:6.1%} "
+                          f"max={s.max_error:6.1%} loss={s.pick_loss:6.1%} cover={s.coverage:4.0%}")
+        if not ok:
+            rows.append((method, len(ok), np.nan, np.nan, np.nan, np.nan))
+            continue
+        rows.append((
+            method,
+            len(ok),
+            float(np.median([s.median_error for s in ok])),
+            float(np.mean([s.max_error < 0.2 for s in ok])),
+            float(np.mean([s.pick_loss for s in ok])),
+            float(np.mean([s.coverage for s in ok])),
+        ))
+    print(f"{'method':12s} {'splits':>6s} {'median err':>10s} {'max<20%':>8s} {'pick loss':>9s} {'band cover':>10s}")
+    for method, k, med, share, loss, cover in rows:
+        print(f"{method:12s} {k:6d} {med:10.1%} {share:8.2f} {loss:9.1%} {cover:10.0%}")
+    if args.timing:
+        timing()
+    return 0
+
+
+def timing(repeats: int = 30) -> None:
+    """Median in-process time of corecast.predict (auto) on a 12-point curve."""
+    from corecast import predict
+
+    n = np.arange(1, 13)
+    x = 100 * n / (1 + 0.05 * (n - 1) + 0.002 * n * (n - 1))
+    predict(n, x, upto=24)  # warm imports and caches
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        predict(n, x, upto=24)
+        times.append(time.perf_counter() - t0)
+    print(f"predict(auto) on 12 points: median {np.median(times) * 1e3:.1f} ms over {repeats} calls")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,219 @@
+"""Command line: ``corecast predict FILE ...`` and ``corecast demo``.
+
+Each subcommand is a pair of functions, ``add_X(subparsers)`` declaring its arguments and
+``cmd_X(args) -> int`` running it; adding one means writing both and listing ``add_X`` in
+``SUBCOMMANDS``.  Every user-facing failure ends as one ``corecast: error: ...`` line on
+stderr with exit status 2 (set CORECAST_DEBUG=1 to see tracebacks of internal errors).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from importlib import resources
+from typing import Callable, Sequence
+
+import numpy as np
+
+from . import methods
+from .entities import METRICS, InputError, Measurements, Prediction
+from .fileio import read_measurements
+from .predict import DEFAULT_KNEE_FRACTION, predict_measurements
+from .report import format_table
+
+EXIT_ERROR = 2
+DEMO_DATA = "usl4j__cisco_benchmark.csv"
+DEMO_TRAIN_UPTO = 16
+DEMO_PREDICT_UPTO = 32
+
+
+class CliError(Exception):
+    """A one-line error for the user, optionally about a file."""
+
+    def __init__(self, message: str, file: str | None = None):
+        super().__init__(message)
+        self.file = file
+
+    def line(self) -> str:
+        text = f"{self.file}: {self}" if self.file else str(self)
+        return "corecast: error: " + " ".join(text.split())  # always exactly one line
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse prints usage plus a message over several lines; we want one line."""
+
+    def error(self, message: str):  # type: ignore[override]
+        raise CliError(f"{message} (see '{self.prog} --help')")
+
+
+# ---------------------------------------------------------------- argument types
+
+
+def _count(text: str) -> int:
+    try:
+        n = int(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return n
+
+
+def _count_list(text: str) -> list[int]:
+    items = text.split(",")
+    if not text.strip() or any(not i.strip() for i in items):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of counts like 48,64")
+    return [_count(i) for i in items]
+
+
+def _fraction(text: str) -> float:
+    try:
+        f = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < f <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be in (0, 1]")
+    return f
+
+
+# ---------------------------------------------------------------- predict
+
+
+def add_predict(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "predict",
+        help="predict scaling from a CSV of measurements",
+        description="Predict performance at every count 1..UPTO from measured counts.",
+    )
+    p.add_argument("file", metavar="FILE", help="CSV: count column, then time/throughput/value, "
+                   "optional stall:NAME and size:NAME columns")
+    p.add_argument("--metric", choices=METRICS, help="metric of a 'value' column")
+    p.add_argument("--upto", type=_count, help="predict up to this count (default: 2x the largest measured)")
+    p.add_argument("--at", type=_count_list, default=[], metavar="N,N,...", help="extra counts to predict")
+    p.add_argument("--method", choices=list(methods.METHODS), default="auto",
+                   help="; ".join(f"{m.name}: {m.summary}" for m in methods.METHODS.values()))
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    p.add_argument("--plot", metavar="OUT.png", help="also write a PNG plot")
+    p.add_argument("--knee-fraction", type=_fraction, default=DEFAULT_KNEE_FRACTION, metavar="F",
+                   help="knee: where one more thread gains less than F of a thread (default %(default)s)")
+    p.set_defaults(func=cmd_predict)
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    try:
+        data = read_measurements(args.file, args.metric)  # messages already name the file
+    except InputError as e:
+        raise CliError(str(e)) from None
+    pred = _predict(data, args.file, upto=args.upto, at=args.at, method=args.method,
+                    knee_fraction=args.knee_fraction)
+    # Plot before printing so a failed plot does not leave a half-reported success.
+    if args.plot:
+        _plot(pred, args.plot)
+    if args.json:
+        _print_json(pred.to_dict())
+    else:
+        sys.stdout.write(format_table(pred, at=args.at))
+    return 0
+
+
+# ---------------------------------------------------------------- demo
+
+
+def add_demo(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "demo",
+        help="predict a bundled real benchmark from its first half and compare",
+        description=f"Train on counts <= {DEMO_TRAIN_UPTO} of the Cisco benchmark (Schwartz, "
+        f"Practical Scalability), predict up to {DEMO_PREDICT_UPTO}, compare with the held-out counts.",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    p.add_argument("--plot", metavar="OUT.png", help="also write a PNG plot")
+    p.set_defaults(func=cmd_demo)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    with resources.as_file(resources.files("corecast") / "data" / DEMO_DATA) as path:
+        full = read_measurements(str(path))
+    train = full.subset(np.flatnonzero(full.counts <= DEMO_TRAIN_UPTO))
+    pred = _predict(train, DEMO_DATA, upto=DEMO_PREDICT_UPTO, at=[], method="auto")
+    held = full.subset(np.flatnonzero(full.counts > DEMO_TRAIN_UPTO))
+    errors = [abs(pred.value_at(n) - v) / v for n, v in zip(held.counts, held.values)]
+    median_error = float(np.median(errors))
+    if args.plot:
+        _plot(pred, args.plot, reference=full)
+    if args.json:
+        out = pred.to_dict()
+        out["demo"] = {
+            "data": DEMO_DATA,
+            "trained_on": [int(n) for n in train.counts],
+            "held_out": [{"threads": int(n), "measured": float(v), "predicted": pred.value_at(n)}
+                         for n, v in zip(held.counts, held.values)],
+            "median_relative_error": median_error,
+        }
+        _print_json(out)
+    else:
+        print(f"demo: {DEMO_DATA}, trained on counts <= {DEMO_TRAIN_UPTO}, "
+              f"predicting up to {DEMO_PREDICT_UPTO}\n")
+        sys.stdout.write(format_table(pred, reference=full))
+        print(f"median relative error on the {len(held)} held-out counts "
+              f"({int(held.counts.min())}..{int(held.counts.max())}): {median_error:.1%}")
+    return 0
+
+
+# ---------------------------------------------------------------- shared helpers
+
+
+def _predict(data: Measurements, file: str, **kwargs) -> Prediction:
+    """predict_measurements with its errors turned into one-line CliErrors."""
+    try:
+        return predict_measurements(data, **kwargs)
+    except InputError as e:
+        raise CliError(str(e), file) from None
+    except Exception as e:  # a bug in a model must not surface as a traceback
+        if os.environ.get("CORECAST_DEBUG"):
+            raise
+        raise CliError(f"internal error in method {kwargs.get('method')}: {type(e).__name__}: {e}", file) from None
+
+
+def _plot(pred: Prediction, path: str, reference: Measurements | None = None) -> None:
+    from .plot import plot_prediction  # matplotlib is slow to import; only load it when asked
+
+    try:
+        plot_prediction(pred, path, reference=reference)
+    except OSError as e:
+        raise CliError(f"cannot write plot: {e.strerror or e}", path) from None
+
+
+def _print_json(obj: dict) -> None:
+    # allow_nan=False: the output must be strict JSON for other tools to parse.
+    print(json.dumps(obj, allow_nan=False))
+
+
+SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [add_predict, add_demo]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="corecast", description="Predict how a parallel program scales with the thread count.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for add in SUBCOMMANDS:
+        add(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (0 ok, 2 error)."""
+    try:
+        args = build_parser().parse_args(argv)
+        return args.func(args)
+    except SystemExit as e:  # --help and friends
+        return e.code if isinstance(e.code, int) else 0
+    except CliError as e:
+        print(e.line(), file=sys.stderr)
+    except InputError as e:
+        print(CliError(str(e)).line(), file=sys.stderr)
+    except Exception as e:
+        if os.environ.get("CORECAST_DEBUG"):
+            raise
+        print(CliError(f"internal error: {type(e).__name__}: {e}").line(), file=sys.stderr)
+    return EXIT_ERROR

@@ -1,0 +1,71 @@
+"""PNG plot of a ``Prediction``: measured points, checkpoints, prediction with its band."""
+from __future__ import annotations
+
+import os
+import tempfile
+
+import numpy as np
+# The object-oriented API (Figure + Agg canvas) never touches pyplot's global state or
+# needs a display, so it is safe inside other programs and headless CI.
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from .entities import Measurements, Prediction
+
+AXIS_LABEL = {"time": "time (lower is better)", "throughput": "throughput (higher is better)"}
+
+
+def plot_prediction(pred: Prediction, path: str, reference: Measurements | None = None) -> None:
+    """Write the plot to ``path`` as PNG.  ``reference`` adds held-out measurements.
+
+    Written to a temporary file in the same directory and renamed into place, so a
+    failure leaves nothing (and no half-written file) at ``path``.
+    """
+    fig = Figure(figsize=(8, 5), dpi=100)
+    FigureCanvasAgg(fig)
+    ax = fig.add_subplot()
+
+    ax.fill_between(pred.counts, pred.low, pred.high, color="C0", alpha=0.2, label="band")
+    ax.plot(pred.counts, pred.values, color="C0", label=f"predicted ({pred.candidate})")
+
+    data = pred.measured.at_target_size()
+    checkpoint = np.isin(data.counts, np.asarray(pred.checkpoints, float))
+    err = data.spread * data.values  # half-width of the repetitions' range
+    for mask, style, label in (
+        (~checkpoint, dict(fmt="o", color="k"), "measured"),
+        (checkpoint, dict(fmt="s", color="C3", mfc="none"), "checkpoint"),
+    ):
+        if mask.any():
+            yerr = err[mask] if np.any(err[mask] > 0) else None
+            ax.errorbar(data.counts[mask], data.values[mask], yerr=yerr, capsize=3, label=label, **style)
+
+    if reference is not None:
+        ref = reference.at_target_size()
+        held = ~np.isin(ref.counts, data.counts)
+        if held.any():
+            ax.plot(ref.counts[held], ref.values[held], "x", color="C1", label="held out")
+
+    ax.axvline(pred.preferred, color="C2", linestyle="--", label=f"preferred: {pred.preferred}")
+    ax.set_xlabel("threads")
+    ax.set_ylabel(AXIS_LABEL.get(pred.metric, pred.metric))
+    title = pred.method if pred.method == pred.candidate else f"{pred.method}: {pred.candidate}"
+    ax.set_title(f"corecast {title}")
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="best")
+
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".corecast-", suffix=".png", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            fig.savefig(f, format="png")
+        # mkstemp makes the file private (0600); give it the permissions a plain open() would.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

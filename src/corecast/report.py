@@ -1,0 +1,128 @@
+"""Plain-text report of a ``Prediction``: a fixed-width table plus a short summary."""
+from __future__ import annotations
+
+from typing import Iterable
+
+import numpy as np
+
+from .entities import Measurements, Prediction
+
+# Grids longer than this show only the interesting rows (see ``_rows_to_show``).
+MAX_FULL_ROWS = 40
+
+
+def format_table(
+    pred: Prediction,
+    measured: bool = True,
+    at: Iterable[int] = (),
+    reference: Measurements | None = None,
+) -> str:
+    """The prediction as a table, then method, choice, preferred and knee counts, warnings.
+
+    ``measured`` adds the measured value where a count was measured; ``at`` names counts
+    the user asked for (always shown); ``reference`` adds measurements the prediction
+    did not see (held-out points) with the relative error against them.
+    """
+    counts = pred.counts.astype(int)
+    seen = _by_count(pred.measured.at_target_size()) if measured else {}
+    held = _by_count(reference.at_target_size()) if reference is not None else {}
+    held = {n: v for n, v in held.items() if n not in seen}
+    checkpoints = {int(round(c)) for c in pred.checkpoints}
+
+    header = ["threads", pred.metric, "band low..high", "speedup", "effic."]
+    if seen:
+        header.append("measured")
+    if held:
+        header += ["held out", "error"]
+    header.append("")
+    rows: list[list[str]] = []
+    shown = _rows_to_show(counts, set(seen) | set(held), pred, at)
+    prev = None
+    for i in shown:
+        n = int(counts[i])
+        if prev is not None and n != prev + 1:
+            rows.append(["..."] + [""] * (len(header) - 1))
+        prev = n
+        row = [
+            str(n),
+            _num(pred.values[i]),
+            f"{_num(pred.low[i])}..{_num(pred.high[i])}",
+            f"{pred.speedup[i]:.2f}",
+            f"{pred.efficiency[i]:.0%}",
+        ]
+        if seen:
+            row.append(_measured_cell(seen.get(n)))
+        if held:
+            h = held.get(n)
+            row.append(_measured_cell(h))
+            row.append(f"{(pred.values[i] - h[0]) / h[0]:+.1%}" if h else "")
+        notes = [
+            label
+            for label, hit in (
+                ("checkpoint", n in checkpoints),
+                ("preferred", n == pred.preferred),
+                ("knee", n == pred.knee),
+            )
+            if hit
+        ]
+        row.append(", ".join(notes))
+        rows.append(row)
+
+    lines = _align([header] + rows)
+    lines.append("")
+    lines.append(f"method: {pred.method}, chose {pred.candidate}: {pred.reason}")
+    best = pred.value_at(pred.preferred)
+    lines.append(f"preferred count: {pred.preferred} (predicted {pred.metric} {_num(best)})")
+    lines.append(
+        f"knee: {pred.knee} (adding threads beyond {pred.knee} gains less than "
+        f"{pred.knee_fraction:.0%} of a thread)"
+    )
+    if pred.speedup_base != 1:
+        lines.append(f"speedup and efficiency are relative to count {pred.speedup_base:g}")
+    lines += [f"warning: {w}" for w in pred.warnings]
+    return "\n".join(lines) + "\n"
+
+
+def _by_count(data: Measurements) -> dict[int, tuple[float, float, int]]:
+    """count -> (median value, relative spread, repetitions)."""
+    return {
+        int(n): (float(v), float(s), int(r))
+        for n, v, s, r in zip(data.counts, data.values, data.spread, data.repetitions)
+    }
+
+
+def _rows_to_show(counts: np.ndarray, measured: set[int], pred: Prediction, at: Iterable[int]) -> list[int]:
+    """Indices of the rows to print: all of them for short grids; otherwise measured
+    counts, powers of two, preferred/knee/checkpoint/--at counts and both ends."""
+    if counts.size <= MAX_FULL_ROWS:
+        return list(range(counts.size))
+    keep = measured | {pred.preferred, pred.knee, int(counts[0]), int(counts[-1])}
+    keep |= {int(a) for a in at} | {int(round(c)) for c in pred.checkpoints}
+    return [i for i, n in enumerate(counts) if n in keep or (n & (n - 1)) == 0]
+
+
+def _measured_cell(m: tuple[float, float, int] | None) -> str:
+    if m is None:
+        return ""
+    value, spread, reps = m
+    if reps > 1:
+        return f"{_num(value)} ±{spread:.0%} ({reps} runs)"
+    return _num(value)
+
+
+def _num(x: float) -> str:
+    """Five significant digits, no exponent for everyday magnitudes."""
+    x = float(x)
+    if x != 0 and (abs(x) >= 1e7 or abs(x) < 1e-3):
+        return f"{x:.4e}"
+    return f"{x:.5g}"
+
+
+def _align(rows: list[list[str]]) -> list[str]:
+    """Right-align every column but the last (notes, left-aligned)."""
+    widths = [max(len(r[j]) for r in rows) for j in range(len(rows[0]))]
+    out = []
+    for r in rows:
+        cells = [c.rjust(w) for c, w in zip(r[:-1], widths)] + [r[-1]]
+        out.append("  ".join(cells).rstrip())
+    return out
