@@ -179,20 +179,19 @@ def _resolve_metric(table: Table, column: str, requested: str | None) -> str:
     declared: list[tuple[str, str]] = []  # (metric, where it came from)
     named = VALUE_COLUMNS[column.lower()]
     if named is not None:
-        declared.append((named, f"column {column!r}"))
+        declared.append((named, f"column {column!r} (a {named} metric)"))
     for line, key, value in table.meta:
         if key != "metric":
             continue
         m = value.lower()
         if m not in METRICS:
             raise InputError(f"{path}: line {line}: metric {value!r} in comment: use time or throughput")
-        declared.append((m, f"comment on line {line}"))
+        declared.append((m, f"'metric: {value}' on line {line}"))
     if requested is not None:
         declared.append((requested, f"--metric {requested}"))
     for m, where in declared[1:]:
         if m != declared[0][0]:
-            first_m, first_where = declared[0]
-            raise InputError(f"{path}: {where} says {m} but {first_where} says {first_m}")
+            raise InputError(f"{path}: {where} conflicts with {declared[0][1]}")
     if not declared:
         raise InputError(
             f"{path}: column {column!r} has no metric: pass --metric time|throughput "

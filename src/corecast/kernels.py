@@ -26,6 +26,8 @@ class Kernel:
     start: Callable[[Array, Array], Optional[Array]]  # relative-error start from (n, y)
     valid: Callable[[Array, float], bool]  # no pole / singularity in [1, nmax]
     linear: bool = False  # True: the start already is the exact relative-LS optimum
+    # Bounds that guarantee validity, used when the free fit is invalid (a pole in range).
+    safe_bounds: Optional[Callable[[int], tuple[list[float], list[float]]]] = None
 
 
 @dataclass(frozen=True)
@@ -137,8 +139,13 @@ def rational(num_deg: int, den_deg: int) -> Kernel:
 
     coeffs = " + ".join(["a0"] + [f"a{i} n^{i}" for i in range(1, na)])
     dcoeffs = " + ".join(["1"] + [f"b{j} n^{j}" for j in range(1, den_deg + 1)])
+    def safe_bounds(size: int) -> tuple[list[float], list[float]]:
+        # b_j >= 0 keeps the denominator >= 1 for n > 0: no pole anywhere.
+        return [-np.inf] * na + [0.0] * den_deg, [np.inf] * size
+
     return Kernel(
-        f"Rat{num_deg}{den_deg}", f"({coeffs}) / ({dcoeffs})", na + den_deg, evaluate, start, valid
+        f"Rat{num_deg}{den_deg}", f"({coeffs}) / ({dcoeffs})", na + den_deg, evaluate, start, valid,
+        safe_bounds=safe_bounds,
     )
 
 
@@ -238,6 +245,9 @@ def fit(kernel: Kernel | str, n, y, nmax: float | None = None) -> Optional[Kerne
         # Polishing may move a pole into range; the linearised start is then kept.
         if polished is not None and kernel.valid(polished, nmax):
             p = polished
+        elif kernel.safe_bounds is not None:
+            bounded = relative_lsq(kernel.evaluate, n, y, p, bounds=kernel.safe_bounds(p.size))
+            p = bounded if bounded is not None else p
     if not kernel.valid(p, nmax):
         return None
     grid = np.linspace(1.0, nmax, 64)

@@ -69,12 +69,13 @@ class SizeModel:
     n_target: float  # normalised N predictions are for
     mse: float  # mean squared relative error in time at the fit
 
-    def time(self, p, n: float | None = None) -> Array:
-        n = self.n_target if n is None else float(n)
-        if n not in self.t1:
-            raise InputError(f"no fitted T1 for normalised size {n:g}")
-        p = np.asarray(p, float)
-        return self.t1[n] * model_d(self.theta, p, np.full_like(p, n))
+    def time(self, p, n=None) -> Array:
+        """Time at counts ``p`` and measured normalised sizes ``n`` (default: target)."""
+        p, n = np.broadcast_arrays(np.asarray(p, float), self.n_target if n is None else np.asarray(n, float))
+        if any(float(v) not in self.t1 for v in np.unique(n)):
+            raise InputError("the size model predicts only at measured sizes")
+        scale = np.array([self.t1[float(v)] for v in n.ravel()]).reshape(n.shape)
+        return scale * model_d(self.theta, p, n)
 
     def speedup(self, p, n: float | None = None) -> Array:
         """The paper's S(p, N)."""
@@ -101,7 +102,7 @@ def fit_sizemodel(p, t, size=None, seed: int = SEED) -> SizeModel:
     n_max = float(size.max())
     n = size / n_max
     free = SIZE_FREE | (np.unique(n).size > 1)
-    fixed = np.where(free, 0.0, 0.0)  # f3 = 0, log f4 = log q3 = 0 when fixed
+    fixed = np.zeros(len(NAMES))  # f3 = 0, log f4 = log q3 = 0 where not free
 
     def full(x: Array) -> Array:
         x = np.asarray(x, float)
@@ -143,9 +144,16 @@ def problem_size(sizes: Mapping[str, Array]) -> Array | None:
     return np.prod([np.asarray(v, float) for v in sizes.values()], axis=0)
 
 
-def _target_n(data: Measurements, model: SizeModel) -> float:
-    target = data.target_size()
-    return float(np.prod(list(target.values())) / model.n_max) if target else 1.0
+def _normalised(data: Measurements, model: SizeModel) -> tuple[Array, float]:
+    """Normalised N per point and at the target size (the largest measured one)."""
+    size = problem_size(data.sizes)
+    if size is None:
+        return np.ones(len(data)), 1.0
+    n = size / model.n_max
+    mask = np.ones(len(data), bool)
+    for k, v in data.target_size().items():
+        mask &= data.sizes[k] == v
+    return n, float(n[mask][0])
 
 
 def compare_laws(data: Measurements, model: SizeModel | None = None) -> dict:
@@ -153,8 +161,7 @@ def compare_laws(data: Measurements, model: SizeModel | None = None) -> dict:
     USL fitted on the same data.  The laws know no sizes, so each is fitted per size;
     all four are scored on the points of the sizes with >= 3 distinct counts."""
     model = model or fit_sizemodel(data.counts, data.time, problem_size(data.sizes))
-    size = problem_size(data.sizes)
-    n = np.ones(len(data)) if size is None else size / model.n_max
+    n, _ = _normalised(data, model)
     laws = {"amdahl": fit_amdahl, "gustafson": fit_gustafson, "usl": fit_usl}
     errors = {name: [] for name in ("sizemodel", *laws)}
     for v in np.unique(n):
@@ -175,16 +182,13 @@ def compare_laws(data: Measurements, model: SizeModel | None = None) -> dict:
 
 @register("sizemodel", "speedup model with problem size and overhead (Oliveira et al.)", 4)
 def fit_size_method(data: Measurements, nmax: float) -> Fit:
-    size = problem_size(data.sizes)
-    model = fit_sizemodel(data.counts, data.time, size)
-    n_t = _target_n(data, model)
+    model = fit_sizemodel(data.counts, data.time, problem_size(data.sizes))
+    n, n_t = _normalised(data, model)
     model = SizeModel(model.theta, model.n_max, model.t1, n_t, model.mse)
-    sized = size is not None and np.unique(size).size > 1
-    fitted_t = np.array([model.time(c, v) for c, v in zip(data.counts, (size / model.n_max) if size is not None else np.ones(len(data)))])
+    sized = len(model.t1) > 1
     laws = compare_laws(data, model)
-    reason = (
-        f"size model fitted by differential evolution to {len(data)} points"
-        + (f" over {np.unique(size).size} sizes (N = product of sizes)" if sized else ", constant problem size")
+    reason = f"size model fitted by differential evolution to {len(data)} points" + (
+        f" over {len(model.t1)} sizes (N = product of the size columns)" if sized else ", constant problem size"
     )
     if laws:
         best = min(laws, key=lambda k: laws[k]["rms_error"])
@@ -195,6 +199,6 @@ def fit_size_method(data: Measurements, nmax: float) -> Fit:
         perf=lambda c, model=model: 1.0 / model.time(np.asarray(c, float)),
         reason=reason,
         params={**model.params(), "T1": {f"{k:g}": v for k, v in model.t1.items()}},
-        residual=rms(np.log(data.time / fitted_t)),  # log(fit perf / measured perf)
+        residual=rms(np.log(data.time / model.time(data.counts, n))),  # log(fit perf / measured perf)
         extras={"laws": laws},
     )
