@@ -113,7 +113,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(pred.to_dict())
     else:
-        sys.stdout.write(format_table(pred, at=args.at))
+        sys.stdout.write(format_table(pred))
     return 0
 
 

@@ -87,10 +87,12 @@ class Measurements:
                 raise InputError(f"size column {name!r} has a value that is not positive")
 
         size_names = sorted(sizes)
-        keys = [tuple([ci] + [sizes[n][i] for n in size_names]) for i, ci in enumerate(c)]
+        groups: dict[tuple, list[int]] = {}
+        for i, ci in enumerate(c):
+            groups.setdefault(tuple([ci] + [sizes[n][i] for n in size_names]), []).append(i)
         # Ordered by count first so size-blind code sees an ascending curve per size.
-        order = sorted(set(keys))
-        idx = [[i for i, k in enumerate(keys) if k == key] for key in order]
+        order = sorted(groups)
+        idx = [groups[key] for key in order]
         med = np.array([np.median(v[i]) for i in idx])
         spread = np.array([(v[i].max() - v[i].min()) / 2.0 / np.median(v[i]) for i in idx])
         return cls(
@@ -199,6 +201,7 @@ class Prediction:
     preferred: int
     knee: int
     knee_fraction: float
+    requested_at: list[int]
     measured: Measurements
     checkpoints: list[float]
     params: dict

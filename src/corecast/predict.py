@@ -15,6 +15,7 @@ from .entities import Fit, InputError, Measurements, Prediction, from_perf
 BAND_FLOOR = 0.02
 BAND_GROWTH = 0.25
 DEFAULT_KNEE_FRACTION = 0.1
+MAX_COUNT = 100_000  # every count up to --upto is predicted: keep that grid bounded
 
 
 def predict(
@@ -53,6 +54,8 @@ def predict_measurements(
     at = [int(a) for a in at]
     if upto < 1:
         raise InputError(f"--upto must be at least 1, got {upto}")
+    if max([upto] + at) > MAX_COUNT:
+        raise InputError(f"counts above {MAX_COUNT} are not predicted (got {max([upto] + at)})")
     if any(a < 1 for a in at):
         raise InputError("counts in --at must be at least 1")
     grid = np.array(sorted(set(range(1, upto + 1)) | set(at)), dtype=float)
@@ -103,6 +106,7 @@ def predict_measurements(
         preferred=preferred,
         knee=knee,
         knee_fraction=knee_fraction,
+        requested_at=sorted(set(at)),
         measured=data,
         checkpoints=list(fit.checkpoints),
         params=fit.params,

@@ -1,8 +1,6 @@
 """Plain-text report of a ``Prediction``: a fixed-width table plus a short summary."""
 from __future__ import annotations
 
-from typing import Iterable
-
 import numpy as np
 
 from .entities import Measurements, Prediction
@@ -14,13 +12,12 @@ MAX_FULL_ROWS = 40
 def format_table(
     pred: Prediction,
     measured: bool = True,
-    at: Iterable[int] = (),
     reference: Measurements | None = None,
 ) -> str:
     """The prediction as a table, then method, choice, preferred and knee counts, warnings.
 
-    ``measured`` adds the measured value where a count was measured; ``at`` names counts
-    the user asked for (always shown); ``reference`` adds measurements the prediction
+    ``measured`` adds the measured value where a count was measured; counts the user asked
+    for with ``at`` are always shown; ``reference`` adds measurements the prediction
     did not see (held-out points) with the relative error against them.
     """
     counts = pred.counts.astype(int)
@@ -36,7 +33,7 @@ def format_table(
         header += ["held out", "error"]
     header.append("")
     rows: list[list[str]] = []
-    shown = _rows_to_show(counts, set(seen) | set(held), pred, at)
+    shown = _rows_to_show(counts, set(seen) | set(held), pred)
     prev = None
     for i in shown:
         n = int(counts[i])
@@ -91,13 +88,15 @@ def _by_count(data: Measurements) -> dict[int, tuple[float, float, int]]:
     }
 
 
-def _rows_to_show(counts: np.ndarray, measured: set[int], pred: Prediction, at: Iterable[int]) -> list[int]:
+def _rows_to_show(counts: np.ndarray, measured: set[int], pred: Prediction) -> list[int]:
     """Indices of the rows to print: all of them for short grids; otherwise measured
-    counts, powers of two, preferred/knee/checkpoint/--at counts and both ends."""
+    counts, powers of two, preferred/knee/checkpoint/--at counts, upto and both ends."""
     if counts.size <= MAX_FULL_ROWS:
         return list(range(counts.size))
-    keep = measured | {pred.preferred, pred.knee, int(counts[0]), int(counts[-1])}
-    keep |= {int(a) for a in at} | {int(round(c)) for c in pred.checkpoints}
+    # The end of the 1..upto range (extra --at counts may lie beyond it).
+    upto = int(counts[np.flatnonzero(counts == np.arange(1, counts.size + 1))[-1]]) if counts[0] == 1 else 0
+    keep = measured | {pred.preferred, pred.knee, upto, int(counts[0]), int(counts[-1])}
+    keep |= set(pred.requested_at) | {int(round(c)) for c in pred.checkpoints}
     return [i for i, n in enumerate(counts) if n in keep or (n & (n - 1)) == 0]
 
 
@@ -111,10 +110,12 @@ def _measured_cell(m: tuple[float, float, int] | None) -> str:
 
 
 def _num(x: float) -> str:
-    """Five significant digits, no exponent for everyday magnitudes."""
+    """About five significant digits, no exponent for everyday magnitudes."""
     x = float(x)
     if x != 0 and (abs(x) >= 1e7 or abs(x) < 1e-3):
         return f"{x:.4e}"
+    if abs(x) >= 1e4:
+        return f"{x:.0f}"  # %g would switch to an exponent at 1e5
     return f"{x:.5g}"
 
 
