@@ -9,18 +9,22 @@ predictions summed (the paper's "separate computation and communication").
 Linear vs quadratic: the paper picks by "RMSE" from R.  Plain training RMSE always favours
 the nested, bigger model; we use the residual standard error R reports,
 ``sqrt(RSS / (points - parameters))``, which charges the quadratic for its extra degree of
-freedom (ties, e.g. exact power laws, go to the linear form).  On the shared measured curves
-it extrapolated as well as always-quadratic and better than leave-one-out, which the
-high-leverage end points make too shy of the quadratic.  A quadratic whose local scaling exponent
-``d log T / d log q`` leaves [-1.5, 8] before ``nmax`` (more than 1.5-power superlinear
-speedup, or a collapse faster than the PreSca realism filter allows) is not used for
-extrapolation.  The paper's advice to "predict within the training runs" is reported as a
-diagnostic: train on counts <= max/2, check on the rest (``extras["within_training_error"]``).
+freedom (ties, e.g. exact power laws, go to the linear form).  On the shared measured
+curves it extrapolated as well as always-quadratic and better than leave-one-out, which
+the high-leverage end points make too shy of the quadratic.  A quadratic whose local
+scaling exponent ``d log T / d log q`` leaves [-1.5, 8] before ``nmax`` (more than
+1.5-power superlinear speedup, or a collapse faster than the PreSca realism filter allows)
+is not used for extrapolation.  The paper's advice to "predict within the training runs"
+is reported as a diagnostic: train on counts <= max/2, check on the rest
+(``extras["within_training_error"]``).
+
+Not implemented: the paper's per-processor variant (the thread with the most compute and
+its wait) needs per-thread times, which ``Measurements`` does not carry.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Mapping, Optional
 
 import numpy as np
 
@@ -29,7 +33,7 @@ from ..fitting import rms
 from . import register
 
 Array = np.ndarray
-SizeArg = Mapping[str, object] | None
+SizeArg = Optional[Mapping[str, object]]  # size name -> values (scalars broadcast)
 
 RMSE_FLOOR = 1e-9  # log2 units; below this, errors are rounding and both forms tie
 EXPONENT_RANGE = (-1.5, 8.0)  # plausible local exponent of T in q
@@ -56,7 +60,8 @@ class LogLogModel:
     def predict(self, q, sizes: SizeArg = None) -> Array:
         """Predicted time at counts ``q`` (and sizes, scalars broadcast)."""
         q = np.asarray(q, float)
-        return np.exp2(_design(q, self.degree, _size_logs(sizes, self.size_names, q.shape)) @ self.coef)
+        X = _design(q, self.degree, _size_logs(sizes, self.size_names, q.shape))
+        return np.exp2(X @ self.coef)
 
     def exponent(self, q) -> Array:
         """Local scaling exponent ``d log T / d log q`` at counts ``q``."""
@@ -108,7 +113,7 @@ def _lstsq(X: Array, y: Array) -> tuple[Array, float, float]:
     coef, _, rank, _ = np.linalg.lstsq(X, y, rcond=None)
     rmse = max(rms(y - X @ coef), RMSE_FLOOR)
     dof = y.size - rank
-    return coef, rmse, rmse * np.sqrt(y.size / dof) if dof > 0 else np.inf
+    return coef, rmse, float(rmse * np.sqrt(y.size / dof)) if dof > 0 else np.inf
 
 
 def fit_loglog(
@@ -142,7 +147,7 @@ def fit_loglog(
     for d in degrees:
         X = _design(q, d, logs)
         # A constant size column duplicates the intercept: give it beta 0 explicitly.
-        live = np.r_[np.ones(d + 1, bool), np.ptp(logs, axis=0) > 0] if names else np.ones(d + 1, bool)
+        live = np.r_[np.ones(d + 1, bool), np.ptp(logs, axis=0) > 0]
         coef = np.zeros(X.shape[1])
         coef[live], rmse, sigma = _lstsq(X[:, live], y)
         fits[d] = LogLogModel(d, coef, names, rmse, sigma)
@@ -160,16 +165,13 @@ def fit_loglog(
 def wait_time(data: Measurements) -> Array | None:
     """Per-point wait time on the critical path, or None without stall columns.
 
-    Assumption: the stall columns are wait times of the thread on the critical path, so
-    their sum is the wait inside ``T``.  Where that sum exceeds ``T`` the columns cannot be
-    per-thread; they are then read as totals over the threads and divided by the count.
+    Stall columns hold wait time summed over all threads (the project-wide meaning, as
+    ESTIMA's stall cycles summed over cores); the average thread's share, total / n,
+    stands for the critical path's wait inside ``T``.
     """
     if not data.stalls:
         return None
-    wait = np.sum([np.asarray(a, float) for a in data.stalls.values()], axis=0)
-    if np.any(wait > data.time):
-        wait = wait / data.counts
-    return wait
+    return np.sum([np.asarray(a, float) for a in data.stalls.values()], axis=0) / data.counts
 
 
 def split_decision(data: Measurements, wait: Array) -> tuple[bool, str]:
@@ -199,7 +201,9 @@ def _spearman(x: Array, y: Array) -> float:
 
 
 def fit_split(q, t, wait, sizes: SizeArg = None, nmax: float | None = None) -> SplitModel:
-    """Fit compute = ``t - wait`` and the wait separately (each picks its own g(q)).
+    """Fit compute = ``t - wait`` and the wait separately.  Each part picks its own g(q);
+    that is the paper's pick by weighted-average RMSE, whose minimum over the combinations
+    is each part's own minimum.
 
     Compute is clipped to 1% of ``t`` (log space needs it positive); the wait is fitted on
     the points where it is at least 1% of ``t``: smaller waits (e.g. 0 at one thread) would
@@ -288,4 +292,5 @@ def fit_regression(data: Measurements, nmax: float) -> Fit:
 
 
 def _fmt_scores(scores: dict) -> str:
-    return ", ".join(f"{'quadratic' if d == 2 else 'linear'} {s:.3g}" for d, s in sorted(scores.items()))
+    forms = {1: "linear", 2: "quadratic"}
+    return ", ".join(f"{forms[d]} {s:.3g}" for d, s in sorted(scores.items()))
