@@ -24,7 +24,7 @@ from corecast.fileio import read_measurements
 from corecast.predict import predict_measurements
 
 DEFAULT_DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
-PEERS = ("auto", "presca", "regression", "sizemodel", "usl", "amdahl", "gustafson")
+PEERS = ("auto", "presca", "estima", "regression", "sizemodel", "usl", "amdahl", "gustafson")
 
 
 @dataclass
@@ -80,6 +80,37 @@ def load_all(folder: Path) -> list[tuple[str, Measurements]]:
     return [(p.stem, read_measurements(str(p))) for p in sorted(folder.glob("*.csv"))]
 
 
+def summarise(all_splits: list[Split], names: list[str], verbose: bool = False) -> list[tuple]:
+    """(method, splits scored, median error, share max<20%, mean pick loss, band cover)."""
+    rows = []
+    for method in names:
+        scores = []
+        for sp in all_splits:
+            try:
+                s = score(sp, method)
+            except InputError as exc:
+                s = None
+                if verbose:
+                    print(f"  {method:10s} {sp.curve} m={sp.m:g}: {exc}")
+            if s is not None:
+                scores.append(s)
+                if verbose:
+                    print(f"  {method:10s} {sp.curve:55s} m={sp.m:4g} med={s.median_error:6.1%} "
+                          f"max={s.max_error:6.1%} loss={s.pick_loss:6.1%} cover={s.coverage:4.0%}")
+        if not scores:
+            rows.append((method, 0, np.nan, np.nan, np.nan, np.nan))
+            continue
+        rows.append((
+            method,
+            len(scores),
+            float(np.median([s.median_error for s in scores])),
+            float(np.mean([s.max_error < 0.2 for s in scores])),
+            float(np.mean([s.pick_loss for s in scores])),
+            float(np.mean([s.coverage for s in scores])),
+        ))
+    return rows
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", type=Path, default=DEFAULT_DATASETS)
@@ -91,35 +122,12 @@ def main(argv=None) -> int:
     curves = load_all(args.datasets)
     all_splits = [s for name, data in curves for s in splits(name, data)]
     print(f"{len(curves)} curves, {len(all_splits)} splits from {args.datasets}")
-    rows = []
-    for method in names:
-        scores = []
-        for sp in all_splits:
-            try:
-                scores.append(score(sp, method))
-            except InputError as exc:
-                scores.append(None)
-                if args.verbose:
-                    print(f"  {method:10s} {sp.curve} m={sp.m:g}: {exc}")
-        ok = [s for s in scores if s is not None]
-        if args.verbose:
-            for sp, s in zip(all_splits, scores):
-                if s is not None:
-                    print(f"  {method:10s} {sp.curve:55s} m={sp.m:4g} med={s.median_error:6.1%} "
-                          f"max={s.max_error:6.1%} loss={s.pick_loss:6.1%} cover={s.coverage:4.0%}")
-        if not ok:
-            rows.append((method, len(ok), np.nan, np.nan, np.nan, np.nan))
-            continue
-        rows.append((
-            method,
-            len(ok),
-            float(np.median([s.median_error for s in ok])),
-            float(np.mean([s.max_error < 0.2 for s in ok])),
-            float(np.mean([s.pick_loss for s in ok])),
-            float(np.mean([s.coverage for s in ok])),
-        ))
+    rows = summarise(all_splits, names, args.verbose)
     print(f"{'method':12s} {'splits':>6s} {'median err':>10s} {'max<20%':>8s} {'pick loss':>9s} {'band cover':>10s}")
     for method, k, med, share, loss, cover in rows:
+        if k == 0:
+            print(f"{method:12s} {k:6d}  (no split has the columns or points it needs)")
+            continue
         print(f"{method:12s} {k:6d} {med:10.1%} {share:8.2f} {loss:9.1%} {cover:10.0%}")
     if args.timing:
         timing()

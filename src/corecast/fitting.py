@@ -23,9 +23,11 @@ def relative_lsq(
     p0: Sequence[float],
     bounds: tuple[Sequence[float], Sequence[float]] | None = None,
     max_nfev: int | None = None,
+    jac: Callable[[Array, Array], Array] | None = None,
 ) -> Optional[Array]:
     """Minimise the summed squared relative error from ``p0``; never worse than ``p0``.
 
+    ``jac(n, p)`` optionally gives d model / d p (rows per point) for exact derivatives.
     Returns None only when ``p0`` itself gives non-finite values.
     """
     n = np.asarray(n, float)
@@ -40,12 +42,18 @@ def relative_lsq(
         return None
     if bounds is None:
         method = "lm" if n.size >= p0.size else "trf"
-        kwargs = {}
+        kwargs: dict = {}
     else:
         method = "trf"
         lo, hi = (np.asarray(b, float) for b in bounds)
         p0 = np.clip(p0, lo, hi)
         kwargs = {"bounds": (lo, hi)}
+    if jac is not None:
+        def jacobian(p: Array) -> Array:
+            j = jac(n, p) / y[:, None]
+            return np.where(np.isfinite(j), j, 0.0)
+
+        kwargs["jac"] = jacobian
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:

@@ -28,6 +28,8 @@ class Kernel:
     linear: bool = False  # True: the start already is the exact relative-LS optimum
     # Bounds that guarantee validity, used when the free fit is invalid (a pole in range).
     safe_bounds: Optional[Callable[[int], tuple[list[float], list[float]]]] = None
+    # d f / d p as an (n.size, nparams) matrix; without it derivatives are numerical.
+    jacobian: Optional[Callable[[Array, Array], Array]] = None
 
 
 @dataclass(frozen=True)
@@ -139,13 +141,21 @@ def rational(num_deg: int, den_deg: int) -> Kernel:
 
     coeffs = " + ".join(["a0"] + [f"a{i} n^{i}" for i in range(1, na)])
     dcoeffs = " + ".join(["1"] + [f"b{j} n^{j}" for j in range(1, den_deg + 1)])
+    def jacobian(n: Array, p: Array) -> Array:
+        num, den = parts(np.asarray(n, float), p)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            f = num / den
+            da = [n**i / den for i in range(na)]
+            db = [-f * n**j / den for j in range(1, den_deg + 1)]
+        return np.column_stack(da + db)
+
     def safe_bounds(size: int) -> tuple[list[float], list[float]]:
         # b_j >= 0 keeps the denominator >= 1 for n > 0: no pole anywhere.
         return [-np.inf] * na + [0.0] * den_deg, [np.inf] * size
 
     return Kernel(
         f"Rat{num_deg}{den_deg}", f"({coeffs}) / ({dcoeffs})", na + den_deg, evaluate, start, valid,
-        safe_bounds=safe_bounds,
+        safe_bounds=safe_bounds, jacobian=jacobian,
     )
 
 
@@ -246,7 +256,8 @@ def fit(kernel: Kernel | str, n, y, nmax: float | None = None) -> Optional[Kerne
         if polished is not None and kernel.valid(polished, nmax):
             p = polished
         elif kernel.safe_bounds is not None:
-            bounded = relative_lsq(kernel.evaluate, n, y, p, bounds=kernel.safe_bounds(p.size))
+            bounded = relative_lsq(kernel.evaluate, n, y, p, bounds=kernel.safe_bounds(p.size),
+                                   jac=kernel.jacobian)
             p = bounded if bounded is not None else p
     if not kernel.valid(p, nmax):
         return None
@@ -260,4 +271,4 @@ def fit(kernel: Kernel | str, n, y, nmax: float | None = None) -> Optional[Kerne
 
 
 def _polish(kernel: Kernel, n: Array, y: Array, p0: Array) -> Optional[Array]:
-    return relative_lsq(kernel.evaluate, n, y, p0)
+    return relative_lsq(kernel.evaluate, n, y, p0, jac=kernel.jacobian)

@@ -7,7 +7,8 @@
 3. The factor ``F = T / s`` is fitted on the measured points and extrapolated with the
    same kernels; the candidate whose ``T = F s`` correlates best with ``s`` over 1..nmax
    wins (the paper's rule: time and stalls per core move together, so a good factor keeps
-   that correlation; the best-fitting factor often extrapolates wildly).
+   that correlation; the best-fitting factor often extrapolates wildly).  Candidates must
+   be realistic and fit the measured time nearly as well as the best (see choose_factor).
 4. ``T(n) = F(n) s(n)``; the category with the largest share at nmax is the future
    bottleneck.
 """
@@ -34,6 +35,8 @@ ZERO_FRACTION = 1e-6  # a category below this share of the largest one counts as
 # (RMS relative error above the best one's); correlations within CORRELATION_TIE tie.
 FIT_SLACK = 0.02
 CORRELATION_TIE = 5e-3
+
+MIN_KERNEL_PARAMS = min(kernels.get(k).nparams for k in kernels.ESTIMA_KERNEL)
 
 Array = np.ndarray
 
@@ -67,13 +70,9 @@ def target_grid(nmax: float) -> Array:
     return np.arange(1.0, max(2.0, np.ceil(nmax)) + 1.0)
 
 
-def _min_params(names) -> int:
-    return min(kernels.get(k).nparams for k in names)
-
-
 def usable_checkpoints(m: int) -> list[int]:
     """The c in CHECKPOINTS that leave enough training points for some ESTIMA kernel."""
-    return [c for c in CHECKPOINTS if m - c >= _min_params(kernels.ESTIMA_KERNEL)]
+    return [c for c in CHECKPOINTS if m - c >= MIN_KERNEL_PARAMS]
 
 
 def subset_fits(n: Array, y: Array, nmax: float, last: int) -> dict[int, list[kernels.KernelFit]]:
@@ -97,15 +96,15 @@ def checkpoint_candidates(
     if not usable:
         return []
     # Fits on the first i points are shared by both c; each is scored at each c's checkpoints.
-    fits = subset_fits(n, y, nmax, n.size - min(usable))
-    ok = {id(f): accept(f) for fl in fits.values() for f in fl}
+    fits = {i: [f for f in fl if accept(f)]
+            for i, fl in subset_fits(n, y, nmax, n.size - min(usable)).items()}
     out = []
     for c in usable:
         cn, cy = n[n.size - c :], y[n.size - c :]
         for i in range(MIN_SUBSET, n.size - c + 1):
             for f in fits.get(i, []):
                 err = rms(f(cn) - cy)
-                if ok[id(f)] and np.isfinite(err):
+                if np.isfinite(err):
                     out.append(Candidate(f, i, c, err))
     out.sort(key=lambda cand: cand.error)
     return out
@@ -191,7 +190,9 @@ def choose_factor(
     out = []
     for i, fits in subset_fits(n, factor, nmax, n.size).items():
         for f in fits:
-            if not realistic(lambda q, f=f: 1.0 / (f(q) * s_of(q)), nmax):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                sane = realistic(lambda q, f=f: 1.0 / (f(q) * s_of(q)), nmax)
+            if not sane:
                 continue
             corr = pearson(f(grid) * s_grid, s_grid)
             err = rms((f(n) * s_n - t) / t)
@@ -207,7 +208,8 @@ def choose_factor(
 
 def _time_extrapolation(n: Array, t: Array, nmax: float) -> Optional[Candidate]:
     """The paper's baseline, used when stalls cannot explain the time."""
-    cands = checkpoint_candidates(n, t, nmax, lambda f: realistic(lambda q: 1.0 / f(q), nmax))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        cands = checkpoint_candidates(n, t, nmax, lambda f: realistic(lambda q: 1.0 / f(q), nmax))
     return cands[0] if cands else None
 
 
@@ -248,7 +250,8 @@ def fit_estima(data: Measurements, nmax: float) -> Fit:
     share = {k: float(c(grid[-1:])[0]) for k, c in curves.items()}
     extras = {
         "counts": grid,
-        "categories": {k: {"kernel": c.label, "values": c(grid)} for k, c in curves.items()},
+        "categories": {k: {"kernel": c.label, "values": c(grid), "checkpoint_rmse": c.error}
+                       for k, c in curves.items()},
         "future_bottleneck": max(share, key=share.get) if any(share.values()) else None,
         "stalls_per_core": s_of(grid),
     }
@@ -256,7 +259,7 @@ def fit_estima(data: Measurements, nmax: float) -> Fit:
     if choices:
         best = choices[0]
 
-        def time(q, f=best.fit):
+        def time_of(q, f=best.fit):
             q = np.asarray(q, float)
             return f(q) * s_of(q)
 
@@ -278,7 +281,7 @@ def fit_estima(data: Measurements, nmax: float) -> Fit:
         warnings.append("stalls per core could not be translated to time (zero stalls or no "
                         "realistic factor); extrapolated the time directly")
 
-        def time(q, f=fallback.fit):
+        def time_of(q, f=fallback.fit):
             return f(np.asarray(q, float))
 
         label = f"T={fallback.label}"
@@ -288,7 +291,8 @@ def fit_estima(data: Measurements, nmax: float) -> Fit:
                   "coefficients": fallback.fit.params}
 
     def perf(q) -> Array:
-        return 1.0 / time(q)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return 1.0 / time_of(q)
 
     usable = usable_checkpoints(n.size)
     return Fit(
