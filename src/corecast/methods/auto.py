@@ -121,7 +121,7 @@ def fit_auto(data: Measurements, nmax: float) -> Fit:
     checkpoints = next((f.checkpoints for f in fits if f.checkpoints), [])
     return Fit(
         method="auto",
-        candidate="median(" + ", ".join(names) + ")",
+        candidate=names[0] if len(names) == 1 else "median(" + ", ".join(names) + ")",
         perf=perf,
         reason=reason,
         params={f.method: f.params for f in fits},
