@@ -21,7 +21,7 @@ import numpy as np
 from corecast import methods
 from corecast.entities import InputError, Measurements
 from corecast.fileio import read_measurements
-from corecast.predict import predict_measurements
+from corecast.prediction import predict_measurements
 
 DEFAULT_DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 PEERS = ("auto", "presca", "estima", "regression", "sizemodel", "usl", "amdahl", "gustafson")

@@ -5,7 +5,7 @@ import pytest
 from corecast import methods
 from corecast.entities import InputError, Measurements
 from corecast.methods.regression import fit_loglog, fit_regression, fit_split, wait_time
-from corecast.predict import predict
+from corecast.prediction import predict
 
 Q = np.array([1, 2, 4, 8, 16], float)
 SIZES = np.array([100, 200, 400], float)

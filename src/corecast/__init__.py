@@ -1,6 +1,28 @@
-"""corecast: predict how a parallel program scales with threads, cores and NUMA nodes."""
-from .entities import InputError, Measurements, Prediction
-from .predict import predict, predict_measurements
+"""corecast: predict how a parallel program scales with threads, cores and NUMA nodes.
+
+The model API (``predict`` and friends) is imported on first use: the runtime bridge
+imports this package inside profiled programs, where numpy and scipy would only cost
+start-up time.
+"""
+from __future__ import annotations
 
 __all__ = ["predict", "predict_measurements", "Measurements", "Prediction", "InputError"]
 __version__ = "0.1.0"
+
+_LAZY = {
+    "predict": "corecast.prediction",
+    "predict_measurements": "corecast.prediction",
+    "Measurements": "corecast.entities",
+    "Prediction": "corecast.entities",
+    "InputError": "corecast.entities",
+}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'corecast' has no attribute {name!r}")

@@ -19,7 +19,7 @@ import numpy as np
 from . import methods
 from .entities import METRICS, InputError, Measurements, Prediction
 from .fileio import read_measurements
-from .predict import DEFAULT_KNEE_FRACTION, predict_measurements
+from .prediction import DEFAULT_KNEE_FRACTION, predict_measurements
 from .report import format_table
 
 EXIT_ERROR = 2
