@@ -1,4 +1,4 @@
-"""Command line: ``corecast predict FILE ...`` and ``corecast demo``.
+"""Command line: ``corecast predict FILE ...``, ``demo``, ``run -- CMD`` and ``lib``.
 
 Each subcommand is a pair of functions, ``add_X(subparsers)`` declaring its arguments and
 ``cmd_X(args) -> int`` running it; adding one means writing both and listing ``add_X`` in
@@ -190,7 +190,53 @@ def _print_json(obj: dict) -> None:
     print(json.dumps(obj, allow_nan=False))
 
 
-SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [add_predict, add_demo]
+# ---------------------------------------------------------------- run, lib
+
+
+def add_run(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "run",
+        help="run a program with the corecast runtime preloaded",
+        description="Run CMD with the preload library appended to LD_PRELOAD; at exit a report "
+        "goes to stderr (and JSON Lines to --json-out). The program's output and exit status "
+        "are its own.",
+    )
+    p.add_argument("--target", type=_count, help="predict up to N threads (default: this machine's cores)")
+    p.add_argument("--window-ms", type=_count, help="sampling window in ms (default 200)")
+    p.add_argument("--json-out", metavar="FILE", help="write JSON Lines here (CORECAST_OUTPUT)")
+    p.add_argument("--quiet", action="store_true", help="no report on stderr")
+    p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ARGS...")
+    p.set_defaults(func=cmd_run)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from .runtime import launcher
+
+    command = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+    try:
+        launcher.run(command, args.target, args.window_ms, args.json_out, args.quiet)
+    except launcher.LaunchError as exc:
+        sys.stderr.write(CliError(str(exc)).line() + "\n")
+        return exc.status
+    return 0  # not reached: run() replaces this process
+
+
+def add_lib(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("lib", help="print the preload library's path (LD_PRELOAD=$(corecast lib) CMD)")
+    p.set_defaults(func=cmd_lib)
+
+
+def cmd_lib(args: argparse.Namespace) -> int:
+    from .runtime import launcher
+
+    try:
+        print(launcher.library_path())
+    except launcher.LaunchError as exc:
+        raise CliError(str(exc)) from None
+    return 0
+
+
+SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [add_predict, add_demo, add_run, add_lib]
 
 
 def build_parser() -> argparse.ArgumentParser:

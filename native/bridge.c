@@ -1,0 +1,149 @@
+/* The bridge to the model library (cffi-embedded Python), loaded lazily.
+ *
+ * Non-Python hosts: the model library brings its own interpreter (Python home and
+ * package root are passed before it starts).  Python hosts: the host's interpreter runs
+ * the model; its version must match the model library's, and an atexit hook registered
+ * there produces the exit report while the interpreter still lives. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "corecast.h"
+
+#ifndef CC_PY_VERSION
+#define CC_PY_VERSION "unknown"
+#endif
+#ifndef CC_PY_SONAME
+#define CC_PY_SONAME ""
+#endif
+#ifndef CC_PY_HOME
+#define CC_PY_HOME ""
+#endif
+
+enum { MODEL_UNTRIED, MODEL_READY, MODEL_FAILED };
+static int state = MODEL_UNTRIED;
+static int loading; /* spin flag */
+static char why[200];
+static int (*model_predict)(const struct cc_sample *, struct cc_result *);
+static int host_python = -1;
+
+int cc_host_is_python(void) {
+    /* Decided before corecast loads any Python of its own. */
+    if (host_python < 0)
+        host_python = dlsym(RTLD_DEFAULT, "Py_IsInitialized") != NULL;
+    return host_python;
+}
+
+const char *cc_model_warning(void) { return state == MODEL_FAILED ? why : NULL; }
+
+static void fail(const char *msg) {
+    snprintf(why, sizeof why, "%s", msg);
+    state = MODEL_FAILED;
+}
+
+static int own_dir(char *out, size_t size) {
+    Dl_info info;
+    if (!dladdr((void *)&cc_host_is_python, &info) || !info.dli_fname)
+        return 0;
+    if (!realpath(info.dli_fname, out))
+        snprintf(out, size, "%s", info.dli_fname);
+    char *slash = strrchr(out, '/');
+    if (!slash)
+        return 0;
+    *slash = 0;
+    return 1;
+}
+
+static void load(void) {
+    char dir[PATH_MAX], path[PATH_MAX + 64], root[PATH_MAX];
+    if (!own_dir(dir, sizeof dir))
+        return fail("cannot locate the corecast library directory");
+    snprintf(path, sizeof path, "%s/libcorecast_model.so", dir);
+    /* <root>/corecast/_native/<this library>: root goes on the model's sys.path. */
+    snprintf(root, sizeof root, "%s", dir);
+    for (int up = 0; up < 2; up++) {
+        char *slash = strrchr(root, '/');
+        if (slash)
+            *slash = 0;
+    }
+    int python = cc_host_is_python();
+    if (python) {
+        const char *(*version)(void) = (const char *(*)(void))dlsym(RTLD_DEFAULT, "Py_GetVersion");
+        int (*alive)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
+        const char *v = version ? version() : "?";
+        size_t k = strlen(CC_PY_VERSION);
+        if (strncmp(v, CC_PY_VERSION, k) != 0 || (v[k] != '.' && v[k] != ' ' && v[k] != 0)) {
+            char msg[160];
+            snprintf(msg, sizeof msg, "host Python %.*s differs from the model's Python %s",
+                     (int)strcspn(v, " "), v, CC_PY_VERSION);
+            return fail(msg);
+        }
+        if (!alive || !alive())
+            return fail("the Python host finished before the model was reached");
+    } else {
+        char probe[PATH_MAX + 64];
+        snprintf(probe, sizeof probe, "%s/lib/python%s/encodings/__init__.py", CC_PY_HOME,
+                 CC_PY_VERSION);
+        if (access(probe, R_OK) != 0)
+            return fail("the Python the model was built with is gone (" CC_PY_HOME ")");
+    }
+    void *h = dlopen(path, RTLD_NOW | (python ? RTLD_LOCAL : RTLD_GLOBAL));
+    if (!h) {
+        char msg[200];
+        snprintf(msg, sizeof msg, "cannot load the model library: %s", dlerror());
+        return fail(msg);
+    }
+    /* Extension modules the model imports need libpython's symbols globally. */
+    if (!python && CC_PY_SONAME[0])
+        dlopen(CC_PY_SONAME, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
+    void (*configure)(const char *, const char *, int, void (*)(void)) =
+        (void (*)(const char *, const char *, int, void (*)(void)))dlsym(h, "corecast_model_configure");
+    model_predict = (int (*)(const struct cc_sample *, struct cc_result *))dlsym(h, "corecast_model_predict");
+    if (!configure || !model_predict)
+        return fail("the model library lacks its entry points");
+    configure(root, CC_PY_HOME, python, cc_final);
+    state = MODEL_READY;
+}
+
+int cc_model_predict(const struct cc_sample *s, struct cc_result *r) {
+    if (state == MODEL_UNTRIED) {
+        while (__atomic_exchange_n(&loading, 1, __ATOMIC_ACQUIRE))
+            sched_yield(); /* the other caller may be starting an interpreter */
+        if (state == MODEL_UNTRIED)
+            load();
+        __atomic_store_n(&loading, 0, __ATOMIC_RELEASE);
+    }
+    if (state != MODEL_READY) {
+        r->status = -1;
+        snprintf(r->note, sizeof r->note, "%s", why);
+        return -1;
+    }
+    if (cc_host_is_python()) {
+        int (*alive)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
+        if (!alive || !alive()) {
+            r->status = -1;
+            snprintf(r->note, sizeof r->note, "the Python host had finished");
+            return -1;
+        }
+    }
+    int rc = model_predict(s, r);
+    if (rc != 0 && !r->note[0])
+        snprintf(r->note, sizeof r->note, "the model failed (code %d)", rc);
+    if (rc != 0)
+        r->status = rc;
+    return rc;
+}
+
+void cc_model_after_fork(void) {
+    /* A forked child of a non-Python host must not enter an interpreter whose other
+     * threads (and perhaps its lock) stayed behind; Python hosts re-initialise their
+     * interpreter in os.fork and keep the model. */
+    if (state == MODEL_READY && !cc_host_is_python())
+        fail("model not available in a child forked after the model was loaded");
+    loading = 0;
+}

@@ -1,0 +1,298 @@
+/* corecast preload library: configuration, per-thread slots, region table, process
+ * lifecycle (constructor, fork, exec, exit).  The wrappers live in shims/. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "corecast.h"
+#include "real.h"
+
+_Static_assert(sizeof(((struct cc_sample *)0)->regions) / sizeof(struct cc_region_sample) ==
+                   CC_MAX_REGIONS, "model_abi.h: regions[] must hold CC_MAX_REGIONS");
+_Static_assert(sizeof(((struct cc_region_sample *)0)->stall_s) / sizeof(double) == CC_NSTALL,
+               "model_abi.h: stall_s[] must hold CC_NSTALL");
+_Static_assert(sizeof(((struct cc_sample *)0)->counters) / sizeof(double) == CC_NCTR,
+               "model_abi.h: counters[] must hold CC_NCTR");
+_Static_assert(sizeof(((struct cc_region_prediction *)0)->threads) / sizeof(int) == CC_MAX_PRED,
+               "model_abi.h: threads[] must hold CC_MAX_PRED");
+
+const char *const CC_STALL_NAMES[CC_NSTALL] = {
+    "mutex", "condvar", "pthread_barrier", "rwlock", "semaphore", "critical",
+    "atomic", "omp_lock", "omp_barrier", "imbalance", "runqueue",
+};
+const char *const CC_COUNTER_NAMES[CC_NCTR] = {
+    "task_clock_s", "context_switches", "migrations", "page_faults",
+    "cycles", "instructions", "llc_misses", "backend_stall_cycles",
+};
+
+struct cc_config cc_cfg = {.target = 0, .window_ms = 200};
+volatile int cc_ready;
+volatile int cc_active;
+uint64_t cc_overflow;
+static pid_t cc_pid;
+static int cc_final_done;
+
+/* ---- clock ------------------------------------------------------------------------ */
+static uint64_t tsc0;
+static double mono0;
+
+double cc_mono_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+uint64_t cc_now_fallback(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+/* Ticks are calibrated over the process lifetime: no start-up cost, and the longer the
+ * run, the better the estimate. */
+double cc_ticks_to_s(uint64_t ticks) {
+#if defined(__x86_64__) || defined(__i386__)
+    double dt = cc_mono_s() - mono0;
+    uint64_t dtsc = cc_now() - tsc0;
+    if (dt < 1e-4 || dtsc == 0) {
+        struct timespec pause = {0, 2000000};
+        nanosleep(&pause, NULL);
+        dt = cc_mono_s() - mono0;
+        dtsc = cc_now() - tsc0;
+    }
+    return ticks * (dt / (double)dtsc);
+#else
+    return ticks * 1e-9;
+#endif
+}
+
+/* ---- diagnostics ------------------------------------------------------------------ */
+void cc_warn(const char *fmt, ...) {
+    char buf[512];
+    int n = snprintf(buf, sizeof buf, "corecast: warning: ");
+    va_list ap;
+    va_start(ap, fmt);
+    n += vsnprintf(buf + n, sizeof buf - n - 1, fmt, ap);
+    va_end(ap);
+    if (n > (int)sizeof buf - 2)
+        n = sizeof buf - 2;
+    buf[n++] = '\n';
+    ssize_t w = write(2, buf, n);
+    (void)w;
+}
+
+/* ---- configuration ---------------------------------------------------------------- */
+static int env_int(const char *name, int lo, int hi, int dflt) {
+    const char *v = getenv(name);
+    if (!v || !*v)
+        return dflt;
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || *end || x < lo || x > hi) {
+        cc_warn("%s=%s is not a whole number in [%d, %d]; using %d", name, v, lo, hi, dflt);
+        return dflt;
+    }
+    return (int)x;
+}
+
+static void read_config(void) {
+    int saved = errno;
+    cc_cfg.disabled = env_int("CORECAST_DISABLE", 0, 1, 0);
+    cc_cfg.quiet = env_int("CORECAST_QUIET", 0, 1, 0);
+    cc_cfg.display_env = env_int("CORECAST_DISPLAY_ENV", 0, 1, 0);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    cc_cfg.target = env_int("CORECAST_TARGET", 1, CC_MAX_THREADS, cores > 0 ? (int)cores : 1);
+    cc_cfg.window_ms = env_int("CORECAST_WINDOW_MS", 10, 60000, 200);
+    const char *out = getenv("CORECAST_OUTPUT");
+    cc_cfg.output[0] = 0;
+    if (out && strlen(out) < sizeof cc_cfg.output)
+        strcpy(cc_cfg.output, out);
+    else if (out)
+        cc_warn("CORECAST_OUTPUT is too long; no JSON Lines written");
+    if (cc_cfg.display_env) {
+        char buf[1400];
+        int n = snprintf(buf, sizeof buf,
+                         "CORECAST DISPLAY ENVIRONMENT BEGIN\n  CORECAST_DISABLE = '%d'\n"
+                         "  CORECAST_TARGET = '%d'\n  CORECAST_WINDOW_MS = '%d'\n"
+                         "  CORECAST_OUTPUT = '%s'\n  CORECAST_QUIET = '%d'\n"
+                         "CORECAST DISPLAY ENVIRONMENT END\n",
+                         cc_cfg.disabled, cc_cfg.target, cc_cfg.window_ms, cc_cfg.output,
+                         cc_cfg.quiet);
+        ssize_t w = write(2, buf, n < (int)sizeof buf ? n : (int)sizeof buf - 1);
+        (void)w;
+    }
+    errno = saved;
+}
+
+/* ---- thread slots ----------------------------------------------------------------- */
+static struct cc_thread slots[CC_MAX_THREADS];
+static struct cc_thread overflow_slot; /* shared sink once the table is full */
+static int nslots;
+__thread struct cc_thread *cc_self_tls __attribute__((tls_model("initial-exec")));
+
+struct cc_thread *cc_self_slow(void) {
+    int i = __atomic_fetch_add(&nslots, 1, __ATOMIC_RELAXED);
+    struct cc_thread *t;
+    if (i < CC_MAX_THREADS) {
+        t = &slots[i];
+        t->tid = (int)syscall(SYS_gettid);
+    } else {
+        __atomic_store_n(&nslots, CC_MAX_THREADS, __ATOMIC_RELAXED);
+        CC_AADD(cc_overflow, 1);
+        t = &overflow_slot;
+        t->guard = 1; /* data from here would be garbled by concurrent writers */
+    }
+    cc_self_tls = t;
+    return t;
+}
+
+struct cc_thread *cc_thread_slots(int *n) {
+    int k = __atomic_load_n(&nslots, __ATOMIC_RELAXED);
+    *n = k < CC_MAX_THREADS ? k : CC_MAX_THREADS;
+    return slots;
+}
+
+/* ---- OpenMP regions (open addressing keyed by the outlined function) -------------- */
+#define REGION_TABLE 256 /* > CC_MAX_REGIONS: keeps probe chains short */
+static struct cc_region regions[REGION_TABLE];
+static int nregions;
+
+struct cc_region *cc_region_for(void *fn) {
+    size_t h = ((uintptr_t)fn >> 4) * 0x9E3779B97F4A7C15ull;
+    for (int probe = 0; probe < REGION_TABLE; probe++) {
+        struct cc_region *r = &regions[(h + probe) % REGION_TABLE];
+        void *k = __atomic_load_n(&r->fn, __ATOMIC_ACQUIRE);
+        if (k == fn)
+            return r;
+        if (k == NULL) {
+            if (__atomic_load_n(&nregions, __ATOMIC_RELAXED) >= CC_MAX_REGIONS)
+                break;
+            void *expected = NULL;
+            if (__atomic_compare_exchange_n(&r->fn, &expected, fn, 0, __ATOMIC_ACQ_REL,
+                                            __ATOMIC_ACQUIRE)) {
+                __atomic_fetch_add(&nregions, 1, __ATOMIC_RELAXED);
+                return r;
+            }
+            if (expected == fn)
+                return r;
+        }
+    }
+    CC_AADD(cc_overflow, 1);
+    return NULL;
+}
+
+struct cc_region *cc_regions(int *n) {
+    *n = REGION_TABLE;
+    return regions;
+}
+
+/* ---- lifecycle -------------------------------------------------------------------- */
+static double active_since;
+double cc_active_since(void) { return active_since; }
+double cc_started(void) { return mono0; }
+
+void cc_activity(void) {
+    if (__builtin_expect(cc_active, 1) || cc_cfg.disabled)
+        return;
+    static int once;
+    if (__atomic_exchange_n(&once, 1, __ATOMIC_ACQ_REL))
+        return;
+    active_since = cc_mono_s();
+    cc_active = 1;
+    cc_sampler_start();
+}
+
+static void reset_after_fork(void) {
+    /* The child keeps only the forking thread: it starts afresh and reports alone. */
+    memset(slots, 0, sizeof slots);
+    memset(regions, 0, sizeof regions);
+    nslots = 0;
+    nregions = 0;
+    cc_overflow = 0;
+    cc_self_tls = NULL;
+    cc_active = 0;
+    cc_final_done = 0;
+    cc_pid = getpid();
+    mono0 = cc_mono_s(); /* the child's own lifetime starts here */
+    tsc0 = cc_now();
+    cc_sampler_after_fork();
+    cc_model_after_fork();
+}
+
+void cc_final(void) {
+    if (!cc_ready || cc_cfg.disabled)
+        return;
+    /* A vfork child shares our memory: it must neither report nor mark us done. */
+    if (getpid() != cc_pid)
+        return;
+    if (__atomic_exchange_n(&cc_final_done, 1, __ATOMIC_ACQ_REL))
+        return;
+    struct cc_thread *t = cc_self();
+    t->guard++;
+    cc_sampler_stop();
+    if (cc_active) {
+        static struct cc_sample sample;
+        static struct cc_result result;
+        cc_build_sample(&sample, 1);
+        memset(&result, 0, sizeof result);
+        if (cc_model_predict(&sample, &result) != 0)
+            result.status = result.status ? result.status : -1;
+        cc_report(&sample, &result);
+    }
+    t->guard--;
+}
+
+static void final_at_exit(void) { cc_final(); }
+
+__attribute__((constructor)) static void cc_init(void) {
+    tsc0 = cc_now();
+    mono0 = cc_mono_s();
+    cc_pid = getpid();
+    read_config();
+    if (cc_cfg.disabled)
+        return;
+    /* Registered early, so it runs after the program's own atexit handlers. */
+    atexit(final_at_exit);
+    at_quick_exit(final_at_exit);
+    pthread_atfork(NULL, NULL, reset_after_fork);
+    cc_ready = 1;
+}
+
+/* ---- exits and execs that skip atexit ---------------------------------------------- */
+void _exit(int status) {
+    cc_final();
+    CC_LIBC(_exit)(status);
+}
+
+void _Exit(int status) {
+    cc_final();
+    CC_LIBC(_Exit)(status);
+}
+
+/* The image is replaced: report what this one measured (same pid, its own lines). */
+int execve(const char *path, char *const argv[], char *const envp[]) {
+    cc_final();
+    return CC_LIBC(execve)(path, argv, envp);
+}
+
+int execv(const char *path, char *const argv[]) {
+    cc_final();
+    return CC_LIBC(execv)(path, argv);
+}
+
+int execvp(const char *file, char *const argv[]) {
+    cc_final();
+    return CC_LIBC(execvp)(file, argv);
+}
+
+int execvpe(const char *file, char *const argv[], char *const envp[]) {
+    cc_final();
+    return CC_LIBC(execvpe)(file, argv, envp);
+}

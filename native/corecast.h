@@ -1,0 +1,122 @@
+/* corecast preload library: internal declarations shared by native/ and shims/.
+ *
+ * Rules for anything reachable from a wrapper (shims/): no malloc, no stdio, no locks,
+ * no Python; per-thread counters are written only by their own thread; shared region
+ * counters use relaxed atomics. */
+#ifndef CORECAST_H
+#define CORECAST_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "model_abi.h"
+
+#define CC_MAX_THREADS 1024
+#define CC_MAX_HELD 4 /* nested critical sections / locks timed per thread */
+
+extern const char *const CC_STALL_NAMES[CC_NSTALL];
+extern const char *const CC_COUNTER_NAMES[CC_NCTR];
+
+/* ---- time ---------------------------------------------------------------------- */
+static inline uint64_t cc_now(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    uint32_t lo, hi;
+    __asm__ __volatile__("rdtsc" : "=a"(lo), "=d"(hi));
+    return ((uint64_t)hi << 32) | lo;
+#else
+    extern uint64_t cc_now_fallback(void);
+    return cc_now_fallback();
+#endif
+}
+double cc_ticks_to_s(uint64_t ticks); /* calibrated against CLOCK_MONOTONIC */
+double cc_mono_s(void);
+
+/* ---- per-thread state ------------------------------------------------------------ */
+struct cc_region;
+
+struct cc_thread {
+    int tid;
+    int guard; /* > 0: inside corecast itself, wrappers pass straight through */
+    int internal; /* corecast's own thread (the sampler): not part of the program */
+    uint64_t wait[CC_NSTALL];
+    uint64_t acq[CC_NSTALL];
+    uint64_t contended[CC_NSTALL];
+    uint64_t serial;     /* hold time of critical/atomic/omp locks, single work */
+    uint64_t loop_calls;
+    uint64_t hold_sampled, hold_samples;
+    /* OpenMP context */
+    struct cc_region *region;
+    int depth;
+    uint64_t single_t0;
+    int nheld;
+    uint64_t held_t0[CC_MAX_HELD];
+    const void *held_obj[CC_MAX_HELD];
+    /* contended pthread lock awaiting its hold-time sample */
+    const void *sample_lock;
+    uint64_t sample_t0;
+} __attribute__((aligned(64)));
+
+struct cc_thread *cc_self_slow(void);
+extern __thread struct cc_thread *cc_self_tls __attribute__((tls_model("initial-exec")));
+
+static inline struct cc_thread *cc_self(void) {
+    struct cc_thread *t = cc_self_tls;
+    return t ? t : cc_self_slow();
+}
+
+/* Relaxed store of a thread-owned counter (readers are the sampler and the report). */
+#define CC_ADD(field, v) __atomic_store_n(&(field), (field) + (v), __ATOMIC_RELAXED)
+#define CC_AADD(field, v) __atomic_fetch_add(&(field), (v), __ATOMIC_RELAXED)
+
+/* ---- global state --------------------------------------------------------------- */
+struct cc_config {
+    int disabled;
+    int quiet;
+    int display_env;
+    int target;
+    int window_ms;
+    char output[1024];
+};
+extern struct cc_config cc_cfg;
+extern volatile int cc_ready;     /* constructor ran, not yet finalised */
+extern volatile int cc_active;    /* parallel activity seen */
+extern uint64_t cc_overflow;      /* events dropped: slot or region tables full */
+
+void cc_activity(void);           /* first parallel activity: start the sampler */
+struct cc_thread *cc_thread_slots(int *n);
+
+/* ---- OpenMP regions --------------------------------------------------------------- */
+struct cc_region {
+    void *fn; /* key: the outlined function; NULL = free slot */
+    int nested;
+    int max_threads;
+    uint64_t calls, wall, busy, serial, loop_calls;
+    uint64_t wait[CC_NSTALL], acq[CC_NSTALL], contended[CC_NSTALL];
+};
+struct cc_region *cc_region_for(void *fn);
+struct cc_region *cc_regions(int *n);
+
+/* ---- sampler, model, report ---------------------------------------------------- */
+void cc_sampler_start(void);
+void cc_sampler_stop(void);
+void cc_sampler_after_fork(void);
+void cc_sampler_read_counters(struct cc_sample *s); /* fills counters + runqueue */
+void cc_build_sample(struct cc_sample *s, int final);
+int cc_model_predict(const struct cc_sample *s, struct cc_result *r);
+void cc_model_after_fork(void);
+const char *cc_model_warning(void);
+void cc_report(const struct cc_sample *s, const struct cc_result *r);
+void cc_final(void); /* the exit report; runs once per process image */
+void cc_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cc_symbol_name(const void *addr, char *name, size_t nsize, char *object, size_t osize);
+void cc_process_times(double *cpu_s, double *runq_s);
+double cc_active_since(void);
+double cc_started(void);
+int cc_host_is_python(void);
+
+/* Resolving real functions: in the caller's own library first (wheels load private
+ * libgomp copies RTLD_LOCAL), then RTLD_NEXT. */
+void *cc_resolve(const char *name, const void *caller, const void *self);
+void *cc_resolve_next(const char *name, const char *version);
+
+#endif

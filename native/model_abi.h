@@ -1,0 +1,95 @@
+/* The interface between the preload library (C) and the embedded model library
+ * (cffi, Python).  This file is read by the C compiler and, with its '#' lines other
+ * than integer #defines dropped, by cffi's cdef: keep it to plain structs and integer
+ * constants. */
+#ifndef CORECAST_MODEL_ABI_H
+#define CORECAST_MODEL_ABI_H
+
+#define CC_ABI_VERSION 1
+#define CC_MAX_REGIONS 128
+#define CC_MAX_PRED 64
+#define CC_NAME_LEN 96
+
+/* Stall categories; their names are in CC_STALL_NAMES (corecast.h) and
+ * corecast.runtime.bridge.STALLS, in this order. */
+#define CC_STALL_MUTEX 0
+#define CC_STALL_COND 1
+#define CC_STALL_PBARRIER 2
+#define CC_STALL_RWLOCK 3
+#define CC_STALL_SEM 4
+#define CC_STALL_CRITICAL 5
+#define CC_STALL_ATOMIC 6
+#define CC_STALL_OMPLOCK 7
+#define CC_STALL_OMPBARRIER 8
+#define CC_STALL_IMBALANCE 9
+#define CC_STALL_RUNQUEUE 10
+#define CC_NSTALL 11
+
+/* Process-wide counters read by the sampler; a value is valid only where its bit is set
+ * in cc_sample.counters_measured. */
+#define CC_CTR_TASK_CLOCK 0
+#define CC_CTR_CTX_SWITCHES 1
+#define CC_CTR_MIGRATIONS 2
+#define CC_CTR_PAGE_FAULTS 3
+#define CC_CTR_CYCLES 4
+#define CC_CTR_INSTRUCTIONS 5
+#define CC_CTR_LLC_MISSES 6
+#define CC_CTR_BACKEND_STALLS 7
+#define CC_NCTR 8
+
+#define CC_RUNTIME_OPENMP 0
+#define CC_RUNTIME_PTHREADS 1
+
+struct cc_region_sample {
+    char name[96];            /* outlined function, or "process" */
+    char object[96];          /* object file that holds it */
+    int runtime;              /* CC_RUNTIME_* */
+    int threads;              /* largest team / thread count seen */
+    int nested;               /* 1 if it ran inside another region */
+    unsigned long long calls;
+    double wall_s;            /* summed wall time of all calls */
+    double busy_s;            /* summed per-thread busy time */
+    double serial_s;          /* critical/atomic/lock hold time and single work */
+    double cpu_s;             /* pthreads: summed CPU time of the threads */
+    double stall_s[11];       /* per category, summed over threads */
+    unsigned long long acquisitions[11];
+    unsigned long long contended[11];
+    unsigned long long loop_calls; /* GOMP_loop_*_start/next calls */
+    double hold_sampled_s;    /* lock hold time sampled on contended acquisitions */
+    unsigned long long hold_samples;
+};
+
+struct cc_sample {
+    int abi;                  /* CC_ABI_VERSION */
+    int pid;
+    int cores;                /* online CPUs of this machine */
+    int target;               /* predict up to this count */
+    int final;                /* 1 at exit, 0 at a window end */
+    int nregions;
+    double elapsed_s;         /* since the process (image) started */
+    double active_s;          /* since the first parallel activity */
+    double window_s;
+    unsigned int counters_measured; /* bit i: counters[i] was measured */
+    double counters[8];
+    unsigned long long overflow; /* events not recorded (tables full) */
+    struct cc_region_sample regions[128];
+};
+
+struct cc_region_prediction {
+    int npred;
+    int threads[64];
+    double speedup[64];
+    double low[64];
+    double high[64];
+    int preferred;
+    char basis[96];           /* how it was predicted, e.g. "bound: Amdahl/work-span" */
+    char fitted[96];          /* comma-separated inputs the model fitted, not measured */
+};
+
+struct cc_result {
+    int status;               /* 0 ok, nonzero: model failed, see note */
+    char note[160];
+    struct cc_region_prediction regions[128];
+};
+
+#endif

@@ -1,0 +1,95 @@
+/* The real functions corecast wraps, in one place (after Coz's libcoz/real.h).
+ *
+ * libc functions are resolved once with RTLD_NEXT (dlvsym where the default version is
+ * not the one dlsym returns).  libgomp functions are resolved per calling object: a
+ * Python wheel may carry its own libgomp loaded RTLD_LOCAL, invisible to RTLD_NEXT. */
+#ifndef CORECAST_REAL_H
+#define CORECAST_REAL_H
+
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdbool.h>
+#include <time.h>
+
+struct cc_real_libc {
+    int (*pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
+    int (*pthread_mutex_lock)(pthread_mutex_t *);
+    int (*pthread_mutex_trylock)(pthread_mutex_t *);
+    int (*pthread_mutex_timedlock)(pthread_mutex_t *, const struct timespec *);
+    int (*pthread_mutex_unlock)(pthread_mutex_t *);
+    int (*pthread_cond_wait)(pthread_cond_t *, pthread_mutex_t *);
+    int (*pthread_cond_timedwait)(pthread_cond_t *, pthread_mutex_t *, const struct timespec *);
+    int (*pthread_cond_clockwait)(pthread_cond_t *, pthread_mutex_t *, clockid_t, const struct timespec *);
+    int (*pthread_barrier_wait)(pthread_barrier_t *);
+    int (*pthread_rwlock_rdlock)(pthread_rwlock_t *);
+    int (*pthread_rwlock_tryrdlock)(pthread_rwlock_t *);
+    int (*pthread_rwlock_wrlock)(pthread_rwlock_t *);
+    int (*pthread_rwlock_trywrlock)(pthread_rwlock_t *);
+    int (*pthread_rwlock_timedrdlock)(pthread_rwlock_t *, const struct timespec *);
+    int (*pthread_rwlock_timedwrlock)(pthread_rwlock_t *, const struct timespec *);
+    int (*sem_wait)(sem_t *);
+    int (*sem_trywait)(sem_t *);
+    int (*sem_timedwait)(sem_t *, const struct timespec *);
+    int (*sem_clockwait)(sem_t *, clockid_t, const struct timespec *);
+    void (*_exit)(int) __attribute__((noreturn));
+    void (*_Exit)(int) __attribute__((noreturn));
+    int (*execve)(const char *, char *const[], char *const[]);
+    int (*execv)(const char *, char *const[]);
+    int (*execvp)(const char *, char *const[]);
+    int (*execvpe)(const char *, char *const[], char *const[]);
+};
+extern struct cc_real_libc cc_libc;
+void cc_libc_init(void);
+#define CC_LIBC(name) (__builtin_expect(cc_libc.name != 0, 1) ? cc_libc.name : (cc_libc_init(), cc_libc.name))
+
+typedef void (*cc_outlined_fn)(void *);
+
+/* One libgomp as seen from one calling object ([lo, hi) is that object's text). */
+struct cc_gomp {
+    const char *lo, *hi;
+    void (*GOMP_parallel)(cc_outlined_fn, void *, unsigned, unsigned);
+    void (*GOMP_parallel_loop_static)(cc_outlined_fn, void *, unsigned, long, long, long, long, unsigned);
+    void (*GOMP_parallel_loop_dynamic)(cc_outlined_fn, void *, unsigned, long, long, long, long, unsigned);
+    void (*GOMP_parallel_loop_guided)(cc_outlined_fn, void *, unsigned, long, long, long, long, unsigned);
+    void (*GOMP_parallel_loop_nonmonotonic_dynamic)(cc_outlined_fn, void *, unsigned, long, long, long, long, unsigned);
+    void (*GOMP_parallel_loop_nonmonotonic_guided)(cc_outlined_fn, void *, unsigned, long, long, long, long, unsigned);
+    void (*GOMP_parallel_loop_runtime)(cc_outlined_fn, void *, unsigned, long, long, long, unsigned);
+    void (*GOMP_parallel_loop_nonmonotonic_runtime)(cc_outlined_fn, void *, unsigned, long, long, long, unsigned);
+    void (*GOMP_parallel_loop_maybe_nonmonotonic_runtime)(cc_outlined_fn, void *, unsigned, long, long, long, unsigned);
+    void (*GOMP_parallel_sections)(cc_outlined_fn, void *, unsigned, unsigned, unsigned);
+    unsigned (*GOMP_parallel_reductions)(cc_outlined_fn, void *, unsigned, unsigned);
+    void (*GOMP_barrier)(void);
+    void (*GOMP_critical_start)(void);
+    void (*GOMP_critical_end)(void);
+    void (*GOMP_critical_name_start)(void **);
+    void (*GOMP_critical_name_end)(void **);
+    void (*GOMP_atomic_start)(void);
+    void (*GOMP_atomic_end)(void);
+    bool (*GOMP_single_start)(void);
+    bool (*GOMP_loop_static_start)(long, long, long, long, long *, long *);
+    bool (*GOMP_loop_dynamic_start)(long, long, long, long, long *, long *);
+    bool (*GOMP_loop_guided_start)(long, long, long, long, long *, long *);
+    bool (*GOMP_loop_nonmonotonic_dynamic_start)(long, long, long, long, long *, long *);
+    bool (*GOMP_loop_nonmonotonic_guided_start)(long, long, long, long, long *, long *);
+    bool (*GOMP_loop_runtime_start)(long, long, long, long *, long *);
+    bool (*GOMP_loop_static_next)(long *, long *);
+    bool (*GOMP_loop_dynamic_next)(long *, long *);
+    bool (*GOMP_loop_guided_next)(long *, long *);
+    bool (*GOMP_loop_nonmonotonic_dynamic_next)(long *, long *);
+    bool (*GOMP_loop_nonmonotonic_guided_next)(long *, long *);
+    bool (*GOMP_loop_runtime_next)(long *, long *);
+    void (*omp_set_lock)(void *);
+    void (*omp_unset_lock)(void *);
+    int (*omp_test_lock)(void *);
+    void (*omp_set_nest_lock)(void *);
+    void (*omp_unset_nest_lock)(void *);
+    int (*omp_test_nest_lock)(void *);
+    int (*omp_get_thread_num)(void);
+    int (*omp_get_num_threads)(void);
+};
+
+/* The libgomp view for a caller (a return address); never NULL, but a member may be
+ * NULL when no libgomp defines it (the wrapper then has nothing to call). */
+const struct cc_gomp *cc_gomp_for(const void *caller);
+
+#endif

@@ -1,0 +1,355 @@
+/* Turning counters into a sample for the model, and the report at exit: a short table on
+ * stderr (never stdout) and, when asked, JSON Lines. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "corecast.h"
+
+/* ---- the sample ------------------------------------------------------------------ */
+static char names[256][CC_NAME_LEN], objects[256][CC_NAME_LEN]; /* per region slot */
+
+static void basename_into(char *dst, size_t n, const char *path) {
+    const char *b = strrchr(path, '/');
+    snprintf(dst, n, "%s", b ? b + 1 : path);
+}
+
+static void fill_region(struct cc_region_sample *o, const struct cc_region *r, int slot) {
+    if (!names[slot][0]) {
+        char obj[1024];
+        cc_symbol_name(r->fn, names[slot], sizeof names[slot], obj, sizeof obj);
+        basename_into(objects[slot], sizeof objects[slot], obj);
+    }
+    memcpy(o->name, names[slot], sizeof o->name);
+    memcpy(o->object, objects[slot], sizeof o->object);
+    o->runtime = CC_RUNTIME_OPENMP;
+    o->threads = __atomic_load_n(&r->max_threads, __ATOMIC_RELAXED);
+    o->nested = r->nested;
+    o->calls = __atomic_load_n(&r->calls, __ATOMIC_RELAXED);
+    o->wall_s = cc_ticks_to_s(__atomic_load_n(&r->wall, __ATOMIC_RELAXED));
+    o->busy_s = cc_ticks_to_s(__atomic_load_n(&r->busy, __ATOMIC_RELAXED));
+    o->serial_s = cc_ticks_to_s(__atomic_load_n(&r->serial, __ATOMIC_RELAXED));
+    o->loop_calls = __atomic_load_n(&r->loop_calls, __ATOMIC_RELAXED);
+    for (int c = 0; c < CC_NSTALL; c++) {
+        o->stall_s[c] = cc_ticks_to_s(__atomic_load_n(&r->wait[c], __ATOMIC_RELAXED));
+        o->acquisitions[c] = __atomic_load_n(&r->acq[c], __ATOMIC_RELAXED);
+        o->contended[c] = __atomic_load_n(&r->contended[c], __ATOMIC_RELAXED);
+    }
+}
+
+/* The whole process: every program thread's waits, its CPU time and run-queue wait. */
+static void fill_process(struct cc_region_sample *o, const struct cc_sample *s, int has_omp) {
+    snprintf(o->name, sizeof o->name, "process");
+    char exe[1024];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = 0;
+    basename_into(o->object, sizeof o->object, exe);
+    o->runtime = has_omp ? CC_RUNTIME_OPENMP : CC_RUNTIME_PTHREADS;
+    o->calls = 1;
+    o->wall_s = s->elapsed_s;
+    int k;
+    const struct cc_thread *t = cc_thread_slots(&k);
+    uint64_t wait[CC_NSTALL] = {0}, hold = 0, holds = 0, serial = 0, loops = 0;
+    for (int i = 0; i < k; i++) {
+        if (t[i].internal)
+            continue;
+        o->threads++;
+        for (int c = 0; c < CC_NSTALL; c++) {
+            wait[c] += t[i].wait[c];
+            o->acquisitions[c] += t[i].acq[c];
+            o->contended[c] += t[i].contended[c];
+        }
+        hold += t[i].hold_sampled;
+        holds += t[i].hold_samples;
+        serial += t[i].serial;
+        loops += t[i].loop_calls;
+    }
+    for (int c = 0; c < CC_NSTALL; c++)
+        o->stall_s[c] = cc_ticks_to_s(wait[c]);
+    /* Implicit-barrier imbalance is recorded per region only. */
+    int nr;
+    const struct cc_region *r = cc_regions(&nr);
+    for (int i = 0; i < nr; i++)
+        if (r[i].fn)
+            o->stall_s[CC_STALL_IMBALANCE] += cc_ticks_to_s(r[i].wait[CC_STALL_IMBALANCE]);
+    o->hold_sampled_s = cc_ticks_to_s(hold);
+    o->hold_samples = holds;
+    o->serial_s = cc_ticks_to_s(serial);
+    o->loop_calls = loops;
+    double runq;
+    cc_process_times(&o->cpu_s, &runq);
+    o->stall_s[CC_STALL_RUNQUEUE] = runq;
+    o->busy_s = o->cpu_s;
+}
+
+void cc_build_sample(struct cc_sample *s, int final) {
+    memset(s, 0, sizeof *s);
+    s->abi = CC_ABI_VERSION;
+    s->pid = getpid();
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    s->cores = cores > 0 ? (int)cores : 1;
+    s->target = cc_cfg.target;
+    s->final = final;
+    double now = cc_mono_s();
+    s->elapsed_s = now - cc_started();
+    s->active_s = cc_active ? now - cc_active_since() : 0;
+    s->window_s = cc_cfg.window_ms / 1000.0;
+    cc_sampler_read_counters(s);
+    int nr, has_omp = 0;
+    const struct cc_region *r = cc_regions(&nr);
+    for (int i = 0; i < nr && s->nregions < CC_MAX_REGIONS - 1; i++) {
+        if (!__atomic_load_n(&r[i].fn, __ATOMIC_ACQUIRE) || !r[i].calls)
+            continue;
+        fill_region(&s->regions[s->nregions++], &r[i], i);
+        has_omp = 1;
+    }
+    fill_process(&s->regions[s->nregions++], s, has_omp);
+    s->overflow = __atomic_load_n(&cc_overflow, __ATOMIC_RELAXED);
+}
+
+/* ---- output ----------------------------------------------------------------------- */
+struct buf {
+    char data[32768];
+    size_t len;
+};
+
+static void put(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct buf *b, const char *fmt, ...) {
+    if (b->len >= sizeof b->data - 1)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b->data + b->len, sizeof b->data - b->len, fmt, ap);
+    va_end(ap);
+    b->len += n > 0 ? (size_t)n : 0;
+    if (b->len >= sizeof b->data)
+        b->len = sizeof b->data - 1;
+}
+
+static void put_str(struct buf *b, const char *s) {
+    put(b, "\"");
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            put(b, "\\%c", c);
+        else if (c < 0x20)
+            put(b, "\\u%04x", c);
+        else
+            put(b, "%c", c);
+    }
+    put(b, "\"");
+}
+
+static void write_all(int fd, const char *p, size_t n) {
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w <= 0)
+            return;
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+static int region_active(const struct cc_region_sample *g) { return g->calls > 0 && g->wall_s > 0; }
+
+static void measured_inputs(struct buf *b, const struct cc_sample *s, const struct cc_region_sample *g) {
+    put(b, "[\"wall\"");
+    if (g->runtime == CC_RUNTIME_OPENMP && strcmp(g->name, "process"))
+        put(b, ",\"thread_busy\",\"imbalance\",\"serial_hold\",\"sync_waits\"");
+    else
+        put(b, ",\"cpu_time\",\"runqueue\",\"sync_waits\",\"lock_hold_sampled\"");
+    for (int i = 0; i < CC_NCTR; i++)
+        if (s->counters_measured & (1u << i))
+            put(b, ",\"%s\"", CC_COUNTER_NAMES[i]);
+    put(b, "]");
+}
+
+static void json_region(struct buf *b, const struct cc_sample *s, const struct cc_region_sample *g,
+                        const struct cc_region_prediction *p, int model_ok) {
+    int process = !strcmp(g->name, "process");
+    put(b, "{\"event\":\"%s\",\"pid\":%d,\"runtime\":\"%s\",\"name\":", process ? "process" : "region",
+        s->pid, g->runtime == CC_RUNTIME_OPENMP ? "openmp" : "pthreads");
+    put_str(b, g->name);
+    put(b, ",\"object\":");
+    put_str(b, g->object);
+    put(b, ",\"calls\":%llu,\"threads\":%d,\"wall_s\":%.6g,\"stalls_s\":{", g->calls, g->threads, g->wall_s);
+    int first = 1;
+    for (int c = 0; c < CC_NSTALL; c++) {
+        put(b, "%s\"%s\":%.6g", first ? "" : ",", CC_STALL_NAMES[c], g->stall_s[c]);
+        first = 0;
+    }
+    put(b, "},\"counters\":{\"busy_s\":%.6g,\"serial_s\":%.6g,\"cpu_s\":%.6g,\"loop_calls\":%llu,"
+           "\"hold_sampled_s\":%.6g,\"hold_samples\":%llu,\"acquisitions\":{",
+        g->busy_s, g->serial_s, g->cpu_s, g->loop_calls, g->hold_sampled_s, g->hold_samples);
+    for (int c = 0; c < CC_NSTALL - 1; c++)
+        put(b, "%s\"%s\":%llu", c ? "," : "", CC_STALL_NAMES[c], g->acquisitions[c]);
+    put(b, "},\"contended\":{");
+    for (int c = 0; c < CC_NSTALL - 1; c++)
+        put(b, "%s\"%s\":%llu", c ? "," : "", CC_STALL_NAMES[c], g->contended[c]);
+    put(b, "}");
+    if (process)
+        for (int i = 0; i < CC_NCTR; i++)
+            if (s->counters_measured & (1u << i))
+                put(b, ",\"%s\":%.6g", CC_COUNTER_NAMES[i], s->counters[i]);
+    put(b, "},\"predicted\":[");
+    int np = model_ok ? p->npred : 0;
+    for (int i = 0; i < np && i < CC_MAX_PRED; i++)
+        put(b, "%s{\"threads\":%d,\"speedup\":%.4g,\"low\":%.4g,\"high\":%.4g}", i ? "," : "",
+            p->threads[i], p->speedup[i], p->low[i], p->high[i]);
+    put(b, "],\"preferred_threads\":");
+    if (np)
+        put(b, "%d,\"basis\":", p->preferred);
+    else
+        put(b, "null,\"basis\":");
+    put_str(b, np ? p->basis : "");
+    put(b, ",\"inputs\":{\"measured\":");
+    measured_inputs(b, s, g);
+    put(b, ",\"fitted\":[");
+    if (np && p->fitted[0]) {
+        /* comma-separated names -> JSON strings */
+        char tmp[sizeof p->fitted];
+        memcpy(tmp, p->fitted, sizeof tmp);
+        char *save = NULL, *tok = strtok_r(tmp, ",", &save);
+        for (int k = 0; tok; k++, tok = strtok_r(NULL, ",", &save)) {
+            put(b, k ? "," : "");
+            put_str(b, tok);
+        }
+    }
+    put(b, "]}}\n");
+}
+
+static void json_summary(struct buf *b, const struct cc_sample *s, const struct cc_result *r) {
+    put(b, "{\"event\":\"summary\",\"pid\":%d,\"elapsed_s\":%.6g,\"cores\":%d,\"target\":%d,"
+           "\"regions\":%d,\"overflow\":%llu,\"model\":",
+        s->pid, s->elapsed_s, s->cores, s->target, s->nregions - 1, s->overflow);
+    put_str(b, r->status == 0 ? "ok" : r->note);
+    put(b, ",\"counters_refused\":[");
+    int k = 0;
+    for (int i = 0; i < CC_NCTR; i++)
+        if (!(s->counters_measured & (1u << i)))
+            put(b, "%s\"%s\"", k++ ? "," : "", CC_COUNTER_NAMES[i]);
+    put(b, "]}\n");
+}
+
+static void write_json(const struct cc_sample *s, const struct cc_result *r) {
+    if (!cc_cfg.output[0])
+        return;
+    int fd = open(cc_cfg.output, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        cc_warn("cannot write %s; no JSON Lines", cc_cfg.output);
+        return;
+    }
+    static struct buf b;
+    for (int i = 0; i < s->nregions; i++) {
+        if (!region_active(&s->regions[i]))
+            continue;
+        b.len = 0;
+        json_region(&b, s, &s->regions[i], &r->regions[i], r->status == 0);
+        write_all(fd, b.data, b.len); /* one write per line: O_APPEND keeps lines whole */
+    }
+    b.len = 0;
+    json_summary(&b, s, r);
+    write_all(fd, b.data, b.len);
+    close(fd);
+}
+
+/* The top stall categories of a region as "imbalance 12%, critical 3%". */
+static void top_stalls(char *out, size_t n, const struct cc_region_sample *g) {
+    double total = g->threads > 0 ? g->threads * g->wall_s : g->wall_s;
+    int used[CC_NSTALL] = {0};
+    out[0] = 0;
+    size_t len = 0;
+    for (int k = 0; k < 3; k++) {
+        int best = -1;
+        for (int c = 0; c < CC_NSTALL; c++)
+            if (!used[c] && g->stall_s[c] > 0 && (best < 0 || g->stall_s[c] > g->stall_s[best]))
+                best = c;
+        if (best < 0 || total <= 0 || g->stall_s[best] / total < 0.005)
+            break;
+        used[best] = 1;
+        len += snprintf(out + len, len < n ? n - len : 0, "%s%s %.0f%%", k ? ", " : "",
+                        CC_STALL_NAMES[best], 100 * g->stall_s[best] / total);
+    }
+    if (!out[0])
+        snprintf(out, n, "-");
+}
+
+static void write_table(const struct cc_sample *s, const struct cc_result *r) {
+    static struct buf b;
+    b.len = 0;
+    int ok = r->status == 0;
+    /* Columns: a few counts up to the target (powers of two and the target). */
+    int cols[6], ncol = 0;
+    for (int n = 2; n < s->target && ncol < 4; n *= 2)
+        cols[ncol++] = n;
+    cols[ncol++] = s->target;
+    put(&b, "corecast: pid %d, %d cores, %.3gs; predicted speedup up to %d threads\n", s->pid, s->cores,
+        s->elapsed_s, s->target);
+    put(&b, "%-34s %7s %4s %9s  %-34s", "region", "calls", "thr", "time", "stalls (share of thread time)");
+    for (int i = 0; i < ncol; i++) {
+        char h[16];
+        snprintf(h, sizeof h, "S@%d", cols[i]);
+        put(&b, " %6s", h);
+    }
+    put(&b, " %5s\n", "best");
+    for (int i = 0; i < s->nregions; i++) {
+        const struct cc_region_sample *g = &s->regions[i];
+        if (!region_active(g))
+            continue;
+        char label[128], stalls[96];
+        if (!strcmp(g->name, "process"))
+            snprintf(label, sizeof label, "process (%s)", g->runtime == CC_RUNTIME_OPENMP ? "openmp" : "pthreads");
+        else
+            snprintf(label, sizeof label, "%s (%s)", g->name, g->object);
+        top_stalls(stalls, sizeof stalls, g);
+        put(&b, "%-34.34s %7llu %4d %8.3fs  %-34.34s", label, g->calls, g->threads, g->wall_s, stalls);
+        const struct cc_region_prediction *p = &r->regions[i];
+        for (int c = 0; c < ncol; c++) {
+            double v = 0;
+            int found = 0;
+            for (int k = 0; ok && k < p->npred; k++)
+                if (p->threads[k] == cols[c]) {
+                    v = p->speedup[k];
+                    found = 1;
+                }
+            if (found)
+                put(&b, " %6.2f", v);
+            else
+                put(&b, " %6s", "-");
+        }
+        if (ok && p->npred)
+            put(&b, " %5d\n", p->preferred);
+        else
+            put(&b, " %5s\n", "-");
+    }
+    if (ok) {
+        const char *basis = s->nregions ? r->regions[0].basis : "";
+        put(&b, "speedups are %s\n", basis[0] ? basis : "predicted");
+    } else {
+        put(&b, "no predictions: %s\n", r->note[0] ? r->note : "the model was not available");
+    }
+    put(&b, "measured: wall time, per-thread busy and wait times, schedstat");
+    for (int i = 0; i < CC_NCTR; i++)
+        if (s->counters_measured & (1u << i))
+            put(&b, ", %s", CC_COUNTER_NAMES[i]);
+    put(&b, "; not available:");
+    int k = 0;
+    for (int i = 0; i < CC_NCTR; i++)
+        if (!(s->counters_measured & (1u << i)))
+            put(&b, "%s %s", k++ ? "," : "", CC_COUNTER_NAMES[i]);
+    if (!k)
+        put(&b, " none");
+    put(&b, "\n");
+    if (s->overflow)
+        put(&b, "corecast: %llu events not recorded (tables full)\n", s->overflow);
+    write_all(2, b.data, b.len);
+}
+
+void cc_report(const struct cc_sample *s, const struct cc_result *r) {
+    if (!cc_cfg.quiet)
+        write_table(s, r);
+    write_json(s, r);
+}

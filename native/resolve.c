@@ -1,0 +1,190 @@
+/* Finding the real functions behind the wrappers (see real.h). */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <link.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "corecast.h"
+#include "real.h"
+
+struct cc_real_libc cc_libc;
+
+void *cc_resolve_next(const char *name, const char *version) {
+    void *p = version ? dlvsym(RTLD_NEXT, name, version) : NULL;
+    return p ? p : dlsym(RTLD_NEXT, name);
+}
+
+void cc_libc_init(void) {
+    /* Racing threads store the same values: no lock needed. */
+#define R(name) cc_libc.name = cc_resolve_next(#name, NULL)
+#define RV(name, ver) cc_libc.name = cc_resolve_next(#name, ver)
+    R(pthread_mutex_trylock);
+    R(pthread_mutex_timedlock);
+    R(pthread_mutex_unlock);
+    /* dlsym alone returns the GLIBC_2.2.5 condition variables (the old ABI). */
+    RV(pthread_cond_wait, "GLIBC_2.3.2");
+    RV(pthread_cond_timedwait, "GLIBC_2.3.2");
+    R(pthread_cond_clockwait);
+    R(pthread_barrier_wait);
+    R(pthread_rwlock_rdlock);
+    R(pthread_rwlock_tryrdlock);
+    R(pthread_rwlock_wrlock);
+    R(pthread_rwlock_trywrlock);
+    R(pthread_rwlock_timedrdlock);
+    R(pthread_rwlock_timedwrlock);
+    R(sem_wait);
+    R(sem_trywait);
+    R(sem_timedwait);
+    R(sem_clockwait);
+    R(_exit);
+    R(_Exit);
+    R(execve);
+    R(execv);
+    R(execvp);
+    R(execvpe);
+    R(pthread_create);
+    /* Last: CC_LIBC() tests this one to know the table is complete. */
+    __atomic_store_n(&cc_libc.pthread_mutex_lock, cc_resolve_next("pthread_mutex_lock", NULL),
+                     __ATOMIC_RELEASE);
+#undef R
+#undef RV
+}
+
+/* ---- object ranges ----------------------------------------------------------------- */
+struct range_query {
+    const char *addr;
+    const char *lo, *hi;
+};
+
+static int find_range(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    struct range_query *q = arg;
+    const char *lo = NULL, *hi = NULL;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        const char *s = (const char *)(info->dlpi_addr + ph->p_vaddr);
+        const char *e = s + ph->p_memsz;
+        if (!lo || s < lo)
+            lo = s;
+        if (!hi || e > hi)
+            hi = e;
+    }
+    if (lo && q->addr >= lo && q->addr < hi) {
+        q->lo = lo;
+        q->hi = hi;
+        return 1;
+    }
+    return 0;
+}
+
+static int object_range(const void *addr, const char **lo, const char **hi) {
+    struct range_query q = {addr, NULL, NULL};
+    if (!dl_iterate_phdr(find_range, &q))
+        return 0;
+    *lo = q.lo;
+    *hi = q.hi;
+    return 1;
+}
+
+static const char *self_lo, *self_hi;
+
+static int is_ours(const void *p) {
+    if (!self_lo)
+        object_range((const void *)&is_ours, &self_lo, &self_hi);
+    return (const char *)p >= self_lo && (const char *)p < self_hi;
+}
+
+void *cc_resolve(const char *name, const void *caller, const void *self) {
+    (void)self;
+    Dl_info info;
+    void *p = NULL;
+    if (caller && dladdr(caller, &info) && info.dli_fname && info.dli_fname[0]) {
+        /* The caller's own dependency tree: finds a wheel's private libgomp.  The main
+         * program has an empty link-map name, so it falls through to RTLD_NEXT. */
+        void *h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+        if (h) {
+            p = dlsym(h, name);
+            dlclose(h);
+        }
+    }
+    if (!p || is_ours(p))
+        p = dlsym(RTLD_NEXT, name);
+    return (p && !is_ours(p)) ? p : NULL;
+}
+
+/* ---- libgomp views ---------------------------------------------------------------- */
+#define CC_GOMP_FUNCS(X)                                                                    \
+    X(GOMP_parallel) X(GOMP_parallel_loop_static) X(GOMP_parallel_loop_dynamic)             \
+    X(GOMP_parallel_loop_guided) X(GOMP_parallel_loop_nonmonotonic_dynamic)                 \
+    X(GOMP_parallel_loop_nonmonotonic_guided) X(GOMP_parallel_loop_runtime)                 \
+    X(GOMP_parallel_loop_nonmonotonic_runtime) X(GOMP_parallel_loop_maybe_nonmonotonic_runtime) \
+    X(GOMP_parallel_sections) X(GOMP_parallel_reductions) X(GOMP_barrier)                   \
+    X(GOMP_critical_start) X(GOMP_critical_end) X(GOMP_critical_name_start)                 \
+    X(GOMP_critical_name_end) X(GOMP_atomic_start) X(GOMP_atomic_end) X(GOMP_single_start)  \
+    X(GOMP_loop_static_start) X(GOMP_loop_dynamic_start) X(GOMP_loop_guided_start)          \
+    X(GOMP_loop_nonmonotonic_dynamic_start) X(GOMP_loop_nonmonotonic_guided_start)          \
+    X(GOMP_loop_runtime_start) X(GOMP_loop_static_next) X(GOMP_loop_dynamic_next)           \
+    X(GOMP_loop_guided_next) X(GOMP_loop_nonmonotonic_dynamic_next)                         \
+    X(GOMP_loop_nonmonotonic_guided_next) X(GOMP_loop_runtime_next) X(omp_set_lock)         \
+    X(omp_unset_lock) X(omp_test_lock) X(omp_set_nest_lock) X(omp_unset_nest_lock)          \
+    X(omp_test_nest_lock) X(omp_get_thread_num) X(omp_get_num_threads)
+
+static const struct {
+    const char *name;
+    size_t offset;
+} gomp_table[] = {
+#define ENTRY(n) {#n, offsetof(struct cc_gomp, n)},
+    CC_GOMP_FUNCS(ENTRY)
+#undef ENTRY
+};
+
+#define CC_MAX_VIEWS 8
+static struct cc_gomp views[CC_MAX_VIEWS];
+static int nviews; /* published with release stores */
+static struct cc_gomp fallback_view;
+static int fallback_ready;
+
+static void fill_view(struct cc_gomp *v, const void *caller) {
+    for (size_t i = 0; i < sizeof gomp_table / sizeof gomp_table[0]; i++) {
+        void *p = cc_resolve(gomp_table[i].name, caller, NULL);
+        memcpy((char *)v + gomp_table[i].offset, &p, sizeof p);
+    }
+}
+
+const struct cc_gomp *cc_gomp_for(const void *caller) {
+    int n = __atomic_load_n(&nviews, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n; i++)
+        if ((const char *)caller >= views[i].lo && (const char *)caller < views[i].hi)
+            return &views[i];
+    /* Slow path, once per calling object.  A spin flag, not a mutex: our own mutex
+     * wrappers must stay out of this. */
+    static int busy;
+    while (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
+        ;
+    const struct cc_gomp *out = NULL;
+    n = nviews;
+    for (int i = 0; i < n && !out; i++)
+        if ((const char *)caller >= views[i].lo && (const char *)caller < views[i].hi)
+            out = &views[i];
+    const char *lo, *hi;
+    if (!out && n < CC_MAX_VIEWS && object_range(caller, &lo, &hi)) {
+        struct cc_gomp *v = &views[n];
+        fill_view(v, caller);
+        v->lo = lo;
+        v->hi = hi;
+        __atomic_store_n(&nviews, n + 1, __ATOMIC_RELEASE);
+        out = v;
+    }
+    if (!out) {
+        if (!fallback_ready) {
+            fill_view(&fallback_view, NULL);
+            fallback_ready = 1;
+        }
+        out = &fallback_view;
+    }
+    __atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
+    return out;
+}

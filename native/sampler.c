@@ -1,0 +1,209 @@
+/* The sampler: a thread that closes a window every CORECAST_WINDOW_MS, reads per-task
+ * scheduler statistics and perf counters, and hands each window's summary to the model.
+ * It runs with its guard raised, so its own locks (and Python's, while it calls the
+ * model) never reach the counters. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "corecast.h"
+#include "real.h"
+
+static pthread_t sampler;
+static volatile int sampler_running, sampler_stop;
+static volatile int sampler_tid;
+static int perf_fd[CC_NCTR] = {-1, -1, -1, -1, -1, -1, -1, -1};
+
+/* ---- perf counters ------------------------------------------------------------------ */
+static const struct {
+    uint32_t type;
+    uint64_t config;
+} perf_events[CC_NCTR] = {
+    [CC_CTR_TASK_CLOCK] = {PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK},
+    [CC_CTR_CTX_SWITCHES] = {PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES},
+    [CC_CTR_MIGRATIONS] = {PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS},
+    [CC_CTR_PAGE_FAULTS] = {PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS},
+    [CC_CTR_CYCLES] = {PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES},
+    [CC_CTR_INSTRUCTIONS] = {PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS},
+    [CC_CTR_LLC_MISSES] = {PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES},
+    /* ESTIMA's backend stalls; the generic event maps to the family's own event
+     * (e.g. RESOURCE_STALLS.ANY, Zen's dispatch stalls) where the kernel knows it. */
+    [CC_CTR_BACKEND_STALLS] = {PERF_TYPE_HARDWARE, PERF_COUNT_HW_STALLED_CYCLES_BACKEND},
+};
+
+/* Opened by the first active thread with inherit=1: every thread it creates from then on
+ * is counted (an inherited count reaches the parent when the child exits).  Refused
+ * events (no PMU in a VM, perf_event_paranoid) are dropped quietly. */
+static void open_counters(void) {
+    for (int i = 0; i < CC_NCTR; i++) {
+        struct perf_event_attr a;
+        memset(&a, 0, sizeof a);
+        a.size = sizeof a;
+        a.type = perf_events[i].type;
+        a.config = perf_events[i].config;
+        a.inherit = 1;
+        a.exclude_kernel = 1;
+        a.exclude_hv = 1;
+        perf_fd[i] = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+    }
+}
+
+static void close_counters(void) {
+    for (int i = 0; i < CC_NCTR; i++) {
+        if (perf_fd[i] >= 0)
+            close(perf_fd[i]);
+        perf_fd[i] = -1;
+    }
+}
+
+/* ---- scheduler statistics ------------------------------------------------------- */
+struct task_stat {
+    int tid;
+    uint64_t exec_ns, runq_ns;
+};
+static struct task_stat tasks[CC_MAX_THREADS];
+static int ntasks;
+static int tasks_busy; /* spin flag: the sampler and the exit report both update */
+
+/* Keeps the last values seen per task, so threads that have exited still count. */
+static void read_schedstat(void) {
+    while (__atomic_exchange_n(&tasks_busy, 1, __ATOMIC_ACQUIRE))
+        ;
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        int tid = atoi(e->d_name);
+        if (tid <= 0 || tid == sampler_tid)
+            continue;
+        char path[64];
+        snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", tid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        char buf[128];
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n <= 0)
+            continue;
+        buf[n] = 0;
+        unsigned long long exec_ns = 0, runq_ns = 0;
+        if (sscanf(buf, "%llu %llu", &exec_ns, &runq_ns) != 2)
+            continue;
+        int i = 0;
+        while (i < ntasks && tasks[i].tid != tid)
+            i++;
+        if (i == ntasks) {
+            if (ntasks == CC_MAX_THREADS)
+                continue;
+            ntasks++;
+            tasks[i].tid = tid;
+        }
+        tasks[i].exec_ns = exec_ns;
+        tasks[i].runq_ns = runq_ns;
+    }
+    if (d)
+        closedir(d);
+    __atomic_store_n(&tasks_busy, 0, __ATOMIC_RELEASE);
+}
+
+static double sampler_cpu_s(void) {
+    clockid_t cid;
+    struct timespec ts;
+    if (!sampler_running || pthread_getcpuclockid(sampler, &cid) || clock_gettime(cid, &ts))
+        return 0;
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+void cc_sampler_read_counters(struct cc_sample *s) {
+    read_schedstat();
+    s->counters_measured = 0;
+    for (int i = 0; i < CC_NCTR; i++) {
+        uint64_t v;
+        if (perf_fd[i] >= 0 && read(perf_fd[i], &v, sizeof v) == (ssize_t)sizeof v) {
+            s->counters[i] = i == CC_CTR_TASK_CLOCK ? v * 1e-9 : (double)v;
+            s->counters_measured |= 1u << i;
+        }
+    }
+}
+
+/* Process-wide CPU time of the program's threads (the sampler's own time excluded) and
+ * the run-queue wait summed over its tasks. */
+void cc_process_times(double *cpu_s, double *runq_s) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    double cpu = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + ru.ru_stime.tv_sec +
+                 ru.ru_stime.tv_usec * 1e-6;
+    *cpu_s = cpu - sampler_cpu_s();
+    uint64_t rq = 0;
+    for (int i = 0; i < ntasks; i++)
+        rq += tasks[i].runq_ns;
+    *runq_s = rq * 1e-9;
+}
+
+/* ---- the thread ----------------------------------------------------------------- */
+static void *sampler_main(void *arg) {
+    (void)arg;
+    struct cc_thread *t = cc_self();
+    t->guard = 1;
+    t->internal = 1;
+    sampler_tid = (int)syscall(SYS_gettid);
+    static struct cc_sample sample;
+    static struct cc_result result;
+    /* A Python host must get its atexit hook before the interpreter can finish: load
+     * the model at once there, instead of at the first window's end. */
+    int windows = cc_host_is_python() ? -1 : 0;
+    while (!sampler_stop) {
+        if (windows >= 0) {
+            struct timespec step = {cc_cfg.window_ms / 1000, (cc_cfg.window_ms % 1000) * 1000000L};
+            nanosleep(&step, NULL);
+            if (sampler_stop)
+                break;
+        }
+        windows++;
+        cc_build_sample(&sample, 0);
+        memset(&result, 0, sizeof result);
+        cc_model_predict(&sample, &result);
+    }
+    return NULL;
+}
+
+void cc_sampler_start(void) {
+    if (sampler_running)
+        return;
+    sampler_stop = 0;
+    sigset_t all, old;
+    sigfillset(&all);
+    /* The sampler must never take one of the program's signals. */
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    struct cc_thread *t = cc_self();
+    t->guard++;
+    int r = CC_LIBC(pthread_create)(&sampler, NULL, sampler_main, NULL);
+    t->guard--;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (r == 0) {
+        pthread_detach(sampler);
+        sampler_running = 1;
+    }
+    open_counters();
+}
+
+void cc_sampler_stop(void) { sampler_stop = 1; }
+
+void cc_sampler_after_fork(void) {
+    sampler_running = 0;
+    sampler_stop = 0;
+    sampler_tid = 0;
+    ntasks = 0;
+    tasks_busy = 0;
+    close_counters(); /* they count the parent */
+}

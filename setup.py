@@ -1,0 +1,49 @@
+"""Builds corecast's two native libraries during `pip install .` (metadata: pyproject.toml).
+
+- corecast/_native/libcorecast_preload.so: native/ + shims/, plain C (never links
+  libpython), compiled by setuptools as an extension-shaped shared object;
+- corecast/_native/libcorecast_model.so: the model library, made with cffi's embedding API.
+"""
+import sys
+from pathlib import Path
+
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+sys.path.insert(0, str(Path(__file__).parent / "src"))
+from corecast.runtime import build  # noqa: E402  (light: no numpy/scipy)
+
+PRELOAD = "corecast._native.libcorecast_preload"
+
+
+class BuildNative(build_ext):
+    def get_ext_filename(self, fullname: str) -> str:
+        # Called with the full dotted name and with its last part: a plain .so for both.
+        if PRELOAD.endswith(fullname):
+            return str(Path(*fullname.split("."))) + ".so"
+        return super().get_ext_filename(fullname)
+
+    def get_libraries(self, ext):
+        # Plain C: no libpython, whatever the platform's extension default.
+        return list(ext.libraries) if ext.name == PRELOAD else super().get_libraries(ext)
+
+    def get_export_symbols(self, ext):
+        return [] if ext.name == PRELOAD else super().get_export_symbols(ext)
+
+    def run(self) -> None:
+        super().run()
+        build.build_model(Path(self.get_ext_fullpath(PRELOAD)).parent)
+
+
+setup(
+    ext_modules=[
+        Extension(
+            PRELOAD,
+            sources=[str(Path(p).relative_to(Path(__file__).parent)) for p in build.preload_sources()],
+            define_macros=build.preload_macros(),
+            extra_compile_args=build.PRELOAD_CFLAGS,
+            libraries=build.PRELOAD_LIBS,
+        )
+    ],
+    cmdclass={"build_ext": BuildNative},
+)

@@ -1,0 +1,295 @@
+/* libgomp shim: parallel regions, barriers, critical/atomic sections, single, loop
+ * scheduling calls and OpenMP locks.
+ *
+ * Each GOMP_parallel* call runs the outlined function through a trampoline that times
+ * every team member's busy span; the master's end time minus each member's end time is
+ * that member's wait at the implicit barrier (imbalance).  Counters are per thread;
+ * the trampoline folds the deltas into the region with relaxed atomics once per call. */
+#define _GNU_SOURCE
+#include <string.h>
+
+#include "../native/corecast.h"
+#include "../native/real.h"
+
+#define CC_MAX_TEAM 256
+#define CONTENDED_TICKS 2000 /* a critical wait longer than this counts as contended */
+
+struct tramp {
+    cc_outlined_fn fn;
+    void *data;
+    struct cc_region *region;
+    const struct cc_gomp *g;
+    int team;
+    uint64_t end[CC_MAX_TEAM];
+};
+
+struct snapshot {
+    uint64_t wait[CC_NSTALL], acq[CC_NSTALL], contended[CC_NSTALL], serial, loops;
+};
+
+static void take(struct snapshot *s, const struct cc_thread *t) {
+    memcpy(s->wait, t->wait, sizeof s->wait);
+    memcpy(s->acq, t->acq, sizeof s->acq);
+    memcpy(s->contended, t->contended, sizeof s->contended);
+    s->serial = t->serial;
+    s->loops = t->loop_calls;
+}
+
+static void close_single(struct cc_thread *t, uint64_t now) {
+    if (t->single_t0) {
+        CC_ADD(t->serial, now - t->single_t0);
+        t->single_t0 = 0;
+    }
+}
+
+static void trampoline(void *arg) {
+    struct tramp *tr = arg;
+    struct cc_thread *t = cc_self();
+    int id = tr->g->omp_get_thread_num ? tr->g->omp_get_thread_num() : 0;
+    if (id == 0 && tr->g->omp_get_num_threads)
+        tr->team = tr->g->omp_get_num_threads();
+    struct cc_region *outer = t->region;
+    struct snapshot before;
+    take(&before, t);
+    t->region = tr->region;
+    t->depth++;
+    uint64_t t0 = cc_now();
+    tr->fn(tr->data);
+    uint64_t t1 = cc_now();
+    close_single(t, t1);
+    if (id >= 0 && id < CC_MAX_TEAM)
+        tr->end[id] = t1;
+    t->depth--;
+    t->region = outer;
+    struct cc_region *r = tr->region;
+    if (!r)
+        return;
+    CC_AADD(r->busy, t1 - t0);
+    for (int c = 0; c < CC_NSTALL; c++) {
+        if (t->wait[c] != before.wait[c])
+            CC_AADD(r->wait[c], t->wait[c] - before.wait[c]);
+        if (t->acq[c] != before.acq[c])
+            CC_AADD(r->acq[c], t->acq[c] - before.acq[c]);
+        if (t->contended[c] != before.contended[c])
+            CC_AADD(r->contended[c], t->contended[c] - before.contended[c]);
+    }
+    if (t->serial != before.serial)
+        CC_AADD(r->serial, t->serial - before.serial);
+    if (t->loop_calls != before.loops)
+        CC_AADD(r->loop_calls, t->loop_calls - before.loops);
+}
+
+/* Steering hook (issue 4): the team size this region's next call gets. */
+static unsigned team_size(struct cc_region *r, unsigned requested) {
+    (void)r;
+    return requested;
+}
+
+static void begin(struct tramp *tr, const struct cc_gomp *g, cc_outlined_fn fn, void *data,
+                  struct cc_thread *t) {
+    cc_activity();
+    tr->fn = fn;
+    tr->data = data;
+    tr->g = g;
+    tr->team = 1;
+    tr->region = cc_region_for((void *)fn);
+    if (tr->region && t->depth > 0)
+        tr->region->nested = 1;
+    memset(tr->end, 0, sizeof tr->end);
+}
+
+static void finish(struct tramp *tr, uint64_t t0) {
+    uint64_t t2 = cc_now();
+    struct cc_region *r = tr->region;
+    if (!r)
+        return;
+    int team = tr->team < CC_MAX_TEAM ? tr->team : CC_MAX_TEAM;
+    if (tr->team > CC_MAX_TEAM)
+        CC_AADD(cc_overflow, tr->team - CC_MAX_TEAM);
+    uint64_t idle = 0;
+    for (int i = 0; i < team; i++)
+        if (tr->end[i] && tr->end[i] < t2)
+            idle += t2 - tr->end[i];
+    CC_AADD(r->calls, 1);
+    CC_AADD(r->wall, t2 - t0);
+    CC_AADD(r->wait[CC_STALL_IMBALANCE], idle);
+    int m = __atomic_load_n(&r->max_threads, __ATOMIC_RELAXED);
+    while (tr->team > m &&
+           !__atomic_compare_exchange_n(&r->max_threads, &m, tr->team, 0, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED))
+        ;
+}
+
+/* One wrapper shape per GOMP_parallel* signature; ARGS are the trailing parameters. */
+#define PARALLEL_WRAPPER(ret, name, params, args)                                           \
+    ret name(cc_outlined_fn fn, void *data, unsigned num_threads params) {                  \
+        const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));                 \
+        struct cc_thread *t = cc_self();                                                     \
+        if (t->guard || cc_cfg.disabled || !g->omp_get_thread_num)                          \
+            return g->name(fn, data, num_threads args);                                     \
+        struct tramp tr;                                                                     \
+        begin(&tr, g, fn, data, t);                                                          \
+        unsigned n = t->depth > 0 ? num_threads : team_size(tr.region, num_threads);        \
+        uint64_t t0 = cc_now();                                                              \
+        PARALLEL_CALL_##ret(g->name(trampoline, &tr, n args));                               \
+    }
+#define PARALLEL_CALL_void(call) \
+    call;                        \
+    finish(&tr, t0)
+#define PARALLEL_CALL_unsigned(call) \
+    unsigned out = call;             \
+    finish(&tr, t0);                 \
+    return out
+#define COMMA ,
+#define LOOP_PARAMS , long start, long end, long incr, long chunk, unsigned flags
+#define LOOP_ARGS , start, end, incr, chunk, flags
+#define RUNTIME_PARAMS , long start, long end, long incr, unsigned flags
+#define RUNTIME_ARGS , start, end, incr, flags
+
+PARALLEL_WRAPPER(void, GOMP_parallel, COMMA unsigned flags, COMMA flags)
+PARALLEL_WRAPPER(void, GOMP_parallel_loop_static, LOOP_PARAMS, LOOP_ARGS)
+PARALLEL_WRAPPER(void, GOMP_parallel_loop_dynamic, LOOP_PARAMS, LOOP_ARGS)
+PARALLEL_WRAPPER(void, GOMP_parallel_loop_guided, LOOP_PARAMS, LOOP_ARGS)
+PARALLEL_WRAPPER(void, GOMP_parallel_loop_nonmonotonic_dynamic, LOOP_PARAMS, LOOP_ARGS)
+PARALLEL_WRAPPER(void, GOMP_parallel_loop_nonmonotonic_guided, LOOP_PARAMS, LOOP_ARGS)
+PARALLEL_WRAPPER(void, GOMP_parallel_loop_runtime, RUNTIME_PARAMS, RUNTIME_ARGS)
+PARALLEL_WRAPPER(void, GOMP_parallel_loop_nonmonotonic_runtime, RUNTIME_PARAMS, RUNTIME_ARGS)
+PARALLEL_WRAPPER(void, GOMP_parallel_loop_maybe_nonmonotonic_runtime, RUNTIME_PARAMS, RUNTIME_ARGS)
+PARALLEL_WRAPPER(void, GOMP_parallel_sections, COMMA unsigned count COMMA unsigned flags,
+                 COMMA count COMMA flags)
+PARALLEL_WRAPPER(unsigned, GOMP_parallel_reductions, COMMA unsigned flags, COMMA flags)
+
+/* ---- synchronisation inside regions --------------------------------------------- */
+static void held_push(struct cc_thread *t, const void *obj, uint64_t now) {
+    if (t->nheld < CC_MAX_HELD) {
+        t->held_obj[t->nheld] = obj;
+        t->held_t0[t->nheld] = now;
+    }
+    t->nheld++;
+}
+
+static void held_pop(struct cc_thread *t, const void *obj, uint64_t now) {
+    if (t->nheld <= 0)
+        return;
+    t->nheld--;
+    if (t->nheld < CC_MAX_HELD && t->held_obj[t->nheld] == obj)
+        CC_ADD(t->serial, now - t->held_t0[t->nheld]);
+}
+
+/* ``contended``: known from a failed test; otherwise judged by the wait's length. */
+static void timed_acquire(struct cc_thread *t, int cat, uint64_t t0, const void *obj,
+                          int contended) {
+    uint64_t t1 = cc_now();
+    uint64_t w = t1 - t0;
+    CC_ADD(t->wait[cat], w);
+    CC_ADD(t->acq[cat], 1);
+    if (contended || w > CONTENDED_TICKS)
+        CC_ADD(t->contended[cat], 1);
+    held_push(t, obj, t1);
+}
+
+static const char critical_anon, atomic_lock;
+
+void GOMP_barrier(void) {
+    const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));
+    struct cc_thread *t = cc_self();
+    if (t->guard)
+        return g->GOMP_barrier();
+    uint64_t t0 = cc_now();
+    close_single(t, t0);
+    g->GOMP_barrier();
+    CC_ADD(t->wait[CC_STALL_OMPBARRIER], cc_now() - t0);
+    CC_ADD(t->acq[CC_STALL_OMPBARRIER], 1);
+}
+
+#define CRITICAL_PAIR(start, end, cat, obj_expr, params, args)                              \
+    void start(params) {                                                                    \
+        const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));                 \
+        struct cc_thread *t = cc_self();                                                     \
+        if (t->guard)                                                                        \
+            return g->start(args);                                                           \
+        uint64_t t0 = cc_now();                                                              \
+        g->start(args);                                                                      \
+        timed_acquire(t, cat, t0, obj_expr, 0);                                                 \
+    }                                                                                        \
+    void end(params) {                                                                      \
+        const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));                 \
+        struct cc_thread *t = cc_self();                                                     \
+        if (!t->guard)                                                                       \
+            held_pop(t, obj_expr, cc_now());                                                 \
+        g->end(args);                                                                        \
+    }
+
+CRITICAL_PAIR(GOMP_critical_start, GOMP_critical_end, CC_STALL_CRITICAL, &critical_anon, void, )
+CRITICAL_PAIR(GOMP_critical_name_start, GOMP_critical_name_end, CC_STALL_CRITICAL, pptr,
+              void **pptr, pptr)
+CRITICAL_PAIR(GOMP_atomic_start, GOMP_atomic_end, CC_STALL_ATOMIC, &atomic_lock, void, )
+
+bool GOMP_single_start(void) {
+    const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));
+    bool mine = g->GOMP_single_start();
+    struct cc_thread *t = cc_self();
+    /* The single block runs until the barrier that follows it (or the region's end). */
+    if (mine && !t->guard)
+        t->single_t0 = cc_now();
+    return mine;
+}
+
+/* Loop scheduling: counted only (dynamic/guided overhead is calls x cost per call). */
+#define LOOP_START(name)                                                                      \
+    bool name(long start, long end, long incr, long chunk, long *istart, long *iend) {        \
+        const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));                   \
+        CC_ADD(cc_self()->loop_calls, 1);                                                      \
+        return g->name(start, end, incr, chunk, istart, iend);                                \
+    }
+#define LOOP_NEXT(name)                                                                       \
+    bool name(long *istart, long *iend) {                                                     \
+        const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));                   \
+        CC_ADD(cc_self()->loop_calls, 1);                                                      \
+        return g->name(istart, iend);                                                         \
+    }
+
+LOOP_START(GOMP_loop_static_start)
+LOOP_START(GOMP_loop_dynamic_start)
+LOOP_START(GOMP_loop_guided_start)
+LOOP_START(GOMP_loop_nonmonotonic_dynamic_start)
+LOOP_START(GOMP_loop_nonmonotonic_guided_start)
+LOOP_NEXT(GOMP_loop_static_next)
+LOOP_NEXT(GOMP_loop_dynamic_next)
+LOOP_NEXT(GOMP_loop_guided_next)
+LOOP_NEXT(GOMP_loop_nonmonotonic_dynamic_next)
+LOOP_NEXT(GOMP_loop_nonmonotonic_guided_next)
+LOOP_NEXT(GOMP_loop_runtime_next)
+
+bool GOMP_loop_runtime_start(long start, long end, long incr, long *istart, long *iend) {
+    const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));
+    CC_ADD(cc_self()->loop_calls, 1);
+    return g->GOMP_loop_runtime_start(start, end, incr, istart, iend);
+}
+
+/* ---- OpenMP locks: test first, time only when contended ----------------------------- */
+#define OMP_LOCK_PAIR(set, unset, test)                                                     \
+    void set(void *lock) {                                                                  \
+        const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));                 \
+        struct cc_thread *t = cc_self();                                                     \
+        if (t->guard || !g->test)                                                            \
+            return g->set(lock);                                                             \
+        if (g->test(lock)) {                                                                 \
+            CC_ADD(t->acq[CC_STALL_OMPLOCK], 1);                                             \
+            held_push(t, lock, cc_now());                                                    \
+            return;                                                                          \
+        }                                                                                    \
+        uint64_t t0 = cc_now();                                                              \
+        g->set(lock);                                                                        \
+        timed_acquire(t, CC_STALL_OMPLOCK, t0, lock, 1);                                     \
+    }                                                                                        \
+    void unset(void *lock) {                                                                \
+        const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));                 \
+        struct cc_thread *t = cc_self();                                                     \
+        if (!t->guard)                                                                       \
+            held_pop(t, lock, cc_now());                                                     \
+        g->unset(lock);                                                                      \
+    }
+
+OMP_LOCK_PAIR(omp_set_lock, omp_unset_lock, omp_test_lock)
+OMP_LOCK_PAIR(omp_set_nest_lock, omp_unset_nest_lock, omp_test_nest_lock)

@@ -1,0 +1,196 @@
+/* pthreads shim: mutexes, condition variables, barriers, rwlocks, semaphores and thread
+ * creation.
+ *
+ * Locks try first and take timestamps only when the try fails (contended), so an
+ * uncontended lock/unlock pair costs one extra try and a thread-local test.  Waits that
+ * are waits by nature (condition, barrier) are always timed. */
+#define _GNU_SOURCE
+#include <errno.h>
+
+#include "../native/corecast.h"
+#include "../native/real.h"
+
+/* The calling thread's slot, or NULL when it must pass straight through.  Also makes
+ * sure the real-function table is filled (its last entry is published last). */
+static inline struct cc_thread *active_self(void) {
+    if (__builtin_expect(!__atomic_load_n(&cc_libc.pthread_mutex_lock, __ATOMIC_ACQUIRE), 0))
+        cc_libc_init();
+    struct cc_thread *t = cc_self();
+    return (t->guard || cc_cfg.disabled) ? NULL : t;
+}
+
+static inline void count_uncontended(struct cc_thread *t, int cat) { CC_ADD(t->acq[cat], 1); }
+
+static inline uint64_t contended_wait(struct cc_thread *t, int cat, uint64_t t0) {
+    uint64_t t1 = cc_now();
+    CC_ADD(t->wait[cat], t1 - t0);
+    CC_ADD(t->acq[cat], 1);
+    CC_ADD(t->contended[cat], 1);
+    return t1;
+}
+
+static inline void timed_wait(struct cc_thread *t, int cat, uint64_t t0) {
+    CC_ADD(t->wait[cat], cc_now() - t0);
+    CC_ADD(t->acq[cat], 1);
+}
+
+/* ---- threads ---------------------------------------------------------------------- */
+int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*start)(void *), void *arg) {
+    struct cc_thread *t = cc_self();
+    if (!t->guard)
+        cc_activity();
+    return CC_LIBC(pthread_create)(th, attr, start, arg);
+}
+
+/* ---- mutexes ---------------------------------------------------------------------- */
+int pthread_mutex_lock(pthread_mutex_t *m) {
+    struct cc_thread *t = active_self();
+    if (!t)
+        return CC_LIBC(pthread_mutex_lock)(m);
+    int r = cc_libc.pthread_mutex_trylock(m);
+    /* Anything but EBUSY is the answer lock would give (0, EOWNERDEAD, EINVAL...). */
+    if (r != EBUSY) {
+        if (r == 0 || r == EOWNERDEAD)
+            count_uncontended(t, CC_STALL_MUTEX);
+        return r;
+    }
+    uint64_t t0 = cc_now();
+    r = cc_libc.pthread_mutex_lock(m);
+    uint64_t t1 = contended_wait(t, CC_STALL_MUTEX, t0);
+    /* Sample this lock's hold time: the unlock below closes it. */
+    t->sample_lock = m;
+    t->sample_t0 = t1;
+    return r;
+}
+
+int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime) {
+    struct cc_thread *t = active_self();
+    if (!t)
+        return CC_LIBC(pthread_mutex_timedlock)(m, abstime);
+    int r = cc_libc.pthread_mutex_trylock(m);
+    if (r != EBUSY) {
+        if (r == 0 || r == EOWNERDEAD)
+            count_uncontended(t, CC_STALL_MUTEX);
+        return r;
+    }
+    uint64_t t0 = cc_now();
+    r = cc_libc.pthread_mutex_timedlock(m, abstime);
+    contended_wait(t, CC_STALL_MUTEX, t0);
+    return r;
+}
+
+int pthread_mutex_trylock(pthread_mutex_t *m) {
+    int r = CC_LIBC(pthread_mutex_trylock)(m);
+    struct cc_thread *t = cc_self_tls;
+    if (r == 0 && t && !t->guard)
+        count_uncontended(t, CC_STALL_MUTEX);
+    return r;
+}
+
+int pthread_mutex_unlock(pthread_mutex_t *m) {
+    struct cc_thread *t = cc_self_tls;
+    if (t && t->sample_lock == m) {
+        CC_ADD(t->hold_sampled, cc_now() - t->sample_t0);
+        CC_ADD(t->hold_samples, 1);
+        t->sample_lock = 0;
+    }
+    return CC_LIBC(pthread_mutex_unlock)(m);
+}
+
+/* ---- condition variables (GLIBC_2.3.2, the default version) ------------------------ */
+int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m) {
+    struct cc_thread *t = active_self();
+    if (!t)
+        return CC_LIBC(pthread_cond_wait)(c, m);
+    if (t->sample_lock == m)
+        t->sample_lock = 0; /* the wait releases the mutex: that hold sample is void */
+    uint64_t t0 = cc_now();
+    int r = cc_libc.pthread_cond_wait(c, m);
+    timed_wait(t, CC_STALL_COND, t0);
+    return r;
+}
+
+int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *abstime) {
+    struct cc_thread *t = active_self();
+    if (!t)
+        return CC_LIBC(pthread_cond_timedwait)(c, m, abstime);
+    if (t->sample_lock == m)
+        t->sample_lock = 0;
+    uint64_t t0 = cc_now();
+    int r = cc_libc.pthread_cond_timedwait(c, m, abstime);
+    timed_wait(t, CC_STALL_COND, t0);
+    return r;
+}
+
+int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t clock,
+                           const struct timespec *abstime) {
+    struct cc_thread *t = active_self();
+    if (!t)
+        return CC_LIBC(pthread_cond_clockwait)(c, m, clock, abstime);
+    if (t->sample_lock == m)
+        t->sample_lock = 0;
+    uint64_t t0 = cc_now();
+    int r = cc_libc.pthread_cond_clockwait(c, m, clock, abstime);
+    timed_wait(t, CC_STALL_COND, t0);
+    return r;
+}
+
+/* ---- barriers --------------------------------------------------------------------- */
+int pthread_barrier_wait(pthread_barrier_t *b) {
+    struct cc_thread *t = active_self();
+    if (!t)
+        return CC_LIBC(pthread_barrier_wait)(b);
+    uint64_t t0 = cc_now();
+    int r = cc_libc.pthread_barrier_wait(b);
+    timed_wait(t, CC_STALL_PBARRIER, t0);
+    return r;
+}
+
+/* ---- rwlocks ---------------------------------------------------------------------- */
+#define RWLOCK_WRAPPER(name, try, params, args)                                             \
+    int name(pthread_rwlock_t *l params) {                                                  \
+        struct cc_thread *t = active_self();                                                 \
+        if (!t)                                                                              \
+            return CC_LIBC(name)(l args);                                                    \
+        int r = cc_libc.try(l);                                                              \
+        if (r != EBUSY) {                                                                    \
+            if (r == 0)                                                                      \
+                count_uncontended(t, CC_STALL_RWLOCK);                                       \
+            return r;                                                                        \
+        }                                                                                    \
+        uint64_t t0 = cc_now();                                                              \
+        r = cc_libc.name(l args);                                                            \
+        contended_wait(t, CC_STALL_RWLOCK, t0);                                              \
+        return r;                                                                            \
+    }
+#define NOTHING
+#define TS_PARAM , const struct timespec *abstime
+#define TS_ARG , abstime
+#define CLOCK_PARAM , clockid_t clock, const struct timespec *abstime
+#define CLOCK_ARG , clock, abstime
+RWLOCK_WRAPPER(pthread_rwlock_rdlock, pthread_rwlock_tryrdlock, NOTHING, NOTHING)
+RWLOCK_WRAPPER(pthread_rwlock_wrlock, pthread_rwlock_trywrlock, NOTHING, NOTHING)
+RWLOCK_WRAPPER(pthread_rwlock_timedrdlock, pthread_rwlock_tryrdlock, TS_PARAM, TS_ARG)
+RWLOCK_WRAPPER(pthread_rwlock_timedwrlock, pthread_rwlock_trywrlock, TS_PARAM, TS_ARG)
+/* ---- semaphores (CPython's threading.Lock waits in sem_clockwait) ------------------- */
+#define SEM_WRAPPER(name, params, args)                                                      \
+    int name(sem_t *s params) {                                                              \
+        struct cc_thread *t = active_self();                                                 \
+        if (!t)                                                                              \
+            return CC_LIBC(name)(s args);                                                    \
+        int saved = errno;                                                                   \
+        if (cc_libc.sem_trywait(s) == 0) {                                                   \
+            count_uncontended(t, CC_STALL_SEM);                                              \
+            return 0;                                                                        \
+        }                                                                                    \
+        errno = saved; /* the failed try must not leak EAGAIN */                             \
+        uint64_t t0 = cc_now();                                                              \
+        int r = cc_libc.name(s args);                                                        \
+        int e = errno;                                                                       \
+        contended_wait(t, CC_STALL_SEM, t0);                                                 \
+        errno = e;                                                                           \
+        return r;                                                                            \
+    }
+SEM_WRAPPER(sem_wait, NOTHING, NOTHING)
+SEM_WRAPPER(sem_timedwait, TS_PARAM, TS_ARG)
+SEM_WRAPPER(sem_clockwait, CLOCK_PARAM, CLOCK_ARG)

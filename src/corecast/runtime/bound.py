@@ -1,0 +1,140 @@
+"""The measured bound: speedup predictions from one sample, before any contention model.
+
+OpenMP regions: the sample splits each call into serialised work S (critical, atomic and
+OpenMP-lock hold time, single blocks), parallel work P and implicit-barrier imbalance.
+With T1 = S + P the work of one thread,
+- high (work/span, Cilkview-style):  T1 / max(S, T1 / n)
+- central (Amdahl + imbalance):      T1 / (S + P (1 + i(n)) / n)
+- low:                               the same with imbalance growing linearly in n
+where the measured imbalance ratio i(p) = idle / P grows with the team as the expected
+maximum of n draws does (sqrt(2 ln n)).
+
+Processes with OpenMP regions: the time outside the (outermost) regions stays serial and
+each region scales as predicted, T(n) = outside + sum T_r(n).  (CPU-time parallelism
+would mislead there: libgomp's threads spin while they wait.)
+
+Processes with plain threads: the Karp-Flatt serial fraction from the measured
+parallelism psi = CPU time / wall time on q = min(threads, cores) runnable threads,
+then Amdahl.
+
+Both are upper-bound style estimates: they ignore contention that grows with the team.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+SYNC_WAITS = ("mutex", "condvar", "pthread_barrier", "rwlock", "semaphore", "critical",
+              "atomic", "omp_lock", "omp_barrier")
+KARP_FLATT_BAND = 0.05  # +- on the serial fraction
+PREFERRED_SHARE = 0.99  # preferred = fewest threads within 1% of the best speedup
+
+
+@dataclass
+class RegionPrediction:
+    threads: list[int]
+    speedup: list[float]
+    low: list[float]
+    high: list[float]
+    preferred: int
+    basis: str
+    fitted: list[str] = field(default_factory=list)
+
+
+def prediction_counts(target: int, limit: int = 64) -> list[int]:
+    """Every count 1..target when it fits in ``limit``, else a geometric subset."""
+    target = max(1, int(target))
+    if target <= limit:
+        return list(range(1, target + 1))
+    counts = {1, target}
+    ratio = target ** (1.0 / (limit - 2))
+    x = 1.0
+    while len(counts) < limit:
+        x *= ratio
+        counts.add(min(target, max(1, round(x))))
+        if x >= target:
+            break
+    return sorted(counts)
+
+
+def _growth(n: int) -> float:
+    return math.sqrt(2.0 * math.log(n)) if n > 1 else 0.0
+
+
+def _preferred(counts: list[int], speedup: list[float]) -> int:
+    best = max(speedup)
+    return next(n for n, s in zip(counts, speedup) if s >= PREFERRED_SHARE * best)
+
+
+def predict_region(region: dict, target: int) -> RegionPrediction:
+    """Bound for an OpenMP region (``region`` as the bridge decodes it)."""
+    p = max(1, int(region["threads"]))
+    work = region_work(region)
+    serial = min(max(float(region["serial_s"]), 0.0), work)
+    parallel = work - serial
+    imbalance = float(region["stalls_s"].get("imbalance", 0.0))
+    ratio = imbalance / parallel if parallel > 0 and p > 1 else 0.0
+    counts = prediction_counts(target)
+    central, low, high = [], [], []
+    for n in counts:
+        i_n = ratio * _growth(n) / _growth(p) if p > 1 else 0.0
+        i_lin = ratio * (n - 1) / (p - 1) if p > 1 else 0.0
+        central.append(work / (serial + parallel * (1 + i_n) / n))
+        low.append(work / (serial + parallel * (1 + max(i_n, i_lin)) / n))
+        high.append(work / max(serial, work / n))
+    return RegionPrediction(counts, central, low, high, _preferred(counts, central),
+                            "bound: Amdahl with measured serial work and imbalance (work/span high)")
+
+
+def region_work(region: dict) -> float:
+    """One thread's work for the region: busy time less its synchronisation waits."""
+    waits = sum(region["stalls_s"].get(k, 0.0) for k in SYNC_WAITS)
+    return max(float(region["busy_s"]) - waits, 1e-12)
+
+
+def compose_process(process: dict, regions: list[tuple[dict, RegionPrediction]]) -> RegionPrediction:
+    """Whole-program bound from its OpenMP regions plus the serial time between them."""
+    outer = [(r, p) for r, p in regions if not r["nested"]]
+    outside = max(float(process["wall_s"]) - sum(float(r["wall_s"]) for r, _ in outer), 0.0)
+    work = outside + sum(region_work(r) for r, _ in outer)
+    counts = outer[0][1].threads
+    curves = []
+    for key in ("speedup", "low", "high"):
+        curves.append([
+            work / (outside + sum(region_work(r) / getattr(p, key)[i] for r, p in outer))
+            for i in range(len(counts))
+        ])
+    central, low, high = curves
+    return RegionPrediction(counts, central, low, high, _preferred(counts, central),
+                            "bound: serial time between regions plus each region's bound")
+
+
+def predict_process(process: dict, target: int, cores: int) -> RegionPrediction:
+    """Karp-Flatt bound for a whole process with plain threads."""
+    threads = max(1, int(process["threads"]))
+    wall = max(float(process["wall_s"]), 1e-12)
+    cpu = max(float(process["cpu_s"]), 0.0)
+    q = min(threads, max(1, int(cores)))
+    counts = prediction_counts(target)
+    if q > 1 and cpu > 0:
+        psi = min(max(cpu / wall, 1.0), q)
+        serial = (1.0 / psi - 1.0 / q) / (1.0 - 1.0 / q)
+        basis = "bound: Amdahl with the Karp-Flatt serial fraction of the measured parallelism"
+        fitted = ["serial_fraction"]
+    else:
+        # One runnable thread: no parallelism was observed to measure; hold times of
+        # contended locks are the only serial work seen.
+        serial = min(1.0, float(process.get("hold_sampled_s", 0.0)) / max(cpu, 1e-12))
+        basis = "bound: Amdahl with the sampled lock hold time (one runnable thread seen)"
+        fitted = []
+    serial = min(max(serial, 0.0), 1.0)
+    lo_s, hi_s = min(1.0, serial + KARP_FLATT_BAND), max(0.0, serial - KARP_FLATT_BAND)
+
+    def amdahl(s: float, n: int) -> float:
+        return 1.0 / (s + (1.0 - s) / n)
+
+    central = [amdahl(serial, n) for n in counts]
+    return RegionPrediction(
+        counts, central, [amdahl(lo_s, n) for n in counts], [amdahl(hi_s, n) for n in counts],
+        _preferred(counts, central), basis, fitted,
+    )

@@ -1,0 +1,72 @@
+"""Python end of the model library: decodes a ``struct cc_sample`` (native/model_abi.h),
+predicts every region and the process, and fills the ``struct cc_result``."""
+from __future__ import annotations
+
+from typing import Any
+
+from .bound import RegionPrediction, compose_process, predict_process, predict_region
+
+# Same order as the CC_STALL_* constants in native/model_abi.h.
+STALLS = ("mutex", "condvar", "pthread_barrier", "rwlock", "semaphore", "critical",
+          "atomic", "omp_lock", "omp_barrier", "imbalance", "runqueue")
+MAX_PRED = 64
+
+
+def decode_region(ffi: Any, g: Any) -> dict:
+    return {
+        "name": ffi.string(g.name).decode(errors="replace"),
+        "object": ffi.string(g.object).decode(errors="replace"),
+        "runtime": "openmp" if g.runtime == 0 else "pthreads",
+        "threads": g.threads,
+        "nested": bool(g.nested),
+        "calls": g.calls,
+        "wall_s": g.wall_s,
+        "busy_s": g.busy_s,
+        "serial_s": g.serial_s,
+        "cpu_s": g.cpu_s,
+        "stalls_s": {name: g.stall_s[i] for i, name in enumerate(STALLS)},
+        "loop_calls": g.loop_calls,
+        "hold_sampled_s": g.hold_sampled_s,
+        "hold_samples": g.hold_samples,
+    }
+
+
+def _encode(ffi: Any, out: Any, pred: RegionPrediction) -> None:
+    n = min(len(pred.threads), MAX_PRED)
+    out.npred = n
+    for i in range(n):
+        out.threads[i] = pred.threads[i]
+        out.speedup[i] = pred.speedup[i]
+        out.low[i] = pred.low[i]
+        out.high[i] = pred.high[i]
+    out.preferred = pred.preferred
+    _put(ffi, out.basis, pred.basis)
+    _put(ffi, out.fitted, ",".join(pred.fitted))
+
+
+def _put(ffi: Any, field: Any, text: str) -> None:
+    """Copy ``text`` into a fixed char array, truncated and NUL-terminated."""
+    data = text.encode()[: len(field) - 1] + b"\0"
+    ffi.memmove(field, data, len(data))
+
+
+def predict_sample(ffi: Any, sample: Any, result: Any) -> int:
+    """Fill ``result`` for every region of ``sample``; 0 on success."""
+    try:
+        done = []
+        for i in range(sample.nregions):
+            region = decode_region(ffi, sample.regions[i])
+            if region["name"] != "process":
+                pred = predict_region(region, sample.target)
+                done.append((region, pred))
+            elif any(not r["nested"] for r, _ in done):
+                pred = compose_process(region, done)
+            else:
+                pred = predict_process(region, sample.target, sample.cores)
+            _encode(ffi, result.regions[i], pred)
+        result.status = 0
+        return 0
+    except Exception as exc:  # the host program must never see a traceback
+        _put(ffi, result.note, f"model error: {type(exc).__name__}: {exc}")
+        result.status = 1
+        return 1

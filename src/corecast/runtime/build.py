@@ -1,0 +1,165 @@
+"""Builds the two native libraries (called from setup.py; also usable by hand):
+
+- ``libcorecast_preload.so``: native/ + shims/, plain C, never links libpython;
+- ``libcorecast_model.so``: cffi's embedding API around corecast.runtime.bridge.
+
+    python -m corecast.runtime.build OUTDIR
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+import sysconfig
+import tempfile
+from pathlib import Path
+
+import cffi
+
+ROOT = Path(__file__).resolve().parents[3]  # the source tree: native/, shims/
+NATIVE = ROOT / "native"
+SHIMS = ROOT / "shims"
+PRELOAD_NAME = "libcorecast_preload.so"
+MODEL_NAME = "libcorecast_model.so"
+
+# C glue of the model library: the preload library hands over the package root, the
+# Python home and its exit-report callback before the interpreter starts.
+MODEL_C = r"""
+#include <Python.h>
+#include <string.h>
+#include "model_abi.h"
+
+static char cc_root[4096];
+static int cc_host_python;
+static void (*cc_final_cb)(void);
+
+void corecast_model_configure(const char *root, const char *home, int host_python,
+                              void (*final_cb)(void)) {
+    strncpy(cc_root, root, sizeof cc_root - 1);
+    cc_host_python = host_python;
+    cc_final_cb = final_cb;
+    if (!host_python && !Py_IsInitialized() && home && home[0]) {
+        /* Without it the embedded interpreter guesses its prefix from the host binary. */
+        static wchar_t *whome;
+        whome = Py_DecodeLocale(home, NULL);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+        if (whome)
+            Py_SetPythonHome(whome); /* PyConfig would need cffi to start Python our way */
+#pragma GCC diagnostic pop
+    }
+}
+
+const char *corecast_model_root(void) { return cc_root; }
+int corecast_model_host_python(void) { return cc_host_python; }
+void corecast_model_run_final(void) { if (cc_final_cb) cc_final_cb(); }
+"""
+
+MODEL_CDEF = """
+const char *corecast_model_root(void);
+int corecast_model_host_python(void);
+void corecast_model_run_final(void);
+"""
+
+INIT_CODE = r"""
+import sys
+from _corecast_model import ffi, lib
+
+_root = ffi.string(lib.corecast_model_root()).decode()
+if _root and _root not in sys.path:
+    sys.path.insert(0, _root)
+try:
+    from corecast.runtime.bridge import predict_sample as _predict
+    _error = None
+except Exception as exc:  # reported through the result, never as a traceback
+    _predict, _error = None, f"cannot import corecast: {exc}"
+
+if lib.corecast_model_host_python():
+    import atexit
+    # The host's interpreter is finalised before C exit handlers run: report from here.
+    atexit.register(lib.corecast_model_run_final)
+
+
+@ffi.def_extern(error=1)
+def corecast_model_predict(sample, result):
+    if _predict is None:
+        note = _error.encode()[:159] + b"\0"
+        ffi.memmove(result.note, note, len(note))
+        result.status = 1
+        return 1
+    return _predict(ffi, sample, result)
+"""
+
+
+def abi_cdef() -> str:
+    """native/model_abi.h as cdef text: preprocessor lines dropped except integer defines."""
+    keep = []
+    for line in (NATIVE / "model_abi.h").read_text().splitlines():
+        if line.startswith("#") and not re.match(r"#define \w+ \d+\s*$", line):
+            continue
+        keep.append(line)
+    return "\n".join(keep)
+
+
+def python_defines() -> list[tuple[str, str]]:
+    version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    soname = sysconfig.get_config_var("INSTSONAME") or ""
+    if not sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        soname = ""
+    return [
+        ("CC_PY_VERSION", f'"{version}"'),
+        ("CC_PY_SONAME", f'"{soname}"'),
+        ("CC_PY_HOME", f'"{sys.base_prefix}"'),
+    ]
+
+
+def build_model(outdir: Path) -> Path:
+    ffi = cffi.FFI()
+    ffi.embedding_api("int corecast_model_predict(struct cc_sample *, struct cc_result *);")
+    ffi.cdef(abi_cdef() + MODEL_CDEF)
+    ffi.set_source(
+        "_corecast_model",
+        MODEL_C,
+        include_dirs=[str(NATIVE)],
+        # Lets a non-Python host find libpython when it lives outside the linker path.
+        extra_link_args=[f"-Wl,-rpath,{sysconfig.get_config_var('LIBDIR')}"],
+    )
+    ffi.embedding_init_code(INIT_CODE)
+    outdir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        built = ffi.compile(tmpdir=tmp, target=MODEL_NAME, verbose=False)
+        dest = outdir / MODEL_NAME
+        os.replace(built, dest)
+    return dest
+
+
+def preload_sources() -> list[str]:
+    return sorted(str(p) for p in list(NATIVE.glob("*.c")) + list(SHIMS.glob("*.c")))
+
+
+def preload_macros() -> list[tuple[str, str]]:
+    return python_defines()
+
+
+PRELOAD_CFLAGS = ["-O2", "-fPIC", "-pthread", "-fvisibility=default", "-Wall", "-Wextra",
+                  "-Wno-unused-parameter", "-Wno-format-truncation", "-fno-strict-aliasing"]
+PRELOAD_LIBS = ["dl", "pthread"]
+
+
+def build_preload(outdir: Path) -> Path:
+    """Plain gcc build of the preload library (setup.py builds the same via setuptools)."""
+    import subprocess
+
+    outdir.mkdir(parents=True, exist_ok=True)
+    dest = outdir / PRELOAD_NAME
+    defs = [f"-D{k}={v}" for k, v in preload_macros()]
+    cmd = ["gcc", "-shared", *PRELOAD_CFLAGS, *defs, "-o", str(dest), *preload_sources()]
+    cmd += [f"-l{lib}" for lib in PRELOAD_LIBS]
+    subprocess.run(cmd, check=True)
+    return dest
+
+
+if __name__ == "__main__":
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else ".")
+    print(build_preload(out))
+    print(build_model(out))

@@ -1,0 +1,110 @@
+"""``corecast run`` and ``corecast lib``: start a program with the preload library."""
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import struct
+from pathlib import Path
+from typing import NoReturn, Sequence
+
+from .._native import PRELOAD
+
+PT_INTERP = 3
+
+
+class LaunchError(Exception):
+    """One-line reason a program cannot be run under corecast; ``status`` is the exit code."""
+
+    def __init__(self, message: str, status: int = 2):
+        super().__init__(message)
+        self.status = status
+
+
+def library_path() -> Path:
+    if not PRELOAD.is_file():
+        raise LaunchError(f"the preload library is missing ({PRELOAD}); reinstall with 'pip install .'")
+    return PRELOAD
+
+
+def why_not_preloadable(path: str) -> str | None:
+    """Why LD_PRELOAD cannot reach ``path`` (setuid/setgid or static), else None."""
+    st = os.stat(path)
+    if st.st_mode & (stat.S_ISUID | stat.S_ISGID):
+        return "is setuid/setgid: the loader ignores LD_PRELOAD for it"
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+            if head[:4] != b"\x7fELF":
+                return None  # a script: its interpreter gets preloaded
+            is64 = head[4] == 2
+            little = head[5] == 1
+            order = "<" if little else ">"
+            if is64:
+                phoff, = struct.unpack_from(order + "Q", head, 32)
+                phentsize, phnum = struct.unpack_from(order + "HH", head, 54)
+            else:
+                phoff, = struct.unpack_from(order + "I", head, 28)
+                phentsize, phnum = struct.unpack_from(order + "HH", head, 42)
+            f.seek(phoff)
+            table = f.read(phentsize * phnum)
+    except OSError:
+        return None
+    for i in range(phnum):
+        p_type, = struct.unpack_from(order + "I", table, i * phentsize)
+        if p_type == PT_INTERP:
+            return None
+    return "is statically linked: there is no dynamic loader to preload into"
+
+
+def preload_env(
+    env: dict[str, str],
+    target: int | None = None,
+    window_ms: int | None = None,
+    json_out: str | None = None,
+    quiet: bool = False,
+) -> dict[str, str]:
+    """``env`` with the library appended to LD_PRELOAD and the CORECAST_* settings."""
+    env = dict(env)
+    lib = str(library_path())
+    current = env.get("LD_PRELOAD", "").strip()
+    env["LD_PRELOAD"] = f"{current}:{lib}" if current else lib
+    if target is not None:
+        env["CORECAST_TARGET"] = str(target)
+    if window_ms is not None:
+        env["CORECAST_WINDOW_MS"] = str(window_ms)
+    if json_out is not None:
+        env["CORECAST_OUTPUT"] = os.path.abspath(json_out)
+    if quiet:
+        env["CORECAST_QUIET"] = "1"
+    return env
+
+
+def run(
+    command: Sequence[str],
+    target: int | None = None,
+    window_ms: int | None = None,
+    json_out: str | None = None,
+    quiet: bool = False,
+) -> NoReturn:
+    """Replace this process with ``command`` under the library: the program keeps its
+    stdin/stdout, signals and exit status."""
+    if not command:
+        raise LaunchError("no command given (usage: corecast run [options] -- CMD ARGS...)")
+    exe = shutil.which(command[0])
+    if exe is None:
+        raise LaunchError(f"{command[0]}: command not found", status=127)
+    reason = why_not_preloadable(exe)
+    if reason:
+        raise LaunchError(f"{command[0]} {reason}; corecast cannot measure it")
+    env = preload_env(dict(os.environ), target, window_ms, json_out, quiet)
+    if json_out is not None:
+        try:
+            # Fresh file per run; the program and its children then append their lines.
+            open(env["CORECAST_OUTPUT"], "w").close()
+        except OSError as exc:
+            raise LaunchError(f"{json_out}: cannot write: {exc.strerror}") from None
+    try:
+        os.execve(exe, list(command), env)
+    except OSError as exc:
+        raise LaunchError(f"{command[0]}: cannot execute: {exc.strerror}", status=126) from None
