@@ -139,6 +139,19 @@ int cc_model_predict(const struct cc_sample *s, struct cc_result *r) {
     return rc;
 }
 
+/* Python hosts: start the model now, on the program's own thread while it is still the
+ * only one, so the atexit hook is in place however short the run (a load from the
+ * sampler would queue for the GIL behind the program's threads). */
+void cc_model_warmup(void) {
+    static struct cc_sample empty;
+    static struct cc_result ignored;
+    empty.abi = CC_ABI_VERSION;
+    struct cc_thread *t = cc_self();
+    t->guard++;
+    cc_model_predict(&empty, &ignored);
+    t->guard--;
+}
+
 void cc_model_after_fork(void) {
     /* A forked child of a non-Python host must not enter an interpreter whose other
      * threads (and perhaps its lock) stayed behind; Python hosts re-initialise their

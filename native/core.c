@@ -207,6 +207,8 @@ void cc_activity(void) {
     active_since = cc_mono_s();
     cc_active = 1;
     cc_sampler_start();
+    if (cc_host_is_python())
+        cc_model_warmup();
 }
 
 static void reset_after_fork(void) {
@@ -258,6 +260,7 @@ __attribute__((constructor)) static void cc_init(void) {
     read_config();
     if (cc_cfg.disabled)
         return;
+    cc_sampler_mark_start();
     /* Registered early, so it runs after the program's own atexit handlers. */
     atexit(final_at_exit);
     at_quick_exit(final_at_exit);

@@ -100,10 +100,12 @@ struct cc_region *cc_regions(int *n);
 void cc_sampler_start(void);
 void cc_sampler_stop(void);
 void cc_sampler_after_fork(void);
+void cc_sampler_mark_start(void);
 void cc_sampler_read_counters(struct cc_sample *s); /* fills counters + runqueue */
 void cc_build_sample(struct cc_sample *s, int final);
 int cc_model_predict(const struct cc_sample *s, struct cc_result *r);
 void cc_model_after_fork(void);
+void cc_model_warmup(void);
 const char *cc_model_warning(void);
 void cc_report(const struct cc_sample *s, const struct cc_result *r);
 void cc_final(void); /* the exit report; runs once per process image */

@@ -136,14 +136,22 @@ void cc_sampler_read_counters(struct cc_sample *s) {
     }
 }
 
+static double rusage_cpu_s(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + ru.ru_stime.tv_sec +
+           ru.ru_stime.tv_usec * 1e-6;
+}
+
+/* CPU time before this image started: exec keeps the process's rusage (corecast run
+ * itself execs the program). */
+static double cpu_at_start;
+void cc_sampler_mark_start(void) { cpu_at_start = rusage_cpu_s(); }
+
 /* Process-wide CPU time of the program's threads (the sampler's own time excluded) and
  * the run-queue wait summed over its tasks. */
 void cc_process_times(double *cpu_s, double *runq_s) {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    double cpu = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + ru.ru_stime.tv_sec +
-                 ru.ru_stime.tv_usec * 1e-6;
-    *cpu_s = cpu - sampler_cpu_s();
+    *cpu_s = rusage_cpu_s() - cpu_at_start - sampler_cpu_s();
     uint64_t rq = 0;
     for (int i = 0; i < ntasks; i++)
         rq += tasks[i].runq_ns;
@@ -159,17 +167,11 @@ static void *sampler_main(void *arg) {
     sampler_tid = (int)syscall(SYS_gettid);
     static struct cc_sample sample;
     static struct cc_result result;
-    /* A Python host must get its atexit hook before the interpreter can finish: load
-     * the model at once there, instead of at the first window's end. */
-    int windows = cc_host_is_python() ? -1 : 0;
     while (!sampler_stop) {
-        if (windows >= 0) {
-            struct timespec step = {cc_cfg.window_ms / 1000, (cc_cfg.window_ms % 1000) * 1000000L};
-            nanosleep(&step, NULL);
-            if (sampler_stop)
-                break;
-        }
-        windows++;
+        struct timespec step = {cc_cfg.window_ms / 1000, (cc_cfg.window_ms % 1000) * 1000000L};
+        nanosleep(&step, NULL);
+        if (sampler_stop)
+            break;
         cc_build_sample(&sample, 0);
         memset(&result, 0, sizeof result);
         cc_model_predict(&sample, &result);
@@ -200,6 +202,7 @@ void cc_sampler_start(void) {
 void cc_sampler_stop(void) { sampler_stop = 1; }
 
 void cc_sampler_after_fork(void) {
+    cpu_at_start = 0; /* a forked child's rusage starts at zero */
     sampler_running = 0;
     sampler_stop = 0;
     sampler_tid = 0;
