@@ -92,6 +92,7 @@ struct cc_region {
     int max_threads;
     uint64_t calls, wall, busy, serial, loop_calls;
     uint64_t wait[CC_NSTALL], acq[CC_NSTALL], contended[CC_NSTALL];
+    char name[CC_NAME_LEN], object[CC_NAME_LEN]; /* filled at report time */
 };
 struct cc_region *cc_region_for(void *fn);
 struct cc_region *cc_regions(int *n);

@@ -10,21 +10,19 @@
 #include "corecast.h"
 
 /* ---- the sample ------------------------------------------------------------------ */
-static char names[256][CC_NAME_LEN], objects[256][CC_NAME_LEN]; /* per region slot */
-
 static void basename_into(char *dst, size_t n, const char *path) {
     const char *b = strrchr(path, '/');
     snprintf(dst, n, "%s", b ? b + 1 : path);
 }
 
-static void fill_region(struct cc_region_sample *o, const struct cc_region *r, int slot) {
-    if (!names[slot][0]) {
+static void fill_region(struct cc_region_sample *o, struct cc_region *r) {
+    if (!r->name[0]) {
         char obj[1024];
-        cc_symbol_name(r->fn, names[slot], sizeof names[slot], obj, sizeof obj);
-        basename_into(objects[slot], sizeof objects[slot], obj);
+        cc_symbol_name(r->fn, r->name, sizeof r->name, obj, sizeof obj);
+        basename_into(r->object, sizeof r->object, obj);
     }
-    memcpy(o->name, names[slot], sizeof o->name);
-    memcpy(o->object, objects[slot], sizeof o->object);
+    memcpy(o->name, r->name, sizeof o->name);
+    memcpy(o->object, r->object, sizeof o->object);
     o->runtime = CC_RUNTIME_OPENMP;
     o->threads = __atomic_load_n(&r->max_threads, __ATOMIC_RELAXED);
     o->nested = r->nested;
@@ -99,11 +97,11 @@ void cc_build_sample(struct cc_sample *s, int final) {
     s->window_s = cc_cfg.window_ms / 1000.0;
     cc_sampler_read_counters(s);
     int nr, has_omp = 0;
-    const struct cc_region *r = cc_regions(&nr);
+    struct cc_region *r = cc_regions(&nr);
     for (int i = 0; i < nr && s->nregions < CC_MAX_REGIONS - 1; i++) {
         if (!__atomic_load_n(&r[i].fn, __ATOMIC_ACQUIRE) || !r[i].calls)
             continue;
-        fill_region(&s->regions[s->nregions++], &r[i], i);
+        fill_region(&s->regions[s->nregions++], &r[i]);
         has_omp = 1;
     }
     fill_process(&s->regions[s->nregions++], s, has_omp);
