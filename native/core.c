@@ -172,7 +172,8 @@ struct cc_region *cc_region_for(void *fn) {
         if (k == fn)
             return r;
         if (k == NULL) {
-            if (__atomic_load_n(&nregions, __ATOMIC_RELAXED) >= CC_MAX_REGIONS)
+            /* One sample slot is the process's: regions get the others. */
+            if (__atomic_load_n(&nregions, __ATOMIC_RELAXED) >= CC_MAX_REGIONS - 1)
                 break;
             void *expected = NULL;
             if (__atomic_compare_exchange_n(&r->fn, &expected, fn, 0, __ATOMIC_ACQ_REL,
@@ -195,14 +196,14 @@ struct cc_region *cc_regions(int *n) {
 
 /* ---- lifecycle -------------------------------------------------------------------- */
 static double active_since;
+static int activity_claimed;
 double cc_active_since(void) { return active_since; }
 double cc_started(void) { return mono0; }
 
 void cc_activity(void) {
     if (__builtin_expect(cc_active, 1) || cc_cfg.disabled)
         return;
-    static int once;
-    if (__atomic_exchange_n(&once, 1, __ATOMIC_ACQ_REL))
+    if (__atomic_exchange_n(&activity_claimed, 1, __ATOMIC_ACQ_REL))
         return;
     active_since = cc_mono_s();
     cc_active = 1;
@@ -220,6 +221,7 @@ static void reset_after_fork(void) {
     cc_overflow = 0;
     cc_self_tls = NULL;
     cc_active = 0;
+    activity_claimed = 0;
     cc_final_done = 0;
     cc_pid = getpid();
     mono0 = cc_mono_s(); /* the child's own lifetime starts here */
@@ -298,4 +300,39 @@ int execvp(const char *file, char *const argv[]) {
 int execvpe(const char *file, char *const argv[], char *const envp[]) {
     cc_final();
     return CC_LIBC(execvpe)(file, argv, envp);
+}
+
+/* glibc's execl family calls its internal execve, past the wrappers above: rebuild the
+ * argument vector (on the stack, as glibc does) and go through them. */
+#define COLLECT_ARGS(first, ap, argv, extra)                                            \
+    size_t argc = 1;                                                                    \
+    va_start(ap, first);                                                                \
+    while (va_arg(ap, const char *))                                                    \
+        argc++;                                                                         \
+    va_end(ap);                                                                         \
+    char *argv[argc + 1];                                                               \
+    argv[0] = (char *)first;                                                            \
+    va_start(ap, first);                                                                \
+    for (size_t i = 1; i <= argc; i++)                                                  \
+        argv[i] = va_arg(ap, char *);                                                   \
+    extra;                                                                              \
+    va_end(ap)
+
+int execl(const char *path, const char *arg, ...) {
+    va_list ap;
+    COLLECT_ARGS(arg, ap, argv, (void)0);
+    return execv(path, argv);
+}
+
+int execlp(const char *file, const char *arg, ...) {
+    va_list ap;
+    COLLECT_ARGS(arg, ap, argv, (void)0);
+    return execvp(file, argv);
+}
+
+int execle(const char *path, const char *arg, ...) {
+    va_list ap;
+    char *const *envp;
+    COLLECT_ARGS(arg, ap, argv, envp = va_arg(ap, char *const *));
+    return execve(path, argv, envp);
 }

@@ -59,6 +59,10 @@ struct cc_gomp {
     void (*GOMP_parallel_sections)(cc_outlined_fn, void *, unsigned, unsigned, unsigned);
     unsigned (*GOMP_parallel_reductions)(cc_outlined_fn, void *, unsigned, unsigned);
     void (*GOMP_barrier)(void);
+    void (*GOMP_loop_end)(void);
+    void (*GOMP_sections_end)(void);
+    void (*GOMP_ordered_start)(void);
+    void (*GOMP_ordered_end)(void);
     void (*GOMP_critical_start)(void);
     void (*GOMP_critical_end)(void);
     void (*GOMP_critical_name_start)(void **);

@@ -122,6 +122,7 @@ void *cc_resolve(const char *name, const void *caller, const void *self) {
     X(GOMP_parallel_loop_nonmonotonic_guided) X(GOMP_parallel_loop_runtime)                 \
     X(GOMP_parallel_loop_nonmonotonic_runtime) X(GOMP_parallel_loop_maybe_nonmonotonic_runtime) \
     X(GOMP_parallel_sections) X(GOMP_parallel_reductions) X(GOMP_barrier)                   \
+    X(GOMP_loop_end) X(GOMP_sections_end) X(GOMP_ordered_start) X(GOMP_ordered_end)         \
     X(GOMP_critical_start) X(GOMP_critical_end) X(GOMP_critical_name_start)                 \
     X(GOMP_critical_name_end) X(GOMP_atomic_start) X(GOMP_atomic_end) X(GOMP_single_start)  \
     X(GOMP_loop_static_start) X(GOMP_loop_dynamic_start) X(GOMP_loop_guided_start)          \

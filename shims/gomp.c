@@ -188,19 +188,25 @@ static void timed_acquire(struct cc_thread *t, int cat, uint64_t t0, const void 
     held_push(t, obj, t1);
 }
 
-static const char critical_anon, atomic_lock;
+static const char critical_anon, atomic_lock, ordered_turn;
 
-void GOMP_barrier(void) {
-    const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));
-    struct cc_thread *t = cc_self();
-    if (t->guard)
-        return g->GOMP_barrier();
-    uint64_t t0 = cc_now();
-    close_single(t, t0);
-    g->GOMP_barrier();
-    CC_ADD(t->wait[CC_STALL_OMPBARRIER], cc_now() - t0);
-    CC_ADD(t->acq[CC_STALL_OMPBARRIER], 1);
-}
+/* Explicit barriers and the barriers that end worksharing loops and sections. */
+#define BARRIER_WRAPPER(name)                                                                \
+    void name(void) {                                                                        \
+        const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));                 \
+        struct cc_thread *t = cc_self();                                                     \
+        if (t->guard)                                                                        \
+            return g->name();                                                                \
+        uint64_t t0 = cc_now();                                                              \
+        close_single(t, t0);                                                                 \
+        g->name();                                                                           \
+        CC_ADD(t->wait[CC_STALL_OMPBARRIER], cc_now() - t0);                                 \
+        CC_ADD(t->acq[CC_STALL_OMPBARRIER], 1);                                              \
+    }
+
+BARRIER_WRAPPER(GOMP_barrier)
+BARRIER_WRAPPER(GOMP_loop_end)
+BARRIER_WRAPPER(GOMP_sections_end)
 
 #define CRITICAL_PAIR(start, end, cat, obj_expr, params, args)                              \
     void start(params) {                                                                    \
@@ -224,6 +230,8 @@ CRITICAL_PAIR(GOMP_critical_start, GOMP_critical_end, CC_STALL_CRITICAL, &critic
 CRITICAL_PAIR(GOMP_critical_name_start, GOMP_critical_name_end, CC_STALL_CRITICAL, pptr,
               void **pptr, pptr)
 CRITICAL_PAIR(GOMP_atomic_start, GOMP_atomic_end, CC_STALL_ATOMIC, &atomic_lock, void, )
+/* An ordered block waits for its turn and then runs alone: a critical section. */
+CRITICAL_PAIR(GOMP_ordered_start, GOMP_ordered_end, CC_STALL_CRITICAL, &ordered_turn, void, )
 
 bool GOMP_single_start(void) {
     const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));

@@ -21,11 +21,15 @@ static inline struct cc_thread *active_self(void) {
 
 static inline void count_uncontended(struct cc_thread *t, int cat) { CC_ADD(t->acq[cat], 1); }
 
-static inline uint64_t contended_wait(struct cc_thread *t, int cat, uint64_t t0) {
+/* The wait counts whatever the outcome; an acquisition only when it succeeded (a timed
+ * lock may give up). */
+static inline uint64_t contended_wait(struct cc_thread *t, int cat, uint64_t t0, int acquired) {
     uint64_t t1 = cc_now();
     CC_ADD(t->wait[cat], t1 - t0);
-    CC_ADD(t->acq[cat], 1);
-    CC_ADD(t->contended[cat], 1);
+    if (acquired) {
+        CC_ADD(t->acq[cat], 1);
+        CC_ADD(t->contended[cat], 1);
+    }
     return t1;
 }
 
@@ -56,7 +60,7 @@ int pthread_mutex_lock(pthread_mutex_t *m) {
     }
     uint64_t t0 = cc_now();
     r = cc_libc.pthread_mutex_lock(m);
-    uint64_t t1 = contended_wait(t, CC_STALL_MUTEX, t0);
+    uint64_t t1 = contended_wait(t, CC_STALL_MUTEX, t0, r == 0 || r == EOWNERDEAD);
     /* Sample this lock's hold time: the unlock below closes it. */
     t->sample_lock = m;
     t->sample_t0 = t1;
@@ -75,7 +79,7 @@ int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime) 
     }
     uint64_t t0 = cc_now();
     r = cc_libc.pthread_mutex_timedlock(m, abstime);
-    contended_wait(t, CC_STALL_MUTEX, t0);
+    contended_wait(t, CC_STALL_MUTEX, t0, r == 0 || r == EOWNERDEAD);
     return r;
 }
 
@@ -160,7 +164,7 @@ int pthread_barrier_wait(pthread_barrier_t *b) {
         }                                                                                    \
         uint64_t t0 = cc_now();                                                              \
         r = cc_libc.name(l args);                                                            \
-        contended_wait(t, CC_STALL_RWLOCK, t0);                                              \
+        contended_wait(t, CC_STALL_RWLOCK, t0, r == 0);                                      \
         return r;                                                                            \
     }
 #define NOTHING
@@ -187,7 +191,7 @@ RWLOCK_WRAPPER(pthread_rwlock_timedwrlock, pthread_rwlock_trywrlock, TS_PARAM, T
         uint64_t t0 = cc_now();                                                              \
         int r = cc_libc.name(s args);                                                        \
         int e = errno;                                                                       \
-        contended_wait(t, CC_STALL_SEM, t0);                                                 \
+        contended_wait(t, CC_STALL_SEM, t0, r == 0);                                         \
         errno = e;                                                                           \
         return r;                                                                            \
     }

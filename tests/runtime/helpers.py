@@ -1,0 +1,55 @@
+"""Helpers for the runtime tests: running programs with and without the preload library,
+reading the JSON Lines it writes."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+TIMEOUT = 300  # generous: a guard against hangs, never a speed check
+REPORT_HEAD = "corecast: pid "
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    """The test's environment without corecast settings or preloads, plus ``extra``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CORECAST_") and k != "LD_PRELOAD"}
+    env.update(extra)
+    return env
+
+
+def run(cmd, env=None, cwd=None, preload: Path | str | None = None, **settings: str):
+    """Runs ``cmd``; with ``preload`` it goes into LD_PRELOAD and ``settings`` become
+    CORECAST_* variables (``output="x"`` -> ``CORECAST_OUTPUT=x``)."""
+    env = dict(clean_env() if env is None else env)
+    if preload is not None:
+        env["LD_PRELOAD"] = str(preload)
+    for key, value in settings.items():
+        env[f"CORECAST_{key.upper()}"] = str(value)
+    return subprocess.run([str(c) for c in cmd], env=env, cwd=cwd, capture_output=True,
+                          timeout=TIMEOUT)
+
+
+def corecast_run(args, cmd, env=None, cwd=None):
+    """``corecast run ARGS -- CMD`` through this Python (no PATH lookup of the script)."""
+    return run([sys.executable, "-m", "corecast", "run", *args, "--", *cmd], env=env, cwd=cwd)
+
+
+def read_lines(path: Path) -> list[dict]:
+    """Every line of a JSON Lines file, parsed (a missing file has none)."""
+    if not path.exists():
+        return []
+    text = path.read_text()
+    assert text == "" or text.endswith("\n"), "the last JSON line is cut short"
+    return [json.loads(line) for line in text.splitlines()]
+
+
+def events(lines: list[dict], kind: str, **match) -> list[dict]:
+    return [d for d in lines if d["event"] == kind and all(d.get(k) == v for k, v in match.items())]
+
+
+def report_blocks(stderr: bytes) -> int:
+    """How many exit reports a stderr holds."""
+    return stderr.decode(errors="replace").count(REPORT_HEAD)

@@ -1,0 +1,537 @@
+"""The preload library in real processes: the examples under ``corecast run`` (output,
+exit status, JSON Lines, report), and the process lifecycle (no threads, fork, exec,
+_exit/_Exit/quick_exit, abort), settings and a missing model library.
+
+Nothing here depends on how fast the machine is: waits are asserted > 0 only where the
+program forces them (a holder that sleeps until the others have asked), and the OpenMP
+team size is fixed with OMP_NUM_THREADS.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+
+import pytest
+
+from .helpers import EXAMPLES, clean_env, corecast_run, events, read_lines, report_blocks, run
+
+OMP_THREADS = 4
+OMP_ENV = {"OMP_NUM_THREADS": str(OMP_THREADS)}
+OMP_ITERATIONS = "64"  # omp_critical's iterations: 10 calls of its region
+PTHREAD_ITERATIONS = "200"
+
+# Integer work in an OpenMP loop: its result does not depend on the team or the order.
+WORK_H = r"""
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+static long omp_work(int n) {
+    long s = 0;
+#pragma omp parallel for reduction(+ : s) schedule(static)
+    for (int i = 0; i < n; i++) {
+        unsigned long x = (unsigned long)i + 1;
+        for (int k = 0; k < 20000 * (1 + i % 4); k++)
+            x = x * 6364136223846793005ul + 1442695040888963407ul;
+        s += (long)(x >> 40);
+    }
+    return s;
+}
+"""
+
+NO_THREADS_C = r"""
+#include <stdio.h>
+int main(void) { printf("hello, no threads\n"); return 0; }
+"""
+
+FORK_C = WORK_H + r"""
+#include <sys/wait.h>
+int main(void) {
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) {
+        printf("child %ld\n", omp_work(32));
+        return 0;
+    }
+    int status;
+    waitpid(child, &status, 0);
+    printf("parent %ld child status %d\n", omp_work(16), WEXITSTATUS(status));
+    fprintf(stderr, "pids %d %d\n", (int)getpid(), (int)child);
+    return 0;
+}
+"""
+
+# A parent that was already active when it forked: the child must still report.
+FORK_AFTER_ACTIVITY_C = r"""
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static void *noop(void *a) { return a; }
+static void spawn(void) { pthread_t t; pthread_create(&t, 0, noop, 0); pthread_join(t, 0); }
+int main(void) {
+    spawn();
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) {
+        spawn();
+        printf("child done\n");
+        return 0;
+    }
+    waitpid(child, 0, 0);
+    printf("parent done\n");
+    fprintf(stderr, "pids %d %d\n", (int)getpid(), (int)child);
+    return 0;
+}
+"""
+
+# The implicit barrier that ends a dynamic worksharing loop is GOMP_loop_end (a static
+# one ends in GOMP_barrier): three threads wait there for the one that naps 50 ms.
+LOOP_END_C = r"""
+#include <stdio.h>
+#include <time.h>
+static void nap_ms(int ms) { struct timespec t = {0, ms * 1000000L}; nanosleep(&t, NULL); }
+int main(void) {
+#pragma omp parallel num_threads(4)
+    {
+#pragma omp for schedule(SCHEDULE)
+        for (int i = 0; i < 4; i++)
+            nap_ms(i == 3 ? 50 : 1);
+        nap_ms(1); /* work after the loop: its barrier is not merged into the region's */
+    }
+    printf("ok\n");
+    return 0;
+}
+"""
+
+EXEC_CALLS = {
+    "execv": 'char *a[] = {"/bin/echo", "after exec", NULL}; execv("/bin/echo", a);',
+    "execve": 'extern char **environ; char *a[] = {"/bin/echo", "after exec", NULL};'
+              ' execve("/bin/echo", a, environ);',
+    "execvp": 'char *a[] = {"echo", "after exec", NULL}; execvp("echo", a);',
+    "execl": 'execl("/bin/echo", "/bin/echo", "after exec", (char *)NULL);',
+    "execlp": 'execlp("echo", "echo", "after exec", (char *)NULL);',
+    "execle": 'extern char **environ; execle("/bin/echo", "/bin/echo", "after exec", (char *)NULL,'
+              ' environ);',
+}
+EXEC_C = WORK_H + r"""
+int main(void) {
+    printf("work %ld\n", omp_work(32));
+    fflush(stdout);
+    fprintf(stderr, "pid %d\n", (int)getpid());
+    CALL
+    perror("exec");
+    return 127;
+}
+"""
+
+EXIT_CALLS = {"_exit": "_exit(3);", "_Exit": "_Exit(3);", "quick_exit": "quick_exit(3);",
+              "exit": "exit(3);"}
+EXIT_C = WORK_H + r"""
+int main(void) {
+    printf("work %ld\n", omp_work(32));
+    fflush(stdout);  /* _exit and quick_exit do not flush stdio */
+    CALL
+    return 0;
+}
+"""
+
+ABORT_C = WORK_H + r"""
+int main(void) {
+    printf("work %ld\n", omp_work(32));
+    fflush(stdout);
+    abort();
+}
+"""
+
+
+# ---- fixtures ------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def omp_critical(build):
+    return build("omp_critical", EXAMPLES / "omp_critical.c", "-fopenmp", "-lm")
+
+
+@pytest.fixture(scope="module")
+def pthreads_sync(build):
+    return build("pthreads_sync", EXAMPLES / "pthreads_sync.c", "-pthread")
+
+
+@pytest.fixture(scope="module")
+def omp_baseline(omp_critical):
+    return run([omp_critical, OMP_ITERATIONS], env=clean_env(**OMP_ENV))
+
+
+@pytest.fixture(scope="module")
+def omp_run(omp_critical, lib, tmp_path_factory):
+    """omp_critical under ``corecast run`` with the default target."""
+    out = tmp_path_factory.mktemp("omp") / "cc.jsonl"
+    proc = corecast_run(["--json-out", str(out)], [omp_critical, OMP_ITERATIONS], env=clean_env(**OMP_ENV))
+    return proc, read_lines(out)
+
+
+@pytest.fixture(scope="module")
+def pthreads_baseline(pthreads_sync):
+    return run([pthreads_sync, PTHREAD_ITERATIONS])
+
+
+@pytest.fixture(scope="module")
+def pthreads_run(pthreads_sync, lib, tmp_path_factory):
+    out = tmp_path_factory.mktemp("pthreads") / "cc.jsonl"
+    proc = corecast_run(["--json-out", str(out)], [pthreads_sync, PTHREAD_ITERATIONS])
+    return proc, read_lines(out)
+
+
+def check_predictions(line: dict, target: int) -> None:
+    pred = line["predicted"]
+    counts = [p["threads"] for p in pred]
+    if target <= 64:
+        assert counts == list(range(1, target + 1))
+    else:  # a geometric subset from 1 to the target
+        assert counts[0] == 1 and counts[-1] == target and counts == sorted(set(counts))
+    assert pred[0]["speedup"] == pytest.approx(1.0)
+    for p in pred:
+        assert p["low"] <= p["speedup"] * (1 + 1e-3) and p["speedup"] <= p["high"] * (1 + 1e-3)
+        assert p["speedup"] > 0
+    assert 1 <= line["preferred_threads"] <= target
+    assert line["basis"]
+    assert "wall" in line["inputs"]["measured"]
+    assert isinstance(line["inputs"]["fitted"], list)
+
+
+def assert_no_report_in_stdout(proc) -> None:
+    assert b"corecast" not in proc.stdout
+
+
+# ---- the OpenMP example ------------------------------------------------------------------
+def test_omp_output_and_status_unchanged(omp_baseline, omp_run):
+    proc, _ = omp_run
+    assert omp_baseline.returncode == 0
+    assert proc.returncode == omp_baseline.returncode
+    assert proc.stdout == omp_baseline.stdout
+    assert omp_baseline.stdout.startswith(b"total ")
+    assert_no_report_in_stdout(proc)
+
+
+def test_omp_region_line(omp_run):
+    proc, lines = omp_run
+    (region,) = events(lines, "region", name="main._omp_fn.0")
+    assert region["runtime"] == "openmp"
+    assert region["object"] == "omp_critical"
+    assert region["calls"] == 10
+    assert region["threads"] == OMP_THREADS
+    assert region["wall_s"] > 0
+    assert region["stalls_s"]["critical"] > 0
+    assert region["stalls_s"]["imbalance"] > 0
+    assert set(region["stalls_s"]) == {
+        "mutex", "condvar", "pthread_barrier", "rwlock", "semaphore", "critical", "atomic",
+        "omp_lock", "omp_barrier", "imbalance", "runqueue"}
+    assert region["counters"]["acquisitions"]["critical"] == 10 * int(OMP_ITERATIONS)
+    assert region["counters"]["serial_s"] > 0
+
+
+def test_omp_process_and_summary_lines(omp_run):
+    _, lines = omp_run
+    (region,) = events(lines, "region")
+    (process,) = events(lines, "process")
+    (summary,) = events(lines, "summary")
+    assert region["pid"] == process["pid"] == summary["pid"]
+    assert process["runtime"] == "openmp" and process["name"] == "process"
+    assert process["object"] == "omp_critical"
+    assert process["threads"] == OMP_THREADS
+    assert process["wall_s"] >= region["wall_s"]
+    assert summary["regions"] == 1
+    assert summary["model"] == "ok"
+    assert summary["target"] == summary["cores"] >= 1
+    assert lines[-1] is summary
+
+
+def test_omp_predictions_up_to_default_target(omp_run):
+    _, lines = omp_run
+    (summary,) = events(lines, "summary")
+    for line in events(lines, "region") + events(lines, "process"):
+        check_predictions(line, summary["target"])
+
+
+def test_omp_report_on_stderr(omp_run):
+    proc, _ = omp_run
+    err = proc.stderr.decode()
+    assert report_blocks(proc.stderr) == 1
+    assert "main._omp_fn.0 (omp_critical)" in err
+    assert "process (openmp)" in err
+    assert "corecast: warning" not in err
+
+
+def test_target_8_gives_8_predictions(omp_critical, omp_baseline, lib, tmp_path):
+    out = tmp_path / "cc.jsonl"
+    proc = corecast_run(["--target", "8", "--json-out", str(out)], [omp_critical, OMP_ITERATIONS],
+                        env=clean_env(**OMP_ENV))
+    assert proc.stdout == omp_baseline.stdout and proc.returncode == 0
+    lines = read_lines(out)
+    assert events(lines, "summary")[0]["target"] == 8
+    measured = events(lines, "region") + events(lines, "process")
+    assert len(measured) == 2
+    for line in measured:
+        assert len(line["predicted"]) == 8
+        check_predictions(line, 8)
+    assert "up to 8 threads" in proc.stderr.decode()
+
+
+def test_quiet_writes_json_but_no_report(omp_critical, omp_baseline, lib, tmp_path):
+    out = tmp_path / "cc.jsonl"
+    proc = corecast_run(["--quiet", "--json-out", str(out)], [omp_critical, OMP_ITERATIONS],
+                        env=clean_env(**OMP_ENV))
+    assert proc.stdout == omp_baseline.stdout and proc.returncode == 0
+    assert proc.stderr == b""
+    assert events(read_lines(out), "region", name="main._omp_fn.0")
+
+
+def test_plain_preload_reports_without_json(omp_critical, omp_baseline, lib):
+    """LD_PRELOAD by hand, no CORECAST_OUTPUT: the report only, on stderr."""
+    proc = run([omp_critical, OMP_ITERATIONS], env=clean_env(**OMP_ENV), preload=lib)
+    assert proc.stdout == omp_baseline.stdout and proc.returncode == 0
+    assert report_blocks(proc.stderr) == 1
+
+
+# ---- the pthreads example ----------------------------------------------------------------
+def test_pthreads_output_and_status_unchanged(pthreads_baseline, pthreads_run):
+    proc, _ = pthreads_run
+    assert pthreads_baseline.returncode == 0
+    assert proc.returncode == 0
+    assert proc.stdout == pthreads_baseline.stdout
+    assert pthreads_baseline.stdout.startswith(b"threads 4 iterations " + PTHREAD_ITERATIONS.encode())
+    assert_no_report_in_stdout(proc)
+    assert report_blocks(proc.stderr) == 1
+    assert "process (pthreads)" in proc.stderr.decode()
+
+
+def test_pthreads_process_line(pthreads_run):
+    _, lines = pthreads_run
+    assert not events(lines, "region")
+    (process,) = events(lines, "process")
+    (summary,) = events(lines, "summary")
+    assert process["runtime"] == "pthreads"
+    assert process["object"] == "pthreads_sync"
+    assert process["threads"] == 5  # main and 4 workers; the sampler is not counted
+    stalls = process["stalls_s"]
+    # Each is forced by the program: a holder sleeps until the others have asked.
+    for kind in ("mutex", "condvar", "pthread_barrier", "rwlock", "semaphore"):
+        assert stalls[kind] > 0, kind
+    contended = process["counters"]["contended"]
+    for kind in ("mutex", "rwlock", "semaphore"):
+        assert contended[kind] > 0, kind
+    for kind in ("critical", "atomic", "omp_lock", "omp_barrier", "imbalance"):
+        assert stalls[kind] == 0, kind
+    assert process["counters"]["cpu_s"] > 0
+    check_predictions(process, summary["target"])
+
+
+# ---- the threaded Python example ---------------------------------------------------------
+def test_python_threads(lib, tmp_path):
+    script = EXAMPLES / "threaded.py"
+    plain = run([sys.executable, script, "150"])
+    assert plain.returncode == 0 and plain.stdout.startswith(b"locked ")
+    out = tmp_path / "cc.jsonl"
+    proc = corecast_run(["--json-out", str(out)], [sys.executable, script, "150"])
+    assert proc.returncode == 0
+    assert proc.stdout == plain.stdout
+    assert_no_report_in_stdout(proc)
+    lines = read_lines(out)
+    (process,) = events(lines, "process")
+    assert process["runtime"] == "pthreads"
+    assert process["threads"] >= 7  # main, 4 workers, 2 consumers
+    assert process["stalls_s"]["semaphore"] > 0 or process["stalls_s"]["condvar"] > 0
+    assert report_blocks(proc.stderr) == 1
+
+
+# ---- lifecycle ----------------------------------------------------------------------------
+def test_no_threads_no_report(build, lib, tmp_path):
+    prog = build("no_threads", NO_THREADS_C)
+    plain = run([prog])
+    out = tmp_path / "cc.jsonl"
+    proc = run([prog], preload=lib, output=out)
+    assert proc.stdout == plain.stdout == b"hello, no threads\n"
+    assert proc.returncode == 0
+    assert proc.stderr == b""
+    assert not out.exists()
+    # The launcher makes the (empty) file; the program adds nothing to it.
+    out2 = tmp_path / "cc2.jsonl"
+    proc = corecast_run(["--json-out", str(out2)], [prog])
+    assert proc.stdout == plain.stdout and proc.stderr == b""
+    assert read_lines(out2) == []
+
+
+def test_fork_child_reports_with_its_own_pid(build, lib, tmp_path):
+    prog = build("fork_omp", FORK_C, "-fopenmp")
+    env = clean_env(**OMP_ENV)
+    plain = run([prog], env=env)
+    out = tmp_path / "cc.jsonl"
+    proc = run([prog], env=env, preload=lib, output=out)
+    assert plain.returncode == proc.returncode == 0
+    assert proc.stdout == plain.stdout
+    assert b"child status 0" in proc.stdout
+    pids_line = [ln for ln in proc.stderr.decode().splitlines() if ln.startswith("pids ")][0]
+    parent, child = (int(x) for x in pids_line.split()[1:])
+    lines = read_lines(out)
+    for pid in (parent, child):
+        (region,) = events(lines, "region", pid=pid)
+        assert region["name"] == "omp_work._omp_fn.0"
+        assert region["calls"] == 1 and region["threads"] == OMP_THREADS
+        assert events(lines, "process", pid=pid)
+        assert events(lines, "summary", pid=pid)
+    assert report_blocks(proc.stderr) == 2
+
+
+def test_fork_after_activity_child_reports(build, lib, tmp_path):
+    prog = build("fork_after_activity", FORK_AFTER_ACTIVITY_C, "-pthread")
+    plain = run([prog])
+    out = tmp_path / "cc.jsonl"
+    proc = run([prog], preload=lib, output=out)
+    assert plain.returncode == proc.returncode == 0
+    assert proc.stdout == plain.stdout == b"child done\nparent done\n"
+    pids_line = [ln for ln in proc.stderr.decode().splitlines() if ln.startswith("pids ")][0]
+    parent, child = (int(x) for x in pids_line.split()[1:])
+    lines = read_lines(out)
+    assert events(lines, "process", pid=parent)
+    assert events(lines, "process", pid=child)
+
+
+@pytest.mark.parametrize("call", [
+    "execv", "execve", "execvp",
+    "execl",
+    "execlp",
+    "execle",
+])
+def test_exec_reports_the_replaced_image(build, lib, tmp_path, call):
+    if not shutil.which("echo") or not os.path.exists("/bin/echo"):
+        pytest.skip("no /bin/echo")
+    prog = build(f"exec_{call}", EXEC_C.replace("CALL", EXEC_CALLS[call]), "-fopenmp")
+    env = clean_env(**OMP_ENV)
+    plain = run([prog], env=env)
+    out = tmp_path / "cc.jsonl"
+    proc = run([prog], env=env, preload=lib, output=out)
+    assert plain.returncode == proc.returncode == 0
+    assert proc.stdout == plain.stdout
+    assert proc.stdout.endswith(b"after exec\n")
+    pid = int([ln for ln in proc.stderr.decode().splitlines() if ln.startswith("pid ")][0].split()[1])
+    lines = read_lines(out)
+    (region,) = events(lines, "region")
+    assert region["pid"] == pid and region["name"] == "omp_work._omp_fn.0"
+    assert region["object"] == f"exec_{call}"
+    assert events(lines, "process", pid=pid)
+    assert report_blocks(proc.stderr) == 1  # echo, a program without threads, stays silent
+
+
+@pytest.mark.parametrize("call", sorted(EXIT_CALLS))
+def test_exit_paths_report(build, lib, tmp_path, call):
+    prog = build(f"exit_{call}", EXIT_C.replace("CALL", EXIT_CALLS[call]), "-fopenmp")
+    env = clean_env(**OMP_ENV)
+    plain = run([prog], env=env)
+    out = tmp_path / "cc.jsonl"
+    proc = run([prog], env=env, preload=lib, output=out)
+    assert plain.returncode == proc.returncode == 3
+    assert proc.stdout == plain.stdout
+    assert report_blocks(proc.stderr) == 1
+    assert events(read_lines(out), "region", name="omp_work._omp_fn.0")
+
+
+def test_abort_keeps_its_signal(build, lib, tmp_path):
+    prog = build("abort_omp", ABORT_C, "-fopenmp")
+    env = clean_env(**OMP_ENV)
+    plain = run([prog], env=env)
+    proc = run([prog], env=env, preload=lib, output=tmp_path / "cc.jsonl")
+    assert plain.returncode == -6
+    assert proc.returncode == -6
+    assert proc.stdout == plain.stdout
+    launched = corecast_run([], [prog], env=env)
+    assert launched.returncode == -6
+    assert launched.stdout == plain.stdout
+
+
+@pytest.mark.parametrize("schedule", [
+    "static",
+    "dynamic, 1",
+])
+def test_worksharing_loop_end_barrier_is_timed(build, lib, tmp_path, schedule):
+    name = "loop_end_" + schedule.split(",")[0]
+    prog = build(name, LOOP_END_C.replace("SCHEDULE", schedule), "-fopenmp")
+    out = tmp_path / "cc.jsonl"
+    proc = run([prog], env=clean_env(OMP_NUM_THREADS="4"), preload=lib, output=out)
+    assert proc.returncode == 0 and proc.stdout == b"ok\n"
+    (region,) = events(read_lines(out), "region", name="main._omp_fn.0")
+    assert region["threads"] == 4
+    assert region["stalls_s"]["omp_barrier"] > 0
+
+
+# ---- settings ---------------------------------------------------------------------------
+def test_disable(omp_critical, omp_baseline, lib, tmp_path):
+    out = tmp_path / "cc.jsonl"
+    proc = run([omp_critical, OMP_ITERATIONS], env=clean_env(**OMP_ENV), preload=lib,
+               output=out, disable=1)
+    assert proc.stdout == omp_baseline.stdout and proc.returncode == 0
+    assert proc.stderr == b""
+    assert not out.exists()
+
+
+def warnings_in(stderr: bytes) -> list[str]:
+    return [ln for ln in stderr.decode().splitlines() if ln.startswith("corecast: warning:")]
+
+
+def test_bad_window_ms_warns_and_uses_default(omp_critical, omp_baseline, lib):
+    proc = run([omp_critical, OMP_ITERATIONS], env=clean_env(**OMP_ENV), preload=lib,
+               window_ms="fast", display_env=1)
+    assert proc.stdout == omp_baseline.stdout and proc.returncode == 0
+    (warning,) = warnings_in(proc.stderr)
+    assert "CORECAST_WINDOW_MS" in warning and "fast" in warning
+    assert "CORECAST_WINDOW_MS = '200'" in proc.stderr.decode()
+    assert report_blocks(proc.stderr) == 1
+
+
+def test_bad_target_warns_and_uses_default(omp_critical, omp_baseline, lib, tmp_path):
+    out = tmp_path / "cc.jsonl"
+    proc = run([omp_critical, OMP_ITERATIONS], env=clean_env(**OMP_ENV), preload=lib,
+               output=out, target="lots")
+    assert proc.stdout == omp_baseline.stdout and proc.returncode == 0
+    (warning,) = warnings_in(proc.stderr)
+    assert "CORECAST_TARGET" in warning and "lots" in warning
+    (summary,) = events(read_lines(out), "summary")
+    assert summary["target"] == summary["cores"]
+    assert report_blocks(proc.stderr) == 1
+
+
+def test_display_env(omp_critical, omp_baseline, lib, tmp_path):
+    out = tmp_path / "cc.jsonl"
+    proc = run([omp_critical, OMP_ITERATIONS], env=clean_env(**OMP_ENV), preload=lib,
+               display_env=1, target=3, window_ms=50, output=out)
+    assert proc.stdout == omp_baseline.stdout and proc.returncode == 0
+    err = proc.stderr.decode()
+    assert "CORECAST DISPLAY ENVIRONMENT BEGIN" in err and "CORECAST DISPLAY ENVIRONMENT END" in err
+    for setting in ("CORECAST_TARGET = '3'", "CORECAST_WINDOW_MS = '50'", f"CORECAST_OUTPUT = '{out}'",
+                    "CORECAST_DISABLE = '0'", "CORECAST_QUIET = '0'"):
+        assert setting in err
+    assert not warnings_in(proc.stderr)
+    (summary,) = events(read_lines(out), "summary")
+    assert summary["target"] == 3
+
+
+def test_missing_model_library_gives_c_only_report(omp_critical, omp_baseline, lib, tmp_path):
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    copy = alone / lib.name
+    shutil.copy2(lib, copy)
+    out = tmp_path / "cc.jsonl"
+    proc = run([omp_critical, OMP_ITERATIONS], env=clean_env(**OMP_ENV), preload=copy, output=out)
+    assert proc.stdout == omp_baseline.stdout and proc.returncode == 0
+    err = proc.stderr.decode()
+    assert report_blocks(proc.stderr) == 1
+    assert "main._omp_fn.0" in err
+    reasons = [ln for ln in err.splitlines() if ln.startswith("no predictions: ")]
+    assert len(reasons) == 1 and "model" in reasons[0]
+    lines = read_lines(out)
+    (region,) = events(lines, "region", name="main._omp_fn.0")
+    assert region["calls"] == 10 and region["threads"] == OMP_THREADS
+    assert region["stalls_s"]["critical"] > 0 and region["stalls_s"]["imbalance"] > 0
+    assert region["predicted"] == [] and region["preferred_threads"] is None
+    (summary,) = events(lines, "summary")
+    assert summary["model"] != "ok" and "model" in summary["model"]
+
