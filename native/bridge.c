@@ -111,6 +111,12 @@ static void load(void) {
 }
 
 int cc_model_predict(const struct cc_sample *s, struct cc_result *r) {
+    if (cc_cfg.quiet && !cc_cfg.output[0]) {
+        /* Nobody would read a prediction: spare the program the interpreter's start. */
+        r->status = -1;
+        snprintf(r->note, sizeof r->note, "not needed (quiet, no output)");
+        return -1;
+    }
     if (state == MODEL_UNTRIED) {
         while (__atomic_exchange_n(&loading, 1, __ATOMIC_ACQUIRE))
             sched_yield(); /* the other caller may be starting an interpreter */

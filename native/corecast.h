@@ -34,18 +34,25 @@ double cc_mono_s(void);
 /* ---- per-thread state ------------------------------------------------------------ */
 struct cc_region;
 
-struct cc_thread {
-    int tid;
-    int guard; /* > 0: inside corecast itself, wrappers pass straight through */
-    int internal; /* corecast's own thread (the sampler): not part of the program */
+/* What a thread's synchronisation adds up to; regions fold in the deltas. */
+struct cc_counts {
     uint64_t wait[CC_NSTALL];
     uint64_t acq[CC_NSTALL];
     uint64_t contended[CC_NSTALL];
-    uint64_t serial;     /* hold time of critical/atomic/omp locks, single work */
+    uint64_t serial; /* hold time of critical/atomic/ordered/omp locks, single work */
     uint64_t loop_calls;
+};
+
+struct cc_thread {
+    int tid;
+    int guard;    /* > 0: inside corecast itself, wrappers pass straight through */
+    int internal; /* corecast's own thread (the sampler): not part of the program */
+    /* A region started and nothing changed yet: the first update snapshots ``n`` into
+     * ``snap`` (regions without synchronisation never pay for a copy). */
+    int snap_pending;
+    struct cc_counts n, snap;
     uint64_t hold_sampled, hold_samples;
     /* OpenMP context */
-    struct cc_region *region;
     int depth;
     uint64_t single_t0;
     int nheld;
@@ -67,6 +74,25 @@ static inline struct cc_thread *cc_self(void) {
 /* Relaxed store of a thread-owned counter (readers are the sampler and the report). */
 #define CC_ADD(field, v) __atomic_store_n(&(field), (field) + (v), __ATOMIC_RELAXED)
 #define CC_AADD(field, v) __atomic_fetch_add(&(field), (v), __ATOMIC_RELAXED)
+
+/* The thread's counters, ready for an update (takes a pending region snapshot first). */
+static inline struct cc_counts *cc_counts(struct cc_thread *t) {
+    if (__builtin_expect(t->snap_pending, 0)) {
+        t->snap = t->n;
+        t->snap_pending = 0;
+    }
+    return &t->n;
+}
+
+/* One acquisition or wait of category ``cat``: ``ticks`` waited (0: uncontended). */
+static inline void cc_note(struct cc_thread *t, int cat, uint64_t ticks, int contended) {
+    struct cc_counts *n = cc_counts(t);
+    if (ticks)
+        CC_ADD(n->wait[cat], ticks);
+    CC_ADD(n->acq[cat], 1);
+    if (contended)
+        CC_ADD(n->contended[cat], 1);
+}
 
 /* ---- global state --------------------------------------------------------------- */
 struct cc_config {

@@ -56,14 +56,14 @@ static void fill_process(struct cc_region_sample *o, const struct cc_sample *s, 
             continue;
         o->threads++;
         for (int c = 0; c < CC_NSTALL; c++) {
-            wait[c] += t[i].wait[c];
-            o->acquisitions[c] += t[i].acq[c];
-            o->contended[c] += t[i].contended[c];
+            wait[c] += t[i].n.wait[c];
+            o->acquisitions[c] += t[i].n.acq[c];
+            o->contended[c] += t[i].n.contended[c];
         }
         hold += t[i].hold_sampled;
         holds += t[i].hold_samples;
-        serial += t[i].serial;
-        loops += t[i].loop_calls;
+        serial += t[i].n.serial;
+        loops += t[i].n.loop_calls;
     }
     for (int c = 0; c < CC_NSTALL; c++)
         o->stall_s[c] = cc_ticks_to_s(wait[c]);

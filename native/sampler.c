@@ -24,38 +24,44 @@ static volatile int sampler_running, sampler_stop;
 static volatile int sampler_tid;
 static int perf_fd[CC_NCTR] = {-1, -1, -1, -1, -1, -1, -1, -1};
 
-/* ---- perf counters ------------------------------------------------------------------ */
+/* ---- hardware counters ------------------------------------------------------------ */
+/* Software figures (task clock, context switches, migrations, page faults) come from
+ * schedstat, /proc and getrusage: perf's software events opened with inherit=1 would
+ * add about half a microsecond to every context switch of every thread. */
 static const struct {
-    uint32_t type;
+    int slot;
     uint64_t config;
-} perf_events[CC_NCTR] = {
-    [CC_CTR_TASK_CLOCK] = {PERF_TYPE_SOFTWARE, PERF_COUNT_SW_TASK_CLOCK},
-    [CC_CTR_CTX_SWITCHES] = {PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CONTEXT_SWITCHES},
-    [CC_CTR_MIGRATIONS] = {PERF_TYPE_SOFTWARE, PERF_COUNT_SW_CPU_MIGRATIONS},
-    [CC_CTR_PAGE_FAULTS] = {PERF_TYPE_SOFTWARE, PERF_COUNT_SW_PAGE_FAULTS},
-    [CC_CTR_CYCLES] = {PERF_TYPE_HARDWARE, PERF_COUNT_HW_CPU_CYCLES},
-    [CC_CTR_INSTRUCTIONS] = {PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS},
-    [CC_CTR_LLC_MISSES] = {PERF_TYPE_HARDWARE, PERF_COUNT_HW_CACHE_MISSES},
+} hw_events[] = {
+    {CC_CTR_CYCLES, PERF_COUNT_HW_CPU_CYCLES},
+    {CC_CTR_INSTRUCTIONS, PERF_COUNT_HW_INSTRUCTIONS},
+    {CC_CTR_LLC_MISSES, PERF_COUNT_HW_CACHE_MISSES},
     /* ESTIMA's backend stalls; the generic event maps to the family's own event
      * (e.g. RESOURCE_STALLS.ANY, Zen's dispatch stalls) where the kernel knows it. */
-    [CC_CTR_BACKEND_STALLS] = {PERF_TYPE_HARDWARE, PERF_COUNT_HW_STALLED_CYCLES_BACKEND},
+    {CC_CTR_BACKEND_STALLS, PERF_COUNT_HW_STALLED_CYCLES_BACKEND},
 };
 
+static int open_hw(uint64_t config, int inherit) {
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.size = sizeof a;
+    a.type = PERF_TYPE_HARDWARE;
+    a.config = config;
+    a.inherit = inherit;
+    a.exclude_kernel = 1;
+    a.exclude_hv = 1;
+    return (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+}
+
 /* Opened by the first active thread with inherit=1: every thread it creates from then on
- * is counted (an inherited count reaches the parent when the child exits).  Refused
- * events (no PMU in a VM, perf_event_paranoid) are dropped quietly. */
+ * is counted (an inherited count reaches the parent when the child exits).  Without a
+ * PMU (VMs, containers, perf_event_paranoid) the probe fails and nothing is opened. */
 static void open_counters(void) {
-    for (int i = 0; i < CC_NCTR; i++) {
-        struct perf_event_attr a;
-        memset(&a, 0, sizeof a);
-        a.size = sizeof a;
-        a.type = perf_events[i].type;
-        a.config = perf_events[i].config;
-        a.inherit = 1;
-        a.exclude_kernel = 1;
-        a.exclude_hv = 1;
-        perf_fd[i] = (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-    }
+    int probe = open_hw(PERF_COUNT_HW_CPU_CYCLES, 0);
+    if (probe < 0)
+        return;
+    close(probe);
+    for (size_t i = 0; i < sizeof hw_events / sizeof hw_events[0]; i++)
+        perf_fd[hw_events[i].slot] = open_hw(hw_events[i].config, 1);
 }
 
 static void close_counters(void) {
@@ -69,7 +75,7 @@ static void close_counters(void) {
 /* ---- scheduler statistics ------------------------------------------------------- */
 struct task_stat {
     int tid;
-    uint64_t exec_ns, runq_ns;
+    uint64_t exec_ns, runq_ns, migrations;
 };
 static struct task_stat tasks[CC_MAX_THREADS];
 static int ntasks;
@@ -110,6 +116,17 @@ static void read_schedstat(void) {
         }
         tasks[i].exec_ns = exec_ns;
         tasks[i].runq_ns = runq_ns;
+        snprintf(path, sizeof path, "/proc/self/task/%d/sched", tid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            char text[4096];
+            n = read(fd, text, sizeof text - 1);
+            close(fd);
+            text[n > 0 ? n : 0] = 0;
+            const char *m = strstr(text, "se.nr_migrations");
+            if (m && (m = strchr(m, ':')))
+                tasks[i].migrations = strtoull(m + 1, NULL, 10);
+        }
     }
     if (d)
         closedir(d);
@@ -124,16 +141,33 @@ static double sampler_cpu_s(void) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+static struct rusage usage_at_start;
+
 void cc_sampler_read_counters(struct cc_sample *s) {
     read_schedstat();
     s->counters_measured = 0;
     for (int i = 0; i < CC_NCTR; i++) {
         uint64_t v;
         if (perf_fd[i] >= 0 && read(perf_fd[i], &v, sizeof v) == (ssize_t)sizeof v) {
-            s->counters[i] = i == CC_CTR_TASK_CLOCK ? v * 1e-9 : (double)v;
+            s->counters[i] = (double)v;
             s->counters_measured |= 1u << i;
         }
     }
+    uint64_t exec_ns = 0, migrations = 0;
+    for (int i = 0; i < ntasks; i++) {
+        exec_ns += tasks[i].exec_ns;
+        migrations += tasks[i].migrations;
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    s->counters[CC_CTR_TASK_CLOCK] = exec_ns * 1e-9;
+    s->counters[CC_CTR_MIGRATIONS] = (double)migrations;
+    s->counters[CC_CTR_CTX_SWITCHES] = (double)(ru.ru_nvcsw + ru.ru_nivcsw - usage_at_start.ru_nvcsw -
+                                                usage_at_start.ru_nivcsw);
+    s->counters[CC_CTR_PAGE_FAULTS] = (double)(ru.ru_minflt + ru.ru_majflt - usage_at_start.ru_minflt -
+                                               usage_at_start.ru_majflt);
+    s->counters_measured |= 1u << CC_CTR_TASK_CLOCK | 1u << CC_CTR_MIGRATIONS |
+                            1u << CC_CTR_CTX_SWITCHES | 1u << CC_CTR_PAGE_FAULTS;
 }
 
 static double rusage_cpu_s(void) {
@@ -146,7 +180,10 @@ static double rusage_cpu_s(void) {
 /* CPU time before this image started: exec keeps the process's rusage (corecast run
  * itself execs the program). */
 static double cpu_at_start;
-void cc_sampler_mark_start(void) { cpu_at_start = rusage_cpu_s(); }
+void cc_sampler_mark_start(void) {
+    cpu_at_start = rusage_cpu_s();
+    getrusage(RUSAGE_SELF, &usage_at_start);
+}
 
 /* Process-wide CPU time of the program's threads (the sampler's own time excluded) and
  * the run-queue wait summed over its tasks. */
@@ -203,6 +240,7 @@ void cc_sampler_stop(void) { sampler_stop = 1; }
 
 void cc_sampler_after_fork(void) {
     cpu_at_start = 0; /* a forked child's rusage starts at zero */
+    memset(&usage_at_start, 0, sizeof usage_at_start);
     sampler_running = 0;
     sampler_stop = 0;
     sampler_tid = 0;

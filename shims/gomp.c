@@ -20,26 +20,33 @@ struct tramp {
     struct cc_region *region;
     const struct cc_gomp *g;
     int team;
+    /* Written by every member before the implicit barrier, read by the master after it:
+     * no clearing needed. */
     uint64_t end[CC_MAX_TEAM];
+    uint64_t busy[CC_MAX_TEAM];
 };
-
-struct snapshot {
-    uint64_t wait[CC_NSTALL], acq[CC_NSTALL], contended[CC_NSTALL], serial, loops;
-};
-
-static void take(struct snapshot *s, const struct cc_thread *t) {
-    memcpy(s->wait, t->wait, sizeof s->wait);
-    memcpy(s->acq, t->acq, sizeof s->acq);
-    memcpy(s->contended, t->contended, sizeof s->contended);
-    s->serial = t->serial;
-    s->loops = t->loop_calls;
-}
 
 static void close_single(struct cc_thread *t, uint64_t now) {
     if (t->single_t0) {
-        CC_ADD(t->serial, now - t->single_t0);
+        CC_ADD(cc_counts(t)->serial, now - t->single_t0);
         t->single_t0 = 0;
     }
+}
+
+/* Adds what changed in ``now`` since ``before`` to the region (shared: atomics). */
+static void fold(struct cc_region *r, const struct cc_counts *now, const struct cc_counts *before) {
+    for (int c = 0; c < CC_NSTALL; c++) {
+        if (now->wait[c] != before->wait[c])
+            CC_AADD(r->wait[c], now->wait[c] - before->wait[c]);
+        if (now->acq[c] != before->acq[c])
+            CC_AADD(r->acq[c], now->acq[c] - before->acq[c]);
+        if (now->contended[c] != before->contended[c])
+            CC_AADD(r->contended[c], now->contended[c] - before->contended[c]);
+    }
+    if (now->serial != before->serial)
+        CC_AADD(r->serial, now->serial - before->serial);
+    if (now->loop_calls != before->loop_calls)
+        CC_AADD(r->loop_calls, now->loop_calls - before->loop_calls);
 }
 
 static void trampoline(void *arg) {
@@ -48,35 +55,31 @@ static void trampoline(void *arg) {
     int id = tr->g->omp_get_thread_num ? tr->g->omp_get_thread_num() : 0;
     if (id == 0 && tr->g->omp_get_num_threads)
         tr->team = tr->g->omp_get_num_threads();
-    struct cc_region *outer = t->region;
-    struct snapshot before;
-    take(&before, t);
-    t->region = tr->region;
+    /* Outermost regions snapshot lazily (see cc_counts); a nested one copies now, since
+     * the lazy slot belongs to the region around it. */
+    int nested = t->depth > 0;
+    struct cc_counts before;
+    if (nested)
+        before = t->n;
+    else
+        t->snap_pending = 1;
     t->depth++;
     uint64_t t0 = cc_now();
     tr->fn(tr->data);
     uint64_t t1 = cc_now();
     close_single(t, t1);
-    if (id >= 0 && id < CC_MAX_TEAM)
-        tr->end[id] = t1;
     t->depth--;
-    t->region = outer;
-    struct cc_region *r = tr->region;
-    if (!r)
-        return;
-    CC_AADD(r->busy, t1 - t0);
-    for (int c = 0; c < CC_NSTALL; c++) {
-        if (t->wait[c] != before.wait[c])
-            CC_AADD(r->wait[c], t->wait[c] - before.wait[c]);
-        if (t->acq[c] != before.acq[c])
-            CC_AADD(r->acq[c], t->acq[c] - before.acq[c]);
-        if (t->contended[c] != before.contended[c])
-            CC_AADD(r->contended[c], t->contended[c] - before.contended[c]);
+    if (id >= 0 && id < CC_MAX_TEAM) {
+        tr->end[id] = t1;
+        tr->busy[id] = t1 - t0;
     }
-    if (t->serial != before.serial)
-        CC_AADD(r->serial, t->serial - before.serial);
-    if (t->loop_calls != before.loops)
-        CC_AADD(r->loop_calls, t->loop_calls - before.loops);
+    if (!tr->region)
+        t->snap_pending = 0;
+    else if (nested)
+        fold(tr->region, &t->n, &before);
+    else if (!t->snap_pending)
+        fold(tr->region, &t->n, &t->snap);
+    t->snap_pending = 0;
 }
 
 /* Steering hook (issue 4): the team size this region's next call gets. */
@@ -95,7 +98,6 @@ static void begin(struct tramp *tr, const struct cc_gomp *g, cc_outlined_fn fn, 
     tr->region = cc_region_for((void *)fn);
     if (tr->region && t->depth > 0)
         tr->region->nested = 1;
-    memset(tr->end, 0, sizeof tr->end);
 }
 
 static void finish(struct tramp *tr, uint64_t t0) {
@@ -106,10 +108,13 @@ static void finish(struct tramp *tr, uint64_t t0) {
     int team = tr->team < CC_MAX_TEAM ? tr->team : CC_MAX_TEAM;
     if (tr->team > CC_MAX_TEAM)
         CC_AADD(cc_overflow, tr->team - CC_MAX_TEAM);
-    uint64_t idle = 0;
-    for (int i = 0; i < team; i++)
-        if (tr->end[i] && tr->end[i] < t2)
+    uint64_t idle = 0, busy = 0;
+    for (int i = 0; i < team; i++) {
+        if (tr->end[i] < t2)
             idle += t2 - tr->end[i];
+        busy += tr->busy[i];
+    }
+    CC_AADD(r->busy, busy);
     CC_AADD(r->calls, 1);
     CC_AADD(r->wall, t2 - t0);
     CC_AADD(r->wait[CC_STALL_IMBALANCE], idle);
@@ -173,7 +178,7 @@ static void held_pop(struct cc_thread *t, const void *obj, uint64_t now) {
         return;
     t->nheld--;
     if (t->nheld < CC_MAX_HELD && t->held_obj[t->nheld] == obj)
-        CC_ADD(t->serial, now - t->held_t0[t->nheld]);
+        CC_ADD(cc_counts(t)->serial, now - t->held_t0[t->nheld]);
 }
 
 /* ``contended``: known from a failed test; otherwise judged by the wait's length. */
@@ -181,10 +186,7 @@ static void timed_acquire(struct cc_thread *t, int cat, uint64_t t0, const void 
                           int contended) {
     uint64_t t1 = cc_now();
     uint64_t w = t1 - t0;
-    CC_ADD(t->wait[cat], w);
-    CC_ADD(t->acq[cat], 1);
-    if (contended || w > CONTENDED_TICKS)
-        CC_ADD(t->contended[cat], 1);
+    cc_note(t, cat, w, contended || w > CONTENDED_TICKS);
     held_push(t, obj, t1);
 }
 
@@ -200,8 +202,7 @@ static const char critical_anon, atomic_lock, ordered_turn;
         uint64_t t0 = cc_now();                                                              \
         close_single(t, t0);                                                                 \
         g->name();                                                                           \
-        CC_ADD(t->wait[CC_STALL_OMPBARRIER], cc_now() - t0);                                 \
-        CC_ADD(t->acq[CC_STALL_OMPBARRIER], 1);                                              \
+        cc_note(t, CC_STALL_OMPBARRIER, cc_now() - t0, 0);                                   \
     }
 
 BARRIER_WRAPPER(GOMP_barrier)
@@ -247,13 +248,13 @@ bool GOMP_single_start(void) {
 #define LOOP_START(name)                                                                      \
     bool name(long start, long end, long incr, long chunk, long *istart, long *iend) {        \
         const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));                   \
-        CC_ADD(cc_self()->loop_calls, 1);                                                      \
+        CC_ADD(cc_counts(cc_self())->loop_calls, 1);                                                      \
         return g->name(start, end, incr, chunk, istart, iend);                                \
     }
 #define LOOP_NEXT(name)                                                                       \
     bool name(long *istart, long *iend) {                                                     \
         const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));                   \
-        CC_ADD(cc_self()->loop_calls, 1);                                                      \
+        CC_ADD(cc_counts(cc_self())->loop_calls, 1);                                                      \
         return g->name(istart, iend);                                                         \
     }
 
@@ -271,7 +272,7 @@ LOOP_NEXT(GOMP_loop_runtime_next)
 
 bool GOMP_loop_runtime_start(long start, long end, long incr, long *istart, long *iend) {
     const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));
-    CC_ADD(cc_self()->loop_calls, 1);
+    CC_ADD(cc_counts(cc_self())->loop_calls, 1);
     return g->GOMP_loop_runtime_start(start, end, incr, istart, iend);
 }
 
@@ -283,7 +284,7 @@ bool GOMP_loop_runtime_start(long start, long end, long incr, long *istart, long
         if (t->guard || !g->test)                                                            \
             return g->set(lock);                                                             \
         if (g->test(lock)) {                                                                 \
-            CC_ADD(t->acq[CC_STALL_OMPLOCK], 1);                                             \
+            cc_note(t, CC_STALL_OMPLOCK, 0, 0);                                              \
             held_push(t, lock, cc_now());                                                    \
             return;                                                                          \
         }                                                                                    \

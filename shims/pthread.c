@@ -15,27 +15,30 @@
 static inline struct cc_thread *active_self(void) {
     if (__builtin_expect(!__atomic_load_n(&cc_libc.pthread_mutex_lock, __ATOMIC_ACQUIRE), 0))
         cc_libc_init();
+    /* Before the first thread there is nothing to contend, and glibc's single-threaded
+     * lock fast path should stay as cheap as it is. */
+    if (!cc_active)
+        return NULL;
     struct cc_thread *t = cc_self();
-    return (t->guard || cc_cfg.disabled) ? NULL : t;
+    return t->guard ? NULL : t;
 }
 
-static inline void count_uncontended(struct cc_thread *t, int cat) { CC_ADD(t->acq[cat], 1); }
+static inline void count_uncontended(struct cc_thread *t, int cat) { cc_note(t, cat, 0, 0); }
 
 /* The wait counts whatever the outcome; an acquisition only when it succeeded (a timed
  * lock may give up). */
 static inline uint64_t contended_wait(struct cc_thread *t, int cat, uint64_t t0, int acquired) {
     uint64_t t1 = cc_now();
-    CC_ADD(t->wait[cat], t1 - t0);
-    if (acquired) {
-        CC_ADD(t->acq[cat], 1);
-        CC_ADD(t->contended[cat], 1);
-    }
+    if (acquired)
+        cc_note(t, cat, t1 - t0 ? t1 - t0 : 1, 1);
+    else
+        CC_ADD(cc_counts(t)->wait[cat], t1 - t0);
     return t1;
 }
 
 static inline void timed_wait(struct cc_thread *t, int cat, uint64_t t0) {
-    CC_ADD(t->wait[cat], cc_now() - t0);
-    CC_ADD(t->acq[cat], 1);
+    uint64_t w = cc_now() - t0;
+    cc_note(t, cat, w ? w : 1, 0);
 }
 
 /* ---- threads ---------------------------------------------------------------------- */

@@ -22,7 +22,6 @@ Both are upper-bound style estimates: they ignore contention that grows with the
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 SYNC_WAITS = ("mutex", "condvar", "pthread_barrier", "rwlock", "semaphore", "critical",
               "atomic", "omp_lock", "omp_barrier")
@@ -30,15 +29,21 @@ KARP_FLATT_BAND = 0.05  # +- on the serial fraction
 PREFERRED_SHARE = 0.99  # preferred = fewest threads within 1% of the best speedup
 
 
-@dataclass
 class RegionPrediction:
-    threads: list[int]
-    speedup: list[float]
-    low: list[float]
-    high: list[float]
-    preferred: int
-    basis: str
-    fitted: list[str] = field(default_factory=list)
+    """Predicted speedups at ``threads`` with their band.  (A plain class: dataclasses
+    would add milliseconds to every profiled program's start.)"""
+
+    __slots__ = ("threads", "speedup", "low", "high", "preferred", "basis", "fitted")
+
+    def __init__(self, threads: list[int], speedup: list[float], low: list[float],
+                 high: list[float], preferred: int, basis: str, fitted: list[str] | None = None):
+        self.threads = threads
+        self.speedup = speedup
+        self.low = low
+        self.high = high
+        self.preferred = preferred
+        self.basis = basis
+        self.fitted = fitted or []
 
 
 def prediction_counts(target: int, limit: int = 64) -> list[int]:

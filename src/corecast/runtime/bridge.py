@@ -2,8 +2,6 @@
 predicts every region and the process, and fills the ``struct cc_result``."""
 from __future__ import annotations
 
-from typing import Any
-
 from .bound import RegionPrediction, compose_process, predict_process, predict_region
 
 # Same order as the CC_STALL_* constants in native/model_abi.h.
@@ -12,7 +10,7 @@ STALLS = ("mutex", "condvar", "pthread_barrier", "rwlock", "semaphore", "critica
 MAX_PRED = 64
 
 
-def decode_region(ffi: Any, g: Any) -> dict:
+def decode_region(ffi: object, g: object) -> dict:
     return {
         "name": ffi.string(g.name).decode(errors="replace"),
         "object": ffi.string(g.object).decode(errors="replace"),
@@ -31,7 +29,7 @@ def decode_region(ffi: Any, g: Any) -> dict:
     }
 
 
-def _encode(ffi: Any, out: Any, pred: RegionPrediction) -> None:
+def _encode(ffi: object, out: object, pred: RegionPrediction) -> None:
     n = min(len(pred.threads), MAX_PRED)
     out.npred = n
     for i in range(n):
@@ -44,13 +42,13 @@ def _encode(ffi: Any, out: Any, pred: RegionPrediction) -> None:
     _put(ffi, out.fitted, ",".join(pred.fitted))
 
 
-def _put(ffi: Any, field: Any, text: str) -> None:
+def _put(ffi: object, field: object, text: str) -> None:
     """Copy ``text`` into a fixed char array, truncated and NUL-terminated."""
     data = text.encode()[: len(field) - 1] + b"\0"
     ffi.memmove(field, data, len(data))
 
 
-def predict_sample(ffi: Any, sample: Any, result: Any) -> int:
+def predict_sample(ffi: object, sample: object, result: object) -> int:
     """Fill ``result`` for every region of ``sample``; 0 on success."""
     try:
         done = []
