@@ -50,40 +50,47 @@ int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*start)(voi
 }
 
 /* ---- mutexes ---------------------------------------------------------------------- */
+#define MUTEX_ACQUIRED(r) ((r) == 0 || (r) == EOWNERDEAD)
+
+/* Try first: EBUSY means contended; anything else is the answer the lock itself would
+ * give (0, EOWNERDEAD, EINVAL, ...). */
+static inline int mutex_try(struct cc_thread *t, pthread_mutex_t *m) {
+    int r = cc_libc.pthread_mutex_trylock(m);
+    if (MUTEX_ACQUIRED(r))
+        count_uncontended(t, CC_STALL_MUTEX);
+    return r;
+}
+
+/* After a contended wait: count it and sample the hold time (closed by the unlock). */
+static inline int mutex_waited(struct cc_thread *t, pthread_mutex_t *m, uint64_t t0, int r) {
+    uint64_t t1 = contended_wait(t, CC_STALL_MUTEX, t0, MUTEX_ACQUIRED(r));
+    if (MUTEX_ACQUIRED(r)) {
+        t->sample_lock = m;
+        t->sample_t0 = t1;
+    }
+    return r;
+}
+
 int pthread_mutex_lock(pthread_mutex_t *m) {
     struct cc_thread *t = active_self();
     if (!t)
         return CC_LIBC(pthread_mutex_lock)(m);
-    int r = cc_libc.pthread_mutex_trylock(m);
-    /* Anything but EBUSY is the answer lock would give (0, EOWNERDEAD, EINVAL...). */
-    if (r != EBUSY) {
-        if (r == 0 || r == EOWNERDEAD)
-            count_uncontended(t, CC_STALL_MUTEX);
+    int r = mutex_try(t, m);
+    if (r != EBUSY)
         return r;
-    }
     uint64_t t0 = cc_now();
-    r = cc_libc.pthread_mutex_lock(m);
-    uint64_t t1 = contended_wait(t, CC_STALL_MUTEX, t0, r == 0 || r == EOWNERDEAD);
-    /* Sample this lock's hold time: the unlock below closes it. */
-    t->sample_lock = m;
-    t->sample_t0 = t1;
-    return r;
+    return mutex_waited(t, m, t0, cc_libc.pthread_mutex_lock(m));
 }
 
 int pthread_mutex_timedlock(pthread_mutex_t *m, const struct timespec *abstime) {
     struct cc_thread *t = active_self();
     if (!t)
         return CC_LIBC(pthread_mutex_timedlock)(m, abstime);
-    int r = cc_libc.pthread_mutex_trylock(m);
-    if (r != EBUSY) {
-        if (r == 0 || r == EOWNERDEAD)
-            count_uncontended(t, CC_STALL_MUTEX);
+    int r = mutex_try(t, m);
+    if (r != EBUSY)
         return r;
-    }
     uint64_t t0 = cc_now();
-    r = cc_libc.pthread_mutex_timedlock(m, abstime);
-    contended_wait(t, CC_STALL_MUTEX, t0, r == 0 || r == EOWNERDEAD);
-    return r;
+    return mutex_waited(t, m, t0, cc_libc.pthread_mutex_timedlock(m, abstime));
 }
 
 int pthread_mutex_trylock(pthread_mutex_t *m) {

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -397,10 +399,7 @@ def test_fork_after_activity_child_reports(build, lib, tmp_path):
 
 
 @pytest.mark.parametrize("call", [
-    "execv", "execve", "execvp",
-    "execl",
-    "execlp",
-    "execle",
+    "execv", "execve", "execvp", "execl", "execlp", "execle",
 ])
 def test_exec_reports_the_replaced_image(build, lib, tmp_path, call):
     if not shutil.which("echo") or not os.path.exists("/bin/echo"):
@@ -535,3 +534,52 @@ def test_missing_model_library_gives_c_only_report(omp_critical, omp_baseline, l
     (summary,) = events(lines, "summary")
     assert summary["model"] != "ok" and "model" in summary["model"]
 
+
+
+PRIVATE_WORK_C = r"""
+double work(int n) {
+    double s = 0;
+#pragma omp parallel for reduction(+ : s)
+    for (int i = 0; i < n; i++)
+        s += i * 0.5;
+    return s;
+}
+"""
+PRIVATE_DRIVER_C = r"""
+#include <dlfcn.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+    void *h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
+    if (!h) { fprintf(stderr, "%s\n", dlerror()); return 1; }
+    double (*work)(int) = (double (*)(int))dlsym(h, "work");
+    printf("%.1f\n", work(100000));
+    return 0;
+}
+"""
+
+
+def test_private_libgomp_loaded_rtld_local(gcc, build, lib, tmp_path):
+    """As in a Python wheel: a library with its own libgomp copy, dlopen'ed RTLD_LOCAL by a
+    program that does not link libgomp, so RTLD_NEXT cannot find the real functions."""
+    system = subprocess.run([gcc, "-print-file-name=libgomp.so.1"], capture_output=True, text=True)
+    libgomp = Path(system.stdout.strip())
+    if not libgomp.is_file():
+        pytest.skip("no libgomp.so.1 to copy")
+    private = tmp_path / "private"
+    private.mkdir()
+    shutil.copy(libgomp, private / "libgomp.so.1")
+    (tmp_path / "work.c").write_text(PRIVATE_WORK_C)
+    work = tmp_path / "libwork.so"
+    subprocess.run([gcc, "-O2", "-fPIC", "-fopenmp", "-shared", str(tmp_path / "work.c"), "-o", str(work),
+                    "-nostartfiles", "-Wl,-rpath,$ORIGIN/private", f"-L{private}", "-l:libgomp.so.1"],
+                   check=True, capture_output=True)
+    driver = build("private_driver", PRIVATE_DRIVER_C, "-ldl")
+    env = clean_env(OMP_NUM_THREADS="2")
+    plain = run([driver, work], env=env)
+    out = tmp_path / "cc.jsonl"
+    proc = run([driver, work], env=env, preload=lib, output=out)
+    assert plain.returncode == proc.returncode == 0
+    assert proc.stdout == plain.stdout == b"2499975000.0\n"
+    (region,) = events(read_lines(out), "region")
+    assert region["name"] == "work._omp_fn.0" and region["object"] == "libwork.so"
+    assert region["threads"] == 2
