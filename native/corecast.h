@@ -139,6 +139,7 @@ void cc_final(void); /* the exit report; runs once per process image */
 void cc_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cc_symbol_name(const void *addr, char *name, size_t nsize, char *object, size_t osize);
 void cc_process_times(double *cpu_s, double *runq_s);
+double cc_task_cpu_s(int tid);
 double cc_active_since(void);
 double cc_started(void);
 int cc_host_is_python(void);

@@ -110,7 +110,7 @@ void cc_build_sample(struct cc_sample *s, int final) {
 
 /* ---- output ----------------------------------------------------------------------- */
 struct buf {
-    char data[32768];
+    char data[1 << 17];
     size_t len;
 };
 
@@ -165,6 +165,40 @@ static void measured_inputs(struct buf *b, const struct cc_sample *s, const stru
     put(b, "]");
 }
 
+#define MAX_THREAD_LINES 256 /* keeps one JSON line bounded */
+
+/* Per program thread: its tid, CPU time, and the waits it had (non-zero categories). */
+static void per_thread(struct buf *b) {
+    int k, shown = 0;
+    const struct cc_thread *t = cc_thread_slots(&k);
+    put(b, ",\"per_thread\":[");
+    for (int i = 0; i < k && shown < MAX_THREAD_LINES; i++) {
+        if (t[i].internal)
+            continue;
+        uint64_t acq = 0, contended = 0;
+        for (int c = 0; c < CC_NSTALL; c++) {
+            acq += t[i].n.acq[c];
+            contended += t[i].n.contended[c];
+        }
+        double cpu = cc_task_cpu_s(t[i].tid);
+        put(b, "%s{\"tid\":%d,\"cpu_s\":", shown++ ? "," : "", t[i].tid);
+        if (cpu >= 0)
+            put(b, "%.6g", cpu);
+        else
+            put(b, "null"); /* the thread ended before the sampler saw it */
+        put(b, ",\"acquisitions\":%llu,\"contended\":%llu,\"hold_sampled_s\":%.6g,\"waits_s\":{",
+            (unsigned long long)acq, (unsigned long long)contended, cc_ticks_to_s(t[i].hold_sampled));
+        int first = 1;
+        for (int c = 0; c < CC_NSTALL; c++)
+            if (t[i].n.wait[c]) {
+                put(b, "%s\"%s\":%.6g", first ? "" : ",", CC_STALL_NAMES[c], cc_ticks_to_s(t[i].n.wait[c]));
+                first = 0;
+            }
+        put(b, "}}");
+    }
+    put(b, "]");
+}
+
 static void json_region(struct buf *b, const struct cc_sample *s, const struct cc_region_sample *g,
                         const struct cc_region_prediction *p, int model_ok) {
     int process = !strcmp(g->name, "process");
@@ -192,7 +226,10 @@ static void json_region(struct buf *b, const struct cc_sample *s, const struct c
         for (int i = 0; i < CC_NCTR; i++)
             if (s->counters_measured & (1u << i))
                 put(b, ",\"%s\":%.6g", CC_COUNTER_NAMES[i], s->counters[i]);
-    put(b, "},\"predicted\":[");
+    put(b, "}");
+    if (process)
+        per_thread(b);
+    put(b, ",\"predicted\":[");
     int np = model_ok ? p->npred : 0;
     for (int i = 0; i < np && i < CC_MAX_PRED; i++)
         put(b, "%s{\"threads\":%d,\"speedup\":%.4g,\"low\":%.4g,\"high\":%.4g}", i ? "," : "",

@@ -133,6 +133,14 @@ static void read_schedstat(void) {
     __atomic_store_n(&tasks_busy, 0, __ATOMIC_RELEASE);
 }
 
+/* The last CPU time schedstat showed for ``tid`` (-1 if never seen). */
+double cc_task_cpu_s(int tid) {
+    for (int i = 0; i < ntasks; i++)
+        if (tasks[i].tid == tid)
+            return tasks[i].exec_ns * 1e-9;
+    return -1;
+}
+
 static double sampler_cpu_s(void) {
     clockid_t cid;
     struct timespec ts;

@@ -326,6 +326,12 @@ def test_pthreads_process_line(pthreads_run):
         assert stalls[kind] == 0, kind
     assert process["counters"]["cpu_s"] > 0
     check_predictions(process, summary["target"])
+    # Per thread: the five program threads, whose waits add up to the process's.
+    per_thread = process["per_thread"]
+    assert len(per_thread) == 5 and len({t["tid"] for t in per_thread}) == 5
+    for kind in ("mutex", "condvar", "pthread_barrier", "rwlock", "semaphore"):
+        total = sum(t["waits_s"].get(kind, 0.0) for t in per_thread)
+        assert total == pytest.approx(stalls[kind], rel=1e-3, abs=1e-6), kind
 
 
 # ---- the threaded Python example ---------------------------------------------------------
