@@ -111,7 +111,7 @@ static void load(void) {
 }
 
 int cc_model_predict(const struct cc_sample *s, struct cc_result *r) {
-    if (cc_cfg.quiet && !cc_cfg.output[0]) {
+    if (cc_cfg.quiet && !cc_cfg.output[0] && !cc_cfg.steer) {
         /* Nobody would read a prediction: spare the program the interpreter's start. */
         r->status = -1;
         snprintf(r->note, sizeof r->note, "not needed (quiet, no output)");

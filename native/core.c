@@ -107,6 +107,7 @@ static void read_config(void) {
     cc_cfg.disabled = env_int("CORECAST_DISABLE", 0, 1, 0);
     cc_cfg.quiet = env_int("CORECAST_QUIET", 0, 1, 0);
     cc_cfg.display_env = env_int("CORECAST_DISPLAY_ENV", 0, 1, 0);
+    cc_cfg.steer = env_int("CORECAST_STEER", 0, 1, 0);
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     cc_cfg.target = env_int("CORECAST_TARGET", 1, CC_MAX_THREADS, cores > 0 ? (int)cores : 1);
     cc_cfg.window_ms = env_int("CORECAST_WINDOW_MS", 10, 60000, 200);
@@ -122,9 +123,10 @@ static void read_config(void) {
                          "CORECAST DISPLAY ENVIRONMENT BEGIN\n  CORECAST_DISABLE = '%d'\n"
                          "  CORECAST_TARGET = '%d'\n  CORECAST_WINDOW_MS = '%d'\n"
                          "  CORECAST_OUTPUT = '%s'\n  CORECAST_QUIET = '%d'\n"
+                         "  CORECAST_STEER = '%d'\n"
                          "CORECAST DISPLAY ENVIRONMENT END\n",
                          cc_cfg.disabled, cc_cfg.target, cc_cfg.window_ms, cc_cfg.output,
-                         cc_cfg.quiet);
+                         cc_cfg.quiet, cc_cfg.steer);
         ssize_t w = write(2, buf, n < (int)sizeof buf ? n : (int)sizeof buf - 1);
         (void)w;
     }
@@ -244,7 +246,7 @@ void cc_final(void) {
     if (cc_active) {
         static struct cc_sample sample;
         static struct cc_result result;
-        cc_build_sample(&sample, 1);
+        cc_build_sample(&sample, 1, NULL);
         memset(&result, 0, sizeof result);
         if (cc_model_predict(&sample, &result) != 0)
             result.status = result.status ? result.status : -1;

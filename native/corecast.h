@@ -58,6 +58,8 @@ struct cc_thread {
     int nheld;
     uint64_t held_t0[CC_MAX_HELD];
     const void *held_obj[CC_MAX_HELD];
+    uint32_t held_scale[CC_MAX_HELD];
+    uint32_t sample_seq; /* picks the critical sections that get timed */
     /* contended pthread lock awaiting its hold-time sample */
     const void *sample_lock;
     uint64_t sample_t0;
@@ -99,6 +101,7 @@ struct cc_config {
     int disabled;
     int quiet;
     int display_env;
+    int steer;
     int target;
     int window_ms;
     char output[1024];
@@ -112,10 +115,18 @@ void cc_activity(void);           /* first parallel activity: start the sampler 
 struct cc_thread *cc_thread_slots(int *n);
 
 /* ---- OpenMP regions --------------------------------------------------------------- */
+struct cc_hist {
+    int threads; /* 0 = free entry */
+    uint64_t calls, wall;
+};
+
 struct cc_region {
     void *fn; /* key: the outlined function; NULL = free slot */
     int nested;
     int max_threads;
+    int requested;     /* largest team the program asked for */
+    int steer_threads; /* > 0: steering caps the team at this size */
+    struct cc_hist hist[CC_MAX_HIST];
     uint64_t calls, wall, busy, serial, loop_calls;
     uint64_t wait[CC_NSTALL], acq[CC_NSTALL], contended[CC_NSTALL];
     char name[CC_NAME_LEN], object[CC_NAME_LEN]; /* filled at report time */
@@ -129,7 +140,8 @@ void cc_sampler_stop(void);
 void cc_sampler_after_fork(void);
 void cc_sampler_mark_start(void);
 void cc_sampler_read_counters(struct cc_sample *s); /* fills counters + runqueue */
-void cc_build_sample(struct cc_sample *s, int final);
+/* ``refs`` (may be NULL) receives the region behind each sample entry. */
+void cc_build_sample(struct cc_sample *s, int final, struct cc_region **refs);
 int cc_model_predict(const struct cc_sample *s, struct cc_result *r);
 void cc_model_after_fork(void);
 void cc_model_warmup(void);

@@ -9,6 +9,7 @@
 #define CC_MAX_REGIONS 128
 #define CC_MAX_PRED 64
 #define CC_NAME_LEN 96
+#define CC_MAX_HIST 16            /* team sizes remembered per region */
 
 /* Stall categories; their names are in CC_STALL_NAMES (corecast.h) and
  * corecast.runtime.bridge.STALLS, in this order. */
@@ -40,6 +41,14 @@
 #define CC_RUNTIME_OPENMP 0
 #define CC_RUNTIME_PTHREADS 1
 
+/* A region's totals at one team size (cumulative since start); stalls per team size
+ * are attributed by the model from window to window. */
+struct cc_team_stats {
+    int threads;
+    unsigned long long calls;
+    double wall_s;
+};
+
 struct cc_region_sample {
     char name[96];            /* outlined function, or "process" */
     char object[96];          /* object file that holds it */
@@ -57,6 +66,10 @@ struct cc_region_sample {
     unsigned long long loop_calls; /* GOMP_loop_*_start/next calls */
     double hold_sampled_s;    /* lock hold time sampled on contended acquisitions */
     unsigned long long hold_samples;
+    int requested;            /* largest team the program asked for (its own count) */
+    int steered_to;           /* team size steering imposes now (0: none) */
+    int nhist;
+    struct cc_team_stats hist[16];
 };
 
 struct cc_sample {
@@ -65,6 +78,7 @@ struct cc_sample {
     int cores;                /* online CPUs of this machine */
     int target;               /* predict up to this count */
     int final;                /* 1 at exit, 0 at a window end */
+    int steer;                /* 1: the model may choose each region's team size */
     int nregions;
     double elapsed_s;         /* since the process (image) started */
     double active_s;          /* since the first parallel activity */
@@ -84,6 +98,10 @@ struct cc_region_prediction {
     int preferred;
     char basis[96];           /* how it was predicted, e.g. "bound: Amdahl/work-span" */
     char fitted[96];          /* comma-separated inputs the model fitted, not measured */
+    char bottleneck[32];      /* stall category expected to dominate at the target */
+    int next_threads;         /* steering: team size for the next calls (0: unchanged) */
+    int steer_chosen;         /* steering: converged count (0: none yet) */
+    double steer_gain;        /* steering: measured perf(chosen) / perf(own count) - 1 */
 };
 
 struct cc_result {

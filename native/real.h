@@ -90,6 +90,8 @@ struct cc_gomp {
     int (*omp_test_nest_lock)(void *);
     int (*omp_get_thread_num)(void);
     int (*omp_get_num_threads)(void);
+    int (*omp_get_max_threads)(void);
+    int (*omp_get_level)(void);
 };
 
 /* The libgomp view for a caller (a return address); never NULL, but a member may be

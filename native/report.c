@@ -31,6 +31,19 @@ static void fill_region(struct cc_region_sample *o, struct cc_region *r) {
     o->busy_s = cc_ticks_to_s(__atomic_load_n(&r->busy, __ATOMIC_RELAXED));
     o->serial_s = cc_ticks_to_s(__atomic_load_n(&r->serial, __ATOMIC_RELAXED));
     o->loop_calls = __atomic_load_n(&r->loop_calls, __ATOMIC_RELAXED);
+    o->requested = __atomic_load_n(&r->requested, __ATOMIC_RELAXED);
+    o->steered_to = cc_cfg.steer ? __atomic_load_n(&r->steer_threads, __ATOMIC_RELAXED) : 0;
+    o->nhist = 0;
+    for (int i = 0; i < CC_MAX_HIST; i++) {
+        const struct cc_hist *h = &r->hist[i];
+        int k = __atomic_load_n(&h->threads, __ATOMIC_ACQUIRE);
+        if (!k)
+            break;
+        struct cc_team_stats *o_h = &o->hist[o->nhist++];
+        o_h->threads = k;
+        o_h->calls = __atomic_load_n(&h->calls, __ATOMIC_RELAXED);
+        o_h->wall_s = cc_ticks_to_s(__atomic_load_n(&h->wall, __ATOMIC_RELAXED));
+    }
     for (int c = 0; c < CC_NSTALL; c++) {
         o->stall_s[c] = cc_ticks_to_s(__atomic_load_n(&r->wait[c], __ATOMIC_RELAXED));
         o->acquisitions[c] = __atomic_load_n(&r->acq[c], __ATOMIC_RELAXED);
@@ -83,7 +96,7 @@ static void fill_process(struct cc_region_sample *o, const struct cc_sample *s, 
     o->busy_s = o->cpu_s;
 }
 
-void cc_build_sample(struct cc_sample *s, int final) {
+void cc_build_sample(struct cc_sample *s, int final, struct cc_region **refs) {
     memset(s, 0, sizeof *s);
     s->abi = CC_ABI_VERSION;
     s->pid = getpid();
@@ -91,6 +104,7 @@ void cc_build_sample(struct cc_sample *s, int final) {
     s->cores = cores > 0 ? (int)cores : 1;
     s->target = cc_cfg.target;
     s->final = final;
+    s->steer = cc_cfg.steer;
     double now = cc_mono_s();
     s->elapsed_s = now - cc_started();
     s->active_s = cc_active ? now - cc_active_since() : 0;
@@ -101,6 +115,8 @@ void cc_build_sample(struct cc_sample *s, int final) {
     for (int i = 0; i < nr && s->nregions < CC_MAX_REGIONS - 1; i++) {
         if (!__atomic_load_n(&r[i].fn, __ATOMIC_ACQUIRE) || !r[i].calls)
             continue;
+        if (refs)
+            refs[s->nregions] = &r[i];
         fill_region(&s->regions[s->nregions++], &r[i]);
         has_omp = 1;
     }
@@ -240,6 +256,25 @@ static void json_region(struct buf *b, const struct cc_sample *s, const struct c
     else
         put(b, "null,\"basis\":");
     put_str(b, np ? p->basis : "");
+    put(b, ",\"future_bottleneck\":");
+    if (np && p->bottleneck[0])
+        put_str(b, p->bottleneck);
+    else
+        put(b, "null");
+    if (!process) {
+        put(b, ",\"by_team\":[");
+        for (int i = 0; i < g->nhist; i++)
+            put(b, "%s{\"threads\":%d,\"calls\":%llu,\"wall_s\":%.6g}", i ? "," : "",
+                g->hist[i].threads, g->hist[i].calls, g->hist[i].wall_s);
+        put(b, "]");
+    }
+    if (s->steer && !process) {
+        put(b, ",\"steering\":{\"own\":%d,\"now\":%d,\"chosen\":", g->requested, g->steered_to);
+        if (np && p->steer_chosen)
+            put(b, "%d,\"gain\":%.4g}", p->steer_chosen, p->steer_gain);
+        else
+            put(b, "null,\"gain\":null}");
+    }
     put(b, ",\"inputs\":{\"measured\":");
     measured_inputs(b, s, g);
     put(b, ",\"fitted\":[");
@@ -329,7 +364,7 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
         snprintf(h, sizeof h, "S@%d", cols[i]);
         put(&b, " %6s", h);
     }
-    put(&b, " %5s\n", "best");
+    put(&b, " %5s  %s\n", "best", "bottleneck");
     for (int i = 0; i < s->nregions; i++) {
         const struct cc_region_sample *g = &s->regions[i];
         if (!region_active(g))
@@ -356,13 +391,20 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
                 put(&b, " %6s", "-");
         }
         if (ok && p->npred)
-            put(&b, " %5d\n", p->preferred);
+            put(&b, " %5d  %s\n", p->preferred, p->bottleneck[0] ? p->bottleneck : "-");
         else
             put(&b, " %5s\n", "-");
     }
+    for (int i = 0; ok && s->steer && i < s->nregions; i++) {
+        const struct cc_region_sample *g = &s->regions[i];
+        const struct cc_region_prediction *p = &r->regions[i];
+        if (strcmp(g->name, "process") && region_active(g) && p->steer_chosen)
+            put(&b, "steering %s: %d threads (the program's own: %d), measured %+.0f%%\n", g->name,
+                p->steer_chosen, g->requested, 100 * p->steer_gain);
+    }
     if (ok) {
         const char *basis = s->nregions ? r->regions[0].basis : "";
-        put(&b, "speedups are %s\n", basis[0] ? basis : "predicted");
+        put(&b, "speedups: %s\n", basis[0] ? basis : "predicted");
     } else {
         put(&b, "no predictions: %s\n", r->note[0] ? r->note : "the model was not available");
     }

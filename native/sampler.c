@@ -217,9 +217,16 @@ static void *sampler_main(void *arg) {
         nanosleep(&step, NULL);
         if (sampler_stop)
             break;
-        cc_build_sample(&sample, 0);
+        static struct cc_region *refs[CC_MAX_REGIONS];
+        cc_build_sample(&sample, 0, refs);
         memset(&result, 0, sizeof result);
-        cc_model_predict(&sample, &result);
+        if (cc_model_predict(&sample, &result) == 0 && cc_cfg.steer)
+            /* Each window is one steering interval: its decision holds for the next. */
+            for (int i = 0; i < sample.nregions; i++)
+                if (sample.regions[i].runtime == CC_RUNTIME_OPENMP && strcmp(sample.regions[i].name, "process") &&
+                    result.regions[i].next_threads > 0)
+                    __atomic_store_n(&refs[i]->steer_threads, result.regions[i].next_threads,
+                                     __ATOMIC_RELAXED);
     }
     return NULL;
 }

@@ -13,6 +13,11 @@
 
 #define CC_MAX_TEAM 256
 #define CONTENDED_TICKS 2000 /* a critical wait longer than this counts as contended */
+/* Critical, atomic and ordered sections have no try operation, so finding out whether
+ * one waited means timing it.  One in SAMPLE_EVERY is timed (wait and hold, scaled up);
+ * every one is counted.  Tight loops of tiny critical sections would otherwise pay three
+ * timestamps each. */
+#define SAMPLE_EVERY 16
 
 struct tramp {
     cc_outlined_fn fn;
@@ -82,10 +87,42 @@ static void trampoline(void *arg) {
     t->snap_pending = 0;
 }
 
-/* Steering hook (issue 4): the team size this region's next call gets. */
-static unsigned team_size(struct cc_region *r, unsigned requested) {
-    (void)r;
+/* The team size this call gets: the program's own (num_threads, or libgomp's default
+ * for 0), capped by steering when it is on.  Steering only ever shrinks a team. */
+static unsigned team_size(struct cc_region *r, const struct cc_gomp *g, unsigned requested) {
+    if (!r)
+        return requested;
+    int own = requested ? (int)requested : (g->omp_get_max_threads ? g->omp_get_max_threads() : 0);
+    int seen = __atomic_load_n(&r->requested, __ATOMIC_RELAXED);
+    if (own > seen)
+        __atomic_store_n(&r->requested, own, __ATOMIC_RELAXED);
+    int cap = __atomic_load_n(&r->steer_threads, __ATOMIC_RELAXED);
+    /* Never inside another team (a region nested in code corecast did not see start). */
+    if (cc_cfg.steer && cap > 0 && own > 0 && cap < own &&
+        !(g->omp_get_level && g->omp_get_level() > 0))
+        return (unsigned)cap;
     return requested;
+}
+
+/* Calls and wall time per team size (the history steering and extrapolation use). */
+static void add_hist(struct cc_region *r, int team, uint64_t wall) {
+    for (int i = 0; i < CC_MAX_HIST; i++) {
+        struct cc_hist *h = &r->hist[i];
+        int k = __atomic_load_n(&h->threads, __ATOMIC_ACQUIRE);
+        if (k == 0) {
+            int expected = 0;
+            if (!__atomic_compare_exchange_n(&h->threads, &expected, team, 0, __ATOMIC_ACQ_REL,
+                                             __ATOMIC_ACQUIRE) && expected != team)
+                continue;
+            k = team;
+        }
+        if (k == team) {
+            CC_AADD(h->calls, 1);
+            CC_AADD(h->wall, wall);
+            return;
+        }
+    }
+    CC_AADD(cc_overflow, 1);
 }
 
 static void begin(struct tramp *tr, const struct cc_gomp *g, cc_outlined_fn fn, void *data,
@@ -118,6 +155,7 @@ static void finish(struct tramp *tr, uint64_t t0) {
     CC_AADD(r->calls, 1);
     CC_AADD(r->wall, t2 - t0);
     CC_AADD(r->wait[CC_STALL_IMBALANCE], idle);
+    add_hist(r, tr->team, t2 - t0);
     int m = __atomic_load_n(&r->max_threads, __ATOMIC_RELAXED);
     while (tr->team > m &&
            !__atomic_compare_exchange_n(&r->max_threads, &m, tr->team, 0, __ATOMIC_RELAXED,
@@ -134,7 +172,7 @@ static void finish(struct tramp *tr, uint64_t t0) {
             return g->name(fn, data, num_threads args);                                     \
         struct tramp tr;                                                                     \
         begin(&tr, g, fn, data, t);                                                          \
-        unsigned n = t->depth > 0 ? num_threads : team_size(tr.region, num_threads);        \
+        unsigned n = t->depth > 0 ? num_threads : team_size(tr.region, g, num_threads);     \
         uint64_t t0 = cc_now();                                                              \
         PARALLEL_CALL_##ret(g->name(trampoline, &tr, n args));                               \
     }
@@ -165,29 +203,37 @@ PARALLEL_WRAPPER(void, GOMP_parallel_sections, COMMA unsigned count COMMA unsign
 PARALLEL_WRAPPER(unsigned, GOMP_parallel_reductions, COMMA unsigned flags, COMMA flags)
 
 /* ---- synchronisation inside regions --------------------------------------------- */
-static void held_push(struct cc_thread *t, const void *obj, uint64_t now) {
+/* Timed holds: pushed when a timed acquisition returns, popped by the matching release
+ * (an untimed acquisition pushes nothing, so its release finds another object on top). */
+static void held_push(struct cc_thread *t, const void *obj, uint64_t now, uint32_t scale) {
     if (t->nheld < CC_MAX_HELD) {
         t->held_obj[t->nheld] = obj;
         t->held_t0[t->nheld] = now;
+        t->held_scale[t->nheld] = scale;
+        t->nheld++;
     }
-    t->nheld++;
 }
 
 static void held_pop(struct cc_thread *t, const void *obj, uint64_t now) {
-    if (t->nheld <= 0)
-        return;
-    t->nheld--;
-    if (t->nheld < CC_MAX_HELD && t->held_obj[t->nheld] == obj)
-        CC_ADD(cc_counts(t)->serial, now - t->held_t0[t->nheld]);
+    int top = t->nheld - 1;
+    if (top >= 0 && t->held_obj[top] == obj) {
+        CC_ADD(cc_counts(t)->serial, (now - t->held_t0[top]) * t->held_scale[top]);
+        t->nheld = top;
+    }
 }
 
-/* ``contended``: known from a failed test; otherwise judged by the wait's length. */
+/* A timed acquisition standing for ``scale`` acquisitions (sampling): its wait and hold
+ * are scaled up.  ``contended``: known from a failed test, else judged by the wait. */
 static void timed_acquire(struct cc_thread *t, int cat, uint64_t t0, const void *obj,
-                          int contended) {
+                          int contended, uint32_t scale) {
     uint64_t t1 = cc_now();
     uint64_t w = t1 - t0;
-    cc_note(t, cat, w, contended || w > CONTENDED_TICKS);
-    held_push(t, obj, t1);
+    struct cc_counts *n = cc_counts(t);
+    CC_ADD(n->wait[cat], w * scale);
+    CC_ADD(n->acq[cat], 1);
+    if (contended || w > CONTENDED_TICKS)
+        CC_ADD(n->contended[cat], scale);
+    held_push(t, obj, t1, scale);
 }
 
 static const char critical_anon, atomic_lock, ordered_turn;
@@ -215,14 +261,19 @@ BARRIER_WRAPPER(GOMP_sections_end)
         struct cc_thread *t = cc_self();                                                     \
         if (t->guard)                                                                        \
             return g->start(args);                                                           \
+        if (++t->sample_seq % SAMPLE_EVERY) {                                                \
+            g->start(args);                                                                  \
+            CC_ADD(cc_counts(t)->acq[cat], 1);                                               \
+            return;                                                                          \
+        }                                                                                    \
         uint64_t t0 = cc_now();                                                              \
         g->start(args);                                                                      \
-        timed_acquire(t, cat, t0, obj_expr, 0);                                                 \
+        timed_acquire(t, cat, t0, obj_expr, 0, SAMPLE_EVERY);                                \
     }                                                                                        \
     void end(params) {                                                                      \
         const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));                 \
         struct cc_thread *t = cc_self();                                                     \
-        if (!t->guard)                                                                       \
+        if (!t->guard && t->nheld)                                                           \
             held_pop(t, obj_expr, cc_now());                                                 \
         g->end(args);                                                                        \
     }
@@ -285,17 +336,18 @@ bool GOMP_loop_runtime_start(long start, long end, long incr, long *istart, long
             return g->set(lock);                                                             \
         if (g->test(lock)) {                                                                 \
             cc_note(t, CC_STALL_OMPLOCK, 0, 0);                                              \
-            held_push(t, lock, cc_now());                                                    \
+            if (++t->sample_seq % SAMPLE_EVERY == 0) /* hold times: sampled */               \
+                held_push(t, lock, cc_now(), SAMPLE_EVERY);                                  \
             return;                                                                          \
         }                                                                                    \
         uint64_t t0 = cc_now();                                                              \
         g->set(lock);                                                                        \
-        timed_acquire(t, CC_STALL_OMPLOCK, t0, lock, 1);                                     \
+        timed_acquire(t, CC_STALL_OMPLOCK, t0, lock, 1, 1);                                  \
     }                                                                                        \
     void unset(void *lock) {                                                                \
         const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));                 \
         struct cc_thread *t = cc_self();                                                     \
-        if (!t->guard)                                                                       \
+        if (!t->guard && t->nheld)                                                           \
             held_pop(t, lock, cc_now());                                                     \
         g->unset(lock);                                                                      \
     }

@@ -205,6 +205,8 @@ def add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--window-ms", type=_count, help="sampling window in ms (default 200)")
     p.add_argument("--json-out", metavar="FILE", help="write JSON Lines here (CORECAST_OUTPUT)")
     p.add_argument("--quiet", action="store_true", help="no report on stderr")
+    p.add_argument("--steer", action="store_true",
+                   help="let corecast choose each OpenMP region's team size (only ever fewer threads)")
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ARGS...")
     p.set_defaults(func=cmd_run)
 
@@ -214,7 +216,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     command = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
     try:
-        launcher.run(command, args.target, args.window_ms, args.json_out, args.quiet)
+        launcher.run(command, args.target, args.window_ms, args.json_out, args.quiet, args.steer)
     except launcher.LaunchError as exc:
         sys.stderr.write(CliError(str(exc)).line() + "\n")
         return exc.status
@@ -237,6 +239,83 @@ def cmd_lib(args: argparse.Namespace) -> int:
 
 
 SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [add_predict, add_demo, add_run, add_lib]
+
+
+# ---------------------------------------------------------------- tune-sim
+
+
+def _noise(text: str) -> float:
+    try:
+        f = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not np.isfinite(f) or f < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite fraction >= 0 (e.g. 0.02)")
+    return f
+
+
+def _seed(text: str) -> int:
+    try:
+        n = int(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
+    return n
+
+
+def add_tune_sim(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "tune-sim",
+        help="replay the online tuners (OPreSca, Binsearch) against a measured curve",
+        description="Simulate online thread-count selection with the measured curve as the oracle: "
+        "the candidates are the counts in FILE, each interval returns the measured performance "
+        "at the chosen count (times 1 + NOISE * N(0,1)). steps: intervals until convergence, the "
+        "convergence interval included; loss: 1 - perf(chosen)/perf(best measured); summed loss "
+        "adds every step's loss.",
+    )
+    p.add_argument("file", metavar="FILE.csv", help="CSV: count column, then time/throughput/value")
+    p.add_argument("--metric", choices=METRICS, help="metric of a 'value' column")
+    p.add_argument("--noise", type=_noise, default=0.0, metavar="FRACTION",
+                   help="relative measurement noise per interval (default 0)")
+    p.add_argument("--seed", type=_seed, default=0, metavar="N", help="random seed for the noise (default 0)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    p.set_defaults(func=cmd_tune_sim)
+
+
+def cmd_tune_sim(args: argparse.Namespace) -> int:
+    from .tuning import Binsearch, OPreSca, simulate
+
+    try:
+        data = read_measurements(args.file, args.metric).at_target_size()
+    except InputError as e:
+        raise CliError(str(e)) from None
+    if len(data) < 3:
+        raise CliError(f"tune-sim needs at least 3 measured counts, got {len(data)}", args.file)
+    counts = [int(c) for c in data.counts]
+    perf = data.perf
+    results: dict[str, dict] = {}
+    paths: dict[str, list] = {}
+    for name, tuner in (("opresca", OPreSca(counts, rng_seed=args.seed)), ("binsearch", Binsearch(counts))):
+        paths[name] = []
+        results[name] = simulate(tuner, counts, perf, noise=args.noise, rng_seed=args.seed, trace=paths[name])
+    if args.json:
+        _print_json({name: {"steps": int(r["steps"]), "chosen": int(r["chosen"]),
+                            "final_loss": float(r["final_loss"]), "sum_loss": float(r["sum_loss"])}
+                     for name, r in results.items()})
+        return 0
+    best = counts[int(np.argmax(perf))]
+    print(f"{args.file}: {len(counts)} counts ({counts[0]}..{counts[-1]}), {data.metric}, "
+          f"best measured at {best}; noise {args.noise:g}\n")
+    print(f"{'tuner':10s} {'steps':>5s} {'chosen':>6s} {'final loss':>10s} {'summed loss':>11s}  counts tried")
+    for name, label in (("opresca", "OPreSca"), ("binsearch", "Binsearch")):
+        r = results[name]
+        tried = " ".join(str(c) for c, _, _ in paths[name])
+        print(f"{label:10s} {r['steps']:5d} {r['chosen']:6d} {r['final_loss']:10.1%} {r['sum_loss']:11.2f}  {tried}")
+    return 0
+
+
+SUBCOMMANDS.append(add_tune_sim)
 
 
 def build_parser() -> argparse.ArgumentParser:

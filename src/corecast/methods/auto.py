@@ -129,6 +129,7 @@ def fit_auto(data: Measurements, nmax: float) -> Fit:
         low=low,
         high=high,
         checkpoints=checkpoints,
-        extras={"members": names, "skipped": skipped, "backtest_error": bt},
+        extras={"members": names, "skipped": skipped, "backtest_error": bt,
+                **{k: f.extras[k] for f in fits for k in ("future_bottleneck",) if k in f.extras}},
         warnings=warnings,
     )

@@ -33,10 +33,11 @@ class RegionPrediction:
     """Predicted speedups at ``threads`` with their band.  (A plain class: dataclasses
     would add milliseconds to every profiled program's start.)"""
 
-    __slots__ = ("threads", "speedup", "low", "high", "preferred", "basis", "fitted")
+    __slots__ = ("threads", "speedup", "low", "high", "preferred", "basis", "fitted", "bottleneck")
 
     def __init__(self, threads: list[int], speedup: list[float], low: list[float],
-                 high: list[float], preferred: int, basis: str, fitted: list[str] | None = None):
+                 high: list[float], preferred: int, basis: str, fitted: list[str] | None = None,
+                 bottleneck: str | None = None):
         self.threads = threads
         self.speedup = speedup
         self.low = low
@@ -44,6 +45,7 @@ class RegionPrediction:
         self.preferred = preferred
         self.basis = basis
         self.fitted = fitted or []
+        self.bottleneck = bottleneck  # stall category expected to dominate at the target
 
 
 def prediction_counts(target: int, limit: int = 64) -> list[int]:
@@ -66,7 +68,8 @@ def _growth(n: int) -> float:
     return math.sqrt(2.0 * math.log(n)) if n > 1 else 0.0
 
 
-def _preferred(counts: list[int], speedup: list[float]) -> int:
+def preferred_count(counts: list[int], speedup: list[float]) -> int:
+    """The fewest threads within 1% of the best predicted speedup."""
     best = max(speedup)
     return next(n for n, s in zip(counts, speedup) if s >= PREFERRED_SHARE * best)
 
@@ -87,7 +90,7 @@ def predict_region(region: dict, target: int) -> RegionPrediction:
         central.append(work / (serial + parallel * (1 + i_n) / n))
         low.append(work / (serial + parallel * (1 + max(i_n, i_lin)) / n))
         high.append(work / max(serial, work / n))
-    return RegionPrediction(counts, central, low, high, _preferred(counts, central),
+    return RegionPrediction(counts, central, low, high, preferred_count(counts, central),
                             "bound: Amdahl with measured serial work and imbalance (work/span high)")
 
 
@@ -110,7 +113,7 @@ def compose_process(process: dict, regions: list[tuple[dict, RegionPrediction]])
             for i in range(len(counts))
         ])
     central, low, high = curves
-    return RegionPrediction(counts, central, low, high, _preferred(counts, central),
+    return RegionPrediction(counts, central, low, high, preferred_count(counts, central),
                             "bound: serial time between regions plus each region's bound")
 
 
@@ -141,5 +144,5 @@ def predict_process(process: dict, target: int, cores: int) -> RegionPrediction:
     central = [amdahl(serial, n) for n in counts]
     return RegionPrediction(
         counts, central, [amdahl(lo_s, n) for n in counts], [amdahl(hi_s, n) for n in counts],
-        _preferred(counts, central), basis, fitted,
+        preferred_count(counts, central), basis, fitted,
     )

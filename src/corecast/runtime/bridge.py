@@ -1,8 +1,13 @@
 """Python end of the model library: decodes a ``struct cc_sample`` (native/model_abi.h),
-predicts every region and the process, and fills the ``struct cc_result``."""
+predicts every region and the process, steers team sizes when asked, and fills the
+``struct cc_result``.  State that must outlive one window (each region's history and its
+steering) lives in this module: the embedded interpreter keeps it between calls."""
 from __future__ import annotations
 
-from .bound import RegionPrediction, compose_process, predict_process, predict_region
+from .bound import RegionPrediction, compose_process
+from .bound import predict_process as one_sample_process
+from .bound import predict_region as one_sample_region
+from .history import RegionHistory, combine, extrapolate
 
 # Same order as the CC_STALL_* constants in native/model_abi.h.
 STALLS = ("mutex", "condvar", "pthread_barrier", "rwlock", "semaphore", "critical",
@@ -23,9 +28,14 @@ def decode_region(ffi: object, g: object) -> dict:
         "serial_s": g.serial_s,
         "cpu_s": g.cpu_s,
         "stalls_s": {name: g.stall_s[i] for i, name in enumerate(STALLS)},
+        "acquisitions": {name: g.acquisitions[i] for i, name in enumerate(STALLS)},
+        "contended": {name: g.contended[i] for i, name in enumerate(STALLS)},
         "loop_calls": g.loop_calls,
         "hold_sampled_s": g.hold_sampled_s,
         "hold_samples": g.hold_samples,
+        "requested": g.requested,
+        "steered_to": g.steered_to,
+        "hist": [(g.hist[i].threads, g.hist[i].calls, g.hist[i].wall_s) for i in range(g.nhist)],
     }
 
 
@@ -40,6 +50,7 @@ def _encode(ffi: object, out: object, pred: RegionPrediction) -> None:
     out.preferred = pred.preferred
     _put(ffi, out.basis, pred.basis)
     _put(ffi, out.fitted, ",".join(pred.fitted))
+    _put(ffi, out.bottleneck, pred.bottleneck or "")
 
 
 def _put(ffi: object, field: object, text: str) -> None:
@@ -48,20 +59,47 @@ def _put(ffi: object, field: object, text: str) -> None:
     ffi.memmove(field, data, len(data))
 
 
+_histories: dict[tuple[str, str], RegionHistory] = {}
+_steering: dict[tuple[str, str], object] = {}
+
+
+def predict_openmp_region(region: dict, sample: object, out: object) -> RegionPrediction:
+    """One-sample model, joined by the region's own history once it ran at several team
+    sizes; steering decisions go into ``out``."""
+    key = (region["name"], region["object"])
+    history = _histories.setdefault(key, RegionHistory())
+    history.update(region)
+    one = one_sample_region(region, sample.target)
+    sizes = len(history.measured())
+    pred = combine(one, extrapolate(history, sample.target) if sizes >= 2 else None, sizes)
+    if sample.steer and not region["nested"] and region["requested"] >= 2:
+        from .steering import RegionSteer
+
+        steer = _steering.get(key)
+        if steer is None:
+            steer = _steering[key] = RegionSteer(region["requested"])
+        if not sample.final:
+            out.next_threads = steer.step(history)
+        out.steer_chosen = steer.chosen() or 0
+        out.steer_gain = steer.gain(history) or 0.0
+    return pred
+
+
 def predict_sample(ffi: object, sample: object, result: object) -> int:
     """Fill ``result`` for every region of ``sample``; 0 on success."""
     try:
         done = []
         for i in range(sample.nregions):
             region = decode_region(ffi, sample.regions[i])
+            out = result.regions[i]
             if region["name"] != "process":
-                pred = predict_region(region, sample.target)
+                pred = predict_openmp_region(region, sample, out)
                 done.append((region, pred))
             elif any(not r["nested"] for r, _ in done):
                 pred = compose_process(region, done)
             else:
-                pred = predict_process(region, sample.target, sample.cores)
-            _encode(ffi, result.regions[i], pred)
+                pred = one_sample_process(region, sample.target, sample.cores)
+            _encode(ffi, out, pred)
         result.status = 0
         return 0
     except Exception as exc:  # the host program must never see a traceback

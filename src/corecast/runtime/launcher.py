@@ -63,6 +63,7 @@ def preload_env(
     window_ms: int | None = None,
     json_out: str | None = None,
     quiet: bool = False,
+    steer: bool = False,
 ) -> dict[str, str]:
     """``env`` with the library appended to LD_PRELOAD and the CORECAST_* settings."""
     env = dict(env)
@@ -77,6 +78,8 @@ def preload_env(
         env["CORECAST_OUTPUT"] = os.path.abspath(json_out)
     if quiet:
         env["CORECAST_QUIET"] = "1"
+    if steer:
+        env["CORECAST_STEER"] = "1"
     return env
 
 
@@ -86,6 +89,7 @@ def run(
     window_ms: int | None = None,
     json_out: str | None = None,
     quiet: bool = False,
+    steer: bool = False,
 ) -> NoReturn:
     """Replace this process with ``command`` under the library: the program keeps its
     stdin/stdout, signals and exit status."""
@@ -97,7 +101,7 @@ def run(
     reason = why_not_preloadable(exe)
     if reason:
         raise LaunchError(f"{command[0]} {reason}; corecast cannot measure it")
-    env = preload_env(dict(os.environ), target, window_ms, json_out, quiet)
+    env = preload_env(dict(os.environ), target, window_ms, json_out, quiet, steer)
     if json_out is not None:
         try:
             # Fresh file per run; the program and its children then append their lines.
