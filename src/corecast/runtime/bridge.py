@@ -4,9 +4,10 @@ predicts every region and the process, steers team sizes when asked, and fills t
 steering) lives in this module: the embedded interpreter keeps it between calls."""
 from __future__ import annotations
 
-from .bound import RegionPrediction, compose_process
-from .bound import predict_process as one_sample_process
-from .bound import predict_region as one_sample_region
+from .bound import RegionPrediction
+from .contention import compose_process
+from .contention import predict_process as one_sample_process
+from .contention import predict_region as one_sample_region
 from .history import RegionHistory, combine, extrapolate
 
 # Same order as the CC_STALL_* constants in native/model_abi.h.
@@ -69,7 +70,7 @@ def predict_openmp_region(region: dict, sample: object, out: object) -> RegionPr
     key = (region["name"], region["object"])
     history = _histories.setdefault(key, RegionHistory())
     history.update(region)
-    one = one_sample_region(region, sample.target)
+    one = one_sample_region(region, sample.target, sample.cores)
     sizes = len(history.measured())
     pred = combine(one, extrapolate(history, sample.target) if sizes >= 2 else None, sizes)
     if sample.steer and not region["nested"] and region["requested"] >= 2:

@@ -1,0 +1,455 @@
+"""corecast.runtime.contention on synthetic samples with known answers (dicts as the
+bridge decodes them).  Samples with locks are built self-consistently: their measured
+waits are what the M/M/1/N/N queue predicts at the sampled team size."""
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from corecast.queueing import waiting_time
+from corecast.runtime import bound
+from corecast.runtime.contention import (
+    LOOP_CALL_COST_S,
+    ContentionPrediction,
+    compose_process,
+    predict_process,
+    predict_region,
+)
+
+STALLS = ("mutex", "condvar", "pthread_barrier", "rwlock", "semaphore", "critical", "atomic",
+          "omp_lock", "omp_barrier", "imbalance", "runqueue")
+
+
+def region(threads=4, busy=4.0, serial=0.0, wall=None, calls=10, acq=None, contended=None,
+           loop_calls=0, nested=False, **stalls) -> dict:
+    s = {k: 0.0 for k in STALLS}
+    s.update(stalls)
+    a = {k: 0 for k in STALLS}
+    a.update(acq or {})
+    c = {k: 0 for k in STALLS}
+    c.update(contended or {})
+    if wall is None:  # no team overhead: wall = mean thread span
+        wall = (busy + s["imbalance"]) / threads
+    return {"name": "main._omp_fn.0", "object": "prog", "runtime": "openmp", "threads": threads,
+            "nested": nested, "calls": calls, "wall_s": wall, "busy_s": busy, "serial_s": serial,
+            "cpu_s": 0.0, "stalls_s": s, "acquisitions": a, "contended": c,
+            "loop_calls": loop_calls, "hold_sampled_s": 0.0, "hold_samples": 0}
+
+
+def locked_region(n0, think, hold, acquisitions=10_000, cat="critical", calls=10, wait=None,
+                  contended=None) -> dict:
+    """A loop of ``acquisitions`` lock cycles (think, then hold) shared by ``n0`` threads;
+    the measured wait per acquisition is the queue's unless given."""
+    lam = math.inf if think == 0 else 1.0 / think
+    w = waiting_time(n0, lam, 1.0 / hold) if wait is None else wait
+    busy = acquisitions * (think + hold + w)
+    return region(threads=n0, busy=busy, serial=acquisitions * hold, calls=calls,
+                  acq={cat: acquisitions}, contended={cat: contended or 0},
+                  **{cat: acquisitions * w})
+
+
+def process(threads=4, wall=1.0, cpu=1.0, hold=0.0, hold_samples=0, acq=None, contended=None,
+            **stalls) -> dict:
+    r = region(threads=threads, busy=cpu, wall=wall, calls=1, acq=acq, contended=contended,
+               **stalls)
+    r.update(name="process", runtime="pthreads", cpu_s=cpu, hold_sampled_s=hold,
+             hold_samples=hold_samples)
+    return r
+
+
+def assert_sane(pred, target=None) -> None:
+    assert isinstance(pred, ContentionPrediction)
+    assert isinstance(pred, bound.RegionPrediction)
+    if target is not None:
+        assert pred.threads == bound.prediction_counts(target)
+    assert pred.threads[0] == 1
+    assert pred.speedup[0] == 1.0
+    assert pred.low[0] == pytest.approx(1.0) and pred.high[0] == pytest.approx(1.0)
+    for lo, c, hi in zip(pred.low, pred.speedup, pred.high):
+        assert 0 < lo <= c <= hi and math.isfinite(hi)
+    assert pred.preferred in pred.threads
+    best = max(pred.speedup)
+    i = pred.threads.index(pred.preferred)
+    assert pred.speedup[i] >= bound.PREFERRED_SHARE * best
+    assert all(s < bound.PREFERRED_SHARE * best for s in pred.speedup[:i])
+    assert pred.basis.startswith("contention model:") and len(pred.basis) < 96
+    assert len(",".join(pred.fitted)) < 96
+
+
+# ---- no contention ------------------------------------------------------------------------
+def test_no_stalls_is_linear_up_to_cores():
+    pred = predict_region(region(threads=4, busy=4.0), target=16, cores=16)
+    assert_sane(pred, 16)
+    assert pred.speedup == pytest.approx(list(range(1, 17)))
+    assert pred.low == pytest.approx(pred.speedup)
+    assert pred.high == pytest.approx(pred.speedup)
+    assert pred.preferred == 16
+    assert pred.bottleneck is None
+    assert pred.fitted == []
+
+
+def test_oversubscription_flattens():
+    pred = predict_region(region(threads=4, busy=4.0), target=32, cores=8)
+    assert_sane(pred, 32)
+    assert pred.speedup == pytest.approx([min(n, 8) for n in range(1, 33)])
+    assert pred.preferred == 8
+    assert pred.bottleneck == "runqueue"
+
+
+def test_sample_taken_oversubscribed_is_deflated():
+    # 8 threads on 4 cores: every thread's busy span is twice its CPU work.
+    r = region(threads=8, busy=16.0)
+    pred = predict_region(r, target=8, cores=4)
+    assert pred.speedup == pytest.approx([1, 2, 3, 4, 4, 4, 4, 4])
+    assert "cpu_share" in pred.fitted
+
+
+def test_single_blocks_are_amdahl():
+    # T1 = 4 s per 10 calls, 1 s of it in single blocks (no locks taken):
+    # the others wait (n0 - 1) x single at the barrier after it, which is not imbalance.
+    r = region(threads=4, busy=4.0 + 3.0, serial=1.0, omp_barrier=3.0)
+    pred = predict_region(r, target=8, cores=8)
+    assert_sane(pred, 8)
+    assert pred.speedup == pytest.approx([4.0 / (1.0 + 3.0 / n) for n in range(1, 9)])
+    assert pred.bottleneck == "serial"
+
+
+# ---- locks ---------------------------------------------------------------------------------
+def test_fully_locked_loop_gains_nothing():
+    r = locked_region(n0=4, think=0.0, hold=1e-4)
+    pred = predict_region(r, target=64, cores=64)
+    assert_sane(pred, 64)
+    assert pred.speedup == pytest.approx([1.0] * 64, abs=1e-9)
+    assert pred.high == pytest.approx([1.0] * 64, abs=1e-9)
+    assert pred.preferred == 1
+    assert pred.bottleneck == "critical"
+
+
+def test_lock_wait_is_the_queue_waiting_time():
+    think, hold, n0 = 3e-4, 1e-4, 2
+    pred = predict_region(locked_region(n0, think, hold), target=16, cores=64)
+    for n, s in zip(pred.threads, pred.speedup):
+        w = waiting_time(n, 1.0 / think, 1.0 / hold)
+        assert s == pytest.approx((think + hold) / ((think + hold + w) / n), rel=1e-9)
+
+
+@pytest.mark.parametrize("n0", [1, 2, 4])
+def test_hot_lock_saturates(n0):
+    # Light at 1 thread (no waits), hot at 2: S(n) flattens at (Z + H) / H = 4.
+    think, hold = 3e-4, 1e-4
+    pred = predict_region(locked_region(n0, think, hold), target=64, cores=64)
+    assert_sane(pred, 64)
+    limit = (think + hold) / hold
+    # (at n0 = 1 the assumed hand-off of 100 ns adds about 0.1% here)
+    assert pred.speedup[1] == pytest.approx(2 * (think + hold) / (think + hold
+                                            + waiting_time(2, 1 / think, 1 / hold)), rel=2e-3)
+    assert pred.speedup[-1] == pytest.approx(limit, rel=0.01)
+    # deterministic: min(n, limit) exactly (the hand-off assumed at n0 = 1 shaves 0.1%)
+    assert max(pred.high) == pytest.approx(limit, rel=2e-3)
+    assert pred.high[:4] == pytest.approx([1, 2, 3, 4], rel=2e-3)
+    assert all(b >= a * (1 - 1e-3) for a, b in zip(pred.speedup, pred.speedup[1:]))
+    assert pred.low[-1] == pytest.approx((think + hold) / (1.25 * hold), rel=0.01)
+    assert pred.bottleneck == "critical"
+    assert pred.preferred < 16  # nothing to gain once the lock saturates
+    assert "think_time" in pred.fitted
+
+
+def test_sample_at_any_team_gives_the_same_curve():
+    think, hold = 5e-4, 1e-4
+    curves = [predict_region(locked_region(n0, think, hold), 32, 64).speedup for n0 in (1, 2, 8)]
+    assert curves[2] == pytest.approx(curves[1], rel=1e-9)
+    assert curves[1] == pytest.approx(curves[0], rel=2e-3)  # n0 = 1: the assumed hand-off
+
+
+def test_model_reproduces_the_sample():
+    # With team overhead and imbalance too: T(n0) is the measured wall time per call.
+    think, hold, n0, acq, calls = 2e-4, 1e-4, 4, 10_000, 10
+    w = waiting_time(n0, 1 / think, 1 / hold)
+    busy = acq * (think + hold + w)
+    wall = (busy + 0.2) / n0 + 0.05
+    r = region(threads=n0, busy=busy, serial=acq * hold, calls=calls, wall=wall,
+               acq={"critical": acq}, critical=acq * w, imbalance=0.2)
+    pred = predict_region(r, target=8, cores=8)
+    t1 = acq * (think + hold) / calls
+    assert pred.speedup[n0 - 1] == pytest.approx(t1 / (wall / calls), rel=1e-9)
+    assert pred.work_s == pytest.approx(t1 * calls)
+
+
+def test_longer_waits_than_the_queue_fit_a_handoff():
+    think, hold, n0 = 4e-4, 1e-4, 4
+    w = 3 * waiting_time(n0, 1 / think, 1 / hold)
+    r = locked_region(n0, think, hold, wait=w, contended=5000)
+    pred = predict_region(r, target=64, cores=64)
+    assert_sane(pred, 64)
+    assert "handoff" in pred.fitted
+    t1 = think + hold
+    assert pred.speedup[n0 - 1] == pytest.approx(n0 * t1 / (t1 + w), rel=1e-6)
+    plain = predict_region(locked_region(n0, think, hold), target=64, cores=64)
+    assert pred.speedup[-1] < plain.speedup[-1]
+
+
+def test_few_contended_acquisitions_fit_nothing():
+    think, hold, n0 = 4e-4, 1e-4, 4
+    w = 3 * waiting_time(n0, 1 / think, 1 / hold)
+    pred = predict_region(locked_region(n0, think, hold, wait=w, contended=3), 64, 64)
+    assert "handoff" not in pred.fitted
+    plain = predict_region(locked_region(n0, think, hold), target=64, cores=64)
+    assert pred.speedup == pytest.approx(plain.speedup)
+
+
+def test_shorter_waits_on_one_lock_mean_steadier_holds():
+    think, hold, n0 = 4e-4, 1e-4, 4
+    w = 0.3 * waiting_time(n0, 1 / think, 1 / hold)
+    pred = predict_region(locked_region(n0, think, hold, wait=w, contended=500), 64, 64)
+    assert_sane(pred, 64)
+    assert "lock_cv" in pred.fitted
+    t1 = think + hold
+    assert pred.speedup[n0 - 1] == pytest.approx(n0 * t1 / (t1 + w), rel=1e-6)
+    # one critical section: the limit stays (Z + H) / H
+    assert pred.speedup[-1] == pytest.approx(t1 / hold, rel=0.01)
+
+
+def test_shorter_waits_on_omp_locks_mean_several_locks():
+    think, hold, n0 = 4e-4, 1e-4, 4
+    w = 0.2 * waiting_time(n0, 1 / think, 1 / hold)
+    r = locked_region(n0, think, hold, cat="omp_lock", wait=w, contended=500)
+    pred = predict_region(r, target=64, cores=64)
+    assert_sane(pred, 64)
+    assert "lock_copies" in pred.fitted
+    t1 = think + hold
+    assert pred.speedup[n0 - 1] == pytest.approx(n0 * t1 / (t1 + w), rel=1e-6)
+    assert pred.speedup[-1] > 1.5 * t1 / hold  # striped locks: beyond one lock's limit
+
+
+def test_unobserved_omp_lock_contention_widens_the_band():
+    # One thread: the lock's contention cannot be seen; the high curve takes it as striped.
+    pred = predict_region(locked_region(1, 3e-4, 1e-4, cat="omp_lock"), 16, 16)
+    assert pred.high == pytest.approx(list(range(1, 17)))
+    assert pred.speedup[-1] == pytest.approx(4.0, rel=0.02)
+
+
+def test_two_lock_kinds_share_the_measured_hold():
+    acq, think, hold = 10_000, 4e-4, 1e-4
+    r = region(threads=1, busy=acq * (think + hold), serial=acq * hold,
+               acq={"critical": acq // 2, "atomic": acq // 2})
+    pred = predict_region(r, target=64, cores=64)
+    assert_sane(pred, 64)
+    assert "hold_split" in pred.fitted
+    # two servers of half the load each: the limit is twice one lock's
+    assert pred.speedup[-1] == pytest.approx(2 * (think + hold) / hold, rel=0.05)
+    assert pred.bottleneck in ("critical", "atomic")
+
+
+# ---- imbalance, loops, team overhead --------------------------------------------------------
+def test_imbalance_lowers_speedup_and_grows():
+    even = predict_region(region(threads=4, busy=4.0), target=64, cores=64)
+    uneven = predict_region(region(threads=4, busy=4.0, imbalance=0.8), target=64, cores=64)
+    assert_sane(uneven, 64)
+    for a, b in zip(even.speedup[1:], uneven.speedup[1:]):
+        assert b < a
+    efficiency = [s / n for n, s in zip(uneven.threads, uneven.speedup)]
+    assert all(b < a for a, b in zip(efficiency[1:], efficiency[2:]))
+    # at n0 the measured idle share: T(4) = (4 + 0.8) / 4 per 10 calls
+    assert uneven.speedup[3] == pytest.approx(4.0 / 1.2)
+    assert uneven.bottleneck == "imbalance"
+    assert uneven.low[-1] < uneven.speedup[-1] < uneven.high[-1]
+
+
+def test_dynamic_loop_counter_saturates():
+    # 1 s of loop per call in chunks of 1 us: the shared counter (100 ns a claim) caps
+    # the speedup near (chunk + claim) / claim = 11.
+    chunks = 1_000_000
+    r = region(threads=1, busy=10 * chunks * (1e-6 + LOOP_CALL_COST_S), calls=10,
+               loop_calls=10 * chunks)
+    pred = predict_region(r, target=64, cores=64)
+    assert_sane(pred, 64)
+    assert "loop_cost" in pred.fitted
+    assert pred.speedup[-1] == pytest.approx(11.0, rel=0.02)
+    assert pred.bottleneck == "loop_schedule"
+    coarse = predict_region(region(threads=1, busy=10.0, calls=10, loop_calls=1000), 64, 64)
+    assert coarse.speedup[-1] == pytest.approx(64, rel=0.01)
+
+
+def test_team_overhead_grows_with_the_team():
+    # 1 ms regions with 0.2 ms of start/join at 4 threads.
+    calls = 1000
+    r = region(threads=4, busy=4e-3 * calls, calls=calls, wall=(1e-3 + 2e-4) * calls)
+    pred = predict_region(r, target=64, cores=64)
+    assert_sane(pred, 64)
+    assert pred.speedup[3] == pytest.approx(4e-3 / 1.2e-3)
+    assert pred.speedup[-1] < pred.speedup[15]  # too many threads cost more than they give
+    assert pred.bottleneck == "fork_join"
+
+
+def test_band_ordering_over_many_shapes():
+    for n0 in (1, 2, 4, 16):
+        for frac in (0.0, 0.1, 0.9):
+            for imbalance in (0.0, 0.5, 2.0):
+                for cat in ("critical", "omp_lock"):
+                    r = locked_region(n0, 1e-4 * (1 - frac) + 1e-9, 1e-4 * frac + 1e-9, cat=cat)
+                    r["stalls_s"]["imbalance"] = imbalance
+                    pred = predict_region(r, target=40, cores=24)
+                    assert_sane(pred, 40)
+
+
+STALL_NAMES = st.sampled_from(STALLS)
+
+
+@settings(max_examples=150, deadline=None)
+@given(threads=st.integers(1, 64), calls=st.integers(1, 1000),
+       busy=st.floats(1e-6, 100.0), serial_share=st.floats(0.0, 1.0),
+       stalls=st.dictionaries(STALL_NAMES, st.floats(0.0, 10.0), max_size=5),
+       acq=st.dictionaries(STALL_NAMES, st.integers(0, 10 ** 6), max_size=4),
+       contended=st.dictionaries(STALL_NAMES, st.integers(0, 10 ** 5), max_size=4),
+       loop_calls=st.integers(0, 10 ** 6), wall=st.floats(1e-6, 100.0),
+       target=st.integers(1, 200), cores=st.integers(1, 128))
+def test_any_region_sample_gives_a_sane_curve(threads, calls, busy, serial_share, stalls, acq,
+                                              contended, loop_calls, wall, target, cores):
+    r = region(threads=threads, busy=busy, serial=busy * serial_share, wall=wall, calls=calls,
+               acq=acq, contended=contended, loop_calls=loop_calls, **stalls)
+    r["hold_samples"] = acq.get("mutex", 0) // 10 if calls % 2 else 0
+    r["hold_sampled_s"] = stalls.get("mutex", 0.0) / 3
+    assert_sane(predict_region(r, target=target, cores=cores), target)
+
+
+# ---- processes -------------------------------------------------------------------------------
+def test_process_without_locks_is_karp_flatt_up_to_cores():
+    for kw in (dict(threads=4, wall=1.0, cpu=2.0), dict(threads=4, wall=2.0, cpu=8.0),
+               dict(threads=4, wall=2.0, cpu=2.0)):
+        ref = bound.predict_process(process(**kw), target=4, cores=4)
+        pred = predict_process(process(**kw), target=8, cores=4)
+        assert_sane(pred, 8)
+        assert pred.speedup[:4] == pytest.approx(ref.speedup)
+        assert pred.speedup[4:] == pytest.approx([pred.speedup[3]] * 4)  # 4 cores
+        assert "serial_fraction" in pred.fitted
+
+
+def test_process_hot_mutex_saturates():
+    n0, acq, think, hold = 4, 100_000, 3e-5, 1e-5
+    w = waiting_time(n0, 1 / think, 1 / hold)
+    p = process(threads=n0, cpu=acq * (think + hold), wall=acq * (think + hold + w) / n0,
+                hold=hold * 5000, hold_samples=5000, acq={"mutex": acq},
+                contended={"mutex": 20_000}, mutex=acq * w)
+    pred = predict_process(p, target=64, cores=64)
+    assert_sane(pred, 64)
+    assert pred.speedup[-1] == pytest.approx((think + hold) / hold, rel=0.02)
+    assert pred.speedup[n0 - 1] == pytest.approx(n0 * (think + hold) / (think + hold + w), rel=1e-3)
+    assert pred.bottleneck == "mutex"
+    # the lock, not a serial fraction, explains the sample
+    assert pred.losses.get("serial", 0.0) < 1e-3 * pred.losses["mutex"]
+
+
+def test_process_mutex_without_hold_samples_infers_the_hold():
+    n0, acq, think, hold = 4, 100_000, 3e-5, 1e-5
+    w = waiting_time(n0, 1 / think, 1 / hold)
+    p = process(threads=n0, cpu=acq * (think + hold), wall=acq * (think + hold + w) / n0,
+                acq={"mutex": acq}, mutex=acq * w)
+    pred = predict_process(p, target=64, cores=64)
+    assert_sane(pred, 64)
+    assert "hold_time" in pred.fitted
+    assert pred.speedup[-1] == pytest.approx((think + hold) / hold, rel=0.05)
+
+
+def test_process_rwlock_and_mutex_without_samples():
+    # Both holds come from the waits; the model reproduces the sample.
+    p = process(threads=4, cpu=4.0, wall=1.5, acq={"mutex": 10_000, "rwlock": 10_000},
+                contended={"mutex": 100, "rwlock": 100}, mutex=1.0, rwlock=1.0)
+    pred = predict_process(p, target=32, cores=32)
+    assert_sane(pred, 32)
+    assert "hold_time" in pred.fitted
+    assert pred.bottleneck in ("mutex", "rwlock")
+
+
+def test_single_blocks_and_hold_split_from_optional_keys():
+    acq, think, hold = 10_000, 4e-4, 1e-4
+    r = region(threads=1, busy=acq * (think + hold) + 0.5, serial=acq * hold + 0.5,
+               acq={"critical": acq // 2, "atomic": acq // 2})
+    r["single_s"] = 0.5
+    r["hold_s"] = {"critical": acq * hold, "atomic": 0.0}
+    pred = predict_region(r, target=64, cores=64)
+    assert_sane(pred, 64)
+    assert "hold_split" not in pred.fitted
+    # critical: half the acquisitions with all the hold time, plus 0.5 s of single blocks
+    t1 = acq * (think + hold) + 0.5
+    t_inf = 0.5 + acq * hold
+    assert pred.speedup[-1] == pytest.approx(t1 / t_inf, rel=0.05)
+    assert pred.bottleneck == "critical"
+
+
+def test_process_barrier_imbalance():
+    pred = predict_process(process(threads=4, cpu=4.0, wall=1.25, pthread_barrier=1.0),
+                           target=32, cores=32)
+    assert_sane(pred, 32)
+    assert pred.speedup[3] == pytest.approx(4.0 / 1.25, rel=1e-6)
+    assert pred.bottleneck == "imbalance"
+
+
+def test_process_runqueue_from_other_load_is_not_serial():
+    busy_box = predict_process(process(threads=4, cpu=4.0, wall=2.0, runqueue=4.0), 8, 8)
+    assert busy_box.speedup == pytest.approx(list(range(1, 9)))
+
+
+def test_process_one_runnable_thread():
+    pred = predict_process(process(threads=1, cpu=1.0, wall=1.0), target=4, cores=4)
+    assert pred.speedup == pytest.approx([1, 2, 3, 4])
+    assert "serial_fraction" not in pred.fitted
+    one_core = predict_process(process(threads=4, cpu=1.0, wall=1.0, hold=0.25), 4, cores=1)
+    assert one_core.speedup == pytest.approx([1.0] * 4)  # one core: nothing to gain
+    assert_sane(one_core, 4)
+
+
+def test_compose_process():
+    # 10 s of wall time, 5 s of it in a linear 4-thread region (20 s of thread work).
+    r = region(threads=4, busy=20.0, calls=10)
+    rp = predict_region(r, target=8, cores=8)
+    pred = compose_process(process(threads=4, wall=10.0, cpu=25.0), [(r, rp)])
+    assert pred.speedup == pytest.approx([25.0 / (5.0 + 20.0 / n) for n in range(1, 9)])
+    assert pred.bottleneck == "serial"
+    nested = region(threads=2, busy=6.0, serial=6.0, nested=True)
+    with_nested = compose_process(process(wall=10.0), [(r, rp), (nested, predict_region(nested, 8, 8))])
+    assert with_nested.speedup == pytest.approx(pred.speedup)
+    assert_sane(pred, 8)
+
+
+def test_compose_process_keeps_the_region_bottleneck():
+    r = locked_region(4, 3e-4, 1e-4)
+    rp = predict_region(r, target=64, cores=64)
+    pred = compose_process(process(threads=4, wall=r["wall_s"] + 0.01, cpu=1.0), [(r, rp)])
+    assert pred.bottleneck == "critical"
+    assert pred.speedup[-1] == pytest.approx(rp.speedup[-1], rel=0.02)
+
+
+def test_large_target_is_fast_enough():
+    import time
+    t0 = time.perf_counter()
+    pred = predict_region(locked_region(16, 3e-4, 1e-4, contended=1000,
+                                        wait=2 * waiting_time(16, 1 / 3e-4, 1 / 1e-4)),
+                          target=4096, cores=4096)
+    assert time.perf_counter() - t0 < 2.0
+    assert_sane(pred, 4096)
+
+
+@settings(max_examples=150, deadline=None)
+@given(threads=st.integers(1, 300), cpu=st.floats(0.0, 100.0), wall=st.floats(1e-6, 100.0),
+       stalls=st.dictionaries(STALL_NAMES, st.floats(0.0, 100.0), max_size=5),
+       acq=st.dictionaries(STALL_NAMES, st.integers(0, 10 ** 7), max_size=4),
+       contended=st.dictionaries(STALL_NAMES, st.integers(0, 10 ** 6), max_size=4),
+       hold=st.floats(0.0, 10.0), hold_samples=st.integers(0, 10 ** 5),
+       target=st.integers(1, 300), cores=st.integers(1, 256))
+def test_any_process_sample_gives_a_sane_curve(threads, cpu, wall, stalls, acq, contended, hold,
+                                               hold_samples, target, cores):
+    p = process(threads=threads, cpu=cpu, wall=wall, hold=hold, hold_samples=hold_samples,
+                acq=acq, contended=contended, **stalls)
+    assert_sane(predict_process(p, target=target, cores=cores), target)
+
+
+def test_tight_critical_loop_sampled_at_one_thread_predicts_a_slowdown():
+    # Hold and think of a few nanoseconds: at two threads every acquisition pays the
+    # assumed hand-off between cores, far more than the work it protects.
+    pred = predict_region(locked_region(1, 1e-8, 1e-8), target=4, cores=4)
+    assert pred.speedup[1] < 1.0
+    assert "handoff_prior" in pred.fitted
+    assert pred.bottleneck == "critical"
