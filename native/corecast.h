@@ -39,7 +39,8 @@ struct cc_counts {
     uint64_t wait[CC_NSTALL];
     uint64_t acq[CC_NSTALL];
     uint64_t contended[CC_NSTALL];
-    uint64_t serial; /* hold time of critical/atomic/ordered/omp locks, single work */
+    uint64_t hold[CC_NSTALL]; /* timed hold of critical/atomic/ordered/omp locks */
+    uint64_t single;          /* single blocks (until the next barrier) */
     uint64_t loop_calls;
 };
 
@@ -59,6 +60,7 @@ struct cc_thread {
     uint64_t held_t0[CC_MAX_HELD];
     const void *held_obj[CC_MAX_HELD];
     uint32_t held_scale[CC_MAX_HELD];
+    int held_cat[CC_MAX_HELD];
     uint32_t sample_seq; /* picks the critical sections that get timed */
     /* contended pthread lock awaiting its hold-time sample */
     const void *sample_lock;
@@ -127,7 +129,8 @@ struct cc_region {
     int requested;     /* largest team the program asked for */
     int steer_threads; /* > 0: steering caps the team at this size */
     struct cc_hist hist[CC_MAX_HIST];
-    uint64_t calls, wall, busy, serial, loop_calls;
+    uint64_t calls, wall, busy, single, loop_calls;
+    uint64_t hold[CC_NSTALL];
     uint64_t wait[CC_NSTALL], acq[CC_NSTALL], contended[CC_NSTALL];
     char name[CC_NAME_LEN], object[CC_NAME_LEN]; /* filled at report time */
 };

@@ -59,6 +59,8 @@ struct cc_region_sample {
     double wall_s;            /* summed wall time of all calls */
     double busy_s;            /* summed per-thread busy time */
     double serial_s;          /* critical/atomic/lock hold time and single work */
+    double hold_s[11];        /* hold time per category (serial_s = sum + single_s) */
+    double single_s;          /* single blocks */
     double cpu_s;             /* pthreads: summed CPU time of the threads */
     double stall_s[11];       /* per category, summed over threads */
     unsigned long long acquisitions[11];

@@ -29,7 +29,12 @@ static void fill_region(struct cc_region_sample *o, struct cc_region *r) {
     o->calls = __atomic_load_n(&r->calls, __ATOMIC_RELAXED);
     o->wall_s = cc_ticks_to_s(__atomic_load_n(&r->wall, __ATOMIC_RELAXED));
     o->busy_s = cc_ticks_to_s(__atomic_load_n(&r->busy, __ATOMIC_RELAXED));
-    o->serial_s = cc_ticks_to_s(__atomic_load_n(&r->serial, __ATOMIC_RELAXED));
+    o->single_s = cc_ticks_to_s(__atomic_load_n(&r->single, __ATOMIC_RELAXED));
+    o->serial_s = o->single_s;
+    for (int c = 0; c < CC_NSTALL; c++) {
+        o->hold_s[c] = cc_ticks_to_s(__atomic_load_n(&r->hold[c], __ATOMIC_RELAXED));
+        o->serial_s += o->hold_s[c];
+    }
     o->loop_calls = __atomic_load_n(&r->loop_calls, __ATOMIC_RELAXED);
     o->requested = __atomic_load_n(&r->requested, __ATOMIC_RELAXED);
     o->steered_to = cc_cfg.steer ? __atomic_load_n(&r->steer_threads, __ATOMIC_RELAXED) : 0;
@@ -63,7 +68,7 @@ static void fill_process(struct cc_region_sample *o, const struct cc_sample *s, 
     o->wall_s = s->elapsed_s;
     int k;
     const struct cc_thread *t = cc_thread_slots(&k);
-    uint64_t wait[CC_NSTALL] = {0}, hold = 0, holds = 0, serial = 0, loops = 0;
+    uint64_t wait[CC_NSTALL] = {0}, held[CC_NSTALL] = {0}, hold = 0, holds = 0, single = 0, loops = 0;
     for (int i = 0; i < k; i++) {
         if (t[i].internal)
             continue;
@@ -75,7 +80,9 @@ static void fill_process(struct cc_region_sample *o, const struct cc_sample *s, 
         }
         hold += t[i].hold_sampled;
         holds += t[i].hold_samples;
-        serial += t[i].n.serial;
+        for (int c = 0; c < CC_NSTALL; c++)
+            held[c] += t[i].n.hold[c];
+        single += t[i].n.single;
         loops += t[i].n.loop_calls;
     }
     for (int c = 0; c < CC_NSTALL; c++)
@@ -88,7 +95,12 @@ static void fill_process(struct cc_region_sample *o, const struct cc_sample *s, 
             o->stall_s[CC_STALL_IMBALANCE] += cc_ticks_to_s(r[i].wait[CC_STALL_IMBALANCE]);
     o->hold_sampled_s = cc_ticks_to_s(hold);
     o->hold_samples = holds;
-    o->serial_s = cc_ticks_to_s(serial);
+    o->single_s = cc_ticks_to_s(single);
+    o->serial_s = o->single_s;
+    for (int c = 0; c < CC_NSTALL; c++) {
+        o->hold_s[c] = cc_ticks_to_s(held[c]);
+        o->serial_s += o->hold_s[c];
+    }
     o->loop_calls = loops;
     double runq;
     cc_process_times(&o->cpu_s, &runq);

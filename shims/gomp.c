@@ -33,7 +33,7 @@ struct tramp {
 
 static void close_single(struct cc_thread *t, uint64_t now) {
     if (t->single_t0) {
-        CC_ADD(cc_counts(t)->serial, now - t->single_t0);
+        CC_ADD(cc_counts(t)->single, now - t->single_t0);
         t->single_t0 = 0;
     }
 }
@@ -48,8 +48,11 @@ static void fold(struct cc_region *r, const struct cc_counts *now, const struct 
         if (now->contended[c] != before->contended[c])
             CC_AADD(r->contended[c], now->contended[c] - before->contended[c]);
     }
-    if (now->serial != before->serial)
-        CC_AADD(r->serial, now->serial - before->serial);
+    for (int c = 0; c < CC_NSTALL; c++)
+        if (now->hold[c] != before->hold[c])
+            CC_AADD(r->hold[c], now->hold[c] - before->hold[c]);
+    if (now->single != before->single)
+        CC_AADD(r->single, now->single - before->single);
     if (now->loop_calls != before->loop_calls)
         CC_AADD(r->loop_calls, now->loop_calls - before->loop_calls);
 }
@@ -205,9 +208,10 @@ PARALLEL_WRAPPER(unsigned, GOMP_parallel_reductions, COMMA unsigned flags, COMMA
 /* ---- synchronisation inside regions --------------------------------------------- */
 /* Timed holds: pushed when a timed acquisition returns, popped by the matching release
  * (an untimed acquisition pushes nothing, so its release finds another object on top). */
-static void held_push(struct cc_thread *t, const void *obj, uint64_t now, uint32_t scale) {
+static void held_push(struct cc_thread *t, const void *obj, int cat, uint64_t now, uint32_t scale) {
     if (t->nheld < CC_MAX_HELD) {
         t->held_obj[t->nheld] = obj;
+        t->held_cat[t->nheld] = cat;
         t->held_t0[t->nheld] = now;
         t->held_scale[t->nheld] = scale;
         t->nheld++;
@@ -217,7 +221,8 @@ static void held_push(struct cc_thread *t, const void *obj, uint64_t now, uint32
 static void held_pop(struct cc_thread *t, const void *obj, uint64_t now) {
     int top = t->nheld - 1;
     if (top >= 0 && t->held_obj[top] == obj) {
-        CC_ADD(cc_counts(t)->serial, (now - t->held_t0[top]) * t->held_scale[top]);
+        uint64_t *hold = &cc_counts(t)->hold[t->held_cat[top]];
+        CC_ADD(*hold, (now - t->held_t0[top]) * t->held_scale[top]);
         t->nheld = top;
     }
 }
@@ -233,7 +238,7 @@ static void timed_acquire(struct cc_thread *t, int cat, uint64_t t0, const void 
     CC_ADD(n->acq[cat], 1);
     if (contended || w > CONTENDED_TICKS)
         CC_ADD(n->contended[cat], scale);
-    held_push(t, obj, t1, scale);
+    held_push(t, obj, cat, t1, scale);
 }
 
 static const char critical_anon, atomic_lock, ordered_turn;
@@ -295,17 +300,20 @@ bool GOMP_single_start(void) {
     return mine;
 }
 
-/* Loop scheduling: counted only (dynamic/guided overhead is calls x cost per call). */
+/* Loop scheduling: counted only (dynamic/guided overhead is calls x cost per call).
+ * Static schedules claim no shared iteration counter: their calls are not counted. */
 #define LOOP_START(name)                                                                      \
     bool name(long start, long end, long incr, long chunk, long *istart, long *iend) {        \
         const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));                   \
-        CC_ADD(cc_counts(cc_self())->loop_calls, 1);                                                      \
+        if (!strstr(#name, "static"))                                                         \
+            CC_ADD(cc_counts(cc_self())->loop_calls, 1);                                      \
         return g->name(start, end, incr, chunk, istart, iend);                                \
     }
 #define LOOP_NEXT(name)                                                                       \
     bool name(long *istart, long *iend) {                                                     \
         const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));                   \
-        CC_ADD(cc_counts(cc_self())->loop_calls, 1);                                                      \
+        if (!strstr(#name, "static"))                                                         \
+            CC_ADD(cc_counts(cc_self())->loop_calls, 1);                                      \
         return g->name(istart, iend);                                                         \
     }
 
@@ -337,7 +345,7 @@ bool GOMP_loop_runtime_start(long start, long end, long incr, long *istart, long
         if (g->test(lock)) {                                                                 \
             cc_note(t, CC_STALL_OMPLOCK, 0, 0);                                              \
             if (++t->sample_seq % SAMPLE_EVERY == 0) /* hold times: sampled */               \
-                held_push(t, lock, cc_now(), SAMPLE_EVERY);                                  \
+                held_push(t, lock, CC_STALL_OMPLOCK, cc_now(), SAMPLE_EVERY);                                  \
             return;                                                                          \
         }                                                                                    \
         uint64_t t0 = cc_now();                                                              \

@@ -27,6 +27,8 @@ def decode_region(ffi: object, g: object) -> dict:
         "wall_s": g.wall_s,
         "busy_s": g.busy_s,
         "serial_s": g.serial_s,
+        "hold_s": {name: g.hold_s[i] for i, name in enumerate(STALLS)},
+        "single_s": g.single_s,
         "cpu_s": g.cpu_s,
         "stalls_s": {name: g.stall_s[i] for i, name in enumerate(STALLS)},
         "acquisitions": {name: g.acquisitions[i] for i, name in enumerate(STALLS)},
