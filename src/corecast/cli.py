@@ -50,14 +50,22 @@ class _Parser(argparse.ArgumentParser):
 # ---------------------------------------------------------------- argument types
 
 
-def _count(text: str) -> int:
+def _whole(text: str, minimum: int = 1) -> int:
     try:
         n = int(text.strip())
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    if n < minimum:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least {minimum}")
     return n
+
+
+def _count(text: str) -> int:
+    return _whole(text, 1)
+
+
+def _seed(text: str) -> int:
+    return _whole(text, 0)
 
 
 def _count_list(text: str) -> list[int]:
@@ -252,16 +260,6 @@ def _noise(text: str) -> float:
     if not np.isfinite(f) or f < 0:
         raise argparse.ArgumentTypeError(f"{text!r} must be a finite fraction >= 0 (e.g. 0.02)")
     return f
-
-
-def _seed(text: str) -> int:
-    try:
-        n = int(text.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if n < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be >= 0")
-    return n
 
 
 def add_tune_sim(sub: argparse._SubParsersAction) -> None:
