@@ -7,8 +7,9 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <limits.h>
-#include <stdlib.h>
+#include <locale.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -137,7 +138,15 @@ int cc_model_predict(const struct cc_sample *s, struct cc_result *r) {
             return -1;
         }
     }
+    /* Starting an interpreter sets LC_CTYPE from the environment; the host program must
+     * keep the locale it had. */
+    char saved[256] = "";
+    const char *now = cc_host_is_python() ? NULL : setlocale(LC_ALL, NULL);
+    if (now)
+        snprintf(saved, sizeof saved, "%s", now);
     int rc = model_predict(s, r);
+    if (saved[0])
+        setlocale(LC_ALL, saved);
     if (rc != 0 && !r->note[0])
         snprintf(r->note, sizeof r->note, "the model failed (code %d)", rc);
     if (rc != 0)

@@ -589,3 +589,32 @@ def test_private_libgomp_loaded_rtld_local(gcc, build, lib, tmp_path):
     (region,) = events(read_lines(out), "region")
     assert region["name"] == "work._omp_fn.0" and region["object"] == "libwork.so"
     assert region["threads"] == 2
+
+
+LOCALE_C = r"""
+#include <locale.h>
+#include <omp.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(void) {
+    double s = 0;
+#pragma omp parallel reduction(+ : s)
+    s += omp_get_thread_num();
+    usleep(200000); /* several sampler windows: the model starts meanwhile */
+    printf("%g %s\n", s, setlocale(LC_ALL, NULL));
+    return 0;
+}
+"""
+
+
+def test_model_start_keeps_the_programs_locale(build, lib, tmp_path):
+    """The embedded interpreter sets LC_CTYPE from the environment when it starts; the
+    program's own locale (still "C" here: it never called setlocale) must not change."""
+    prog = build("locale_keep", LOCALE_C, "-fopenmp")
+    env = clean_env(LANG="C.UTF-8", LC_ALL="C.UTF-8", OMP_NUM_THREADS="2")
+    plain = run([prog], env=env)
+    out = tmp_path / "cc.jsonl"
+    proc = run([prog], env=env, preload=lib, output=out, window_ms="20")
+    assert proc.stdout == plain.stdout
+    (summary,) = events(read_lines(out), "summary")
+    assert summary["model"] == "ok"

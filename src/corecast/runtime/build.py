@@ -39,11 +39,13 @@ void corecast_model_configure(const char *root, const char *home, int host_pytho
     cc_host_python = host_python;
     cc_final_cb = final_cb;
     if (!host_python && !Py_IsInitialized() && home && home[0]) {
-        /* Without it the embedded interpreter guesses its prefix from the host binary. */
+        /* Without it the embedded interpreter guesses its prefix from the host binary.
+         * The host's PYTHON* variables are not meant for this interpreter: ignored. */
         static wchar_t *whome;
         whome = Py_DecodeLocale(home, NULL);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+        Py_IgnoreEnvironmentFlag = 1;
         if (whome)
             Py_SetPythonHome(whome); /* PyConfig would need cffi to start Python our way */
 #pragma GCC diagnostic pop
