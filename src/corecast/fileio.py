@@ -7,12 +7,16 @@ column is the count (threads, cores, processes: any name).  Exactly one value co
 Optional ``stall:NAME`` and ``size:NAME`` columns.  Repeated counts are repetitions.
 
 Every problem raises ``InputError`` with one line naming the file and the line/column.
+
+A ``corecast sweep`` result (a ``.json`` file, or any file starting with ``{``) is read
+too: see "Sweep JSON input" at the end of this module.
 """
 from __future__ import annotations
 
 import csv
+import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .entities import METRICS, InputError, Measurements
 
@@ -80,9 +84,12 @@ def read_table(path: str) -> Table:
 
 
 def read_measurements(path: str, metric: str | None = None) -> Measurements:
-    """Load a measurement CSV; raises ``InputError`` (one line) on any bad input."""
+    """Load a measurement CSV (or a sweep result's JSON); raises ``InputError`` (one line)
+    on any bad input."""
     if metric is not None and metric not in METRICS:
         raise InputError(f"unknown metric {metric!r}: use time or throughput")
+    if _looks_like_json(path):
+        return read_sweep_measurements(path, metric)  # see "Sweep JSON input" below
     table = read_table(path)
     value_col, stall_cols, size_cols = _classify_columns(table)
     metric = _resolve_metric(table, table.header[value_col], metric)
@@ -227,3 +234,137 @@ def _is_number(cell: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+# ---------------------------------------------------------------- Sweep JSON input
+#
+# ``corecast sweep --json-out`` writes one JSON object; its "measured" list is a curve:
+#   {"measured": [{"threads": n, "time_s": t, "spread_s": d, "stalls_s": {category: s}}], ...}
+# Each entry is one count: metric "time"; "stalls_s" become stall columns (a category an
+# entry does not list counts as 0 there, as a category absent from a run does in sweep);
+# "spread_s" (half the range of that count's repetitions, in seconds) becomes the
+# relative spread that widens the band.  Entries repeating a count are repetitions.
+# Every other key is ignored here.
+
+SWEEP_HINT = "expected a corecast sweep result: {\"measured\": [{\"threads\": N, \"time_s\": T}, ...], ...}"
+
+
+def _looks_like_json(path: str) -> bool:
+    """A ``.json`` name, or a first non-blank character ``{`` (a CSV never starts so)."""
+    if path.lower().endswith(".json"):
+        return True
+    try:
+        with open(path, "rb") as f:
+            head = f.read(256)
+    except OSError:
+        return False  # read_table reports the problem in its usual words
+    return head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{")
+
+
+def load_sweep_json(path: str) -> dict:
+    """The sweep result object in ``path`` with its "measured" list checked; raises
+    ``InputError`` (one line naming the file) on anything else."""
+    text = _read_text(path)
+    if not text.strip():
+        raise InputError(f"{path}: file is empty")
+    try:
+        obj = json.loads(text)
+    except json.JSONDecodeError as e:
+        if e.msg == "Extra data":  # e.g. the JSON Lines of 'corecast run --json-out'
+            raise InputError(f"{path}: line {e.lineno}: more than one JSON value; {SWEEP_HINT}") from None
+        raise InputError(f"{path}: line {e.lineno}: column {e.colno}: not valid JSON: {e.msg}") from None
+    except RecursionError:
+        raise InputError(f"{path}: JSON nested too deeply") from None
+    check_sweep(obj, path)
+    return obj
+
+
+def check_sweep(obj, source: str) -> None:
+    """Check that ``obj`` is a sweep result with a usable "measured" list; ``source``
+    (a file name) starts the one-line ``InputError``."""
+    if not isinstance(obj, dict):
+        raise InputError(f"{source}: top level is a JSON {_json_type(obj)}, not an object; {SWEEP_HINT}")
+    if "measured" not in obj:
+        raise InputError(f"{source}: no \"measured\" key, not a sweep result; {SWEEP_HINT}")
+    measured = obj["measured"]
+    if not isinstance(measured, list):
+        raise InputError(f"{source}: \"measured\" is a JSON {_json_type(measured)}, not a list")
+    if not measured:
+        raise InputError(f"{source}: \"measured\" is empty: the sweep has no successful runs")
+    for i, entry in enumerate(measured):
+        _check_sweep_entry(source, i, entry)
+
+
+def read_sweep_measurements(path: str, metric: str | None = None) -> Measurements:
+    """A sweep result's "measured" runs as time ``Measurements`` with stall columns."""
+    if metric is not None and metric != "time":
+        raise InputError(f"{path}: --metric {metric} conflicts with a sweep result (its times are a time metric)")
+    measured = load_sweep_json(path)["measured"]
+    categories = sorted({k for e in measured for k in (e.get("stalls_s") or {})})
+    counts = [float(e["threads"]) for e in measured]
+    values = [float(e["time_s"]) for e in measured]
+    stalls = {k: [float((e.get("stalls_s") or {}).get(k, 0.0)) for e in measured] for k in categories}
+    try:
+        data = Measurements.from_samples(counts, values, "time", stalls=stalls)
+    except InputError as e:
+        raise InputError(f"{path}: {e}") from None
+    # A count measured once carries its repetitions' spread in "spread_s".
+    spread = data.spread.copy()
+    for j, (n, reps) in enumerate(zip(data.counts, data.repetitions)):
+        if reps == 1:
+            (entry,) = [e for e in measured if float(e["threads"]) == n]
+            d = entry.get("spread_s")
+            if d is not None:
+                spread[j] = float(d) / data.values[j]
+    return replace(data, spread=spread)
+
+
+def _check_sweep_entry(path: str, i: int, entry) -> None:
+    where = f"{path}: measured[{i}]"
+    if not isinstance(entry, dict):
+        raise InputError(f"{where}: a JSON {_json_type(entry)}, not an object")
+    for key in ("threads", "time_s"):
+        if key not in entry:
+            raise InputError(f"{where}: no \"{key}\" key")
+    n = entry["threads"]
+    if _finite(n) is None or n < 1 or n != int(n):
+        raise InputError(f"{where}: \"threads\" {_short(n)} must be a whole number >= 1")
+    t = entry["time_s"]
+    if _finite(t) is None or t <= 0:
+        raise InputError(f"{where}: \"time_s\" {_short(t)} must be a positive number")
+    d = entry.get("spread_s")
+    if d is not None and (_finite(d) is None or d < 0):
+        raise InputError(f"{where}: \"spread_s\" {_short(d)} must be a number >= 0")
+    stalls = entry.get("stalls_s")
+    if stalls is None:
+        return
+    if not isinstance(stalls, dict):
+        raise InputError(f"{where}: \"stalls_s\" is a JSON {_json_type(stalls)}, not an object")
+    for name, s in stalls.items():
+        if not name.strip():
+            raise InputError(f"{where}: \"stalls_s\" has an empty category name")
+        if _finite(s) is None or s < 0:
+            raise InputError(f"{where}: \"stalls_s\" {_short(name)}: {_short(s)} must be a number >= 0")
+
+
+def _finite(x) -> float | None:
+    """``x`` as a float if it is a finite JSON number (not a boolean), else None."""
+    if not isinstance(x, (int, float)) or isinstance(x, bool):
+        return None
+    try:
+        f = float(x)
+    except OverflowError:  # an integer beyond float range
+        return None
+    return f if math.isfinite(f) else None
+
+
+def _json_type(x) -> str:
+    for kind, name in ((bool, "boolean"), (str, "string"), (list, "list"), (dict, "object")):
+        if isinstance(x, kind):
+            return name
+    return "null" if x is None else "number"
+
+
+def _short(x, limit: int = 40) -> str:
+    text = json.dumps(x) if not isinstance(x, float) or math.isfinite(x) else repr(x)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,531 @@
+"""Views of a ``corecast sweep`` result: a PNG, a self-contained HTML report, Extra-P input.
+
+The result object (what ``corecast sweep --json-out`` writes)::
+
+    {"measured": [{"threads": n, "time_s": t, "spread_s": d, "stalls_s": {category: s}}],
+     "predictions": [{"threads": n, "value": t, "low": l, "high": h, "speedup": s}],
+     "stall_predictions": {category: [{"threads": n, "value": s}]},
+     "preferred_threads": k, "bottleneck": category or null, "command": [...],
+     "runtime": "openmp" | "pthreads" | "opencl", "warnings": [...],
+     "failed": [{"threads": n, "reason": "..."}]}
+
+Only "measured" is required (checked by ``fileio.check_sweep``); every other key may be
+missing or empty and the views leave out what it would have shown.
+
+- ``plot_sweep(result, path)``: PNG with two or three panels side by side: time (measured
+  with its spread, predicted with its band), speedup (measured, predicted with band, the
+  ideal line) and, when there are stall data, the predicted stall time per category as a
+  stacked area with the measured stalls as points stacked the same way.  The preferred
+  count is a dashed line in every panel; the bottleneck is named in the title and legend.
+- ``html_report(result, path)``: one HTML file (the PNG inlined as base64, tables of the
+  measured and predicted values, bottleneck, warnings, failed runs); no external assets.
+- ``export_extrap(result, path)``: Extra-P's JSON Lines input (see ``extrap_records``).
+
+All three write to a temporary file in the target directory and rename it into place,
+so a failure leaves nothing at ``path``.  Bad results raise ``InputError`` (one line).
+"""
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+import math
+import os
+import shlex
+import tempfile
+
+import numpy as np
+# The object-oriented API (Figure + Agg canvas) never touches pyplot's global state or
+# needs a display, so it is safe inside other programs and headless CI.
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
+
+from .entities import InputError
+from .fileio import check_sweep
+
+SOURCE = "sweep result"  # names a result passed as a dict in error messages
+
+# Extra-P export: one parameter, the thread count; the whole program is one callpath.
+EXTRAP_PARAMETER = "p"
+EXTRAP_CALLPATH = "main"
+EXTRAP_TIME_METRIC = "time"
+EXTRAP_STALL_METRIC = "stall:{}"  # one metric per stall category, on the same callpath
+
+LOG_X_RATIO = 8  # use a log2 thread axis once the counts span this factor or more
+
+
+# ---------------------------------------------------------------- reading the result
+
+
+def _num(x) -> float | None:
+    """``x`` as a finite float, or None (missing, null, not a number, inf/nan)."""
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        return None
+    try:
+        f = float(x)
+    except OverflowError:
+        return None
+    return f if math.isfinite(f) else None
+
+
+class _View:
+    """The parts of a result the views use, checked and sorted by thread count."""
+
+    def __init__(self, result: dict, source: str = SOURCE, allow_empty: bool = False):
+        # A sweep whose every run failed still has a report worth reading (its reasons).
+        if not (allow_empty and isinstance(result, dict) and result.get("measured") == []):
+            check_sweep(result, source)
+        self.measured = sorted(result["measured"], key=lambda e: e["threads"])
+        self.predictions = _points(result.get("predictions"), "predictions", source,
+                                   ("value", "low", "high", "speedup"))
+        self.stall_predictions: dict[str, list[dict]] = {}
+        stall_preds = result.get("stall_predictions") or {}
+        if not isinstance(stall_preds, dict):
+            raise InputError(f"{source}: \"stall_predictions\" is not an object of category: list")
+        for name, pts in stall_preds.items():
+            self.stall_predictions[str(name)] = _points(pts, f"stall_predictions[{json.dumps(name)}]",
+                                                        source, ("value",))
+        self.stall_categories = sorted(
+            set(self.stall_predictions) | {k for e in self.measured for k in (e.get("stalls_s") or {})})
+        pref = _num(result.get("preferred_threads"))
+        self.preferred = int(pref) if pref is not None and pref >= 1 else None
+        bottleneck = result.get("bottleneck")
+        self.bottleneck = str(bottleneck) if bottleneck not in (None, "") else None
+        command = result.get("command") or []
+        if isinstance(command, (list, tuple)):
+            self.command = " ".join(shlex.quote(str(a)) for a in command)
+        else:
+            self.command = str(command)
+        runtime = result.get("runtime")
+        self.runtime = str(runtime) if runtime not in (None, "") else None
+        warnings = result.get("warnings") or []
+        self.warnings = [str(w) for w in (warnings if isinstance(warnings, list) else [warnings])]
+        failed = result.get("failed") or []
+        self.failed = [f if isinstance(f, dict) else {"reason": f} for f in
+                       (failed if isinstance(failed, list) else [failed])]
+
+    # Speedup: the predictions carry speedup = T(base) / T(n); recover T(base) from them
+    # so measured speedups use the same base.  Without predictions: the smallest count.
+    def speedup_base_time(self) -> float | None:
+        products = [p["speedup"] * p["value"] for p in self.predictions if p["speedup"] is not None]
+        if products:
+            return float(np.median(products))
+        return self._first_time()
+
+    def _first_time(self) -> float | None:
+        """Median measured time at the smallest measured count."""
+        if not self.measured:
+            return None
+        first = self.measured[0]["threads"]
+        return float(np.median([e["time_s"] for e in self.measured if e["threads"] == first]))
+
+    def ideal_speedup(self, counts: np.ndarray) -> np.ndarray:
+        """Linear speedup through the smallest measured count n0: S(n0) * n / n0."""
+        n0 = float(self.measured[0]["threads"])
+        s0 = self.speedup_base_time() / self._first_time()
+        for p in self.predictions:
+            if p["threads"] == n0 and p["speedup"] is not None:
+                s0 = p["speedup"]
+        return s0 * counts / n0
+
+    def all_counts(self) -> list[float]:
+        counts = [float(e["threads"]) for e in self.measured]
+        counts += [p["threads"] for p in self.predictions]
+        counts += [p["threads"] for pts in self.stall_predictions.values() for p in pts]
+        counts += [n for n in (_num(f.get("threads")) for f in self.failed) if n is not None and n >= 1]
+        return counts
+
+
+def _points(raw, key: str, source: str, fields: tuple[str, ...]) -> list[dict]:
+    """A list of {"threads": n, field: number...}, sorted by n; bad shape -> InputError."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise InputError(f"{source}: \"{key}\" is not a list")
+    out = []
+    for i, p in enumerate(raw):
+        if not isinstance(p, dict):
+            raise InputError(f"{source}: {key}[{i}] is not an object")
+        n = _num(p.get("threads"))
+        if n is None or n < 1:
+            raise InputError(f"{source}: {key}[{i}]: \"threads\" must be a number >= 1")
+        if _num(p.get("value")) is None:
+            raise InputError(f"{source}: {key}[{i}]: \"value\" must be a finite number")
+        out.append({"threads": n, **{f: _num(p.get(f)) for f in fields}})
+    return sorted(out, key=lambda p: p["threads"])
+
+
+# ---------------------------------------------------------------- writing files
+
+
+def _atomic_write(path: str, data: bytes, suffix: str) -> None:
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".corecast-", suffix=suffix, dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        # mkstemp makes the file private (0600); give it the permissions a plain open() would.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+# ---------------------------------------------------------------- PNG
+
+
+def plot_sweep(result: dict, path: str) -> None:
+    """Write the sweep's PNG (time, speedup, stall extrapolation) to ``path``."""
+    _atomic_write(path, render_png(result), ".png")
+
+
+def render_png(result: "dict | _View") -> bytes:
+    """The PNG of ``plot_sweep`` as bytes."""
+    view = result if isinstance(result, _View) else _View(result)
+    has_stalls = bool(view.stall_categories)
+    panels = 3 if has_stalls else 2
+    fig = Figure(figsize=(5.4 * panels, 4.9), dpi=100, constrained_layout=True)
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(1, panels)
+    counts = view.all_counts()
+    log_x = max(counts) / min(counts) >= LOG_X_RATIO
+
+    _time_panel(axes[0], view)
+    _speedup_panel(axes[1], view)
+    if has_stalls:
+        _stall_panel(axes[2], view)
+    for ax in axes:
+        _thread_axis(ax, counts, log_x)
+        if view.preferred is not None:
+            ax.axvline(view.preferred, color="C2", linestyle="--", linewidth=1.2,
+                       label=f"preferred: {view.preferred}")
+        ax.grid(True, alpha=0.3)
+    axes[0].legend(loc="best", fontsize="small")
+    axes[1].legend(loc="best", fontsize="small")
+    if has_stalls:
+        handles, labels = axes[2].get_legend_handles_labels()
+        axes[2].legend(handles[::-1], labels[::-1], loc="upper left", fontsize="small")
+
+    title = "corecast sweep"
+    if view.command:
+        cmd = view.command if len(view.command) <= 90 else view.command[:87] + "..."
+        title += f": {_plain(cmd)}"
+    if view.runtime:
+        title += f" ({_plain(view.runtime)})"
+    summary = []
+    if view.preferred is not None:
+        summary.append(f"preferred: {view.preferred} threads")
+    if view.bottleneck:
+        summary.append(f"bottleneck: {_plain(view.bottleneck)}")
+    if view.failed:
+        summary.append(f"{len(view.failed)} failed run{'s' if len(view.failed) != 1 else ''}")
+    if summary:
+        title += "\n" + "   ·   ".join(summary)
+    fig.suptitle(title, fontsize="medium")
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    return buf.getvalue()
+
+
+def _plain(text: str) -> str:
+    """Text shown as written: a pair of ``$`` would start matplotlib's mathtext (and a
+    command like ``sh -c 'echo $A$B'`` could fail to render)."""
+    return text.replace("$", r"\$")
+
+
+def _thread_axis(ax, counts: list[float], log_x: bool) -> None:
+    lo, hi = min(counts), max(counts)
+    if log_x:
+        ax.set_xscale("log", base=2)
+        ticks = [2.0 ** k for k in range(int(math.floor(math.log2(lo))), int(math.ceil(math.log2(hi))) + 1)]
+        ax.xaxis.set_major_locator(FixedLocator(ticks))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.set_xlim(lo / 1.15, hi * 1.15)
+    else:
+        ax.set_xlim(0, hi * 1.05)
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+    ax.set_xlabel("threads")
+
+
+def _failed_marks(ax, view: _View) -> None:
+    ns = [n for n in (_num(f.get("threads")) for f in view.failed) if n is not None and n >= 1]
+    if ns:
+        ax.plot(ns, [0] * len(ns), "x", color="C3", markersize=9, mew=2, clip_on=False,
+                zorder=5, label="failed run")
+
+
+def _time_panel(ax, view: _View) -> None:
+    preds = [p for p in view.predictions if p["value"] is not None]
+    if preds:
+        n = [p["threads"] for p in preds]
+        banded = [p for p in preds if p["low"] is not None and p["high"] is not None]
+        if banded:
+            ax.fill_between([p["threads"] for p in banded], [p["low"] for p in banded],
+                            [p["high"] for p in banded], color="C0", alpha=0.2, label="band")
+        ax.plot(n, [p["value"] for p in preds], color="C0", label="predicted")
+    n = [e["threads"] for e in view.measured]
+    t = [e["time_s"] for e in view.measured]
+    d = [_num(e.get("spread_s")) or 0.0 for e in view.measured]
+    ax.errorbar(n, t, yerr=d if any(d) else None, fmt="o", color="k", capsize=3, label="measured", zorder=4)
+    _failed_marks(ax, view)
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel("time (s, lower is better)")
+    ax.set_title("time")
+
+
+def _speedup_panel(ax, view: _View) -> None:
+    base = view.speedup_base_time()
+    preds = [p for p in view.predictions if p["value"] is not None]
+    if preds:
+        n = [p["threads"] for p in preds]
+        banded = [p for p in preds if p["low"] is not None and p["high"] is not None]
+        if banded:  # high time = low speedup
+            ax.fill_between([p["threads"] for p in banded], [base / p["high"] for p in banded],
+                            [base / p["low"] for p in banded], color="C0", alpha=0.2, label="band")
+        s = [p["speedup"] if p["speedup"] is not None else base / p["value"] for p in preds]
+        ax.plot(n, s, color="C0", label="predicted")
+    counts = np.array(sorted(set(view.all_counts())), float)
+    grid = np.linspace(counts.min(), counts.max(), 200)
+    ideal = view.ideal_speedup(grid)
+    ax.plot(grid, ideal, color="0.5", linestyle=":", label="ideal (linear)")
+    ax.plot([e["threads"] for e in view.measured], [base / e["time_s"] for e in view.measured],
+            "o", color="k", label="measured", zorder=4)
+    top = max([base / e["time_s"] for e in view.measured] +
+              [base / p["value"] for p in preds] + [1.0])
+    ax.set_ylim(0, top * 1.25)  # the ideal line may run far above; it is a reference only
+    ax.set_ylabel("speedup (higher is better)")
+    ax.set_title("speedup")
+
+
+def _stall_panel(ax, view: _View) -> None:
+    def final(name):  # predicted value at the largest count, else the largest measured
+        pts = view.stall_predictions.get(name)
+        if pts:
+            return pts[-1]["value"]
+        return max([(e.get("stalls_s") or {}).get(name, 0.0) for e in view.measured])
+
+    # Largest at the bottom, so the layer that grows most sits on the axis.
+    order = sorted(view.stall_categories, key=lambda c: (-final(c), c))
+    colors = {c: f"C{(i + 3) % 10}" for i, c in enumerate(order)}  # C0-C2 are taken above
+
+    def label(c):
+        return _plain(f"{c} (bottleneck)" if c == view.bottleneck else c)
+
+    grid = sorted({p["threads"] for pts in view.stall_predictions.values() for p in pts})
+    if grid:
+        layers = []
+        for c in order:
+            pts = view.stall_predictions.get(c) or []
+            if pts:
+                layers.append(np.interp(grid, [p["threads"] for p in pts], [p["value"] for p in pts]))
+            else:
+                layers.append(np.zeros(len(grid)))
+        polys = ax.stackplot(grid, *layers, colors=[colors[c] for c in order],
+                             labels=[label(c) for c in order], alpha=0.55)
+        for c, poly in zip(order, polys):
+            if c == view.bottleneck:
+                poly.set_hatch("//")
+                poly.set_edgecolor("k")
+                poly.set_alpha(0.75)
+    else:  # no extrapolation: only the measured points, labelled per category
+        for c in order:
+            ax.plot([], [], "s", color=colors[c], label=label(c))
+    # Measured stalls, stacked in the same order: each point is the top of its layer.
+    n = [e["threads"] for e in view.measured]
+    cumulative = np.zeros(len(view.measured))
+    for c in order:
+        cumulative = cumulative + np.array([float((e.get("stalls_s") or {}).get(c, 0.0)) for e in view.measured])
+        ax.plot(n, cumulative.copy(), "o", color=colors[c], markeredgecolor="k", zorder=4)
+    ax.plot([], [], "o", color="w", markeredgecolor="k", label="measured (stacked)")
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel("stall time (s, all threads, stacked)")
+    ax.set_title("where the time goes: stalls"
+                 + (f" — bottleneck: {_plain(view.bottleneck)}" if view.bottleneck else ""))
+
+
+# ---------------------------------------------------------------- HTML
+
+_CSS = """
+body { font-family: system-ui, sans-serif; margin: 2em; color: #222; max-width: 1700px; }
+h1 { font-size: 1.4em; } h2 { font-size: 1.15em; margin-top: 1.6em; }
+code { background: #f3f3f3; padding: 0.1em 0.3em; word-break: break-all; }
+table { border-collapse: collapse; margin: 0.5em 0; }
+th, td { border: 1px solid #ccc; padding: 0.25em 0.7em; text-align: right; }
+th { background: #f3f3f3; } td.text { text-align: left; }
+tr.preferred td { background: #e7f5e7; font-weight: bold; }
+dl.summary { display: grid; grid-template-columns: max-content auto; gap: 0.3em 1em; }
+dl.summary dt { font-weight: bold; } dl.summary dd { margin: 0; }
+img { max-width: 100%; height: auto; border: 1px solid #ddd; }
+.warn { color: #8a5a00; } .none { color: #777; }
+"""
+
+
+def html_report(result: dict, path: str) -> None:
+    """Write one self-contained HTML report of the sweep to ``path``.  A sweep without
+    successful runs still gets one (warnings and failed runs, no plot)."""
+    _atomic_write(path, render_html(result).encode("utf-8"), ".html")
+
+
+def _e(x) -> str:
+    return html.escape(str(x), quote=True)
+
+
+def _fmt(x, digits: int = 4) -> str:
+    f = _num(x)
+    return "–" if f is None else f"{f:.{digits}g}"
+
+
+def _count(x) -> str:
+    f = _num(x)
+    return "–" if f is None else (str(int(f)) if f == int(f) else f"{f:g}")
+
+
+def _table(headers: list[str], rows: list[list[str]], row_classes: list[str] | None = None,
+           text_cols: tuple[int, ...] = ()) -> str:
+    """Rows are already-escaped cell strings; headers are escaped here."""
+    out = ["<table>", "<thead><tr>" + "".join(f"<th>{_e(h)}</th>" for h in headers) + "</tr></thead>", "<tbody>"]
+    for i, row in enumerate(rows):
+        cls = row_classes[i] if row_classes else ""
+        cells = "".join(f'<td class="text">{c}</td>' if j in text_cols else f"<td>{c}</td>"
+                        for j, c in enumerate(row))
+        out.append(f'<tr class="{_e(cls)}">{cells}</tr>' if cls else f"<tr>{cells}</tr>")
+    out.append("</tbody></table>")
+    return "\n".join(out)
+
+
+def render_html(result: "dict | _View") -> str:
+    """The HTML of ``html_report`` as text."""
+    view = result if isinstance(result, _View) else _View(result, allow_empty=True)
+    cats = view.stall_categories
+    base = view.speedup_base_time()
+    preferred = view.preferred
+
+    def cls(n):
+        return "preferred" if preferred is not None and n == preferred else ""
+
+    measured_rows = [
+        [_e(_count(e["threads"])), _e(_fmt(e["time_s"])), _e(_fmt(e.get("spread_s"))),
+         _e(_fmt(base / e["time_s"], 3))]
+        + [_e(_fmt((e.get("stalls_s") or {}).get(c))) for c in cats]
+        for e in view.measured
+    ]
+    if view.measured:
+        measured_table = _table(
+            ["threads", "time (s)", "spread (s)", "speedup"] + [f"stall: {c} (s)" for c in cats],
+            measured_rows, [cls(e["threads"]) for e in view.measured])
+        image = base64.b64encode(render_png(view)).decode("ascii")
+        alt = "time, speedup and stall extrapolation against threads"
+        figure = f'<p><img alt="{_e(alt)}" src="data:image/png;base64,{image}"></p>'
+        note = (f'<p class="none">Speedups are relative to the base time the predictions imply '
+                f'({_e(_fmt(base))} s); the preferred count\'s rows are highlighted.</p>')
+    else:
+        measured_table = '<p class="none">No successful runs.</p>'
+        figure = '<p class="none">No successful runs: nothing to plot.</p>'
+        note = ""
+
+    stall_at = {c: {p["threads"]: p["value"] for p in pts} for c, pts in view.stall_predictions.items()}
+    pred_cats = [c for c in cats if c in stall_at]
+    if view.predictions:
+        pred_rows = [
+            [_e(_count(p["threads"])), _e(_fmt(p["value"])), _e(_fmt(p["low"])), _e(_fmt(p["high"])),
+             _e(_fmt(p["speedup"], 3))]
+            + [_e(_fmt(stall_at[c].get(p["threads"]))) for c in pred_cats]
+            for p in view.predictions
+        ]
+        predicted_table = _table(
+            ["threads", "time (s)", "low (s)", "high (s)", "speedup"] + [f"stall: {c} (s)" for c in pred_cats],
+            pred_rows, [cls(p["threads"]) for p in view.predictions])
+    else:
+        predicted_table = '<p class="none">No predictions.</p>'
+
+    if view.warnings:
+        warnings = "<ul>" + "".join(f'<li class="warn">{_e(w)}</li>' for w in view.warnings) + "</ul>"
+    else:
+        warnings = '<p class="none">None.</p>'
+    if view.failed:
+        failed = _table(["threads", "reason"],
+                        [[_e(_count(f.get("threads"))), _e(f.get("reason", ""))] for f in view.failed],
+                        text_cols=(1,))
+    else:
+        failed = '<p class="none">None.</p>'
+
+    summary = [("command", f"<code>{_e(view.command)}</code>" if view.command else '<span class="none">–</span>')]
+    if view.runtime:
+        summary.append(("runtime", _e(view.runtime)))
+    summary.append(("preferred threads", _e(preferred) if preferred is not None else "–"))
+    summary.append(("bottleneck", _e(view.bottleneck) if view.bottleneck else '<span class="none">none named</span>'))
+    summary.append(("runs", _e(f"{len(view.measured)} measured, {len(view.failed)} failed")))
+    dl = "\n".join(f"<dt>{_e(k)}</dt><dd>{v}</dd>" for k, v in summary)
+
+    title = "corecast sweep" + (f": {view.command}" if view.command else "")
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{_e(title)}</title>
+<style>{_CSS}</style>
+</head>
+<body>
+<h1>corecast sweep report</h1>
+<dl class="summary">
+{dl}
+</dl>
+{figure}
+<h2>Warnings</h2>
+{warnings}
+<h2>Measured</h2>
+{measured_table}
+<h2>Predicted</h2>
+{predicted_table}
+<h2>Failed runs</h2>
+{failed}
+{note}
+</body>
+</html>
+"""
+
+
+# ---------------------------------------------------------------- Extra-P
+
+
+def extrap_records(result: dict, source: str = SOURCE) -> list[dict]:
+    """Extra-P JSON Lines records, one per measured run (failed runs and predictions
+    are not measurements and are left out).
+
+    Every run gives ``{"params": {"p": threads}, "callpath": "main", "metric": "time",
+    "value": time_s}`` and, per stall category it lists, the same with
+    ``"metric": "stall:CATEGORY"`` and the stall seconds.  Runs repeating a count become
+    repetitions in Extra-P.  Stalls are metrics, not child callpaths: they are thread
+    time summed over the team at the same code location, not a region inside ``main``'s
+    wall time (at many threads they exceed it), and Extra-P models every
+    (callpath, metric) pair on its own either way.
+    """
+    check_sweep(result, source)
+    records = []
+    for e in result["measured"]:
+        params = {EXTRAP_PARAMETER: _as_int(e["threads"])}
+        records.append({"params": params, "callpath": EXTRAP_CALLPATH, "metric": EXTRAP_TIME_METRIC,
+                        "value": float(e["time_s"])})
+        for cat in sorted(e.get("stalls_s") or {}):
+            records.append({"params": dict(params), "callpath": EXTRAP_CALLPATH,
+                            "metric": EXTRAP_STALL_METRIC.format(cat), "value": float(e["stalls_s"][cat])})
+    return records
+
+
+def export_extrap(result: dict, path: str) -> None:
+    """Write the sweep's measured runs to ``path`` in Extra-P's JSON Lines format."""
+    text = "".join(json.dumps(r, allow_nan=False) + "\n" for r in extrap_records(result))
+    _atomic_write(path, text.encode("utf-8"), ".jsonl")
+
+
+def _as_int(x) -> int | float:
+    f = float(x)
+    return int(f) if f == int(f) else f

@@ -1,0 +1,438 @@
+"""``corecast sweep``: the JSON contract, {threads} placeholder and CPU confinement, stall
+plugins, failed counts, and one-line errors for bad input.
+
+The programs are tiny so every sweep takes well under a second per run; no assertion
+depends on how fast this machine is (only on structure and on times being positive).
+"""
+from __future__ import annotations
+
+import importlib.machinery
+import json
+import os
+import shutil
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from corecast import predict, sweep
+from corecast._native import PRELOAD
+from corecast.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+TOP_KEYS = {"measured", "predictions", "stall_predictions", "preferred_threads", "bottleneck",
+            "command", "runtime", "warnings", "failed"}
+NCPUS = len(os.sched_getaffinity(0))
+
+# Starts argv[1] threads that contend on a mutex (forced: at every count); exits 3 unless it may run on exactly
+# min(argv[1], argv[2]) CPUs (the sweep's confinement); argv[3] (optional) selects a
+# behaviour: "gc" prints two gc=0.5 lines and writes gc=0.25 to the file argv[4];
+# "fail2" exits 1 at 2 threads; "hang3" sleeps 60 s at 3 threads.
+PTHREADS_PROGRAM = r"""
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static volatile unsigned long counter;
+
+static int announced;
+
+static void *worker(void *arg) {
+    (void)arg;
+    __atomic_add_fetch(&announced, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < 20000; i++) {
+        pthread_mutex_lock(&lock);
+        for (int k = 0; k < 20; k++) counter += k;
+        pthread_mutex_unlock(&lock);
+    }
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    int n = atoi(argv[1]), cpus = atoi(argv[2]);
+    const char *mode = argc > 3 ? argv[3] : "";
+    cpu_set_t set;
+    sched_getaffinity(0, sizeof set, &set);
+    int want = n < cpus ? n : cpus;
+    if (CPU_COUNT(&set) != want) {
+        fprintf(stderr, "may run on %d CPUs, expected %d\n", CPU_COUNT(&set), want);
+        return 3;
+    }
+    if (!strcmp(mode, "fail2") && n == 2) { fprintf(stderr, "no luck at two\n"); return 1; }
+    if (!strcmp(mode, "hang3") && n == 3) sleep(60);
+    /* Forced contention, not timing luck: main holds the mutex until every worker has
+     * asked for it (announced, then 100 ms to reach the lock call). */
+    pthread_t t[64];
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < n; i++) pthread_create(&t[i], NULL, worker, NULL);
+    while (__atomic_load_n(&announced, __ATOMIC_ACQUIRE) < n) sched_yield();
+    usleep(100000);
+    pthread_mutex_unlock(&lock);
+    for (int i = 0; i < n; i++) pthread_join(t[i], NULL);
+    if (!strcmp(mode, "gc")) {
+        printf("gc=0.5\nwork done\ngc=0.5\n");
+        FILE *f = fopen(argv[4], "w");
+        fprintf(f, "gc=0.25\n");
+        fclose(f);
+    }
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def gcc() -> str:
+    path = shutil.which("gcc")
+    if path is None:
+        pytest.skip("gcc is not installed")
+    if not PRELOAD.is_file():
+        pytest.skip(f"the preload library is not built ({PRELOAD})")
+    return path
+
+
+@pytest.fixture(scope="module")
+def bindir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("sweep-bin")
+
+
+def compile_c(gcc: str, src: Path, out: Path, *flags: str) -> Path:
+    if not out.exists():
+        r = subprocess.run([gcc, "-O2", str(src), "-o", str(out), *flags], capture_output=True, text=True,
+                           timeout=120)
+        if r.returncode != 0:
+            pytest.skip(f"gcc cannot build {src.name} here: {r.stderr.strip()[:200]}")
+    return out
+
+
+@pytest.fixture(scope="module")
+def omp_critical(gcc, bindir) -> Path:
+    return compile_c(gcc, ROOT / "examples" / "omp_critical.c", bindir / "omp_critical", "-fopenmp", "-lm")
+
+
+@pytest.fixture(scope="module")
+def contend(gcc, bindir) -> Path:
+    src = bindir / "contend.c"
+    src.write_text(PTHREADS_PROGRAM)
+    return compile_c(gcc, src, bindir / "contend", "-pthread")
+
+
+def sweep_json(capsys, tmp_path, *argv: str, status: int = 0) -> tuple[dict, str, str]:
+    out_file = tmp_path / "sweep.json"
+    rc = main(["sweep", "--json-out", str(out_file), *argv])
+    out, err = capsys.readouterr()
+    assert rc == status, err
+    result = json.loads(out_file.read_text())  # exactly one object
+    assert set(result) == TOP_KEYS
+    return result, out, err
+
+
+def assert_one_line_error(capsys, argv) -> str:
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert err.startswith("corecast: error: ") and err.count("\n") == 1, err
+    assert "Traceback" not in err
+    return err
+
+
+def check_contract(result: dict, counts: list[int], upto: int) -> None:
+    assert [m["threads"] for m in result["measured"]] == counts
+    categories = set(result["measured"][0]["stalls_s"])
+    for m in result["measured"]:
+        assert set(m) == {"threads", "time_s", "spread_s", "stalls_s"}
+        assert m["time_s"] > 0 and m["spread_s"] >= 0
+        assert set(m["stalls_s"]) == categories  # the same categories at every count
+        assert all(v >= 0 for v in m["stalls_s"].values())
+    for k in categories:  # categories zero at every count are left out
+        assert any(m["stalls_s"][k] > 0 for m in result["measured"])
+    assert [p["threads"] for p in result["predictions"]] == list(range(1, upto + 1))
+    for p in result["predictions"]:
+        assert set(p) == {"threads", "value", "low", "high", "speedup"}
+        assert 0 < p["low"] <= p["value"] <= p["high"] and p["speedup"] > 0
+    assert set(result["stall_predictions"]) == categories
+    for rows in result["stall_predictions"].values():
+        assert [r["threads"] for r in rows] == list(range(1, upto + 1))
+        assert all(set(r) == {"threads", "value"} and r["value"] >= 0 for r in rows)
+    assert isinstance(result["preferred_threads"], int) and 1 <= result["preferred_threads"] <= upto
+    assert result["bottleneck"] in categories
+    assert all(isinstance(w, str) for w in result["warnings"])
+
+
+# ---------------------------------------------------------------- real sweeps
+
+
+def test_openmp_sweep_json_contract(capsys, tmp_path, omp_critical):
+    result, out, err = sweep_json(capsys, tmp_path, "--threads", "1,2", "--repeat", "1", "--upto", "8",
+                                  "--", str(omp_critical), "80")
+    check_contract(result, [1, 2], 8)
+    assert {"imbalance", "critical"} <= set(result["measured"][1]["stalls_s"])
+    assert result["command"] == [str(omp_critical), "80"]
+    assert result["runtime"] == "openmp" and result["failed"] == []
+    assert all(m["spread_s"] == 0 for m in result["measured"])  # one repetition
+    assert any("ESTIMA needs" in w for w in result["warnings"])  # two counts: per-category auto
+    assert "measured:" in out and "predicted:" in out and "future bottleneck" in out
+    assert "total" not in out and err == ""  # the program's own output is captured, not echoed
+
+
+def test_default_upto_and_repetitions(capsys, tmp_path, omp_critical):
+    result, out, _ = sweep_json(capsys, tmp_path, "--threads", "1,2", "--repeat", "2", "--",
+                                str(omp_critical), "16")
+    check_contract(result, [1, 2], sweep.default_upto([1, 2]))
+    assert sweep.default_upto([1, 2]) == 16 and sweep.default_upto([4, 12]) == 24
+
+
+def test_placeholder_confinement_pthreads(capsys, tmp_path, contend):
+    counts = [1, 2, 3]
+    result, _, _ = sweep_json(capsys, tmp_path, "--threads", ",".join(map(str, counts)), "--repeat", "1",
+                              "--runtime", "pthreads", "--upto", "6", "--",
+                              str(contend), "{threads}", str(NCPUS))
+    # The program exits 3 unless its CPU affinity matched the count: nothing failed.
+    assert result["failed"] == []
+    check_contract(result, counts, 6)
+    assert result["command"][1] == "{threads}" and result["runtime"] == "pthreads"
+    assert "mutex" in result["measured"][-1]["stalls_s"]
+    if NCPUS < 3:
+        assert any("oversubscribed" in w for w in result["warnings"])
+
+
+def test_stall_plugins(capsys, tmp_path, contend):
+    plugins = [
+        {"name": "gc", "source": "stdout", "pattern": r"gc=([0-9.]+)", "reducer": "sum"},
+        {"name": "filegc", "source": "file", "path": str(tmp_path / "gc-{threads}.log"),
+         "pattern": r"gc=([0-9.]+)", "reducer": "max"},
+        {"name": "never", "source": "stderr", "pattern": r"zzz=(\d+)"},
+    ]
+    spec = tmp_path / "plugins.json"
+    spec.write_text(json.dumps(plugins))
+    result, out, _ = sweep_json(capsys, tmp_path, "--threads", "1,2", "--repeat", "1", "--upto", "4",
+                                "--runtime", "pthreads", "--stall-plugin", str(spec), "--",
+                                str(contend), "{threads}", str(NCPUS), "gc", str(tmp_path / "gc-{threads}.log"))
+    check_contract(result, [1, 2], 4)
+    for m in result["measured"]:
+        assert m["stalls_s"]["gc"] == pytest.approx(1.0)  # two gc=0.5 lines, summed
+        assert m["stalls_s"]["filegc"] == pytest.approx(0.25)
+        assert "never" not in m["stalls_s"]
+    assert "gc" in result["stall_predictions"] and "never" not in result["stall_predictions"]
+    assert any("'never'" in w and "matched in no run" in w for w in result["warnings"])
+    assert "warning: stall plugin 'never'" in out
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="tomllib is Python 3.11+")
+def test_stall_plugin_toml(capsys, tmp_path, contend):
+    spec = tmp_path / "plugins.toml"
+    spec.write_text('[[plugin]]\nname = "gc"\nsource = "stdout"\npattern = \'gc=([0-9.]+)\'\nreducer = "mean"\n')
+    result, _, _ = sweep_json(capsys, tmp_path, "--threads", "1,2", "--repeat", "1", "--upto", "4",
+                              "--runtime", "pthreads", "--stall-plugin", str(spec), "--",
+                              str(contend), "{threads}", str(NCPUS), "gc", str(tmp_path / "x.log"))
+    assert [m["stalls_s"]["gc"] for m in result["measured"]] == [pytest.approx(0.5)] * 2
+
+
+def test_failing_count_recorded_and_sweep_continues(capsys, tmp_path, contend):
+    result, out, err = sweep_json(capsys, tmp_path, "--threads", "1,2,3", "--repeat", "2", "--upto", "4",
+                                  "--runtime", "pthreads", "--", str(contend), "{threads}", str(NCPUS), "fail2")
+    assert [m["threads"] for m in result["measured"]] == [1, 3]
+    assert result["failed"] == [{"threads": 2, "reason": "exit status 1: no luck at two"}]
+    assert result["predictions"] and err == ""
+    assert "failed at 2 threads: exit status 1: no luck at two" in out
+
+
+def test_timeout_recorded(capsys, tmp_path, contend):
+    result, _, _ = sweep_json(capsys, tmp_path, "--threads", "1,2,3", "--repeat", "1", "--upto", "4",
+                              "--timeout", "1", "--runtime", "pthreads", "--",
+                              str(contend), "{threads}", str(NCPUS), "hang3")
+    assert [m["threads"] for m in result["measured"]] == [1, 2]
+    assert result["failed"] == [{"threads": 3, "reason": "timed out after 1 s"}]
+
+
+def test_fewer_than_two_successful_counts(capsys, tmp_path, contend):
+    out_file = tmp_path / "s.json"
+    assert main(["sweep", "--threads", "2,3", "--repeat", "1", "--timeout", "1", "--json-out", str(out_file),
+                 "--runtime", "pthreads", "--", str(contend), "{threads}", str(NCPUS), "fail2"]) == 2
+    out, err = capsys.readouterr()
+    assert err.startswith("corecast: error: only 1 of 2 counts succeeded") and err.count("\n") == 1
+    result = json.loads(out_file.read_text())
+    assert set(result) == TOP_KEYS
+    assert [m["threads"] for m in result["measured"]] == [3] and result["predictions"] == []
+    assert result["failed"][0]["threads"] == 2
+    assert "measured:" in out
+
+
+def test_no_parallel_activity(capsys, tmp_path):
+    true = shutil.which("true")
+    if true is None or not PRELOAD.is_file():
+        pytest.skip("needs /bin/true and the preload library")
+    out_file = tmp_path / "s.json"
+    assert main(["sweep", "--threads", "1,2", "--repeat", "1", "--json-out", str(out_file), "--", true]) == 2
+    out, err = capsys.readouterr()
+    assert err == "corecast: error: no parallel activity detected in any run; nothing predicted\n"
+    result = json.loads(out_file.read_text())
+    assert [m["threads"] for m in result["measured"]] == [1, 2]
+    assert all(m["time_s"] > 0 and m["stalls_s"] == {} for m in result["measured"])
+    assert result["predictions"] == [] and result["stall_predictions"] == {}
+    assert result["preferred_threads"] is None and result["bottleneck"] is None
+    assert any("no parallel activity" in w for w in result["warnings"])
+
+
+# ---------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize("threads", ["1,x", "0,1", "1,,2", "", "2,2", "-1"])
+def test_bad_threads(capsys, threads):
+    err = assert_one_line_error(capsys, ["sweep", f"--threads={threads}", "--", "true"])
+    assert "--threads" in err
+
+
+@pytest.mark.parametrize("argv", [["--repeat", "0"], ["--timeout", "0"], ["--timeout", "nan"],
+                                  ["--runtime", "mpi"], ["--upto", "0"],
+                                  ["--upto", "100001"]])
+def test_bad_options(capsys, argv):
+    assert_one_line_error(capsys, ["sweep", *argv, "--", "true"])
+
+
+def test_unknown_command(capsys, tmp_path):
+    err = assert_one_line_error(capsys, ["sweep", "--threads", "1,2", "--json-out", str(tmp_path / "x.json"),
+                                         "--", "no-such-program-corecast"])
+    assert "no-such-program-corecast: command not found" in err
+    assert not (tmp_path / "x.json").exists()  # before any run
+
+
+def test_no_command(capsys):
+    assert "no command given" in assert_one_line_error(capsys, ["sweep", "--threads", "1,2"])
+
+
+@pytest.mark.parametrize("plugin, message", [
+    ([{"name": "gc", "source": "stdout", "pattern": "gc=\\d+"}], "exactly one capture group"),
+    ([{"name": "gc", "source": "stdout", "pattern": "(["}], "not a valid regular expression"),
+    ([{"name": "gc", "source": "socket", "pattern": "(x)"}], "source"),
+    ([{"name": "gc", "source": "file", "pattern": "(x)"}], "needs a 'path'"),
+    ([{"name": "gc", "source": "stdout", "pattern": "(x)", "reducer": "__import__('os')"}], "reducer"),
+    ([{"name": "mutex", "source": "stdout", "pattern": "(x)"}], "already a measured category"),
+    ([{"name": "gc", "source": "stdout", "pattern": "(x)", "eval": "1"}], "unknown key"),
+    ({"name": "gc"}, "expected a list"),
+    ([], "non-empty list"),
+])
+def test_bad_plugin_files(capsys, tmp_path, plugin, message):
+    spec = tmp_path / "p.json"
+    spec.write_text(json.dumps(plugin))
+    err = assert_one_line_error(capsys, ["sweep", "--threads", "1,2", "--stall-plugin", str(spec), "--", "true"])
+    assert message in err and str(spec) in err
+
+
+def test_plugin_file_not_json(capsys, tmp_path):
+    spec = tmp_path / "p.json"
+    spec.write_text("name = gc")
+    assert "not valid JSON" in assert_one_line_error(capsys, ["sweep", "--stall-plugin", str(spec), "--", "true"])
+
+
+def test_plot_without_sweepviz_fails_before_running(capsys, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "corecast.sweepviz", None)  # as if the module were missing
+    err = assert_one_line_error(capsys, ["sweep", "--plot", str(tmp_path / "a.png"), "--", "no-such-program-x"])
+    assert "sweepviz" in err
+
+
+def test_plot_and_html_get_the_result(capsys, tmp_path, monkeypatch, omp_critical):
+    calls = []
+    fake = types.ModuleType("corecast.sweepviz")
+    fake.__spec__ = importlib.machinery.ModuleSpec("corecast.sweepviz", None)
+    fake.plot_sweep = lambda result, path: calls.append(("plot", set(result), path))
+    fake.html_report = lambda result, path: calls.append(("html", set(result), path))
+    monkeypatch.setitem(sys.modules, "corecast.sweepviz", fake)
+    import corecast
+
+    monkeypatch.setattr(corecast, "sweepviz", fake, raising=False)
+    png, html = str(tmp_path / "a.png"), str(tmp_path / "a.html")
+    sweep_json(capsys, tmp_path, "--threads", "1,2", "--repeat", "1", "--upto", "4", "--plot", png,
+               "--html", html, "--", str(omp_critical), "16")
+    assert calls == [("plot", TOP_KEYS, png), ("html", TOP_KEYS, html)]
+
+
+# ---------------------------------------------------------------- pieces
+
+
+def test_parse_threads():
+    assert sweep.parse_threads("4, 1,2") == [1, 2, 4]
+    for bad in ("", "1,", "a", "0", "3,3"):
+        with pytest.raises(sweep.InputError):
+            sweep.parse_threads(bad)
+
+
+def test_read_jsonl_sums_process_lines(tmp_path):
+    path = tmp_path / "o.jsonl"
+    path.write_text(
+        '{"event":"region","stalls_s":{"mutex":9}}\n'
+        '{"event":"process","pid":1,"stalls_s":{"mutex":0.5,"imbalance":0}}\n'
+        '{"event":"process","pid":2,"stalls_s":{"mutex":0.25,"critical":1}}\n'
+        '{"event":"summary"}\n{"event":"proc'  # a line cut short
+    )
+    assert sweep.read_jsonl(path) == (True, {"mutex": 0.75, "imbalance": 0.0, "critical": 1.0})
+    path.write_text("")
+    assert sweep.read_jsonl(path) == (False, {})
+
+
+def _synthetic_runs(counts, stall_of, time_of):
+    return {n: [sweep.RunResult(n, True, time_of(n), active=True, stalls=stall_of(n), plugin_values={},
+                                plugin_errors={})] for n in counts}
+
+
+def test_estima_extrapolates_categories_with_six_counts():
+    counts = [1, 2, 3, 4, 5, 6, 8]  # mutex is 0 at 1: six positive points remain for ESTIMA
+
+    def stalls(n):
+        return {"mutex": 0.02 * (n - 1) ** 1.5, "imbalance": 0.01 * (n - 1)}
+
+    runs = _synthetic_runs(counts, stalls, lambda n: 1.0 / n + 0.03 * n)
+    per_count = {n: [stalls(n)] for n in counts}
+    result = sweep._empty_result(["prog"], "openmp", [], {})
+    sweep._extrapolate(result, runs, counts, ["mutex", "imbalance"], per_count, 32)
+    assert not any("ESTIMA needs" in w for w in result["warnings"])
+    assert [p["threads"] for p in result["predictions"]] == list(range(1, 33))
+    # The categories are ESTIMA's own per-category extrapolations.
+    est = predict([n for n in counts], [1.0 / n + 0.03 * n for n in counts], metric="time", upto=32,
+                  method="estima", stalls={k: [stalls(n)[k] for n in counts] for k in ("mutex", "imbalance")})
+    for k in ("mutex", "imbalance"):
+        got = [r["value"] for r in result["stall_predictions"][k]]
+        assert got == pytest.approx(list(est.extras["categories"][k]["values"]))
+    assert result["stall_predictions"]["mutex"][0]["value"] == 0  # no lock wait at one thread
+    at_end = {k: rows[-1]["value"] for k, rows in result["stall_predictions"].items()}
+    assert result["bottleneck"] == max(at_end, key=at_end.get)
+
+
+def test_few_counts_category_curve_interpolates_and_extends():
+    warnings: list[str] = []
+    curve = sweep._category_curve([1, 2, 4], [0.0, 0.1, 0.3], list(range(1, 9)), 8, "mutex", warnings)
+    assert curve[:4] == [0.0, 0.1, pytest.approx(0.2), pytest.approx(0.3)]  # measured range: interpolated
+    assert all(v >= 0 for v in curve[4:])
+    flat = sweep._category_curve([1, 2], [0.0, 0.1], list(range(1, 5)), 4, "critical", warnings)
+    assert flat == [0.0, 0.1, 0.1, 0.1] and any("one count only" in w for w in warnings)
+
+
+def test_estima_step_one_on_its_own():
+    counts = [1, 2, 3, 4, 5, 6, 8]
+    per_count = {n: [{"mutex": 0.02 * (n - 1) ** 1.5, "atomic": 0.0}] for n in counts}
+    curves = sweep._estima_categories(counts, per_count, ["mutex", "atomic"], list(range(1, 17)))
+    assert set(curves) == {"mutex", "atomic"} and len(curves["mutex"]) == 16
+    assert curves["mutex"][0] == 0 and all(v >= 0 for v in curves["mutex"])
+    assert curves["atomic"] == [0.0] * 16
+
+
+def test_format_sweep_lists_failures_and_warnings():
+    result = sweep._empty_result(["prog", "{threads}"], "pthreads", ["something odd"], {3: "exit status 1"})
+    result["measured"] = [{"threads": 1, "time_s": 1.0, "spread_s": 0.0, "stalls_s": {}}]
+    text = sweep.format_sweep(result)
+    assert "failed at 3 threads: exit status 1" in text and "warning: something odd" in text
+    assert "predicted:" not in text
+
+
+def test_run_sweep_api(contend, tmp_path):
+    plug = sweep.PluginSpec("gc", "stdout", r"gc=([0-9.]+)", "max")
+    result = sweep.run_sweep([str(contend), "{threads}", str(NCPUS), "gc", str(tmp_path / "gc.log")],
+                             threads=[2, 1], repeat=1, upto=4, runtime="pthreads", plugins=[plug])
+    check_contract(result, [1, 2], 4)
+    assert [m["stalls_s"]["gc"] for m in result["measured"]] == [0.5, 0.5]
+    json.dumps(result, allow_nan=False)  # plain JSON types only
