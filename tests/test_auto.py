@@ -53,3 +53,12 @@ def test_backtest_warns_when_the_range_is_too_short():
     x = np.where(n <= 6, n, 6 * (6 / n) ** 3)
     p = corecast.predict(n, x)
     assert any("measure at larger counts" in w for w in p.warnings)
+
+
+def test_two_falling_points_are_followed():
+    # Two threads slower than one: Amdahl cannot fall, so auto fits USL through both.
+    p = corecast.predict([1, 2], [0.27, 0.77], metric="time", upto=8)
+    assert p.values[0] == pytest.approx(0.27, rel=1e-6)
+    assert p.values[1] == pytest.approx(0.77, rel=1e-6)
+    assert p.preferred == 1
+    assert np.all(np.diff(p.values) > 0)

@@ -20,6 +20,7 @@ import numpy as np
 from ..entities import Fit, InputError, Measurements
 from ..fitting import rms
 from . import METHODS, check_usable, register
+from .laws import fit_usl_falling_pair
 
 # Members always tried (if they have enough points), then those the columns enable.
 BASE_MEMBERS = ("usl", "amdahl", "presca")
@@ -94,7 +95,12 @@ def backtest_error(data: Measurements, method: str = "usl") -> float | None:
 @register("auto", "per-count median of USL, Amdahl, PreSca (+ESTIMA, size models when columns allow)", 2)
 def fit_auto(data: Measurements, nmax: float) -> Fit:
     curve = data.at_target_size()
-    fits, skipped = _fit_members(data, nmax)
+    # Two points that fall: Amdahl cannot follow them; contention (USL) can.
+    falling = fit_usl_falling_pair(curve) if len(curve) == 2 and curve.perf[1] < curve.perf[0] else None
+    if falling is not None:
+        fits, skipped = [falling], ["amdahl: cannot fall between two points"]
+    else:
+        fits, skipped = _fit_members(data, nmax)
     if not fits:
         raise InputError("method auto could not fit any model: " + "; ".join(skipped))
     perf, low, high = _median_curve(fits)

@@ -91,6 +91,20 @@ def fit_usl(data: Measurements, nmax: float) -> Fit:
     return _law_fit("usl", usl, fit_usl_params(data.counts, data.perf), ("lambda", "sigma", "kappa"), data)
 
 
+def fit_usl_falling_pair(data: Measurements) -> Fit | None:
+    """USL through two points whose performance falls (Amdahl cannot fall): sigma = 1,
+    kappa solved exactly, so X(n) = lam / (1 + kappa (n - 1)).  None when the fall is
+    steeper than that form allows."""
+    data = data.at_target_size()
+    (a, b), (xa, xb) = data.counts[:2], data.perf[:2]
+    denominator = xb * (b - 1.0) - xa * (a - 1.0)
+    if denominator <= 0:
+        return None
+    kappa = (xa - xb) / denominator
+    lam = xa * (1.0 + kappa * (a - 1.0))
+    return _law_fit("usl", usl, np.array([lam, 1.0, kappa]), ("lambda", "sigma", "kappa"), data)
+
+
 @register("amdahl", "Amdahl's law, serial fraction in [0, 1]", 2)
 def fit_amdahl(data: Measurements, nmax: float) -> Fit:
     data = data.at_target_size()
