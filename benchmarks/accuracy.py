@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 
-from corecast import methods
 from corecast.entities import InputError, Measurements
 from corecast.fileio import read_measurements
 from corecast.prediction import predict_measurements

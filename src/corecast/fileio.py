@@ -16,6 +16,8 @@ from __future__ import annotations
 import csv
 import json
 import math
+import os
+import tempfile
 from dataclasses import dataclass, field, replace
 
 from .entities import METRICS, InputError, Measurements
@@ -368,3 +370,22 @@ def _json_type(x) -> str:
 def _short(x, limit: int = 40) -> str:
     text = json.dumps(x) if not isinstance(x, float) or math.isfinite(x) else repr(x)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def write_atomic(path: str, data: bytes, suffix: str = "") -> None:
+    """Write ``data`` to ``path`` through a temporary file and a rename: a failure leaves
+    nothing (or the old file) at ``path``."""
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".corecast-", suffix=suffix, dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        # mkstemp makes the file private (0600); give it the permissions a plain open() would.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise

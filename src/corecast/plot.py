@@ -1,8 +1,7 @@
 """PNG plot of a ``Prediction``: measured points, checkpoints, prediction with its band."""
 from __future__ import annotations
 
-import os
-import tempfile
+import io
 
 import numpy as np
 # The object-oriented API (Figure + Agg canvas) never touches pyplot's global state or
@@ -11,6 +10,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from .entities import Measurements, Prediction
+from .fileio import write_atomic
 
 AXIS_LABEL = {"time": "time (lower is better)", "throughput": "throughput (higher is better)"}
 
@@ -55,17 +55,6 @@ def plot_prediction(pred: Prediction, path: str, reference: Measurements | None 
     ax.grid(True, alpha=0.3)
     ax.legend(loc="best")
 
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".corecast-", suffix=".png", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            fig.savefig(f, format="png")
-        # mkstemp makes the file private (0600); give it the permissions a plain open() would.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
+    write_atomic(path, buffer.getvalue(), ".png")

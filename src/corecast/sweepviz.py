@@ -31,9 +31,7 @@ import html
 import io
 import json
 import math
-import os
 import shlex
-import tempfile
 
 import numpy as np
 # The object-oriented API (Figure + Agg canvas) never touches pyplot's global state or
@@ -43,7 +41,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from .entities import InputError
-from .fileio import check_sweep
+from .fileio import check_sweep, write_atomic
 
 SOURCE = "sweep result"  # names a result passed as a dict in error messages
 
@@ -160,29 +158,12 @@ def _points(raw, key: str, source: str, fields: tuple[str, ...]) -> list[dict]:
 # ---------------------------------------------------------------- writing files
 
 
-def _atomic_write(path: str, data: bytes, suffix: str) -> None:
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".corecast-", suffix=suffix, dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        # mkstemp makes the file private (0600); give it the permissions a plain open() would.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
 # ---------------------------------------------------------------- PNG
 
 
 def plot_sweep(result: dict, path: str) -> None:
     """Write the sweep's PNG (time, speedup, stall extrapolation) to ``path``."""
-    _atomic_write(path, render_png(result), ".png")
+    write_atomic(path, render_png(result), ".png")
 
 
 def render_png(result: "dict | _View") -> bytes:
@@ -370,7 +351,7 @@ img { max-width: 100%; height: auto; border: 1px solid #ddd; }
 def html_report(result: dict, path: str) -> None:
     """Write one self-contained HTML report of the sweep to ``path``.  A sweep without
     successful runs still gets one (warnings and failed runs, no plot)."""
-    _atomic_write(path, render_html(result).encode("utf-8"), ".html")
+    write_atomic(path, render_html(result).encode("utf-8"), ".html")
 
 
 def _e(x) -> str:
@@ -523,7 +504,7 @@ def extrap_records(result: dict, source: str = SOURCE) -> list[dict]:
 def export_extrap(result: dict, path: str) -> None:
     """Write the sweep's measured runs to ``path`` in Extra-P's JSON Lines format."""
     text = "".join(json.dumps(r, allow_nan=False) + "\n" for r in extrap_records(result))
-    _atomic_write(path, text.encode("utf-8"), ".jsonl")
+    write_atomic(path, text.encode("utf-8"), ".jsonl")
 
 
 def _as_int(x) -> int | float:
