@@ -10,6 +10,8 @@ import pytest
 
 from corecast.cli import main
 
+from cli_checks import assert_one_line_error
+
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 PREDICTION_KEYS = {"threads", "value", "low", "high", "speedup", "efficiency"}
@@ -41,19 +43,6 @@ def run_json(capsys, *argv: str) -> dict:
     out, err = capsys.readouterr()
     assert err == ""
     return json.loads(out)  # exactly one JSON document, nothing else on stdout
-
-
-def assert_one_line_error(capsys, argv, plot: Path | None = None) -> str:
-    assert main(argv) == 2
-    out, err = capsys.readouterr()
-    assert out == ""
-    assert err.startswith("corecast: error: ")
-    assert err.count("\n") == 1 and err.endswith("\n")
-    assert "Traceback" not in err
-    if plot is not None:
-        assert not plot.exists()
-        assert not list(plot.parent.glob("*.png"))  # no stray temp file either
-    return err
 
 
 # ---------------------------------------------------------------- JSON contract

@@ -21,6 +21,8 @@ from corecast import predict, sweep
 from corecast._native import PRELOAD
 from corecast.cli import main
 
+from cli_checks import assert_one_line_error
+
 ROOT = Path(__file__).resolve().parents[1]
 TOP_KEYS = {"measured", "predictions", "stall_predictions", "preferred_threads", "bottleneck",
             "command", "runtime", "warnings", "failed"}
@@ -131,14 +133,6 @@ def sweep_json(capsys, tmp_path, *argv: str, status: int = 0) -> tuple[dict, str
     result = json.loads(out_file.read_text())  # exactly one object
     assert set(result) == TOP_KEYS
     return result, out, err
-
-
-def assert_one_line_error(capsys, argv) -> str:
-    assert main(argv) == 2
-    out, err = capsys.readouterr()
-    assert err.startswith("corecast: error: ") and err.count("\n") == 1, err
-    assert "Traceback" not in err
-    return err
 
 
 def check_contract(result: dict, counts: list[int], upto: int) -> None:

@@ -16,6 +16,8 @@ from corecast.entities import InputError
 from corecast.fileio import read_measurements
 from corecast.sweepviz import export_extrap, extrap_records, html_report, plot_sweep, render_html
 
+from cli_checks import assert_one_line_error
+
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 TOP_KEYS = {
     "method", "metric", "candidate", "reason", "predictions", "preferred_threads", "knee_threads",
@@ -229,16 +231,6 @@ def test_export_cli_writes_all_three(tmp_path, sweep_json, capsys):
 def test_export_extrap_option_before_the_file(tmp_path, sweep_json, capsys):
     assert main(["export", "--extrap", str(tmp_path / "o.jsonl"), str(sweep_json)]) == 0
     assert [r["metric"] for r in read_jsonl(tmp_path / "o.jsonl")][:3] == ["time", "stall:imbalance", "stall:lock"]
-
-
-def assert_one_line_error(capsys, argv) -> str:
-    assert main(argv) == 2
-    out, err = capsys.readouterr()
-    assert out == ""
-    assert err.startswith("corecast: error: ")
-    assert err.count("\n") == 1 and err.endswith("\n")
-    assert "Traceback" not in err
-    return err
 
 
 BAD_SWEEPS = [

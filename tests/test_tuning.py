@@ -13,6 +13,8 @@ from corecast import kernels
 from corecast.cli import main
 from corecast.tuning import Binsearch, OPreSca, simulate
 
+from cli_checks import assert_one_line_error
+
 ROOT = Path(__file__).resolve().parents[1]
 DATASETS = ROOT.parent / "shared" / "datasets"
 
@@ -321,15 +323,6 @@ def curve_csv(tmp_path) -> str:
     return str(path)
 
 
-def one_line_error(capsys, argv) -> str:
-    assert main(argv) == 2
-    out, err = capsys.readouterr()
-    assert out == ""
-    assert err.startswith("corecast: error: ")
-    assert err.count("\n") == 1 and "Traceback" not in err
-    return err
-
-
 def test_tune_sim_json_contract(capsys, curve_csv):
     assert main(["tune-sim", curve_csv, "--json"]) == 0
     out, err = capsys.readouterr()
@@ -381,4 +374,4 @@ def test_tune_sim_bad_input(capsys, tmp_path, curve_csv, args, needle):
     bad = tmp_path / "bad.csv"
     bad.write_text("threads,time\n1,10\n2,fast\n")
     argv = ["tune-sim"] + [a.format(curve=curve_csv, short=short, bad=bad) for a in args]
-    assert needle in one_line_error(capsys, argv)
+    assert needle in assert_one_line_error(capsys, argv)

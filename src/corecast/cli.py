@@ -75,11 +75,15 @@ def _count_list(text: str) -> list[int]:
     return [_count(i) for i in items]
 
 
-def _fraction(text: str) -> float:
+def _number(text: str) -> float:
     try:
-        f = float(text)
+        return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+
+
+def _fraction(text: str) -> float:
+    f = _number(text)
     if not 0 < f <= 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be in (0, 1]")
     return f
@@ -253,10 +257,7 @@ SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [add_predict, 
 
 
 def _noise(text: str) -> float:
-    try:
-        f = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    f = _number(text)
     if not np.isfinite(f) or f < 0:
         raise argparse.ArgumentTypeError(f"{text!r} must be a finite fraction >= 0 (e.g. 0.02)")
     return f

@@ -1,0 +1,21 @@
+"""Shared check for the CLI's error contract: one `corecast: error:` line, exit 2."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from corecast.cli import main
+
+
+def assert_one_line_error(capsys, argv, plot: Path | None = None) -> str:
+    """Runs ``corecast ARGV`` in-process; returns the error line.  With ``plot``, also
+    checks that nothing (not even a temporary file) was written there."""
+    assert main(argv) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith("corecast: error: ")
+    assert err.count("\n") == 1 and err.endswith("\n")
+    assert "Traceback" not in err
+    if plot is not None:
+        assert not plot.exists()
+        assert not list(plot.parent.glob("*.png"))
+    return err
