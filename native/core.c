@@ -21,6 +21,19 @@ _Static_assert(sizeof(((struct cc_sample *)0)->counters) / sizeof(double) == CC_
                "model_abi.h: counters[] must hold CC_NCTR");
 _Static_assert(sizeof(((struct cc_region_prediction *)0)->threads) / sizeof(int) == CC_MAX_PRED,
                "model_abi.h: threads[] must hold CC_MAX_PRED");
+_Static_assert(sizeof(((struct cc_numa_counts *)0)->node_cpus) / sizeof(int) == CC_MAX_NODES,
+               "model_abi.h: node_cpus[] must hold CC_MAX_NODES");
+_Static_assert(sizeof(((struct cc_numa_counts *)0)->bus) / sizeof(double) == CC_MAX_NODES,
+               "model_abi.h: bus[] must hold CC_MAX_NODES");
+_Static_assert(sizeof(((struct cc_numa_counts *)0)->mct) / sizeof(double) == CC_MAX_NODES,
+               "model_abi.h: mct[] must hold CC_MAX_NODES");
+_Static_assert(sizeof(((struct cc_region_prediction *)0)->node_cores) / sizeof(int) == CC_MAX_NODES,
+               "model_abi.h: node_cores[] must hold CC_MAX_NODES");
+_Static_assert(sizeof(((struct cc_region_prediction *)0)->node_speedup) / sizeof(double) == CC_MAX_NODES,
+               "model_abi.h: node_speedup[] must hold CC_MAX_NODES");
+_Static_assert(sizeof(((struct cc_region_prediction *)0)->numa_json) == CC_NUMA_JSON,
+               "model_abi.h: numa_json[] must hold CC_NUMA_JSON");
+_Static_assert(CC_NUMA_MCT + 1 == CC_NUMA_NROLES, "corecast.h: CC_NUMA_NROLES must cover CC_NUMA_*");
 
 const char *const CC_STALL_NAMES[CC_NSTALL] = {
     "mutex", "condvar", "pthread_barrier", "rwlock", "semaphore", "critical",

@@ -143,6 +143,13 @@ void cc_sampler_stop(void);
 void cc_sampler_after_fork(void);
 void cc_sampler_mark_start(void);
 void cc_sampler_read_counters(struct cc_sample *s); /* fills counters + runqueue */
+/* NUMA topology and memory-traffic counters (numa.c, CORECAST_NUMA_EVENTS): opened with
+ * the sampler's counters, read with them (cumulative), closed in a forked child. */
+#define CC_NUMA_NROLES 4
+extern const char *const CC_NUMA_ROLE_NAMES[CC_NUMA_NROLES]; /* bit order of CC_NUMA_* */
+void cc_numa_open(void);
+void cc_numa_read(struct cc_numa_counts *n);
+void cc_numa_after_fork(void);
 /* ``refs`` (may be NULL) receives the region behind each sample entry. */
 void cc_build_sample(struct cc_sample *s, int final, struct cc_region **refs);
 int cc_model_predict(const struct cc_sample *s, struct cc_result *r);

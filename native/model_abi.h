@@ -5,11 +5,13 @@
 #ifndef CORECAST_MODEL_ABI_H
 #define CORECAST_MODEL_ABI_H
 
-#define CC_ABI_VERSION 1
+#define CC_ABI_VERSION 2
 #define CC_MAX_REGIONS 128
 #define CC_MAX_PRED 64
 #define CC_NAME_LEN 96
 #define CC_MAX_HIST 16            /* team sizes remembered per region */
+#define CC_MAX_NODES 16           /* NUMA nodes counted / predicted */
+#define CC_NUMA_JSON 4096
 
 /* Stall categories; their names are in CC_STALL_NAMES (corecast.h) and
  * corecast.runtime.bridge.STALLS, in this order. */
@@ -37,6 +39,13 @@
 #define CC_CTR_LLC_MISSES 6
 #define CC_CTR_BACKEND_STALLS 7
 #define CC_NCTR 8
+
+/* Memory-traffic counters for the NUMA model (SPEC section 4); bit i of
+ * cc_numa_counts.measured says role i was counted. */
+#define CC_NUMA_CYCLES 0          /* core cycles of the program's threads */
+#define CC_NUMA_LLC 1             /* LLC misses (all memory nodes together) */
+#define CC_NUMA_BUS 2             /* DRAM requests from the program's CPUs, per memory node */
+#define CC_NUMA_MCT 3             /* memory-controller requests, per memory node */
 
 #define CC_RUNTIME_OPENMP 0
 #define CC_RUNTIME_PTHREADS 1
@@ -74,6 +83,21 @@ struct cc_region_sample {
     struct cc_team_stats hist[16];
 };
 
+/* Cumulative since the sampler opened the events (CORECAST_NUMA_EVENTS); uncore counts are
+ * machine-wide.  Counts of events the PMU multiplexed are already scaled by
+ * time_enabled / time_running.  The topology fields are filled even without a PMU. */
+struct cc_numa_counts {
+    int nodes;                /* NUMA nodes of this machine (sysfs), at most CC_MAX_NODES */
+    int node_cpus[16];        /* online CPUs per node */
+    unsigned int measured;    /* bit CC_NUMA_*: that role was counted */
+    int multiplexed;          /* 1: some event was counted only part of the time */
+    double cycles;
+    double llc_misses;
+    double bus[16];           /* per memory node */
+    double mct[16];           /* per memory node */
+    char source[64];          /* the event table used, e.g. "amd-fam15h"; "" if none */
+};
+
 struct cc_sample {
     int abi;                  /* CC_ABI_VERSION */
     int pid;
@@ -88,6 +112,7 @@ struct cc_sample {
     unsigned int counters_measured; /* bit i: counters[i] was measured */
     double counters[8];
     unsigned long long overflow; /* events not recorded (tables full) */
+    struct cc_numa_counts numa;
     struct cc_region_sample regions[128];
 };
 
@@ -104,6 +129,15 @@ struct cc_region_prediction {
     int next_threads;         /* steering: team size for the next calls (0: unchanged) */
     int steer_chosen;         /* steering: converged count (0: none yet) */
     double steer_gain;        /* steering: measured perf(chosen) / perf(own count) - 1 */
+    /* Node counts on the target machine (CORECAST_TARGET_MACHINE); nnodes 0: none. */
+    int nnodes;
+    int node_cores[16];       /* cores at 1..nnodes nodes */
+    double node_speedup[16];  /* relative to the region alone on one node */
+    int preferred_nodes;
+    char numa_basis[96];      /* e.g. "two-level queue, fitted: bus,llc,mct" */
+    /* JSON object members for the region's event, written by the model, e.g.
+     * "predicted_nodes":[...],"preferred_nodes":4,"numa":{...}; "" if none. */
+    char numa_json[4096];
 };
 
 struct cc_result {

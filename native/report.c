@@ -287,6 +287,8 @@ static void json_region(struct buf *b, const struct cc_sample *s, const struct c
         else
             put(b, "null,\"gain\":null}");
     }
+    if (model_ok && p->numa_json[0]) /* object members written by the model */
+        put(b, ",%.*s", (int)strnlen(p->numa_json, sizeof p->numa_json), p->numa_json);
     put(b, ",\"inputs\":{\"measured\":");
     measured_inputs(b, s, g);
     put(b, ",\"fitted\":[");
@@ -303,6 +305,37 @@ static void json_region(struct buf *b, const struct cc_sample *s, const struct c
     put(b, "]}}\n");
 }
 
+/* The machine's nodes and the process's memory-traffic counters (only the measured ones). */
+static void json_numa(struct buf *b, const struct cc_numa_counts *n) {
+    int nodes = n->nodes < CC_MAX_NODES ? n->nodes : CC_MAX_NODES;
+    put(b, ",\"numa\":{\"nodes\":%d,\"node_cpus\":[", n->nodes);
+    for (int i = 0; i < nodes; i++)
+        put(b, "%s%d", i ? "," : "", n->node_cpus[i]);
+    put(b, "],\"source\":");
+    char src[sizeof n->source + 1];
+    snprintf(src, sizeof src, "%.*s", (int)sizeof n->source, n->source);
+    put_str(b, src);
+    put(b, ",\"measured\":[");
+    for (int r = 0, k = 0; r < CC_NUMA_NROLES; r++)
+        if (n->measured & (1u << r))
+            put(b, "%s\"%s\"", k++ ? "," : "", CC_NUMA_ROLE_NAMES[r]);
+    put(b, "],\"multiplexed\":%s", n->multiplexed ? "true" : "false");
+    if (n->measured & (1u << CC_NUMA_CYCLES))
+        put(b, ",\"cycles\":%.10g", n->cycles);
+    if (n->measured & (1u << CC_NUMA_LLC))
+        put(b, ",\"llc_misses\":%.10g", n->llc_misses);
+    for (int r = CC_NUMA_BUS; r <= CC_NUMA_MCT; r++) {
+        if (!(n->measured & (1u << r)))
+            continue;
+        const double *v = r == CC_NUMA_BUS ? n->bus : n->mct;
+        put(b, ",\"%s\":[", CC_NUMA_ROLE_NAMES[r]);
+        for (int i = 0; i < nodes; i++)
+            put(b, "%s%.10g", i ? "," : "", v[i]);
+        put(b, "]");
+    }
+    put(b, "}");
+}
+
 static void json_summary(struct buf *b, const struct cc_sample *s, const struct cc_result *r) {
     put(b, "{\"event\":\"summary\",\"pid\":%d,\"elapsed_s\":%.6g,\"cores\":%d,\"target\":%d,"
            "\"regions\":%d,\"overflow\":%llu,\"model\":",
@@ -313,7 +346,9 @@ static void json_summary(struct buf *b, const struct cc_sample *s, const struct 
     for (int i = 0; i < CC_NCTR; i++)
         if (!(s->counters_measured & (1u << i)))
             put(b, "%s\"%s\"", k++ ? "," : "", CC_COUNTER_NAMES[i]);
-    put(b, "]}\n");
+    put(b, "]");
+    json_numa(b, &s->numa);
+    put(b, "}\n");
 }
 
 static void write_json(const struct cc_sample *s, const struct cc_result *r) {
@@ -406,6 +441,15 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
             put(&b, " %5d  %s\n", p->preferred, p->bottleneck[0] ? p->bottleneck : "-");
         else
             put(&b, " %5s\n", "-");
+        if (ok && p->nnodes > 0) { /* predicted speedup at 1..nnodes nodes of the target machine */
+            put(&b, "    nodes:");
+            for (int k = 0; k < p->nnodes && k < CC_MAX_NODES; k++)
+                put(&b, "%s%d:%.2f", k ? "  " : " ", k + 1, p->node_speedup[k]);
+            put(&b, "  preferred %d", p->preferred_nodes);
+            if (p->numa_basis[0])
+                put(&b, " (%.*s)", (int)strnlen(p->numa_basis, sizeof p->numa_basis), p->numa_basis);
+            put(&b, "\n");
+        }
     }
     for (int i = 0; ok && s->steer && i < s->nregions; i++) {
         const struct cc_region_sample *g = &s->regions[i];
@@ -424,6 +468,13 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
     for (int i = 0; i < CC_NCTR; i++)
         if (s->counters_measured & (1u << i))
             put(&b, ", %s", CC_COUNTER_NAMES[i]);
+    if (s->numa.measured) {
+        put(&b, ", NUMA counters (%.*s%s):", (int)strnlen(s->numa.source, sizeof s->numa.source),
+            s->numa.source, s->numa.multiplexed ? ", multiplexed" : "");
+        for (int r = 0; r < CC_NUMA_NROLES; r++)
+            if (s->numa.measured & (1u << r))
+                put(&b, " %s", CC_NUMA_ROLE_NAMES[r]);
+    }
     put(&b, "; not available:");
     int k = 0;
     for (int i = 0; i < CC_NCTR; i++)

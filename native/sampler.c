@@ -176,6 +176,7 @@ void cc_sampler_read_counters(struct cc_sample *s) {
                                                usage_at_start.ru_majflt);
     s->counters_measured |= 1u << CC_CTR_TASK_CLOCK | 1u << CC_CTR_MIGRATIONS |
                             1u << CC_CTR_CTX_SWITCHES | 1u << CC_CTR_PAGE_FAULTS;
+    cc_numa_read(&s->numa);
 }
 
 static double rusage_cpu_s(void) {
@@ -249,6 +250,7 @@ void cc_sampler_start(void) {
         sampler_running = 1;
     }
     open_counters();
+    cc_numa_open(); /* the topology even without a PMU */
 }
 
 void cc_sampler_stop(void) { sampler_stop = 1; }
@@ -262,4 +264,5 @@ void cc_sampler_after_fork(void) {
     ntasks = 0;
     tasks_busy = 0;
     close_counters(); /* they count the parent */
+    cc_numa_after_fork();
 }

@@ -1,4 +1,5 @@
-"""Command line: ``corecast predict FILE ...``, ``demo``, ``run -- CMD`` and ``lib``.
+"""Command line: ``corecast predict FILE ...``, ``demo``, ``run -- CMD``, ``lib``, ``sweep``,
+``numa``, ``machine`` and the rest listed in ``SUBCOMMANDS``.
 
 Each subcommand is a pair of functions, ``add_X(subparsers)`` declaring its arguments and
 ``cmd_X(args) -> int`` running it; adding one means writing both and listing ``add_X`` in
@@ -219,6 +220,9 @@ def add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--quiet", action="store_true", help="no report on stderr")
     p.add_argument("--steer", action="store_true",
                    help="let corecast choose each OpenMP region's team size (only ever fewer threads)")
+    p.add_argument("--target-machine", metavar="M.json",
+                   help="also predict each region's speedup per NUMA node count on this machine "
+                   "(description file or preset name)")
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ARGS...")
     p.set_defaults(func=cmd_run)
 
@@ -227,8 +231,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     from .runtime import launcher
 
     command = args.argv[1:] if args.argv[:1] == ["--"] else args.argv
+    machine = None
+    if args.target_machine:
+        from . import numa
+
+        try:  # refuse a bad file here rather than inside the program
+            numa.load(args.target_machine)
+        except numa.MachineError as exc:
+            raise CliError(str(exc)) from None
+        machine = args.target_machine
+        if not os.path.exists(machine):
+            machine = str(numa.machine.PRESET_DIR / f"{machine}.json")
     try:
-        launcher.run(command, args.target, args.window_ms, args.json_out, args.quiet, args.steer)
+        launcher.run(command, args.target, args.window_ms, args.json_out, args.quiet, args.steer,
+                     target_machine=machine)
     except launcher.LaunchError as exc:
         sys.stderr.write(CliError(str(exc)).line() + "\n")
         return exc.status
@@ -463,6 +479,221 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 SUBCOMMANDS.append(add_export)
+
+
+# ---------------------------------------------------------------- numa, machine
+
+
+def _efficiency(text: str) -> float:
+    f = _number(text)
+    if not 0 <= f < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be in [0, 1)")
+    return f
+
+
+def add_numa(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "numa",
+        help="predict speedup per NUMA node count from a memory-traffic sample",
+        description="SPEC section 4's two-level queueing model: speedup at 1..K nodes of MACHINE, "
+        "relative to the program alone on one node, from a sample of its memory traffic "
+        "(rates per work cycle, or raw counts with total_cycles), optionally next to a "
+        "co-running program on the last nodes of the fill order. --replay predicts again "
+        "every region of a 'corecast run --target-machine' JSON Lines file.",
+    )
+    p.add_argument("--machine", required=True, metavar="M.json",
+                   help="machine description file or preset name (see 'corecast machine presets')")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--sample", metavar="S.json", help='{"llc": [...], "bus": [...], "mct": [...]}')
+    src.add_argument("--replay", metavar="FILE.jsonl", help="JSON Lines written by corecast run")
+    p.add_argument("--co-run", metavar="S2.json", help="sample of a program running at the same time")
+    p.add_argument("--co-nodes", type=_count, metavar="K2", help="nodes the co-runner takes")
+    p.add_argument("--efficiency", type=_efficiency, metavar="F",
+                   help="preferred = the fewest nodes within F of the best speedup (default: the best)")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    p.set_defaults(func=cmd_numa)
+
+
+def _node_table(rows: list[dict]) -> str:
+    lines = ["  nodes  cores  speedup"]
+    lines += [f"  {r['nodes']:5d}  {r['cores']:5d}  {r['speedup']:7.2f}" for r in rows]
+    return "\n".join(lines)
+
+
+def cmd_numa(args: argparse.Namespace) -> int:
+    from . import numa
+
+    if (args.co_run is None) != (args.co_nodes is None):
+        raise CliError("--co-run and --co-nodes go together")
+    if args.replay and args.co_run:
+        raise CliError("--co-run works with --sample, not with --replay")
+    try:
+        machine = numa.load(args.machine)
+        if args.replay:
+            return _replay(args, machine)
+        rates = numa.load_sample(args.sample, machine)
+        co = [(numa.load_sample(args.co_run, machine), args.co_nodes)] if args.co_run else []
+        pred = numa.predict_nodes(machine, rates, co, args.efficiency)
+    except (numa.MachineError, numa.SampleError) as exc:
+        raise CliError(str(exc)) from None
+    out = pred.to_dict()
+    if co:
+        out["co_runner"] = {"nodes": args.co_nodes,
+                            "node_ids": machine.fill_order[-args.co_nodes:]}
+    if args.json:
+        _print_json(out)
+        return 0
+    c = machine.cores_per_node
+    print(f"machine: {machine.name} ({machine.nodes} nodes x {c} cores)")
+    if co:
+        print(f"co-runner on nodes {','.join(map(str, out['co_runner']['node_ids']))}")
+    print("speedup relative to the program alone on one node:")
+    print(_node_table(out["predictions"]))
+    k = pred.preferred
+    within = f" (fewest within {args.efficiency:.0%} of the best)" if args.efficiency else ""
+    print(f"preferred: {k} node(s), {k * c} cores{within}")
+    for note in pred.notes:
+        print(f"note: {note}")
+    return 0
+
+
+def _replay(args: argparse.Namespace, machine) -> int:
+    from .numa.model import preferred_nodes
+    from .runtime.numa import node_prediction
+
+    regions = []
+    try:
+        with open(args.replay) as f:
+            lines = f.readlines()
+    except OSError as exc:
+        raise CliError(f"cannot read: {exc.strerror or exc}", args.replay) from None
+    except UnicodeDecodeError:
+        raise CliError("not a JSON Lines file", args.replay) from None
+    for no, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            event = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise CliError(f"line {no}: not JSON: {exc.msg}", args.replay) from None
+        if not isinstance(event, dict) or not isinstance(event.get("numa"), dict):
+            continue
+        rec = event["numa"]
+        inputs = rec.get("inputs") if isinstance(rec.get("inputs"), dict) else {}
+        sync = rec.get("sync")
+        try:
+            if isinstance(sync, list) and sync:
+                # the recorded sync factor was for the recording's machine: re-sample it per core
+                from .runtime.numa import interpolate
+
+                c0 = event["predicted_nodes"][0]["cores"]
+                pts = [(c0 * (i + 1), float(v)) for i, v in enumerate(sync)]
+                sync = [interpolate(pts, k * machine.cores_per_node) / interpolate(pts, machine.cores_per_node)
+                        for k in range(1, machine.nodes + 1)]
+            else:
+                sync = None
+            speedup, basis, measured, fitted, _, notes = node_prediction(machine, inputs, sync)
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise CliError(f"line {no}: unusable numa record: {exc}", args.replay) from None
+        pref = preferred_nodes(speedup, args.efficiency)
+        c = machine.cores_per_node
+        regions.append({"name": event.get("name"), "object": event.get("object"),
+                        "predictions": [{"nodes": k, "cores": k * c, "speedup": round(s, 6)}
+                                        for k, s in enumerate(speedup, 1)],
+                        "preferred_nodes": pref, "basis": basis, "measured": measured,
+                        "fitted": fitted, "notes": notes})
+    if not regions:
+        raise CliError("no region with NUMA inputs (record with 'corecast run --target-machine')",
+                       args.replay)
+    if args.json:
+        _print_json({"machine": machine.name, "regions": regions})
+        return 0
+    print(f"machine: {machine.name} ({machine.nodes} nodes x {machine.cores_per_node} cores)")
+    for r in regions:
+        curve = "  ".join(f"{p['nodes']}:{p['speedup']:.2f}" for p in r["predictions"])
+        print(f"{r['name']} ({r['object']}): {curve}  preferred {r['preferred_nodes']}")
+        print(f"  basis: {r['basis']}" + (f"; fitted: {','.join(r['fitted'])}" if r["fitted"] else ""))
+    return 0
+
+
+def add_machine(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "machine",
+        help="machine descriptions for 'corecast numa': detect this one, list or show presets",
+        description="'detect' writes this machine's description from sysfs (nodes, CPUs, the "
+        "SLIT distance table mapped to hop classes) with delays per hop class from a preset or "
+        "a calibration file; 'presets' lists the shipped descriptions; 'show' prints one.",
+    )
+    msub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    d = msub.add_parser("detect", help="describe this machine")
+    d.add_argument("-o", "--output", metavar="M.json", help="write here instead of stdout")
+    d.add_argument("--delays", metavar="PRESET|FILE", default="opteron6380",
+                   help="delays per hop class from this preset or file: a machine description or "
+                   '{"bus_delay_by_hops": [...], "controller_delay": D_m} (default opteron6380)')
+    d.add_argument("--name", help="name to put in the description")
+    d.add_argument("--sysfs", default="/sys", help=argparse.SUPPRESS)
+    msub.add_parser("presets", help="list the shipped machine descriptions")
+    s = msub.add_parser("show", help="print a preset or file as normalised JSON")
+    s.add_argument("machine", metavar="PRESET|FILE")
+    p.set_defaults(func=cmd_machine)
+
+
+def _delays(spec: str) -> object:
+    from . import numa
+    from .numa.machine import MachineError
+
+    try:
+        return numa.load(spec)
+    except MachineError as exc:
+        path = spec
+        if not os.path.exists(path):
+            raise
+        try:
+            with open(path) as f:
+                d = json.load(f)
+        except (OSError, ValueError, UnicodeDecodeError):
+            raise exc from None
+        if not isinstance(d, dict) or set(d) - {"bus_delay_by_hops", "controller_delay", "source"}:
+            raise exc from None
+        from .numa.machine import from_dict
+
+        try:  # validate through a one-node machine
+            from_dict({"cores_per_node": 1, "nodes": 1, "hops": [[0]], **d})
+        except MachineError as exc2:
+            raise MachineError(f"{spec}: {exc2}") from None
+        return d
+
+
+def cmd_machine(args: argparse.Namespace) -> int:
+    from . import numa
+    from .fileio import write_atomic
+
+    try:
+        if args.action == "presets":
+            for name in numa.presets():
+                m = numa.load(name)
+                print(f"{name:14s} {m.nodes} nodes x {m.cores_per_node} cores  {m.name}")
+            return 0
+        if args.action == "show":
+            sys.stdout.write(numa.load(args.machine).to_json())
+            return 0
+        machine = numa.detect(args.sysfs, _delays(args.delays), args.name)
+    except numa.MachineError as exc:
+        raise CliError(str(exc)) from None
+    text = machine.to_json()
+    if args.output:
+        try:
+            write_atomic(args.output, text.encode())
+        except OSError as e:
+            raise CliError(f"cannot write: {e.strerror or e}", args.output) from None
+        print(f"wrote {args.output}: {machine.nodes} node(s) x {machine.cores_per_node} cores",
+              file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+SUBCOMMANDS += [add_numa, add_machine]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -4,7 +4,12 @@ predicts every region and the process, steers team sizes when asked, and fills t
 steering) lives in this module: the embedded interpreter keeps it between calls."""
 from __future__ import annotations
 
+import os
+import sys
+
 from .bound import RegionPrediction
+from .bound import predict_process as bound_process
+from .bound import predict_region as bound_region
 from .contention import compose_process
 from .contention import predict_process as one_sample_process
 from .contention import predict_region as one_sample_region
@@ -14,6 +19,7 @@ from .history import RegionHistory, combine, extrapolate
 STALLS = ("mutex", "condvar", "pthread_barrier", "rwlock", "semaphore", "critical",
           "atomic", "omp_lock", "omp_barrier", "imbalance", "runqueue")
 MAX_PRED = 64
+MAX_NODES = 16
 
 
 def decode_region(ffi: object, g: object) -> dict:
@@ -88,12 +94,68 @@ def predict_openmp_region(region: dict, sample: object, out: object) -> RegionPr
     return pred
 
 
+_numa = None  # runtime.numa.NumaState once a target machine is named
+
+
+def _numa_state() -> object | None:
+    """The NUMA state when CORECAST_TARGET_MACHINE names a machine (imported only then)."""
+    global _numa
+    if _numa is None and os.environ.get("CORECAST_TARGET_MACHINE"):
+        from .numa import NumaState
+
+        _numa = NumaState()
+        if _numa.error:
+            sys.stderr.write(f"corecast: no node-count predictions: {_numa.error}\n")
+    return _numa if _numa is not None and _numa.machine is not None else None
+
+
+def _encode_nodes(ffi: object, out: object, res: object) -> None:
+    n = min(len(res.speedup), MAX_NODES)
+    out.nnodes = n
+    for i in range(n):
+        out.node_cores[i] = res.cores[i]
+        out.node_speedup[i] = res.speedup[i]
+    out.preferred_nodes = res.preferred
+    _put(ffi, out.numa_basis, res.basis)
+    _put(ffi, out.numa_json, res.json)
+
+
+def _predict_nodes(ffi: object, sample: object, regions: list[dict], result: object) -> None:
+    """Node counts on the target machine for every outermost region (or the process of a
+    plain-threads program)."""
+    state = _numa_state()
+    if state is None:
+        return
+    from .numa_events import decode_counts
+
+    counts = decode_counts(ffi, sample.numa)
+    state.window(counts, regions, sample.window_s)
+    has_regions = any(r["name"] != "process" and not r["nested"] for r in regions)
+    for i, region in enumerate(regions):
+        if region["nested"] or (region["name"] == "process") == has_regions:
+            continue
+        if region["name"] == "process":
+            predict = lambda t, r=region: one_sample_process(r, t, t)  # noqa: E731
+            bound = lambda t, r=region: bound_process(r, t, t)  # noqa: E731
+            history = None
+        else:
+            predict = lambda t, r=region: one_sample_region(r, t, t)  # noqa: E731
+            bound = lambda t, r=region: bound_region(r, t)  # noqa: E731
+            history = _histories.get((region["name"], region["object"]))
+        from .numa import predict_region as nodes_for
+
+        res = nodes_for(state, region, history, counts, predict, bound,
+                        limit=len(result.regions[i].numa_json) - 1)
+        if res is not None:
+            _encode_nodes(ffi, result.regions[i], res)
+
+
 def predict_sample(ffi: object, sample: object, result: object) -> int:
     """Fill ``result`` for every region of ``sample``; 0 on success."""
     try:
         done = []
-        for i in range(sample.nregions):
-            region = decode_region(ffi, sample.regions[i])
+        regions = [decode_region(ffi, sample.regions[i]) for i in range(sample.nregions)]
+        for i, region in enumerate(regions):
             out = result.regions[i]
             if region["name"] != "process":
                 pred = predict_openmp_region(region, sample, out)
@@ -103,6 +165,7 @@ def predict_sample(ffi: object, sample: object, result: object) -> int:
             else:
                 pred = one_sample_process(region, sample.target, sample.cores)
             _encode(ffi, out, pred)
+        _predict_nodes(ffi, sample, regions, result)
         result.status = 0
         return 0
     except Exception as exc:  # the host program must never see a traceback

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import NoReturn, Sequence
 
 from .._native import PRELOAD
+from . import numa_events
 
 PT_INTERP = 3
 
@@ -64,8 +65,14 @@ def preload_env(
     json_out: str | None = None,
     quiet: bool = False,
     steer: bool = False,
+    *,
+    target_machine: str | None = None,
 ) -> dict[str, str]:
-    """``env`` with the library appended to LD_PRELOAD and the CORECAST_* settings."""
+    """``env`` with the library appended to LD_PRELOAD and the CORECAST_* settings.
+
+    ``target_machine`` (a machine description file) asks for NUMA predictions: its absolute
+    path goes into CORECAST_TARGET_MACHINE and, where this machine's PMU has them, the
+    memory-traffic events to count into CORECAST_NUMA_EVENTS (numa_events.plan)."""
     env = dict(env)
     lib = str(library_path())
     current = env.get("LD_PRELOAD", "").strip()
@@ -80,6 +87,16 @@ def preload_env(
         env["CORECAST_QUIET"] = "1"
     if steer:
         env["CORECAST_STEER"] = "1"
+    if target_machine is not None:
+        env["CORECAST_TARGET_MACHINE"] = os.path.abspath(target_machine)
+        try:
+            events = numa_events.encode(numa_events.plan_for_this_machine())
+        except (OSError, ValueError):  # an odd sysfs: no counters rather than no run
+            events = ""
+        if events:
+            env["CORECAST_NUMA_EVENTS"] = events
+        else:
+            env.pop("CORECAST_NUMA_EVENTS", None)  # none inherited from an outer run
     return env
 
 
@@ -90,6 +107,8 @@ def run(
     json_out: str | None = None,
     quiet: bool = False,
     steer: bool = False,
+    *,
+    target_machine: str | None = None,
 ) -> NoReturn:
     """Replace this process with ``command`` under the library: the program keeps its
     stdin/stdout, signals and exit status."""
@@ -101,7 +120,8 @@ def run(
     reason = why_not_preloadable(exe)
     if reason:
         raise LaunchError(f"{command[0]} {reason}; corecast cannot measure it")
-    env = preload_env(dict(os.environ), target, window_ms, json_out, quiet, steer)
+    env = preload_env(dict(os.environ), target, window_ms, json_out, quiet, steer,
+                      target_machine=target_machine)
     if json_out is not None:
         try:
             # Fresh file per run; the program and its children then append their lines.

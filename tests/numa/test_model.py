@@ -1,0 +1,187 @@
+"""The two-level NUMA model (corecast.numa.model): its limits, co-location, the work-cycle
+iteration, the sample contract and the fit used without counters."""
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from corecast.numa import Rates, SampleError, fit_rate, load, parse_sample, predict_nodes
+from corecast.numa.model import memory_cycles, preferred_nodes
+
+OPTERON = load("opteron6380")
+K = OPTERON.nodes
+C = OPTERON.cores_per_node
+
+
+def uniform(r: float, bus_factor: float = 1.25) -> Rates:
+    """LLC misses r per core per work cycle to every node, writes on top, a full node
+    feeding each controller."""
+    b = r * bus_factor
+    return Rates([r] * K, [b] * K, [C * b] * K)
+
+
+ZERO = uniform(0.0)
+
+
+def test_no_memory_traffic_scales_linearly():
+    pred = predict_nodes(OPTERON, ZERO)
+    assert pred.speedup == pytest.approx([float(k) for k in range(1, K + 1)], rel=1e-12)
+    assert pred.preferred == K
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(1e-5, 0.004), st.floats(1.05, 3.0))
+def test_more_traffic_lowers_speedup(r, factor):
+    """Until one node alone saturates the memory system (there the one-node baseline
+    degrades as much as the rest and relative speedup stops falling)."""
+    low = predict_nodes(OPTERON, uniform(r)).speedup
+    high = predict_nodes(OPTERON, uniform(r * factor)).speedup
+    assert low[0] == pytest.approx(1.0) and high[0] == pytest.approx(1.0)
+    for k in range(1, K):
+        assert high[k] < low[k] <= k + 1 + 1e-9
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.floats(1e-5, 0.05), st.floats(1.05, 3.0), st.integers(1, K))
+def test_more_traffic_always_costs_more_memory_cycles(r, factor, k):
+    nodes = OPTERON.fill_order[:k]
+    assert (memory_cycles(OPTERON, uniform(r * factor), nodes)
+            > memory_cycles(OPTERON, uniform(r), nodes) > 0)
+
+
+def test_memory_heavy_co_runner_lowers_speedup_cpu_bound_one_does_not():
+    prog = uniform(0.002)
+    alone = predict_nodes(OPTERON, prog).speedup
+    with_cpu = predict_nodes(OPTERON, prog, [(ZERO, 2)]).speedup
+    with_mem = predict_nodes(OPTERON, prog, [(uniform(0.02), 2)]).speedup
+    assert len(with_cpu) == len(with_mem) == K - 2  # predictions stop at K - K2
+    assert with_cpu == pytest.approx(alone[: K - 2], rel=1e-12)
+    for k in range(K - 2):
+        assert with_mem[k] < alone[k]
+    heavier = predict_nodes(OPTERON, prog, [(uniform(0.04), 2)]).speedup
+    assert all(h < m for h, m in zip(heavier, with_mem))
+
+
+def test_co_runner_takes_the_last_nodes_of_the_fill_order():
+    from corecast.numa.model import allocation
+
+    free, taken = allocation(OPTERON, [3])
+    assert taken == [[5, 6, 7]] and free == [0, 1, 2, 3, 4]
+    with pytest.raises(SampleError, match="leaves no node"):
+        predict_nodes(OPTERON, ZERO, [(ZERO, K)])
+
+
+def test_remote_memory_costs_more_than_local():
+    """All requests to node 0: a program on node 0 sees the 0-hop delay, on more nodes the
+    mean bus delay grows with their hops, so scaling is worse than interleaved memory."""
+    r = 0.002
+    local = Rates([r * K] + [0.0] * (K - 1), [r * K * 1.25] + [0.0] * (K - 1),
+                  [C * r * K * 1.25] + [0.0] * (K - 1))
+    one = predict_nodes(OPTERON, local).speedup
+    spread = predict_nodes(OPTERON, uniform(r)).speedup
+    assert one[-1] < spread[-1]
+
+
+def test_preferred_and_efficiency():
+    s = [1.0, 1.9, 2.5, 2.6, 2.55]
+    assert preferred_nodes(s) == 4
+    assert preferred_nodes(s, 0.05) == 3  # 2.5 >= 0.95 * 2.6
+    assert preferred_nodes(s, 0.30) == 2
+    assert preferred_nodes([1.0, 1.0, 1.0]) == 1  # ties: fewer nodes
+
+
+def test_two_hops_only_between_sockets_in_preset():
+    d = OPTERON.bus_delay
+    assert {d[n][n] for n in range(K)} == {3.0}
+    assert {v for row in d for v in row} == {3.0, 5.5, 8.0}
+    assert all(d[n][m] == d[m][n] for n in range(K) for m in range(K))
+
+
+# ---- the sample contract --------------------------------------------------------------
+def test_rates_sample():
+    rates = parse_sample({"llc": [0.001] * K, "bus": [0.002] * K, "mct": [0.016] * K}, OPTERON)
+    assert rates.llc == [0.001] * K and rates.mct == [0.016] * K and rates.notes == []
+
+
+def test_missing_mct_is_derived_and_said():
+    rates = parse_sample({"llc": [0.001] * K, "bus": [0.002] * K}, OPTERON)
+    assert rates.mct == pytest.approx([C * 0.002] * K)
+    assert any("mct" in n for n in rates.notes)
+
+
+def test_llc_total_is_split_by_dram_ratio():
+    bus = [3.0, 1.0] + [0.0] * (K - 2)
+    rates = parse_sample({"llc": 0.004, "bus": bus, "mct": [0.0] * K}, OPTERON)
+    assert rates.llc[:2] == pytest.approx([0.003, 0.001])
+    assert sum(rates.llc) == pytest.approx(0.004)
+
+
+@pytest.mark.parametrize("r", [0.0, 0.0005, 0.001, 0.003])
+def test_work_cycle_iteration_recovers_the_rates(r):
+    """Counts made from known rates and work cycles W (T = W + stalls) give back the rates."""
+    rates = uniform(r)
+    w = 2e9
+    t = w * (1.0 + memory_cycles(OPTERON, rates, [0]))
+    counts = {"llc": [v * w * C for v in rates.llc], "bus": [v * w * C for v in rates.bus],
+              "mct": [v * w for v in rates.mct], "total_cycles": t * C}
+    got = parse_sample(counts, OPTERON)
+    for key in ("llc", "bus", "mct"):
+        assert getattr(got, key) == pytest.approx(getattr(rates, key), rel=1e-6, abs=1e-15)
+
+
+def test_light_traffic_settles_in_five_iterations():
+    rates = uniform(0.0005)
+    w = 1e9
+    t = w * (1.0 + memory_cycles(OPTERON, rates, [0]))
+    got = parse_sample({"llc": [v * w * C for v in rates.llc], "bus": [v * w * C for v in rates.bus],
+                        "total_cycles": t * C}, OPTERON)
+    assert not any("settled" in n for n in got.notes)
+    assert got.llc[0] == pytest.approx(0.0005, rel=1e-4)
+
+
+@pytest.mark.parametrize("sample, message", [
+    ({"bus": [0.1] * K}, "missing field 'llc'"),
+    ({"llc": [0.1] * K}, "missing field 'bus'"),
+    ({"llc": [0.1] * 2, "bus": [0.1] * 2}, "has 2 entries but the machine has 8"),
+    ({"llc": [-1.0] * K, "bus": [0.1] * K}, ">= 0"),
+    ({"llc": [True] * K, "bus": [0.1] * K}, "finite number"),
+    ({"llc": [float("nan")] * K, "bus": [0.1] * K}, "finite number"),
+    ({"llc": [0.1] * K, "bus": [0.1] * K, "speed": 1}, "unknown field 'speed'"),
+    ({"llc": [0.1] * K, "bus": [0.1] * K, "total_cycles": 0}, "'total_cycles' must be"),
+    ({"llc": [0.1] * K, "bus": [0.1] * K, "cores": 4}, "only goes with raw counts"),
+    ({"llc": [0.1] * K, "bus": [0.1] * K, "total_cycles": 1e9, "nodes": 9}, "machine has 8"),
+    ([1, 2], "JSON object"),
+])
+def test_bad_samples(sample, message):
+    with pytest.raises(SampleError, match=message.replace("(", r"\(").replace("'", "'")):
+        parse_sample(sample, OPTERON)
+
+
+# ---- without counters: the fitted rate --------------------------------------------------
+@pytest.mark.parametrize("r", [0.0, 0.0004, 0.002, 0.008])
+def test_fit_recovers_the_rate_from_work_times(r):
+    share = [1.0 / K] * K
+    times = []
+    for k in (1, 2, 4, 8):
+        b = [r * s for s in share]
+        rates = Rates(b, b, [k * v for v in b])
+        times.append((k, 0.37 * (1.0 + memory_cycles(OPTERON, rates, [0], cores=k)) / k))
+    got, err = fit_rate(OPTERON, times)
+    assert got == pytest.approx(r, rel=1e-3, abs=1e-9)
+    assert err < 1e-6
+
+
+def test_fit_of_perfect_scaling_is_zero_and_needs_two_sizes():
+    assert fit_rate(OPTERON, [(1, 2.0), (2, 1.0)])[0] == 0.0
+    assert fit_rate(OPTERON, [(1, 2.0), (2, 0.9)])[0] == 0.0  # superlinear: no traffic seen
+    with pytest.raises(SampleError, match="two team sizes"):
+        fit_rate(OPTERON, [(2, 1.0), (2, 1.1)])
+
+
+def test_fit_grows_with_slowdown():
+    rates = [fit_rate(OPTERON, [(1, 1.0), (2, t2)])[0] for t2 in (0.55, 0.65, 0.8)]
+    assert rates[0] < rates[1] < rates[2]
+    assert all(math.isfinite(v) for v in rates)
