@@ -24,6 +24,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from .topology import distances, topology
+
 PRESET_DIR = Path(__file__).with_name("presets")
 
 
@@ -153,43 +155,12 @@ def load(spec: str | os.PathLike) -> Machine:
 
 
 # ---- this machine, from sysfs ----------------------------------------------------------
-def _cpulist(text: str) -> list[int]:
-    cpus: list[int] = []
-    for part in text.strip().split(","):
-        if not part:
-            continue
-        lo, _, hi = part.partition("-")
-        cpus.extend(range(int(lo), int(hi or lo) + 1))
-    return cpus
-
-
 def read_topology(sysfs: str | os.PathLike = "/sys") -> tuple[list[list[int]], list[list[int]]]:
-    """(CPUs per node, SLIT distance matrix) of the nodes that have CPUs; a kernel without
-    NUMA support counts as one node holding every online CPU."""
-    root = Path(sysfs) / "devices/system/node"
-    nodes = sorted((int(p.name[4:]), p) for p in root.glob("node[0-9]*")) if root.is_dir() else []
-    cpus, dist, ids = [], [], []
-    for nid, p in nodes:
-        try:
-            cl = _cpulist((p / "cpulist").read_text())
-            dl = [int(v) for v in (p / "distance").read_text().split()]
-        except (OSError, ValueError):
-            continue
-        if cl:
-            ids.append(nid)
-            cpus.append(cl)
-            dist.append(dl)
-    if not cpus:
-        try:
-            online = _cpulist((Path(sysfs) / "devices/system/cpu/online").read_text())
-        except (OSError, ValueError):
-            online = list(range(os.cpu_count() or 1))
-        return [online], [[10]]
-    # distance rows are indexed by node id over all nodes (memory-only ones too)
-    all_ids = [nid for nid, _ in nodes]
-    matrix = [[row[all_ids.index(m)] if all_ids.index(m) < len(row) else 10 for m in ids]
-              for row in dist]
-    return cpus, matrix
+    """(online CPUs per node, SLIT distance matrix) of the nodes that have CPUs; a kernel
+    without NUMA support counts as one node holding every online CPU."""
+    nodes = {n: c for n, c in topology(str(sysfs)).items() if c}
+    ids = sorted(nodes)
+    return [nodes[n] for n in ids], distances(str(sysfs), ids)
 
 
 def hop_classes(distances: list[list[int]]) -> list[list[int]]:

@@ -27,6 +27,9 @@ import os
 import re
 from dataclasses import dataclass, field
 
+from ..numa.topology import parse_cpulist, topology
+from ..numa.topology import read_text as _read
+
 ROLES = ("cycles", "llc", "bus", "mct")  # bit order of CC_NUMA_CYCLES .. CC_NUMA_MCT
 MAX_NODES = 16                           # CC_MAX_NODES
 MAX_EVENTS = 256                         # CC_NUMA_MAX_EVENTS in native/numa.c
@@ -206,57 +209,6 @@ def parse_cpuinfo(text: str) -> tuple[str, int, int] | None:
         return fields["vendor_id"], int(fields["cpu family"]), int(fields["model"])
     except (KeyError, ValueError):
         return None
-
-
-def parse_cpulist(text: str) -> list[int]:
-    """ "0-3,8,10-11" -> [0, 1, 2, 3, 8, 10, 11]; raises ValueError when malformed."""
-    cpus: list[int] = []
-    for part in text.strip().split(","):
-        if not part:
-            continue
-        lo, sep, hi = part.partition("-")
-        a, b = int(lo), int(hi) if sep else int(lo)
-        if a < 0 or b < a:
-            raise ValueError(part)
-        cpus.extend(range(a, b + 1))
-    return cpus
-
-
-def _read(path: str) -> str | None:
-    try:
-        with open(path) as f:
-            return f.read()
-    except OSError:
-        return None
-
-
-def topology(sysfs_root: str = "/sys") -> dict[int, list[int]]:
-    """NUMA node id -> its online CPUs (sysfs); without node information, node 0 holds
-    every online CPU (as native/numa.c counts it)."""
-    online_text = _read(f"{sysfs_root}/devices/system/cpu/online")
-    try:
-        online = set(parse_cpulist(online_text)) if online_text is not None else None
-    except ValueError:
-        online = None
-    nodes: dict[int, list[int]] = {}
-    node_dir = f"{sysfs_root}/devices/system/node"
-    try:
-        names = os.listdir(node_dir)
-    except OSError:
-        names = []
-    for name in names:
-        m = re.fullmatch(r"node(\d+)", name)
-        text = _read(f"{node_dir}/{name}/cpulist") if m else None
-        if text is None:
-            continue
-        try:
-            cpus = parse_cpulist(text)
-        except ValueError:
-            continue
-        nodes[int(m.group(1))] = sorted(c for c in cpus if online is None or c in online)
-    if not nodes:
-        nodes[0] = sorted(online) if online is not None else list(range(os.cpu_count() or 1))
-    return dict(sorted(nodes.items()))
 
 
 _DEFAULT_FORMAT = {"event": "config:0-7,32-35", "umask": "config:8-15"}

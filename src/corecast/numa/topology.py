@@ -1,0 +1,80 @@
+"""This machine's NUMA layout from sysfs: which CPUs each node has and the SLIT distances.
+Standard library only (the launcher and the runtime read it)."""
+from __future__ import annotations
+
+import os
+import re
+
+
+def read_text(path: str) -> str | None:
+    """The file's text, None if it cannot be read."""
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def parse_cpulist(text: str) -> list[int]:
+    """ "0-3,8,10-11" -> [0, 1, 2, 3, 8, 10, 11]; raises ValueError when malformed."""
+    cpus: list[int] = []
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        lo, sep, hi = part.partition("-")
+        a, b = int(lo), int(hi) if sep else int(lo)
+        if a < 0 or b < a:
+            raise ValueError(part)
+        cpus.extend(range(a, b + 1))
+    return cpus
+
+
+def topology(sysfs_root: str = "/sys") -> dict[int, list[int]]:
+    """NUMA node id -> its online CPUs (sysfs); without node information, node 0 holds
+    every online CPU (as native/numa.c counts it)."""
+    online_text = read_text(f"{sysfs_root}/devices/system/cpu/online")
+    try:
+        online = set(parse_cpulist(online_text)) if online_text is not None else None
+    except ValueError:
+        online = None
+    nodes: dict[int, list[int]] = {}
+    node_dir = f"{sysfs_root}/devices/system/node"
+    try:
+        names = os.listdir(node_dir)
+    except OSError:
+        names = []
+    for name in names:
+        m = re.fullmatch(r"node(\d+)", name)
+        text = read_text(f"{node_dir}/{name}/cpulist") if m else None
+        if text is None:
+            continue
+        try:
+            cpus = parse_cpulist(text)
+        except ValueError:
+            continue
+        nodes[int(m.group(1))] = sorted(c for c in cpus if online is None or c in online)
+    if not nodes:
+        nodes[0] = sorted(online) if online is not None else list(range(os.cpu_count() or 1))
+    return dict(sorted(nodes.items()))
+
+
+
+
+def distances(sysfs_root: str, ids: list[int]) -> list[list[int]]:
+    """SLIT distances between the nodes ``ids`` (rows of sysfs's ``distance`` files are
+    indexed by position among all nodes, memory-only ones included); 10 where unknown."""
+    node_dir = f"{sysfs_root}/devices/system/node"
+    try:
+        all_ids = sorted(int(m.group(1)) for m in
+                         (re.fullmatch(r"node(\d+)", n) for n in os.listdir(node_dir)) if m)
+    except OSError:
+        all_ids = []
+    out = []
+    for n in ids:
+        try:
+            row = [int(v) for v in (read_text(f"{node_dir}/node{n}/distance") or "").split()]
+        except ValueError:
+            row = []
+        out.append([row[all_ids.index(m)] if m in all_ids and all_ids.index(m) < len(row)
+                    else (10 if m == n else 20) for m in ids])
+    return out
