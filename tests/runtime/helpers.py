@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+NATIVE_SOURCE = Path(__file__).resolve().parents[2] / "native"  # also when corecast is installed
 TIMEOUT = 300  # generous: a guard against hangs, never a speed check
 REPORT_HEAD = "corecast: pid "
 

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from corecast.runtime import launcher, numa_events
+
+from .helpers import NATIVE_SOURCE
 from corecast.runtime.numa_events import Event, Plan, decode_counts, encode, plan, topology
 
 
@@ -278,7 +280,7 @@ def test_decode_counts():
     from corecast.runtime import build
 
     ffi = cffi.FFI()
-    ffi.cdef(build.abi_cdef())
+    ffi.cdef(build.abi_cdef(NATIVE_SOURCE))
     n = ffi.new("struct cc_numa_counts *")
     n.nodes = 2
     n.node_cpus[0], n.node_cpus[1] = 8, 6

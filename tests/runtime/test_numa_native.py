@@ -11,10 +11,9 @@ import shutil
 import pytest
 
 from corecast.runtime import numa_events
-from corecast.runtime.build import NATIVE
 from corecast.runtime.numa_events import Event, Plan, encode
 
-from .helpers import clean_env, events, read_lines, run
+from .helpers import NATIVE_SOURCE, clean_env, events, read_lines, run
 
 PROGRAM_C = r"""
 #include <pthread.h>
@@ -275,7 +274,7 @@ int corecast_model_predict(const struct cc_sample *s, struct cc_result *r) {
 
 
 def test_node_predictions_in_report_and_json(program, baseline, build, lib, tmp_path):
-    fake = build("fake_model.so", FAKE_MODEL_C, "-shared", "-fPIC", f"-I{NATIVE}")
+    fake = build("fake_model.so", FAKE_MODEL_C, "-shared", "-fPIC", f"-I{NATIVE_SOURCE}")
     alone = tmp_path / "alone"
     alone.mkdir()
     shutil.copy2(lib, alone / lib.name)

@@ -93,10 +93,10 @@ def corecast_model_predict(sample, result):
 """
 
 
-def abi_cdef() -> str:
+def abi_cdef(native: Path = NATIVE) -> str:
     """native/model_abi.h as cdef text: preprocessor lines dropped except integer defines."""
     keep = []
-    for line in (NATIVE / "model_abi.h").read_text().splitlines():
+    for line in (native / "model_abi.h").read_text().splitlines():
         if line.startswith("#") and not re.match(r"#define \w+ \d+\s*$", line):
             continue
         keep.append(line)

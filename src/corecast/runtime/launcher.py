@@ -77,6 +77,9 @@ def preload_env(
     lib = str(library_path())
     current = env.get("LD_PRELOAD", "").strip()
     env["LD_PRELOAD"] = f"{current}:{lib}" if current else lib
+    from ..opencl import autoload_env  # Python programs: pyopencl kernels are measured
+
+    autoload_env(env)
     if target is not None:
         env["CORECAST_TARGET"] = str(target)
     if window_ms is not None:

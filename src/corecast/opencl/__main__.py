@@ -1,0 +1,92 @@
+"""``python -m corecast.opencl prog.py ARGS`` (or ``-m module ARGS``): run a pyopencl
+program as ``python prog.py ARGS`` would, with its kernels measured and reported at exit.
+
+The program gets ``sys.argv`` = [prog.py, ARGS...], ``sys.path[0]`` = its folder and
+``__name__ == "__main__"``; its exit status, output and tracebacks are its own (the frames
+of this runner are left out of a traceback).
+"""
+from __future__ import annotations
+
+import os
+import runpy
+import signal
+import sys
+
+USAGE = "usage: python -m corecast.opencl prog.py [ARGS...]  |  python -m corecast.opencl -m module [ARGS...]"
+
+
+def _own_frames(tb, first_file: str | None):
+    """Skip the traceback entries before the program's own code."""
+    start = tb
+    while tb is not None:
+        name = tb.tb_frame.f_code.co_filename
+        if first_file is not None and os.path.abspath(name) == first_file:
+            return tb
+        if first_file is None and tb.tb_frame.f_globals.get("__name__") == "__main__" \
+                and not name.startswith("<frozen"):
+            return tb
+        tb = tb.tb_next
+    # Not found (the error came before the program ran, e.g. a syntax error): drop the
+    # runner's frames, keep the rest.
+    tb = start
+    here = os.path.dirname(os.path.abspath(__file__))
+    while tb is not None and (tb.tb_frame.f_code.co_filename.startswith("<frozen")
+                              or os.path.dirname(os.path.abspath(tb.tb_frame.f_code.co_filename)) == here
+                              or tb.tb_frame.f_code.co_filename == runpy.__file__):
+        tb = tb.tb_next
+    return tb
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help"):
+        print(USAGE, file=sys.stdout if args else sys.stderr)
+        return 0 if args else 2
+    module = None
+    if args[0] == "-m":
+        if len(args) < 2:
+            print("corecast: error: -m needs a module name (" + USAGE + ")", file=sys.stderr)
+            return 2
+        module, args = args[1], args[1:]
+        path = None
+    else:
+        path = os.path.abspath(args[0])
+        if not os.path.exists(path):
+            print(f"corecast: error: {args[0]}: no such file", file=sys.stderr)
+            return 2
+
+    from . import instrument
+
+    instrument()
+    sys.argv = args
+    if path is not None:
+        sys.path[0] = os.path.dirname(path)
+    else:
+        sys.path[0] = os.getcwd()
+    try:
+        if module is not None:
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
+        else:
+            runpy.run_path(path, run_name="__main__")
+    except SystemExit:
+        raise
+    except BaseException as exc:
+        tb = _own_frames(exc.__traceback__, path if path is not None else None)
+        exc.__traceback__ = tb  # the default hook prints the exception's own traceback
+        sys.excepthook(type(exc), exc, tb)
+        if isinstance(exc, KeyboardInterrupt):  # as Python does: die by SIGINT
+            try:
+                sys.stdout.flush()
+            except Exception:
+                pass
+            import atexit
+
+            atexit._run_exitfuncs()
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGINT)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

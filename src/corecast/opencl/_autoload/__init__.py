@@ -1,0 +1,1 @@
+"""Holds the ``sitecustomize`` that ``corecast run`` puts first on PYTHONPATH."""

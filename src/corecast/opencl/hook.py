@@ -1,0 +1,233 @@
+"""Installing the pyopencl instrumentation: an import hook, the patch, the error line.
+
+``instrument()`` arranges for pyopencl's kernel launches to be measured: at once when
+pyopencl is already imported, otherwise the moment the program imports it (a
+``sys.meta_path`` finder wraps pyopencl's loader; it looks at no other import and leaves
+``sys.meta_path`` after pyopencl's).  A process that never imports pyopencl pays for a
+finder that compares one string per new import, nothing else.
+
+The patch replaces ``pyopencl._cl.enqueue_nd_range_kernel``, which every ``Kernel.__call__``
+reaches through pyopencl's generated invoker, and the same name in ``pyopencl``; the rest
+(``corecast.opencl.profile``) is imported only then.
+
+An uncaught pyopencl error saying that there is no OpenCL platform or device, or a
+missing pyopencl, ends as one line on stderr instead of a traceback (the exit status stays
+Python's, 1); every other exception is the program's own and left alone.
+
+Standard library only, and nothing imported at module level beyond ``os`` and ``sys``:
+this module is imported at the start of every Python process ``corecast run`` starts.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+ENV_FLAG = "CORECAST_OPENCL"  # "1" / "0": the sitecustomize instruments this process or not
+PRELOAD_NAME = "libcorecast_preload"  # without the flag: instrument under the preload library
+TARGET = "pyopencl"
+
+_finder = None
+_profiler = None   # corecast.opencl.profile.Profiler once pyopencl is patched
+_installed = False
+_excepthook = None  # the hook we replaced
+_atexit_registered = False
+
+# Messages of pyopencl errors that mean "no OpenCL here" (ICD loader or create_some_context).
+NO_DEVICE_SIGNS = ("PLATFORM_NOT_FOUND", "no platforms found", "no devices found",
+                   "DEVICE_NOT_FOUND", "clGetPlatformIDs failed")
+
+
+def warn(message: str) -> None:
+    """One ``corecast: warning: opencl: ...`` line on stderr (never raises)."""
+    try:
+        os.write(2, ("corecast: warning: opencl: " + " ".join(message.split()) + "\n").encode())
+    except Exception:
+        pass
+
+
+def disabled() -> bool:
+    return os.environ.get("CORECAST_DISABLE", "").strip() == "1"
+
+
+class _Loader:
+    """Delegates to pyopencl's own loader and patches the module once it has run."""
+
+    def __init__(self, loader):
+        self._loader = loader
+
+    def __getattr__(self, name):
+        return getattr(self._loader, name)
+
+    def create_module(self, spec):
+        create = getattr(self._loader, "create_module", None)
+        return create(spec) if create is not None else None
+
+    def exec_module(self, module):
+        self._loader.exec_module(module)
+        _remove_finder()
+        _on_import(module)
+
+
+class _Finder:
+    """``sys.meta_path`` entry that only answers for ``pyopencl``."""
+
+    def __init__(self):
+        self.busy = False
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != TARGET or self.busy:
+            return None
+        self.busy = True
+        try:
+            spec = None
+            for finder in list(sys.meta_path):
+                if finder is self or not hasattr(finder, "find_spec"):
+                    continue
+                spec = finder.find_spec(fullname, path, target)
+                if spec is not None:
+                    break
+        except Exception:
+            return None
+        finally:
+            self.busy = False
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        spec.loader = _Loader(spec.loader)
+        return spec
+
+    def invalidate_caches(self):
+        pass
+
+
+def _remove_finder() -> None:
+    global _finder
+    if _finder is not None:
+        try:
+            sys.meta_path.remove(_finder)
+        except ValueError:
+            pass
+    _finder = None
+
+
+def _on_import(module) -> None:
+    """pyopencl has just been imported: patch it (a failure costs one warning)."""
+    global _profiler
+    if _profiler is not None or not _installed:
+        return
+    try:
+        from .profile import Profiler
+
+        _profiler = Profiler(module)
+        _profiler.patch()
+    except Exception as exc:  # the program must run on, unmeasured
+        _profiler = None
+        warn(f"kernels not measured: {type(exc).__name__}: {exc}")
+
+
+def _no_opencl_line(exc_type, exc) -> str | None:
+    """The one line for an exception that means there is no OpenCL to use, else None."""
+    try:
+        if issubclass(exc_type, ImportError) and getattr(exc, "name", None) == TARGET:
+            return ("corecast: error: pyopencl is not installed in this Python "
+                    f"({sys.executable}); install it with: pip install 'corecast[opencl]'")
+        module = getattr(exc_type, "__module__", "") or ""
+        if not module.startswith(TARGET):
+            return None
+        text = " ".join(str(exc).split())
+        if not any(sign.lower() in text.lower() for sign in NO_DEVICE_SIGNS):
+            return None
+        if len(text) > 160:
+            text = text[:157] + "..."
+        return (f"corecast: error: no OpenCL platform or device to run on (pyopencl: {text}); "
+                "install one, e.g. pip install 'corecast[opencl]' (pocl, a CPU device)")
+    except Exception:
+        return None
+
+
+def _hook(exc_type, exc, tb):
+    line = _no_opencl_line(exc_type, exc)
+    if line is None:
+        return (_excepthook or sys.__excepthook__)(exc_type, exc, tb)
+    try:
+        sys.stderr.flush()
+    except Exception:
+        pass
+    try:
+        os.write(2, (line + "\n").encode())
+    except Exception:
+        pass
+
+
+def _at_exit() -> None:
+    p = _profiler
+    if p is None or not _installed:
+        return
+    try:
+        p.finish()
+    except Exception as exc:
+        warn(f"no report: {type(exc).__name__}: {exc}")
+
+
+def instrument() -> bool:
+    """Measure pyopencl kernel launches in this process and report at exit.
+
+    Returns False when ``CORECAST_DISABLE=1`` says not to, True otherwise (also when it was
+    already on)."""
+    global _finder, _installed, _excepthook, _atexit_registered
+    if disabled():
+        return False
+    if _installed:
+        return True
+    _installed = True
+    if sys.excepthook is not _hook:
+        _excepthook = sys.excepthook
+        sys.excepthook = _hook
+    if not _atexit_registered:
+        import atexit
+
+        atexit.register(_at_exit)
+        _atexit_registered = True
+    module = sys.modules.get(TARGET)
+    if module is not None and hasattr(module, "_cl"):
+        _on_import(module)
+    elif _finder is None:
+        _finder = _Finder()
+        sys.meta_path.insert(0, _finder)
+    if _profiler is not None and not _profiler.active:
+        _profiler.patch()
+    return True
+
+
+def uninstrument() -> None:
+    """Undo ``instrument()``: pyopencl's own functions back, no report at exit (what was
+    measured stays readable through ``profiler()``)."""
+    global _installed, _excepthook
+    _installed = False
+    _remove_finder()
+    if sys.excepthook is _hook:
+        sys.excepthook = _excepthook or sys.__excepthook__
+    _excepthook = None
+    if _profiler is not None:
+        _profiler.unpatch()
+
+
+def profiler():
+    """The running ``Profiler`` (None before pyopencl was imported under instrumentation)."""
+    return _profiler
+
+
+def wanted(environ=None) -> bool:
+    """Whether the autoload should instrument a process with this environment:
+    ``CORECAST_OPENCL=1`` or ``0`` says so; unset, the preload library in ``LD_PRELOAD``
+    (``corecast run``, ``corecast sweep``) does."""
+    environ = os.environ if environ is None else environ
+    flag = environ.get(ENV_FLAG, "").strip()
+    if flag:
+        return flag == "1"
+    return PRELOAD_NAME in environ.get("LD_PRELOAD", "")
+
+
+def autoload() -> None:
+    """Called by the sitecustomize ``corecast run`` puts on PYTHONPATH."""
+    if wanted():
+        instrument()

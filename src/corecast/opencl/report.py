@@ -1,0 +1,225 @@
+"""The OpenCL exit report: a table on stderr and, with ``CORECAST_OUTPUT``, JSON Lines.
+
+Settings are the preload library's: ``CORECAST_TARGET`` (predict up to this many compute
+units; default this machine's cores), ``CORECAST_WINDOW_MS`` (the sample), ``CORECAST_QUIET=1``
+(no table), ``CORECAST_OUTPUT`` (append one ``kernel`` line per kernel: opened with
+O_APPEND and written with one ``write`` per line, like the library's lines, so lines of
+several processes never interleave).
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+import time
+
+from . import predict
+from .hook import warn
+from .profile import env_int
+
+NAME_WIDTH = 34
+
+
+def _num(v: float) -> float:
+    v = float(v)
+    return float(f"{v:.6g}") if math.isfinite(v) else 0.0
+
+
+def _ms(ns: float) -> str:
+    s = ns * 1e-9
+    if s >= 1:
+        return f"{s:.3f}s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.2f}ms"
+    return f"{s * 1e6:.0f}us"
+
+
+def settings() -> tuple[int, int, bool, str]:
+    cores = os.cpu_count() or 1
+    target = env_int("CORECAST_TARGET", 1, 1024, cores)
+    quiet = os.environ.get("CORECAST_QUIET", "").strip() == "1"
+    output = os.environ.get("CORECAST_OUTPUT", "")
+    return target, cores, quiet, output
+
+
+def _shapes(kernel, index: int) -> list:
+    seen = []
+    for shape in kernel.sizes:
+        v = list(shape[index]) if shape[index] is not None else None
+        if v not in seen:
+            seen.append(v)
+    return seen
+
+
+def kernel_line(prof, kernel, pred, memory) -> dict:
+    """The JSON object of one kernel."""
+    lost = predict.stalls(kernel)
+    s = kernel.sample
+    done = max(kernel.completed, 1)
+    measured = ["device_time", "queue_delay", "enqueue_cost"]
+    if s.cpu_measured and kernel.device_type == "cpu":
+        measured.append("runtime_cpu")
+    if prof.shim.available:
+        measured.append("runtime_waits")
+    line = {
+        "event": "kernel", "pid": prof.pid, "runtime": "opencl", "name": kernel.name,
+        "object": kernel.device, "device_type": kernel.device_type,
+        "calls": kernel.launches, "completed": kernel.completed, "failed": kernel.failed,
+        "in_flight_at_exit": max(kernel.in_flight, 0),
+        "threads": kernel.compute_units,
+        "wall_s": _num(kernel.device_ns * 1e-9),
+        "per_launch_s": _num(kernel.device_ns * 1e-9 / done),
+        "queue_delay_s": _num(kernel.queue_ns * 1e-9),
+        "submit_delay_s": _num(kernel.submit_ns * 1e-9),
+        "enqueue_s": _num(kernel.enqueue_ns * 1e-9),
+        "profiling_queue": "corecast's" if kernel.hidden else "the program's",
+        "global_sizes": _shapes(kernel, 0), "local_sizes": _shapes(kernel, 1),
+        "stalls_s": {c: _num(v) for c, v in lost.items()} if lost is not None else {},
+        "sample": {
+            "launches": s.launches, "device_s": _num(s.device_ns * 1e-9),
+            "runtime_cpu_s": _num(s.cpu_ns * 1e-9) if s.cpu_measured else None,
+            "runtime_threads_busy": s.threads,
+            "shorter_than_snapshots": predict.short_launches(kernel),
+            "waits_s": {c: _num(v) for c, v in sorted(s.waits.items()) if v > 0},
+            "acquisitions": {c: int(v) for c, v in sorted(s.acquisitions.items()) if v > 0},
+            "contended": {c: int(v) for c, v in sorted(s.contended.items()) if v > 0},
+        },
+        "predicted": [], "preferred_threads": None, "basis": "", "future_bottleneck": None,
+        "inputs": {"measured": measured, "fitted": []},
+    }
+    if pred is not None:
+        line["predicted"] = [{"threads": int(n), "speedup": round(float(v), 4), "low": round(float(lo), 4),
+                              "high": round(float(hi), 4)}
+                             for n, v, lo, hi in zip(pred.threads, pred.speedup, pred.low, pred.high)]
+        line["preferred_threads"] = int(pred.preferred)
+        line["basis"] = pred.basis
+        line["future_bottleneck"] = pred.bottleneck
+        line["inputs"]["fitted"] = list(pred.fitted)
+    if memory is not None:  # predicted_nodes, preferred_nodes, numa: as for OpenMP regions
+        line.update(json.loads("{" + memory.json + "}"))
+    return line
+
+
+def _top(lost: dict | None, kernel) -> str:
+    if lost is None:
+        return "not measured" if kernel.device_type == "cpu" else "-"
+    total = kernel.compute_units * kernel.device_ns * 1e-9
+    parts = []
+    for c, v in sorted(lost.items(), key=lambda kv: -kv[1])[:3]:
+        if total > 0 and v / total >= 0.005:
+            parts.append(f"{c} {100 * v / total:.0f}%")
+    return ("* " if predict.short_launches(kernel) else "") + (", ".join(parts) or "-")
+
+
+def table(prof, rows: list, target: int, cores: int) -> str:
+    cols, n = [], 2
+    while n < target and len(cols) < 4:
+        cols.append(n)
+        n *= 2
+    cols.append(target)
+    devices = sorted({(k.device, k.compute_units) for k, _, _ in rows})
+    elapsed = (time.monotonic_ns() - prof.started_ns) * 1e-9
+    where = (f"device {devices[0][0]}, {devices[0][1]} compute units" if len(devices) == 1
+             else f"{len(devices)} devices")
+    out = [f"corecast: opencl, pid {prof.pid}, {elapsed:.3g}s since pyopencl was imported; {where}; "
+           f"predicted speedup up to {target} compute units"]
+    head = (f"{'kernel':<{NAME_WIDTH}} {'launches':>8} {'device':>9} {'per launch':>10} {'queued':>9} "
+            f"{'enqueue':>9}  {'stalls (share of CU time)':<30}")
+    head += "".join(f" {'S@' + str(c):>6}" for c in cols) + f" {'best':>5}  bottleneck"
+    out.append(head)
+    for kernel, pred, memory in rows:
+        shape = next(iter(kernel.sizes), (None, None))
+        label = kernel.name
+        if shape[0] is not None:
+            label += " [" + "x".join(map(str, shape[0])) + "]"
+        if len(devices) > 1:
+            label += f" ({kernel.device})"
+        done = max(kernel.completed, 1)
+        line = (f"{label[:NAME_WIDTH]:<{NAME_WIDTH}} {kernel.launches:>8} {_ms(kernel.device_ns):>9} "
+                f"{_ms(kernel.device_ns / done):>10} {_ms(kernel.queue_ns / done):>9} "
+                f"{_ms(kernel.enqueue_ns / max(kernel.launches, 1)):>9}  "
+                f"{_top(predict.stalls(kernel), kernel)[:30]:<30}")
+        for c in cols:
+            v = None
+            if pred is not None and c in pred.threads:
+                v = pred.speedup[pred.threads.index(c)]
+            line += f" {v:6.2f}" if v is not None else f" {'-':>6}"
+        if pred is not None:
+            line += f" {pred.preferred:>5}  {pred.bottleneck or '-'}"
+        else:
+            line += f" {'-':>5}"
+        out.append(line)
+        if memory is not None:
+            curve = "  ".join(f"{k}:{v:.2f}" for k, v in enumerate(memory.speedup, 1))
+            out.append(f"    nodes: {curve}  preferred {memory.preferred} ({memory.basis})")
+    out.append("device: total device time; per launch: device time, queued (queued to start) and "
+               "enqueue (host time in the call), means per launch")
+    with_pred = [p for _, p, _ in rows if p is not None]
+    window = prof.window_ns // 1_000_000
+    out.append(f"speedups: {with_pred[0].basis if with_pred else 'none (no completed launch)'}; "
+               f"sample: each kernel's first {window} ms of device time")
+    if prof.shim.available:
+        out.append("measured: device time (profiling events), queue delay, enqueue cost, the runtime "
+                   "threads' CPU time and pthread waits")
+    else:
+        out.append("measured: device time (profiling events), queue delay, enqueue cost, the runtime "
+                   "threads' CPU time; not available: the runtime threads' pthread waits (run under "
+                   "'corecast run' for them)")
+    if any(predict.short_launches(k) for k, _, _ in rows):
+        from .profile import TICK_S
+
+        out.append(f"*: launches shorter than the {TICK_S * 1e3:g} ms snapshot interval: idle time "
+                   "inside them is not resolved (a lower bound)")
+    late = sum(max(k.in_flight, 0) for k, _, _ in rows)
+    if late:
+        out.append(f"corecast: opencl: {late} launches still in flight at exit (not counted)")
+    if prof.failed_reason:
+        out.append(f"corecast: opencl: measurement stopped early: {prof.failed_reason}")
+    return "\n".join(out) + "\n"
+
+
+def write_lines(path: str, lines: list[dict]) -> None:
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        warn(f"cannot write {path}: {exc.strerror}; no JSON Lines")
+        return
+    try:
+        for obj in lines:
+            data = (json.dumps(obj, allow_nan=False, separators=(",", ":")) + "\n").encode()
+            while data:  # one write per line: O_APPEND keeps lines whole
+                n = os.write(fd, data)
+                data = data[n:]
+    finally:
+        os.close(fd)
+
+
+def report(prof, kernels: list) -> None:
+    target, cores, quiet, output = settings()
+    if quiet and not output:
+        return
+    kernels = sorted(kernels, key=lambda k: (-k.device_ns, k.name))
+    rows = []
+    for k in kernels:
+        try:
+            pred = predict.predict(k, target, cores)
+        except Exception as exc:
+            warn(f"no prediction for {k.name}: {type(exc).__name__}: {exc}")
+            pred = None
+        try:
+            memory = predict.memory_model(k)
+        except Exception as exc:
+            warn(f"no memory model for {k.name}: {type(exc).__name__}: {exc}")
+            memory = None
+        rows.append((k, pred, memory))
+    if not quiet:
+        data = table(prof, rows, target, cores).encode()
+        try:
+            sys.stderr.flush()
+        except Exception:
+            pass
+        while data:
+            data = data[os.write(2, data):]
+    if output:
+        write_lines(output, [kernel_line(prof, k, p, m) for k, p, m in rows])

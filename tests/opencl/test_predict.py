@@ -1,0 +1,170 @@
+"""Kernel samples to stalls and predictions, and the JSON line, on made-up samples."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from corecast.opencl import predict
+from corecast.opencl.profile import KernelStats
+from corecast.opencl.report import kernel_line, write_lines
+
+
+def kernel(cpu_s=0.8, device_s=0.2, units=4, launches=10, kind="cpu", waits=None, runq_s=0.0,
+           shape=((4096,), None)) -> KernelStats:
+    k = KernelStats("k", "dev", kind, units)
+    k.launches = k.completed = launches
+    k.device_ns = int(device_s * 1e9)
+    k.sizes = {shape: launches}
+    s = k.sample
+    s.launches = launches
+    s.device_ns = int(device_s * 1e9)
+    s.cpu_ns = cpu_s * 1e9
+    s.runq_ns = runq_s * 1e9
+    s.cpu_measured = True
+    s.waits = dict(waits or {})
+    s.shapes = {shape}
+    return k
+
+
+def test_busy_compute_units_scale_linearly_up_to_the_cores():
+    pred = predict.predict(kernel(cpu_s=0.8), target=8, cores=8)
+    assert pred.threads == list(range(1, 9))
+    assert pred.speedup[0] == pytest.approx(1.0)
+    assert pred.speedup[-1] == pytest.approx(8.0, rel=0.02)
+    assert pred.preferred == 8
+    assert predict.sample_stalls(kernel(cpu_s=0.8))["imbalance"] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_idle_compute_units_are_imbalance_that_grows():
+    balanced = predict.predict(kernel(cpu_s=0.8), 16, 16)
+    idle = predict.predict(kernel(cpu_s=0.6), 16, 16)
+    assert idle.speedup[-1] < balanced.speedup[-1]
+    assert idle.bottleneck == "imbalance"
+    lost = predict.sample_stalls(kernel(cpu_s=0.6))
+    assert lost["imbalance"] == pytest.approx(0.2)
+
+
+def test_shim_waits_say_where_idle_time_went_and_never_exceed_it():
+    lost = predict.sample_stalls(kernel(cpu_s=0.6, waits={"condvar": 0.05, "mutex": 0.01}))
+    assert lost["condvar"] == pytest.approx(0.05) and lost["mutex"] == pytest.approx(0.01)
+    assert lost["imbalance"] == pytest.approx(0.14)
+    clipped = predict.sample_stalls(kernel(cpu_s=0.6, waits={"condvar": 0.3, "mutex": 0.1}))
+    assert sum(clipped.values()) == pytest.approx(0.2)
+    assert clipped["condvar"] == pytest.approx(0.15) and clipped["imbalance"] == pytest.approx(0.0)
+
+
+def test_run_queue_wait_is_other_load_not_imbalance():
+    lost = predict.sample_stalls(kernel(cpu_s=0.4, runq_s=0.4))
+    assert lost["runqueue"] == pytest.approx(0.4) and lost["imbalance"] == pytest.approx(0.0)
+    reg = predict.region(kernel(cpu_s=0.4, runq_s=0.4))
+    assert reg["wall_s"] == pytest.approx(0.1) and reg["busy_s"] == pytest.approx(0.4)
+
+
+def test_stalls_scale_from_the_sample_to_all_launches():
+    k = kernel(cpu_s=0.6)
+    k.device_ns *= 3
+    assert predict.stalls(k)["imbalance"] == pytest.approx(0.6)
+
+
+def test_work_groups_cap_the_speedup():
+    k = kernel(shape=((64,), (16,)))
+    assert predict.work_groups(k) == 4
+    pred = predict.predict(k, target=8, cores=8)
+    assert max(pred.speedup) <= 4.0 + 1e-9 and max(pred.high) <= 4.0 + 1e-9
+    assert pred.preferred == 4 and pred.bottleneck == "work_groups"
+    assert predict.work_groups(kernel(shape=((100, 10), (16, 4)))) == 7 * 3
+
+
+def test_devices_other_than_cpus_get_no_stalls_but_a_prediction():
+    k = kernel(kind="gpu", units=8)
+    assert predict.sample_stalls(k) is None and predict.stalls(k) is None
+    assert predict.predict(k, 16, 2).speedup[-1] > 2  # no CPU run queue in the way
+
+
+def test_no_sample_no_prediction():
+    k = kernel()
+    k.sample.launches = 0
+    assert predict.predict(k, 4, 4) is None
+    assert predict.memory_model(kernel()) is None
+
+
+class FakeProfiler:
+    pid = 42
+    window_ns = 200_000_000
+
+    class shim:
+        available = True
+
+
+def test_kernel_line_is_strict_json_with_the_contract_fields(tmp_path):
+    k = kernel(cpu_s=0.7, waits={"condvar": 0.05})
+    pred = predict.predict(k, 4, 4)
+    line = kernel_line(FakeProfiler, k, pred, None)
+    text = json.dumps(line, allow_nan=False)
+    back = json.loads(text)
+    assert back["event"] == "kernel" and back["runtime"] == "opencl" and back["calls"] == 10
+    assert back["wall_s"] == pytest.approx(0.2) and back["threads"] == 4
+    assert [p["threads"] for p in back["predicted"]] == [1, 2, 3, 4]
+    assert back["preferred_threads"] == pred.preferred
+    assert set(back["stalls_s"]) == set(predict.SHOWN)
+    assert "runtime_waits" in back["inputs"]["measured"] and "predicted_nodes" not in back
+    out = tmp_path / "x.jsonl"
+    out.write_text('{"event": "process"}\n')
+    write_lines(str(out), [line, line])
+    rows = out.read_text().splitlines()
+    assert len(rows) == 3 and json.loads(rows[2])["name"] == "k"
+
+
+def test_snapshot_intervals_give_each_interleaved_kernel_its_own_busy_time():
+    from corecast.opencl.profile import Profiler
+
+    p = Profiler.__new__(Profiler)  # the attribution alone: no pyopencl needed
+    p.snaps, p.timeline, p.normal, p.rhs, p.busy_max, p.sampled, p.pending = [], [], {}, {}, {}, [], []
+
+    class NoShim:
+        names: list = []
+
+    p.shim = NoShim
+    wide, narrow = kernel(units=2), kernel(units=2)  # 2 busy compute units, then 1
+    launches, t = [], 0
+    for _ in range(20):
+        launches.append((wide, t, t + 3_000_000, 2.0))
+        t += 3_500_000
+        launches.append((narrow, t, t + 1_000_000, 1.0))
+        t += 1_500_000  # the workers sleep in between
+
+    def busy(x):
+        return sum(rate * max(0, min(x, e) - s) for _, s, e, rate in launches)
+
+    p.snaps = [(x, busy(x), None, 2, 0.0) for x in range(0, t + 2_000_000, 2_000_000)]
+    p.timeline = [(r, s, e) for r, s, e, _ in launches]
+    wide.sample.device_ns, narrow.sample.device_ns = 60_000_000, 20_000_000
+    p._finalize(force=True)
+    p._solve()
+    assert len(p.snaps) == 1
+    assert wide.sample.cpu_ns == pytest.approx(120_000_000, rel=0.01)
+    assert narrow.sample.cpu_ns == pytest.approx(20_000_000, rel=0.01)
+    assert predict.sample_stalls(narrow)["imbalance"] == pytest.approx(0.02, rel=0.02)
+
+
+def test_node_counts_on_a_target_machine(monkeypatch):
+    """With a machine description a CPU kernel gets node counts like an OpenMP region:
+    without memory counters from its contention model alone, which the basis says."""
+    monkeypatch.delenv(predict.MACHINE_ENV, raising=False)
+    assert predict.memory_model(kernel()) is None
+    k = kernel(cpu_s=0.8)
+    nodes = predict.memory_model(k, "two-socket")
+    assert nodes.cores == [16, 32] and nodes.speedup[0] == pytest.approx(1.0)
+    assert nodes.speedup[1] == pytest.approx(2.0, rel=0.05)  # all units busy: it scales
+    assert "memory traffic unknown" in nodes.basis
+    idle = predict.memory_model(kernel(cpu_s=0.4), "two-socket")
+    assert idle.speedup[1] < nodes.speedup[1]  # half the units idle: imbalance grows
+    line = kernel_line(FakeProfiler, k, predict.predict(k, 4, 4), nodes)
+    back = json.loads(json.dumps(line, allow_nan=False))
+    assert [p["nodes"] for p in back["predicted_nodes"]] == [1, 2]
+    assert back["preferred_nodes"] == nodes.preferred and back["numa"]["machine"].startswith("two-socket")
+    assert predict.memory_model(kernel(kind="gpu"), "two-socket") is None
+    monkeypatch.setenv(predict.MACHINE_ENV, "/nonexistent/m.json")
+    with pytest.raises(ValueError, match="no such file"):
+        predict.memory_model(kernel())

@@ -1,0 +1,167 @@
+"""Real pyopencl programs, plain and measured: the two-kernel example, a queue without
+profiling, programs that fail, a machine without an OpenCL device, the sweep.
+
+Needs a working OpenCL device (the ``opencl`` fixture skips otherwise).  Nothing here
+depends on speed: launch counts, positive device times, identical output and exit status.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from .helpers import (CONTRACT, EXAMPLE, LAUNCHES, REPORT_HEAD, SMALL, clean_env, corecast_run,
+                      kernels, measured, plain, read_lines, run, text)
+
+TARGET = 4
+
+
+def check_kernel_lines(lines: list[dict], launches: int = LAUNCHES) -> dict[str, dict]:
+    found = kernels(lines)
+    assert set(found) == {"smooth", "triangle"}
+    for name, k in found.items():
+        for key in CONTRACT:
+            assert key in k, f"{name}: no {key!r}"
+        assert k["runtime"] == "opencl"
+        assert k["calls"] == launches and k["completed"] == launches
+        assert k["wall_s"] > 0 and k["per_launch_s"] > 0
+        assert k["queue_delay_s"] >= 0 and k["enqueue_s"] > 0
+        assert k["threads"] >= 1
+        assert k["sample"]["launches"] >= 1 and k["sample"]["device_s"] > 0
+        counts = [p["threads"] for p in k["predicted"]]
+        assert counts == list(range(1, TARGET + 1))
+        assert k["predicted"][0]["speedup"] == pytest.approx(1.0)
+        for p in k["predicted"]:
+            assert 0 < p["low"] <= p["speedup"] <= p["high"]
+        assert 1 <= k["preferred_threads"] <= TARGET
+        assert isinstance(k["stalls_s"], dict)
+    assert found["triangle"]["global_sizes"] == [[64]] and found["triangle"]["local_sizes"] == [[16]]
+    assert found["smooth"]["global_sizes"] == [[int(SMALL[0])]] and found["smooth"]["local_sizes"] == [None]
+    return found
+
+
+def test_python_m_corecast_opencl_measures_without_changing_the_program(opencl, tmp_path):
+    base = plain([EXAMPLE, *SMALL])
+    assert base.returncode == 0, text(base.stderr)
+    out = tmp_path / "k.jsonl"
+    r = measured([EXAMPLE, *SMALL], env=clean_env(CORECAST_OUTPUT=str(out), CORECAST_TARGET=str(TARGET)))
+    assert r.returncode == 0, text(r.stderr)
+    assert r.stdout == base.stdout
+    assert text(base.stdout).count("checksum") == 2
+    found = check_kernel_lines(read_lines(out))
+    err = text(r.stderr)
+    assert err.count(REPORT_HEAD) == 1 and "smooth" in err and "triangle" in err
+    assert "not available: the runtime threads' pthread waits" in err  # no preload library
+    for k in found.values():
+        assert "runtime_waits" not in k["inputs"]["measured"]
+        assert k["profiling_queue"] == "the program's"
+
+
+def test_corecast_run_instruments_python_programs(opencl, tmp_path):
+    base = plain([EXAMPLE, *SMALL])
+    out = tmp_path / "k.jsonl"
+    r = corecast_run(["--target", str(TARGET), "--json-out", str(out)], [EXAMPLE, *SMALL])
+    assert r.returncode == 0, text(r.stderr)
+    assert r.stdout == base.stdout
+    lines = read_lines(out)
+    found = check_kernel_lines(lines)
+    for k in found.values():
+        assert "runtime_waits" in k["inputs"]["measured"]  # the pthread shim's view
+        assert k["pid"] == next(d["pid"] for d in lines if d["event"] == "process")
+    err = text(r.stderr)
+    assert err.count(REPORT_HEAD) == 1
+    assert "Traceback" not in err
+
+
+def test_queue_without_profiling_is_measured_and_results_unchanged(opencl, tmp_path):
+    base = plain([EXAMPLE, *SMALL])
+    unprofiled = plain([EXAMPLE, *SMALL, "--no-profiling"])
+    assert unprofiled.returncode == 0 and unprofiled.stdout == base.stdout
+    out = tmp_path / "k.jsonl"
+    r = measured([EXAMPLE, *SMALL, "--no-profiling"],
+                 env=clean_env(CORECAST_OUTPUT=str(out), CORECAST_TARGET=str(TARGET)))
+    assert r.returncode == 0, text(r.stderr)
+    assert r.stdout == base.stdout
+    for k in check_kernel_lines(read_lines(out)).values():
+        assert k["profiling_queue"] == "corecast's"
+
+
+def test_quiet_without_output_reports_nothing(opencl):
+    r = measured([EXAMPLE, *SMALL], env=clean_env(CORECAST_QUIET="1"))
+    assert r.returncode == 0
+    assert text(r.stderr) == ""
+
+
+RAISES = """
+import sys
+import numpy as np
+import pyopencl as cl
+ctx = cl.create_some_context(interactive=False)
+queue = cl.CommandQueue(ctx)
+k = cl.Program(ctx, "__kernel void one(__global int *a) { a[get_global_id(0)] = 1; }").build().one
+buf = cl.Buffer(ctx, cl.mem_flags.WRITE_ONLY, 64)
+k(queue, (16,), None, buf)
+queue.finish()
+print("launched", flush=True)
+if sys.argv[1] == "raise":
+    raise ValueError("the program's own error")
+sys.exit(int(sys.argv[1]))
+"""
+
+
+@pytest.mark.parametrize("how", ["raise", "7"])
+def test_failing_program_keeps_its_traceback_and_status(opencl, tmp_path, how):
+    prog = tmp_path / "prog.py"
+    prog.write_text(RAISES)
+    env = clean_env(CORECAST_QUIET="1")
+    base = plain([prog, how], env=env)
+    assert base.returncode == (1 if how == "raise" else 7)
+    for r in (measured([prog, how], env=env), corecast_run(["--quiet"], [prog, how], env=env)):
+        assert r.returncode == base.returncode
+        assert r.stdout == base.stdout == b"launched\n"
+        assert r.stderr == base.stderr
+    if how == "raise":
+        assert text(base.stderr).startswith("Traceback") and "the program's own error" in text(base.stderr)
+
+
+def test_no_opencl_device_is_one_clear_line(opencl, tmp_path):
+    vendors = tmp_path / "vendors"
+    vendors.mkdir()
+    env = clean_env(POCL_DEVICES="none", OCL_ICD_VENDORS=str(vendors))
+    base = plain([EXAMPLE, *SMALL], env=env)
+    if base.returncode == 0:
+        pytest.skip("an OpenCL device other than pocl's is still visible")
+    assert "Traceback" in text(base.stderr)
+    r = measured([EXAMPLE, *SMALL], env=env)
+    assert r.returncode == base.returncode
+    lines = text(r.stderr).splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("corecast: error: no OpenCL platform or device")
+    r = corecast_run([], [EXAMPLE, *SMALL], env=env)
+    assert r.returncode == base.returncode
+    err = text(r.stderr)
+    assert "Traceback" not in err
+    assert sum(line.startswith("corecast: error: no OpenCL") for line in err.splitlines()) == 1
+
+
+def test_compute_units_follow_pocl_max_pthread_count(opencl, tmp_path):
+    if "Portable Computing Language" not in opencl:
+        pytest.skip(f"not pocl: {opencl}")
+    out = tmp_path / "k.jsonl"
+    r = measured([EXAMPLE, *SMALL], env=clean_env(CORECAST_OUTPUT=str(out), CORECAST_TARGET=str(TARGET),
+                                                   POCL_MAX_PTHREAD_COUNT="1"))
+    assert r.returncode == 0, text(r.stderr)
+    for k in check_kernel_lines(read_lines(out)).values():
+        assert k["threads"] == 1
+
+
+def test_sweep_runtime_opencl_sets_pocl_max_pthread_count(opencl, tmp_path):
+    out = tmp_path / "sweep.json"
+    r = run([sys.executable, "-m", "corecast", "sweep", "--runtime", "opencl", "--threads", "1,2",
+             "--repeat", "1", "--json-out", str(out), "--", sys.executable, EXAMPLE, *SMALL])
+    assert r.returncode == 0, text(r.stderr) + text(r.stdout)
+    result = json.loads(out.read_text())
+    assert result["runtime"] == "opencl"
+    assert [m["threads"] for m in result["measured"]] == [1, 2]
+    assert all(m["time_s"] > 0 for m in result["measured"])
