@@ -576,7 +576,10 @@ def _replay(args: argparse.Namespace, machine) -> int:
             event = json.loads(line)
         except json.JSONDecodeError as exc:
             raise CliError(f"line {no}: not JSON: {exc.msg}", args.replay) from None
-        if not isinstance(event, dict) or not isinstance(event.get("numa"), dict):
+        # region, process and kernel events with node predictions (the summary's "numa"
+        # is the recording machine's topology)
+        if (not isinstance(event, dict) or not isinstance(event.get("numa"), dict)
+                or not isinstance(event.get("predicted_nodes"), list)):
             continue
         rec = event["numa"]
         inputs = rec.get("inputs") if isinstance(rec.get("inputs"), dict) else {}

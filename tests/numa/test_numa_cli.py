@@ -116,7 +116,8 @@ def test_replay(capsys, tmp_path):
                                  {"nodes": 2, "cores": 32, "speedup": 1.9}],
              "numa": {"inputs": {"team_times": [[1, 1.0], [2, 0.6]]}, "sync": [1.0, 2.0]}}
     path = tmp_path / "run.jsonl"
-    path.write_text(json.dumps({"event": "summary"}) + "\n" + json.dumps(event) + "\n")
+    summary = {"event": "summary", "numa": {"nodes": 1, "node_cpus": [2], "measured": []}}
+    path.write_text(json.dumps(summary) + "\n" + json.dumps(event) + "\n")
     out = run_json(capsys, "numa", "--machine", "opteron6380", "--replay", str(path), "--json")
     (region,) = out["regions"]
     assert region["name"] == "loop" and region["fitted"] == ["llc", "bus", "mct"]

@@ -154,3 +154,39 @@ def test_roles_without_events_are_derived_and_said():
     s2.window(only, [region("a")], 0.2)
     s2.window(dict(only, cycles=1e9), [region("a", wall=0.2)], 0.2)
     assert s2.samples == {}
+
+
+# ---- end to end: corecast run --target-machine ----------------------------------------
+def test_run_with_target_machine(build, tmp_path):
+    """The triad example under ``corecast run --target-machine``: unchanged output and
+    status, a nodes line in the report, node predictions in the region's JSON event, and
+    ``corecast numa --replay`` predicting the recording again for another machine."""
+    import subprocess
+    import sys
+
+    from .helpers import EXAMPLES, corecast_run, events, read_lines, run
+
+    exe = build("omp_triad", EXAMPLES / "omp_triad.c", "-fopenmp")
+    plain = run([exe, "120", "8"])
+    out = tmp_path / "run.jsonl"
+    proc = corecast_run(["--target-machine", "two-socket", "--json-out", str(out)], [exe, "120", "8"])
+    assert proc.returncode == plain.returncode == 0
+    assert proc.stdout == plain.stdout
+    assert "    nodes: 1:1.00  2:" in proc.stderr.decode()
+    (region,) = events(read_lines(out), "region")
+    assert [p["nodes"] for p in region["predicted_nodes"]] == [1, 2]
+    assert [p["cores"] for p in region["predicted_nodes"]] == [16, 32]
+    assert region["preferred_nodes"] in (1, 2)
+    numa = region["numa"]
+    if len(region["by_team"]) >= 2:  # team sizes 1..cores: the memory rate is fitted
+        assert numa["fitted"] == ["llc", "bus", "mct"] and numa["inputs"]["team_times"]
+    else:  # a one-CPU machine runs one team size
+        assert "memory traffic unknown" in numa["basis"]
+    replay = subprocess.run([sys.executable, "-m", "corecast", "numa", "--machine", "opteron6380",
+                             "--replay", str(out), "--json"], capture_output=True, text=True)
+    assert replay.returncode == 0, replay.stderr
+    (again,) = json.loads(replay.stdout)["regions"]
+    assert again["name"] == region["name"] and len(again["predictions"]) == 8
+    bad = corecast_run(["--target-machine", str(tmp_path / "none.json")], [exe])
+    assert bad.returncode == 2 and bad.stderr.decode().count("\n") == 1
+    assert b"no such file or preset" in bad.stderr
