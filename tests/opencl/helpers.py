@@ -2,11 +2,12 @@
 ``python -m corecast.opencl`` and under ``corecast run``; reading kernel lines."""
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+
+from runtime.helpers import read_lines  # noqa: F401 - the tests import it from here
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "opencl_two_kernels.py"
@@ -50,14 +51,6 @@ def corecast_run(options, args, env=None, cwd=None):
     """``corecast run OPTIONS -- python ARGS`` (corecast through this Python)."""
     return run([sys.executable, "-m", "corecast", "run", *options, "--", sys.executable, *args],
                env=env, cwd=cwd)
-
-
-def read_lines(path: Path) -> list[dict]:
-    if not path.exists():
-        return []
-    text = path.read_text()
-    assert text == "" or text.endswith("\n"), "the last JSON line is cut short"
-    return [json.loads(line) for line in text.splitlines()]
 
 
 def kernels(lines: list[dict]) -> dict[str, dict]:
