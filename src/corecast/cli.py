@@ -239,9 +239,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             numa.load(args.target_machine)
         except numa.MachineError as exc:
             raise CliError(str(exc)) from None
-        machine = args.target_machine
-        if not os.path.exists(machine):
-            machine = str(numa.machine.PRESET_DIR / f"{machine}.json")
+        machine = str(numa.machine.path_of(args.target_machine))
     try:
         launcher.run(command, args.target, args.window_ms, args.json_out, args.quiet, args.steer,
                      target_machine=machine)
@@ -641,32 +639,6 @@ def add_machine(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_machine)
 
 
-def _delays(spec: str) -> object:
-    from . import numa
-    from .numa.machine import MachineError
-
-    try:
-        return numa.load(spec)
-    except MachineError as exc:
-        path = spec
-        if not os.path.exists(path):
-            raise
-        try:
-            with open(path) as f:
-                d = json.load(f)
-        except (OSError, ValueError, UnicodeDecodeError):
-            raise exc from None
-        if not isinstance(d, dict) or set(d) - {"bus_delay_by_hops", "controller_delay", "source"}:
-            raise exc from None
-        from .numa.machine import from_dict
-
-        try:  # validate through a one-node machine
-            from_dict({"cores_per_node": 1, "nodes": 1, "hops": [[0]], **d})
-        except MachineError as exc2:
-            raise MachineError(f"{spec}: {exc2}") from None
-        return d
-
-
 def cmd_machine(args: argparse.Namespace) -> int:
     from . import numa
     from .fileio import write_atomic
@@ -680,7 +652,7 @@ def cmd_machine(args: argparse.Namespace) -> int:
         if args.action == "show":
             sys.stdout.write(numa.load(args.machine).to_json())
             return 0
-        machine = numa.detect(args.sysfs, _delays(args.delays), args.name)
+        machine = numa.detect(args.sysfs, numa.machine.load_delays(args.delays), args.name)
     except numa.MachineError as exc:
         raise CliError(str(exc)) from None
     text = machine.to_json()

@@ -133,11 +133,17 @@ def presets() -> list[str]:
     return sorted(p.stem for p in PRESET_DIR.glob("*.json"))
 
 
-def load(spec: str | os.PathLike) -> Machine:
-    """A machine from a JSON file, or a preset by name (``corecast machine presets``)."""
+def path_of(spec: str | os.PathLike) -> Path:
+    """The file ``spec`` names: itself, or a preset's file when no such file exists."""
     path = Path(spec)
     if not path.exists() and str(spec) in presets():
         path = PRESET_DIR / f"{spec}.json"
+    return path
+
+
+def load(spec: str | os.PathLike) -> Machine:
+    """A machine from a JSON file, or a preset by name (``corecast machine presets``)."""
+    path = path_of(spec)
     try:
         text = path.read_text()
     except FileNotFoundError:
@@ -170,6 +176,25 @@ def hop_classes(distances: list[list[int]]) -> list[list[int]]:
     local = min(r[i] for i, r in enumerate(distances))
     classes = [v for v in values if v > local]
     return [[0 if v <= local else 1 + classes.index(v) for v in r] for r in distances]
+
+
+def load_delays(spec: str | os.PathLike) -> Machine | dict:
+    """Delays for ``detect``: a preset or machine file, or a calibration file
+    ``{"bus_delay_by_hops": [...], "controller_delay": D_m}``."""
+    try:
+        return load(spec)
+    except MachineError as exc:
+        try:
+            data = json.loads(path_of(spec).read_text())
+        except (OSError, ValueError, UnicodeDecodeError):
+            raise exc from None
+        if not isinstance(data, dict) or set(data) - {"bus_delay_by_hops", "controller_delay", "source"}:
+            raise exc from None
+        try:  # validated as a one-node machine
+            from_dict({"cores_per_node": 1, "nodes": 1, "hops": [[0]], **data})
+        except MachineError as bad:
+            raise MachineError(f"{spec}: {bad}") from None
+        return data
 
 
 def detect(sysfs: str | os.PathLike = "/sys", delays: Machine | dict | None = None,

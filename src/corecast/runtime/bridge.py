@@ -126,6 +126,7 @@ def _predict_nodes(ffi: object, sample: object, regions: list[dict], result: obj
     state = _numa_state()
     if state is None:
         return
+    from .numa import predict_region as nodes_for
     from .numa_events import decode_counts
 
     counts = decode_counts(ffi, sample.numa)
@@ -142,8 +143,6 @@ def _predict_nodes(ffi: object, sample: object, regions: list[dict], result: obj
             predict = lambda t, r=region: one_sample_region(r, t, t)  # noqa: E731
             bound = lambda t, r=region: bound_region(r, t)  # noqa: E731
             history = _histories.get((region["name"], region["object"]))
-        from .numa import predict_region as nodes_for
-
         res = nodes_for(state, region, history, counts, predict, bound,
                         limit=len(result.regions[i].numa_json) - 1)
         if res is not None:
