@@ -10,7 +10,7 @@ from pathlib import Path
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
-sys.path.insert(0, str(Path(__file__).parent / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent / "src"))
 from corecast.runtime import build  # noqa: E402  (light: no numpy/scipy)
 
 PRELOAD = "corecast._native.libcorecast_preload"
@@ -39,7 +39,7 @@ setup(
     ext_modules=[
         Extension(
             PRELOAD,
-            sources=[str(Path(p).relative_to(Path(__file__).parent)) for p in build.preload_sources()],
+            sources=[str(Path(p).relative_to(Path(__file__).resolve().parent)) for p in build.preload_sources()],
             define_macros=build.preload_macros(),
             extra_compile_args=build.PRELOAD_CFLAGS,
             libraries=build.PRELOAD_LIBS,

@@ -2,6 +2,7 @@
  * lifecycle (constructor, fork, exec, exit).  The wrappers live in shims/. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -100,6 +101,9 @@ void cc_warn(const char *fmt, ...) {
     (void)w;
 }
 
+/* Where the report and warnings go (the lead's stub until the saved-stderr channel lands). */
+int cc_report_fd(void) { return 2; }
+
 /* ---- configuration ---------------------------------------------------------------- */
 static int env_int(const char *name, int lo, int hi, int dflt) {
     const char *v = getenv(name);
@@ -124,6 +128,7 @@ static void read_config(void) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     cc_cfg.target = env_int("CORECAST_TARGET", 1, CC_MAX_THREADS, cores > 0 ? (int)cores : 1);
     cc_cfg.window_ms = env_int("CORECAST_WINDOW_MS", 10, 60000, 200);
+    cc_cfg.exit_timeout_ms = env_int("CORECAST_EXIT_TIMEOUT_MS", 0, 600000, 10000);
     const char *out = getenv("CORECAST_OUTPUT");
     cc_cfg.output[0] = 0;
     if (out && strlen(out) < sizeof cc_cfg.output)
@@ -209,6 +214,8 @@ struct cc_region *cc_regions(int *n) {
     return regions;
 }
 
+static void register_exit(void);
+
 /* ---- lifecycle -------------------------------------------------------------------- */
 static double active_since;
 static int activity_claimed;
@@ -222,6 +229,7 @@ void cc_activity(void) {
         return;
     active_since = cc_mono_s();
     cc_active = 1;
+    register_exit();
     cc_sampler_start();
     if (cc_host_is_python())
         cc_model_warmup();
@@ -245,7 +253,64 @@ static void reset_after_fork(void) {
     cc_model_after_fork();
 }
 
-void cc_final(void) {
+/* ---- the exit guard ------------------------------------------------------------- */
+/* While the exit report runs (and for the rest of the exit if the model was left behind),
+ * a fatal signal raised on corecast's own threads must not decide how the program ends.
+ * The sampler, faulting inside the model, parks (the exiting thread goes on, flushes the
+ * program's streams and exits with its own status), with a bounded wait in case the fault
+ * left a lock held; the exiting thread, faulting in the C report, ends the process with
+ * the program's status.  Faults on the program's threads get their own handling back. */
+static const int guard_sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+#define NGUARD (int)(sizeof guard_sigs / sizeof guard_sigs[0])
+static struct sigaction guard_old[NGUARD];
+static volatile int guard_status, guard_tid, guard_on;
+
+static void guard_restore(void) {
+    if (!__atomic_exchange_n(&guard_on, 0, __ATOMIC_ACQ_REL))
+        return;
+    for (int i = 0; i < NGUARD; i++)
+        sigaction(guard_sigs[i], &guard_old[i], NULL);
+}
+
+static void guard_handler(int sig, siginfo_t *si, void *ctx) {
+    (void)ctx;
+    int tid = (int)syscall(SYS_gettid);
+    if (tid == guard_tid || cc_sampler_is(tid)) {
+        static const char msg[] = "corecast: warning: fatal signal in corecast's exit report; "
+                                  "the program's exit status is kept\n";
+        ssize_t w = write(cc_report_fd(), msg, sizeof msg - 1);
+        (void)w;
+        if (tid != guard_tid) {
+            cc_sampler_failed();
+            for (int i = 0; i < 100; i++) { /* 10 s: the exiting thread normally ends us first */
+                struct timespec step = {0, 100000000L};
+                nanosleep(&step, NULL);
+            }
+        }
+        syscall(SYS_exit_group, guard_status);
+    }
+    guard_restore();
+    /* A fault re-executes under the program's own disposition; a sent signal is sent again. */
+    if (si->si_code <= 0)
+        syscall(SYS_tgkill, getpid(), tid, sig);
+}
+
+static void guard_install(int status) {
+    guard_status = status & 0xff;
+    guard_tid = (int)syscall(SYS_gettid);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = guard_handler;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < NGUARD; i++)
+        sigaction(guard_sigs[i], &sa, &guard_old[i]);
+    guard_on = 1;
+}
+
+/* ---- the exit report ------------------------------------------------------------ */
+/* ``status`` >= 0: the program's exit status (on_exit, _exit), guarded as above. */
+static void final_report(int status) {
     if (!cc_ready || cc_cfg.disabled)
         return;
     /* A vfork child shares our memory: it must neither report nor mark us done. */
@@ -255,20 +320,61 @@ void cc_final(void) {
         return;
     struct cc_thread *t = cc_self();
     t->guard++;
-    cc_sampler_stop();
-    if (cc_active) {
-        static struct cc_sample sample;
-        static struct cc_result result;
-        cc_build_sample(&sample, 1, NULL);
-        memset(&result, 0, sizeof result);
-        if (cc_model_predict(&sample, &result) != 0)
-            result.status = result.status ? result.status : -1;
-        cc_report(&sample, &result);
+    if (!cc_active) {
+        cc_sampler_stop();
+        t->guard--;
+        return;
     }
+    if (status >= 0)
+        guard_install(status);
+    static struct cc_sample sample;
+    static struct cc_result result, answer;
+    cc_build_sample(&sample, 1, NULL);
+    memset(&result, 0, sizeof result);
+    memset(&answer, 0, sizeof answer);
+    int left_behind = 0;
+    switch (cc_sampler_final(&sample, &answer, cc_cfg.exit_timeout_ms)) {
+    case -1: /* no sampler thread (a forked child, a failed start): predict here */
+        cc_model_predict(&sample, &result);
+        break;
+    case 0:
+        result = answer;
+        break;
+    case 2:
+        left_behind = 1;
+        result.status = -1;
+        snprintf(result.note, sizeof result.note, "the model failed with a fatal signal");
+        break;
+    default:
+        left_behind = 1;
+        result.status = -1;
+        snprintf(result.note, sizeof result.note,
+                 "the model did not answer within %d ms (CORECAST_EXIT_TIMEOUT_MS)", cc_cfg.exit_timeout_ms);
+    }
+    cc_report(&sample, &result);
+    if (!left_behind)
+        guard_restore(); /* the model is done: nothing of ours runs any more */
+    else
+        guard_tid = 0; /* only the sampler, still in the model, stays guarded */
     t->guard--;
 }
 
+void cc_final(void) { final_report(-1); }
+
 static void final_at_exit(void) { cc_final(); }
+
+static void final_on_exit(int status, void *arg) {
+    (void)arg;
+    final_report(status);
+}
+
+/* Registered at the first parallel activity, after libc registered the dynamic linker's
+ * destructor pass: the report runs before any library (numpy's OpenBLAS, libgomp, the
+ * model's interpreter) is finalised, and before exit handlers the program registered
+ * earlier.  A constructor-time atexit ran inside that destructor pass, after numpy's
+ * libraries were torn down, while the sampler could still be in the model: the exit
+ * crash of issue 11. */
+static void register_exit(void) { on_exit(final_on_exit, NULL); }
 
 __attribute__((constructor)) static void cc_init(void) {
     tsc0 = cc_now();
@@ -278,8 +384,6 @@ __attribute__((constructor)) static void cc_init(void) {
     if (cc_cfg.disabled)
         return;
     cc_sampler_mark_start();
-    /* Registered early, so it runs after the program's own atexit handlers. */
-    atexit(final_at_exit);
     at_quick_exit(final_at_exit);
     pthread_atfork(NULL, NULL, reset_after_fork);
     cc_ready = 1;
@@ -287,12 +391,12 @@ __attribute__((constructor)) static void cc_init(void) {
 
 /* ---- exits and execs that skip atexit ---------------------------------------------- */
 void _exit(int status) {
-    cc_final();
+    final_report(status);
     CC_LIBC(_exit)(status);
 }
 
 void _Exit(int status) {
-    cc_final();
+    final_report(status);
     CC_LIBC(_Exit)(status);
 }
 

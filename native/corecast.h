@@ -106,6 +106,7 @@ struct cc_config {
     int steer;
     int target;
     int window_ms;
+    int exit_timeout_ms; /* how long the exit waits for the model */
     char output[1024];
 };
 extern struct cc_config cc_cfg;
@@ -140,6 +141,12 @@ struct cc_region *cc_regions(int *n);
 /* ---- sampler, model, report ---------------------------------------------------- */
 void cc_sampler_start(void);
 void cc_sampler_stop(void);
+/* The exit prediction, made by the sampler thread: 0 answered, 1 not within ``timeout_ms``,
+ * 2 the sampler faulted (``r`` then stays the sampler's), -1 no sampler thread. */
+int cc_sampler_final(const struct cc_sample *s, struct cc_result *r, int timeout_ms);
+void cc_sampler_failed(void); /* async-signal-safe */
+int cc_sampler_is(int tid); /* ``tid`` is the sampler thread */
+int cc_report_fd(void);     /* the descriptor the report and warnings go to */
 void cc_sampler_after_fork(void);
 void cc_sampler_mark_start(void);
 void cc_sampler_read_counters(struct cc_sample *s); /* fills counters + runqueue */

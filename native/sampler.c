@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/futex.h>
 #include <linux/perf_event.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,7 +21,7 @@
 #include "real.h"
 
 static pthread_t sampler;
-static volatile int sampler_running, sampler_stop;
+static volatile int sampler_running;
 static volatile int sampler_tid;
 static int perf_fd[CC_NCTR] = {-1, -1, -1, -1, -1, -1, -1, -1};
 
@@ -205,6 +206,33 @@ void cc_process_times(double *cpu_s, double *runq_s) {
 }
 
 /* ---- the thread ----------------------------------------------------------------- */
+/* The sampler is the only thread that enters the model in a non-Python host, the exit
+ * prediction included: the exiting thread hands it the final sample and waits a bounded
+ * time (CORECAST_EXIT_TIMEOUT_MS), so a slow or stuck model costs the predictions, never
+ * the program's exit, and the model is quiescent before the C library's destructors run. */
+enum { CMD_NONE, CMD_FINAL, CMD_STOP };
+static int sampler_cmd;    /* futex word: what the exiting thread asks */
+static int final_state;    /* futex word: 0 asked, 1 answered */
+static const struct cc_sample *final_sample;
+static struct cc_result *final_result;
+
+static long futex(int *word, int op, int val, const struct timespec *timeout) {
+    return syscall(SYS_futex, word, op, val, timeout, NULL, 0);
+}
+
+/* Sleeps until ``*word`` != ``seen`` or ``ms`` have passed; returns the word's value. */
+static int wait_change(int *word, int seen, long ms) {
+    double deadline = cc_mono_s() + ms / 1000.0;
+    for (;;) {
+        int now = __atomic_load_n(word, __ATOMIC_ACQUIRE);
+        double left = deadline - cc_mono_s();
+        if (now != seen || left <= 0)
+            return now;
+        struct timespec ts = {(time_t)left, (long)((left - (time_t)left) * 1e9)};
+        futex(word, FUTEX_WAIT_PRIVATE, seen, &ts);
+    }
+}
+
 static void *sampler_main(void *arg) {
     (void)arg;
     struct cc_thread *t = cc_self();
@@ -213,10 +241,15 @@ static void *sampler_main(void *arg) {
     sampler_tid = (int)syscall(SYS_gettid);
     static struct cc_sample sample;
     static struct cc_result result;
-    while (!sampler_stop) {
-        struct timespec step = {cc_cfg.window_ms / 1000, (cc_cfg.window_ms % 1000) * 1000000L};
-        nanosleep(&step, NULL);
-        if (sampler_stop)
+    for (;;) {
+        int cmd = wait_change(&sampler_cmd, CMD_NONE, cc_cfg.window_ms);
+        if (cmd == CMD_FINAL) {
+            cc_model_predict(final_sample, final_result);
+            __atomic_store_n(&final_state, 1, __ATOMIC_RELEASE);
+            futex(&final_state, FUTEX_WAKE_PRIVATE, 1, NULL);
+            break;
+        }
+        if (cmd == CMD_STOP)
             break;
         static struct cc_region *refs[CC_MAX_REGIONS];
         cc_build_sample(&sample, 0, refs);
@@ -235,10 +268,18 @@ static void *sampler_main(void *arg) {
 void cc_sampler_start(void) {
     if (sampler_running)
         return;
-    sampler_stop = 0;
+    sampler_cmd = CMD_NONE;
+    final_state = 0;
     sigset_t all, old;
     sigfillset(&all);
-    /* The sampler must never take one of the program's signals. */
+    /* The sampler must never take one of the program's signals; the synchronous ones stay
+     * deliverable so that a fault in the model reaches corecast's exit guard (core.c)
+     * instead of being forced to its default action. */
+    sigdelset(&all, SIGSEGV);
+    sigdelset(&all, SIGBUS);
+    sigdelset(&all, SIGILL);
+    sigdelset(&all, SIGFPE);
+    sigdelset(&all, SIGABRT);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     struct cc_thread *t = cc_self();
     t->guard++;
@@ -253,13 +294,45 @@ void cc_sampler_start(void) {
     cc_numa_open(); /* the topology even without a PMU */
 }
 
-void cc_sampler_stop(void) { sampler_stop = 1; }
+int cc_sampler_is(int tid) { return sampler_running && tid == sampler_tid; }
+
+/* From the exit guard's signal handler, on the sampler thread: the exit prediction will not
+ * come (async-signal-safe: a store and a wake). */
+void cc_sampler_failed(void) {
+    __atomic_store_n(&final_state, 2, __ATOMIC_RELEASE);
+    futex(&final_state, FUTEX_WAKE_PRIVATE, 1, NULL);
+}
+
+int cc_sampler_final(const struct cc_sample *s, struct cc_result *r, int timeout_ms) {
+    if (!sampler_running)
+        return -1;
+    final_sample = s;
+    final_result = r;
+    __atomic_store_n(&sampler_cmd, CMD_FINAL, __ATOMIC_SEQ_CST);
+    futex(&sampler_cmd, FUTEX_WAKE_PRIVATE, 1, NULL);
+    /* Otherwise the sampler is still in the model (or in a window's prediction), or it
+     * faulted there; ``r`` then stays the sampler's, the caller reports from another buffer. */
+    switch (wait_change(&final_state, 0, timeout_ms)) {
+    case 1:
+        return 0;
+    case 2:
+        return 2;
+    default:
+        return 1;
+    }
+}
+
+void cc_sampler_stop(void) {
+    __atomic_store_n(&sampler_cmd, CMD_STOP, __ATOMIC_SEQ_CST);
+    futex(&sampler_cmd, FUTEX_WAKE_PRIVATE, 1, NULL);
+}
 
 void cc_sampler_after_fork(void) {
     cpu_at_start = 0; /* a forked child's rusage starts at zero */
     memset(&usage_at_start, 0, sizeof usage_at_start);
     sampler_running = 0;
-    sampler_stop = 0;
+    sampler_cmd = CMD_NONE;
+    final_state = 0;
     sampler_tid = 0;
     ntasks = 0;
     tasks_busy = 0;

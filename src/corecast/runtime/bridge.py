@@ -149,8 +149,27 @@ def _predict_nodes(ffi: object, sample: object, regions: list[dict], result: obj
             _encode_nodes(ffi, result.regions[i], res)
 
 
+def _injected_fault(sample: object) -> None:
+    """Test hook, CORECAST_TEST_FAULT=segv|abort|hang: the exit prediction fails as a broken
+    model or library would, so the tests can check that the program's exit survives it."""
+    what = os.environ.get("CORECAST_TEST_FAULT", "")
+    if not sample.final or not what:
+        return
+    if what == "segv":
+        import ctypes
+
+        ctypes.string_at(0)
+    elif what == "abort":
+        os.abort()
+    elif what == "hang":
+        import time
+
+        time.sleep(3600)
+
+
 def predict_sample(ffi: object, sample: object, result: object) -> int:
     """Fill ``result`` for every region of ``sample``; 0 on success."""
+    _injected_fault(sample)
     try:
         done = []
         regions = [decode_region(ffi, sample.regions[i]) for i in range(sample.nregions)]
