@@ -41,7 +41,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from .entities import InputError
-from .fileio import check_sweep, write_atomic
+from .fileio import check_sweep, write_file
 
 SOURCE = "sweep result"  # names a result passed as a dict in error messages
 
@@ -163,7 +163,7 @@ def _points(raw, key: str, source: str, fields: tuple[str, ...]) -> list[dict]:
 
 def plot_sweep(result: dict, path: str) -> None:
     """Write the sweep's PNG (time, speedup, stall extrapolation) to ``path``."""
-    write_atomic(path, render_png(result), ".png")
+    write_file(path, render_png(result), "plot")
 
 
 def render_png(result: "dict | _View") -> bytes:
@@ -351,7 +351,7 @@ img { max-width: 100%; height: auto; border: 1px solid #ddd; }
 def html_report(result: dict, path: str) -> None:
     """Write one self-contained HTML report of the sweep to ``path``.  A sweep without
     successful runs still gets one (warnings and failed runs, no plot)."""
-    write_atomic(path, render_html(result).encode("utf-8"), ".html")
+    write_file(path, render_html(result), "HTML report")
 
 
 def _e(x) -> str:
@@ -504,7 +504,7 @@ def extrap_records(result: dict, source: str = SOURCE) -> list[dict]:
 def export_extrap(result: dict, path: str) -> None:
     """Write the sweep's measured runs to ``path`` in Extra-P's JSON Lines format."""
     text = "".join(json.dumps(r, allow_nan=False) + "\n" for r in extrap_records(result))
-    write_atomic(path, text.encode("utf-8"), ".jsonl")
+    write_file(path, text)
 
 
 def _as_int(x) -> int | float:
