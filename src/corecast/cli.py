@@ -19,7 +19,7 @@ import numpy as np
 
 from . import methods
 from .entities import METRICS, InputError, Measurements, Prediction
-from .fileio import read_measurements
+from .fileio import printable, read_measurements
 from .prediction import DEFAULT_KNEE_FRACTION, predict_measurements
 from .report import format_table
 
@@ -38,7 +38,7 @@ class CliError(Exception):
 
     def line(self) -> str:
         text = f"{self.file}: {self}" if self.file else str(self)
-        return "corecast: error: " + " ".join(text.split())  # always exactly one line
+        return "corecast: error: " + printable(" ".join(text.split()))  # one line, no escape codes
 
 
 class _Parser(argparse.ArgumentParser):
@@ -315,7 +315,7 @@ def cmd_tune_sim(args: argparse.Namespace) -> int:
                      for name, r in results.items()})
         return 0
     best = counts[int(np.argmax(perf))]
-    print(f"{args.file}: {len(counts)} counts ({counts[0]}..{counts[-1]}), {data.metric}, "
+    print(f"{printable(args.file)}: {len(counts)} counts ({counts[0]}..{counts[-1]}), {data.metric}, "
           f"best measured at {best}; noise {args.noise:g}\n")
     print(f"{'tuner':10s} {'steps':>5s} {'chosen':>6s} {'final loss':>10s} {'summed loss':>11s}  counts tried")
     for name, label in (("opresca", "OPreSca"), ("binsearch", "Binsearch")):
@@ -602,7 +602,7 @@ def _replay(args: argparse.Namespace, machine) -> int:
     print(f"machine: {machine.name} ({machine.nodes} nodes x {machine.cores_per_node} cores)")
     for r in regions:
         curve = "  ".join(f"{p['nodes']}:{p['speedup']:.2f}" for p in r["predictions"])
-        print(f"{r['name']} ({r['object']}): {curve}  preferred {r['preferred_nodes']}")
+        print(printable(f"{r['name']} ({r['object']}): {curve}  preferred {r['preferred_nodes']}"))
         print(f"  basis: {r['basis']}" + (f"; fitted: {','.join(r['fitted'])}" if r["fitted"] else ""))
     return 0
 

@@ -91,11 +91,11 @@ def input_limit() -> int:
         mb = math.nan
     if not (math.isfinite(mb) and mb > 0):
         raise InputError(f"{MAX_INPUT_ENV}={printable(raw)!r}: not a positive number of MiB")
-    return max(1, int(mb * (1 << 20)))
+    return math.ceil(mb * (1 << 20))
 
 
 def _too_large(path: str, limit: int) -> InputError:
-    return InputError(f"{shown(path)}: larger than the input limit of {limit / (1 << 20):g} MiB "
+    return InputError(f"{shown(path)}: larger than the input limit of {limit / (1 << 20):.4g} MiB "
                       f"(set {MAX_INPUT_ENV} to raise it)")
 
 
@@ -191,6 +191,15 @@ def _fd_of(path: str) -> int | None:
     return None
 
 
+def _utf8(text: str) -> bytes:
+    """``text`` as UTF-8; lone surrogates (undecodable bytes of a file name or argument)
+    become U+FFFD, as UTF-8 cannot hold them."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text).encode("utf-8")
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -216,7 +225,7 @@ def write_file(path: str | os.PathLike, data: bytes | str, what: str = "") -> No
     folders are refused.  ``what`` (e.g. "plot") words the error: one line, OutputError."""
     path = os.fspath(path)
     if isinstance(data, str):
-        data = data.encode("utf-8")
+        data = _utf8(data)
     where = f"cannot write {what}".rstrip()
     if path == STDIO:
         stream = getattr(sys.stdout, "buffer", None)
@@ -292,7 +301,7 @@ def append_lines(path: str | os.PathLike, lines: Iterable[str]) -> None:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NONBLOCK, 0o666)
             os.set_blocking(fd, True)  # O_NONBLOCK was for the open only
         for line in lines:
-            _write_all(fd, line.encode("utf-8"))
+            _write_all(fd, _utf8(line))
     except OSError as exc:
         reason = "no reader on the FIFO" if exc.errno == errno.ENXIO else exc.strerror or exc
         raise OutputError(f"{shown(path)}: cannot write: {reason}") from None

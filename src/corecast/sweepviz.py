@@ -41,7 +41,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from .entities import InputError
-from .fileio import check_sweep, write_file
+from .fileio import check_sweep, printable, write_file
 
 SOURCE = "sweep result"  # names a result passed as a dict in error messages
 
@@ -217,8 +217,9 @@ def render_png(result: "dict | _View") -> bytes:
 
 def _plain(text: str) -> str:
     """Text shown as written: a pair of ``$`` would start matplotlib's mathtext (and a
-    command like ``sh -c 'echo $A$B'`` could fail to render)."""
-    return text.replace("$", r"\$")
+    command like ``sh -c 'echo $A$B'`` could fail to render); control characters and
+    undecodable bytes escaped (the font renderer refuses the latter)."""
+    return printable(text).replace("$", r"\$")
 
 
 def _thread_axis(ax, counts: list[float], log_x: bool) -> None:
@@ -355,7 +356,8 @@ def html_report(result: dict, path: str) -> None:
 
 
 def _e(x) -> str:
-    return html.escape(str(x), quote=True)
+    """Text for HTML: markup and control characters escaped (names come from outside)."""
+    return html.escape(printable(str(x)), quote=True)
 
 
 def _fmt(x, digits: int = 4) -> str:
