@@ -118,11 +118,16 @@ def test_dash_output_is_standard_output(capsys):
     assert json.loads(out)["nodes"] >= 1
 
 
-def test_dev_stdout_is_written_through_the_descriptor(tmp_path):
+@pytest.mark.parametrize("via_link", [False, True])
+def test_dev_stdout_is_written_through_the_descriptor(tmp_path, via_link):
     out = tmp_path / "redirected.json"
+    name = "/dev/stdout"
+    if via_link:
+        (tmp_path / "link").symlink_to(name)
+        name = str(tmp_path / "link")
     with open(out, "wb") as f:
         inode = os.fstat(f.fileno()).st_ino
-        r = subprocess.run(CORECAST + ["machine", "detect", "-o", "/dev/stdout"], stdout=f,
+        r = subprocess.run(CORECAST + ["machine", "detect", "-o", name], stdout=f,
                            stderr=subprocess.PIPE, timeout=TIMEOUT)
     assert r.returncode == 0, r.stderr
     assert os.stat(out).st_ino == inode  # the shell's file, not a replacement
@@ -372,6 +377,29 @@ def test_html_and_png_take_undecodable_and_control_characters(tmp_path):
     assert "./p\\udcff\\x1b[2J" in page and "\x1b" not in page
     sweepviz.plot_sweep(result, str(tmp_path / "r.png"))
     assert (tmp_path / "r.png").read_bytes().startswith(b"\x89PNG")
+
+
+def test_opencl_table_escapes_kernel_and_device_names():
+    import time
+
+    from corecast.opencl import predict, report
+    from corecast.opencl.profile import KernelStats
+
+    k = KernelStats("k\x1b[31m", "dev\u202e", "cpu", 4)
+    k.launches = k.completed = 10
+    k.device_ns = k.sample.device_ns = 200_000_000
+    k.sample.launches, k.sample.cpu_ns, k.sample.cpu_measured = 10, 8e8, True
+    k.sizes, k.sample.shapes = {((4096,), None): 10}, {((4096,), None)}
+
+    class Profiler:
+        pid, window_ns, started_ns, failed_reason = 1, 200_000_000, time.monotonic_ns(), None
+
+        class shim:
+            available = False
+
+    text = report.table(Profiler, [(k, predict.predict(k, 4, 4), None)], 4, 4)
+    assert "k\\x1b[31m" in text and "dev\\u202e" in text
+    assert "\x1b" not in text and "\u202e" not in text
 
 
 def test_printable():

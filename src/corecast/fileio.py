@@ -22,6 +22,7 @@ import errno
 import json
 import math
 import os
+import re
 import stat
 import sys
 import tempfile
@@ -55,7 +56,7 @@ STDIO = "-"
 # Paths that name one of this process's open descriptors: written through it (its file
 # offset and append mode are the caller's), as a shell redirection would be.
 _FD_ALIASES = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
-_FD_PREFIXES = ("/dev/fd/", "/proc/self/fd/")
+_FD_PATH = re.compile(r"/dev/fd/(\d+)|/proc/(?:self|thread-self|(\d+))/fd/(\d+)")
 
 
 class OutputError(InputError):
@@ -182,12 +183,19 @@ def parse_json(text: str, path: str | os.PathLike, what: str = "valid JSON", hin
 
 
 def _fd_of(path: str) -> int | None:
-    """The descriptor ``path`` names (/dev/stdout, /dev/fd/N, /proc/self/fd/N), or None."""
-    if path in _FD_ALIASES:
-        return _FD_ALIASES[path]
-    for prefix in _FD_PREFIXES:
-        if path.startswith(prefix) and path[len(prefix):].isdigit():
-            return int(path[len(prefix):])
+    """The descriptor of this process that ``path`` names (/dev/stdout, /dev/fd/N,
+    /proc/self/fd/N), directly or through symlinks, or None."""
+    for _ in range(40):  # the kernel's limit on symlink hops
+        if path in _FD_ALIASES:
+            return _FD_ALIASES[path]
+        m = _FD_PATH.fullmatch(path)
+        if m and (m[2] is None or int(m[2]) == os.getpid()):
+            return int(m[1] or m[3])
+        try:
+            link = os.readlink(path)
+        except OSError:  # not a symlink (or not there)
+            return None
+        path = os.path.normpath(os.path.join(os.path.dirname(path), link))
     return None
 
 
@@ -228,13 +236,18 @@ def write_file(path: str | os.PathLike, data: bytes | str, what: str = "") -> No
         data = _utf8(data)
     where = f"cannot write {what}".rstrip()
     if path == STDIO:
-        stream = getattr(sys.stdout, "buffer", None)
-        if stream is None:  # a text-only replacement of sys.stdout
-            sys.stdout.write(data.decode("utf-8", errors="replace"))
-        else:
+        try:
+            stream = getattr(sys.stdout, "buffer", None)
+            if stream is None:  # a text-only replacement of sys.stdout
+                sys.stdout.write(data.decode("utf-8", errors="replace"))
+            else:
+                sys.stdout.flush()
+                stream.write(data)
             sys.stdout.flush()
-            stream.write(data)
-        sys.stdout.flush()  # a closed pipe surfaces here, as for any other output
+        except BrokenPipeError:
+            raise  # the reader went away: the CLI stops quietly, as for any other output
+        except OSError as exc:
+            raise OutputError(f"standard output: {where}: {exc.strerror or exc}") from None
         return
     try:
         fd = _fd_of(path)
@@ -253,9 +266,8 @@ def write_file(path: str | os.PathLike, data: bytes | str, what: str = "") -> No
             with open(real, "wb", buffering=0) as f:  # O_TRUNC is a no-op on these
                 _write_all(f.fileno(), data)
         else:
-            kind = "a folder" if stat.S_ISDIR(mode) else "a block device" if stat.S_ISBLK(mode) else \
-                "not a regular file"
-            raise OutputError(f"{shown(path)}: {where}: {kind}")
+            kinds = {stat.S_IFDIR: "a folder", stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"}
+            raise OutputError(f"{shown(path)}: {where}: {kinds.get(stat.S_IFMT(mode), 'not a regular file')}")
     except OSError as exc:
         raise OutputError(f"{shown(path)}: {where}: {exc.strerror or exc}") from None
 
