@@ -29,9 +29,8 @@ def read_json(path: str | os.PathLike, what: str) -> Any:
 
 def load_sample(path: str | os.PathLike, machine: Machine) -> Rates:
     """Rates from a sample file (see ``model.parse_sample``)."""
+    data = read_json(path, "sample")  # its errors name the file
     try:
-        return parse_sample(read_json(path, "sample"), machine)
+        return parse_sample(data, machine)
     except SampleError as exc:
-        if str(exc).startswith(f"{shown(path)}:"):
-            raise
-        raise SampleError(f"{path}: {exc}") from None
+        raise SampleError(f"{shown(path)}: {exc}") from None
