@@ -19,7 +19,7 @@ import numpy as np
 
 from . import methods
 from .entities import METRICS, InputError, Measurements, Prediction
-from .fileio import printable, read_measurements
+from .fileio import DEFAULT_MAX_INPUT_MB, MAX_INPUT_ENV, printable, read_measurements
 from .prediction import DEFAULT_KNEE_FRACTION, predict_measurements
 from .report import format_table
 
@@ -659,7 +659,9 @@ SUBCOMMANDS += [add_numa, add_machine]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="corecast", description="Predict how a parallel program scales with the thread count.")
+    parser = _Parser(prog="corecast", description="Predict how a parallel program scales with the thread count.",
+                     epilog="Files: '-' is standard input or output; an input file may be at most "
+                     f"{MAX_INPUT_ENV} MiB (default {DEFAULT_MAX_INPUT_MB}).")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for add in SUBCOMMANDS:
         add(sub)
