@@ -550,10 +550,9 @@ def cmd_numa(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace, machine) -> int:
+    from .fileio import read_text
     from .numa.model import preferred_nodes
     from .runtime.numa import node_prediction
-
-    from .fileio import read_text
 
     regions = []
     lines = read_text(args.replay).splitlines()  # errors: one line naming the file
