@@ -19,7 +19,7 @@ import numpy as np
 
 from . import methods
 from .entities import METRICS, InputError, Measurements, Prediction
-from .fileio import read_measurements
+from .fileio import DEFAULT_MAX_INPUT_MB, MAX_INPUT_ENV, printable, read_measurements
 from .prediction import DEFAULT_KNEE_FRACTION, predict_measurements
 from .report import format_table
 
@@ -38,7 +38,7 @@ class CliError(Exception):
 
     def line(self) -> str:
         text = f"{self.file}: {self}" if self.file else str(self)
-        return "corecast: error: " + " ".join(text.split())  # always exactly one line
+        return "corecast: error: " + printable(" ".join(text.split()))  # one line, no escape codes
 
 
 class _Parser(argparse.ArgumentParser):
@@ -192,10 +192,7 @@ def _predict(data: Measurements, file: str, **kwargs) -> Prediction:
 def _plot(pred: Prediction, path: str, reference: Measurements | None = None) -> None:
     from .plot import plot_prediction  # matplotlib is slow to import; only load it when asked
 
-    try:
-        plot_prediction(pred, path, reference=reference)
-    except OSError as e:
-        raise CliError(f"cannot write plot: {e.strerror or e}", path) from None
+    plot_prediction(pred, path, reference=reference)  # errors: one line naming the file
 
 
 def _print_json(obj: dict) -> None:
@@ -318,7 +315,7 @@ def cmd_tune_sim(args: argparse.Namespace) -> int:
                      for name, r in results.items()})
         return 0
     best = counts[int(np.argmax(perf))]
-    print(f"{args.file}: {len(counts)} counts ({counts[0]}..{counts[-1]}), {data.metric}, "
+    print(f"{printable(args.file)}: {len(counts)} counts ({counts[0]}..{counts[-1]}), {data.metric}, "
           f"best measured at {best}; noise {args.noise:g}\n")
     print(f"{'tuner':10s} {'steps':>5s} {'chosen':>6s} {'final loss':>10s} {'summed loss':>11s}  counts tried")
     for name, label in (("opresca", "OPreSca"), ("binsearch", "Binsearch")):
@@ -421,10 +418,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
         for path, draw in ((args.plot, "plot_sweep"), (args.html, "html_report")):
             if path:
-                try:
-                    getattr(sweepviz, draw)(result, path)
-                except OSError as e:
-                    raise CliError(f"cannot write: {e.strerror or e}", path) from None
+                getattr(sweepviz, draw)(result, path)  # errors: one line naming the file
     sys.stdout.write(sweep.format_sweep(result))
     if failure is not None:
         raise CliError(str(failure))
@@ -455,7 +449,7 @@ def add_export(sub: argparse._SubParsersAction) -> None:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from . import sweepviz  # matplotlib is slow to import; only load it when asked
-    from .fileio import load_sweep_json
+    from .fileio import OutputError, load_sweep_json
 
     outputs = [(path, write) for path, write in ((args.extrap, sweepviz.export_extrap),
                                                  (args.html, sweepviz.html_report),
@@ -469,10 +463,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     for path, write in outputs:
         try:
             write(result, path)
+        except OutputError:
+            raise  # names the output file
         except InputError as e:
             raise CliError(str(e), args.file) from None
-        except OSError as e:
-            raise CliError(f"cannot write: {e.strerror or e}", path) from None
     return 0
 
 
@@ -556,17 +550,12 @@ def cmd_numa(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace, machine) -> int:
+    from .fileio import read_text
     from .numa.model import preferred_nodes
     from .runtime.numa import node_prediction
 
     regions = []
-    try:
-        with open(args.replay) as f:
-            lines = f.readlines()
-    except OSError as exc:
-        raise CliError(f"cannot read: {exc.strerror or exc}", args.replay) from None
-    except UnicodeDecodeError:
-        raise CliError("not a JSON Lines file", args.replay) from None
+    lines = read_text(args.replay).splitlines()  # errors: one line naming the file
     for no, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -612,7 +601,7 @@ def _replay(args: argparse.Namespace, machine) -> int:
     print(f"machine: {machine.name} ({machine.nodes} nodes x {machine.cores_per_node} cores)")
     for r in regions:
         curve = "  ".join(f"{p['nodes']}:{p['speedup']:.2f}" for p in r["predictions"])
-        print(f"{r['name']} ({r['object']}): {curve}  preferred {r['preferred_nodes']}")
+        print(printable(f"{r['name']} ({r['object']}): {curve}  preferred {r['preferred_nodes']}"))
         print(f"  basis: {r['basis']}" + (f"; fitted: {','.join(r['fitted'])}" if r["fitted"] else ""))
     return 0
 
@@ -641,7 +630,7 @@ def add_machine(sub: argparse._SubParsersAction) -> None:
 
 def cmd_machine(args: argparse.Namespace) -> int:
     from . import numa
-    from .fileio import write_atomic
+    from .fileio import write_file
 
     try:
         if args.action == "presets":
@@ -657,10 +646,7 @@ def cmd_machine(args: argparse.Namespace) -> int:
         raise CliError(str(exc)) from None
     text = machine.to_json()
     if args.output:
-        try:
-            write_atomic(args.output, text.encode())
-        except OSError as e:
-            raise CliError(f"cannot write: {e.strerror or e}", args.output) from None
+        write_file(args.output, text)  # errors: one line naming the file
         print(f"wrote {args.output}: {machine.nodes} node(s) x {machine.cores_per_node} cores",
               file=sys.stderr)
     else:
@@ -672,18 +658,36 @@ SUBCOMMANDS += [add_numa, add_machine]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="corecast", description="Predict how a parallel program scales with the thread count.")
+    parser = _Parser(prog="corecast", description="Predict how a parallel program scales with the thread count.",
+                     epilog="Files: '-' is standard input or output; an input file may be at most "
+                     f"{MAX_INPUT_ENV} MiB (default {DEFAULT_MAX_INPUT_MB}).")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for add in SUBCOMMANDS:
         add(sub)
     return parser
 
 
+def _drop_stdout() -> None:
+    """Point standard output at /dev/null so that the interpreter's last flush of the
+    closed pipe says nothing."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass  # not a real descriptor (tests): nothing will be flushed to it
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 ok, 2 error)."""
     try:
         args = build_parser().parse_args(argv)
-        return args.func(args)
+        status = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, not as a message at interpreter exit
+        return status
+    except BrokenPipeError:  # 'corecast ... | head': the reader needs no more
+        _drop_stdout()
+        return 0
     except SystemExit as e:  # --help and friends
         return e.code if isinstance(e.code, int) else 0
     except CliError as e:

@@ -11,12 +11,10 @@ from typing import Callable, Literal, Mapping
 
 import numpy as np
 
+from .errors import InputError  # noqa: F401  (defined without numpy: fileio and the runtime raise it)
+
 Metric = Literal["time", "throughput"]
 METRICS: tuple[str, ...] = ("time", "throughput")
-
-
-class InputError(ValueError):
-    """Bad or insufficient input; the message is one line meant for the user."""
 
 
 def to_perf(values: np.ndarray, metric: str) -> np.ndarray:

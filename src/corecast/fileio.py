@@ -1,8 +1,9 @@
-"""Reading measurement tables from CSV files.
+"""Files in and out: the one reader and the one writer every corecast command uses
+(see "Files in and out" below), and the measurement tables they read.
 
-Format: optional ``#`` comment lines, a header row, then one row per run.  The first
-column is the count (threads, cores, processes: any name).  Exactly one value column:
-``time``/``seconds`` (time metric), ``throughput``/``ops`` (throughput metric) or
+Measurement CSV format: optional ``#`` comment lines, a header row, then one row per run.
+The first column is the count (threads, cores, processes: any name).  Exactly one value
+column: ``time``/``seconds`` (time metric), ``throughput``/``ops`` (throughput metric) or
 ``value`` (metric from the ``metric`` argument or a ``# ..., metric: time, ...`` comment).
 Optional ``stall:NAME`` and ``size:NAME`` columns.  Repeated counts are repetitions.
 
@@ -10,17 +11,318 @@ Every problem raises ``InputError`` with one line naming the file and the line/c
 
 A ``corecast sweep`` result (a ``.json`` file, or any file starting with ``{``) is read
 too: see "Sweep JSON input" at the end of this module.
+
+Standard library only at import time: the runtime reads machine files with it inside
+profiled programs (numpy is imported where measurements are built).
 """
 from __future__ import annotations
 
 import csv
+import errno
 import json
 import math
 import os
+import re
+import stat
+import sys
 import tempfile
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Iterable
 
-from .entities import METRICS, InputError, Measurements
+from .errors import InputError
+
+if TYPE_CHECKING:
+    from .entities import Measurements
+
+# ---------------------------------------------------------------- files in and out
+#
+# Every file corecast's Python side reads goes through ``read_bytes``/``read_text`` and
+# every file it writes through ``write_file`` (whole files) or ``append_lines`` (JSON
+# Lines), so the rules hold everywhere:
+# - ``-`` is standard input or output;
+# - a file is opened once (a FIFO works) and read up to a size limit
+#   (``CORECAST_MAX_INPUT_MB``, default 64 MiB): ``/dev/zero`` is an error, not a
+#   MemoryError;
+# - a regular file or a new path is replaced atomically (temporary file in the same
+#   folder, then a rename); a symlink's target is replaced and the link stays; FIFOs,
+#   character devices and /dev/stdout (/dev/fd/N) are written in place, never replaced
+#   or unlinked;
+# - every failure is an ``InputError`` (``OutputError`` when writing) whose one line
+#   names the file (printably).
+
+MAX_INPUT_ENV = "CORECAST_MAX_INPUT_MB"
+DEFAULT_MAX_INPUT_MB = 64
+STDIO = "-"
+# Paths that name one of this process's open descriptors: written through it (its file
+# offset and append mode are the caller's), as a shell redirection would be.
+_FD_ALIASES = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
+_FD_PATH = re.compile(r"/dev/fd/(\d+)|/proc/(?:self|thread-self|(\d+))/fd/(\d+)")
+
+
+class OutputError(InputError):
+    """A file corecast cannot write; the one-line message names it."""
+
+
+def printable(text: str) -> str:
+    """``text`` with every character that is not printable (control characters such as
+    ESC, bidirectional overrides, undecodable bytes of a file name) written as Python
+    writes it in a string literal (``\\x1b``, ``\\u202e``, ``\\udcff``), so that names
+    from outside cannot move the cursor or recolour a terminal.  Tables escape each line."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
+def shown(path: str | os.PathLike) -> str:
+    """``path`` as error messages show it."""
+    path = os.fspath(path)
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    return "standard input" if path == STDIO else printable(path)
+
+
+def input_limit() -> int:
+    """The most bytes one input file may have: ``CORECAST_MAX_INPUT_MB`` MiB (default 64)."""
+    raw = os.environ.get(MAX_INPUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_MAX_INPUT_MB << 20
+    try:
+        mb = float(raw)
+    except ValueError:
+        mb = math.nan
+    if not (math.isfinite(mb) and mb > 0):
+        raise InputError(f"{MAX_INPUT_ENV}={printable(raw)!r}: not a positive number of MiB")
+    return math.ceil(mb * (1 << 20))
+
+
+def _too_large(path: str, limit: int) -> InputError:
+    return InputError(f"{shown(path)}: larger than the input limit of {limit / (1 << 20):.4g} MiB "
+                      f"(set {MAX_INPUT_ENV} to raise it)")
+
+
+def _read_error(path: str, exc: OSError) -> InputError:
+    if isinstance(exc, FileNotFoundError):
+        reason = "no such file"
+    elif isinstance(exc, IsADirectoryError):
+        reason = "is a directory"
+    elif isinstance(exc, PermissionError):
+        reason = "permission denied"
+    else:
+        reason = f"cannot read: {exc.strerror or exc}"
+    return InputError(f"{shown(path)}: {reason}")
+
+
+def read_bytes(path: str | os.PathLike, limit: int | None = None) -> bytes:
+    """The contents of ``path`` (``-``: standard input), read once and at most ``limit``
+    bytes (default ``input_limit()``); InputError with one line naming the file otherwise."""
+    path = os.fspath(path)
+    limit = input_limit() if limit is None else limit
+    if path == STDIO:
+        stream = getattr(sys.stdin, "buffer", None)
+        if stream is None:
+            raise InputError("standard input: not open")
+        try:
+            data = stream.read(limit + 1)
+        except OSError as exc:
+            raise _read_error(path, exc) from None
+    else:
+        try:
+            with open(path, "rb") as f:
+                st = os.fstat(f.fileno())
+                if stat.S_ISREG(st.st_mode) and st.st_size > limit:
+                    raise _too_large(path, limit)  # before reading any of it
+                data = f.read(limit + 1)  # a device or FIFO says its size only by ending
+        except OSError as exc:
+            raise _read_error(path, exc) from None
+    if len(data) > limit:
+        raise _too_large(path, limit)
+    return data
+
+
+def read_tail(path: str | os.PathLike, size: int) -> bytes:
+    """The last ``size`` bytes of the regular file ``path`` (the end of a log, whatever
+    its length); InputError with one line naming the file otherwise."""
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            st = os.fstat(f.fileno())
+            if stat.S_ISREG(st.st_mode) and st.st_size > size:
+                f.seek(st.st_size - size)
+            return f.read(size)
+    except OSError as exc:
+        raise _read_error(path, exc) from None
+
+
+def read_text(path: str | os.PathLike, limit: int | None = None) -> str:
+    """``read_bytes`` decoded as UTF-8 (a leading byte-order mark, as spreadsheets write
+    it, is dropped); text that is not UTF-8 is an InputError naming the line."""
+    raw = read_bytes(path, limit)
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        raise InputError(f"{shown(path)}: line {line}: not UTF-8 text") from None
+
+
+def parse_json(text: str, path: str | os.PathLike, what: str = "valid JSON", hint: str = "") -> object:
+    """``text`` (read from ``path``) parsed as one JSON value; otherwise an InputError of
+    one line naming the file, the place and "not WHAT", with ``hint`` (what was expected)
+    after a second value (e.g. JSON Lines given where one object belongs)."""
+    name = shown(path)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as e:
+        if e.msg == "Extra data":
+            raise InputError(f"{name}: line {e.lineno}: more than one JSON value" + (f"; {hint}" if hint else "")) \
+                from None
+        raise InputError(f"{name}: line {e.lineno}: column {e.colno}: not {what}: {e.msg}") from None
+    except RecursionError:
+        raise InputError(f"{name}: not {what}: nested too deeply") from None
+    except ValueError as e:  # e.g. an integer with more digits than Python converts
+        raise InputError(f"{name}: not {what}: {str(e).split(';')[0]}") from None
+
+
+def _fd_of(path: str) -> int | None:
+    """The descriptor of this process that ``path`` names (/dev/stdout, /dev/fd/N,
+    /proc/self/fd/N), directly or through symlinks, or None."""
+    for _ in range(40):  # the kernel's limit on symlink hops
+        if path in _FD_ALIASES:
+            return _FD_ALIASES[path]
+        m = _FD_PATH.fullmatch(path)
+        if m and (m[2] is None or int(m[2]) == os.getpid()):
+            return int(m[1] or m[3])
+        try:
+            link = os.readlink(path)
+        except OSError:  # not a symlink (or not there)
+            return None
+        path = os.path.normpath(os.path.join(os.path.dirname(path), link))
+    return None
+
+
+def _utf8(text: str) -> bytes:
+    """``text`` as UTF-8; lone surrogates (undecodable bytes of a file name or argument)
+    become U+FFFD, as UTF-8 cannot hold them."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "".join("\ufffd" if "\ud800" <= c <= "\udfff" else c for c in text).encode("utf-8")
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _flush_std_streams() -> None:
+    """Python's buffered standard streams first, so that output keeps its order."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (AttributeError, ValueError):
+            pass  # closed or replaced
+
+
+def write_file(path: str | os.PathLike, data: bytes | str, what: str = "") -> None:
+    """Write ``data`` (str: as UTF-8) to ``path``, the one way corecast writes a file.
+
+    A regular file or a new path is replaced atomically: a failure leaves the old file
+    (or nothing) there, never half of the new one.  A symlink is followed and its target
+    replaced; the link stays.  A FIFO or character device is written in place and ``-``
+    (or /dev/stdout, /dev/fd/N) goes to that descriptor.  Block devices, sockets and
+    folders are refused.  ``what`` (e.g. "plot") words the error: one line, OutputError."""
+    path = os.fspath(path)
+    if isinstance(data, str):
+        data = _utf8(data)
+    where = f"cannot write {what}".rstrip()
+    if path == STDIO:
+        try:
+            stream = getattr(sys.stdout, "buffer", None)
+            if stream is None:  # a text-only replacement of sys.stdout
+                sys.stdout.write(data.decode("utf-8", errors="replace"))
+            else:
+                sys.stdout.flush()
+                stream.write(data)
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise  # the reader went away: the CLI stops quietly, as for any other output
+        except OSError as exc:
+            raise OutputError(f"standard output: {where}: {exc.strerror or exc}") from None
+        return
+    try:
+        fd = _fd_of(path)
+        if fd is not None:
+            _flush_std_streams()
+            _write_all(fd, data)
+            return
+        real = os.path.realpath(path)  # a symlink: replace its target, keep the link
+        try:
+            mode = os.stat(real).st_mode
+        except FileNotFoundError:
+            mode = None
+        if mode is None or stat.S_ISREG(mode):
+            _replace(real, data, mode)
+        elif stat.S_ISFIFO(mode) or stat.S_ISCHR(mode):
+            with open(real, "wb", buffering=0) as f:  # O_TRUNC is a no-op on these
+                _write_all(f.fileno(), data)
+        else:
+            kinds = {stat.S_IFDIR: "a folder", stat.S_IFBLK: "a block device", stat.S_IFSOCK: "a socket"}
+            raise OutputError(f"{shown(path)}: {where}: {kinds.get(stat.S_IFMT(mode), 'not a regular file')}")
+    except OSError as exc:
+        raise OutputError(f"{shown(path)}: {where}: {exc.strerror or exc}") from None
+
+
+def _replace(path: str, data: bytes, mode: int | None) -> None:
+    """Write a temporary file next to ``path`` and rename it over ``path``."""
+    fd, tmp = tempfile.mkstemp(prefix=".corecast-", dir=os.path.dirname(path))
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())  # the rename must not land before the data
+        if mode is None:
+            # mkstemp makes the file private (0600); give it what a plain open() would.
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)
+        else:  # a replaced file keeps its permissions
+            os.chmod(tmp, stat.S_IMODE(mode))
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def append_lines(path: str | os.PathLike, lines: Iterable[str]) -> None:
+    """Append ``lines`` (each ending in a newline) to ``path``, creating it; the one way
+    corecast appends JSON Lines.  Opened with O_APPEND and written with one ``write`` per
+    line, so that lines of several processes never interleave.  A symlink is followed; a
+    FIFO without a reader is an error rather than a wait (this runs at the exit of
+    profiled programs).  Failures are one-line OutputErrors."""
+    path = os.fspath(path)
+    fd = None
+    try:
+        named = _fd_of(path)
+        if named is not None:
+            _flush_std_streams()
+            fd = os.dup(named)
+        else:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NONBLOCK, 0o666)
+            os.set_blocking(fd, True)  # O_NONBLOCK was for the open only
+        for line in lines:
+            _write_all(fd, _utf8(line))
+    except OSError as exc:
+        reason = "no reader on the FIFO" if exc.errno == errno.ENXIO else exc.strerror or exc
+        raise OutputError(f"{shown(path)}: cannot write: {reason}") from None
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
+# ---------------------------------------------------------------- measurement tables
 
 # Value-column names -> metric (None: the metric comes from elsewhere).
 VALUE_COLUMNS: dict[str, str | None] = {
@@ -47,7 +349,11 @@ class Table:
 
 def read_table(path: str) -> Table:
     """Split ``path`` into comments, header and rows; checks only the table's shape."""
-    text = _read_text(path)
+    return parse_table(read_text(path), shown(path))
+
+
+def parse_table(text: str, path: str) -> Table:
+    """``read_table`` of ``text`` read from ``path`` (as messages show it)."""
     header: list[str] | None = None
     header_line = 0
     rows: list[tuple[int, list[str]]] = []
@@ -63,7 +369,10 @@ def read_table(path: str) -> Table:
         if stripped.startswith("#"):
             meta.extend((lineno, k, v) for k, v in _comment_items(stripped[1:]))
             continue
-        cells = [c.strip() for c in next(csv.reader([line]))]
+        try:
+            cells = [c.strip() for c in next(csv.reader([line]))]
+        except csv.Error as e:  # e.g. a cell beyond the csv module's field size limit
+            raise InputError(f"{path}: line {lineno}: not a CSV row: {e}") from None
         if not any(cells):
             continue  # a line of bare commas/whitespace counts as blank
         if header is None:
@@ -88,11 +397,14 @@ def read_table(path: str) -> Table:
 def read_measurements(path: str, metric: str | None = None) -> Measurements:
     """Load a measurement CSV (or a sweep result's JSON); raises ``InputError`` (one line)
     on any bad input."""
+    from .entities import METRICS, Measurements  # numpy: only once measurements are built
+
     if metric is not None and metric not in METRICS:
         raise InputError(f"unknown metric {metric!r}: use time or throughput")
-    if _looks_like_json(path):
-        return read_sweep_measurements(path, metric)  # see "Sweep JSON input" below
-    table = read_table(path)
+    text, name = read_text(path), shown(path)
+    if _looks_like_json(name, text):  # see "Sweep JSON input" below
+        return sweep_measurements(parse_sweep_json(text, name), name, metric)
+    table = parse_table(text, name)
     value_col, stall_cols, size_cols = _classify_columns(table)
     metric = _resolve_metric(table, table.header[value_col], metric)
 
@@ -109,27 +421,7 @@ def read_measurements(path: str, metric: str | None = None) -> Measurements:
     try:
         return Measurements.from_samples(counts, values, metric, stalls=stalls, sizes=sizes)
     except InputError as e:  # our checks should pre-empt these; keep the file name anyway
-        raise InputError(f"{path}: {e}") from None
-
-
-def _read_text(path: str) -> str:
-    try:
-        with open(path, "rb") as f:
-            raw = f.read()
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, not a CSV file") from None
-    except PermissionError:
-        raise InputError(f"{path}: permission denied") from None
-    except OSError as e:
-        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
-    try:
-        # utf-8-sig: spreadsheet exports often start with a byte-order mark.
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        line = raw[: e.start].count(b"\n") + 1
-        raise InputError(f"{path}: line {line}: not UTF-8 text") from None
+        raise InputError(f"{name}: {e}") from None
 
 
 def _comment_items(comment: str):
@@ -193,7 +485,7 @@ def _resolve_metric(table: Table, column: str, requested: str | None) -> str:
         if key != "metric":
             continue
         m = value.lower()
-        if m not in METRICS:
+        if m not in ("time", "throughput"):
             raise InputError(f"{path}: line {line}: metric {value!r} in comment: use time or throughput")
         declared.append((m, f"'metric: {value}' on line {line}"))
     if requested is not None:
@@ -251,32 +543,22 @@ def _is_number(cell: str) -> bool:
 SWEEP_HINT = "expected a corecast sweep result: {\"measured\": [{\"threads\": N, \"time_s\": T}, ...], ...}"
 
 
-def _looks_like_json(path: str) -> bool:
+def _looks_like_json(path: str, text: str) -> bool:
     """A ``.json`` name, or a first non-blank character ``{`` (a CSV never starts so)."""
-    if path.lower().endswith(".json"):
-        return True
-    try:
-        with open(path, "rb") as f:
-            head = f.read(256)
-    except OSError:
-        return False  # read_table reports the problem in its usual words
-    return head.lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"{")
+    return path.lower().endswith(".json") or text.lstrip().startswith("{")
 
 
 def load_sweep_json(path: str) -> dict:
     """The sweep result object in ``path`` with its "measured" list checked; raises
     ``InputError`` (one line naming the file) on anything else."""
-    text = _read_text(path)
+    return parse_sweep_json(read_text(path), shown(path))
+
+
+def parse_sweep_json(text: str, path: str) -> dict:
+    """``load_sweep_json`` of ``text`` read from ``path`` (as messages show it)."""
     if not text.strip():
         raise InputError(f"{path}: file is empty")
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as e:
-        if e.msg == "Extra data":  # e.g. the JSON Lines of 'corecast run --json-out'
-            raise InputError(f"{path}: line {e.lineno}: more than one JSON value; {SWEEP_HINT}") from None
-        raise InputError(f"{path}: line {e.lineno}: column {e.colno}: not valid JSON: {e.msg}") from None
-    except RecursionError:
-        raise InputError(f"{path}: JSON nested too deeply") from None
+    obj = parse_json(text, path, hint=SWEEP_HINT)
     check_sweep(obj, path)
     return obj
 
@@ -299,9 +581,16 @@ def check_sweep(obj, source: str) -> None:
 
 def read_sweep_measurements(path: str, metric: str | None = None) -> Measurements:
     """A sweep result's "measured" runs as time ``Measurements`` with stall columns."""
+    return sweep_measurements(load_sweep_json(path), shown(path), metric)
+
+
+def sweep_measurements(result: dict, path: str, metric: str | None = None) -> Measurements:
+    """``read_sweep_measurements`` of a checked sweep result read from ``path``."""
+    from .entities import Measurements  # numpy: only once measurements are built
+
     if metric is not None and metric != "time":
         raise InputError(f"{path}: --metric {metric} conflicts with a sweep result (its times are a time metric)")
-    measured = load_sweep_json(path)["measured"]
+    measured = result["measured"]
     categories = sorted({k for e in measured for k in (e.get("stalls_s") or {})})
     counts = [float(e["threads"]) for e in measured]
     values = [float(e["time_s"]) for e in measured]
@@ -370,22 +659,3 @@ def _json_type(x) -> str:
 def _short(x, limit: int = 40) -> str:
     text = json.dumps(x) if not isinstance(x, float) or math.isfinite(x) else repr(x)
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def write_atomic(path: str, data: bytes, suffix: str = "") -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename: a failure leaves
-    nothing (or the old file) at ``path``."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".corecast-", suffix=suffix, dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        # mkstemp makes the file private (0600); give it the permissions a plain open() would.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise

@@ -10,17 +10,15 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from .entities import Measurements, Prediction
-from .fileio import write_atomic
+from .fileio import write_file
 
 AXIS_LABEL = {"time": "time (lower is better)", "throughput": "throughput (higher is better)"}
 
 
 def plot_prediction(pred: Prediction, path: str, reference: Measurements | None = None) -> None:
-    """Write the plot to ``path`` as PNG.  ``reference`` adds held-out measurements.
-
-    Written to a temporary file in the same directory and renamed into place, so a
-    failure leaves nothing (and no half-written file) at ``path``.
-    """
+    """Write the plot to ``path`` as PNG (``fileio.write_file``: ``-`` is standard
+    output; a failure leaves no half-written file).  ``reference`` adds held-out
+    measurements."""
     fig = Figure(figsize=(8, 5), dpi=100)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
@@ -57,4 +55,4 @@ def plot_prediction(pred: Prediction, path: str, reference: Measurements | None 
 
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png")
-    write_atomic(path, buffer.getvalue(), ".png")
+    write_file(path, buffer.getvalue(), "plot")

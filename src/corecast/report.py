@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from .entities import Measurements, Prediction
+from .fileio import printable
 
 # Grids longer than this show only the interesting rows (see ``_rows_to_show``).
 MAX_FULL_ROWS = 40
@@ -77,7 +78,7 @@ def format_table(
     if pred.speedup_base != 1:
         lines.append(f"speedup and efficiency are relative to count {pred.speedup_base:g}")
     lines += [f"warning: {w}" for w in pred.warnings]
-    return "\n".join(lines) + "\n"
+    return "\n".join(printable(line) for line in lines) + "\n"  # names from the input file
 
 
 def _by_count(data: Measurements) -> dict[int, tuple[float, float, int]]:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence, Union
 
 from .entities import InputError
+from .fileio import read_bytes
 
 REDUCERS: dict[str, Callable[[Sequence[float]], float]] = {
     "sum": lambda v: math.fsum(v),
@@ -50,9 +51,9 @@ def read_stall(
     if path is not None:
         source = str(path)
         try:
-            text = Path(path).read_text(errors="replace")
-        except OSError as exc:
-            raise InputError(f"cannot read stall report {source}: {exc.strerror or exc}") from None
+            text = read_bytes(path).decode("utf-8", errors="replace")
+        except InputError as exc:  # names the file
+            raise InputError(f"cannot read stall report {exc}") from None
 
     values = []
     for match in regex.finditer(text):

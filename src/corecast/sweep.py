@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
 from .entities import InputError
+from .fileio import parse_json, printable, read_bytes, read_tail, read_text, write_file
 from .stallplugin import REDUCERS, read_stall
 
 RUNTIMES = ("openmp", "pthreads", "opencl")
@@ -184,24 +185,18 @@ def parse_plugins(entries: object, origin: str = "stall plugin") -> list[PluginS
 
 def load_plugins(path: str) -> list[PluginSpec]:
     """Read a plugin file: JSON, or TOML (``[[plugin]]`` tables) where tomllib exists."""
-    try:
-        raw = Path(path).read_bytes()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read stall plugin file: {exc.strerror or exc}") from None
+    text = read_text(path)
     if path.lower().endswith(".toml"):
         try:
             import tomllib  # Python 3.11+
         except ImportError:
             raise InputError(f"{path}: TOML plugin files need Python 3.11+; use JSON") from None
         try:
-            data = tomllib.loads(raw.decode("utf-8", errors="replace"))
+            data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             raise InputError(f"{path}: not valid TOML: {exc}") from None
     else:
-        try:
-            data = json.loads(raw)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise InputError(f"{path}: not valid JSON: {exc}") from None
+        data = parse_json(text, path)
     return parse_plugins(data, origin=path)
 
 
@@ -257,9 +252,9 @@ def _describe_exit(status: int, stderr_path: Path) -> str:
         reason = f"killed by {name}"
     else:
         reason = f"exit status {status}"
-    try:
-        text = stderr_path.read_text(errors="replace")
-    except OSError:
+    try:  # only the end: a program's stderr may be larger than any input limit
+        text = read_tail(stderr_path, 1 << 16).decode("utf-8", errors="replace")
+    except InputError:
         text = ""
     last = next((line.strip() for line in reversed(text.splitlines()) if line.strip()), "")
     if last:
@@ -270,13 +265,11 @@ def _describe_exit(status: int, stderr_path: Path) -> str:
 
 
 def read_jsonl(path: Path) -> tuple[bool, dict]:
-    """(any line written, stalls_s summed over the process lines) of one run's output."""
+    """(any line written, stalls_s summed over the process lines) of one run's output;
+    InputError when it cannot be read whole (e.g. larger than the input limit)."""
     stalls: dict[str, float] = {}
     active = False
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return False, stalls
+    text = read_bytes(path).decode("utf-8", errors="replace")
     for line in text.splitlines():
         line = line.strip()
         if not line:
@@ -342,7 +335,10 @@ def run_once(
         elapsed = time.perf_counter() - start
     if status != 0:
         return RunResult(threads, False, reason=_describe_exit(status, err_path))
-    active, stalls = read_jsonl(json_path)
+    try:
+        active, stalls = read_jsonl(json_path)
+    except InputError as exc:
+        return RunResult(threads, False, reason=f"its corecast output: {exc}")
     values, errors = {}, {}
     for plug in plugins:
         try:
@@ -353,7 +349,8 @@ def run_once(
                     raise InputError(f"{path} was not written by the run")
                 values[plug.name] = read_stall(plug.pattern, plug.reducer, path=path)
             else:
-                text = (out_path if plug.source == "stdout" else err_path).read_text(errors="replace")
+                text = read_bytes(out_path if plug.source == "stdout" else err_path).decode(
+                    "utf-8", errors="replace")
                 values[plug.name] = read_stall(plug.pattern, plug.reducer, text=text)
         except (InputError, OSError) as exc:
             errors[plug.name] = str(exc)
@@ -714,12 +711,9 @@ def format_sweep(result: dict, max_rows: int = 24) -> str:
     for f in result["failed"]:
         lines.append(f"failed at {f['threads']} thread{'s' if f['threads'] != 1 else ''}: {f['reason']}")
     lines += [f"warning: {w}" for w in result["warnings"]]
-    return "\n".join(lines) + "\n"
+    return "\n".join(printable(line) for line in lines) + "\n"  # command, categories, stderr
 
 
 def write_json(result: dict, path: str) -> None:
-    text = json.dumps(result, allow_nan=False)
-    try:
-        Path(path).write_text(text + "\n")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    """The result as one line of JSON (ASCII: non-ASCII text as \\u escapes)."""
+    write_file(path, json.dumps(result, allow_nan=False) + "\n")

@@ -41,7 +41,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from .entities import InputError
-from .fileio import check_sweep, write_atomic
+from .fileio import check_sweep, printable, write_file
 
 SOURCE = "sweep result"  # names a result passed as a dict in error messages
 
@@ -163,7 +163,7 @@ def _points(raw, key: str, source: str, fields: tuple[str, ...]) -> list[dict]:
 
 def plot_sweep(result: dict, path: str) -> None:
     """Write the sweep's PNG (time, speedup, stall extrapolation) to ``path``."""
-    write_atomic(path, render_png(result), ".png")
+    write_file(path, render_png(result), "plot")
 
 
 def render_png(result: "dict | _View") -> bytes:
@@ -217,8 +217,9 @@ def render_png(result: "dict | _View") -> bytes:
 
 def _plain(text: str) -> str:
     """Text shown as written: a pair of ``$`` would start matplotlib's mathtext (and a
-    command like ``sh -c 'echo $A$B'`` could fail to render)."""
-    return text.replace("$", r"\$")
+    command like ``sh -c 'echo $A$B'`` could fail to render); control characters and
+    undecodable bytes escaped (the font renderer refuses the latter)."""
+    return printable(text).replace("$", r"\$")
 
 
 def _thread_axis(ax, counts: list[float], log_x: bool) -> None:
@@ -351,11 +352,12 @@ img { max-width: 100%; height: auto; border: 1px solid #ddd; }
 def html_report(result: dict, path: str) -> None:
     """Write one self-contained HTML report of the sweep to ``path``.  A sweep without
     successful runs still gets one (warnings and failed runs, no plot)."""
-    write_atomic(path, render_html(result).encode("utf-8"), ".html")
+    write_file(path, render_html(result), "HTML report")
 
 
 def _e(x) -> str:
-    return html.escape(str(x), quote=True)
+    """Text for HTML: markup and control characters escaped (names come from outside)."""
+    return html.escape(printable(str(x)), quote=True)
 
 
 def _fmt(x, digits: int = 4) -> str:
@@ -504,7 +506,7 @@ def extrap_records(result: dict, source: str = SOURCE) -> list[dict]:
 def export_extrap(result: dict, path: str) -> None:
     """Write the sweep's measured runs to ``path`` in Extra-P's JSON Lines format."""
     text = "".join(json.dumps(r, allow_nan=False) + "\n" for r in extrap_records(result))
-    write_atomic(path, text.encode("utf-8"), ".jsonl")
+    write_file(path, text)
 
 
 def _as_int(x) -> int | float:

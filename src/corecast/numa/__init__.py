@@ -5,9 +5,11 @@ Standard library only, like ``corecast.queueing``: the runtime model imports it 
 profiled programs."""
 from __future__ import annotations
 
-import json
 import os
 from typing import Any
+
+from ..errors import InputError
+from ..fileio import parse_json, read_text, shown
 
 from .machine import Machine, MachineError, detect, load, presets
 from .model import NodePrediction, Rates, SampleError, fit_rate, parse_sample, predict_nodes
@@ -17,23 +19,18 @@ __all__ = ["Machine", "MachineError", "NodePrediction", "Rates", "SampleError", 
 
 
 def read_json(path: str | os.PathLike, what: str) -> Any:
-    """Parsed JSON of ``path``; SampleError with a one-line reason otherwise."""
+    """Parsed JSON of ``path`` (corecast's one reader); SampleError with a one-line reason
+    otherwise."""
     try:
-        with open(path) as f:
-            return json.load(f)
-    except FileNotFoundError:
-        raise SampleError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SampleError(f"{path}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    except json.JSONDecodeError as exc:
-        raise SampleError(f"{path}: not a JSON {what}: {exc.msg} (line {exc.lineno})") from None
+        return parse_json(read_text(path), path, f"a JSON {what}")
+    except InputError as exc:  # already names the file
+        raise SampleError(str(exc)) from None
 
 
 def load_sample(path: str | os.PathLike, machine: Machine) -> Rates:
     """Rates from a sample file (see ``model.parse_sample``)."""
+    data = read_json(path, "sample")  # its errors name the file
     try:
-        return parse_sample(read_json(path, "sample"), machine)
+        return parse_sample(data, machine)
     except SampleError as exc:
-        if str(exc).startswith(f"{path}:"):
-            raise
-        raise SampleError(f"{path}: {exc}") from None
+        raise SampleError(f"{shown(path)}: {exc}") from None

@@ -14,7 +14,9 @@ Instead of ``bus_delay`` a file may give ``hops`` (K x K hop counts) and
 Delays are in the model's time unit (the paper's: cycles); a sample's rates must be per
 the same unit of work.
 
-Standard library only: the runtime model loads machine files inside profiled programs.
+Standard library only: the runtime model loads machine files inside profiled programs,
+through corecast's one reader (opened once, size-limited), so that a hostile file costs
+the program one warning.
 """
 from __future__ import annotations
 
@@ -24,6 +26,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ..errors import InputError
+from ..fileio import parse_json, read_text, shown
 from .topology import distances, topology
 
 PRESET_DIR = Path(__file__).with_name("presets")
@@ -61,17 +65,34 @@ class Machine:
                 f"  \"fill_order\": {json.dumps(self.fill_order)}\n}}\n")
 
 
+# Bounds on counts: Linux has at most 1024 NUMA nodes; larger values are typing errors
+# (and a huge integer would overflow the model's floating-point arithmetic).
+MAX_NODES = 1024
+MAX_CORES_PER_NODE = 1 << 16
+
+
+def _got(value: Any, limit: int = 40) -> str:
+    """``value`` for a message: its repr, cut short (a hostile file's value may be huge)."""
+    text = repr(value) if not isinstance(value, int) or abs(value) < 10 ** limit else "a huge integer"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _number(value: Any, what: str, positive: bool = False) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise MachineError(f"{what} must be a finite number, got {value!r}")
+    try:
+        finite = (not isinstance(value, bool) and isinstance(value, (int, float))
+                  and math.isfinite(value))
+    except OverflowError:  # an integer beyond float range
+        finite = False
+    if not finite:
+        raise MachineError(f"{what} must be a finite number, got {_got(value)}")
     if value < 0 or (positive and value == 0):
-        raise MachineError(f"{what} must be {'> 0' if positive else '>= 0'}, got {value!r}")
+        raise MachineError(f"{what} must be {'> 0' if positive else '>= 0'}, got {_got(value)}")
     return float(value)
 
 
-def _count(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise MachineError(f"{what} must be a positive integer, got {value!r}")
+def _count(value: Any, what: str, maximum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= maximum:
+        raise MachineError(f"{what} must be a positive integer (at most {maximum}), got {_got(value)}")
     return value
 
 
@@ -94,8 +115,8 @@ def from_dict(d: Any) -> Machine:
     for key in ("cores_per_node", "nodes", "controller_delay"):
         if key not in d:
             raise MachineError(f"missing field {key!r}")
-    c = _count(d["cores_per_node"], "cores_per_node")
-    k = _count(d["nodes"], "nodes")
+    c = _count(d["cores_per_node"], "cores_per_node", MAX_CORES_PER_NODE)
+    k = _count(d["nodes"], "nodes", MAX_NODES)
     dm = _number(d["controller_delay"], "controller_delay", positive=True)
     if "bus_delay" in d:
         rows = _matrix(d["bus_delay"], k, "bus_delay")
@@ -119,12 +140,14 @@ def from_dict(d: Any) -> Machine:
     order = d.get("fill_order")
     if order is None:
         order = list(range(k))
-    elif (not isinstance(order, list) or sorted(order) != list(range(k))
-          or any(isinstance(v, bool) for v in order)):
+    elif (not isinstance(order, list) or any(type(v) is not int for v in order)
+          or sorted(order) != list(range(k))):
         raise MachineError(f"fill_order must list every node id 0..{k - 1} once")
     name = d.get("name", "machine")
     if not isinstance(name, str):
         raise MachineError("name must be a string")
+    if not name.isprintable():  # it is shown on terminals: no escape sequences
+        raise MachineError("name must be printable text (no control characters)")
     return Machine(name, c, k, bus, dm, list(order))
 
 
@@ -143,21 +166,25 @@ def path_of(spec: str | os.PathLike) -> Path:
 
 def load(spec: str | os.PathLike) -> Machine:
     """A machine from a JSON file, or a preset by name (``corecast machine presets``)."""
+    return _machine(spec, _read(spec))
+
+
+def _read(spec: str | os.PathLike) -> Any:
+    """The parsed JSON of the file or preset ``spec``; MachineError with one line."""
     path = path_of(spec)
+    if not path.exists() and str(spec) != "-":
+        raise MachineError(f"{shown(spec)}: no such file or preset (presets: {', '.join(presets())})")
     try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise MachineError(f"{spec}: no such file or preset (presets: {', '.join(presets())})") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise MachineError(f"{spec}: cannot read: {getattr(exc, 'strerror', None) or exc}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise MachineError(f"{spec}: not JSON: {exc.msg} (line {exc.lineno})") from None
+        return parse_json(read_text(str(path)), spec, "JSON")
+    except InputError as exc:  # already names the file
+        raise MachineError(str(exc)) from None
+
+
+def _machine(spec: str | os.PathLike, data: Any) -> Machine:
     try:
         return from_dict(data)
     except MachineError as exc:
-        raise MachineError(f"{spec}: {exc}") from None
+        raise MachineError(f"{shown(spec)}: {exc}") from None
 
 
 # ---- this machine, from sysfs ----------------------------------------------------------
@@ -181,20 +208,14 @@ def hop_classes(distances: list[list[int]]) -> list[list[int]]:
 def load_delays(spec: str | os.PathLike) -> Machine | dict:
     """Delays for ``detect``: a preset or machine file, or a calibration file
     ``{"bus_delay_by_hops": [...], "controller_delay": D_m}``."""
-    try:
-        return load(spec)
-    except MachineError as exc:
-        try:
-            data = json.loads(path_of(spec).read_text())
-        except (OSError, ValueError, UnicodeDecodeError):
-            raise exc from None
-        if not isinstance(data, dict) or set(data) - {"bus_delay_by_hops", "controller_delay", "source"}:
-            raise exc from None
-        try:  # validated as a one-node machine
-            from_dict({"cores_per_node": 1, "nodes": 1, "hops": [[0]], **data})
-        except MachineError as bad:
-            raise MachineError(f"{spec}: {bad}") from None
-        return data
+    data = _read(spec)  # once: the file may be a FIFO
+    if not isinstance(data, dict) or set(data) - {"bus_delay_by_hops", "controller_delay", "source"}:
+        return _machine(spec, data)
+    try:  # validated as a one-node machine
+        from_dict({"cores_per_node": 1, "nodes": 1, "hops": [[0]], **data})
+    except MachineError as bad:
+        raise MachineError(f"{shown(spec)}: {bad}") from None
+    return data
 
 
 def detect(sysfs: str | os.PathLike = "/sys", delays: Machine | dict | None = None,

@@ -14,6 +14,7 @@ import os
 import sys
 import time
 
+from ..fileio import OutputError, append_lines, printable
 from . import predict
 from .hook import warn
 from .profile import env_int
@@ -176,23 +177,15 @@ def table(prof, rows: list, target: int, cores: int) -> str:
         out.append(f"corecast: opencl: {late} launches still in flight at exit (not counted)")
     if prof.failed_reason:
         out.append(f"corecast: opencl: measurement stopped early: {prof.failed_reason}")
-    return "\n".join(out) + "\n"
+    return "\n".join(printable(line) for line in out) + "\n"  # kernel and device names
 
 
 def write_lines(path: str, lines: list[dict]) -> None:
+    """Append one JSON line per object (ASCII: json.dumps escapes the rest)."""
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o644)
-    except OSError as exc:
-        warn(f"cannot write {path}: {exc.strerror}; no JSON Lines")
-        return
-    try:
-        for obj in lines:
-            data = (json.dumps(obj, allow_nan=False, separators=(",", ":")) + "\n").encode()
-            while data:  # one write per line: O_APPEND keeps lines whole
-                n = os.write(fd, data)
-                data = data[n:]
-    finally:
-        os.close(fd)
+        append_lines(path, [json.dumps(obj, allow_nan=False, separators=(",", ":")) + "\n" for obj in lines])
+    except OutputError as exc:
+        warn(f"{exc}; no JSON Lines")
 
 
 def report(prof, kernels: list) -> None:
@@ -205,12 +198,12 @@ def report(prof, kernels: list) -> None:
         try:
             pred = predict.predict(k, target, cores)
         except Exception as exc:
-            warn(f"no prediction for {k.name}: {type(exc).__name__}: {exc}")
+            warn(f"no prediction for {printable(k.name)}: {type(exc).__name__}: {exc}")
             pred = None
         try:
             memory = predict.memory_model(k)
         except Exception as exc:
-            warn(f"no memory model for {k.name}: {type(exc).__name__}: {exc}")
+            warn(f"no memory model for {printable(k.name)}: {type(exc).__name__}: {exc}")
             memory = None
         rows.append((k, pred, memory))
     if not quiet:
