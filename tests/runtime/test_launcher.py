@@ -142,3 +142,19 @@ def test_why_not_preloadable(hello, tmp_path):
     script.write_text("#!/bin/sh\necho hi\n")
     script.chmod(0o755)
     assert launcher.why_not_preloadable(str(script)) is None  # its interpreter is preloaded
+
+
+def test_fresh_output_empties_files_and_link_targets_but_leaves_fifos(tmp_path):
+    target = tmp_path / "target.jsonl"
+    target.write_text("old\n")
+    link = tmp_path / "link.jsonl"
+    link.symlink_to(target)
+    launcher.fresh_output(str(link))
+    assert link.is_symlink() and target.read_text() == ""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    launcher.fresh_output(str(fifo))  # no reader: opening it would block
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    new = tmp_path / "new.jsonl"
+    launcher.fresh_output(str(new))
+    assert new.read_text() == ""

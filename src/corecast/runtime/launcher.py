@@ -103,6 +103,19 @@ def preload_env(
     return env
 
 
+def fresh_output(path: str) -> None:
+    """A fresh JSON Lines file per run (the program and its children then append): a
+    regular file, or a symlink's target, is emptied; a FIFO or device is left as it is
+    (opening a FIFO nobody reads would block, emptying it means nothing)."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
+        return
+    if stat.S_ISREG(st.st_mode):
+        os.truncate(path, 0)
+
+
 def run(
     command: Sequence[str],
     target: int | None = None,
@@ -127,8 +140,7 @@ def run(
                       target_machine=target_machine)
     if json_out is not None:
         try:
-            # Fresh file per run; the program and its children then append their lines.
-            open(env["CORECAST_OUTPUT"], "w").close()
+            fresh_output(env["CORECAST_OUTPUT"])
         except OSError as exc:
             raise LaunchError(f"{json_out}: cannot write: {exc.strerror}") from None
     try:
