@@ -5,23 +5,26 @@ Each subcommand is a pair of functions, ``add_X(subparsers)`` declaring its argu
 ``cmd_X(args) -> int`` running it; adding one means writing both and listing ``add_X`` in
 ``SUBCOMMANDS``.  Every user-facing failure ends as one ``corecast: error: ...`` line on
 stderr with exit status 2 (set CORECAST_DEBUG=1 to see tracebacks of internal errors).
+
+Start-up stays light: this module imports the standard library only.  Each ``cmd_X``
+imports what it needs (numpy, scipy and matplotlib come with the model, the readers and
+the views), and arguments that need the model (method names, metrics) are declared with
+``_Parser.declare_later``, so ``corecast lib``, ``run``, ``--help`` and ``--version`` never
+load them.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
-from importlib import resources
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
-import numpy as np
+from . import __version__
 
-from . import methods
-from .entities import METRICS, InputError, Measurements, Prediction
-from .fileio import read_measurements
-from .prediction import DEFAULT_KNEE_FRACTION, predict_measurements
-from .report import format_table
+if TYPE_CHECKING:
+    from .entities import Measurements, Prediction
 
 EXIT_ERROR = 2
 DEMO_DATA = "usl4j__cisco_benchmark.csv"
@@ -42,10 +45,35 @@ class CliError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse prints usage plus a message over several lines; we want one line."""
+    """argparse prints usage plus a message over several lines; we want one line.
+
+    A subcommand's parser can declare arguments later (``declare_later``): they are added
+    when that subcommand is parsed or its help is shown, not when any other one runs."""
+
+    _later: Callable[[argparse.ArgumentParser], None] | None = None
 
     def error(self, message: str):  # type: ignore[override]
         raise CliError(f"{message} (see '{self.prog} --help')")
+
+    def declare_later(self, declare: Callable[[argparse.ArgumentParser], None]) -> None:
+        self._later = declare
+
+    def _declare(self) -> None:
+        declare, self._later = self._later, None
+        if declare is not None:
+            declare(self)
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        self._declare()
+        return super().parse_known_args(args, namespace)
+
+    def format_usage(self) -> str:
+        self._declare()
+        return super().format_usage()
+
+    def format_help(self) -> str:
+        self._declare()
+        return super().format_help()
 
 
 # ---------------------------------------------------------------- argument types
@@ -99,6 +127,15 @@ def add_predict(sub: argparse._SubParsersAction) -> None:
         help="predict scaling from a CSV of measurements",
         description="Predict performance at every count 1..UPTO from measured counts.",
     )
+    p.declare_later(_predict_arguments)
+    p.set_defaults(func=cmd_predict)
+
+
+def _predict_arguments(p: argparse.ArgumentParser) -> None:
+    from . import methods  # numpy and scipy: only when predict runs
+    from .entities import METRICS
+    from .prediction import DEFAULT_KNEE_FRACTION
+
     p.add_argument("file", metavar="FILE", help="CSV: count column, then time/throughput/value, "
                    "optional stall:NAME and size:NAME columns")
     p.add_argument("--metric", choices=METRICS, help="metric of a 'value' column")
@@ -110,10 +147,13 @@ def add_predict(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--plot", metavar="OUT.png", help="also write a PNG plot")
     p.add_argument("--knee-fraction", type=_fraction, default=DEFAULT_KNEE_FRACTION, metavar="F",
                    help="knee: where one more thread gains less than F of a thread (default %(default)s)")
-    p.set_defaults(func=cmd_predict)
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
+    from .entities import InputError
+    from .fileio import read_measurements
+    from .report import format_table
+
     try:
         data = read_measurements(args.file, args.metric)  # messages already name the file
     except InputError as e:
@@ -146,6 +186,13 @@ def add_demo(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from importlib import resources
+
+    import numpy as np
+
+    from .fileio import read_measurements
+    from .report import format_table
+
     with resources.as_file(resources.files("corecast") / "data" / DEMO_DATA) as path:
         full = read_measurements(str(path))
     train = full.subset(np.flatnonzero(full.counts <= DEMO_TRAIN_UPTO))
@@ -179,6 +226,9 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def _predict(data: Measurements, file: str, **kwargs) -> Prediction:
     """predict_measurements with its errors turned into one-line CliErrors."""
+    from .entities import InputError
+    from .prediction import predict_measurements
+
     try:
         return predict_measurements(data, **kwargs)
     except InputError as e:
@@ -272,7 +322,7 @@ SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [add_predict, 
 
 def _noise(text: str) -> float:
     f = _number(text)
-    if not np.isfinite(f) or f < 0:
+    if not math.isfinite(f) or f < 0:
         raise argparse.ArgumentTypeError(f"{text!r} must be a finite fraction >= 0 (e.g. 0.02)")
     return f
 
@@ -287,16 +337,26 @@ def add_tune_sim(sub: argparse._SubParsersAction) -> None:
         "convergence interval included; loss: 1 - perf(chosen)/perf(best measured); summed loss "
         "adds every step's loss.",
     )
+    p.declare_later(_tune_sim_arguments)
+    p.set_defaults(func=cmd_tune_sim)
+
+
+def _tune_sim_arguments(p: argparse.ArgumentParser) -> None:
+    from .entities import METRICS  # numpy: only when tune-sim runs
+
     p.add_argument("file", metavar="FILE.csv", help="CSV: count column, then time/throughput/value")
     p.add_argument("--metric", choices=METRICS, help="metric of a 'value' column")
     p.add_argument("--noise", type=_noise, default=0.0, metavar="FRACTION",
                    help="relative measurement noise per interval (default 0)")
     p.add_argument("--seed", type=_seed, default=0, metavar="N", help="random seed for the noise (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
-    p.set_defaults(func=cmd_tune_sim)
 
 
 def cmd_tune_sim(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .entities import InputError
+    from .fileio import read_measurements
     from .tuning import Binsearch, OPreSca, simulate
 
     try:
@@ -335,6 +395,7 @@ SUBCOMMANDS.append(add_tune_sim)
 
 
 def _sweep_threads(text: str) -> list[int]:
+    from .entities import InputError
     from .sweep import parse_threads
 
     try:
@@ -348,7 +409,7 @@ def _seconds(text: str) -> float:
         s = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not (np.isfinite(s) and s > 0):
+    if not (math.isfinite(s) and s > 0):
         raise argparse.ArgumentTypeError(f"{text!r} must be a positive number of seconds")
     return s
 
@@ -455,6 +516,7 @@ def add_export(sub: argparse._SubParsersAction) -> None:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from . import sweepviz  # matplotlib is slow to import; only load it when asked
+    from .entities import InputError
     from .fileio import load_sweep_json
 
     outputs = [(path, write) for path, write in ((args.extrap, sweepviz.export_extrap),
@@ -673,6 +735,7 @@ SUBCOMMANDS += [add_numa, add_machine]
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="corecast", description="Predict how a parallel program scales with the thread count.")
+    parser.add_argument("--version", action="version", version=f"corecast {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for add in SUBCOMMANDS:
         add(sub)
@@ -688,10 +751,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return e.code if isinstance(e.code, int) else 0
     except CliError as e:
         print(e.line(), file=sys.stderr)
-    except InputError as e:
-        print(CliError(str(e)).line(), file=sys.stderr)
     except Exception as e:
+        if _is_input_error(e):
+            print(CliError(str(e)).line(), file=sys.stderr)
+            return EXIT_ERROR
         if os.environ.get("CORECAST_DEBUG"):
             raise
         print(CliError(f"internal error: {type(e).__name__}: {e}").line(), file=sys.stderr)
     return EXIT_ERROR
+
+
+def _is_input_error(e: Exception) -> bool:
+    # InputError lives in corecast.entities (numpy): only a loaded module can have raised one.
+    entities = sys.modules.get("corecast.entities")
+    return entities is not None and isinstance(e, entities.InputError)
