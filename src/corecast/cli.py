@@ -19,11 +19,13 @@ import json
 import math
 import os
 import sys
-from typing import TYPE_CHECKING, Callable, Sequence
 
 from . import __version__
 
+TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
+    from typing import Callable, Sequence
+
     from .entities import Measurements, Prediction
 
 EXIT_ERROR = 2

@@ -6,7 +6,10 @@ import shutil
 import stat
 import struct
 from pathlib import Path
-from typing import NoReturn, Sequence
+
+TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
+if TYPE_CHECKING:
+    from typing import NoReturn, Sequence
 
 from .._native import PRELOAD
 
