@@ -18,9 +18,11 @@
   ``corecast run -- true`` (target: at most 60 ms over bare Python), ``true`` without and
   with LD_PRELOAD (the preload library's fixed cost per process), and the model's start:
   the CPU time of a process importing the runtime bridge (the embedded interpreter's first
-  import, minus bare Python), and of an OpenMP example (examples/omp_triad.c, 40 calls of
-  8 MiB arrays: team sizes vary, so the model fits its history) run with the model (JSON
-  output file) minus the same run with CORECAST_QUIET=1 (the model is then never started).
+  import, minus bare Python), and of two OpenMP examples run with the model (JSON output
+  file) minus the same run with CORECAST_QUIET=1 (the model is then never started):
+  examples/omp_triad.c, 40 calls on 8 MiB arrays (team sizes vary, so the model fits the
+  region's history with numpy and scipy), and examples/omp_critical.c, 100 iterations (one
+  team size: the standard-library model only).
 
 The micro benchmarks time themselves (clock_gettime, benchmarks/overhead_micro.c); whole
 programs are timed with time.perf_counter around the subprocess.  Runs alternate
@@ -143,7 +145,8 @@ def startup(runs: int, lib: str, tmp: Path) -> None:
         sys.exit("the corecast command is not installed next to this Python")
     base = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD" and not k.startswith("CORECAST_")}
     triad = compile_c(EXAMPLES / "omp_triad.c", tmp / "omp_triad", "-fopenmp")
-    out = str(tmp / "triad.jsonl")
+    critical = compile_c(EXAMPLES / "omp_critical.c", tmp / "omp_critical", "-fopenmp")
+    out = str(tmp / "out.jsonl")
     # (label, command, environment changes, what the row reports)
     cases = [
         ("python3 -c pass", [py, "-c", "pass"], {}, "wall"),
@@ -157,6 +160,10 @@ def startup(runs: int, lib: str, tmp: Path) -> None:
         ("omp_triad 40 8, CORECAST_QUIET=1 (no model)", [triad, "40", "8"],
          {"LD_PRELOAD": lib, "CORECAST_QUIET": "1"}, "cpu"),
         ("omp_triad 40 8, model on (CORECAST_OUTPUT)", [triad, "40", "8"],
+         {"LD_PRELOAD": lib, "CORECAST_QUIET": "1", "CORECAST_OUTPUT": out}, "cpu"),
+        ("omp_critical 100, CORECAST_QUIET=1 (no model)", [critical, "100"],
+         {"LD_PRELOAD": lib, "CORECAST_QUIET": "1"}, "cpu"),
+        ("omp_critical 100, model on (CORECAST_OUTPUT)", [critical, "100"],
          {"LD_PRELOAD": lib, "CORECAST_QUIET": "1", "CORECAST_OUTPUT": out}, "cpu"),
     ]
     print(f"start-up, {runs} rounds, commands interleaved (output dropped):")
@@ -189,7 +196,7 @@ def startup(runs: int, lib: str, tmp: Path) -> None:
         elif kind == "cpu" and label.startswith("python3"):
             note = f"{(cpu - bare_cpu) * 1e3:+.1f} ms CPU over python3 -c pass (embedded model import)"
         elif "model on" in label:
-            quiet = next(c for c in cases if "no model" in c[0])[0]
+            quiet = label.replace("model on (CORECAST_OUTPUT)", "CORECAST_QUIET=1 (no model)")
             note = f"{(cpu - med[quiet][1]) * 1e3:+.1f} ms CPU over no model (model start + predictions)"
         print(f"  {label:46s} {cell:>26s} {cpu * 1e3:7.1f}  {note}".rstrip())
     print(flush=True)
