@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from .helpers import clean_env, read_lines, run
+from .helpers import clean_env, run
 
 # OpenMP regions at team sizes 1 and 2 for about 1 s: the model runs at each 200 ms
 # window's end and, with two team sizes, fits the region's history (numpy and scipy).
@@ -75,8 +75,8 @@ def test_model_starts_no_blas_threads_and_leaves_the_environment(build, lib, tmp
     # the exit itself (the model's interpreter at exit) is issue 11's C part, tested there.
     a, b = _look(without.stdout), _look(with_model.stdout)
     assert not a["blas"]
-    assert b["blas"], "the model did not load numpy: the check below would prove nothing"
-    assert any("history" in e.get("basis", "") for e in read_lines(out))
+    # Only the model's history fit loads numpy here: without it the checks below prove nothing.
+    assert b["blas"], "the model did not load numpy"
     if len(os.sched_getaffinity(0)) >= 2:  # with one CPU OpenBLAS starts no pool anyway
         assert b["threads"] == a["threads"]
     assert a["env"] == b["env"] == (preset or "(unset)")
