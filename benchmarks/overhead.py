@@ -2,6 +2,7 @@
 
     python benchmarks/overhead.py [--runs 7] [--pairs 20000000] [--regions 200000] [--pigz-mb 64]
                                   [--lib PATH]   # another build of libcorecast_preload.so
+    python benchmarks/overhead.py --startup [--runs 7]   # start-up costs only
 
 - mutex: uncontended pthread_mutex_lock/unlock pairs on one thread, ns per pair, before
   and after the program's first pthread_create (corecast activates on parallel activity);
@@ -11,6 +12,17 @@
   examples/omp_critical.c, examples/pthreads_sync.c (if present; 20000 iterations, about
   1 s) and pigz -p 2 on a deterministic text file (if pigz is installed; the file is kept
   in the temporary directory for later runs).
+
+- start-up (``--startup``, also printed first by a full run): wall ms of bare
+  ``python3 -c pass`` and, side by side, ``corecast --version``, ``corecast lib``,
+  ``corecast run -- true`` (target: at most 60 ms over bare Python), ``true`` without and
+  with LD_PRELOAD (the preload library's fixed cost per process), and the model's start:
+  the CPU time of a process importing the runtime bridge (the embedded interpreter's first
+  import, minus bare Python), and of two OpenMP examples run with the model (JSON output
+  file) minus the same run with CORECAST_QUIET=1 (the model is then never started):
+  examples/omp_triad.c, 40 calls on 8 MiB arrays (team sizes vary, so the model fits the
+  region's history with numpy and scipy), and examples/omp_critical.c, 100 iterations (one
+  team size: the standard-library model only).
 
 The micro benchmarks time themselves (clock_gettime, benchmarks/overhead_micro.c); whole
 programs are timed with time.perf_counter around the subprocess.  Runs alternate
@@ -115,6 +127,81 @@ def row(name: str, kind: str, metric: str, without: list[float], with_: list[flo
             {True: "ok", False: "OVER", None: ""}[ok])
 
 
+def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int]:
+    """Wall and user+sys CPU seconds of one run, and its exit status."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    rc = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), rc
+
+
+def startup(runs: int, lib: str, tmp: Path) -> None:
+    """Start-up costs, all commands interleaved round by round; medians of ``runs``."""
+    py = sys.executable
+    corecast = shutil.which("corecast", path=str(Path(py).parent)) or shutil.which("corecast")
+    if corecast is None:
+        sys.exit("the corecast command is not installed next to this Python")
+    base = {k: v for k, v in os.environ.items() if k != "LD_PRELOAD" and not k.startswith("CORECAST_")}
+    triad = compile_c(EXAMPLES / "omp_triad.c", tmp / "omp_triad", "-fopenmp")
+    critical = compile_c(EXAMPLES / "omp_critical.c", tmp / "omp_critical", "-fopenmp")
+    out = str(tmp / "out.jsonl")
+    # (label, command, environment changes, what the row reports)
+    cases = [
+        ("python3 -c pass", [py, "-c", "pass"], {}, "wall"),
+        ("corecast --version", [corecast, "--version"], {}, "wall"),
+        ("corecast lib", [corecast, "lib"], {}, "wall"),
+        ("corecast run -- true", [corecast, "run", "--", "true"], {}, "wall"),
+        ("true", ["true"], {}, "wall"),
+        ("LD_PRELOAD=lib true", ["true"], {"LD_PRELOAD": lib}, "wall"),
+        ("python3 -c 'import corecast.runtime.bridge'",
+         [py, "-c", "import corecast.runtime.bridge"], {}, "cpu"),
+        ("omp_triad 40 8, CORECAST_QUIET=1 (no model)", [triad, "40", "8"],
+         {"LD_PRELOAD": lib, "CORECAST_QUIET": "1"}, "cpu"),
+        ("omp_triad 40 8, model on (CORECAST_OUTPUT)", [triad, "40", "8"],
+         {"LD_PRELOAD": lib, "CORECAST_QUIET": "1", "CORECAST_OUTPUT": out}, "cpu"),
+        ("omp_critical 100, CORECAST_QUIET=1 (no model)", [critical, "100"],
+         {"LD_PRELOAD": lib, "CORECAST_QUIET": "1"}, "cpu"),
+        ("omp_critical 100, model on (CORECAST_OUTPUT)", [critical, "100"],
+         {"LD_PRELOAD": lib, "CORECAST_QUIET": "1", "CORECAST_OUTPUT": out}, "cpu"),
+    ]
+    print(f"start-up, {runs} rounds, commands interleaved (output dropped):")
+    for label, cmd, env, _ in cases:
+        print("  " + "".join(f"{k}={v} " for k, v in env.items()) + shlex.join(cmd), flush=True)
+    got: dict[str, list[tuple[float, float, int]]] = {c[0]: [] for c in cases}
+    for i in range(runs):
+        for label, cmd, env, _ in cases[:: 1 if i % 2 == 0 else -1]:
+            got[label].append(timed(cmd, dict(base, **env)))
+    med = {k: (statistics.median(w for w, _, _ in v), statistics.median(c for _, c, _ in v),
+               max(rc for _, _, rc in v)) for k, v in got.items()}
+    bare_wall, bare_cpu = med["python3 -c pass"][0], med["python3 -c pass"][1]
+    print()
+    print(f"  {'command':46s} {'wall ms: median [min-max]':>26s} {'CPU ms':>7s}  vs reference")
+    for label, _, _, kind in cases:
+        wall, cpu, rc = med[label]
+        walls = [w for w, _, _ in got[label]]
+        cell = f"{wall * 1e3:.1f} [{min(walls) * 1e3:.1f}-{max(walls) * 1e3:.1f}]"
+        note = ""
+        if rc != 0:
+            note = f"FAILED (exit {rc})"
+        elif label.startswith("corecast ") and label != "corecast --version":
+            added = (wall - bare_wall) * 1e3
+            note = f"{added:+.1f} ms wall over python3 -c pass (target <= +60): " + (
+                "ok" if added <= 60 else "OVER")
+        elif label == "corecast --version":
+            note = f"{(wall - bare_wall) * 1e3:+.1f} ms wall over python3 -c pass"
+        elif label == "LD_PRELOAD=lib true":
+            note = f"{(wall - med['true'][0]) * 1e3:+.1f} ms wall over true (fixed cost per process)"
+        elif kind == "cpu" and label.startswith("python3"):
+            note = f"{(cpu - bare_cpu) * 1e3:+.1f} ms CPU over python3 -c pass (embedded model import)"
+        elif "model on" in label:
+            quiet = label.replace("model on (CORECAST_OUTPUT)", "CORECAST_QUIET=1 (no model)")
+            note = f"{(cpu - med[quiet][1]) * 1e3:+.1f} ms CPU over no model (model start + predictions)"
+        print(f"  {label:46s} {cell:>26s} {cpu * 1e3:7.1f}  {note}".rstrip())
+    print(flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=7, help="runs each way (default 7)")
@@ -122,9 +209,14 @@ def main() -> None:
     ap.add_argument("--regions", type=int, default=200_000, help="empty parallel regions")
     ap.add_argument("--pigz-mb", type=int, default=64, help="pigz input size in MiB")
     ap.add_argument("--lib", default=str(PRELOAD), help="preload library (default: this install's)")
+    ap.add_argument("--startup", action="store_true", help="only the start-up costs")
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="corecast-overhead-"))
+    startup(args.runs, args.lib, tmp)
+    if args.startup:
+        shutil.rmtree(tmp)
+        return
     micro = compile_c(HERE / "overhead_micro.c", tmp / "overhead_micro", "-fopenmp")
     # (label, command, extra env, kind): kind "ns" = the program prints ns/op itself
     cases = [

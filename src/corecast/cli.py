@@ -5,23 +5,31 @@ Each subcommand is a pair of functions, ``add_X(subparsers)`` declaring its argu
 ``cmd_X(args) -> int`` running it; adding one means writing both and listing ``add_X`` in
 ``SUBCOMMANDS``.  Every user-facing failure ends as one ``corecast: error: ...`` line on
 stderr with exit status 2 (set CORECAST_DEBUG=1 to see tracebacks of internal errors).
+
+Start-up stays light: this module imports the standard library only.  Each ``cmd_X``
+imports what it needs (numpy, scipy and matplotlib come with the model, the readers and
+the views), and arguments that need the model (method names, metrics) are declared with
+``_Parser.declare_later``, so ``corecast lib``, ``run``, ``--help`` and ``--version`` never
+load them.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
-from importlib import resources
-from typing import Callable, Sequence
 
-import numpy as np
+from . import __version__
 
-from . import methods
-from .entities import METRICS, InputError, Measurements, Prediction
-from .fileio import DEFAULT_MAX_INPUT_MB, MAX_INPUT_ENV, printable, read_measurements
-from .prediction import DEFAULT_KNEE_FRACTION, predict_measurements
-from .report import format_table
+from .errors import InputError
+from .fileio import DEFAULT_MAX_INPUT_MB, MAX_INPUT_ENV, printable
+
+TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
+if TYPE_CHECKING:
+    from typing import Callable, Sequence
+
+    from .entities import Measurements, Prediction
 
 EXIT_ERROR = 2
 DEMO_DATA = "usl4j__cisco_benchmark.csv"
@@ -42,10 +50,35 @@ class CliError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse prints usage plus a message over several lines; we want one line."""
+    """argparse prints usage plus a message over several lines; we want one line.
+
+    A subcommand's parser can declare arguments later (``declare_later``): they are added
+    when that subcommand is parsed or its help is shown, not when any other one runs."""
+
+    _later: Callable[[argparse.ArgumentParser], None] | None = None
 
     def error(self, message: str):  # type: ignore[override]
         raise CliError(f"{message} (see '{self.prog} --help')")
+
+    def declare_later(self, declare: Callable[[argparse.ArgumentParser], None]) -> None:
+        self._later = declare
+
+    def _declare(self) -> None:
+        declare, self._later = self._later, None
+        if declare is not None:
+            declare(self)
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        self._declare()
+        return super().parse_known_args(args, namespace)
+
+    def format_usage(self) -> str:
+        self._declare()
+        return super().format_usage()
+
+    def format_help(self) -> str:
+        self._declare()
+        return super().format_help()
 
 
 # ---------------------------------------------------------------- argument types
@@ -99,6 +132,15 @@ def add_predict(sub: argparse._SubParsersAction) -> None:
         help="predict scaling from a CSV of measurements",
         description="Predict performance at every count 1..UPTO from measured counts.",
     )
+    p.declare_later(_predict_arguments)
+    p.set_defaults(func=cmd_predict)
+
+
+def _predict_arguments(p: argparse.ArgumentParser) -> None:
+    from . import methods  # numpy and scipy: only when predict runs
+    from .entities import METRICS
+    from .prediction import DEFAULT_KNEE_FRACTION
+
     p.add_argument("file", metavar="FILE", help="CSV: count column, then time/throughput/value, "
                    "optional stall:NAME and size:NAME columns")
     p.add_argument("--metric", choices=METRICS, help="metric of a 'value' column")
@@ -110,10 +152,12 @@ def add_predict(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--plot", metavar="OUT.png", help="also write a PNG plot")
     p.add_argument("--knee-fraction", type=_fraction, default=DEFAULT_KNEE_FRACTION, metavar="F",
                    help="knee: where one more thread gains less than F of a thread (default %(default)s)")
-    p.set_defaults(func=cmd_predict)
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
+    from .fileio import read_measurements
+    from .report import format_table
+
     try:
         data = read_measurements(args.file, args.metric)  # messages already name the file
     except InputError as e:
@@ -146,6 +190,13 @@ def add_demo(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    from importlib import resources
+
+    import numpy as np
+
+    from .fileio import read_measurements
+    from .report import format_table
+
     with resources.as_file(resources.files("corecast") / "data" / DEMO_DATA) as path:
         full = read_measurements(str(path))
     train = full.subset(np.flatnonzero(full.counts <= DEMO_TRAIN_UPTO))
@@ -179,6 +230,8 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 def _predict(data: Measurements, file: str, **kwargs) -> Prediction:
     """predict_measurements with its errors turned into one-line CliErrors."""
+    from .prediction import predict_measurements
+
     try:
         return predict_measurements(data, **kwargs)
     except InputError as e:
@@ -269,7 +322,7 @@ SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [add_predict, 
 
 def _noise(text: str) -> float:
     f = _number(text)
-    if not np.isfinite(f) or f < 0:
+    if not math.isfinite(f) or f < 0:
         raise argparse.ArgumentTypeError(f"{text!r} must be a finite fraction >= 0 (e.g. 0.02)")
     return f
 
@@ -284,16 +337,25 @@ def add_tune_sim(sub: argparse._SubParsersAction) -> None:
         "convergence interval included; loss: 1 - perf(chosen)/perf(best measured); summed loss "
         "adds every step's loss.",
     )
+    p.declare_later(_tune_sim_arguments)
+    p.set_defaults(func=cmd_tune_sim)
+
+
+def _tune_sim_arguments(p: argparse.ArgumentParser) -> None:
+    from .entities import METRICS  # numpy: only when tune-sim runs
+
     p.add_argument("file", metavar="FILE.csv", help="CSV: count column, then time/throughput/value")
     p.add_argument("--metric", choices=METRICS, help="metric of a 'value' column")
     p.add_argument("--noise", type=_noise, default=0.0, metavar="FRACTION",
                    help="relative measurement noise per interval (default 0)")
     p.add_argument("--seed", type=_seed, default=0, metavar="N", help="random seed for the noise (default 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
-    p.set_defaults(func=cmd_tune_sim)
 
 
 def cmd_tune_sim(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from .fileio import read_measurements
     from .tuning import Binsearch, OPreSca, simulate
 
     try:
@@ -345,7 +407,7 @@ def _seconds(text: str) -> float:
         s = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not (np.isfinite(s) and s > 0):
+    if not (math.isfinite(s) and s > 0):
         raise argparse.ArgumentTypeError(f"{text!r} must be a positive number of seconds")
     return s
 
@@ -661,6 +723,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="corecast", description="Predict how a parallel program scales with the thread count.",
                      epilog="Files: '-' is standard input or output; an input file may be at most "
                      f"{MAX_INPUT_ENV} MiB (default {DEFAULT_MAX_INPUT_MB}).")
+    parser.add_argument("--version", action="version", version=f"corecast {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for add in SUBCOMMANDS:
         add(sub)
@@ -692,10 +755,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return e.code if isinstance(e.code, int) else 0
     except CliError as e:
         print(e.line(), file=sys.stderr)
-    except InputError as e:
-        print(CliError(str(e)).line(), file=sys.stderr)
     except Exception as e:
+        if isinstance(e, InputError):
+            print(CliError(str(e)).line(), file=sys.stderr)
+            return EXIT_ERROR
         if os.environ.get("CORECAST_DEBUG"):
             raise
         print(CliError(f"internal error: {type(e).__name__}: {e}").line(), file=sys.stderr)
     return EXIT_ERROR
+

@@ -5,7 +5,6 @@ import warnings
 from typing import Callable, Optional, Sequence
 
 import numpy as np
-from scipy.optimize import least_squares
 
 Array = np.ndarray
 
@@ -30,6 +29,8 @@ def relative_lsq(
     ``jac(n, p)`` optionally gives d model / d p (rows per point) for exact derivatives.
     Returns None only when ``p0`` itself gives non-finite values.
     """
+    from scipy.optimize import least_squares  # scipy only once a fit needs it (slow import)
+
     n = np.asarray(n, float)
     y = np.asarray(y, float)
     p0 = np.asarray(p0, float)

@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from typing import Mapping, Optional
 
 import numpy as np
-from scipy.optimize import differential_evolution, least_squares
 
 from ..entities import Fit, InputError, Measurements
 from ..fitting import rms
@@ -119,6 +118,8 @@ def fit_sizemodel(p, t, size=None, seed: int = SEED) -> SizeModel:
     q1 is fixed at 0: with a free T1(N) per size it is redundant (any fit with q1 > 0
     equals one with q1 = 0, f and q2 divided by 1 + q1, T1 multiplied by it).
     """
+    from scipy.optimize import differential_evolution, least_squares  # slow import: only when fitting
+
     p = np.asarray(p, float).ravel()
     t = np.asarray(t, float).ravel()
     size = np.ones_like(p) if size is None else np.asarray(size, float).ravel()

@@ -72,6 +72,10 @@ if _root and _root not in sys.path:
     sys.path.insert(0, _root)
 try:
     from corecast.runtime.bridge import predict_sample as _predict
+    from corecast.runtime import blas as _blas
+
+    # In a non-Python host numpy and scipy would be the model's alone: one BLAS thread.
+    _blas.one_thread = not lib.corecast_model_host_python()
     _error = None
 except Exception as exc:  # reported through the result, never as a traceback
     _predict, _error = None, f"cannot import corecast: {exc}"

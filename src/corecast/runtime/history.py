@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 
+from .blas import load_numeric
 from .bound import RegionPrediction, prediction_counts, preferred_count
 
 MIN_CALLS = 2  # calls a team size needs in a window before it counts as measured
@@ -57,7 +58,8 @@ def extrapolate(history: RegionHistory, target: int) -> RegionPrediction | None:
     measured = history.measured()
     if len(measured) < 2:
         return None
-    from ..prediction import predict  # numpy/scipy: only for regions run at several sizes
+    load_numeric()  # numpy/scipy: only for regions run at several sizes
+    from ..prediction import predict
 
     teams = sorted(measured)
     per_call = [measured[t][1] / measured[t][0] for t in teams]

@@ -6,10 +6,12 @@ import shutil
 import stat
 import struct
 from pathlib import Path
-from typing import NoReturn, Sequence
+
+TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
+if TYPE_CHECKING:
+    from typing import NoReturn, Sequence
 
 from .._native import PRELOAD
-from . import numa_events
 
 PT_INTERP = 3
 
@@ -92,6 +94,8 @@ def preload_env(
         env["CORECAST_STEER"] = "1"
     if target_machine is not None:
         env["CORECAST_TARGET_MACHINE"] = os.path.abspath(target_machine)
+        from . import numa_events  # dataclasses: only when NUMA counters are planned
+
         try:
             events = numa_events.encode(numa_events.plan_for_this_machine())
         except (OSError, ValueError):  # an odd sysfs: no counters rather than no run

@@ -7,12 +7,14 @@ only ever shrinks a team, and the C side never applies it inside another team.
 """
 from __future__ import annotations
 
+from .blas import load_numeric
 from .history import RegionHistory
 
 
 class RegionSteer:
     def __init__(self, own: int) -> None:
-        from ..tuning import OPreSca  # numpy/scipy: only in steered runs
+        load_numeric()  # numpy/scipy: only in steered runs
+        from ..tuning import OPreSca
 
         self.own = own
         self.tuner = OPreSca(list(range(1, own + 1)))

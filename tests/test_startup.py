@@ -1,0 +1,125 @@
+"""Start-up: the commands that start or wrap programs import no numpy, scipy or matplotlib,
+and the runtime model imports them only for a fit, with one BLAS thread in its own
+interpreter.  Each check runs in a fresh interpreter (this one has them all loaded)."""
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+HEAVY = ("numpy", "scipy", "matplotlib")
+TIMEOUT = 300  # a guard against hangs, not a speed check
+
+# Prints the heavy modules loaded so far as a JSON list (last line of stdout).
+REPORT = f"print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in {HEAVY!r})))"
+
+
+def python(code: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    full = "import json, os, sys\n" + textwrap.dedent(code)
+    return subprocess.run([sys.executable, "-c", full], capture_output=True, text=True,
+                          timeout=TIMEOUT, env=env)
+
+
+def heavy_after(code: str) -> tuple[list[str], subprocess.CompletedProcess]:
+    r = python(textwrap.dedent(code) + "\n" + REPORT)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.splitlines()[-1]), r
+
+
+@pytest.mark.parametrize("argv", [["lib"], ["--version"], ["--help"], ["run", "--help"]])
+def test_light_commands_import_nothing_heavy(argv):
+    loaded, r = heavy_after(f"""
+        from corecast.cli import main
+        status = main({argv!r})
+        assert status == 0, status
+    """)
+    assert loaded == [], f"corecast {' '.join(argv)} imported {loaded}"
+    assert r.stdout.strip()  # it printed what it is for
+
+
+def test_run_imports_nothing_heavy_up_to_the_exec(tmp_path):
+    # The launcher replaces the process with os.execve: stop there and look.
+    loaded, r = heavy_after(f"""
+        def stop(path, argv, env):
+            print("exec", argv, env["LD_PRELOAD"].endswith("libcorecast_preload.so"))
+            {REPORT}
+            os._exit(0)
+        os.execve = stop
+        from corecast.cli import main
+        main(["run", "--json-out", {str(tmp_path / "out.jsonl")!r}, "--", "true", "x"])
+        print("not reached")
+    """)
+    assert "exec ['true', 'x'] True" in r.stdout
+    assert "not reached" not in r.stdout
+    assert loaded == []
+
+
+def test_version_is_the_package_version():
+    r = subprocess.run([sys.executable, "-m", "corecast", "--version"], capture_output=True,
+                       text=True, timeout=TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == f"corecast {importlib.metadata.version('corecast')}"
+
+
+def test_help_still_lists_methods_and_metrics():
+    # predict's arguments are declared when predict is asked for: its help has them all.
+    r = subprocess.run([sys.executable, "-m", "corecast", "predict", "--help"], capture_output=True,
+                       text=True, timeout=TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    assert "--method" in r.stdout and "auto" in r.stdout and "--metric" in r.stdout
+    bad = subprocess.run([sys.executable, "-m", "corecast", "predict", "x.csv", "--method", "nope"],
+                         capture_output=True, text=True, timeout=TIMEOUT)
+    assert bad.returncode == 2
+    assert bad.stderr.startswith("corecast: error: argument --method: invalid choice: 'nope'")
+    assert len(bad.stderr.splitlines()) == 1
+
+
+def test_runtime_model_imports_nothing_heavy():
+    loaded, _ = heavy_after("import corecast.runtime.bridge")
+    assert loaded == []
+
+
+def test_fits_import_scipy_only_when_fitting():
+    loaded, _ = heavy_after("import corecast.prediction, corecast.tuning")
+    assert "scipy" not in {m.split(".")[0] for m in loaded}
+    assert "numpy" in loaded
+
+
+def _threads_and_env(one_thread: bool, env: dict[str, str]) -> dict:
+    r = python(f"""
+        import ctypes
+        from corecast.runtime import blas
+        blas.one_thread = {one_thread}
+        before = os.environ.get("OPENBLAS_NUM_THREADS")
+        blas.load_numeric()
+        libc = ctypes.CDLL(None)
+        libc.getenv.restype = ctypes.c_char_p
+        c_value = libc.getenv(b"OPENBLAS_NUM_THREADS")
+        print(json.dumps({{"threads": len(os.listdir("/proc/self/task")),
+                          "numeric": all(m in sys.modules for m in blas.MODULES),
+                          "c_env": c_value.decode() if c_value is not None else None,
+                          "os_environ": os.environ.get("OPENBLAS_NUM_THREADS"),
+                          "before": before}}))
+    """, env)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout.splitlines()[-1])
+
+
+@pytest.mark.parametrize("preset", [None, "3"])
+def test_one_blas_thread_and_the_environment_put_back(preset):
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS",
+                                                              "OMP_NUM_THREADS")}
+    if preset is not None:
+        env["OPENBLAS_NUM_THREADS"] = preset
+    got = _threads_and_env(True, env)
+    assert got["numeric"]
+    assert got["threads"] == 1  # numpy's and scipy's OpenBLAS started no pool
+    assert got["c_env"] == preset and got["os_environ"] == preset == got["before"]
+    if len(os.sched_getaffinity(0)) >= 2 and preset is None:
+        # Without the limit OpenBLAS starts threads here: the check above can fail.
+        assert _threads_and_env(False, env)["threads"] > 1
