@@ -194,6 +194,7 @@ def report(prof, kernels: list) -> None:
         return
     kernels = sorted(kernels, key=lambda k: (-k.device_ns, k.name))
     rows = []
+    memory_errors: set[str] = set()
     for k in kernels:
         try:
             pred = predict.predict(k, target, cores)
@@ -203,7 +204,10 @@ def report(prof, kernels: list) -> None:
         try:
             memory = predict.memory_model(k)
         except Exception as exc:
-            warn(f"no memory model for {printable(k.name)}: {type(exc).__name__}: {exc}")
+            # A bad machine file fails every kernel alike: one warning, not one per kernel.
+            if str(exc) not in memory_errors:
+                memory_errors.add(str(exc))
+                warn(f"no memory model for {printable(k.name)}: {type(exc).__name__}: {exc}")
             memory = None
         rows.append((k, pred, memory))
     if not quiet:
