@@ -13,6 +13,10 @@ import numpy as np
 
 Metric = Literal["time", "throughput"]
 METRICS: tuple[str, ...] = ("time", "throughput")
+# See Measurements.normalised: curves whose median lies beyond 10 ** +-SAFE_DECADES are
+# divided by it; values may lie at most MAX_SPAN from their median.
+SAFE_DECADES = 10
+MAX_SPAN = 1e50
 
 
 class InputError(ValueError):
@@ -149,24 +153,27 @@ class Measurements:
         return self.subset(np.flatnonzero(mask))
 
     def normalised(self) -> tuple["Measurements", float]:
-        """The curve in units of its median value, and that median (``scale``).
+        """The curve in a unit the models handle, and the factor (``scale``) it was divided by.
 
-        Models see values near 1 whatever the user's unit (1e-308 s or 1e300 ops/s), so
-        their arithmetic (1 / value, n * value, squared residuals) neither overflows nor
-        underflows, and a curve in another unit gives the same fit.  The scale is a
-        measured value (the lower median), so no arithmetic happens before the division.
-        Stalls (a time) are scaled like the time: divided by ``scale`` for time data,
-        multiplied by it for throughput data (time ~ 1 / throughput).
-        Raises InputError when the values span too many orders of magnitude to share one
-        unit (their performance would overflow).
+        Models need values near 1, not 1e-308 or 1e300: their arithmetic (1 / value,
+        n * value, squared residuals) would overflow or underflow.  A curve whose median
+        lies beyond ``10 ** +-SAFE_DECADES`` is divided by its median (a measured value,
+        so nothing overflows before the division), so curves that differ only in their
+        unit get the same fit.  Curves in everyday units are left exactly as they are:
+        the kernel fits are not exactly invariant to the unit (dividing every curve by
+        its median changed PreSca's kernel choice on a measured curve).  Stalls (a time)
+        are scaled like the time: divided by ``scale`` for time data, multiplied by it
+        for throughput data (time ~ 1 / throughput).
+        Raises InputError when values lie more than ``MAX_SPAN`` from their median: no
+        real curve spans that much, and the models' intermediate products would overflow.
         """
-        scale = float(np.sort(self.values)[(len(self) - 1) // 2])
+        median = float(np.sort(self.values)[(len(self) - 1) // 2])
+        scale = 1.0 if abs(np.log10(median)) <= SAFE_DECADES else median
         values = self.values / scale
         stall_factor = 1.0 / scale if self.metric == "time" else scale
         with np.errstate(over="ignore", under="ignore", divide="ignore"):
-            ok = np.all(np.isfinite(to_perf(values, self.metric))) and np.all(values > 0)
             stalls = {k: a * stall_factor for k, a in self.stalls.items()}
-        if not ok:
+        if not np.all((self.values >= median / MAX_SPAN) & (self.values <= median * MAX_SPAN)):
             raise InputError(
                 f"values range from {self.values.min():g} to {self.values.max():g}: "
                 "too many orders of magnitude apart to fit one curve"

@@ -19,9 +19,13 @@ BAND_GROWTH = 0.25
 DEFAULT_KNEE_FRACTION = 0.1
 MAX_COUNT = 100_000  # every count up to --upto is predicted: keep that grid bounded
 # Models are fitted to at most this many points per input size (more are pooled into bins
-# of neighbouring counts, see Measurements.binned): PreSca and ESTIMA refit on every prefix,
-# so their cost grows with the square of the points while dense counts add little.
-MAX_FIT_POINTS = 48
+# of neighbouring counts, see Measurements.binned): PreSca refits on every other prefix of
+# the points, so its cost grows with their square while dense counts add little.  128
+# leaves every curve of the shared measured datasets (at most 125 training points) as it is.
+MAX_FIT_POINTS = 128
+# With stall columns ESTIMA refits six kernels on every prefix, per stall category and for
+# the factor: several times PreSca's cost, so fewer points.
+MAX_FIT_POINTS_STALLS = 40
 MISS_FACTOR = 1.5  # a fit this far off a measured value (either way) gets a warning
 PREFERRED_SLACK = 0.03  # see measured_preferred
 
@@ -60,7 +64,7 @@ def predict_measurements(
     # Measurements.normalised and .binned); everything below works in those units and
     # only the returned values are scaled back.
     scaled, scale = data.normalised()
-    fitted = scaled.binned(MAX_FIT_POINTS)
+    fitted = scaled.binned(MAX_FIT_POINTS_STALLS if data.stalls else MAX_FIT_POINTS)
     curve = scaled.at_target_size()
     top = float(curve.counts.max())
     upto = int(upto) if upto is not None else int(2 * top)
