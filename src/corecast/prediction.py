@@ -25,7 +25,7 @@ MAX_COUNT = 100_000  # every count up to --upto is predicted: keep that grid bou
 MAX_FIT_POINTS = 128
 # With stall columns ESTIMA refits six kernels on every prefix, per stall category and for
 # the factor: several times PreSca's cost, so fewer points.
-MAX_FIT_POINTS_STALLS = 32
+MAX_FIT_POINTS_STALLS = 24
 MISS_FACTOR = 1.5  # a fit this far off a measured value (either way) gets a warning
 PREFERRED_SLACK = 0.03  # see measured_preferred
 
