@@ -6,7 +6,7 @@ Results are converted back to the user's metric at the edge (``Prediction``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Literal, Mapping
 
 import numpy as np
@@ -15,6 +15,10 @@ from .errors import InputError  # noqa: F401  (defined without numpy: fileio and
 
 Metric = Literal["time", "throughput"]
 METRICS: tuple[str, ...] = ("time", "throughput")
+# See Measurements.normalised: curves whose median lies beyond 10 ** +-SAFE_DECADES are
+# divided by it; values may lie at most MAX_SPAN from their median.
+SAFE_DECADES = 10
+MAX_SPAN = 1e50
 
 
 def to_perf(values: np.ndarray, metric: str) -> np.ndarray:
@@ -85,22 +89,20 @@ class Measurements:
                 raise InputError(f"size column {name!r} has a value that is not positive")
 
         size_names = sorted(sizes)
-        groups: dict[tuple, list[int]] = {}
-        for i, ci in enumerate(c):
-            groups.setdefault(tuple([ci] + [sizes[n][i] for n in size_names]), []).append(i)
-        # Ordered by count first so size-blind code sees an ascending curve per size.
-        order = sorted(groups)
-        idx = [groups[key] for key in order]
-        med = np.array([np.median(v[i]) for i in idx])
-        spread = np.array([(v[i].max() - v[i].min()) / 2.0 / np.median(v[i]) for i in idx])
+        # One group per distinct (count, sizes...) row, ordered by count first so size-blind
+        # code sees an ascending curve per size; vectorised for curves of 10,000 points.
+        keys = np.column_stack([c] + [sizes[n] for n in size_names])
+        rows, group = np.unique(keys, axis=0, return_inverse=True)
+        group = group.ravel()
+        med, low, high, reps = _group_stats(group, rows.shape[0], v)
         return cls(
-            counts=np.array([k[0] for k in order]),
+            counts=rows[:, 0].copy(),
             values=med,
             metric=metric,
-            spread=spread,
-            repetitions=np.array([len(i) for i in idx]),
-            stalls={n: np.array([np.median(a[i]) for i in idx]) for n, a in stalls.items()},
-            sizes={n: np.array([k[1 + j] for k in order]) for j, n in enumerate(size_names)},
+            spread=(high - low) / 2.0 / med,
+            repetitions=reps,
+            stalls={n: _group_stats(group, rows.shape[0], a)[0] for n, a in stalls.items()},
+            sizes={n: rows[:, 1 + j].copy() for j, n in enumerate(size_names)},
         )
 
     @property
@@ -135,9 +137,8 @@ class Measurements:
         """The input size predictions are made for: the largest measured one."""
         if not self.sizes:
             return {}
-        rows = list(zip(*(self.sizes[k] for k in sorted(self.sizes))))
-        best = max(rows, key=lambda r: (r, rows.count(r)))
-        return dict(zip(sorted(self.sizes), best))
+        rows = zip(*(self.sizes[k] for k in sorted(self.sizes)))
+        return dict(zip(sorted(self.sizes), max(rows)))
 
     def at_target_size(self) -> "Measurements":
         """Only the points measured at the target size (what size-blind methods use)."""
@@ -148,6 +149,114 @@ class Measurements:
         for k, v in target.items():
             mask &= self.sizes[k] == v
         return self.subset(np.flatnonzero(mask))
+
+    def normalised(self) -> tuple["Measurements", float]:
+        """The curve in a unit the models handle, and the factor (``scale``) it was divided by.
+
+        Models need values near 1, not 1e-308 or 1e300: their arithmetic (1 / value,
+        n * value, squared residuals) would overflow or underflow.  A curve whose median
+        lies beyond ``10 ** +-SAFE_DECADES`` is divided by its median (a measured value,
+        so nothing overflows before the division), so curves that differ only in their
+        unit get the same fit.  Curves in everyday units are left exactly as they are:
+        the kernel fits are not exactly invariant to the unit (dividing every curve by
+        its median changed PreSca's kernel choice on a measured curve).  Stalls (a time)
+        are scaled like the time: divided by ``scale`` for time data, multiplied by it
+        for throughput data (time ~ 1 / throughput).
+        Raises InputError when values lie more than ``MAX_SPAN`` from their median: no
+        real curve spans that much, and the models' intermediate products would overflow.
+        """
+        median = float(np.sort(self.values)[(len(self) - 1) // 2])
+        scale = 1.0 if abs(np.log10(median)) <= SAFE_DECADES else median
+        values = self.values / scale
+        stall_factor = 1.0 / scale if self.metric == "time" else scale
+        with np.errstate(over="ignore", under="ignore", divide="ignore"):
+            stalls = {k: a * stall_factor for k, a in self.stalls.items()}
+        if not np.all((self.values >= median / MAX_SPAN) & (self.values <= median * MAX_SPAN)):
+            raise InputError(
+                f"values range from {self.values.min():g} to {self.values.max():g}: "
+                "too many orders of magnitude apart to fit one curve"
+            )
+        for k, a in stalls.items():
+            if not np.all(np.isfinite(a)):
+                raise InputError(f"stall column {k!r} is too large next to the values (unit mix-up?)")
+        return replace(self, values=values, stalls=stalls), scale
+
+    def binned(self, max_points: int) -> "Measurements":
+        """At most about ``max_points`` points per input size, dense counts pooled into bins.
+
+        Fitting every one of thousands of counts costs minutes (PreSca and ESTIMA refit
+        their kernels on every prefix of the points) and adds little: neighbouring counts
+        say the same thing.  Counts are grouped into bins of equal width in log(count)
+        (bins start at a measured count and hold the counts up to ``ratio`` times it, the
+        ratio chosen as the smallest that yields at most ``max_points`` bins), so sparse
+        small counts, where the speedup changes fastest, stay single points and dense
+        large counts are pooled.  A bin is represented by its middle count, the median of
+        its values (and stalls), the sum of its repetitions and the median of their
+        spreads.  A curve with at most ``max_points`` counts per size is returned as is.
+        """
+        group_keys = list(zip(*(self.sizes[k] for k in sorted(self.sizes)))) or [()] * len(self)
+        by_size: dict[tuple, list[int]] = {}
+        for i, key in enumerate(group_keys):
+            by_size.setdefault(key, []).append(i)
+        if all(len(idx) <= max_points for idx in by_size.values()):
+            return self
+        members: list[np.ndarray] = []
+        for idx in by_size.values():
+            idx = np.asarray(idx)  # ascending counts within one size
+            members += [idx[b] for b in _log_bins(self.counts[idx], max_points)]
+        members.sort(key=lambda m: (self.counts[m[(m.size - 1) // 2]], m[0]))
+        middle = np.array([m[(m.size - 1) // 2] for m in members])
+
+        def median(arr: np.ndarray) -> np.ndarray:
+            return np.array([float(np.median(arr[m])) for m in members])
+
+        return Measurements(
+            counts=self.counts[middle],
+            values=median(self.values),
+            metric=self.metric,
+            spread=median(self.spread),
+            repetitions=np.array([int(self.repetitions[m].sum()) for m in members]),
+            stalls={k: median(a) for k, a in self.stalls.items()},
+            sizes={k: a[middle] for k, a in self.sizes.items()},
+        )
+
+
+def _log_bins(counts: np.ndarray, max_points: int) -> list[np.ndarray]:
+    """Index ranges of ascending ``counts`` cut into at most ``max_points`` bins of equal
+    log width (see ``Measurements.binned``); the width is found by bisection."""
+
+    def cut(ratio: float) -> list[np.ndarray] | None:
+        bins, i = [], 0
+        while i < counts.size:
+            j = int(np.searchsorted(counts, counts[i] * ratio, side="right"))
+            bins.append(np.arange(i, max(j, i + 1)))
+            i = max(j, i + 1)
+            if len(bins) > max_points:
+                return None
+        return bins
+
+    lo, hi = 1.0, float(counts[-1] / counts[0]) * 2.0  # hi: a single bin
+    for _ in range(60):
+        mid = float(np.sqrt(lo * hi))
+        if cut(mid) is None:
+            lo = mid
+        else:
+            hi = mid
+    return cut(hi)
+
+
+def _group_stats(group: np.ndarray, ngroups: int, arr: np.ndarray):
+    """Per group: median, minimum, maximum and size of ``arr``.
+
+    The median of an even group is ``a + (b - a) / 2`` (not ``(a + b) / 2``) so values
+    near the float maximum do not overflow.
+    """
+    order = np.lexsort((arr, group))
+    ordered = arr[order]
+    size = np.bincount(group, minlength=ngroups)
+    start = np.concatenate([[0], np.cumsum(size)[:-1]])
+    lo, hi = ordered[start + (size - 1) // 2], ordered[start + size // 2]
+    return lo + (hi - lo) / 2.0, ordered[start], ordered[start + size - 1], size
 
 
 def _check_finite(name: str, arr: np.ndarray) -> None:
@@ -179,6 +288,9 @@ class Fit:
     checkpoints: list[float] = field(default_factory=list)
     extras: dict = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # ``predict`` fits normalised data (``Measurements.normalised``); extras that carry
+    # stall values are mapped back to the user's unit by this (extras, unit) -> extras.
+    extras_in_unit: Callable[[dict, float], dict] | None = None
 
 
 @dataclass
@@ -205,6 +317,9 @@ class Prediction:
     params: dict
     extras: dict
     warnings: list[str]
+    # Values were divided by this before fitting: ``params`` are for that normalised curve
+    # (the JSON gives it as params["value_scale"]).
+    value_scale: float = 1.0
 
     def to_dict(self) -> dict:
         """The JSON contract of ``corecast predict --json``."""
@@ -231,7 +346,7 @@ class Prediction:
             "knee_fraction": float(self.knee_fraction),
             "speedup_base": float(self.speedup_base),
             "checkpoints": [float(c) for c in self.checkpoints],
-            "params": _jsonable(self.params),
+            "params": _jsonable({**self.params, "value_scale": self.value_scale}),
             "extras": _jsonable(self.extras),
             "warnings": list(self.warnings),
         }

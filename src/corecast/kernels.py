@@ -100,14 +100,21 @@ POLY25 = _linear_kernel(
 
 # -- rational kernels ------------------------------------------------------------------
 
+def _horner(n: Array, c: Array) -> Array:
+    """``sum c[i] n^i``: numpy's polyval in the same order of operations (so the same
+    bits) without its per-call checks, which dominated fitting thousands of kernels."""
+    out = c[-1] + n * 0.0
+    for coef in c[-2::-1]:
+        out = coef + out * n
+    return out
+
+
 def rational(num_deg: int, den_deg: int) -> Kernel:
     """``(a0 + ... + a_i n^i) / (1 + b1 n + ... + b_j n^j)``."""
     na = num_deg + 1
 
     def parts(n: Array, p: Array) -> tuple[Array, Array]:
-        num = np.polynomial.polynomial.polyval(n, p[:na])
-        den = np.polynomial.polynomial.polyval(n, np.concatenate([[1.0], p[na:]]))
-        return num, den
+        return _horner(n, p[:na]), _horner(n, np.concatenate([[1.0], p[na:]]))
 
     def evaluate(n: Array, p: Array) -> Array:
         num, den = parts(np.asarray(n, float), p)

@@ -2,12 +2,14 @@
 the CLI and the runtime both call)."""
 from __future__ import annotations
 
+import warnings as warnings_module
 from typing import Iterable, Mapping
 
 import numpy as np
 
 from . import methods
 from .entities import Fit, InputError, Measurements, Prediction, from_perf
+from .fitting import rms
 
 # Band: log-space half-width = floor + fit residual + repetition spread, plus GROWTH per
 # e-fold of extrapolation beyond the measured range (calibrated on the benchmark so the
@@ -16,6 +18,16 @@ BAND_FLOOR = 0.02
 BAND_GROWTH = 0.25
 DEFAULT_KNEE_FRACTION = 0.1
 MAX_COUNT = 100_000  # every count up to --upto is predicted: keep that grid bounded
+# Models are fitted to at most this many points per input size (more are pooled into bins
+# of neighbouring counts, see Measurements.binned): PreSca refits on every other prefix of
+# the points, so its cost grows with their square while dense counts add little.  128
+# leaves every curve of the shared measured datasets (at most 125 training points) as it is.
+MAX_FIT_POINTS = 128
+# With stall columns ESTIMA refits six kernels on every prefix, per stall category and for
+# the factor: several times PreSca's cost, so fewer points.
+MAX_FIT_POINTS_STALLS = 24
+MISS_FACTOR = 1.5  # a fit this far off a measured value (either way) gets a warning
+PREFERRED_SLACK = 0.03  # see measured_preferred
 
 
 def predict(
@@ -48,7 +60,12 @@ def predict_measurements(
 ) -> Prediction:
     spec = methods.get(method)
     methods.check_usable(spec, data)
-    curve = data.at_target_size()
+    # Models see values in units of their median and a bounded number of points (see
+    # Measurements.normalised and .binned); everything below works in those units and
+    # only the returned values are scaled back.
+    scaled, scale = data.normalised()
+    fitted = scaled.binned(MAX_FIT_POINTS_STALLS if data.stalls else MAX_FIT_POINTS)
+    curve = scaled.at_target_size()
     top = float(curve.counts.max())
     upto = int(upto) if upto is not None else int(2 * top)
     at = [int(a) for a in at]
@@ -58,11 +75,16 @@ def predict_measurements(
         raise InputError(f"counts above {MAX_COUNT} are not predicted (got {max([upto] + at)})")
     if any(a < 1 for a in at):
         raise InputError("counts in --at must be at least 1")
-    grid = np.array(sorted(set(range(1, upto + 1)) | set(at)), dtype=float)
-    fit = spec.fit(data, float(grid.max()))
+    grid = np.union1d(np.arange(1, upto + 1), np.asarray(at, dtype=int)).astype(float)
+    # Far from the data a model may overflow or divide by zero; such values are caught
+    # below (floored with a warning), so numpy's RuntimeWarnings would only be noise.
+    with np.errstate(all="ignore"), warnings_module.catch_warnings():
+        warnings_module.simplefilter("ignore", RuntimeWarning)
+        fit = spec.fit(fitted, float(grid.max()))
+        perf = np.asarray(fit.perf(grid), dtype=float)
+        at_measured = np.asarray(fit.perf(curve.counts), dtype=float)
     warnings = list(fit.warnings)
 
-    perf = np.asarray(fit.perf(grid), dtype=float)
     bad = ~np.isfinite(perf) | (perf <= 0)
     if np.any(bad):
         floor = float(np.nanmin(curve.perf)) * 1e-3
@@ -70,7 +92,17 @@ def predict_measurements(
         warnings.append(
             f"{fit.candidate} gave no positive prediction at {int(bad.sum())} counts; floored there"
         )
-    low, high = band(fit, curve, grid, perf)
+    # A binned fit's own residual is on the bins; the band needs the scatter of every point.
+    if fitted is scaled:
+        residual = fit.residual
+    else:
+        with np.errstate(all="ignore"):
+            logs = np.log(at_measured / curve.perf)
+        residual = rms(logs[np.isfinite(logs)])
+    low, high = band(fit, curve, grid, perf, residual)
+    miss = fit_miss(at_measured, curve, scale)
+    if miss:
+        warnings.append(miss)
 
     base_i = 0
     base_count = float(curve.counts[base_i])
@@ -80,7 +112,9 @@ def predict_measurements(
     speedup = perf / base_perf
     efficiency = speedup * base_count / grid
     best = perf.max()
-    preferred = int(grid[np.flatnonzero(perf >= best * (1 - 1e-3))[0]])
+    preferred, note = measured_preferred(int(grid[np.flatnonzero(perf >= best * (1 - 1e-3))[0]]), curve)
+    if note:
+        warnings.append(note)
     knee = knee_count(grid, perf, knee_fraction)
     if len(set(curve.counts.tolist())) < 3:
         warnings.append("only two measured counts: the prediction is a rough law fit with a wide band")
@@ -89,6 +123,14 @@ def predict_measurements(
             "predictions are for input size "
             + ", ".join(f"{k}={v:g}" for k, v in data.target_size().items())
         )
+    # Stalls (a time) were scaled like the time: back by the scale (time) or its inverse.
+    stall_unit = scale if data.metric == "time" else 1.0 / scale
+    extras = fit.extras_in_unit(fit.extras, stall_unit) if fit.extras_in_unit else fit.extras
+
+    def user(p: np.ndarray) -> np.ndarray:
+        """Normalised performance -> the user's metric and unit (capped at the largest float)."""
+        with np.errstate(over="ignore"):
+            return np.minimum(from_perf(p, data.metric) * scale, np.finfo(float).max)
 
     return Prediction(
         method=spec.name,
@@ -96,10 +138,10 @@ def predict_measurements(
         candidate=fit.candidate,
         reason=fit.reason,
         counts=grid.astype(int),
-        values=from_perf(perf, data.metric),
+        values=user(perf),
         # The band is computed on performance; in time the low and high ends swap.
-        low=from_perf(high if data.metric == "time" else low, data.metric),
-        high=from_perf(low if data.metric == "time" else high, data.metric),
+        low=user(high if data.metric == "time" else low),
+        high=user(low if data.metric == "time" else high),
         speedup=speedup,
         efficiency=efficiency,
         speedup_base=base_count,
@@ -110,17 +152,65 @@ def predict_measurements(
         measured=data,
         checkpoints=list(fit.checkpoints),
         params=fit.params,
-        extras=fit.extras,
+        extras=extras,
         warnings=warnings,
+        value_scale=scale,
     )
 
 
-def band(fit: Fit, curve: Measurements, grid: np.ndarray, perf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Low/high performance around ``perf``, widening with extrapolation distance."""
+def fit_miss(at_measured: np.ndarray, curve: Measurements, scale: float) -> str | None:
+    """A warning when the fit misses a measured value by more than ``MISS_FACTOR``
+    (either way), else None.  ``at_measured``: the fit's performance at ``curve.counts``."""
+    with np.errstate(all="ignore"):
+        off = np.abs(np.log(at_measured / curve.perf))
+    off = np.where(np.isfinite(off), off, np.inf)
+    missed = off > np.log(MISS_FACTOR)
+    if not np.any(missed):
+        return None
+    worst = int(np.argmax(off))
+    with np.errstate(all="ignore"):
+        predicted, measured = (float(from_perf(p, curve.metric) * scale)
+                               for p in (at_measured[worst], curve.perf[worst]))
+    return (
+        f"the fit misses {int(missed.sum())} of {len(curve)} measured counts by more than "
+        f"{MISS_FACTOR:g}x (worst at {curve.counts[worst]:g}: predicted {predicted:.4g}, "
+        f"measured {measured:.4g}): the model does not follow this curve; try another --method"
+    )
+
+
+def measured_preferred(preferred: int, curve: Measurements) -> tuple[int, str | None]:
+    """The model's preferred count, unless measurements contradict it.
+
+    Inside the measured range the measurements are facts and the model only a smooth
+    summary of them: a model that cannot follow the curve's shape (e.g. a sharp optimum
+    among thousands of counts) may place its optimum where the program was measured
+    clearly slower.  So the model's choice stands only where the measured performance
+    there (interpolated between measured counts) is within ``PREFERRED_SLACK`` of the
+    best measured; otherwise the best measured count is preferred.  Beyond the measured
+    range only the model can say.  Returns the count and a note when it was replaced.
+    """
+    n, perf = curve.counts, curve.perf
+    if not n.min() <= preferred <= n.max():
+        return preferred, None
+    there = float(np.interp(preferred, n, perf))
+    best = int(np.argmax(perf))
+    if there * (1.0 + PREFERRED_SLACK) >= perf[best]:
+        return preferred, None
+    return int(n[best]), (
+        f"preferred count is the best measured one, {n[best]:g}: the model's optimum {preferred} "
+        f"was measured {perf[best] / there - 1.0:.0%} slower"
+    )
+
+
+def band(
+    fit: Fit, curve: Measurements, grid: np.ndarray, perf: np.ndarray, residual: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Low/high performance around ``perf``, widening with extrapolation distance;
+    ``residual``: RMS relative error of the fit on the measured points."""
     lo_c, hi_c = float(curve.counts.min()), float(curve.counts.max())
     distance = np.log(np.maximum(grid / hi_c, 1.0)) + np.log(np.maximum(lo_c / grid, 1.0))
     few = 0.15 if len(curve) < 4 else 0.0
-    width = BAND_FLOOR + fit.residual + float(np.median(curve.spread)) + few
+    width = BAND_FLOOR + residual + float(np.median(curve.spread)) + few
     width = width + (BAND_GROWTH + few) * distance
     low = perf * np.exp(-width)
     high = perf * np.exp(width)
@@ -137,7 +227,6 @@ def knee_count(grid: np.ndarray, perf: np.ndarray, fraction: float) -> int:
     """The count beyond which one more thread adds less than ``fraction`` of one
     thread's performance (``perf(n+1) - perf(n) < fraction * perf(1)``)."""
     unit = perf[0] / grid[0]
-    for i in range(grid.size - 1):
-        if grid[i + 1] == grid[i] + 1 and perf[i + 1] - perf[i] < fraction * unit:
-            return int(grid[i])
-    return int(grid[-1])
+    flat = (grid[1:] == grid[:-1] + 1) & (np.diff(perf) < fraction * unit)
+    first = np.flatnonzero(flat)
+    return int(grid[first[0]]) if first.size else int(grid[-1])

@@ -91,12 +91,14 @@ def _by_count(data: Measurements) -> dict[int, tuple[float, float, int]]:
 
 def _rows_to_show(counts: np.ndarray, measured: set[int], pred: Prediction) -> list[int]:
     """Indices of the rows to print: all of them for short grids; otherwise measured
-    counts, powers of two, preferred/knee/checkpoint/--at counts, upto and both ends."""
+    counts (when there are at most MAX_FULL_ROWS of them: thousands would bury the
+    rest), powers of two, preferred/knee/checkpoint/--at counts, upto and both ends."""
     if counts.size <= MAX_FULL_ROWS:
         return list(range(counts.size))
     # The end of the 1..upto range (extra --at counts may lie beyond it).
     upto = int(counts[np.flatnonzero(counts == np.arange(1, counts.size + 1))[-1]]) if counts[0] == 1 else 0
-    keep = measured | {pred.preferred, pred.knee, upto, int(counts[0]), int(counts[-1])}
+    keep = measured if len(measured) <= MAX_FULL_ROWS else set()
+    keep |= {pred.preferred, pred.knee, upto, int(counts[0]), int(counts[-1])}
     keep |= set(pred.requested_at) | {int(round(c)) for c in pred.checkpoints}
     return [i for i, n in enumerate(counts) if n in keep or (n & (n - 1)) == 0]
 

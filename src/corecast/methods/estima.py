@@ -305,4 +305,17 @@ def fit_estima(data: Measurements, nmax: float) -> Fit:
         checkpoints=[float(v) for v in n[n.size - max(usable):]],
         extras=extras,
         warnings=warnings,
+        extras_in_unit=stalls_in_unit,
     )
+
+
+def stalls_in_unit(extras: dict, unit: float) -> dict:
+    """``extras`` with the stall values (categories, stalls per core) multiplied by ``unit``;
+    the factor T/s is a ratio of two times and keeps its value."""
+    out = dict(extras)
+    out["categories"] = {
+        k: {**c, "values": c["values"] * unit, "checkpoint_rmse": c["checkpoint_rmse"] * unit}
+        for k, c in extras["categories"].items()
+    }
+    out["stalls_per_core"] = extras["stalls_per_core"] * unit
+    return out

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..entities import Fit, Measurements
+from ..entities import Fit, InputError, Measurements
 from ..fitting import relative_lsq, rms
 from . import register
 
@@ -58,6 +58,8 @@ def fit_usl_params(n: Array, y: Array) -> Array:
         err = np.sum(((usl(n, p) - y) / y) ** 2)
         if err < best_err:
             best, best_err = p, err
+    if best is None:
+        raise InputError("usl: no start gives finite values on these points")
     return best
 
 
@@ -66,9 +68,13 @@ def _fit_bounded(model, n: Array, y: Array, serial_starts) -> Array:
     for s in serial_starts:
         x1 = y[0] / model(n[:1], np.array([1.0, s]))[0]
         p = relative_lsq(model, n, y, [x1, s], bounds=([0.0, 0.0], [np.inf, 1.0]))
+        if p is None:
+            continue
         err = np.sum(((model(n, p) - y) / y) ** 2)
         if err < best_err:
             best, best_err = p, err
+    if best is None:
+        raise InputError("no start gives finite values on these points")
     return best
 
 

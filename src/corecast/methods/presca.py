@@ -17,6 +17,7 @@ from ..fitting import rms
 from . import register
 
 MIN_POINTS = 5
+INTERPOLATION_MISS = 1.5  # an interpolation further off a measured point is not used
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,15 @@ def candidates(
     return out
 
 
+def follows(f, n: np.ndarray, y: np.ndarray) -> bool:
+    """Whether ``f`` stays within ``INTERPOLATION_MISS`` (either way) of every measured point."""
+    with np.errstate(all="ignore"):
+        ratio = np.asarray(f(n), float) / y
+        if not np.all(np.isfinite(ratio) & (ratio > 0)):
+            return False
+        return bool(np.all(np.abs(np.log(ratio)) <= np.log(INTERPOLATION_MISS)))
+
+
 def interpolate(n: np.ndarray, y: np.ndarray, online: bool = False) -> kernels.KernelFit | None:
     """Least-squares polynomial of degree min(6, m-2) (online: min(6, m-1))."""
     degree = min(6, n.size - (1 if online else 2))
@@ -96,6 +106,11 @@ def fit_presca(data: Measurements, nmax: float) -> Fit:
         raise InputError("method presca found no realistic candidate function for this curve")
     best = cands[0]
     inner = interpolate(n, y)
+    if inner is not None and not follows(inner, n, y):
+        # A degree-6 polynomial in n cannot follow a curve over a wide count range (e.g.
+        # 1..2000 with a sharp optimum): there it is off by orders of magnitude, and the
+        # extrapolation kernel is the better curve inside the range too.
+        inner = None
     top = float(n.max())
 
     def perf(q, best=best, inner=inner, lo=float(n.min()), hi=top):
