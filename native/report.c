@@ -413,7 +413,7 @@ static int open_output(void) {
     return fd;
 }
 
-#define OUTPUT_PATIENCE_S 10.0 /* a slow reader gets this long for all the lines */
+#define OUTPUT_PATIENCE_S 5.0 /* a slow reader gets this long for all the lines */
 
 /* Writes all of it unless the reader stalls past ``deadline`` (returns 0 then). */
 static int write_until(int fd, const char *p, size_t n, double deadline) {

@@ -1,6 +1,7 @@
 """``corecast run`` and ``corecast lib``: start a program with the preload library."""
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import stat
@@ -103,6 +104,39 @@ def preload_env(
     return env
 
 
+def hostile_symlink(path: str) -> bool:
+    """The fs.protected_symlinks rule (as the library applies it): a symlink in a
+    world-writable sticky directory owned by neither that directory's owner nor us."""
+    try:
+        link = os.lstat(path)
+        if not stat.S_ISLNK(link.st_mode):
+            return False
+        parent = os.stat(os.path.dirname(path) or ".")
+    except OSError:
+        return False
+    shared = parent.st_mode & stat.S_ISVTX and parent.st_mode & stat.S_IWOTH
+    return bool(shared) and link.st_uid not in (parent.st_uid, os.geteuid())
+
+
+def start_output(path: str, shown: str) -> None:
+    """A fresh JSON Lines file per run (the program and its children then append).  A FIFO
+    or device is left as it is: opening one to truncate it would wait for a reader."""
+    if hostile_symlink(path):
+        raise LaunchError(f"{shown}: a symlink in a shared sticky directory owned by someone "
+                          "else; not followed")
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a FIFO nobody reads yet: the library warns at exit
+            return
+        raise LaunchError(f"{shown}: cannot write: {exc.strerror}") from None
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)
+
+
 def run(
     command: Sequence[str],
     target: int | None = None,
@@ -126,11 +160,7 @@ def run(
     env = preload_env(dict(os.environ), target, window_ms, json_out, quiet, steer,
                       target_machine=target_machine)
     if json_out is not None:
-        try:
-            # Fresh file per run; the program and its children then append their lines.
-            open(env["CORECAST_OUTPUT"], "w").close()
-        except OSError as exc:
-            raise LaunchError(f"{json_out}: cannot write: {exc.strerror}") from None
+        start_output(env["CORECAST_OUTPUT"], json_out)
     try:
         os.execve(exe, list(command), env)
     except OSError as exc:
