@@ -248,9 +248,9 @@ static void json_region(struct buf *b, const struct cc_sample *s, const struct c
     put(b, "},\"contended\":{");
     for (int c = 0; c < CC_NSTALL - 1; c++)
         put(b, "%s\"%s\":%llu", c ? "," : "", CC_STALL_NAMES[c], g->contended[c]);
-    if (process)
-        put(b, ",\"runqueue_other_load_s\":%.6g", g->runq_other_s);
     put(b, "}");
+    if (process) /* other load's run-queue wait: not in stalls_s */
+        put(b, ",\"runqueue_other_load_s\":%.6g", g->runq_other_s);
     if (process)
         for (int i = 0; i < CC_NCTR; i++)
             if (s->counters_measured & (1u << i))
