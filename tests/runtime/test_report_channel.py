@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -220,3 +221,26 @@ def test_warning_paths_are_printable(closefd2, lib, tmp_path):
     proc = run([closefd2, tmp_path / "a.txt"], preload=lib, output=out)
     assert proc.returncode == 0
     assert b"\x1b" not in proc.stderr and b"no?dir" in proc.stderr
+
+
+# ---- Python reports (the OpenCL table) -----------------------------------------------------
+CHANNEL_PY = r"""
+import os, sys
+from corecast.runtime import channel
+channel.keep()                      # what the OpenCL hook does when it switches on
+os.close(2)
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+assert fd == 2
+channel.warn("to the original stderr")
+os.write(fd, b"DATA 1234\n")
+"""
+
+
+@pytest.mark.parametrize("preloaded", [False, True])
+def test_python_reports_use_the_original_stderr(lib, tmp_path, preloaded):
+    env = clean_env(**({"LD_PRELOAD": str(lib)} if preloaded else {}))
+    proc = subprocess.run([sys.executable, "-c", CHANNEL_PY, str(tmp_path / "data.txt")], env=env,
+                          capture_output=True, timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "data.txt").read_bytes() == DATA
+    assert proc.stderr == b"corecast: warning: to the original stderr\n"
