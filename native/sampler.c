@@ -133,8 +133,12 @@ static double cpus_busy_s(const cpu_set_t *set) {
     static char text[1 << 16];
     size_t len = 0;
     ssize_t n;
-    while (len < sizeof text - 1 && (n = read(fd, text + len, sizeof text - 1 - len)) > 0)
+    while (len < sizeof text - 1 && (n = read(fd, text + len, sizeof text - 1 - len)) > 0) {
         len += (size_t)n;
+        text[len] = 0;
+        if (strstr(text, "\nintr ")) /* the CPU lines are done; the rest can be long */
+            break;
+    }
     close(fd);
     text[len] = 0;
     long hz = sysconf(_SC_CLK_TCK);
