@@ -244,3 +244,19 @@ def test_python_reports_use_the_original_stderr(lib, tmp_path, preloaded):
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "data.txt").read_bytes() == DATA
     assert proc.stderr == b"corecast: warning: to the original stderr\n"
+
+
+def test_json_out_fifo_read_by_cat(closefd2, lib, tmp_path):
+    """``corecast run --json-out FIFO`` with a reader: the launcher does not open the FIFO
+    (its reader would see the end of the stream), the program's lines all arrive."""
+    fifo = tmp_path / "lines.fifo"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
+    try:
+        proc = corecast_run(["--json-out", str(fifo)], [closefd2, tmp_path / "a.txt"])
+        data, _ = reader.communicate(timeout=TIMEOUT)
+    finally:
+        reader.kill()
+    assert proc.returncode == 0 and b"warning" not in proc.stderr, proc.stderr
+    lines = [json.loads(x) for x in data.decode().splitlines()]
+    assert lines and lines[-1]["event"] == "summary"

@@ -125,9 +125,14 @@ def start_output(path: str, shown: str) -> None:
         raise LaunchError(f"{shown}: a symlink in a shared sticky directory owned by someone "
                           "else; not followed")
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return  # opening a FIFO's writing end, even briefly, would give its reader EOF
+    except OSError:
+        pass  # not there yet: created below
+    try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
     except OSError as exc:
-        if exc.errno == errno.ENXIO:  # a FIFO nobody reads yet: the library warns at exit
+        if exc.errno == errno.ENXIO:  # a FIFO made meanwhile: the library handles it
             return
         raise LaunchError(f"{shown}: cannot write: {exc.strerror}") from None
     try:
