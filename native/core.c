@@ -3,10 +3,13 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -86,23 +89,81 @@ double cc_ticks_to_s(uint64_t ticks) {
 #endif
 }
 
-/* ---- diagnostics ------------------------------------------------------------------ */
-void cc_warn(const char *fmt, ...) {
-    char buf[512];
-    int n = snprintf(buf, sizeof buf, "corecast: warning: ");
-    va_list ap;
-    va_start(ap, fmt);
-    n += vsnprintf(buf + n, sizeof buf - n - 1, fmt, ap);
-    va_end(ap);
-    if (n > (int)sizeof buf - 2)
-        n = sizeof buf - 2;
-    buf[n++] = '\n';
-    ssize_t w = write(2, buf, n);
-    (void)w;
+/* ---- the report channel ------------------------------------------------------------ */
+/* The table and every warning go to the stderr the program started with, kept as a
+ * close-on-exec duplicate at a high number: a program that closes fd 2 and opens a data
+ * file there (xz, sort --parallel) must not find corecast's lines in its data.  Before
+ * each write the duplicate must still be that file (the program may have closed all its
+ * descriptors, or reused the number). */
+static int report_fd = -2; /* -2: not set up yet; -1: no channel (fd 2 was closed) */
+static dev_t report_dev;
+static ino_t report_ino;
+
+static void report_channel_open(void) {
+    int saved = errno;
+    report_fd = -1;
+    struct rlimit rl;
+    long high = 1000;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (long)rl.rlim_cur - 24 < high)
+        high = (long)rl.rlim_cur - 24;
+    if (high < 3)
+        high = 3;
+    struct stat st;
+    if (fstat(2, &st) == 0) {
+        int fd = fcntl(2, F_DUPFD_CLOEXEC, (int)high);
+        if (fd < 0)
+            fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
+        if (fd >= 0) {
+            report_fd = fd;
+            report_dev = st.st_dev;
+            report_ino = st.st_ino;
+        }
+    }
+    errno = saved;
 }
 
-/* Where the report and warnings go (the lead's stub until the saved-stderr channel lands). */
-int cc_report_fd(void) { return 2; }
+int cc_report_channel(void) {
+    if (report_fd == -2)
+        report_channel_open();
+    if (report_fd < 0)
+        return -1;
+    int saved = errno;
+    struct stat st;
+    int ok = fstat(report_fd, &st) == 0 && st.st_dev == report_dev && st.st_ino == report_ino;
+    errno = saved;
+    return ok ? report_fd : -1;
+}
+
+void cc_report_write(const char *p, size_t n) {
+    int fd = cc_report_channel();
+    if (fd < 0)
+        return;
+    int saved = errno;
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        p += w;
+        n -= (size_t)w;
+    }
+    errno = saved;
+}
+
+/* ---- diagnostics ------------------------------------------------------------------ */
+void cc_warn(const char *fmt, ...) {
+    char buf[512], text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    /* Paths and names in warnings come from outside: no control bytes reach the terminal. */
+    size_t n = (size_t)snprintf(buf, sizeof buf - 1, "corecast: warning: ");
+    n += cc_printable(buf + n, sizeof buf - 1 - n, text);
+    buf[n++] = '\n';
+    cc_report_write(buf, n);
+}
 
 /* ---- configuration ---------------------------------------------------------------- */
 static int env_int(const char *name, int lo, int hi, int dflt) {
@@ -136,17 +197,17 @@ static void read_config(void) {
     else if (out)
         cc_warn("CORECAST_OUTPUT is too long; no JSON Lines written");
     if (cc_cfg.display_env) {
-        char buf[1400];
+        char buf[1600], shown[sizeof cc_cfg.output];
+        cc_printable(shown, sizeof shown, cc_cfg.output);
         int n = snprintf(buf, sizeof buf,
                          "CORECAST DISPLAY ENVIRONMENT BEGIN\n  CORECAST_DISABLE = '%d'\n"
                          "  CORECAST_TARGET = '%d'\n  CORECAST_WINDOW_MS = '%d'\n"
                          "  CORECAST_OUTPUT = '%s'\n  CORECAST_QUIET = '%d'\n"
-                         "  CORECAST_STEER = '%d'\n"
+                         "  CORECAST_STEER = '%d'\n  CORECAST_EXIT_TIMEOUT_MS = '%d'\n"
                          "CORECAST DISPLAY ENVIRONMENT END\n",
-                         cc_cfg.disabled, cc_cfg.target, cc_cfg.window_ms, cc_cfg.output,
-                         cc_cfg.quiet, cc_cfg.steer);
-        ssize_t w = write(2, buf, n < (int)sizeof buf ? n : (int)sizeof buf - 1);
-        (void)w;
+                         cc_cfg.disabled, cc_cfg.target, cc_cfg.window_ms, shown,
+                         cc_cfg.quiet, cc_cfg.steer, cc_cfg.exit_timeout_ms);
+        cc_report_write(buf, n < (int)sizeof buf ? (size_t)n : sizeof buf - 1);
     }
     errno = saved;
 }
@@ -230,9 +291,13 @@ void cc_activity(void) {
     active_since = cc_mono_s();
     cc_active = 1;
     register_exit();
+    cc_sampler_baseline();
     cc_sampler_start();
-    if (cc_host_is_python())
+    if (cc_host_is_python()) {
+        double t0 = cc_thread_cpu_s();
         cc_model_warmup();
+        cc_own_cpu_add(cc_thread_cpu_s() - t0); /* on the program's thread, but corecast's */
+    }
 }
 
 static void reset_after_fork(void) {
@@ -278,8 +343,11 @@ static void guard_handler(int sig, siginfo_t *si, void *ctx) {
     if (tid == guard_tid || cc_sampler_is(tid)) {
         static const char msg[] = "corecast: warning: fatal signal in corecast's exit report; "
                                   "the program's exit status is kept\n";
-        ssize_t w = write(cc_report_fd(), msg, sizeof msg - 1);
-        (void)w;
+        int fd = cc_report_channel(); /* fstat and write: async-signal-safe */
+        if (fd >= 0) {
+            ssize_t w = write(fd, msg, sizeof msg - 1);
+            (void)w;
+        }
         if (tid != guard_tid) {
             cc_sampler_failed();
             for (int i = 0; i < 100; i++) { /* 10 s: the exiting thread normally ends us first */
@@ -380,6 +448,7 @@ __attribute__((constructor)) static void cc_init(void) {
     tsc0 = cc_now();
     mono0 = cc_mono_s();
     cc_pid = getpid();
+    report_channel_open(); /* before anything can warn */
     read_config();
     if (cc_cfg.disabled)
         return;

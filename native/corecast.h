@@ -146,7 +146,6 @@ void cc_sampler_stop(void);
 int cc_sampler_final(const struct cc_sample *s, struct cc_result *r, int timeout_ms);
 void cc_sampler_failed(void); /* async-signal-safe */
 int cc_sampler_is(int tid); /* ``tid`` is the sampler thread */
-int cc_report_fd(void);     /* the descriptor the report and warnings go to */
 void cc_sampler_after_fork(void);
 void cc_sampler_mark_start(void);
 void cc_sampler_read_counters(struct cc_sample *s); /* fills counters + runqueue */
@@ -166,8 +165,31 @@ const char *cc_model_warning(void);
 void cc_report(const struct cc_sample *s, const struct cc_result *r);
 void cc_final(void); /* the exit report; runs once per process image */
 void cc_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The report channel: the program's original stderr, or -1 when it is gone (core.c). */
+int cc_report_channel(void);
+void cc_report_write(const char *p, size_t n);
+/* Names from outside made safe (text.c): printable for the terminal, padded or cut to
+ * ``width`` characters (-1: as long as it is); a quoted JSON string.  Both return the
+ * bytes written, NUL excluded, and always terminate ``dst``. */
+size_t cc_printable(char *dst, size_t n, const char *src);
+size_t cc_printable_cell(char *dst, size_t n, const char *src, int width);
+size_t cc_json_string(char *dst, size_t n, const char *src);
 void cc_symbol_name(const void *addr, char *name, size_t nsize, char *object, size_t osize);
-void cc_process_times(double *cpu_s, double *runq_s);
+/* The program's CPU time (corecast's own left out) and run-queue wait, the latter split
+ * into its own (more runnable threads than CPUs) and other load's (runq_other_s). */
+void cc_process_times(double *cpu_s, double *runq_s, double *runq_other_s);
+void cc_sampler_baseline(void); /* first activity: where the run-queue split starts */
+struct cc_load {
+    double runnable_s; /* program threads' CPU time plus run-queue wait */
+    double runq_s;     /* all their run-queue wait */
+    double other_s;    /* the part of it other load caused */
+    int allowed;       /* CPUs the process may run on */
+};
+struct cc_load cc_load_split(void);
+/* corecast's own CPU time: its threads plus cc_own_cpu_add()ed time on program threads. */
+double cc_own_cpu_s(void);
+void cc_own_cpu_add(double s);
+double cc_thread_cpu_s(void); /* the calling thread's CPU clock */
 double cc_task_cpu_s(int tid);
 double cc_active_since(void);
 double cc_started(void);

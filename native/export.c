@@ -74,3 +74,12 @@ void corecast_mark_internal(void) {
     struct cc_thread *t = cc_self();
     __atomic_store_n(&t->internal, 1, __ATOMIC_RELAXED);
 }
+
+/* The report channel: the program's original stderr (a close-on-exec copy), or -1 when
+ * it is gone or corecast is disabled.  corecast's Python reports (the OpenCL table) write
+ * there, so a program that reused fd 2 for its data never gets them in it. */
+int corecast_report_fd(void) {
+    if (cc_cfg.disabled || !cc_ready)
+        return -1;
+    return cc_report_channel();
+}

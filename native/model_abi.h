@@ -5,7 +5,7 @@
 #ifndef CORECAST_MODEL_ABI_H
 #define CORECAST_MODEL_ABI_H
 
-#define CC_ABI_VERSION 2
+#define CC_ABI_VERSION 3
 #define CC_MAX_REGIONS 128
 #define CC_MAX_PRED 64
 #define CC_NAME_LEN 96
@@ -81,6 +81,7 @@ struct cc_region_sample {
     int steered_to;           /* team size steering imposes now (0: none) */
     int nhist;
     struct cc_team_stats hist[16];
+    double runq_other_s;      /* process: run-queue wait other load caused (not in stall_s) */
 };
 
 /* Cumulative since the sampler opened the events (CORECAST_NUMA_EVENTS); uncore counts are
@@ -102,6 +103,7 @@ struct cc_sample {
     int abi;                  /* CC_ABI_VERSION */
     int pid;
     int cores;                /* online CPUs of this machine */
+    int cpus_allowed;         /* CPUs the process may run on (sched_getaffinity) */
     int target;               /* predict up to this count */
     int final;                /* 1 at exit, 0 at a window end */
     int steer;                /* 1: the model may choose each region's team size */
@@ -143,6 +145,8 @@ struct cc_region_prediction {
 struct cc_result {
     int status;               /* 0 ok, nonzero: model failed, see note */
     char note[160];
+    int predicted_cores;      /* cores of the machine the predictions are for */
+    char predicted_for[64];   /* "target", or "target machine NAME" */
     struct cc_region_prediction regions[128];
 };
 

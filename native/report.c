@@ -1,10 +1,13 @@
 /* Turning counters into a sample for the model, and the report at exit: a short table on
  * stderr (never stdout) and, when asked, JSON Lines. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "corecast.h"
@@ -103,12 +106,18 @@ static void fill_process(struct cc_region_sample *o, const struct cc_sample *s, 
     }
     o->loop_calls = loops;
     double runq;
-    cc_process_times(&o->cpu_s, &runq);
-    o->stall_s[CC_STALL_RUNQUEUE] = runq;
+    cc_process_times(&o->cpu_s, &runq, &o->runq_other_s);
+    o->stall_s[CC_STALL_RUNQUEUE] = runq; /* the program's own: other load's is apart */
     o->busy_s = o->cpu_s;
 }
 
+/* The exiting thread's CPU clock when the final sample was started: from there to the
+ * report (the final model run included) the time is corecast's. */
+static double final_t0 = -1;
+
 void cc_build_sample(struct cc_sample *s, int final, struct cc_region **refs) {
+    if (final)
+        final_t0 = cc_thread_cpu_s();
     memset(s, 0, sizeof *s);
     s->abi = CC_ABI_VERSION;
     s->pid = getpid();
@@ -155,28 +164,18 @@ static void put(struct buf *b, const char *fmt, ...) {
         b->len = sizeof b->data - 1;
 }
 
+/* A JSON string of a name from outside (valid UTF-8 whatever its bytes). */
 static void put_str(struct buf *b, const char *s) {
-    put(b, "\"");
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-        if (c == '"' || c == '\\')
-            put(b, "\\%c", c);
-        else if (c < 0x20)
-            put(b, "\\u%04x", c);
-        else
-            put(b, "%c", c);
-    }
-    put(b, "\"");
+    char tmp[6 * 1024 + 3];
+    cc_json_string(tmp, sizeof tmp, s);
+    put(b, "%s", tmp);
 }
 
-static void write_all(int fd, const char *p, size_t n) {
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w <= 0)
-            return;
-        p += w;
-        n -= (size_t)w;
-    }
+/* ``s`` printable in a column of ``width`` characters (-1: its own length). */
+static void put_cell(struct buf *b, const char *s, int width) {
+    char tmp[4 * 1024 + 1];
+    cc_printable_cell(tmp, sizeof tmp, s, width);
+    put(b, "%s", tmp);
 }
 
 static int region_active(const struct cc_region_sample *g) { return g->calls > 0 && g->wall_s > 0; }
@@ -250,6 +249,8 @@ static void json_region(struct buf *b, const struct cc_sample *s, const struct c
     for (int c = 0; c < CC_NSTALL - 1; c++)
         put(b, "%s\"%s\":%llu", c ? "," : "", CC_STALL_NAMES[c], g->contended[c]);
     put(b, "}");
+    if (process) /* other load's run-queue wait: not in stalls_s */
+        put(b, ",\"runqueue_other_load_s\":%.6g", g->runq_other_s);
     if (process)
         for (int i = 0; i < CC_NCTR; i++)
             if (s->counters_measured & (1u << i))
@@ -336,11 +337,33 @@ static void json_numa(struct buf *b, const struct cc_numa_counts *n) {
     put(b, "}");
 }
 
+/* More than this share of the program's runnable time spent waiting for CPUs other load
+ * held: the measurements (and predictions) are those of a busy machine. */
+#define BUSY_SHARE 0.10
+
+static int machine_busy(const struct cc_load *l) {
+    return l->runnable_s > 0 && l->other_s > BUSY_SHARE * l->runnable_s;
+}
+
 static void json_summary(struct buf *b, const struct cc_sample *s, const struct cc_result *r) {
-    put(b, "{\"event\":\"summary\",\"pid\":%d,\"elapsed_s\":%.6g,\"cores\":%d,\"target\":%d,"
-           "\"regions\":%d,\"overflow\":%llu,\"model\":",
-        s->pid, s->elapsed_s, s->cores, s->target, s->nregions - 1, s->overflow);
+    put(b, "{\"event\":\"summary\",\"pid\":%d,\"elapsed_s\":%.6g,\"cores\":%d,\"cpus_allowed\":%d,"
+           "\"target\":%d,\"regions\":%d,\"overflow\":%llu,\"model\":",
+        s->pid, s->elapsed_s, s->cores, s->cpus_allowed, s->target, s->nregions - 1, s->overflow);
     put_str(b, r->status == 0 ? "ok" : r->note);
+    put(b, ",\"predicted_for\":");
+    if (r->status == 0 && r->predicted_cores > 0) {
+        put(b, "{\"cores\":%d,\"source\":", r->predicted_cores);
+        put_str(b, r->predicted_for);
+        put(b, "}");
+    } else {
+        put(b, "null");
+    }
+    put(b, ",\"corecast_cpu_s\":%.6g", cc_own_cpu_s());
+    struct cc_load l = cc_load_split();
+    put(b, ",\"runqueue\":{\"runnable_s\":%.6g,\"wait_s\":%.6g,\"other_load_s\":%.6g,"
+           "\"share\":%.4g,\"other_load_share\":%.4g},\"machine_busy\":%s",
+        l.runnable_s, l.runq_s, l.other_s, l.runnable_s > 0 ? l.runq_s / l.runnable_s : 0.0,
+        l.runnable_s > 0 ? l.other_s / l.runnable_s : 0.0, machine_busy(&l) ? "true" : "false");
     put(b, ",\"counters_refused\":[");
     int k = 0;
     for (int i = 0; i < CC_NCTR; i++)
@@ -351,25 +374,95 @@ static void json_summary(struct buf *b, const struct cc_sample *s, const struct 
     put(b, "}\n");
 }
 
+/* ---- CORECAST_OUTPUT -------------------------------------------------------------- */
+/* The fs.protected_symlinks rule, for systems that do not enforce it: a symlink in a
+ * world-writable sticky directory (/tmp) is followed only when its owner is the
+ * directory's or ours (someone else's link there may point at any of our files). */
+static int hostile_symlink(const char *path) {
+    struct stat link, dir;
+    if (lstat(path, &link) != 0 || !S_ISLNK(link.st_mode))
+        return 0;
+    char parent[sizeof cc_cfg.output];
+    snprintf(parent, sizeof parent, "%s", path);
+    char *slash = strrchr(parent, '/');
+    if (!slash)
+        snprintf(parent, sizeof parent, ".");
+    else if (slash == parent)
+        parent[1] = 0;
+    else
+        *slash = 0;
+    if (stat(parent, &dir) != 0)
+        return 0;
+    return (dir.st_mode & S_ISVTX) && (dir.st_mode & S_IWOTH) && link.st_uid != dir.st_uid &&
+           link.st_uid != geteuid();
+}
+
+/* Non-blocking, so a FIFO nobody reads (ENXIO) or a full one cannot hold the program. */
+static int open_output(void) {
+    const char *shown = cc_cfg.output; /* cc_warn makes it printable */
+    if (hostile_symlink(cc_cfg.output)) {
+        cc_warn("CORECAST_OUTPUT %s is a symlink in a shared sticky directory owned by someone else; "
+                "not followed, no JSON Lines", shown);
+        return -1;
+    }
+    int fd = open(cc_cfg.output, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0644);
+    if (fd < 0 && errno == ENXIO)
+        cc_warn("CORECAST_OUTPUT %s is a FIFO nobody reads; no JSON Lines", shown);
+    else if (fd < 0)
+        cc_warn("cannot write %s (%s); no JSON Lines", shown, strerror(errno));
+    return fd;
+}
+
+#define OUTPUT_PATIENCE_S 5.0 /* a slow reader gets this long for all the lines */
+
+/* Writes all of it unless the reader stalls past ``deadline`` (returns 0 then). */
+static int write_until(int fd, const char *p, size_t n, double deadline) {
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w > 0) {
+            p += w;
+            n -= (size_t)w;
+            continue;
+        }
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w < 0 && errno == EAGAIN) {
+            double left = deadline - cc_mono_s();
+            if (left <= 0)
+                return 0;
+            struct pollfd pf = {fd, POLLOUT, 0};
+            poll(&pf, 1, left > 0.2 ? 200 : (int)(left * 1000) + 1);
+            continue;
+        }
+        return 0; /* EPIPE (the reader left), ENOSPC, ...: nothing more can go */
+    }
+    return 1;
+}
+
 static void write_json(const struct cc_sample *s, const struct cc_result *r) {
     if (!cc_cfg.output[0])
         return;
-    int fd = open(cc_cfg.output, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        cc_warn("cannot write %s; no JSON Lines", cc_cfg.output);
+    int fd = open_output();
+    if (fd < 0)
         return;
-    }
+    double deadline = cc_mono_s() + OUTPUT_PATIENCE_S;
+    int ok = 1;
     static struct buf b;
-    for (int i = 0; i < s->nregions; i++) {
+    for (int i = 0; ok && i < s->nregions; i++) {
         if (!region_active(&s->regions[i]))
             continue;
         b.len = 0;
         json_region(&b, s, &s->regions[i], &r->regions[i], r->status == 0);
-        write_all(fd, b.data, b.len); /* one write per line: O_APPEND keeps lines whole */
+        ok = write_until(fd, b.data, b.len, deadline); /* one write per line: O_APPEND keeps lines whole */
     }
-    b.len = 0;
-    json_summary(&b, s, r);
-    write_all(fd, b.data, b.len);
+    if (ok) {
+        b.len = 0;
+        json_summary(&b, s, r);
+        ok = write_until(fd, b.data, b.len, deadline);
+    }
+    if (!ok)
+        cc_warn("could not write all JSON Lines to %s (%s)", cc_cfg.output,
+                errno == EAGAIN ? "its reader stopped reading" : strerror(errno));
     close(fd);
 }
 
@@ -403,8 +496,14 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
     for (int n = 2; n < s->target && ncol < 4; n *= 2)
         cols[ncol++] = n;
     cols[ncol++] = s->target;
-    put(&b, "corecast: pid %d, %d cores, %.3gs; predicted speedup up to %d threads\n", s->pid, s->cores,
+    put(&b, "corecast: pid %d, %d cores, %.3gs; predicted speedup up to %d threads", s->pid, s->cores,
         s->elapsed_s, s->target);
+    if (ok && r->predicted_cores > 0) {
+        put(&b, " on a %d-core machine (", r->predicted_cores);
+        put_cell(&b, r->predicted_for, -1);
+        put(&b, ")");
+    }
+    put(&b, "\n");
     put(&b, "%-34s %7s %4s %9s  %-34s", "region", "calls", "thr", "time", "stalls (share of thread time)");
     for (int i = 0; i < ncol; i++) {
         char h[16];
@@ -416,13 +515,14 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
         const struct cc_region_sample *g = &s->regions[i];
         if (!region_active(g))
             continue;
-        char label[128], stalls[96];
+        char label[2 * CC_NAME_LEN + 8], stalls[96];
         if (!strcmp(g->name, "process"))
             snprintf(label, sizeof label, "process (%s)", g->runtime == CC_RUNTIME_OPENMP ? "openmp" : "pthreads");
         else
             snprintf(label, sizeof label, "%s (%s)", g->name, g->object);
         top_stalls(stalls, sizeof stalls, g);
-        put(&b, "%-34.34s %7llu %4d %8.3fs  %-34.34s", label, g->calls, g->threads, g->wall_s, stalls);
+        put_cell(&b, label, 34);
+        put(&b, " %7llu %4d %8.3fs  %-34.34s", g->calls, g->threads, g->wall_s, stalls);
         const struct cc_region_prediction *p = &r->regions[i];
         for (int c = 0; c < ncol; c++) {
             double v = 0;
@@ -437,8 +537,11 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
             else
                 put(&b, " %6s", "-");
         }
-        if (ok && p->npred)
-            put(&b, " %5d  %s\n", p->preferred, p->bottleneck[0] ? p->bottleneck : "-");
+        if (ok && p->npred) {
+            put(&b, " %5d  ", p->preferred);
+            put_cell(&b, p->bottleneck[0] ? p->bottleneck : "-", -1);
+            put(&b, "\n");
+        }
         else
             put(&b, " %5s\n", "-");
         if (ok && p->nnodes > 0) { /* predicted speedup at 1..nnodes nodes of the target machine */
@@ -446,31 +549,45 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
             for (int k = 0; k < p->nnodes && k < CC_MAX_NODES; k++)
                 put(&b, "%s%d:%.2f", k ? "  " : " ", k + 1, p->node_speedup[k]);
             put(&b, "  preferred %d", p->preferred_nodes);
-            if (p->numa_basis[0])
-                put(&b, " (%.*s)", (int)strnlen(p->numa_basis, sizeof p->numa_basis), p->numa_basis);
+            if (p->numa_basis[0]) {
+                char basis[sizeof p->numa_basis + 1];
+                snprintf(basis, sizeof basis, "%.*s", (int)strnlen(p->numa_basis, sizeof p->numa_basis), p->numa_basis);
+                put(&b, " (");
+                put_cell(&b, basis, -1);
+                put(&b, ")");
+            }
             put(&b, "\n");
         }
     }
     for (int i = 0; ok && s->steer && i < s->nregions; i++) {
         const struct cc_region_sample *g = &s->regions[i];
         const struct cc_region_prediction *p = &r->regions[i];
-        if (strcmp(g->name, "process") && region_active(g) && p->steer_chosen)
-            put(&b, "steering %s: %d threads (the program's own: %d), measured %+.0f%%\n", g->name,
-                p->steer_chosen, g->requested, 100 * p->steer_gain);
+        if (strcmp(g->name, "process") && region_active(g) && p->steer_chosen) {
+            put(&b, "steering ");
+            put_cell(&b, g->name, -1);
+            put(&b, ": %d threads (the program's own: %d), measured %+.0f%%\n", p->steer_chosen, g->requested,
+                100 * p->steer_gain);
+        }
     }
     if (ok) {
         const char *basis = s->nregions ? r->regions[0].basis : "";
-        put(&b, "speedups: %s\n", basis[0] ? basis : "predicted");
+        put(&b, "speedups: ");
+        put_cell(&b, basis[0] ? basis : "predicted", -1);
     } else {
-        put(&b, "no predictions: %s\n", r->note[0] ? r->note : "the model was not available");
+        put(&b, "no predictions: ");
+        put_cell(&b, r->note[0] ? r->note : "the model was not available", -1);
     }
+    put(&b, "\n");
     put(&b, "measured: wall time, per-thread busy and wait times, schedstat");
     for (int i = 0; i < CC_NCTR; i++)
         if (s->counters_measured & (1u << i))
             put(&b, ", %s", CC_COUNTER_NAMES[i]);
     if (s->numa.measured) {
-        put(&b, ", NUMA counters (%.*s%s):", (int)strnlen(s->numa.source, sizeof s->numa.source),
-            s->numa.source, s->numa.multiplexed ? ", multiplexed" : "");
+        char src[sizeof s->numa.source + 1];
+        snprintf(src, sizeof src, "%.*s", (int)strnlen(s->numa.source, sizeof s->numa.source), s->numa.source);
+        put(&b, ", NUMA counters (");
+        put_cell(&b, src, -1);
+        put(&b, "%s):", s->numa.multiplexed ? ", multiplexed" : "");
         for (int r = 0; r < CC_NUMA_NROLES; r++)
             if (s->numa.measured & (1u << r))
                 put(&b, " %s", CC_NUMA_ROLE_NAMES[r]);
@@ -485,10 +602,20 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
     put(&b, "\n");
     if (s->overflow)
         put(&b, "corecast: %llu events not recorded (tables full)\n", s->overflow);
-    write_all(2, b.data, b.len);
+    struct cc_load l = cc_load_split();
+    if (machine_busy(&l))
+        put(&b, "corecast: machine busy: the program's threads waited %.3g s (%.0f%% of their runnable time) "
+                "for CPUs other load held; kept out of its contention, but the figures are a busy machine's\n",
+            l.other_s, 100 * l.other_s / l.runnable_s);
+    put(&b, "corecast: own CPU %.3f s (sampler and model), not counted as the program's\n", cc_own_cpu_s());
+    cc_report_write(b.data, b.len);
 }
 
 void cc_report(const struct cc_sample *s, const struct cc_result *r) {
+    if (final_t0 >= 0 && s->final) { /* the final sample, the model's last run: corecast's time */
+        cc_own_cpu_add(cc_thread_cpu_s() - final_t0);
+        final_t0 = -1;
+    }
     if (!cc_cfg.quiet)
         write_table(s, r);
     write_json(s, r);

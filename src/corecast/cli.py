@@ -264,15 +264,16 @@ def add_run(sub: argparse._SubParsersAction) -> None:
         "goes to stderr (and JSON Lines to --json-out). The program's output and exit status "
         "are its own.",
     )
-    p.add_argument("--target", type=_count, help="predict up to N threads (default: this machine's cores)")
+    p.add_argument("--target", type=_count, help="predict up to N threads, for a machine of N cores "
+                   "(default: this machine's cores, or the --target-machine's)")
     p.add_argument("--window-ms", type=_count, help="sampling window in ms (default 200)")
     p.add_argument("--json-out", metavar="FILE", help="write JSON Lines here (CORECAST_OUTPUT)")
     p.add_argument("--quiet", action="store_true", help="no report on stderr")
     p.add_argument("--steer", action="store_true",
                    help="let corecast choose each OpenMP region's team size (only ever fewer threads)")
     p.add_argument("--target-machine", metavar="M.json",
-                   help="also predict each region's speedup per NUMA node count on this machine "
-                   "(description file or preset name)")
+                   help="predict for this machine (its cores) and each region's speedup per NUMA "
+                   "node count on it (description file or preset name)")
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ARGS...")
     p.set_defaults(func=cmd_run)
 
@@ -290,6 +291,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         except numa.MachineError as exc:
             raise CliError(str(exc)) from None
         machine = str(numa.machine.path_of(args.target_machine))
+        if args.target is None:  # predictions for that machine: up to its cores
+            m = numa.load(args.target_machine)
+            args.target = m.cores_per_node * m.nodes
     try:
         launcher.run(command, args.target, args.window_ms, args.json_out, args.quiet, args.steer,
                      target_machine=machine)

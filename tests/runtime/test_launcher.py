@@ -144,17 +144,17 @@ def test_why_not_preloadable(hello, tmp_path):
     assert launcher.why_not_preloadable(str(script)) is None  # its interpreter is preloaded
 
 
-def test_fresh_output_empties_files_and_link_targets_but_leaves_fifos(tmp_path):
+def test_start_output_empties_files_and_link_targets_but_leaves_fifos(tmp_path):
     target = tmp_path / "target.jsonl"
     target.write_text("old\n")
     link = tmp_path / "link.jsonl"
     link.symlink_to(target)
-    launcher.fresh_output(str(link))
+    launcher.start_output(str(link), "link.jsonl")
     assert link.is_symlink() and target.read_text() == ""
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
-    launcher.fresh_output(str(fifo))  # no reader: opening it would block
+    launcher.start_output(str(fifo), "fifo")  # no reader: opening it would block
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
     new = tmp_path / "new.jsonl"
-    launcher.fresh_output(str(new))
+    launcher.start_output(str(new), "new.jsonl")
     assert new.read_text() == ""

@@ -38,11 +38,10 @@ NO_DEVICE_SIGNS = ("PLATFORM_NOT_FOUND", "no platforms found", "no devices found
 
 
 def warn(message: str) -> None:
-    """One ``corecast: warning: opencl: ...`` line on stderr (never raises)."""
-    try:
-        os.write(2, ("corecast: warning: opencl: " + " ".join(message.split()) + "\n").encode())
-    except Exception:
-        pass
+    """One ``corecast: warning: opencl: ...`` line on the original stderr (never raises)."""
+    from ..runtime import channel
+
+    channel.warn("opencl: " + message)
 
 
 def disabled() -> bool:
@@ -179,6 +178,9 @@ def instrument() -> bool:
     if _installed:
         return True
     _installed = True
+    from ..runtime import channel
+
+    channel.keep()  # the report's stderr, before the program can close or reuse fd 2
     if sys.excepthook is not _hook:
         _excepthook = sys.excepthook
         sys.excepthook = _hook

@@ -15,6 +15,7 @@ import sys
 import time
 
 from ..fileio import OutputError, append_lines, printable
+from ..runtime import channel
 from . import predict
 from .hook import warn
 from .profile import env_int
@@ -211,12 +212,11 @@ def report(prof, kernels: list) -> None:
             memory = None
         rows.append((k, pred, memory))
     if not quiet:
-        data = table(prof, rows, target, cores).encode()
+        data = table(prof, rows, target, cores)
         try:
             sys.stderr.flush()
         except Exception:
             pass
-        while data:
-            data = data[os.write(2, data):]
+        channel.write(data)  # the program's original stderr, even if it reused fd 2
     if output:
         write_lines(output, [kernel_line(prof, k, p, m) for k, p, m in rows])

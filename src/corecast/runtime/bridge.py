@@ -5,7 +5,6 @@ steering) lives in this module: the embedded interpreter keeps it between calls.
 from __future__ import annotations
 
 import os
-import sys
 
 from .bound import RegionPrediction
 from .bound import predict_process as bound_process
@@ -45,6 +44,8 @@ def decode_region(ffi: object, g: object) -> dict:
         "requested": g.requested,
         "steered_to": g.steered_to,
         "hist": [(g.hist[i].threads, g.hist[i].calls, g.hist[i].wall_s) for i in range(g.nhist)],
+        # run-queue wait other load caused (the process only; kept out of stalls_s)
+        **({"runqueue_other": g.runq_other_s} if ffi.string(g.name) == b"process" else {}),
     }
 
 
@@ -78,7 +79,7 @@ def predict_openmp_region(region: dict, sample: object, out: object) -> RegionPr
     key = (region["name"], region["object"])
     history = _histories.setdefault(key, RegionHistory())
     history.update(region)
-    one = one_sample_region(region, sample.target, sample.cores)
+    one = one_sample_region(region, sample.target, *_machines(sample))
     sizes = len(history.measured())
     pred = combine(one, extrapolate(history, sample.target) if sizes >= 2 else None, sizes)
     if sample.steer and not region["nested"] and region["requested"] >= 2:
@@ -97,6 +98,28 @@ def predict_openmp_region(region: dict, sample: object, out: object) -> RegionPr
 _numa = None  # runtime.numa.NumaState once a target machine is named
 
 
+def _machines(sample: object) -> tuple[int, int]:
+    """CPUs the sample was measured on (those the process may run on) and cores of the
+    machine the predictions are for: the target machine's when one is named, else a
+    machine of ``target`` cores (a target beyond this machine's cores asks about a
+    larger machine, not about oversubscribing this one)."""
+    measured = sample.cpus_allowed if 0 < sample.cpus_allowed < sample.cores else sample.cores
+    state = _numa_state()
+    if state is not None:
+        return max(1, measured), state.machine.cores_per_node * state.machine.nodes
+    return max(1, measured), max(1, sample.target)
+
+
+def _predicted_for(ffi: object, sample: object, result: object) -> None:
+    state = _numa_state()
+    if state is not None:
+        result.predicted_cores = state.machine.cores_per_node * state.machine.nodes
+        _put(ffi, result.predicted_for, f"target machine {state.machine.name}")
+    else:
+        result.predicted_cores = max(1, sample.target)
+        _put(ffi, result.predicted_for, "target")
+
+
 def _numa_state() -> object | None:
     """The NUMA state when CORECAST_TARGET_MACHINE names a machine (imported only then)."""
     global _numa
@@ -105,7 +128,9 @@ def _numa_state() -> object | None:
 
         _numa = NumaState()
         if _numa.error:
-            sys.stderr.write(f"corecast: no node-count predictions: {_numa.error}\n")
+            from .channel import write
+
+            write(f"corecast: no node-count predictions: {_numa.error}\n")
     return _numa if _numa is not None and _numa.machine is not None else None
 
 
@@ -181,9 +206,10 @@ def predict_sample(ffi: object, sample: object, result: object) -> int:
             elif any(not r["nested"] for r, _ in done):
                 pred = compose_process(region, done)
             else:
-                pred = one_sample_process(region, sample.target, sample.cores)
+                pred = one_sample_process(region, sample.target, *_machines(sample))
             _encode(ffi, out, pred)
         _predict_nodes(ffi, sample, regions, result)
+        _predicted_for(ffi, sample, result)
         result.status = 0
         return 0
     except Exception as exc:  # the host program must never see a traceback

@@ -63,19 +63,22 @@ Parts of T(n), per region call (all times are one call's; "work" is thread time)
   o = wall/calls - (busy + imbalance) / (n0 calls); grows linearly with the team,
   o (n - 1) / (n0 - 1) (the band's high keeps it constant beyond n0).
 
-* **Oversubscription**: beyond ``cores`` threads, CPU-bound work (compute, holds) takes
-  n / cores longer: f(n) = max(1, n / cores).  Time-sharing also absorbs imbalance (the
+* **Oversubscription**: beyond ``target_cores`` threads (the cores of the machine the
+  predictions are for: the target count itself unless a target machine is named),
+  CPU-bound work (compute, holds) takes n / cores longer: f(n) = max(1, n / cores).  Time-sharing also absorbs imbalance (the
   cores run the late threads while the early ones wait at the barrier), so the parallel
   time is the larger of the CPU work spread over the cores, f(n) locks(n), and the
   latest thread's span, locks(n) + idle(n) (a work/span bound; measured on a 2-core
   machine with ``examples/omp_critical.c`` at 3, 4 and 8 threads it is within 10%).  A
-  sample taken with n0 > cores is deflated by f(n0) first (fitted "cpu_share").
+  sample taken with n0 > ``cores`` (the measuring machine's) is deflated by f(n0) first
+  (fitted "cpu_share").
 
 T(n) = S + max(f(n) locks(n), locks(n) + idle(n)) + o(n).
 
 Processes with plain threads: the measured CPU time is the work W; the serial time S is
-chosen so that the model reproduces the measured wall time at n0 (less run-queue wait
-from other load when n0 <= cores) with the lock and barrier parts in place: without
+chosen so that the model reproduces the measured wall time at n0 (less the run-queue
+wait other load caused: ``runqueue_other`` when the sample has it, else all run-queue wait
+when n0 <= cores) with the lock and barrier parts in place: without
 locks and barriers this is exactly the Karp-Flatt serial fraction of ``bound``
 (fitted "serial_fraction").  Condition-variable and semaphore waits (producer/consumer
 starvation) end up in S.  With one runnable thread (n0 = 1 or one core) S cannot be
@@ -433,8 +436,11 @@ def _ordered(fitted: set) -> list[str]:
     return [k for k in order if k in fitted] + sorted(fitted - set(order))
 
 
-def predict_region(region: dict, target: int, cores: int) -> ContentionPrediction:
-    """Contention model for an OpenMP region (``region`` as the bridge decodes it)."""
+def predict_region(region: dict, target: int, cores: int,
+                   target_cores: int | None = None) -> ContentionPrediction:
+    """Contention model for an OpenMP region (``region`` as the bridge decodes it),
+    measured on ``cores`` CPUs, predicted for a machine of ``target_cores`` (default:
+    ``cores``)."""
     n0 = max(1, int(region["threads"]))
     cores = max(1, int(cores))
     calls = max(1, int(region.get("calls", 1) or 1))
@@ -487,13 +493,16 @@ def predict_region(region: dict, target: int, cores: int) -> ContentionPredictio
     m = _Model(n0, cores, single / f0, par, stations, idle / n0 / f0, overhead)
     _finish_stations(m, fitted)
     _fit_stations(m, fitted)
+    m.cores = max(1, int(target_cores or cores))  # the fits above need no stretch: f0 is out
     models = {"central": m, "low": m, "high": m}
     return _predict(models, target, calls, "contention model: lock queues, imbalance, "
                     "serial work, oversubscription", _ordered(fitted))
 
 
-def predict_process(process: dict, target: int, cores: int) -> ContentionPrediction:
-    """Contention model for a whole process with plain threads."""
+def predict_process(process: dict, target: int, cores: int,
+                    target_cores: int | None = None) -> ContentionPrediction:
+    """Contention model for a whole process with plain threads, measured on ``cores``
+    CPUs, predicted for a machine of ``target_cores`` (default: ``cores``)."""
     n0 = max(1, int(process["threads"]))
     cores = max(1, int(cores))
     st = process["stalls_s"]
@@ -502,7 +511,9 @@ def predict_process(process: dict, target: int, cores: int) -> ContentionPredict
     q = min(n0, cores)
     work = max(float(process.get("cpu_s", 0.0)), 0.0)
     wall = max(float(process["wall_s"]), 1e-12)
-    if n0 <= cores:  # run-queue wait with a core free per thread: other load, not the program
+    if "runqueue_other" in process:  # the library split other load's delay off
+        wall = max(wall - float(process["runqueue_other"]) / n0, work / q)
+    elif n0 <= cores:  # run-queue wait with a core free per thread: other load, not the program
         wall = max(wall - float(st.get("runqueue", 0.0)) / n0, work / q)
     stations = _pthread_stations(process, 1.0, q >= 2)
     idle = float(st.get("pthread_barrier", 0.0)) / n0 / f0
@@ -527,6 +538,7 @@ def predict_process(process: dict, target: int, cores: int) -> ContentionPredict
             m.serial = min(hold, work)  # holds seen but no acquisitions: serial work
             m.par = work - m.serial
         _finish_stations(m, fitted)
+    m.cores = max(1, int(target_cores or cores))  # calibrated on this machine, predicted there
     delta = SERIAL_BAND * work if q >= 2 else 0.0
     models = {
         "central": m,

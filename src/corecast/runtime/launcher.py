@@ -1,6 +1,7 @@
 """``corecast run`` and ``corecast lib``: start a program with the preload library."""
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import stat
@@ -107,17 +108,42 @@ def preload_env(
     return env
 
 
-def fresh_output(path: str) -> None:
-    """A fresh JSON Lines file per run (the program and its children then append): a
-    regular file, or a symlink's target, is emptied; a FIFO or device is left as it is
-    (opening a FIFO nobody reads would block, emptying it means nothing)."""
+def hostile_symlink(path: str) -> bool:
+    """The fs.protected_symlinks rule (as the library applies it): a symlink in a
+    world-writable sticky directory owned by neither that directory's owner nor us."""
     try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC, 0o644))
-        return
-    if stat.S_ISREG(st.st_mode):
-        os.truncate(path, 0)
+        link = os.lstat(path)
+        if not stat.S_ISLNK(link.st_mode):
+            return False
+        parent = os.stat(os.path.dirname(path) or ".")
+    except OSError:
+        return False
+    shared = parent.st_mode & stat.S_ISVTX and parent.st_mode & stat.S_IWOTH
+    return bool(shared) and link.st_uid not in (parent.st_uid, os.geteuid())
+
+
+def start_output(path: str, shown: str) -> None:
+    """A fresh JSON Lines file per run (the program and its children then append).  A FIFO
+    or device is left as it is: opening one to truncate it would wait for a reader."""
+    if hostile_symlink(path):
+        raise LaunchError(f"{shown}: a symlink in a shared sticky directory owned by someone "
+                          "else; not followed")
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return  # opening a FIFO's writing end, even briefly, would give its reader EOF
+    except OSError:
+        pass  # not there yet: created below
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a FIFO made meanwhile: the library handles it
+            return
+        raise LaunchError(f"{shown}: cannot write: {exc.strerror}") from None
+    try:
+        if stat.S_ISREG(os.fstat(fd).st_mode):
+            os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)
 
 
 def run(
@@ -143,10 +169,7 @@ def run(
     env = preload_env(dict(os.environ), target, window_ms, json_out, quiet, steer,
                       target_machine=target_machine)
     if json_out is not None:
-        try:
-            fresh_output(env["CORECAST_OUTPUT"])
-        except OSError as exc:
-            raise LaunchError(f"{json_out}: cannot write: {exc.strerror}") from None
+        start_output(env["CORECAST_OUTPUT"], json_out)
     try:
         os.execve(exe, list(command), env)
     except OSError as exc:

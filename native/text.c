@@ -1,0 +1,107 @@
+/* Names from outside (symbols, object and program file names, paths) on their way out:
+ * a file name may hold any byte but '/' and NUL.  The JSON Lines get valid UTF-8 JSON
+ * (invalid bytes as \ufffd, control characters as \u00XX); the terminal gets printable
+ * text (control characters and invalid bytes as '?'). */
+#include <stddef.h>
+#include <stdio.h>
+
+#include "corecast.h"
+
+/* Length of the valid UTF-8 sequence at ``s`` (0: an invalid byte) and its code point. */
+static int utf8_next(const unsigned char *s, unsigned *cp) {
+    unsigned c = s[0];
+    if (c < 0x80) {
+        *cp = c;
+        return 1;
+    }
+    int len;
+    unsigned min;
+    if (c >= 0xC2 && c <= 0xDF)
+        len = 2, min = 0x80, c &= 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF)
+        len = 3, min = 0x800, c &= 0x0F;
+    else if (c >= 0xF0 && c <= 0xF4)
+        len = 4, min = 0x10000, c &= 0x07;
+    else
+        return 0;
+    for (int i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80) /* also stops at the terminating NUL */
+            return 0;
+        c = (c << 6) | (s[i] & 0x3F);
+    }
+    if (c < min || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF))
+        return 0;
+    *cp = c;
+    return len;
+}
+
+/* C0, DEL and C1: what a terminal may act on. */
+static int is_control(unsigned cp) { return cp < 0x20 || (cp >= 0x7F && cp < 0xA0); }
+
+size_t cc_printable_cell(char *dst, size_t n, const char *src, int width) {
+    const unsigned char *s = (const unsigned char *)src;
+    size_t len = 0;
+    int shown = 0;
+    if (n == 0)
+        return 0;
+    while (*s && (width < 0 || shown < width)) {
+        unsigned cp;
+        int k = utf8_next(s, &cp);
+        if (k == 0 || is_control(cp)) {
+            if (len + 1 >= n)
+                break;
+            dst[len++] = '?';
+            s += k ? k : 1;
+        } else {
+            if (len + (size_t)k >= n)
+                break;
+            for (int i = 0; i < k; i++)
+                dst[len++] = (char)s[i];
+            s += k;
+        }
+        shown++;
+    }
+    while (width >= 0 && shown < width && len + 1 < n) {
+        dst[len++] = ' ';
+        shown++;
+    }
+    dst[len] = 0;
+    return len;
+}
+
+size_t cc_printable(char *dst, size_t n, const char *src) { return cc_printable_cell(dst, n, src, -1); }
+
+size_t cc_json_string(char *dst, size_t n, const char *src) {
+    const unsigned char *s = (const unsigned char *)src;
+    size_t len = 0;
+    if (n < 3) {
+        if (n)
+            dst[0] = 0;
+        return 0;
+    }
+    dst[len++] = '"';
+    while (*s) {
+        char esc[8];
+        const char *piece = esc;
+        size_t k;
+        unsigned cp;
+        int u = utf8_next(s, &cp);
+        if (u == 0) {
+            piece = "\\ufffd", k = 6, u = 1;
+        } else if (cp == '"' || cp == '\\') {
+            esc[0] = '\\', esc[1] = (char)cp, k = 2;
+        } else if (is_control(cp)) {
+            k = (size_t)snprintf(esc, sizeof esc, "\\u%04x", cp);
+        } else {
+            piece = (const char *)s, k = (size_t)u;
+        }
+        if (len + k + 2 > n) /* room for the closing quote and NUL */
+            break;
+        for (size_t i = 0; i < k; i++)
+            dst[len++] = piece[i];
+        s += u;
+    }
+    dst[len++] = '"';
+    dst[len] = 0;
+    return len;
+}

@@ -1,0 +1,262 @@
+"""Where the preload library writes: its report and warnings on the stderr the program
+started with (never into a file the program opened on fd 2), JSON Lines that cannot hold
+the program (a FIFO nobody reads, a reader that stops), no hostile symlink followed, and
+names from outside (a program file named with any bytes) valid in JSON and printable in
+the table."""
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from .helpers import EXAMPLES, TIMEOUT, clean_env, corecast_run, events, read_lines, report_blocks, run
+
+DATA = b"DATA 1234\n"
+
+# Closes stderr and leaves: no data file on fd 2, only the threads the runtime reports.
+CLOSE_AND_EXIT_C = r"""
+#include <pthread.h>
+#include <unistd.h>
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static volatile long s;
+static void *work(void *a) {
+    for (int i = 0; i < 200000; i++) { pthread_mutex_lock(&m); s += i; pthread_mutex_unlock(&m); }
+    return a;
+}
+int main(void) {
+    close(2);
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], 0, work, 0);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], 0);
+    return 0;
+}
+"""
+
+# Many short threads: the process line's per-thread list is far longer than a page.
+MANY_THREADS_C = r"""
+#include <pthread.h>
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static void *work(void *a) { pthread_mutex_lock(&m); pthread_mutex_unlock(&m); return a; }
+int main(void) {
+    for (int i = 0; i < 96; i++) { pthread_t t; pthread_create(&t, 0, work, 0); pthread_join(t, 0); }
+    return 0;
+}
+"""
+
+OMP_C = r"""
+#include <stdio.h>
+int main(void) {
+    double s = 0;
+#pragma omp parallel for reduction(+ : s)
+    for (int i = 0; i < 2000000; i++) s += i * 0.5;
+    printf("%.0f\n", s);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def closefd2(build):
+    return build("closefd2", EXAMPLES / "closefd2.c", "-pthread")
+
+
+def test_closefd2_data_untouched_under_corecast_run(closefd2, lib, tmp_path):
+    plain = run([closefd2, tmp_path / "plain.txt"])
+    assert plain.returncode == 0 and (tmp_path / "plain.txt").read_bytes() == DATA
+    out = tmp_path / "run.jsonl"
+    proc = corecast_run(["--json-out", str(out)], [closefd2, tmp_path / "data.txt"])
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "data.txt").read_bytes() == DATA
+    assert report_blocks(proc.stderr) == 1  # on the stderr the program started with
+    assert events(read_lines(out), "summary")
+
+
+def test_closefd2_data_untouched_with_bare_preload(closefd2, lib, tmp_path):
+    proc = run([closefd2, tmp_path / "data.txt"], preload=lib)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "data.txt").read_bytes() == DATA
+    assert report_blocks(proc.stderr) == 1
+    assert b"corecast: own CPU" in proc.stderr
+
+
+def test_closed_stderr_still_gets_report_and_json(build, lib, tmp_path):
+    exe = build("close_and_exit", CLOSE_AND_EXIT_C, "-pthread")
+    out = tmp_path / "out.jsonl"
+    proc = run([exe], preload=lib, output=out)
+    assert proc.returncode == 0
+    assert report_blocks(proc.stderr) == 1
+    assert events(read_lines(out), "summary")
+
+
+def test_stderr_closed_from_the_start(build, lib, tmp_path):
+    """No stderr at all: no report anywhere, the JSON Lines all the same."""
+    exe = build("close_and_exit", CLOSE_AND_EXIT_C, "-pthread")
+    out = tmp_path / "out.jsonl"
+    env = clean_env(LD_PRELOAD=str(lib), CORECAST_OUTPUT=str(out))
+    proc = subprocess.run(["sh", "-c", f"exec '{exe}' 2>&-"], env=env, capture_output=True,
+                          timeout=TIMEOUT)
+    assert proc.returncode == 0 and proc.stderr == b""
+    assert events(read_lines(out), "summary")
+
+
+@pytest.mark.skipif(shutil.which("xz") is None, reason="xz is not installed")
+def test_xz_threads_report_on_stderr(lib, tmp_path):
+    """xz closes its stderr before it exits: the report still reaches the original one."""
+    words = [f"{i * 2654435761 % 1000003:07d} corecast report channel\n" for i in range(300000)]
+    (tmp_path / "big.txt").write_text("".join(words))
+    with open(tmp_path / "big.txt.xz", "wb") as sink:
+        proc = subprocess.run(["xz", "-1", "-T2", "-c", str(tmp_path / "big.txt")],
+                              env=clean_env(LD_PRELOAD=str(lib)), stdout=sink,
+                              stderr=subprocess.PIPE, timeout=TIMEOUT)
+    assert proc.returncode == 0
+    assert report_blocks(proc.stderr) == 1, proc.stderr.decode(errors="replace")
+    plain = subprocess.run(["xz", "-dc", str(tmp_path / "big.txt.xz")], capture_output=True,
+                           timeout=TIMEOUT)
+    assert plain.stdout == (tmp_path / "big.txt").read_bytes()
+
+
+# ---- CORECAST_OUTPUT ---------------------------------------------------------------------
+def test_fifo_without_reader_does_not_hold_the_program(closefd2, lib, tmp_path):
+    fifo = tmp_path / "lines.fifo"
+    os.mkfifo(fifo)
+    for proc in (run([closefd2, tmp_path / "a.txt"], preload=lib, output=fifo),
+                 corecast_run(["--json-out", str(fifo)], [closefd2, tmp_path / "b.txt"])):
+        assert proc.returncode == 0
+        text = proc.stderr.decode()
+        assert text.count("is a FIFO nobody reads; no JSON Lines") == 1, text
+        assert report_blocks(proc.stderr) == 1
+
+
+def test_fifo_whose_reader_stops_reading(build, lib, tmp_path):
+    """A reader that opened the FIFO but reads nothing: the program ends anyway, once a
+    bounded wait is over, with one warning."""
+    exe = build("many_threads", MANY_THREADS_C, "-pthread")
+    fifo = tmp_path / "lines.fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        fcntl.fcntl(reader, getattr(fcntl, "F_SETPIPE_SZ", 1031), 4096)
+        proc = run([exe], preload=lib, output=fifo)
+        assert proc.returncode == 0
+        assert proc.stderr.decode().count("could not write all JSON Lines") == 1, proc.stderr
+        first = os.read(reader, 4096)
+        assert first.startswith(b'{"event":')
+    finally:
+        os.close(reader)
+
+
+def test_fifo_with_a_reader_gets_every_line(build, lib, tmp_path):
+    exe = build("many_threads", MANY_THREADS_C, "-pthread")
+    fifo = tmp_path / "lines.fifo"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # the lines fit in the pipe's buffer
+    try:
+        proc = run([exe], preload=lib, output=fifo)
+        data = b""
+        while chunk := os.read(reader, 1 << 16):
+            data += chunk
+    except BlockingIOError:
+        pass
+    finally:
+        os.close(reader)
+    assert proc.returncode == 0 and b"warning" not in proc.stderr
+    lines = [json.loads(x) for x in data.decode().splitlines()]
+    assert lines[-1]["event"] == "summary"
+    (process,) = events(lines, "process")
+    assert len(process["per_thread"]) >= 96
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a symlink owned by another user needs root")
+def test_hostile_symlink_in_sticky_directory_is_not_followed(closefd2, lib, tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    victim = tmp_path / "victim.txt"
+    victim.write_bytes(b"precious\n")
+    link = shared / "out.jsonl"
+    link.symlink_to(victim)
+    os.lchown(link, 65534, 65534)  # someone else's link, in a directory that is not theirs
+    proc = run([closefd2, tmp_path / "a.txt"], preload=lib, output=link)
+    assert proc.returncode == 0
+    assert proc.stderr.decode().count("not followed, no JSON Lines") == 1
+    assert victim.read_bytes() == b"precious\n"
+    refused = corecast_run(["--json-out", str(link)], [closefd2, tmp_path / "b.txt"])
+    assert refused.returncode == 2 and refused.stderr.decode().count("\n") == 1
+    assert b"not followed" in refused.stderr
+    assert victim.read_bytes() == b"precious\n"
+    own = shared / "mine.jsonl"  # our own link there is followed
+    own.symlink_to(tmp_path / "target.jsonl")
+    ok = run([closefd2, tmp_path / "c.txt"], preload=lib, output=own)
+    assert ok.returncode == 0 and events(read_lines(tmp_path / "target.jsonl"), "summary")
+
+
+# ---- names from outside ------------------------------------------------------------------
+def test_hostile_program_name(build, lib, tmp_path):
+    """A program file named with an invalid UTF-8 byte and an escape: every JSON line is
+    valid UTF-8 JSON, the table holds no control byte."""
+    exe = build("omp_names", OMP_C, "-fopenmp")
+    odd = os.path.join(os.fsencode(tmp_path), b"prog\xff\x1b[31mred\x07")
+    shutil.copy(exe, odd)
+    out = tmp_path / "out.jsonl"
+    env = clean_env(LD_PRELOAD=str(lib), CORECAST_OUTPUT=str(out), OMP_NUM_THREADS="2")
+    proc = subprocess.run([odd], env=env, capture_output=True, timeout=TIMEOUT)
+    assert proc.returncode == 0
+    lines = [json.loads(line) for line in out.read_bytes().decode("utf-8", errors="strict").splitlines()]
+    (region,) = events(lines, "region")
+    assert region["object"] == "prog\ufffd\x1b[31mred\x07"
+    assert events(lines, "process")[0]["object"] == region["object"]
+    assert report_blocks(proc.stderr) == 1
+    assert not any(b < 0x20 and b != 0x0A for b in proc.stderr), proc.stderr
+    assert b"prog?" in proc.stderr  # shown, made printable
+    proc.stderr.decode("utf-8", errors="strict")
+
+
+def test_warning_paths_are_printable(closefd2, lib, tmp_path):
+    out = tmp_path / "no\x1bdir" / "out.jsonl"
+    proc = run([closefd2, tmp_path / "a.txt"], preload=lib, output=out)
+    assert proc.returncode == 0
+    assert b"\x1b" not in proc.stderr and b"no?dir" in proc.stderr
+
+
+# ---- Python reports (the OpenCL table) -----------------------------------------------------
+CHANNEL_PY = r"""
+import os, sys
+from corecast.runtime import channel
+channel.keep()                      # what the OpenCL hook does when it switches on
+os.close(2)
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+assert fd == 2
+channel.warn("to the original stderr")
+os.write(fd, b"DATA 1234\n")
+"""
+
+
+@pytest.mark.parametrize("preloaded", [False, True])
+def test_python_reports_use_the_original_stderr(lib, tmp_path, preloaded):
+    env = clean_env(**({"LD_PRELOAD": str(lib)} if preloaded else {}))
+    proc = subprocess.run([sys.executable, "-c", CHANNEL_PY, str(tmp_path / "data.txt")], env=env,
+                          capture_output=True, timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "data.txt").read_bytes() == DATA
+    assert proc.stderr == b"corecast: warning: to the original stderr\n"
+
+
+def test_json_out_fifo_read_by_cat(closefd2, lib, tmp_path):
+    """``corecast run --json-out FIFO`` with a reader: the launcher does not open the FIFO
+    (its reader would see the end of the stream), the program's lines all arrive."""
+    fifo = tmp_path / "lines.fifo"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
+    try:
+        proc = corecast_run(["--json-out", str(fifo)], [closefd2, tmp_path / "a.txt"])
+        data, _ = reader.communicate(timeout=TIMEOUT)
+    finally:
+        reader.kill()
+    assert proc.returncode == 0 and b"warning" not in proc.stderr, proc.stderr
+    lines = [json.loads(x) for x in data.decode().splitlines()]
+    assert lines and lines[-1]["event"] == "summary"
