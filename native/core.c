@@ -458,6 +458,32 @@ __attribute__((constructor)) static void cc_init(void) {
     cc_ready = 1;
 }
 
+/* ---- the start of an exit ------------------------------------------------------------ */
+/* The report must run before any exit handler: libraries the model loaded register their
+ * own (OpenSSL's cleanup, C++ static destructors of extension modules), and those, newer
+ * than ours, ran first and tore down what the sampler was still using.  The program's
+ * main is wrapped so that returning from it reports first; calls to exit() from the
+ * program and its libraries come here.  (libc's own call to exit after main is internal
+ * and cannot be interposed: hence the wrapper.)  on_exit stays as the fallback. */
+static int (*program_main)(int, char **, char **);
+
+static int main_then_report(int argc, char **argv, char **envp) {
+    int status = program_main(argc, argv, envp);
+    final_report(status);
+    return status;
+}
+
+int __libc_start_main(int (*main)(int, char **, char **), int argc, char **argv, void (*init)(void),
+                      void (*fini)(void), void (*rtld_fini)(void), void *stack_end) {
+    program_main = main;
+    return CC_LIBC(__libc_start_main)(main_then_report, argc, argv, init, fini, rtld_fini, stack_end);
+}
+
+void exit(int status) {
+    final_report(status);
+    CC_LIBC(exit)(status);
+}
+
 /* ---- exits and execs that skip atexit ---------------------------------------------- */
 void _exit(int status) {
     final_report(status);

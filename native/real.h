@@ -31,6 +31,9 @@ struct cc_real_libc {
     int (*sem_trywait)(sem_t *);
     int (*sem_timedwait)(sem_t *, const struct timespec *);
     int (*sem_clockwait)(sem_t *, clockid_t, const struct timespec *);
+    void (*exit)(int) __attribute__((noreturn));
+    int (*__libc_start_main)(int (*)(int, char **, char **), int, char **, void (*)(void), void (*)(void),
+                             void (*)(void), void *);
     void (*_exit)(int) __attribute__((noreturn));
     void (*_Exit)(int) __attribute__((noreturn));
     int (*execve)(const char *, char *const[], char *const[]);

@@ -37,6 +37,8 @@ void cc_libc_init(void) {
     R(sem_trywait);
     R(sem_timedwait);
     R(sem_clockwait);
+    R(exit);
+    R(__libc_start_main);
     R(_exit);
     R(_Exit);
     R(execve);

@@ -73,3 +73,34 @@ def test_a_model_that_does_not_answer_costs_only_the_predictions(teams, lib, tmp
     assert b"no predictions: the model did not answer within 300 ms" in r.stderr
     summary = events(read_lines(out), "summary")
     assert summary and "did not answer" in summary[0]["model"]
+
+
+HANDLER_AFTER = r"""
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+static void late(void) { const char m[] = "program handler\n"; write(2, m, strlen(m)); }
+int main(int argc, char **argv) {
+    double s = 0;
+    for (int k = 0; k < 20; k++) {
+#pragma omp parallel for reduction(+:s)
+        for (long i = 0; i < 1000000; i++) s += (double)i * k;
+    }
+    atexit(late); /* newer than anything corecast registered, as the model's libraries' are */
+    if (argc > 1) exit(atoi(argv[1]));
+    return s > 0 ? 4 : 1;
+}
+"""
+
+
+@pytest.mark.parametrize("how", ["return", "exit"])
+def test_the_report_runs_before_exit_handlers_registered_later(build, lib, how):
+    """Exit handlers newer than corecast's (OpenSSL's cleanup, loaded by the model, was one)
+    used to run first and tear down what the sampler was still using."""
+    prog = build("handler_after", HANDLER_AFTER, "-fopenmp")
+    args = [prog] if how == "return" else [prog, "5"]
+    r = run(args, preload=lib)
+    assert r.returncode == (4 if how == "return" else 5)
+    err = r.stderr.decode()
+    assert "program handler" in err and "corecast: pid" in err
+    assert err.index("corecast: pid") < err.index("program handler")
