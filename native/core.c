@@ -325,16 +325,15 @@ static void reset_after_fork(void) {
  * program's streams and exits with its own status), with a bounded wait in case the fault
  * left a lock held; the exiting thread, faulting in the C report, ends the process with
  * the program's status.  Faults on the program's threads get their own handling back. */
-static const int guard_sigs[] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
-#define NGUARD (int)(sizeof guard_sigs / sizeof guard_sigs[0])
-static struct sigaction guard_old[NGUARD];
+const int cc_fatal_signals[CC_NFATAL] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
+static struct sigaction guard_old[CC_NFATAL];
 static volatile int guard_status, guard_tid, guard_on;
 
 static void guard_restore(void) {
     if (!__atomic_exchange_n(&guard_on, 0, __ATOMIC_ACQ_REL))
         return;
-    for (int i = 0; i < NGUARD; i++)
-        sigaction(guard_sigs[i], &guard_old[i], NULL);
+    for (int i = 0; i < CC_NFATAL; i++)
+        sigaction(cc_fatal_signals[i], &guard_old[i], NULL);
 }
 
 static void guard_handler(int sig, siginfo_t *si, void *ctx) {
@@ -371,13 +370,14 @@ static void guard_install(int status) {
     sa.sa_sigaction = guard_handler;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
     sigemptyset(&sa.sa_mask);
-    for (int i = 0; i < NGUARD; i++)
-        sigaction(guard_sigs[i], &sa, &guard_old[i]);
+    for (int i = 0; i < CC_NFATAL; i++)
+        sigaction(cc_fatal_signals[i], &sa, &guard_old[i]);
     guard_on = 1;
 }
 
 /* ---- the exit report ------------------------------------------------------------ */
-/* ``status`` >= 0: the program's exit status (on_exit, _exit), guarded as above. */
+/* ``status`` >= 0: the program's exit status (main's return, exit, _exit, on_exit), which
+ * the guard above keeps; < 0: unknown (a Python host's atexit, exec, quick_exit). */
 static void final_report(int status) {
     if (!cc_ready || cc_cfg.disabled)
         return;
@@ -395,32 +395,28 @@ static void final_report(int status) {
     }
     if (status >= 0)
         guard_install(status);
+    double cpu0 = cc_thread_cpu_s(); /* from here to the report, this thread works for corecast */
     static struct cc_sample sample;
     static struct cc_result result, answer;
     cc_build_sample(&sample, 1, NULL);
     memset(&result, 0, sizeof result);
     memset(&answer, 0, sizeof answer);
-    int left_behind = 0;
-    switch (cc_sampler_final(&sample, &answer, cc_cfg.exit_timeout_ms)) {
-    case -1: /* no sampler thread (a forked child, a failed start): predict here */
+    enum cc_final_outcome o = cc_sampler_final(&sample, &answer, cc_cfg.exit_timeout_ms);
+    if (o == CC_FINAL_NO_SAMPLER) /* a forked child, a failed start: predict here */
         cc_model_predict(&sample, &result);
-        break;
-    case 0:
+    else if (o == CC_FINAL_ANSWERED)
         result = answer;
-        break;
-    case 2:
-        left_behind = 1;
+    else {
         result.status = -1;
-        snprintf(result.note, sizeof result.note, "the model failed with a fatal signal");
-        break;
-    default:
-        left_behind = 1;
-        result.status = -1;
-        snprintf(result.note, sizeof result.note,
-                 "the model did not answer within %d ms (CORECAST_EXIT_TIMEOUT_MS)", cc_cfg.exit_timeout_ms);
+        if (o == CC_FINAL_FAULTED)
+            snprintf(result.note, sizeof result.note, "the model failed with a fatal signal");
+        else
+            snprintf(result.note, sizeof result.note, "the model did not answer within %d ms (CORECAST_EXIT_TIMEOUT_MS)",
+                     cc_cfg.exit_timeout_ms);
     }
+    cc_own_cpu_add(cc_thread_cpu_s() - cpu0);
     cc_report(&sample, &result);
-    if (!left_behind)
+    if (o == CC_FINAL_ANSWERED || o == CC_FINAL_NO_SAMPLER)
         guard_restore(); /* the model is done: nothing of ours runs any more */
     else
         guard_tid = 0; /* only the sampler, still in the model, stays guarded */
@@ -436,12 +432,10 @@ static void final_on_exit(int status, void *arg) {
     final_report(status);
 }
 
-/* Registered at the first parallel activity, after libc registered the dynamic linker's
- * destructor pass: the report runs before any library (numpy's OpenBLAS, libgomp, the
- * model's interpreter) is finalised, and before exit handlers the program registered
- * earlier.  A constructor-time atexit ran inside that destructor pass, after numpy's
- * libraries were torn down, while the sampler could still be in the model: the exit
- * crash of issue 11. */
+/* The fallback for exits that come neither from main's return nor through exit() (see
+ * below).  Registered at the first parallel activity, after libc registered the dynamic
+ * linker's destructor pass: a constructor-time atexit ran inside that pass, after numpy's
+ * libraries were torn down, while the sampler could still be in the model. */
 static void register_exit(void) { on_exit(final_on_exit, NULL); }
 
 __attribute__((constructor)) static void cc_init(void) {

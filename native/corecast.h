@@ -141,9 +141,13 @@ struct cc_region *cc_regions(int *n);
 /* ---- sampler, model, report ---------------------------------------------------- */
 void cc_sampler_start(void);
 void cc_sampler_stop(void);
-/* The exit prediction, made by the sampler thread: 0 answered, 1 not within ``timeout_ms``,
- * 2 the sampler faulted (``r`` then stays the sampler's), -1 no sampler thread. */
-int cc_sampler_final(const struct cc_sample *s, struct cc_result *r, int timeout_ms);
+/* The exit prediction, made by the sampler thread.  Unless ANSWERED, ``r`` stays the
+ * sampler's (it may still write there). */
+enum cc_final_outcome { CC_FINAL_PENDING, CC_FINAL_ANSWERED, CC_FINAL_FAULTED, CC_FINAL_TIMEOUT, CC_FINAL_NO_SAMPLER };
+enum cc_final_outcome cc_sampler_final(const struct cc_sample *s, struct cc_result *r, int timeout_ms);
+/* The fatal signals of corecast's exit guard (core.c); the sampler leaves them unblocked. */
+#define CC_NFATAL 5
+extern const int cc_fatal_signals[CC_NFATAL];
 void cc_sampler_failed(void); /* async-signal-safe */
 int cc_sampler_is(int tid); /* ``tid`` is the sampler thread */
 void cc_sampler_after_fork(void);

@@ -111,13 +111,7 @@ static void fill_process(struct cc_region_sample *o, const struct cc_sample *s, 
     o->busy_s = o->cpu_s;
 }
 
-/* The exiting thread's CPU clock when the final sample was started: from there to the
- * report (the final model run included) the time is corecast's. */
-static double final_t0 = -1;
-
 void cc_build_sample(struct cc_sample *s, int final, struct cc_region **refs) {
-    if (final)
-        final_t0 = cc_thread_cpu_s();
     memset(s, 0, sizeof *s);
     s->abi = CC_ABI_VERSION;
     s->pid = getpid();
@@ -612,10 +606,6 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
 }
 
 void cc_report(const struct cc_sample *s, const struct cc_result *r) {
-    if (final_t0 >= 0 && s->final) { /* the final sample, the model's last run: corecast's time */
-        cc_own_cpu_add(cc_thread_cpu_s() - final_t0);
-        final_t0 = -1;
-    }
     if (!cc_cfg.quiet)
         write_table(s, r);
     write_json(s, r);

@@ -368,7 +368,7 @@ void cc_process_times(double *cpu_s, double *runq_s, double *runq_other_s) {
  * the program's exit, and the model is quiescent before the C library's destructors run. */
 enum { CMD_NONE, CMD_FINAL, CMD_STOP };
 static int sampler_cmd;    /* futex word: what the exiting thread asks */
-static int final_state;    /* futex word: 0 asked, 1 answered */
+static int final_state;    /* futex word: an enum cc_final_outcome */
 static const struct cc_sample *final_sample;
 static struct cc_result *final_result;
 
@@ -400,12 +400,12 @@ static void *sampler_main(void *arg) {
     for (;;) {
         int cmd = wait_change(&sampler_cmd, CMD_NONE, cc_cfg.window_ms);
         if (cmd == CMD_FINAL) {
-            /* The exit report has read this thread's schedstat already: the last model
-             * run's CPU time is added as corecast's own here. */
+            /* The exit report read this thread's schedstat before: the last model run's
+             * CPU time is added as corecast's own here. */
             double t0 = cc_thread_cpu_s();
             cc_model_predict(final_sample, final_result);
             cc_own_cpu_add(cc_thread_cpu_s() - t0);
-            __atomic_store_n(&final_state, 1, __ATOMIC_RELEASE);
+            __atomic_store_n(&final_state, CC_FINAL_ANSWERED, __ATOMIC_RELEASE);
             futex(&final_state, FUTEX_WAKE_PRIVATE, 1, NULL);
             break;
         }
@@ -429,17 +429,14 @@ void cc_sampler_start(void) {
     if (sampler_running)
         return;
     sampler_cmd = CMD_NONE;
-    final_state = 0;
+    final_state = CC_FINAL_PENDING;
     sigset_t all, old;
     sigfillset(&all);
     /* The sampler must never take one of the program's signals; the synchronous ones stay
      * deliverable so that a fault in the model reaches corecast's exit guard (core.c)
      * instead of being forced to its default action. */
-    sigdelset(&all, SIGSEGV);
-    sigdelset(&all, SIGBUS);
-    sigdelset(&all, SIGILL);
-    sigdelset(&all, SIGFPE);
-    sigdelset(&all, SIGABRT);
+    for (int i = 0; i < CC_NFATAL; i++)
+        sigdelset(&all, cc_fatal_signals[i]);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     struct cc_thread *t = cc_self();
     t->guard++;
@@ -459,27 +456,19 @@ int cc_sampler_is(int tid) { return sampler_running && tid == sampler_tid; }
 /* From the exit guard's signal handler, on the sampler thread: the exit prediction will not
  * come (async-signal-safe: a store and a wake). */
 void cc_sampler_failed(void) {
-    __atomic_store_n(&final_state, 2, __ATOMIC_RELEASE);
+    __atomic_store_n(&final_state, CC_FINAL_FAULTED, __ATOMIC_RELEASE);
     futex(&final_state, FUTEX_WAKE_PRIVATE, 1, NULL);
 }
 
-int cc_sampler_final(const struct cc_sample *s, struct cc_result *r, int timeout_ms) {
+enum cc_final_outcome cc_sampler_final(const struct cc_sample *s, struct cc_result *r, int timeout_ms) {
     if (!sampler_running)
-        return -1;
+        return CC_FINAL_NO_SAMPLER;
     final_sample = s;
     final_result = r;
     __atomic_store_n(&sampler_cmd, CMD_FINAL, __ATOMIC_SEQ_CST);
     futex(&sampler_cmd, FUTEX_WAKE_PRIVATE, 1, NULL);
-    /* Otherwise the sampler is still in the model (or in a window's prediction), or it
-     * faulted there; ``r`` then stays the sampler's, the caller reports from another buffer. */
-    switch (wait_change(&final_state, 0, timeout_ms)) {
-    case 1:
-        return 0;
-    case 2:
-        return 2;
-    default:
-        return 1;
-    }
+    enum cc_final_outcome o = wait_change(&final_state, CC_FINAL_PENDING, timeout_ms);
+    return o == CC_FINAL_PENDING ? CC_FINAL_TIMEOUT : o;
 }
 
 void cc_sampler_stop(void) {
@@ -495,7 +484,7 @@ void cc_sampler_after_fork(void) {
     memset(&usage_at_start, 0, sizeof usage_at_start);
     sampler_running = 0;
     sampler_cmd = CMD_NONE;
-    final_state = 0;
+    final_state = CC_FINAL_PENDING;
     sampler_tid = 0;
     ntasks = 0;
     tasks_busy = 0;

@@ -98,26 +98,26 @@ def predict_openmp_region(region: dict, sample: object, out: object) -> RegionPr
 _numa = None  # runtime.numa.NumaState once a target machine is named
 
 
-def _machines(sample: object) -> tuple[int, int]:
-    """CPUs the sample was measured on (those the process may run on) and cores of the
-    machine the predictions are for: the target machine's when one is named, else a
-    machine of ``target`` cores (a target beyond this machine's cores asks about a
-    larger machine, not about oversubscribing this one)."""
-    measured = sample.cpus_allowed if 0 < sample.cpus_allowed < sample.cores else sample.cores
+def _predicted_machine(sample: object) -> tuple[int, str]:
+    """Cores of the machine the predictions are for, and what it is: the target machine
+    when one is named, else a machine of ``target`` cores (a target beyond this machine's
+    cores asks about a larger machine, not about oversubscribing this one)."""
     state = _numa_state()
     if state is not None:
-        return max(1, measured), state.machine.cores_per_node * state.machine.nodes
-    return max(1, measured), max(1, sample.target)
+        return state.machine.cores_per_node * state.machine.nodes, f"target machine {state.machine.name}"
+    return max(1, sample.target), "target"
+
+
+def _machines(sample: object) -> tuple[int, int]:
+    """CPUs the sample was measured on (those the process may run on) and cores of the
+    machine the predictions are for."""
+    measured = sample.cpus_allowed if 0 < sample.cpus_allowed < sample.cores else sample.cores
+    return max(1, measured), _predicted_machine(sample)[0]
 
 
 def _predicted_for(ffi: object, sample: object, result: object) -> None:
-    state = _numa_state()
-    if state is not None:
-        result.predicted_cores = state.machine.cores_per_node * state.machine.nodes
-        _put(ffi, result.predicted_for, f"target machine {state.machine.name}")
-    else:
-        result.predicted_cores = max(1, sample.target)
-        _put(ffi, result.predicted_for, "target")
+    result.predicted_cores, source = _predicted_machine(sample)
+    _put(ffi, result.predicted_for, source)
 
 
 def _numa_state() -> object | None:
