@@ -177,6 +177,33 @@ def test_append_lines_follows_symlinks_and_refuses_a_fifo_without_reader(tmp_pat
         append_lines(fifo, ["x\n"])
 
 
+def test_append_lines_gives_up_on_a_reader_that_stops_reading(tmp_path, monkeypatch):
+    monkeypatch.setattr(fileio, "APPEND_PATIENCE_S", 0.2)
+    fifo = tmp_path / "f"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # there, but never reads
+    try:
+        with pytest.raises(OutputError, match="stopped reading"):  # not a hang at exit
+            append_lines(fifo, ["x" * 4095 + "\n"] * 64)  # more than a pipe holds
+    finally:
+        os.close(reader)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making someone else's symlink needs root")
+def test_append_lines_refuses_someone_elses_symlink_in_a_sticky_directory(tmp_path):
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    link = shared / "out.jsonl"
+    link.symlink_to(victim)
+    os.lchown(link, 65534, 65534)
+    with pytest.raises(OutputError, match="not followed"):
+        append_lines(link, ["x\n"])
+    assert victim.read_text() == "precious\n"
+
+
 def test_json_written_is_ascii_whatever_the_names(tmp_path):
     from corecast import sweep
 

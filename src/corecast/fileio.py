@@ -296,13 +296,38 @@ def _replace(path: str, data: bytes, mode: int | None) -> None:
         raise
 
 
+def hostile_symlink(path: str) -> bool:
+    """The fs.protected_symlinks rule, as the preload library applies it to its output: a
+    symlink in a world-writable sticky directory (/tmp) owned by neither that directory's
+    owner nor us is not followed (someone else's link there may point at any of our files)."""
+    try:
+        link = os.lstat(path)
+        if not stat.S_ISLNK(link.st_mode):
+            return False
+        parent = os.stat(os.path.dirname(path) or ".")
+    except OSError:
+        return False
+    shared = parent.st_mode & stat.S_ISVTX and parent.st_mode & stat.S_IWOTH
+    return bool(shared) and link.st_uid not in (parent.st_uid, os.geteuid())
+
+
+APPEND_PATIENCE_S = 5.0  # a reader that stops reading gets this long for all the lines
+
+
 def append_lines(path: str | os.PathLike, lines: Iterable[str]) -> None:
     """Append ``lines`` (each ending in a newline) to ``path``, creating it; the one way
-    corecast appends JSON Lines.  Opened with O_APPEND and written with one ``write`` per
-    line, so that lines of several processes never interleave.  A symlink is followed; a
-    FIFO without a reader is an error rather than a wait (this runs at the exit of
-    profiled programs).  Failures are one-line OutputErrors."""
+    corecast appends JSON Lines, with the preload library's rules for its own output
+    (this runs at the exit of profiled programs): O_APPEND and one ``write`` per line, so
+    that lines of several processes never interleave; a FIFO without a reader is an error
+    rather than a wait, and a reader that stops reading gets ``APPEND_PATIENCE_S`` in all;
+    a symlink is followed unless ``hostile_symlink``.  Failures are one-line OutputErrors."""
+    import select
+    import time
+
     path = os.fspath(path)
+    if hostile_symlink(path):
+        raise OutputError(f"{shown(path)}: cannot write: a symlink in a shared sticky directory "
+                          "owned by someone else; not followed")
     fd = None
     try:
         named = _fd_of(path)
@@ -311,9 +336,17 @@ def append_lines(path: str | os.PathLike, lines: Iterable[str]) -> None:
             fd = os.dup(named)
         else:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NONBLOCK, 0o666)
-            os.set_blocking(fd, True)  # O_NONBLOCK was for the open only
+        deadline = time.monotonic() + APPEND_PATIENCE_S
         for line in lines:
-            _write_all(fd, _utf8(line))
+            view = memoryview(_utf8(line))
+            while view:
+                try:
+                    view = view[os.write(fd, view):]
+                except BlockingIOError:
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        raise OutputError(f"{shown(path)}: cannot write: its reader stopped reading") from None
+                    select.select([], [fd], [], min(left, 0.2))
     except OSError as exc:
         reason = "no reader on the FIFO" if exc.errno == errno.ENXIO else exc.strerror or exc
         raise OutputError(f"{shown(path)}: cannot write: {reason}") from None

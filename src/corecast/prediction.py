@@ -92,15 +92,12 @@ def predict_measurements(
         warnings.append(
             f"{fit.candidate} gave no positive prediction at {int(bad.sum())} counts; floored there"
         )
+    with np.errstate(all="ignore"):
+        log_err = np.log(at_measured / curve.perf)  # the fit against every measured point
     # A binned fit's own residual is on the bins; the band needs the scatter of every point.
-    if fitted is scaled:
-        residual = fit.residual
-    else:
-        with np.errstate(all="ignore"):
-            logs = np.log(at_measured / curve.perf)
-        residual = rms(logs[np.isfinite(logs)])
+    residual = fit.residual if fitted is scaled else rms(log_err[np.isfinite(log_err)])
     low, high = band(fit, curve, grid, perf, residual)
-    miss = fit_miss(at_measured, curve, scale)
+    miss = fit_miss(log_err, at_measured, curve, scale)
     if miss:
         warnings.append(miss)
 
@@ -158,11 +155,11 @@ def predict_measurements(
     )
 
 
-def fit_miss(at_measured: np.ndarray, curve: Measurements, scale: float) -> str | None:
+def fit_miss(log_err: np.ndarray, at_measured: np.ndarray, curve: Measurements, scale: float) -> str | None:
     """A warning when the fit misses a measured value by more than ``MISS_FACTOR``
-    (either way), else None.  ``at_measured``: the fit's performance at ``curve.counts``."""
-    with np.errstate(all="ignore"):
-        off = np.abs(np.log(at_measured / curve.perf))
+    (either way), else None.  ``at_measured``: the fit's performance at ``curve.counts``;
+    ``log_err``: log(at_measured / measured)."""
+    off = np.abs(log_err)
     off = np.where(np.isfinite(off), off, np.inf)
     missed = off > np.log(MISS_FACTOR)
     if not np.any(missed):

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from typing import NoReturn, Sequence
 
 from .._native import PRELOAD
+from ..fileio import hostile_symlink
 
 PT_INTERP = 3
 
@@ -106,20 +107,6 @@ def preload_env(
         else:
             env.pop("CORECAST_NUMA_EVENTS", None)  # none inherited from an outer run
     return env
-
-
-def hostile_symlink(path: str) -> bool:
-    """The fs.protected_symlinks rule (as the library applies it): a symlink in a
-    world-writable sticky directory owned by neither that directory's owner nor us."""
-    try:
-        link = os.lstat(path)
-        if not stat.S_ISLNK(link.st_mode):
-            return False
-        parent = os.stat(os.path.dirname(path) or ".")
-    except OSError:
-        return False
-    shared = parent.st_mode & stat.S_ISVTX and parent.st_mode & stat.S_IWOTH
-    return bool(shared) and link.st_uid not in (parent.st_uid, os.geteuid())
 
 
 def start_output(path: str, shown: str) -> None:
