@@ -6,6 +6,9 @@
 #define CORECAST_MODEL_ABI_H
 
 #define CC_ABI_VERSION 3
+/* Version of the JSON Lines records (CORECAST_OUTPUT) that `corecast replay` reads; 1: the
+ * records written before they carried "schema".  Same number: corecast.runtime.samples. */
+#define CC_SAMPLE_SCHEMA 2
 #define CC_MAX_REGIONS 128
 #define CC_MAX_PRED 64
 #define CC_NAME_LEN 96

@@ -223,12 +223,15 @@ static void per_thread(struct buf *b) {
 static void json_region(struct buf *b, const struct cc_sample *s, const struct cc_region_sample *g,
                         const struct cc_region_prediction *p, int model_ok) {
     int process = !strcmp(g->name, "process");
-    put(b, "{\"event\":\"%s\",\"pid\":%d,\"runtime\":\"%s\",\"name\":", process ? "process" : "region",
-        s->pid, g->runtime == CC_RUNTIME_OPENMP ? "openmp" : "pthreads");
+    put(b, "{\"event\":\"%s\",\"schema\":%d,\"pid\":%d,\"runtime\":\"%s\",\"name\":",
+        process ? "process" : "region", CC_SAMPLE_SCHEMA, s->pid, g->runtime == CC_RUNTIME_OPENMP ? "openmp" : "pthreads");
     put_str(b, g->name);
     put(b, ",\"object\":");
     put_str(b, g->object);
-    put(b, ",\"calls\":%llu,\"threads\":%d,\"wall_s\":%.6g,\"stalls_s\":{", g->calls, g->threads, g->wall_s);
+    put(b, ",\"calls\":%llu,\"threads\":%d,", g->calls, g->threads);
+    if (!process)
+        put(b, "\"nested\":%s,\"requested\":%d,", g->nested ? "true" : "false", g->requested);
+    put(b, "\"wall_s\":%.6g,\"stalls_s\":{", g->wall_s);
     int first = 1;
     for (int c = 0; c < CC_NSTALL; c++) {
         put(b, "%s\"%s\":%.6g", first ? "" : ",", CC_STALL_NAMES[c], g->stall_s[c]);
@@ -242,6 +245,11 @@ static void json_region(struct buf *b, const struct cc_sample *s, const struct c
     put(b, "},\"contended\":{");
     for (int c = 0; c < CC_NSTALL - 1; c++)
         put(b, "%s\"%s\":%llu", c ? "," : "", CC_STALL_NAMES[c], g->contended[c]);
+    /* serial_s split into single blocks and holds per category: replay needs the split */
+    put(b, "},\"single_s\":%.6g,\"hold_s\":{", g->single_s);
+    for (int c = 0, k = 0; c < CC_NSTALL; c++)
+        if (g->hold_s[c] > 0)
+            put(b, "%s\"%s\":%.6g", k++ ? "," : "", CC_STALL_NAMES[c], g->hold_s[c]);
     put(b, "}");
     if (process) /* other load's run-queue wait: not in stalls_s */
         put(b, ",\"runqueue_other_load_s\":%.6g", g->runq_other_s);
@@ -340,9 +348,10 @@ static int machine_busy(const struct cc_load *l) {
 }
 
 static void json_summary(struct buf *b, const struct cc_sample *s, const struct cc_result *r) {
-    put(b, "{\"event\":\"summary\",\"pid\":%d,\"elapsed_s\":%.6g,\"cores\":%d,\"cpus_allowed\":%d,"
+    put(b, "{\"event\":\"summary\",\"schema\":%d,\"pid\":%d,\"elapsed_s\":%.6g,\"cores\":%d,\"cpus_allowed\":%d,"
            "\"target\":%d,\"regions\":%d,\"overflow\":%llu,\"model\":",
-        s->pid, s->elapsed_s, s->cores, s->cpus_allowed, s->target, s->nregions - 1, s->overflow);
+        CC_SAMPLE_SCHEMA, s->pid, s->elapsed_s, s->cores, s->cpus_allowed, s->target, s->nregions - 1,
+        s->overflow);
     put_str(b, r->status == 0 ? "ok" : r->note);
     put(b, ",\"predicted_for\":");
     if (r->status == 0 && r->predicted_cores > 0) {

@@ -318,7 +318,32 @@ def cmd_lib(args: argparse.Namespace) -> int:
     return 0
 
 
-SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [add_predict, add_demo, add_run, add_lib]
+def add_replay(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "replay", help="predict a recorded run again with the current model",
+        description="Re-run the runtime model on the samples in RUN.jsonl (written by corecast run "
+        "--json-out or CORECAST_OUTPUT) through the predictor the library uses, and print the exit "
+        "report's table (or JSON). Every record version corecast has written is read.")
+    p.add_argument("recording", metavar="RUN.jsonl")
+    p.add_argument("--target", type=_count, help="predict up to N threads (default: the recorded target)")
+    p.add_argument("--json", action="store_true", help="one JSON object: {\"processes\": [...]}")
+    p.set_defaults(func=cmd_replay)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from .runtime import replayview
+    from .runtime.replay import replay
+
+    reps = replay(args.recording, args.target)  # bad files: InputError, one line
+    if args.json:
+        _print_json(replayview.to_dict(reps))
+    else:
+        sys.stdout.write("\n".join(replayview.table(r) for r in reps))
+    return 0
+
+
+SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [add_predict, add_demo, add_run, add_lib,
+                                                                   add_replay]
 
 
 # ---------------------------------------------------------------- tune-sim

@@ -16,6 +16,7 @@ import time
 
 from ..fileio import OutputError, append_lines, printable
 from ..runtime import channel
+from ..runtime.samples import SCHEMA
 from . import predict
 from .hook import warn
 from .profile import env_int
@@ -65,11 +66,11 @@ def kernel_line(prof, kernel, pred, memory) -> dict:
     if prof.shim.available:
         measured.append("runtime_waits")
     line = {
-        "event": "kernel", "pid": prof.pid, "runtime": "opencl", "name": kernel.name,
+        "event": "kernel", "schema": SCHEMA, "pid": prof.pid, "runtime": "opencl", "name": kernel.name,
         "object": kernel.device, "device_type": kernel.device_type,
         "calls": kernel.launches, "completed": kernel.completed, "failed": kernel.failed,
         "in_flight_at_exit": max(kernel.in_flight, 0),
-        "threads": kernel.compute_units,
+        "threads": kernel.compute_units, "cores": os.cpu_count() or 1,
         "wall_s": _num(kernel.device_ns * 1e-9),
         "per_launch_s": _num(kernel.device_ns * 1e-9 / done),
         "queue_delay_s": _num(kernel.queue_ns * 1e-9),
@@ -82,6 +83,9 @@ def kernel_line(prof, kernel, pred, memory) -> dict:
             "launches": s.launches, "device_s": _num(s.device_ns * 1e-9),
             "runtime_cpu_s": _num(s.cpu_ns * 1e-9) if s.cpu_measured else None,
             "runtime_threads_busy": s.threads,
+            "runqueue_s": _num(s.runq_ns * 1e-9),
+            "shapes": [[list(g) if g is not None else None, list(loc) if loc is not None else None]
+                       for g, loc in sorted(s.shapes, key=repr)],
             "shorter_than_snapshots": predict.short_launches(kernel),
             "waits_s": {c: _num(v) for c, v in sorted(s.waits.items()) if v > 0},
             "acquisitions": {c: int(v) for c, v in sorted(s.acquisitions.items()) if v > 0},

@@ -73,26 +73,52 @@ _histories: dict[tuple[str, str], RegionHistory] = {}
 _steering: dict[tuple[str, str], object] = {}
 
 
-def predict_openmp_region(region: dict, sample: object, out: object) -> RegionPrediction:
-    """One-sample model, joined by the region's own history once it ran at several team
-    sizes; steering decisions go into ``out``."""
-    key = (region["name"], region["object"])
-    history = _histories.setdefault(key, RegionHistory())
+def predict_region(region: dict, target: int, measured_cores: int, predicted_cores: int,
+                   histories: dict[tuple[str, str], RegionHistory]) -> RegionPrediction:
+    """One OpenMP region: the one-sample model, joined by the region's own history once it
+    ran at several team sizes (``histories`` remembers it between windows)."""
+    history = histories.setdefault((region["name"], region["object"]), RegionHistory())
     history.update(region)
-    one = one_sample_region(region, sample.target, *_machines(sample))
+    one = one_sample_region(region, target, measured_cores, predicted_cores)
     sizes = len(history.measured())
-    pred = combine(one, extrapolate(history, sample.target) if sizes >= 2 else None, sizes)
-    if sample.steer and not region["nested"] and region["requested"] >= 2:
-        from .steering import RegionSteer
+    return combine(one, extrapolate(history, target) if sizes >= 2 else None, sizes)
 
-        steer = _steering.get(key)
-        if steer is None:
-            steer = _steering[key] = RegionSteer(region["requested"])
-        if not sample.final:
-            out.next_threads = steer.step(history)
-        out.steer_chosen = steer.chosen() or 0
-        out.steer_gain = steer.gain(history) or 0.0
-    return pred
+
+def predict_window(regions: list[dict], target: int, measured_cores: int, predicted_cores: int,
+                   histories: dict[tuple[str, str], RegionHistory]) -> list[RegionPrediction]:
+    """The runtime's one predictor: a prediction for every region of one window (decoded as
+    ``decode_region`` gives them, the process last), used alike by the live library and by
+    ``corecast replay``.  An OpenMP program's process is composed from its outermost
+    regions; a plain-threads one gets the process contention model."""
+    done: list[tuple[dict, RegionPrediction]] = []
+    preds = []
+    for region in regions:
+        if region["name"] != "process":
+            pred = predict_region(region, target, measured_cores, predicted_cores, histories)
+            done.append((region, pred))
+        elif any(not r["nested"] for r, _ in done):
+            pred = compose_process(region, done)
+        else:
+            pred = one_sample_process(region, target, measured_cores, predicted_cores)
+        preds.append(pred)
+    return preds
+
+
+def _steer(region: dict, sample: object, out: object) -> None:
+    """Steering decisions for one region into ``out`` (live runs only)."""
+    if not (sample.steer and not region["nested"] and region["requested"] >= 2):
+        return
+    from .steering import RegionSteer
+
+    key = (region["name"], region["object"])
+    history = _histories[key]
+    steer = _steering.get(key)
+    if steer is None:
+        steer = _steering[key] = RegionSteer(region["requested"])
+    if not sample.final:
+        out.next_threads = steer.step(history)
+    out.steer_chosen = steer.chosen() or 0
+    out.steer_gain = steer.gain(history) or 0.0
 
 
 _numa = None  # runtime.numa.NumaState once a target machine is named
@@ -196,18 +222,12 @@ def predict_sample(ffi: object, sample: object, result: object) -> int:
     """Fill ``result`` for every region of ``sample``; 0 on success."""
     _injected_fault(sample)
     try:
-        done = []
         regions = [decode_region(ffi, sample.regions[i]) for i in range(sample.nregions)]
-        for i, region in enumerate(regions):
-            out = result.regions[i]
+        preds = predict_window(regions, sample.target, *_machines(sample), _histories)
+        for i, (region, pred) in enumerate(zip(regions, preds)):
             if region["name"] != "process":
-                pred = predict_openmp_region(region, sample, out)
-                done.append((region, pred))
-            elif any(not r["nested"] for r, _ in done):
-                pred = compose_process(region, done)
-            else:
-                pred = one_sample_process(region, sample.target, *_machines(sample))
-            _encode(ffi, out, pred)
+                _steer(region, sample, result.regions[i])
+            _encode(ffi, result.regions[i], pred)
         _predict_nodes(ffi, sample, regions, result)
         _predicted_for(ffi, sample, result)
         result.status = 0

@@ -1,0 +1,111 @@
+"""What ``corecast replay`` prints: the exit report's table (``native/report.c``
+write_table) and its JSON.  Views only: the predictions come made."""
+from __future__ import annotations
+
+from ..fileio import printable
+from .replay import ReplayedProcess
+
+LABEL = 34
+
+
+def _columns(target: int) -> list[int]:
+    cols, n = [], 2
+    while n < target and len(cols) < 4:
+        cols.append(n)
+        n *= 2
+    return cols + [target]
+
+
+def _stalls(region: dict) -> str:
+    total = region["threads"] * region["wall_s"] if region["threads"] > 0 else region["wall_s"]
+    parts = sorted(((v, c) for c, v in region["stalls_s"].items() if v > 0), reverse=True)[:3]
+    shown = [f"{c} {100 * v / total:.0f}%" for v, c in parts if total > 0 and v / total >= 0.005]
+    return ", ".join(shown) or "-"
+
+
+def _label(region: dict) -> str:
+    if region["name"] == "process":
+        return f"process ({region['runtime']})"
+    return f"{region['name']} ({region['object']})"
+
+
+def _row(label: str, calls: int, threads: int, wall: float, stalls: str, pred, cols: list[int]) -> str:
+    text = printable(label)
+    line = f"{text[:LABEL]:<{LABEL}} {calls:7d} {threads:4d} {wall:8.3f}s  {stalls[:34]:<34}"
+    at = dict(zip(pred.threads, pred.speedup)) if pred is not None else {}
+    line += "".join(f" {at[c]:6.2f}" if c in at else f" {'-':>6}" for c in cols)
+    if pred is None:
+        return line + f" {'-':>5}"
+    return line + f" {pred.preferred:5d}  {printable(pred.bottleneck or '-')}"
+
+
+def table(rep: ReplayedProcess) -> str:
+    """The exit report's table for one replayed process."""
+    proc = rep.recorded
+    cols = _columns(rep.target)
+    cores = f"{proc.cores} cores" if proc.cores else "cores not recorded"
+    out = [f"corecast replay: pid {proc.pid}, {cores}, {proc.elapsed_s:.3g}s; predicted speedup "
+           f"up to {rep.target} threads on a {rep.predicted_cores}-core machine (target)"]
+    head = f"{'region':<{LABEL}} {'calls':>7} {'thr':>4} {'time':>9}  {'stalls (share of thread time)':<34}"
+    out.append(head + "".join(f" {'S@' + str(c):>6}" for c in cols) + f" {'best':>5}  bottleneck")
+    for region, pred in zip(proc.regions, rep.predictions):
+        if region["calls"] <= 0 or region["wall_s"] <= 0:
+            continue
+        out.append(_row(_label(region), region["calls"], region["threads"], region["wall_s"],
+                        _stalls(region), pred, cols))
+    for k, pred in rep.kernels:
+        out.append(_row(f"{k.name} ({k.device})", k.launches, k.compute_units, k.device_ns * 1e-9,
+                        "-", pred, cols))
+    basis = rep.predictions[0].basis if rep.predictions else (rep.kernels[0][1].basis if rep.kernels
+                                                               and rep.kernels[0][1] else "")
+    out.append(f"speedups: {printable(basis or 'predicted')}")
+    if serial_run(rep):
+        out.append("corecast: serial run: no parallel activity (one thread, no parallel region); "
+                   "nothing to extrapolate")
+    out.append(f"replayed: schema {proc.schema} records with the current model")
+    return "\n".join(out) + "\n"
+
+
+def serial_run(rep: ReplayedProcess) -> bool:
+    """The process never ran more than one thread and no parallel region."""
+    proc = rep.process
+    return (proc is not None and proc[0]["threads"] <= 1 and len(rep.recorded.regions) == 1
+            and not rep.kernels)
+
+
+def _curve(pred) -> list[dict]:
+    return [{"threads": int(n), "speedup": round(float(s), 4), "low": round(float(lo), 4),
+             "high": round(float(hi), 4)}
+            for n, s, lo, hi in zip(pred.threads, pred.speedup, pred.low, pred.high)]
+
+
+def _entry(name: str, obj: str, runtime: str, calls: int, threads: int, wall: float, pred) -> dict:
+    return {"name": name, "object": obj, "runtime": runtime, "calls": calls, "threads": threads,
+            "wall_s": wall, "predicted": _curve(pred) if pred is not None else [],
+            "preferred_threads": pred.preferred if pred is not None else None,
+            "basis": pred.basis if pred is not None else "",
+            "future_bottleneck": pred.bottleneck if pred is not None else None,
+            "fitted": list(pred.fitted) if pred is not None else []}
+
+
+def to_dict(reps: list[ReplayedProcess]) -> dict:
+    """``{"processes": [...]}``: per process its own prediction and its regions'."""
+    procs = []
+    for rep in reps:
+        proc = rep.process
+        regions = [_entry(r["name"], r["object"], r["runtime"], r["calls"], r["threads"], r["wall_s"], p)
+                   for r, p in zip(rep.recorded.regions, rep.predictions) if r["name"] != "process"]
+        regions += [_entry(k.name, k.device, "opencl", k.launches, k.compute_units, k.device_ns * 1e-9, p)
+                    for k, p in rep.kernels]
+        entry = {"pid": rep.recorded.pid, "schema": rep.recorded.schema, "target": rep.target,
+                 "threads": proc[0]["threads"] if proc else None,
+                 "wall_s": proc[0]["wall_s"] if proc else None,
+                 "predicted": _curve(proc[1]) if proc else [],
+                 "preferred_threads": proc[1].preferred if proc else None,
+                 "basis": proc[1].basis if proc else "",
+                 "future_bottleneck": proc[1].bottleneck if proc else None,
+                 "serial_run": serial_run(rep),
+                 "regions": regions}
+        procs.append(entry)
+    return {"processes": procs}
+

@@ -1,0 +1,156 @@
+"""``corecast replay``: recorded runs predicted again through the live library's predictor.
+
+* every record version corecast has written replays (schema 1: the files in
+  ``tests/data/recordings``, recorded on a 16-core machine before records were versioned,
+  and a schema-1 OpenCL kernel line; schema 2: written here by the library);
+* a fresh recording replays to the predictions the run itself printed;
+* bad files end in one line and status 2.
+"""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from corecast.runtime.replay import replay
+from corecast.runtime.samples import SCHEMA, SCHEMAS, read_recording
+
+from .helpers import EXAMPLES, NATIVE_SOURCE, events, read_lines, run
+
+RECORDINGS = Path(__file__).resolve().parents[1] / "data" / "recordings"
+SCHEMA1 = sorted(RECORDINGS.glob("schema1-*.jsonl"))
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "corecast", "replay", *args], capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_the_schema_the_library_writes_is_the_one_replay_reads():
+    header = (NATIVE_SOURCE / "model_abi.h").read_text()
+    assert int(re.search(r"#define CC_SAMPLE_SCHEMA (\d+)", header).group(1)) == SCHEMA
+    assert SCHEMA in SCHEMAS and 1 in SCHEMAS
+
+
+@pytest.mark.parametrize("path", SCHEMA1, ids=lambda p: p.stem)
+def test_schema1_recordings_replay(path):
+    assert len(SCHEMA1) >= 4
+    reps = replay(str(path), 16)
+    assert reps
+    for rep in reps:
+        assert rep.recorded.schema == 1
+        preds = rep.predictions + [p for _, p in rep.kernels]
+        assert preds and all(p is not None for p in preds)
+        for p in preds:
+            assert p.threads == list(range(1, 17))
+            assert p.speedup[0] == pytest.approx(1.0)
+            assert all(lo <= s * (1 + 1e-9) and s <= hi * (1 + 1e-9)
+                       for lo, s, hi in zip(p.low, p.speedup, p.high))
+            assert 1 <= p.preferred <= 16
+    r = cli(str(path), "--target", "16", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert len(out["processes"]) == len(reps)
+    for proc in out["processes"]:
+        assert {"pid", "threads", "predicted", "preferred_threads", "basis", "regions"} <= set(proc)
+    table = cli(str(path), "--target", "16")
+    assert table.returncode == 0 and "corecast replay: pid" in table.stdout and "S@16" in table.stdout
+
+
+def test_schema1_openmp_recording_composes_the_process_from_its_regions():
+    rep = replay(str(RECORDINGS / "schema1-npb-mg.A-4.jsonl"))[0]
+    assert rep.target == 16 and rep.recorded.cores == 16
+    names = [r["name"] for r in rep.recorded.regions]
+    assert names[-1] == "process" and len(names) == 10
+    region, pred = rep.process
+    assert pred.basis.startswith("contention model: serial time between regions")
+    assert region["threads"] == 4
+
+
+def test_schema1_kernel_line_replays_through_the_kernel_predictor():
+    rep = replay(str(RECORDINGS / "schema1-opencl-kernel.jsonl"))[0]
+    (kernel, pred), = rep.kernels
+    assert kernel.name == "smooth" and kernel.sample.launches == 10
+    # one global/local size pair: the work-group cap of the live predictor applies
+    from corecast.opencl.predict import work_groups
+
+    assert work_groups(kernel) == 4096 // 64
+    assert pred.threads == [1, 2, 3, 4] and pred.basis.startswith("contention model on the kernel's sample")
+
+
+def test_fresh_recording_replays_to_what_the_run_printed(build, lib, tmp_path):
+    """Schema 2, written by this library: replay goes through the same predictor, so it
+    gives the run's own predictions (rounded as the JSON rounds them)."""
+    exe = build("omp_critical", EXAMPLES / "omp_critical.c", "-fopenmp", "-lm")
+    out = tmp_path / "run.jsonl"
+    r = run([exe, "40"], preload=lib, output=out, target=8, quiet=1,
+            env={"OMP_NUM_THREADS": "2", "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr
+    lines = read_lines(out)
+    recorded = events(lines, "region") + events(lines, "process")
+    assert recorded and all(d["schema"] == SCHEMA for d in lines)
+    region = events(lines, "region")[0]
+    for key in ("nested", "requested"):
+        assert key in region
+    assert {"single_s", "hold_s"} <= set(region["counters"])
+    rep = replay(str(out))[0]
+    assert rep.recorded.schema == SCHEMA and rep.target == 8
+    by_name = {r["name"]: p for r, p in zip(rep.recorded.regions, rep.predictions)}
+    for d in recorded:
+        pred = by_name[d["name"]]
+        assert [p["threads"] for p in d["predicted"]] == pred.threads
+        assert [p["speedup"] for p in d["predicted"]] == pytest.approx(pred.speedup, rel=1e-3, abs=1e-3)
+        assert d["preferred_threads"] == pred.preferred
+        assert d["basis"] == pred.basis[:95]
+
+
+def test_serial_program_replays_as_a_serial_run(tmp_path):
+    line = {"event": "process", "schema": SCHEMA, "pid": 7, "runtime": "pthreads", "name": "process",
+            "object": "xz", "calls": 1, "threads": 1, "wall_s": 1.0, "stalls_s": {},
+            "counters": {"busy_s": 1.0, "serial_s": 0, "cpu_s": 1.0, "loop_calls": 0, "hold_sampled_s": 0,
+                         "hold_samples": 0, "acquisitions": {}, "contended": {}}}
+    path = tmp_path / "serial.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    r = cli(str(path), "--target", "4")
+    assert r.returncode == 0, r.stderr
+    assert "serial run: no parallel activity" in r.stdout
+    assert json.loads(cli(str(path), "--json").stdout)["processes"][0]["serial_run"] is True
+
+
+@pytest.mark.parametrize("content, message", [
+    ("not json\n", "line 1: not JSON"),
+    ('{"event":"summary","pid":1}\n', "line 1: not a corecast summary record (missing 'cores')"),
+    ('{"event":"summary","pid":1,"cores":2,"target":2,"elapsed_s":1}\n', "no region, process or kernel records"),
+    ("", "no region, process or kernel records"),
+    ('{"event":"region","schema":99,"pid":1}\n', "schema 99 is not one this corecast reads"),
+    ('{"event":"region","pid":1,"name":"f","threads":2}\n', "line 1: not a corecast region record"),
+    ('{"event":"region","pid":1,"name":"f","threads":-2,"calls":1,"wall_s":1,"counters":{}}\n',
+     "threads is -2"),
+])
+def test_bad_recordings_are_one_line(tmp_path, content, message):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(content)
+    r = cli(str(path))
+    assert r.returncode == 2
+    assert r.stdout == ""
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    assert message in r.stderr
+
+
+def test_missing_file_is_one_line(tmp_path):
+    r = cli(str(tmp_path / "nope.jsonl"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "nope.jsonl" in r.stderr
+
+
+def test_read_recording_groups_processes(tmp_path):
+    a = (RECORDINGS / "schema1-omp_slowdown-2.jsonl").read_text()
+    b = (RECORDINGS / "schema1-pthreads_sync-2.jsonl").read_text()
+    path = tmp_path / "two.jsonl"
+    path.write_text(a + b)
+    procs = read_recording(str(path))
+    assert [p.pid for p in procs] == [9054, 10640]
+    assert [r["name"] for r in procs[1].regions] == ["process"]
