@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -190,6 +191,7 @@ static void read_config(void) {
     cc_cfg.target = env_int("CORECAST_TARGET", 1, CC_MAX_THREADS, cores > 0 ? (int)cores : 1);
     cc_cfg.window_ms = env_int("CORECAST_WINDOW_MS", 10, 60000, 200);
     cc_cfg.exit_timeout_ms = env_int("CORECAST_EXIT_TIMEOUT_MS", 0, 600000, 10000);
+    cc_cfg.launch_pid = env_int("CORECAST_LAUNCH_PID", 0, INT_MAX, 0);
     const char *out = getenv("CORECAST_OUTPUT");
     cc_cfg.output[0] = 0;
     if (out && strlen(out) < sizeof cc_cfg.output)
@@ -390,6 +392,9 @@ static void final_report(int status) {
     t->guard++;
     if (!cc_active) {
         cc_sampler_stop();
+        /* Said by the program itself, not by every serial child of a script or make. */
+        if (!cc_cfg.launch_pid || cc_cfg.launch_pid == cc_pid)
+            cc_report_serial();
         t->guard--;
         return;
     }

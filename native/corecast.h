@@ -107,6 +107,7 @@ struct cc_config {
     int target;
     int window_ms;
     int exit_timeout_ms; /* how long the exit waits for the model */
+    int launch_pid;      /* CORECAST_LAUNCH_PID: the process `corecast run` started (0: none) */
     char output[1024];
 };
 extern struct cc_config cc_cfg;
@@ -115,6 +116,7 @@ extern volatile int cc_active;    /* parallel activity seen */
 extern uint64_t cc_overflow;      /* events dropped: slot or region tables full */
 
 void cc_activity(void);           /* first parallel activity: start the sampler */
+void cc_report_serial(void);      /* exit without parallel activity */
 struct cc_thread *cc_thread_slots(int *n);
 
 /* ---- OpenMP regions --------------------------------------------------------------- */

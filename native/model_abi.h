@@ -85,6 +85,7 @@ struct cc_region_sample {
     int nhist;
     struct cc_team_stats hist[16];
     double runq_other_s;      /* process: run-queue wait other load caused (not in stall_s) */
+    int team_threads;         /* process: threads that did its work (report.c team_of); 0: unknown */
 };
 
 /* Cumulative since the sampler opened the events (CORECAST_NUMA_EVENTS); uncore counts are

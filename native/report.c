@@ -59,6 +59,42 @@ static void fill_region(struct cc_region_sample *o, struct cc_region *r) {
     }
 }
 
+/* A plain-threads process's team: the threads that did its work.  Pool threads that
+ * mostly wait (pigz's reader and writer, idle workers) are not: a thread counts when its
+ * CPU time is at least TEAM_SHARE of the second busiest thread's (not the busiest: a
+ * leader that also runs the serial part would push its workers out).  Threads that ended
+ * before the sampler saw them count.  0 when fewer than two CPU times are known. */
+#define TEAM_SHARE 0.25
+
+static int team_of(const struct cc_thread *t, int k) {
+    double first = -1, second = -1;
+    int known = 0;
+    for (int i = 0; i < k; i++) {
+        if (t[i].internal)
+            continue;
+        double c = cc_task_cpu_s(t[i].tid);
+        if (c < 0)
+            continue;
+        known++;
+        if (c > first) {
+            second = first;
+            first = c;
+        } else if (c > second) {
+            second = c;
+        }
+    }
+    if (known < 2 || second <= 0)
+        return 0;
+    int team = 0;
+    for (int i = 0; i < k; i++) {
+        if (t[i].internal)
+            continue;
+        double c = cc_task_cpu_s(t[i].tid);
+        team += c < 0 || c >= TEAM_SHARE * second;
+    }
+    return team;
+}
+
 /* The whole process: every program thread's waits, its CPU time and run-queue wait. */
 static void fill_process(struct cc_region_sample *o, const struct cc_sample *s, int has_omp) {
     snprintf(o->name, sizeof o->name, "process");
@@ -109,6 +145,7 @@ static void fill_process(struct cc_region_sample *o, const struct cc_sample *s, 
     cc_process_times(&o->cpu_s, &runq, &o->runq_other_s);
     o->stall_s[CC_STALL_RUNQUEUE] = runq; /* the program's own: other load's is apart */
     o->busy_s = o->cpu_s;
+    o->team_threads = team_of(t, k);
 }
 
 void cc_build_sample(struct cc_sample *s, int final, struct cc_region **refs) {
@@ -252,7 +289,7 @@ static void json_region(struct buf *b, const struct cc_sample *s, const struct c
             put(b, "%s\"%s\":%.6g", k++ ? "," : "", CC_STALL_NAMES[c], g->hold_s[c]);
     put(b, "}");
     if (process) /* other load's run-queue wait: not in stalls_s */
-        put(b, ",\"runqueue_other_load_s\":%.6g", g->runq_other_s);
+        put(b, ",\"runqueue_other_load_s\":%.6g,\"team_threads\":%d", g->runq_other_s, g->team_threads);
     if (process)
         for (int i = 0; i < CC_NCTR; i++)
             if (s->counters_measured & (1u << i))
@@ -612,6 +649,31 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
             l.other_s, 100 * l.other_s / l.runnable_s);
     put(&b, "corecast: own CPU %.3f s (sampler and model), not counted as the program's\n", cc_own_cpu_s());
     cc_report_write(b.data, b.len);
+}
+
+/* A program that started no thread and ran no parallel region: one line, and a summary
+ * record saying so (replay shows it as a serial run), rather than silence. */
+void cc_report_serial(void) {
+    static struct buf b;
+    double elapsed = cc_mono_s() - cc_started();
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    b.len = 0;
+    put(&b, "corecast: pid %d, %.3gs: serial run: no parallel activity (no thread started, no "
+            "OpenMP region); nothing to predict\n", (int)getpid(), elapsed);
+    if (!cc_cfg.quiet)
+        cc_report_write(b.data, b.len);
+    if (!cc_cfg.output[0])
+        return;
+    int fd = open_output();
+    if (fd < 0)
+        return;
+    b.len = 0;
+    put(&b, "{\"event\":\"summary\",\"schema\":%d,\"pid\":%d,\"elapsed_s\":%.6g,\"cores\":%d,"
+            "\"target\":%d,\"regions\":0,\"serial_run\":true,\"model\":\"not run: serial run\"}\n",
+        CC_SAMPLE_SCHEMA, (int)getpid(), elapsed, cores > 0 ? (int)cores : 1, cc_cfg.target);
+    if (!write_until(fd, b.data, b.len, cc_mono_s() + OUTPUT_PATIENCE_S))
+        cc_warn("could not write the JSON Lines summary to %s", cc_cfg.output);
+    close(fd);
 }
 
 void cc_report(const struct cc_sample *s, const struct cc_result *r) {

@@ -457,3 +457,51 @@ def test_tight_critical_loop_sampled_at_one_thread_predicts_a_slowdown():
     assert pred.speedup[1] < 1.0
     assert "handoff_prior" in pred.fitted
     assert pred.bottleneck == "critical"
+
+
+# ---- convoys and worker pools (16-core failure modes, issue 12) -------------------------
+def test_worker_pool_helpers_are_not_the_team():
+    # pigz -p 2: two compressors busy for the whole run, a reader and a writer that wait on
+    # condition variables.  Counting the helpers as the team made 2 busy threads out of 4
+    # look like a serial third (S(16) ~ 2.6); the team is the two workers.
+    helpers_in = process(threads=4, wall=1.0, cpu=2.0, condvar=1.9)
+    team = dict(helpers_in, team_threads=2)
+    blind = predict_process(helpers_in, target=16, cores=16)
+    seen = predict_process(team, target=16, cores=16)
+    assert blind.speedup[-1] < 3.0
+    assert seen.speedup[-1] > 10.0
+    assert seen.speedup[1] == pytest.approx(2.0, rel=0.02)  # the sample itself: 2 busy threads
+
+
+def test_team_rule_leaves_out_threads_that_mostly_wait():
+    from corecast.runtime.samples import team_of
+
+    assert team_of([0.015, 0.005, 0.19, 0.19]) == 2          # pigz -p 2: reader, writer, 2 workers
+    assert team_of([2.9, 0.5, 0.5, 0.5]) == 4                # fork/join: the leader also runs the serial part
+    assert team_of([0.36, None, None]) == 0                  # one known CPU time: unknown
+    assert team_of([0.01, None, 0.2, 0.2]) == 3              # an ended thread counts
+
+
+def test_sampled_waits_beyond_the_threads_time_are_shrunk_to_fit():
+    # A tight convoy: waits timed on sampled acquisitions add up to more than the busy time.
+    acq, calls, hold = 16_000_000, 4000, 40e-9
+    r = region(threads=2, busy=4.37, serial=acq * hold, calls=calls, wall=2.23,
+               acq={"critical": acq}, contended={"critical": 1_200_000}, critical=7.5, imbalance=0.08)
+    pred = predict_region(r, target=16, cores=16)
+    assert_sane(pred, 16)
+    assert "wait_scale" in pred.fitted
+    # T(1) is at least the holds: the speedup at n0 stays a slowdown of the order measured
+    assert 0.05 < pred.speedup[1] < 0.6
+    assert pred.speedup[-1] < pred.speedup[1]  # hand-offs grow with the contenders
+    assert pred.preferred == 1
+
+
+def test_handoff_grows_with_the_contenders_within_its_band():
+    think, hold = 1e-8, 4e-8
+    r = locked_region(2, think, hold, wait=4e-7, contended=10_000)
+    pred = predict_region(r, target=16, cores=16)
+    assert "handoff" in pred.fitted
+    # central: sqrt(n / n0) growth; high: constant hand-off (flat); low: linear
+    assert pred.speedup[-1] < pred.speedup[1]
+    assert pred.high[-1] / pred.high[1] > pred.speedup[-1] / pred.speedup[1]
+    assert pred.low[-1] < pred.speedup[-1] < pred.high[-1]

@@ -45,7 +45,8 @@ def decode_region(ffi: object, g: object) -> dict:
         "steered_to": g.steered_to,
         "hist": [(g.hist[i].threads, g.hist[i].calls, g.hist[i].wall_s) for i in range(g.nhist)],
         # run-queue wait other load caused (the process only; kept out of stalls_s)
-        **({"runqueue_other": g.runq_other_s} if ffi.string(g.name) == b"process" else {}),
+        **({"runqueue_other": g.runq_other_s, "team_threads": g.team_threads}
+           if ffi.string(g.name) == b"process" else {}),
     }
 
 

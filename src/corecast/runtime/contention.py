@@ -75,7 +75,10 @@ Parts of T(n), per region call (all times are one call's; "work" is thread time)
 
 T(n) = S + max(f(n) locks(n), locks(n) + idle(n)) + o(n).
 
-Processes with plain threads: the measured CPU time is the work W; the serial time S is
+Processes with plain threads: n0 is the process's team (``team_threads``: the threads with
+at least a quarter of the second busiest thread's CPU time; pool threads that mostly wait
+are left out) when the sample has it, else every thread seen.  The measured CPU time is
+the work W; the serial time S is
 chosen so that the model reproduces the measured wall time at n0 (less the run-queue
 wait other load caused: ``runqueue_other`` when the sample has it, else all run-queue wait
 when n0 <= cores) with the lock and barrier parts in place: without
@@ -533,6 +536,11 @@ def predict_process(process: dict, target: int, cores: int,
     """Contention model for a whole process with plain threads, measured on ``cores``
     CPUs, predicted for a machine of ``target_cores`` (default: ``cores``)."""
     n0 = max(1, int(process["threads"]))
+    team = int(process.get("team_threads", 0) or 0)
+    if 0 < team < n0:
+        # Pool threads that mostly waited (a reader, a writer, idle workers) are not the
+        # team: their condition-variable waits are starvation, not lost parallel time.
+        n0 = team
     cores = max(1, int(cores))
     st = process["stalls_s"]
     fitted: set = set()

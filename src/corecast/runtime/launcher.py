@@ -157,6 +157,8 @@ def run(
                       target_machine=target_machine)
     if json_out is not None:
         start_output(env["CORECAST_OUTPUT"], json_out)
+    # The program keeps this pid: only it says "serial run", not every serial child it starts.
+    env["CORECAST_LAUNCH_PID"] = str(os.getpid())
     try:
         os.execve(exe, list(command), env)
     except OSError as exc:

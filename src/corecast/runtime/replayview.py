@@ -69,8 +69,8 @@ def table(rep: ReplayedProcess) -> str:
 def serial_run(rep: ReplayedProcess) -> bool:
     """The process never ran more than one thread and no parallel region."""
     proc = rep.process
-    return (proc is not None and proc[0]["threads"] <= 1 and len(rep.recorded.regions) == 1
-            and not rep.kernels)
+    return rep.recorded.serial_run or (proc is not None and proc[0]["threads"] <= 1
+                                       and len(rep.recorded.regions) == 1 and not rep.kernels)
 
 
 def _curve(pred) -> list[dict]:

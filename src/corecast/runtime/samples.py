@@ -39,6 +39,7 @@ class RecordedProcess:
     target: int = 0
     elapsed_s: float = 0.0
     steer: bool = False
+    serial_run: bool = False  # no thread started, no parallel region (nothing was sampled)
     regions: list[dict] = field(default_factory=list)
     kernels: list = field(default_factory=list)  # opencl.profile.KernelStats
 
@@ -63,7 +64,7 @@ def read_recording(path: str) -> list[RecordedProcess]:
             what = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
             raise InputError(f"{shown(path)}: line {no}: not a corecast {rec.get('event')} record "
                              f"({what})") from None
-    procs = [p for p in by_pid.values() if p.regions or p.kernels]
+    procs = [p for p in by_pid.values() if p.regions or p.kernels or p.serial_run]
     if not procs:
         raise InputError(f"{shown(path)}: no region, process or kernel records "
                          "(write them with corecast run --json-out FILE or CORECAST_OUTPUT)")
@@ -91,6 +92,7 @@ def _add(by_pid: dict[int, RecordedProcess], rec: dict) -> None:
         proc.cpus_allowed = _int(rec, "cpus_allowed") if "cpus_allowed" in rec else 0
         proc.target = max(1, _int(rec, "target"))
         proc.elapsed_s = _num(rec, "elapsed_s")
+        proc.serial_run = rec.get("serial_run") is True
     elif event == "kernel":
         proc.kernels.append(kernel_from_record(rec))
         if "cores" in rec:
@@ -162,7 +164,25 @@ def region_from_record(rec: dict) -> dict:
         region["hold_s"] = _per_category(counters, "hold_s")
     if name == "process" and "runqueue_other_load_s" in counters:
         region["runqueue_other"] = _num(counters, "runqueue_other_load_s")
+    if name == "process":
+        if "team_threads" in counters:
+            region["team_threads"] = _int(counters, "team_threads")
+        elif isinstance(rec.get("per_thread"), list):  # schema 1: the library's rule, here
+            region["team_threads"] = team_of([t.get("cpu_s") if isinstance(t, dict) else None
+                                              for t in rec["per_thread"]])
     return region
+
+
+TEAM_SHARE = 0.25  # native/report.c team_of
+
+
+def team_of(cpus: list) -> int:
+    """Threads that did a process's work, from their CPU times (None: ended unseen): those
+    with at least ``TEAM_SHARE`` of the second busiest's; 0 with fewer than two known."""
+    known = sorted((float(c) for c in cpus if isinstance(c, (int, float)) and c >= 0), reverse=True)
+    if len(known) < 2 or known[1] <= 0:
+        return 0
+    return sum(1 for c in cpus if not isinstance(c, (int, float)) or c < 0 or c >= TEAM_SHARE * known[1])
 
 
 def kernel_from_record(rec: dict):
