@@ -392,8 +392,9 @@ static void final_report(int status) {
     t->guard++;
     if (!cc_active) {
         cc_sampler_stop();
-        /* Said by the program itself, not by every serial child of a script or make. */
-        if (!cc_cfg.launch_pid || cc_cfg.launch_pid == cc_pid)
+        /* Said by the program `corecast run` started, not by every serial child of a
+         * script or make (nor under a bare LD_PRELOAD, where children are the norm). */
+        if (cc_cfg.launch_pid == cc_pid)
             cc_report_serial();
         t->guard--;
         return;

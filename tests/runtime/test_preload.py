@@ -353,20 +353,34 @@ def test_python_threads(lib, tmp_path):
 
 
 # ---- lifecycle ----------------------------------------------------------------------------
-def test_no_threads_no_report(build, lib, tmp_path):
+def test_no_threads_is_a_serial_run(build, lib, tmp_path):
     prog = build("no_threads", NO_THREADS_C)
     plain = run([prog])
     out = tmp_path / "cc.jsonl"
-    proc = run([prog], preload=lib, output=out)
-    assert proc.stdout == plain.stdout == b"hello, no threads\n"
-    assert proc.returncode == 0
-    assert proc.stderr == b""
-    assert not out.exists()
-    # The launcher makes the (empty) file; the program adds nothing to it.
+    # under a bare LD_PRELOAD: silent, as the children of a script would be
+    bare = run([prog], preload=lib, output=out)
+    assert bare.stdout == plain.stdout == b"hello, no threads\n"
+    assert bare.returncode == 0 and bare.stderr == b"" and not out.exists()
+    # the program corecast run started (its pid in CORECAST_LAUNCH_PID) says it
+    proc = run(["sh", "-c", f"CORECAST_LAUNCH_PID=$$ exec '{prog}'"], preload=lib, output=out)
+    assert proc.stdout == plain.stdout and proc.returncode == 0
+    err = proc.stderr.decode()
+    assert err.count("\n") == 1 and "serial run: no parallel activity" in err
+    (summary,) = read_lines(out)
+    assert summary["event"] == "summary" and summary["serial_run"] is True and summary["regions"] == 0
+    quiet = run(["sh", "-c", f"CORECAST_LAUNCH_PID=$$ exec '{prog}'"], preload=lib, quiet=1)
+    assert quiet.stderr == b""
+    # Through the launcher: the same line and one summary record in a fresh file.
     out2 = tmp_path / "cc2.jsonl"
     proc = corecast_run(["--json-out", str(out2)], [prog])
-    assert proc.stdout == plain.stdout and proc.stderr == b""
-    assert read_lines(out2) == []
+    assert proc.stdout == plain.stdout and b"serial run" in proc.stderr
+    assert [d["event"] for d in read_lines(out2)] == ["summary"]
+
+
+def test_serial_children_of_the_launched_program_stay_silent(build, lib):
+    prog = build("no_threads", NO_THREADS_C)
+    proc = run(["sh", "-c", f"'{prog}'; '{prog}'"], preload=lib, launch_pid=999999)
+    assert proc.returncode == 0 and proc.stderr == b""
 
 
 def test_fork_child_reports_with_its_own_pid(build, lib, tmp_path):

@@ -69,7 +69,9 @@ def table(rep: ReplayedProcess) -> str:
 def serial_run(rep: ReplayedProcess) -> bool:
     """The process never ran more than one thread and no parallel region."""
     proc = rep.process
-    return rep.recorded.serial_run or (proc is not None and proc[0]["threads"] <= 1
+    if rep.recorded.serial_run:  # an image exec'd after a parallel one shares its pid
+        return not rep.kernels and all(r["name"] == "process" for r in rep.recorded.regions)
+    return (proc is not None and proc[0]["threads"] <= 1
                                        and len(rep.recorded.regions) == 1 and not rep.kernels)
 
 
