@@ -12,7 +12,7 @@ from .bound import predict_region as bound_region
 from .contention import compose_process
 from .contention import predict_process as one_sample_process
 from .contention import predict_region as one_sample_region
-from .history import RegionHistory, combine, extrapolate
+from .history import RegionHistory, combine, extrapolate, probe_basis
 
 # Same order as the CC_STALL_* constants in native/model_abi.h.
 STALLS = ("mutex", "condvar", "pthread_barrier", "rwlock", "semaphore", "critical",
@@ -44,6 +44,9 @@ def decode_region(ffi: object, g: object) -> dict:
         "requested": g.requested,
         "steered_to": g.steered_to,
         "hist": [(g.hist[i].threads, g.hist[i].calls, g.hist[i].wall_s) for i in range(g.nhist)],
+        # CORECAST_PROBE: calls run at smaller teams, per team size (those in hist)
+        "probe_calls": g.probe_calls,
+        "probes": {g.hist[i].threads: g.hist_probes[i] for i in range(g.nhist) if g.hist_probes[i]},
         # run-queue wait other load caused (the process only; kept out of stalls_s)
         **({"runqueue_other": g.runq_other_s} if ffi.string(g.name) == b"process" else {}),
     }
@@ -82,6 +85,8 @@ def predict_openmp_region(region: dict, sample: object, out: object) -> RegionPr
     one = one_sample_region(region, sample.target, *_machines(sample))
     sizes = len(history.measured())
     pred = combine(one, extrapolate(history, sample.target) if sizes >= 2 else None, sizes)
+    if pred is not one and region.get("probes"):  # the history holds probe calls: say so
+        pred.basis = probe_basis(pred.basis, region["probes"])
     if sample.steer and not region["nested"] and region["requested"] >= 2:
         from .steering import RegionSteer
 
