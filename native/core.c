@@ -187,6 +187,11 @@ static void read_config(void) {
     cc_cfg.quiet = env_int("CORECAST_QUIET", 0, 1, 0);
     cc_cfg.display_env = env_int("CORECAST_DISPLAY_ENV", 0, 1, 0);
     cc_cfg.steer = env_int("CORECAST_STEER", 0, 1, 0);
+    cc_cfg.probe = env_int("CORECAST_PROBE", 0, 1, 0);
+    if (cc_cfg.probe && cc_cfg.steer) { /* steering already runs the region at other sizes */
+        cc_warn("CORECAST_PROBE=1 is ignored with CORECAST_STEER=1 (steering already tries smaller teams)");
+        cc_cfg.probe = 0;
+    }
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     cc_cfg.target = env_int("CORECAST_TARGET", 1, CC_MAX_THREADS, cores > 0 ? (int)cores : 1);
     cc_cfg.window_ms = env_int("CORECAST_WINDOW_MS", 10, 60000, 200);
@@ -205,10 +210,11 @@ static void read_config(void) {
                          "CORECAST DISPLAY ENVIRONMENT BEGIN\n  CORECAST_DISABLE = '%d'\n"
                          "  CORECAST_TARGET = '%d'\n  CORECAST_WINDOW_MS = '%d'\n"
                          "  CORECAST_OUTPUT = '%s'\n  CORECAST_QUIET = '%d'\n"
-                         "  CORECAST_STEER = '%d'\n  CORECAST_EXIT_TIMEOUT_MS = '%d'\n"
+                         "  CORECAST_STEER = '%d'\n  CORECAST_PROBE = '%d'\n"
+                         "  CORECAST_EXIT_TIMEOUT_MS = '%d'\n"
                          "CORECAST DISPLAY ENVIRONMENT END\n",
                          cc_cfg.disabled, cc_cfg.target, cc_cfg.window_ms, shown,
-                         cc_cfg.quiet, cc_cfg.steer, cc_cfg.exit_timeout_ms);
+                         cc_cfg.quiet, cc_cfg.steer, cc_cfg.probe, cc_cfg.exit_timeout_ms);
         cc_report_write(buf, n < (int)sizeof buf ? (size_t)n : sizeof buf - 1);
     }
     errno = saved;

@@ -104,6 +104,7 @@ struct cc_config {
     int quiet;
     int display_env;
     int steer;
+    int probe; /* CORECAST_PROBE: some calls of repeated regions run at smaller teams */
     int target;
     int window_ms;
     int exit_timeout_ms; /* how long the exit waits for the model */
@@ -123,6 +124,7 @@ struct cc_thread *cc_thread_slots(int *n);
 struct cc_hist {
     int threads; /* 0 = free entry */
     uint64_t calls, wall;
+    uint64_t probes; /* of ``calls``: probe calls (CORECAST_PROBE) */
 };
 
 struct cc_region {
@@ -131,6 +133,12 @@ struct cc_region {
     int max_threads;
     int requested;     /* largest team the program asked for */
     int steer_threads; /* > 0: steering caps the team at this size */
+    /* Probing (shims/gomp.c): the next size is requested >> (probe_level + 1); one probe
+     * call at a time (probe_busy); its estimated extra time, signed (a smaller team may be
+     * faster), in ticks. */
+    int probe_level, probe_busy;
+    int64_t probe_extra;
+    uint64_t probe_calls;
     struct cc_hist hist[CC_MAX_HIST];
     uint64_t calls, wall, busy, single, loop_calls;
     uint64_t hold[CC_NSTALL];

@@ -5,7 +5,7 @@
 #ifndef CORECAST_MODEL_ABI_H
 #define CORECAST_MODEL_ABI_H
 
-#define CC_ABI_VERSION 3
+#define CC_ABI_VERSION 4
 /* Version of the JSON Lines records (CORECAST_OUTPUT) that `corecast replay` reads; 1: the
  * records written before they carried "schema".  Same number: corecast.runtime.samples. */
 #define CC_SAMPLE_SCHEMA 2
@@ -86,6 +86,12 @@ struct cc_region_sample {
     struct cc_team_stats hist[16];
     double runq_other_s;      /* process: run-queue wait other load caused (not in stall_s) */
     int team_threads;         /* process: threads that did its work (report.c team_of); 0: unknown */
+    /* CORECAST_PROBE: calls run at a smaller team than the program's, their estimated
+     * extra time (probe wall minus the mean call at the program's size), and per hist[]
+     * entry how many of its calls were probes. */
+    unsigned long long probe_calls;
+    double probe_extra_s;
+    unsigned long long hist_probes[16];
 };
 
 /* Cumulative since the sampler opened the events (CORECAST_NUMA_EVENTS); uncore counts are

@@ -51,7 +51,11 @@ static void fill_region(struct cc_region_sample *o, struct cc_region *r) {
         o_h->threads = k;
         o_h->calls = __atomic_load_n(&h->calls, __ATOMIC_RELAXED);
         o_h->wall_s = cc_ticks_to_s(__atomic_load_n(&h->wall, __ATOMIC_RELAXED));
+        o->hist_probes[o->nhist - 1] = __atomic_load_n(&h->probes, __ATOMIC_RELAXED);
     }
+    o->probe_calls = __atomic_load_n(&r->probe_calls, __ATOMIC_RELAXED);
+    int64_t extra = __atomic_load_n(&r->probe_extra, __ATOMIC_RELAXED);
+    o->probe_extra_s = extra < 0 ? -cc_ticks_to_s((uint64_t)-extra) : cc_ticks_to_s((uint64_t)extra);
     for (int c = 0; c < CC_NSTALL; c++) {
         o->stall_s[c] = cc_ticks_to_s(__atomic_load_n(&r->wait[c], __ATOMIC_RELAXED));
         o->acquisitions[c] = __atomic_load_n(&r->acq[c], __ATOMIC_RELAXED);
@@ -315,10 +319,16 @@ static void json_region(struct buf *b, const struct cc_sample *s, const struct c
         put(b, "null");
     if (!process) {
         put(b, ",\"by_team\":[");
-        for (int i = 0; i < g->nhist; i++)
-            put(b, "%s{\"threads\":%d,\"calls\":%llu,\"wall_s\":%.6g}", i ? "," : "",
+        for (int i = 0; i < g->nhist; i++) {
+            put(b, "%s{\"threads\":%d,\"calls\":%llu,\"wall_s\":%.6g", i ? "," : "",
                 g->hist[i].threads, g->hist[i].calls, g->hist[i].wall_s);
+            if (cc_cfg.probe)
+                put(b, ",\"probe_calls\":%llu", g->hist_probes[i]);
+            put(b, "}");
+        }
         put(b, "]");
+        if (cc_cfg.probe) /* extra_s: estimated time the probes added (CORECAST_PROBE) */
+            put(b, ",\"probe_calls\":%llu,\"probe_extra_s\":%.6g", g->probe_calls, g->probe_extra_s);
     }
     if (s->steer && !process) {
         put(b, ",\"steering\":{\"own\":%d,\"now\":%d,\"chosen\":", g->requested, g->steered_to);
@@ -608,6 +618,23 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
             put(&b, ": %d threads (the program's own: %d), measured %+.0f%%\n", p->steer_chosen, g->requested,
                 100 * p->steer_gain);
         }
+    }
+    for (int i = 0; cc_cfg.probe && i < s->nregions; i++) {
+        const struct cc_region_sample *g = &s->regions[i];
+        if (!g->probe_calls || !region_active(g))
+            continue;
+        put(&b, "probed ");
+        put_cell(&b, g->name, -1);
+        put(&b, ": %llu calls at", g->probe_calls);
+        int sizes = 0, one = 0;
+        for (int k = 0; k < g->nhist; k++)
+            if (g->hist_probes[k]) {
+                put(&b, "%s%d", sizes++ ? "," : " ", g->hist[k].threads);
+                one = g->hist[k].threads == 1;
+            }
+        put(&b, " thread%s (the program's own: %d), estimated cost %+.2g%% of its time\n",
+            sizes == 1 && one ? "" : "s", g->requested,
+            100 * g->probe_extra_s / (g->wall_s - g->probe_extra_s));
     }
     if (ok) {
         const char *basis = s->nregions ? r->regions[0].basis : "";

@@ -25,6 +25,7 @@ struct tramp {
     struct cc_region *region;
     const struct cc_gomp *g;
     int team;
+    int probe_own; /* > 0: a probe call; the program asked for this many threads */
     /* Written by every member before the implicit barrier, read by the master after it:
      * no clearing needed. */
     uint64_t end[CC_MAX_TEAM];
@@ -90,25 +91,98 @@ static void trampoline(void *arg) {
     t->snap_pending = 0;
 }
 
+/* Probing (CORECAST_PROBE): a repeated region runs a few calls at requested/2, /4, ... 1,
+ * so one run gives it a multi-size history.  1 is included: T(1) makes speedups measured
+ * rather than extrapolated, and the cost cap decides whether a region can afford it. */
+#define PROBE_WARMUP 4   /* calls at the program's own size first: its time per call */
+#define PROBE_CALLS 2    /* calls per probed size (history.py's MIN_CALLS: "measured") */
+#define PROBE_EVERY 4    /* at most every 4th call a probe: interleaved with normal calls */
+#define PROBE_COST_PCT 3 /* estimated extra time within 3% of the region's own time */
+
+/* Calls and wall time at one team size (0, 0 if it never ran at that size). */
+static void hist_at(struct cc_region *r, int team, uint64_t *calls, uint64_t *wall) {
+    *calls = *wall = 0;
+    for (int i = 0; i < CC_MAX_HIST; i++) {
+        int k = __atomic_load_n(&r->hist[i].threads, __ATOMIC_ACQUIRE);
+        if (k == 0)
+            return;
+        if (k == team) {
+            *calls = __atomic_load_n(&r->hist[i].calls, __ATOMIC_RELAXED);
+            *wall = __atomic_load_n(&r->hist[i].wall, __ATOMIC_RELAXED);
+            return;
+        }
+    }
+}
+
+/* The smaller team this call should probe, or 0.  Only at the largest team the program
+ * asks for (one schedule per region), after the warm-up, one probe at a time, and only
+ * while the extra time so far plus this call's expected extra (linear scaling: an upper
+ * bound for regions that scale no better than linearly) stays within PROBE_COST_PCT of
+ * the region's time without probes.  The region's own time rather than the process's:
+ * each region pays for its own probes, so the total stays within the share of the run
+ * the regions take. */
+static int probe_size(struct cc_region *r, const struct cc_gomp *g, int own) {
+    uint64_t calls = __atomic_load_n(&r->calls, __ATOMIC_RELAXED);
+    if (calls < PROBE_WARMUP || calls % PROBE_EVERY || own != __atomic_load_n(&r->requested, __ATOMIC_RELAXED))
+        return 0;
+    int level = __atomic_load_n(&r->probe_level, __ATOMIC_RELAXED), size;
+    uint64_t c, w;
+    for (;;) { /* sizes the region already ran often enough need no probe */
+        size = own >> (level + 1);
+        if (size < 1)
+            return 0;
+        hist_at(r, size, &c, &w);
+        if (c < PROBE_CALLS)
+            break;
+        if (__atomic_compare_exchange_n(&r->probe_level, &level, level + 1, 0, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED))
+            level++;
+    }
+    hist_at(r, own, &c, &w);
+    if (c < PROBE_WARMUP)
+        return 0;
+    int64_t cost = (int64_t)(w / c) * (own - size) / size;
+    int64_t extra = __atomic_load_n(&r->probe_extra, __ATOMIC_RELAXED);
+    int64_t base = (int64_t)__atomic_load_n(&r->wall, __ATOMIC_RELAXED) - extra;
+    if (extra + cost > base / 100 * PROBE_COST_PCT)
+        return 0;
+    if (g->omp_get_level && g->omp_get_level() > 0)
+        return 0;
+    int idle = 0;
+    if (!__atomic_compare_exchange_n(&r->probe_busy, &idle, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+        return 0;
+    return size;
+}
+
 /* The team size this call gets: the program's own (num_threads, or libgomp's default
- * for 0), capped by steering when it is on.  Steering only ever shrinks a team. */
-static unsigned team_size(struct cc_region *r, const struct cc_gomp *g, unsigned requested) {
+ * for 0), capped by steering when it is on, or a probe's smaller size.  Both only ever
+ * shrink a team, and never inside another team (a region nested in code corecast did
+ * not see start); the caller has already left out regions nested in ones it saw. */
+static unsigned team_size(struct tramp *tr, unsigned requested) {
+    struct cc_region *r = tr->region;
+    const struct cc_gomp *g = tr->g;
     if (!r)
         return requested;
     int own = requested ? (int)requested : (g->omp_get_max_threads ? g->omp_get_max_threads() : 0);
     int seen = __atomic_load_n(&r->requested, __ATOMIC_RELAXED);
     if (own > seen)
         __atomic_store_n(&r->requested, own, __ATOMIC_RELAXED);
+    if (own < 2)
+        return requested;
+    if (cc_cfg.probe) { /* never with steering (read_config) */
+        int size = probe_size(r, g, own);
+        if (size)
+            tr->probe_own = own;
+        return size ? (unsigned)size : requested;
+    }
     int cap = __atomic_load_n(&r->steer_threads, __ATOMIC_RELAXED);
-    /* Never inside another team (a region nested in code corecast did not see start). */
-    if (cc_cfg.steer && cap > 0 && own > 0 && cap < own &&
-        !(g->omp_get_level && g->omp_get_level() > 0))
+    if (cc_cfg.steer && cap > 0 && cap < own && !(g->omp_get_level && g->omp_get_level() > 0))
         return (unsigned)cap;
     return requested;
 }
 
 /* Calls and wall time per team size (the history steering and extrapolation use). */
-static void add_hist(struct cc_region *r, int team, uint64_t wall) {
+static void add_hist(struct cc_region *r, int team, uint64_t wall, int probe) {
     for (int i = 0; i < CC_MAX_HIST; i++) {
         struct cc_hist *h = &r->hist[i];
         int k = __atomic_load_n(&h->threads, __ATOMIC_ACQUIRE);
@@ -122,6 +196,8 @@ static void add_hist(struct cc_region *r, int team, uint64_t wall) {
         if (k == team) {
             CC_AADD(h->calls, 1);
             CC_AADD(h->wall, wall);
+            if (probe)
+                CC_AADD(h->probes, 1);
             return;
         }
     }
@@ -135,6 +211,7 @@ static void begin(struct tramp *tr, const struct cc_gomp *g, cc_outlined_fn fn, 
     tr->data = data;
     tr->g = g;
     tr->team = 1;
+    tr->probe_own = 0;
     tr->region = cc_region_for((void *)fn);
     if (tr->region && t->depth > 0)
         tr->region->nested = 1;
@@ -158,7 +235,15 @@ static void finish(struct tramp *tr, uint64_t t0) {
     CC_AADD(r->calls, 1);
     CC_AADD(r->wall, t2 - t0);
     CC_AADD(r->wait[CC_STALL_IMBALANCE], idle);
-    add_hist(r, tr->team, t2 - t0);
+    add_hist(r, tr->team, t2 - t0, tr->probe_own > 0);
+    if (tr->probe_own) {
+        /* Extra time: this call minus the mean call at the program's own size. */
+        uint64_t c, w;
+        hist_at(r, tr->probe_own, &c, &w);
+        CC_AADD(r->probe_extra, (int64_t)(t2 - t0) - (int64_t)(c ? w / c : 0));
+        CC_AADD(r->probe_calls, 1);
+        __atomic_store_n(&r->probe_busy, 0, __ATOMIC_RELEASE);
+    }
     int m = __atomic_load_n(&r->max_threads, __ATOMIC_RELAXED);
     while (tr->team > m &&
            !__atomic_compare_exchange_n(&r->max_threads, &m, tr->team, 0, __ATOMIC_RELAXED,
@@ -175,7 +260,7 @@ static void finish(struct tramp *tr, uint64_t t0) {
             return g->name(fn, data, num_threads args);                                     \
         struct tramp tr;                                                                     \
         begin(&tr, g, fn, data, t);                                                          \
-        unsigned n = t->depth > 0 ? num_threads : team_size(tr.region, g, num_threads);     \
+        unsigned n = t->depth > 0 ? num_threads : team_size(&tr, num_threads);     \
         uint64_t t0 = cc_now();                                                              \
         PARALLEL_CALL_##ret(g->name(trampoline, &tr, n args));                               \
     }

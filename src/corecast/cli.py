@@ -269,8 +269,12 @@ def add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--window-ms", type=_count, help="sampling window in ms (default 200)")
     p.add_argument("--json-out", metavar="FILE", help="write JSON Lines here (CORECAST_OUTPUT)")
     p.add_argument("--quiet", action="store_true", help="no report on stderr")
-    p.add_argument("--steer", action="store_true",
-                   help="let corecast choose each OpenMP region's team size (only ever fewer threads)")
+    explore = p.add_mutually_exclusive_group()  # steering already runs regions at other sizes
+    explore.add_argument("--steer", action="store_true",
+                         help="let corecast choose each OpenMP region's team size (only ever fewer threads)")
+    explore.add_argument("--probe", action="store_true",
+                         help="run a few calls of each repeated OpenMP region at smaller teams (n/2, "
+                         "n/4, ... 1; within 3%% of its time) so it gets a measured multi-size history")
     p.add_argument("--target-machine", metavar="M.json",
                    help="predict for this machine (its cores) and each region's speedup per NUMA "
                    "node count on it (description file or preset name)")
@@ -296,7 +300,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             args.target = m.cores_per_node * m.nodes
     try:
         launcher.run(command, args.target, args.window_ms, args.json_out, args.quiet, args.steer,
-                     target_machine=machine)
+                     target_machine=machine, probe=args.probe)
     except launcher.LaunchError as exc:
         sys.stderr.write(CliError(str(exc)).line() + "\n")
         return exc.status

@@ -12,7 +12,7 @@ from .bound import predict_region as bound_region
 from .contention import compose_process
 from .contention import predict_process as one_sample_process
 from .contention import predict_region as one_sample_region
-from .history import RegionHistory, combine, extrapolate
+from .history import RegionHistory, combine, extrapolate, probe_basis
 
 # Same order as the CC_STALL_* constants in native/model_abi.h.
 STALLS = ("mutex", "condvar", "pthread_barrier", "rwlock", "semaphore", "critical",
@@ -44,6 +44,9 @@ def decode_region(ffi: object, g: object) -> dict:
         "requested": g.requested,
         "steered_to": g.steered_to,
         "hist": [(g.hist[i].threads, g.hist[i].calls, g.hist[i].wall_s) for i in range(g.nhist)],
+        # CORECAST_PROBE: calls run at smaller teams, per team size (those in hist)
+        "probe_calls": g.probe_calls,
+        "probes": {g.hist[i].threads: g.hist_probes[i] for i in range(g.nhist) if g.hist_probes[i]},
         # run-queue wait other load caused (the process only; kept out of stalls_s)
         **({"runqueue_other": g.runq_other_s, "team_threads": g.team_threads}
            if ffi.string(g.name) == b"process" else {}),
@@ -82,7 +85,10 @@ def predict_region(region: dict, target: int, measured_cores: int, predicted_cor
     history.update(region)
     one = one_sample_region(region, target, measured_cores, predicted_cores)
     sizes = len(history.measured())
-    return combine(one, extrapolate(history, target) if sizes >= 2 else None, sizes)
+    pred = combine(one, extrapolate(history, target) if sizes >= 2 else None, sizes)
+    if pred is not one and region.get("probes"):  # the history holds probe calls: say so
+        pred.basis = probe_basis(pred.basis, region["probes"])
+    return pred
 
 
 def predict_window(regions: list[dict], target: int, measured_cores: int, predicted_cores: int,

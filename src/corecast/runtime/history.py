@@ -13,6 +13,7 @@ from .blas import load_numeric
 from .bound import RegionPrediction, prediction_counts, preferred_count
 
 MIN_CALLS = 2  # calls a team size needs in a window before it counts as measured
+BASIS_LEN = 95  # struct cc_region_prediction.basis holds this many characters
 
 
 class RegionHistory:
@@ -100,3 +101,15 @@ def combine(one_sample: RegionPrediction, from_history: RegionPrediction | None,
     return RegionPrediction(one_sample.threads, gm, lo, hi, preferred_count(one_sample.threads, gm),
                             "geometric mean of the one-sample model and 2 team sizes' history",
                             one_sample.fitted, one_sample.bottleneck)
+
+
+def probe_basis(basis: str, probes: dict[int, int]) -> str:
+    """``basis`` naming the probe calls (CORECAST_PROBE) in the history it rests on,
+    shortened to fit the C field."""
+    sizes = ",".join(str(t) for t in sorted(probes))
+    calls = sum(probes.values())
+    threads = "thread" if sizes == "1" else "threads"
+    for note in (f" (probes: {calls} calls at {sizes} {threads})", f" (probes at {sizes})", " (probes)"):
+        if len(basis) + len(note) <= BASIS_LEN:
+            return basis + note
+    return basis[: BASIS_LEN - len(" (probes)")] + " (probes)"

@@ -71,6 +71,7 @@ def preload_env(
     steer: bool = False,
     *,
     target_machine: str | None = None,
+    probe: bool = False,
 ) -> dict[str, str]:
     """``env`` with the library appended to LD_PRELOAD and the CORECAST_* settings.
 
@@ -94,6 +95,8 @@ def preload_env(
         env["CORECAST_QUIET"] = "1"
     if steer:
         env["CORECAST_STEER"] = "1"
+    if probe:
+        env["CORECAST_PROBE"] = "1"
     if target_machine is not None:
         env["CORECAST_TARGET_MACHINE"] = os.path.abspath(target_machine)
         from . import numa_events  # dataclasses: only when NUMA counters are planned
@@ -142,6 +145,7 @@ def run(
     steer: bool = False,
     *,
     target_machine: str | None = None,
+    probe: bool = False,
 ) -> NoReturn:
     """Replace this process with ``command`` under the library: the program keeps its
     stdin/stdout, signals and exit status."""
@@ -154,7 +158,7 @@ def run(
     if reason:
         raise LaunchError(f"{command[0]} {reason}; corecast cannot measure it")
     env = preload_env(dict(os.environ), target, window_ms, json_out, quiet, steer,
-                      target_machine=target_machine)
+                      target_machine=target_machine, probe=probe)
     if json_out is not None:
         start_output(env["CORECAST_OUTPUT"], json_out)
     # The program keeps this pid: only it says "serial run", not every serial child it starts.

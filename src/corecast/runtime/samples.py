@@ -156,6 +156,10 @@ def region_from_record(rec: dict) -> dict:
         "steered_to": 0,
         "hist": [(max(1, _int(h, "threads")), _int(h, "calls"), _num(h, "wall_s"))
                  for h in rec.get("by_team") or [] if isinstance(h, dict)],
+        # CORECAST_PROBE runs (schema 2): calls run at smaller teams, per team size
+        "probe_calls": _int(rec, "probe_calls") if "probe_calls" in rec else 0,
+        "probes": {max(1, _int(h, "threads")): _int(h, "probe_calls") for h in rec.get("by_team") or []
+                   if isinstance(h, dict) and h.get("probe_calls")},
     }
     # Schema 2: the split of serial_s (absent keys leave the model's schema-1 defaults).
     if "single_s" in counters:
