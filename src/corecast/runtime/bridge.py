@@ -84,7 +84,11 @@ def predict_openmp_region(region: dict, sample: object, out: object) -> RegionPr
     history.update(region)
     one = one_sample_region(region, sample.target, *_machines(sample))
     sizes = len(history.measured())
-    pred = combine(one, extrapolate(history, sample.target) if sizes >= 2 else None, sizes)
+    # A window's prediction is read only by steering, which is off with probing: a region
+    # whose sizes come from probes is fitted at the exit alone, so that numpy, scipy and
+    # the fits do not take CPU from the program each window (probing's cost cap).
+    fit = sizes >= 2 and (sample.final or not region.get("probes"))
+    pred = combine(one, extrapolate(history, sample.target) if fit else None, sizes)
     if pred is not one and region.get("probes"):  # the history holds probe calls: say so
         pred.basis = probe_basis(pred.basis, region["probes"])
     if sample.steer and not region["nested"] and region["requested"] >= 2:
