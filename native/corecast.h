@@ -134,9 +134,10 @@ struct cc_region {
     int requested;     /* largest team the program asked for */
     int steer_threads; /* > 0: steering caps the team at this size */
     /* Probing (shims/gomp.c): the next size is requested >> (probe_level + 1); one probe
-     * call at a time (probe_busy); its estimated extra time, signed (a smaller team may be
-     * faster), in ticks. */
+     * call at a time (probe_busy); in ticks, the expected extra time reserved at each
+     * probe's start and the measured extra, signed (a smaller team may be faster). */
     int probe_level, probe_busy;
+    uint64_t probe_reserved;
     int64_t probe_extra;
     uint64_t probe_calls;
     struct cc_hist hist[CC_MAX_HIST];

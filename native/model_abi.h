@@ -86,11 +86,13 @@ struct cc_region_sample {
     struct cc_team_stats hist[16];
     double runq_other_s;      /* process: run-queue wait other load caused (not in stall_s) */
     int team_threads;         /* process: threads that did its work (report.c team_of); 0: unknown */
-    /* CORECAST_PROBE: calls run at a smaller team than the program's, their estimated
-     * extra time (probe wall minus the mean call at the program's size), and per hist[]
-     * entry how many of its calls were probes. */
+    /* CORECAST_PROBE: calls run at a smaller team than the program's, their measured
+     * extra time (probe wall minus the mean call at the program's size), the expected
+     * extra reserved at their start (the cost cap's side), and per hist[] entry how many
+     * of its calls were probes. */
     unsigned long long probe_calls;
     double probe_extra_s;
+    double probe_reserved_s;
     unsigned long long hist_probes[16];
 };
 

@@ -56,6 +56,7 @@ static void fill_region(struct cc_region_sample *o, struct cc_region *r) {
     o->probe_calls = __atomic_load_n(&r->probe_calls, __ATOMIC_RELAXED);
     int64_t extra = __atomic_load_n(&r->probe_extra, __ATOMIC_RELAXED);
     o->probe_extra_s = extra < 0 ? -cc_ticks_to_s((uint64_t)-extra) : cc_ticks_to_s((uint64_t)extra);
+    o->probe_reserved_s = cc_ticks_to_s(__atomic_load_n(&r->probe_reserved, __ATOMIC_RELAXED));
     for (int c = 0; c < CC_NSTALL; c++) {
         o->stall_s[c] = cc_ticks_to_s(__atomic_load_n(&r->wait[c], __ATOMIC_RELAXED));
         o->acquisitions[c] = __atomic_load_n(&r->acq[c], __ATOMIC_RELAXED);
@@ -327,8 +328,9 @@ static void json_region(struct buf *b, const struct cc_sample *s, const struct c
             put(b, "}");
         }
         put(b, "]");
-        if (cc_cfg.probe) /* extra_s: estimated time the probes added (CORECAST_PROBE) */
-            put(b, ",\"probe_calls\":%llu,\"probe_extra_s\":%.6g", g->probe_calls, g->probe_extra_s);
+        if (cc_cfg.probe) /* measured and expected time the probes added (CORECAST_PROBE) */
+            put(b, ",\"probe_calls\":%llu,\"probe_extra_s\":%.6g,\"probe_reserved_s\":%.6g",
+                g->probe_calls, g->probe_extra_s, g->probe_reserved_s);
     }
     if (s->steer && !process) {
         put(b, ",\"steering\":{\"own\":%d,\"now\":%d,\"chosen\":", g->requested, g->steered_to);

@@ -116,11 +116,13 @@ static void hist_at(struct cc_region *r, int team, uint64_t *calls, uint64_t *wa
 
 /* The smaller team this call should probe, or 0.  Only at the largest team the program
  * asks for (one schedule per region), after the warm-up, one probe at a time, and only
- * while the extra time so far plus this call's expected extra (linear scaling: an upper
- * bound for regions that scale no better than linearly) stays within PROBE_COST_PCT of
- * the region's time without probes.  The region's own time rather than the process's:
- * each region pays for its own probes, so the total stays within the share of the run
- * the regions take. */
+ * while the probes' cost so far plus this call's expected extra stays within
+ * PROBE_COST_PCT of the region's time without probes.  The expected extra assumes linear
+ * scaling (an upper bound for regions that scale no better); the cost so far is the
+ * larger of the expected extras reserved and the measured extra, so a probe that came
+ * out dearer than expected holds the next ones back.  The region's own time rather than
+ * the process's: each region pays for its own probes, so the total stays within the
+ * share of the run the regions take. */
 static int probe_size(struct cc_region *r, const struct cc_gomp *g, int own) {
     uint64_t calls = __atomic_load_n(&r->calls, __ATOMIC_RELAXED);
     if (calls < PROBE_WARMUP || calls % PROBE_EVERY || own != __atomic_load_n(&r->requested, __ATOMIC_RELAXED))
@@ -138,19 +140,22 @@ static int probe_size(struct cc_region *r, const struct cc_gomp *g, int own) {
                                         __ATOMIC_RELAXED))
             level++;
     }
-    hist_at(r, own, &c, &w);
-    if (c < PROBE_WARMUP)
-        return 0;
-    int64_t cost = (int64_t)(w / c) * (own - size) / size;
-    int64_t extra = __atomic_load_n(&r->probe_extra, __ATOMIC_RELAXED);
-    int64_t base = (int64_t)__atomic_load_n(&r->wall, __ATOMIC_RELAXED) - extra;
-    if (extra + cost > base / 100 * PROBE_COST_PCT)
-        return 0;
     if (g->omp_get_level && g->omp_get_level() > 0)
         return 0;
+    /* Claimed before the budget check, so no other thread's probe lands between the two. */
     int idle = 0;
     if (!__atomic_compare_exchange_n(&r->probe_busy, &idle, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
         return 0;
+    hist_at(r, own, &c, &w);
+    int64_t cost = c >= PROBE_WARMUP ? (int64_t)(w / c) * (own - size) / size : -1;
+    int64_t extra = __atomic_load_n(&r->probe_extra, __ATOMIC_RELAXED);
+    int64_t reserved = (int64_t)__atomic_load_n(&r->probe_reserved, __ATOMIC_RELAXED);
+    int64_t base = (int64_t)__atomic_load_n(&r->wall, __ATOMIC_RELAXED) - extra;
+    if (cost < 0 || (extra > reserved ? extra : reserved) + cost > base / 100 * PROBE_COST_PCT) {
+        __atomic_store_n(&r->probe_busy, 0, __ATOMIC_RELEASE);
+        return 0;
+    }
+    CC_AADD(r->probe_reserved, (uint64_t)cost);
     return size;
 }
 

@@ -30,14 +30,20 @@ def by_team(region: dict) -> dict[int, dict]:
 
 
 def assert_cap_honoured(region: dict) -> None:
-    extra = region["probe_extra_s"]
-    assert extra <= CAP * (region["wall_s"] - extra), region
+    """The expected extra reserved at each probe's start stays within 3% of the region's
+    time without probes (the measured extra is reported, but it moves with the machine's
+    load: a probe call preempted on a busy machine costs what it costs, and then holds the
+    next probes back)."""
+    base = region["wall_s"] - region["probe_extra_s"]
+    assert region["probe_reserved_s"] <= CAP * base * 1.0001, region  # ticks to s: ppm apart
+    assert (region["probe_reserved_s"] > 0) == (region["probe_calls"] > 0)
 
 
 def test_probes_run_smaller_teams_and_keep_the_output(repeat, lib, tmp_path):
-    # 300 calls per region at 2 threads, and 20 calls of an outer team whose 2 threads
-    # each start a nested team of 2.
-    args = [repeat, "300", "4000", "2", "20"]
+    # 400 calls per region at 2 threads (about 1 ms each: a preempted probe call does not
+    # use up the budget), and 20 calls of an outer team whose 2 threads each start a
+    # nested team of 2.
+    args = [repeat, "400", "12000", "2", "20"]
     env = clean_env(OMP_NUM_THREADS="2")
     plain = run(args, env=env)
     out = tmp_path / "cc.jsonl"
@@ -52,7 +58,7 @@ def test_probes_run_smaller_teams_and_keep_the_output(repeat, lib, tmp_path):
         assert set(teams) == {1, 2}  # 2/2 = 1 is the only smaller size
         assert teams[1]["calls"] == teams[1]["probe_calls"] == PER_SIZE == r["probe_calls"]
         assert teams[2]["probe_calls"] == 0
-        assert sum(t["calls"] for t in teams.values()) == r["calls"] == 300
+        assert sum(t["calls"] for t in teams.values()) == r["calls"] == 400
         assert_cap_honoured(r)
         assert "(probes: 2 calls at 1 thread)" in r["basis"]
         assert f"probed {name}._omp_fn.0: 2 calls at 1 thread (the program's own: 2)" in probed.stderr.decode()
@@ -64,8 +70,9 @@ def test_probes_run_smaller_teams_and_keep_the_output(repeat, lib, tmp_path):
 
 def test_cost_cap_stops_the_costlier_sizes(repeat, lib, tmp_path):
     # A team of 4 called 52 times: a call at 2 threads (expected extra: one call at 4)
-    # fits 3% of the region's time after 34 calls; one at 1 thread (three calls' worth)
-    # would need about 100.  Passive waiting: 4 threads on fewer cores do not spin.
+    # fits 3% of the region's time after 34 calls (the check at 36 lets it start), a
+    # second one only after 67, one at 1 thread (three calls' worth more) after 167.
+    # Passive waiting: 4 threads on fewer cores do not spin.
     env = clean_env(OMP_NUM_THREADS="4", OMP_WAIT_POLICY="passive")
     out = tmp_path / "cc.jsonl"
     proc = run([repeat, "52", "4000", "4"], env=env, preload=lib, output=out, probe="1", quiet="1")
@@ -74,9 +81,8 @@ def test_cost_cap_stops_the_costlier_sizes(repeat, lib, tmp_path):
     for name in ("region_default", "region_clause"):
         r = regions(out)[name]
         teams = by_team(r)
-        assert max(teams) == 4 and 1 not in teams
-        assert 1 <= teams[2]["probe_calls"] <= PER_SIZE
-        assert r["probe_calls"] == teams[2]["probe_calls"]
+        assert set(teams) == {4, 2}
+        assert teams[2]["probe_calls"] == r["probe_calls"] == 1
         assert_cap_honoured(r)
 
 
@@ -87,7 +93,8 @@ def test_a_region_called_a_few_times_is_not_probed(repeat, lib, tmp_path):
                output=out, probe="1", quiet="1")
     assert proc.returncode == 0
     for r in regions(out).values():
-        assert set(by_team(r)) == {2} and r["probe_calls"] == 0 and r["probe_extra_s"] == 0
+        assert set(by_team(r)) == {2} and r["probe_calls"] == 0
+        assert r["probe_extra_s"] == r["probe_reserved_s"] == 0
 
 
 def test_a_team_of_one_is_never_probed_or_grown(repeat, lib, tmp_path):
@@ -100,21 +107,20 @@ def test_a_team_of_one_is_never_probed_or_grown(repeat, lib, tmp_path):
         assert set(by_team(r)) == {1} and r["probe_calls"] == 0
 
 
-def test_probing_is_off_with_steering_and_with_a_bad_value(repeat, lib, tmp_path):
-    env = clean_env(OMP_NUM_THREADS="2")
-    for settings, warning in (({"steer": "1"}, "CORECAST_PROBE=1 is ignored with CORECAST_STEER=1"),
-                              ({"display_env": "0"}, "CORECAST_PROBE=yes is not a whole number")):
-        out = tmp_path / "cc.jsonl"
-        out.unlink(missing_ok=True)
-        probe = "1" if "steer" in settings else "yes"
-        proc = run([repeat, "300", "500", "2"], env=env, preload=lib, output=out, probe=probe,
-                   quiet="1", **settings)
-        assert proc.returncode == 0
-        assert warning in proc.stderr.decode()
-        for r in regions(out).values():
-            assert "probe_calls" not in r  # probing is off: no probe fields
-            if "steer" not in settings:
-                assert set(by_team(r)) == {2}
+@pytest.mark.parametrize("settings, warning", [
+    ({"probe": "1", "steer": "1"}, "CORECAST_PROBE=1 is ignored with CORECAST_STEER=1"),
+    ({"probe": "yes"}, "CORECAST_PROBE=yes is not a whole number in [0, 1]; using 0"),
+])
+def test_probing_is_off_with_steering_or_a_bad_value(repeat, lib, tmp_path, settings, warning):
+    out = tmp_path / "cc.jsonl"
+    proc = run([repeat, "300", "500", "2"], env=clean_env(OMP_NUM_THREADS="2"), preload=lib,
+               output=out, quiet="1", **settings)
+    assert proc.returncode == 0
+    assert warning in proc.stderr.decode()
+    for r in regions(out).values():
+        assert "probe_calls" not in r  # probing is off: no probe fields
+        if "steer" not in settings:
+            assert set(by_team(r)) == {2}
 
 
 def test_corecast_run_probe(repeat, lib, tmp_path):
@@ -122,7 +128,7 @@ def test_corecast_run_probe(repeat, lib, tmp_path):
     proc = corecast_run(["--probe", "--quiet", "--json-out", str(out)], [repeat, "300", "4000", "2"],
                         env=clean_env(OMP_NUM_THREADS="2"))
     assert proc.returncode == 0
-    assert all(r["probe_calls"] == PER_SIZE for r in regions(out).values())
+    assert all(r["probe_calls"] >= 1 for r in regions(out).values())
     both = corecast_run(["--probe", "--steer"], [repeat, "1"])
     assert both.returncode == 2 and b"not allowed with argument" in both.stderr
     assert launcher.preload_env({}, probe=True)["CORECAST_PROBE"] == "1"

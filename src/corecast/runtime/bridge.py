@@ -78,21 +78,25 @@ _steering: dict[tuple[str, str], object] = {}
 
 
 def predict_region(region: dict, target: int, measured_cores: int, predicted_cores: int,
-                   histories: dict[tuple[str, str], RegionHistory]) -> RegionPrediction:
+                   histories: dict[tuple[str, str], RegionHistory], final: bool = True) -> RegionPrediction:
     """One OpenMP region: the one-sample model, joined by the region's own history once it
     ran at several team sizes (``histories`` remembers it between windows)."""
     history = histories.setdefault((region["name"], region["object"]), RegionHistory())
     history.update(region)
     one = one_sample_region(region, target, measured_cores, predicted_cores)
     sizes = len(history.measured())
-    pred = combine(one, extrapolate(history, target) if sizes >= 2 else None, sizes)
+    # A window's prediction is read only by steering, which is off with probing: a region
+    # whose sizes come from probes is fitted at the exit alone, so that numpy, scipy and
+    # the fits do not take CPU from the program each window (probing's cost cap).
+    fit = sizes >= 2 and (final or not region.get("probes"))
+    pred = combine(one, extrapolate(history, target) if fit else None, sizes)
     if pred is not one and region.get("probes"):  # the history holds probe calls: say so
         pred.basis = probe_basis(pred.basis, region["probes"])
     return pred
 
 
 def predict_window(regions: list[dict], target: int, measured_cores: int, predicted_cores: int,
-                   histories: dict[tuple[str, str], RegionHistory]) -> list[RegionPrediction]:
+                   histories: dict[tuple[str, str], RegionHistory], final: bool = True) -> list[RegionPrediction]:
     """The runtime's one predictor: a prediction for every region of one window (decoded as
     ``decode_region`` gives them, the process last), used alike by the live library and by
     ``corecast replay``.  An OpenMP program's process is composed from its outermost
@@ -101,7 +105,7 @@ def predict_window(regions: list[dict], target: int, measured_cores: int, predic
     preds = []
     for region in regions:
         if region["name"] != "process":
-            pred = predict_region(region, target, measured_cores, predicted_cores, histories)
+            pred = predict_region(region, target, measured_cores, predicted_cores, histories, final)
             done.append((region, pred))
         elif any(not r["nested"] for r, _ in done):
             pred = compose_process(region, done)
@@ -230,7 +234,7 @@ def predict_sample(ffi: object, sample: object, result: object) -> int:
     _injected_fault(sample)
     try:
         regions = [decode_region(ffi, sample.regions[i]) for i in range(sample.nregions)]
-        preds = predict_window(regions, sample.target, *_machines(sample), _histories)
+        preds = predict_window(regions, sample.target, *_machines(sample), _histories, bool(sample.final))
         for i, (region, pred) in enumerate(zip(regions, preds)):
             if region["name"] != "process":
                 _steer(region, sample, result.regions[i])
