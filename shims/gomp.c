@@ -265,7 +265,7 @@ static void finish(struct tramp *tr, uint64_t t0) {
             return g->name(fn, data, num_threads args);                                     \
         struct tramp tr;                                                                     \
         begin(&tr, g, fn, data, t);                                                          \
-        unsigned n = t->depth > 0 ? num_threads : team_size(&tr, num_threads);     \
+        unsigned n = t->depth > 0 ? num_threads : team_size(&tr, num_threads);              \
         uint64_t t0 = cc_now();                                                              \
         PARALLEL_CALL_##ret(g->name(trampoline, &tr, n args));                               \
     }
