@@ -25,6 +25,8 @@ import statistics
 import sys
 from pathlib import Path
 
+from corecast.fileio import read_measurements
+from corecast.runtime.numa import interpolate
 from corecast.runtime.replay import replay
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -33,25 +35,14 @@ TARGET = 16
 
 
 def measured_curve(path: Path) -> dict[int, float]:
-    """threads -> median time."""
-    runs: dict[int, list[float]] = {}
-    lines = [ln for ln in path.read_text().splitlines() if ln.strip() and not ln.startswith("#")]
-    for ln in lines[1:]:
-        n, t = ln.split(",")[:2]
-        runs.setdefault(int(n), []).append(float(t))
-    return {n: statistics.median(v) for n, v in sorted(runs.items())}
+    """threads -> median time (corecast's own CSV reader folds the repetitions)."""
+    m = read_measurements(str(path), "time")
+    return {int(n): float(t) for n, t in zip(m.counts, m.values)}
 
 
 def time_at(curve: dict[int, float], n: int) -> float:
-    if n in curve:
-        return curve[n]
-    counts = sorted(curve)
-    lo = max((c for c in counts if c < n), default=counts[0])
-    hi = min((c for c in counts if c > n), default=counts[-1])
-    if lo == hi:
-        return curve[lo]
-    w = (math.log(n) - math.log(lo)) / (math.log(hi) - math.log(lo))
-    return math.exp((1 - w) * math.log(curve[lo]) + w * math.log(curve[hi]))
+    """Measured time at ``n`` threads, log-log interpolated between measured counts."""
+    return curve[n] if n in curve else interpolate(list(curve.items()), n)
 
 
 def evaluate(directory: Path, counts: list[int]) -> list[dict]:

@@ -31,15 +31,22 @@ static void note_level(void) {
         max_level = level;
 }
 
+/* Called by every member of a team: the master records the team size and level. */
+static void note_team(int *max) {
+    if (omp_get_thread_num() == 0) {
+        if (omp_get_num_threads() > *max)
+            *max = omp_get_num_threads();
+        note_level();
+    }
+}
+
+/* Two regions (two outlined functions): one with libgomp's default team, one with a
+ * num_threads clause. */
 static void region_default(long steps, int k) {
     unsigned long s = 0;
 #pragma omp parallel reduction(+ : s)
     {
-        if (omp_get_thread_num() == 0) {
-            if (omp_get_num_threads() > max_default)
-                max_default = omp_get_num_threads();
-            note_level();
-        }
+        note_team(&max_default);
 #pragma omp for schedule(static)
         for (int i = 0; i < ITEMS; i++)
             s += work((unsigned long)(k * ITEMS + i), steps);
@@ -51,11 +58,7 @@ static void region_clause(long steps, int k, int team) {
     unsigned long s = 0;
 #pragma omp parallel num_threads(team) reduction(+ : s)
     {
-        if (omp_get_thread_num() == 0) {
-            if (omp_get_num_threads() > max_clause)
-                max_clause = omp_get_num_threads();
-            note_level();
-        }
+        note_team(&max_clause);
 #pragma omp for schedule(static)
         for (int i = 0; i < ITEMS; i++)
             s += work((unsigned long)(k * ITEMS + i) ^ 0x5bd1e995UL, steps);

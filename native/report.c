@@ -72,12 +72,12 @@ static void fill_region(struct cc_region_sample *o, struct cc_region *r) {
 #define TEAM_SHARE 0.25
 
 static int team_of(const struct cc_thread *t, int k) {
-    double first = -1, second = -1;
-    int known = 0;
-    for (int i = 0; i < k; i++) {
+    double cpu[CC_MAX_THREADS], first = -1, second = -1;
+    int n = 0, known = 0;
+    for (int i = 0; i < k && n < CC_MAX_THREADS; i++) {
         if (t[i].internal)
             continue;
-        double c = cc_task_cpu_s(t[i].tid);
+        double c = cpu[n++] = cc_task_cpu_s(t[i].tid); /* one lookup per thread */
         if (c < 0)
             continue;
         known++;
@@ -91,12 +91,8 @@ static int team_of(const struct cc_thread *t, int k) {
     if (known < 2 || second <= 0)
         return 0;
     int team = 0;
-    for (int i = 0; i < k; i++) {
-        if (t[i].internal)
-            continue;
-        double c = cc_task_cpu_s(t[i].tid);
-        team += c < 0 || c >= TEAM_SHARE * second;
-    }
+    for (int i = 0; i < n; i++)
+        team += cpu[i] < 0 || cpu[i] >= TEAM_SHARE * second;
     return team;
 }
 
