@@ -7,9 +7,9 @@ itself estimated (the regions' summed probe_extra_s against their summed wall ti
 
 Without ``--model`` the runs are quiet with no output file, so the model never starts:
 the figures are the probes' own cost.  With ``--model`` every run writes JSON Lines and the
-model predicts each window, as in real use; a region measured at several team sizes then
-loads numpy and scipy into the program, which probing brings about in programs whose
-regions otherwise run at one size.  The environment (OMP_NUM_THREADS, ...) is the caller's.
+model predicts each window, as in real use (a probed region is predicted by the standard
+library alone: its probes measure T(1), they do not call for a history fit with numpy and
+scipy).  The environment (OMP_NUM_THREADS, ...) is the caller's.
 """
 from __future__ import annotations
 

@@ -12,7 +12,13 @@ measured curve:
 * preferred-count loss: measured time at the process's preferred count (log-interpolated
   between measured counts) over the best measured time, minus 1.
 
-    python benchmarks/scale16.py [DIR] [--counts 2,4] [--json]
+``--history 1`` replays each sample with the regions' history holding, as earlier
+windows, what a ``--probe`` run measures at those smaller counts: 2 calls per size (the
+library's PROBE_CALLS) at the time per call recorded at that count, largest size first,
+while the probes' expected extra time (a call at n0 times n0/size - 1 each) stays within
+3% of the region's time at n0 (the library's cost cap).
+
+    python benchmarks/scale16.py [DIR] [--counts 2,4] [--history 1,2] [--json]
 
 DIR defaults to ../shared/datasets/scale16 next to the repository.
 """
@@ -26,8 +32,10 @@ import sys
 from pathlib import Path
 
 from corecast.fileio import read_measurements
+from corecast.runtime.history import RegionHistory
 from corecast.runtime.numa import interpolate
-from corecast.runtime.replay import replay
+from corecast.runtime.replay import replay_process
+from corecast.runtime.samples import read_recording
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ROOT.parent / "shared" / "datasets" / "scale16"
@@ -45,7 +53,47 @@ def time_at(curve: dict[int, float], n: int) -> float:
     return curve[n] if n in curve else interpolate(list(curve.items()), n)
 
 
-def evaluate(directory: Path, counts: list[int]) -> list[dict]:
+PROBE_CALLS, PROBE_COST = 2, 0.03  # shims/gomp.c: PROBE_CALLS, PROBE_COST_PCT
+
+
+def earlier_windows(directory: Path, stem: str, n0: int, sizes: list[int]) -> dict:
+    """Region histories as probes at ``sizes`` threads would leave them (see the module's text)."""
+    own = {(r["name"], r["object"]): r
+           for r in read_recording(str(directory / "samples" / f"{stem}-{n0}.jsonl"))[0].regions}
+    reserved: dict = {}
+    histories: dict = {}
+    for n in sorted(sizes, reverse=True):
+        rec = directory / "samples" / f"{stem}-{n}.jsonl"
+        if not rec.exists():
+            continue
+        for region in read_recording(str(rec))[0].regions:
+            key = (region["name"], region["object"])
+            mine = own.get(key)
+            if region["name"] == "process" or mine is None or mine["calls"] < 1:
+                continue
+            extra = reserved.get(key, 0.0) + PROBE_CALLS * (n0 / n - 1)  # in calls at n0
+            if extra > PROBE_COST * mine["calls"]:
+                continue
+            reserved[key] = extra
+            probes = [(t, PROBE_CALLS, w * PROBE_CALLS / c) for t, c, w in region["hist"] if c > 0]
+            history = histories.setdefault(key, RegionHistory())
+            history.update(cumulative({**region, "hist": probes}, history))
+    return histories
+
+
+def cumulative(region: dict, history: RegionHistory | None) -> dict:
+    """``region`` with the calls of earlier windows in its per-team totals, as the library
+    keeps them."""
+    if history is None:
+        return region
+    seen = dict(history.seen)
+    for team, calls, wall in region["hist"]:
+        c0, w0 = seen.get(team, (0, 0.0))
+        seen[team] = (c0 + calls, w0 + wall)
+    return {**region, "hist": [(t, c, w) for t, (c, w) in seen.items()]}
+
+
+def evaluate(directory: Path, counts: list[int], history: list[int] | None = None) -> list[dict]:
     rows = []
     for csv in sorted(directory.glob("*.csv")):
         curve = measured_curve(csv)
@@ -55,7 +103,11 @@ def evaluate(directory: Path, counts: list[int]) -> list[dict]:
             rec = directory / "samples" / f"{csv.stem}-{n0}.jsonl"
             if not rec.exists():
                 continue
-            rep = replay(str(rec), TARGET)[0]
+            proc_rec = read_recording(str(rec))[0]
+            histories = earlier_windows(directory, csv.stem, n0, [n for n in history or [] if n < n0])
+            proc_rec.regions = [cumulative(r, histories.get((r["name"], r["object"])))
+                                for r in proc_rec.regions]
+            rep = replay_process(proc_rec, TARGET, histories)
             proc = rep.process
             if proc is None:
                 continue
@@ -92,10 +144,13 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("directory", nargs="?", default=str(DEFAULT))
     ap.add_argument("--counts", default="2,4", help="sampled thread counts to replay (default 2,4)")
+    ap.add_argument("--history", default="", help="smaller counts whose recordings are the "
+                    "regions' earlier windows (what --probe measures), e.g. 1,2")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     counts = [int(c) for c in args.counts.split(",")]
-    rows = evaluate(Path(args.directory), counts)
+    history = [int(c) for c in args.history.split(",") if c]
+    rows = evaluate(Path(args.directory), counts, history)
     if args.json:
         print(json.dumps({"rows": rows, "summary": summary(rows)}, indent=1))
         return 0

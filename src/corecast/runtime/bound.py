@@ -38,11 +38,12 @@ class RegionPrediction:
     """Predicted speedups at ``threads`` with their band.  (A plain class: dataclasses
     would add milliseconds to every profiled program's start.)"""
 
-    __slots__ = ("threads", "speedup", "low", "high", "preferred", "basis", "fitted", "bottleneck")
+    __slots__ = ("threads", "speedup", "low", "high", "preferred", "basis", "fitted", "bottleneck",
+                 "work_s")
 
     def __init__(self, threads: list[int], speedup: list[float], low: list[float],
                  high: list[float], preferred: int, basis: str, fitted: list[str] | None = None,
-                 bottleneck: str | None = None):
+                 bottleneck: str | None = None, work_s: float = 0.0):
         self.threads = threads
         self.speedup = speedup
         self.low = low
@@ -51,6 +52,7 @@ class RegionPrediction:
         self.basis = basis
         self.fitted = fitted or []
         self.bottleneck = bottleneck  # stall category expected to dominate at the target
+        self.work_s = work_s  # T(1) over the whole sample (0: not known; composing estimates it)
 
 
 def prediction_counts(target: int, limit: int = 64) -> list[int]:

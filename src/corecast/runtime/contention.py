@@ -112,7 +112,7 @@ from __future__ import annotations
 import math
 
 from ..queueing import mva
-from .bound import PREFERRED_SHARE, SYNC_WAITS, RegionPrediction, prediction_counts
+from .bound import PREFERRED_SHARE, SYNC_WAITS, RegionPrediction, prediction_counts, region_work
 
 OPENMP_LOCKS = ("critical", "atomic", "omp_lock")
 SINGLE_OBJECT = ("critical", "atomic")  # one lock per category (anonymous critical, atomic)
@@ -134,19 +134,15 @@ TINY = 1e-15
 
 
 class ContentionPrediction(RegionPrediction):
-    """``RegionPrediction`` plus the future bottleneck (a slot of ``RegionPrediction``
-    itself where it has one), the lost thread time per part at the target (seconds over
-    the sample) and T(1) over the sample."""
+    """``RegionPrediction`` plus the lost thread time per part at the target (seconds over
+    the sample)."""
 
-    __slots__ = ("losses", "work_s") + (
-        () if "bottleneck" in RegionPrediction.__slots__ else ("bottleneck",))
+    __slots__ = ("losses",)
 
     def __init__(self, threads, speedup, low, high, preferred, basis, fitted=None,
                  bottleneck=None, losses=None, work_s=0.0):
-        super().__init__(threads, speedup, low, high, preferred, basis, fitted)
-        self.bottleneck = bottleneck
+        super().__init__(threads, speedup, low, high, preferred, basis, fitted, bottleneck, work_s)
         self.losses = losses or {}
-        self.work_s = work_s
 
 
 class _Station:
@@ -604,13 +600,7 @@ def compose_process(process: dict, regions: list[tuple[dict, RegionPrediction]])
         raise ValueError("compose_process needs at least one outermost region")
     outside = max(float(process["wall_s"]) - sum(float(r["wall_s"]) for r, _ in outer), 0.0)
 
-    def work_of(r, p):
-        if getattr(p, "work_s", 0.0) > 0:
-            return p.work_s
-        from .bound import region_work
-        return region_work(r)
-
-    works = [work_of(r, p) for r, p in outer]
+    works = [p.work_s if p.work_s > 0 else region_work(r) for r, p in outer]
     total = outside + sum(works)
     counts = outer[0][1].threads
     curves = []

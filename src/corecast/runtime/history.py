@@ -14,6 +14,10 @@ from .bound import RegionPrediction, prediction_counts, preferred_count
 
 MIN_CALLS = 2  # calls a team size needs in a window before it counts as measured
 BASIS_LEN = 95  # struct cc_region_prediction.basis holds this many characters
+# The one-sample model describes the calls at the region's largest team; it stands for the
+# region while they are at least this share of its calls (probes: >= 97%).
+OWN_SHARE = 0.75
+LOCK_SHARE = 0.02  # lock hold time above this share of busy time: a region that takes locks
 
 
 class RegionHistory:
@@ -53,6 +57,44 @@ class RegionHistory:
         return calls / wall if calls >= MIN_CALLS and wall > 0 else None
 
 
+def mostly_at(history: RegionHistory, team: int) -> bool:
+    """Whether at least ``OWN_SHARE`` of the region's calls ran with ``team`` threads."""
+    total = sum(c for c, _ in history.seen.values())
+    return total > 0 and history.seen.get(team, (0, 0.0))[0] >= OWN_SHARE * total
+
+
+def anchor_t1(one: RegionPrediction, region: dict, history: RegionHistory) -> RegionPrediction:
+    """The one-sample prediction with T(1) measured instead of taken from busy time.
+
+    Busy time at n threads is work only while threads do not share memory bandwidth and
+    cache: once they do, each call's work grows with the team and the model, which takes
+    T(1) = work at n, predicts too much.  A region whose history holds calls at 1 thread
+    (probes) has T(1) measured: the curve is rescaled to it, T(n) for n >= 2 kept.  Where
+    probing's cost cap stopped short of 1 thread, the smallest size probed, m, stands in:
+    the curve is rescaled so that T(m) is the measured one.  The ratio is the bandwidth and
+    cache term; ``basis`` shows it.
+    Regions that hold locks for more than ``LOCK_SHARE`` of their busy time are left alone:
+    there the extra work per call at n is the lock's hand-off, which the queue model
+    already carries from n0 on (measured: rescaling omp_critical moved its S(16) from 5.6
+    to 3.5, measured 5.7)."""
+    n0 = int(region["threads"])
+    smaller = [t for t in history.measured() if t < n0 and t in one.threads]
+    holds = sum((region.get("hold_s") or {}).values()) if region.get("hold_s") else region["serial_s"]
+    if n0 < 2 or not smaller or one.work_s <= 0 or holds > LOCK_SHARE * float(region["busy_s"]):
+        return one
+    m = min(smaller)
+    calls, wall = history.seen[m]
+    modelled = one.work_s / max(1, int(region["calls"])) / one.speedup[one.threads.index(m)]
+    f = (wall / calls) / modelled  # measured over modelled T(m)
+    speedup = [s * f if n > 1 else 1.0 for n, s in zip(one.threads, one.speedup)]
+    # The band keeps both readings: the 1-thread calls are few (probes: 2 per round).
+    low = [min(lo, lo * f) if n > 1 else 1.0 for n, lo in zip(one.threads, one.low)]
+    high = [max(hi, hi * f) if n > 1 else 1.0 for n, hi in zip(one.threads, one.high)]
+    basis = f"contention + bandwidth: work/call x{1 / f:.2f} from {m} to {n0} threads"
+    return type(one)(one.threads, speedup, low, high, preferred_count(one.threads, speedup), basis,
+                     one.fitted, one.bottleneck, work_s=one.work_s * f)
+
+
 def extrapolate(history: RegionHistory, target: int) -> RegionPrediction | None:
     """Speedups from the region's time per call at the team sizes it ran with (corecast's
     ``auto``; ESTIMA joins it when stalls per team size are known at enough sizes)."""
@@ -82,9 +124,10 @@ def extrapolate(history: RegionHistory, target: int) -> RegionPrediction | None:
     low = [t1 / high_at[n] for n in counts]  # in time, the band's high end is the slow one
     high = [t1 / low_at[n] for n in counts]
     basis = f"history: {pred.method} over {len(teams)} team sizes ({pred.candidate})"
+    calls = sum(c for c, _ in history.seen.values())
     # ESTIMA names the future bottleneck when it was one of auto's members.
     return RegionPrediction(counts, speedup, low, high, preferred_count(counts, speedup), basis, [],
-                            pred.extras.get("future_bottleneck"))
+                            pred.extras.get("future_bottleneck"), work_s=t1 * calls)
 
 
 def combine(one_sample: RegionPrediction, from_history: RegionPrediction | None,
@@ -98,9 +141,10 @@ def combine(one_sample: RegionPrediction, from_history: RegionPrediction | None,
     gm = [math.sqrt(a * b) for a, b in zip(one_sample.speedup, from_history.speedup)]
     lo = [min(a, b) for a, b in zip(one_sample.low, from_history.low)]
     hi = [max(a, b) for a, b in zip(one_sample.high, from_history.high)]
+    work = math.sqrt(one_sample.work_s * from_history.work_s)  # T(1) of the mean curve
     return RegionPrediction(one_sample.threads, gm, lo, hi, preferred_count(one_sample.threads, gm),
                             "geometric mean of the one-sample model and 2 team sizes' history",
-                            one_sample.fitted, one_sample.bottleneck)
+                            one_sample.fitted, one_sample.bottleneck, work)
 
 
 def probe_basis(basis: str, probes: dict[int, int]) -> str:

@@ -33,15 +33,18 @@ class ReplayedProcess:
         return None
 
 
-def replay_process(proc: RecordedProcess, target: int | None = None) -> ReplayedProcess:
+def replay_process(proc: RecordedProcess, target: int | None = None,
+                   histories: dict | None = None) -> ReplayedProcess:
     """Predictions for one recorded process, up to ``target`` threads (default: the
-    recorded target) on a machine of that many cores."""
+    recorded target) on a machine of that many cores.  ``histories`` (the bridge's
+    {(region, object): RegionHistory}) holds what earlier windows saw, if anything."""
     from .bridge import predict_window
 
     target = max(1, int(target or proc.target or proc.cores))
     cores = proc.cores or max(target, *(k.compute_units for k in proc.kernels), 1)  # unrecorded: enough
     measured = proc.cpus_allowed if 0 < proc.cpus_allowed < cores else cores
-    preds = predict_window(proc.regions, target, max(1, measured), target, {}) if proc.regions else []
+    preds = predict_window(proc.regions, target, max(1, measured), target,
+                           {} if histories is None else histories) if proc.regions else []
     kernels = []
     if proc.kernels:
         from ..opencl import predict as kernel_model

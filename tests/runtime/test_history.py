@@ -1,0 +1,98 @@
+"""A region's history in the runtime's predictor: T(1) measured at 1 thread (probes) anchors
+the one-sample model, spread team sizes are extrapolated from the history, and a history
+prediction carries its own T(1) into the process."""
+from __future__ import annotations
+
+import pytest
+
+from corecast.runtime import bridge
+from corecast.runtime.history import RegionHistory, anchor_t1
+from corecast.runtime.contention import predict_region as one_sample
+
+from .test_contention import process, region
+
+TARGET = 16
+
+
+def with_hist(r: dict, hist: list[tuple[int, int, float]]) -> dict:
+    r = dict(r, hist=hist, calls=sum(c for _, c, _ in hist), requested=r["threads"], probes={})
+    return r
+
+
+def after(r: dict, earlier: list[tuple[int, int, float]]) -> dict:
+    """Histories as the bridge keeps them after a window that saw ``earlier``."""
+    h = RegionHistory()
+    h.update(dict(r, hist=earlier))
+    return {(r["name"], r["object"]): h}
+
+
+def predict(r: dict, earlier: list[tuple[int, int, float]]) -> object:
+    """The bridge's prediction for ``r`` after a window that saw ``earlier``."""
+    return bridge.predict_region(r, TARGET, TARGET, TARGET, after(r, earlier))
+
+
+def test_measured_t1_rescales_a_lock_free_region():
+    # 100 calls at 4 threads, 4 ms of thread work each (1 ms wall), no waits: the model
+    # takes T(1) = 4 ms.  Probes found 3 ms at 1 thread: work per call grew 4/3 with the team.
+    r = with_hist(region(threads=4, busy=0.4, calls=100), [(4, 100, 0.1), (1, 2, 0.006)])
+    plain = one_sample(r, TARGET, TARGET, TARGET)
+    t1_model = plain.work_s / r["calls"]
+    assert t1_model == pytest.approx(0.004, rel=0.03)
+    pred = predict(r, earlier=[(1, 2, 0.006)])
+    t4_model = t1_model / plain.speedup[3]
+    assert pred.speedup[3] == pytest.approx(0.003 / t4_model)  # measured T(1) / modelled T(4)
+    f = 0.003 / t1_model
+    assert [a / b for a, b in zip(pred.speedup, plain.speedup)] == pytest.approx([1.0] + [f] * 15)
+    assert all(lo <= s <= hi for lo, s, hi in zip(pred.low, pred.speedup, pred.high))
+    assert pred.high[3] >= plain.speedup[3] * 0.999  # the band keeps the unanchored reading
+    assert pred.basis.startswith("contention + bandwidth: work/call x1.3")
+    assert pred.basis.endswith("from 1 to 4 threads")
+    assert pred.work_s == pytest.approx(f * plain.work_s)
+
+
+def test_smallest_probed_size_anchors_when_one_thread_was_not_reached():
+    r = with_hist(region(threads=4, busy=0.4, calls=100), [(4, 100, 0.1), (2, 2, 0.003)])
+    plain = one_sample(r, TARGET, TARGET, TARGET)
+    pred = predict(r, earlier=[(2, 2, 0.003)])
+    t2_model = plain.work_s / r["calls"] / plain.speedup[1]
+    assert pred.speedup[1] / plain.speedup[1] == pytest.approx(0.0015 / t2_model)
+    assert pred.basis.endswith("from 2 to 4 threads")
+
+
+@pytest.mark.parametrize("held, anchored", [(0.1, False), (0.001, True)])
+def test_regions_holding_locks_keep_the_one_sample_curve(held, anchored):
+    r = with_hist(region(threads=4, busy=0.4, serial=held, calls=100, acq={"critical": 1000},
+                         critical=0.01), [(4, 100, 0.1), (1, 2, 0.006)])
+    history = RegionHistory()
+    history.update(r)
+    plain = one_sample(r, TARGET, TARGET, TARGET)
+    assert (anchor_t1(plain, r, history) is not plain) == anchored
+
+
+def test_probed_regions_are_not_extrapolated_from_the_history(monkeypatch):
+    def fail(*_):
+        raise AssertionError("history fit called for a region mostly at its own count")
+    monkeypatch.setattr(bridge, "extrapolate", fail)
+    r = with_hist(region(threads=4, busy=0.4, calls=100), [(4, 100, 0.1), (2, 2, 0.003), (1, 2, 0.006)])
+    predict(r, earlier=[(2, 2, 0.003), (1, 2, 0.006)])
+
+
+def test_spread_team_sizes_use_the_history():
+    hist = [(1, 30, 0.3), (2, 30, 0.16), (4, 30, 0.09)]
+    r = with_hist(region(threads=4, busy=0.36, calls=90), hist)
+    pred = predict(r, earlier=hist)
+    assert pred.basis.startswith("history:")
+
+
+def test_history_prediction_brings_its_own_t1_into_the_process():
+    # A region that slows down with its team (omp_slowdown-like): at 4 threads nearly all of
+    # its busy time is barrier wait, so busy time leaves no work for the process to weigh.
+    hist = [(1, 1000, 0.1), (2, 1000, 0.5), (4, 1000, 0.7)]
+    r = with_hist(region(threads=4, busy=2.8, calls=3000, omp_barrier=2.8), hist)
+    pred = predict(r, earlier=hist)
+    # T(1) from the fit (busy less waits would leave ~0 s of work)
+    assert pred.basis.startswith("history:") and 0.1 < pred.work_s < 1.0
+    proc = process(threads=4, wall=1.31, cpu=3.0)
+    whole = bridge.predict_window([r, proc], TARGET, TARGET, TARGET,
+                                  after(r, hist))[-1]
+    assert whole.speedup[-1] < 0.5  # slower at 16 than at 1, as the region is
