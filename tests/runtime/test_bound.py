@@ -5,12 +5,12 @@ import pytest
 
 from corecast.runtime.bound import (
     PREFERRED_SHARE,
-    compose_process,
     predict_process,
     predict_region,
     prediction_counts,
     region_work,
 )
+from corecast.runtime.contention import compose_process
 
 STALLS = ("mutex", "condvar", "pthread_barrier", "rwlock", "semaphore", "critical", "atomic",
           "omp_lock", "omp_barrier", "imbalance", "runqueue")
@@ -154,7 +154,7 @@ def test_one_runnable_thread_uses_sampled_hold_time():
     assert pred.speedup == pytest.approx([1.0 / (0.25 + 0.75 / n) for n in range(1, 5)])
 
 
-# ---- processes with OpenMP regions ------------------------------------------------------
+# ---- processes with OpenMP regions: bounds composed as the runtime composes them ----------
 def test_compose_process_serial_time_outside_regions():
     # 10 s of wall time, 5 s of it in a linear 4-thread region (20 s of thread work):
     # T(n) = 5 + 20 / n, relative to T(1) = 25.

@@ -107,23 +107,6 @@ def region_work(region: dict) -> float:
     return max(float(region["busy_s"]) - waits, 1e-12)
 
 
-def compose_process(process: dict, regions: list[tuple[dict, RegionPrediction]]) -> RegionPrediction:
-    """Whole-program bound from its OpenMP regions plus the serial time between them."""
-    outer = [(r, p) for r, p in regions if not r["nested"]]
-    outside = max(float(process["wall_s"]) - sum(float(r["wall_s"]) for r, _ in outer), 0.0)
-    work = outside + sum(region_work(r) for r, _ in outer)
-    counts = outer[0][1].threads
-    curves = []
-    for key in ("speedup", "low", "high"):
-        curves.append([
-            work / (outside + sum(region_work(r) / getattr(p, key)[i] for r, p in outer))
-            for i in range(len(counts))
-        ])
-    central, low, high = curves
-    return RegionPrediction(counts, central, low, high, preferred_count(counts, central),
-                            "bound: serial time between regions plus each region's bound")
-
-
 def predict_process(process: dict, target: int, cores: int) -> RegionPrediction:
     """Karp-Flatt bound for a whole process with plain threads."""
     threads = max(1, int(process["threads"]))

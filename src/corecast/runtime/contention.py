@@ -112,7 +112,7 @@ from __future__ import annotations
 import math
 
 from ..queueing import mva
-from .bound import PREFERRED_SHARE, SYNC_WAITS, RegionPrediction, prediction_counts, region_work
+from .bound import SYNC_WAITS, RegionPrediction, prediction_counts, preferred_count, region_work
 
 OPENMP_LOCKS = ("critical", "atomic", "omp_lock")
 SINGLE_OBJECT = ("critical", "atomic")  # one lock per category (anonymous critical, atomic)
@@ -371,11 +371,6 @@ def _infer_hold(m: _Model, s: _Station) -> None:
 
 
 # ---- assembling predictions --------------------------------------------------------------
-def _preferred(counts: list[int], speedup: list[float]) -> int:
-    best = max(speedup)
-    return next(n for n, s in zip(counts, speedup) if s >= PREFERRED_SHARE * best)
-
-
 def _bottleneck(losses: dict, total: float) -> str | None:
     name, value = max(losses.items(), key=lambda kv: kv[1], default=(None, 0.0))
     if name is None or value <= 0 or sum(v for v in losses.values() if v > 0) < BOTTLENECK_SHARE * total:
@@ -398,7 +393,7 @@ def _predict(models: dict[str, _Model], target: int, calls: float, basis: str,
     central = curves["central"]
     low = [min(a, c) for a, c in zip(curves["low"], central)]
     high = [max(a, c) for a, c in zip(curves["high"], central)]
-    return ContentionPrediction(counts, central, low, high, _preferred(counts, central), basis,
+    return ContentionPrediction(counts, central, low, high, preferred_count(counts, central), basis,
                                 fitted, _bottleneck(losses, total), losses, work)
 
 
@@ -615,7 +610,7 @@ def compose_process(process: dict, regions: list[tuple[dict, RegionPrediction]])
         for k, v in getattr(p, "losses", {}).items():
             losses[k] = losses.get(k, 0.0) + v
     t_end = total / central[-1]
-    return ContentionPrediction(counts, central, low, high, _preferred(counts, central),
+    return ContentionPrediction(counts, central, low, high, preferred_count(counts, central),
                                 "contention model: serial time between regions plus each "
                                 "region's model", sorted({f for _, p in outer for f in p.fitted}),
                                 _bottleneck(losses, counts[-1] * t_end), losses, total)
