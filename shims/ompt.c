@@ -1,0 +1,380 @@
+/* OMPT shim: OpenMP programs on LLVM's libomp or Intel's libiomp5 (clang, icx, ifx, flang,
+ * AOCC).  Those runtimes call ompt_start_tool at start-up; the callbacks registered here
+ * feed the same region table, stall categories and per-member times as shims/gomp.c.
+ *
+ * A region is keyed by its outlined function, caught on its way into __kmpc_fork_call
+ * (a loop the compiler unrolled forks one region from several call sites), else by the
+ * fork's call site (codeptr_ra, e.g. gcc code calling libomp's GOMP_parallel), and named
+ * after the function holding its first call site (report.c), so a clang and a gcc build
+ * name their regions alike.  A
+ * member's share of the work ends where it arrives at the join barrier: libomp reports
+ * that barrier's end and the implicit task's end only at the next fork, so the barrier's
+ * start is the member's end.  Old runtimes (LLVM 14) give the join barrier and a loop's
+ * barrier one kind: a member leaves at every implicit barrier and resumes when the wait
+ * ends inside the team (a join's wait ends with no parallel data).
+ *
+ * Callbacks run on the program's threads: no malloc, stdio or locks; per-thread state in
+ * a table indexed like the thread slots, one call record per running team from a pool. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <link.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../native/corecast.h"
+#include "../native/omp_call.h"
+#include "../native/real.h"
+
+/* ---- the OMPT ABI subset used here (OpenMP 5.1, omp-tools.h) ----------------------- */
+typedef union {
+    uint64_t value;
+    void *ptr;
+} ompt_data_t;
+typedef void (*ompt_callback_t)(void);
+typedef void (*ompt_interface_fn_t)(void);
+typedef ompt_interface_fn_t (*ompt_function_lookup_t)(const char *);
+typedef int (*ompt_set_callback_t)(int event, ompt_callback_t callback);
+typedef struct {
+    int (*initialize)(ompt_function_lookup_t lookup, int initial_device_num, ompt_data_t *tool_data);
+    void (*finalize)(ompt_data_t *tool_data);
+    ompt_data_t tool_data;
+} ompt_start_tool_result_t;
+
+enum {
+    ompt_callback_parallel_begin = 3,
+    ompt_callback_parallel_end = 4,
+    ompt_callback_implicit_task = 7,
+    ompt_callback_sync_region_wait = 16,
+    ompt_callback_mutex_released = 17,
+    ompt_callback_work = 20,
+    ompt_callback_mutex_acquire = 26,
+    ompt_callback_mutex_acquired = 27,
+    ompt_callback_nest_lock = 28,
+};
+enum { ompt_scope_begin = 1, ompt_scope_end = 2 };
+enum { ompt_set_never = 1 }; /* results above it: the callback is (at least sometimes) made */
+enum { ompt_task_initial = 0x1 };
+enum { ompt_parallel_league = 0x40000000 };
+enum {
+    ompt_sync_region_barrier = 1,          /* deprecated in 5.1, still sent by old runtimes */
+    ompt_sync_region_barrier_implicit = 2, /* likewise: the join barrier or a construct's */
+    ompt_sync_region_barrier_explicit = 3,
+    ompt_sync_region_barrier_implementation = 4,
+    ompt_sync_region_barrier_implicit_workshare = 8,
+    ompt_sync_region_barrier_implicit_parallel = 9,
+};
+enum {
+    ompt_mutex_lock = 1,
+    ompt_mutex_test_lock = 2,
+    ompt_mutex_nest_lock = 3,
+    ompt_mutex_test_nest_lock = 4,
+    ompt_mutex_critical = 5,
+    ompt_mutex_atomic = 6,
+    ompt_mutex_ordered = 7,
+};
+enum { ompt_work_single_executor = 3 };
+
+/* ---- state ---------------------------------------------------------------------- */
+int cc_ompt_on;
+static char runtime_name[64]; /* the runtime's file name, for the report */
+
+#define MAX_DEPTH 4   /* implicit tasks tracked per thread (nested regions) */
+#define CALL_POOL 128 /* teams running at once */
+
+struct ompt_thread {
+    void *fork_fn;    /* the outlined function of the fork under way (__kmpc_fork_call) */
+    int depth;        /* implicit tasks open on this thread */
+    uint64_t wait_t0; /* the barrier wait or mutex acquisition under way began here */
+    struct cc_member task[MAX_DEPTH];
+};
+static struct ompt_thread threads[CC_MAX_THREADS];
+static struct cc_call calls[CALL_POOL];
+static int call_used[CALL_POOL];
+
+const char *cc_ompt_runtime(void) { return cc_ompt_on ? runtime_name : ""; }
+
+/* The calling thread and its OMPT state, or NULL when corecast is not to measure it. */
+static struct cc_thread *self(struct ompt_thread **o) {
+    struct cc_thread *t = cc_self();
+    int n;
+    struct cc_thread *base = cc_thread_slots(&n);
+    if (t->guard || cc_cfg.disabled || t < base || t >= base + CC_MAX_THREADS)
+        return NULL;
+    *o = &threads[t - base];
+    return t;
+}
+
+static struct cc_call *call_claim(struct cc_thread *t) {
+    for (int k = 0; k < CALL_POOL; k++) {
+        int i = (t->tid + k) % CALL_POOL; /* threads start apart: short scans */
+        int idle = 0;
+        if (!__atomic_load_n(&call_used[i], __ATOMIC_RELAXED) &&
+            __atomic_compare_exchange_n(&call_used[i], &idle, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+            return &calls[i];
+    }
+    CC_AADD(cc_overflow, 1);
+    return NULL;
+}
+
+static void call_release(struct cc_call *c) { __atomic_store_n(&call_used[c - calls], 0, __ATOMIC_RELEASE); }
+
+/* ---- teams ------------------------------------------------------------------------ */
+static void on_parallel_begin(ompt_data_t *task, const void *frame, ompt_data_t *parallel, unsigned requested,
+                              int flags, const void *codeptr_ra) {
+    struct ompt_thread *o;
+    struct cc_thread *t = self(&o);
+    parallel->ptr = NULL;
+    if (!t || (flags & ompt_parallel_league) || !codeptr_ra)
+        return;
+    void *fn = o->fork_fn;
+    o->fork_fn = NULL;
+    struct cc_call *c = call_claim(t);
+    if (!c)
+        return;
+    cc_call_begin(c, fn ? fn : (void *)codeptr_ra, t);
+    struct cc_region *r = c->region;
+    if (r) {
+        void *none = NULL;
+        if (!__atomic_load_n(&r->site, __ATOMIC_RELAXED))
+            __atomic_compare_exchange_n(&r->site, &none, (void *)codeptr_ra, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+        int seen = __atomic_load_n(&r->requested, __ATOMIC_RELAXED);
+        if ((int)requested > seen)
+            __atomic_store_n(&r->requested, (int)requested, __ATOMIC_RELAXED);
+    }
+    parallel->ptr = c;
+    c->t0 = cc_now();
+}
+
+static void on_parallel_end(ompt_data_t *parallel, ompt_data_t *task, int flags, const void *codeptr_ra) {
+    struct cc_call *c = parallel ? parallel->ptr : NULL;
+    if (!c)
+        return;
+    cc_call_finish(c);
+    call_release(c);
+}
+
+static void on_implicit_task(int endpoint, ompt_data_t *parallel, ompt_data_t *task, unsigned team,
+                             unsigned index, int flags) {
+    if (flags & ompt_task_initial)
+        return;
+    struct ompt_thread *o;
+    struct cc_thread *t = self(&o);
+    if (endpoint == ompt_scope_begin) {
+        task->ptr = NULL;
+        struct cc_call *c = parallel ? parallel->ptr : NULL;
+        if (!t || !c || o->depth >= MAX_DEPTH)
+            return;
+        if (index == 0)
+            c->team = (int)team;
+        struct cc_member *m = &o->task[o->depth++];
+        cc_member_enter(m, c, (int)index, t);
+        task->ptr = m;
+        return;
+    }
+    struct cc_member *m = task ? task->ptr : NULL;
+    if (!t || !m)
+        return;
+    if (m->open) /* a team of one: no join barrier */
+        cc_member_leave(m, t);
+    task->ptr = NULL;
+    if (o->depth > 0)
+        o->depth--;
+}
+
+/* __kmpc_fork_call(loc, argc, microtask, ...) is variadic with any number of arguments, so
+ * its wrapper is a tail jump that keeps every argument register and the stack: the
+ * runtime sees the program's own call (codeptr_ra included).  x86-64 only; elsewhere
+ * regions are keyed by call site. */
+#if defined(__x86_64__)
+void *cc_ompt_fork_note(void *microtask, const void *caller) __attribute__((visibility("hidden")));
+void *cc_ompt_fork_note(void *microtask, const void *caller) {
+    const struct cc_gomp *g = cc_gomp_for(caller);
+    struct ompt_thread *o;
+    if (self(&o))
+        o->fork_fn = microtask;
+    if (!g->__kmpc_fork_call) { /* cannot happen: the caller links a runtime that has it */
+        cc_warn("no OpenMP runtime defines __kmpc_fork_call");
+        abort();
+    }
+    return (void *)g->__kmpc_fork_call;
+}
+
+__asm__(".text\n"
+        ".globl __kmpc_fork_call\n"
+        ".type __kmpc_fork_call, @function\n"
+        "__kmpc_fork_call:\n"
+        "  endbr64\n"
+        "  push %rdi\n push %rsi\n push %rdx\n push %rcx\n push %r8\n push %r9\n push %rax\n"
+        "  sub $128, %rsp\n" /* 7 pushes and 128 bytes: aligned to 16 for the call */
+        "  movdqu %xmm0, 0(%rsp)\n  movdqu %xmm1, 16(%rsp)\n  movdqu %xmm2, 32(%rsp)\n"
+        "  movdqu %xmm3, 48(%rsp)\n  movdqu %xmm4, 64(%rsp)\n  movdqu %xmm5, 80(%rsp)\n"
+        "  movdqu %xmm6, 96(%rsp)\n  movdqu %xmm7, 112(%rsp)\n"
+        "  mov %rdx, %rdi\n"      /* the outlined function */
+        "  mov 184(%rsp), %rsi\n" /* the return address: the calling object */
+        "  call cc_ompt_fork_note@PLT\n"
+        "  mov %rax, %r11\n"
+        "  movdqu 0(%rsp), %xmm0\n  movdqu 16(%rsp), %xmm1\n  movdqu 32(%rsp), %xmm2\n"
+        "  movdqu 48(%rsp), %xmm3\n  movdqu 64(%rsp), %xmm4\n  movdqu 80(%rsp), %xmm5\n"
+        "  movdqu 96(%rsp), %xmm6\n  movdqu 112(%rsp), %xmm7\n"
+        "  add $128, %rsp\n"
+        "  pop %rax\n pop %r9\n pop %r8\n pop %rcx\n pop %rdx\n pop %rsi\n pop %rdi\n"
+        "  jmp *%r11\n"
+        ".size __kmpc_fork_call, .-__kmpc_fork_call\n");
+#endif
+
+/* ---- barriers ------------------------------------------------------------------------ */
+static void on_sync_region_wait(int kind, int endpoint, ompt_data_t *parallel, ompt_data_t *task,
+                                const void *codeptr_ra) {
+    int join_or_construct = kind == ompt_sync_region_barrier || kind == ompt_sync_region_barrier_implicit ||
+                            kind == ompt_sync_region_barrier_implicit_parallel;
+    if (!join_or_construct && kind != ompt_sync_region_barrier_explicit &&
+        kind != ompt_sync_region_barrier_implementation && kind != ompt_sync_region_barrier_implicit_workshare)
+        return; /* taskwait, taskgroup, reductions, teams: not barriers of the team */
+    struct ompt_thread *o;
+    struct cc_thread *t = self(&o);
+    if (!t)
+        return;
+    struct cc_member *m = task ? task->ptr : NULL;
+    uint64_t now = cc_now();
+    if (endpoint == ompt_scope_begin) {
+        o->wait_t0 = now;
+        if (join_or_construct && m && m->open)
+            cc_member_leave(m, t); /* perhaps the join: the member's work ends here */
+        else
+            cc_close_single(t, now);
+        return;
+    }
+    int join = kind == ompt_sync_region_barrier_implicit_parallel || (join_or_construct && !parallel);
+    if (join)
+        return; /* its wait is the member's idle time at the join: imbalance */
+    if (m && !m->open && join_or_construct)
+        cc_member_resume(m, t);
+    cc_note(t, CC_STALL_OMPBARRIER, now - o->wait_t0, 0);
+}
+
+/* ---- critical, atomic, ordered, locks ------------------------------------------------ */
+static int mutex_category(int kind) {
+    switch (kind) {
+    case ompt_mutex_lock:
+    case ompt_mutex_test_lock:
+    case ompt_mutex_nest_lock:
+    case ompt_mutex_test_nest_lock:
+        return CC_STALL_OMPLOCK;
+    case ompt_mutex_atomic:
+        return CC_STALL_ATOMIC;
+    default: /* critical; an ordered block waits for its turn, then runs alone */
+        return CC_STALL_CRITICAL;
+    }
+}
+
+static void on_mutex_acquire(int kind, unsigned hint, unsigned impl, uint64_t wait_id, const void *codeptr_ra) {
+    struct ompt_thread *o;
+    if (self(&o))
+        o->wait_t0 = cc_now();
+}
+
+/* Every wait is timed (the callbacks come anyway); one hold in CC_SAMPLE_EVERY. */
+static void on_mutex_acquired(int kind, uint64_t wait_id, const void *codeptr_ra) {
+    struct ompt_thread *o;
+    struct cc_thread *t = self(&o);
+    if (!t)
+        return;
+    uint64_t now = cc_now(), w = now - o->wait_t0;
+    int cat = mutex_category(kind);
+    cc_note(t, cat, w, w > CC_CONTENDED_TICKS);
+    if (++t->sample_seq % CC_SAMPLE_EVERY == 0)
+        cc_held_push(t, (const void *)(uintptr_t)wait_id, cat, now, CC_SAMPLE_EVERY);
+}
+
+static void on_mutex_released(int kind, uint64_t wait_id, const void *codeptr_ra) {
+    struct ompt_thread *o;
+    struct cc_thread *t = self(&o);
+    if (t && t->nheld)
+        cc_held_pop(t, (const void *)(uintptr_t)wait_id, cc_now());
+}
+
+/* A nest lock its owner sets again: an acquisition without a wait. */
+static void on_nest_lock(int endpoint, uint64_t wait_id, const void *codeptr_ra) {
+    struct ompt_thread *o;
+    struct cc_thread *t = self(&o);
+    if (t && endpoint == ompt_scope_begin)
+        cc_note(t, CC_STALL_OMPLOCK, 0, 0);
+}
+
+/* ---- single --------------------------------------------------------------------------- */
+static void on_work(int kind, int endpoint, ompt_data_t *parallel, ompt_data_t *task, uint64_t count,
+                    const void *codeptr_ra) {
+    struct ompt_thread *o;
+    struct cc_thread *t = self(&o);
+    if (!t || kind != ompt_work_single_executor)
+        return;
+    if (endpoint == ompt_scope_begin)
+        t->single_t0 = cc_now();
+    else
+        cc_close_single(t, cc_now());
+}
+
+/* ---- start-up ------------------------------------------------------------------------- */
+static int initialize(ompt_function_lookup_t lookup, int initial_device_num, ompt_data_t *tool_data) {
+    ompt_set_callback_t set = (ompt_set_callback_t)lookup("ompt_set_callback");
+    if (!set)
+        return 0;
+    static const struct {
+        int event;
+        ompt_callback_t fn;
+        int needed; /* without it no region can be timed */
+    } table[] = {
+        {ompt_callback_parallel_begin, (ompt_callback_t)on_parallel_begin, 1},
+        {ompt_callback_parallel_end, (ompt_callback_t)on_parallel_end, 1},
+        {ompt_callback_implicit_task, (ompt_callback_t)on_implicit_task, 1},
+        {ompt_callback_sync_region_wait, (ompt_callback_t)on_sync_region_wait, 0},
+        {ompt_callback_mutex_acquire, (ompt_callback_t)on_mutex_acquire, 0},
+        {ompt_callback_mutex_acquired, (ompt_callback_t)on_mutex_acquired, 0},
+        {ompt_callback_mutex_released, (ompt_callback_t)on_mutex_released, 0},
+        {ompt_callback_nest_lock, (ompt_callback_t)on_nest_lock, 0},
+        {ompt_callback_work, (ompt_callback_t)on_work, 0},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (set(table[i].event, table[i].fn) <= ompt_set_never && table[i].needed)
+            return 0;
+    Dl_info info;
+    const char *file = dladdr((void *)set, &info) && info.dli_fname ? info.dli_fname : "the OpenMP runtime";
+    const char *base = strrchr(file, '/');
+    strncpy(runtime_name, base ? base + 1 : file, sizeof runtime_name - 1);
+    /* From here the GOMP_* entry points that libomp also exports are counted here only. */
+    __atomic_store_n(&cc_ompt_on, 1, __ATOMIC_RELEASE);
+    return 1;
+}
+
+static void finalize(ompt_data_t *tool_data) {}
+
+ompt_start_tool_result_t *ompt_start_tool(unsigned omp_version, const char *runtime_version) {
+    static ompt_start_tool_result_t result = {initialize, finalize, {0}};
+    /* The runtime may start tools before corecast's constructor has read its settings. */
+    const char *off = getenv("CORECAST_DISABLE");
+    return off && !strcmp(off, "1") ? NULL : &result;
+}
+
+/* ---- runtimes that did not start the tool --------------------------------------------- */
+struct runtime_query {
+    char name[64];
+};
+
+static int find_kmp_runtime(struct dl_phdr_info *info, size_t size, void *arg) {
+    struct runtime_query *q = arg;
+    const char *path = info->dlpi_name, *base = path ? strrchr(path, '/') : NULL;
+    base = base ? base + 1 : path;
+    if (!base || (strncmp(base, "libomp.", 7) && strncmp(base, "libomp-", 7) && strncmp(base, "libiomp", 7)))
+        return 0; /* libompd, libomptarget: helpers beside the runtime, not a runtime */
+    strncpy(q->name, base, sizeof q->name - 1);
+    return 1;
+}
+
+const char *cc_unmeasured_omp_runtime(void) {
+    static struct runtime_query q;
+    if (cc_ompt_on)
+        return NULL;
+    memset(&q, 0, sizeof q);
+    return dl_iterate_phdr(find_kmp_runtime, &q) ? q.name : NULL;
+}
