@@ -137,6 +137,7 @@ struct cc_hist {
 struct cc_region {
     void *fn;   /* key: the outlined function (or, OMPT without it, the fork's call site); NULL = free */
     void *site; /* OMPT: a call site of the fork, for the name (the function holding it) */
+    const void *loc; /* OMPT: the fork's ident_t (its psource names the function with -g) */
     int nested;
     int max_threads;
     int requested;     /* largest team the program asked for */

@@ -18,13 +18,27 @@ static void basename_into(char *dst, size_t n, const char *path) {
     snprintf(dst, n, "%s", b ? b + 1 : path);
 }
 
-/* An OMPT region's call site: the function holding it (the call's return address less one
- * byte is still inside it) and its object, once. */
+/* The function an LLVM/Intel source location names: its psource is ";file;function;line;
+ * col;;" (";unknown;unknown;0;0;;" without -g).  It survives inlining, as gcc's names do. */
+static int loc_function(const void *loc, char *dst, size_t n) {
+    const char *src = loc ? *(const char *const *)((const char *)loc + 16) : NULL; /* ident_t.psource */
+    const char *f = src && src[0] == ';' ? strchr(src + 1, ';') : NULL;
+    const char *e = f ? strchr(f + 1, ';') : NULL;
+    if (!e || e == f + 1 || (e - f - 1 == 7 && !strncmp(f + 1, "unknown", 7)))
+        return 0;
+    snprintf(dst, n, "%.*s", (int)(e - f - 1), f + 1);
+    return 1;
+}
+
+/* An OMPT region's function: the source location's, else the one holding its first call
+ * site (the call's return address less one byte is still inside it); and its object. */
 static void callsite_parent(struct cc_region *r) {
     if (!r->parent[0]) {
-        char obj[1024];
-        cc_symbol_name((const char *)r->site - 1, r->parent, sizeof r->parent, obj, sizeof obj);
+        char obj[1024], site[CC_NAME_LEN];
+        cc_symbol_name((const char *)r->site - 1, site, sizeof site, obj, sizeof obj);
         basename_into(r->object, sizeof r->object, obj);
+        if (!loc_function(r->loc, r->parent, sizeof r->parent))
+            memcpy(r->parent, site, sizeof r->parent);
     }
 }
 

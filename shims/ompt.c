@@ -84,6 +84,7 @@ static char runtime_name[64]; /* the runtime's file name, for the report */
 
 struct ompt_thread {
     void *fork_fn;    /* the outlined function of the fork under way (__kmpc_fork_call) */
+    const void *fork_loc; /* and its source location (an ident_t) */
     int depth;        /* implicit tasks open on this thread */
     uint64_t wait_t0; /* the barrier wait or mutex acquisition under way began here */
     struct cc_member task[MAX_DEPTH];
@@ -128,7 +129,9 @@ static void on_parallel_begin(ompt_data_t *task, const void *frame, ompt_data_t 
     if (!t || (flags & ompt_parallel_league) || !codeptr_ra)
         return;
     void *fn = o->fork_fn;
+    const void *loc = o->fork_loc;
     o->fork_fn = NULL;
+    o->fork_loc = NULL;
     struct cc_call *c = call_claim(t);
     if (!c)
         return;
@@ -137,7 +140,9 @@ static void on_parallel_begin(ompt_data_t *task, const void *frame, ompt_data_t 
     if (r) {
         void *none = NULL;
         if (!__atomic_load_n(&r->site, __ATOMIC_RELAXED))
-            __atomic_compare_exchange_n(&r->site, &none, (void *)codeptr_ra, 0, __ATOMIC_RELEASE, __ATOMIC_RELAXED);
+            if (__atomic_compare_exchange_n(&r->site, &none, (void *)codeptr_ra, 0, __ATOMIC_RELEASE,
+                                            __ATOMIC_RELAXED))
+                r->loc = loc;
         int seen = __atomic_load_n(&r->requested, __ATOMIC_RELAXED);
         if ((int)requested > seen)
             __atomic_store_n(&r->requested, (int)requested, __ATOMIC_RELAXED);
@@ -187,12 +192,14 @@ static void on_implicit_task(int endpoint, ompt_data_t *parallel, ompt_data_t *t
  * runtime sees the program's own call (codeptr_ra included).  x86-64 only; elsewhere
  * regions are keyed by call site. */
 #if defined(__x86_64__)
-void *cc_ompt_fork_note(void *microtask, const void *caller) __attribute__((visibility("hidden")));
-void *cc_ompt_fork_note(void *microtask, const void *caller) {
+void *cc_ompt_fork_note(const void *loc, void *microtask, const void *caller) __attribute__((visibility("hidden")));
+void *cc_ompt_fork_note(const void *loc, void *microtask, const void *caller) {
     const struct cc_gomp *g = cc_gomp_for(caller);
     struct ompt_thread *o;
-    if (self(&o))
+    if (self(&o)) {
         o->fork_fn = microtask;
+        o->fork_loc = loc;
+    }
     if (!g->__kmpc_fork_call) { /* cannot happen: the caller links a runtime that has it */
         cc_warn("no OpenMP runtime defines __kmpc_fork_call");
         abort();
@@ -210,8 +217,8 @@ __asm__(".text\n"
         "  movdqu %xmm0, 0(%rsp)\n  movdqu %xmm1, 16(%rsp)\n  movdqu %xmm2, 32(%rsp)\n"
         "  movdqu %xmm3, 48(%rsp)\n  movdqu %xmm4, 64(%rsp)\n  movdqu %xmm5, 80(%rsp)\n"
         "  movdqu %xmm6, 96(%rsp)\n  movdqu %xmm7, 112(%rsp)\n"
-        "  mov %rdx, %rdi\n"      /* the outlined function */
-        "  mov 184(%rsp), %rsi\n" /* the return address: the calling object */
+        "  mov %rdx, %rsi\n"      /* the outlined function (the source location stays in rdi) */
+        "  mov 184(%rsp), %rdx\n" /* the return address: the calling object */
         "  call cc_ompt_fork_note@PLT\n"
         "  mov %rax, %r11\n"
         "  movdqu 0(%rsp), %xmm0\n  movdqu 16(%rsp), %xmm1\n  movdqu 32(%rsp), %xmm2\n"
