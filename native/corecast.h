@@ -120,6 +120,7 @@ extern uint64_t cc_overflow;      /* events dropped: slot or region tables full 
  * such a runtime also exports then pass straight through (one path per runtime). */
 extern int cc_ompt_on;
 const char *cc_ompt_runtime(void); /* that runtime's file name, "" when none */
+void cc_ompt_note_fork(const void *loc, void *fn); /* the outlined function of the next fork */
 /* An OpenMP runtime loaded that neither goes through the GOMP wrappers nor started the
  * OMPT tool (libomp with OMP_TOOL=disabled, ...): its file name, else NULL. */
 const char *cc_unmeasured_omp_runtime(void);
@@ -224,5 +225,6 @@ int cc_host_is_python(void);
  * libgomp copies RTLD_LOCAL), then RTLD_NEXT. */
 void *cc_resolve(const char *name, const void *caller, const void *self);
 void *cc_resolve_next(const char *name, const char *version);
+int cc_is_ours(const void *p); /* ``p`` lies in the preload library */
 
 #endif

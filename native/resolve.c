@@ -93,9 +93,9 @@ static int object_range(const void *addr, const char **lo, const char **hi) {
 
 static const char *self_lo, *self_hi;
 
-static int is_ours(const void *p) {
+int cc_is_ours(const void *p) {
     if (!self_lo)
-        object_range((const void *)&is_ours, &self_lo, &self_hi);
+        object_range((const void *)&cc_is_ours, &self_lo, &self_hi);
     return (const char *)p >= self_lo && (const char *)p < self_hi;
 }
 
@@ -112,9 +112,9 @@ void *cc_resolve(const char *name, const void *caller, const void *self) {
             dlclose(h);
         }
     }
-    if (!p || is_ours(p))
+    if (!p || cc_is_ours(p))
         p = dlsym(RTLD_NEXT, name);
-    return (p && !is_ours(p)) ? p : NULL;
+    return (p && !cc_is_ours(p)) ? p : NULL;
 }
 
 /* ---- libgomp views ---------------------------------------------------------------- */

@@ -118,6 +118,8 @@ static unsigned team_size(struct tramp *tr, unsigned requested) {
     ret name(cc_outlined_fn fn, void *data, unsigned num_threads params) {                  \
         const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));                 \
         struct cc_thread *t = cc_self();                                                     \
+        if (cc_ompt_on) /* the runtime's OMPT callbacks time it, keyed by ``fn`` */        \
+            cc_ompt_note_fork(NULL, (void *)fn);                                            \
         if (t->guard || cc_cfg.disabled || cc_ompt_on || !g->omp_get_thread_num)           \
             return g->name(fn, data, num_threads args);                                     \
         struct tramp tr; /* no initialiser: the call's per-member arrays need no clearing */ \

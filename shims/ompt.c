@@ -123,11 +123,16 @@ static void call_release(struct cc_call *c) { __atomic_store_n(&call_used[c - ca
 /* ---- teams ------------------------------------------------------------------------ */
 static void on_parallel_begin(ompt_data_t *task, const void *frame, ompt_data_t *parallel, unsigned requested,
                               int flags, const void *codeptr_ra) {
-    struct ompt_thread *o;
+    struct ompt_thread *o = NULL;
     struct cc_thread *t = self(&o);
     parallel->ptr = NULL;
-    if (!t || (flags & ompt_parallel_league) || !codeptr_ra)
+    /* A call site in corecast: libomp's GOMP_parallel, the runtime's first call, started
+     * the tool while the GOMP wrapper was already timing the call. */
+    if (!t || (flags & ompt_parallel_league) || !codeptr_ra || cc_is_ours(codeptr_ra)) {
+        if (o)
+            o->fork_fn = NULL, o->fork_loc = NULL;
         return;
+    }
     void *fn = o->fork_fn;
     const void *loc = o->fork_loc;
     o->fork_fn = NULL;
@@ -187,6 +192,14 @@ static void on_implicit_task(int endpoint, ompt_data_t *parallel, ompt_data_t *t
         o->depth--;
 }
 
+void cc_ompt_note_fork(const void *loc, void *fn) {
+    struct ompt_thread *o;
+    if (self(&o)) {
+        o->fork_fn = fn;
+        o->fork_loc = loc;
+    }
+}
+
 /* __kmpc_fork_call(loc, argc, microtask, ...) is variadic with any number of arguments, so
  * its wrapper is a tail jump that keeps every argument register and the stack: the
  * runtime sees the program's own call (codeptr_ra included).  x86-64 only; elsewhere
@@ -195,11 +208,7 @@ static void on_implicit_task(int endpoint, ompt_data_t *parallel, ompt_data_t *t
 void *cc_ompt_fork_note(const void *loc, void *microtask, const void *caller) __attribute__((visibility("hidden")));
 void *cc_ompt_fork_note(const void *loc, void *microtask, const void *caller) {
     const struct cc_gomp *g = cc_gomp_for(caller);
-    struct ompt_thread *o;
-    if (self(&o)) {
-        o->fork_fn = microtask;
-        o->fork_loc = loc;
-    }
+    cc_ompt_note_fork(loc, microtask);
     if (!g->__kmpc_fork_call) { /* cannot happen: the caller links a runtime that has it */
         cc_warn("no OpenMP runtime defines __kmpc_fork_call");
         abort();
