@@ -120,7 +120,9 @@ extern uint64_t cc_overflow;      /* events dropped: slot or region tables full 
  * such a runtime also exports then pass straight through (one path per runtime). */
 extern int cc_ompt_on;
 const char *cc_ompt_runtime(void); /* that runtime's file name, "" when none */
-void cc_ompt_note_fork(const void *loc, void *fn); /* the outlined function of the next fork */
+struct cc_gomp;
+unsigned cc_ompt_fork(const void *loc, void *fn, unsigned requested, const struct cc_gomp *g);
+int cc_ompt_team_control(void); /* 1: probing and steering work on the OMPT path */
 /* An OpenMP runtime loaded that neither goes through the GOMP wrappers nor started the
  * OMPT tool (libomp with OMP_TOOL=disabled, ...): its file name, else NULL. */
 const char *cc_unmeasured_omp_runtime(void);

@@ -1,5 +1,6 @@
 /* One call of an OpenMP region: see omp_call.h. */
 #include "omp_call.h"
+#include "real.h"
 
 /* Adds what changed in ``now`` since ``before`` to the region (shared: atomics). */
 static void fold(struct cc_region *r, const struct cc_counts *now, const struct cc_counts *before) {
@@ -136,4 +137,78 @@ void cc_call_finish(struct cc_call *c) {
            !__atomic_compare_exchange_n(&r->max_threads, &m, c->team, 0, __ATOMIC_RELAXED,
                                         __ATOMIC_RELAXED))
         ;
+}
+
+/* Probing (CORECAST_PROBE): a repeated region runs a few calls at requested/2, /4, ... 1,
+ * so one run gives it a multi-size history.  1 is included: T(1) makes speedups measured
+ * rather than extrapolated, and the cost cap decides whether a region can afford it. */
+#define PROBE_WARMUP 4   /* calls at the program's own size first: its time per call */
+#define PROBE_CALLS 2    /* calls per probed size (history.py's MIN_CALLS: "measured") */
+#define PROBE_EVERY 4    /* at most every 4th call a probe: interleaved with normal calls */
+#define PROBE_COST_PCT 3 /* estimated extra time within 3% of the region's own time */
+
+/* The smaller team this call should probe, or 0.  Only at the largest team the program
+ * asks for (one schedule per region), after the warm-up, one probe at a time, and only
+ * while the probes' cost so far plus this call's expected extra stays within
+ * PROBE_COST_PCT of the region's time without probes.  The expected extra assumes linear
+ * scaling (an upper bound for regions that scale no better); the cost so far is the
+ * larger of the expected extras reserved and the measured extra, so a probe that came
+ * out dearer than expected holds the next ones back.  The region's own time rather than
+ * the process's: each region pays for its own probes, so the total stays within the
+ * share of the run the regions take. */
+static int probe_size(struct cc_region *r, const struct cc_gomp *g, int own) {
+    uint64_t calls = __atomic_load_n(&r->calls, __ATOMIC_RELAXED);
+    if (calls < PROBE_WARMUP || calls % PROBE_EVERY || own != __atomic_load_n(&r->requested, __ATOMIC_RELAXED))
+        return 0;
+    int level = __atomic_load_n(&r->probe_level, __ATOMIC_RELAXED), size;
+    uint64_t c, w;
+    for (;;) { /* sizes the region already ran often enough need no probe */
+        size = own >> (level + 1);
+        if (size < 1)
+            return 0;
+        cc_hist_at(r, size, &c, &w);
+        if (c < PROBE_CALLS)
+            break;
+        if (__atomic_compare_exchange_n(&r->probe_level, &level, level + 1, 0, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED))
+            level++;
+    }
+    if (g->omp_get_level && g->omp_get_level() > 0)
+        return 0;
+    /* Claimed before the budget check, so no other thread's probe lands between the two. */
+    int idle = 0;
+    if (!__atomic_compare_exchange_n(&r->probe_busy, &idle, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+        return 0;
+    cc_hist_at(r, own, &c, &w);
+    int64_t cost = c >= PROBE_WARMUP ? (int64_t)(w / c) * (own - size) / size : -1;
+    int64_t extra = __atomic_load_n(&r->probe_extra, __ATOMIC_RELAXED);
+    int64_t reserved = (int64_t)__atomic_load_n(&r->probe_reserved, __ATOMIC_RELAXED);
+    int64_t base = (int64_t)__atomic_load_n(&r->wall, __ATOMIC_RELAXED) - extra;
+    if (cost < 0 || (extra > reserved ? extra : reserved) + cost > base / 100 * PROBE_COST_PCT) {
+        __atomic_store_n(&r->probe_busy, 0, __ATOMIC_RELEASE);
+        return 0;
+    }
+    CC_AADD(r->probe_reserved, (uint64_t)cost);
+    return size;
+}
+
+/* Probing or steering: both only ever shrink a team, and never inside another team (a
+ * region nested in code corecast did not see start); the callers have already left out
+ * regions nested in ones they saw. */
+int cc_team_cap(struct cc_region *r, int own, const struct cc_gomp *g, int *probe_own) {
+    int seen = __atomic_load_n(&r->requested, __ATOMIC_RELAXED);
+    if (own > seen)
+        __atomic_store_n(&r->requested, own, __ATOMIC_RELAXED);
+    if (own < 2)
+        return 0;
+    if (cc_cfg.probe) { /* never with steering (read_config) */
+        int size = probe_size(r, g, own);
+        if (size)
+            *probe_own = own;
+        return size;
+    }
+    int cap = __atomic_load_n(&r->steer_threads, __ATOMIC_RELAXED);
+    if (cc_cfg.steer && cap > 0 && cap < own && !(g->omp_get_level && g->omp_get_level() > 0))
+        return cap;
+    return 0;
 }

@@ -45,6 +45,11 @@ void cc_member_leave(struct cc_member *m, struct cc_thread *t);
 /* A member that left at a barrier which turned out not to end the call goes on (OMPT):
  * its counters fold from here, its busy span still runs from its enter. */
 void cc_member_resume(struct cc_member *m, struct cc_thread *t);
+/* The smaller team a call of ``r`` gets (a probe's or steering's), or 0 for the program's
+ * own ``own`` threads (its num_threads, or the runtime's default); a probe sets
+ * ``*probe_own``.  Notes ``own`` as the team the program asked for. */
+struct cc_gomp;
+int cc_team_cap(struct cc_region *r, int own, const struct cc_gomp *g, int *probe_own);
 /* Calls and wall time at one team size (0, 0 if it never ran at that size). */
 void cc_hist_at(struct cc_region *r, int team, uint64_t *calls, uint64_t *wall);
 

@@ -95,7 +95,10 @@ struct cc_gomp {
     int (*omp_get_num_threads)(void);
     int (*omp_get_max_threads)(void);
     int (*omp_get_level)(void);
-    void (*__kmpc_fork_call)(void *, int, void *, ...); /* LLVM/Intel runtimes (shims/ompt.c) */
+    /* LLVM/Intel runtimes (shims/ompt.c) */
+    void (*__kmpc_fork_call)(void *, int, void *, ...);
+    void (*__kmpc_push_num_threads)(void *, int, int);
+    int (*__kmpc_global_thread_num)(void *);
 };
 
 /* The libgomp view for a caller (a return address); never NULL, but a member may be

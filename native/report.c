@@ -202,7 +202,7 @@ void cc_build_sample(struct cc_sample *s, int final, struct cc_region **refs) {
     s->cores = cores > 0 ? (int)cores : 1;
     s->target = cc_cfg.target;
     s->final = final;
-    s->steer = cc_cfg.steer && !cc_ompt_on; /* OMPT runtimes: no team-size control */
+    s->steer = cc_cfg.steer && (!cc_ompt_on || cc_ompt_team_control());
     double now = cc_mono_s();
     s->elapsed_s = now - cc_started();
     s->active_s = cc_active ? now - cc_active_since() : 0;
@@ -469,7 +469,7 @@ static void json_summary(struct buf *b, const struct cc_sample *s, const struct 
         put(b, ",\"openmp_unmeasured\":");
         put_str(b, unmeasured);
     }
-    if ((cc_cfg.steer || cc_cfg.probe) && cc_ompt_on) {
+    if ((cc_cfg.steer || cc_cfg.probe) && cc_ompt_on && !cc_ompt_team_control()) {
         put(b, ",\"team_control_unavailable\":");
         put_str(b, cc_ompt_runtime());
     }
@@ -688,10 +688,10 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
             sizes == 1 && one ? "" : "s", g->requested,
             100 * g->probe_extra_s / (g->wall_s - g->probe_extra_s));
     }
-    if ((cc_cfg.steer || cc_cfg.probe) && cc_ompt_on) {
+    if ((cc_cfg.steer || cc_cfg.probe) && cc_ompt_on && !cc_ompt_team_control()) {
         put(&b, "%s is not available for ", cc_cfg.steer ? "steering" : "probing");
         put_cell(&b, cc_ompt_runtime(), -1);
-        put(&b, " (OMPT cannot change a team's size): the regions ran at the program's own team sizes\n");
+        put(&b, " on this CPU architecture: the regions ran at the program's own team sizes\n");
     }
     if (ok) {
         const char *basis = s->nregions ? r->regions[0].basis : "";

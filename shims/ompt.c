@@ -85,6 +85,8 @@ static char runtime_name[64]; /* the runtime's file name, for the report */
 struct ompt_thread {
     void *fork_fn;    /* the outlined function of the fork under way (__kmpc_fork_call) */
     const void *fork_loc; /* and its source location (an ident_t) */
+    int pushed;           /* the num_threads the program pushed for it (0: none) */
+    int probe_own;        /* > 0: it is a probe call (cc_team_cap) */
     int depth;        /* implicit tasks open on this thread */
     uint64_t wait_t0; /* the barrier wait or mutex acquisition under way began here */
     struct cc_member task[MAX_DEPTH];
@@ -94,6 +96,12 @@ static struct cc_call calls[CALL_POOL];
 static int call_used[CALL_POOL];
 
 const char *cc_ompt_runtime(void) { return cc_ompt_on ? runtime_name : ""; }
+
+#if defined(__x86_64__)
+int cc_ompt_team_control(void) { return 1; }
+#else
+int cc_ompt_team_control(void) { return 0; } /* no __kmpc_fork_call wrapper (below) */
+#endif
 
 /* The calling thread and its OMPT state, or NULL when corecast is not to measure it. */
 static struct cc_thread *self(struct ompt_thread **o) {
@@ -130,7 +138,7 @@ static void on_parallel_begin(ompt_data_t *task, const void *frame, ompt_data_t 
      * the tool while the GOMP wrapper was already timing the call. */
     if (!t || (flags & ompt_parallel_league) || !codeptr_ra || cc_is_ours(codeptr_ra)) {
         if (o)
-            o->fork_fn = NULL, o->fork_loc = NULL;
+            o->fork_fn = NULL, o->fork_loc = NULL, o->probe_own = 0;
         return;
     }
     void *fn = o->fork_fn;
@@ -152,6 +160,8 @@ static void on_parallel_begin(ompt_data_t *task, const void *frame, ompt_data_t 
         if ((int)requested > seen)
             __atomic_store_n(&r->requested, (int)requested, __ATOMIC_RELAXED);
     }
+    c->probe_own = o->probe_own;
+    o->probe_own = 0;
     parallel->ptr = c;
     c->t0 = cc_now();
 }
@@ -192,12 +202,26 @@ static void on_implicit_task(int endpoint, ompt_data_t *parallel, ompt_data_t *t
         o->depth--;
 }
 
-void cc_ompt_note_fork(const void *loc, void *fn) {
+/* A fork on its way into the runtime: its outlined function and source location key the
+ * region parallel_begin opens; probing or steering may shrink its team (as on the GOMP
+ * path; ``requested``: the program's num_threads, 0 for the runtime's default).  Returns
+ * the team to ask for, ``requested`` when unchanged. */
+unsigned cc_ompt_fork(const void *loc, void *fn, unsigned requested, const struct cc_gomp *g) {
     struct ompt_thread *o;
-    if (self(&o)) {
-        o->fork_fn = fn;
-        o->fork_loc = loc;
-    }
+    struct cc_thread *t = self(&o);
+    if (!t)
+        return requested;
+    o->fork_fn = fn;
+    o->fork_loc = loc;
+    o->probe_own = 0;
+    if ((!cc_cfg.steer && !cc_cfg.probe) || t->depth > 0)
+        return requested;
+    struct cc_region *r = cc_region_for(fn);
+    if (!r)
+        return requested;
+    int own = requested ? (int)requested : (g->omp_get_max_threads ? g->omp_get_max_threads() : 0);
+    int cap = cc_team_cap(r, own, g, &o->probe_own);
+    return cap ? (unsigned)cap : requested;
 }
 
 /* __kmpc_fork_call(loc, argc, microtask, ...) is variadic with any number of arguments, so
@@ -208,12 +232,29 @@ void cc_ompt_note_fork(const void *loc, void *fn) {
 void *cc_ompt_fork_note(const void *loc, void *microtask, const void *caller) __attribute__((visibility("hidden")));
 void *cc_ompt_fork_note(const void *loc, void *microtask, const void *caller) {
     const struct cc_gomp *g = cc_gomp_for(caller);
-    cc_ompt_note_fork(loc, microtask);
+    struct ompt_thread *o;
+    int pushed = 0;
+    if (self(&o)) {
+        pushed = o->pushed;
+        o->pushed = 0;
+    }
+    unsigned n = cc_ompt_fork(loc, microtask, (unsigned)pushed, g);
+    if (n != (unsigned)pushed && g->__kmpc_push_num_threads && g->__kmpc_global_thread_num)
+        g->__kmpc_push_num_threads((void *)loc, g->__kmpc_global_thread_num((void *)loc), (int)n);
     if (!g->__kmpc_fork_call) { /* cannot happen: the caller links a runtime that has it */
         cc_warn("no OpenMP runtime defines __kmpc_fork_call");
         abort();
     }
     return (void *)g->__kmpc_fork_call;
+}
+
+/* The num_threads clause: pushed just before its fork (kept for cc_ompt_fork_note). */
+void __kmpc_push_num_threads(void *loc, int gtid, int num_threads) {
+    const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));
+    struct ompt_thread *o;
+    if (self(&o))
+        o->pushed = num_threads;
+    g->__kmpc_push_num_threads(loc, gtid, num_threads);
 }
 
 __asm__(".text\n"

@@ -196,16 +196,27 @@ def test_tool_disabled_warns_naming_the_runtime(both, lib, tmp_path):
     assert summary["openmp_unmeasured"].startswith("libomp")
 
 
-@pytest.mark.parametrize("setting", ["steer", "probe"])
-def test_team_control_said_unavailable(both, lib, tmp_path, setting):
-    prog = both("omp_critical", EXAMPLES / "omp_critical.c")["clang"]
-    proc, lines = measure(prog, [ITERATIONS], lib, tmp_path / "cc.jsonl", **{setting: "1"})
-    word = "steering" if setting == "steer" else "probing"
-    assert f"{word} is not available for libomp" in proc.stderr.decode()
-    (summary,) = events(lines, "summary")
-    assert summary["team_control_unavailable"].startswith("libomp")
+def test_steering_shrinks_a_clang_team(both, lib, tmp_path):
+    """Steering caps the team through __kmpc_push_num_threads, as on the GOMP path."""
+    prog = both("omp_slowdown", EXAMPLES / "omp_slowdown.c")["clang"]
+    proc, lines = measure(prog, ["8000"], lib, tmp_path / "cc.jsonl", steer="1", window_ms="50")
+    assert "steering is not available" not in proc.stderr.decode()
     (region,) = events(lines, "region")
-    assert [t["threads"] for t in region["by_team"]] == [2]
+    assert region["steering"]["own"] == 2
+    by_team = {t["threads"]: t["calls"] for t in region["by_team"]}
+    assert set(by_team) == {1, 2} and by_team[1] > 0
+    assert sum(by_team.values()) == region["calls"] == 8000
+
+
+def test_probing_a_clang_region(both, lib, tmp_path):
+    prog = both("omp_repeat", EXAMPLES / "omp_repeat.c")["clang"]
+    _, lines = measure(prog, [], lib, tmp_path / "cc.jsonl", probe="1")
+    found = regions(lines)
+    assert len(found) == 2
+    for region in found.values():
+        probed = {t["threads"]: t["probe_calls"] for t in region["by_team"]}
+        assert probed == {2: 0, 1: 2}
+        assert region["probe_calls"] == 2 and region["requested"] == 2
 
 
 def test_repeated_runs_end_cleanly(both, lib, tmp_path):
