@@ -49,8 +49,7 @@ void cc_member_enter(struct cc_member *m, struct cc_call *c, int id, struct cc_t
     m->t0 = cc_now();
 }
 
-void cc_member_leave(struct cc_member *m, struct cc_thread *t) {
-    uint64_t t1 = cc_now();
+void cc_member_leave(struct cc_member *m, struct cc_thread *t, uint64_t t1) {
     struct cc_call *c = m->call;
     m->open = 0;
     cc_close_single(t, t1);

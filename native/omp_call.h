@@ -9,9 +9,8 @@
 #define CC_MAX_TEAM 256
 #define CC_CONTENDED_TICKS 2000 /* a critical wait longer than this counts as contended */
 /* Critical, atomic and ordered sections have no try operation, so finding out whether
- * one waited means timing it.  On the GOMP path one in CC_SAMPLE_EVERY is timed (wait and
- * hold, scaled up), on the OMPT path (timestamps come with the callbacks) every wait and
- * one hold in CC_SAMPLE_EVERY; every one is counted. */
+ * one waited means timing it.  One in CC_SAMPLE_EVERY is timed (wait and hold, scaled
+ * up); every one is counted.  (The OMPT path samples its locks the same way.) */
 #define CC_SAMPLE_EVERY 16
 
 /* Shared by the team: the master fills region/team/t0, each member its end and busy slot
@@ -41,7 +40,7 @@ void cc_call_begin(struct cc_call *c, void *key, struct cc_thread *t);
 void cc_call_finish(struct cc_call *c);
 /* Every member, around its share of the work (``id``: its thread number in the team). */
 void cc_member_enter(struct cc_member *m, struct cc_call *c, int id, struct cc_thread *t);
-void cc_member_leave(struct cc_member *m, struct cc_thread *t);
+void cc_member_leave(struct cc_member *m, struct cc_thread *t, uint64_t now);
 /* A member that left at a barrier which turned out not to end the call goes on (OMPT):
  * its counters fold from here, its busy span still runs from its enter. */
 void cc_member_resume(struct cc_member *m, struct cc_thread *t);

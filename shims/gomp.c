@@ -30,7 +30,7 @@ static void trampoline(void *arg) {
     struct cc_member m;
     cc_member_enter(&m, &tr->call, id, t);
     tr->fn(tr->data);
-    cc_member_leave(&m, t);
+    cc_member_leave(&m, t, cc_now());
 }
 
 /* The team size this call gets: the program's own (num_threads, or libgomp's default

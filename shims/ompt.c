@@ -88,7 +88,8 @@ struct ompt_thread {
     int pushed;           /* the num_threads the program pushed for it (0: none) */
     int probe_own;        /* > 0: it is a probe call (cc_team_cap) */
     int depth;        /* implicit tasks open on this thread */
-    uint64_t wait_t0; /* the barrier wait or mutex acquisition under way began here */
+    uint64_t barrier_t0; /* the barrier wait under way began here */
+    uint64_t acquire_t0; /* the timed mutex acquisition under way began here (0: untimed) */
     struct cc_member task[MAX_DEPTH];
 };
 static struct ompt_thread threads[CC_MAX_THREADS];
@@ -196,7 +197,7 @@ static void on_implicit_task(int endpoint, ompt_data_t *parallel, ompt_data_t *t
     if (!t || !m)
         return;
     if (m->open) /* a team of one: no join barrier */
-        cc_member_leave(m, t);
+        cc_member_leave(m, t, cc_now());
     task->ptr = NULL;
     if (o->depth > 0)
         o->depth--;
@@ -295,9 +296,9 @@ static void on_sync_region_wait(int kind, int endpoint, ompt_data_t *parallel, o
     struct cc_member *m = task ? task->ptr : NULL;
     uint64_t now = cc_now();
     if (endpoint == ompt_scope_begin) {
-        o->wait_t0 = now;
+        o->barrier_t0 = now;
         if (join_or_construct && m && m->open)
-            cc_member_leave(m, t); /* perhaps the join: the member's work ends here */
+            cc_member_leave(m, t, now); /* perhaps the join: the member's work ends here */
         else
             cc_close_single(t, now);
         return;
@@ -307,7 +308,7 @@ static void on_sync_region_wait(int kind, int endpoint, ompt_data_t *parallel, o
         return; /* its wait is the member's idle time at the join: imbalance */
     if (m && !m->open && join_or_construct)
         cc_member_resume(m, t);
-    cc_note(t, CC_STALL_OMPBARRIER, now - o->wait_t0, 0);
+    cc_note(t, CC_STALL_OMPBARRIER, now - o->barrier_t0, 0);
 }
 
 /* ---- critical, atomic, ordered, locks ------------------------------------------------ */
@@ -325,23 +326,26 @@ static int mutex_category(int kind) {
     }
 }
 
+/* Sampled like the GOMP path's critical sections: one acquisition in CC_SAMPLE_EVERY is
+ * timed (wait and hold, scaled up), every one counted.  Timestamps are what costs here
+ * (tens of ns each in a VM); the callbacks themselves cost the runtime next to nothing. */
 static void on_mutex_acquire(int kind, unsigned hint, unsigned impl, uint64_t wait_id, const void *codeptr_ra) {
     struct ompt_thread *o;
-    if (self(&o))
-        o->wait_t0 = cc_now();
+    struct cc_thread *t = self(&o);
+    if (t)
+        o->acquire_t0 = ++t->sample_seq % CC_SAMPLE_EVERY ? 0 : cc_now();
 }
 
-/* Every wait is timed (the callbacks come anyway); one hold in CC_SAMPLE_EVERY. */
 static void on_mutex_acquired(int kind, uint64_t wait_id, const void *codeptr_ra) {
     struct ompt_thread *o;
     struct cc_thread *t = self(&o);
     if (!t)
         return;
-    uint64_t now = cc_now(), w = now - o->wait_t0;
     int cat = mutex_category(kind);
-    cc_note(t, cat, w, w > CC_CONTENDED_TICKS);
-    if (++t->sample_seq % CC_SAMPLE_EVERY == 0)
-        cc_held_push(t, (const void *)(uintptr_t)wait_id, cat, now, CC_SAMPLE_EVERY);
+    if (o->acquire_t0)
+        cc_timed_acquire(t, cat, o->acquire_t0, (const void *)(uintptr_t)wait_id, 0, CC_SAMPLE_EVERY);
+    else
+        CC_ADD(cc_counts(t)->acq[cat], 1);
 }
 
 static void on_mutex_released(int kind, uint64_t wait_id, const void *codeptr_ra) {
