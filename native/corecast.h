@@ -123,6 +123,7 @@ const char *cc_ompt_runtime(void); /* that runtime's file name, "" when none */
 struct cc_gomp;
 unsigned cc_ompt_fork(const void *loc, void *fn, unsigned requested, const struct cc_gomp *g);
 int cc_ompt_team_control(void); /* 1: probing and steering work on the OMPT path */
+void cc_ompt_after_fork(int used); /* clears the OMPT state of the first ``used`` slots */
 /* An OpenMP runtime loaded that neither goes through the GOMP wrappers nor started the
  * OMPT tool (libomp with OMP_TOOL=disabled, ...): its file name, else NULL. */
 const char *cc_unmeasured_omp_runtime(void);

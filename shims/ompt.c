@@ -41,37 +41,25 @@ typedef struct {
     ompt_data_t tool_data;
 } ompt_start_tool_result_t;
 
-enum {
-    ompt_callback_parallel_begin = 3,
-    ompt_callback_parallel_end = 4,
-    ompt_callback_implicit_task = 7,
-    ompt_callback_sync_region_wait = 16,
-    ompt_callback_mutex_released = 17,
-    ompt_callback_work = 20,
-    ompt_callback_mutex_acquire = 26,
-    ompt_callback_mutex_acquired = 27,
-    ompt_callback_nest_lock = 28,
+enum { /* callback events */
+    ompt_callback_parallel_begin = 3, ompt_callback_parallel_end = 4, ompt_callback_implicit_task = 7,
+    ompt_callback_sync_region_wait = 16, ompt_callback_mutex_released = 17, ompt_callback_work = 20,
+    ompt_callback_mutex_acquire = 26, ompt_callback_mutex_acquired = 27, ompt_callback_nest_lock = 28,
 };
 enum { ompt_scope_begin = 1, ompt_scope_end = 2 };
 enum { ompt_set_never = 1 }; /* results above it: the callback is (at least sometimes) made */
 enum { ompt_task_initial = 0x1 };
 enum { ompt_parallel_league = 0x40000000 };
+/* Barrier kinds; 1 and 2 are deprecated in 5.1 but old runtimes (LLVM 14) still send 2
+ * for both the join barrier and a construct's. */
 enum {
-    ompt_sync_region_barrier = 1,          /* deprecated in 5.1, still sent by old runtimes */
-    ompt_sync_region_barrier_implicit = 2, /* likewise: the join barrier or a construct's */
-    ompt_sync_region_barrier_explicit = 3,
-    ompt_sync_region_barrier_implementation = 4,
-    ompt_sync_region_barrier_implicit_workshare = 8,
-    ompt_sync_region_barrier_implicit_parallel = 9,
+    ompt_sync_region_barrier = 1, ompt_sync_region_barrier_implicit, ompt_sync_region_barrier_explicit,
+    ompt_sync_region_barrier_implementation, ompt_sync_region_barrier_implicit_workshare = 8,
+    ompt_sync_region_barrier_implicit_parallel,
 };
 enum {
-    ompt_mutex_lock = 1,
-    ompt_mutex_test_lock = 2,
-    ompt_mutex_nest_lock = 3,
-    ompt_mutex_test_nest_lock = 4,
-    ompt_mutex_critical = 5,
-    ompt_mutex_atomic = 6,
-    ompt_mutex_ordered = 7,
+    ompt_mutex_lock = 1, ompt_mutex_test_lock, ompt_mutex_nest_lock, ompt_mutex_test_nest_lock,
+    ompt_mutex_critical, ompt_mutex_atomic, ompt_mutex_ordered,
 };
 enum { ompt_work_single_executor = 3 };
 
@@ -129,6 +117,13 @@ static struct cc_call *call_claim(struct cc_thread *t) {
 
 static void call_release(struct cc_call *c) { __atomic_store_n(&call_used[c - calls], 0, __ATOMIC_RELEASE); }
 
+/* A forked child keeps only the forking thread, outside any team of its own (``used``:
+ * the thread slots the parent had taken). */
+void cc_ompt_after_fork(int used) {
+    memset(threads, 0, (size_t)used * sizeof threads[0]);
+    memset(call_used, 0, sizeof call_used);
+}
+
 /* ---- teams ------------------------------------------------------------------------ */
 static void on_parallel_begin(ompt_data_t *task, const void *frame, ompt_data_t *parallel, unsigned requested,
                               int flags, const void *codeptr_ra) {
@@ -139,16 +134,23 @@ static void on_parallel_begin(ompt_data_t *task, const void *frame, ompt_data_t 
      * the tool while the GOMP wrapper was already timing the call. */
     if (!t || (flags & ompt_parallel_league) || !codeptr_ra || cc_is_ours(codeptr_ra)) {
         if (o)
-            o->fork_fn = NULL, o->fork_loc = NULL, o->probe_own = 0;
+            o->fork_fn = NULL, o->fork_loc = NULL, o->probe_own = 0, o->pushed = 0;
         return;
     }
     void *fn = o->fork_fn;
     const void *loc = o->fork_loc;
     o->fork_fn = NULL;
     o->fork_loc = NULL;
+    o->pushed = 0; /* a push that reached a fork other than __kmpc_fork_call is spent too */
+    int probe_own = o->probe_own;
+    o->probe_own = 0;
     struct cc_call *c = call_claim(t);
-    if (!c)
+    if (!c) {
+        struct cc_region *r = probe_own ? cc_region_for(fn) : NULL;
+        if (r) /* the probe runs untimed: let the next one start */
+            __atomic_store_n(&r->probe_busy, 0, __ATOMIC_RELEASE);
         return;
+    }
     cc_call_begin(c, fn ? fn : (void *)codeptr_ra, t);
     struct cc_region *r = c->region;
     if (r) {
@@ -161,8 +163,7 @@ static void on_parallel_begin(ompt_data_t *task, const void *frame, ompt_data_t 
         if ((int)requested > seen)
             __atomic_store_n(&r->requested, (int)requested, __ATOMIC_RELAXED);
     }
-    c->probe_own = o->probe_own;
-    o->probe_own = 0;
+    c->probe_own = probe_own;
     parallel->ptr = c;
     c->t0 = cc_now();
 }

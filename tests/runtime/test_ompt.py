@@ -229,3 +229,50 @@ def test_repeated_runs_end_cleanly(both, lib, tmp_path):
         assert proc.returncode == plain.returncode == 0, proc.stderr
         assert proc.stdout == plain.stdout
         assert report_blocks(proc.stderr) == 1
+
+
+FORK = r"""
+#include <omp.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static long team(void) {
+    long x = 0;
+#pragma omp parallel num_threads(2)
+    {
+#pragma omp critical
+        x++;
+    }
+    return x;
+}
+int main(void) {
+    long a = team();
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        printf("child %ld\n", team());
+        return 0;
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    printf("parent %ld %d\n", a + team(), WEXITSTATUS(status));
+    return 0;
+}
+"""
+
+
+def test_forked_child_measures_its_own_regions(both, lib, tmp_path):
+    prog = both("fork", FORK)["clang"]
+    out = tmp_path / "cc.jsonl"
+    plain = run([prog], env=clean_env())
+    proc = run([prog], env=clean_env(), preload=lib, output=out)
+    assert plain.returncode == proc.returncode == 0
+    assert proc.stdout == plain.stdout == b"child 2\nparent 4 0\n"
+    assert report_blocks(proc.stderr) == 2
+    by_pid = {}
+    for r in events(read_lines(out), "region"):
+        by_pid.setdefault(r["pid"], []).append(r)
+    calls = sorted(sum(r["calls"] for r in rs) for rs in by_pid.values())
+    assert calls == [1, 2]  # the child's one call; the parent's two
+    for rs in by_pid.values():
+        assert sum(r["counters"]["acquisitions"]["critical"] for r in rs) == 2 * sum(r["calls"] for r in rs)
