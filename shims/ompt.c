@@ -66,18 +66,19 @@ enum { ompt_work_single_executor = 3 };
 /* ---- state ---------------------------------------------------------------------- */
 int cc_ompt_on;
 static char runtime_name[64]; /* the runtime's file name, for the report */
+static int forks_seen;        /* a program called __kmpc_fork_call */
 
 #define MAX_DEPTH 4   /* implicit tasks tracked per thread (nested regions) */
 #define CALL_POOL 128 /* teams running at once */
 
 struct ompt_thread {
-    void *fork_fn;    /* the outlined function of the fork under way (__kmpc_fork_call) */
+    void *fork_fn;        /* the outlined function of the fork under way (__kmpc_fork_call) */
     const void *fork_loc; /* and its source location (an ident_t) */
     int pushed;           /* the num_threads the program pushed for it (0: none) */
     int probe_own;        /* > 0: it is a probe call (cc_team_cap) */
-    int depth;        /* implicit tasks open on this thread */
-    uint64_t barrier_t0; /* the barrier wait under way began here */
-    uint64_t acquire_t0; /* the timed mutex acquisition under way began here (0: untimed) */
+    int depth;            /* implicit tasks open on this thread */
+    uint64_t barrier_t0;  /* the barrier wait under way began here */
+    uint64_t acquire_t0;  /* the timed mutex acquisition under way began here (0: untimed) */
     struct cc_member task[MAX_DEPTH];
 };
 static struct ompt_thread threads[CC_MAX_THREADS];
@@ -236,6 +237,8 @@ void *cc_ompt_fork_note(const void *loc, void *microtask, const void *caller) {
     const struct cc_gomp *g = cc_gomp_for(caller);
     struct ompt_thread *o;
     int pushed = 0;
+    if (!__atomic_load_n(&forks_seen, __ATOMIC_RELAXED))
+        __atomic_store_n(&forks_seen, 1, __ATOMIC_RELAXED);
     if (self(&o)) {
         pushed = o->pushed;
         o->pushed = 0;
@@ -435,7 +438,10 @@ static int find_kmp_runtime(struct dl_phdr_info *info, size_t size, void *arg) {
 
 const char *cc_unmeasured_omp_runtime(void) {
     static struct runtime_query q;
-    if (cc_ompt_on)
+    /* libomp looks for a tool at its first use, so a runtime loaded but unused never asks:
+     * where forks are seen (x86-64) they tell the two apart, elsewhere it is said anyway. */
+    int used = cc_ompt_team_control() ? forks_seen : 1;
+    if (cc_ompt_on || !used)
         return NULL;
     memset(&q, 0, sizeof q);
     return dl_iterate_phdr(find_kmp_runtime, &q) ? q.name : NULL;

@@ -196,6 +196,23 @@ def test_tool_disabled_warns_naming_the_runtime(both, lib, tmp_path):
     assert summary["openmp_unmeasured"].startswith("libomp")
 
 
+def test_libomp_loaded_but_unused_gets_no_warning(both, clang, lib, tmp_path):
+    libomp = _libomp(both("sync", SYNC)["clang"])
+    src = tmp_path / "threads_only.c"
+    src.write_text("#include <pthread.h>\n#include <stdio.h>\n"
+                   "static void *f(void *a) { return a; }\n"
+                   "int main(void) { pthread_t t; pthread_create(&t, 0, f, 0); pthread_join(t, 0);"
+                   " puts(\"done\"); return 0; }\n")
+    prog = tmp_path / "threads_only"
+    r = subprocess.run([clang, "-O2", str(src), "-o", str(prog), f"-L{libomp.parent}", "-Wl,--no-as-needed",
+                        f"-l:{libomp.name}", "-pthread"], capture_output=True, text=True, timeout=TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    proc = run([prog], env=clean_env(LD_LIBRARY_PATH=str(libomp.parent)), preload=lib)
+    assert proc.returncode == 0 and proc.stdout == b"done\n"
+    assert report_blocks(proc.stderr) == 1
+    assert b"OMPT" not in proc.stderr
+
+
 def test_steering_shrinks_a_clang_team(both, lib, tmp_path):
     """Steering caps the team through __kmpc_push_num_threads, as on the GOMP path."""
     prog = both("omp_slowdown", EXAMPLES / "omp_slowdown.c")["clang"]
