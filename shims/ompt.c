@@ -93,14 +93,22 @@ int cc_ompt_team_control(void) { return 1; }
 int cc_ompt_team_control(void) { return 0; } /* no __kmpc_fork_call wrapper (below) */
 #endif
 
+/* The calling thread's OMPT state, found once per thread (slot order). */
+static __thread struct ompt_thread *mine __attribute__((tls_model("initial-exec")));
+
 /* The calling thread and its OMPT state, or NULL when corecast is not to measure it. */
 static struct cc_thread *self(struct ompt_thread **o) {
     struct cc_thread *t = cc_self();
-    int n;
-    struct cc_thread *base = cc_thread_slots(&n);
-    if (t->guard || cc_cfg.disabled || t < base || t >= base + CC_MAX_THREADS)
+    if (t->guard || cc_cfg.disabled) /* the overflow slot is guarded: never indexed below */
         return NULL;
-    *o = &threads[t - base];
+    if (__builtin_expect(!mine, 0)) {
+        int n;
+        struct cc_thread *base = cc_thread_slots(&n);
+        if (t < base || t >= base + CC_MAX_THREADS)
+            return NULL;
+        mine = &threads[t - base];
+    }
+    *o = mine;
     return t;
 }
 
@@ -122,6 +130,7 @@ static void call_release(struct cc_call *c) { __atomic_store_n(&call_used[c - ca
  * the thread slots the parent had taken). */
 void cc_ompt_after_fork(int used) {
     memset(threads, 0, (size_t)used * sizeof threads[0]);
+    mine = NULL; /* the forking thread takes a new slot */
     memset(call_used, 0, sizeof call_used);
 }
 
