@@ -271,13 +271,17 @@ void __kmpc_push_num_threads(void *loc, int gtid, int num_threads) {
     g->__kmpc_push_num_threads(loc, gtid, num_threads);
 }
 
+/* CFI notes each push, so a profiler or debugger can unwind a signal taken inside. */
+#define PUSH(reg) "  push %" reg "\n  .cfi_adjust_cfa_offset 8\n"
+#define POP(reg) "  pop %" reg "\n  .cfi_adjust_cfa_offset -8\n"
 __asm__(".text\n"
         ".globl __kmpc_fork_call\n"
         ".type __kmpc_fork_call, @function\n"
         "__kmpc_fork_call:\n"
-        "  endbr64\n"
-        "  push %rdi\n push %rsi\n push %rdx\n push %rcx\n push %r8\n push %r9\n push %rax\n"
+        "  .cfi_startproc\n"
+        "  endbr64\n" PUSH("rdi") PUSH("rsi") PUSH("rdx") PUSH("rcx") PUSH("r8") PUSH("r9") PUSH("rax")
         "  sub $128, %rsp\n" /* 7 pushes and 128 bytes: aligned to 16 for the call */
+        "  .cfi_adjust_cfa_offset 128\n"
         "  movdqu %xmm0, 0(%rsp)\n  movdqu %xmm1, 16(%rsp)\n  movdqu %xmm2, 32(%rsp)\n"
         "  movdqu %xmm3, 48(%rsp)\n  movdqu %xmm4, 64(%rsp)\n  movdqu %xmm5, 80(%rsp)\n"
         "  movdqu %xmm6, 96(%rsp)\n  movdqu %xmm7, 112(%rsp)\n"
@@ -289,9 +293,12 @@ __asm__(".text\n"
         "  movdqu 48(%rsp), %xmm3\n  movdqu 64(%rsp), %xmm4\n  movdqu 80(%rsp), %xmm5\n"
         "  movdqu 96(%rsp), %xmm6\n  movdqu 112(%rsp), %xmm7\n"
         "  add $128, %rsp\n"
-        "  pop %rax\n pop %r9\n pop %r8\n pop %rcx\n pop %rdx\n pop %rsi\n pop %rdi\n"
+        "  .cfi_adjust_cfa_offset -128\n" POP("rax") POP("r9") POP("r8") POP("rcx") POP("rdx") POP("rsi") POP("rdi")
         "  jmp *%r11\n"
+        "  .cfi_endproc\n"
         ".size __kmpc_fork_call, .-__kmpc_fork_call\n");
+#undef PUSH
+#undef POP
 #endif
 
 /* ---- barriers ------------------------------------------------------------------------ */
