@@ -6,7 +6,10 @@
 
 - mutex: uncontended pthread_mutex_lock/unlock pairs on one thread, ns per pair, before
   and after the program's first pthread_create (corecast activates on parallel activity);
-- omp: empty `#pragma omp parallel` regions, ns per region, OMP_NUM_THREADS=1 and 2;
+- omp: empty `#pragma omp parallel` regions, ns per region, OMP_NUM_THREADS=1 and 2, and
+  empty critical sections in a team of one (uncontended), ns per section; built with gcc
+  (libgomp: the GOMP wrappers) and, when clang can build OpenMP programs, with clang
+  (LLVM libomp: the OMPT callbacks);
 - whole programs, wall seconds (target) and user+sys CPU seconds (for reference):
   start/exit of a program that creates one thread (corecast's fixed cost, in ms),
   examples/omp_critical.c, examples/pthreads_sync.c (if present; 20000 iterations, about
@@ -51,8 +54,8 @@ HERE = Path(__file__).resolve().parent
 EXAMPLES = HERE.parent / "examples"
 
 
-def compile_c(src: Path, out: Path, *flags: str) -> str:
-    subprocess.run(["gcc", "-O2", *flags, str(src), "-o", str(out), "-lm"], check=True)
+def compile_c(src: Path, out: Path, *flags: str, cc: str = "gcc") -> str:
+    subprocess.run([cc, "-O2", *flags, str(src), "-o", str(out), "-lm"], check=True)
     return str(out)
 
 
@@ -108,7 +111,7 @@ def row(name: str, kind: str, metric: str, without: list[float], with_: list[flo
     """One table line: medians with spreads, the overhead and the verdict on its target."""
     a, b = statistics.median(without), statistics.median(with_)
     if kind == "ns":  # the target: ns added per operation
-        unit, scale, fmt, target = "ns", 1, ".1f", 100.0 if metric == "omp" else 3.0
+        unit, scale, fmt, target = "ns", 1, ".1f", {"omp": 100.0, "critical": 20.0}.get(metric, 3.0)
         diff, limit, ok = f"{b - a:+.1f} ns", f"<= +{target:g} ns", b - a <= target
     elif kind == "fixed":  # no target: the cost per process
         unit, scale, fmt = "ms", 1e3, ".1f"
@@ -223,10 +226,23 @@ def main() -> None:
         ("mutex pair", [micro, "mutex", str(args.pairs)], {}, "ns"),
         ("omp region, 1 thread", [micro, "omp", str(args.regions)], {"OMP_NUM_THREADS": "1"}, "ns"),
         ("omp region, 2 threads", [micro, "omp", str(args.regions)], {"OMP_NUM_THREADS": "2"}, "ns"),
+        ("critical, uncontended", [micro, "critical", str(args.regions * 10)], {}, "ns"),
         ("start+exit, 1 thread", [micro, "thread", "1"], {}, "fixed"),
         ("omp_critical", [compile_c(EXAMPLES / "omp_critical.c", tmp / "omp_critical",
                                     "-fopenmp")], {}, "wall"),
     ]
+    try:  # the OMPT path: the same micro benchmarks on LLVM's libomp
+        clang_micro = compile_c(HERE / "overhead_micro.c", tmp / "overhead_micro_clang", "-fopenmp",
+                                cc="clang")
+        cases += [
+            ("omp region, 1 thread, clang", [clang_micro, "omp", str(args.regions)],
+             {"OMP_NUM_THREADS": "1"}, "ns"),
+            ("omp region, 2 threads, clang", [clang_micro, "omp", str(args.regions)],
+             {"OMP_NUM_THREADS": "2"}, "ns"),
+            ("critical, uncontended, clang", [clang_micro, "critical", str(args.regions * 10)], {}, "ns"),
+        ]
+    except (OSError, subprocess.CalledProcessError):
+        print("skipped: clang cannot build OpenMP programs (apt-get install clang libomp-dev)")
     if (EXAMPLES / "pthreads_sync.c").exists():
         exe = compile_c(EXAMPLES / "pthreads_sync.c", tmp / "pthreads_sync", "-pthread")
         cases.append(("pthreads_sync 20000", [exe, "20000"], {}, "wall"))

@@ -310,6 +310,9 @@ void cc_activity(void) {
 
 static void reset_after_fork(void) {
     /* The child keeps only the forking thread: it starts afresh and reports alone. */
+    int used;
+    cc_thread_slots(&used);
+    cc_ompt_after_fork(used);
     memset(slots, 0, sizeof slots);
     memset(regions, 0, sizeof regions);
     nslots = 0;

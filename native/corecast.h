@@ -116,6 +116,17 @@ extern volatile int cc_ready;     /* constructor ran, not yet finalised */
 extern volatile int cc_active;    /* parallel activity seen */
 extern uint64_t cc_overflow;      /* events dropped: slot or region tables full */
 
+/* 1 once an OMPT runtime (libomp, libiomp5) started shims/ompt.c: the GOMP_* entry points
+ * such a runtime also exports then pass straight through (one path per runtime). */
+extern int cc_ompt_on;
+const char *cc_ompt_runtime(void); /* that runtime's file name, "" when none */
+struct cc_gomp;
+unsigned cc_ompt_fork(const void *loc, void *fn, unsigned requested, const struct cc_gomp *g);
+int cc_ompt_team_control(void); /* 1: probing and steering work on the OMPT path */
+void cc_ompt_after_fork(int used); /* clears the OMPT state of the first ``used`` slots */
+/* An OpenMP runtime loaded that neither goes through the GOMP wrappers nor started the
+ * OMPT tool (libomp with OMP_TOOL=disabled, ...): its file name, else NULL. */
+const char *cc_unmeasured_omp_runtime(void);
 void cc_activity(void);           /* first parallel activity: start the sampler */
 void cc_report_serial(void);      /* exit without parallel activity */
 struct cc_thread *cc_thread_slots(int *n);
@@ -128,7 +139,9 @@ struct cc_hist {
 };
 
 struct cc_region {
-    void *fn; /* key: the outlined function; NULL = free slot */
+    void *fn;   /* key: the outlined function (or, OMPT without it, the fork's call site); NULL = free */
+    void *site; /* OMPT: a call site of the fork, for the name (the function holding it) */
+    const void *loc; /* OMPT: the fork's ident_t (its psource names the function with -g) */
     int nested;
     int max_threads;
     int requested;     /* largest team the program asked for */
@@ -145,6 +158,7 @@ struct cc_region {
     uint64_t hold[CC_NSTALL];
     uint64_t wait[CC_NSTALL], acq[CC_NSTALL], contended[CC_NSTALL];
     char name[CC_NAME_LEN], object[CC_NAME_LEN]; /* filled at report time */
+    char parent[CC_NAME_LEN];                    /* call sites: the function holding it */
 };
 struct cc_region *cc_region_for(void *fn);
 struct cc_region *cc_regions(int *n);
@@ -214,5 +228,6 @@ int cc_host_is_python(void);
  * libgomp copies RTLD_LOCAL), then RTLD_NEXT. */
 void *cc_resolve(const char *name, const void *caller, const void *self);
 void *cc_resolve_next(const char *name, const char *version);
+int cc_is_ours(const void *p); /* ``p`` lies in the preload library */
 
 #endif

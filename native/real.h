@@ -47,7 +47,7 @@ void cc_libc_init(void);
 
 typedef void (*cc_outlined_fn)(void *);
 
-/* One libgomp as seen from one calling object ([lo, hi) is that object's text). */
+/* One OpenMP runtime as seen from one calling object ([lo, hi) is that object's text). */
 struct cc_gomp {
     const char *lo, *hi;
     void (*GOMP_parallel)(cc_outlined_fn, void *, unsigned, unsigned);
@@ -95,6 +95,10 @@ struct cc_gomp {
     int (*omp_get_num_threads)(void);
     int (*omp_get_max_threads)(void);
     int (*omp_get_level)(void);
+    /* LLVM/Intel runtimes (shims/ompt.c) */
+    void (*__kmpc_fork_call)(void *, int, void *, ...);
+    void (*__kmpc_push_num_threads)(void *, int, int);
+    int (*__kmpc_global_thread_num)(void *);
 };
 
 /* The libgomp view for a caller (a return address); never NULL, but a member may be

@@ -18,8 +18,53 @@ static void basename_into(char *dst, size_t n, const char *path) {
     snprintf(dst, n, "%s", b ? b + 1 : path);
 }
 
+/* The function an LLVM/Intel source location names: its psource is ";file;function;line;
+ * col;;" (";unknown;unknown;0;0;;" without -g).  It survives inlining, as gcc's names do. */
+static int loc_function(const void *loc, char *dst, size_t n) {
+    const char *src = loc ? *(const char *const *)((const char *)loc + 16) : NULL; /* ident_t.psource */
+    const char *f = src && src[0] == ';' ? strchr(src + 1, ';') : NULL;
+    const char *e = f ? strchr(f + 1, ';') : NULL;
+    if (!e || e == f + 1 || (e - f - 1 == 7 && !strncmp(f + 1, "unknown", 7)))
+        return 0;
+    snprintf(dst, n, "%.*s", (int)(e - f - 1), f + 1);
+    return 1;
+}
+
+/* An OMPT region's function: the source location's, else the one holding its first call
+ * site (the call's return address less one byte is still inside it); and its object. */
+static void callsite_parent(struct cc_region *r) {
+    if (!r->parent[0]) {
+        char obj[1024], site[CC_NAME_LEN];
+        cc_symbol_name((const char *)r->site - 1, site, sizeof site, obj, sizeof obj);
+        basename_into(r->object, sizeof r->object, obj);
+        if (!loc_function(r->loc, r->parent, sizeof r->parent))
+            memcpy(r->parent, site, sizeof r->parent);
+    }
+}
+
+/* OMPT regions are named like gcc's outlined functions, which number each function's
+ * regions from 0 in source order (main._omp_fn.0, main._omp_fn.1): the holding function
+ * and the region's place among that function's regions seen so far, by their first call
+ * site's address (source order in code without reordered blocks). */
+static void name_callsite(struct cc_region *r) {
+    callsite_parent(r);
+    int n, k = 0;
+    struct cc_region *all = cc_regions(&n);
+    for (int i = 0; i < n; i++) {
+        struct cc_region *q = &all[i];
+        void *site = __atomic_load_n(&q->site, __ATOMIC_ACQUIRE);
+        if (!site || q == r || (char *)site > (char *)r->site)
+            continue;
+        callsite_parent(q);
+        k += !strcmp(q->parent, r->parent) && !strcmp(q->object, r->object);
+    }
+    snprintf(r->name, sizeof r->name, "%.*s._omp_fn.%d", (int)sizeof r->name - 16, r->parent, k);
+}
+
 static void fill_region(struct cc_region_sample *o, struct cc_region *r) {
-    if (!r->name[0]) {
+    if (__atomic_load_n(&r->site, __ATOMIC_ACQUIRE)) {
+        name_callsite(r); /* again each time: a call site seen later may come first */
+    } else if (!r->name[0]) {
         char obj[1024];
         cc_symbol_name(r->fn, r->name, sizeof r->name, obj, sizeof obj);
         basename_into(r->object, sizeof r->object, obj);
@@ -157,7 +202,7 @@ void cc_build_sample(struct cc_sample *s, int final, struct cc_region **refs) {
     s->cores = cores > 0 ? (int)cores : 1;
     s->target = cc_cfg.target;
     s->final = final;
-    s->steer = cc_cfg.steer;
+    s->steer = cc_cfg.steer && (!cc_ompt_on || cc_ompt_team_control());
     double now = cc_mono_s();
     s->elapsed_s = now - cc_started();
     s->active_s = cc_active ? now - cc_active_since() : 0;
@@ -419,6 +464,15 @@ static void json_summary(struct buf *b, const struct cc_sample *s, const struct 
             put(b, "%s\"%s\"", k++ ? "," : "", CC_COUNTER_NAMES[i]);
     put(b, "]");
     json_numa(b, &s->numa);
+    const char *unmeasured = cc_unmeasured_omp_runtime();
+    if (unmeasured) {
+        put(b, ",\"openmp_unmeasured\":");
+        put_str(b, unmeasured);
+    }
+    if ((cc_cfg.steer || cc_cfg.probe) && cc_ompt_on && !cc_ompt_team_control()) {
+        put(b, ",\"team_control_unavailable\":");
+        put_str(b, cc_ompt_runtime());
+    }
     put(b, "}\n");
 }
 
@@ -634,6 +688,11 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
             sizes == 1 && one ? "" : "s", g->requested,
             100 * g->probe_extra_s / (g->wall_s - g->probe_extra_s));
     }
+    if ((cc_cfg.steer || cc_cfg.probe) && cc_ompt_on && !cc_ompt_team_control()) {
+        put(&b, "%s is not available for ", cc_cfg.steer ? "steering" : "probing");
+        put_cell(&b, cc_ompt_runtime(), -1);
+        put(&b, " on this CPU architecture: the regions ran at the program's own team sizes\n");
+    }
     if (ok) {
         const char *basis = s->nregions ? r->regions[0].basis : "";
         put(&b, "speedups: ");
@@ -702,6 +761,11 @@ void cc_report_serial(void) {
 }
 
 void cc_report(const struct cc_sample *s, const struct cc_result *r) {
+    const char *unmeasured = cc_unmeasured_omp_runtime();
+    if (unmeasured) /* never a silent threads-only report for an OpenMP program */
+        cc_warn("the OpenMP runtime %s did not start corecast's OMPT tool (OMP_TOOL=disabled, or a runtime "
+                "without OMPT): its regions, team sizes and OpenMP waits are not measured, only its threads",
+                unmeasured);
     if (!cc_cfg.quiet)
         write_table(s, r);
     write_json(s, r);

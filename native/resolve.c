@@ -93,9 +93,9 @@ static int object_range(const void *addr, const char **lo, const char **hi) {
 
 static const char *self_lo, *self_hi;
 
-static int is_ours(const void *p) {
+int cc_is_ours(const void *p) {
     if (!self_lo)
-        object_range((const void *)&is_ours, &self_lo, &self_hi);
+        object_range((const void *)&cc_is_ours, &self_lo, &self_hi);
     return (const char *)p >= self_lo && (const char *)p < self_hi;
 }
 
@@ -112,9 +112,9 @@ void *cc_resolve(const char *name, const void *caller, const void *self) {
             dlclose(h);
         }
     }
-    if (!p || is_ours(p))
+    if (!p || cc_is_ours(p))
         p = dlsym(RTLD_NEXT, name);
-    return (p && !is_ours(p)) ? p : NULL;
+    return (p && !cc_is_ours(p)) ? p : NULL;
 }
 
 /* ---- libgomp views ---------------------------------------------------------------- */
@@ -134,7 +134,8 @@ void *cc_resolve(const char *name, const void *caller, const void *self) {
     X(GOMP_loop_nonmonotonic_guided_next) X(GOMP_loop_runtime_next) X(omp_set_lock)         \
     X(omp_unset_lock) X(omp_test_lock) X(omp_set_nest_lock) X(omp_unset_nest_lock)          \
     X(omp_test_nest_lock) X(omp_get_thread_num) X(omp_get_num_threads)               \
-    X(omp_get_max_threads) X(omp_get_level)
+    X(omp_get_max_threads) X(omp_get_level) X(__kmpc_fork_call) X(__kmpc_push_num_threads)      \
+    X(__kmpc_global_thread_num)
 
 static const struct {
     const char *name;

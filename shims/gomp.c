@@ -4,256 +4,44 @@
  * Each GOMP_parallel* call runs the outlined function through a trampoline that times
  * every team member's busy span; the master's end time minus each member's end time is
  * that member's wait at the implicit barrier (imbalance).  Counters are per thread;
- * the trampoline folds the deltas into the region with relaxed atomics once per call. */
+ * the trampoline folds the deltas into the region with relaxed atomics once per call.
+ * Under an OMPT runtime (libomp also exports GOMP_*) every wrapper passes straight
+ * through: shims/ompt.c counts that runtime's regions, once. */
 #define _GNU_SOURCE
 #include <string.h>
 
 #include "../native/corecast.h"
+#include "../native/omp_call.h"
 #include "../native/real.h"
-
-#define CC_MAX_TEAM 256
-#define CONTENDED_TICKS 2000 /* a critical wait longer than this counts as contended */
-/* Critical, atomic and ordered sections have no try operation, so finding out whether
- * one waited means timing it.  One in SAMPLE_EVERY is timed (wait and hold, scaled up);
- * every one is counted.  Tight loops of tiny critical sections would otherwise pay three
- * timestamps each. */
-#define SAMPLE_EVERY 16
 
 struct tramp {
     cc_outlined_fn fn;
     void *data;
-    struct cc_region *region;
     const struct cc_gomp *g;
-    int team;
-    int probe_own; /* > 0: a probe call; the program asked for this many threads */
-    /* Written by every member before the implicit barrier, read by the master after it:
-     * no clearing needed. */
-    uint64_t end[CC_MAX_TEAM];
-    uint64_t busy[CC_MAX_TEAM];
+    struct cc_call call;
 };
-
-static void close_single(struct cc_thread *t, uint64_t now) {
-    if (t->single_t0) {
-        CC_ADD(cc_counts(t)->single, now - t->single_t0);
-        t->single_t0 = 0;
-    }
-}
-
-/* Adds what changed in ``now`` since ``before`` to the region (shared: atomics). */
-static void fold(struct cc_region *r, const struct cc_counts *now, const struct cc_counts *before) {
-    for (int c = 0; c < CC_NSTALL; c++) {
-        if (now->wait[c] != before->wait[c])
-            CC_AADD(r->wait[c], now->wait[c] - before->wait[c]);
-        if (now->acq[c] != before->acq[c])
-            CC_AADD(r->acq[c], now->acq[c] - before->acq[c]);
-        if (now->contended[c] != before->contended[c])
-            CC_AADD(r->contended[c], now->contended[c] - before->contended[c]);
-    }
-    for (int c = 0; c < CC_NSTALL; c++)
-        if (now->hold[c] != before->hold[c])
-            CC_AADD(r->hold[c], now->hold[c] - before->hold[c]);
-    if (now->single != before->single)
-        CC_AADD(r->single, now->single - before->single);
-    if (now->loop_calls != before->loop_calls)
-        CC_AADD(r->loop_calls, now->loop_calls - before->loop_calls);
-}
 
 static void trampoline(void *arg) {
     struct tramp *tr = arg;
     struct cc_thread *t = cc_self();
     int id = tr->g->omp_get_thread_num ? tr->g->omp_get_thread_num() : 0;
     if (id == 0 && tr->g->omp_get_num_threads)
-        tr->team = tr->g->omp_get_num_threads();
-    /* Outermost regions snapshot lazily (see cc_counts); a nested one copies now, since
-     * the lazy slot belongs to the region around it. */
-    int nested = t->depth > 0;
-    struct cc_counts before;
-    if (nested)
-        before = t->n;
-    else
-        t->snap_pending = 1;
-    t->depth++;
-    uint64_t t0 = cc_now();
+        tr->call.team = tr->g->omp_get_num_threads();
+    struct cc_member m;
+    cc_member_enter(&m, &tr->call, id, t);
     tr->fn(tr->data);
-    uint64_t t1 = cc_now();
-    close_single(t, t1);
-    t->depth--;
-    if (id >= 0 && id < CC_MAX_TEAM) {
-        tr->end[id] = t1;
-        tr->busy[id] = t1 - t0;
-    }
-    if (!tr->region)
-        t->snap_pending = 0;
-    else if (nested)
-        fold(tr->region, &t->n, &before);
-    else if (!t->snap_pending)
-        fold(tr->region, &t->n, &t->snap);
-    t->snap_pending = 0;
-}
-
-/* Probing (CORECAST_PROBE): a repeated region runs a few calls at requested/2, /4, ... 1,
- * so one run gives it a multi-size history.  1 is included: T(1) makes speedups measured
- * rather than extrapolated, and the cost cap decides whether a region can afford it. */
-#define PROBE_WARMUP 4   /* calls at the program's own size first: its time per call */
-#define PROBE_CALLS 2    /* calls per probed size (history.py's MIN_CALLS: "measured") */
-#define PROBE_EVERY 4    /* at most every 4th call a probe: interleaved with normal calls */
-#define PROBE_COST_PCT 3 /* estimated extra time within 3% of the region's own time */
-
-/* Calls and wall time at one team size (0, 0 if it never ran at that size). */
-static void hist_at(struct cc_region *r, int team, uint64_t *calls, uint64_t *wall) {
-    *calls = *wall = 0;
-    for (int i = 0; i < CC_MAX_HIST; i++) {
-        int k = __atomic_load_n(&r->hist[i].threads, __ATOMIC_ACQUIRE);
-        if (k == 0)
-            return;
-        if (k == team) {
-            *calls = __atomic_load_n(&r->hist[i].calls, __ATOMIC_RELAXED);
-            *wall = __atomic_load_n(&r->hist[i].wall, __ATOMIC_RELAXED);
-            return;
-        }
-    }
-}
-
-/* The smaller team this call should probe, or 0.  Only at the largest team the program
- * asks for (one schedule per region), after the warm-up, one probe at a time, and only
- * while the probes' cost so far plus this call's expected extra stays within
- * PROBE_COST_PCT of the region's time without probes.  The expected extra assumes linear
- * scaling (an upper bound for regions that scale no better); the cost so far is the
- * larger of the expected extras reserved and the measured extra, so a probe that came
- * out dearer than expected holds the next ones back.  The region's own time rather than
- * the process's: each region pays for its own probes, so the total stays within the
- * share of the run the regions take. */
-static int probe_size(struct cc_region *r, const struct cc_gomp *g, int own) {
-    uint64_t calls = __atomic_load_n(&r->calls, __ATOMIC_RELAXED);
-    if (calls < PROBE_WARMUP || calls % PROBE_EVERY || own != __atomic_load_n(&r->requested, __ATOMIC_RELAXED))
-        return 0;
-    int level = __atomic_load_n(&r->probe_level, __ATOMIC_RELAXED), size;
-    uint64_t c, w;
-    for (;;) { /* sizes the region already ran often enough need no probe */
-        size = own >> (level + 1);
-        if (size < 1)
-            return 0;
-        hist_at(r, size, &c, &w);
-        if (c < PROBE_CALLS)
-            break;
-        if (__atomic_compare_exchange_n(&r->probe_level, &level, level + 1, 0, __ATOMIC_RELAXED,
-                                        __ATOMIC_RELAXED))
-            level++;
-    }
-    if (g->omp_get_level && g->omp_get_level() > 0)
-        return 0;
-    /* Claimed before the budget check, so no other thread's probe lands between the two. */
-    int idle = 0;
-    if (!__atomic_compare_exchange_n(&r->probe_busy, &idle, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
-        return 0;
-    hist_at(r, own, &c, &w);
-    int64_t cost = c >= PROBE_WARMUP ? (int64_t)(w / c) * (own - size) / size : -1;
-    int64_t extra = __atomic_load_n(&r->probe_extra, __ATOMIC_RELAXED);
-    int64_t reserved = (int64_t)__atomic_load_n(&r->probe_reserved, __ATOMIC_RELAXED);
-    int64_t base = (int64_t)__atomic_load_n(&r->wall, __ATOMIC_RELAXED) - extra;
-    if (cost < 0 || (extra > reserved ? extra : reserved) + cost > base / 100 * PROBE_COST_PCT) {
-        __atomic_store_n(&r->probe_busy, 0, __ATOMIC_RELEASE);
-        return 0;
-    }
-    CC_AADD(r->probe_reserved, (uint64_t)cost);
-    return size;
+    cc_member_leave(&m, t, cc_now());
 }
 
 /* The team size this call gets: the program's own (num_threads, or libgomp's default
- * for 0), capped by steering when it is on, or a probe's smaller size.  Both only ever
- * shrink a team, and never inside another team (a region nested in code corecast did
- * not see start); the caller has already left out regions nested in ones it saw. */
+ * for 0) unless probing or steering shrinks it (cc_team_cap). */
 static unsigned team_size(struct tramp *tr, unsigned requested) {
-    struct cc_region *r = tr->region;
     const struct cc_gomp *g = tr->g;
-    if (!r)
+    if (!tr->call.region)
         return requested;
     int own = requested ? (int)requested : (g->omp_get_max_threads ? g->omp_get_max_threads() : 0);
-    int seen = __atomic_load_n(&r->requested, __ATOMIC_RELAXED);
-    if (own > seen)
-        __atomic_store_n(&r->requested, own, __ATOMIC_RELAXED);
-    if (own < 2)
-        return requested;
-    if (cc_cfg.probe) { /* never with steering (read_config) */
-        int size = probe_size(r, g, own);
-        if (size)
-            tr->probe_own = own;
-        return size ? (unsigned)size : requested;
-    }
-    int cap = __atomic_load_n(&r->steer_threads, __ATOMIC_RELAXED);
-    if (cc_cfg.steer && cap > 0 && cap < own && !(g->omp_get_level && g->omp_get_level() > 0))
-        return (unsigned)cap;
-    return requested;
-}
-
-/* Calls and wall time per team size (the history steering and extrapolation use). */
-static void add_hist(struct cc_region *r, int team, uint64_t wall, int probe) {
-    for (int i = 0; i < CC_MAX_HIST; i++) {
-        struct cc_hist *h = &r->hist[i];
-        int k = __atomic_load_n(&h->threads, __ATOMIC_ACQUIRE);
-        if (k == 0) {
-            int expected = 0;
-            if (!__atomic_compare_exchange_n(&h->threads, &expected, team, 0, __ATOMIC_ACQ_REL,
-                                             __ATOMIC_ACQUIRE) && expected != team)
-                continue;
-            k = team;
-        }
-        if (k == team) {
-            CC_AADD(h->calls, 1);
-            CC_AADD(h->wall, wall);
-            if (probe)
-                CC_AADD(h->probes, 1);
-            return;
-        }
-    }
-    CC_AADD(cc_overflow, 1);
-}
-
-static void begin(struct tramp *tr, const struct cc_gomp *g, cc_outlined_fn fn, void *data,
-                  struct cc_thread *t) {
-    cc_activity();
-    tr->fn = fn;
-    tr->data = data;
-    tr->g = g;
-    tr->team = 1;
-    tr->probe_own = 0;
-    tr->region = cc_region_for((void *)fn);
-    if (tr->region && t->depth > 0)
-        tr->region->nested = 1;
-}
-
-static void finish(struct tramp *tr, uint64_t t0) {
-    uint64_t t2 = cc_now();
-    struct cc_region *r = tr->region;
-    if (!r)
-        return;
-    int team = tr->team < CC_MAX_TEAM ? tr->team : CC_MAX_TEAM;
-    if (tr->team > CC_MAX_TEAM)
-        CC_AADD(cc_overflow, tr->team - CC_MAX_TEAM);
-    uint64_t idle = 0, busy = 0;
-    for (int i = 0; i < team; i++) {
-        if (tr->end[i] < t2)
-            idle += t2 - tr->end[i];
-        busy += tr->busy[i];
-    }
-    CC_AADD(r->busy, busy);
-    CC_AADD(r->calls, 1);
-    CC_AADD(r->wall, t2 - t0);
-    CC_AADD(r->wait[CC_STALL_IMBALANCE], idle);
-    add_hist(r, tr->team, t2 - t0, tr->probe_own > 0);
-    if (tr->probe_own) {
-        /* Extra time: this call minus the mean call at the program's own size. */
-        uint64_t c, w;
-        hist_at(r, tr->probe_own, &c, &w);
-        CC_AADD(r->probe_extra, (int64_t)(t2 - t0) - (int64_t)(c ? w / c : 0));
-        CC_AADD(r->probe_calls, 1);
-        __atomic_store_n(&r->probe_busy, 0, __ATOMIC_RELEASE);
-    }
-    int m = __atomic_load_n(&r->max_threads, __ATOMIC_RELAXED);
-    while (tr->team > m &&
-           !__atomic_compare_exchange_n(&r->max_threads, &m, tr->team, 0, __ATOMIC_RELAXED,
-                                        __ATOMIC_RELAXED))
-        ;
+    int cap = cc_team_cap(tr->call.region, own, g, &tr->call.probe_own);
+    return cap ? (unsigned)cap : requested;
 }
 
 /* One wrapper shape per GOMP_parallel* signature; ARGS are the trailing parameters. */
@@ -261,20 +49,25 @@ static void finish(struct tramp *tr, uint64_t t0) {
     ret name(cc_outlined_fn fn, void *data, unsigned num_threads params) {                  \
         const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));                 \
         struct cc_thread *t = cc_self();                                                     \
+        if (cc_ompt_on) /* the runtime's OMPT callbacks time it, keyed by ``fn`` */        \
+            return g->name(fn, data, cc_ompt_fork(NULL, (void *)fn, num_threads, g) args);  \
         if (t->guard || cc_cfg.disabled || !g->omp_get_thread_num)                          \
             return g->name(fn, data, num_threads args);                                     \
-        struct tramp tr;                                                                     \
-        begin(&tr, g, fn, data, t);                                                          \
+        struct tramp tr; /* no initialiser: the call's per-member arrays need no clearing */ \
+        tr.fn = fn;                                                                          \
+        tr.data = data;                                                                      \
+        tr.g = g;                                                                            \
+        cc_call_begin(&tr.call, (void *)fn, t);                                              \
         unsigned n = t->depth > 0 ? num_threads : team_size(&tr, num_threads);              \
-        uint64_t t0 = cc_now();                                                              \
+        tr.call.t0 = cc_now();                                                               \
         PARALLEL_CALL_##ret(g->name(trampoline, &tr, n args));                               \
     }
-#define PARALLEL_CALL_void(call) \
-    call;                        \
-    finish(&tr, t0)
-#define PARALLEL_CALL_unsigned(call) \
-    unsigned out = call;             \
-    finish(&tr, t0);                 \
+#define PARALLEL_CALL_void(expr) \
+    expr;                        \
+    cc_call_finish(&tr.call)
+#define PARALLEL_CALL_unsigned(expr) \
+    unsigned out = expr;             \
+    cc_call_finish(&tr.call);        \
     return out
 #define COMMA ,
 #define LOOP_PARAMS , long start, long end, long incr, long chunk, unsigned flags
@@ -296,41 +89,6 @@ PARALLEL_WRAPPER(void, GOMP_parallel_sections, COMMA unsigned count COMMA unsign
 PARALLEL_WRAPPER(unsigned, GOMP_parallel_reductions, COMMA unsigned flags, COMMA flags)
 
 /* ---- synchronisation inside regions --------------------------------------------- */
-/* Timed holds: pushed when a timed acquisition returns, popped by the matching release
- * (an untimed acquisition pushes nothing, so its release finds another object on top). */
-static void held_push(struct cc_thread *t, const void *obj, int cat, uint64_t now, uint32_t scale) {
-    if (t->nheld < CC_MAX_HELD) {
-        t->held_obj[t->nheld] = obj;
-        t->held_cat[t->nheld] = cat;
-        t->held_t0[t->nheld] = now;
-        t->held_scale[t->nheld] = scale;
-        t->nheld++;
-    }
-}
-
-static void held_pop(struct cc_thread *t, const void *obj, uint64_t now) {
-    int top = t->nheld - 1;
-    if (top >= 0 && t->held_obj[top] == obj) {
-        uint64_t *hold = &cc_counts(t)->hold[t->held_cat[top]];
-        CC_ADD(*hold, (now - t->held_t0[top]) * t->held_scale[top]);
-        t->nheld = top;
-    }
-}
-
-/* A timed acquisition standing for ``scale`` acquisitions (sampling): its wait and hold
- * are scaled up.  ``contended``: known from a failed test, else judged by the wait. */
-static void timed_acquire(struct cc_thread *t, int cat, uint64_t t0, const void *obj,
-                          int contended, uint32_t scale) {
-    uint64_t t1 = cc_now();
-    uint64_t w = t1 - t0;
-    struct cc_counts *n = cc_counts(t);
-    CC_ADD(n->wait[cat], w * scale);
-    CC_ADD(n->acq[cat], 1);
-    if (contended || w > CONTENDED_TICKS)
-        CC_ADD(n->contended[cat], scale);
-    held_push(t, obj, cat, t1, scale);
-}
-
 static const char critical_anon, atomic_lock, ordered_turn;
 
 /* Explicit barriers and the barriers that end worksharing loops and sections. */
@@ -338,10 +96,10 @@ static const char critical_anon, atomic_lock, ordered_turn;
     void name(void) {                                                                        \
         const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));                 \
         struct cc_thread *t = cc_self();                                                     \
-        if (t->guard)                                                                        \
+        if (t->guard || cc_ompt_on)                                                          \
             return g->name();                                                                \
         uint64_t t0 = cc_now();                                                              \
-        close_single(t, t0);                                                                 \
+        cc_close_single(t, t0);                                                                 \
         g->name();                                                                           \
         cc_note(t, CC_STALL_OMPBARRIER, cc_now() - t0, 0);                                   \
     }
@@ -354,22 +112,22 @@ BARRIER_WRAPPER(GOMP_sections_end)
     void start(params) {                                                                    \
         const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));                 \
         struct cc_thread *t = cc_self();                                                     \
-        if (t->guard)                                                                        \
+        if (t->guard || cc_ompt_on)                                                          \
             return g->start(args);                                                           \
-        if (++t->sample_seq % SAMPLE_EVERY) {                                                \
+        if (++t->sample_seq % CC_SAMPLE_EVERY) {                                             \
             g->start(args);                                                                  \
             CC_ADD(cc_counts(t)->acq[cat], 1);                                               \
             return;                                                                          \
         }                                                                                    \
         uint64_t t0 = cc_now();                                                              \
         g->start(args);                                                                      \
-        timed_acquire(t, cat, t0, obj_expr, 0, SAMPLE_EVERY);                                \
+        cc_timed_acquire(t, cat, t0, obj_expr, 0, CC_SAMPLE_EVERY);                          \
     }                                                                                        \
     void end(params) {                                                                      \
         const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));                 \
         struct cc_thread *t = cc_self();                                                     \
-        if (!t->guard && t->nheld)                                                           \
-            held_pop(t, obj_expr, cc_now());                                                 \
+        if (!t->guard && !cc_ompt_on && t->nheld)                                            \
+            cc_held_pop(t, obj_expr, cc_now());                                                 \
         g->end(args);                                                                        \
     }
 
@@ -385,7 +143,7 @@ bool GOMP_single_start(void) {
     bool mine = g->GOMP_single_start();
     struct cc_thread *t = cc_self();
     /* The single block runs until the barrier that follows it (or the region's end). */
-    if (mine && !t->guard)
+    if (mine && !t->guard && !cc_ompt_on)
         t->single_t0 = cc_now();
     return mine;
 }
@@ -395,14 +153,14 @@ bool GOMP_single_start(void) {
 #define LOOP_START(name)                                                                      \
     bool name(long start, long end, long incr, long chunk, long *istart, long *iend) {        \
         const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));                   \
-        if (!strstr(#name, "static"))                                                         \
+        if (!cc_ompt_on && !strstr(#name, "static"))                                          \
             CC_ADD(cc_counts(cc_self())->loop_calls, 1);                                      \
         return g->name(start, end, incr, chunk, istart, iend);                                \
     }
 #define LOOP_NEXT(name)                                                                       \
     bool name(long *istart, long *iend) {                                                     \
         const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));                   \
-        if (!strstr(#name, "static"))                                                         \
+        if (!cc_ompt_on && !strstr(#name, "static"))                                          \
             CC_ADD(cc_counts(cc_self())->loop_calls, 1);                                      \
         return g->name(istart, iend);                                                         \
     }
@@ -421,7 +179,8 @@ LOOP_NEXT(GOMP_loop_runtime_next)
 
 bool GOMP_loop_runtime_start(long start, long end, long incr, long *istart, long *iend) {
     const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));
-    CC_ADD(cc_counts(cc_self())->loop_calls, 1);
+    if (!cc_ompt_on)
+        CC_ADD(cc_counts(cc_self())->loop_calls, 1);
     return g->GOMP_loop_runtime_start(start, end, incr, istart, iend);
 }
 
@@ -430,23 +189,23 @@ bool GOMP_loop_runtime_start(long start, long end, long incr, long *istart, long
     void set(void *lock) {                                                                  \
         const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));                 \
         struct cc_thread *t = cc_self();                                                     \
-        if (t->guard || !g->test)                                                            \
+        if (t->guard || cc_ompt_on || !g->test)                                              \
             return g->set(lock);                                                             \
         if (g->test(lock)) {                                                                 \
             cc_note(t, CC_STALL_OMPLOCK, 0, 0);                                              \
-            if (++t->sample_seq % SAMPLE_EVERY == 0) /* hold times: sampled */               \
-                held_push(t, lock, CC_STALL_OMPLOCK, cc_now(), SAMPLE_EVERY);                                  \
+            if (++t->sample_seq % CC_SAMPLE_EVERY == 0) /* hold times: sampled */            \
+                cc_held_push(t, lock, CC_STALL_OMPLOCK, cc_now(), CC_SAMPLE_EVERY);          \
             return;                                                                          \
         }                                                                                    \
         uint64_t t0 = cc_now();                                                              \
         g->set(lock);                                                                        \
-        timed_acquire(t, CC_STALL_OMPLOCK, t0, lock, 1, 1);                                  \
+        cc_timed_acquire(t, CC_STALL_OMPLOCK, t0, lock, 1, 1);                                  \
     }                                                                                        \
     void unset(void *lock) {                                                                \
         const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));                 \
         struct cc_thread *t = cc_self();                                                     \
-        if (!t->guard && t->nheld)                                                           \
-            held_pop(t, lock, cc_now());                                                     \
+        if (!t->guard && !cc_ompt_on && t->nheld)                                            \
+            cc_held_pop(t, lock, cc_now());                                                     \
         g->unset(lock);                                                                      \
     }
 

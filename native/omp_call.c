@@ -1,0 +1,213 @@
+/* One call of an OpenMP region: see omp_call.h. */
+#include "omp_call.h"
+#include "real.h"
+
+/* Adds what changed in ``now`` since ``before`` to the region (shared: atomics). */
+static void fold(struct cc_region *r, const struct cc_counts *now, const struct cc_counts *before) {
+    for (int c = 0; c < CC_NSTALL; c++) {
+        if (now->wait[c] != before->wait[c])
+            CC_AADD(r->wait[c], now->wait[c] - before->wait[c]);
+        if (now->acq[c] != before->acq[c])
+            CC_AADD(r->acq[c], now->acq[c] - before->acq[c]);
+        if (now->contended[c] != before->contended[c])
+            CC_AADD(r->contended[c], now->contended[c] - before->contended[c]);
+    }
+    for (int c = 0; c < CC_NSTALL; c++)
+        if (now->hold[c] != before->hold[c])
+            CC_AADD(r->hold[c], now->hold[c] - before->hold[c]);
+    if (now->single != before->single)
+        CC_AADD(r->single, now->single - before->single);
+    if (now->loop_calls != before->loop_calls)
+        CC_AADD(r->loop_calls, now->loop_calls - before->loop_calls);
+}
+
+void cc_call_begin(struct cc_call *c, void *key, struct cc_thread *t) {
+    cc_activity();
+    c->team = 1;
+    c->probe_own = 0;
+    c->region = cc_region_for(key);
+    if (c->region && t->depth > 0)
+        c->region->nested = 1;
+}
+
+void cc_member_resume(struct cc_member *m, struct cc_thread *t) {
+    m->open = 1;
+    /* Outermost regions snapshot lazily (see cc_counts); a nested one copies now, since
+     * the lazy slot belongs to the region around it. */
+    if (m->nested)
+        m->before = t->n;
+    else
+        t->snap_pending = 1;
+    t->depth++;
+}
+
+void cc_member_enter(struct cc_member *m, struct cc_call *c, int id, struct cc_thread *t) {
+    m->call = c;
+    m->id = id;
+    m->nested = t->depth > 0;
+    cc_member_resume(m, t);
+    m->t0 = cc_now();
+}
+
+void cc_member_leave(struct cc_member *m, struct cc_thread *t, uint64_t t1) {
+    struct cc_call *c = m->call;
+    m->open = 0;
+    cc_close_single(t, t1);
+    t->depth--;
+    if (m->id >= 0 && m->id < CC_MAX_TEAM) {
+        c->end[m->id] = t1;
+        c->busy[m->id] = t1 - m->t0;
+    }
+    if (!c->region)
+        t->snap_pending = 0;
+    else if (m->nested)
+        fold(c->region, &t->n, &m->before);
+    else if (!t->snap_pending)
+        fold(c->region, &t->n, &t->snap);
+    t->snap_pending = 0;
+}
+
+void cc_hist_at(struct cc_region *r, int team, uint64_t *calls, uint64_t *wall) {
+    *calls = *wall = 0;
+    for (int i = 0; i < CC_MAX_HIST; i++) {
+        int k = __atomic_load_n(&r->hist[i].threads, __ATOMIC_ACQUIRE);
+        if (k == 0)
+            return;
+        if (k == team) {
+            *calls = __atomic_load_n(&r->hist[i].calls, __ATOMIC_RELAXED);
+            *wall = __atomic_load_n(&r->hist[i].wall, __ATOMIC_RELAXED);
+            return;
+        }
+    }
+}
+
+/* Calls and wall time per team size (the history steering and extrapolation use). */
+static void add_hist(struct cc_region *r, int team, uint64_t wall, int probe) {
+    for (int i = 0; i < CC_MAX_HIST; i++) {
+        struct cc_hist *h = &r->hist[i];
+        int k = __atomic_load_n(&h->threads, __ATOMIC_ACQUIRE);
+        if (k == 0) {
+            int expected = 0;
+            if (!__atomic_compare_exchange_n(&h->threads, &expected, team, 0, __ATOMIC_ACQ_REL,
+                                             __ATOMIC_ACQUIRE) && expected != team)
+                continue;
+            k = team;
+        }
+        if (k == team) {
+            CC_AADD(h->calls, 1);
+            CC_AADD(h->wall, wall);
+            if (probe)
+                CC_AADD(h->probes, 1);
+            return;
+        }
+    }
+    CC_AADD(cc_overflow, 1);
+}
+
+void cc_call_finish(struct cc_call *c) {
+    uint64_t t2 = cc_now();
+    struct cc_region *r = c->region;
+    if (!r)
+        return;
+    int team = c->team < CC_MAX_TEAM ? c->team : CC_MAX_TEAM;
+    if (c->team > CC_MAX_TEAM)
+        CC_AADD(cc_overflow, c->team - CC_MAX_TEAM);
+    uint64_t idle = 0, busy = 0;
+    for (int i = 0; i < team; i++) {
+        if (c->end[i] < t2)
+            idle += t2 - c->end[i];
+        busy += c->busy[i];
+    }
+    CC_AADD(r->busy, busy);
+    CC_AADD(r->calls, 1);
+    CC_AADD(r->wall, t2 - c->t0);
+    CC_AADD(r->wait[CC_STALL_IMBALANCE], idle);
+    add_hist(r, c->team, t2 - c->t0, c->probe_own > 0);
+    if (c->probe_own) {
+        /* Extra time: this call minus the mean call at the program's own size. */
+        uint64_t n, w;
+        cc_hist_at(r, c->probe_own, &n, &w);
+        CC_AADD(r->probe_extra, (int64_t)(t2 - c->t0) - (int64_t)(n ? w / n : 0));
+        CC_AADD(r->probe_calls, 1);
+        __atomic_store_n(&r->probe_busy, 0, __ATOMIC_RELEASE);
+    }
+    int m = __atomic_load_n(&r->max_threads, __ATOMIC_RELAXED);
+    while (c->team > m &&
+           !__atomic_compare_exchange_n(&r->max_threads, &m, c->team, 0, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED))
+        ;
+}
+
+/* Probing (CORECAST_PROBE): a repeated region runs a few calls at requested/2, /4, ... 1,
+ * so one run gives it a multi-size history.  1 is included: T(1) makes speedups measured
+ * rather than extrapolated, and the cost cap decides whether a region can afford it. */
+#define PROBE_WARMUP 4   /* calls at the program's own size first: its time per call */
+#define PROBE_CALLS 2    /* calls per probed size (history.py's MIN_CALLS: "measured") */
+#define PROBE_EVERY 4    /* at most every 4th call a probe: interleaved with normal calls */
+#define PROBE_COST_PCT 3 /* estimated extra time within 3% of the region's own time */
+
+/* The smaller team this call should probe, or 0.  Only at the largest team the program
+ * asks for (one schedule per region), after the warm-up, one probe at a time, and only
+ * while the probes' cost so far plus this call's expected extra stays within
+ * PROBE_COST_PCT of the region's time without probes.  The expected extra assumes linear
+ * scaling (an upper bound for regions that scale no better); the cost so far is the
+ * larger of the expected extras reserved and the measured extra, so a probe that came
+ * out dearer than expected holds the next ones back.  The region's own time rather than
+ * the process's: each region pays for its own probes, so the total stays within the
+ * share of the run the regions take. */
+static int probe_size(struct cc_region *r, const struct cc_gomp *g, int own) {
+    uint64_t calls = __atomic_load_n(&r->calls, __ATOMIC_RELAXED);
+    if (calls < PROBE_WARMUP || calls % PROBE_EVERY || own != __atomic_load_n(&r->requested, __ATOMIC_RELAXED))
+        return 0;
+    int level = __atomic_load_n(&r->probe_level, __ATOMIC_RELAXED), size;
+    uint64_t c, w;
+    for (;;) { /* sizes the region already ran often enough need no probe */
+        size = own >> (level + 1);
+        if (size < 1)
+            return 0;
+        cc_hist_at(r, size, &c, &w);
+        if (c < PROBE_CALLS)
+            break;
+        if (__atomic_compare_exchange_n(&r->probe_level, &level, level + 1, 0, __ATOMIC_RELAXED,
+                                        __ATOMIC_RELAXED))
+            level++;
+    }
+    if (g->omp_get_level && g->omp_get_level() > 0)
+        return 0;
+    /* Claimed before the budget check, so no other thread's probe lands between the two. */
+    int idle = 0;
+    if (!__atomic_compare_exchange_n(&r->probe_busy, &idle, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+        return 0;
+    cc_hist_at(r, own, &c, &w);
+    int64_t cost = c >= PROBE_WARMUP ? (int64_t)(w / c) * (own - size) / size : -1;
+    int64_t extra = __atomic_load_n(&r->probe_extra, __ATOMIC_RELAXED);
+    int64_t reserved = (int64_t)__atomic_load_n(&r->probe_reserved, __ATOMIC_RELAXED);
+    int64_t base = (int64_t)__atomic_load_n(&r->wall, __ATOMIC_RELAXED) - extra;
+    if (cost < 0 || (extra > reserved ? extra : reserved) + cost > base / 100 * PROBE_COST_PCT) {
+        __atomic_store_n(&r->probe_busy, 0, __ATOMIC_RELEASE);
+        return 0;
+    }
+    CC_AADD(r->probe_reserved, (uint64_t)cost);
+    return size;
+}
+
+/* Probing or steering: both only ever shrink a team, and never inside another team (a
+ * region nested in code corecast did not see start); the callers have already left out
+ * regions nested in ones they saw. */
+int cc_team_cap(struct cc_region *r, int own, const struct cc_gomp *g, int *probe_own) {
+    int seen = __atomic_load_n(&r->requested, __ATOMIC_RELAXED);
+    if (own > seen)
+        __atomic_store_n(&r->requested, own, __ATOMIC_RELAXED);
+    if (own < 2)
+        return 0;
+    if (cc_cfg.probe) { /* never with steering (read_config) */
+        int size = probe_size(r, g, own);
+        if (size)
+            *probe_own = own;
+        return size;
+    }
+    int cap = __atomic_load_n(&r->steer_threads, __ATOMIC_RELAXED);
+    if (cc_cfg.steer && cap > 0 && cap < own && !(g->omp_get_level && g->omp_get_level() > 0))
+        return cap;
+    return 0;
+}

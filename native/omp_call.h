@@ -1,0 +1,99 @@
+/* One call of an OpenMP region and the synchronisation timed inside it: the bookkeeping
+ * both OpenMP paths share (shims/gomp.c wraps libgomp's entry points, shims/ompt.c
+ * receives LLVM/Intel libomp's OMPT callbacks).  Fast-path code: no malloc, stdio, locks. */
+#ifndef CORECAST_OMP_CALL_H
+#define CORECAST_OMP_CALL_H
+
+#include "corecast.h"
+
+#define CC_MAX_TEAM 256
+#define CC_CONTENDED_TICKS 2000 /* a critical wait longer than this counts as contended */
+/* Critical, atomic and ordered sections have no try operation, so finding out whether
+ * one waited means timing it.  One in CC_SAMPLE_EVERY is timed (wait and hold, scaled
+ * up); every one is counted.  (The OMPT path samples its locks the same way.) */
+#define CC_SAMPLE_EVERY 16
+
+/* Shared by the team: the master fills region/team/t0, each member its end and busy slot
+ * (written before the implicit barrier, read by the master after it: no clearing). */
+struct cc_call {
+    struct cc_region *region;
+    int team;
+    int probe_own; /* > 0: a probe call; the program asked for this many threads */
+    uint64_t t0;
+    uint64_t end[CC_MAX_TEAM];
+    uint64_t busy[CC_MAX_TEAM];
+};
+
+/* One member's part in a call: where it started and, nested, its counters then. */
+struct cc_member {
+    struct cc_call *call;
+    int id;
+    int nested;
+    int open; /* entered, not yet left */
+    uint64_t t0;
+    struct cc_counts before;
+};
+
+/* The master, before the team starts: the region keyed by ``key``, activity noted. */
+void cc_call_begin(struct cc_call *c, void *key, struct cc_thread *t);
+/* The master, after the implicit barrier: wall, busy, imbalance and history of the call. */
+void cc_call_finish(struct cc_call *c);
+/* Every member, around its share of the work (``id``: its thread number in the team). */
+void cc_member_enter(struct cc_member *m, struct cc_call *c, int id, struct cc_thread *t);
+void cc_member_leave(struct cc_member *m, struct cc_thread *t, uint64_t now);
+/* A member that left at a barrier which turned out not to end the call goes on (OMPT):
+ * its counters fold from here, its busy span still runs from its enter. */
+void cc_member_resume(struct cc_member *m, struct cc_thread *t);
+/* The smaller team a call of ``r`` gets (a probe's or steering's), or 0 for the program's
+ * own ``own`` threads (its num_threads, or the runtime's default); a probe sets
+ * ``*probe_own``.  Notes ``own`` as the team the program asked for. */
+struct cc_gomp;
+int cc_team_cap(struct cc_region *r, int own, const struct cc_gomp *g, int *probe_own);
+/* Calls and wall time at one team size (0, 0 if it never ran at that size). */
+void cc_hist_at(struct cc_region *r, int team, uint64_t *calls, uint64_t *wall);
+
+/* A single block runs until the barrier that follows it (or the region's end). */
+static inline void cc_close_single(struct cc_thread *t, uint64_t now) {
+    if (t->single_t0) {
+        CC_ADD(cc_counts(t)->single, now - t->single_t0);
+        t->single_t0 = 0;
+    }
+}
+
+/* Timed holds: pushed when a timed acquisition returns, popped by the matching release
+ * (an untimed acquisition pushes nothing, so its release finds another object on top). */
+static inline void cc_held_push(struct cc_thread *t, const void *obj, int cat, uint64_t now, uint32_t scale) {
+    if (t->nheld < CC_MAX_HELD) {
+        t->held_obj[t->nheld] = obj;
+        t->held_cat[t->nheld] = cat;
+        t->held_t0[t->nheld] = now;
+        t->held_scale[t->nheld] = scale;
+        t->nheld++;
+    }
+}
+
+static inline void cc_held_pop(struct cc_thread *t, const void *obj, uint64_t now) {
+    int top = t->nheld - 1;
+    if (top >= 0 && t->held_obj[top] == obj) {
+        uint64_t *hold = &cc_counts(t)->hold[t->held_cat[top]];
+        CC_ADD(*hold, (now - t->held_t0[top]) * t->held_scale[top]);
+        t->nheld = top;
+    }
+}
+
+/* An acquisition that began at ``t0`` and returned now, standing for ``scale``
+ * acquisitions (sampling): its wait and hold are scaled up.  ``contended``: known from a
+ * failed test, else judged by the wait. */
+static inline void cc_timed_acquire(struct cc_thread *t, int cat, uint64_t t0, const void *obj,
+                                    int contended, uint32_t scale) {
+    uint64_t t1 = cc_now();
+    uint64_t w = t1 - t0;
+    struct cc_counts *n = cc_counts(t);
+    CC_ADD(n->wait[cat], w * scale);
+    CC_ADD(n->acq[cat], 1);
+    if (contended || w > CC_CONTENDED_TICKS)
+        CC_ADD(n->contended[cat], scale);
+    cc_held_push(t, obj, cat, t1, scale);
+}
+
+#endif

@@ -1,0 +1,464 @@
+/* OMPT shim: OpenMP programs on LLVM's libomp or Intel's libiomp5 (clang, icx, ifx, flang,
+ * AOCC).  Those runtimes call ompt_start_tool at start-up; the callbacks registered here
+ * feed the same region table, stall categories and per-member times as shims/gomp.c.
+ *
+ * A region is keyed by its outlined function, caught on its way into __kmpc_fork_call
+ * (a loop the compiler unrolled forks one region from several call sites), else by the
+ * fork's call site (codeptr_ra, e.g. gcc code calling libomp's GOMP_parallel), and named
+ * after the function holding its first call site (report.c), so a clang and a gcc build
+ * name their regions alike.  A
+ * member's share of the work ends where it arrives at the join barrier: libomp reports
+ * that barrier's end and the implicit task's end only at the next fork, so the barrier's
+ * start is the member's end.  Old runtimes (LLVM 14) give the join barrier and a loop's
+ * barrier one kind: a member leaves at every implicit barrier and resumes when the wait
+ * ends inside the team (a join's wait ends with no parallel data).
+ *
+ * Callbacks run on the program's threads: no malloc, stdio or locks; per-thread state in
+ * a table indexed like the thread slots, one call record per running team from a pool. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <link.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../native/corecast.h"
+#include "../native/omp_call.h"
+#include "../native/real.h"
+
+/* ---- the OMPT ABI subset used here (OpenMP 5.1, omp-tools.h) ----------------------- */
+typedef union {
+    uint64_t value;
+    void *ptr;
+} ompt_data_t;
+typedef void (*ompt_callback_t)(void);
+typedef void (*ompt_interface_fn_t)(void);
+typedef ompt_interface_fn_t (*ompt_function_lookup_t)(const char *);
+typedef int (*ompt_set_callback_t)(int event, ompt_callback_t callback);
+typedef struct {
+    int (*initialize)(ompt_function_lookup_t lookup, int initial_device_num, ompt_data_t *tool_data);
+    void (*finalize)(ompt_data_t *tool_data);
+    ompt_data_t tool_data;
+} ompt_start_tool_result_t;
+
+enum { /* callback events */
+    ompt_callback_parallel_begin = 3, ompt_callback_parallel_end = 4, ompt_callback_implicit_task = 7,
+    ompt_callback_sync_region_wait = 16, ompt_callback_mutex_released = 17, ompt_callback_work = 20,
+    ompt_callback_mutex_acquire = 26, ompt_callback_mutex_acquired = 27, ompt_callback_nest_lock = 28,
+};
+enum { ompt_scope_begin = 1, ompt_scope_end = 2 };
+enum { ompt_set_never = 1 }; /* results above it: the callback is (at least sometimes) made */
+enum { ompt_task_initial = 0x1 };
+enum { ompt_parallel_league = 0x40000000 };
+/* Barrier kinds; 1 and 2 are deprecated in 5.1 but old runtimes (LLVM 14) still send 2
+ * for both the join barrier and a construct's. */
+enum {
+    ompt_sync_region_barrier = 1, ompt_sync_region_barrier_implicit, ompt_sync_region_barrier_explicit,
+    ompt_sync_region_barrier_implementation, ompt_sync_region_barrier_implicit_workshare = 8,
+    ompt_sync_region_barrier_implicit_parallel,
+};
+enum {
+    ompt_mutex_lock = 1, ompt_mutex_test_lock, ompt_mutex_nest_lock, ompt_mutex_test_nest_lock,
+    ompt_mutex_critical, ompt_mutex_atomic, ompt_mutex_ordered,
+};
+enum { ompt_work_single_executor = 3 };
+
+/* ---- state ---------------------------------------------------------------------- */
+int cc_ompt_on;
+static char runtime_name[64]; /* the runtime's file name, for the report */
+static int forks_seen;        /* a program called __kmpc_fork_call */
+
+#define MAX_DEPTH 4   /* implicit tasks tracked per thread (nested regions) */
+#define CALL_POOL 128 /* teams running at once */
+
+struct ompt_thread {
+    void *fork_fn;        /* the outlined function of the fork under way (__kmpc_fork_call) */
+    const void *fork_loc; /* and its source location (an ident_t) */
+    int pushed;           /* the num_threads the program pushed for it (0: none) */
+    int probe_own;        /* > 0: it is a probe call (cc_team_cap) */
+    int depth;            /* implicit tasks open on this thread */
+    uint64_t barrier_t0;  /* the barrier wait under way began here */
+    uint64_t acquire_t0;  /* the timed mutex acquisition under way began here (0: untimed) */
+    struct cc_member task[MAX_DEPTH];
+};
+static struct ompt_thread threads[CC_MAX_THREADS];
+static struct cc_call calls[CALL_POOL];
+static int call_used[CALL_POOL];
+
+const char *cc_ompt_runtime(void) { return cc_ompt_on ? runtime_name : ""; }
+
+#if defined(__x86_64__)
+int cc_ompt_team_control(void) { return 1; }
+#else
+int cc_ompt_team_control(void) { return 0; } /* no __kmpc_fork_call wrapper (below) */
+#endif
+
+/* The calling thread's OMPT state, found once per thread (slot order). */
+static __thread struct ompt_thread *mine __attribute__((tls_model("initial-exec")));
+
+/* The calling thread and its OMPT state, or NULL when corecast is not to measure it. */
+static struct cc_thread *self(struct ompt_thread **o) {
+    struct cc_thread *t = cc_self();
+    if (t->guard || cc_cfg.disabled) /* the overflow slot is guarded: never indexed below */
+        return NULL;
+    if (__builtin_expect(!mine, 0)) {
+        int n;
+        struct cc_thread *base = cc_thread_slots(&n);
+        if (t < base || t >= base + CC_MAX_THREADS)
+            return NULL;
+        mine = &threads[t - base];
+    }
+    *o = mine;
+    return t;
+}
+
+static struct cc_call *call_claim(struct cc_thread *t) {
+    for (int k = 0; k < CALL_POOL; k++) {
+        int i = (t->tid + k) % CALL_POOL; /* threads start apart: short scans */
+        int idle = 0;
+        if (!__atomic_load_n(&call_used[i], __ATOMIC_RELAXED) &&
+            __atomic_compare_exchange_n(&call_used[i], &idle, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+            return &calls[i];
+    }
+    CC_AADD(cc_overflow, 1);
+    return NULL;
+}
+
+static void call_release(struct cc_call *c) { __atomic_store_n(&call_used[c - calls], 0, __ATOMIC_RELEASE); }
+
+/* A forked child keeps only the forking thread, outside any team of its own (``used``:
+ * the thread slots the parent had taken). */
+void cc_ompt_after_fork(int used) {
+    memset(threads, 0, (size_t)used * sizeof threads[0]);
+    mine = NULL; /* the forking thread takes a new slot */
+    memset(call_used, 0, sizeof call_used);
+}
+
+/* ---- teams ------------------------------------------------------------------------ */
+static void on_parallel_begin(ompt_data_t *task, const void *frame, ompt_data_t *parallel, unsigned requested,
+                              int flags, const void *codeptr_ra) {
+    struct ompt_thread *o = NULL;
+    struct cc_thread *t = self(&o);
+    parallel->ptr = NULL;
+    /* A call site in corecast: libomp's GOMP_parallel, the runtime's first call, started
+     * the tool while the GOMP wrapper was already timing the call. */
+    if (!t || (flags & ompt_parallel_league) || !codeptr_ra || cc_is_ours(codeptr_ra)) {
+        if (o)
+            o->fork_fn = NULL, o->fork_loc = NULL, o->probe_own = 0, o->pushed = 0;
+        return;
+    }
+    void *fn = o->fork_fn;
+    const void *loc = o->fork_loc;
+    o->fork_fn = NULL;
+    o->fork_loc = NULL;
+    o->pushed = 0; /* a push that reached a fork other than __kmpc_fork_call is spent too */
+    int probe_own = o->probe_own;
+    o->probe_own = 0;
+    struct cc_call *c = call_claim(t);
+    if (!c) {
+        struct cc_region *r = probe_own ? cc_region_for(fn) : NULL;
+        if (r) /* the probe runs untimed: let the next one start */
+            __atomic_store_n(&r->probe_busy, 0, __ATOMIC_RELEASE);
+        return;
+    }
+    cc_call_begin(c, fn ? fn : (void *)codeptr_ra, t);
+    struct cc_region *r = c->region;
+    if (r) {
+        void *none = NULL;
+        if (!__atomic_load_n(&r->site, __ATOMIC_RELAXED))
+            if (__atomic_compare_exchange_n(&r->site, &none, (void *)codeptr_ra, 0, __ATOMIC_RELEASE,
+                                            __ATOMIC_RELAXED))
+                r->loc = loc;
+        int seen = __atomic_load_n(&r->requested, __ATOMIC_RELAXED);
+        if ((int)requested > seen)
+            __atomic_store_n(&r->requested, (int)requested, __ATOMIC_RELAXED);
+    }
+    c->probe_own = probe_own;
+    parallel->ptr = c;
+    c->t0 = cc_now();
+}
+
+static void on_parallel_end(ompt_data_t *parallel, ompt_data_t *task, int flags, const void *codeptr_ra) {
+    struct cc_call *c = parallel ? parallel->ptr : NULL;
+    if (!c)
+        return;
+    cc_call_finish(c);
+    call_release(c);
+}
+
+static void on_implicit_task(int endpoint, ompt_data_t *parallel, ompt_data_t *task, unsigned team,
+                             unsigned index, int flags) {
+    if (flags & ompt_task_initial)
+        return;
+    struct ompt_thread *o;
+    struct cc_thread *t = self(&o);
+    if (endpoint == ompt_scope_begin) {
+        task->ptr = NULL;
+        struct cc_call *c = parallel ? parallel->ptr : NULL;
+        if (!t || !c || o->depth >= MAX_DEPTH)
+            return;
+        if (index == 0)
+            c->team = (int)team;
+        struct cc_member *m = &o->task[o->depth++];
+        cc_member_enter(m, c, (int)index, t);
+        task->ptr = m;
+        return;
+    }
+    struct cc_member *m = task ? task->ptr : NULL;
+    if (!t || !m)
+        return;
+    if (m->open) /* a team of one: no join barrier */
+        cc_member_leave(m, t, cc_now());
+    task->ptr = NULL;
+    if (o->depth > 0)
+        o->depth--;
+}
+
+/* A fork on its way into the runtime: its outlined function and source location key the
+ * region parallel_begin opens; probing or steering may shrink its team (as on the GOMP
+ * path; ``requested``: the program's num_threads, 0 for the runtime's default).  Returns
+ * the team to ask for, ``requested`` when unchanged. */
+unsigned cc_ompt_fork(const void *loc, void *fn, unsigned requested, const struct cc_gomp *g) {
+    struct ompt_thread *o;
+    struct cc_thread *t = self(&o);
+    if (!t)
+        return requested;
+    o->fork_fn = fn;
+    o->fork_loc = loc;
+    o->probe_own = 0;
+    if ((!cc_cfg.steer && !cc_cfg.probe) || t->depth > 0)
+        return requested;
+    struct cc_region *r = cc_region_for(fn);
+    if (!r)
+        return requested;
+    int own = requested ? (int)requested : (g->omp_get_max_threads ? g->omp_get_max_threads() : 0);
+    int cap = cc_team_cap(r, own, g, &o->probe_own);
+    return cap ? (unsigned)cap : requested;
+}
+
+/* __kmpc_fork_call(loc, argc, microtask, ...) is variadic with any number of arguments, so
+ * its wrapper is a tail jump that keeps every argument register and the stack: the
+ * runtime sees the program's own call (codeptr_ra included).  x86-64 only; elsewhere
+ * regions are keyed by call site. */
+#if defined(__x86_64__)
+void *cc_ompt_fork_note(const void *loc, void *microtask, const void *caller) __attribute__((visibility("hidden")));
+void *cc_ompt_fork_note(const void *loc, void *microtask, const void *caller) {
+    const struct cc_gomp *g = cc_gomp_for(caller);
+    struct ompt_thread *o;
+    int pushed = 0;
+    if (!__atomic_load_n(&forks_seen, __ATOMIC_RELAXED))
+        __atomic_store_n(&forks_seen, 1, __ATOMIC_RELAXED);
+    if (self(&o)) {
+        pushed = o->pushed;
+        o->pushed = 0;
+    }
+    unsigned n = cc_ompt_fork(loc, microtask, (unsigned)pushed, g);
+    if (n != (unsigned)pushed && g->__kmpc_push_num_threads && g->__kmpc_global_thread_num)
+        g->__kmpc_push_num_threads((void *)loc, g->__kmpc_global_thread_num((void *)loc), (int)n);
+    if (!g->__kmpc_fork_call) { /* cannot happen: the caller links a runtime that has it */
+        cc_warn("no OpenMP runtime defines __kmpc_fork_call");
+        abort();
+    }
+    return (void *)g->__kmpc_fork_call;
+}
+
+/* The num_threads clause: pushed just before its fork (kept for cc_ompt_fork_note). */
+void __kmpc_push_num_threads(void *loc, int gtid, int num_threads) {
+    const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));
+    struct ompt_thread *o;
+    if (self(&o))
+        o->pushed = num_threads;
+    g->__kmpc_push_num_threads(loc, gtid, num_threads);
+}
+
+/* CFI notes each push, so a profiler or debugger can unwind a signal taken inside. */
+#define PUSH(reg) "  push %" reg "\n  .cfi_adjust_cfa_offset 8\n"
+#define POP(reg) "  pop %" reg "\n  .cfi_adjust_cfa_offset -8\n"
+__asm__(".text\n"
+        ".globl __kmpc_fork_call\n"
+        ".type __kmpc_fork_call, @function\n"
+        "__kmpc_fork_call:\n"
+        "  .cfi_startproc\n"
+        "  endbr64\n" PUSH("rdi") PUSH("rsi") PUSH("rdx") PUSH("rcx") PUSH("r8") PUSH("r9") PUSH("rax")
+        "  sub $128, %rsp\n" /* 7 pushes and 128 bytes: aligned to 16 for the call */
+        "  .cfi_adjust_cfa_offset 128\n"
+        "  movdqu %xmm0, 0(%rsp)\n  movdqu %xmm1, 16(%rsp)\n  movdqu %xmm2, 32(%rsp)\n"
+        "  movdqu %xmm3, 48(%rsp)\n  movdqu %xmm4, 64(%rsp)\n  movdqu %xmm5, 80(%rsp)\n"
+        "  movdqu %xmm6, 96(%rsp)\n  movdqu %xmm7, 112(%rsp)\n"
+        "  mov %rdx, %rsi\n"      /* the outlined function (the source location stays in rdi) */
+        "  mov 184(%rsp), %rdx\n" /* the return address: the calling object */
+        "  call cc_ompt_fork_note@PLT\n"
+        "  mov %rax, %r11\n"
+        "  movdqu 0(%rsp), %xmm0\n  movdqu 16(%rsp), %xmm1\n  movdqu 32(%rsp), %xmm2\n"
+        "  movdqu 48(%rsp), %xmm3\n  movdqu 64(%rsp), %xmm4\n  movdqu 80(%rsp), %xmm5\n"
+        "  movdqu 96(%rsp), %xmm6\n  movdqu 112(%rsp), %xmm7\n"
+        "  add $128, %rsp\n"
+        "  .cfi_adjust_cfa_offset -128\n" POP("rax") POP("r9") POP("r8") POP("rcx") POP("rdx") POP("rsi") POP("rdi")
+        "  jmp *%r11\n"
+        "  .cfi_endproc\n"
+        ".size __kmpc_fork_call, .-__kmpc_fork_call\n");
+#undef PUSH
+#undef POP
+#endif
+
+/* ---- barriers ------------------------------------------------------------------------ */
+static void on_sync_region_wait(int kind, int endpoint, ompt_data_t *parallel, ompt_data_t *task,
+                                const void *codeptr_ra) {
+    int join_or_construct = kind == ompt_sync_region_barrier || kind == ompt_sync_region_barrier_implicit ||
+                            kind == ompt_sync_region_barrier_implicit_parallel;
+    if (!join_or_construct && kind != ompt_sync_region_barrier_explicit &&
+        kind != ompt_sync_region_barrier_implementation && kind != ompt_sync_region_barrier_implicit_workshare)
+        return; /* taskwait, taskgroup, reductions, teams: not barriers of the team */
+    struct ompt_thread *o;
+    struct cc_thread *t = self(&o);
+    if (!t)
+        return;
+    struct cc_member *m = task ? task->ptr : NULL;
+    uint64_t now = cc_now();
+    if (endpoint == ompt_scope_begin) {
+        o->barrier_t0 = now;
+        if (join_or_construct && m && m->open)
+            cc_member_leave(m, t, now); /* perhaps the join: the member's work ends here */
+        else
+            cc_close_single(t, now);
+        return;
+    }
+    int join = kind == ompt_sync_region_barrier_implicit_parallel || (join_or_construct && !parallel);
+    if (join)
+        return; /* its wait is the member's idle time at the join: imbalance */
+    if (m && !m->open && join_or_construct)
+        cc_member_resume(m, t);
+    cc_note(t, CC_STALL_OMPBARRIER, now - o->barrier_t0, 0);
+}
+
+/* ---- critical, atomic, ordered, locks ------------------------------------------------ */
+static int mutex_category(int kind) {
+    switch (kind) {
+    case ompt_mutex_lock:
+    case ompt_mutex_test_lock:
+    case ompt_mutex_nest_lock:
+    case ompt_mutex_test_nest_lock:
+        return CC_STALL_OMPLOCK;
+    case ompt_mutex_atomic:
+        return CC_STALL_ATOMIC;
+    default: /* critical; an ordered block waits for its turn, then runs alone */
+        return CC_STALL_CRITICAL;
+    }
+}
+
+/* Sampled like the GOMP path's critical sections: one acquisition in CC_SAMPLE_EVERY is
+ * timed (wait and hold, scaled up), every one counted.  Timestamps are what costs here
+ * (tens of ns each in a VM); the callbacks themselves cost the runtime next to nothing. */
+static void on_mutex_acquire(int kind, unsigned hint, unsigned impl, uint64_t wait_id, const void *codeptr_ra) {
+    struct ompt_thread *o;
+    struct cc_thread *t = self(&o);
+    if (t)
+        o->acquire_t0 = ++t->sample_seq % CC_SAMPLE_EVERY ? 0 : cc_now();
+}
+
+static void on_mutex_acquired(int kind, uint64_t wait_id, const void *codeptr_ra) {
+    struct ompt_thread *o;
+    struct cc_thread *t = self(&o);
+    if (!t)
+        return;
+    int cat = mutex_category(kind);
+    if (o->acquire_t0)
+        cc_timed_acquire(t, cat, o->acquire_t0, (const void *)(uintptr_t)wait_id, 0, CC_SAMPLE_EVERY);
+    else
+        CC_ADD(cc_counts(t)->acq[cat], 1);
+}
+
+static void on_mutex_released(int kind, uint64_t wait_id, const void *codeptr_ra) {
+    struct ompt_thread *o;
+    struct cc_thread *t = self(&o);
+    if (t && t->nheld)
+        cc_held_pop(t, (const void *)(uintptr_t)wait_id, cc_now());
+}
+
+/* A nest lock its owner sets again: an acquisition without a wait. */
+static void on_nest_lock(int endpoint, uint64_t wait_id, const void *codeptr_ra) {
+    struct ompt_thread *o;
+    struct cc_thread *t = self(&o);
+    if (t && endpoint == ompt_scope_begin)
+        cc_note(t, CC_STALL_OMPLOCK, 0, 0);
+}
+
+/* ---- single --------------------------------------------------------------------------- */
+static void on_work(int kind, int endpoint, ompt_data_t *parallel, ompt_data_t *task, uint64_t count,
+                    const void *codeptr_ra) {
+    struct ompt_thread *o;
+    struct cc_thread *t = self(&o);
+    if (!t || kind != ompt_work_single_executor)
+        return;
+    if (endpoint == ompt_scope_begin)
+        t->single_t0 = cc_now();
+    else
+        cc_close_single(t, cc_now());
+}
+
+/* ---- start-up ------------------------------------------------------------------------- */
+static int initialize(ompt_function_lookup_t lookup, int initial_device_num, ompt_data_t *tool_data) {
+    ompt_set_callback_t set = (ompt_set_callback_t)lookup("ompt_set_callback");
+    if (!set)
+        return 0;
+    static const struct {
+        int event;
+        ompt_callback_t fn;
+        int needed; /* without it no region can be timed */
+    } table[] = {
+        {ompt_callback_parallel_begin, (ompt_callback_t)on_parallel_begin, 1},
+        {ompt_callback_parallel_end, (ompt_callback_t)on_parallel_end, 1},
+        {ompt_callback_implicit_task, (ompt_callback_t)on_implicit_task, 1},
+        {ompt_callback_sync_region_wait, (ompt_callback_t)on_sync_region_wait, 0},
+        {ompt_callback_mutex_acquire, (ompt_callback_t)on_mutex_acquire, 0},
+        {ompt_callback_mutex_acquired, (ompt_callback_t)on_mutex_acquired, 0},
+        {ompt_callback_mutex_released, (ompt_callback_t)on_mutex_released, 0},
+        {ompt_callback_nest_lock, (ompt_callback_t)on_nest_lock, 0},
+        {ompt_callback_work, (ompt_callback_t)on_work, 0},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (set(table[i].event, table[i].fn) <= ompt_set_never && table[i].needed)
+            return 0;
+    Dl_info info;
+    const char *file = dladdr((void *)set, &info) && info.dli_fname ? info.dli_fname : "the OpenMP runtime";
+    const char *base = strrchr(file, '/');
+    strncpy(runtime_name, base ? base + 1 : file, sizeof runtime_name - 1);
+    /* From here the GOMP_* entry points that libomp also exports are counted here only. */
+    __atomic_store_n(&cc_ompt_on, 1, __ATOMIC_RELEASE);
+    return 1;
+}
+
+static void finalize(ompt_data_t *tool_data) {}
+
+ompt_start_tool_result_t *ompt_start_tool(unsigned omp_version, const char *runtime_version) {
+    static ompt_start_tool_result_t result = {initialize, finalize, {0}};
+    /* The runtime may start tools before corecast's constructor has read its settings. */
+    const char *off = getenv("CORECAST_DISABLE");
+    return off && !strcmp(off, "1") ? NULL : &result;
+}
+
+/* ---- runtimes that did not start the tool --------------------------------------------- */
+struct runtime_query {
+    char name[64];
+};
+
+static int find_kmp_runtime(struct dl_phdr_info *info, size_t size, void *arg) {
+    struct runtime_query *q = arg;
+    const char *path = info->dlpi_name, *base = path ? strrchr(path, '/') : NULL;
+    base = base ? base + 1 : path;
+    if (!base || (strncmp(base, "libomp.", 7) && strncmp(base, "libomp-", 7) && strncmp(base, "libiomp", 7)))
+        return 0; /* libompd, libomptarget: helpers beside the runtime, not a runtime */
+    strncpy(q->name, base, sizeof q->name - 1);
+    return 1;
+}
+
+const char *cc_unmeasured_omp_runtime(void) {
+    static struct runtime_query q;
+    /* libomp looks for a tool at its first use, so a runtime loaded but unused never asks:
+     * where forks are seen (x86-64) they tell the two apart, elsewhere it is said anyway. */
+    int used = cc_ompt_team_control() ? forks_seen : 1;
+    if (cc_ompt_on || !used)
+        return NULL;
+    memset(&q, 0, sizeof q);
+    return dl_iterate_phdr(find_kmp_runtime, &q) ? q.name : NULL;
+}

@@ -1,0 +1,295 @@
+"""OpenMP programs on LLVM's libomp (clang -fopenmp): the OMPT tool in the preload library
+measures them like the GOMP path measures gcc builds.  Each example is built with gcc and
+with clang; counts that do not depend on timing (calls, team sizes, acquisitions, barrier
+waits) must agree exactly, output and exit status must not change."""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from .helpers import EXAMPLES, TIMEOUT, clean_env, events, read_lines, report_blocks, run
+
+# Locks, explicit barriers, a single block and a team of 3 in one region; a nested-free
+# second region with a critical section called several times.
+SYNC = r"""
+#include <omp.h>
+#include <stdio.h>
+int main(void) {
+    omp_lock_t l;
+    omp_nest_lock_t n;
+    omp_init_lock(&l);
+    omp_init_nest_lock(&n);
+    long x = 0, y = 0, z = 0;
+#pragma omp parallel num_threads(3)
+    {
+        for (int i = 0; i < 1000; i++) {
+            omp_set_lock(&l);
+            x++;
+            omp_unset_lock(&l);
+        }
+        for (int i = 0; i < 10; i++) {
+            omp_set_nest_lock(&n);
+            omp_set_nest_lock(&n);
+            z++;
+            omp_unset_nest_lock(&n);
+            omp_unset_nest_lock(&n);
+        }
+        for (int b = 0; b < 5; b++) {
+#pragma omp barrier
+        }
+#pragma omp single
+        y++;
+    }
+    for (int r = 0; r < 4; r++) {
+#pragma omp parallel num_threads(2)
+        {
+#pragma omp critical
+            x++;
+        }
+    }
+    printf("%ld %ld %ld\n", x, y, z);
+    return 0;
+}
+"""
+ITERATIONS = "200"  # omp_critical: enough work to see its imbalance, a second or so
+
+
+@pytest.fixture(scope="session")
+def clang(tmp_path_factory) -> str:
+    path = shutil.which("clang")
+    if path is None:
+        pytest.skip("clang is not installed (apt-get install clang libomp-dev)")
+    folder = tmp_path_factory.mktemp("clang_probe")
+    src = folder / "probe.c"
+    src.write_text("#include <omp.h>\nint main(void) { return omp_get_max_threads() < 1; }\n")
+    r = subprocess.run([path, "-fopenmp", "-o", str(folder / "probe"), str(src)], capture_output=True,
+                       timeout=TIMEOUT)
+    if r.returncode != 0:
+        pytest.skip("clang cannot build OpenMP programs here (apt-get install libomp-dev)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def both(build, clang, tmp_path_factory):
+    """``both(name, source)``: {"gcc": path, "clang": path} of one C source."""
+    folder = tmp_path_factory.mktemp("clang_bin")
+
+    def _both(name: str, source) -> dict[str, Path]:
+        src = source
+        if not isinstance(source, Path):
+            src = folder / f"{name}.c"
+            src.write_text(source)
+        out = folder / f"{name}_clang"
+        if not out.exists():
+            r = subprocess.run([clang, "-O2", "-fopenmp", "-o", str(out), str(src), "-lm"],
+                               capture_output=True, text=True, timeout=TIMEOUT)
+            assert r.returncode == 0, r.stderr
+        return {"gcc": build(f"{name}_gcc", src, "-fopenmp", "-lm"), "clang": out}
+
+    return _both
+
+
+def measure(prog: Path, args: list[str], lib: Path, out: Path, threads: str = "2", **settings):
+    env = clean_env(OMP_NUM_THREADS=threads)
+    plain = run([prog, *args], env=env)
+    proc = run([prog, *args], env=env, preload=lib, output=out, target="4", **settings)
+    assert plain.returncode == 0, plain.stderr
+    assert proc.returncode == plain.returncode
+    assert proc.stdout == plain.stdout
+    return proc, read_lines(out)
+
+
+def regions(lines: list[dict]) -> dict[str, dict]:
+    return {r["name"]: r for r in events(lines, "region")}
+
+
+def acquisitions(region: dict) -> dict[str, int]:
+    return {k: v for k, v in region["counters"]["acquisitions"].items() if v}
+
+
+def test_critical_example_matches_gcc(both, lib, tmp_path):
+    progs = both("omp_critical", EXAMPLES / "omp_critical.c")
+    seen = {}
+    for cc, prog in progs.items():
+        proc, lines = measure(prog, [ITERATIONS], lib, tmp_path / f"{cc}.jsonl")
+        assert report_blocks(proc.stderr) == 1
+        assert b"warning" not in proc.stderr
+        seen[cc] = regions(lines)
+        (process,) = events(lines, "process")
+        assert process["runtime"] == "openmp"
+    # The parallel loop clang unrolls ten times is still one region, named like gcc's.
+    assert set(seen["clang"]) == set(seen["gcc"]) == {"main._omp_fn.0"}
+    g, c = seen["gcc"]["main._omp_fn.0"], seen["clang"]["main._omp_fn.0"]
+    assert c["calls"] == g["calls"] == 10
+    assert c["threads"] == g["threads"] == 2
+    assert c["requested"] == g["requested"] == 2
+    assert acquisitions(c) == acquisitions(g) == {"critical": 10 * int(ITERATIONS)}
+    for r in (g, c):
+        assert r["stalls_s"]["imbalance"] > 0
+        assert r["stalls_s"]["critical"] > 0
+        assert r["counters"]["busy_s"] > 0
+        assert len(r["predicted"]) == 4
+
+
+def test_locks_barriers_single_and_teams_match_gcc(both, lib, tmp_path):
+    progs = both("sync", SYNC)
+    seen = {}
+    for cc, prog in progs.items():
+        _, lines = measure(prog, [], lib, tmp_path / f"{cc}.jsonl")
+        seen[cc] = regions(lines)
+    assert set(seen["clang"]) == set(seen["gcc"]) == {"main._omp_fn.0", "main._omp_fn.1"}
+    for cc, found in seen.items():
+        first, second = found["main._omp_fn.0"], found["main._omp_fn.1"]
+        assert (first["calls"], first["threads"]) == (1, 3), cc
+        assert (second["calls"], second["threads"]) == (4, 2), cc
+        # Locks counted once (libomp's omp_set_lock is not also timed by the GOMP
+        # wrapper); 3 threads x (5 explicit barriers + the one after single).
+        got = acquisitions(first)
+        assert got["omp_lock"] == 3 * 1000 + 3 * 20, (cc, got)
+        assert got["omp_barrier"] == 3 * 6, (cc, got)
+        assert acquisitions(second) == {"critical": 8}, cc
+        assert first["counters"]["single_s"] > 0, cc
+
+
+def test_gcc_code_on_libomp_counted_once(both, lib, tmp_path):
+    """libomp also exports GOMP_*: a gcc build run on it goes through OMPT only."""
+    progs = both("sync", SYNC)
+    prog, libomp = progs["gcc"], _libomp(progs["clang"])
+    compat = tmp_path / "compat"
+    compat.mkdir()
+    (compat / "libgomp.so.1").symlink_to(libomp)
+    out = tmp_path / "cc.jsonl"
+    env = clean_env(OMP_NUM_THREADS="2", LD_LIBRARY_PATH=str(compat))
+    plain = run([prog], env=env)
+    proc = run([prog], env=env, preload=lib, output=out)
+    assert plain.returncode == proc.returncode == 0 and plain.stdout == proc.stdout
+    found = regions(read_lines(out))
+    assert set(found) == {"main._omp_fn.0", "main._omp_fn.1"}
+    assert found["main._omp_fn.1"]["calls"] == 4
+    assert acquisitions(found["main._omp_fn.1"]) == {"critical": 8}
+    assert acquisitions(found["main._omp_fn.0"])["omp_barrier"] == 3 * 6
+
+
+def _libomp(prog: Path) -> Path:
+    """The libomp a clang build loads (ldd: ``libomp.so.5 => /path (0x...)``)."""
+    r = subprocess.run(["ldd", str(prog)], capture_output=True, text=True, timeout=TIMEOUT)
+    for line in r.stdout.splitlines():
+        name, _, rest = line.strip().partition(" => ")
+        if name.startswith("libomp") and rest.startswith("/"):
+            return Path(rest.split()[0]).resolve()
+    pytest.skip("ldd does not show the libomp a clang build loads")
+
+
+def test_tool_disabled_warns_naming_the_runtime(both, lib, tmp_path):
+    prog = both("sync", SYNC)["clang"]
+    out = tmp_path / "cc.jsonl"
+    env = clean_env(OMP_NUM_THREADS="2", OMP_TOOL="disabled")
+    plain = run([prog], env=env)
+    proc = run([prog], env=env, preload=lib, output=out)
+    assert proc.returncode == plain.returncode == 0 and proc.stdout == plain.stdout
+    warnings = [ln for ln in proc.stderr.decode().splitlines() if "did not start corecast's OMPT tool" in ln]
+    assert len(warnings) == 1 and "libomp" in warnings[0]
+    (summary,) = events(read_lines(out), "summary")
+    assert summary["openmp_unmeasured"].startswith("libomp")
+
+
+def test_libomp_loaded_but_unused_gets_no_warning(both, clang, lib, tmp_path):
+    libomp = _libomp(both("sync", SYNC)["clang"])
+    src = tmp_path / "threads_only.c"
+    src.write_text("#include <pthread.h>\n#include <stdio.h>\n"
+                   "static void *f(void *a) { return a; }\n"
+                   "int main(void) { pthread_t t; pthread_create(&t, 0, f, 0); pthread_join(t, 0);"
+                   " puts(\"done\"); return 0; }\n")
+    prog = tmp_path / "threads_only"
+    r = subprocess.run([clang, "-O2", str(src), "-o", str(prog), f"-L{libomp.parent}", "-Wl,--no-as-needed",
+                        f"-l:{libomp.name}", "-pthread"], capture_output=True, text=True, timeout=TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    proc = run([prog], env=clean_env(LD_LIBRARY_PATH=str(libomp.parent)), preload=lib)
+    assert proc.returncode == 0 and proc.stdout == b"done\n"
+    assert report_blocks(proc.stderr) == 1
+    assert b"OMPT" not in proc.stderr
+
+
+def test_steering_shrinks_a_clang_team(both, lib, tmp_path):
+    """Steering caps the team through __kmpc_push_num_threads, as on the GOMP path."""
+    prog = both("omp_slowdown", EXAMPLES / "omp_slowdown.c")["clang"]
+    proc, lines = measure(prog, ["8000"], lib, tmp_path / "cc.jsonl", steer="1", window_ms="50")
+    assert "steering is not available" not in proc.stderr.decode()
+    (region,) = events(lines, "region")
+    assert region["steering"]["own"] == 2
+    by_team = {t["threads"]: t["calls"] for t in region["by_team"]}
+    assert set(by_team) == {1, 2} and by_team[1] > 0
+    assert sum(by_team.values()) == region["calls"] == 8000
+
+
+def test_probing_a_clang_region(both, lib, tmp_path):
+    prog = both("omp_repeat", EXAMPLES / "omp_repeat.c")["clang"]
+    _, lines = measure(prog, [], lib, tmp_path / "cc.jsonl", probe="1")
+    found = regions(lines)
+    assert len(found) == 2
+    for region in found.values():
+        probed = {t["threads"]: t["probe_calls"] for t in region["by_team"]}
+        assert probed == {2: 0, 1: 2}
+        assert region["probe_calls"] == 2 and region["requested"] == 2
+
+
+def test_repeated_runs_end_cleanly(both, lib, tmp_path):
+    """No crash at exit: libomp's threads keep sending callbacks while the report runs."""
+    prog = both("sync", SYNC)["clang"]
+    env = clean_env(OMP_NUM_THREADS="2")
+    plain = run([prog], env=env)
+    for i in range(5):
+        proc = run([prog], env=env, preload=lib)
+        assert proc.returncode == plain.returncode == 0, proc.stderr
+        assert proc.stdout == plain.stdout
+        assert report_blocks(proc.stderr) == 1
+
+
+FORK = r"""
+#include <omp.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static long team(void) {
+    long x = 0;
+#pragma omp parallel num_threads(2)
+    {
+#pragma omp critical
+        x++;
+    }
+    return x;
+}
+int main(void) {
+    long a = team();
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        printf("child %ld\n", team());
+        return 0;
+    }
+    int status;
+    waitpid(pid, &status, 0);
+    printf("parent %ld %d\n", a + team(), WEXITSTATUS(status));
+    return 0;
+}
+"""
+
+
+def test_forked_child_measures_its_own_regions(both, lib, tmp_path):
+    prog = both("fork", FORK)["clang"]
+    out = tmp_path / "cc.jsonl"
+    plain = run([prog], env=clean_env())
+    proc = run([prog], env=clean_env(), preload=lib, output=out)
+    assert plain.returncode == proc.returncode == 0
+    assert proc.stdout == plain.stdout == b"child 2\nparent 4 0\n"
+    assert report_blocks(proc.stderr) == 2
+    by_pid = {}
+    for r in events(read_lines(out), "region"):
+        by_pid.setdefault(r["pid"], []).append(r)
+    calls = sorted(sum(r["calls"] for r in rs) for rs in by_pid.values())
+    assert calls == [1, 2]  # the child's one call; the parent's two
+    for rs in by_pid.values():
+        assert sum(r["counters"]["acquisitions"]["critical"] for r in rs) == 2 * sum(r["calls"] for r in rs)
