@@ -346,8 +346,37 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_merge(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "merge", help="merge the per-rank JSON Lines of MPI runs: compute vs MPI wait, speedup over ranks",
+        description="Read the JSON Lines every rank of an MPI run wrote (CORECAST_OUTPUT=run-{rank}.jsonl) "
+        "and write one report: per rank the compute time and the MPI wait (point-to-point, "
+        "collective), bytes moved, the slowest rank, and the predicted speedup over rank counts "
+        "(regression over the world sizes measured when there are 3 or more, else a one-run model).")
+    p.add_argument("files", nargs="+", metavar="FILE.jsonl")
+    p.add_argument("--upto", type=_count, help="predict up to N ranks (default: max(16, twice the largest run))")
+    p.add_argument("--json", action="store_true", help="one JSON object instead of the table")
+    p.add_argument("-o", "--output", metavar="OUT", help="write the report here instead of stdout")
+    p.set_defaults(func=cmd_merge)
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from .fileio import write_file
+    from .runtime import mergeview
+    from .runtime.ranks import merge
+
+    merged = merge(args.files, args.upto)  # bad files: InputError, one line
+    text = (json.dumps(mergeview.to_dict(merged), allow_nan=False) + "\n" if args.json
+            else mergeview.table(merged))
+    if args.output:
+        write_file(args.output, text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [add_predict, add_demo, add_run, add_lib,
-                                                                   add_replay]
+                                                                   add_replay, add_merge]
 
 
 # ---------------------------------------------------------------- tune-sim

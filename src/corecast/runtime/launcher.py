@@ -10,7 +10,7 @@ from pathlib import Path
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
-    from typing import NoReturn, Sequence
+    from typing import Mapping, NoReturn, Sequence
 
 from .._native import PRELOAD
 from ..fileio import hostile_symlink
@@ -112,6 +112,19 @@ def preload_env(
     return env
 
 
+# The launchers' rank variables, in the order native/core.c read_rank tries them.
+RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
+
+
+def output_path(template: str, env: Mapping[str, str], pid: int) -> str:
+    """``template`` (CORECAST_OUTPUT) with ``{rank}`` and ``{pid}`` filled in as the library
+    fills them: the MPI rank (0 without a launcher, or when it does not parse) and the pid."""
+    rank = next((env[v] for v in RANK_VARS if env.get(v)), "0")
+    if not (rank.isascii() and rank.isdigit()):
+        rank = "0"
+    return template.replace("{rank}", str(int(rank))).replace("{pid}", str(pid))
+
+
 def start_output(path: str, shown: str) -> None:
     """A fresh JSON Lines file per run (the program and its children then append).  A FIFO
     or device is left as it is: opening one to truncate it would wait for a reader."""
@@ -159,8 +172,8 @@ def run(
         raise LaunchError(f"{command[0]} {reason}; corecast cannot measure it")
     env = preload_env(dict(os.environ), target, window_ms, json_out, quiet, steer,
                       target_machine=target_machine, probe=probe)
-    if json_out is not None:
-        start_output(env["CORECAST_OUTPUT"], json_out)
+    if json_out is not None:  # this process becomes the program: same pid
+        start_output(output_path(env["CORECAST_OUTPUT"], env, os.getpid()), json_out)
     # The program keeps this pid: only it says "serial run", not every serial child it starts.
     env["CORECAST_LAUNCH_PID"] = str(os.getpid())
     try:
