@@ -500,6 +500,10 @@ def add_sweep(sub: argparse._SubParsersAction) -> None:
                    help="extra stall categories read from stdout/stderr/a file (JSON, or TOML on Python 3.11+)")
     p.add_argument("--timeout", type=_seconds, default=600.0, metavar="S",
                    help="a run taking longer is killed and its count recorded as failed (default %(default)g)")
+    p.add_argument("--launcher", metavar='"mpirun -np {ranks}"',
+                   help="sweep MPI rank counts: launch each run with this command ({ranks} = the count), "
+                   "each rank under 'corecast run'; --threads is then one count per rank (OMP_NUM_THREADS)")
+    p.add_argument("--ranks", type=_sweep_threads, metavar="N,N,...", help="rank counts for --launcher")
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ARGS...")
     p.set_defaults(func=cmd_sweep)
 
@@ -524,9 +528,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
             raise CliError("its folder does not exist", path)
 
+    counts, launch = args.threads, None
+    if args.ranks and not args.launcher:
+        raise CliError("--ranks needs --launcher (e.g. --launcher \"mpirun -np {ranks}\")")
+    if args.launcher:
+        if args.threads and len(args.threads) > 1:
+            raise CliError("with --launcher, --threads is one count per rank (OMP_NUM_THREADS)")
+        launch = sweep.Launch.parse(args.launcher, args.threads[0] if args.threads else None)
+        counts = args.ranks
     failure: sweep.SweepError | None = None
     try:
-        result = sweep.run_sweep(command, threads=args.threads, repeat=args.repeat, upto=args.upto,
+        result = sweep.run_sweep(command, threads=counts, repeat=args.repeat, upto=args.upto, launch=launch,
                                  runtime=args.runtime, plugins=plugins, timeout=args.timeout,
                                  progress=True)
     except sweep.SweepError as e:

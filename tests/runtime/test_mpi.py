@@ -9,7 +9,7 @@ present (every timed call counts), call counts and bytes exactly.
 from __future__ import annotations
 
 import json
-import os
+import re
 import shutil
 import subprocess
 import sys
@@ -255,3 +255,32 @@ def test_merge_regression_over_rank_counts_and_errors(tmp_path):
     r = merge(str(norank))
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "has no rank" in r.stderr
     assert "Traceback" not in r.stderr
+
+
+def sweep(*args: str, env=None):
+    return subprocess.run([sys.executable, "-m", "corecast", "sweep", *args], capture_output=True, text=True,
+                          timeout=TIMEOUT, env=clean_env(**MPI_ENV, **(env or {})))
+
+
+def test_sweep_over_rank_counts(mpi, mpi_build, tmp_path):
+    prog = mpi_build("mpi_halo", EXAMPLES / "mpi_halo.c")
+    out = tmp_path / "sweep.json"
+    r = sweep("--launcher", "mpirun --oversubscribe --allow-run-as-root -np {ranks}", "--ranks", "1,2,3",
+              "--repeat", "1", "--upto", "8", "--json-out", str(out), "--", str(prog), "20000", "20")
+    assert r.returncode == 0, r.stderr + r.stdout
+    result = json.loads(out.read_text())
+    assert result["count"] == "ranks" and result["launcher"][0] == "mpirun"
+    assert [m["threads"] for m in result["measured"]] == [1, 2, 3] and not result["failed"]
+    # the halo exchange waits from 2 ranks on; only MPI waits are extrapolated over ranks
+    assert all(m["stalls_s"].get("mpi_p2p", 0) > 0 for m in result["measured"][1:])
+    assert set(result["stall_predictions"]) <= {"mpi_p2p", "mpi_collective"}
+    assert result["basis"] and result["predictions"][-1]["threads"] == 8
+    assert re.search(r"^ranks +time \(s\)", r.stdout, re.M) and "model: " in r.stdout
+
+
+def test_sweep_launcher_errors(mpi):
+    for launcher, why in (("mpirun -np 2", "must hold {ranks}"), ("no-such-launcher {ranks}", "command not found")):
+        r = sweep("--launcher", launcher, "--ranks", "1,2", "--", "true")
+        assert r.returncode == 2 and why in r.stderr and r.stderr.count("\n") == 1, r.stderr
+    r = sweep("--ranks", "1,2", "--", "true")
+    assert r.returncode == 2 and "--ranks needs --launcher" in r.stderr
