@@ -563,6 +563,20 @@ static void top_stalls(char *out, size_t n, const struct cc_region_sample *g) {
         snprintf(out, n, "-");
 }
 
+/* An MPI rank's waits, calls and bytes: what `corecast merge` combines across ranks. */
+static void mpi_line(struct buf *b, const struct cc_region_sample *g) {
+    put(b, "mpi: ");
+    if (cc_cfg.rank >= 0 && cc_cfg.ranks > 0)
+        put(b, "rank %d of %d, ", cc_cfg.rank, cc_cfg.ranks);
+    else if (cc_cfg.rank >= 0)
+        put(b, "rank %d, ", cc_cfg.rank);
+    put(b, "MPI_Init %.3gs", cc_mpi.init_s);
+    for (int c = CC_STALL_MPI_P2P; c <= CC_STALL_MPI_COLLECTIVE; c++)
+        put(b, ", %s %.3fs (%llu calls, %llu bytes)", CC_STALL_NAMES[c], g->stall_s[c], g->acquisitions[c],
+            g->bytes[c]);
+    put(b, "\n");
+}
+
 static void write_table(const struct cc_sample *s, const struct cc_result *r) {
     static struct buf b;
     b.len = 0;
@@ -662,6 +676,8 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
             sizes == 1 && one ? "" : "s", g->requested,
             100 * g->probe_extra_s / (g->wall_s - g->probe_extra_s));
     }
+    if (cc_mpi.initialized && s->nregions) /* the process sample is the last */
+        mpi_line(&b, &s->regions[s->nregions - 1]);
     if (ok) {
         const char *basis = s->nregions ? r->regions[0].basis : "";
         put(&b, "speedups: ");

@@ -143,8 +143,13 @@ def test_exact_calls_bytes_and_exit_status(mpi, mpi_build, tmp_path):
     prog = mpi_build("mpi_exact", EXACT_C)
     plain = mpirun(mpi, 2, [prog])
     out = tmp_path / "x-{rank}.jsonl"
-    measured = mpirun(mpi, 2, [prog], corecast_args=["--quiet", "--json-out", str(out)])
+    measured = mpirun(mpi, 2, [prog], corecast_args=["--json-out", str(out)])
     assert plain.returncode != 0  # rank 0 exits with 3: mpirun reports a failure
+    report = measured.stderr.decode()
+    for rank in (0, 1):  # each rank's exit report has its MPI line
+        assert f"mpi: rank {rank} of 2, MPI_Init " in report
+    assert report.count("mpi_p2p 0.") + report.count("mpi_p2p 1.") == 2  # waits in seconds
+    assert report.count("(4 calls, 8032 bytes)") == 2 and report.count("(4 calls, 128 bytes)") == 2
     assert (measured.returncode, sorted(measured.stdout.splitlines())) == (plain.returncode,
                                                                           sorted(plain.stdout.splitlines()))
     procs = {}
