@@ -157,20 +157,26 @@ static void forget_completed(struct cc_thread *t, unsigned mask, const void *req
             t->mpi_coll_req[s] = 0;
 }
 
-#define WAIT_ON(reqs, n, call)                                                               \
+/* Completing requests: a wait is timed (collective if any of them is one), a test is not
+ * (a loop of tests is the program's own polling); either way a collective it completed
+ * is forgotten, since its handle may come back for a point-to-point request. */
+#define COMPLETING(reqs, n, call, timed)                                                     \
     struct cc_thread *t = mpi_self();                                                        \
     if (!t)                                                                                  \
         return call;                                                                         \
     unsigned mask = (n) > 0 && reqs ? collectives_in(t, reqs, n) : 0;                        \
     t->guard++;                                                                              \
-    uint64_t t0 = cc_now();                                                                  \
+    uint64_t t0 = (timed) ? cc_now() : 0;                                                    \
     int r = call;                                                                            \
-    uint64_t w = cc_now() - t0;                                                              \
+    uint64_t w = (timed) ? cc_now() - t0 : 0;                                                \
     t->guard--;                                                                              \
     if (mask)                                                                                \
         forget_completed(t, mask, reqs, n);                                                  \
-    account(t, mask ? CC_STALL_MPI_COLLECTIVE : CC_STALL_MPI_P2P, w ? w : 1, 0);             \
+    if (timed)                                                                               \
+        account(t, mask ? CC_STALL_MPI_COLLECTIVE : CC_STALL_MPI_P2P, w ? w : 1, 0);         \
     return r
+#define WAIT_ON(reqs, n, call) COMPLETING(reqs, n, call, 1)
+#define TESTED(reqs, n, call) COMPLETING(reqs, n, call, 0)
 
 /* ---- start-up and shut-down ---------------------------------------------------------- */
 struct cc_mpi_life cc_mpi;
@@ -258,6 +264,26 @@ int MPI_Waitany(int n, void *reqs, int *index, void *status) {
 int MPI_Waitsome(int n, void *reqs, int *outcount, int *indices, void *statuses) {
     REAL(MPI_Waitsome);
     WAIT_ON(reqs, n, fn(n, reqs, outcount, indices, statuses));
+}
+
+int MPI_Test(void *req, int *flag, void *status) {
+    REAL(MPI_Test);
+    TESTED(req, 1, fn(req, flag, status));
+}
+
+int MPI_Testall(int n, void *reqs, int *flag, void *statuses) {
+    REAL(MPI_Testall);
+    TESTED(reqs, n, fn(n, reqs, flag, statuses));
+}
+
+int MPI_Testany(int n, void *reqs, int *index, int *flag, void *status) {
+    REAL(MPI_Testany);
+    TESTED(reqs, n, fn(n, reqs, index, flag, status));
+}
+
+int MPI_Testsome(int n, void *reqs, int *outcount, int *indices, void *statuses) {
+    REAL(MPI_Testsome);
+    TESTED(reqs, n, fn(n, reqs, outcount, indices, statuses));
 }
 
 /* ---- collectives --------------------------------------------------------------------- */
