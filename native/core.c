@@ -42,7 +42,7 @@ _Static_assert(CC_NUMA_MCT + 1 == CC_NUMA_NROLES, "corecast.h: CC_NUMA_NROLES mu
 
 const char *const CC_STALL_NAMES[CC_NSTALL] = {
     "mutex", "condvar", "pthread_barrier", "rwlock", "semaphore", "critical",
-    "atomic", "omp_lock", "omp_barrier", "imbalance", "runqueue",
+    "atomic", "omp_lock", "omp_barrier", "imbalance", "runqueue", "mpi_p2p", "mpi_collective",
 };
 const char *const CC_COUNTER_NAMES[CC_NCTR] = {
     "task_clock_s", "context_switches", "migrations", "page_faults",
@@ -181,6 +181,50 @@ static int env_int(const char *name, int lo, int hi, int dflt) {
     return (int)x;
 }
 
+/* The first of the launchers' variables that is set: Open MPI, PMI (MPICH, Intel MPI),
+ * Slurm.  -1 when none is, or it does not parse (with one warning). */
+static int env_first(const char *const *names, int lo) {
+    for (; *names; names++) {
+        const char *v = getenv(*names);
+        if (v && *v)
+            return env_int(*names, lo, INT_MAX - 1, -1);
+    }
+    return -1;
+}
+
+static void read_rank(void) {
+    static const char *const rank_vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID", NULL};
+    static const char *const size_vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", NULL};
+    cc_cfg.rank = env_first(rank_vars, 0);
+    cc_cfg.ranks = cc_cfg.rank < 0 ? 0 : env_first(size_vars, 1);
+    if (cc_cfg.ranks < 0 || cc_cfg.ranks <= cc_cfg.rank)
+        cc_cfg.ranks = 0; /* unknown (or inconsistent): the rank alone is still reported */
+}
+
+int cc_output_path(char *dst, size_t n) {
+    size_t k = 0;
+    for (const char *p = cc_cfg.output; *p; p++) {
+        char num[24];
+        const char *put = NULL;
+        if (!strncmp(p, "{rank}", 6)) {
+            snprintf(num, sizeof num, "%d", cc_cfg.rank < 0 ? 0 : cc_cfg.rank);
+            put = num;
+            p += 5;
+        } else if (!strncmp(p, "{pid}", 5)) {
+            snprintf(num, sizeof num, "%d", (int)getpid());
+            put = num;
+            p += 4;
+        }
+        size_t len = put ? strlen(put) : 1;
+        if (k + len >= n)
+            return 0;
+        memcpy(dst + k, put ? put : p, len);
+        k += len;
+    }
+    dst[k] = 0;
+    return 1;
+}
+
 static void read_config(void) {
     int saved = errno;
     cc_cfg.disabled = env_int("CORECAST_DISABLE", 0, 1, 0);
@@ -197,6 +241,7 @@ static void read_config(void) {
     cc_cfg.window_ms = env_int("CORECAST_WINDOW_MS", 10, 60000, 200);
     cc_cfg.exit_timeout_ms = env_int("CORECAST_EXIT_TIMEOUT_MS", 0, 600000, 10000);
     cc_cfg.launch_pid = env_int("CORECAST_LAUNCH_PID", 0, INT_MAX, 0);
+    read_rank();
     const char *out = getenv("CORECAST_OUTPUT");
     cc_cfg.output[0] = 0;
     if (out && strlen(out) < sizeof cc_cfg.output)

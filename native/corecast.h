@@ -13,6 +13,7 @@
 
 #define CC_MAX_THREADS 1024
 #define CC_MAX_HELD 4 /* nested critical sections / locks timed per thread */
+#define CC_MPI_COLL_REQS 16 /* non-blocking collectives remembered per thread */
 
 extern const char *const CC_STALL_NAMES[CC_NSTALL];
 extern const char *const CC_COUNTER_NAMES[CC_NCTR];
@@ -65,6 +66,11 @@ struct cc_thread {
     /* contended pthread lock awaiting its hold-time sample */
     const void *sample_lock;
     uint64_t sample_t0;
+    /* MPI (shims/mpi.c): payload bytes per category, and the thread's latest non-blocking
+     * collective requests, so that completing one counts as a collective wait. */
+    uint64_t mpi_bytes[CC_NSTALL];
+    uintptr_t mpi_coll_req[CC_MPI_COLL_REQS];
+    unsigned mpi_coll_next;
 } __attribute__((aligned(64)));
 
 struct cc_thread *cc_self_slow(void);
@@ -109,7 +115,8 @@ struct cc_config {
     int window_ms;
     int exit_timeout_ms; /* how long the exit waits for the model */
     int launch_pid;      /* CORECAST_LAUNCH_PID: the process `corecast run` started (0: none) */
-    char output[1024];
+    char output[1024];   /* CORECAST_OUTPUT as given: may hold {rank} and {pid} */
+    int rank, ranks;     /* from the MPI launcher's environment; -1, 0: not launched so */
 };
 extern struct cc_config cc_cfg;
 extern volatile int cc_ready;     /* constructor ran, not yet finalised */
@@ -128,6 +135,15 @@ void cc_ompt_after_fork(int used); /* clears the OMPT state of the first ``used`
  * OMPT tool (libomp with OMP_TOOL=disabled, ...): its file name, else NULL. */
 const char *cc_unmeasured_omp_runtime(void);
 void cc_activity(void);           /* first parallel activity: start the sampler */
+/* MPI (shims/mpi.c): how long MPI_Init and MPI_Finalize took, for the summary record
+ * (start-up and shut-down are neither compute nor the program's communication). */
+struct cc_mpi_life {
+    int initialized;
+    double init_s, finalize_s;
+};
+extern struct cc_mpi_life cc_mpi;
+/* CORECAST_OUTPUT with {rank} and {pid} filled in; 0 when it does not fit. */
+int cc_output_path(char *dst, size_t n);
 void cc_report_serial(void);      /* exit without parallel activity */
 struct cc_thread *cc_thread_slots(int *n);
 

@@ -5,10 +5,10 @@
 #ifndef CORECAST_MODEL_ABI_H
 #define CORECAST_MODEL_ABI_H
 
-#define CC_ABI_VERSION 4
+#define CC_ABI_VERSION 5
 /* Version of the JSON Lines records (CORECAST_OUTPUT) that `corecast replay` reads; 1: the
  * records written before they carried "schema".  Same number: corecast.runtime.samples. */
-#define CC_SAMPLE_SCHEMA 2
+#define CC_SAMPLE_SCHEMA 3
 #define CC_MAX_REGIONS 128
 #define CC_MAX_PRED 64
 #define CC_NAME_LEN 96
@@ -29,7 +29,9 @@
 #define CC_STALL_OMPBARRIER 8
 #define CC_STALL_IMBALANCE 9
 #define CC_STALL_RUNQUEUE 10
-#define CC_NSTALL 11
+#define CC_STALL_MPI_P2P 11        /* MPI point-to-point waits (shims/mpi.c) */
+#define CC_STALL_MPI_COLLECTIVE 12 /* MPI collectives and their completions */
+#define CC_NSTALL 13
 
 /* Process-wide counters read by the sampler; a value is valid only where its bit is set
  * in cc_sample.counters_measured. */
@@ -71,12 +73,12 @@ struct cc_region_sample {
     double wall_s;            /* summed wall time of all calls */
     double busy_s;            /* summed per-thread busy time */
     double serial_s;          /* critical/atomic/lock hold time and single work */
-    double hold_s[11];        /* hold time per category (serial_s = sum + single_s) */
+    double hold_s[13];        /* hold time per category (serial_s = sum + single_s) */
     double single_s;          /* single blocks */
     double cpu_s;             /* pthreads: summed CPU time of the threads */
-    double stall_s[11];       /* per category, summed over threads */
-    unsigned long long acquisitions[11];
-    unsigned long long contended[11];
+    double stall_s[13];       /* per category, summed over threads */
+    unsigned long long acquisitions[13];
+    unsigned long long contended[13];
     unsigned long long loop_calls; /* GOMP_loop_*_start/next calls */
     double hold_sampled_s;    /* lock hold time sampled on contended acquisitions */
     unsigned long long hold_samples;
@@ -94,6 +96,9 @@ struct cc_region_sample {
     double probe_extra_s;
     double probe_reserved_s;
     unsigned long long hist_probes[16];
+    /* Payload bytes the calls of each category moved (MPI: sent plus received, as the
+     * arguments describe them); 0 for categories that move none. */
+    unsigned long long bytes[13];
 };
 
 /* Cumulative since the sampler opened the events (CORECAST_NUMA_EVENTS); uncore counts are

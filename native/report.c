@@ -169,6 +169,8 @@ static void fill_process(struct cc_region_sample *o, const struct cc_sample *s, 
             held[c] += t[i].n.hold[c];
         single += t[i].n.single;
         loops += t[i].n.loop_calls;
+        for (int c = 0; c < CC_NSTALL; c++)
+            o->bytes[c] += t[i].mpi_bytes[c];
     }
     for (int c = 0; c < CC_NSTALL; c++)
         o->stall_s[c] = cc_ticks_to_s(wait[c]);
@@ -255,6 +257,17 @@ static void put_cell(struct buf *b, const char *s, int width) {
     put(b, "%s", tmp);
 }
 
+/* The MPI rank and world size when an MPI launcher started the process (every line). */
+static void put_rank(struct buf *b) {
+    if (cc_cfg.rank < 0)
+        return;
+    put(b, ",\"rank\":%d,\"ranks\":", cc_cfg.rank);
+    if (cc_cfg.ranks > 0)
+        put(b, "%d", cc_cfg.ranks);
+    else
+        put(b, "null");
+}
+
 static int region_active(const struct cc_region_sample *g) { return g->calls > 0 && g->wall_s > 0; }
 
 static void measured_inputs(struct buf *b, const struct cc_sample *s, const struct cc_region_sample *g) {
@@ -309,6 +322,7 @@ static void json_region(struct buf *b, const struct cc_sample *s, const struct c
     put(b, "{\"event\":\"%s\",\"schema\":%d,\"pid\":%d,\"runtime\":\"%s\",\"name\":",
         process ? "process" : "region", CC_SAMPLE_SCHEMA, s->pid, g->runtime == CC_RUNTIME_OPENMP ? "openmp" : "pthreads");
     put_str(b, g->name);
+    put_rank(b);
     put(b, ",\"object\":");
     put_str(b, g->object);
     put(b, ",\"calls\":%llu,\"threads\":%d,", g->calls, g->threads);
@@ -323,11 +337,17 @@ static void json_region(struct buf *b, const struct cc_sample *s, const struct c
     put(b, "},\"counters\":{\"busy_s\":%.6g,\"serial_s\":%.6g,\"cpu_s\":%.6g,\"loop_calls\":%llu,"
            "\"hold_sampled_s\":%.6g,\"hold_samples\":%llu,\"acquisitions\":{",
         g->busy_s, g->serial_s, g->cpu_s, g->loop_calls, g->hold_sampled_s, g->hold_samples);
-    for (int c = 0; c < CC_NSTALL - 1; c++)
-        put(b, "%s\"%s\":%llu", c ? "," : "", CC_STALL_NAMES[c], g->acquisitions[c]);
+    for (int c = 0, k = 0; c < CC_NSTALL; c++) /* the run queue is waited in, never acquired */
+        if (c != CC_STALL_RUNQUEUE)
+            put(b, "%s\"%s\":%llu", k++ ? "," : "", CC_STALL_NAMES[c], g->acquisitions[c]);
     put(b, "},\"contended\":{");
-    for (int c = 0; c < CC_NSTALL - 1; c++)
-        put(b, "%s\"%s\":%llu", c ? "," : "", CC_STALL_NAMES[c], g->contended[c]);
+    for (int c = 0, k = 0; c < CC_NSTALL; c++)
+        if (c != CC_STALL_RUNQUEUE)
+            put(b, "%s\"%s\":%llu", k++ ? "," : "", CC_STALL_NAMES[c], g->contended[c]);
+    put(b, "},\"bytes\":{");
+    for (int c = 0, k = 0; c < CC_NSTALL; c++)
+        if (g->bytes[c])
+            put(b, "%s\"%s\":%llu", k++ ? "," : "", CC_STALL_NAMES[c], g->bytes[c]);
     /* serial_s split into single blocks and holds per category: replay needs the split */
     put(b, "},\"single_s\":%.6g,\"hold_s\":{", g->single_s);
     for (int c = 0, k = 0; c < CC_NSTALL; c++)
@@ -443,6 +463,7 @@ static void json_summary(struct buf *b, const struct cc_sample *s, const struct 
         CC_SAMPLE_SCHEMA, s->pid, s->elapsed_s, s->cores, s->cpus_allowed, s->target, s->nregions - 1,
         s->overflow);
     put_str(b, r->status == 0 ? "ok" : r->note);
+    put_rank(b);
     put(b, ",\"predicted_for\":");
     if (r->status == 0 && r->predicted_cores > 0) {
         put(b, "{\"cores\":%d,\"source\":", r->predicted_cores);
@@ -452,6 +473,8 @@ static void json_summary(struct buf *b, const struct cc_sample *s, const struct 
         put(b, "null");
     }
     put(b, ",\"corecast_cpu_s\":%.6g", cc_own_cpu_s());
+    if (cc_mpi.initialized)
+        put(b, ",\"mpi\":{\"init_s\":%.6g,\"finalize_s\":%.6g}", cc_mpi.init_s, cc_mpi.finalize_s);
     struct cc_load l = cc_load_split();
     put(b, ",\"runqueue\":{\"runnable_s\":%.6g,\"wait_s\":%.6g,\"other_load_s\":%.6g,"
            "\"share\":%.4g,\"other_load_share\":%.4g},\"machine_busy\":%s",
@@ -484,7 +507,7 @@ static int hostile_symlink(const char *path) {
     struct stat link, dir;
     if (lstat(path, &link) != 0 || !S_ISLNK(link.st_mode))
         return 0;
-    char parent[sizeof cc_cfg.output];
+    char parent[sizeof cc_cfg.output + 64];
     snprintf(parent, sizeof parent, "%s", path);
     char *slash = strrchr(parent, '/');
     if (!slash)
@@ -501,13 +524,18 @@ static int hostile_symlink(const char *path) {
 
 /* Non-blocking, so a FIFO nobody reads (ENXIO) or a full one cannot hold the program. */
 static int open_output(void) {
-    const char *shown = cc_cfg.output; /* cc_warn makes it printable */
-    if (hostile_symlink(cc_cfg.output)) {
+    static char path[sizeof cc_cfg.output + 64];
+    const char *shown = path; /* cc_warn makes it printable */
+    if (!cc_output_path(path, sizeof path)) {
+        cc_warn("CORECAST_OUTPUT is too long with {rank} and {pid} filled in; no JSON Lines");
+        return -1;
+    }
+    if (hostile_symlink(path)) {
         cc_warn("CORECAST_OUTPUT %s is a symlink in a shared sticky directory owned by someone else; "
                 "not followed, no JSON Lines", shown);
         return -1;
     }
-    int fd = open(cc_cfg.output, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0644);
+    int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0644);
     if (fd < 0 && errno == ENXIO)
         cc_warn("CORECAST_OUTPUT %s is a FIFO nobody reads; no JSON Lines", shown);
     else if (fd < 0)
@@ -587,6 +615,20 @@ static void top_stalls(char *out, size_t n, const struct cc_region_sample *g) {
     }
     if (!out[0])
         snprintf(out, n, "-");
+}
+
+/* An MPI rank's waits, calls and bytes: what `corecast merge` combines across ranks. */
+static void mpi_line(struct buf *b, const struct cc_region_sample *g) {
+    put(b, "mpi: ");
+    if (cc_cfg.rank >= 0 && cc_cfg.ranks > 0)
+        put(b, "rank %d of %d, ", cc_cfg.rank, cc_cfg.ranks);
+    else if (cc_cfg.rank >= 0)
+        put(b, "rank %d, ", cc_cfg.rank);
+    put(b, "MPI_Init %.3gs", cc_mpi.init_s);
+    for (int c = CC_STALL_MPI_P2P; c <= CC_STALL_MPI_COLLECTIVE; c++)
+        put(b, ", %s %.3fs (%llu calls, %llu bytes)", CC_STALL_NAMES[c], g->stall_s[c], g->acquisitions[c],
+            g->bytes[c]);
+    put(b, "\n");
 }
 
 static void write_table(const struct cc_sample *s, const struct cc_result *r) {
@@ -693,6 +735,8 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
         put_cell(&b, cc_ompt_runtime(), -1);
         put(&b, " on this CPU architecture: the regions ran at the program's own team sizes\n");
     }
+    if (cc_mpi.initialized && s->nregions) /* the process sample is the last */
+        mpi_line(&b, &s->regions[s->nregions - 1]);
     if (ok) {
         const char *basis = s->nregions ? r->regions[0].basis : "";
         put(&b, "speedups: ");
@@ -755,6 +799,11 @@ void cc_report_serial(void) {
     put(&b, "{\"event\":\"summary\",\"schema\":%d,\"pid\":%d,\"elapsed_s\":%.6g,\"cores\":%d,"
             "\"target\":%d,\"regions\":0,\"serial_run\":true,\"model\":\"not run: serial run\"}\n",
         CC_SAMPLE_SCHEMA, (int)getpid(), elapsed, cores > 0 ? (int)cores : 1, cc_cfg.target);
+    if (cc_cfg.rank >= 0) { /* before the closing brace and newline */
+        b.len -= 2;
+        put_rank(&b);
+        put(&b, "}\n");
+    }
     if (!write_until(fd, b.data, b.len, cc_mono_s() + OUTPUT_PATIENCE_S))
         cc_warn("could not write the JSON Lines summary to %s", cc_cfg.output);
     close(fd);

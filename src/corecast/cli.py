@@ -346,8 +346,37 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_merge(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "merge", help="merge the per-rank JSON Lines of MPI runs: compute vs MPI wait, speedup over ranks",
+        description="Read the JSON Lines every rank of an MPI run wrote (CORECAST_OUTPUT=run-{rank}.jsonl) "
+        "and write one report: per rank the compute time and the MPI wait (point-to-point, "
+        "collective), bytes moved, the slowest rank, and the predicted speedup over rank counts "
+        "(regression over the world sizes measured when there are 3 or more, else a one-run model).")
+    p.add_argument("files", nargs="+", metavar="FILE.jsonl")
+    p.add_argument("--upto", type=_count, help="predict up to N ranks (default: max(16, twice the largest run))")
+    p.add_argument("--json", action="store_true", help="one JSON object instead of the table")
+    p.add_argument("-o", "--output", metavar="OUT", help="write the report here instead of stdout")
+    p.set_defaults(func=cmd_merge)
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from .fileio import write_file
+    from .runtime import mergeview
+    from .runtime.ranks import merge
+
+    merged = merge(args.files, args.upto)  # bad files: InputError, one line
+    text = (json.dumps(mergeview.to_dict(merged), allow_nan=False) + "\n" if args.json
+            else mergeview.table(merged))
+    if args.output:
+        write_file(args.output, text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [add_predict, add_demo, add_run, add_lib,
-                                                                   add_replay]
+                                                                   add_replay, add_merge]
 
 
 # ---------------------------------------------------------------- tune-sim
@@ -471,6 +500,10 @@ def add_sweep(sub: argparse._SubParsersAction) -> None:
                    help="extra stall categories read from stdout/stderr/a file (JSON, or TOML on Python 3.11+)")
     p.add_argument("--timeout", type=_seconds, default=600.0, metavar="S",
                    help="a run taking longer is killed and its count recorded as failed (default %(default)g)")
+    p.add_argument("--launcher", metavar='"mpirun -np {ranks}"',
+                   help="sweep MPI rank counts: launch each run with this command ({ranks} = the count), "
+                   "each rank under 'corecast run'; --threads is then one count per rank (OMP_NUM_THREADS)")
+    p.add_argument("--ranks", type=_sweep_threads, metavar="N,N,...", help="rank counts for --launcher")
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ARGS...")
     p.set_defaults(func=cmd_sweep)
 
@@ -495,9 +528,17 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
             raise CliError("its folder does not exist", path)
 
+    counts, launch = args.threads, None
+    if args.ranks and not args.launcher:
+        raise CliError("--ranks needs --launcher (e.g. --launcher \"mpirun -np {ranks}\")")
+    if args.launcher:
+        if args.threads and len(args.threads) > 1:
+            raise CliError("with --launcher, --threads is one count per rank (OMP_NUM_THREADS)")
+        launch = sweep.Launch.parse(args.launcher, args.threads[0] if args.threads else None)
+        counts = args.ranks
     failure: sweep.SweepError | None = None
     try:
-        result = sweep.run_sweep(command, threads=args.threads, repeat=args.repeat, upto=args.upto,
+        result = sweep.run_sweep(command, threads=counts, repeat=args.repeat, upto=args.upto, launch=launch,
                                  runtime=args.runtime, plugins=plugins, timeout=args.timeout,
                                  progress=True)
     except sweep.SweepError as e:

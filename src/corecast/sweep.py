@@ -30,6 +30,17 @@ horizon; the preferred count is the time prediction's.
 
 ``preferred_threads`` and ``bottleneck`` are null, ``predictions`` and
 ``stall_predictions`` empty, when nothing could be predicted.
+
+MPI rank sweeps (``launcher``, e.g. ``"mpirun -np {ranks}"``): the count is the number of
+ranks, ``{ranks}`` in the launcher (and in the command) says where it goes, and each rank
+runs under ``corecast run`` with its own JSON Lines.  No CPU confinement (the launcher
+places the ranks); ``threads`` (one count) sets ``OMP_NUM_THREADS`` and ``{threads}`` for
+hybrid programs.  The time per run is the slowest rank's MPI phase (its wall time less
+``MPI_Init`` and ``MPI_Finalize``, as ``corecast merge`` computes it; the launcher's own
+start-up is left out), the stall columns are the MPI waits summed over ranks, and the time
+is extrapolated with the regression method (compute/wait split; ``auto`` below 3 counts).
+The result has the same keys (the count under ``"threads"``) plus ``"count": "ranks"``,
+``"launcher"`` and ``"threads_per_rank"``.
 """
 from __future__ import annotations
 
@@ -55,6 +66,7 @@ from .stallplugin import REDUCERS, read_stall
 RUNTIMES = ("openmp", "pthreads", "opencl")
 THREAD_ENV = {"openmp": "OMP_NUM_THREADS", "opencl": "POCL_MAX_PTHREAD_COUNT"}
 PLACEHOLDER = "{threads}"
+RANKS_PLACEHOLDER = "{ranks}"
 DEFAULT_REPEAT = 3
 DEFAULT_TIMEOUT_S = 600.0
 # Default horizon: twice the largest measured count, but at least this (a sweep on a
@@ -200,8 +212,39 @@ def load_plugins(path: str) -> list[PluginSpec]:
     return parse_plugins(data, origin=path)
 
 
-def substitute(command: Sequence[str], threads: int) -> list[str]:
-    return [a.replace(PLACEHOLDER, str(threads)) for a in command]
+def substitute(command: Sequence[str], threads: int, ranks: int | None = None) -> list[str]:
+    out = [a.replace(PLACEHOLDER, str(threads)) for a in command]
+    return out if ranks is None else [a.replace(RANKS_PLACEHOLDER, str(ranks)) for a in out]
+
+
+@dataclass(frozen=True)
+class Launch:
+    """An MPI launcher for rank sweeps: its words (``{ranks}`` placeholder) and the threads
+    per rank for hybrid programs (None: the program's own default)."""
+
+    words: tuple[str, ...]
+    threads: Optional[int] = None
+
+    @classmethod
+    def parse(cls, text: str, threads: Optional[int] = None) -> "Launch":
+        import shlex
+
+        try:
+            words = tuple(shlex.split(text))
+        except ValueError as exc:
+            raise SweepError(f"--launcher: {exc}") from None
+        if not words or not any(RANKS_PLACEHOLDER in w for w in words):
+            raise SweepError("--launcher must hold {ranks} where the rank count goes, e.g. \"mpirun -np {ranks}\"")
+        if shutil.which(words[0]) is None:
+            raise SweepError(f"{words[0]}: command not found (the --launcher)")
+        return cls(words, threads)
+
+    def argv(self, command: Sequence[str], ranks: int, json_template: Path, upto: int) -> list[str]:
+        """The launcher, then each rank's ``corecast run`` with its own JSON Lines."""
+        wrap = [sys.executable, "-m", "corecast", "run", "--quiet", "--target", str(upto),
+                "--json-out", str(json_template), "--"]
+        return (substitute(self.words, ranks, ranks) + wrap
+                + substitute(command, self.threads or 1, ranks))
 
 
 def check_command(command: Sequence[str]) -> str:
@@ -210,7 +253,7 @@ def check_command(command: Sequence[str]) -> str:
 
     if not command:
         raise InputError("no command given (usage: corecast sweep [options] -- CMD ARGS...)")
-    name = substitute(command[:1], 1)[0]
+    name = substitute(command[:1], 1, 1)[0]
     exe = shutil.which(name)
     if exe is None:
         raise InputError(f"{name}: command not found")
@@ -289,6 +332,27 @@ def read_jsonl(path: Path) -> tuple[bool, dict]:
     return active, stalls
 
 
+def read_ranks(paths: Sequence[Path], wall: float) -> tuple[bool, dict, float]:
+    """A rank sweep's run: (any line written, stalls summed over all ranks, the slowest
+    rank's MPI phase, or ``wall`` when no rank recorded one)."""
+    from .runtime.ranks import collect_runs
+
+    active, stalls = False, {}
+    for p in paths:
+        a, s = read_jsonl(p)
+        active = active or a
+        for k, v in s.items():
+            stalls[k] = stalls.get(k, 0.0) + v
+    if not active:
+        return False, stalls, wall
+    try:
+        runs, _ = collect_runs([str(p) for p in paths])
+    except InputError:  # no rank records (not an MPI program): the launcher's wall time
+        return active, stalls, wall
+    phase = max(r.time_s for r in runs)
+    return active, stalls, phase if phase > 0 else wall
+
+
 def run_once(
     command: Sequence[str],
     threads: int,
@@ -298,19 +362,28 @@ def run_once(
     workdir: Path,
     timeout: float,
     plugins: Sequence[PluginSpec] = (),
+    launch: Optional[Launch] = None,
 ) -> RunResult:
-    """Run ``command`` once at ``threads`` under the preload library."""
+    """Run ``command`` once at ``threads`` (ranks with ``launch``) under the preload library."""
     from .runtime.launcher import preload_env
 
-    argv = substitute(command, threads)
     out_path, err_path, json_path = (workdir / f"{threads}.{k}" for k in ("out", "err", "jsonl"))
-    for p in (out_path, err_path, json_path):
+    rank_paths = workdir / f"{threads}.rank-{{rank}}.jsonl"
+    for p in [out_path, err_path, json_path, *workdir.glob(f"{threads}.rank-*.jsonl")]:
         p.unlink(missing_ok=True)
     json_path.touch()
-    env = preload_env(dict(os.environ), target=upto, json_out=str(json_path), quiet=True)
-    if runtime in THREAD_ENV:
-        env[THREAD_ENV[runtime]] = str(threads)
-    mask = _cpus_for(threads, cpus)
+    if launch is None:
+        argv = substitute(command, threads)
+        env = preload_env(dict(os.environ), target=upto, json_out=str(json_path), quiet=True)
+        if runtime in THREAD_ENV:
+            env[THREAD_ENV[runtime]] = str(threads)
+        mask = _cpus_for(threads, cpus)
+    else:  # the launcher is not preloaded, and places the ranks itself
+        argv = launch.argv(command, threads, rank_paths, upto)
+        env = dict(os.environ)
+        if launch.threads:
+            env["OMP_NUM_THREADS"] = str(launch.threads)
+        mask = None
 
     def confine() -> None:  # in the child, between fork and exec
         os.sched_setaffinity(0, mask)
@@ -320,7 +393,7 @@ def run_once(
         start = time.perf_counter()
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
-                                    preexec_fn=confine if hasattr(os, "sched_setaffinity") else None,
+                                    preexec_fn=confine if mask and hasattr(os, "sched_setaffinity") else None,
                                     start_new_session=True)
         except OSError as exc:
             return RunResult(threads, False, reason=f"cannot execute: {exc.strerror or exc}")
@@ -336,7 +409,10 @@ def run_once(
     if status != 0:
         return RunResult(threads, False, reason=_describe_exit(status, err_path))
     try:
-        active, stalls = read_jsonl(json_path)
+        if launch is None:
+            active, stalls = read_jsonl(json_path)
+        else:
+            active, stalls, elapsed = read_ranks(sorted(workdir.glob(f"{threads}.rank-*.jsonl")), elapsed)
     except InputError as exc:
         return RunResult(threads, False, reason=f"its corecast output: {exc}")
     values, errors = {}, {}
@@ -390,8 +466,10 @@ def run_sweep(
     plugins: Sequence[PluginSpec] = (),
     timeout: float = DEFAULT_TIMEOUT_S,
     progress: bool = False,
+    launch: Optional[Launch] = None,
 ) -> dict:
-    """Run ``command`` ``repeat`` times at each count in ``threads`` and predict.
+    """Run ``command`` ``repeat`` times at each count in ``threads`` (rank counts with
+    ``launch``) and predict.
 
     Returns the result object (see the module docstring).  Raises ``SweepError`` before
     any run for bad input or a command that cannot be run, and after the runs (with
@@ -404,9 +482,11 @@ def run_sweep(
         raise SweepError(f"--repeat must be at least 1, got {repeat}")
     if not (timeout > 0 and math.isfinite(timeout)):
         raise SweepError(f"--timeout must be a positive number of seconds, got {timeout}")
+    if launch is not None and not threads:
+        raise SweepError("a rank sweep needs its rank counts (--ranks 1,2,4)")
     counts = sorted(set(threads)) if threads else default_counts()
     if any(int(n) != n or n < 1 for n in counts):
-        raise SweepError("thread counts must be whole numbers >= 1")
+        raise SweepError(f"{'rank' if launch else 'thread'} counts must be whole numbers >= 1")
     counts = [int(n) for n in counts]
     from .prediction import MAX_COUNT
 
@@ -420,12 +500,12 @@ def run_sweep(
 
     warnings: list[str] = []
     cpus = allowed_cpus()
-    over = [n for n in counts if n > len(cpus)]
+    over = [n for n in counts if n > len(cpus) and launch is None]
     if over:
         warnings.append(f"{'counts' if len(over) > 1 else 'count'} {', '.join(map(str, over))} "
                         f"{'exceed' if len(over) > 1 else 'exceeds'} the {len(cpus)} CPUs this process "
                         f"may use: {'they' if len(over) > 1 else 'it'} ran oversubscribed on all {len(cpus)}")
-    if runtime == "pthreads" and not any(PLACEHOLDER in a for a in command):
+    if runtime == "pthreads" and launch is None and not any(PLACEHOLDER in a for a in command):
         warnings.append("the command has no {threads} placeholder: with --runtime pthreads only the "
                         "CPUs the program may use change with the count")
 
@@ -441,8 +521,9 @@ def run_sweep(
                     if n in failed:
                         continue
                     if bar is not None:
-                        bar.set_description(f"{n} thread{'s' if n != 1 else ''}, run {rep + 1}/{repeat}")
-                    r = run_once(command, n, runtime, cpus, horizon, Path(tmp), timeout, plugins)
+                        bar.set_description(f"{n} {'rank' if launch else 'thread'}{'s' if n != 1 else ''}, "
+                                            f"run {rep + 1}/{repeat}")
+                    r = run_once(command, n, runtime, cpus, horizon, Path(tmp), timeout, plugins, launch)
                     if r.ok:
                         runs[n].append(r)
                     else:
@@ -457,6 +538,8 @@ def run_sweep(
 
     ok = [n for n in counts if n not in failed and runs[n]]
     result = _empty_result(command, runtime, warnings, failed)
+    if launch is not None:
+        result.update(count="ranks", launcher=list(launch.words), threads_per_rank=launch.threads)
 
     # Plugin categories: a pattern that never matched is skipped with a warning.
     all_runs = [r for n in ok for r in runs[n]]
@@ -509,7 +592,7 @@ def run_sweep(
         raise SweepError("no parallel activity detected in any run; nothing predicted", result)
 
     try:
-        _extrapolate(result, runs, ok, categories, per_count, horizon)
+        _extrapolate(result, runs, ok, categories, per_count, horizon, ranks=launch is not None)
     except InputError as exc:
         result.update(predictions=[], stall_predictions={}, preferred_threads=None, bottleneck=None)
         raise SweepError(f"cannot predict from the measurements: {exc}", result) from None
@@ -531,15 +614,28 @@ def _empty_result(command: list[str], runtime: str, warnings: list[str], failed:
 
 
 def _extrapolate(result: dict, runs: dict, ok: list[int], categories: list[str],
-                 per_count: dict, horizon: int) -> None:
+                 per_count: dict, horizon: int, ranks: bool = False) -> None:
     from .methods.estima import MIN_POINTS
     from .prediction import predict
+    from .runtime.ranks import WAITS
 
     warnings = result["warnings"]
     counts = [n for n in ok for _ in runs[n]]
     times = [r.time_s for n in ok for r in runs[n]]
     stalls = {k: [s.get(k, 0.0) for n in ok for s in per_count[n]] for k in categories}
-    pred = predict(counts, times, metric="time", upto=horizon, method="auto", stalls=stalls or None)
+    method = "auto"
+    if ranks:
+        # Over ranks only the MPI waits are the communication the regression splits off (the
+        # library's helper threads' waits are not); the regression needs 3 counts.
+        categories[:] = [k for k in categories if k in WAITS]
+        stalls = {k: stalls[k] for k in categories}
+        if len(ok) >= 3:
+            method = "regression"
+        else:
+            warnings.append("the regression over rank counts needs 3 counts: time extrapolated with auto")
+    pred = predict(counts, times, metric="time", upto=horizon, method=method, stalls=stalls or None)
+    if ranks:
+        result["basis"] = pred.reason
     warnings.extend(pred.warnings)
     result["predictions"] = [
         {"threads": int(n), "value": float(v), "low": float(lo), "high": float(hi), "speedup": float(s)}
@@ -659,9 +755,12 @@ def format_sweep(result: dict, max_rows: int = 24) -> str:
     future bottleneck, failed counts and warnings."""
     from .report import _align
 
-    lines = [f"corecast sweep ({result['runtime']}): {' '.join(result['command'])}", ""]
+    unit = result.get("count", "threads")  # "ranks" for MPI rank sweeps
+    launcher = " ".join(result.get("launcher") or [])
+    lines = [f"corecast sweep ({'mpi: ' + launcher if launcher else result['runtime']}): "
+             f"{' '.join(result['command'])}", ""]
     if result["measured"]:
-        header = ["threads", "time (s)", "spread (s)", "top stalls (s, summed over threads)"]
+        header = [unit, "time (s)", "spread (s)", f"top stalls (s, summed over {unit})"]
         rows = []
         for m in result["measured"]:
             top = sorted(m["stalls_s"].items(), key=lambda kv: -kv[1])[:3]
@@ -680,7 +779,7 @@ def format_sweep(result: dict, max_rows: int = 24) -> str:
         stall_at = {k: {r["threads"]: r["value"] for r in rows}
                     for k, rows in result["stall_predictions"].items()}
         bottleneck = result["bottleneck"]
-        header = ["threads", "time (s)", "band low..high", "speedup"]
+        header = [unit, "time (s)", "band low..high", "speedup"]
         if bottleneck:
             header.append(f"{bottleneck} (s)")
         header.append("")
@@ -704,12 +803,14 @@ def format_sweep(result: dict, max_rows: int = 24) -> str:
             horizon = preds[-1]["threads"]
             ranked = sorted(((rows[-1]["value"], k) for k, rows in result["stall_predictions"].items()),
                             reverse=True)[:3]
-            lines.append(f"future bottleneck at {horizon} threads: {bottleneck} (predicted "
+            lines.append(f"future bottleneck at {horizon} {unit}: {bottleneck} (predicted "
                          + ", ".join(f"{k} {_num(v)} s" for v, k in ranked) + ")")
         else:
             lines.append("future bottleneck: none (no stall category is predicted to grow)")
     for f in result["failed"]:
-        lines.append(f"failed at {f['threads']} thread{'s' if f['threads'] != 1 else ''}: {f['reason']}")
+        lines.append(f"failed at {f['threads']} {unit[:-1]}{'s' if f['threads'] != 1 else ''}: {f['reason']}")
+    if result.get("basis"):
+        lines.append(f"model: {result['basis']}")
     lines += [f"warning: {w}" for w in result["warnings"]]
     return "\n".join(printable(line) for line in lines) + "\n"  # command, categories, stderr
 

@@ -76,6 +76,8 @@ class _View:
         if not (allow_empty and isinstance(result, dict) and result.get("measured") == []):
             check_sweep(result, source)
         self.measured = sorted(result["measured"], key=lambda e: e["threads"])
+        # what the counts are: "threads", or "ranks" for an MPI rank sweep (same keys)
+        self.unit = "ranks" if result.get("count") == "ranks" else "threads"
         self.predictions = _points(result.get("predictions"), "predictions", source,
                                    ("value", "low", "high", "speedup"))
         self.stall_predictions: dict[str, list[dict]] = {}
@@ -182,7 +184,7 @@ def render_png(result: "dict | _View") -> bytes:
     if has_stalls:
         _stall_panel(axes[2], view)
     for ax in axes:
-        _thread_axis(ax, counts, log_x)
+        _thread_axis(ax, counts, log_x, view.unit)
         if view.preferred is not None:
             ax.axvline(view.preferred, color="C2", linestyle="--", linewidth=1.2,
                        label=f"preferred: {view.preferred}")
@@ -201,7 +203,7 @@ def render_png(result: "dict | _View") -> bytes:
         title += f" ({_plain(view.runtime)})"
     summary = []
     if view.preferred is not None:
-        summary.append(f"preferred: {view.preferred} threads")
+        summary.append(f"preferred: {view.preferred} {view.unit}")
     if view.bottleneck:
         summary.append(f"bottleneck: {_plain(view.bottleneck)}")
     if view.failed:
@@ -222,7 +224,7 @@ def _plain(text: str) -> str:
     return printable(text).replace("$", r"\$")
 
 
-def _thread_axis(ax, counts: list[float], log_x: bool) -> None:
+def _thread_axis(ax, counts: list[float], log_x: bool, unit: str = "threads") -> None:
     lo, hi = min(counts), max(counts)
     if log_x:
         ax.set_xscale("log", base=2)
@@ -233,7 +235,7 @@ def _thread_axis(ax, counts: list[float], log_x: bool) -> None:
     else:
         ax.set_xlim(0, hi * 1.05)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
-    ax.set_xlabel("threads")
+    ax.set_xlabel(unit)
 
 
 def _failed_marks(ax, view: _View) -> None:

@@ -227,7 +227,8 @@ def test_omp_region_line(omp_run):
     assert region["stalls_s"]["imbalance"] > 0
     assert set(region["stalls_s"]) == {
         "mutex", "condvar", "pthread_barrier", "rwlock", "semaphore", "critical", "atomic",
-        "omp_lock", "omp_barrier", "imbalance", "runqueue"}
+        "omp_lock", "omp_barrier", "imbalance", "runqueue", "mpi_p2p", "mpi_collective"}
+    assert region["stalls_s"]["mpi_p2p"] == region["stalls_s"]["mpi_collective"] == 0  # no MPI here
     assert region["counters"]["acquisitions"]["critical"] == 10 * int(OMP_ITERATIONS)
     assert region["counters"]["serial_s"] > 0
 

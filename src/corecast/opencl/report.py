@@ -16,6 +16,7 @@ import time
 
 from ..fileio import OutputError, append_lines, printable
 from ..runtime import channel
+from ..runtime.launcher import output_path, rank_identity
 from ..runtime.samples import SCHEMA
 from . import predict
 from .hook import warn
@@ -42,8 +43,14 @@ def settings() -> tuple[int, int, bool, str]:
     cores = os.cpu_count() or 1
     target = env_int("CORECAST_TARGET", 1, 1024, cores)
     quiet = os.environ.get("CORECAST_QUIET", "").strip() == "1"
-    output = os.environ.get("CORECAST_OUTPUT", "")
+    output = output_path(os.environ.get("CORECAST_OUTPUT", ""), os.environ, os.getpid())
     return target, cores, quiet, output
+
+
+def _rank() -> dict:
+    """``rank`` and ``ranks`` under an MPI launcher, as the preload library writes them."""
+    rank, ranks = rank_identity(os.environ)
+    return {} if rank is None else {"rank": rank, "ranks": ranks}
 
 
 def _shapes(kernel, index: int) -> list:
@@ -66,7 +73,7 @@ def kernel_line(prof, kernel, pred, memory) -> dict:
     if prof.shim.available:
         measured.append("runtime_waits")
     line = {
-        "event": "kernel", "schema": SCHEMA, "pid": prof.pid, "runtime": "opencl", "name": kernel.name,
+        "event": "kernel", "schema": SCHEMA, "pid": prof.pid, **_rank(), "runtime": "opencl", "name": kernel.name,
         "object": kernel.device, "device_type": kernel.device_type,
         "calls": kernel.launches, "completed": kernel.completed, "failed": kernel.failed,
         "in_flight_at_exit": max(kernel.in_flight, 0),

@@ -28,6 +28,9 @@ from __future__ import annotations
 
 import math
 
+# Thread synchronisation.  The MPI categories (mpi_p2p, mpi_collective) are not: a rank's
+# waits for other ranks do not change with its thread count (`corecast merge` predicts
+# over rank counts), so the thread models leave them out.
 SYNC_WAITS = ("mutex", "condvar", "pthread_barrier", "rwlock", "semaphore", "critical",
               "atomic", "omp_lock", "omp_barrier")
 KARP_FLATT_BAND = 0.05  # +- on the serial fraction

@@ -16,7 +16,7 @@ from .history import RegionHistory, anchor_t1, combine, extrapolate, mostly_at, 
 
 # Same order as the CC_STALL_* constants in native/model_abi.h.
 STALLS = ("mutex", "condvar", "pthread_barrier", "rwlock", "semaphore", "critical",
-          "atomic", "omp_lock", "omp_barrier", "imbalance", "runqueue")
+          "atomic", "omp_lock", "omp_barrier", "imbalance", "runqueue", "mpi_p2p", "mpi_collective")
 MAX_PRED = 64
 MAX_NODES = 16
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
-    from typing import NoReturn, Sequence
+    from typing import Mapping, NoReturn, Sequence
 
 from .._native import PRELOAD
 from ..fileio import hostile_symlink
@@ -112,6 +112,31 @@ def preload_env(
     return env
 
 
+# The launchers' rank and world-size variables, in the order native/core.c read_rank tries them.
+RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
+SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS")
+
+
+def _first_whole(env: Mapping[str, str], names: Sequence[str]) -> int | None:
+    text = next((env[v] for v in names if env.get(v)), "")
+    return int(text) if text.isascii() and text.isdigit() and int(text) < 2**31 - 1 else None
+
+
+def rank_identity(env: Mapping[str, str]) -> tuple[int | None, int | None]:
+    """(rank, world size) from an MPI launcher's environment, as the library reads them:
+    None where unknown (the size also when it does not exceed the rank)."""
+    rank = _first_whole(env, RANK_VARS)
+    size = _first_whole(env, SIZE_VARS) if rank is not None else None
+    return rank, size if size is not None and size > rank else None
+
+
+def output_path(template: str, env: Mapping[str, str], pid: int) -> str:
+    """``template`` (CORECAST_OUTPUT) with ``{rank}`` and ``{pid}`` filled in as the library
+    fills them: the MPI rank (0 without a launcher, or when it does not parse) and the pid."""
+    rank = rank_identity(env)[0]
+    return template.replace("{rank}", str(rank or 0)).replace("{pid}", str(pid))
+
+
 def start_output(path: str, shown: str) -> None:
     """A fresh JSON Lines file per run (the program and its children then append).  A FIFO
     or device is left as it is: opening one to truncate it would wait for a reader."""
@@ -159,8 +184,8 @@ def run(
         raise LaunchError(f"{command[0]} {reason}; corecast cannot measure it")
     env = preload_env(dict(os.environ), target, window_ms, json_out, quiet, steer,
                       target_machine=target_machine, probe=probe)
-    if json_out is not None:
-        start_output(env["CORECAST_OUTPUT"], json_out)
+    if json_out is not None:  # this process becomes the program: same pid
+        start_output(output_path(env["CORECAST_OUTPUT"], env, os.getpid()), json_out)
     # The program keeps this pid: only it says "serial run", not every serial child it starts.
     env["CORECAST_LAUNCH_PID"] = str(os.getpid())
     try:

@@ -10,6 +10,8 @@ predicted again as the model changes (``corecast replay``):
   ``runqueue_other_load_s`` (then: the process model's own rule).  OpenCL kernel lines
   lack the sample's run-queue wait and shapes (rebuilt from ``stalls_s`` and the sizes).
 * schema 2: all of the above recorded.
+* schema 3: the MPI stall categories (``mpi_p2p``, ``mpi_collective``), ``counters.bytes``
+  and, under an MPI launcher, ``rank`` and ``ranks`` on every line.
 
 A region becomes the dict ``bridge.decode_region`` gives; a kernel becomes the
 ``KernelStats`` the OpenCL predictor reads.  Standard library only.
@@ -24,8 +26,8 @@ from ..errors import InputError
 from ..fileio import read_text, shown
 from .bridge import STALLS
 
-SCHEMA = 2          # the version this library writes (CC_SAMPLE_SCHEMA in native/model_abi.h)
-SCHEMAS = (1, 2)    # the versions it reads
+SCHEMA = 3          # the version this library writes (CC_SAMPLE_SCHEMA in native/model_abi.h)
+SCHEMAS = (1, 2, 3)  # the versions it reads
 
 
 @dataclass
@@ -40,6 +42,10 @@ class RecordedProcess:
     elapsed_s: float = 0.0
     steer: bool = False
     serial_run: bool = False  # no thread started, no parallel region (nothing was sampled)
+    rank: int | None = None   # schema 3, under an MPI launcher: the rank and world size
+    ranks: int | None = None
+    mpi_init_s: float = 0.0   # schema 3, MPI programs: MPI_Init and MPI_Finalize times
+    mpi_finalize_s: float = 0.0
     regions: list[dict] = field(default_factory=list)
     kernels: list = field(default_factory=list)  # opencl.profile.KernelStats
 
@@ -87,7 +93,14 @@ def _add(by_pid: dict[int, RecordedProcess], rec: dict) -> None:
     proc = by_pid.setdefault(pid, RecordedProcess(pid))
     proc.schema = max(proc.schema, schema)
     event = rec["event"]
+    if rec.get("rank") is not None:
+        proc.rank = _int(rec, "rank")
+        proc.ranks = max(1, _int(rec, "ranks")) if rec.get("ranks") is not None else None
     if event == "summary":
+        mpi = rec.get("mpi")
+        if isinstance(mpi, dict):
+            proc.mpi_init_s = _num(mpi, "init_s")
+            proc.mpi_finalize_s = _num(mpi, "finalize_s")
         proc.cores = max(1, _int(rec, "cores"))
         proc.cpus_allowed = _int(rec, "cpus_allowed") if "cpus_allowed" in rec else 0
         proc.target = max(1, _int(rec, "target"))
@@ -166,6 +179,8 @@ def region_from_record(rec: dict) -> dict:
         region["single_s"] = _num(counters, "single_s")
     if isinstance(counters.get("hold_s"), dict):
         region["hold_s"] = _per_category(counters, "hold_s")
+    if isinstance(counters.get("bytes"), dict):  # schema 3: payload bytes (MPI)
+        region["bytes"] = _per_category(counters, "bytes", int)
     if name == "process" and "runqueue_other_load_s" in counters:
         region["runqueue_other"] = _num(counters, "runqueue_other_load_s")
     if name == "process":

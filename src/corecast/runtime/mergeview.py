@@ -1,0 +1,68 @@
+"""``corecast merge`` output: the merged MPI report as a table or one JSON object."""
+from __future__ import annotations
+
+from ..fileio import printable
+from .ranks import WAITS, Merged, Run, prediction_counts
+
+
+def _share(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.0f}%" if whole > 0 else "-"
+
+
+def _bytes(n: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return ""
+
+
+def _run_table(run: Run) -> list[str]:
+    slow = run.slowest
+    lines = [f"run at {run.ranks} ranks: {run.time_s:.3f}s (MPI phase of the slowest rank), slowest rank "
+             f"{slow.rank} (most compute: {slow.compute_s:.3f}s, imbalance max/mean {run.imbalance:.2f})",
+             f"{'rank':>5} {'pid':>8} {'thr':>4} {'time':>9} {'compute':>9} {'mpi_p2p':>9} {'mpi_coll':>9} "
+             f"{'wait':>5} {'bytes':>11}  file"]
+    for r in run.per_rank:
+        lines.append(f"{r.rank:>5} {r.pid:>8} {r.threads:>4} {r.wall_s:>8.3f}s {r.compute_s:>8.3f}s "
+                     f"{r.waits_s['mpi_p2p']:>8.3f}s {r.waits_s['mpi_collective']:>8.3f}s "
+                     f"{_share(r.wait_s, r.wall_s):>5} {_bytes(sum(r.bytes.values())):>11}  "
+                     f"{printable(r.source)}")
+    return lines
+
+
+def table(m: Merged) -> str:
+    lines = []
+    for run in m.runs:
+        lines += _run_table(run) + [""]
+    wanted = set(prediction_counts(max(r.ranks for r in m.runs), max(m.counts)))
+    rows = [(c, s) for c, s in zip(m.counts, m.speedup) if c in wanted]
+    lines.append("predicted speedup over rank counts (relative to 1 rank):")
+    lines.append("  ranks " + " ".join(f"{c:>6}" for c, _ in rows))
+    lines.append("  S     " + " ".join(f"{s:>6.2f}" for _, s in rows))
+    lines.append(f"  preferred: {m.preferred} ranks")
+    lines.append(f"  model: {printable(m.model)}")
+    lines += [f"warning: {printable(w)}" for w in m.warnings]
+    return "\n".join(lines) + "\n"
+
+
+def to_dict(m: Merged) -> dict:
+    return {
+        "runs": [{
+            "ranks": run.ranks,
+            "time_s": run.time_s,
+            "slowest_rank": run.slowest.rank,
+            "imbalance": run.imbalance,
+            "missing_ranks": run.missing,
+            "per_rank": [{
+                "rank": r.rank, "pid": r.pid, "file": r.source, "threads": r.threads,
+                "wall_s": r.wall_s, "compute_s": r.compute_s,
+                **{f"{k}_s": r.waits_s[k] for k in WAITS},
+                "bytes": r.bytes, "mpi_init_s": r.init_s, "mpi_finalize_s": r.finalize_s,
+            } for r in run.per_rank],
+        } for run in m.runs],
+        "model": m.model,
+        "predicted": [{"ranks": c, "speedup": s, "time_s": t} for c, s, t in zip(m.counts, m.speedup, m.time_s)],
+        "preferred_ranks": m.preferred,
+        "warnings": m.warnings,
+    }

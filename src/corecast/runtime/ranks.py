@@ -1,0 +1,195 @@
+"""MPI runs merged across ranks: per-rank compute and MPI wait, the slowest rank, and the
+predicted speedup over rank counts (``corecast merge``).
+
+Every rank writes its own JSON Lines (``CORECAST_OUTPUT=run-{rank}.jsonl``); the records
+carry ``rank`` and ``ranks``.  A *run* is the ranks of one world size (a rank seen twice
+at the same size starts another run: repetitions).
+
+Per rank, the MPI phase is the process's wall time less ``MPI_Init`` and ``MPI_Finalize``;
+its MPI wait is the ``mpi_p2p`` plus ``mpi_collective`` stall time, its compute the rest.
+
+Predictions over rank counts, by how many world sizes were measured:
+
+* three or more: the regression method (SPEC section 5, Barnes et al.) on the slowest
+  rank's time per world size, with the MPI waits summed over ranks as its stall columns,
+  so compute and wait are fitted separately when the program is not compute bound.
+* fewer (one run, typically): a one-run model of the largest run.  Strong scaling: the
+  run's total compute ``C`` is shared by ``p`` ranks with the measured imbalance
+  ``lambda = max / mean`` compute (1 at one rank); the slowest rank's own MPI wait is the
+  communication cost (it waits for messages, not for other ranks), its point-to-point part
+  constant in ``p`` (neighbour exchanges) and its collective part growing as
+  ``log2 p / log2 P`` (tree collectives).  ``T(1) = C``,
+  ``T(p) = lambda C / p + w_p2p + w_coll log2 p / log2 P``.
+
+Standard library only, except numpy and the prediction methods for the regression case.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ..errors import InputError
+from ..fileio import shown
+from .samples import read_recording
+
+WAITS = ("mpi_p2p", "mpi_collective")
+ONE_RUN_MODEL = ("one run: compute shared by p ranks with the measured imbalance, point-to-point "
+                 "wait constant, collective wait growing with log2 p")
+
+
+@dataclass
+class RankSample:
+    rank: int
+    pid: int
+    source: str          # the file it came from
+    threads: int
+    wall_s: float        # the MPI phase: elapsed less MPI_Init and MPI_Finalize
+    compute_s: float
+    waits_s: dict        # mpi_p2p, mpi_collective
+    bytes: dict          # mpi_p2p, mpi_collective
+    init_s: float
+    finalize_s: float
+
+    @property
+    def wait_s(self) -> float:
+        return sum(self.waits_s.values())
+
+
+@dataclass
+class Run:
+    ranks: int                              # the world size
+    per_rank: list[RankSample] = field(default_factory=list)
+
+    @property
+    def missing(self) -> list[int]:
+        seen = {r.rank for r in self.per_rank}
+        return [r for r in range(self.ranks) if r not in seen]
+
+    @property
+    def slowest(self) -> RankSample:
+        """The rank on the critical path: the most compute (the others wait for it)."""
+        return max(self.per_rank, key=lambda r: (r.compute_s, r.wall_s))
+
+    @property
+    def time_s(self) -> float:
+        return max(r.wall_s for r in self.per_rank)
+
+    @property
+    def compute_total_s(self) -> float:
+        return sum(r.compute_s for r in self.per_rank)
+
+    @property
+    def imbalance(self) -> float:
+        mean = self.compute_total_s / len(self.per_rank)
+        return self.slowest.compute_s / mean if mean > 0 else 1.0
+
+
+@dataclass
+class Merged:
+    runs: list[Run]
+    model: str
+    counts: list[int]
+    speedup: list[float]
+    time_s: list[float]
+    preferred: int
+    warnings: list[str]
+
+
+def rank_sample(proc, source: str) -> RankSample:
+    process = next((r for r in proc.regions if r["name"] == "process"), None)
+    if process is None:
+        raise InputError(f"{shown(source)}: rank {proc.rank} (pid {proc.pid}) has no process record")
+    elapsed = proc.elapsed_s or process["wall_s"]
+    wall = max(elapsed - proc.mpi_init_s - proc.mpi_finalize_s, 0.0)
+    waits = {k: float(process["stalls_s"].get(k, 0.0)) for k in WAITS}
+    total = sum(waits.values())
+    if total > wall > 0:  # MPI called from several threads: their waits overlap in time
+        waits = {k: v * wall / total for k, v in waits.items()}
+    nbytes = process.get("bytes", {})
+    return RankSample(rank=proc.rank, pid=proc.pid, source=source, threads=process["threads"],
+                      wall_s=wall, compute_s=max(wall - sum(waits.values()), 0.0), waits_s=waits,
+                      bytes={k: int(nbytes.get(k, 0)) for k in WAITS}, init_s=proc.mpi_init_s,
+                      finalize_s=proc.mpi_finalize_s)
+
+
+def collect_runs(paths: list[str]) -> tuple[list[Run], list[str]]:
+    """The runs in ``paths`` by world size (smallest first) and warnings.  A process
+    without a rank, or files without MPI records, are one-line errors."""
+    runs: dict[int, list[Run]] = {}
+    for path in paths:
+        for proc in read_recording(path):
+            if proc.rank is None:
+                raise InputError(f"{shown(path)}: pid {proc.pid} has no rank: not started by an MPI "
+                                 "launcher (or written by a corecast before schema 3)")
+            size = proc.ranks or proc.rank + 1
+            sample = rank_sample(proc, path)
+            same = runs.setdefault(size, [])
+            # a rank seen again at this size belongs to the next repetition
+            run = next((r for r in same if all(s.rank != sample.rank for s in r.per_rank)), None)
+            if run is None:
+                run = Run(size)
+                same.append(run)
+            run.per_rank.append(sample)
+    ordered = [r for size in sorted(runs) for r in runs[size]]
+    warnings = []
+    for run in ordered:
+        run.per_rank.sort(key=lambda r: r.rank)
+        if run.missing:
+            warnings.append(f"run at {run.ranks} ranks: no records of rank(s) "
+                            f"{','.join(map(str, run.missing[:8]))}{'...' if len(run.missing) > 8 else ''}")
+    return ordered, warnings
+
+
+def prediction_counts(largest: int, upto: int) -> list[int]:
+    counts, n = set(), 1
+    while n <= upto:
+        counts.add(n)
+        n *= 2
+    counts.update((largest, upto))
+    return sorted(c for c in counts if c <= upto)
+
+
+def one_run_times(run: Run, counts: list[int]) -> list[float]:
+    """``T(p)`` of the one-run model (module docstring) at ``counts``."""
+    slow = run.slowest
+    c_total, lam, big = run.compute_total_s, run.imbalance, run.ranks
+    times = []
+    for p in counts:
+        t = c_total / p * (lam if p > 1 else 1.0)
+        if p > 1 and big > 1:
+            t += slow.waits_s["mpi_p2p"] + slow.waits_s["mpi_collective"] * math.log2(p) / math.log2(big)
+        times.append(t)
+    return times
+
+
+def merge(paths: list[str], upto: int | None = None) -> Merged:
+    runs, warnings = collect_runs(paths)
+    largest = max(r.ranks for r in runs)
+    upto = upto or max(16, 2 * largest)
+    sizes = sorted({r.ranks for r in runs})
+    if len(sizes) >= 3:
+        from ..prediction import predict
+
+        pred = predict([r.ranks for r in runs], [r.time_s for r in runs], metric="time", upto=upto,
+                       method="regression",
+                       stalls={k: [sum(s.waits_s[k] for s in r.per_rank) for r in runs] for k in WAITS})
+        counts = [int(c) for c in pred.counts]
+        warnings += pred.warnings
+        return Merged(runs, f"regression over {len(sizes)} rank counts: {pred.reason}", counts,
+                      [float(s) for s in pred.speedup], [float(v) for v in pred.values],
+                      int(pred.preferred), warnings)
+    run = max(runs, key=lambda r: (r.ranks, -r.time_s))
+    if run.compute_total_s <= 0:
+        raise InputError(f"the run at {run.ranks} ranks has no compute time left after its MPI waits; "
+                         "nothing to predict")
+    if len(sizes) == 2:
+        warnings.append("two rank counts measured: the regression needs 3; predicted from the largest run")
+    if run.ranks == 1:
+        warnings.append("one rank measured: its communication cost at more ranks is unknown (ideal scaling)")
+    counts = prediction_counts(run.ranks, upto)
+    times = one_run_times(run, counts)
+    t1 = times[0]
+    speedup = [t1 / t for t in times]
+    best = max(range(len(counts)), key=lambda i: (round(speedup[i], 6), -counts[i]))
+    return Merged(runs, f"{ONE_RUN_MODEL} (from the run at {run.ranks} ranks)", counts, speedup, times,
+                  counts[best], warnings)
