@@ -64,6 +64,7 @@ MIN_COUNTS = 2  # successful counts needed to predict anything
 PLUGIN_SOURCES = ("stdout", "stderr", "file")
 PLUGIN_KEYS = {"name", "source", "path", "pattern", "reducer"}
 MAX_REASON = 200  # characters of the program's last stderr line kept in a failure reason
+MIN_REGION_SHARE = 0.05  # regions taking less of the run are not extrapolated on their own
 
 
 class SweepError(InputError):
@@ -237,6 +238,7 @@ class RunResult:
     stalls: dict = field(default_factory=dict)  # category -> seconds summed over processes
     plugin_values: dict = field(default_factory=dict)  # plugin name -> value (matched ones)
     plugin_errors: dict = field(default_factory=dict)  # plugin name -> why it gave no value
+    regions: dict = field(default_factory=dict)  # region name -> (own wall s, stalls_s), summed over processes
 
 
 def _cpus_for(n: int, cpus: Sequence[int]) -> list[int]:
@@ -287,6 +289,28 @@ def read_jsonl(path: Path) -> tuple[bool, dict]:
             if isinstance(v, (int, float)) and math.isfinite(v):
                 stalls[k] = stalls.get(k, 0.0) + float(v)
     return active, stalls
+
+
+def read_regions(path: Path) -> dict[str, tuple[float, dict]]:
+    """Each region's own wall time and stalls in one run's JSON Lines, summed over the
+    processes (read with ``runtime.samples.read_recording``, as ``corecast replay``
+    reads them); {} when the run recorded no region."""
+    from .runtime.samples import read_recording
+
+    try:
+        procs = read_recording(str(path))
+    except InputError:
+        return {}
+    out: dict[str, tuple[float, dict]] = {}
+    for proc in procs:
+        for r in proc.regions:
+            if r["name"] == "process":
+                continue
+            wall, stalls = out.get(r["name"], (0.0, {}))
+            for k, v in r["stalls_s"].items():
+                stalls[k] = stalls.get(k, 0.0) + v
+            out[r["name"]] = (wall + r["wall_s"], stalls)
+    return out
 
 
 def run_once(
@@ -355,7 +379,7 @@ def run_once(
         except (InputError, OSError) as exc:
             errors[plug.name] = str(exc)
     return RunResult(threads, True, elapsed, active=active, stalls=stalls,
-                     plugin_values=values, plugin_errors=errors)
+                     plugin_values=values, plugin_errors=errors, regions=read_regions(json_path))
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -509,11 +533,46 @@ def run_sweep(
         raise SweepError("no parallel activity detected in any run; nothing predicted", result)
 
     try:
-        _extrapolate(result, runs, ok, categories, per_count, horizon)
+        _extrapolate(result, {n: [r.time_s for r in runs[n]] for n in ok}, ok, categories, per_count, horizon)
     except InputError as exc:
         result.update(predictions=[], stall_predictions={}, preferred_threads=None, bottleneck=None)
         raise SweepError(f"cannot predict from the measurements: {exc}", result) from None
+    result["regions"] = _regions(runs, ok, result["measured"], horizon)
     return result
+
+
+def _regions(runs: dict, ok: list[int], measured: list[dict], horizon: int) -> list[dict]:
+    """Each OpenMP region taking at least ``MIN_REGION_SHARE`` of the run (at some count),
+    extrapolated like the whole program from its own time per count."""
+    run_time = {m["threads"]: m["time_s"] for m in measured}
+    names = sorted({name for n in ok for r in runs[n] for name in r.regions})
+    out = []
+    for name in names:
+        at = [n for n in ok if all(name in r.regions for r in runs[n])]
+        if not at:
+            continue
+        times = {n: [r.regions[name][0] for r in runs[n]] for n in at}
+        share = max(statistics.median(times[n]) / run_time[n] for n in at)
+        if share < MIN_REGION_SHARE:
+            continue
+        per_count = {n: [dict(r.regions[name][1]) for r in runs[n]] for n in at}
+        categories = sorted({k for n in at for s in per_count[n] for k, v in s.items() if v > 0})
+        region = {"name": name, "share": float(share), "measured": [
+            {"threads": n, "time_s": float(statistics.median(times[n])),
+             "spread_s": float((max(times[n]) - min(times[n])) / 2.0),
+             "stalls_s": {k: float(statistics.median([s.get(k, 0.0) for s in per_count[n]])) for k in categories}}
+            for n in at], "predictions": [], "stall_predictions": {}, "preferred_threads": None,
+            "bottleneck": None, "warnings": []}
+        if len(at) < MIN_COUNTS or min(statistics.median(times[n]) for n in at) <= 0:
+            region["warnings"].append(f"measured at {len(at)} count(s) with a positive time; not predicted")
+        else:
+            try:
+                _extrapolate(region, times, at, categories, per_count, horizon)
+            except InputError as exc:
+                region["warnings"].append(f"cannot predict: {exc}")
+        out.append(region)
+    out.sort(key=lambda r: -r["share"])
+    return out
 
 
 def _empty_result(command: list[str], runtime: str, warnings: list[str], failed: dict[int, str]) -> dict:
@@ -527,17 +586,20 @@ def _empty_result(command: list[str], runtime: str, warnings: list[str], failed:
         "runtime": runtime,
         "warnings": warnings,
         "failed": [{"threads": n, "reason": failed[n]} for n in sorted(failed)],
+        "regions": [],
     }
 
 
-def _extrapolate(result: dict, runs: dict, ok: list[int], categories: list[str],
+def _extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[str],
                  per_count: dict, horizon: int) -> None:
+    """Predictions of ``times_at`` (count -> the repetitions' times) and of each stall
+    category into ``result`` (the whole program's, or one region's)."""
     from .methods.estima import MIN_POINTS
     from .prediction import predict
 
     warnings = result["warnings"]
-    counts = [n for n in ok for _ in runs[n]]
-    times = [r.time_s for n in ok for r in runs[n]]
+    counts = [n for n in ok for _ in times_at[n]]
+    times = [t for n in ok for t in times_at[n]]
     stalls = {k: [s.get(k, 0.0) for n in ok for s in per_count[n]] for k in categories}
     pred = predict(counts, times, metric="time", upto=horizon, method="auto", stalls=stalls or None)
     warnings.extend(pred.warnings)
@@ -708,10 +770,36 @@ def format_sweep(result: dict, max_rows: int = 24) -> str:
                          + ", ".join(f"{k} {_num(v)} s" for v, k in ranked) + ")")
         else:
             lines.append("future bottleneck: none (no stall category is predicted to grow)")
+    lines += _region_lines(result)
     for f in result["failed"]:
         lines.append(f"failed at {f['threads']} thread{'s' if f['threads'] != 1 else ''}: {f['reason']}")
     lines += [f"warning: {w}" for w in result["warnings"]]
     return "\n".join(printable(line) for line in lines) + "\n"  # command, categories, stderr
+
+
+def _region_lines(result: dict) -> list[str]:
+    """One row per extrapolated region: its share, measured and predicted time, preferred
+    count and future bottleneck."""
+    from .report import _align
+
+    regions = result.get("regions") or []
+    if not regions:
+        return []
+    horizon = result["predictions"][-1]["threads"] if result["predictions"] else None
+    header = ["region", "share", "measured (s) at " + ",".join(str(m["threads"]) for m in result["measured"]),
+              f"predicted at {horizon} (s)" if horizon else "predicted (s)", "speedup", "preferred", "bottleneck"]
+    rows = []
+    for r in regions:
+        at = {m["threads"]: m["time_s"] for m in r["measured"]}
+        last = r["predictions"][-1] if r["predictions"] else None
+        rows.append([r["name"], f"{r['share']:.0%}",
+                     " ".join(_num(at[m["threads"]]) if m["threads"] in at else "-" for m in result["measured"]),
+                     _num(last["value"]) if last else "-", f"{last['speedup']:.2f}" if last else "-",
+                     str(r["preferred_threads"] or "-"), r["bottleneck"] or "none"])
+    lines = ["", f"regions taking at least {MIN_REGION_SHARE:.0%} of the run (own time, summed over processes):"]
+    lines += _align([header + [""] for header in [header]] + [row + [""] for row in rows])
+    lines += [f"warning: region {r['name']}: {w}" for r in regions for w in r["warnings"]]
+    return lines
 
 
 def write_json(result: dict, path: str) -> None:
