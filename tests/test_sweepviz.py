@@ -21,7 +21,7 @@ from cli_checks import assert_one_line_error
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 TOP_KEYS = {
     "method", "metric", "candidate", "reason", "predictions", "preferred_threads", "knee_threads",
-    "knee_fraction", "speedup_base", "checkpoints", "params", "extras", "warnings",
+    "knee_fraction", "speedup_base", "checkpoints", "params", "extras", "fit_quality", "warnings",
 }
 EXTRAP_KEYS = {"params", "callpath", "metric", "value"}
 MEASURED_COUNTS = (1, 2, 4, 6, 8)
