@@ -501,6 +501,10 @@ def add_sweep(sub: argparse._SubParsersAction) -> None:
                    help="predict up to N (default: 2x the largest count, at least 16)")
     p.add_argument("--runtime", choices=("openmp", "pthreads", "opencl"), default="openmp",
                    help="how the count reaches the program (default %(default)s)")
+    p.add_argument("--placement", choices=("compact", "spread", "none"), default="compact",
+                   help="which CPUs a count gets: compact (cores before SMT siblings, one socket after "
+                   "the other), spread (cores round-robin over sockets), none (the first n in numeric "
+                   "order); OpenMP programs also get OMP_PLACES and OMP_PROC_BIND (default %(default)s)")
     p.add_argument("--json-out", metavar="FILE", help="write the result as one JSON object")
     p.add_argument("--plot", metavar="OUT.png", help="also plot measured and predicted times")
     p.add_argument("--html", metavar="OUT.html", help="also write an HTML report")
@@ -536,7 +540,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     try:
         result = sweep.run_sweep(command, threads=args.threads, repeat=args.repeat, upto=args.upto,
                                  runtime=args.runtime, plugins=plugins, timeout=args.timeout,
-                                 progress=True)
+                                 progress=True, placement=args.placement)
     except sweep.SweepError as e:
         if e.result is None:
             raise CliError(str(e)) from None

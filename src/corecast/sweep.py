@@ -241,10 +241,6 @@ class RunResult:
     regions: dict = field(default_factory=dict)  # region name -> (own wall s, stalls_s), summed over processes
 
 
-def _cpus_for(n: int, cpus: Sequence[int]) -> list[int]:
-    return list(cpus[: max(1, min(n, len(cpus)))])
-
-
 def _describe_exit(status: int, stderr_path: Path) -> str:
     if status < 0:
         try:
@@ -322,8 +318,12 @@ def run_once(
     workdir: Path,
     timeout: float,
     plugins: Sequence[PluginSpec] = (),
+    placement: str = "none",
 ) -> RunResult:
-    """Run ``command`` once at ``threads`` under the preload library."""
+    """Run ``command`` once at ``threads`` under the preload library, on the first
+    ``threads`` CPUs of ``cpus`` (in the ``placement`` policy's order)."""
+    from .placement import cpus_for, omp_env
+
     from .runtime.launcher import preload_env
 
     argv = substitute(command, threads)
@@ -334,7 +334,9 @@ def run_once(
     env = preload_env(dict(os.environ), target=upto, json_out=str(json_path), quiet=True)
     if runtime in THREAD_ENV:
         env[THREAD_ENV[runtime]] = str(threads)
-    mask = _cpus_for(threads, cpus)
+    mask = cpus_for(threads, cpus)
+    if placement != "none" and runtime == "openmp" and threads <= len(cpus):
+        env.update(omp_env(mask))
 
     def confine() -> None:  # in the child, between fork and exec
         os.sched_setaffinity(0, mask)
@@ -414,6 +416,7 @@ def run_sweep(
     plugins: Sequence[PluginSpec] = (),
     timeout: float = DEFAULT_TIMEOUT_S,
     progress: bool = False,
+    placement: str = "compact",
 ) -> dict:
     """Run ``command`` ``repeat`` times at each count in ``threads`` and predict.
 
@@ -441,9 +444,15 @@ def run_sweep(
     except InputError as exc:
         raise SweepError(str(exc)) from None
     horizon = int(upto) if upto is not None else default_upto(counts)
+    from .placement import PLACEMENTS, cpu_order, cpus_for
+
+    if placement not in PLACEMENTS:
+        raise SweepError(f"unknown placement {placement!r}; use {', '.join(PLACEMENTS)}")
 
     warnings: list[str] = []
-    cpus = allowed_cpus()
+    cpus, why = cpu_order(placement, allowed_cpus())
+    if why:
+        warnings.append(why)
     over = [n for n in counts if n > len(cpus)]
     if over:
         warnings.append(f"{'counts' if len(over) > 1 else 'count'} {', '.join(map(str, over))} "
@@ -466,7 +475,7 @@ def run_sweep(
                         continue
                     if bar is not None:
                         bar.set_description(f"{n} thread{'s' if n != 1 else ''}, run {rep + 1}/{repeat}")
-                    r = run_once(command, n, runtime, cpus, horizon, Path(tmp), timeout, plugins)
+                    r = run_once(command, n, runtime, cpus, horizon, Path(tmp), timeout, plugins, placement)
                     if r.ok:
                         runs[n].append(r)
                     else:
@@ -481,6 +490,8 @@ def run_sweep(
 
     ok = [n for n in counts if n not in failed and runs[n]]
     result = _empty_result(command, runtime, warnings, failed)
+    result["placement"] = {"policy": placement, "omp_places": placement != "none" and runtime == "openmp",
+                           "cpus": {str(n): cpus_for(n, cpus) for n in counts}}
 
     # Plugin categories: a pattern that never matched is skipped with a warning.
     all_runs = [r for n in ok for r in runs[n]]
@@ -517,6 +528,7 @@ def run_sweep(
             "time_s": float(statistics.median(times)),
             "spread_s": float((max(times) - min(times)) / 2.0),
             "stalls_s": {k: medians[n][k] for k in categories},
+            "cpus": cpus_for(n, cpus),
         })
 
     if len(ok) < MIN_COUNTS:
@@ -771,10 +783,26 @@ def format_sweep(result: dict, max_rows: int = 24) -> str:
         else:
             lines.append("future bottleneck: none (no stall category is predicted to grow)")
     lines += _region_lines(result)
+    place = result.get("placement")
+    if place:
+        lines.append(f"placement {place['policy']}" + (" (OMP_PLACES, OMP_PROC_BIND=close)" if place["omp_places"] else "")
+                     + ": " + "; ".join(f"{n}: {_cpulist(c)}" for n, c in place["cpus"].items()))
     for f in result["failed"]:
         lines.append(f"failed at {f['threads']} thread{'s' if f['threads'] != 1 else ''}: {f['reason']}")
     lines += [f"warning: {w}" for w in result["warnings"]]
     return "\n".join(printable(line) for line in lines) + "\n"  # command, categories, stderr
+
+
+def _cpulist(cpus: Sequence[int]) -> str:
+    """[0, 1, 2, 5] -> "0-2,5" (the kernel's cpulist notation)."""
+    parts, start = [], None
+    for i, c in enumerate(cpus):
+        if start is None:
+            start = c
+        if i + 1 == len(cpus) or cpus[i + 1] != c + 1:
+            parts.append(str(start) if start == c else f"{start}-{c}")
+            start = None
+    return ",".join(parts)
 
 
 def _region_lines(result: dict) -> list[str]:
