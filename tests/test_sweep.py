@@ -512,3 +512,12 @@ def test_omp_places_reach_the_program(tmp_path):
     assert out.read_text() == f"{{{cpus[0]}}}|close|1"
     sweep.run_once(cmd, 1, "openmp", cpus, 4, tmp_path, 60, (), "none")
     assert out.read_text().split("|")[2] == "1" and not out.read_text().startswith("{")
+
+
+def test_opencl_count_reaches_pocl_by_both_names(tmp_path):
+    if not PRELOAD.is_file():
+        pytest.skip("the preload library is not built")
+    out = tmp_path / "env.txt"
+    cmd = ["sh", "-c", f'printf "%s|%s" "$POCL_CPU_MAX_CU_COUNT" "$POCL_MAX_PTHREAD_COUNT" > {out}']
+    r = sweep.run_once(cmd, 2, "opencl", sorted(os.sched_getaffinity(0)), 4, tmp_path, 60)
+    assert r.ok and out.read_text() == "2|2"

@@ -4,7 +4,8 @@ Each run goes through the preload library (``CORECAST_OUTPUT`` to a temporary fi
 ``CORECAST_QUIET=1``, ``CORECAST_TARGET`` = the prediction horizon) and is confined to
 the first ``n`` CPUs this process may use (``os.sched_setaffinity`` in the child), so a
 pthreads program cannot spread over more cores than the count says.  The count reaches
-the program through ``OMP_NUM_THREADS`` (openmp), ``POCL_MAX_PTHREAD_COUNT`` (opencl) and a
+the program through ``OMP_NUM_THREADS`` (openmp), ``POCL_CPU_MAX_CU_COUNT`` and the legacy
+``POCL_MAX_PTHREAD_COUNT`` (opencl) and a
 ``{threads}`` placeholder anywhere in the command (every runtime).
 
 Per count: the median wall time of the repetitions (``time.perf_counter`` around the
@@ -53,7 +54,9 @@ from .fileio import parse_json, printable, read_bytes, read_tail, read_text, wri
 from .stallplugin import REDUCERS, read_stall
 
 RUNTIMES = ("openmp", "pthreads", "opencl")
-THREAD_ENV = {"openmp": "OMP_NUM_THREADS", "opencl": "POCL_MAX_PTHREAD_COUNT"}
+# pocl 4 reads POCL_CPU_MAX_CU_COUNT (its compute units); POCL_MAX_PTHREAD_COUNT is the
+# name pocl before 4 reads (and 4 still honours with a deprecation note): both are set.
+THREAD_ENV = {"openmp": ("OMP_NUM_THREADS",), "opencl": ("POCL_CPU_MAX_CU_COUNT", "POCL_MAX_PTHREAD_COUNT")}
 PLACEHOLDER = "{threads}"
 DEFAULT_REPEAT = 3
 DEFAULT_TIMEOUT_S = 600.0
@@ -332,8 +335,8 @@ def run_once(
         p.unlink(missing_ok=True)
     json_path.touch()
     env = preload_env(dict(os.environ), target=upto, json_out=str(json_path), quiet=True)
-    if runtime in THREAD_ENV:
-        env[THREAD_ENV[runtime]] = str(threads)
+    for name in THREAD_ENV.get(runtime, ()):
+        env[name] = str(threads)
     mask = cpus_for(threads, cpus)
     if placement != "none" and runtime == "openmp" and threads <= len(cpus):
         env.update(omp_env(mask))
