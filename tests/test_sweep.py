@@ -436,26 +436,26 @@ def test_run_sweep_api(contend, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def omp_repeat(gcc, bindir) -> Path:
-    return compile_c(gcc, ROOT / "examples" / "omp_repeat.c", bindir / "omp_repeat", "-fopenmp")
+def omp_two_regions(gcc, bindir) -> Path:
+    return compile_c(gcc, ROOT / "examples" / "omp_two_regions.c", bindir / "omp_two_regions", "-fopenmp")
 
 
-def test_two_regions_each_get_a_curve_and_bottleneck(capsys, tmp_path, omp_repeat):
-    # omp_repeat: two regions of equal work (the default team and a num_threads(2) clause)
+def test_two_regions_each_get_a_curve_and_bottleneck(capsys, tmp_path, omp_two_regions):
+    # two regions of similar work: one scales, one has a critical section
     result, out, _ = sweep_json(capsys, tmp_path, "--threads", "1,2", "--repeat", "1", "--upto", "8",
-                                "--", str(omp_repeat), "40", "20000", "2")
+                                "--", str(omp_two_regions), "10", "20000")
     regions = {r["name"]: r for r in result["regions"]}
-    assert set(regions) == {"region_default._omp_fn.0", "region_clause._omp_fn.0"}
+    assert set(regions) == {"compute._omp_fn.0", "update._omp_fn.0"}
     for r in regions.values():
         assert {"name", "measured", "predictions", "bottleneck"} <= set(r)
         assert [m["threads"] for m in r["measured"]] == [1, 2]
         assert all(0 < m["time_s"] < result["measured"][i]["time_s"] for i, m in enumerate(r["measured"]))
         assert [p["threads"] for p in r["predictions"]] == list(range(1, 9))
         assert r["share"] >= sweep.MIN_REGION_SHARE
-    assert "regions taking at least 5% of the run" in out and "region_clause._omp_fn.0" in out
+        assert r["bottleneck"] in r["measured"][-1]["stalls_s"]
+    assert "regions taking at least 5% of the run" in out and "update._omp_fn.0" in out
     records = sweepviz.extrap_records(result)
-    assert {r["callpath"] for r in records} >= {"main", "main->region_default._omp_fn.0",
-                                                "main->region_clause._omp_fn.0"}
+    assert {r["callpath"] for r in records} >= {"main", "main->compute._omp_fn.0", "main->update._omp_fn.0"}
     assert result["placement"]["policy"] == "compact" and result["placement"]["omp_places"] is True
     assert result["placement"]["cpus"]["1"] == result["measured"][0]["cpus"]
 
