@@ -490,6 +490,21 @@ def render_html(result: "dict | _View") -> str:
     else:
         predicted_table = '<p class="none">No predictions.</p>'
 
+    if view.regions:
+        region_rows = []
+        for r in view.regions:
+            last = r["predictions"][-1] if r["predictions"] else None
+            region_rows.append([_e(r["name"]),
+                                _e(", ".join(f"{_count(m['threads'])}: {_fmt(m['time_s'])}" for m in r["measured"])),
+                                _e(_fmt(last["value"])) if last else "–",
+                                _e(_fmt(last["speedup"], 3)) if last else "–",
+                                _e(r["bottleneck"]) if r["bottleneck"] else "–"])
+        horizon = view.predictions[-1]["threads"] if view.predictions else None
+        regions = _table(["region", "measured (threads: s)", f"predicted at {_count(horizon)} (s)" if horizon
+                          else "predicted (s)", "speedup", "bottleneck"], region_rows, text_cols=(0, 1, 4))
+        regions = "<h2>Regions</h2>\n" + regions
+    else:
+        regions = ""
     if view.warnings:
         warnings = "<ul>" + "".join(f'<li class="warn">{_e(w)}</li>' for w in view.warnings) + "</ul>"
     else:
@@ -530,6 +545,7 @@ def render_html(result: "dict | _View") -> str:
 {measured_table}
 <h2>Predicted</h2>
 {predicted_table}
+{regions}
 <h2>Failed runs</h2>
 {failed}
 {note}
