@@ -534,18 +534,24 @@ def _resolve_metric(table: Table, column: str, requested: str | None) -> str:
     return declared[0][0]
 
 
+def finite_number(text: str, where: str) -> float:
+    """``text`` as a finite float; otherwise an InputError starting with ``where``."""
+    try:
+        x = float(text)
+    except ValueError:
+        raise InputError(f"{where}: {text[:40]!r} is not a number") from None
+    if not math.isfinite(x):
+        raise InputError(f"{where}: {text!r} is not a finite number")
+    return x
+
+
 def _cell(table: Table, line: int, cells: list[str], col: int, kind: str) -> float:
     """One numeric cell, checked for what its column allows."""
     raw = cells[col]
     where = f"{table.path}: line {line}: column {table.header[col]!r}"
     if not raw:
         raise InputError(f"{where}: empty cell")
-    try:
-        x = float(raw)
-    except ValueError:
-        raise InputError(f"{where}: {raw!r} is not a number") from None
-    if not math.isfinite(x):
-        raise InputError(f"{where}: {raw!r} is not a finite number")
+    x = finite_number(raw, where)
     if kind == "count" and (x < 1 or x != int(x)):
         raise InputError(f"{where}: count {raw!r} must be a whole number >= 1")
     if kind in ("value", "size") and x <= 0:

@@ -17,11 +17,10 @@ corecast reads files with one parameter, the count; its values must be whole num
 from __future__ import annotations
 
 import json
-import math
 import re
 
 from ..errors import InputError
-from ..fileio import parse_json
+from ..fileio import finite_number, parse_json
 from . import RawSeries, as_count
 
 FIELDS = ("PARAMETER", "POINTS", "REGION", "METRIC", "DATA")
@@ -48,23 +47,13 @@ def parse(text: str, path: str) -> list[RawSeries]:
     """The curves of an Extra-P input file's ``text`` (read from ``path``)."""
     head = text.lstrip()
     if head.startswith("{"):
-        first = head.split("\n", 1)[0]
         try:
-            is_lines = isinstance(json.loads(first), dict) and "params" in json.loads(first)
+            first = json.loads(head.split("\n", 1)[0])
         except (ValueError, RecursionError):
-            is_lines = False
+            first = None
+        is_lines = isinstance(first, dict) and "params" in first
         return _parse_jsonlines(text, path) if is_lines else _parse_json(text, path)
     return _parse_text(text, path)
-
-
-def _number(token: str, where: str) -> float:
-    try:
-        x = float(token)
-    except ValueError:
-        raise InputError(f"{where}: {token[:40]!r} is not a number") from None
-    if not math.isfinite(x):
-        raise InputError(f"{where}: {token!r} is not a finite number")
-    return x
 
 
 def _one_parameter(names: list[str], path: str) -> None:
@@ -97,7 +86,7 @@ def _parse_text(text: str, path: str) -> list[RawSeries]:
             tokens = re.sub(r"[()]", " ", value).split()
             if not tokens:
                 raise InputError(f"{where}: POINTS without a point")
-            points += [as_count(_number(t, where), where) for t in tokens]
+            points += [as_count(finite_number(t, where), where) for t in tokens]
         elif name in ("REGION", "METRIC"):
             if not value:
                 raise InputError(f"{where}: {name} without a name")
@@ -106,7 +95,7 @@ def _parse_text(text: str, path: str) -> list[RawSeries]:
         else:
             if index >= len(points):
                 raise InputError(f"{where}: more DATA lines than the {len(points)} POINTS")
-            values = [_number(t, where) for t in value.split()]
+            values = [finite_number(t, where) for t in value.split()]
             if not values:
                 raise InputError(f"{where}: DATA without a value")
             out.add(callpath, metric, points[index], values)
@@ -143,7 +132,7 @@ def _legacy(obj: dict, path: str) -> list[RawSeries]:
         pairs = c["parameter_value_pairs"]
         if len(pairs) != 1:
             raise InputError(f"{path}: coordinate {c['id']} has {len(pairs)} parameter values, not 1")
-        coords[c["id"]] = as_count(_number(str(pairs[0]["parameter_value"]), f"{path}: coordinate {c['id']}"),
+        coords[c["id"]] = as_count(finite_number(str(pairs[0]["parameter_value"]), f"{path}: coordinate {c['id']}"),
                                    f"{path}: coordinate {c['id']}")
     out = _Collector()
     for i, m in enumerate(_list(obj, "measurements", path)):
@@ -179,7 +168,7 @@ def _nested(obj: dict, path: str) -> list[RawSeries]:
 def _value(v, where: str) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float, str)):
         raise InputError(f"{where}: {json.dumps(v)[:40]} is not a number")
-    return _number(str(v), where)
+    return finite_number(str(v), where)
 
 
 def _parse_jsonlines(text: str, path: str) -> list[RawSeries]:
