@@ -214,3 +214,14 @@ def test_csv_table_shows_fit_quality(tmp_path, capsys):
     assert out["fit_quality"][0]["model"] == "auto"
     with pytest.raises(InputError):
         read_inputs([str(tmp_path / "m.csv")], callpath="x")
+
+
+def test_csv_from_a_fifo_is_read_once(tmp_path, capsys):
+    path = tmp_path / "csv.fifo"
+    os.mkfifo(path)
+    data = b"threads,time\n1,10\n2,5.3\n4,2.9\n"
+    writer = threading.Thread(target=lambda: path.write_bytes(data), daemon=True)
+    writer.start()
+    assert main(["predict", str(path), "--json"]) == 0
+    writer.join(10)
+    assert json.loads(capsys.readouterr().out)["predictions"][0]["threads"] == 1

@@ -430,11 +430,15 @@ def parse_table(text: str, path: str) -> Table:
 def read_measurements(path: str, metric: str | None = None) -> Measurements:
     """Load a measurement CSV (or a sweep result's JSON); raises ``InputError`` (one line)
     on any bad input."""
+    return parse_measurements(read_text(path), shown(path), metric)
+
+
+def parse_measurements(text: str, name: str, metric: str | None = None) -> Measurements:
+    """``read_measurements`` of ``text`` read from ``name`` (as messages show it)."""
     from .entities import METRICS, Measurements  # numpy: only once measurements are built
 
     if metric is not None and metric not in METRICS:
         raise InputError(f"unknown metric {metric!r}: use time or throughput")
-    text, name = read_text(path), shown(path)
     if _looks_like_json(name, text):  # see "Sweep JSON input" below
         return sweep_measurements(parse_sweep_json(text, name), name, metric)
     table = parse_table(text, name)

@@ -3,7 +3,7 @@
 ``read_inputs(paths, ...)`` recognises each format by its content (not its name, except
 ``.cali``) and returns one ``Series`` per (callpath, metric):
 
-- corecast's own CSV and sweep JSON (``fileio.read_measurements``): one series;
+- corecast's own CSV and sweep JSON (``fileio.parse_measurements``): one series;
 - Extra-P input files (``readers.extrap``): text (``PARAMETER``/``POINTS``/``REGION``/
   ``METRIC``/``DATA``), JSON (the legacy id-table layout and the newer nested one) and
   JSON Lines (what ``corecast export --extrap`` writes); the one parameter is the count;
@@ -11,8 +11,8 @@
   ``caliper-reader`` package), ``cali-query`` JSON records and the ``json-split`` layout;
   one profile per count, the count from a thread- or rank-count attribute.
 
-Every file goes through ``fileio.read_text`` (size limit, FIFOs read once, one-line
-errors).  Values of a profile's metric are costs (time, visits, bytes: lower is better)
+Every file goes through ``fileio.read_text`` once (size limit, FIFOs and standard input
+work, one-line errors).  Values of a profile's metric are costs (time, visits, bytes: lower is better)
 unless ``metric`` says otherwise.
 """
 from __future__ import annotations
@@ -62,7 +62,7 @@ def read_inputs(paths: Sequence[str], metric: str | None = None, callpath: str |
                 profile_metric: str | None = None, count_attribute: str | None = None) -> list[Series]:
     """The curves in ``paths`` (several files: Caliper profiles, one per count), filtered
     to ``callpath`` and ``profile_metric`` when given.  InputError (one line) on bad input."""
-    from ..fileio import read_measurements
+    from ..fileio import parse_measurements
     from . import caliper, extrap
 
     if not paths:
@@ -77,7 +77,7 @@ def read_inputs(paths: Sequence[str], metric: str | None = None, callpath: str |
         if callpath or profile_metric:
             raise InputError(f"{shown(paths[0])}: --callpath and --profile-metric are for Extra-P "
                              "and Caliper inputs, this is a corecast CSV or sweep result")
-        return [Series(read_measurements(paths[0], metric))]
+        return [Series(parse_measurements(texts[0][1], shown(paths[0]), metric))]
     if kinds[0] == "extrap":
         raw = extrap.parse(texts[0][1], shown(paths[0]))
         source = "extrap"
