@@ -483,6 +483,8 @@ def _seconds(text: str) -> float:
 
 
 def add_sweep(sub: argparse._SubParsersAction) -> None:
+    from .placement import PLACEMENTS  # standard library only
+
     p = sub.add_parser(
         "sweep",
         help="run a program at several thread counts, measure it and extrapolate",
@@ -501,7 +503,7 @@ def add_sweep(sub: argparse._SubParsersAction) -> None:
                    help="predict up to N (default: 2x the largest count, at least 16)")
     p.add_argument("--runtime", choices=("openmp", "pthreads", "opencl"), default="openmp",
                    help="how the count reaches the program (default %(default)s)")
-    p.add_argument("--placement", choices=("compact", "spread", "none"), default="compact",
+    p.add_argument("--placement", choices=PLACEMENTS, default="compact",
                    help="which CPUs a count gets: compact (cores before SMT siblings, one socket after "
                    "the other), spread (cores round-robin over sockets), none (the first n in numeric "
                    "order); OpenMP programs also get OMP_PLACES and OMP_PROC_BIND (default %(default)s)")

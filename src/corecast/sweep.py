@@ -2,8 +2,9 @@
 
 Each run goes through the preload library (``CORECAST_OUTPUT`` to a temporary file,
 ``CORECAST_QUIET=1``, ``CORECAST_TARGET`` = the prediction horizon) and is confined to
-the first ``n`` CPUs this process may use (``os.sched_setaffinity`` in the child), so a
-pthreads program cannot spread over more cores than the count says.  The count reaches
+``n`` of the CPUs this process may use, chosen by ``--placement`` (``corecast.placement``;
+``os.sched_setaffinity`` in the child, and ``OMP_PLACES``/``OMP_PROC_BIND`` for OpenMP),
+so a pthreads program cannot spread over more cores than the count says.  The count reaches
 the program through ``OMP_NUM_THREADS`` (openmp), ``POCL_CPU_MAX_CU_COUNT`` and the legacy
 ``POCL_MAX_PTHREAD_COUNT`` (opencl) and a
 ``{threads}`` placeholder anywhere in the command (every runtime).
@@ -27,7 +28,15 @@ horizon; the preferred count is the time prediction's.
      "predictions": [{"threads": n, "value": v, "low": l, "high": h, "speedup": s}],
      "stall_predictions": {category: [{"threads": n, "value": v}]},
      "preferred_threads": k, "bottleneck": category, "command": [...], "runtime": "...",
-     "warnings": [...], "failed": [{"threads": n, "reason": "..."}]}
+     "warnings": [...], "failed": [{"threads": n, "reason": "..."}],
+     "placement": {"policy": "compact", "omp_places": true, "cpus": {"n": [cpu, ...]}},
+     "regions": [{"name": "main._omp_fn.0", "share": s, "measured": [...], "predictions": [...],
+                  "stall_predictions": {...}, "preferred_threads": k, "bottleneck": category,
+                  "warnings": [...]}]}
+
+Each ``measured`` entry also lists its ``cpus``.  ``regions`` holds every OpenMP region
+taking at least ``MIN_REGION_SHARE`` of the run at some count, its own time (from the
+runs' JSON Lines, read with ``runtime.samples``) extrapolated like the whole program's.
 
 ``preferred_threads`` and ``bottleneck`` are null, ``predictions`` and
 ``stall_predictions`` empty, when nothing could be predicted.
@@ -326,7 +335,6 @@ def run_once(
     """Run ``command`` once at ``threads`` under the preload library, on the first
     ``threads`` CPUs of ``cpus`` (in the ``placement`` policy's order)."""
     from .placement import cpus_for, omp_env
-
     from .runtime.launcher import preload_env
 
     argv = substitute(command, threads)
