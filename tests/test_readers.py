@@ -225,3 +225,17 @@ def test_csv_from_a_fifo_is_read_once(tmp_path, capsys):
     assert main(["predict", str(path), "--json"]) == 0
     writer.join(10)
     assert json.loads(capsys.readouterr().out)["predictions"][0]["threads"] == 1
+
+
+@pytest.mark.parametrize("unit", [1e-308, 1e300])
+def test_fit_quality_in_far_off_units(unit):
+    import warnings
+
+    y = np.array([10.0, 5.0, 3.0, 2.0])
+    p = np.array([9.0, 5.5, 3.0, 2.5])
+    ref = fit_quality(p, y, params=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        q = fit_quality(p * unit, y * unit, params=2)
+    assert q["adj_r2"] == pytest.approx(ref["adj_r2"]) and q["smape"] == pytest.approx(ref["smape"])
+    assert q["rss"] == (np.inf if unit > 1 else pytest.approx(0.0))

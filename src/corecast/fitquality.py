@@ -15,13 +15,20 @@ import numpy as np
 def fit_quality(predicted: np.ndarray, measured: np.ndarray, params: int) -> dict:
     """``{"params", "rss", "adj_r2", "smape"}`` (SMAPE in percent) of ``predicted``
     against ``measured`` (same length)."""
-    p = np.asarray(predicted, float)
     y = np.asarray(measured, float)
+    # Squares of values near the float limits (1e300 s) overflow: fit in units of the
+    # largest measurement, where R² and SMAPE do not change, and scale RSS back (inf if
+    # it does not fit a float; the JSON writes that as null).
+    unit = float(np.max(np.abs(y))) or 1.0
+    y = y / unit
+    p = np.asarray(predicted, float) / unit
     diff = p - y
-    rss = float(np.sum(diff * diff))
+    rss_unit = float(np.sum(diff * diff))
     tss = float(np.sum((y - y.mean()) ** 2))
     dof = y.size - params
-    adj = 1.0 - (rss / tss) * (y.size - 1) / dof if tss > 0 and dof > 0 else None
+    adj = 1.0 - (rss_unit / tss) * (y.size - 1) / dof if tss > 0 and dof > 0 else None
+    with np.errstate(over="ignore"):
+        rss = float(rss_unit * unit * unit)
     total = np.abs(y) + np.abs(p)
     # where both are 0 the point is fitted exactly and adds nothing (as in Extra-P)
     smape = float(np.mean(np.where(total > 0, 2 * np.abs(diff) / np.where(total > 0, total, 1), 0)) * 100)
