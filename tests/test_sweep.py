@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from corecast import predict, sweep
+from corecast import predict, sweep, sweepviz
 from corecast._native import PRELOAD
 from corecast.cli import main
 
@@ -25,7 +25,7 @@ from cli_checks import assert_one_line_error
 
 ROOT = Path(__file__).resolve().parents[1]
 TOP_KEYS = {"measured", "predictions", "stall_predictions", "preferred_threads", "bottleneck",
-            "command", "runtime", "warnings", "failed"}
+            "command", "runtime", "warnings", "failed", "regions", "placement"}
 NCPUS = len(os.sched_getaffinity(0))
 
 # Starts argv[1] threads that contend on a mutex (forced: at every count); exits 3 unless it may run on exactly
@@ -139,7 +139,7 @@ def check_contract(result: dict, counts: list[int], upto: int) -> None:
     assert [m["threads"] for m in result["measured"]] == counts
     categories = set(result["measured"][0]["stalls_s"])
     for m in result["measured"]:
-        assert set(m) == {"threads", "time_s", "spread_s", "stalls_s"}
+        assert set(m) == {"threads", "time_s", "spread_s", "stalls_s", "cpus"}
         assert m["time_s"] > 0 and m["spread_s"] >= 0
         assert set(m["stalls_s"]) == categories  # the same categories at every count
         assert all(v >= 0 for v in m["stalls_s"].values())
@@ -383,7 +383,7 @@ def test_estima_extrapolates_categories_with_six_counts():
     runs = _synthetic_runs(counts, stalls, lambda n: 1.0 / n + 0.03 * n)
     per_count = {n: [stalls(n)] for n in counts}
     result = sweep._empty_result(["prog"], "openmp", [], {})
-    sweep._extrapolate(result, runs, counts, ["mutex", "imbalance"], per_count, 32)
+    sweep._extrapolate(result, {n: [r.time_s for r in runs[n]] for n in counts}, counts, ["mutex", "imbalance"], per_count, 32)
     assert not any("ESTIMA needs" in w for w in result["warnings"])
     assert [p["threads"] for p in result["predictions"]] == list(range(1, 33))
     # The categories are ESTIMA's own per-category extrapolations.
@@ -430,3 +430,94 @@ def test_run_sweep_api(contend, tmp_path):
     check_contract(result, [1, 2], 4)
     assert [m["stalls_s"]["gc"] for m in result["measured"]] == [0.5, 0.5]
     json.dumps(result, allow_nan=False)  # plain JSON types only
+
+
+# ---------------------------------------------------------------- per-region curves, placement (issue 17)
+
+
+@pytest.fixture(scope="module")
+def omp_two_regions(gcc, bindir) -> Path:
+    return compile_c(gcc, ROOT / "examples" / "omp_two_regions.c", bindir / "omp_two_regions", "-fopenmp")
+
+
+def test_two_regions_each_get_a_curve_and_bottleneck(capsys, tmp_path, omp_two_regions):
+    # two regions of similar work: one scales, one has a critical section
+    result, out, _ = sweep_json(capsys, tmp_path, "--threads", "1,2", "--repeat", "1", "--upto", "8",
+                                "--", str(omp_two_regions), "10", "20000")
+    regions = {r["name"]: r for r in result["regions"]}
+    assert set(regions) == {"compute._omp_fn.0", "update._omp_fn.0"}
+    for r in regions.values():
+        assert {"name", "measured", "predictions", "bottleneck"} <= set(r)
+        assert [m["threads"] for m in r["measured"]] == [1, 2]
+        assert all(0 < m["time_s"] < result["measured"][i]["time_s"] for i, m in enumerate(r["measured"]))
+        assert [p["threads"] for p in r["predictions"]] == list(range(1, 9))
+        assert r["share"] >= sweep.MIN_REGION_SHARE
+        assert r["bottleneck"] in r["measured"][-1]["stalls_s"]
+    assert "regions taking at least 5% of the run" in out and "update._omp_fn.0" in out
+    records = sweepviz.extrap_records(result)
+    assert {r["callpath"] for r in records} >= {"main", "main->compute._omp_fn.0", "main->update._omp_fn.0"}
+    assert result["placement"]["policy"] == "compact" and result["placement"]["omp_places"] is True
+    assert result["placement"]["cpus"]["1"] == result["measured"][0]["cpus"]
+
+
+def test_regions_below_share_are_left_out():
+    class Run:
+        def __init__(self, big, small):
+            self.regions = {"big": (big, {"imbalance": 0.1}), "small": (small, {})}
+
+    runs = {1: [Run(4.0, 0.05)], 2: [Run(2.1, 0.05)], 4: [Run(1.2, 0.05)]}  # small: under 3%
+    measured = [{"threads": n, "time_s": t} for n, t in ((1, 5.0), (2, 2.8), (4, 1.8))]
+    (big,) = sweep._regions(runs, [1, 2, 4], measured, 8)
+    assert big["name"] == "big" and big["measured"][2]["time_s"] == 1.2
+    assert big["predictions"][-1]["threads"] == 8 and big["bottleneck"] == "imbalance"
+
+
+def fake_topology(root: Path, cpus: dict[int, tuple[int, int, str]]) -> str:
+    """cpu -> (package, core, thread_siblings_list) under root/devices/system/cpu."""
+    for cpu, (package, core, siblings) in cpus.items():
+        d = root / "devices" / "system" / "cpu" / f"cpu{cpu}" / "topology"
+        d.mkdir(parents=True)
+        (d / "physical_package_id").write_text(f"{package}\n")
+        (d / "core_id").write_text(f"{core}\n")
+        (d / "thread_siblings_list").write_text(f"{siblings}\n")
+    return str(root)
+
+
+def test_placement_orders(tmp_path):
+    from corecast.placement import cpu_order, omp_env
+
+    # 2 sockets x 2 cores x 2 threads, numbered with sockets interleaved and SMT siblings
+    # far apart (cpu 0 and 4 share core 0 of socket 0; odd CPUs are socket 1)
+    topo = {0: (0, 0, "0,4"), 1: (1, 0, "1,5"), 2: (0, 1, "2,6"), 3: (1, 1, "3,7"),
+            4: (0, 0, "0,4"), 5: (1, 0, "1,5"), 6: (0, 1, "2,6"), 7: (1, 1, "3,7")}
+    root = fake_topology(tmp_path, topo)
+    compact, _ = cpu_order("compact", range(8), root)
+    spread, _ = cpu_order("spread", range(8), root)
+    assert compact == [0, 2, 1, 3, 4, 6, 5, 7]  # socket 0's cores, socket 1's, then siblings
+    assert spread == [0, 1, 2, 3, 4, 5, 6, 7]   # one core of each socket in turn
+    assert cpu_order("none", [3, 1, 2], root) == ([1, 2, 3], None)
+    order, why = cpu_order("compact", [0, 1, 9], root)  # cpu9 has no topology
+    assert order == [0, 1, 9] and "numeric order" in why
+    assert omp_env([0, 2]) == {"OMP_PLACES": "{0},{2}", "OMP_PROC_BIND": "close"}
+
+
+def test_omp_places_reach_the_program(tmp_path):
+    if not PRELOAD.is_file():
+        pytest.skip("the preload library is not built")
+    out = tmp_path / "env.txt"
+    cmd = ["sh", "-c", f'printf "%s|%s|%s" "$OMP_PLACES" "$OMP_PROC_BIND" "$OMP_NUM_THREADS" > {out}']
+    cpus = sorted(os.sched_getaffinity(0))
+    r = sweep.run_once(cmd, 1, "openmp", cpus, 4, tmp_path, 60, (), placement="compact")
+    assert r.ok
+    assert out.read_text() == f"{{{cpus[0]}}}|close|1"
+    sweep.run_once(cmd, 1, "openmp", cpus, 4, tmp_path, 60, (), placement="none")
+    assert out.read_text().split("|")[2] == "1" and not out.read_text().startswith("{")
+
+
+def test_opencl_count_reaches_pocl_by_both_names(tmp_path):
+    if not PRELOAD.is_file():
+        pytest.skip("the preload library is not built")
+    out = tmp_path / "env.txt"
+    cmd = ["sh", "-c", f'printf "%s|%s" "$POCL_CPU_MAX_CU_COUNT" "$POCL_MAX_PTHREAD_COUNT" > {out}']
+    r = sweep.run_once(cmd, 2, "opencl", sorted(os.sched_getaffinity(0)), 4, tmp_path, 60)
+    assert r.ok and out.read_text() == "2|2"

@@ -21,7 +21,7 @@ from cli_checks import assert_one_line_error
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 TOP_KEYS = {
     "method", "metric", "candidate", "reason", "predictions", "preferred_threads", "knee_threads",
-    "knee_fraction", "speedup_base", "checkpoints", "params", "extras", "warnings",
+    "knee_fraction", "speedup_base", "checkpoints", "params", "extras", "fit_quality", "warnings",
 }
 EXTRAP_KEYS = {"params", "callpath", "metric", "value"}
 MEASURED_COUNTS = (1, 2, 4, 6, 8)
@@ -369,3 +369,50 @@ def test_result_dict_is_not_modified(result, tmp_path):
     extrap_records(result)
     assert result == before
     assert np.isfinite([e["time_s"] for e in result["measured"]]).all()
+
+
+# ---------------------------------------------------------------- per-region curves (issue 17)
+
+
+def with_regions(result: dict) -> dict:
+    def region(name, scale, bottleneck):
+        return {"name": name, "share": 0.4,
+                "measured": [{"threads": e["threads"], "time_s": e["time_s"] * scale, "spread_s": 0.0,
+                              "stalls_s": {bottleneck: 0.01 * e["threads"]}} for e in result["measured"]],
+                "predictions": [dict(p, value=p["value"] * scale, low=p["low"] * scale, high=p["high"] * scale)
+                                for p in result["predictions"]],
+                "stall_predictions": {}, "preferred_threads": 4, "bottleneck": bottleneck, "warnings": []}
+
+    return dict(result, regions=[region("main._omp_fn.0", 0.5, "imbalance"),
+                                 region("main._omp_fn.1", 0.3, "critical")])
+
+
+def test_plot_has_a_facet_per_region(tmp_path, result):
+    from matplotlib.image import imread
+
+    plain, faceted = tmp_path / "plain.png", tmp_path / "regions.png"
+    plot_sweep(result, str(plain))
+    plot_sweep(with_regions(result), str(faceted))
+    # a second row of panels: the figure is twice as tall
+    assert imread(str(faceted)).shape[0] == 2 * imread(str(plain)).shape[0]
+
+
+def test_extrap_region_callpaths(result):
+    records = extrap_records(with_regions(result))
+    region = [r for r in records if r["callpath"] == "main->main._omp_fn.1"]
+    assert [r["params"]["p"] for r in region] == [e["threads"] for e in result["measured"]]
+    assert [r["value"] for r in region] == pytest.approx([e["time_s"] * 0.3 for e in result["measured"]])
+    assert all(r["metric"] == "time" for r in region)
+
+
+def test_html_lists_regions(tmp_path, result):
+    out = tmp_path / "r.html"
+    html_report(with_regions(result), str(out))
+    text = out.read_text()
+    assert "<h2>Regions</h2>" in text and "main._omp_fn.1" in text and "critical" in text
+
+
+def test_bad_regions_are_one_line(result):
+    bad = dict(result, regions=[{"name": "r", "measured": [{"threads": 0, "time_s": 1}]}])
+    with pytest.raises(InputError, match="regions\\[0\\]"):
+        extrap_records(bad)

@@ -141,9 +141,18 @@ def _predict_arguments(p: argparse.ArgumentParser) -> None:
     from .entities import METRICS
     from .prediction import DEFAULT_KNEE_FRACTION
 
-    p.add_argument("file", metavar="FILE", help="CSV: count column, then time/throughput/value, "
-                   "optional stall:NAME and size:NAME columns")
-    p.add_argument("--metric", choices=METRICS, help="metric of a 'value' column")
+    p.add_argument("file", metavar="FILE", nargs="+",
+                   help="CSV (count column, then time/throughput/value, optional stall:NAME and size:NAME "
+                   "columns), a sweep result, an Extra-P input file (text, JSON, JSON Lines), or Caliper "
+                   "profiles (.cali, JSON), one per count")
+    p.add_argument("--metric", choices=METRICS, help="metric of a 'value' column (Extra-P and Caliper "
+                   "values: time unless given)")
+    p.add_argument("--callpath", metavar="NAME", help="Extra-P callpath or Caliper region to predict "
+                   "(default: every one)")
+    p.add_argument("--profile-metric", metavar="NAME", help="Extra-P metric or Caliper attribute to predict "
+                   "(default: every Extra-P metric; Caliper's inclusive time)")
+    p.add_argument("--count-attribute", metavar="NAME", help="Caliper attribute or global holding the count "
+                   "(default: the first of omp.num.threads, threads, ..., mpi.world.size that varies)")
     p.add_argument("--upto", type=_count, help="predict up to this count (default: 2x the largest measured)")
     p.add_argument("--at", type=_count_list, default=[], metavar="N,N,...", help="extra counts to predict")
     p.add_argument("--method", choices=list(methods.METHODS), default="auto",
@@ -155,22 +164,50 @@ def _predict_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    from .fileio import read_measurements
+    from .readers import read_inputs
     from .report import format_table
 
     try:
-        data = read_measurements(args.file, args.metric)  # messages already name the file
+        series = read_inputs(args.file, args.metric, args.callpath, args.profile_metric,
+                             args.count_attribute)  # messages already name the file
     except InputError as e:
         raise CliError(str(e)) from None
-    pred = _predict(data, args.file, upto=args.upto, at=args.at, method=args.method,
-                    knee_fraction=args.knee_fraction)
-    # Plot before printing so a failed plot does not leave a half-reported success.
-    if args.plot:
-        _plot(pred, args.plot)
+    options = dict(upto=args.upto, at=args.at, method=args.method, knee_fraction=args.knee_fraction)
+    if series[0].callpath is None:  # a corecast CSV or sweep result: one curve
+        pred = _predict(series[0].data, args.file[0], **options)
+        # Plot before printing so a failed plot does not leave a half-reported success.
+        if args.plot:
+            _plot(pred, args.plot)
+        if args.json:
+            _print_json(pred.to_dict())
+        else:
+            sys.stdout.write(format_table(pred))
+        return 0
+    if args.plot and len(series) > 1:
+        raise CliError(f"--plot draws one curve and the input has {len(series)} (callpath, metric) pairs: "
+                       "pick one with --callpath and --profile-metric")
+    results = []
+    for s in series:
+        if s.data is None:
+            results.append((s, None, s.error))
+            continue
+        try:
+            results.append((s, _predict(s.data, args.file[0], **options), None))
+        except CliError as e:
+            results.append((s, None, str(e)))
+    done = [pred for _, pred, _ in results if pred is not None]
+    if args.plot and done:
+        _plot(done[0], args.plot)
     if args.json:
-        _print_json(pred.to_dict())
+        _print_json({"source": series[0].source, "series": [
+            {"callpath": s.callpath, "metric_name": s.metric_name,
+             **(pred.to_dict() if pred is not None else {"error": error})} for s, pred, error in results]})
     else:
-        sys.stdout.write(format_table(pred))
+        for i, (s, pred, error) in enumerate(results):
+            sys.stdout.write(("\n" if i else "") + printable(f"== {s.label}") + "\n")
+            sys.stdout.write(format_table(pred) if pred is not None else printable(f"cannot predict: {error}") + "\n")
+    if not done:
+        raise CliError("no (callpath, metric) pair could be predicted", args.file[0])
     return 0
 
 
@@ -475,12 +512,14 @@ def _seconds(text: str) -> float:
 
 
 def add_sweep(sub: argparse._SubParsersAction) -> None:
+    from .placement import PLACEMENTS  # standard library only
+
     p = sub.add_parser(
         "sweep",
         help="run a program at several thread counts, measure it and extrapolate",
         description="Run CMD under the preload library REPEAT times at each count, confined to that "
-        "many CPUs; the count reaches it as OMP_NUM_THREADS (openmp), POCL_MAX_PTHREAD_COUNT "
-        "(opencl) and a {threads} placeholder in CMD. Prints measured and predicted times, the "
+        "many CPUs; the count reaches it as OMP_NUM_THREADS (openmp), POCL_CPU_MAX_CU_COUNT and "
+        "POCL_MAX_PTHREAD_COUNT (opencl) and a {threads} placeholder in CMD. Prints measured and predicted times, the "
         "preferred count and the future bottleneck (the stall category predicted to be largest at "
         "UPTO). Exit 2 when fewer than 2 counts succeed or no run shows parallel activity (the "
         "JSON is still written).",
@@ -493,6 +532,10 @@ def add_sweep(sub: argparse._SubParsersAction) -> None:
                    help="predict up to N (default: 2x the largest count, at least 16)")
     p.add_argument("--runtime", choices=("openmp", "pthreads", "opencl"), default="openmp",
                    help="how the count reaches the program (default %(default)s)")
+    p.add_argument("--placement", choices=PLACEMENTS, default="compact",
+                   help="which CPUs a count gets: compact (cores before SMT siblings, one socket after "
+                   "the other), spread (cores round-robin over sockets), none (the first n in numeric "
+                   "order); OpenMP programs also get OMP_PLACES and OMP_PROC_BIND (default %(default)s)")
     p.add_argument("--json-out", metavar="FILE", help="write the result as one JSON object")
     p.add_argument("--plot", metavar="OUT.png", help="also plot measured and predicted times")
     p.add_argument("--html", metavar="OUT.html", help="also write an HTML report")
@@ -540,7 +583,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     try:
         result = sweep.run_sweep(command, threads=counts, repeat=args.repeat, upto=args.upto, launch=launch,
                                  runtime=args.runtime, plugins=plugins, timeout=args.timeout,
-                                 progress=True)
+                                 progress=True, placement=args.placement)
     except sweep.SweepError as e:
         if e.result is None:
             raise CliError(str(e)) from None

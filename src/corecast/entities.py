@@ -291,6 +291,8 @@ class Fit:
     # ``predict`` fits normalised data (``Measurements.normalised``); extras that carry
     # stall values are mapped back to the user's unit by this (extras, unit) -> extras.
     extras_in_unit: Callable[[dict, float], dict] | None = None
+    # The models a combined fit (auto) is made of, for their fit quality.
+    members: list["Fit"] = field(default_factory=list)
 
 
 @dataclass
@@ -320,6 +322,9 @@ class Prediction:
     # Values were divided by this before fitting: ``params`` are for that normalised curve
     # (the JSON gives it as params["value_scale"]).
     value_scale: float = 1.0
+    # Per model (the chosen one first, then auto's members): {"model", "params", "rss",
+    # "adj_r2", "smape"} against the measured points (see corecast.fitquality).
+    fit_quality: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         """The JSON contract of ``corecast predict --json``."""
@@ -348,6 +353,7 @@ class Prediction:
             "checkpoints": [float(c) for c in self.checkpoints],
             "params": _jsonable({**self.params, "value_scale": self.value_scale}),
             "extras": _jsonable(self.extras),
+            "fit_quality": _jsonable(self.fit_quality),
             "warnings": list(self.warnings),
         }
 

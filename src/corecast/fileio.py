@@ -430,11 +430,15 @@ def parse_table(text: str, path: str) -> Table:
 def read_measurements(path: str, metric: str | None = None) -> Measurements:
     """Load a measurement CSV (or a sweep result's JSON); raises ``InputError`` (one line)
     on any bad input."""
+    return parse_measurements(read_text(path), shown(path), metric)
+
+
+def parse_measurements(text: str, name: str, metric: str | None = None) -> Measurements:
+    """``read_measurements`` of ``text`` read from ``name`` (as messages show it)."""
     from .entities import METRICS, Measurements  # numpy: only once measurements are built
 
     if metric is not None and metric not in METRICS:
         raise InputError(f"unknown metric {metric!r}: use time or throughput")
-    text, name = read_text(path), shown(path)
     if _looks_like_json(name, text):  # see "Sweep JSON input" below
         return sweep_measurements(parse_sweep_json(text, name), name, metric)
     table = parse_table(text, name)
@@ -534,18 +538,24 @@ def _resolve_metric(table: Table, column: str, requested: str | None) -> str:
     return declared[0][0]
 
 
+def finite_number(text: str, where: str) -> float:
+    """``text`` as a finite float; otherwise an InputError starting with ``where``."""
+    try:
+        x = float(text)
+    except ValueError:
+        raise InputError(f"{where}: {text[:40]!r} is not a number") from None
+    if not math.isfinite(x):
+        raise InputError(f"{where}: {text!r} is not a finite number")
+    return x
+
+
 def _cell(table: Table, line: int, cells: list[str], col: int, kind: str) -> float:
     """One numeric cell, checked for what its column allows."""
     raw = cells[col]
     where = f"{table.path}: line {line}: column {table.header[col]!r}"
     if not raw:
         raise InputError(f"{where}: empty cell")
-    try:
-        x = float(raw)
-    except ValueError:
-        raise InputError(f"{where}: {raw!r} is not a number") from None
-    if not math.isfinite(x):
-        raise InputError(f"{where}: {raw!r} is not a finite number")
+    x = finite_number(raw, where)
     if kind == "count" and (x < 1 or x != int(x)):
         raise InputError(f"{where}: count {raw!r} must be a whole number >= 1")
     if kind in ("value", "size") and x <= 0:

@@ -9,6 +9,7 @@ import numpy as np
 
 from . import methods
 from .entities import Fit, InputError, Measurements, Prediction, from_perf
+from .fitquality import count_params, fit_quality
 from .fitting import rms
 
 # Band: log-space half-width = floor + fit residual + repetition spread, plus GROWTH per
@@ -152,7 +153,26 @@ def predict_measurements(
         extras=extras,
         warnings=warnings,
         value_scale=scale,
+        fit_quality=_fit_quality(fit, spec.name, curve, scale, at_measured),
     )
+
+
+def _fit_quality(fit: Fit, name: str, curve: Measurements, scale: float, at_measured: np.ndarray) -> list[dict]:
+    """Extra-P's fit metrics of the chosen model and of each model it combines, in the
+    user's metric and unit, against every measured count."""
+    def user(p):
+        with np.errstate(all="ignore"):
+            return np.nan_to_num(from_perf(np.asarray(p, float), curve.metric) * scale,
+                                 nan=0.0, posinf=np.finfo(float).max)
+
+    measured = user(curve.perf)
+    rows = [{"model": name, **fit_quality(user(at_measured), measured, max(1, count_params(fit.params)))}]
+    for m in fit.members:
+        label = m.candidate if m.candidate == m.method else f"{m.method}:{m.candidate}"
+        with np.errstate(all="ignore"):
+            pred = m.perf(curve.counts)
+        rows.append({"model": label, **fit_quality(user(pred), measured, max(1, count_params(m.params)))})
+    return rows
 
 
 def fit_miss(log_err: np.ndarray, at_measured: np.ndarray, curve: Measurements, scale: float) -> str | None:

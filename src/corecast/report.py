@@ -75,10 +75,24 @@ def format_table(
         f"knee: {pred.knee} (adding threads beyond {pred.knee} gains less than "
         f"{pred.knee_fraction:.0%} of a thread)"
     )
+    lines += fit_quality_lines(pred)
     if pred.speedup_base != 1:
         lines.append(f"speedup and efficiency are relative to count {pred.speedup_base:g}")
     lines += [f"warning: {w}" for w in pred.warnings]
     return "\n".join(printable(line) for line in lines) + "\n"  # names from the input file
+
+
+def fit_quality_lines(pred: Prediction) -> list[str]:
+    """Each model's RSS, adjusted R² and SMAPE against the measured counts, as Extra-P
+    shows them next to its models."""
+    if not pred.fit_quality:
+        return []
+    n = len(pred.measured.at_target_size())
+    rows = [["  model", "params", "RSS", "adj. R²", "SMAPE", ""]]
+    for q in pred.fit_quality:
+        r2 = "n/a" if q["adj_r2"] is None else f"{q['adj_r2']:.4f}"
+        rows.append([f"  {q['model']}", str(q["params"]), _num(q["rss"]), r2, f"{q['smape']:.2f}%", ""])
+    return [f"fit quality against the {n} measured counts ({pred.metric} in its unit):"] + _align(rows)
 
 
 def _by_count(data: Measurements) -> dict[int, tuple[float, float, int]]:

@@ -2,9 +2,11 @@
 
 Each run goes through the preload library (``CORECAST_OUTPUT`` to a temporary file,
 ``CORECAST_QUIET=1``, ``CORECAST_TARGET`` = the prediction horizon) and is confined to
-the first ``n`` CPUs this process may use (``os.sched_setaffinity`` in the child), so a
-pthreads program cannot spread over more cores than the count says.  The count reaches
-the program through ``OMP_NUM_THREADS`` (openmp), ``POCL_MAX_PTHREAD_COUNT`` (opencl) and a
+``n`` of the CPUs this process may use, chosen by ``--placement`` (``corecast.placement``;
+``os.sched_setaffinity`` in the child, and ``OMP_PLACES``/``OMP_PROC_BIND`` for OpenMP),
+so a pthreads program cannot spread over more cores than the count says.  The count reaches
+the program through ``OMP_NUM_THREADS`` (openmp), ``POCL_CPU_MAX_CU_COUNT`` and the legacy
+``POCL_MAX_PTHREAD_COUNT`` (opencl) and a
 ``{threads}`` placeholder anywhere in the command (every runtime).
 
 Per count: the median wall time of the repetitions (``time.perf_counter`` around the
@@ -26,7 +28,15 @@ horizon; the preferred count is the time prediction's.
      "predictions": [{"threads": n, "value": v, "low": l, "high": h, "speedup": s}],
      "stall_predictions": {category: [{"threads": n, "value": v}]},
      "preferred_threads": k, "bottleneck": category, "command": [...], "runtime": "...",
-     "warnings": [...], "failed": [{"threads": n, "reason": "..."}]}
+     "warnings": [...], "failed": [{"threads": n, "reason": "..."}],
+     "placement": {"policy": "compact", "omp_places": true, "cpus": {"n": [cpu, ...]}},
+     "regions": [{"name": "main._omp_fn.0", "share": s, "measured": [...], "predictions": [...],
+                  "stall_predictions": {...}, "preferred_threads": k, "bottleneck": category,
+                  "warnings": [...]}]}
+
+Each ``measured`` entry also lists its ``cpus``.  ``regions`` holds every OpenMP region
+taking at least ``MIN_REGION_SHARE`` of the run at some count, its own time (from the
+runs' JSON Lines, read with ``runtime.samples``) extrapolated like the whole program's.
 
 ``preferred_threads`` and ``bottleneck`` are null, ``predictions`` and
 ``stall_predictions`` empty, when nothing could be predicted.
@@ -64,7 +74,9 @@ from .fileio import parse_json, printable, read_bytes, read_tail, read_text, wri
 from .stallplugin import REDUCERS, read_stall
 
 RUNTIMES = ("openmp", "pthreads", "opencl")
-THREAD_ENV = {"openmp": "OMP_NUM_THREADS", "opencl": "POCL_MAX_PTHREAD_COUNT"}
+# pocl 4 reads POCL_CPU_MAX_CU_COUNT (its compute units); POCL_MAX_PTHREAD_COUNT is the
+# name pocl before 4 reads (and 4 still honours with a deprecation note): both are set.
+THREAD_ENV = {"openmp": ("OMP_NUM_THREADS",), "opencl": ("POCL_CPU_MAX_CU_COUNT", "POCL_MAX_PTHREAD_COUNT")}
 PLACEHOLDER = "{threads}"
 RANKS_PLACEHOLDER = "{ranks}"
 DEFAULT_REPEAT = 3
@@ -76,6 +88,7 @@ MIN_COUNTS = 2  # successful counts needed to predict anything
 PLUGIN_SOURCES = ("stdout", "stderr", "file")
 PLUGIN_KEYS = {"name", "source", "path", "pattern", "reducer"}
 MAX_REASON = 200  # characters of the program's last stderr line kept in a failure reason
+MIN_REGION_SHARE = 0.05  # regions taking less of the run are not extrapolated on their own
 
 
 class SweepError(InputError):
@@ -280,10 +293,7 @@ class RunResult:
     stalls: dict = field(default_factory=dict)  # category -> seconds summed over processes
     plugin_values: dict = field(default_factory=dict)  # plugin name -> value (matched ones)
     plugin_errors: dict = field(default_factory=dict)  # plugin name -> why it gave no value
-
-
-def _cpus_for(n: int, cpus: Sequence[int]) -> list[int]:
-    return list(cpus[: max(1, min(n, len(cpus)))])
+    regions: dict = field(default_factory=dict)  # region name -> (own wall s, stalls_s), summed over processes
 
 
 def _describe_exit(status: int, stderr_path: Path) -> str:
@@ -353,6 +363,28 @@ def read_ranks(paths: Sequence[Path], wall: float) -> tuple[bool, dict, float]:
     return active, stalls, phase if phase > 0 else wall
 
 
+def read_regions(path: Path) -> dict[str, tuple[float, dict]]:
+    """Each region's own wall time and stalls in one run's JSON Lines, summed over the
+    processes (read with ``runtime.samples.read_recording``, as ``corecast replay``
+    reads them); {} when the run recorded no region."""
+    from .runtime.samples import read_recording
+
+    try:
+        procs = read_recording(str(path))
+    except InputError:
+        return {}
+    out: dict[str, tuple[float, dict]] = {}
+    for proc in procs:
+        for r in proc.regions:
+            if r["name"] == "process":
+                continue
+            wall, stalls = out.get(r["name"], (0.0, {}))
+            for k, v in r["stalls_s"].items():
+                stalls[k] = stalls.get(k, 0.0) + v
+            out[r["name"]] = (wall + r["wall_s"], stalls)
+    return out
+
+
 def run_once(
     command: Sequence[str],
     threads: int,
@@ -363,8 +395,11 @@ def run_once(
     timeout: float,
     plugins: Sequence[PluginSpec] = (),
     launch: Optional[Launch] = None,
+    placement: str = "none",
 ) -> RunResult:
-    """Run ``command`` once at ``threads`` (ranks with ``launch``) under the preload library."""
+    """Run ``command`` once at ``threads`` (ranks with ``launch``) under the preload library,
+    on the first ``threads`` CPUs of ``cpus`` (in the ``placement`` policy's order)."""
+    from .placement import cpus_for, omp_env
     from .runtime.launcher import preload_env
 
     out_path, err_path, json_path = (workdir / f"{threads}.{k}" for k in ("out", "err", "jsonl"))
@@ -375,9 +410,11 @@ def run_once(
     if launch is None:
         argv = substitute(command, threads)
         env = preload_env(dict(os.environ), target=upto, json_out=str(json_path), quiet=True)
-        if runtime in THREAD_ENV:
-            env[THREAD_ENV[runtime]] = str(threads)
-        mask = _cpus_for(threads, cpus)
+        for name in THREAD_ENV.get(runtime, ()):
+            env[name] = str(threads)
+        mask = cpus_for(threads, cpus)
+        if placement != "none" and runtime == "openmp" and threads <= len(cpus):
+            env.update(omp_env(mask))
     else:  # the launcher is not preloaded, and places the ranks itself
         argv = launch.argv(command, threads, rank_paths, upto)
         env = dict(os.environ)
@@ -431,7 +468,7 @@ def run_once(
         except (InputError, OSError) as exc:
             errors[plug.name] = str(exc)
     return RunResult(threads, True, elapsed, active=active, stalls=stalls,
-                     plugin_values=values, plugin_errors=errors)
+                     plugin_values=values, plugin_errors=errors, regions=read_regions(json_path))
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
@@ -467,6 +504,7 @@ def run_sweep(
     timeout: float = DEFAULT_TIMEOUT_S,
     progress: bool = False,
     launch: Optional[Launch] = None,
+    placement: str = "compact",
 ) -> dict:
     """Run ``command`` ``repeat`` times at each count in ``threads`` (rank counts with
     ``launch``) and predict.
@@ -497,9 +535,15 @@ def run_sweep(
     except InputError as exc:
         raise SweepError(str(exc)) from None
     horizon = int(upto) if upto is not None else default_upto(counts)
+    from .placement import PLACEMENTS, cpu_order, cpus_for
+
+    if placement not in PLACEMENTS:
+        raise SweepError(f"unknown placement {placement!r}; use {', '.join(PLACEMENTS)}")
 
     warnings: list[str] = []
-    cpus = allowed_cpus()
+    cpus, why = cpu_order(placement, allowed_cpus())
+    if why and launch is None:
+        warnings.append(why)
     over = [n for n in counts if n > len(cpus) and launch is None]
     if over:
         warnings.append(f"{'counts' if len(over) > 1 else 'count'} {', '.join(map(str, over))} "
@@ -523,7 +567,8 @@ def run_sweep(
                     if bar is not None:
                         bar.set_description(f"{n} {'rank' if launch else 'thread'}{'s' if n != 1 else ''}, "
                                             f"run {rep + 1}/{repeat}")
-                    r = run_once(command, n, runtime, cpus, horizon, Path(tmp), timeout, plugins, launch)
+                    r = run_once(command, n, runtime, cpus, horizon, Path(tmp), timeout, plugins, launch,
+                                 placement)
                     if r.ok:
                         runs[n].append(r)
                     else:
@@ -540,6 +585,9 @@ def run_sweep(
     result = _empty_result(command, runtime, warnings, failed)
     if launch is not None:
         result.update(count="ranks", launcher=list(launch.words), threads_per_rank=launch.threads)
+    else:
+        result["placement"] = {"policy": placement, "omp_places": placement != "none" and runtime == "openmp",
+                               "cpus": {str(n): cpus_for(n, cpus) for n in counts}}
 
     # Plugin categories: a pattern that never matched is skipped with a warning.
     all_runs = [r for n in ok for r in runs[n]]
@@ -576,6 +624,7 @@ def run_sweep(
             "time_s": float(statistics.median(times)),
             "spread_s": float((max(times) - min(times)) / 2.0),
             "stalls_s": {k: medians[n][k] for k in categories},
+            "cpus": cpus_for(n, cpus),
         })
 
     if len(ok) < MIN_COUNTS:
@@ -592,11 +641,47 @@ def run_sweep(
         raise SweepError("no parallel activity detected in any run; nothing predicted", result)
 
     try:
-        _extrapolate(result, runs, ok, categories, per_count, horizon, ranks=launch is not None)
+        _extrapolate(result, {n: [r.time_s for r in runs[n]] for n in ok}, ok, categories, per_count, horizon,
+                     ranks=launch is not None)
     except InputError as exc:
         result.update(predictions=[], stall_predictions={}, preferred_threads=None, bottleneck=None)
         raise SweepError(f"cannot predict from the measurements: {exc}", result) from None
+    result["regions"] = _regions(runs, ok, result["measured"], horizon)
     return result
+
+
+def _regions(runs: dict, ok: list[int], measured: list[dict], horizon: int) -> list[dict]:
+    """Each OpenMP region taking at least ``MIN_REGION_SHARE`` of the run (at some count),
+    extrapolated like the whole program from its own time per count."""
+    run_time = {m["threads"]: m["time_s"] for m in measured}
+    names = sorted({name for n in ok for r in runs[n] for name in r.regions})
+    out = []
+    for name in names:
+        at = [n for n in ok if all(name in r.regions for r in runs[n])]
+        if not at:
+            continue
+        times = {n: [r.regions[name][0] for r in runs[n]] for n in at}
+        share = max(statistics.median(times[n]) / run_time[n] for n in at)
+        if share < MIN_REGION_SHARE:
+            continue
+        per_count = {n: [dict(r.regions[name][1]) for r in runs[n]] for n in at}
+        categories = sorted({k for n in at for s in per_count[n] for k, v in s.items() if v > 0})
+        region = {"name": name, "share": float(share), "measured": [
+            {"threads": n, "time_s": float(statistics.median(times[n])),
+             "spread_s": float((max(times[n]) - min(times[n])) / 2.0),
+             "stalls_s": {k: float(statistics.median([s.get(k, 0.0) for s in per_count[n]])) for k in categories}}
+            for n in at], "predictions": [], "stall_predictions": {}, "preferred_threads": None,
+            "bottleneck": None, "warnings": []}
+        if len(at) < MIN_COUNTS or min(statistics.median(times[n]) for n in at) <= 0:
+            region["warnings"].append(f"measured at {len(at)} count(s) with a positive time; not predicted")
+        else:
+            try:
+                _extrapolate(region, times, at, categories, per_count, horizon)
+            except InputError as exc:
+                region["warnings"].append(f"cannot predict: {exc}")
+        out.append(region)
+    out.sort(key=lambda r: -r["share"])
+    return out
 
 
 def _empty_result(command: list[str], runtime: str, warnings: list[str], failed: dict[int, str]) -> dict:
@@ -610,18 +695,22 @@ def _empty_result(command: list[str], runtime: str, warnings: list[str], failed:
         "runtime": runtime,
         "warnings": warnings,
         "failed": [{"threads": n, "reason": failed[n]} for n in sorted(failed)],
+        "regions": [],
     }
 
 
-def _extrapolate(result: dict, runs: dict, ok: list[int], categories: list[str],
+def _extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[str],
                  per_count: dict, horizon: int, ranks: bool = False) -> None:
+    """Predictions of ``times_at`` (count -> the repetitions' times) and of each stall
+    category into ``result`` (the whole program's, or one region's; ``ranks``: over rank
+    counts)."""
     from .methods.estima import MIN_POINTS
     from .prediction import predict
     from .runtime.ranks import WAITS
 
     warnings = result["warnings"]
-    counts = [n for n in ok for _ in runs[n]]
-    times = [r.time_s for n in ok for r in runs[n]]
+    counts = [n for n in ok for _ in times_at[n]]
+    times = [t for n in ok for t in times_at[n]]
     stalls = {k: [s.get(k, 0.0) for n in ok for s in per_count[n]] for k in categories}
     method = "auto"
     if ranks:
@@ -807,12 +896,54 @@ def format_sweep(result: dict, max_rows: int = 24) -> str:
                          + ", ".join(f"{k} {_num(v)} s" for v, k in ranked) + ")")
         else:
             lines.append("future bottleneck: none (no stall category is predicted to grow)")
+    lines += _region_lines(result)
+    place = result.get("placement")
+    if place:
+        lines.append(f"placement {place['policy']}" + (" (OMP_PLACES, OMP_PROC_BIND=close)" if place["omp_places"] else "")
+                     + ": " + "; ".join(f"{n}: {_cpulist(c)}" for n, c in place["cpus"].items()))
     for f in result["failed"]:
         lines.append(f"failed at {f['threads']} {unit[:-1]}{'s' if f['threads'] != 1 else ''}: {f['reason']}")
     if result.get("basis"):
         lines.append(f"model: {result['basis']}")
     lines += [f"warning: {w}" for w in result["warnings"]]
     return "\n".join(printable(line) for line in lines) + "\n"  # command, categories, stderr
+
+
+def _cpulist(cpus: Sequence[int]) -> str:
+    """[0, 1, 2, 5] -> "0-2,5" (the kernel's cpulist notation)."""
+    parts, start = [], None
+    for i, c in enumerate(cpus):
+        if start is None:
+            start = c
+        if i + 1 == len(cpus) or cpus[i + 1] != c + 1:
+            parts.append(str(start) if start == c else f"{start}-{c}")
+            start = None
+    return ",".join(parts)
+
+
+def _region_lines(result: dict) -> list[str]:
+    """One row per extrapolated region: its share, measured and predicted time, preferred
+    count and future bottleneck."""
+    from .report import _align
+
+    regions = result.get("regions") or []
+    if not regions:
+        return []
+    horizon = result["predictions"][-1]["threads"] if result["predictions"] else None
+    header = ["region", "share", "measured (s) at " + ",".join(str(m["threads"]) for m in result["measured"]),
+              f"predicted at {horizon} (s)" if horizon else "predicted (s)", "speedup", "preferred", "bottleneck"]
+    rows = []
+    for r in regions:
+        at = {m["threads"]: m["time_s"] for m in r["measured"]}
+        last = r["predictions"][-1] if r["predictions"] else None
+        rows.append([r["name"], f"{r['share']:.0%}",
+                     " ".join(_num(at[m["threads"]]) if m["threads"] in at else "-" for m in result["measured"]),
+                     _num(last["value"]) if last else "-", f"{last['speedup']:.2f}" if last else "-",
+                     str(r["preferred_threads"] or "-"), r["bottleneck"] or "none"])
+    lines = ["", f"regions taking at least {MIN_REGION_SHARE:.0%} of the run (own time, summed over processes):"]
+    lines += _align([header + [""] for header in [header]] + [row + [""] for row in rows])
+    lines += [f"warning: region {r['name']}: {w}" for r in regions for w in r["warnings"]]
+    return lines
 
 
 def write_json(result: dict, path: str) -> None:

@@ -7,12 +7,15 @@ The result object (what ``corecast sweep --json-out`` writes)::
      "stall_predictions": {category: [{"threads": n, "value": s}]},
      "preferred_threads": k, "bottleneck": category or null, "command": [...],
      "runtime": "openmp" | "pthreads" | "opencl", "warnings": [...],
-     "failed": [{"threads": n, "reason": "..."}]}
+     "failed": [{"threads": n, "reason": "..."}],
+     "regions": [{"name", "measured", "predictions", "bottleneck", ...}]}
 
 Only "measured" is required (checked by ``fileio.check_sweep``); every other key may be
 missing or empty and the views leave out what it would have shown.
 
-- ``plot_sweep(result, path)``: PNG with two or three panels side by side: time (measured
+- ``plot_sweep(result, path)``: PNG with two or three panels side by side (and below them
+  one facet per region of ``regions``: its own time measured and predicted, its
+  bottleneck in the title): time (measured
   with its spread, predicted with its band), speedup (measured, predicted with band, the
   ideal line) and, when there are stall data, the predicted stall time per category as a
   stacked area with the measured stalls as points stacked the same way.  The preferred
@@ -48,10 +51,12 @@ SOURCE = "sweep result"  # names a result passed as a dict in error messages
 # Extra-P export: one parameter, the thread count; the whole program is one callpath.
 EXTRAP_PARAMETER = "p"
 EXTRAP_CALLPATH = "main"
+EXTRAP_REGION_CALLPATH = "main->{}"  # a region's own time, as a child of main
 EXTRAP_TIME_METRIC = "time"
 EXTRAP_STALL_METRIC = "stall:{}"  # one metric per stall category, on the same callpath
 
 LOG_X_RATIO = 8  # use a log2 thread axis once the counts span this factor or more
+MAX_REGION_FACETS = 12  # regions drawn in the PNG, largest share first
 
 
 # ---------------------------------------------------------------- reading the result
@@ -102,6 +107,7 @@ class _View:
         self.runtime = str(runtime) if runtime not in (None, "") else None
         warnings = result.get("warnings") or []
         self.warnings = [str(w) for w in (warnings if isinstance(warnings, list) else [warnings])]
+        self.regions = _regions(result.get("regions"), source)
         failed = result.get("failed") or []
         self.failed = [f if isinstance(f, dict) else {"reason": f} for f in
                        (failed if isinstance(failed, list) else [failed])]
@@ -136,6 +142,27 @@ class _View:
         counts += [p["threads"] for pts in self.stall_predictions.values() for p in pts]
         counts += [n for n in (_num(f.get("threads")) for f in self.failed) if n is not None and n >= 1]
         return counts
+
+
+def _regions(raw, source: str) -> list[dict]:
+    """The "regions" list (per-region curves), each checked like the whole program's."""
+    if not raw:
+        return []
+    if not isinstance(raw, list):
+        raise InputError(f"{source}: \"regions\" is not a list")
+    out = []
+    for i, r in enumerate(raw):
+        if not isinstance(r, dict) or not isinstance(r.get("name"), str):
+            raise InputError(f"{source}: regions[{i}] is not an object with a \"name\"")
+        where = f"{source}: regions[{i}] ({json.dumps(r['name'])[:40]})"
+        if r.get("measured"):
+            check_sweep({"measured": r["measured"]}, where)
+        bottleneck = r.get("bottleneck")
+        out.append({"name": r["name"], "measured": sorted(r.get("measured") or [], key=lambda e: e["threads"]),
+                    "predictions": _points(r.get("predictions"), "predictions", where,
+                                           ("value", "low", "high", "speedup")),
+                    "bottleneck": str(bottleneck) if bottleneck not in (None, "") else None})
+    return out
 
 
 def _points(raw, key: str, source: str, fields: tuple[str, ...]) -> list[dict]:
@@ -173,12 +200,23 @@ def render_png(result: "dict | _View") -> bytes:
     view = result if isinstance(result, _View) else _View(result)
     has_stalls = bool(view.stall_categories)
     panels = 3 if has_stalls else 2
-    fig = Figure(figsize=(5.4 * panels, 4.9), dpi=100, constrained_layout=True)
+    regions = [r for r in view.regions if r["measured"]]
+    facets = min(len(regions), MAX_REGION_FACETS)
+    rows = 1 + math.ceil(facets / panels)
+    fig = Figure(figsize=(5.4 * panels, 4.9 * rows), dpi=100, constrained_layout=True)
     FigureCanvasAgg(fig)
-    axes = fig.subplots(1, panels)
+    grid = fig.subplots(rows, panels, squeeze=False)
+    axes = grid[0]
     counts = view.all_counts()
     log_x = max(counts) / min(counts) >= LOG_X_RATIO
 
+    cells = [ax for row in grid[1:] for ax in row]
+    for ax, region in zip(cells, regions[:facets]):
+        _region_panel(ax, region)
+        _thread_axis(ax, counts, log_x)
+        ax.grid(True, alpha=0.3)
+    for ax in cells[facets:]:
+        ax.set_visible(False)
     _time_panel(axes[0], view)
     _speedup_panel(axes[1], view)
     if has_stalls:
@@ -262,6 +300,30 @@ def _time_panel(ax, view: _View) -> None:
     ax.set_ylim(bottom=0)
     ax.set_ylabel("time (s, lower is better)")
     ax.set_title("time")
+
+
+def _region_panel(ax, region: dict) -> None:
+    """One region's own time: measured (with spread), predicted with its band, and its
+    bottleneck in the title."""
+    preds = region["predictions"]
+    if preds:
+        banded = [p for p in preds if p["low"] is not None and p["high"] is not None]
+        if banded:
+            ax.fill_between([p["threads"] for p in banded], [p["low"] for p in banded],
+                            [p["high"] for p in banded], color="C1", alpha=0.2, label="band")
+        ax.plot([p["threads"] for p in preds], [p["value"] for p in preds], color="C1", label="predicted")
+    m = region["measured"]
+    d = [_num(e.get("spread_s")) or 0.0 for e in m]
+    ax.errorbar([e["threads"] for e in m], [e["time_s"] for e in m], yerr=d if any(d) else None, fmt="o",
+                color="k", capsize=3, label="measured", zorder=4)
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel("region time (s)")
+    name = region["name"] if len(region["name"]) <= 40 else region["name"][:37] + "..."
+    title = _plain(f"region {name}")
+    if region["bottleneck"]:
+        title += "\n" + _plain(f"bottleneck: {region['bottleneck']}")
+    ax.set_title(title, fontsize="medium")
+    ax.legend(loc="best", fontsize="small")
 
 
 def _speedup_panel(ax, view: _View) -> None:
@@ -430,6 +492,21 @@ def render_html(result: "dict | _View") -> str:
     else:
         predicted_table = '<p class="none">No predictions.</p>'
 
+    if view.regions:
+        region_rows = []
+        for r in view.regions:
+            last = r["predictions"][-1] if r["predictions"] else None
+            region_rows.append([_e(r["name"]),
+                                _e(", ".join(f"{_count(m['threads'])}: {_fmt(m['time_s'])}" for m in r["measured"])),
+                                _e(_fmt(last["value"])) if last else "–",
+                                _e(_fmt(last["speedup"], 3)) if last else "–",
+                                _e(r["bottleneck"]) if r["bottleneck"] else "–"])
+        horizon = view.predictions[-1]["threads"] if view.predictions else None
+        regions = _table(["region", "measured (threads: s)", f"predicted at {_count(horizon)} (s)" if horizon
+                          else "predicted (s)", "speedup", "bottleneck"], region_rows, text_cols=(0, 1, 4))
+        regions = "<h2>Regions</h2>\n" + regions
+    else:
+        regions = ""
     if view.warnings:
         warnings = "<ul>" + "".join(f'<li class="warn">{_e(w)}</li>' for w in view.warnings) + "</ul>"
     else:
@@ -470,6 +547,7 @@ def render_html(result: "dict | _View") -> str:
 {measured_table}
 <h2>Predicted</h2>
 {predicted_table}
+{regions}
 <h2>Failed runs</h2>
 {failed}
 {note}
@@ -491,7 +569,8 @@ def extrap_records(result: dict, source: str = SOURCE) -> list[dict]:
     repetitions in Extra-P.  Stalls are metrics, not child callpaths: they are thread
     time summed over the team at the same code location, not a region inside ``main``'s
     wall time (at many threads they exceed it), and Extra-P models every
-    (callpath, metric) pair on its own either way.
+    (callpath, metric) pair on its own either way.  Each region of ``regions`` adds
+    callpath ``main->REGION``, metric ``time``, with the region's own time per count.
     """
     check_sweep(result, source)
     records = []
@@ -502,6 +581,11 @@ def extrap_records(result: dict, source: str = SOURCE) -> list[dict]:
         for cat in sorted(e.get("stalls_s") or {}):
             records.append({"params": dict(params), "callpath": EXTRAP_CALLPATH,
                             "metric": EXTRAP_STALL_METRIC.format(cat), "value": float(e["stalls_s"][cat])})
+    for r in _regions(result.get("regions"), source):
+        for e in r["measured"]:
+            records.append({"params": {EXTRAP_PARAMETER: _as_int(e["threads"])},
+                            "callpath": EXTRAP_REGION_CALLPATH.format(r["name"]),
+                            "metric": EXTRAP_TIME_METRIC, "value": float(e["time_s"])})
     return records
 
 

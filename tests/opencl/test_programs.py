@@ -28,6 +28,7 @@ def check_kernel_lines(lines: list[dict], launches: int = LAUNCHES) -> dict[str,
         assert k["wall_s"] > 0 and k["per_launch_s"] > 0
         assert k["queue_delay_s"] >= 0 and k["enqueue_s"] > 0
         assert k["threads"] >= 1
+        assert k["device"] == k["object"] and k["platform"]  # which OpenCL ran it
         assert k["sample"]["launches"] >= 1 and k["sample"]["device_s"] > 0
         counts = [p["threads"] for p in k["predicted"]]
         assert counts == list(range(1, TARGET + 1))

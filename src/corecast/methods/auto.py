@@ -138,4 +138,5 @@ def fit_auto(data: Measurements, nmax: float) -> Fit:
         extras={"members": names, "skipped": skipped, "backtest_error": bt,
                 **{k: f.extras[k] for f in fits for k in ("future_bottleneck",) if k in f.extras}},
         warnings=warnings,
+        members=fits if len(fits) > 1 else [],
     )

@@ -78,3 +78,23 @@ def distances(sysfs_root: str, ids: list[int]) -> list[list[int]]:
         out.append([row[all_ids.index(m)] if m in all_ids and all_ids.index(m) < len(row)
                     else (10 if m == n else 20) for m in ids])
     return out
+
+
+def cpu_cores(sysfs_root: str, cpus: list[int]) -> dict[int, tuple[int, int, int]] | None:
+    """CPU -> (package, core, SMT index) from sysfs's ``cpuN/topology``: the socket, the
+    core's id within it and the CPU's position among the core's hardware threads
+    (``thread_siblings_list``; 0 is the core's first).  None when any CPU's topology
+    cannot be read (containers may hide it)."""
+    out = {}
+    for cpu in cpus:
+        base = f"{sysfs_root}/devices/system/cpu/cpu{cpu}/topology"
+        package, core = read_text(f"{base}/physical_package_id"), read_text(f"{base}/core_id")
+        siblings = read_text(f"{base}/thread_siblings_list")
+        try:
+            smt = sorted(parse_cpulist(siblings)).index(cpu) if siblings is not None else None
+            if package is None or core is None or smt is None:
+                return None
+            out[cpu] = (int(package), int(core), smt)
+        except ValueError:
+            return None
+    return out

@@ -34,7 +34,8 @@ _atexit_registered = False
 
 # Messages of pyopencl errors that mean "no OpenCL here" (ICD loader or create_some_context).
 NO_DEVICE_SIGNS = ("PLATFORM_NOT_FOUND", "no platforms found", "no devices found",
-                   "DEVICE_NOT_FOUND", "clGetPlatformIDs failed")
+                   "DEVICE_NOT_FOUND", "clGetPlatformIDs failed",
+                   "no CL platforms available")  # pyopencl 2025+: its own RuntimeError
 
 
 def warn(message: str) -> None:
@@ -138,7 +139,7 @@ def _no_opencl_line(exc_type, exc) -> str | None:
         if len(text) > 160:
             text = text[:157] + "..."
         return (f"corecast: error: no OpenCL platform or device to run on (pyopencl: {text}); "
-                "install one, e.g. pip install 'corecast[opencl]' (pocl, a CPU device)")
+                "install one, e.g. the distribution's pocl (apt install pocl-opencl-icd, a CPU device)")
     except Exception:
         return None
 

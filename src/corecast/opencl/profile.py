@@ -94,13 +94,14 @@ class Sample:
 class KernelStats:
     """All launches of one kernel (by function name and device)."""
 
-    __slots__ = ("name", "device", "device_type", "compute_units", "launches", "completed",
+    __slots__ = ("name", "device", "platform", "device_type", "compute_units", "launches", "completed",
                  "failed", "unmeasured", "device_ns", "queue_ns", "submit_ns", "enqueue_ns",
                  "sizes", "sample", "sampling", "in_flight_sampled", "hidden", "first_ns")
 
-    def __init__(self, name: str, device: str, device_type: str, compute_units: int):
+    def __init__(self, name: str, device: str, device_type: str, compute_units: int, platform: str = ""):
         self.name = name
         self.device = device
+        self.platform = platform  # e.g. "Portable Computing Language": which OpenCL ran it
         self.device_type = device_type
         self.compute_units = compute_units
         self.launches = 0
@@ -245,7 +246,11 @@ class Profiler:
             name = " ".join(str(dev.name).split())
             kind = "cpu" if dev.type & self.cl.device_type.CPU else (
                 "gpu" if dev.type & self.cl.device_type.GPU else "other")
-            info = self.devices[key] = (name, kind, int(dev.max_compute_units))
+            try:
+                platform = " ".join(str(dev.platform.name).split())
+            except Exception:  # a broken ICD must not cost the measurement
+                platform = ""
+            info = self.devices[key] = (name, kind, int(dev.max_compute_units), platform)
         return key, info
 
     def _queue_info(self, queue) -> tuple:
@@ -275,12 +280,13 @@ class Profiler:
 
     def _plan(self, queue, kernel, args, kwargs) -> tuple:
         """(kernel record, hidden queue or None, sampled, device key, shape)."""
-        dev_key, (dev_name, dev_type, units), hidden = self._queue_info(queue)
+        dev_key, (dev_name, dev_type, units, platform), hidden = self._queue_info(queue)
         name = self._kernel_name(kernel)
         rec = self.kernels.get((name, dev_key))
         if rec is None:
             with self.lock:
-                rec = self.kernels.setdefault((name, dev_key), KernelStats(name, dev_name, dev_type, units))
+                rec = self.kernels.setdefault((name, dev_key), KernelStats(name, dev_name, dev_type, units,
+                                                                                 platform))
         gsize = args[0] if len(args) > 0 else kwargs.get("global_work_size", kwargs.get("global_size"))
         lsize = args[1] if len(args) > 1 else kwargs.get("local_work_size", kwargs.get("local_size"))
         g_times_l = args[4] if len(args) > 4 else kwargs.get("g_times_l", False)

@@ -74,7 +74,8 @@ def kernel_line(prof, kernel, pred, memory) -> dict:
         measured.append("runtime_waits")
     line = {
         "event": "kernel", "schema": SCHEMA, "pid": prof.pid, **_rank(), "runtime": "opencl", "name": kernel.name,
-        "object": kernel.device, "device_type": kernel.device_type,
+        "object": kernel.device, "device": kernel.device, "platform": kernel.platform,
+        "device_type": kernel.device_type,
         "calls": kernel.launches, "completed": kernel.completed, "failed": kernel.failed,
         "in_flight_at_exit": max(kernel.in_flight, 0),
         "threads": kernel.compute_units, "cores": os.cpu_count() or 1,
@@ -131,7 +132,8 @@ def table(prof, rows: list, target: int, cores: int) -> str:
         cols.append(n)
         n *= 2
     cols.append(target)
-    devices = sorted({(k.device, k.compute_units) for k, _, _ in rows})
+    devices = sorted({(k.device + (f" ({k.platform})" if k.platform else ""), k.compute_units)
+                      for k, _, _ in rows})
     elapsed = (time.monotonic_ns() - prof.started_ns) * 1e-9
     where = (f"device {devices[0][0]}, {devices[0][1]} compute units" if len(devices) == 1
              else f"{len(devices)} devices")

@@ -209,7 +209,7 @@ def kernel_from_record(rec: dict):
     from ..opencl.profile import KernelStats
 
     k = KernelStats(str(rec["name"]), str(rec.get("object", "")), str(rec.get("device_type", "")),
-                    max(1, _int(rec, "threads")))
+                    max(1, _int(rec, "threads")), str(rec.get("platform", "")))
     k.launches = _int(rec, "calls")
     k.completed = _int(rec, "completed") if "completed" in rec else k.launches
     k.device_ns = _num(rec, "wall_s") * 1e9
