@@ -13,7 +13,8 @@ count the method would pick among all measured counts, 1 - perf(chosen)/perf(bes
 (a curve's source is its file name before ``__``): auto's combination rule is chosen
 among ``auto.RULE_CHOICES`` on the other sources' splits (the rule with the highest
 share under 20% minus median error minus pick loss) and scored on the held-out source;
-usl, amdahl and presca have nothing to choose.
+the single methods (usl, amdahl, presca and auto's continuation members plateau and
+trend) have nothing to choose.
 """
 from __future__ import annotations
 
@@ -32,8 +33,8 @@ from corecast.prediction import predict_measurements
 
 DEFAULT_DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 CORPUS = Path(__file__).resolve().parent / "data"
-LOSO_PEERS = ("usl", "amdahl", "presca")
-PEERS = ("auto", "presca", "estima", "regression", "sizemodel", "usl", "amdahl", "gustafson")
+LOSO_PEERS = ("usl", "amdahl", "presca", "plateau", "trend")
+PEERS = ("auto", "presca", "estima", "regression", "sizemodel", "usl", "amdahl", "gustafson", "plateau", "trend")
 
 
 @dataclass

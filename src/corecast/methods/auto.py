@@ -55,15 +55,18 @@ class Rules:
     combine: str = "median"
     k: int = 3
     tau: float = 0.2
+    members: tuple[str, ...] = BASE_MEMBERS  # of BASE_MEMBERS; column-enabled members always join
 
     def label(self) -> str:
-        return {"median": "median", "best": f"best{self.k}", "weighted": f"weighted(tau={self.tau:g})"}[self.combine]
+        how = {"median": "median", "best": f"best{self.k}", "weighted": f"weighted(tau={self.tau:g})"}[self.combine]
+        return how if self.members == BASE_MEMBERS else f"{how} of {'+'.join(self.members)}"
 
 
 DEFAULT_RULES = Rules()
-# The rules benchmarks/accuracy.py --loso chooses among (on the sources it does not score).
-RULE_CHOICES = (Rules(), Rules("best", k=2), Rules("best", k=3), Rules("weighted", tau=0.1),
-                Rules("weighted", tau=0.3))
+# The rules benchmarks/accuracy.py --loso chooses among (on the sources it does not score);
+# the first member-restricted one is auto as it was before plateau and trend joined.
+RULE_CHOICES = (Rules(), Rules(members=("usl", "amdahl", "presca")), Rules("best", k=2),
+                Rules("best", k=3), Rules("weighted", tau=0.1), Rules("weighted", tau=0.3))
 _rules: ContextVar[Rules] = ContextVar("auto_rules", default=DEFAULT_RULES)
 
 
@@ -77,8 +80,8 @@ def using(rules: Rules) -> Iterator[None]:
         _rules.reset(token)
 
 
-def members_for(data: Measurements) -> tuple[str, ...]:
-    names = list(BASE_MEMBERS)
+def members_for(data: Measurements, base: tuple[str, ...] = BASE_MEMBERS) -> tuple[str, ...]:
+    names = list(base)
     if data.stalls:
         names += STALL_MEMBERS
     if data.sizes:
@@ -120,9 +123,9 @@ def _fit_member(name: str, data: Measurements, nmax: float) -> Fit:
     return result
 
 
-def _fit_members(data: Measurements, nmax: float) -> tuple[list[Fit], list[str]]:
+def _fit_members(data: Measurements, nmax: float, base: tuple[str, ...]) -> tuple[list[Fit], list[str]]:
     fits, skipped = [], []
-    for name in members_for(data):
+    for name in members_for(data, base):
         if name not in METHODS:
             continue
         try:
@@ -218,7 +221,7 @@ def fit_auto(data: Measurements, nmax: float) -> Fit:
     if falling is not None:
         fits, skipped = [falling], ["amdahl: cannot fall between two points"]
     else:
-        fits, skipped = _fit_members(data, nmax)
+        fits, skipped = _fit_members(data, nmax, rules.members)
     if not fits:
         raise InputError("method auto could not fit any model: " + "; ".join(skipped))
     names = [f.candidate if f.candidate == f.method else f"{f.method}:{f.candidate}" for f in fits]
