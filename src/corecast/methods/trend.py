@@ -20,6 +20,10 @@ from . import register
 
 TREND_POINTS = 3  # the last counts whose log-log slope is continued
 MAX_SLOPE = 1.0  # no faster than linear scaling up, nor than 1/n down
+# A recent trend needs a curve behind it: with 2-3 counts (a profiled program's first
+# team sizes) holding or continuing the last value would outvote the laws, so both
+# members wait for 4 counts.
+MIN_COUNTS = 4
 
 
 def _log_interp(n: np.ndarray, y: np.ndarray):
@@ -49,12 +53,12 @@ def _continuation(data: Measurements, slope: float, name: str, reason: str) -> F
                params={"slope": slope}, residual=rms(np.log(perf(n) / y)))
 
 
-@register("plateau", "performance stays at the last measured value beyond it", 2)
+@register("plateau", "performance stays at the last measured value beyond it", MIN_COUNTS)
 def fit_plateau(data: Measurements, nmax: float) -> Fit:
     return _continuation(data, 0.0, "plateau", "the last measured value held beyond the largest count")
 
 
-@register("trend", f"log-log slope of the last {TREND_POINTS} counts continued (|slope| <= 1)", TREND_POINTS)
+@register("trend", f"log-log slope of the last {TREND_POINTS} counts continued (|slope| <= 1)", MIN_COUNTS)
 def fit_trend(data: Measurements, nmax: float) -> Fit:
     curve = data.at_target_size()
     n, y = curve.counts[-TREND_POINTS:], curve.perf[-TREND_POINTS:]
