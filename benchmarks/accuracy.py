@@ -156,6 +156,7 @@ def loso(all_splits: list[Split]) -> tuple[list[tuple], dict[str, list[tuple]], 
             by_rule[r].append(try_score(sp, "auto", r))
     peers = {m: scores_of(all_splits, m) for m in LOSO_PEERS}
     held_out_auto: list[Score | None] = [None] * len(all_splits)
+    default = f"auto[{auto.DEFAULT_RULES.label()}]"  # the shipped rule, fixed beforehand
     chosen, per_source = {}, {}
     for src in sources:
         mine = [i for i, sp in enumerate(all_splits) if source_of(sp) == src]
@@ -165,9 +166,10 @@ def loso(all_splits: list[Split]) -> tuple[list[tuple], dict[str, list[tuple]], 
         for i in mine:
             held_out_auto[i] = by_rule[rule][i]
         per_source[src] = [aggregate("auto", [held_out_auto[i] for i in mine])] + [
-            aggregate(m, [peers[m][i] for i in mine]) for m in LOSO_PEERS]
+            aggregate(m, [peers[m][i] for i in mine]) for m in LOSO_PEERS] + [
+            aggregate(default, [by_rule[auto.DEFAULT_RULES][i] for i in mine])]
     overall = [aggregate("auto", held_out_auto)] + [aggregate(m, peers[m]) for m in LOSO_PEERS]
-    overall.append(aggregate(f"auto[{auto.DEFAULT_RULES.label()}]", by_rule[auto.DEFAULT_RULES]))
+    overall.append(aggregate(default, by_rule[auto.DEFAULT_RULES]))
     return overall, per_source, chosen
 
 
