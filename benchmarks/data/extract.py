@@ -210,7 +210,9 @@ def perfbook(m: Path) -> None:
         except subprocess.CalledProcessError:
             continue
         rows = [ln.split()[:2] for ln in text.splitlines() if ln.strip() and ln[0].isdigit()]
-        write(f"perfbook__hps_route_{impl}", f"github {PB[0]} {path} @{PB[1]} (column 2)", "throughput", hps,
+        write(f"perfbook__hps_route_{impl}", f"github {PB[0]} {path} @{PB[1]} (column 2)", "throughput",
+              "host 'hps' per the file name (no cpuinfo next to this data; the hash-table data of "
+              "2020.11.26a from a host of that name lists 448 Xeon Platinum 8176 CPUs)",
               f"route-table lookups protected by {impl}; value=lookups per millisecond (plots.sh ylabel)", rows)
 
 
@@ -256,7 +258,7 @@ GitHub owner, pramalhe; every other source is independent of the rest.
 | mariadbbench | hgxl64/mariadb-benchmarks | sysbench 0.5 OLTP ro/rw, MariaDB 5.5/10.0 and MySQL 5.5/5.6 (series15) | {mariadbbench} |
 | folly | facebook/folly | SharedMutex benchmark results kept in `folly/test/SharedMutexTest.cpp` | {folly} |
 | percona | Percona-Lab-results/2026-mariadb-threadpool | sysbench OLTP read-write, MariaDB 11.8/12.2 (+thread pool), MySQL 8.4/9.7 | {percona} |
-| perfbook | paulmckrcu/perfbook | hash-table and route-table lookups (RCU, hazard pointers, locks) on 448 CPUs | {perfbook} |
+| perfbook | paulmckrcu/perfbook | hash-table and route-table lookups (RCU, hazard pointers, locks) on host `hps` | {perfbook} |
 | locksbench | ignasi35/locks-benchmark | JMH counter under synchronized, RW lock, atomics, LongAdder, StampedLock | {locksbench} |
 
 | file | source | metric | machine | points | range | best at | notes |
