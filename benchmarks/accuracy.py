@@ -7,6 +7,14 @@ splits whose maximum relative error is below 20%, and the mean loss from running
 count the method would pick among all measured counts, 1 - perf(chosen)/perf(best).
 
     python benchmarks/accuracy.py [--datasets DIR] [--methods auto,presca,...] [--verbose]
+    python benchmarks/accuracy.py --loso [--datasets benchmarks/data]
+
+``--loso`` (leave one source out) scores the corpus in benchmarks/data source by source
+(a curve's source is its file name before ``__``): auto's combination rule is chosen
+among ``auto.RULE_CHOICES`` on the other sources' splits (the rule with the highest
+share under 20% minus median error minus pick loss) and scored on the held-out source;
+the single methods (usl, amdahl, presca and auto's continuation members plateau and
+trend) have nothing to choose.
 """
 from __future__ import annotations
 
@@ -20,10 +28,13 @@ import numpy as np
 
 from corecast.entities import InputError, Measurements
 from corecast.fileio import read_measurements
+from corecast.methods import auto
 from corecast.prediction import predict_measurements
 
 DEFAULT_DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
-PEERS = ("auto", "presca", "estima", "regression", "sizemodel", "usl", "amdahl", "gustafson")
+CORPUS = Path(__file__).resolve().parent / "data"
+LOSO_PEERS = ("usl", "amdahl", "presca", "plateau", "trend")
+PEERS = ("auto", "presca", "estima", "regression", "sizemodel", "usl", "amdahl", "gustafson", "plateau", "trend")
 
 
 @dataclass
@@ -61,9 +72,10 @@ class Score:
     coverage: float  # share of test points inside the band
 
 
-def score(split: Split, method: str) -> Score:
+def score(split: Split, method: str, rules: auto.Rules = auto.DEFAULT_RULES) -> Score:
     full = split.full
-    pred = predict_measurements(split.train, upto=int(full.counts.max()), method=method)
+    with auto.using(rules):
+        pred = predict_measurements(split.train, upto=int(full.counts.max()), method=method)
     idx = full.counts.astype(int) - 1
     values = pred.values[idx]
     test = (full.counts > split.m) & (full.counts <= 2 * split.m)
@@ -79,55 +91,120 @@ def load_all(folder: Path) -> list[tuple[str, Measurements]]:
     return [(p.stem, read_measurements(str(p))) for p in sorted(folder.glob("*.csv"))]
 
 
-def summarise(all_splits: list[Split], names: list[str], verbose: bool = False) -> list[tuple]:
+def try_score(sp: Split, method: str, rules: auto.Rules = auto.DEFAULT_RULES,
+              verbose: bool = False) -> Score | None:
+    try:
+        return score(sp, method, rules)
+    except InputError as exc:
+        if verbose:
+            print(f"  {method:10s} {sp.curve} m={sp.m:g}: {exc}")
+        return None
+
+
+def scores_of(all_splits: list[Split], method: str, rules: auto.Rules = auto.DEFAULT_RULES,
+              verbose: bool = False) -> list[Score | None]:
+    """One score per split (None where the method cannot use the split's points)."""
+    out = []
+    for sp in all_splits:
+        s = try_score(sp, method, rules, verbose)
+        if s is not None and verbose:
+            print(f"  {method:10s} {sp.curve:55s} m={sp.m:4g} med={s.median_error:6.1%} "
+                  f"max={s.max_error:6.1%} loss={s.pick_loss:6.1%} cover={s.coverage:4.0%}")
+        out.append(s)
+    return out
+
+
+def aggregate(method: str, scores: list[Score | None]) -> tuple:
     """(method, splits scored, median error, share max<20%, mean pick loss, band cover)."""
-    rows = []
-    for method in names:
-        scores = []
-        for sp in all_splits:
-            try:
-                s = score(sp, method)
-            except InputError as exc:
-                s = None
-                if verbose:
-                    print(f"  {method:10s} {sp.curve} m={sp.m:g}: {exc}")
-            if s is not None:
-                scores.append(s)
-                if verbose:
-                    print(f"  {method:10s} {sp.curve:55s} m={sp.m:4g} med={s.median_error:6.1%} "
-                          f"max={s.max_error:6.1%} loss={s.pick_loss:6.1%} cover={s.coverage:4.0%}")
-        if not scores:
-            rows.append((method, 0, np.nan, np.nan, np.nan, np.nan))
+    scores = [s for s in scores if s is not None]
+    if not scores:
+        return (method, 0, np.nan, np.nan, np.nan, np.nan)
+    return (
+        method,
+        len(scores),
+        float(np.median([s.median_error for s in scores])),
+        float(np.mean([s.max_error < 0.2 for s in scores])),
+        float(np.mean([s.pick_loss for s in scores])),
+        float(np.mean([s.coverage for s in scores])),
+    )
+
+
+def summarise(all_splits: list[Split], names: list[str], verbose: bool = False) -> list[tuple]:
+    """aggregate() of every method in ``names`` over ``all_splits``."""
+    return [aggregate(method, scores_of(all_splits, method, verbose=verbose)) for method in names]
+
+
+def merit(row: tuple) -> float:
+    """One number to choose a rule by: share under 20% - median error - pick loss."""
+    return row[3] - row[2] - row[4]
+
+
+def source_of(split: Split) -> str:
+    return split.curve.split("__")[0]
+
+
+def loso(all_splits: list[Split]) -> tuple[list[tuple], dict[str, list[tuple]], dict[str, str]]:
+    """Leave-one-source-out: overall rows, per-source rows and the rule chosen per source.
+
+    For each source, auto's rule is the one of ``auto.RULE_CHOICES`` with the best merit
+    on the other sources' splits; the held-out source's splits are scored with it."""
+    sources = sorted({source_of(sp) for sp in all_splits})
+    # Split by split, every rule in turn: auto keeps the split's member fits between rules.
+    by_rule: dict[auto.Rules, list[Score | None]] = {r: [] for r in auto.RULE_CHOICES}
+    for sp in all_splits:
+        for r in auto.RULE_CHOICES:
+            by_rule[r].append(try_score(sp, "auto", r))
+    peers = {m: scores_of(all_splits, m) for m in LOSO_PEERS}
+    held_out_auto: list[Score | None] = [None] * len(all_splits)
+    default = f"auto[{auto.DEFAULT_RULES.label()}]"  # the shipped rule, fixed beforehand
+    chosen, per_source = {}, {}
+    for src in sources:
+        mine = [i for i, sp in enumerate(all_splits) if source_of(sp) == src]
+        others = [i for i, sp in enumerate(all_splits) if source_of(sp) != src]
+        rule = max(auto.RULE_CHOICES, key=lambda r: merit(aggregate("", [by_rule[r][i] for i in others])))
+        chosen[src] = rule.label()
+        for i in mine:
+            held_out_auto[i] = by_rule[rule][i]
+        per_source[src] = [aggregate("auto", [held_out_auto[i] for i in mine])] + [
+            aggregate(m, [peers[m][i] for i in mine]) for m in LOSO_PEERS] + [
+            aggregate(default, [by_rule[auto.DEFAULT_RULES][i] for i in mine])]
+    overall = [aggregate("auto", held_out_auto)] + [aggregate(m, peers[m]) for m in LOSO_PEERS]
+    overall.append(aggregate(default, by_rule[auto.DEFAULT_RULES]))
+    return overall, per_source, chosen
+
+
+def print_rows(rows: list[tuple], indent: str = "") -> None:
+    print(f"{indent}{'method':12s} {'splits':>6s} {'median err':>10s} {'max<20%':>8s} {'pick loss':>9s} {'band cover':>10s}")
+    for method, k, med, share, loss, cover in rows:
+        if k == 0:
+            print(f"{indent}{method:12s} {k:6d}  (no split has the columns or points it needs)")
             continue
-        rows.append((
-            method,
-            len(scores),
-            float(np.median([s.median_error for s in scores])),
-            float(np.mean([s.max_error < 0.2 for s in scores])),
-            float(np.mean([s.pick_loss for s in scores])),
-            float(np.mean([s.coverage for s in scores])),
-        ))
-    return rows
+        print(f"{indent}{method:12s} {k:6d} {med:10.1%} {share:8.2f} {loss:9.1%} {cover:10.0%}")
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--datasets", type=Path, default=DEFAULT_DATASETS)
+    ap.add_argument("--datasets", type=Path, default=None,
+                    help=f"default: {DEFAULT_DATASETS}, with --loso {CORPUS}")
+    ap.add_argument("--loso", action="store_true", help="leave-one-source-out over the corpus")
     ap.add_argument("--methods", default=",".join(PEERS))
     ap.add_argument("--verbose", action="store_true", help="per-split errors")
     ap.add_argument("--timing", action="store_true", help="time predict() on a 12-point input")
     args = ap.parse_args(argv)
     names = [m for m in args.methods.split(",") if m]
-    curves = load_all(args.datasets)
+    folder = args.datasets or (CORPUS if args.loso else DEFAULT_DATASETS)
+    curves = load_all(folder)
     all_splits = [s for name, data in curves for s in splits(name, data)]
-    print(f"{len(curves)} curves, {len(all_splits)} splits from {args.datasets}")
-    rows = summarise(all_splits, names, args.verbose)
-    print(f"{'method':12s} {'splits':>6s} {'median err':>10s} {'max<20%':>8s} {'pick loss':>9s} {'band cover':>10s}")
-    for method, k, med, share, loss, cover in rows:
-        if k == 0:
-            print(f"{method:12s} {k:6d}  (no split has the columns or points it needs)")
-            continue
-        print(f"{method:12s} {k:6d} {med:10.1%} {share:8.2f} {loss:9.1%} {cover:10.0%}")
+    print(f"{len(curves)} curves, {len(all_splits)} splits from {folder}")
+    if args.loso:
+        overall, per_source, chosen = loso(all_splits)
+        for src, rows in per_source.items():
+            print(f"\nheld out: {src} (auto's rule chosen on the other sources: {chosen[src]})")
+            print_rows(rows, "  ")
+        print(f"\nall sources, each scored while held out:")
+        print_rows(overall)
+    else:
+        print_rows(summarise(all_splits, names, args.verbose))
     if args.timing:
         timing()
     return 0
@@ -141,9 +218,10 @@ def timing(repeats: int = 30) -> None:
     x = 100 * n / (1 + 0.05 * (n - 1) + 0.002 * n * (n - 1))
     predict(n, x, upto=24)  # warm imports and caches
     times = []
-    for _ in range(repeats):
+    for i in range(repeats):
+        y = x * (1 + 1e-9 * (i + 1))  # new values each call: auto keeps recent member fits
         t0 = time.perf_counter()
-        predict(n, x, upto=24)
+        predict(n, y, upto=24)
         times.append(time.perf_counter() - t0)
     print(f"predict(auto) on 12 points: median {np.median(times) * 1e3:.1f} ms over {repeats} calls")
 

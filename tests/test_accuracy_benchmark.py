@@ -1,5 +1,6 @@
 """Guards the issue-2 claim: on the measured curves, auto is ahead of every single method
-on all three figures (median error, share of splits under 20% max error, pick loss)."""
+on all three figures (median error, share of splits under 20% max error, pick loss); and
+that accuracy.py --loso chooses auto's rule for a source without that source's splits."""
 import importlib.util
 import sys
 from pathlib import Path
@@ -9,7 +10,6 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 DATASETS = ROOT.parent / "shared" / "datasets"
 
-pytestmark = pytest.mark.skipif(not DATASETS.is_dir(), reason="shared datasets not present")
 
 
 def _bench():
@@ -20,6 +20,7 @@ def _bench():
     return mod
 
 
+@pytest.mark.skipif(not DATASETS.is_dir(), reason="shared datasets not present")
 def test_auto_beats_every_peer_on_the_shared_curves():
     bench = _bench()
     splits = [s for name, data in bench.load_all(DATASETS) for s in bench.splits(name, data)]
@@ -33,3 +34,27 @@ def test_auto_beats_every_peer_on_the_shared_curves():
         assert auto[2] < med, f"median error: auto {auto[2]:.3f} vs {name} {med:.3f}"
         assert auto[3] > share, f"share: auto {auto[3]:.2f} vs {name} {share:.2f}"
         assert auto[4] < loss, f"pick loss: auto {auto[4]:.3f} vs {name} {loss:.3f}"
+
+
+def test_held_out_source_never_chooses_its_own_rule(monkeypatch):
+    bench = _bench()
+    good, bad = bench.Score(0.01, 0.05, 0.0, 1.0), bench.Score(0.5, 0.9, 0.5, 0.0)
+    special = bench.auto.RULE_CHOICES[1]  # best only on source "a"
+
+    def fake(sp, method, rules=bench.auto.DEFAULT_RULES, verbose=False):
+        if method != "auto":
+            return bad
+        if bench.source_of(sp) == "a":
+            return good if rules == special else bad
+        return good if rules == bench.auto.DEFAULT_RULES else bad
+
+    monkeypatch.setattr(bench, "try_score", fake)
+    splits = [bench.Split(f"{src}__curve{i}", None, None, 8.0) for src, i in
+              (("a", 0), ("b", 0), ("c", 0), ("c", 1))]
+    overall, per_source, chosen = bench.loso(splits)
+    # "a" alone prefers `special`; held out, it gets the others' choice and scores badly.
+    assert chosen["a"] == bench.auto.DEFAULT_RULES.label()
+    assert per_source["a"][0][3] == 0.0  # share under 20% of auto on "a"
+    assert chosen["b"] == chosen["c"] == bench.auto.DEFAULT_RULES.label()
+    assert per_source["b"][0][3] == 1.0
+    assert overall[0][1] == 4 and overall[0][3] == 0.75

@@ -62,3 +62,24 @@ def test_two_falling_points_are_followed():
     assert p.values[1] == pytest.approx(0.77, rel=1e-6)
     assert p.preferred == 1
     assert np.all(np.diff(p.values) > 0)
+
+
+def test_backtest_scores_every_member_and_the_reason_names_them():
+    n = np.arange(1.0, 17.0)
+    x = usl(n, [10.0, 0.05, 0.002])
+    fit = auto.fit_auto(Measurements.from_samples(n, x), 32)
+    assert set(fit.extras["backtest"]) == {"usl", "amdahl", "presca", "plateau", "trend"}
+    assert fit.extras["backtest"]["usl"] < 0.01  # the exact law foresees its own upper half
+    assert fit.extras["backtest"]["plateau"] > 0.05
+    assert "backtest (fitted up to 8" in fit.reason
+
+
+def test_rules_change_which_members_are_combined():
+    n = np.arange(1.0, 17.0)
+    data = Measurements.from_samples(n, usl(n, [10.0, 0.05, 0.002]))
+    with auto.using(auto.Rules("best", k=1)):
+        best = auto.fit_auto(data, 32)
+    assert best.extras["chosen"] == ["usl"]
+    assert np.allclose(best.perf([32]), usl(np.array([32.0]), [10.0, 0.05, 0.002]), rtol=1e-3)
+    median = auto.fit_auto(data, 32)
+    assert len(median.extras["chosen"]) == 5

@@ -53,4 +53,4 @@ def check_usable(method: Method, data: Measurements) -> None:
 
 
 # Importing the modules registers their methods (order = order in help texts).
-from . import auto, estima, laws, presca, regression, sizemodel  # noqa: E402,F401
+from . import auto, estima, laws, presca, regression, sizemodel, trend  # noqa: E402,F401

@@ -3,17 +3,29 @@
 Why a median: on short curves no single model is reliably right.  USL extrapolates
 contention (it predicts a peak from slight curvature, sometimes wrongly), Amdahl never
 predicts a decline (sometimes wrongly), PreSca follows whatever shape the recent points
-have.  Their errors are different, so the per-count median in log space (the geometric
-mean when only two members exist) is rarely far off when one member is, and the
-preferred count it implies sits between "keeps growing" and "peaks early".  Members the
-data can feed are added: ESTIMA with stall columns, the size model and the log-log
-regression with size columns.  The members' spread becomes part of the band.
+have, ``plateau`` holds the last measured value and ``trend`` continues the last counts'
+slope (see methods/trend.py).  Their errors are different, so the per-count median in
+log space is rarely far off when one member is, and the preferred count it implies sits
+between "keeps growing" and "peaks early".  Members the data can feed are added: ESTIMA
+with stall columns, the size model and the log-log regression with size columns.  The
+members' spread becomes part of the band.
 
-Diagnostic from Barnes et al. ("predict within the training runs"): each law member is
-also fitted on the first half of the points and scored on the rest; a large error there
-means the measured range may be too short, and a warning says so.
+Backtest (Barnes et al.'s "predict within the training runs"): every member is also
+fitted on the counts up to half the largest one and scored on the rest, the same
+doubling ``predict`` is asked for.  The reason names each member's backtest error; a
+large error for every member means the measured range may be too short (a warning says
+so).  ``Rules`` can also combine only the members that backtest best, or weight them by
+their backtest error; ``benchmarks/accuracy.py --loso`` chooses among ``RULE_CHOICES``
+on the other sources and scores the choice on the held-out one.
 """
 from __future__ import annotations
+
+import contextlib
+import hashlib
+from collections import OrderedDict
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Iterator
 
 import numpy as np
 
@@ -23,14 +35,53 @@ from . import METHODS, check_usable, register
 from .laws import fit_usl_falling_pair
 
 # Members always tried (if they have enough points), then those the columns enable.
-BASE_MEMBERS = ("usl", "amdahl", "presca")
+BASE_MEMBERS = ("usl", "amdahl", "presca", "plateau", "trend")
 STALL_MEMBERS = ("estima",)
 SIZE_MEMBERS = ("sizemodel", "regression")
-BACKTEST_WARN = 0.2  # relative error predicting the second half of the training runs
+BACKTEST_WARN = 0.2  # every member misses the upper half of the counts by more than this
+BACKTEST_MIN_HEAD = 3  # counts a backtest fit needs below the cut
 
 
-def members_for(data: Measurements) -> tuple[str, ...]:
-    names = list(BASE_MEMBERS)
+@dataclass(frozen=True)
+class Rules:
+    """How the members' curves become auto's curve.
+
+    ``combine``: ``"median"`` of every member; ``"best"``: median of the ``k`` members
+    with the lowest backtest error; ``"weighted"``: weighted geometric mean, weights
+    exp(-(error - smallest error) / ``tau``).  Without a backtest (too few counts) every
+    rule is the median.
+    """
+
+    combine: str = "median"
+    k: int = 3
+    tau: float = 0.2
+    members: tuple[str, ...] = BASE_MEMBERS  # of BASE_MEMBERS; column-enabled members always join
+
+    def label(self) -> str:
+        how = {"median": "median", "best": f"best{self.k}", "weighted": f"weighted(tau={self.tau:g})"}[self.combine]
+        return how if self.members == BASE_MEMBERS else f"{how} of {'+'.join(self.members)}"
+
+
+DEFAULT_RULES = Rules()
+# The rules benchmarks/accuracy.py --loso chooses among (on the sources it does not score);
+# the first member-restricted one is auto as it was before plateau and trend joined.
+RULE_CHOICES = (Rules(), Rules(members=("usl", "amdahl", "presca")), Rules("best", k=2),
+                Rules("best", k=3), Rules("weighted", tau=0.1), Rules("weighted", tau=0.3))
+_rules: ContextVar[Rules] = ContextVar("auto_rules", default=DEFAULT_RULES)
+
+
+@contextlib.contextmanager
+def using(rules: Rules) -> Iterator[None]:
+    """Combine members by ``rules`` inside the block (the LOSO benchmark's knob)."""
+    token = _rules.set(rules)
+    try:
+        yield
+    finally:
+        _rules.reset(token)
+
+
+def members_for(data: Measurements, base: tuple[str, ...] = BASE_MEMBERS) -> tuple[str, ...]:
+    names = list(base)
     if data.stalls:
         names += STALL_MEMBERS
     if data.sizes:
@@ -38,21 +89,102 @@ def members_for(data: Measurements) -> tuple[str, ...]:
     return tuple(names)
 
 
-def _fit_members(data: Measurements, nmax: float) -> tuple[list[Fit], list[str]]:
+# Member fits are pure functions of (member, data, nmax); the LOSO benchmark predicts the
+# same split under several Rules, so the last few fits are kept.
+_FIT_CACHE: OrderedDict = OrderedDict()
+_FIT_CACHE_SIZE = 64
+
+
+def _key(name: str, data: Measurements, nmax: float) -> tuple:
+    h = hashlib.sha1(data.metric.encode())
+    for a in (data.counts, data.values, data.spread, data.repetitions,
+              *(data.stalls[k] for k in sorted(data.stalls)), *(data.sizes[k] for k in sorted(data.sizes))):
+        h.update(np.ascontiguousarray(a, dtype=float).tobytes())
+    return name, h.hexdigest(), tuple(sorted(data.stalls)), tuple(sorted(data.sizes)), float(nmax)
+
+
+def _fit_member(name: str, data: Measurements, nmax: float) -> Fit:
+    key = _key(name, data, nmax)
+    if key in _FIT_CACHE:
+        _FIT_CACHE.move_to_end(key)
+        result = _FIT_CACHE[key]
+    else:
+        try:
+            method = METHODS[name]
+            check_usable(method, data)
+            result = method.fit(data, nmax)
+        except (InputError, ValueError, np.linalg.LinAlgError, FloatingPointError) as exc:
+            result = exc
+        _FIT_CACHE[key] = result
+        if len(_FIT_CACHE) > _FIT_CACHE_SIZE:
+            _FIT_CACHE.popitem(last=False)
+    if isinstance(result, Exception):
+        raise result
+    return result
+
+
+def _fit_members(data: Measurements, nmax: float, base: tuple[str, ...]) -> tuple[list[Fit], list[str]]:
     fits, skipped = [], []
-    for name in members_for(data):
-        method = METHODS.get(name)
-        if method is None:
+    for name in members_for(data, base):
+        if name not in METHODS:
             continue
         try:
-            check_usable(method, data)
-            fits.append(method.fit(data, nmax))
+            fits.append(_fit_member(name, data, nmax))
         except (InputError, ValueError, np.linalg.LinAlgError, FloatingPointError) as exc:
             skipped.append(f"{name}: {exc}")
     return fits, skipped
 
 
-def _median_curve(fits: list[Fit]):
+def backtest_cut(curve: Measurements) -> float | None:
+    """The measured count nearest half the largest (ties: the smaller), when at least
+    BACKTEST_MIN_HEAD counts lie at or below it and one above; else None."""
+    n = curve.counts
+    cut = float(min(n, key=lambda c: (abs(c - n.max() / 2), c)))
+    if (n <= cut).sum() < BACKTEST_MIN_HEAD or not (n > cut).any():
+        return None
+    return cut
+
+
+def backtest_errors(data: Measurements, names: list[str], nmax: float) -> tuple[float | None, dict[str, float]]:
+    """Each member fitted on the counts up to ``backtest_cut`` and scored on the counts
+    above it: the largest |log(predicted / measured)| there (inf when it cannot be
+    fitted).  Returns the cut (None: too few counts) and the errors."""
+    curve = data.at_target_size()
+    cut = backtest_cut(curve)
+    if cut is None:
+        return None, {}
+    # Points at other input sizes (size models) stay; the target size is cut.
+    other_size = np.zeros(len(data), dtype=bool)
+    for k, v in data.target_size().items():
+        other_size |= data.sizes[k] != v
+    head = data.subset(np.flatnonzero(other_size | (data.counts <= cut)))
+    tail = curve.counts > cut
+    errors = {}
+    for name in names:
+        try:
+            fit = _fit_member(name, head, float(curve.counts.max()))
+            with np.errstate(all="ignore"):
+                err = np.abs(np.log(np.asarray(fit.perf(curve.counts[tail]), float) / curve.perf[tail]))
+            errors[name] = float(err.max()) if np.all(np.isfinite(err)) else np.inf
+        except (InputError, ValueError, np.linalg.LinAlgError, FloatingPointError):
+            errors[name] = np.inf
+    return cut, errors
+
+
+def _weights(names: list[str], errors: dict[str, float], rules: Rules) -> np.ndarray:
+    """Weight of each member under ``rules`` (equal weights stand for the median)."""
+    e = np.array([errors.get(n, np.inf) for n in names])
+    if rules.combine == "median" or not np.isfinite(e).any():
+        return np.ones(len(names))
+    if rules.combine == "best":
+        order = np.argsort(e, kind="stable")[: rules.k]
+        w = np.zeros(len(names))
+        w[order] = 1.0
+        return w
+    return np.where(np.isfinite(e), np.exp(-(e - e[np.isfinite(e)].min()) / rules.tau), 0.0)
+
+
+def _combined_curve(fits: list[Fit], weights: np.ndarray, weighted_mean: bool):
     def logs(n):
         n = np.asarray(n, float)
         rows = []
@@ -62,8 +194,14 @@ def _median_curve(fits: list[Fit]):
             rows.append(np.where(np.isfinite(v) & (v > 0), np.log(np.where(v > 0, v, 1.0)), np.nan))
         return np.vstack(rows)
 
+    used = weights > 0
+
     def perf(n):
-        return np.exp(np.nanmedian(logs(n), axis=0))
+        x = logs(n)
+        if not weighted_mean:
+            return np.exp(np.nanmedian(x[used], axis=0))
+        w = np.where(np.isfinite(x), weights[:, None], 0.0)
+        return np.exp(np.nansum(np.where(np.isfinite(x), x, 0.0) * w, axis=0) / w.sum(axis=0))
 
     def low(n):
         return np.exp(np.nanmin(logs(n), axis=0))
@@ -74,60 +212,49 @@ def _median_curve(fits: list[Fit]):
     return perf, low, high
 
 
-def backtest_error(data: Measurements, method: str = "usl") -> float | None:
-    """Relative error of ``method`` fitted on the first half of the points when it
-    predicts the second half (None when there are too few points)."""
-    m = len(data)
-    k = max(3, m // 2)
-    if m - k < 1:
-        return None
-    head = data.head(k)
-    spec = METHODS[method]
-    try:
-        check_usable(spec, head)
-        fit = spec.fit(head, float(data.counts.max()))
-    except InputError:
-        return None
-    tail = data.subset(np.arange(k, m))
-    return rms(np.log(fit.perf(tail.counts) / tail.perf))
-
-
-@register("auto", "per-count median of USL, Amdahl, PreSca (+ESTIMA, size models when columns allow)", 2)
+@register("auto", "per-count median of USL, Amdahl, PreSca, plateau, trend (+ESTIMA, size models)", 2)
 def fit_auto(data: Measurements, nmax: float) -> Fit:
+    rules = _rules.get()
     curve = data.at_target_size()
     # Two points that fall: Amdahl cannot follow them; contention (USL) can.
     falling = fit_usl_falling_pair(curve) if len(curve) == 2 and curve.perf[1] < curve.perf[0] else None
     if falling is not None:
         fits, skipped = [falling], ["amdahl: cannot fall between two points"]
     else:
-        fits, skipped = _fit_members(data, nmax)
+        fits, skipped = _fit_members(data, nmax, rules.members)
     if not fits:
         raise InputError("method auto could not fit any model: " + "; ".join(skipped))
-    perf, low, high = _median_curve(fits)
     names = [f.candidate if f.candidate == f.method else f"{f.method}:{f.candidate}" for f in fits]
+    cut, errors = (None, {}) if falling is not None else backtest_errors(data, [f.method for f in fits], nmax)
+    weights = _weights([f.method for f in fits], errors, rules)
+    weighted_mean = rules.combine == "weighted" and bool(errors)
+    perf, low, high = _combined_curve(fits, weights, weighted_mean)
+    chosen = [nm for nm, w in zip(names, weights) if w > 0]
     n, y = curve.counts, curve.perf
-    top = float(n.max())
-    ends = np.array([top, nmax])
+    ends = np.array([float(n.max()), nmax])
     at_end = np.log(np.vstack([f.perf(ends) for f in fits]))
-    closest = int(np.argmin(np.abs(at_end[:, 1] - np.median(at_end[:, 1]))))
+    closest = int(np.argmin(np.abs(at_end[:, 1] - np.log(perf(ends)[1]))))
     if len(fits) == 1:
         reason = f"only {names[0]} could be fitted"
     else:
-        reason = (
-            f"per-count median of {len(fits)} models ({', '.join(names)}); "
-            f"at {nmax:g} the median is closest to {names[closest]}"
-        )
+        how = {"median": "per-count median", "best": f"per-count median of the {rules.k} best-backtested",
+               "weighted": "backtest-weighted geometric mean"}[rules.combine if errors else "median"]
+        reason = f"{how} of {len(chosen)} models ({', '.join(chosen)}); at {nmax:g} it is closest to {names[closest]}"
+    if errors:
+        shown = ", ".join(f"{nm} {errors[f.method]:.0%}" for nm, f in zip(names, fits))
+        reason += f"; backtest (fitted up to {cut:g}, worst error above): {shown}"
     warnings = []
-    bt = backtest_error(curve) if len(curve) >= 6 else None
-    if bt is not None and bt > BACKTEST_WARN:
+    best_bt = min(errors.values()) if errors else None
+    if best_bt is not None and best_bt > BACKTEST_WARN:
         warnings.append(
-            f"fitted on the first half of the points, usl misses the second half by {bt:.0%}: "
-            "measure at larger counts before trusting far extrapolations"
+            f"fitted on the counts up to {cut:g}, every model misses the larger ones by {best_bt:.0%} "
+            "or more: measure at larger counts before trusting far extrapolations"
         )
     checkpoints = next((f.checkpoints for f in fits if f.checkpoints), [])
+    label = names[0] if len(names) == 1 else f"{rules.label() if errors else 'median'}(" + ", ".join(chosen) + ")"
     return Fit(
         method="auto",
-        candidate=names[0] if len(names) == 1 else "median(" + ", ".join(names) + ")",
+        candidate=label,
         perf=perf,
         reason=reason,
         params={f.method: f.params for f in fits},
@@ -135,7 +262,10 @@ def fit_auto(data: Measurements, nmax: float) -> Fit:
         low=low,
         high=high,
         checkpoints=checkpoints,
-        extras={"members": names, "skipped": skipped, "backtest_error": bt,
+        extras={"members": names, "chosen": chosen, "skipped": skipped, "rules": rules.label(),
+                # JSON has no infinity: a member that could not be backtested is None.
+                "backtest": {f.method: (errors[f.method] if np.isfinite(errors[f.method]) else None)
+                             for f in fits if f.method in errors},
                 **{k: f.extras[k] for f in fits for k in ("future_bottleneck",) if k in f.extras}},
         warnings=warnings,
         members=fits if len(fits) > 1 else [],

@@ -1,0 +1,36 @@
+import numpy as np
+import pytest
+
+import corecast
+from corecast.entities import Measurements
+from corecast.methods import METHODS, trend
+
+
+def test_plateau_holds_the_last_value_and_passes_through_the_points():
+    n = np.array([1.0, 2, 4, 8])
+    x = np.array([10.0, 19, 30, 33])
+    fit = trend.fit_plateau(Measurements.from_samples(n, x), 32)
+    assert np.allclose(fit.perf(n), x)
+    assert np.allclose(fit.perf([12, 16, 32]), 33.0)
+
+
+def test_trend_continues_the_last_slope_in_log_log():
+    n = np.array([1.0, 2, 4, 8, 16])
+    x = 5.0 * n**0.5
+    fit = trend.fit_trend(Measurements.from_samples(n, x), 64)
+    assert fit.params["slope"] == pytest.approx(0.5)
+    assert fit.perf([64])[0] == pytest.approx(5.0 * 64**0.5)
+
+
+def test_trend_slope_is_bounded_both_ways():
+    n = np.array([1.0, 2, 4, 8])
+    falling = Measurements.from_samples(n, [100.0, 50, 5, 0.1])
+    assert trend.fit_trend(falling, 32).params["slope"] == -trend.MAX_SLOPE
+    rising = Measurements.from_samples(n, [1.0, 2, 16, 512])
+    assert trend.fit_trend(rising, 32).params["slope"] == trend.MAX_SLOPE
+
+
+def test_both_are_methods_of_their_own():
+    assert {"plateau", "trend"} <= set(METHODS)
+    p = corecast.predict([1, 2, 4, 8], [10.0, 6.0, 4.0, 3.0], metric="time", method="plateau", upto=16)
+    assert p.values[-1] == pytest.approx(3.0)
