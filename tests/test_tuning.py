@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from corecast import kernels
+from corecast import smallfit
 from corecast.cli import main
 from corecast.tuning import Binsearch, OPreSca, simulate
 
@@ -150,7 +150,8 @@ def test_history_keeps_a_running_median():
 
 def test_failed_fits_never_raise(monkeypatch):
     counts = list(range(1, 25))
-    monkeypatch.setattr(kernels, "fit", lambda *a, **k: None)
+    monkeypatch.setattr(smallfit, "rational", lambda *a, **k: None)
+    monkeypatch.setattr(smallfit, "polynomial", lambda *a, **k: None)
     t = OPreSca(counts)
     curve = dict(zip(counts, usl(counts, 0.05, 0.002)))
     tried = drive(t, curve)
