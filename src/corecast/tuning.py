@@ -207,8 +207,9 @@ class OPreSca(_Tuner):
       above the best measured one, moving is not worth an interval: the tuner converges on
       b.  0 disables it (the paper's rule).
     * ``go_back`` (online steering): after an interval measured worse than b by more than
-      ``min_gain``, the next interval runs b again before the search goes on, and seeds
-      outside the bracket around b are skipped (a unimodal curve cannot peak there).
+      ``min_gain``, the next interval runs b again before the search goes on; seeds
+      outside the bracket around b are skipped (a unimodal curve cannot peak there), and
+      with no seed left before 3 counts are measured the tuner converges on b.
     """
 
     def __init__(
@@ -249,15 +250,13 @@ class OPreSca(_Tuner):
             return self._converge(max(h, key=lambda c: (h[c], -c)))
         lo, hi = -math.inf, math.inf
         if self.go_back and self._obs:
-            _, lo, hi = self._bracket()
-            free = self._unmeasured(lo, hi)
-            if not free:
-                return self._bisect()
+            b, lo, hi = self._bracket()
         for s in self._seed_list():
             if s not in self._obs and lo < s < hi:
                 return s
         if self.go_back and self._obs:
-            return self._bisect()
+            # A line through two points peaks at one of them: nothing between to try.
+            return self._converge(b)
         return self._rng.choice(free)
 
     # -- decision ------------------------------------------------------------------------

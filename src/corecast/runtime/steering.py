@@ -25,7 +25,8 @@ from .history import RegionHistory
 NOISE = 0.03  # relative window-to-window spread taken as no difference
 EFFICIENCY = 0.8  # thread time not lost to stalls above which a region is left alone
 PAYBACK = 2.0  # expected gain must cover the first step's expected loss this many times
-MIN_WINDOWS = 3  # windows of the region's time that must remain for any step
+MIN_WINDOWS = 2  # expected windows still to come for any step: one to measure, one to use
+CALLS_PER_WINDOW = 4  # a window's measurement needs history.MIN_CALLS calls; twice that
 
 
 class RegionSteer:
@@ -52,7 +53,7 @@ class RegionSteer:
         elif history.window_team is not None and history.window_perf:
             self.tuner.observe(history.window_team, history.window_perf)
         nxt = int(self.tuner.next_count())
-        if self.tuner.converged or not _remaining_windows(region, elapsed_s, window_s) >= MIN_WINDOWS:
+        if self.tuner.converged or _outlook(region, elapsed_s, window_s)[1] < MIN_WINDOWS:
             return self._settle(history)
         if nxt != self.own:
             self.steps += 1
@@ -87,17 +88,14 @@ def _gain(history: RegionHistory, team: int, own: int) -> float | None:
     return mine / theirs - 1.0 if mine and theirs else None
 
 
-def _remaining_windows(region: dict, elapsed_s: float, window_s: float) -> float:
-    """Windows' worth of region time still to come, expecting the program to run on for as
-    long as it has run: remaining calls = calls / elapsed x elapsed, each at the region's
-    time per call so far, against the region's time in one window."""
-    if elapsed_s <= 0 or window_s <= 0 or region["calls"] <= 0:
-        return 0.0
+def _outlook(region: dict, elapsed_s: float, window_s: float) -> tuple[float, float]:
+    """The region's calls per window and windows still to come, expecting the program to
+    run on for as long as it has run (remaining calls = calls / elapsed x elapsed)."""
+    if elapsed_s <= 0 or window_s <= 0:
+        return 0.0, 0.0
     horizon = elapsed_s
-    remaining_calls = region["calls"] / elapsed_s * horizon
-    per_call = region["wall_s"] / region["calls"]
-    per_window = region["wall_s"] / elapsed_s * window_s
-    return remaining_calls * per_call / per_window if per_window > 0 else 0.0
+    rate = region["calls"] / elapsed_s
+    return rate * window_s, horizon / window_s
 
 
 def efficiency(region: dict) -> float:
@@ -132,9 +130,14 @@ def guard(own: int, own_perf: float | None, region: dict, pred: RegionPrediction
     if gain <= NOISE:
         return f"no room to gain ({e:.0%} of thread time busy)"
     first = preferred or max(1, own // 2)
-    windows = _remaining_windows(region, elapsed_s, window_s)
+    per_window, windows = _outlook(region, elapsed_s, window_s)
+    if per_window < CALLS_PER_WINDOW:  # a window at another count would measure nothing
+        return "too few calls per window"
     if windows < MIN_WINDOWS:
-        return "too few calls so far"
+        return "too early"
+    # One window at the first count, in windows of region time lost (the model's slowdown
+    # there; linear scaling, the worst a region with stalls can do, where it has none),
+    # against the share of the remaining windows' region time a gain would save.
     step_loss = max(0.0, at_own / speed[first] - 1.0) if at_own and speed.get(first) else own / first - 1.0
     if windows * gain / (1.0 + gain) < PAYBACK * step_loss:
         return "too few calls to pay"
