@@ -50,10 +50,10 @@ def test_guard_charges_the_first_step_against_the_gain():
     assert guard(16, own_perf, region, flat, 0.4, 0.2) == "too few calls to pay"
     longer = dict(region, calls=region["calls"] * 50, wall_s=region["wall_s"] * 50,  # 50 windows on
                   stalls_s={c: v * 50 for c, v in region["stalls_s"].items()})
-    assert guard(16, own_perf, longer, flat, 10.0, 0.2) == 8
+    assert guard(16, own_perf, longer, flat, 10.0, 0.2)[0] == 8
     # A model that prefers 4 sends the first step there.
     pref4 = RegionPrediction(threads, [1.0] * 3 + [5.0] + [2.0] * 12, [1.0] * 16, [1.0] * 16, 4, "t", [])
-    assert guard(16, own_perf, region, pref4, 0.4, 0.2) == 4
+    assert guard(16, own_perf, region, pref4, 0.4, 0.2)[0] == 4
 
 
 def test_low_efficiency_region_converges_to_the_best_count():

@@ -36,6 +36,7 @@ class RegionSteer:
         self.settled: int | None = None  # the count kept once exploring stopped
         self.steps = 0  # windows run at another count than the program's own
         self.reason = "not measured yet"  # why the region was not explored ("" once it was)
+        self.expected_gain = 0.0  # the guard's, relative performance
 
     def step(self, history: RegionHistory, region: dict, pred: RegionPrediction, elapsed_s: float,
              window_s: float) -> int:
@@ -43,9 +44,11 @@ class RegionSteer:
         if self.settled is not None:
             return self.settled
         if self.tuner is None:
-            first = self._guard(history, region, pred, elapsed_s, window_s)
-            if first is None:
+            verdict = guard(self.own, history.perf(self.own), region, pred, elapsed_s, window_s)
+            if isinstance(verdict, str):
+                self.reason = verdict
                 return self.own
+            first, self.expected_gain = verdict
             self.reason = ""
             self.tuner = OPreSca(list(range(1, self.own + 1)), seeds=[self.own, first, max(1, first // 2)],
                                  min_gain=NOISE, go_back=True)
@@ -53,7 +56,8 @@ class RegionSteer:
         elif history.window_team is not None and history.window_perf:
             self.tuner.observe(history.window_team, history.window_perf)
         nxt = int(self.tuner.next_count())
-        if self.tuner.converged or _outlook(region, elapsed_s, window_s)[1] < MIN_WINDOWS:
+        windows = _outlook(region, elapsed_s, window_s)[1]
+        if self.tuner.converged or not _step_pays(self.tuner, nxt, windows, self.expected_gain):
             return self._settle(history)
         if nxt != self.own:
             self.steps += 1
@@ -66,21 +70,24 @@ class RegionSteer:
         self.settled = best if gain is not None and gain > NOISE else self.own
         return self.settled
 
-    def _guard(self, history: RegionHistory, region: dict, pred: RegionPrediction, elapsed_s: float,
-               window_s: float) -> int | None:
-        """The first count to try when exploring can pay, else None (``reason`` says why)."""
-        t = guard(self.own, history.perf(self.own), region, pred, elapsed_s, window_s)
-        if isinstance(t, str):
-            self.reason = t
-            return None
-        return t
-
     def chosen(self) -> int | None:
         return self.settled
 
     def gain(self, history: RegionHistory) -> float | None:
         """Measured perf(chosen) / perf(program's own count) - 1."""
         return None if self.settled is None else _gain(history, self.settled, self.own)
+
+
+def _step_pays(tuner: OPreSca, nxt: int, windows: float, gain: float) -> bool:
+    """Whether one more window at ``nxt`` can pay: a step below the best measured count b
+    loses at most b / nxt - 1 of a window (linear scaling), against the guard's expected
+    gain over the windows still to come.  The first step was charged by the guard."""
+    h = tuner.history
+    if len(h) < 2:
+        return True
+    b = max(h, key=h.get)
+    loss = max(0.0, b / nxt - 1.0) if nxt not in h else 0.0
+    return windows >= MIN_WINDOWS and windows * gain / (1.0 + gain) >= PAYBACK * loss
 
 
 def _gain(history: RegionHistory, team: int, own: int) -> float | None:
@@ -107,9 +114,9 @@ def efficiency(region: dict) -> float:
 
 
 def guard(own: int, own_perf: float | None, region: dict, pred: RegionPrediction, elapsed_s: float,
-          window_s: float) -> int | str:
+          window_s: float) -> tuple[int, float] | str:
     """Whether exploring a region below its own count ``own`` can pay: the first count to
-    try, or a short reason why not.
+    try and the expected gain (relative performance), or a short reason why not.
 
     Potential gain: the larger of the window model's (its preferred count's predicted
     speedup over the own count's) and the stall bound's (own - 1 threads with no stalls
@@ -141,4 +148,4 @@ def guard(own: int, own_perf: float | None, region: dict, pred: RegionPrediction
     step_loss = max(0.0, at_own / speed[first] - 1.0) if at_own and speed.get(first) else own / first - 1.0
     if windows * gain / (1.0 + gain) < PAYBACK * step_loss:
         return "too few calls to pay"
-    return first
+    return first, gain
