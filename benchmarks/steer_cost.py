@@ -7,11 +7,12 @@ runs' stdout must be the unsteered ones' at the own count, or without those the 
 count's (the preload library never changes a program's output; a program that prints
 its team sizes prints other ones at another count).
 
-    python benchmarks/steer_cost.py [--runs 5] --own 2 [--best 1] [--no-own] 'CMD ARGS' ...
+    python benchmarks/steer_cost.py [--runs 5] --own 2 [--best 1] [--no-own] [--quiet] 'CMD ARGS' ...
 
 ``--no-own`` leaves out the unsteered run at the own count (for programs where it takes
-minutes, such as a lock convoy on a loaded machine).  The report goes to /dev/null; the
-environment apart from OMP_NUM_THREADS and CORECAST_* is the caller's.
+minutes, such as a lock convoy on a loaded machine).  The report goes to /dev/null (with
+``--quiet`` there is none, and a steered run skips the exit's fits); the environment
+apart from OMP_NUM_THREADS and CORECAST_* is the caller's.
 """
 from __future__ import annotations
 
@@ -26,11 +27,11 @@ import time
 from corecast._native import PRELOAD
 
 
-def one_run(cmd: list[str], threads: int, preload: bool, steer: bool) -> tuple[float, bytes]:
+def one_run(cmd: list[str], threads: int, preload: bool, steer: bool, quiet: bool) -> tuple[float, bytes]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CORECAST_")}
     env["OMP_NUM_THREADS"] = str(threads)
     if preload:
-        env.update(LD_PRELOAD=str(PRELOAD), CORECAST_STEER="1" if steer else "0")
+        env.update(LD_PRELOAD=str(PRELOAD), CORECAST_STEER="1" if steer else "0", CORECAST_QUIET="1" if quiet else "0")
     t0 = time.perf_counter()
     r = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=True)
     return time.perf_counter() - t0, r.stdout
@@ -42,6 +43,7 @@ def main() -> int:
     ap.add_argument("--own", type=int, required=True, help="the program's own thread count")
     ap.add_argument("--best", type=int, help="its best fixed count, timed too")
     ap.add_argument("--no-own", action="store_true", help="no unsteered run at the own count")
+    ap.add_argument("--quiet", action="store_true", help="no report: the exit's fits do not run")
     ap.add_argument("commands", nargs="+")
     args = ap.parse_args()
     sides = {} if args.no_own else {"own": (args.own, False, False)}
@@ -56,7 +58,7 @@ def main() -> int:
         names = list(sides)
         for i in range(args.runs):
             for name in names[i % len(names):] + names[: i % len(names)]:
-                t, out = one_run(cmd, *sides[name])
+                t, out = one_run(cmd, *sides[name], args.quiet)
                 times[name].append(t)
                 outputs[name].add(out)
         med = {s: statistics.median(v) for s, v in times.items()}

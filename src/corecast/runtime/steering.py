@@ -25,7 +25,7 @@ from .history import RegionHistory
 NOISE = 0.03  # relative window-to-window spread taken as no difference
 EFFICIENCY = 0.8  # thread time not lost to stalls above which a region is left alone
 PAYBACK = 2.0  # expected gain must cover the first step's expected loss this many times
-MIN_WINDOWS = 2  # expected windows still to come for any step: one to measure, one to use
+MIN_WINDOWS = 1  # expected windows still to come for any step (the guard charges the first)
 CALLS_PER_WINDOW = 4  # a window's measurement needs history.MIN_CALLS calls; twice that
 
 
