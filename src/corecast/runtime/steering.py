@@ -50,15 +50,19 @@ class RegionSteer:
                 return self.own
             first, self.expected_gain = verdict
             self.reason = ""
-            self.tuner = OPreSca(list(range(1, self.own + 1)), seeds=[self.own, first, max(1, first // 2)],
-                                 min_gain=NOISE, go_back=True)
+            # After the first count, halve the own count and then the first; the tuner skips
+            # seeds a unimodal curve cannot peak at.
+            seeds = [self.own, first, max(1, self.own // 2), max(1, first // 2)]
+            self.tuner = OPreSca(list(range(1, self.own + 1)), seeds=seeds, min_gain=NOISE, go_back=True)
             self.tuner.observe(self.own, history.perf(self.own) or 0.0)
         elif history.window_team is not None and history.window_perf:
             self.tuner.observe(history.window_team, history.window_perf)
         nxt = int(self.tuner.next_count())
-        windows = _outlook(region, elapsed_s, window_s)[1]
-        if self.tuner.converged or not _step_pays(self.tuner, nxt, windows, self.expected_gain):
+        if self.tuner.converged:
             return self._settle(history)
+        if not _step_pays(self.tuner, nxt, _outlook(region, elapsed_s, window_s)[1], self.expected_gain):
+            h = self.tuner.history
+            return max(h, key=h.get)  # not yet: the best so far, until the run has gone on longer
         if nxt != self.own:
             self.steps += 1
         return nxt
