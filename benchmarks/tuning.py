@@ -10,12 +10,18 @@ over several noise seeds.  ``ratio`` is Binsearch's mean summed loss over OPreSc
 The paper (PreSca/OPreSca, section 4.5) reports < 7 steps on average, < 3% final loss and
 a 2-3.5x lower summed loss than Binsearch (with its best fixed seeds).
 
-    python benchmarks/tuning.py [--datasets DIR] [--noise 0.02] [--seeds 10] [--verbose]
+``--decision-time`` times OPreSca's decisions instead (``observe``, fit included: the
+step the steering runs inside a profiled program, standard library only) over every curve.
+
+    python benchmarks/tuning.py [--datasets DIR] [--noise 0.02] [--seeds 10] [--quiet]
+    python benchmarks/tuning.py --decision-time
 """
 from __future__ import annotations
 
 import argparse
+import statistics
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -86,17 +92,42 @@ def print_table(title: str, results: dict[str, dict], verbose: bool = True) -> N
     print(f"summed-loss ratio Binsearch / OPreSca: {ratio:.2f}x\n")
 
 
+def decision_times(curves, noise: float, seeds: int) -> list[float]:
+    """Seconds per OPreSca decision (one ``observe``) over every curve and noise seed."""
+    times: list[float] = []
+    for _, counts, perf in curves:
+        for s in range(seeds):
+            tuner = OPreSca(counts, rng_seed=s)
+            observe = tuner.observe
+
+            def timed(c, p, observe=observe):
+                t0 = time.perf_counter()
+                observe(c, p)
+                times.append(time.perf_counter() - t0)
+
+            tuner.observe = timed
+            simulate(tuner, counts, perf, noise=noise, rng_seed=s)
+    return times
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", type=Path, default=DEFAULT_DATASETS)
     ap.add_argument("--noise", type=float, default=0.02, help="noise fraction of the noisy run (default 0.02)")
     ap.add_argument("--seeds", type=int, default=10, help="noise seeds averaged (default 10)")
     ap.add_argument("--quiet", action="store_true", help="averages only")
+    ap.add_argument("--decision-time", action="store_true", help="time OPreSca's decisions instead")
     args = ap.parse_args(argv)
     curves = load_curves(args.datasets)
     if not curves:
         print(f"no curves in {args.datasets}", file=sys.stderr)
         return 2
+    if args.decision_time:
+        t = sorted(decision_times(curves, args.noise, args.seeds))
+        print(f"OPreSca decisions: {len(t)} over {len(curves)} curves x {args.seeds} seeds (noise {args.noise:g}): "
+              f"median {statistics.median(t) * 1e3:.2f} ms, 95th percentile {t[int(0.95 * (len(t) - 1))] * 1e3:.2f} ms, "
+              f"max {t[-1] * 1e3:.2f} ms")
+        return 0
     print_table("noise-free", evaluate(curves, 0.0, 1), verbose=not args.quiet)
     print_table(f"noise {args.noise:g}, mean over {args.seeds} seeds",
                 evaluate(curves, args.noise, args.seeds), verbose=not args.quiet)

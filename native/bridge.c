@@ -112,8 +112,9 @@ static void load(void) {
 }
 
 int cc_model_predict(const struct cc_sample *s, struct cc_result *r) {
-    if (cc_cfg.quiet && !cc_cfg.output[0] && !cc_cfg.steer) {
-        /* Nobody would read a prediction: spare the program the interpreter's start. */
+    if (cc_cfg.quiet && !cc_cfg.output[0] && (!cc_cfg.steer || s->final)) {
+        /* Nobody would read a prediction (steering reads the windows' only): spare the
+         * program the interpreter's start, or the exit's fits. */
         r->status = -1;
         snprintf(r->note, sizeof r->note, "not needed (quiet, no output)");
         return -1;

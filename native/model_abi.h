@@ -5,7 +5,7 @@
 #ifndef CORECAST_MODEL_ABI_H
 #define CORECAST_MODEL_ABI_H
 
-#define CC_ABI_VERSION 5
+#define CC_ABI_VERSION 6
 /* Version of the JSON Lines records (CORECAST_OUTPUT) that `corecast replay` reads; 1: the
  * records written before they carried "schema".  Same number: corecast.runtime.samples. */
 #define CC_SAMPLE_SCHEMA 3
@@ -157,6 +157,10 @@ struct cc_region_prediction {
     /* JSON object members for the region's event, written by the model, e.g.
      * "predicted_nodes":[...],"preferred_nodes":4,"numa":{...}; "" if none. */
     char numa_json[4096];
+    /* Steering (ABI 5): windows run at a count other than the program's own while
+     * exploring, and why a steered region was never explored ("" once it was). */
+    int steer_steps;
+    char steer_reason[48];
 };
 
 struct cc_result {

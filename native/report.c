@@ -396,9 +396,17 @@ static void json_region(struct buf *b, const struct cc_sample *s, const struct c
     if (s->steer && !process) {
         put(b, ",\"steering\":{\"own\":%d,\"now\":%d,\"chosen\":", g->requested, g->steered_to);
         if (np && p->steer_chosen)
-            put(b, "%d,\"gain\":%.4g}", p->steer_chosen, p->steer_gain);
+            put(b, "%d,\"gain\":%.4g", p->steer_chosen, p->steer_gain);
         else
-            put(b, "null,\"gain\":null}");
+            put(b, "null,\"gain\":null");
+        put(b, ",\"steps\":%d,\"not_explored\":", np ? p->steer_steps : 0);
+        if (np && p->steer_reason[0]) { /* why exploring could not pay (the model's short text) */
+            char why[sizeof p->steer_reason + 1];
+            snprintf(why, sizeof why, "%.*s", (int)strnlen(p->steer_reason, sizeof p->steer_reason), p->steer_reason);
+            put_str(b, why);
+        } else
+            put(b, "null");
+        put(b, "}");
     }
     if (model_ok && p->numa_json[0]) /* object members written by the model */
         put(b, ",%.*s", (int)strnlen(p->numa_json, sizeof p->numa_json), p->numa_json);
@@ -706,11 +714,21 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
     for (int i = 0; ok && s->steer && i < s->nregions; i++) {
         const struct cc_region_sample *g = &s->regions[i];
         const struct cc_region_prediction *p = &r->regions[i];
-        if (strcmp(g->name, "process") && region_active(g) && p->steer_chosen) {
+        if (!strcmp(g->name, "process") || !region_active(g))
+            continue;
+        if (p->steer_chosen) {
             put(&b, "steering ");
             put_cell(&b, g->name, -1);
-            put(&b, ": %d threads (the program's own: %d), measured %+.0f%%\n", p->steer_chosen, g->requested,
-                100 * p->steer_gain);
+            put(&b, ": %d threads (the program's own: %d) after %d steps, measured %+.0f%%\n", p->steer_chosen,
+                g->requested, p->steer_steps, 100 * p->steer_gain);
+        } else if (p->steer_reason[0]) {
+            char why[sizeof p->steer_reason + 1];
+            snprintf(why, sizeof why, "%.*s", (int)strnlen(p->steer_reason, sizeof p->steer_reason), p->steer_reason);
+            put(&b, "steering ");
+            put_cell(&b, g->name, -1);
+            put(&b, ": not explored, %d threads kept: ", g->requested);
+            put_cell(&b, why, -1);
+            put(&b, "\n");
         }
     }
     for (int i = 0; cc_cfg.probe && i < s->nregions; i++) {

@@ -97,6 +97,7 @@ def _threads_and_env(one_thread: bool, env: dict[str, str]) -> dict:
         blas.one_thread = {one_thread}
         before = os.environ.get("OPENBLAS_NUM_THREADS")
         blas.load_numeric()
+        import scipy.optimize  # as a fit that needs it does, later
         libc = ctypes.CDLL(None)
         libc.getenv.restype = ctypes.c_char_p
         c_value = libc.getenv(b"OPENBLAS_NUM_THREADS")

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from corecast import kernels
+from corecast import smallfit
 from corecast.cli import main
 from corecast.tuning import Binsearch, OPreSca, simulate
 
@@ -150,7 +150,8 @@ def test_history_keeps_a_running_median():
 
 def test_failed_fits_never_raise(monkeypatch):
     counts = list(range(1, 25))
-    monkeypatch.setattr(kernels, "fit", lambda *a, **k: None)
+    monkeypatch.setattr(smallfit, "rational", lambda *a, **k: None)
+    monkeypatch.setattr(smallfit, "polynomial", lambda *a, **k: None)
     t = OPreSca(counts)
     curve = dict(zip(counts, usl(counts, 0.05, 0.002)))
     tried = drive(t, curve)
@@ -375,3 +376,38 @@ def test_tune_sim_bad_input(capsys, tmp_path, curve_csv, args, needle):
     bad.write_text("threads,time\n1,10\n2,fast\n")
     argv = ["tune-sim"] + [a.format(curve=curve_csv, short=short, bad=bad) for a in args]
     assert needle in assert_one_line_error(capsys, argv)
+
+
+# ---------------------------------------------------------------- go-back (steering)
+
+
+def test_go_back_returns_to_the_best_after_a_slower_interval():
+    counts = list(range(1, 17))
+    curve = {c: 100.0 * c / (1 + 0.01 * c * c) for c in counts}  # best at 10
+    t = OPreSca(counts, seeds=[16, 8, 4], min_gain=0.03, go_back=True)
+    assert t.next_count() == 16
+    t.observe(16, curve[16])
+    assert t.next_count() == 8
+    t.observe(8, curve[8])  # faster: the search goes on below the own count
+    assert t.next_count() == 4
+    t.observe(4, curve[4])  # slower than 8: back to 8 at once
+    assert t.next_count() == 8 and not t.converged
+    tried = drive(t, curve)
+    assert t.converged and abs(t.best - 10) <= 1
+    assert all(4 < c < 16 for c in tried)  # only inside the bracket around the best
+
+
+def test_go_back_skips_seeds_a_unimodal_curve_cannot_peak_at():
+    t = OPreSca(range(1, 17), seeds=[16, 8, 4], min_gain=0.03, go_back=True)
+    t.observe(16, 10.0)
+    t.observe(8, 6.0)  # halving the team made it slower
+    assert t.next_count() == 16  # go back; 4 lies outside the bracket (8, 16]
+    t.observe(16, 10.0)
+    assert t.converged and t.best == 16
+
+
+def test_go_back_ignores_differences_below_min_gain():
+    t = OPreSca(range(1, 17), seeds=[16, 8, 4], min_gain=0.03, go_back=True)
+    t.observe(16, 10.0)
+    t.observe(8, 9.8)  # 2% slower: noise, so no go-back interval, and 4 is outside (8, 16]
+    assert t.converged and t.next_count() == 16

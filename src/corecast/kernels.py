@@ -230,8 +230,9 @@ KERNELS.update({f"Poly{d}": polynomial(d) for d in range(1, 7)})
 
 PRESCA_KERNEL = ("Rat12", "Rat22", "Rat23", "Rat33", "CubicLn", "ExpRat")
 ESTIMA_KERNEL = ("Rat22", "Rat23", "Rat33", "CubicLn", "ExpRatE", "Poly25")
-# OPreSca's extrapolation type by number of measurements (SPEC section 2).
-OPRESCA_BY_COUNT = {3: "Rat11", 4: "Rat12", 5: "Rat22", 6: "Rat23"}
+# OPreSca's extrapolation type by number of measurements (SPEC section 2), fitted
+# online by smallfit; named here too so that the registry lists every kernel in use.
+from .smallfit import OPRESCA_BY_COUNT  # noqa: E402
 
 
 def get(name: str) -> Kernel:

@@ -34,12 +34,11 @@ Shared behaviour (``_Tuner``):
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+import random
+import statistics
+from typing import Callable, Optional, Sequence
 
-import numpy as np
-
-from . import kernels
-from .methods import presca
+from . import smallfit
 
 REPEATS = 5  # observations per count kept for the running median
 
@@ -101,7 +100,7 @@ class _Tuner:
 
     @property
     def history(self) -> dict[int, float]:
-        return {c: float(np.median(v)) for c, v in sorted(self._obs.items())}
+        return {c: float(statistics.median(v)) for c, v in sorted(self._obs.items())}
 
     # -- helpers for subclasses -----------------------------------------------------------
 
@@ -126,11 +125,9 @@ class _Tuner:
         self._converged = True
         return count
 
-    def _measured_arrays(self) -> tuple[np.ndarray, np.ndarray]:
+    def _measured(self) -> tuple[list[float], list[float]]:
         h = self.history
-        n = np.array(sorted(h), dtype=float)
-        y = np.array([h[int(c)] for c in n], dtype=float)
-        return n, y
+        return [float(c) for c in h], list(h.values())
 
     def _unmeasured(self, lo: float = -math.inf, hi: float = math.inf) -> list[int]:
         """Unmeasured candidates strictly between lo and hi."""
@@ -188,10 +185,11 @@ class OPreSca(_Tuner):
     that are exhausted or collide are replaced by random unmeasured candidates.
 
     With m >= 3 measurements: when the best measured count is strictly inside the
-    measured range the curve is interpolated with a polynomial of degree min(m-1, 6)
-    (``presca.interpolate(online=True)``), otherwise extrapolated with the rational kernel
-    ``kernels.OPRESCA_BY_COUNT[m]`` (Rat33 for m >= 7).  The tuner moves to the candidate
-    with the best predicted performance and has converged when that count was measured.
+    measured range the curve is interpolated with a polynomial of degree min(m-1, 6),
+    otherwise extrapolated with the rational kernel ``OPRESCA_BY_COUNT[m]`` (Rat33 for
+    m >= 7).  The tuner moves to the candidate with the best predicted performance and has
+    converged when that count was measured.  The fits are ``smallfit``'s (standard library
+    only), so the step runs inside a profiled program without numpy.
 
     Refinements over the paper's pseudo-code (all keep the algorithm's shape):
 
@@ -199,15 +197,19 @@ class OPreSca(_Tuner):
       (between its measured neighbours; beyond b when b is at an end of the measured
       range): for a unimodal curve the peak cannot be elsewhere, and polynomials and
       rational functions are least trustworthy far from the points they were fitted to.
-    * An extrapolating kernel whose prediction fails SPEC 1.5's realism filter
-      (``presca.realistic``) over the candidate range is replaced by the next simpler one
-      (Rat33 -> Rat23 -> ... -> Rat11); when every fit fails, the tuner takes a bisection
-      step inside the bracket instead (or converges on b when the bracket is closed).
+    * An extrapolating kernel whose prediction fails SPEC 1.5's realism filter over the
+      candidate range is replaced by the next simpler one (Rat33 -> Rat23 -> ... ->
+      Rat11); when every fit fails, the tuner takes a bisection step inside the bracket
+      instead (or converges on b when the bracket is closed).
     * When the predicted best is a measured count other than b, the fit contradicts the
       measurements and the tuner converges on the measured best b.
     * ``min_gain``: when the best predicted performance is less than ``min_gain`` (relative)
       above the best measured one, moving is not worth an interval: the tuner converges on
       b.  0 disables it (the paper's rule).
+    * ``go_back`` (online steering): after an interval measured worse than b by more than
+      ``min_gain``, the next interval runs b again before the search goes on; seeds
+      outside the bracket around b are skipped (a unimodal curve cannot peak there), and
+      with no seed left before 3 counts are measured the tuner converges on b.
     """
 
     def __init__(
@@ -217,11 +219,18 @@ class OPreSca(_Tuner):
         change_threshold: float = 0.15,
         rng_seed: int = 0,
         min_gain: float = 0.0,
+        go_back: bool = False,
     ):
-        self._rng = np.random.default_rng(rng_seed)
+        self._rng = random.Random(rng_seed)
         self._seed_spec = None if seeds is None else [int(s) for s in seeds]
         self.min_gain = float(min_gain)
+        self.go_back = bool(go_back)
+        self._last: Optional[int] = None  # count of the latest observation
         super().__init__(candidates, change_threshold)
+
+    def observe(self, count: int, perf: float) -> None:
+        self._last = int(count)
+        super().observe(count, perf)
 
     # -- seeds ---------------------------------------------------------------------------
 
@@ -239,61 +248,65 @@ class OPreSca(_Tuner):
         if not free:
             h = self.history
             return self._converge(max(h, key=lambda c: (h[c], -c)))
+        lo, hi = -math.inf, math.inf
+        if self.go_back and self._obs:
+            b, lo, hi = self._bracket()
         for s in self._seed_list():
-            if s not in self._obs:
+            if s not in self._obs and lo < s < hi:
                 return s
-        return int(self._rng.choice(free))
+        if self.go_back and self._obs:
+            # A line through two points peaks at one of them: nothing between to try.
+            return self._converge(b)
+        return self._rng.choice(free)
 
     # -- decision ------------------------------------------------------------------------
 
     def _decide(self) -> int:
+        if self.go_back and self._last is not None and self._obs:
+            h = self.history
+            b = self._bracket()[0]
+            if self._last != b and h.get(self._last, math.inf) < h[b] / (1.0 + self.min_gain):
+                return b  # that interval was slower: back to the best at once
         if len(self._obs) < 3:
             return self._next_seed()
         try:
             return self._predict_next()
-        except Exception:  # a numerical failure must never stop the application
+        except (ArithmeticError, ValueError):  # a numerical failure must never stop the application
             return self._bisect()
 
     def _predict_next(self) -> int:
-        n, y = self._measured_arrays()
-        m = n.size
+        n, y = self._measured()
+        m = len(n)
         b, lo, hi = self._bracket()
         region = [c for c in self.candidates if lo < c < hi]
         top = float(self.candidates[-1])
-        inside = n[0] < b < n[-1]
-        f = presca.interpolate(n, y, online=True) if inside else self._extrapolate(n, y, m, top)
+        if n[0] < b < n[-1]:
+            f = smallfit.polynomial(n, y, min(m - 1, 6), top)
+        else:
+            f = self._extrapolate(n, y, m, top)
         if f is None:
             return self._bisect()
-        grid = np.array(region, dtype=float)
-        with np.errstate(all="ignore"):
-            pred = np.asarray(f(grid), dtype=float)
-        ok = np.isfinite(pred) & (pred > 0)
-        if not np.any(ok):
+        pred = [(v, c) for c in region for v in [f(float(c))] if math.isfinite(v) and v > 0]
+        if not pred:
             return self._bisect()
-        pred = np.where(ok, pred, -np.inf)
-        i = int(np.argmax(pred))
-        choice = int(grid[i])
-        ybest = float(np.max(y))
+        best_pred, choice = max(pred, key=lambda vc: (vc[0], -vc[1]))
         if choice in self._obs:
             return self._converge(b)
-        if self.min_gain > 0 and pred[i] < ybest * (1.0 + self.min_gain):
+        if self.min_gain > 0 and best_pred < max(y) * (1.0 + self.min_gain):
             return self._converge(b)
         return choice
 
-    def _extrapolate(self, n: np.ndarray, y: np.ndarray, m: int, top: float):
+    def _extrapolate(self, n: list[float], y: list[float], m: int, top: float) -> Optional[Callable]:
         """The rational kernel for m points, or a simpler one when it fails or is unrealistic."""
         order = ["Rat33", "Rat23", "Rat22", "Rat12", "Rat11"]
-        first = kernels.OPRESCA_BY_COUNT.get(m, "Rat33")
+        first = smallfit.OPRESCA_BY_COUNT.get(m, "Rat33")
         lowest = float(self.candidates[0])
-        names = order[order.index(first):] if first in order else [first] + order
-        for name in names:
-            kf = kernels.fit(name, n, np.maximum(y, 1e-300), top)
-            if kf is None:
-                continue
+        for name in order[order.index(first):]:
+            f = smallfit.rational(n, y, int(name[3]), int(name[4]), top)
             # The realism filter runs from count 1; below the smallest candidate the
             # function is held constant so only the range the tuner uses is judged.
-            if presca.realistic(lambda q, kf=kf: kf(np.maximum(q, lowest)), top):
-                return kf
+            if f is not None and smallfit.realistic([f(max(q, lowest)) for q in range(1, int(math.ceil(top)) + 1)]):
+                return f
         return None
 
 
@@ -381,6 +394,8 @@ def simulate(
     if not (noise >= 0 and math.isfinite(noise)):
         raise ValueError("noise must be a finite number >= 0")
     top = max(table.values())
+    import numpy as np  # the noise generator only: the tuners themselves need no numpy
+
     rng = np.random.default_rng(rng_seed)
 
     def loss(c: int) -> float:

@@ -1,10 +1,8 @@
-"""The model inside a C program: while the program runs, the model loads neither numpy nor
-scipy (so their OpenBLAS starts no thread pool there), even for a region whose calls
-spread over team sizes, and the program's environment is the same after the model ran as
-before.  (The history fit at the exit loads them with one BLAS thread: test_startup.)"""
+"""The model inside a C program: numpy's and scipy's OpenBLAS start no thread pool there,
+and the program's environment is the same after the model ran as before."""
 from __future__ import annotations
 
-import json
+import os
 import re
 
 import pytest
@@ -12,8 +10,9 @@ import pytest
 from .helpers import clean_env, run
 
 # OpenMP regions at team sizes 1 and 2 for about 1 s: the model runs at each 200 ms
-# window's end with a region whose history has two team sizes (fitted at the exit only).
-# Then 300 ms of sleep (one more window), then the program looks at itself.
+# window's end, and at the exit, with two team sizes, fits the region's history (numpy
+# and scipy; windows use the one-sample model only).  The exit report runs as main
+# returns, before exit handlers: the program looks at itself in one.
 PROGRAM = r"""
 #include <dirent.h>
 #include <omp.h>
@@ -29,14 +28,10 @@ static double now(void) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-int main(void) {
-    double t0 = now(), sum = 0;
-    for (int k = 0; now() - t0 < 1.0; k++) {
-#pragma omp parallel for num_threads(1 + k % 2) reduction(+ : sum)
-        for (int i = 0; i < 200000; i++)
-            sum += i * 0.5;
-    }
-    usleep(300000);
+static double sum;
+
+static void look(void) {
+    usleep(300000); /* the sampler thread, done with the exit report, ends meanwhile */
     int tasks = 0;
     DIR *d = opendir("/proc/self/task");
     for (struct dirent *e; (e = readdir(d));)
@@ -50,6 +45,16 @@ int main(void) {
     fclose(m);
     const char *v = getenv("OPENBLAS_NUM_THREADS");
     printf("threads=%d openblas_mapped=%d OPENBLAS_NUM_THREADS=%s sum=%g\n", tasks, blas, v ? v : "(unset)", sum > 0 ? 1.0 : 0.0);
+}
+
+int main(void) {
+    atexit(look);
+    double t0 = now();
+    for (int k = 0; now() - t0 < 1.0; k++) {
+#pragma omp parallel for num_threads(1 + k % 2) reduction(+ : sum)
+        for (int i = 0; i < 200000; i++)
+            sum += i * 0.5;
+    }
     return 0;
 }
 """
@@ -62,7 +67,7 @@ def _look(out: bytes) -> dict[str, str]:
 
 
 @pytest.mark.parametrize("preset", [None, "3"])
-def test_model_loads_no_blas_while_the_program_runs(build, lib, tmp_path, preset):
+def test_model_starts_no_blas_threads_and_leaves_the_environment(build, lib, tmp_path, preset):
     exe = build("blas_threads", PROGRAM, "-fopenmp")
     env = clean_env()
     for var in ("OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS", "OMP_NUM_THREADS"):
@@ -75,9 +80,9 @@ def test_model_loads_no_blas_while_the_program_runs(build, lib, tmp_path, preset
     assert without.returncode == 0, without.stderr
     assert with_model.returncode == 0, with_model.stderr
     a, b = _look(without.stdout), _look(with_model.stdout)
-    assert not a["blas"] and not b["blas"]
-    assert b["threads"] == a["threads"]
-    # The region ran at both sizes, so the old per-window fit would have loaded numpy.
-    region = next(json.loads(x) for x in out.read_text().splitlines() if '"event":"region"' in x)
-    assert {t["threads"] for t in region["by_team"]} == {1, 2}
+    assert not a["blas"]
+    # Only the model's history fit loads numpy here: without it the checks below prove nothing.
+    assert b["blas"], "the model did not load numpy"
+    if len(os.sched_getaffinity(0)) >= 2:  # with one CPU OpenBLAS starts no pool anyway
+        assert b["threads"] == a["threads"]
     assert a["env"] == b["env"] == (preset or "(unset)")

@@ -24,6 +24,7 @@ def test_steering_settles_on_fewer_threads(build, lib, tmp_path):
     assert steering["own"] == 2
     assert steering["chosen"] == 1 and steering["now"] == 1
     assert steering["gain"] > 0
+    assert steering["steps"] >= 1 and steering["not_explored"] is None
     by_team = {t["threads"]: t["calls"] for t in region["by_team"]}
     assert set(by_team) == {1, 2}
     assert by_team[1] > by_team[2]  # most calls ran after steering took over
@@ -40,6 +41,8 @@ def test_steering_never_adds_threads(build, lib, tmp_path):
     (region,) = events(read_lines(out), "region")
     assert {t["threads"] for t in region["by_team"]} == {1}
     assert region["steering"]["chosen"] is None
+    assert region["steering"]["not_explored"] == "one thread"
+    assert "steering main._omp_fn.0: not explored, 1 threads kept: one thread" in proc.stderr.decode()
 
 
 def test_without_steering_the_team_is_the_programs(build, lib, tmp_path):

@@ -1,7 +1,7 @@
 """numpy and scipy for the model inside a profiled program, with one BLAS thread each.
 
 The runtime model is standard library only until a fit needs numpy and scipy (a region's
-history at several team sizes, steering).  Each of them loads its own OpenBLAS, whose
+history at several team sizes, at the exit).  Each of them loads its own OpenBLAS, whose
 load starts a pool of (cores - 1) threads unless OPENBLAS_NUM_THREADS says otherwise: 30
 threads on 16 cores that a C, C++ or Fortran program never asked for, for fits of a few
 points that need one.  So in corecast's own interpreter (a non-Python host: the model
@@ -21,16 +21,21 @@ import sys
 VAR = "OPENBLAS_NUM_THREADS"  # read by OpenBLAS before GOTO_ and OMP_NUM_THREADS
 MODULES = ("numpy", "scipy.optimize")  # what the model's fits import
 one_thread = False  # set by the model library's init code when the host is not Python
+_loaded = False
 
 
 def load_numeric() -> None:
-    """Import numpy and scipy.optimize unless already imported (see the module's text)."""
-    if all(m in sys.modules for m in MODULES):
+    """Import numpy, with scipy's OpenBLAS loaded as well where it must start no threads
+    (see the module's text).  scipy.optimize itself is imported by the fits that need it,
+    which then find its OpenBLAS loaded: its import is half a second of CPU, and a
+    region's history at two team sizes (a steered region's, often) is fitted without it."""
+    global _loaded
+    if _loaded:
         return
     if one_thread:
         _load_blas_single_threaded()
-    for name in MODULES:
-        importlib.import_module(name)
+    importlib.import_module("numpy")
+    _loaded = True
 
 
 def _bundled_blas() -> list[str]:

@@ -123,9 +123,12 @@ def predict_window(regions: list[dict], target: int, measured_cores: int, predic
     return preds
 
 
-def _steer(region: dict, sample: object, out: object) -> None:
+def _steer(ffi: object, region: dict, pred: RegionPrediction, sample: object, out: object) -> None:
     """Steering decisions for one region into ``out`` (live runs only)."""
-    if not (sample.steer and not region["nested"] and region["requested"] >= 2):
+    if not sample.steer:
+        return
+    if region["nested"] or region["requested"] < 2:
+        _put(ffi, out.steer_reason, "nested" if region["nested"] else "one thread")
         return
     from .steering import RegionSteer
 
@@ -135,9 +138,11 @@ def _steer(region: dict, sample: object, out: object) -> None:
     if steer is None:
         steer = _steering[key] = RegionSteer(region["requested"])
     if not sample.final:
-        out.next_threads = steer.step(history)
+        out.next_threads = steer.step(history, region, pred, sample.elapsed_s, sample.window_s)
     out.steer_chosen = steer.chosen() or 0
     out.steer_gain = steer.gain(history) or 0.0
+    out.steer_steps = steer.steps
+    _put(ffi, out.steer_reason, steer.reason)
 
 
 _numa = None  # runtime.numa.NumaState once a target machine is named
@@ -245,7 +250,7 @@ def predict_sample(ffi: object, sample: object, result: object) -> int:
         preds = predict_window(regions, sample.target, *_machines(sample), _histories, bool(sample.final))
         for i, (region, pred) in enumerate(zip(regions, preds)):
             if region["name"] != "process":
-                _steer(region, sample, result.regions[i])
+                _steer(ffi, region, pred, sample, result.regions[i])
             _encode(ffi, result.regions[i], pred)
         _predict_nodes(ffi, sample, regions, result)
         _predicted_for(ffi, sample, result)

@@ -4,34 +4,152 @@ Each sampler window is one scheduling interval.  The region's calls per second o
 time at the team size it ran with is the interval's performance; OPreSca answers with the
 team size for the next window.  Candidates are 1 .. the program's own count: steering
 only ever shrinks a team, and the C side never applies it inside another team.
+
+Steering must never cost more than it can gain, so a region is explored only when it can
+pay (``guard``): the program's own count was measured, a smaller team can plausibly be
+faster (the thread time lost to stalls at the own count leaves room for it, or the
+window's contention model prefers fewer threads), and the time the region is expected
+to run on (as long again as it has run: calls so far over elapsed time, times the elapsed
+time) earns back the first step's expected loss several times over.  The search then
+goes back to the best measured count at once after a step that was slower, stops when
+the predicted gain is below the measurement noise, and keeps the program's own count
+unless the chosen one is measured faster by more than that noise.  The decision is the
+standard library's only (``tuning`` on ``smallfit``): no numpy or scipy in the host.
 """
 from __future__ import annotations
 
-from .blas import load_numeric
+from ..tuning import OPreSca
+from .bound import RegionPrediction
 from .history import RegionHistory
+
+NOISE = 0.03  # relative window-to-window spread taken as no difference
+EFFICIENCY = 0.8  # thread time not lost to stalls above which a region is left alone
+PAYBACK = 2.0  # expected gain must cover the first step's expected loss this many times
+MIN_WINDOWS = 1  # expected windows still to come for any step (the guard charges the first)
+CALLS_PER_WINDOW = 4  # a window's measurement needs history.MIN_CALLS calls; twice that
 
 
 class RegionSteer:
     def __init__(self, own: int) -> None:
-        load_numeric()  # numpy/scipy: only in steered runs
-        from ..tuning import OPreSca
-
         self.own = own
-        self.tuner = OPreSca(list(range(1, own + 1)))
+        self.tuner: OPreSca | None = None  # created when exploring starts
+        self.settled: int | None = None  # the count kept once exploring stopped
+        self.steps = 0  # windows run at another count than the program's own
+        self.reason = "not measured yet"  # why the region was not explored ("" once it was)
+        self.expected_gain = 0.0  # the guard's, relative performance
 
-    def step(self, history: RegionHistory) -> int:
+    def step(self, history: RegionHistory, region: dict, pred: RegionPrediction, elapsed_s: float,
+             window_s: float) -> int:
         """Feed the last window's measurement; the team size for the next window."""
-        if history.window_team is not None and history.window_perf:
+        if self.settled is not None:
+            return self.settled
+        if self.tuner is None:
+            verdict = guard(self.own, history.perf(self.own), region, pred, elapsed_s, window_s)
+            if isinstance(verdict, str):
+                self.reason = verdict
+                return self.own
+            first, self.expected_gain = verdict
+            self.reason = ""
+            # After the first count, halve the own count and then the first; the tuner skips
+            # seeds a unimodal curve cannot peak at.
+            seeds = [self.own, first, max(1, self.own // 2), max(1, first // 2)]
+            self.tuner = OPreSca(list(range(1, self.own + 1)), seeds=seeds, min_gain=NOISE, go_back=True)
+            self.tuner.observe(self.own, history.perf(self.own) or 0.0)
+        elif history.window_team is not None and history.window_perf:
             self.tuner.observe(history.window_team, history.window_perf)
-        return int(self.tuner.next_count())
+        nxt = int(self.tuner.next_count())
+        if self.tuner.converged:
+            return self._settle(history)
+        if not _step_pays(self.tuner, nxt, _outlook(region, elapsed_s, window_s)[1], self.expected_gain):
+            h = self.tuner.history
+            return max(h, key=h.get)  # not yet: the best so far, until the run has gone on longer
+        if nxt != self.own:
+            self.steps += 1
+        return nxt
+
+    def _settle(self, history: RegionHistory) -> int:
+        """Stop exploring: the best measured count, unless it beats the own count by less than noise."""
+        best = self.tuner.best if self.tuner.converged else max(self.tuner.history, key=self.tuner.history.get)
+        gain = _gain(history, best, self.own)
+        self.settled = best if gain is not None and gain > NOISE else self.own
+        return self.settled
 
     def chosen(self) -> int | None:
-        return int(self.tuner.best) if self.tuner.converged and self.tuner.best else None
+        return self.settled
 
     def gain(self, history: RegionHistory) -> float | None:
         """Measured perf(chosen) / perf(program's own count) - 1."""
-        chosen = self.chosen()
-        if chosen is None:
-            return None
-        mine, theirs = history.perf(chosen), history.perf(self.own)
-        return mine / theirs - 1.0 if mine and theirs else None
+        return None if self.settled is None else _gain(history, self.settled, self.own)
+
+
+def _step_pays(tuner: OPreSca, nxt: int, windows: float, gain: float) -> bool:
+    """Whether one more window at ``nxt`` can pay: a step below the best measured count b
+    loses at most b / nxt - 1 of a window (linear scaling), against the guard's expected
+    gain over the windows still to come.  The first step was charged by the guard."""
+    h = tuner.history
+    if len(h) < 2:
+        return True
+    b = max(h, key=h.get)
+    loss = max(0.0, b / nxt - 1.0) if nxt not in h else 0.0
+    return windows >= MIN_WINDOWS and windows * gain / (1.0 + gain) >= PAYBACK * loss
+
+
+def _gain(history: RegionHistory, team: int, own: int) -> float | None:
+    mine, theirs = history.perf(team), history.perf(own)
+    return mine / theirs - 1.0 if mine and theirs else None
+
+
+def _outlook(region: dict, elapsed_s: float, window_s: float) -> tuple[float, float]:
+    """The region's calls per window and windows still to come, expecting the program to
+    run on for as long as it has run (remaining calls = calls / elapsed x elapsed)."""
+    if elapsed_s <= 0 or window_s <= 0:
+        return 0.0, 0.0
+    horizon = elapsed_s
+    rate = region["calls"] / elapsed_s
+    return rate * window_s, horizon / window_s
+
+
+def efficiency(region: dict) -> float:
+    """Share of the region's thread time not lost to stalls (at the count it ran with)."""
+    thread_s = region["threads"] * region["wall_s"]
+    if thread_s <= 0:
+        return 1.0
+    return max(0.0, 1.0 - sum(region["stalls_s"].values()) / thread_s)
+
+
+def guard(own: int, own_perf: float | None, region: dict, pred: RegionPrediction, elapsed_s: float,
+          window_s: float) -> tuple[int, float] | str:
+    """Whether exploring a region below its own count ``own`` can pay: the first count to
+    try and the expected gain (relative performance), or a short reason why not.
+
+    Potential gain: the larger of the window model's (its preferred count's predicted
+    speedup over the own count's) and the stall bound's (own - 1 threads with no stalls
+    against the own count at its measured efficiency E: (own - 1) / (own E) - 1).  The
+    first step's expected loss is the model's predicted slowdown there, for one window.
+    """
+    if not own_perf:
+        return "not measured yet"
+    e = efficiency(region)
+    speed = dict(zip(pred.threads, pred.speedup))
+    preferred = pred.preferred if 1 <= pred.preferred < own and pred.preferred in speed else None
+    if e >= EFFICIENCY and preferred is None:
+        return f"efficient ({e:.0%} of thread time busy)"
+    at_own = speed.get(own)
+    g_model = speed[preferred] / at_own - 1.0 if preferred and at_own else 0.0
+    g_bound = (own - 1) / (own * e) - 1.0 if e > 0 else 1.0
+    gain = max(g_model, g_bound)
+    if gain <= NOISE:
+        return f"no room to gain ({e:.0%} of thread time busy)"
+    first = preferred or max(1, own // 2)
+    per_window, windows = _outlook(region, elapsed_s, window_s)
+    if per_window < CALLS_PER_WINDOW:  # a window at another count would measure nothing
+        return "too few calls per window"
+    if windows < MIN_WINDOWS:
+        return "too early"
+    # One window at the first count, in windows of region time lost (the model's slowdown
+    # there; linear scaling, the worst a region with stalls can do, where it has none),
+    # against the share of the remaining windows' region time a gain would save.
+    step_loss = max(0.0, at_own / speed[first] - 1.0) if at_own and speed.get(first) else own / first - 1.0
+    if windows * gain / (1.0 + gain) < PAYBACK * step_loss:
+        return "too few calls to pay"
+    return first, gain

@@ -1,0 +1,57 @@
+"""A simulated OpenMP region driven through the runtime's window path (``bridge.
+predict_window`` with final=False, then ``RegionSteer.step``), for the steering tests.
+Standard library only: the no-numpy test imports it in a fresh interpreter."""
+from __future__ import annotations
+
+from corecast.runtime.bridge import predict_window
+from corecast.runtime.samples import region_from_record
+from corecast.runtime.steering import RegionSteer
+
+
+class SimRegion:
+    """``per_call(k)``: seconds per call at team k; ``stall_share(k)``: share of the thread
+    time lost to ``category`` stalls at team k.  The region fills ``busy`` of every window."""
+
+    def __init__(self, own, per_call, stall_share, category="critical", window_s=0.2, busy=0.9):
+        self.own, self.per_call, self.stall_share, self.category = own, per_call, stall_share, category
+        self.window_s, self.busy = window_s, busy
+        self.hist: dict[int, list[float]] = {}
+        self.stalls = 0.0
+        self.elapsed = 0.0
+        self.team = own
+        self.teams: list[int] = []  # team of every window
+        self.histories: dict = {}
+        self.steer = RegionSteer(own)
+
+    def record(self) -> dict:
+        calls = sum(int(c) for c, _ in self.hist.values())
+        wall = sum(w for _, w in self.hist.values())
+        return region_from_record({
+            "name": "main._omp_fn.0", "object": "sim", "runtime": "openmp", "threads": self.own,
+            "calls": calls, "wall_s": wall, "requested": self.own,
+            "stalls_s": {self.category: self.stalls},
+            "counters": {"busy_s": self.own * wall - self.stalls, "serial_s": 0.0},
+            "by_team": [{"threads": t, "calls": int(c), "wall_s": w} for t, (c, w) in sorted(self.hist.items())],
+        })
+
+    def window(self) -> int:
+        """Run one window at the current team, then let steering decide; the next team."""
+        k = self.team
+        self.teams.append(k)
+        wall = self.busy * self.window_s
+        calls = int(wall / self.per_call(k))
+        entry = self.hist.setdefault(k, [0, 0.0])
+        entry[0] += calls
+        entry[1] += calls * self.per_call(k)
+        self.stalls += self.stall_share(k) * k * calls * self.per_call(k)
+        self.elapsed += self.window_s
+        region = self.record()
+        (pred,) = predict_window([region], self.own, self.own, self.own, self.histories, final=False)
+        history = self.histories[("main._omp_fn.0", "sim")]
+        self.team = self.steer.step(history, region, pred, self.elapsed, self.window_s)
+        return self.team
+
+    def run(self, windows: int) -> "SimRegion":
+        for _ in range(windows):
+            self.window()
+        return self
