@@ -102,7 +102,20 @@ struct cc_gomp {
 };
 
 /* The libgomp view for a caller (a return address); never NULL, but a member may be
- * NULL when no libgomp defines it (the wrapper then has nothing to call). */
-const struct cc_gomp *cc_gomp_for(const void *caller);
+ * NULL when no libgomp defines it (the wrapper then has nothing to call).  Every OpenMP
+ * wrapper starts with it, so the lookup among the views already made is inline and its
+ * data hidden (no PLT or GOT on the way); resolve.c makes a caller's view once. */
+#define CC_MAX_VIEWS 8
+extern struct cc_gomp cc_views[CC_MAX_VIEWS] __attribute__((visibility("hidden")));
+extern int cc_nviews __attribute__((visibility("hidden"))); /* published with release stores */
+const struct cc_gomp *cc_gomp_new_view(const void *caller) __attribute__((visibility("hidden")));
+
+static inline const struct cc_gomp *cc_gomp_for(const void *caller) {
+    int n = __atomic_load_n(&cc_nviews, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n; i++)
+        if ((const char *)caller >= cc_views[i].lo && (const char *)caller < cc_views[i].hi)
+            return &cc_views[i];
+    return cc_gomp_new_view(caller);
+}
 
 #endif

@@ -146,9 +146,8 @@ static const struct {
 #undef ENTRY
 };
 
-#define CC_MAX_VIEWS 8
-static struct cc_gomp views[CC_MAX_VIEWS];
-static int nviews; /* published with release stores */
+struct cc_gomp cc_views[CC_MAX_VIEWS];
+int cc_nviews;
 static struct cc_gomp fallback_view;
 static int fallback_ready;
 
@@ -159,28 +158,24 @@ static void fill_view(struct cc_gomp *v, const void *caller) {
     }
 }
 
-const struct cc_gomp *cc_gomp_for(const void *caller) {
-    int n = __atomic_load_n(&nviews, __ATOMIC_ACQUIRE);
-    for (int i = 0; i < n; i++)
-        if ((const char *)caller >= views[i].lo && (const char *)caller < views[i].hi)
-            return &views[i];
-    /* Slow path, once per calling object.  A spin flag, not a mutex: our own mutex
-     * wrappers must stay out of this. */
+/* cc_gomp_for's slow path, once per calling object (and for callers in no object).  A
+ * spin flag, not a mutex: our own mutex wrappers must stay out of this. */
+const struct cc_gomp *cc_gomp_new_view(const void *caller) {
     static int busy;
     while (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
         ;
     const struct cc_gomp *out = NULL;
-    n = nviews;
-    for (int i = 0; i < n && !out; i++)
-        if ((const char *)caller >= views[i].lo && (const char *)caller < views[i].hi)
-            out = &views[i];
+    int n = cc_nviews;
+    for (int i = 0; i < n && !out; i++) /* made by another thread meanwhile */
+        if ((const char *)caller >= cc_views[i].lo && (const char *)caller < cc_views[i].hi)
+            out = &cc_views[i];
     const char *lo, *hi;
     if (!out && n < CC_MAX_VIEWS && object_range(caller, &lo, &hi)) {
-        struct cc_gomp *v = &views[n];
+        struct cc_gomp *v = &cc_views[n];
         fill_view(v, caller);
         v->lo = lo;
         v->hi = hi;
-        __atomic_store_n(&nviews, n + 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&cc_nviews, n + 1, __ATOMIC_RELEASE);
         out = v;
     }
     if (!out) {
