@@ -661,13 +661,13 @@ def _check_sweep_entry(path: str, i: int, entry) -> None:
         if key not in entry:
             raise InputError(f"{where}: no \"{key}\" key")
     n = entry["threads"]
-    if _finite(n) is None or n < 1 or n != int(n):
+    if json_number(n) is None or n < 1 or n != int(n):
         raise InputError(f"{where}: \"threads\" {_short(n)} must be a whole number >= 1")
     t = entry["time_s"]
-    if _finite(t) is None or t <= 0:
+    if json_number(t) is None or t <= 0:
         raise InputError(f"{where}: \"time_s\" {_short(t)} must be a positive number")
     d = entry.get("spread_s")
-    if d is not None and (_finite(d) is None or d < 0):
+    if d is not None and (json_number(d) is None or d < 0):
         raise InputError(f"{where}: \"spread_s\" {_short(d)} must be a number >= 0")
     stalls = entry.get("stalls_s")
     if stalls is None:
@@ -677,12 +677,13 @@ def _check_sweep_entry(path: str, i: int, entry) -> None:
     for name, s in stalls.items():
         if not name.strip():
             raise InputError(f"{where}: \"stalls_s\" has an empty category name")
-        if _finite(s) is None or s < 0:
+        if json_number(s) is None or s < 0:
             raise InputError(f"{where}: \"stalls_s\" {_short(name)}: {_short(s)} must be a number >= 0")
 
 
-def _finite(x) -> float | None:
-    """``x`` as a float if it is a finite JSON number (not a boolean), else None."""
+def json_number(x: object) -> float | None:
+    """``x`` as a float if it is a finite JSON number (not a boolean), else None.
+    (``finite_number`` parses text; this checks an already-decoded JSON value.)"""
     if not isinstance(x, (int, float)) or isinstance(x, bool):
         return None
     try:

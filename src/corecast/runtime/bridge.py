@@ -12,13 +12,8 @@ from .bound import predict_region as bound_region
 from .contention import compose_process
 from .contention import predict_process as one_sample_process
 from .contention import predict_region as one_sample_region
+from .abi import MAX_NODES, MAX_PRED, STALLS
 from .history import RegionHistory, anchor_t1, combine, extrapolate, mostly_at, probe_basis
-
-# Same order as the CC_STALL_* constants in native/model_abi.h.
-STALLS = ("mutex", "condvar", "pthread_barrier", "rwlock", "semaphore", "critical",
-          "atomic", "omp_lock", "omp_barrier", "imbalance", "runqueue", "mpi_p2p", "mpi_collective")
-MAX_PRED = 64
-MAX_NODES = 16
 
 
 def decode_region(ffi: object, g: object) -> dict:

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 
 from ..numa.topology import parse_cpulist, topology
 from ..numa.topology import read_text as _read
+from .abi import MAX_NODES
 
 ROLES = ("cycles", "llc", "bus", "mct")  # bit order of CC_NUMA_CYCLES .. CC_NUMA_MCT
-MAX_NODES = 16                           # CC_MAX_NODES
 MAX_EVENTS = 256                         # CC_NUMA_MAX_EVENTS in native/numa.c
 FORMAT_VERSION = "v1"
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from ..errors import InputError
 from ..fileio import read_text, shown
-from .bridge import STALLS
+from .abi import STALLS
 
 SCHEMA = 3          # the version this library writes (CC_SAMPLE_SCHEMA in native/model_abi.h)
 SCHEMAS = (1, 2, 3)  # the versions it reads
