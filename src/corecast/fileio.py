@@ -29,6 +29,7 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Iterable
 
+from . import settings
 from .errors import InputError
 
 if TYPE_CHECKING:
@@ -50,7 +51,6 @@ if TYPE_CHECKING:
 # - every failure is an ``InputError`` (``OutputError`` when writing) whose one line
 #   names the file (printably).
 
-MAX_INPUT_ENV = "CORECAST_MAX_INPUT_MB"
 DEFAULT_MAX_INPUT_MB = 64
 STDIO = "-"
 # Paths that name one of this process's open descriptors: written through it (its file
@@ -83,7 +83,7 @@ def shown(path: str | os.PathLike) -> str:
 
 def input_limit() -> int:
     """The most bytes one input file may have: ``CORECAST_MAX_INPUT_MB`` MiB (default 64)."""
-    raw = os.environ.get(MAX_INPUT_ENV, "").strip()
+    raw = os.environ.get(settings.MAX_INPUT_MB, "").strip()
     if not raw:
         return DEFAULT_MAX_INPUT_MB << 20
     try:
@@ -91,13 +91,13 @@ def input_limit() -> int:
     except ValueError:
         mb = math.nan
     if not (math.isfinite(mb) and mb > 0):
-        raise InputError(f"{MAX_INPUT_ENV}={printable(raw)!r}: not a positive number of MiB")
+        raise InputError(f"{settings.MAX_INPUT_MB}={printable(raw)!r}: not a positive number of MiB")
     return math.ceil(mb * (1 << 20))
 
 
 def _too_large(path: str, limit: int) -> InputError:
     return InputError(f"{shown(path)}: larger than the input limit of {limit / (1 << 20):.4g} MiB "
-                      f"(set {MAX_INPUT_ENV} to raise it)")
+                      f"(set {settings.MAX_INPUT_MB} to raise it)")
 
 
 def _read_error(path: str, exc: OSError) -> InputError:

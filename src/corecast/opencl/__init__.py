@@ -16,8 +16,6 @@ from .hook import instrument, profiler, uninstrument
 
 __all__ = ["instrument", "uninstrument", "profiler", "autoload_dir", "autoload_env"]
 
-ENV_FLAG = "CORECAST_OPENCL"
-
 
 def autoload_dir() -> str:
     """The folder whose ``sitecustomize`` instruments Python programs ``corecast run`` starts."""

@@ -22,7 +22,8 @@ from __future__ import annotations
 import os
 import sys
 
-ENV_FLAG = "CORECAST_OPENCL"  # "1" / "0": the sitecustomize instruments this process or not
+from .. import settings
+
 PRELOAD_NAME = "libcorecast_preload"  # without the flag: instrument under the preload library
 TARGET = "pyopencl"
 
@@ -46,7 +47,7 @@ def warn(message: str) -> None:
 
 
 def disabled() -> bool:
-    return os.environ.get("CORECAST_DISABLE", "").strip() == "1"
+    return os.environ.get(settings.DISABLE, "").strip() == "1"
 
 
 class _Loader:
@@ -224,7 +225,7 @@ def wanted(environ=None) -> bool:
     ``CORECAST_OPENCL=1`` or ``0`` says so; unset, the preload library in ``LD_PRELOAD``
     (``corecast run``, ``corecast sweep``) does."""
     environ = os.environ if environ is None else environ
-    flag = environ.get(ENV_FLAG, "").strip()
+    flag = environ.get(settings.OPENCL, "").strip()
     if flag:
         return flag == "1"
     return PRELOAD_NAME in environ.get("LD_PRELOAD", "")

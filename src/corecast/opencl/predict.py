@@ -23,10 +23,11 @@ from __future__ import annotations
 import math
 import os
 
+from .. import settings
+
 LOCK_WAITS = ("mutex", "rwlock")
 IDLE_WAITS = ("condvar", "pthread_barrier", "semaphore")
 SHOWN = ("imbalance",) + LOCK_WAITS + IDLE_WAITS + ("runqueue",)  # a kernel's stalls_s
-MACHINE_ENV = "CORECAST_TARGET_MACHINE"  # machine description (corecast run --target-machine)
 
 
 def work_groups(kernel) -> int | None:
@@ -142,7 +143,7 @@ def memory_model(kernel, machine: str | None = None):
     A process runs its kernels at one compute-unit count and no per-kernel memory counters
     are read, so the memory traffic is unknown: the prediction is the kernel's own
     contention model at k nodes' cores, and its basis says so."""
-    path = machine or os.environ.get(MACHINE_ENV) or None
+    path = machine or os.environ.get(settings.TARGET_MACHINE) or None
     if path is None or kernel.device_type != "cpu" or region(kernel) is None:
         return None
     from ..runtime import numa

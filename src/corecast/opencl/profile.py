@@ -44,6 +44,7 @@ import os
 import threading
 import time
 
+from .. import settings
 from .hook import warn
 from .shim import Shim
 
@@ -138,7 +139,7 @@ class Profiler:
         self.cl = cl
         self._cl = cl._cl
         self.pid = os.getpid()
-        self.window_ns = env_int("CORECAST_WINDOW_MS", 10, 60000, WINDOW_MS_DEFAULT) * 1_000_000
+        self.window_ns = env_int(settings.WINDOW_MS, 10, 60000, WINDOW_MS_DEFAULT) * 1_000_000
         self.started_ns = time.monotonic_ns()
         self.active = False
         self.failed_reason: str | None = None

@@ -14,6 +14,7 @@ import os
 import sys
 import time
 
+from .. import settings
 from ..fileio import OutputError, append_lines, printable
 from ..runtime import channel
 from ..runtime.launcher import output_path, rank_identity
@@ -41,9 +42,9 @@ def _ms(ns: float) -> str:
 
 def settings() -> tuple[int, int, bool, str]:
     cores = os.cpu_count() or 1
-    target = env_int("CORECAST_TARGET", 1, 1024, cores)
-    quiet = os.environ.get("CORECAST_QUIET", "").strip() == "1"
-    output = output_path(os.environ.get("CORECAST_OUTPUT", ""), os.environ, os.getpid())
+    target = env_int(settings.TARGET, 1, 1024, cores)
+    quiet = os.environ.get(settings.QUIET, "").strip() == "1"
+    output = output_path(os.environ.get(settings.OUTPUT, ""), os.environ, os.getpid())
     return target, cores, quiet, output
 
 
