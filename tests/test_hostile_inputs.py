@@ -415,7 +415,7 @@ def test_opencl_table_escapes_kernel_and_device_names():
     import time
 
     from corecast.opencl import predict, report
-    from corecast.opencl.profile import KernelStats
+    from corecast.runtime.kernelstats import KernelStats
 
     k = KernelStats("k\x1b[31m", "dev\u202e", "cpu", 4)
     k.launches = k.completed = 10

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 from .. import settings
 from .._native import PRELOAD
 from ..fileio import hostile_symlink
+from .autoload import autoload_env
 
 PT_INTERP = 3
 
@@ -83,9 +84,7 @@ def preload_env(
     lib = str(library_path())
     current = env.get("LD_PRELOAD", "").strip()
     env["LD_PRELOAD"] = f"{current}:{lib}" if current else lib
-    from ..opencl import autoload_env  # Python programs: pyopencl kernels are measured
-
-    autoload_env(env)
+    autoload_env(env)  # Python programs: pyopencl kernels are measured
     if target is not None:
         env[settings.TARGET] = str(target)
     if window_ms is not None:
