@@ -14,7 +14,8 @@ An uncaught pyopencl error saying that there is no OpenCL platform or device, or
 missing pyopencl, ends as one line on stderr instead of a traceback (the exit status stays
 Python's, 1); every other exception is the program's own and left alone.
 
-Standard library only, and nothing imported at module level beyond ``os`` and ``sys``:
+Standard library only, and nothing imported at module level beyond ``os``, ``sys`` and two
+constant-or-one-function modules (``settings``, ``warn``):
 this module is imported at the start of every Python process ``corecast run`` starts.
 """
 from __future__ import annotations
@@ -23,6 +24,7 @@ import os
 import sys
 
 from .. import settings
+from .warn import warn
 
 PRELOAD_NAME = "libcorecast_preload"  # without the flag: instrument under the preload library
 TARGET = "pyopencl"
@@ -37,13 +39,6 @@ _atexit_registered = False
 NO_DEVICE_SIGNS = ("PLATFORM_NOT_FOUND", "no platforms found", "no devices found",
                    "DEVICE_NOT_FOUND", "clGetPlatformIDs failed",
                    "no CL platforms available")  # pyopencl 2025+: its own RuntimeError
-
-
-def warn(message: str) -> None:
-    """One ``corecast: warning: opencl: ...`` line on the original stderr (never raises)."""
-    from ..runtime import channel
-
-    channel.warn("opencl: " + message)
 
 
 def disabled() -> bool:
@@ -164,7 +159,11 @@ def _at_exit() -> None:
     if p is None or not _installed:
         return
     try:
-        p.finish()
+        kernels = p.finish()
+        if kernels:
+            from .report import report
+
+            report(p, kernels)
     except Exception as exc:
         warn(f"no report: {type(exc).__name__}: {exc}")
 

@@ -46,8 +46,8 @@ import time
 
 from .. import settings
 from ..runtime.kernelstats import KernelStats
-from .hook import warn
 from .shim import Shim
+from .warn import warn
 
 WINDOW_MS_DEFAULT = 200
 TICK_S = 0.002
@@ -512,10 +512,11 @@ class Profiler:
             self._finalize()
 
     # ---- the end ------------------------------------------------------------------------
-    def finish(self) -> None:
-        """Resolve what is left, then report (stderr table, JSON Lines)."""
+    def finish(self) -> list[KernelStats]:
+        """Resolve what is left; the kernels launched, for the exit report (none in a
+        forked child that inherited this profiler)."""
         if os.getpid() != self.pid:
-            return
+            return []
         self.stop = True
         self.wake.set()
         if self.thread is not None and self.thread is not threading.current_thread():
@@ -541,10 +542,7 @@ class Profiler:
             self.hidden_queues.clear()
             self.queues.clear()
             self.names.clear()
-        if kernels:
-            from .report import report
-
-            report(self, kernels)
+        return kernels
 
     def _after_fork(self) -> None:
         """A forked child starts with no launches of its own and reports alone."""

@@ -20,8 +20,8 @@ from ..runtime import channel
 from ..runtime.launcher import output_path, rank_identity
 from ..runtime.samples import SCHEMA
 from . import predict
-from .hook import warn
 from .profile import env_int
+from .warn import warn
 
 NAME_WIDTH = 34
 
@@ -40,7 +40,7 @@ def _ms(ns: float) -> str:
     return f"{s * 1e6:.0f}us"
 
 
-def settings() -> tuple[int, int, bool, str]:
+def run_settings() -> tuple[int, int, bool, str]:
     cores = os.cpu_count() or 1
     target = env_int(settings.TARGET, 1, 1024, cores)
     quiet = os.environ.get(settings.QUIET, "").strip() == "1"
@@ -204,7 +204,7 @@ def write_lines(path: str, lines: list[dict]) -> None:
 
 
 def report(prof, kernels: list) -> None:
-    target, cores, quiet, output = settings()
+    target, cores, quiet, output = run_settings()
     if quiet and not output:
         return
     kernels = sorted(kernels, key=lambda k: (-k.device_ns, k.name))
