@@ -414,7 +414,8 @@ def test_html_and_png_take_undecodable_and_control_characters(tmp_path):
 def test_opencl_table_escapes_kernel_and_device_names():
     import time
 
-    from corecast.opencl import predict, report
+    from corecast.opencl import report
+    from corecast.runtime import kernelmodel as predict
     from corecast.runtime.kernelstats import KernelStats
 
     k = KernelStats("k\x1b[31m", "dev\u202e", "cpu", 4)

@@ -6,8 +6,8 @@ import json
 import pytest
 
 from corecast import settings
-from corecast.opencl import predict
 from corecast.opencl.report import kernel_line, write_lines
+from corecast.runtime import kernelmodel as predict
 from corecast.runtime.kernelstats import KernelStats
 
 

@@ -45,12 +45,11 @@ import threading
 import time
 
 from .. import settings
-from ..runtime.kernelstats import KernelStats
+from ..runtime.kernelstats import TICK_S, KernelStats
 from .shim import Shim
 from .warn import warn
 
 WINDOW_MS_DEFAULT = 200
-TICK_S = 0.002
 MAX_SAMPLED_IN_FLIGHT = 64
 RESOLVE_EVERY = 256
 EXIT_WAIT_S = 5.0

@@ -1,9 +1,11 @@
 """The record of one OpenCL kernel's launches and its sample window: what
-``opencl.profile`` fills while the program runs, what ``opencl.predict`` reads, and what
+``opencl.profile`` fills while the program runs, what ``runtime.kernelmodel`` reads, and what
 ``runtime.samples`` rebuilds from a recorded ``kernel`` line for `corecast replay`.  It
 lives here, below both, so that reading a recording does not import the profiler.
 (Plain classes with __slots__: this is on every instrumented program's path.)"""
 from __future__ import annotations
+
+TICK_S = 0.002  # snapshot interval of a sampled launch (opencl.profile's thread)
 
 
 class Sample:

@@ -45,7 +45,7 @@ def short_launches(kernel) -> bool:
     """The sampled launches are shorter than the snapshot interval on average: idle time
     inside them is not resolved (the workers' time is shared out by device time), so their
     stalls are a lower bound."""
-    from .profile import TICK_S
+    from .kernelstats import TICK_S
 
     s = kernel.sample
     return bool(s.launches) and s.device_ns / s.launches < TICK_S * 1e9
@@ -109,8 +109,8 @@ def predict(kernel, target: int, cores: int):
     reg = region(kernel)
     if reg is None:
         return None
-    from ..runtime.bound import preferred_count
-    from ..runtime.contention import predict_region
+    from .bound import preferred_count
+    from .contention import predict_region
 
     if kernel.device_type != "cpu":
         cores = max(cores, target, reg["threads"])  # no CPU run queue to model
@@ -146,7 +146,7 @@ def memory_model(kernel, machine: str | None = None):
     path = machine or os.environ.get(settings.TARGET_MACHINE) or None
     if path is None or kernel.device_type != "cpu" or region(kernel) is None:
         return None
-    from ..runtime import numa
+    from . import numa
 
     state = _states.get(path)
     if state is None:
