@@ -9,8 +9,9 @@ from .helpers import NATIVE_SOURCE
 HEADER = (NATIVE_SOURCE / "model_abi.h").read_text()
 
 
-def _define(name: str) -> int:
-    return int(re.search(rf"#define {name} (\d+)", HEADER).group(1))
+def _define(name: str, source: str = "model_abi.h") -> int:
+    text = HEADER if source == "model_abi.h" else (NATIVE_SOURCE / source).read_text()
+    return int(re.search(rf"#define {name} (\d+)", text).group(1))
 
 
 def test_stall_names_are_the_c_names_in_c_order():
@@ -28,6 +29,12 @@ def test_stall_names_are_the_c_names_in_c_order():
 def test_sizes_match_the_header():
     assert abi.MAX_PRED == _define("CC_MAX_PRED")
     assert abi.MAX_NODES == _define("CC_MAX_NODES")
+    assert abi.MAX_THREADS == _define("CC_MAX_THREADS", "corecast.h")
+    assert abi.NUMA_MAX_EVENTS == _define("CC_NUMA_MAX_EVENTS", "numa.c")
+
+
+def test_numa_roles_are_in_bit_order():
+    assert [_define(f"CC_NUMA_{r.upper()}") for r in abi.NUMA_ROLES] == list(range(len(abi.NUMA_ROLES)))
 
 
 def test_subsets_are_drawn_from_the_names():

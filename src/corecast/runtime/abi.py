@@ -1,6 +1,6 @@
 """The Python side's copy of the C<->Python contract (native/model_abi.h, native/core.c's
-CC_STALL_NAMES): stall names in CC_STALL_* order and the array sizes of ``struct
-cc_sample``/``cc_result``.  Defined once here and checked against the C sources by
+CC_STALL_NAMES, the sizes in corecast.h and numa.c): stall names in CC_STALL_* order, NUMA
+counter roles in CC_NUMA_* bit order, and array sizes.  Defined once here and checked against the C sources by
 tests/runtime/test_abi.py; the header is not shipped with the package and this module is
 imported by every profiled program, so it stays plain constants (no parsing, no imports)."""
 
@@ -16,3 +16,6 @@ SYNC_WAITS = tuple(s for s in THREAD_STALLS if s not in ("imbalance", "runqueue"
 
 MAX_PRED = 64    # CC_MAX_PRED
 MAX_NODES = 16   # CC_MAX_NODES
+MAX_THREADS = 1024       # CC_MAX_THREADS (corecast.h): rows of corecast_thread_waits
+NUMA_ROLES = ("cycles", "llc", "bus", "mct")  # bit order of CC_NUMA_CYCLES .. CC_NUMA_MCT
+NUMA_MAX_EVENTS = 256    # CC_NUMA_MAX_EVENTS (numa.c)
