@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from cli_checks import assert_one_line_error
-from corecast import fileio
+from corecast import fileio, settings
 from corecast.cli import main
 from corecast.entities import InputError
 from corecast.fileio import OutputError, append_lines, printable, read_bytes, read_text, write_file
@@ -246,7 +246,7 @@ def test_dash_reads_standard_input_from_a_pipe():
 def test_dev_zero_is_one_line_error(capsys):
     err = assert_one_line_error(capsys, ["predict", "/dev/zero"])
     assert "/dev/zero: larger than the input limit of 64 MiB" in err
-    assert fileio.MAX_INPUT_ENV in err
+    assert settings.MAX_INPUT_MB in err
 
 
 def test_limit_is_set_by_the_environment(tmp_path, monkeypatch, capsys):
@@ -254,16 +254,16 @@ def test_limit_is_set_by_the_environment(tmp_path, monkeypatch, capsys):
     big.write_text("threads,time\n" + "1,1\n2,0.6\n" * 4_000)  # 40 KiB
     assert main(["predict", str(big)]) == 0
     capsys.readouterr()
-    monkeypatch.setenv(fileio.MAX_INPUT_ENV, "0.01")
+    monkeypatch.setenv(settings.MAX_INPUT_MB, "0.01")
     err = assert_one_line_error(capsys, ["predict", str(big)])
     assert f"{big}: larger than the input limit of 0.01 MiB" in err
-    monkeypatch.setenv(fileio.MAX_INPUT_ENV, "lots")
+    monkeypatch.setenv(settings.MAX_INPUT_MB, "lots")
     assert "CORECAST_MAX_INPUT_MB='lots': not a positive number" in assert_one_line_error(
         capsys, ["predict", str(big)])
 
 
 def test_limit_holds_for_streams_without_a_size(tmp_path, monkeypatch):
-    monkeypatch.setenv(fileio.MAX_INPUT_ENV, "0.001")  # 1048 bytes
+    monkeypatch.setenv(settings.MAX_INPUT_MB, "0.001")  # 1048 bytes
     with fifo_feeding(tmp_path / "f", b"x" * 5000) as fifo:
         with pytest.raises(InputError, match="larger than the input limit"):
             read_bytes(fifo)
@@ -273,7 +273,7 @@ def test_limit_holds_for_streams_without_a_size(tmp_path, monkeypatch):
 def test_oversize_file_in_a_subprocess_has_no_traceback(tmp_path):
     big = tmp_path / "big.csv"
     big.write_bytes(b"threads,time\n" + b"1,1\n" * 1000)
-    r = run_cli(["predict", str(big)], env={**os.environ, fileio.MAX_INPUT_ENV: "0.001"})
+    r = run_cli(["predict", str(big)], env={**os.environ, settings.MAX_INPUT_MB: "0.001"})
     assert r.returncode == 2
     assert r.stderr.decode().splitlines() == [
         f"corecast: error: {big}: larger than the input limit of 0.001 MiB (set CORECAST_MAX_INPUT_MB to raise it)"]
@@ -414,8 +414,9 @@ def test_html_and_png_take_undecodable_and_control_characters(tmp_path):
 def test_opencl_table_escapes_kernel_and_device_names():
     import time
 
-    from corecast.opencl import predict, report
-    from corecast.opencl.profile import KernelStats
+    from corecast.opencl import report
+    from corecast.runtime import kernelmodel as predict
+    from corecast.runtime.kernelstats import KernelStats
 
     k = KernelStats("k\x1b[31m", "dev\u202e", "cpu", 4)
     k.launches = k.completed = 10

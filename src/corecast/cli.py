@@ -20,10 +20,11 @@ import math
 import os
 import sys
 
+from . import settings
 from . import __version__
 
 from .errors import InputError
-from .fileio import DEFAULT_MAX_INPUT_MB, MAX_INPUT_ENV, printable
+from .fileio import DEFAULT_MAX_INPUT_MB, printable
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
@@ -274,7 +275,7 @@ def _predict(data: Measurements, file: str, **kwargs) -> Prediction:
     except InputError as e:
         raise CliError(str(e), file) from None
     except Exception as e:  # a bug in a model must not surface as a traceback
-        if os.environ.get("CORECAST_DEBUG"):
+        if os.environ.get(settings.DEBUG):
             raise
         raise CliError(f"internal error in method {kwargs.get('method')}: {type(e).__name__}: {e}", file) from None
 
@@ -839,7 +840,7 @@ SUBCOMMANDS += [add_numa, add_machine]
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="corecast", description="Predict how a parallel program scales with the thread count.",
                      epilog="Files: '-' is standard input or output; an input file may be at most "
-                     f"{MAX_INPUT_ENV} MiB (default {DEFAULT_MAX_INPUT_MB}).")
+                     f"{settings.MAX_INPUT_MB} MiB (default {DEFAULT_MAX_INPUT_MB}).")
     parser.add_argument("--version", action="version", version=f"corecast {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for add in SUBCOMMANDS:
@@ -876,7 +877,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(e, InputError):
             print(CliError(str(e)).line(), file=sys.stderr)
             return EXIT_ERROR
-        if os.environ.get("CORECAST_DEBUG"):
+        if os.environ.get(settings.DEBUG):
             raise
         print(CliError(f"internal error: {type(e).__name__}: {e}").line(), file=sys.stderr)
     return EXIT_ERROR

@@ -29,6 +29,7 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Iterable
 
+from . import settings
 from .errors import InputError
 
 if TYPE_CHECKING:
@@ -50,7 +51,6 @@ if TYPE_CHECKING:
 # - every failure is an ``InputError`` (``OutputError`` when writing) whose one line
 #   names the file (printably).
 
-MAX_INPUT_ENV = "CORECAST_MAX_INPUT_MB"
 DEFAULT_MAX_INPUT_MB = 64
 STDIO = "-"
 # Paths that name one of this process's open descriptors: written through it (its file
@@ -83,7 +83,7 @@ def shown(path: str | os.PathLike) -> str:
 
 def input_limit() -> int:
     """The most bytes one input file may have: ``CORECAST_MAX_INPUT_MB`` MiB (default 64)."""
-    raw = os.environ.get(MAX_INPUT_ENV, "").strip()
+    raw = os.environ.get(settings.MAX_INPUT_MB, "").strip()
     if not raw:
         return DEFAULT_MAX_INPUT_MB << 20
     try:
@@ -91,13 +91,13 @@ def input_limit() -> int:
     except ValueError:
         mb = math.nan
     if not (math.isfinite(mb) and mb > 0):
-        raise InputError(f"{MAX_INPUT_ENV}={printable(raw)!r}: not a positive number of MiB")
+        raise InputError(f"{settings.MAX_INPUT_MB}={printable(raw)!r}: not a positive number of MiB")
     return math.ceil(mb * (1 << 20))
 
 
 def _too_large(path: str, limit: int) -> InputError:
     return InputError(f"{shown(path)}: larger than the input limit of {limit / (1 << 20):.4g} MiB "
-                      f"(set {MAX_INPUT_ENV} to raise it)")
+                      f"(set {settings.MAX_INPUT_MB} to raise it)")
 
 
 def _read_error(path: str, exc: OSError) -> InputError:
@@ -661,13 +661,13 @@ def _check_sweep_entry(path: str, i: int, entry) -> None:
         if key not in entry:
             raise InputError(f"{where}: no \"{key}\" key")
     n = entry["threads"]
-    if _finite(n) is None or n < 1 or n != int(n):
+    if json_number(n) is None or n < 1 or n != int(n):
         raise InputError(f"{where}: \"threads\" {_short(n)} must be a whole number >= 1")
     t = entry["time_s"]
-    if _finite(t) is None or t <= 0:
+    if json_number(t) is None or t <= 0:
         raise InputError(f"{where}: \"time_s\" {_short(t)} must be a positive number")
     d = entry.get("spread_s")
-    if d is not None and (_finite(d) is None or d < 0):
+    if d is not None and (json_number(d) is None or d < 0):
         raise InputError(f"{where}: \"spread_s\" {_short(d)} must be a number >= 0")
     stalls = entry.get("stalls_s")
     if stalls is None:
@@ -677,12 +677,13 @@ def _check_sweep_entry(path: str, i: int, entry) -> None:
     for name, s in stalls.items():
         if not name.strip():
             raise InputError(f"{where}: \"stalls_s\" has an empty category name")
-        if _finite(s) is None or s < 0:
+        if json_number(s) is None or s < 0:
             raise InputError(f"{where}: \"stalls_s\" {_short(name)}: {_short(s)} must be a number >= 0")
 
 
-def _finite(x) -> float | None:
-    """``x`` as a float if it is a finite JSON number (not a boolean), else None."""
+def json_number(x: object) -> float | None:
+    """``x`` as a float if it is a finite JSON number (not a boolean), else None.
+    (``finite_number`` parses text; this checks an already-decoded JSON value.)"""
     if not isinstance(x, (int, float)) or isinstance(x, bool):
         return None
     try:

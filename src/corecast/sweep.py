@@ -71,6 +71,7 @@ from typing import Iterable, Optional, Sequence
 
 from .entities import InputError
 from .fileio import parse_json, printable, read_bytes, read_tail, read_text, write_file
+from .runtime.abi import STALLS
 from .stallplugin import REDUCERS, read_stall
 
 RUNTIMES = ("openmp", "pthreads", "opencl")
@@ -155,12 +156,6 @@ class PluginSpec:
         return (self.path or "").replace(PLACEHOLDER, str(threads))
 
 
-def _measured_categories() -> tuple[str, ...]:
-    from .runtime.bridge import STALLS
-
-    return STALLS
-
-
 def parse_plugins(entries: object, origin: str = "stall plugin") -> list[PluginSpec]:
     """Validate decoded plugin declarations (a list of objects, or ``{"plugin": [...]}``)."""
     if isinstance(entries, dict):
@@ -170,7 +165,7 @@ def parse_plugins(entries: object, origin: str = "stall plugin") -> list[PluginS
         entries = entries[keys[0]]
     if not isinstance(entries, list) or not entries:
         raise InputError(f"{origin}: expected a non-empty list of plugins")
-    taken = set(_measured_categories())
+    taken = set(STALLS)
     out: list[PluginSpec] = []
     for i, e in enumerate(entries, 1):
         where = f"{origin}: plugin {i}"

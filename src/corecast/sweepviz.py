@@ -44,7 +44,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from .entities import InputError
-from .fileio import check_sweep, printable, write_file
+from .fileio import check_sweep, json_number, printable, write_file
 
 SOURCE = "sweep result"  # names a result passed as a dict in error messages
 
@@ -60,17 +60,6 @@ MAX_REGION_FACETS = 12  # regions drawn in the PNG, largest share first
 
 
 # ---------------------------------------------------------------- reading the result
-
-
-def _num(x) -> float | None:
-    """``x`` as a finite float, or None (missing, null, not a number, inf/nan)."""
-    if isinstance(x, bool) or not isinstance(x, (int, float)):
-        return None
-    try:
-        f = float(x)
-    except OverflowError:
-        return None
-    return f if math.isfinite(f) else None
 
 
 class _View:
@@ -94,7 +83,7 @@ class _View:
                                                         source, ("value",))
         self.stall_categories = sorted(
             set(self.stall_predictions) | {k for e in self.measured for k in (e.get("stalls_s") or {})})
-        pref = _num(result.get("preferred_threads"))
+        pref = json_number(result.get("preferred_threads"))
         self.preferred = int(pref) if pref is not None and pref >= 1 else None
         bottleneck = result.get("bottleneck")
         self.bottleneck = str(bottleneck) if bottleneck not in (None, "") else None
@@ -140,7 +129,7 @@ class _View:
         counts = [float(e["threads"]) for e in self.measured]
         counts += [p["threads"] for p in self.predictions]
         counts += [p["threads"] for pts in self.stall_predictions.values() for p in pts]
-        counts += [n for n in (_num(f.get("threads")) for f in self.failed) if n is not None and n >= 1]
+        counts += [n for n in (json_number(f.get("threads")) for f in self.failed) if n is not None and n >= 1]
         return counts
 
 
@@ -175,12 +164,12 @@ def _points(raw, key: str, source: str, fields: tuple[str, ...]) -> list[dict]:
     for i, p in enumerate(raw):
         if not isinstance(p, dict):
             raise InputError(f"{source}: {key}[{i}] is not an object")
-        n = _num(p.get("threads"))
+        n = json_number(p.get("threads"))
         if n is None or n < 1:
             raise InputError(f"{source}: {key}[{i}]: \"threads\" must be a number >= 1")
-        if _num(p.get("value")) is None:
+        if json_number(p.get("value")) is None:
             raise InputError(f"{source}: {key}[{i}]: \"value\" must be a finite number")
-        out.append({"threads": n, **{f: _num(p.get(f)) for f in fields}})
+        out.append({"threads": n, **{f: json_number(p.get(f)) for f in fields}})
     return sorted(out, key=lambda p: p["threads"])
 
 
@@ -277,7 +266,7 @@ def _thread_axis(ax, counts: list[float], log_x: bool, unit: str = "threads") ->
 
 
 def _failed_marks(ax, view: _View) -> None:
-    ns = [n for n in (_num(f.get("threads")) for f in view.failed) if n is not None and n >= 1]
+    ns = [n for n in (json_number(f.get("threads")) for f in view.failed) if n is not None and n >= 1]
     if ns:
         ax.plot(ns, [0] * len(ns), "x", color="C3", markersize=9, mew=2, clip_on=False,
                 zorder=5, label="failed run")
@@ -294,7 +283,7 @@ def _time_panel(ax, view: _View) -> None:
         ax.plot(n, [p["value"] for p in preds], color="C0", label="predicted")
     n = [e["threads"] for e in view.measured]
     t = [e["time_s"] for e in view.measured]
-    d = [_num(e.get("spread_s")) or 0.0 for e in view.measured]
+    d = [json_number(e.get("spread_s")) or 0.0 for e in view.measured]
     ax.errorbar(n, t, yerr=d if any(d) else None, fmt="o", color="k", capsize=3, label="measured", zorder=4)
     _failed_marks(ax, view)
     ax.set_ylim(bottom=0)
@@ -313,7 +302,7 @@ def _region_panel(ax, region: dict) -> None:
                             [p["high"] for p in banded], color="C1", alpha=0.2, label="band")
         ax.plot([p["threads"] for p in preds], [p["value"] for p in preds], color="C1", label="predicted")
     m = region["measured"]
-    d = [_num(e.get("spread_s")) or 0.0 for e in m]
+    d = [json_number(e.get("spread_s")) or 0.0 for e in m]
     ax.errorbar([e["threads"] for e in m], [e["time_s"] for e in m], yerr=d if any(d) else None, fmt="o",
                 color="k", capsize=3, label="measured", zorder=4)
     ax.set_ylim(bottom=0)
@@ -425,12 +414,12 @@ def _e(x) -> str:
 
 
 def _fmt(x, digits: int = 4) -> str:
-    f = _num(x)
+    f = json_number(x)
     return "–" if f is None else f"{f:.{digits}g}"
 
 
 def _count(x) -> str:
-    f = _num(x)
+    f = json_number(x)
     return "–" if f is None else (str(int(f)) if f == int(f) else f"{f:g}")
 
 

@@ -5,9 +5,10 @@ import json
 
 import pytest
 
-from corecast.opencl import predict
-from corecast.opencl.profile import KernelStats
+from corecast import settings
 from corecast.opencl.report import kernel_line, write_lines
+from corecast.runtime import kernelmodel as predict
+from corecast.runtime.kernelstats import KernelStats
 
 
 def kernel(cpu_s=0.8, device_s=0.2, units=4, launches=10, kind="cpu", waits=None, runq_s=0.0,
@@ -151,7 +152,7 @@ def test_snapshot_intervals_give_each_interleaved_kernel_its_own_busy_time():
 def test_node_counts_on_a_target_machine(monkeypatch):
     """With a machine description a CPU kernel gets node counts like an OpenMP region:
     without memory counters from its contention model alone, which the basis says."""
-    monkeypatch.delenv(predict.MACHINE_ENV, raising=False)
+    monkeypatch.delenv(settings.TARGET_MACHINE, raising=False)
     assert predict.memory_model(kernel()) is None
     k = kernel(cpu_s=0.8)
     nodes = predict.memory_model(k, "two-socket")
@@ -165,6 +166,6 @@ def test_node_counts_on_a_target_machine(monkeypatch):
     assert [p["nodes"] for p in back["predicted_nodes"]] == [1, 2]
     assert back["preferred_nodes"] == nodes.preferred and back["numa"]["machine"].startswith("two-socket")
     assert predict.memory_model(kernel(kind="gpu"), "two-socket") is None
-    monkeypatch.setenv(predict.MACHINE_ENV, "/nonexistent/m.json")
+    monkeypatch.setenv(settings.TARGET_MACHINE, "/nonexistent/m.json")
     with pytest.raises(ValueError, match="no such file"):
         predict.memory_model(kernel())

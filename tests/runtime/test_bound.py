@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import pytest
 
+from corecast.runtime.abi import THREAD_STALLS as STALLS
 from corecast.runtime.bound import (
     PREFERRED_SHARE,
     predict_process,
@@ -12,8 +13,6 @@ from corecast.runtime.bound import (
 )
 from corecast.runtime.contention import compose_process
 
-STALLS = ("mutex", "condvar", "pthread_barrier", "rwlock", "semaphore", "critical", "atomic",
-          "omp_lock", "omp_barrier", "imbalance", "runqueue")
 
 
 def region(threads=4, busy=4.0, serial=0.0, wall=1.0, nested=False, **stalls) -> dict:

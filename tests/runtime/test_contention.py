@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from corecast.queueing import waiting_time
 from corecast.runtime import bound
+from corecast.runtime.abi import THREAD_STALLS as STALLS
 from corecast.runtime.contention import (
     HANDOFF_PRIOR_S,
     LOOP_CALL_COST_S,
@@ -20,8 +21,6 @@ from corecast.runtime.contention import (
     predict_region,
 )
 
-STALLS = ("mutex", "condvar", "pthread_barrier", "rwlock", "semaphore", "critical", "atomic",
-          "omp_lock", "omp_barrier", "imbalance", "runqueue")
 
 
 def region(threads=4, busy=4.0, serial=0.0, wall=None, calls=10, acq=None, contended=None,

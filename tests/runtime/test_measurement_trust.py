@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from corecast.runtime.abi import THREAD_STALLS
 from corecast.runtime.contention import predict_process, predict_region
 
 from .helpers import TIMEOUT, clean_env, corecast_run, events, read_lines
@@ -137,8 +138,7 @@ def test_target_machine_names_the_cores(worker, lib, tmp_path):
 
 
 def _region(threads=4, busy=4.0):
-    stalls = dict.fromkeys(("mutex", "condvar", "pthread_barrier", "rwlock", "semaphore", "critical",
-                            "atomic", "omp_lock", "omp_barrier", "imbalance", "runqueue"), 0.0)
+    stalls = dict.fromkeys(THREAD_STALLS, 0.0)
     return {"name": "r", "object": "x", "runtime": "openmp", "threads": threads, "nested": False,
             "calls": 1, "wall_s": busy / threads, "busy_s": busy, "serial_s": 0.0, "stalls_s": stalls,
             "acquisitions": {}, "contended": {}, "loop_calls": 0}

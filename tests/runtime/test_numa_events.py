@@ -237,7 +237,7 @@ def test_unreadable_cpuinfo(tmp_path):
 
 
 def test_too_many_events_drop_whole_roles(opteron, monkeypatch):
-    monkeypatch.setattr(numa_events, "MAX_EVENTS", 10)
+    monkeypatch.setattr(numa_events, "NUMA_MAX_EVENTS", 10)
     p = plan(OPTERON_6380, opteron)
     assert p.roles == ["cycles", "llc", "mct"]  # 16 bus events went first
     assert "more than 10" in p.missing["bus"]

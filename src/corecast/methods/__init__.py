@@ -5,52 +5,9 @@ look methods up here, so adding one is one decorated function.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
+from .registry import METHODS, Method, check_usable, get, register
 
-from ..entities import Fit, InputError, Measurements
-
-
-@dataclass(frozen=True)
-class Method:
-    name: str
-    summary: str
-    min_points: int  # distinct counts needed
-    needs: tuple[str, ...]  # "stalls" and/or "sizes"
-    fit: Callable[[Measurements, float], Fit]  # (data, nmax) -> Fit
-
-
-METHODS: dict[str, Method] = {}
-
-
-def register(name: str, summary: str, min_points: int, needs: tuple[str, ...] = ()):
-    def deco(fn: Callable[[Measurements, float], Fit]) -> Callable[[Measurements, float], Fit]:
-        METHODS[name] = Method(name, summary, min_points, needs, fn)
-        return fn
-
-    return deco
-
-
-def get(name: str) -> Method:
-    try:
-        return METHODS[name]
-    except KeyError:
-        raise InputError(f"unknown method {name!r}; known: {', '.join(METHODS)}") from None
-
-
-def check_usable(method: Method, data: Measurements) -> None:
-    """Raise InputError when ``data`` cannot feed ``method``."""
-    if "stalls" in method.needs and not data.stalls:
-        raise InputError(f"method {method.name} needs stall:NAME columns")
-    if "sizes" in method.needs and not data.sizes:
-        raise InputError(f"method {method.name} needs size:NAME columns")
-    used = data if "sizes" in method.needs else data.at_target_size()
-    distinct = len(set(used.counts.tolist()))
-    if distinct < method.min_points:
-        raise InputError(
-            f"method {method.name} needs at least {method.min_points} measured counts, got {distinct}"
-        )
-
+__all__ = ["METHODS", "Method", "check_usable", "get", "register"]
 
 # Importing the modules registers their methods (order = order in help texts).
 from . import auto, estima, laws, presca, regression, sizemodel, trend  # noqa: E402,F401

@@ -31,7 +31,7 @@ import numpy as np
 
 from ..entities import Fit, InputError, Measurements
 from ..fitting import rms
-from . import METHODS, check_usable, register
+from .registry import METHODS, check_usable, register
 from .laws import fit_usl_falling_pair
 
 # Members always tried (if they have enough points), then those the columns enable.

@@ -22,7 +22,7 @@ import numpy as np
 from .. import kernels
 from ..entities import Fit, InputError, Measurements
 from ..fitting import rms
-from . import register
+from .registry import register
 from .presca import realistic
 
 # Six distinct counts: with c = 2 checkpoints the 4-parameter kernels then have 4 training

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..entities import Fit, InputError, Measurements
 from ..fitting import relative_lsq, rms
-from . import register
+from .registry import register
 
 Array = np.ndarray
 

@@ -14,7 +14,7 @@ import numpy as np
 from .. import kernels
 from ..entities import Fit, InputError, Measurements
 from ..fitting import rms
-from . import register
+from .registry import register
 
 MIN_POINTS = 5
 INTERPOLATION_MISS = 1.5  # an interpolation further off a measured point is not used

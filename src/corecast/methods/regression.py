@@ -30,7 +30,7 @@ import numpy as np
 
 from ..entities import Fit, InputError, Measurements
 from ..fitting import rms
-from . import register
+from .registry import register
 
 Array = np.ndarray
 SizeArg = Optional[Mapping[str, object]]  # size name -> values (scalars broadcast)

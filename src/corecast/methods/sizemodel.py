@@ -31,7 +31,7 @@ import numpy as np
 
 from ..entities import Fit, InputError, Measurements
 from ..fitting import rms
-from . import register
+from .registry import register
 from .laws import fit_amdahl, fit_gustafson, fit_usl
 
 Array = np.ndarray

@@ -16,7 +16,7 @@ import numpy as np
 
 from ..entities import Fit, Measurements
 from ..fitting import rms
-from . import register
+from .registry import register
 
 TREND_POINTS = 3  # the last counts whose log-log slope is continued
 MAX_SLOPE = 1.0  # no faster than linear scaling up, nor than 1/n down

@@ -12,27 +12,7 @@ corecast: measurement starts when the program imports it.
 """
 from __future__ import annotations
 
+from ..runtime.autoload import autoload_dir, autoload_env
 from .hook import instrument, profiler, uninstrument
 
 __all__ = ["instrument", "uninstrument", "profiler", "autoload_dir", "autoload_env"]
-
-ENV_FLAG = "CORECAST_OPENCL"
-
-
-def autoload_dir() -> str:
-    """The folder whose ``sitecustomize`` instruments Python programs ``corecast run`` starts."""
-    import os
-
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "_autoload")
-
-
-def autoload_env(env: dict) -> dict:
-    """``env`` with the autoload folder first on PYTHONPATH: Python processes started with
-    it (their Python children too) are instrumented while the preload library is in their
-    LD_PRELOAD or ``CORECAST_OPENCL=1``; ``CORECAST_OPENCL=0`` turns it off."""
-    import os
-
-    folder = autoload_dir()
-    parts = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != folder]
-    env["PYTHONPATH"] = os.pathsep.join([folder] + parts)
-    return env

@@ -14,7 +14,8 @@ An uncaught pyopencl error saying that there is no OpenCL platform or device, or
 missing pyopencl, ends as one line on stderr instead of a traceback (the exit status stays
 Python's, 1); every other exception is the program's own and left alone.
 
-Standard library only, and nothing imported at module level beyond ``os`` and ``sys``:
+Standard library only, and nothing imported at module level beyond ``os``, ``sys`` and two
+constant-or-one-function modules (``settings``, ``warn``):
 this module is imported at the start of every Python process ``corecast run`` starts.
 """
 from __future__ import annotations
@@ -22,7 +23,9 @@ from __future__ import annotations
 import os
 import sys
 
-ENV_FLAG = "CORECAST_OPENCL"  # "1" / "0": the sitecustomize instruments this process or not
+from .. import settings
+from .warn import warn
+
 PRELOAD_NAME = "libcorecast_preload"  # without the flag: instrument under the preload library
 TARGET = "pyopencl"
 
@@ -38,15 +41,8 @@ NO_DEVICE_SIGNS = ("PLATFORM_NOT_FOUND", "no platforms found", "no devices found
                    "no CL platforms available")  # pyopencl 2025+: its own RuntimeError
 
 
-def warn(message: str) -> None:
-    """One ``corecast: warning: opencl: ...`` line on the original stderr (never raises)."""
-    from ..runtime import channel
-
-    channel.warn("opencl: " + message)
-
-
 def disabled() -> bool:
-    return os.environ.get("CORECAST_DISABLE", "").strip() == "1"
+    return os.environ.get(settings.DISABLE, "").strip() == "1"
 
 
 class _Loader:
@@ -163,7 +159,11 @@ def _at_exit() -> None:
     if p is None or not _installed:
         return
     try:
-        p.finish()
+        kernels = p.finish()
+        if kernels:
+            from .report import report
+
+            report(p, kernels)
     except Exception as exc:
         warn(f"no report: {type(exc).__name__}: {exc}")
 
@@ -224,7 +224,7 @@ def wanted(environ=None) -> bool:
     ``CORECAST_OPENCL=1`` or ``0`` says so; unset, the preload library in ``LD_PRELOAD``
     (``corecast run``, ``corecast sweep``) does."""
     environ = os.environ if environ is None else environ
-    flag = environ.get(ENV_FLAG, "").strip()
+    flag = environ.get(settings.OPENCL, "").strip()
     if flag:
         return flag == "1"
     return PRELOAD_NAME in environ.get("LD_PRELOAD", "")

@@ -44,11 +44,12 @@ import os
 import threading
 import time
 
-from .hook import warn
+from .. import settings
+from ..runtime.kernelstats import TICK_S, KernelStats
 from .shim import Shim
+from .warn import warn
 
 WINDOW_MS_DEFAULT = 200
-TICK_S = 0.002
 MAX_SAMPLED_IN_FLIGHT = 64
 RESOLVE_EVERY = 256
 EXIT_WAIT_S = 5.0
@@ -72,58 +73,6 @@ def env_int(name: str, lo: int, hi: int, default: int) -> int:
     return v if lo <= v <= hi else default
 
 
-class Sample:
-    """What the window of one kernel measured (nanoseconds; waits in seconds)."""
-
-    __slots__ = ("launches", "device_ns", "cpu_ns", "runq_ns", "cpu_measured", "waits",
-                 "acquisitions", "contended", "threads", "shapes")
-
-    def __init__(self):
-        self.launches = 0
-        self.device_ns = 0
-        self.cpu_ns = 0.0
-        self.runq_ns = 0.0    # the runtime threads' run-queue wait (other load)
-        self.cpu_measured = False
-        self.waits: dict[str, float] = {}
-        self.acquisitions: dict[str, float] = {}
-        self.contended: dict[str, float] = {}
-        self.threads = 0      # runtime threads seen busy
-        self.shapes: set = set()
-
-
-class KernelStats:
-    """All launches of one kernel (by function name and device)."""
-
-    __slots__ = ("name", "device", "platform", "device_type", "compute_units", "launches", "completed",
-                 "failed", "unmeasured", "device_ns", "queue_ns", "submit_ns", "enqueue_ns",
-                 "sizes", "sample", "sampling", "in_flight_sampled", "hidden", "first_ns")
-
-    def __init__(self, name: str, device: str, device_type: str, compute_units: int, platform: str = ""):
-        self.name = name
-        self.device = device
-        self.platform = platform  # e.g. "Portable Computing Language": which OpenCL ran it
-        self.device_type = device_type
-        self.compute_units = compute_units
-        self.launches = 0
-        self.completed = 0
-        self.failed = 0        # finished with an error status
-        self.unmeasured = 0    # finished but without timestamps
-        self.device_ns = 0
-        self.queue_ns = 0      # queued -> start
-        self.submit_ns = 0     # queued -> submit (host side of the queue)
-        self.enqueue_ns = 0    # host time in the enqueue call
-        self.sizes: dict[tuple, int] = {}
-        self.sample = Sample()
-        self.sampling = True
-        self.in_flight_sampled = 0
-        self.hidden = 0        # launches moved to corecast's profiling queue
-        self.first_ns = 0
-
-    @property
-    def in_flight(self) -> int:
-        return self.launches - self.completed - self.failed - self.unmeasured
-
-
 def _shape(value) -> tuple | None:
     if value is None:
         return None
@@ -138,7 +87,7 @@ class Profiler:
         self.cl = cl
         self._cl = cl._cl
         self.pid = os.getpid()
-        self.window_ns = env_int("CORECAST_WINDOW_MS", 10, 60000, WINDOW_MS_DEFAULT) * 1_000_000
+        self.window_ns = env_int(settings.WINDOW_MS, 10, 60000, WINDOW_MS_DEFAULT) * 1_000_000
         self.started_ns = time.monotonic_ns()
         self.active = False
         self.failed_reason: str | None = None
@@ -562,10 +511,11 @@ class Profiler:
             self._finalize()
 
     # ---- the end ------------------------------------------------------------------------
-    def finish(self) -> None:
-        """Resolve what is left, then report (stderr table, JSON Lines)."""
+    def finish(self) -> list[KernelStats]:
+        """Resolve what is left; the kernels launched, for the exit report (none in a
+        forked child that inherited this profiler)."""
         if os.getpid() != self.pid:
-            return
+            return []
         self.stop = True
         self.wake.set()
         if self.thread is not None and self.thread is not threading.current_thread():
@@ -591,10 +541,7 @@ class Profiler:
             self.hidden_queues.clear()
             self.queues.clear()
             self.names.clear()
-        if kernels:
-            from .report import report
-
-            report(self, kernels)
+        return kernels
 
     def _after_fork(self) -> None:
         """A forked child starts with no launches of its own and reports alone."""

@@ -14,13 +14,14 @@ import os
 import sys
 import time
 
+from .. import settings
 from ..fileio import OutputError, append_lines, printable
-from ..runtime import channel
+from ..runtime import channel, kernelmodel
+from ..runtime.kernelstats import TICK_S
 from ..runtime.launcher import output_path, rank_identity
 from ..runtime.samples import SCHEMA
-from . import predict
-from .hook import warn
 from .profile import env_int
+from .warn import warn
 
 NAME_WIDTH = 34
 
@@ -39,11 +40,11 @@ def _ms(ns: float) -> str:
     return f"{s * 1e6:.0f}us"
 
 
-def settings() -> tuple[int, int, bool, str]:
+def run_settings() -> tuple[int, int, bool, str]:
     cores = os.cpu_count() or 1
-    target = env_int("CORECAST_TARGET", 1, 1024, cores)
-    quiet = os.environ.get("CORECAST_QUIET", "").strip() == "1"
-    output = output_path(os.environ.get("CORECAST_OUTPUT", ""), os.environ, os.getpid())
+    target = env_int(settings.TARGET, 1, 1024, cores)
+    quiet = os.environ.get(settings.QUIET, "").strip() == "1"
+    output = output_path(os.environ.get(settings.OUTPUT, ""), os.environ, os.getpid())
     return target, cores, quiet, output
 
 
@@ -64,7 +65,7 @@ def _shapes(kernel, index: int) -> list:
 
 def kernel_line(prof, kernel, pred, memory) -> dict:
     """The JSON object of one kernel."""
-    lost = predict.stalls(kernel)
+    lost = kernelmodel.stalls(kernel)
     s = kernel.sample
     done = max(kernel.completed, 1)
     measured = ["device_time", "queue_delay", "enqueue_cost"]
@@ -94,7 +95,7 @@ def kernel_line(prof, kernel, pred, memory) -> dict:
             "runqueue_s": _num(s.runq_ns * 1e-9),
             "shapes": [[list(g) if g is not None else None, list(loc) if loc is not None else None]
                        for g, loc in sorted(s.shapes, key=repr)],
-            "shorter_than_snapshots": predict.short_launches(kernel),
+            "shorter_than_snapshots": kernelmodel.short_launches(kernel),
             "waits_s": {c: _num(v) for c, v in sorted(s.waits.items()) if v > 0},
             "acquisitions": {c: int(v) for c, v in sorted(s.acquisitions.items()) if v > 0},
             "contended": {c: int(v) for c, v in sorted(s.contended.items()) if v > 0},
@@ -123,7 +124,7 @@ def _top(lost: dict | None, kernel) -> str:
     for c, v in sorted(lost.items(), key=lambda kv: -kv[1])[:3]:
         if total > 0 and v / total >= 0.005:
             parts.append(f"{c} {100 * v / total:.0f}%")
-    return ("* " if predict.short_launches(kernel) else "") + (", ".join(parts) or "-")
+    return ("* " if kernelmodel.short_launches(kernel) else "") + (", ".join(parts) or "-")
 
 
 def table(prof, rows: list, target: int, cores: int) -> str:
@@ -154,7 +155,7 @@ def table(prof, rows: list, target: int, cores: int) -> str:
         line = (f"{label[:NAME_WIDTH]:<{NAME_WIDTH}} {kernel.launches:>8} {_ms(kernel.device_ns):>9} "
                 f"{_ms(kernel.device_ns / done):>10} {_ms(kernel.queue_ns / done):>9} "
                 f"{_ms(kernel.enqueue_ns / max(kernel.launches, 1)):>9}  "
-                f"{_top(predict.stalls(kernel), kernel)[:30]:<30}")
+                f"{_top(kernelmodel.stalls(kernel), kernel)[:30]:<30}")
         for c in cols:
             v = None
             if pred is not None and c in pred.threads:
@@ -181,9 +182,7 @@ def table(prof, rows: list, target: int, cores: int) -> str:
         out.append("measured: device time (profiling events), queue delay, enqueue cost, the runtime "
                    "threads' CPU time; not available: the runtime threads' pthread waits (run under "
                    "'corecast run' for them)")
-    if any(predict.short_launches(k) for k, _, _ in rows):
-        from .profile import TICK_S
-
+    if any(kernelmodel.short_launches(k) for k, _, _ in rows):
         out.append(f"*: launches shorter than the {TICK_S * 1e3:g} ms snapshot interval: idle time "
                    "inside them is not resolved (a lower bound)")
     late = sum(max(k.in_flight, 0) for k, _, _ in rows)
@@ -203,7 +202,7 @@ def write_lines(path: str, lines: list[dict]) -> None:
 
 
 def report(prof, kernels: list) -> None:
-    target, cores, quiet, output = settings()
+    target, cores, quiet, output = run_settings()
     if quiet and not output:
         return
     kernels = sorted(kernels, key=lambda k: (-k.device_ns, k.name))
@@ -211,12 +210,12 @@ def report(prof, kernels: list) -> None:
     memory_errors: set[str] = set()
     for k in kernels:
         try:
-            pred = predict.predict(k, target, cores)
+            pred = kernelmodel.predict(k, target, cores)
         except Exception as exc:
             warn(f"no prediction for {printable(k.name)}: {type(exc).__name__}: {exc}")
             pred = None
         try:
-            memory = predict.memory_model(k)
+            memory = kernelmodel.memory_model(k)
         except Exception as exc:
             # A bad machine file fails every kernel alike: one warning, not one per kernel.
             if str(exc) not in memory_errors:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import ctypes
 
-MAX_ROWS = 1024  # CC_MAX_THREADS
+from ..runtime.abi import MAX_THREADS
+
 CATEGORIES = 16  # room for more categories than the library has today
 
 
@@ -37,10 +38,10 @@ class Shim:
             names.append(n.decode())
         self.names = names
         self._fn = fn
-        self._tids = (ctypes.c_int * MAX_ROWS)()
-        self._waits = (ctypes.c_double * (MAX_ROWS * CATEGORIES))()
-        self._acq = (ctypes.c_ulonglong * (MAX_ROWS * CATEGORIES))()
-        self._con = (ctypes.c_ulonglong * (MAX_ROWS * CATEGORIES))()
+        self._tids = (ctypes.c_int * MAX_THREADS)()
+        self._waits = (ctypes.c_double * (MAX_THREADS * CATEGORIES))()
+        self._acq = (ctypes.c_ulonglong * (MAX_THREADS * CATEGORIES))()
+        self._con = (ctypes.c_ulonglong * (MAX_THREADS * CATEGORIES))()
         self._mark = getattr(lib, "corecast_mark_internal", None)
         self.available = fn(None, None, None, None, 0, CATEGORIES) >= 0
 
@@ -54,8 +55,8 @@ class Shim:
         summed over the threads in ``tids``; None without the library."""
         if not self.available:
             return None
-        rows = min(self._fn(self._tids, self._waits, self._acq, self._con, MAX_ROWS, CATEGORIES),
-                   MAX_ROWS)
+        rows = min(self._fn(self._tids, self._waits, self._acq, self._con, MAX_THREADS, CATEGORIES),
+                   MAX_THREADS)
         k = len(self.names)
         waits, acq, con = [0.0] * k, [0] * k, [0] * k
         for r in range(max(rows, 0)):

@@ -18,12 +18,12 @@ unless ``metric`` says otherwise.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 from ..errors import InputError
 from ..fileio import read_text, shown
+from .raw import RawSeries
 
 if TYPE_CHECKING:
     from ..entities import Measurements
@@ -47,15 +47,6 @@ class Series:
         if self.callpath is None:
             return ""
         return f"{self.callpath} [{self.metric_name}]" if self.metric_name else self.callpath
-
-
-@dataclass
-class RawSeries:
-    """What a reader found: (count, value) pairs of one callpath and metric."""
-
-    callpath: str
-    metric_name: str
-    points: list[tuple[float, float]]
 
 
 def read_inputs(paths: Sequence[str], metric: str | None = None, callpath: str | None = None,
@@ -147,11 +138,3 @@ def _series(raw: RawSeries, source: str, metric: str | None) -> Series:
     except InputError as exc:
         return Series(None, raw.callpath, raw.metric_name, source, error=str(exc))
     return Series(data, raw.callpath, raw.metric_name, source)
-
-
-def as_count(x: float, where: str) -> float:
-    """``x`` checked to be a count (a whole number >= 1)."""
-    if not (math.isfinite(x) and x >= 1 and x == int(x)):
-        raise InputError(f"{where}: {x:g} is not a count (a whole number >= 1); corecast's "
-                         "one parameter is the thread, core or process count")
-    return float(x)

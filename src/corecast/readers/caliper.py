@@ -25,7 +25,7 @@ from typing import Sequence
 
 from ..errors import InputError
 from ..fileio import parse_json
-from . import RawSeries, as_count
+from .raw import RawSeries, as_count
 
 COUNT_ATTRIBUTES = ("omp.num.threads", "threads", "num_threads", "omp_max_threads",
                     "mpi.world.size", "jobsize")

@@ -21,7 +21,7 @@ import re
 
 from ..errors import InputError
 from ..fileio import finite_number, parse_json
-from . import RawSeries, as_count
+from .raw import RawSeries, as_count
 
 FIELDS = ("PARAMETER", "POINTS", "REGION", "METRIC", "DATA")
 DEFAULT_CALLPATH = "<root>"   # JSON Lines without "callpath" (Extra-P's name)

@@ -28,11 +28,8 @@ from __future__ import annotations
 
 import math
 
-# Thread synchronisation.  The MPI categories (mpi_p2p, mpi_collective) are not: a rank's
-# waits for other ranks do not change with its thread count (`corecast merge` predicts
-# over rank counts), so the thread models leave them out.
-SYNC_WAITS = ("mutex", "condvar", "pthread_barrier", "rwlock", "semaphore", "critical",
-              "atomic", "omp_lock", "omp_barrier")
+from .abi import SYNC_WAITS
+
 KARP_FLATT_BAND = 0.05  # +- on the serial fraction
 PREFERRED_SHARE = 0.99  # preferred = fewest threads within 1% of the best speedup
 

@@ -6,19 +6,15 @@ from __future__ import annotations
 
 import os
 
+from .. import settings
 from .bound import RegionPrediction
 from .bound import predict_process as bound_process
 from .bound import predict_region as bound_region
 from .contention import compose_process
 from .contention import predict_process as one_sample_process
 from .contention import predict_region as one_sample_region
+from .abi import MAX_NODES, MAX_PRED, STALLS
 from .history import RegionHistory, anchor_t1, combine, extrapolate, mostly_at, probe_basis
-
-# Same order as the CC_STALL_* constants in native/model_abi.h.
-STALLS = ("mutex", "condvar", "pthread_barrier", "rwlock", "semaphore", "critical",
-          "atomic", "omp_lock", "omp_barrier", "imbalance", "runqueue", "mpi_p2p", "mpi_collective")
-MAX_PRED = 64
-MAX_NODES = 16
 
 
 def decode_region(ffi: object, g: object) -> dict:
@@ -173,7 +169,7 @@ def _predicted_for(ffi: object, sample: object, result: object) -> None:
 def _numa_state() -> object | None:
     """The NUMA state when CORECAST_TARGET_MACHINE names a machine (imported only then)."""
     global _numa
-    if _numa is None and os.environ.get("CORECAST_TARGET_MACHINE"):
+    if _numa is None and os.environ.get(settings.TARGET_MACHINE):
         from .numa import NumaState
 
         _numa = NumaState()
@@ -227,7 +223,7 @@ def _predict_nodes(ffi: object, sample: object, regions: list[dict], result: obj
 def _injected_fault(sample: object) -> None:
     """Test hook, CORECAST_TEST_FAULT=segv|abort|hang: the exit prediction fails as a broken
     model or library would, so the tests can check that the program's exit survives it."""
-    what = os.environ.get("CORECAST_TEST_FAULT", "")
+    what = os.environ.get(settings.TEST_FAULT, "")
     if not sample.final or not what:
         return
     if what == "segv":

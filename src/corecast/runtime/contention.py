@@ -112,7 +112,8 @@ from __future__ import annotations
 import math
 
 from ..queueing import mva
-from .bound import SYNC_WAITS, RegionPrediction, prediction_counts, preferred_count, region_work
+from .abi import SYNC_WAITS
+from .bound import RegionPrediction, prediction_counts, preferred_count, region_work
 
 OPENMP_LOCKS = ("critical", "atomic", "omp_lock")
 SINGLE_OBJECT = ("critical", "atomic")  # one lock per category (anonymous critical, atomic)

@@ -12,8 +12,10 @@ TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
     from typing import Mapping, NoReturn, Sequence
 
+from .. import settings
 from .._native import PRELOAD
 from ..fileio import hostile_symlink
+from .autoload import autoload_env
 
 PT_INTERP = 3
 
@@ -82,23 +84,21 @@ def preload_env(
     lib = str(library_path())
     current = env.get("LD_PRELOAD", "").strip()
     env["LD_PRELOAD"] = f"{current}:{lib}" if current else lib
-    from ..opencl import autoload_env  # Python programs: pyopencl kernels are measured
-
-    autoload_env(env)
+    autoload_env(env)  # Python programs: pyopencl kernels are measured
     if target is not None:
-        env["CORECAST_TARGET"] = str(target)
+        env[settings.TARGET] = str(target)
     if window_ms is not None:
-        env["CORECAST_WINDOW_MS"] = str(window_ms)
+        env[settings.WINDOW_MS] = str(window_ms)
     if json_out is not None:
-        env["CORECAST_OUTPUT"] = os.path.abspath(json_out)
+        env[settings.OUTPUT] = os.path.abspath(json_out)
     if quiet:
-        env["CORECAST_QUIET"] = "1"
+        env[settings.QUIET] = "1"
     if steer:
-        env["CORECAST_STEER"] = "1"
+        env[settings.STEER] = "1"
     if probe:
-        env["CORECAST_PROBE"] = "1"
+        env[settings.PROBE] = "1"
     if target_machine is not None:
-        env["CORECAST_TARGET_MACHINE"] = os.path.abspath(target_machine)
+        env[settings.TARGET_MACHINE] = os.path.abspath(target_machine)
         from . import numa_events  # dataclasses: only when NUMA counters are planned
 
         try:
@@ -106,9 +106,9 @@ def preload_env(
         except (OSError, ValueError):  # an odd sysfs: no counters rather than no run
             events = ""
         if events:
-            env["CORECAST_NUMA_EVENTS"] = events
+            env[settings.NUMA_EVENTS] = events
         else:
-            env.pop("CORECAST_NUMA_EVENTS", None)  # none inherited from an outer run
+            env.pop(settings.NUMA_EVENTS, None)  # none inherited from an outer run
     return env
 
 
@@ -185,9 +185,9 @@ def run(
     env = preload_env(dict(os.environ), target, window_ms, json_out, quiet, steer,
                       target_machine=target_machine, probe=probe)
     if json_out is not None:  # this process becomes the program: same pid
-        start_output(output_path(env["CORECAST_OUTPUT"], env, os.getpid()), json_out)
+        start_output(output_path(env[settings.OUTPUT], env, os.getpid()), json_out)
     # The program keeps this pid: only it says "serial run", not every serial child it starts.
-    env["CORECAST_LAUNCH_PID"] = str(os.getpid())
+    env[settings.LAUNCH_PID] = str(os.getpid())
     try:
         os.execve(exe, list(command), env)
     except OSError as exc:

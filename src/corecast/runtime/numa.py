@@ -24,11 +24,11 @@ import math
 import os
 from typing import Any, Callable
 
+from .. import settings
 from ..numa import machine as machines
 from ..numa.model import Rates, SampleError, fit_rate, parse_sample, predict_nodes
 
 DOMINANT_SHARE = 0.5  # a window is a region's sample when the region ran this much of it
-ENV = "CORECAST_TARGET_MACHINE"
 
 
 class NodeResult:
@@ -47,7 +47,7 @@ class NumaState:
     region's counter sample (first dominant window)."""
 
     def __init__(self, path: str | None = None) -> None:
-        self.path = os.environ.get(ENV) if path is None else path
+        self.path = os.environ.get(settings.TARGET_MACHINE) if path is None else path
         self.machine: machines.Machine | None = None
         self.error: str | None = None
         if self.path:

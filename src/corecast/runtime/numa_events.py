@@ -29,10 +29,8 @@ from dataclasses import dataclass, field
 
 from ..numa.topology import parse_cpulist, topology
 from ..numa.topology import read_text as _read
+from .abi import MAX_NODES, NUMA_MAX_EVENTS, NUMA_ROLES
 
-ROLES = ("cycles", "llc", "bus", "mct")  # bit order of CC_NUMA_CYCLES .. CC_NUMA_MCT
-MAX_NODES = 16                           # CC_MAX_NODES
-MAX_EVENTS = 256                         # CC_NUMA_MAX_EVENTS in native/numa.c
 FORMAT_VERSION = "v1"
 
 
@@ -172,7 +170,7 @@ def select_table(vendor: str, family: int, model: int) -> Table | None:
 # ---- the plan --------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Event:
-    role: str       # one of ROLES
+    role: str       # one of NUMA_ROLES
     node: int       # memory node (bus: target, mct: the controller's); llc uncore: the unit's node; -1: core event
     type: int       # perf_event_attr.type (the PMU's sysfs type)
     config: int
@@ -191,7 +189,7 @@ class Plan:
     @property
     def roles(self) -> list[str]:
         have = {e.role for e in self.events}
-        return [r for r in ROLES if r in have]
+        return [r for r in NUMA_ROLES if r in have]
 
 
 def parse_cpuinfo(text: str) -> tuple[str, int, int] | None:
@@ -315,7 +313,7 @@ def plan(cpuinfo_text: str, sysfs_root: str = "/sys") -> Plan:
         return Plan(reason=f"unknown CPU family: {vendor} family {family:#x} model {model:#x}")
     nodes = topology(sysfs_root)
     result = Plan(source=table.source, missing=dict(table.missing))
-    for role in ROLES:
+    for role in NUMA_ROLES:
         spec = table.roles.get(role)
         if spec is None or role in result.missing:
             continue
@@ -329,10 +327,10 @@ def plan(cpuinfo_text: str, sysfs_root: str = "/sys") -> Plan:
         result.events.extend(events)
     # Bounded by the C side's table: drop whole roles, the most numerous first.
     for role in ("bus", "mct", "llc"):
-        if len(result.events) <= MAX_EVENTS:
+        if len(result.events) <= NUMA_MAX_EVENTS:
             break
         result.events = [e for e in result.events if e.role != role]
-        result.missing[role] = f"more than {MAX_EVENTS} events"
+        result.missing[role] = f"more than {NUMA_MAX_EVENTS} events"
     if not result.events:
         result.reason = "no event of the table could be planned: " + "; ".join(
             f"{r}: {w}" for r, w in result.missing.items())
@@ -364,7 +362,7 @@ def decode_counts(ffi, numa) -> dict:
     """A ``struct cc_numa_counts`` (cffi cdata) as a plain dict; a role's values are None
     unless its ``measured`` bit is set."""
     nodes = max(0, min(int(numa.nodes), MAX_NODES))
-    measured = [r for i, r in enumerate(ROLES) if int(numa.measured) & (1 << i)]
+    measured = [r for i, r in enumerate(NUMA_ROLES) if int(numa.measured) & (1 << i)]
 
     def per_node(arr):
         return [float(arr[i]) for i in range(nodes)]

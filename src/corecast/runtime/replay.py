@@ -1,7 +1,7 @@
 """``corecast replay``: the current runtime model on the samples a run recorded.
 
 Each recorded process goes through the predictor the live library calls
-(``bridge.predict_window`` for regions and the process, ``opencl.predict.predict`` for
+(``bridge.predict_window`` for regions and the process, ``kernelmodel.predict`` for
 kernels), as one final window with a fresh history: what replay prints is what the run
 would have printed with this model.  Differences from the live run, all small: the live
 history credits each window's stalls to the team size that ran most in that window,
@@ -47,9 +47,9 @@ def replay_process(proc: RecordedProcess, target: int | None = None,
                            {} if histories is None else histories) if proc.regions else []
     kernels = []
     if proc.kernels:
-        from ..opencl import predict as kernel_model
+        from . import kernelmodel
 
-        kernels = [(k, kernel_model.predict(k, target, cores)) for k in proc.kernels]
+        kernels = [(k, kernelmodel.predict(k, target, cores)) for k in proc.kernels]
     return ReplayedProcess(proc, target, target, preds, kernels)
 
 

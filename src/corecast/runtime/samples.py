@@ -24,7 +24,8 @@ from dataclasses import dataclass, field
 
 from ..errors import InputError
 from ..fileio import read_text, shown
-from .bridge import STALLS
+from .abi import STALLS
+from .kernelstats import KernelStats
 
 SCHEMA = 3          # the version this library writes (CC_SAMPLE_SCHEMA in native/model_abi.h)
 SCHEMAS = (1, 2, 3)  # the versions it reads
@@ -47,7 +48,7 @@ class RecordedProcess:
     mpi_init_s: float = 0.0   # schema 3, MPI programs: MPI_Init and MPI_Finalize times
     mpi_finalize_s: float = 0.0
     regions: list[dict] = field(default_factory=list)
-    kernels: list = field(default_factory=list)  # opencl.profile.KernelStats
+    kernels: list = field(default_factory=list)  # kernelstats.KernelStats
 
 
 def read_recording(path: str) -> list[RecordedProcess]:
@@ -206,8 +207,6 @@ def team_of(cpus: list) -> int:
 
 def kernel_from_record(rec: dict):
     """An OpenCL kernel line as the ``KernelStats`` its prediction was made from."""
-    from ..opencl.profile import KernelStats
-
     k = KernelStats(str(rec["name"]), str(rec.get("object", "")), str(rec.get("device_type", "")),
                     max(1, _int(rec, "threads")), str(rec.get("platform", "")))
     k.launches = _int(rec, "calls")

@@ -23,10 +23,11 @@ from __future__ import annotations
 import math
 import os
 
+from .. import settings
+
 LOCK_WAITS = ("mutex", "rwlock")
 IDLE_WAITS = ("condvar", "pthread_barrier", "semaphore")
 SHOWN = ("imbalance",) + LOCK_WAITS + IDLE_WAITS + ("runqueue",)  # a kernel's stalls_s
-MACHINE_ENV = "CORECAST_TARGET_MACHINE"  # machine description (corecast run --target-machine)
 
 
 def work_groups(kernel) -> int | None:
@@ -44,7 +45,7 @@ def short_launches(kernel) -> bool:
     """The sampled launches are shorter than the snapshot interval on average: idle time
     inside them is not resolved (the workers' time is shared out by device time), so their
     stalls are a lower bound."""
-    from .profile import TICK_S
+    from .kernelstats import TICK_S
 
     s = kernel.sample
     return bool(s.launches) and s.device_ns / s.launches < TICK_S * 1e9
@@ -108,8 +109,8 @@ def predict(kernel, target: int, cores: int):
     reg = region(kernel)
     if reg is None:
         return None
-    from ..runtime.bound import preferred_count
-    from ..runtime.contention import predict_region
+    from .bound import preferred_count
+    from .contention import predict_region
 
     if kernel.device_type != "cpu":
         cores = max(cores, target, reg["threads"])  # no CPU run queue to model
@@ -142,10 +143,10 @@ def memory_model(kernel, machine: str | None = None):
     A process runs its kernels at one compute-unit count and no per-kernel memory counters
     are read, so the memory traffic is unknown: the prediction is the kernel's own
     contention model at k nodes' cores, and its basis says so."""
-    path = machine or os.environ.get(MACHINE_ENV) or None
+    path = machine or os.environ.get(settings.TARGET_MACHINE) or None
     if path is None or kernel.device_type != "cpu" or region(kernel) is None:
         return None
-    from ..runtime import numa
+    from . import numa
 
     state = _states.get(path)
     if state is None:

@@ -1,0 +1,50 @@
+"""The method registry: each method maps measurements to a ``Fit``; a method module adds
+itself with ``@register``.  Apart from the package's ``__init__`` (which imports every
+method module to fill it) so that those modules import it without an import circle."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from ..entities import Fit, InputError, Measurements
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    summary: str
+    min_points: int  # distinct counts needed
+    needs: tuple[str, ...]  # "stalls" and/or "sizes"
+    fit: Callable[[Measurements, float], Fit]  # (data, nmax) -> Fit
+
+
+METHODS: dict[str, Method] = {}
+
+
+def register(name: str, summary: str, min_points: int, needs: tuple[str, ...] = ()):
+    def deco(fn: Callable[[Measurements, float], Fit]) -> Callable[[Measurements, float], Fit]:
+        METHODS[name] = Method(name, summary, min_points, needs, fn)
+        return fn
+
+    return deco
+
+
+def get(name: str) -> Method:
+    try:
+        return METHODS[name]
+    except KeyError:
+        raise InputError(f"unknown method {name!r}; known: {', '.join(METHODS)}") from None
+
+
+def check_usable(method: Method, data: Measurements) -> None:
+    """Raise InputError when ``data`` cannot feed ``method``."""
+    if "stalls" in method.needs and not data.stalls:
+        raise InputError(f"method {method.name} needs stall:NAME columns")
+    if "sizes" in method.needs and not data.sizes:
+        raise InputError(f"method {method.name} needs size:NAME columns")
+    used = data if "sizes" in method.needs else data.at_target_size()
+    distinct = len(set(used.counts.tolist()))
+    if distinct < method.min_points:
+        raise InputError(
+            f"method {method.name} needs at least {method.min_points} measured counts, got {distinct}"
+        )

@@ -1,1 +1,0 @@
-"""Holds the ``sitecustomize`` that ``corecast run`` puts first on PYTHONPATH."""

@@ -1,0 +1,21 @@
+"""The Python side's copy of the C<->Python contract (native/model_abi.h, native/core.c's
+CC_STALL_NAMES, the sizes in corecast.h and numa.c): stall names in CC_STALL_* order, NUMA
+counter roles in CC_NUMA_* bit order, and array sizes.  Defined once here and checked against the C sources by
+tests/runtime/test_abi.py; the header is not shipped with the package and this module is
+imported by every profiled program, so it stays plain constants (no parsing, no imports)."""
+
+# CC_STALL_* order; CC_NSTALL == len(STALLS).
+STALLS = ("mutex", "condvar", "pthread_barrier", "rwlock", "semaphore", "critical",
+          "atomic", "omp_lock", "omp_barrier", "imbalance", "runqueue", "mpi_p2p", "mpi_collective")
+# A rank's waits for other ranks do not change with its thread count (`corecast merge`
+# predicts over rank counts), so the thread models leave them out.
+MPI_WAITS = ("mpi_p2p", "mpi_collective")
+THREAD_STALLS = tuple(s for s in STALLS if s not in MPI_WAITS)
+# Thread synchronisation: the thread stalls less load imbalance and run-queue wait.
+SYNC_WAITS = tuple(s for s in THREAD_STALLS if s not in ("imbalance", "runqueue"))
+
+MAX_PRED = 64    # CC_MAX_PRED
+MAX_NODES = 16   # CC_MAX_NODES
+MAX_THREADS = 1024       # CC_MAX_THREADS (corecast.h): rows of corecast_thread_waits
+NUMA_ROLES = ("cycles", "llc", "bus", "mct")  # bit order of CC_NUMA_CYCLES .. CC_NUMA_MCT
+NUMA_MAX_EVENTS = 256    # CC_NUMA_MAX_EVENTS (numa.c)

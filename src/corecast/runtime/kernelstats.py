@@ -1,0 +1,60 @@
+"""The record of one OpenCL kernel's launches and its sample window: what
+``opencl.profile`` fills while the program runs, what ``runtime.kernelmodel`` reads, and what
+``runtime.samples`` rebuilds from a recorded ``kernel`` line for `corecast replay`.  It
+lives here, below both, so that reading a recording does not import the profiler.
+(Plain classes with __slots__: this is on every instrumented program's path.)"""
+from __future__ import annotations
+
+TICK_S = 0.002  # snapshot interval of a sampled launch (opencl.profile's thread)
+
+
+class Sample:
+    """What the window of one kernel measured (nanoseconds; waits in seconds)."""
+
+    __slots__ = ("launches", "device_ns", "cpu_ns", "runq_ns", "cpu_measured", "waits",
+                 "acquisitions", "contended", "threads", "shapes")
+
+    def __init__(self):
+        self.launches = 0
+        self.device_ns = 0
+        self.cpu_ns = 0.0
+        self.runq_ns = 0.0    # the runtime threads' run-queue wait (other load)
+        self.cpu_measured = False
+        self.waits: dict[str, float] = {}
+        self.acquisitions: dict[str, float] = {}
+        self.contended: dict[str, float] = {}
+        self.threads = 0      # runtime threads seen busy
+        self.shapes: set = set()
+
+
+class KernelStats:
+    """All launches of one kernel (by function name and device)."""
+
+    __slots__ = ("name", "device", "platform", "device_type", "compute_units", "launches", "completed",
+                 "failed", "unmeasured", "device_ns", "queue_ns", "submit_ns", "enqueue_ns",
+                 "sizes", "sample", "sampling", "in_flight_sampled", "hidden", "first_ns")
+
+    def __init__(self, name: str, device: str, device_type: str, compute_units: int, platform: str = ""):
+        self.name = name
+        self.device = device
+        self.platform = platform  # e.g. "Portable Computing Language": which OpenCL ran it
+        self.device_type = device_type
+        self.compute_units = compute_units
+        self.launches = 0
+        self.completed = 0
+        self.failed = 0        # finished with an error status
+        self.unmeasured = 0    # finished but without timestamps
+        self.device_ns = 0
+        self.queue_ns = 0      # queued -> start
+        self.submit_ns = 0     # queued -> submit (host side of the queue)
+        self.enqueue_ns = 0    # host time in the enqueue call
+        self.sizes: dict[tuple, int] = {}
+        self.sample = Sample()
+        self.sampling = True
+        self.in_flight_sampled = 0
+        self.hidden = 0        # launches moved to corecast's profiling queue
+        self.first_ns = 0
+
+    @property
+    def in_flight(self) -> int:
+        return self.launches - self.completed - self.failed - self.unmeasured

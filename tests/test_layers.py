@@ -1,0 +1,87 @@
+"""The package's import graph (every import, also those inside functions) has no circle
+and no arrow running up the layers ARCHITECTURE.md draws."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "corecast"
+# Entry points, not modules other code imports: the sitecustomize a launched Python runs.
+ENTRY_POINTS = {"corecast.runtime._autoload.sitecustomize"}
+MODEL_CORE = ("corecast.entities", "corecast.errors", "corecast.fitting", "corecast.fitquality",
+              "corecast.smallfit", "corecast.kernels", "corecast.queueing", "corecast.methods",
+              "corecast.prediction", "corecast.tuning", "corecast.numa", "corecast.placement")
+VIEWS = ("corecast.report", "corecast.plot", "corecast.sweepviz", "corecast.runtime.replayview",
+         "corecast.runtime.mergeview")
+ABOVE_RUNTIME = ("corecast.opencl", "corecast.cli", "corecast.sweep") + VIEWS
+
+
+def _modules() -> dict[str, Path]:
+    mods = {}
+    for path in SRC.rglob("*.py"):
+        parts = list(path.relative_to(SRC.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        mods[".".join(parts)] = path
+    return mods
+
+
+def _graph() -> dict[str, set[str]]:
+    mods = _modules()
+    edges = {}
+    for name, path in mods.items():
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        out = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(up + ([node.module] if node.module else []))
+                subs = [f"{base}.{a.name}" for a in node.names]
+                # ``from . import x`` of a submodule imports x, not the package's names
+                targets = subs if all(t in mods for t in subs) else [base] + subs
+            else:
+                continue
+            out.update(t for t in targets if t in mods and t != name)
+        edges[name] = out
+    return edges
+
+
+def _within(name: str, prefixes: tuple[str, ...]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def test_no_import_circles():
+    edges = _graph()
+    done: set[str] = set()
+
+    def visit(node: str, path: list[str]) -> None:
+        if node in path:
+            raise AssertionError("import circle: " + " -> ".join(path[path.index(node):] + [node]))
+        if node in done:
+            return
+        for nxt in sorted(edges[node]):
+            visit(nxt, path + [node])
+        done.add(node)
+
+    for name in sorted(edges):
+        visit(name, [])
+
+
+def test_no_arrow_runs_up():
+    up = []
+    for a, targets in _graph().items():
+        if a in ENTRY_POINTS:
+            continue
+        for b in targets:
+            if _within(a, MODEL_CORE) and not _within(b, MODEL_CORE + ("corecast.fileio",)):
+                up.append(f"model core {a} -> {b}")
+            if a.startswith("corecast.runtime.") and _within(b, ABOVE_RUNTIME) and not _within(a, VIEWS):
+                up.append(f"runtime {a} -> {b}")
+            if _within(a, VIEWS) and _within(b, ("corecast.prediction", "corecast.methods",
+                                                 "corecast.runtime.bridge", "corecast.runtime.contention")):
+                up.append(f"view {a} -> model {b}")
+    assert not up, "\n".join(sorted(up))
