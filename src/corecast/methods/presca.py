@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import kernels
+from .. import kernels, smallfit
 from ..entities import Fit, InputError, Measurements
 from ..fitting import rms
 from .registry import register
@@ -37,14 +37,12 @@ def realistic(f, nmax: float) -> bool:
     Rejects non-positive values and abrupt changes: from n-1 to n performance may not
     grow by more than 1.5x linear (``f(n) <= 1.5 n/(n-1) f(n-1)``) nor fall faster than
     ``f(n) >= f(n-1) ((n-1)/n)^8``.  (For time this is the paper's pseudo-code form.)
+    The rule itself is ``smallfit.realistic``, which the online tuner applies too.
     """
     n = np.arange(1.0, max(2.0, np.ceil(nmax)) + 1.0)
-    y = np.asarray(f(n), dtype=float)
-    if not np.all(np.isfinite(y)) or np.any(y <= 0):
-        return False
-    prev, cur, k = y[:-1], y[1:], n[1:]
-    ratio = k / (k - 1.0)
-    return bool(np.all(cur <= 1.5 * ratio * prev) and np.all(cur >= prev * ratio**-8))
+    with np.errstate(all="ignore"):
+        y = np.asarray(f(n), dtype=float)
+    return smallfit.realistic(y.tolist())
 
 
 def checkpoint_count(m: int) -> int:
