@@ -56,10 +56,10 @@ def time_at(curve: dict[int, float], n: int) -> float:
 PROBE_CALLS, PROBE_COST = 2, 0.03  # shims/gomp.c: PROBE_CALLS, PROBE_COST_PCT
 
 
-def earlier_windows(directory: Path, stem: str, n0: int, sizes: list[int]) -> dict:
-    """Region histories as probes at ``sizes`` threads would leave them (see the module's text)."""
-    own = {(r["name"], r["object"]): r
-           for r in read_recording(str(directory / "samples" / f"{stem}-{n0}.jsonl"))[0].regions}
+def earlier_windows(directory: Path, stem: str, sample: list[dict], n0: int, sizes: list[int]) -> dict:
+    """Region histories as probes at ``sizes`` threads would leave them in the run whose
+    regions ``sample`` holds (see the module's text)."""
+    own = {(r["name"], r["object"]): r for r in sample}
     reserved: dict = {}
     histories: dict = {}
     for n in sorted(sizes, reverse=True):
@@ -104,7 +104,8 @@ def evaluate(directory: Path, counts: list[int], history: list[int] | None = Non
             if not rec.exists():
                 continue
             proc_rec = read_recording(str(rec))[0]
-            histories = earlier_windows(directory, csv.stem, n0, [n for n in history or [] if n < n0])
+            histories = earlier_windows(directory, csv.stem, proc_rec.regions, n0,
+                                        [n for n in history or [] if n < n0])
             proc_rec.regions = [cumulative(r, histories.get((r["name"], r["object"])))
                                 for r in proc_rec.regions]
             rep = replay_process(proc_rec, TARGET, histories)
