@@ -62,7 +62,9 @@ struct cc_thread {
     const void *held_obj[CC_MAX_HELD];
     uint32_t held_scale[CC_MAX_HELD];
     int held_cat[CC_MAX_HELD];
-    uint32_t sample_seq; /* picks the critical sections that get timed */
+    /* Which sampled acquisitions get timed (omp_call.h cc_sample_due): untimed ones left
+     * before the next timed one, and how many that one will stand for. */
+    uint32_t sample_left, sample_span;
     /* contended pthread lock awaiting its hold-time sample */
     const void *sample_lock;
     uint64_t sample_t0;

@@ -9,9 +9,17 @@
 #define CC_MAX_TEAM 256
 #define CC_CONTENDED_TICKS 2000 /* a critical wait longer than this counts as contended */
 /* Critical, atomic and ordered sections have no try operation, so finding out whether
- * one waited means timing it.  One in CC_SAMPLE_EVERY is timed (wait and hold, scaled
- * up); every one is counted.  (The OMPT path samples its locks the same way.) */
-#define CC_SAMPLE_EVERY 16
+ * one waited means timing it.  Every one is counted; some are timed (wait and hold, scaled
+ * up by the acquisitions they stand for).  A timed one costs three timestamps (~20 ns each
+ * in a VM, more than an uncontended section), so the gap to the next timed one follows
+ * what the last one measured: CC_SAMPLE_MIN apart for sections that wait or hold
+ * CC_SAMPLE_TICKS / CC_SAMPLE_MIN ticks or more, up to CC_SAMPLE_MAX for empty ones,
+ * which keeps the timing near 1% of the time it measures.  A gap decided by an earlier
+ * acquisition is independent of the one it lands on, so the scaled sums stay unbiased.
+ * (The OMPT path samples its locks the same way.) */
+#define CC_SAMPLE_MIN 16
+#define CC_SAMPLE_MAX 1024
+#define CC_SAMPLE_TICKS 8192
 
 /* Shared by the team: the master fills region/team/t0, each member its end and busy slot
  * (written before the implicit barrier, read by the master after it: no clearing). */
@@ -52,6 +60,41 @@ int cc_team_cap(struct cc_region *r, int own, const struct cc_gomp *g, int *prob
 /* Calls and wall time at one team size (0, 0 if it never ran at that size). */
 void cc_hist_at(struct cc_region *r, int team, uint64_t *calls, uint64_t *wall);
 
+/* 0: count this acquisition only; otherwise time it, standing for the returned number. */
+static inline uint32_t cc_sample_due(struct cc_thread *t) {
+    if (t->sample_left) {
+        t->sample_left--;
+        return 0;
+    }
+    return t->sample_span ? t->sample_span : 1;
+}
+
+/* A timed duration standing for ``scale`` acquisitions.  A gap above CC_SAMPLE_MIN was
+ * chosen because recent ones were short; one far longer than that (a preemption,
+ * contention just starting) counts once beyond what the gap assumed, not ``scale``
+ * times: one preempted sample must not stand for a thousand.  The gap then shrinks, and
+ * lasting contention is scaled in full from the next sample on. */
+static inline uint64_t cc_scaled(uint64_t ticks, uint32_t scale) {
+    if (scale <= CC_SAMPLE_MIN)
+        return ticks * scale;
+    uint64_t cap = 4 * CC_SAMPLE_TICKS / scale;
+    return ticks <= cap ? ticks * scale : cap * scale + (ticks - cap);
+}
+
+/* A timed acquisition waited or held ``ticks``: the next one comes at most the gap that
+ * measure asks for; ``fresh``: it was the timed one itself, start a new gap. */
+static inline void cc_sample_next(struct cc_thread *t, uint64_t ticks, int fresh) {
+    uint64_t g = CC_SAMPLE_TICKS / (ticks ? ticks : 1);
+    g = g < CC_SAMPLE_MIN ? CC_SAMPLE_MIN : g > CC_SAMPLE_MAX ? CC_SAMPLE_MAX : g;
+    if (fresh) {
+        t->sample_left = (uint32_t)g - 1;
+        t->sample_span = (uint32_t)g;
+    } else if (t->sample_left > g - 1) { /* a long hold: come back sooner */
+        t->sample_span -= t->sample_left - ((uint32_t)g - 1);
+        t->sample_left = (uint32_t)g - 1;
+    }
+}
+
 /* A single block runs until the barrier that follows it (or the region's end). */
 static inline void cc_close_single(struct cc_thread *t, uint64_t now) {
     if (t->single_t0) {
@@ -76,24 +119,33 @@ static inline void cc_held_pop(struct cc_thread *t, const void *obj, uint64_t no
     int top = t->nheld - 1;
     if (top >= 0 && t->held_obj[top] == obj) {
         uint64_t *hold = &cc_counts(t)->hold[t->held_cat[top]];
-        CC_ADD(*hold, (now - t->held_t0[top]) * t->held_scale[top]);
+        CC_ADD(*hold, cc_scaled(now - t->held_t0[top], t->held_scale[top]));
         t->nheld = top;
+        cc_sample_next(t, now - t->held_t0[top], 0);
     }
 }
 
 /* An acquisition that began at ``t0`` and returned now, standing for ``scale``
  * acquisitions (sampling): its wait and hold are scaled up.  ``contended``: known from a
- * failed test, else judged by the wait. */
-static inline void cc_timed_acquire(struct cc_thread *t, int cat, uint64_t t0, const void *obj,
+ * failed test, else judged by the wait.  Returns the wait. */
+static inline uint64_t cc_timed_acquire(struct cc_thread *t, int cat, uint64_t t0, const void *obj,
                                     int contended, uint32_t scale) {
     uint64_t t1 = cc_now();
     uint64_t w = t1 - t0;
     struct cc_counts *n = cc_counts(t);
-    CC_ADD(n->wait[cat], w * scale);
+    uint64_t scaled = cc_scaled(w, scale);
+    CC_ADD(n->wait[cat], scaled);
     CC_ADD(n->acq[cat], 1);
     if (contended || w > CC_CONTENDED_TICKS)
-        CC_ADD(n->contended[cat], scale);
+        CC_ADD(n->contended[cat], scaled == w * scale ? scale : 1);
     cc_held_push(t, obj, cat, t1, scale);
+    return w;
+}
+
+/* A sampled acquisition (``scale`` from cc_sample_due) that began at ``t0`` returned now. */
+static inline void cc_sampled_acquire(struct cc_thread *t, int cat, uint64_t t0, const void *obj,
+                                      uint32_t scale) {
+    cc_sample_next(t, cc_timed_acquire(t, cat, t0, obj, 0, scale), 1);
 }
 
 #endif

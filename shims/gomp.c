@@ -108,35 +108,46 @@ BARRIER_WRAPPER(GOMP_barrier)
 BARRIER_WRAPPER(GOMP_loop_end)
 BARRIER_WRAPPER(GOMP_sections_end)
 
-#define CRITICAL_PAIR(start, end, cat, obj_expr, params, args)                              \
+/* Most acquisitions are only counted: that path ends in a tail call of the real function
+ * with no stack frame; a timed one (and the release of a timed one) goes through the cold
+ * helpers.  ``xparams``/``xargs``: the wrapper's parameters again, after a comma. */
+#define CRITICAL_PAIR(start, end, cat, obj_expr, params, args, xparams, xargs)              \
+    static __attribute__((noinline, cold)) void start##_timed(                              \
+        const struct cc_gomp *g, struct cc_thread *t, uint32_t scale xparams) {             \
+        uint64_t t0 = cc_now();                                                              \
+        g->start(args);                                                                      \
+        cc_sampled_acquire(t, cat, t0, obj_expr, scale);                                     \
+    }                                                                                        \
     void start(params) {                                                                    \
         const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));                 \
         struct cc_thread *t = cc_self();                                                     \
         if (t->guard || cc_ompt_on)                                                          \
             return g->start(args);                                                           \
-        if (++t->sample_seq % CC_SAMPLE_EVERY) {                                             \
-            g->start(args);                                                                  \
-            CC_ADD(cc_counts(t)->acq[cat], 1);                                               \
-            return;                                                                          \
-        }                                                                                    \
-        uint64_t t0 = cc_now();                                                              \
-        g->start(args);                                                                      \
-        cc_timed_acquire(t, cat, t0, obj_expr, 0, CC_SAMPLE_EVERY);                          \
+        uint32_t scale = cc_sample_due(t);                                                   \
+        if (__builtin_expect(scale, 0))                                                      \
+            return start##_timed(g, t, scale xargs);                                         \
+        CC_ADD(cc_counts(t)->acq[cat], 1);                                                   \
+        return g->start(args);                                                               \
+    }                                                                                        \
+    static __attribute__((noinline, cold)) void end##_timed(                                \
+        const struct cc_gomp *g, struct cc_thread *t xparams) {                             \
+        cc_held_pop(t, obj_expr, cc_now());                                                  \
+        g->end(args);                                                                        \
     }                                                                                        \
     void end(params) {                                                                      \
         const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));                 \
         struct cc_thread *t = cc_self();                                                     \
-        if (!t->guard && !cc_ompt_on && t->nheld)                                            \
-            cc_held_pop(t, obj_expr, cc_now());                                                 \
-        g->end(args);                                                                        \
+        if (__builtin_expect(t->nheld, 0) && !t->guard && !cc_ompt_on)                       \
+            return end##_timed(g, t xargs);                                                  \
+        return g->end(args);                                                                 \
     }
 
-CRITICAL_PAIR(GOMP_critical_start, GOMP_critical_end, CC_STALL_CRITICAL, &critical_anon, void, )
+CRITICAL_PAIR(GOMP_critical_start, GOMP_critical_end, CC_STALL_CRITICAL, &critical_anon, void, , , )
 CRITICAL_PAIR(GOMP_critical_name_start, GOMP_critical_name_end, CC_STALL_CRITICAL, pptr,
-              void **pptr, pptr)
-CRITICAL_PAIR(GOMP_atomic_start, GOMP_atomic_end, CC_STALL_ATOMIC, &atomic_lock, void, )
+              void **pptr, pptr, COMMA void **pptr, COMMA pptr)
+CRITICAL_PAIR(GOMP_atomic_start, GOMP_atomic_end, CC_STALL_ATOMIC, &atomic_lock, void, , , )
 /* An ordered block waits for its turn and then runs alone: a critical section. */
-CRITICAL_PAIR(GOMP_ordered_start, GOMP_ordered_end, CC_STALL_CRITICAL, &ordered_turn, void, )
+CRITICAL_PAIR(GOMP_ordered_start, GOMP_ordered_end, CC_STALL_CRITICAL, &ordered_turn, void, , , )
 
 bool GOMP_single_start(void) {
     const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));
@@ -193,8 +204,11 @@ bool GOMP_loop_runtime_start(long start, long end, long incr, long *istart, long
             return g->set(lock);                                                             \
         if (g->test(lock)) {                                                                 \
             cc_note(t, CC_STALL_OMPLOCK, 0, 0);                                              \
-            if (++t->sample_seq % CC_SAMPLE_EVERY == 0) /* hold times: sampled */            \
-                cc_held_push(t, lock, CC_STALL_OMPLOCK, cc_now(), CC_SAMPLE_EVERY);          \
+            uint32_t scale = cc_sample_due(t); /* hold times: sampled */                     \
+            if (scale) { /* no wait: the hold alone sets the next gap */                    \
+                cc_held_push(t, lock, CC_STALL_OMPLOCK, cc_now(), scale);                    \
+                cc_sample_next(t, 0, 1);                                                     \
+            }                                                                                \
             return;                                                                          \
         }                                                                                    \
         uint64_t t0 = cc_now();                                                              \

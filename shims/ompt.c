@@ -79,6 +79,7 @@ struct ompt_thread {
     int depth;            /* implicit tasks open on this thread */
     uint64_t barrier_t0;  /* the barrier wait under way began here */
     uint64_t acquire_t0;  /* the timed mutex acquisition under way began here (0: untimed) */
+    uint32_t acquire_scale; /* and how many acquisitions it stands for */
     struct cc_member task[MAX_DEPTH];
 };
 static struct ompt_thread threads[CC_MAX_THREADS];
@@ -346,14 +347,16 @@ static int mutex_category(int kind) {
     }
 }
 
-/* Sampled like the GOMP path's critical sections: one acquisition in CC_SAMPLE_EVERY is
- * timed (wait and hold, scaled up), every one counted.  Timestamps are what costs here
- * (tens of ns each in a VM); the callbacks themselves cost the runtime next to nothing. */
+/* Sampled like the GOMP path's critical sections (omp_call.h cc_sample_due): some
+ * acquisitions are timed (wait and hold, scaled up), every one counted.  Timestamps are
+ * what costs here (tens of ns each in a VM); the callbacks cost the runtime next to nothing. */
 static void on_mutex_acquire(int kind, unsigned hint, unsigned impl, uint64_t wait_id, const void *codeptr_ra) {
     struct ompt_thread *o;
     struct cc_thread *t = self(&o);
-    if (t)
-        o->acquire_t0 = ++t->sample_seq % CC_SAMPLE_EVERY ? 0 : cc_now();
+    if (t) {
+        o->acquire_scale = cc_sample_due(t);
+        o->acquire_t0 = o->acquire_scale ? cc_now() : 0;
+    }
 }
 
 static void on_mutex_acquired(int kind, uint64_t wait_id, const void *codeptr_ra) {
@@ -363,7 +366,7 @@ static void on_mutex_acquired(int kind, uint64_t wait_id, const void *codeptr_ra
         return;
     int cat = mutex_category(kind);
     if (o->acquire_t0)
-        cc_timed_acquire(t, cat, o->acquire_t0, (const void *)(uintptr_t)wait_id, 0, CC_SAMPLE_EVERY);
+        cc_sampled_acquire(t, cat, o->acquire_t0, (const void *)(uintptr_t)wait_id, o->acquire_scale);
     else
         CC_ADD(cc_counts(t)->acq[cat], 1);
 }
