@@ -553,8 +553,10 @@ def test_handoff_grows_with_the_contenders_within_its_band():
 def test_the_runtime_predictor_takes_the_latency_from_its_window():
     from corecast.runtime.bridge import predict_window
 
-    fine = {**barriered(episodes=48, wait=5e-6), "name": "fine._omp_fn.0"}
-    coarse = {**barriered(episodes=1, phase=30e-3, wait=8e-3, calls=8), "name": "coarse._omp_fn.0"}
+    fine = barriered(episodes=48, wait=5e-6)
+    coarse = barriered(episodes=1, phase=30e-3, wait=8e-3, calls=8)
+    for r, name in ((fine, "fine._omp_fn.0"), (coarse, "coarse._omp_fn.0")):
+        r.update(name=name, hist=[(4, r["calls"], r["wall_s"])])  # every call at the team of 4
     proc = process(threads=4, wall=fine["wall_s"] + coarse["wall_s"], cpu=1.0)
     preds = predict_window([fine, coarse, proc], 16, 16, 16, {})
     alone = predict_window([fine, proc], 16, 16, 16, {})
