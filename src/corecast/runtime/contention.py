@@ -654,6 +654,19 @@ def compose_process(process: dict, regions: list[tuple[dict, RegionPrediction]])
             losses[k] = losses.get(k, 0.0) + v
     t_end = total / central[-1]
     return ContentionPrediction(counts, central, low, high, preferred_count(counts, central),
-                                "contention model: serial time between regions plus each "
-                                "region's model", sorted({f for _, p in outer for f in p.fitted}),
+                                "contention model: serial time between regions plus "
+                                + _bandwidth_note(outer, works, total),
+                                sorted({f for _, p in outer for f in p.fitted}),
                                 _bottleneck(losses, counts[-1] * t_end), losses, total)
+
+
+def _bandwidth_note(outer: list[tuple[dict, RegionPrediction]], works: list[float], total: float) -> str:
+    """The process basis's bandwidth term: the work-weighted growth of work per call that
+    the regions' smaller-team calls measured (probes), or that it was not measured (no PMU
+    is read and busy time at n0 is then taken as work)."""
+    measured = [(w, p.bandwidth) for w, (_, p) in zip(works, outer) if p.bandwidth is not None]
+    if not measured:
+        return "each region's model; bandwidth unmeasured"
+    weight = sum(w for w, _ in measured)
+    factor = sum(w * b for w, b in measured) / weight if weight > 0 else 1.0
+    return f"their models; bandwidth x{factor:.2f} ({weight / total:.0%} of work)"
