@@ -206,6 +206,7 @@ def _predict_nodes(ffi: object, sample: object, regions: list[dict], result: obj
     counts = decode_counts(ffi, sample.numa)
     state.window(counts, regions, sample.window_s)
     has_regions = any(r["name"] != "process" and not r["nested"] for r in regions)
+    latency = barrier_latency(regions)
     for i, region in enumerate(regions):
         if region["nested"] or (region["name"] == "process") == has_regions:
             continue
@@ -214,7 +215,7 @@ def _predict_nodes(ffi: object, sample: object, regions: list[dict], result: obj
             bound = lambda t, r=region: bound_process(r, t, t)  # noqa: E731
             history = None
         else:
-            predict = lambda t, r=region: one_sample_region(r, t, t)  # noqa: E731
+            predict = lambda t, r=region: one_sample_region(r, t, t, latency=latency)  # noqa: E731
             bound = lambda t, r=region: bound_region(r, t)  # noqa: E731
             history = _histories.get((region["name"], region["object"]))
         res = nodes_for(state, region, history, counts, predict, bound,
