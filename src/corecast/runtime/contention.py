@@ -459,6 +459,14 @@ def _ordered(fitted: set) -> list[str]:
     return [k for k in order if k in fitted] + sorted(fitted - set(order))
 
 
+def _barrier_idle(st: dict, calls: int, n0: int, single: float) -> float:
+    """Idle at barriers per call, all threads together (``single``: a single block's time
+    per call, which the others wait out at the barrier after it: not imbalance)."""
+    barrier = max(float(st.get("omp_barrier", 0.0)) / calls - (n0 - 1) * single, 0.0)
+    return barrier + (float(st.get("imbalance", 0.0))
+                      + sum(float(st.get(k, 0.0)) for k in IDLE_WAITS if k != "omp_barrier")) / calls
+
+
 def barrier_episodes(region: dict) -> float:
     """Barriers each thread passes per call: the explicit and worksharing ones counted,
     plus the implicit one at the region's end."""
@@ -483,8 +491,8 @@ def barrier_latency(regions: list[dict]) -> float:
         n0, calls = int(r["threads"]), int(r.get("calls", 0) or 0)
         if r["name"] == "process" or r.get("nested") or n0 < 2 or calls < MIN_LATENCY_CALLS:
             continue
-        st = r["stalls_s"]
-        idle = sum(float(st.get(k, 0.0)) for k in ("imbalance", *IDLE_WAITS)) / calls / n0
+        single = max(float(r.get("single_s", 0.0)), 0.0) / calls
+        idle = _barrier_idle(r["stalls_s"], calls, n0, single) / n0
         per_episode.append(idle / barrier_episodes(r))
     return min(per_episode) if len(per_episode) >= 2 else 0.0
 
@@ -546,10 +554,7 @@ def predict_region(region: dict, target: int, cores: int,
         stations.append(_Station("loop_schedule", loops, cost))
         fitted.add("loop_cost")
 
-    # The others wait for a single block at the barrier after it: not imbalance.
-    barrier = max(float(st.get("omp_barrier", 0.0)) / calls - (n0 - 1) * single, 0.0)
-    idle = barrier + (float(st.get("imbalance", 0.0))
-                      + sum(float(st.get(k, 0.0)) for k in IDLE_WAITS if k != "omp_barrier")) / calls
+    idle = _barrier_idle(st, calls, n0, single)
     span = (float(region["busy_s"]) + float(st.get("imbalance", 0.0))) / calls / n0
     overhead = max(float(region.get("wall_s", 0.0)) / calls - span, 0.0) if n0 >= 2 else 0.0
 
