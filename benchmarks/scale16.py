@@ -10,7 +10,11 @@ measured curve:
   curve without T(1) is compared relative to the sampled count:
   predicted S(16)/S(N) against measured T(N)/T(16);
 * preferred-count loss: measured time at the process's preferred count (log-interpolated
-  between measured counts) over the best measured time, minus 1.
+  between measured counts) over the best measured time, minus 1;
+* the error's two parts, ln(predicted / measured): ``at_n0``, the speedup at the sampled
+  count (how well the model rebuilt T(1) from the sample: busy time taken as work), and
+  ``gain``, S(16) / S(N) (how well it extrapolated from N to 16 threads).  Their sum is
+  the signed error; a curve without T(1) has only the gain.
 
 ``--history 1`` replays each sample with the regions' history holding, as earlier
 windows, what a ``--probe`` run measures at those smaller counts: 2 calls per size (the
@@ -20,7 +24,8 @@ while the probes' expected extra time (a call at n0 times n0/size - 1 each) stay
 
     python benchmarks/scale16.py [DIR] [--counts 2,4] [--history 1,2] [--json]
 
-DIR defaults to ../shared/datasets/scale16 next to the repository.
+DIR defaults to shared/datasets/scale16 in the first folder above the repository that
+holds one (../shared next to a checkout, ../../shared next to a worktree).
 """
 from __future__ import annotations
 
@@ -38,7 +43,9 @@ from corecast.runtime.replay import replay_process
 from corecast.runtime.samples import read_recording
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT = ROOT.parent / "shared" / "datasets" / "scale16"
+DEFAULT = next((p / "shared" / "datasets" / "scale16" for p in ROOT.parents
+                if (p / "shared" / "datasets" / "scale16").is_dir()),
+               ROOT.parent / "shared" / "datasets" / "scale16")
 TARGET = 16
 
 
@@ -113,16 +120,20 @@ def evaluate(directory: Path, counts: list[int], history: list[int] | None = Non
             if proc is None:
                 continue
             pred = dict(zip(proc[1].threads, proc[1].speedup))
+            gain = math.log(pred[TARGET] / pred[n0] / (time_at(curve, n0) / curve[TARGET]))
             if 1 in curve:
                 measured, predicted = curve[1] / curve[TARGET], pred[TARGET]
+                at_n0 = math.log(pred[n0] / (curve[1] / time_at(curve, n0)))
             else:
                 measured = time_at(curve, n0) / curve[TARGET]
                 predicted = pred[TARGET] / pred[n0]
+                at_n0 = None
             best = min(curve.values())
             rows.append({
                 "curve": csv.stem, "sampled_at": n0, "measured_s16": round(measured, 3),
                 "predicted_s16": round(predicted, 3),
                 "log_error": round(abs(math.log(predicted / measured)), 4),
+                "at_n0": None if at_n0 is None else round(at_n0, 4), "gain": round(gain, 4),
                 "preferred": proc[1].preferred,
                 "preferred_loss": round(time_at(curve, proc[1].preferred) / best - 1, 4),
                 "basis": proc[1].basis,
@@ -155,10 +166,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps({"rows": rows, "summary": summary(rows)}, indent=1))
         return 0
-    print(f"{'curve':<16} {'n0':>3} {'S16 meas':>9} {'S16 pred':>9} {'|ln err|':>9} {'pref':>5} {'loss':>7}  basis")
+    print(f"{'curve':<16} {'n0':>3} {'S16 meas':>9} {'S16 pred':>9} {'|ln err|':>9} {'at n0':>6} "
+          f"{'gain':>6} {'pref':>5} {'loss':>7}  basis")
     for r in rows:
+        at_n0 = "" if r["at_n0"] is None else f"{r['at_n0']:+.2f}"
         print(f"{r['curve']:<16} {r['sampled_at']:>3} {r['measured_s16']:>9.2f} {r['predicted_s16']:>9.2f} "
-              f"{r['log_error']:>9.3f} {r['preferred']:>5} {r['preferred_loss']:>7.1%}  {r['basis'][:60]}")
+              f"{r['log_error']:>9.3f} {at_n0:>6} {r['gain']:>+6.2f} {r['preferred']:>5} "
+              f"{r['preferred_loss']:>7.1%}  {r['basis'].removeprefix('contention model: ')}")
     s = summary(rows)
     for n0 in counts:
         part = summary([r for r in rows if r["sampled_at"] == n0])

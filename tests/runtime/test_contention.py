@@ -16,6 +16,8 @@ from corecast.runtime.contention import (
     HANDOFF_PRIOR_S,
     LOOP_CALL_COST_S,
     ContentionPrediction,
+    barrier_episodes,
+    barrier_latency,
     compose_process,
     predict_process,
     predict_region,
@@ -261,6 +263,48 @@ def test_imbalance_lowers_speedup_and_grows():
     assert uneven.low[-1] < uneven.speedup[-1] < uneven.high[-1]
 
 
+def barriered(threads=4, calls=100, episodes=48, phase=25e-6, wait=5e-6) -> dict:
+    """A region of ``episodes`` barrier phases per call (the last one the region's end),
+    each ``phase`` of work per thread followed by ``wait`` at the barrier."""
+    r = region(threads=threads, calls=calls, busy=calls * threads * episodes * (phase + wait),
+               acq={"omp_barrier": calls * threads * (episodes - 1)},
+               omp_barrier=calls * threads * (episodes - 1) * wait, imbalance=calls * threads * wait)
+    r["busy_s"] -= r["stalls_s"]["imbalance"]  # the end barrier's wait is not busy time
+    r["wall_s"] = calls * episodes * (phase + wait)
+    return r
+
+
+def test_barrier_latency_is_the_smallest_idle_per_barrier():
+    fine = barriered(episodes=48, wait=5e-6)
+    coarse = barriered(episodes=1, phase=30e-3, wait=8e-3, calls=8)
+    assert barrier_episodes(fine) == pytest.approx(48)
+    assert barrier_episodes(coarse) == pytest.approx(1)
+    assert barrier_latency([fine, coarse]) == pytest.approx(5e-6)
+    # One region bounds nothing but itself; one-call, nested and one-thread regions count not.
+    assert barrier_latency([coarse]) == 0.0
+    assert barrier_latency([coarse, {**fine, "calls": 1}]) == 0.0
+    assert barrier_latency([coarse, {**fine, "nested": True}]) == 0.0
+    assert barrier_latency([coarse, {**fine, "threads": 1}]) == 0.0
+
+
+def test_barrier_latency_does_not_shrink_with_the_team():
+    fine = barriered(episodes=48, phase=25e-6, wait=5e-6)
+    spread = predict_region(fine, target=16, cores=16)
+    latency = predict_region(fine, target=16, cores=16, latency=5e-6)
+    assert_sane(latency, 16)
+    assert "barrier_latency" in latency.fitted and "barrier_latency" not in spread.fitted
+    # Both go through the sample at n0 = 4; beyond it the latency's share stays.
+    assert latency.speedup[3] == pytest.approx(spread.speedup[3])
+    assert latency.speedup[15] < spread.speedup[15]
+    work = 4 * 48 * 25e-6
+    assert latency.speedup[15] == pytest.approx(work / (work / 16 + 48 * 5e-6))
+    # A coarse region's wait is mostly spread: the same latency hardly moves it.
+    coarse = barriered(episodes=1, phase=30e-3, wait=8e-3, calls=8)
+    a = predict_region(coarse, target=16, cores=16)
+    b = predict_region(coarse, target=16, cores=16, latency=5e-6)
+    assert b.speedup[15] == pytest.approx(a.speedup[15], rel=1e-3)
+
+
 def test_dynamic_loop_counter_saturates():
     # 1 s of loop per call in chunks of 1 us: the shared counter (100 ns a claim) caps
     # the speedup near (chunk + claim) / claim = 11.
@@ -504,3 +548,17 @@ def test_handoff_grows_with_the_contenders_within_its_band():
     assert pred.speedup[-1] < pred.speedup[1]
     assert pred.high[-1] / pred.high[1] > pred.speedup[-1] / pred.speedup[1]
     assert pred.low[-1] < pred.speedup[-1] < pred.high[-1]
+
+
+def test_the_runtime_predictor_takes_the_latency_from_its_window():
+    from corecast.runtime.bridge import predict_window
+
+    fine = barriered(episodes=48, wait=5e-6)
+    coarse = barriered(episodes=1, phase=30e-3, wait=8e-3, calls=8)
+    for r, name in ((fine, "fine._omp_fn.0"), (coarse, "coarse._omp_fn.0")):
+        r.update(name=name, hist=[(4, r["calls"], r["wall_s"])])  # every call at the team of 4
+    proc = process(threads=4, wall=fine["wall_s"] + coarse["wall_s"], cpu=1.0)
+    preds = predict_window([fine, coarse, proc], 16, 16, 16, {})
+    alone = predict_window([fine, proc], 16, 16, 16, {})
+    assert "barrier_latency" in preds[0].fitted and "barrier_latency" not in alone[0].fitted
+    assert preds[0].speedup[15] < alone[0].speedup[15]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from corecast.runtime import bridge
-from corecast.runtime.history import RegionHistory, anchor_t1
+from corecast.runtime.history import BASIS_LEN, RegionHistory, anchor_t1
 from corecast.runtime.contention import predict_region as one_sample
 
 from .test_contention import process, region
@@ -96,3 +96,20 @@ def test_history_prediction_brings_its_own_t1_into_the_process():
     whole = bridge.predict_window([r, proc], TARGET, TARGET, TARGET,
                                   after(r, hist))[-1]
     assert whole.speedup[-1] < 0.5  # slower at 16 than at 1, as the region is
+
+
+def test_process_basis_names_the_measured_bandwidth_term():
+    # Two regions of equal work per call; one was probed at 1 thread (work per call grew
+    # 4/3 from 1 to 4 threads), the other was not: x1.33 on about half of the work.
+    probed = with_hist(region(threads=4, busy=0.4, calls=100), [(4, 100, 0.1), (1, 2, 0.006)])
+    other = dict(with_hist(region(threads=4, busy=0.4, calls=100), [(4, 100, 0.1)]),
+                 name="other._omp_fn.0")
+    histories = {**after(probed, [(1, 2, 0.006)]), **after(other, [])}
+    proc = process(threads=4, wall=0.2, cpu=0.8)
+    preds = bridge.predict_window([probed, other, proc], TARGET, TARGET, TARGET, histories)
+    assert preds[0].bandwidth == pytest.approx(4 / 3, rel=0.03) and preds[1].bandwidth is None
+    share = preds[0].work_s / (preds[0].work_s + preds[1].work_s)
+    assert preds[-1].basis.endswith(f"bandwidth x{preds[0].bandwidth:.2f} ({share:.0%} of work)")
+    assert len(preds[-1].basis) <= BASIS_LEN
+    unprobed = bridge.predict_window([other, proc], TARGET, TARGET, TARGET, after(other, []))
+    assert unprobed[-1].basis.endswith("; bandwidth unmeasured")

@@ -39,7 +39,7 @@ class RegionPrediction:
     would add milliseconds to every profiled program's start.)"""
 
     __slots__ = ("threads", "speedup", "low", "high", "preferred", "basis", "fitted", "bottleneck",
-                 "work_s")
+                 "work_s", "bandwidth")
 
     def __init__(self, threads: list[int], speedup: list[float], low: list[float],
                  high: list[float], preferred: int, basis: str, fitted: list[str] | None = None,
@@ -53,6 +53,9 @@ class RegionPrediction:
         self.fitted = fitted or []
         self.bottleneck = bottleneck  # stall category expected to dominate at the target
         self.work_s = work_s  # T(1) over the whole sample (0: not known; composing estimates it)
+        # Measured growth of work per call from a smaller team to the sampled one (memory
+        # bandwidth and cache sharing; history.anchor_t1); None: not measured.
+        self.bandwidth: float | None = None
 
 
 def prediction_counts(target: int, limit: int = 64) -> list[int]:

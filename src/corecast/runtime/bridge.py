@@ -10,7 +10,7 @@ from .. import settings
 from .bound import RegionPrediction
 from .bound import predict_process as bound_process
 from .bound import predict_region as bound_region
-from .contention import compose_process
+from .contention import barrier_latency, compose_process
 from .contention import predict_process as one_sample_process
 from .contention import predict_region as one_sample_region
 from .abi import MAX_NODES, MAX_PRED, STALLS
@@ -74,7 +74,8 @@ _steering: dict[tuple[str, str], object] = {}
 
 
 def predict_region(region: dict, target: int, measured_cores: int, predicted_cores: int,
-                   histories: dict[tuple[str, str], RegionHistory], final: bool = True) -> RegionPrediction:
+                   histories: dict[tuple[str, str], RegionHistory], final: bool = True,
+                   latency: float = 0.0) -> RegionPrediction:
     """One OpenMP region (``histories`` remembers each region between windows).
 
     While most of its calls ran at its largest team (the program's own count; probes are a
@@ -88,7 +89,7 @@ def predict_region(region: dict, target: int, measured_cores: int, predicted_cor
     history itself, so numpy and scipy never take CPU from the program while it runs."""
     history = histories.setdefault((region["name"], region["object"]), RegionHistory())
     history.update(region)
-    one = one_sample_region(region, target, measured_cores, predicted_cores)
+    one = one_sample_region(region, target, measured_cores, predicted_cores, latency)
     if mostly_at(history, int(region["threads"])):
         pred = anchor_t1(one, region, history)
     else:
@@ -107,9 +108,11 @@ def predict_window(regions: list[dict], target: int, measured_cores: int, predic
     regions; a plain-threads one gets the process contention model."""
     done: list[tuple[dict, RegionPrediction]] = []
     preds = []
+    latency = barrier_latency(regions)
     for region in regions:
         if region["name"] != "process":
-            pred = predict_region(region, target, measured_cores, predicted_cores, histories, final)
+            pred = predict_region(region, target, measured_cores, predicted_cores, histories, final,
+                                  latency)
             done.append((region, pred))
         elif any(not r["nested"] for r, _ in done):
             pred = compose_process(region, done)
@@ -203,6 +206,7 @@ def _predict_nodes(ffi: object, sample: object, regions: list[dict], result: obj
     counts = decode_counts(ffi, sample.numa)
     state.window(counts, regions, sample.window_s)
     has_regions = any(r["name"] != "process" and not r["nested"] for r in regions)
+    latency = barrier_latency(regions)
     for i, region in enumerate(regions):
         if region["nested"] or (region["name"] == "process") == has_regions:
             continue
@@ -211,7 +215,7 @@ def _predict_nodes(ffi: object, sample: object, regions: list[dict], result: obj
             bound = lambda t, r=region: bound_process(r, t, t)  # noqa: E731
             history = None
         else:
-            predict = lambda t, r=region: one_sample_region(r, t, t)  # noqa: E731
+            predict = lambda t, r=region: one_sample_region(r, t, t, latency=latency)  # noqa: E731
             bound = lambda t, r=region: bound_region(r, t)  # noqa: E731
             history = _histories.get((region["name"], region["object"]))
         res = nodes_for(state, region, history, counts, predict, bound,

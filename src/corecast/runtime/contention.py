@@ -57,7 +57,11 @@ Parts of T(n), per region call (all times are one call's; "work" is thread time)
   the latest of n threads as sqrt(2 ln n):  idle(n) = i0 sqrt(n0/n) g(n)/g(n0),
   g(n) = sqrt(2 ln n).  The band takes the smallest and largest of this, a spread
   proportional to the work per thread (``bound``'s  i0 (n0/n) g(n)/g(n0)) and a spread
-  fixed by the chunk size (dynamic schedules: i0, constant).
+  fixed by the chunk size (dynamic schedules: i0, constant).  Part of i0 is the barriers'
+  own latency, which splitting the work does not shrink: the window's smallest idle per
+  barrier episode over its regions (``barrier_latency``, an upper bound measured in the
+  sample), times the region's episodes per call, stays constant in the central and high
+  curves and only the rest spreads as above (fitted "barrier_latency").
 
 * **Team start/join** (regions): wall time per call not covered by the threads' spans,
   o = wall/calls - (busy + imbalance) / (n0 calls); grows linearly with the team,
@@ -129,6 +133,7 @@ HOLD_BAND = 0.25         # low band: service times +25% (taken from the think ti
 SERIAL_BAND = 0.05       # process serial time +- 5% of the work
 FIT_TOL = 0.25           # measured and modelled waits agree within +-25%: no fit
 MIN_CONTENDED = 20       # contended acquisitions needed to calibrate a lock
+MIN_LATENCY_CALLS = 2    # calls a region needs before its barrier waits bound the latency
 MAX_COPIES = 1e6         # effective lock count treated as "no queueing"
 BOTTLENECK_SHARE = 0.02  # below this share of n T(n) lost, there is no bottleneck
 TINY = 1e-15
@@ -165,9 +170,9 @@ class _Station:
 
 
 class _Model:
-    __slots__ = ("n0", "cores", "serial", "par", "stations", "idle", "overhead")
+    __slots__ = ("n0", "cores", "serial", "par", "stations", "idle", "overhead", "latency")
 
-    def __init__(self, n0, cores, serial, par, stations, idle, overhead=0.0):
+    def __init__(self, n0, cores, serial, par, stations, idle, overhead=0.0, latency=0.0):
         self.n0 = n0
         self.cores = cores
         self.serial = serial      # S per call
@@ -175,6 +180,7 @@ class _Model:
         self.stations = stations  # locks and the loop counter
         self.idle = idle          # i0: barrier idle per thread and call at n0
         self.overhead = overhead  # o: team start/join per call at n0
+        self.latency = latency    # the part of i0 that is the barriers' own latency
 
 
 # ---- the parts ----------------------------------------------------------------------------
@@ -190,8 +196,10 @@ def _idle(m: _Model, n: int, variant: str) -> float:
     if m.idle <= 0 or m.n0 < 2 or n < 2:
         return 0.0
     g = _growth(n) / _growth(m.n0)
-    proportional = m.idle * (m.n0 / n) * g
-    random_spread = m.idle * math.sqrt(m.n0 / n) * g
+    latency = min(m.latency, m.idle)  # the barriers' own: splitting the work does not shrink it
+    spread = m.idle - latency
+    proportional = latency + spread * (m.n0 / n) * g
+    random_spread = latency + spread * math.sqrt(m.n0 / n) * g
     chunked = m.idle
     if variant == "high":
         return min(proportional, random_spread, chunked)
@@ -399,7 +407,7 @@ def _predict(models: dict[str, _Model], target: int, calls: float, basis: str,
 
 
 def _copy(m: _Model, **changes) -> _Model:
-    c = _Model(m.n0, m.cores, m.serial, m.par, m.stations, m.idle, m.overhead)
+    c = _Model(m.n0, m.cores, m.serial, m.par, m.stations, m.idle, m.overhead, m.latency)
     for k, v in changes.items():
         setattr(c, k, v)
     return c
@@ -451,11 +459,50 @@ def _ordered(fitted: set) -> list[str]:
     return [k for k in order if k in fitted] + sorted(fitted - set(order))
 
 
+def _barrier_idle(st: dict, calls: int, n0: int, single: float) -> float:
+    """Idle at barriers per call, all threads together (``single``: a single block's time
+    per call, which the others wait out at the barrier after it: not imbalance)."""
+    barrier = max(float(st.get("omp_barrier", 0.0)) / calls - (n0 - 1) * single, 0.0)
+    return barrier + (float(st.get("imbalance", 0.0))
+                      + sum(float(st.get(k, 0.0)) for k in IDLE_WAITS if k != "omp_barrier")) / calls
+
+
+def barrier_episodes(region: dict) -> float:
+    """Barriers each thread passes per call: the explicit and worksharing ones counted,
+    plus the implicit one at the region's end."""
+    n0 = max(1, int(region["threads"]))
+    calls = max(1, int(region.get("calls", 1) or 1))
+    return float((region.get("acquisitions") or {}).get("omp_barrier", 0) or 0) / calls / n0 + 1.0
+
+
+def barrier_latency(regions: list[dict]) -> float:
+    """Upper bound of one barrier's own latency (seconds per thread and episode) in this
+    window: the smallest idle per barrier episode among the regions run with a team.
+
+    A barrier's wait has two parts: the spread of the threads' arrival, which shrinks as
+    the work per thread does, and the barrier's latency (wake-up, cache-line hand-off of
+    the counter), the same for every barrier of one runtime and team, which does not.  In
+    the 16-core runs (scale16) the per-thread barrier wait of BT's regions, 8 to 49
+    barriers per call of 20-30 us phases, stayed at 5-10 us per episode from 4 to 16
+    threads while FT's, one barrier per call of 35 ms phases, shrank 4x.  With one region
+    its own wait bounds nothing apart from itself: 0 (no latency part)."""
+    per_episode = []
+    for r in regions:
+        n0, calls = int(r["threads"]), int(r.get("calls", 0) or 0)
+        if r["name"] == "process" or r.get("nested") or n0 < 2 or calls < MIN_LATENCY_CALLS:
+            continue
+        single = max(float(r.get("single_s", 0.0)), 0.0) / calls
+        idle = _barrier_idle(r["stalls_s"], calls, n0, single) / n0
+        per_episode.append(idle / barrier_episodes(r))
+    return min(per_episode) if len(per_episode) >= 2 else 0.0
+
+
 def predict_region(region: dict, target: int, cores: int,
-                   target_cores: int | None = None) -> ContentionPrediction:
+                   target_cores: int | None = None, latency: float = 0.0) -> ContentionPrediction:
     """Contention model for an OpenMP region (``region`` as the bridge decodes it),
     measured on ``cores`` CPUs, predicted for a machine of ``target_cores`` (default:
-    ``cores``)."""
+    ``cores``).  ``latency``: the window's barrier latency per episode
+    (``barrier_latency``), kept constant as the team grows."""
     n0 = max(1, int(region["threads"]))
     cores = max(1, int(cores))
     calls = max(1, int(region.get("calls", 1) or 1))
@@ -507,14 +554,14 @@ def predict_region(region: dict, target: int, cores: int,
         stations.append(_Station("loop_schedule", loops, cost))
         fitted.add("loop_cost")
 
-    # The others wait for a single block at the barrier after it: not imbalance.
-    barrier = max(float(st.get("omp_barrier", 0.0)) / calls - (n0 - 1) * single, 0.0)
-    idle = barrier + (float(st.get("imbalance", 0.0))
-                      + sum(float(st.get(k, 0.0)) for k in IDLE_WAITS if k != "omp_barrier")) / calls
+    idle = _barrier_idle(st, calls, n0, single)
     span = (float(region["busy_s"]) + float(st.get("imbalance", 0.0))) / calls / n0
     overhead = max(float(region.get("wall_s", 0.0)) / calls - span, 0.0) if n0 >= 2 else 0.0
 
-    m = _Model(n0, cores, single / f0, par, stations, idle / n0 / f0, overhead)
+    m = _Model(n0, cores, single / f0, par, stations, idle / n0 / f0, overhead,
+               latency * barrier_episodes(region) / f0)
+    if n0 >= 2 and m.idle > 0 and m.latency > 0:
+        fitted.add("barrier_latency")
     _finish_stations(m, fitted)
     _fit_stations(m, fitted)
     m.cores = max(1, int(target_cores or cores))  # the fits above need no stretch: f0 is out
@@ -612,6 +659,19 @@ def compose_process(process: dict, regions: list[tuple[dict, RegionPrediction]])
             losses[k] = losses.get(k, 0.0) + v
     t_end = total / central[-1]
     return ContentionPrediction(counts, central, low, high, preferred_count(counts, central),
-                                "contention model: serial time between regions plus each "
-                                "region's model", sorted({f for _, p in outer for f in p.fitted}),
+                                "contention model: serial time between regions plus "
+                                + _bandwidth_note(outer, works, total),
+                                sorted({f for _, p in outer for f in p.fitted}),
                                 _bottleneck(losses, counts[-1] * t_end), losses, total)
+
+
+def _bandwidth_note(outer: list[tuple[dict, RegionPrediction]], works: list[float], total: float) -> str:
+    """The process basis's bandwidth term: the work-weighted growth of work per call that
+    the regions' smaller-team calls measured (probes), or that it was not measured (no PMU
+    is read and busy time at n0 is then taken as work)."""
+    measured = [(w, p.bandwidth) for w, (_, p) in zip(works, outer) if p.bandwidth is not None]
+    if not measured:
+        return "each region's model; bandwidth unmeasured"
+    weight = sum(w for w, _ in measured)
+    factor = sum(w * b for w, b in measured) / weight if weight > 0 else 1.0
+    return f"their models; bandwidth x{factor:.2f} ({weight / total:.0%} of work)"

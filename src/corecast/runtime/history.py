@@ -91,8 +91,10 @@ def anchor_t1(one: RegionPrediction, region: dict, history: RegionHistory) -> Re
     low = [min(lo, lo * f) if n > 1 else 1.0 for n, lo in zip(one.threads, one.low)]
     high = [max(hi, hi * f) if n > 1 else 1.0 for n, hi in zip(one.threads, one.high)]
     basis = f"contention + bandwidth: work/call x{1 / f:.2f} from {m} to {n0} threads"
-    return type(one)(one.threads, speedup, low, high, preferred_count(one.threads, speedup), basis,
+    pred = type(one)(one.threads, speedup, low, high, preferred_count(one.threads, speedup), basis,
                      one.fitted, one.bottleneck, work_s=one.work_s * f)
+    pred.bandwidth = 1 / f
+    return pred
 
 
 def extrapolate(history: RegionHistory, target: int) -> RegionPrediction | None:

@@ -1,0 +1,39 @@
+"""benchmarks/scale16.py on a one-curve directory: a recording of NPB MG (class A, 4 threads,
+the schema-1 file in tests/data/recordings) against its measured 16-core curve."""
+from __future__ import annotations
+
+import importlib.util
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+RECORDING = ROOT / "tests" / "data" / "recordings" / "schema1-npb-mg.A-4.jsonl"
+# Medians of ../shared/datasets/scale16/npb-mg.A.csv (16-core Xeon VM, 3 repetitions).
+CURVE = {1: 2.6750, 2: 1.9477, 4: 1.7812, 8: 1.5938, 16: 1.4658}
+
+
+def bench():
+    spec = importlib.util.spec_from_file_location("scale16", ROOT / "benchmarks" / "scale16.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.mark.parametrize("with_t1", [True, False])
+def test_error_splits_into_the_sampled_speedup_and_the_gain(tmp_path, with_t1):
+    (tmp_path / "samples").mkdir()
+    shutil.copy(RECORDING, tmp_path / "samples" / "mg-4.jsonl")
+    rows = "\n".join(f"{n},{t}" for n, t in CURVE.items() if with_t1 or n > 1)
+    (tmp_path / "mg.csv").write_text(f"# metric: time\nthreads,time\n{rows}\n")
+    [row] = bench().evaluate(tmp_path, [2, 4])
+    assert row["curve"] == "mg" and row["sampled_at"] == 4
+    signed = math.log(row["predicted_s16"] / row["measured_s16"])
+    assert abs(signed) == pytest.approx(row["log_error"], abs=1e-3)
+    if with_t1:  # the two parts add up to the error
+        assert row["at_n0"] + row["gain"] == pytest.approx(signed, abs=2e-3)
+    else:  # relative to the sampled count: the gain is the error
+        assert row["at_n0"] is None and row["gain"] == pytest.approx(signed, abs=2e-3)
+    assert row["basis"].endswith("; bandwidth unmeasured")  # no probes in that run
