@@ -1,9 +1,9 @@
 /* The process's life as corecast sees it: start-up (the constructor), the first parallel
  * activity, fork, and the exit report with its guard.  The exits and execs that end an
- * image come here from their wrappers. */
+ * image come here from their wrappers (shims/process.c). */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +13,6 @@
 
 #include "corecast.h"
 #include "lifecycle.h"
-#include "real.h"
 #include "report.h"
 #include "sample.h"
 
@@ -183,97 +182,4 @@ __attribute__((constructor)) static void cc_init(void) {
     pthread_atfork(NULL, NULL, reset_after_fork);
     cc_ready = 1;
     cc_on_activity(start_measuring);
-}
-
-/* ---- the start of an exit ------------------------------------------------------------ */
-/* The report must run before any exit handler: libraries the model loaded register their
- * own (OpenSSL's cleanup, C++ static destructors of extension modules), and those, newer
- * than ours, ran first and tore down what the sampler was still using.  The program's
- * main is wrapped so that returning from it reports first; calls to exit() from the
- * program and its libraries come here.  (libc's own call to exit after main is internal
- * and cannot be interposed: hence the wrapper.)  on_exit stays as the fallback. */
-static int (*program_main)(int, char **, char **);
-
-static int main_then_report(int argc, char **argv, char **envp) {
-    int status = program_main(argc, argv, envp);
-    cc_exit_report(status);
-    return status;
-}
-
-int __libc_start_main(int (*main)(int, char **, char **), int argc, char **argv, void (*init)(void),
-                      void (*fini)(void), void (*rtld_fini)(void), void *stack_end) {
-    program_main = main;
-    return CC_LIBC(__libc_start_main)(main_then_report, argc, argv, init, fini, rtld_fini, stack_end);
-}
-
-void exit(int status) {
-    cc_exit_report(status);
-    CC_LIBC(exit)(status);
-}
-
-/* ---- exits and execs that skip atexit ---------------------------------------------- */
-void _exit(int status) {
-    cc_exit_report(status);
-    CC_LIBC(_exit)(status);
-}
-
-void _Exit(int status) {
-    cc_exit_report(status);
-    CC_LIBC(_Exit)(status);
-}
-
-/* The image is replaced: report what this one measured (same pid, its own lines). */
-int execve(const char *path, char *const argv[], char *const envp[]) {
-    cc_final();
-    return CC_LIBC(execve)(path, argv, envp);
-}
-
-int execv(const char *path, char *const argv[]) {
-    cc_final();
-    return CC_LIBC(execv)(path, argv);
-}
-
-int execvp(const char *file, char *const argv[]) {
-    cc_final();
-    return CC_LIBC(execvp)(file, argv);
-}
-
-int execvpe(const char *file, char *const argv[], char *const envp[]) {
-    cc_final();
-    return CC_LIBC(execvpe)(file, argv, envp);
-}
-
-/* glibc's execl family calls its internal execve, past the wrappers above: rebuild the
- * argument vector (on the stack, as glibc does) and go through them. */
-#define COLLECT_ARGS(first, ap, argv, extra)                                            \
-    size_t argc = 1;                                                                    \
-    va_start(ap, first);                                                                \
-    while (va_arg(ap, const char *))                                                    \
-        argc++;                                                                         \
-    va_end(ap);                                                                         \
-    char *argv[argc + 1];                                                               \
-    argv[0] = (char *)first;                                                            \
-    va_start(ap, first);                                                                \
-    for (size_t i = 1; i <= argc; i++)                                                  \
-        argv[i] = va_arg(ap, char *);                                                   \
-    extra;                                                                              \
-    va_end(ap)
-
-int execl(const char *path, const char *arg, ...) {
-    va_list ap;
-    COLLECT_ARGS(arg, ap, argv, (void)0);
-    return execv(path, argv);
-}
-
-int execlp(const char *file, const char *arg, ...) {
-    va_list ap;
-    COLLECT_ARGS(arg, ap, argv, (void)0);
-    return execvp(file, argv);
-}
-
-int execle(const char *path, const char *arg, ...) {
-    va_list ap;
-    char *const *envp;
-    COLLECT_ARGS(arg, ap, argv, envp = va_arg(ap, char *const *));
-    return execve(path, argv, envp);
 }
