@@ -130,7 +130,9 @@ extern uint64_t cc_overflow;      /* events dropped: slot or region tables full 
 
 /* 1 once an OMPT runtime (libomp, libiomp5) started shims/ompt.c: the GOMP_* entry points
  * such a runtime also exports then pass straight through (one path per runtime). */
-extern int cc_ompt_on;
+extern int cc_ompt_on; /* omp_runtime.c holds the runtime's state, shims/ompt.c sets it */
+extern int cc_ompt_forks_seen CC_HIDDEN; /* a program called __kmpc_fork_call */
+void cc_ompt_started(const char *runtime) CC_HIDDEN; /* the tool started: that runtime's file name */
 const char *cc_ompt_runtime(void); /* that runtime's file name, "" when none */
 struct cc_gomp;
 unsigned cc_ompt_fork(const void *loc, void *fn, unsigned requested, const struct cc_gomp *g);

@@ -91,7 +91,7 @@ void cc_sampler_start(void) {
     sigset_t all, old;
     sigfillset(&all);
     /* The sampler must never take one of the program's signals; the synchronous ones stay
-     * deliverable so that a fault in the model reaches corecast's exit guard (core.c)
+     * deliverable so that a fault in the model reaches corecast's exit guard (lifecycle.c)
      * instead of being forced to its default action. */
     for (int i = 0; i < CC_NFATAL; i++)
         sigdelset(&all, cc_fatal_signals[i]);
