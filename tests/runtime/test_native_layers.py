@@ -1,11 +1,11 @@
-"""The preload library's files call each other without a loop.
+"""The preload library's files call each other without a loop (ARCHITECTURE.md).
 
 Each ``native/*.c`` and ``shims/*.c`` file defines functions and variables; a file depends
 on another when it names one the other defines (a call, a callback handed over, a
 variable read).  Inline functions and macros of the headers count for the file that uses
-them.  The arrows must form no loop, so the library reads in one direction: shims ->
-omp_call -> core; process -> lifecycle -> sampler -> sample/bridge -> counters -> core;
-report -> counters.
+them.  The arrows must form no loop, so the library reads in one direction: wrappers ->
+omp_call, omp_runtime, resolve -> core; shims/process -> lifecycle -> sampler -> sample ->
+counters -> core; lifecycle -> report -> jsonl -> text.
 
     python tests/runtime/test_native_layers.py    # prints each file's arrows
 """
