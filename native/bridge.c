@@ -32,6 +32,9 @@ static int loading; /* spin flag */
 static char why[200];
 static int (*model_predict)(const struct cc_sample *, struct cc_result *);
 static int host_python = -1;
+static void (*exit_report)(void);
+
+void cc_model_set_exit_report(void (*report)(void)) { exit_report = report; }
 
 int cc_host_is_python(void) {
     /* Decided before corecast loads any Python of its own. */
@@ -107,7 +110,7 @@ static void load(void) {
     model_predict = (int (*)(const struct cc_sample *, struct cc_result *))dlsym(h, "corecast_model_predict");
     if (!configure || !model_predict)
         return fail("the model library lacks its entry points");
-    configure(root, CC_PY_HOME, python, cc_final);
+    configure(root, CC_PY_HOME, python, exit_report);
     state = MODEL_READY;
 }
 

@@ -11,6 +11,9 @@
 
 #include "model_abi.h"
 
+/* Internal functions added since the exported set was fixed: not for the program's eyes. */
+#define CC_HIDDEN __attribute__((visibility("hidden")))
+
 #define CC_MAX_THREADS 1024
 #define CC_MAX_HELD 4 /* nested critical sections / locks timed per thread */
 #define CC_MPI_COLL_REQS 16 /* non-blocking collectives remembered per thread */
@@ -31,6 +34,8 @@ static inline uint64_t cc_now(void) {
 }
 double cc_ticks_to_s(uint64_t ticks); /* calibrated against CLOCK_MONOTONIC */
 double cc_mono_s(void);
+void cc_clock_start(void) CC_HIDDEN; /* the image's (or forked child's) lifetime starts */
+double cc_started(void);             /* cc_mono_s() then */
 
 /* ---- per-thread state ------------------------------------------------------------ */
 struct cc_region;
@@ -127,7 +132,9 @@ extern uint64_t cc_overflow;      /* events dropped: slot or region tables full 
 
 /* 1 once an OMPT runtime (libomp, libiomp5) started shims/ompt.c: the GOMP_* entry points
  * such a runtime also exports then pass straight through (one path per runtime). */
-extern int cc_ompt_on;
+extern int cc_ompt_on; /* omp_runtime.c holds the runtime's state, shims/ompt.c sets it */
+extern int cc_ompt_forks_seen CC_HIDDEN; /* a program called __kmpc_fork_call */
+void cc_ompt_started(const char *runtime) CC_HIDDEN; /* the tool started: that runtime's file name */
 const char *cc_ompt_runtime(void); /* that runtime's file name, "" when none */
 struct cc_gomp;
 unsigned cc_ompt_fork(const void *loc, void *fn, unsigned requested, const struct cc_gomp *g);
@@ -136,7 +143,11 @@ void cc_ompt_after_fork(int used); /* clears the OMPT state of the first ``used`
 /* An OpenMP runtime loaded that neither goes through the GOMP wrappers nor started the
  * OMPT tool (libomp with OMP_TOOL=disabled, ...): its file name, else NULL. */
 const char *cc_unmeasured_omp_runtime(void);
-void cc_activity(void);           /* first parallel activity: start the sampler */
+void cc_activity(void);           /* first parallel activity: runs the hook below once */
+void cc_on_activity(void (*hook)(void)) CC_HIDDEN; /* what activity starts (lifecycle.c) */
+double cc_active_since(void);
+void cc_core_after_fork(void) CC_HIDDEN; /* slots, regions, activity, clock start afresh */
+void cc_config_read(void) CC_HIDDEN;     /* config.c: the CORECAST_* settings into cc_cfg */
 /* MPI (shims/mpi.c): how long MPI_Init and MPI_Finalize took, for the summary record
  * (start-up and shut-down are neither compute nor the program's communication). */
 struct cc_mpi_life {
@@ -146,7 +157,6 @@ struct cc_mpi_life {
 extern struct cc_mpi_life cc_mpi;
 /* CORECAST_OUTPUT with {rank} and {pid} filled in; 0 when it does not fit. */
 int cc_output_path(char *dst, size_t n);
-void cc_report_serial(void);      /* exit without parallel activity */
 struct cc_thread *cc_thread_slots(int *n);
 
 /* ---- OpenMP regions --------------------------------------------------------------- */
@@ -188,13 +198,17 @@ void cc_sampler_stop(void);
  * sampler's (it may still write there). */
 enum cc_final_outcome { CC_FINAL_PENDING, CC_FINAL_ANSWERED, CC_FINAL_FAULTED, CC_FINAL_TIMEOUT, CC_FINAL_NO_SAMPLER };
 enum cc_final_outcome cc_sampler_final(const struct cc_sample *s, struct cc_result *r, int timeout_ms);
-/* The fatal signals of corecast's exit guard (core.c); the sampler leaves them unblocked. */
+/* The fatal signals of corecast's exit guard (lifecycle.c); the sampler leaves them unblocked. */
 #define CC_NFATAL 5
 extern const int cc_fatal_signals[CC_NFATAL];
 void cc_sampler_failed(void); /* async-signal-safe */
 int cc_sampler_is(int tid); /* ``tid`` is the sampler thread */
 void cc_sampler_after_fork(void);
 void cc_sampler_mark_start(void);
+/* What the sampler reads (counters.c): PMU counters, schedstat, the run-queue split. */
+void cc_counters_open(void) CC_HIDDEN;       /* at the first activity */
+void cc_counters_after_fork(void) CC_HIDDEN; /* a child counts afresh */
+void cc_counters_sampler_is(int tid) CC_HIDDEN; /* its CPU time is corecast's */
 void cc_sampler_read_counters(struct cc_sample *s); /* fills counters + runqueue */
 /* NUMA topology and memory-traffic counters (numa.c, CORECAST_NUMA_EVENTS): opened with
  * the sampler's counters, read with them (cumulative), closed in a forked child. */
@@ -203,14 +217,12 @@ extern const char *const CC_NUMA_ROLE_NAMES[CC_NUMA_NROLES]; /* bit order of CC_
 void cc_numa_open(void);
 void cc_numa_read(struct cc_numa_counts *n);
 void cc_numa_after_fork(void);
-/* ``refs`` (may be NULL) receives the region behind each sample entry. */
-void cc_build_sample(struct cc_sample *s, int final, struct cc_region **refs);
 int cc_model_predict(const struct cc_sample *s, struct cc_result *r);
 void cc_model_after_fork(void);
 void cc_model_warmup(void);
 const char *cc_model_warning(void);
-void cc_report(const struct cc_sample *s, const struct cc_result *r);
-void cc_final(void); /* the exit report; runs once per process image */
+/* Python hosts: what the model's atexit hook runs (the exit report), set at start-up. */
+void cc_model_set_exit_report(void (*report)(void)) CC_HIDDEN;
 void cc_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The report channel: the program's original stderr, or -1 when it is gone (core.c). */
 int cc_report_channel(void);
@@ -221,6 +233,15 @@ void cc_report_write(const char *p, size_t n);
 size_t cc_printable(char *dst, size_t n, const char *src);
 size_t cc_printable_cell(char *dst, size_t n, const char *src, int width);
 size_t cc_json_string(char *dst, size_t n, const char *src);
+/* A report's text (text.c): appended with cc_put, a name from outside as a JSON string
+ * (cc_put_str) or printable in a column (cc_put_cell); a full buffer cuts, never overruns. */
+struct cc_buf {
+    char data[1 << 17];
+    size_t len;
+};
+void cc_put(struct cc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3))) CC_HIDDEN;
+void cc_put_str(struct cc_buf *b, const char *s) CC_HIDDEN;
+void cc_put_cell(struct cc_buf *b, const char *s, int width) CC_HIDDEN;
 void cc_symbol_name(const void *addr, char *name, size_t nsize, char *object, size_t osize);
 /* The program's CPU time (corecast's own left out) and run-queue wait, the latter split
  * into its own (more runnable threads than CPUs) and other load's (runq_other_s). */
@@ -238,8 +259,6 @@ double cc_own_cpu_s(void);
 void cc_own_cpu_add(double s);
 double cc_thread_cpu_s(void); /* the calling thread's CPU clock */
 double cc_task_cpu_s(int tid);
-double cc_active_since(void);
-double cc_started(void);
 int cc_host_is_python(void);
 
 /* Resolving real functions: in the caller's own library first (wheels load private

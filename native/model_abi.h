@@ -87,7 +87,7 @@ struct cc_region_sample {
     int nhist;
     struct cc_team_stats hist[16];
     double runq_other_s;      /* process: run-queue wait other load caused (not in stall_s) */
-    int team_threads;         /* process: threads that did its work (report.c team_of); 0: unknown */
+    int team_threads;         /* process: threads that did its work (sample.c team_of); 0: unknown */
     /* CORECAST_PROBE: calls run at a smaller team than the program's, their measured
      * extra time (probe wall minus the mean call at the program's size), the expected
      * extra reserved at their start (the cost cap's side), and per hist[] entry how many

@@ -1,365 +1,22 @@
-/* The sampler: a thread that closes a window every CORECAST_WINDOW_MS, reads per-task
- * scheduler statistics and perf counters, and hands each window's summary to the model.
- * It runs with its guard raised, so its own locks (and Python's, while it calls the
- * model) never reach the counters. */
+/* The sampler: a thread that closes a window every CORECAST_WINDOW_MS, builds the sample
+ * from the counters (counters.c, sample.c) and hands it to the model; at exit it makes
+ * the final prediction.  It runs with its guard raised, so its own locks (and Python's,
+ * while it calls the model) never reach the counters. */
 #define _GNU_SOURCE
-#include <dirent.h>
-#include <fcntl.h>
 #include <linux/futex.h>
-#include <linux/perf_event.h>
-#include <sched.h>
 #include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "corecast.h"
 #include "real.h"
+#include "sample.h"
 
 static pthread_t sampler;
 static volatile int sampler_running;
 static volatile int sampler_tid;
-static int perf_fd[CC_NCTR] = {-1, -1, -1, -1, -1, -1, -1, -1};
-
-/* ---- hardware counters ------------------------------------------------------------ */
-/* Software figures (task clock, context switches, migrations, page faults) come from
- * schedstat, /proc and getrusage: perf's software events opened with inherit=1 would
- * add about half a microsecond to every context switch of every thread. */
-static const struct {
-    int slot;
-    uint64_t config;
-} hw_events[] = {
-    {CC_CTR_CYCLES, PERF_COUNT_HW_CPU_CYCLES},
-    {CC_CTR_INSTRUCTIONS, PERF_COUNT_HW_INSTRUCTIONS},
-    {CC_CTR_LLC_MISSES, PERF_COUNT_HW_CACHE_MISSES},
-    /* ESTIMA's backend stalls; the generic event maps to the family's own event
-     * (e.g. RESOURCE_STALLS.ANY, Zen's dispatch stalls) where the kernel knows it. */
-    {CC_CTR_BACKEND_STALLS, PERF_COUNT_HW_STALLED_CYCLES_BACKEND},
-};
-
-static int open_hw(uint64_t config, int inherit) {
-    struct perf_event_attr a;
-    memset(&a, 0, sizeof a);
-    a.size = sizeof a;
-    a.type = PERF_TYPE_HARDWARE;
-    a.config = config;
-    a.inherit = inherit;
-    a.exclude_kernel = 1;
-    a.exclude_hv = 1;
-    return (int)syscall(SYS_perf_event_open, &a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
-}
-
-/* Opened by the first active thread with inherit=1: every thread it creates from then on
- * is counted (an inherited count reaches the parent when the child exits).  Without a
- * PMU (VMs, containers, perf_event_paranoid) the probe fails and nothing is opened. */
-static void open_counters(void) {
-    int probe = open_hw(PERF_COUNT_HW_CPU_CYCLES, 0);
-    if (probe < 0)
-        return;
-    close(probe);
-    for (size_t i = 0; i < sizeof hw_events / sizeof hw_events[0]; i++)
-        perf_fd[hw_events[i].slot] = open_hw(hw_events[i].config, 1);
-}
-
-static void close_counters(void) {
-    for (int i = 0; i < CC_NCTR; i++) {
-        if (perf_fd[i] >= 0)
-            close(perf_fd[i]);
-        perf_fd[i] = -1;
-    }
-}
-
-/* ---- scheduler statistics ------------------------------------------------------- */
-struct task_stat {
-    int tid;
-    int internal; /* corecast's own thread: its time is corecast's, not the program's */
-    uint64_t exec_ns, runq_ns, migrations; /* since the first activity (cc_sampler_baseline) */
-    uint64_t exec0, runq0; /* schedstat then: a task keeps its counts across exec */
-};
-static struct task_stat tasks[CC_MAX_THREADS];
-static int ntasks;
-static int tasks_busy; /* spin flag: the sampler and the exit report both update */
-
-/* corecast's threads (the sampler, threads marked internal): a handful, listed once per read. */
-#define MAX_INTERNAL 16
-static int internal_tids(int *out) {
-    int n = 0, k;
-    if (sampler_tid)
-        out[n++] = sampler_tid;
-    const struct cc_thread *t = cc_thread_slots(&k);
-    for (int i = 0; i < k && n < MAX_INTERNAL; i++)
-        if (__atomic_load_n(&t[i].internal, __ATOMIC_RELAXED) && t[i].tid && t[i].tid != sampler_tid)
-            out[n++] = t[i].tid;
-    return n;
-}
-
-static double rusage_cpu_s(void) {
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + ru.ru_stime.tv_sec +
-           ru.ru_stime.tv_usec * 1e-6;
-}
-
-static double cpu_at_activity; /* process CPU time at the baseline */
-
-/* ---- other load: the part of the run-queue wait that is not the program's ----------
- * schedstat's run_delay is every wait for a CPU.  The program causes its own when it has
- * more runnable threads than allowed CPUs; other processes cause the rest.  Per window
- * (each read), the wait other load can have caused is at most the CPU time others used
- * on the CPUs this process may run on (/proc/stat busy time of those CPUs less this
- * process's own): other = min(run-queue wait, others' CPU time).  Alone, others' time is
- * ~0 and all waiting is the program's, however oversubscribed; with a free CPU per
- * thread, the waits are all other load's.  /proc/stat counts in ticks: a window's
- * shortfall is carried into the next (bounded) so tick noise does not add up to "busy". */
-static struct {
-    int primed;
-    uint64_t runq_ns;                  /* program's run-queue wait */
-    double cpu_s;                      /* process CPU time (getrusage: exited threads too) */
-    double busy_s;                     /* /proc/stat busy time of the allowed CPUs */
-    double carry_s;                    /* <= 0: others' time a window over-counted */
-    double other_s;                    /* run-queue wait other load caused, summed */
-    int allowed;
-} load;
-
-/* Busy time of the CPUs in ``set`` from /proc/stat (-1: unreadable). */
-static double cpus_busy_s(const cpu_set_t *set) {
-    int fd = open("/proc/stat", O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return -1;
-    static char text[1 << 16];
-    size_t len = 0;
-    ssize_t n;
-    while (len < sizeof text - 1 && (n = read(fd, text + len, sizeof text - 1 - len)) > 0) {
-        len += (size_t)n;
-        text[len] = 0;
-        if (strstr(text, "\nintr ")) /* the CPU lines are done; the rest can be long */
-            break;
-    }
-    close(fd);
-    text[len] = 0;
-    long hz = sysconf(_SC_CLK_TCK);
-    unsigned long long busy = 0;
-    for (const char *line = strstr(text, "\ncpu"); line; line = strstr(line + 1, "\ncpu")) {
-        int cpu;
-        unsigned long long v[7] = {0};
-        if (sscanf(line + 1, "cpu%d %llu %llu %llu %llu %llu %llu %llu", &cpu, &v[0], &v[1], &v[2],
-                   &v[3], &v[4], &v[5], &v[6]) < 8)
-            continue;
-        if (cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET(cpu, set))
-            busy += v[0] + v[1] + v[2] + v[5] + v[6]; /* user nice system irq softirq */
-    }
-    return busy / (double)(hz > 0 ? hz : 100);
-}
-
-/* Called with tasks_busy held, after the tasks were read. */
-static void split_runqueue(void) {
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) != 0)
-        return;
-    load.allowed = CPU_COUNT(&set);
-    uint64_t runq = 0;
-    for (int i = 0; i < ntasks; i++)
-        if (!tasks[i].internal)
-            runq += tasks[i].runq_ns;
-    double busy = cpus_busy_s(&set), cpu = rusage_cpu_s();
-    if (busy < 0)
-        return;
-    if (load.primed) {
-        double d_runq = (double)(runq - load.runq_ns) * 1e-9;
-        double others = busy - load.busy_s - (cpu - load.cpu_s);
-        double avail = others + load.carry_s;
-        double take = d_runq < avail ? d_runq : avail;
-        if (take > 0)
-            load.other_s += take;
-        double tick = 1.0 / (double)(sysconf(_SC_CLK_TCK) > 0 ? sysconf(_SC_CLK_TCK) : 100);
-        double rest = avail - (take > 0 ? take : 0);
-        load.carry_s = rest < 0 ? (rest > -2 * tick * load.allowed ? rest : -2 * tick * load.allowed) : 0;
-    }
-    load.primed = 1;
-    load.runq_ns = runq;
-    load.cpu_s = cpu;
-    load.busy_s = busy;
-}
-
-/* Keeps the last values seen per task, so threads that have exited still count.
- * ``baseline``: the counts so far are not the program's (before exec, before activity). */
-static void read_schedstat(int baseline) {
-    while (__atomic_exchange_n(&tasks_busy, 1, __ATOMIC_ACQUIRE))
-        ;
-    int internal[MAX_INTERNAL], ninternal = internal_tids(internal);
-    DIR *d = opendir("/proc/self/task");
-    struct dirent *e;
-    while (d && (e = readdir(d))) {
-        int tid = atoi(e->d_name);
-        if (tid <= 0)
-            continue;
-        char path[64];
-        snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", tid);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        char buf[128];
-        ssize_t n = read(fd, buf, sizeof buf - 1);
-        close(fd);
-        if (n <= 0)
-            continue;
-        buf[n] = 0;
-        unsigned long long exec_ns = 0, runq_ns = 0;
-        if (sscanf(buf, "%llu %llu", &exec_ns, &runq_ns) != 2)
-            continue;
-        int i = 0;
-        while (i < ntasks && tasks[i].tid != tid)
-            i++;
-        if (i == ntasks) {
-            if (ntasks == CC_MAX_THREADS)
-                continue;
-            ntasks++;
-            memset(&tasks[i], 0, sizeof tasks[i]);
-            tasks[i].tid = tid;
-        }
-        if (baseline) {
-            tasks[i].exec0 = exec_ns;
-            tasks[i].runq0 = runq_ns;
-        }
-        exec_ns = exec_ns > tasks[i].exec0 ? exec_ns - tasks[i].exec0 : 0;
-        runq_ns = runq_ns > tasks[i].runq0 ? runq_ns - tasks[i].runq0 : 0;
-        for (int j = 0; j < ninternal && !tasks[i].internal; j++)
-            tasks[i].internal = internal[j] == tid;
-        tasks[i].exec_ns = exec_ns;
-        tasks[i].runq_ns = runq_ns;
-        if (tasks[i].internal)
-            continue;
-        snprintf(path, sizeof path, "/proc/self/task/%d/sched", tid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) {
-            char text[4096];
-            n = read(fd, text, sizeof text - 1);
-            close(fd);
-            text[n > 0 ? n : 0] = 0;
-            const char *m = strstr(text, "se.nr_migrations");
-            if (m && (m = strchr(m, ':')))
-                tasks[i].migrations = strtoull(m + 1, NULL, 10);
-        }
-    }
-    if (d)
-        closedir(d);
-    split_runqueue();
-    __atomic_store_n(&tasks_busy, 0, __ATOMIC_RELEASE);
-}
-
-/* The starting point of the run-queue split: the first parallel activity. */
-void cc_sampler_baseline(void) {
-    cpu_at_activity = rusage_cpu_s();
-    read_schedstat(1);
-}
-
-/* The last CPU time schedstat showed for ``tid`` (-1 if never seen). */
-double cc_task_cpu_s(int tid) {
-    for (int i = 0; i < ntasks; i++)
-        if (tasks[i].tid == tid)
-            return tasks[i].exec_ns * 1e-9;
-    return -1;
-}
-
-/* ---- corecast's own CPU time ------------------------------------------------------ */
-/* Its threads' (the sampler, which runs the model every window; threads marked internal)
- * plus what it spent on the program's threads: the model's start in Python hosts and
- * the exit report with the final model run, measured with the thread's CPU clock. */
-static double own_on_program_threads;
-
-double cc_thread_cpu_s(void) {
-    struct timespec ts;
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
-        return 0;
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-void cc_own_cpu_add(double s) {
-    if (s > 0)
-        own_on_program_threads += s;
-}
-
-static double internal_cpu_s(void) {
-    uint64_t ns = 0;
-    for (int i = 0; i < ntasks; i++)
-        if (tasks[i].internal)
-            ns += tasks[i].exec_ns;
-    return ns * 1e-9;
-}
-
-double cc_own_cpu_s(void) { return internal_cpu_s() + own_on_program_threads; }
-
-struct cc_load cc_load_split(void) {
-    struct cc_load l = {0, 0, 0, 0};
-    uint64_t runq = 0;
-    for (int i = 0; i < ntasks; i++)
-        if (!tasks[i].internal)
-            runq += tasks[i].runq_ns;
-    l.runq_s = runq * 1e-9;
-    /* CPU time from getrusage: threads that ended between two reads count too. */
-    double cpu = rusage_cpu_s() - cpu_at_activity - cc_own_cpu_s();
-    l.runnable_s = (cpu > 0 ? cpu : 0) + l.runq_s;
-    l.other_s = load.other_s < l.runq_s ? load.other_s : l.runq_s;
-    l.allowed = load.allowed;
-    return l;
-}
-
-static struct rusage usage_at_start;
-
-void cc_sampler_read_counters(struct cc_sample *s) {
-    read_schedstat(0);
-    s->counters_measured = 0;
-    for (int i = 0; i < CC_NCTR; i++) {
-        uint64_t v;
-        if (perf_fd[i] >= 0 && read(perf_fd[i], &v, sizeof v) == (ssize_t)sizeof v) {
-            s->counters[i] = (double)v;
-            s->counters_measured |= 1u << i;
-        }
-    }
-    uint64_t exec_ns = 0, migrations = 0;
-    for (int i = 0; i < ntasks; i++) {
-        if (tasks[i].internal)
-            continue;
-        exec_ns += tasks[i].exec_ns;
-        migrations += tasks[i].migrations;
-    }
-    struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
-    s->counters[CC_CTR_TASK_CLOCK] = exec_ns * 1e-9;
-    s->counters[CC_CTR_MIGRATIONS] = (double)migrations;
-    s->counters[CC_CTR_CTX_SWITCHES] = (double)(ru.ru_nvcsw + ru.ru_nivcsw - usage_at_start.ru_nvcsw -
-                                                usage_at_start.ru_nivcsw);
-    s->counters[CC_CTR_PAGE_FAULTS] = (double)(ru.ru_minflt + ru.ru_majflt - usage_at_start.ru_minflt -
-                                               usage_at_start.ru_majflt);
-    s->counters_measured |= 1u << CC_CTR_TASK_CLOCK | 1u << CC_CTR_MIGRATIONS |
-                            1u << CC_CTR_CTX_SWITCHES | 1u << CC_CTR_PAGE_FAULTS;
-    s->cpus_allowed = load.allowed;
-    cc_numa_read(&s->numa);
-}
-
-/* CPU time before this image started: exec keeps the process's rusage (corecast run
- * itself execs the program). */
-static double cpu_at_start;
-void cc_sampler_mark_start(void) {
-    cpu_at_start = rusage_cpu_s();
-    getrusage(RUSAGE_SELF, &usage_at_start);
-}
-
-/* Process-wide CPU time of the program's threads (corecast's own time excluded) and the
- * run-queue wait summed over its tasks, split into the program's own and other load's. */
-void cc_process_times(double *cpu_s, double *runq_s, double *runq_other_s) {
-    *cpu_s = rusage_cpu_s() - cpu_at_start - cc_own_cpu_s();
-    if (*cpu_s < 0)
-        *cpu_s = 0;
-    struct cc_load l = cc_load_split();
-    *runq_s = l.runq_s - l.other_s;
-    *runq_other_s = l.other_s;
-}
 
 /* ---- the thread ----------------------------------------------------------------- */
 /* The sampler is the only thread that enters the model in a non-Python host, the exit
@@ -395,6 +52,7 @@ static void *sampler_main(void *arg) {
     t->guard = 1;
     t->internal = 1;
     sampler_tid = (int)syscall(SYS_gettid);
+    cc_counters_sampler_is(sampler_tid);
     static struct cc_sample sample;
     static struct cc_result result;
     /* Steering cannot try another count before its first decision, and that waits for
@@ -451,7 +109,7 @@ void cc_sampler_start(void) {
     sigset_t all, old;
     sigfillset(&all);
     /* The sampler must never take one of the program's signals; the synchronous ones stay
-     * deliverable so that a fault in the model reaches corecast's exit guard (core.c)
+     * deliverable so that a fault in the model reaches corecast's exit guard (lifecycle.c)
      * instead of being forced to its default action. */
     for (int i = 0; i < CC_NFATAL; i++)
         sigdelset(&all, cc_fatal_signals[i]);
@@ -465,8 +123,7 @@ void cc_sampler_start(void) {
         pthread_detach(sampler);
         sampler_running = 1;
     }
-    open_counters();
-    cc_numa_open(); /* the topology even without a PMU */
+    cc_counters_open();
 }
 
 int cc_sampler_is(int tid) { return sampler_running && tid == sampler_tid; }
@@ -495,17 +152,9 @@ void cc_sampler_stop(void) {
 }
 
 void cc_sampler_after_fork(void) {
-    cpu_at_start = 0; /* a forked child's rusage starts at zero */
-    own_on_program_threads = 0;
-    cpu_at_activity = 0;
-    memset(&load, 0, sizeof load);
-    memset(&usage_at_start, 0, sizeof usage_at_start);
     sampler_running = 0;
     sampler_cmd = CMD_NONE;
     final_state = CC_FINAL_PENDING;
     sampler_tid = 0;
-    ntasks = 0;
-    tasks_busy = 0;
-    close_counters(); /* they count the parent */
-    cc_numa_after_fork();
+    cc_counters_after_fork();
 }

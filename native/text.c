@@ -2,6 +2,7 @@
  * a file name may hold any byte but '/' and NUL.  The JSON Lines get valid UTF-8 JSON
  * (invalid bytes as \ufffd, control characters as \u00XX); the terminal gets printable
  * text (control characters and invalid bytes as '?'). */
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 
@@ -104,4 +105,31 @@ size_t cc_json_string(char *dst, size_t n, const char *src) {
     dst[len++] = '"';
     dst[len] = 0;
     return len;
+}
+
+/* ---- report lines: text appended to a bounded buffer (cut, never overrun) ------------ */
+void cc_put(struct cc_buf *b, const char *fmt, ...) {
+    if (b->len >= sizeof b->data - 1)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(b->data + b->len, sizeof b->data - b->len, fmt, ap);
+    va_end(ap);
+    b->len += n > 0 ? (size_t)n : 0;
+    if (b->len >= sizeof b->data)
+        b->len = sizeof b->data - 1;
+}
+
+/* A JSON string of a name from outside (valid UTF-8 whatever its bytes). */
+void cc_put_str(struct cc_buf *b, const char *s) {
+    char tmp[6 * 1024 + 3];
+    cc_json_string(tmp, sizeof tmp, s);
+    cc_put(b, "%s", tmp);
+}
+
+/* ``s`` printable in a column of ``width`` characters (-1: its own length). */
+void cc_put_cell(struct cc_buf *b, const char *s, int width) {
+    char tmp[4 * 1024 + 1];
+    cc_printable_cell(tmp, sizeof tmp, s, width);
+    cc_put(b, "%s", tmp);
 }

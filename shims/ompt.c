@@ -5,19 +5,18 @@
  * A region is keyed by its outlined function, caught on its way into __kmpc_fork_call
  * (a loop the compiler unrolled forks one region from several call sites), else by the
  * fork's call site (codeptr_ra, e.g. gcc code calling libomp's GOMP_parallel), and named
- * after the function holding its first call site (report.c), so a clang and a gcc build
- * name their regions alike.  A
- * member's share of the work ends where it arrives at the join barrier: libomp reports
- * that barrier's end and the implicit task's end only at the next fork, so the barrier's
- * start is the member's end.  Old runtimes (LLVM 14) give the join barrier and a loop's
- * barrier one kind: a member leaves at every implicit barrier and resumes when the wait
- * ends inside the team (a join's wait ends with no parallel data).
+ * after the function holding its first call site (native/sample.c), so a clang and a gcc
+ * build name their regions alike.  A member's share of the work ends where it arrives at
+ * the join barrier: libomp reports that barrier's end and the implicit task's end only at
+ * the next fork, so the barrier's start is the member's end.  Old runtimes (LLVM 14)
+ * give the join barrier and a loop's barrier one kind: a member leaves at every implicit
+ * barrier and resumes when the wait ends inside the team (a join's wait ends with no
+ * parallel data).
  *
  * Callbacks run on the program's threads: no malloc, stdio or locks; per-thread state in
  * a table indexed like the thread slots, one call record per running team from a pool. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <link.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,49 +24,9 @@
 #include "../native/corecast.h"
 #include "../native/omp_call.h"
 #include "../native/real.h"
-
-/* ---- the OMPT ABI subset used here (OpenMP 5.1, omp-tools.h) ----------------------- */
-typedef union {
-    uint64_t value;
-    void *ptr;
-} ompt_data_t;
-typedef void (*ompt_callback_t)(void);
-typedef void (*ompt_interface_fn_t)(void);
-typedef ompt_interface_fn_t (*ompt_function_lookup_t)(const char *);
-typedef int (*ompt_set_callback_t)(int event, ompt_callback_t callback);
-typedef struct {
-    int (*initialize)(ompt_function_lookup_t lookup, int initial_device_num, ompt_data_t *tool_data);
-    void (*finalize)(ompt_data_t *tool_data);
-    ompt_data_t tool_data;
-} ompt_start_tool_result_t;
-
-enum { /* callback events */
-    ompt_callback_parallel_begin = 3, ompt_callback_parallel_end = 4, ompt_callback_implicit_task = 7,
-    ompt_callback_sync_region_wait = 16, ompt_callback_mutex_released = 17, ompt_callback_work = 20,
-    ompt_callback_mutex_acquire = 26, ompt_callback_mutex_acquired = 27, ompt_callback_nest_lock = 28,
-};
-enum { ompt_scope_begin = 1, ompt_scope_end = 2 };
-enum { ompt_set_never = 1 }; /* results above it: the callback is (at least sometimes) made */
-enum { ompt_task_initial = 0x1 };
-enum { ompt_parallel_league = 0x40000000 };
-/* Barrier kinds; 1 and 2 are deprecated in 5.1 but old runtimes (LLVM 14) still send 2
- * for both the join barrier and a construct's. */
-enum {
-    ompt_sync_region_barrier = 1, ompt_sync_region_barrier_implicit, ompt_sync_region_barrier_explicit,
-    ompt_sync_region_barrier_implementation, ompt_sync_region_barrier_implicit_workshare = 8,
-    ompt_sync_region_barrier_implicit_parallel,
-};
-enum {
-    ompt_mutex_lock = 1, ompt_mutex_test_lock, ompt_mutex_nest_lock, ompt_mutex_test_nest_lock,
-    ompt_mutex_critical, ompt_mutex_atomic, ompt_mutex_ordered,
-};
-enum { ompt_work_single_executor = 3 };
+#include "ompt_abi.h"
 
 /* ---- state ---------------------------------------------------------------------- */
-int cc_ompt_on;
-static char runtime_name[64]; /* the runtime's file name, for the report */
-static int forks_seen;        /* a program called __kmpc_fork_call */
-
 #define MAX_DEPTH 4   /* implicit tasks tracked per thread (nested regions) */
 #define CALL_POOL 128 /* teams running at once */
 
@@ -85,14 +44,6 @@ struct ompt_thread {
 static struct ompt_thread threads[CC_MAX_THREADS];
 static struct cc_call calls[CALL_POOL];
 static int call_used[CALL_POOL];
-
-const char *cc_ompt_runtime(void) { return cc_ompt_on ? runtime_name : ""; }
-
-#if defined(__x86_64__)
-int cc_ompt_team_control(void) { return 1; }
-#else
-int cc_ompt_team_control(void) { return 0; } /* no __kmpc_fork_call wrapper (below) */
-#endif
 
 /* The calling thread's OMPT state, found once per thread (slot order). */
 static __thread struct ompt_thread *mine __attribute__((tls_model("initial-exec")));
@@ -247,8 +198,8 @@ void *cc_ompt_fork_note(const void *loc, void *microtask, const void *caller) {
     const struct cc_gomp *g = cc_gomp_for(caller);
     struct ompt_thread *o;
     int pushed = 0;
-    if (!__atomic_load_n(&forks_seen, __ATOMIC_RELAXED))
-        __atomic_store_n(&forks_seen, 1, __ATOMIC_RELAXED);
+    if (!__atomic_load_n(&cc_ompt_forks_seen, __ATOMIC_RELAXED))
+        __atomic_store_n(&cc_ompt_forks_seen, 1, __ATOMIC_RELAXED);
     if (self(&o)) {
         pushed = o->pushed;
         o->pushed = 0;
@@ -425,9 +376,8 @@ static int initialize(ompt_function_lookup_t lookup, int initial_device_num, omp
     Dl_info info;
     const char *file = dladdr((void *)set, &info) && info.dli_fname ? info.dli_fname : "the OpenMP runtime";
     const char *base = strrchr(file, '/');
-    strncpy(runtime_name, base ? base + 1 : file, sizeof runtime_name - 1);
     /* From here the GOMP_* entry points that libomp also exports are counted here only. */
-    __atomic_store_n(&cc_ompt_on, 1, __ATOMIC_RELEASE);
+    cc_ompt_started(base ? base + 1 : file);
     return 1;
 }
 
@@ -438,30 +388,4 @@ ompt_start_tool_result_t *ompt_start_tool(unsigned omp_version, const char *runt
     /* The runtime may start tools before corecast's constructor has read its settings. */
     const char *off = getenv("CORECAST_DISABLE");
     return off && !strcmp(off, "1") ? NULL : &result;
-}
-
-/* ---- runtimes that did not start the tool --------------------------------------------- */
-struct runtime_query {
-    char name[64];
-};
-
-static int find_kmp_runtime(struct dl_phdr_info *info, size_t size, void *arg) {
-    struct runtime_query *q = arg;
-    const char *path = info->dlpi_name, *base = path ? strrchr(path, '/') : NULL;
-    base = base ? base + 1 : path;
-    if (!base || (strncmp(base, "libomp.", 7) && strncmp(base, "libomp-", 7) && strncmp(base, "libiomp", 7)))
-        return 0; /* libompd, libomptarget: helpers beside the runtime, not a runtime */
-    strncpy(q->name, base, sizeof q->name - 1);
-    return 1;
-}
-
-const char *cc_unmeasured_omp_runtime(void) {
-    static struct runtime_query q;
-    /* libomp looks for a tool at its first use, so a runtime loaded but unused never asks:
-     * where forks are seen (x86-64) they tell the two apart, elsewhere it is said anyway. */
-    int used = cc_ompt_team_control() ? forks_seen : 1;
-    if (cc_ompt_on || !used)
-        return NULL;
-    memset(&q, 0, sizeof q);
-    return dl_iterate_phdr(find_kmp_runtime, &q) ? q.name : NULL;
 }

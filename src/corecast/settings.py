@@ -1,5 +1,5 @@
 """Names of the ``CORECAST_*`` environment variables the Python side reads or sets (the C
-side reads the same names in native/core.c).  Only the names: each reader checks its own
+side reads the same names in native/config.c).  Only the names: each reader checks its own
 value, so a bad one is reported where its meaning is known.  The autoload sitecustomize
 spells ``CORECAST_OPENCL`` itself: it runs before corecast is importable."""
 

@@ -112,7 +112,7 @@ def preload_env(
     return env
 
 
-# The launchers' rank and world-size variables, in the order native/core.c read_rank tries them.
+# The launchers' rank and world-size variables, in the order native/config.c read_rank tries them.
 RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
 SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS")
 

@@ -193,7 +193,7 @@ def region_from_record(rec: dict) -> dict:
     return region
 
 
-TEAM_SHARE = 0.25  # native/report.c team_of
+TEAM_SHARE = 0.25  # native/sample.c team_of
 
 
 def team_of(cpus: list) -> int:

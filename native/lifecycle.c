@@ -1,0 +1,185 @@
+/* The process's life as corecast sees it: start-up (the constructor), the first parallel
+ * activity, fork, and the exit report with its guard.  The exits and execs that end an
+ * image come here from their wrappers (shims/process.c). */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "corecast.h"
+#include "lifecycle.h"
+#include "report.h"
+#include "sample.h"
+
+/* ---- start and fork ---------------------------------------------------------------- */
+static pid_t cc_pid;
+static int cc_final_done;
+
+static void register_exit(void);
+
+/* The first parallel activity (core.c's hook): measuring starts. */
+static void start_measuring(void) {
+    register_exit();
+    cc_sampler_baseline();
+    cc_sampler_start();
+    if (cc_host_is_python()) {
+        double t0 = cc_thread_cpu_s();
+        cc_model_warmup();
+        cc_own_cpu_add(cc_thread_cpu_s() - t0); /* on the program's thread, but corecast's */
+    }
+}
+
+static void reset_after_fork(void) {
+    /* The child keeps only the forking thread: it starts afresh and reports alone. */
+    int used;
+    cc_thread_slots(&used);
+    cc_ompt_after_fork(used);
+    cc_core_after_fork();
+    cc_final_done = 0;
+    cc_pid = getpid();
+    cc_sampler_after_fork();
+    cc_model_after_fork();
+}
+
+/* ---- the exit guard ------------------------------------------------------------- */
+/* While the exit report runs (and for the rest of the exit if the model was left behind),
+ * a fatal signal raised on corecast's own threads must not decide how the program ends.
+ * The sampler, faulting inside the model, parks (the exiting thread goes on, flushes the
+ * program's streams and exits with its own status), with a bounded wait in case the fault
+ * left a lock held; the exiting thread, faulting in the C report, ends the process with
+ * the program's status.  Faults on the program's threads get their own handling back. */
+static struct sigaction guard_old[CC_NFATAL];
+static volatile int guard_status, guard_tid, guard_on;
+
+static void guard_restore(void) {
+    if (!__atomic_exchange_n(&guard_on, 0, __ATOMIC_ACQ_REL))
+        return;
+    for (int i = 0; i < CC_NFATAL; i++)
+        sigaction(cc_fatal_signals[i], &guard_old[i], NULL);
+}
+
+static void guard_handler(int sig, siginfo_t *si, void *ctx) {
+    (void)ctx;
+    int tid = (int)syscall(SYS_gettid);
+    if (tid == guard_tid || cc_sampler_is(tid)) {
+        static const char msg[] = "corecast: warning: fatal signal in corecast's exit report; "
+                                  "the program's exit status is kept\n";
+        int fd = cc_report_channel(); /* fstat and write: async-signal-safe */
+        if (fd >= 0) {
+            ssize_t w = write(fd, msg, sizeof msg - 1);
+            (void)w;
+        }
+        if (tid != guard_tid) {
+            cc_sampler_failed();
+            for (int i = 0; i < 100; i++) { /* 10 s: the exiting thread normally ends us first */
+                struct timespec step = {0, 100000000L};
+                nanosleep(&step, NULL);
+            }
+        }
+        syscall(SYS_exit_group, guard_status);
+    }
+    guard_restore();
+    /* A fault re-executes under the program's own disposition; a sent signal is sent again. */
+    if (si->si_code <= 0)
+        syscall(SYS_tgkill, getpid(), tid, sig);
+}
+
+static void guard_install(int status) {
+    guard_status = status & 0xff;
+    guard_tid = (int)syscall(SYS_gettid);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = guard_handler;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < CC_NFATAL; i++)
+        sigaction(cc_fatal_signals[i], &sa, &guard_old[i]);
+    guard_on = 1;
+}
+
+/* ---- the exit report ------------------------------------------------------------ */
+/* ``status`` >= 0: the program's exit status (main's return, exit, _exit, on_exit), which
+ * the guard above keeps; < 0: unknown (a Python host's atexit, exec, quick_exit). */
+void cc_exit_report(int status) {
+    if (!cc_ready || cc_cfg.disabled)
+        return;
+    /* A vfork child shares our memory: it must neither report nor mark us done. */
+    if (getpid() != cc_pid)
+        return;
+    if (__atomic_exchange_n(&cc_final_done, 1, __ATOMIC_ACQ_REL))
+        return;
+    struct cc_thread *t = cc_self();
+    t->guard++;
+    if (!cc_active) {
+        cc_sampler_stop();
+        /* Said by the program `corecast run` started, not by every serial child of a
+         * script or make (nor under a bare LD_PRELOAD, where children are the norm). */
+        if (cc_cfg.launch_pid == cc_pid)
+            cc_report_serial();
+        t->guard--;
+        return;
+    }
+    if (status >= 0)
+        guard_install(status);
+    double cpu0 = cc_thread_cpu_s(); /* from here to the report, this thread works for corecast */
+    static struct cc_sample sample;
+    static struct cc_result result, answer;
+    cc_build_sample(&sample, 1, NULL);
+    memset(&result, 0, sizeof result);
+    memset(&answer, 0, sizeof answer);
+    enum cc_final_outcome o = cc_sampler_final(&sample, &answer, cc_cfg.exit_timeout_ms);
+    if (o == CC_FINAL_NO_SAMPLER) /* a forked child, a failed start: predict here */
+        cc_model_predict(&sample, &result);
+    else if (o == CC_FINAL_ANSWERED)
+        result = answer;
+    else {
+        result.status = -1;
+        if (o == CC_FINAL_FAULTED)
+            snprintf(result.note, sizeof result.note, "the model failed with a fatal signal");
+        else
+            snprintf(result.note, sizeof result.note, "the model did not answer within %d ms (CORECAST_EXIT_TIMEOUT_MS)",
+                     cc_cfg.exit_timeout_ms);
+    }
+    cc_own_cpu_add(cc_thread_cpu_s() - cpu0);
+    cc_report(&sample, &result);
+    if (o == CC_FINAL_ANSWERED || o == CC_FINAL_NO_SAMPLER)
+        guard_restore(); /* the model is done: nothing of ours runs any more */
+    else
+        guard_tid = 0; /* only the sampler, still in the model, stays guarded */
+    t->guard--;
+}
+
+void cc_final(void) { cc_exit_report(-1); }
+
+static void final_at_exit(void) { cc_final(); }
+
+static void final_on_exit(int status, void *arg) {
+    (void)arg;
+    cc_exit_report(status);
+}
+
+/* The fallback for exits that come neither from main's return nor through exit() (see
+ * below).  Registered at the first parallel activity, after libc registered the dynamic
+ * linker's destructor pass: a constructor-time atexit ran inside that pass, after numpy's
+ * libraries were torn down, while the sampler could still be in the model. */
+static void register_exit(void) { on_exit(final_on_exit, NULL); }
+
+__attribute__((constructor)) static void cc_init(void) {
+    cc_clock_start();
+    cc_pid = getpid();
+    cc_report_channel(); /* opened before anything can warn */
+    cc_config_read();
+    if (cc_cfg.disabled)
+        return;
+    cc_sampler_mark_start();
+    cc_model_set_exit_report(cc_final);
+    at_quick_exit(final_at_exit);
+    pthread_atfork(NULL, NULL, reset_after_fork);
+    cc_ready = 1;
+    cc_on_activity(start_measuring);
+}

@@ -1,0 +1,10 @@
+/* The exit report (lifecycle.c), for the wrappers of the calls that end an image. */
+#ifndef CORECAST_LIFECYCLE_H
+#define CORECAST_LIFECYCLE_H
+
+/* ``status`` >= 0: the program's exit status, kept whatever corecast's report does; < 0:
+ * unknown (a Python host's atexit, exec, quick_exit).  Runs once per process image. */
+void cc_exit_report(int status) __attribute__((visibility("hidden")));
+void cc_final(void); /* cc_exit_report(-1) */
+
+#endif

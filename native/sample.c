@@ -1,0 +1,221 @@
+/* Turning the counters into a sample for the model (struct cc_sample, model_abi.h): the
+ * regions and the whole process as the model and the report see them.  Called by the
+ * sampler every window and once at exit; never on a wrapper's path. */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "corecast.h"
+#include "sample.h"
+
+static void basename_into(char *dst, size_t n, const char *path) {
+    const char *b = strrchr(path, '/');
+    snprintf(dst, n, "%s", b ? b + 1 : path);
+}
+
+/* The function an LLVM/Intel source location names: its psource is ";file;function;line;
+ * col;;" (";unknown;unknown;0;0;;" without -g).  It survives inlining, as gcc's names do. */
+static int loc_function(const void *loc, char *dst, size_t n) {
+    const char *src = loc ? *(const char *const *)((const char *)loc + 16) : NULL; /* ident_t.psource */
+    const char *f = src && src[0] == ';' ? strchr(src + 1, ';') : NULL;
+    const char *e = f ? strchr(f + 1, ';') : NULL;
+    if (!e || e == f + 1 || (e - f - 1 == 7 && !strncmp(f + 1, "unknown", 7)))
+        return 0;
+    snprintf(dst, n, "%.*s", (int)(e - f - 1), f + 1);
+    return 1;
+}
+
+/* An OMPT region's function: the source location's, else the one holding its first call
+ * site (the call's return address less one byte is still inside it); and its object. */
+static void callsite_parent(struct cc_region *r) {
+    if (!r->parent[0]) {
+        char obj[1024], site[CC_NAME_LEN];
+        cc_symbol_name((const char *)r->site - 1, site, sizeof site, obj, sizeof obj);
+        basename_into(r->object, sizeof r->object, obj);
+        if (!loc_function(r->loc, r->parent, sizeof r->parent))
+            memcpy(r->parent, site, sizeof r->parent);
+    }
+}
+
+/* OMPT regions are named like gcc's outlined functions, which number each function's
+ * regions from 0 in source order (main._omp_fn.0, main._omp_fn.1): the holding function
+ * and the region's place among that function's regions seen so far, by their first call
+ * site's address (source order in code without reordered blocks). */
+static void name_callsite(struct cc_region *r) {
+    callsite_parent(r);
+    int n, k = 0;
+    struct cc_region *all = cc_regions(&n);
+    for (int i = 0; i < n; i++) {
+        struct cc_region *q = &all[i];
+        void *site = __atomic_load_n(&q->site, __ATOMIC_ACQUIRE);
+        if (!site || q == r || (char *)site > (char *)r->site)
+            continue;
+        callsite_parent(q);
+        k += !strcmp(q->parent, r->parent) && !strcmp(q->object, r->object);
+    }
+    snprintf(r->name, sizeof r->name, "%.*s._omp_fn.%d", (int)sizeof r->name - 16, r->parent, k);
+}
+
+static void fill_region(struct cc_region_sample *o, struct cc_region *r) {
+    if (__atomic_load_n(&r->site, __ATOMIC_ACQUIRE)) {
+        name_callsite(r); /* again each time: a call site seen later may come first */
+    } else if (!r->name[0]) {
+        char obj[1024];
+        cc_symbol_name(r->fn, r->name, sizeof r->name, obj, sizeof obj);
+        basename_into(r->object, sizeof r->object, obj);
+    }
+    memcpy(o->name, r->name, sizeof o->name);
+    memcpy(o->object, r->object, sizeof o->object);
+    o->runtime = CC_RUNTIME_OPENMP;
+    o->threads = __atomic_load_n(&r->max_threads, __ATOMIC_RELAXED);
+    o->nested = r->nested;
+    o->calls = __atomic_load_n(&r->calls, __ATOMIC_RELAXED);
+    o->wall_s = cc_ticks_to_s(__atomic_load_n(&r->wall, __ATOMIC_RELAXED));
+    o->busy_s = cc_ticks_to_s(__atomic_load_n(&r->busy, __ATOMIC_RELAXED));
+    o->single_s = cc_ticks_to_s(__atomic_load_n(&r->single, __ATOMIC_RELAXED));
+    o->serial_s = o->single_s;
+    for (int c = 0; c < CC_NSTALL; c++) {
+        o->hold_s[c] = cc_ticks_to_s(__atomic_load_n(&r->hold[c], __ATOMIC_RELAXED));
+        o->serial_s += o->hold_s[c];
+    }
+    o->loop_calls = __atomic_load_n(&r->loop_calls, __ATOMIC_RELAXED);
+    o->requested = __atomic_load_n(&r->requested, __ATOMIC_RELAXED);
+    o->steered_to = cc_cfg.steer ? __atomic_load_n(&r->steer_threads, __ATOMIC_RELAXED) : 0;
+    o->nhist = 0;
+    for (int i = 0; i < CC_MAX_HIST; i++) {
+        const struct cc_hist *h = &r->hist[i];
+        int k = __atomic_load_n(&h->threads, __ATOMIC_ACQUIRE);
+        if (!k)
+            break;
+        struct cc_team_stats *o_h = &o->hist[o->nhist++];
+        o_h->threads = k;
+        o_h->calls = __atomic_load_n(&h->calls, __ATOMIC_RELAXED);
+        o_h->wall_s = cc_ticks_to_s(__atomic_load_n(&h->wall, __ATOMIC_RELAXED));
+        o->hist_probes[o->nhist - 1] = __atomic_load_n(&h->probes, __ATOMIC_RELAXED);
+    }
+    o->probe_calls = __atomic_load_n(&r->probe_calls, __ATOMIC_RELAXED);
+    int64_t extra = __atomic_load_n(&r->probe_extra, __ATOMIC_RELAXED);
+    o->probe_extra_s = extra < 0 ? -cc_ticks_to_s((uint64_t)-extra) : cc_ticks_to_s((uint64_t)extra);
+    o->probe_reserved_s = cc_ticks_to_s(__atomic_load_n(&r->probe_reserved, __ATOMIC_RELAXED));
+    for (int c = 0; c < CC_NSTALL; c++) {
+        o->stall_s[c] = cc_ticks_to_s(__atomic_load_n(&r->wait[c], __ATOMIC_RELAXED));
+        o->acquisitions[c] = __atomic_load_n(&r->acq[c], __ATOMIC_RELAXED);
+        o->contended[c] = __atomic_load_n(&r->contended[c], __ATOMIC_RELAXED);
+    }
+}
+
+/* A plain-threads process's team: the threads that did its work.  Pool threads that
+ * mostly wait (pigz's reader and writer, idle workers) are not: a thread counts when its
+ * CPU time is at least TEAM_SHARE of the second busiest thread's (not the busiest: a
+ * leader that also runs the serial part would push its workers out).  Threads that ended
+ * before the sampler saw them count.  0 when fewer than two CPU times are known. */
+#define TEAM_SHARE 0.25
+
+static int team_of(const struct cc_thread *t, int k) {
+    double cpu[CC_MAX_THREADS], first = -1, second = -1;
+    int n = 0, known = 0;
+    for (int i = 0; i < k && n < CC_MAX_THREADS; i++) {
+        if (t[i].internal)
+            continue;
+        double c = cpu[n++] = cc_task_cpu_s(t[i].tid); /* one lookup per thread */
+        if (c < 0)
+            continue;
+        known++;
+        if (c > first) {
+            second = first;
+            first = c;
+        } else if (c > second) {
+            second = c;
+        }
+    }
+    if (known < 2 || second <= 0)
+        return 0;
+    int team = 0;
+    for (int i = 0; i < n; i++)
+        team += cpu[i] < 0 || cpu[i] >= TEAM_SHARE * second;
+    return team;
+}
+
+/* The whole process: every program thread's waits, its CPU time and run-queue wait. */
+static void fill_process(struct cc_region_sample *o, const struct cc_sample *s, int has_omp) {
+    snprintf(o->name, sizeof o->name, "process");
+    char exe[1024];
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    exe[n > 0 ? n : 0] = 0;
+    basename_into(o->object, sizeof o->object, exe);
+    o->runtime = has_omp ? CC_RUNTIME_OPENMP : CC_RUNTIME_PTHREADS;
+    o->calls = 1;
+    o->wall_s = s->elapsed_s;
+    int k;
+    const struct cc_thread *t = cc_thread_slots(&k);
+    uint64_t wait[CC_NSTALL] = {0}, held[CC_NSTALL] = {0}, hold = 0, holds = 0, single = 0, loops = 0;
+    for (int i = 0; i < k; i++) {
+        if (t[i].internal)
+            continue;
+        o->threads++;
+        for (int c = 0; c < CC_NSTALL; c++) {
+            wait[c] += t[i].n.wait[c];
+            o->acquisitions[c] += t[i].n.acq[c];
+            o->contended[c] += t[i].n.contended[c];
+        }
+        hold += t[i].hold_sampled;
+        holds += t[i].hold_samples;
+        for (int c = 0; c < CC_NSTALL; c++)
+            held[c] += t[i].n.hold[c];
+        single += t[i].n.single;
+        loops += t[i].n.loop_calls;
+        for (int c = 0; c < CC_NSTALL; c++)
+            o->bytes[c] += t[i].mpi_bytes[c];
+    }
+    for (int c = 0; c < CC_NSTALL; c++)
+        o->stall_s[c] = cc_ticks_to_s(wait[c]);
+    /* Implicit-barrier imbalance is recorded per region only. */
+    int nr;
+    const struct cc_region *r = cc_regions(&nr);
+    for (int i = 0; i < nr; i++)
+        if (r[i].fn)
+            o->stall_s[CC_STALL_IMBALANCE] += cc_ticks_to_s(r[i].wait[CC_STALL_IMBALANCE]);
+    o->hold_sampled_s = cc_ticks_to_s(hold);
+    o->hold_samples = holds;
+    o->single_s = cc_ticks_to_s(single);
+    o->serial_s = o->single_s;
+    for (int c = 0; c < CC_NSTALL; c++) {
+        o->hold_s[c] = cc_ticks_to_s(held[c]);
+        o->serial_s += o->hold_s[c];
+    }
+    o->loop_calls = loops;
+    double runq;
+    cc_process_times(&o->cpu_s, &runq, &o->runq_other_s);
+    o->stall_s[CC_STALL_RUNQUEUE] = runq; /* the program's own: other load's is apart */
+    o->busy_s = o->cpu_s;
+    o->team_threads = team_of(t, k);
+}
+
+void cc_build_sample(struct cc_sample *s, int final, struct cc_region **refs) {
+    memset(s, 0, sizeof *s);
+    s->abi = CC_ABI_VERSION;
+    s->pid = getpid();
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    s->cores = cores > 0 ? (int)cores : 1;
+    s->target = cc_cfg.target;
+    s->final = final;
+    s->steer = cc_cfg.steer && (!cc_ompt_on || cc_ompt_team_control());
+    double now = cc_mono_s();
+    s->elapsed_s = now - cc_started();
+    s->active_s = cc_active ? now - cc_active_since() : 0;
+    s->window_s = cc_cfg.window_ms / 1000.0;
+    cc_sampler_read_counters(s);
+    int nr, has_omp = 0;
+    struct cc_region *r = cc_regions(&nr);
+    for (int i = 0; i < nr && s->nregions < CC_MAX_REGIONS - 1; i++) {
+        if (!__atomic_load_n(&r[i].fn, __ATOMIC_ACQUIRE) || !r[i].calls)
+            continue;
+        if (refs)
+            refs[s->nregions] = &r[i];
+        fill_region(&s->regions[s->nregions++], &r[i]);
+        has_omp = 1;
+    }
+    fill_process(&s->regions[s->nregions++], s, has_omp);
+    s->overflow = __atomic_load_n(&cc_overflow, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,11 @@
+/* The sample (sample.c): the counters as the model and the report read them. */
+#ifndef CORECAST_SAMPLE_H
+#define CORECAST_SAMPLE_H
+
+#include "corecast.h"
+
+/* Fills ``s`` from the live counters (``final``: the exit's sample); ``refs`` (may be
+ * NULL) receives the region behind each sample entry. */
+void cc_build_sample(struct cc_sample *s, int final, struct cc_region **refs);
+
+#endif

@@ -1,0 +1,102 @@
+/* Process-lifecycle shim (as Coz keeps them apart): the calls that end a process image —
+ * main's return, exit, _exit, _Exit and the exec family — report first (lifecycle.c).
+ * Their real functions are in native/real.h; fork needs no wrapper (pthread_atfork). */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stddef.h>
+
+#include "../native/lifecycle.h"
+#include "../native/real.h"
+
+/* ---- the start of an exit ------------------------------------------------------------ */
+/* The report must run before any exit handler: libraries the model loaded register their
+ * own (OpenSSL's cleanup, C++ static destructors of extension modules), and those, newer
+ * than ours, ran first and tore down what the sampler was still using.  The program's
+ * main is wrapped so that returning from it reports first; calls to exit() from the
+ * program and its libraries come here.  (libc's own call to exit after main is internal
+ * and cannot be interposed: hence the wrapper.)  on_exit stays as the fallback. */
+static int (*program_main)(int, char **, char **);
+
+static int main_then_report(int argc, char **argv, char **envp) {
+    int status = program_main(argc, argv, envp);
+    cc_exit_report(status);
+    return status;
+}
+
+int __libc_start_main(int (*main)(int, char **, char **), int argc, char **argv, void (*init)(void),
+                      void (*fini)(void), void (*rtld_fini)(void), void *stack_end) {
+    program_main = main;
+    return CC_LIBC(__libc_start_main)(main_then_report, argc, argv, init, fini, rtld_fini, stack_end);
+}
+
+void exit(int status) {
+    cc_exit_report(status);
+    CC_LIBC(exit)(status);
+}
+
+/* ---- exits and execs that skip atexit ---------------------------------------------- */
+void _exit(int status) {
+    cc_exit_report(status);
+    CC_LIBC(_exit)(status);
+}
+
+void _Exit(int status) {
+    cc_exit_report(status);
+    CC_LIBC(_Exit)(status);
+}
+
+/* The image is replaced: report what this one measured (same pid, its own lines). */
+int execve(const char *path, char *const argv[], char *const envp[]) {
+    cc_final();
+    return CC_LIBC(execve)(path, argv, envp);
+}
+
+int execv(const char *path, char *const argv[]) {
+    cc_final();
+    return CC_LIBC(execv)(path, argv);
+}
+
+int execvp(const char *file, char *const argv[]) {
+    cc_final();
+    return CC_LIBC(execvp)(file, argv);
+}
+
+int execvpe(const char *file, char *const argv[], char *const envp[]) {
+    cc_final();
+    return CC_LIBC(execvpe)(file, argv, envp);
+}
+
+/* glibc's execl family calls its internal execve, past the wrappers above: rebuild the
+ * argument vector (on the stack, as glibc does) and go through them. */
+#define COLLECT_ARGS(first, ap, argv, extra)                                            \
+    size_t argc = 1;                                                                    \
+    va_start(ap, first);                                                                \
+    while (va_arg(ap, const char *))                                                    \
+        argc++;                                                                         \
+    va_end(ap);                                                                         \
+    char *argv[argc + 1];                                                               \
+    argv[0] = (char *)first;                                                            \
+    va_start(ap, first);                                                                \
+    for (size_t i = 1; i <= argc; i++)                                                  \
+        argv[i] = va_arg(ap, char *);                                                   \
+    extra;                                                                              \
+    va_end(ap)
+
+int execl(const char *path, const char *arg, ...) {
+    va_list ap;
+    COLLECT_ARGS(arg, ap, argv, (void)0);
+    return execv(path, argv);
+}
+
+int execlp(const char *file, const char *arg, ...) {
+    va_list ap;
+    COLLECT_ARGS(arg, ap, argv, (void)0);
+    return execvp(file, argv);
+}
+
+int execle(const char *path, const char *arg, ...) {
+    va_list ap;
+    char *const *envp;
+    COLLECT_ARGS(arg, ap, argv, envp = va_arg(ap, char *const *));
+    return execve(path, argv, envp);
+}
