@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from corecast.entities import InputError
-from corecast.fileio import read_measurements
+from corecast.readers.measurements import read_measurements
 from corecast.tuning import Binsearch, OPreSca, simulate
 
 DEFAULT_DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"

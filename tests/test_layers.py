@@ -10,9 +10,10 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "corecast"
 ENTRY_POINTS = {"corecast.runtime._autoload.sitecustomize"}
 MODEL_CORE = ("corecast.entities", "corecast.errors", "corecast.fitting", "corecast.fitquality",
               "corecast.smallfit", "corecast.kernels", "corecast.queueing", "corecast.methods",
-              "corecast.prediction", "corecast.tuning", "corecast.numa", "corecast.placement")
-VIEWS = ("corecast.report", "corecast.plot", "corecast.sweepviz", "corecast.nodeview", "corecast.runtime.replayview",
-         "corecast.runtime.mergeview")
+              "corecast.prediction", "corecast.tuning", "corecast.numa", "corecast.placement",
+              "corecast.extrapolation")
+VIEWS = ("corecast.report", "corecast.plot", "corecast.sweepviz", "corecast.sweeptable", "corecast.nodeview",
+         "corecast.runtime.replayview", "corecast.runtime.mergeview")
 ABOVE_RUNTIME = ("corecast.opencl", "corecast.cli", "corecast.sweep") + VIEWS
 
 

@@ -10,7 +10,7 @@ The result object (what ``corecast sweep --json-out`` writes)::
      "failed": [{"threads": n, "reason": "..."}],
      "regions": [{"name", "measured", "predictions", "bottleneck", ...}]}
 
-Only "measured" is required (checked by ``fileio.check_sweep``); every other key may be
+Only "measured" is required (checked by ``sweep.result.SweepResult.read``); every other key may be
 missing or empty and the views leave out what it would have shown.
 
 - ``plot_sweep(result, path)``: PNG with two or three panels side by side (and below them
@@ -34,7 +34,6 @@ import html
 import io
 import json
 import math
-import shlex
 
 import numpy as np
 # The object-oriented API (Figure + Agg canvas) never touches pyplot's global state or
@@ -43,10 +42,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-from .entities import InputError
-from .fileio import check_sweep, json_number, printable, write_file
-
-SOURCE = "sweep result"  # names a result passed as a dict in error messages
+from .fileio import json_number, printable, write_file
+from .sweep.result import SOURCE, SweepResult, check_sweep, regions_of
 
 # Extra-P export: one parameter, the thread count; the whole program is one callpath.
 EXTRAP_PARAMETER = "p"
@@ -57,120 +54,6 @@ EXTRAP_STALL_METRIC = "stall:{}"  # one metric per stall category, on the same c
 
 LOG_X_RATIO = 8  # use a log2 thread axis once the counts span this factor or more
 MAX_REGION_FACETS = 12  # regions drawn in the PNG, largest share first
-
-
-# ---------------------------------------------------------------- reading the result
-
-
-class _View:
-    """The parts of a result the views use, checked and sorted by thread count."""
-
-    def __init__(self, result: dict, source: str = SOURCE, allow_empty: bool = False):
-        # A sweep whose every run failed still has a report worth reading (its reasons).
-        if not (allow_empty and isinstance(result, dict) and result.get("measured") == []):
-            check_sweep(result, source)
-        self.measured = sorted(result["measured"], key=lambda e: e["threads"])
-        # what the counts are: "threads", or "ranks" for an MPI rank sweep (same keys)
-        self.unit = "ranks" if result.get("count") == "ranks" else "threads"
-        self.predictions = _points(result.get("predictions"), "predictions", source,
-                                   ("value", "low", "high", "speedup"))
-        self.stall_predictions: dict[str, list[dict]] = {}
-        stall_preds = result.get("stall_predictions") or {}
-        if not isinstance(stall_preds, dict):
-            raise InputError(f"{source}: \"stall_predictions\" is not an object of category: list")
-        for name, pts in stall_preds.items():
-            self.stall_predictions[str(name)] = _points(pts, f"stall_predictions[{json.dumps(name)}]",
-                                                        source, ("value",))
-        self.stall_categories = sorted(
-            set(self.stall_predictions) | {k for e in self.measured for k in (e.get("stalls_s") or {})})
-        pref = json_number(result.get("preferred_threads"))
-        self.preferred = int(pref) if pref is not None and pref >= 1 else None
-        bottleneck = result.get("bottleneck")
-        self.bottleneck = str(bottleneck) if bottleneck not in (None, "") else None
-        command = result.get("command") or []
-        if isinstance(command, (list, tuple)):
-            self.command = " ".join(shlex.quote(str(a)) for a in command)
-        else:
-            self.command = str(command)
-        runtime = result.get("runtime")
-        self.runtime = str(runtime) if runtime not in (None, "") else None
-        warnings = result.get("warnings") or []
-        self.warnings = [str(w) for w in (warnings if isinstance(warnings, list) else [warnings])]
-        self.regions = _regions(result.get("regions"), source)
-        failed = result.get("failed") or []
-        self.failed = [f if isinstance(f, dict) else {"reason": f} for f in
-                       (failed if isinstance(failed, list) else [failed])]
-
-    # Speedup: the predictions carry speedup = T(base) / T(n); recover T(base) from them
-    # so measured speedups use the same base.  Without predictions: the smallest count.
-    def speedup_base_time(self) -> float | None:
-        products = [p["speedup"] * p["value"] for p in self.predictions if p["speedup"] is not None]
-        if products:
-            return float(np.median(products))
-        return self._first_time()
-
-    def _first_time(self) -> float | None:
-        """Median measured time at the smallest measured count."""
-        if not self.measured:
-            return None
-        first = self.measured[0]["threads"]
-        return float(np.median([e["time_s"] for e in self.measured if e["threads"] == first]))
-
-    def ideal_speedup(self, counts: np.ndarray) -> np.ndarray:
-        """Linear speedup through the smallest measured count n0: S(n0) * n / n0."""
-        n0 = float(self.measured[0]["threads"])
-        s0 = self.speedup_base_time() / self._first_time()
-        for p in self.predictions:
-            if p["threads"] == n0 and p["speedup"] is not None:
-                s0 = p["speedup"]
-        return s0 * counts / n0
-
-    def all_counts(self) -> list[float]:
-        counts = [float(e["threads"]) for e in self.measured]
-        counts += [p["threads"] for p in self.predictions]
-        counts += [p["threads"] for pts in self.stall_predictions.values() for p in pts]
-        counts += [n for n in (json_number(f.get("threads")) for f in self.failed) if n is not None and n >= 1]
-        return counts
-
-
-def _regions(raw, source: str) -> list[dict]:
-    """The "regions" list (per-region curves), each checked like the whole program's."""
-    if not raw:
-        return []
-    if not isinstance(raw, list):
-        raise InputError(f"{source}: \"regions\" is not a list")
-    out = []
-    for i, r in enumerate(raw):
-        if not isinstance(r, dict) or not isinstance(r.get("name"), str):
-            raise InputError(f"{source}: regions[{i}] is not an object with a \"name\"")
-        where = f"{source}: regions[{i}] ({json.dumps(r['name'])[:40]})"
-        if r.get("measured"):
-            check_sweep({"measured": r["measured"]}, where)
-        bottleneck = r.get("bottleneck")
-        out.append({"name": r["name"], "measured": sorted(r.get("measured") or [], key=lambda e: e["threads"]),
-                    "predictions": _points(r.get("predictions"), "predictions", where,
-                                           ("value", "low", "high", "speedup")),
-                    "bottleneck": str(bottleneck) if bottleneck not in (None, "") else None})
-    return out
-
-
-def _points(raw, key: str, source: str, fields: tuple[str, ...]) -> list[dict]:
-    """A list of {"threads": n, field: number...}, sorted by n; bad shape -> InputError."""
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        raise InputError(f"{source}: \"{key}\" is not a list")
-    out = []
-    for i, p in enumerate(raw):
-        if not isinstance(p, dict):
-            raise InputError(f"{source}: {key}[{i}] is not an object")
-        n = json_number(p.get("threads"))
-        if n is None or n < 1:
-            raise InputError(f"{source}: {key}[{i}]: \"threads\" must be a number >= 1")
-        if json_number(p.get("value")) is None:
-            raise InputError(f"{source}: {key}[{i}]: \"value\" must be a finite number")
-        out.append({"threads": n, **{f: json_number(p.get(f)) for f in fields}})
-    return sorted(out, key=lambda p: p["threads"])
 
 
 # ---------------------------------------------------------------- writing files
@@ -184,9 +67,9 @@ def plot_sweep(result: dict, path: str) -> None:
     write_file(path, render_png(result), "plot")
 
 
-def render_png(result: "dict | _View") -> bytes:
+def render_png(result: "dict | SweepResult") -> bytes:
     """The PNG of ``plot_sweep`` as bytes."""
-    view = result if isinstance(result, _View) else _View(result)
+    view = result if isinstance(result, SweepResult) else SweepResult.read(result)
     has_stalls = bool(view.stall_categories)
     panels = 3 if has_stalls else 2
     regions = [r for r in view.regions if r["measured"]]
@@ -265,14 +148,14 @@ def _thread_axis(ax, counts: list[float], log_x: bool, unit: str = "threads") ->
     ax.set_xlabel(unit)
 
 
-def _failed_marks(ax, view: _View) -> None:
+def _failed_marks(ax, view: SweepResult) -> None:
     ns = [n for n in (json_number(f.get("threads")) for f in view.failed) if n is not None and n >= 1]
     if ns:
         ax.plot(ns, [0] * len(ns), "x", color="C3", markersize=9, mew=2, clip_on=False,
                 zorder=5, label="failed run")
 
 
-def _time_panel(ax, view: _View) -> None:
+def _time_panel(ax, view: SweepResult) -> None:
     preds = [p for p in view.predictions if p["value"] is not None]
     if preds:
         n = [p["threads"] for p in preds]
@@ -315,7 +198,7 @@ def _region_panel(ax, region: dict) -> None:
     ax.legend(loc="best", fontsize="small")
 
 
-def _speedup_panel(ax, view: _View) -> None:
+def _speedup_panel(ax, view: SweepResult) -> None:
     base = view.speedup_base_time()
     preds = [p for p in view.predictions if p["value"] is not None]
     if preds:
@@ -339,7 +222,7 @@ def _speedup_panel(ax, view: _View) -> None:
     ax.set_title("speedup")
 
 
-def _stall_panel(ax, view: _View) -> None:
+def _stall_panel(ax, view: SweepResult) -> None:
     def final(name):  # predicted value at the largest count, else the largest measured
         pts = view.stall_predictions.get(name)
         if pts:
@@ -436,9 +319,9 @@ def _table(headers: list[str], rows: list[list[str]], row_classes: list[str] | N
     return "\n".join(out)
 
 
-def render_html(result: "dict | _View") -> str:
+def render_html(result: "dict | SweepResult") -> str:
     """The HTML of ``html_report`` as text."""
-    view = result if isinstance(result, _View) else _View(result, allow_empty=True)
+    view = result if isinstance(result, SweepResult) else SweepResult.read(result, allow_empty=True)
     cats = view.stall_categories
     base = view.speedup_base_time()
     preferred = view.preferred
@@ -570,7 +453,7 @@ def extrap_records(result: dict, source: str = SOURCE) -> list[dict]:
         for cat in sorted(e.get("stalls_s") or {}):
             records.append({"params": dict(params), "callpath": EXTRAP_CALLPATH,
                             "metric": EXTRAP_STALL_METRIC.format(cat), "value": float(e["stalls_s"][cat])})
-    for r in _regions(result.get("regions"), source):
+    for r in regions_of(result.get("regions"), source):
         for e in r["measured"]:
             records.append({"params": {EXTRAP_PARAMETER: _as_int(e["threads"])},
                             "callpath": EXTRAP_REGION_CALLPATH.format(r["name"]),

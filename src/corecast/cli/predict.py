@@ -119,7 +119,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     import numpy as np
 
-    from ..fileio import read_measurements
+    from ..readers.measurements import read_measurements
     from ..report import format_table
 
     with resources.as_file(resources.files("corecast") / "data" / DEMO_DATA) as path:

@@ -106,7 +106,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         for path, draw in ((args.plot, "plot_sweep"), (args.html, "html_report")):
             if path:
                 getattr(sweepviz, draw)(result, path)  # errors: one line naming the file
-    sys.stdout.write(sweep.format_sweep(result))
+    from ..sweeptable import format_sweep
+
+    sys.stdout.write(format_sweep(result))
     if failure is not None:
         raise CliError(str(failure))
     return 0
@@ -130,7 +132,8 @@ def add_export(sub: argparse._SubParsersAction) -> None:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from .. import sweepviz  # matplotlib is slow to import; only load it when asked
-    from ..fileio import OutputError, load_sweep_json
+    from ..fileio import OutputError
+    from ..sweep.result import load_sweep_json
 
     outputs = [(path, write) for path, write in ((args.extrap, sweepviz.export_extrap),
                                                  (args.html, sweepviz.html_report),

@@ -36,7 +36,7 @@ def _tune_sim_arguments(p: argparse.ArgumentParser) -> None:
 def cmd_tune_sim(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from ..fileio import read_measurements
+    from ..readers.measurements import read_measurements
     from ..tuning import Binsearch, OPreSca, simulate
 
     try:
