@@ -28,7 +28,8 @@ import numpy as np
 
 from corecast.entities import InputError
 from corecast.readers.measurements import read_measurements
-from corecast.tuning import Binsearch, OPreSca, simulate
+from corecast.tuning import Binsearch, OPreSca
+from corecast.tunesim import simulate
 
 DEFAULT_DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 KEYS = ("steps", "final_loss", "sum_loss")

@@ -11,7 +11,7 @@ ENTRY_POINTS = {"corecast.runtime._autoload.sitecustomize"}
 MODEL_CORE = ("corecast.entities", "corecast.errors", "corecast.fitting", "corecast.fitquality",
               "corecast.smallfit", "corecast.kernels", "corecast.queueing", "corecast.methods",
               "corecast.prediction", "corecast.tuning", "corecast.numa", "corecast.placement",
-              "corecast.extrapolation")
+              "corecast.extrapolation", "corecast.tunesim")
 VIEWS = ("corecast.report", "corecast.plot", "corecast.sweepviz", "corecast.sweeptable", "corecast.nodeview",
          "corecast.runtime.replayview", "corecast.runtime.mergeview")
 ABOVE_RUNTIME = ("corecast.opencl", "corecast.cli", "corecast.sweep") + VIEWS

@@ -37,7 +37,8 @@ def cmd_tune_sim(args: argparse.Namespace) -> int:
     import numpy as np
 
     from ..readers.measurements import read_measurements
-    from ..tuning import Binsearch, OPreSca, simulate
+    from ..tunesim import simulate
+    from ..tuning import Binsearch, OPreSca
 
     try:
         data = read_measurements(args.file, args.metric).at_target_size()

@@ -36,16 +36,20 @@ Launches are resolved (status and timestamps read) by that thread for sampled la
 by the enqueue path every ``RESOLVE_EVERY`` launches for the others, and at exit, where
 launches still in flight get ``EXIT_WAIT_S`` to finish (those that do not are counted as
 in flight at exit).
+
+The least squares live in ``rates``.  This module stays one class over 400 lines: the
+launch wrapper, event resolution and the sampling thread share one lock and the same
+in-flight lists, which a split would spread over modules.
 """
 from __future__ import annotations
 
-import math
 import os
 import threading
 import time
 
 from .. import settings
 from ..runtime.kernelstats import TICK_S, KernelStats
+from .rates import add_interval, solve_rates
 from .shim import Shim
 from .warn import warn
 
@@ -56,8 +60,6 @@ EXIT_WAIT_S = 5.0
 MAX_SIZES = 8  # distinct (global, local) shapes kept per kernel
 CACHE_SIZE = 256  # queues and kernels whose details are remembered
 SAMPLE_WALL = 10  # a sample also ends this many windows (wall clock) after the first launch
-SOLVER_SWEEPS = 400  # coordinate-descent sweeps of the bounded least squares
-MIN_BUSY = 0.01   # busy share of the compute units below which a sample says nothing
 SCAN_LIMIT = 64   # launches in flight looked at per tick before giving up on the rest
 
 
@@ -415,30 +417,8 @@ class Profiler:
                     limit = min(limit, waiting[0][4])
         i = 0
         while i + 1 < len(snaps) and snaps[i + 1][0] <= limit:
-            a, b = snaps[i], snaps[i + 1]
+            add_interval(snaps[i], snaps[i + 1], self.timeline, self.normal, self.rhs, self.busy_max)
             i += 1
-            over: dict = {}
-            for rec, hs, he in self.timeline:
-                ov = min(he, b[0]) - max(hs, a[0])
-                if ov > 0:
-                    over[rec] = over.get(rec, 0) + ov
-            if not over:
-                continue  # nothing ran: the workers slept
-            d = [b[1] - a[1], b[4] - a[4]]
-            if a[2] is not None and b[2] is not None:
-                for fa, fb in zip(a[2], b[2]):
-                    d.extend(vb - va for va, vb in zip(fa, fb))
-            span = b[0] - a[0]
-            for r1, o1 in over.items():
-                row = self.rhs.get(r1)
-                if row is None or len(row) != len(d):
-                    row = self.rhs[r1] = [0.0] * len(d)
-                for q, v in enumerate(d):
-                    row[q] += o1 * v
-                for r2, o2 in over.items():
-                    self.normal[(r1, r2)] = self.normal.get((r1, r2), 0.0) + o1 * o2
-                if o1 >= 0.9 * span:
-                    self.busy_max[r1] = max(self.busy_max.get(r1, 0), b[3])
         if i:
             del snaps[:i]
             t0 = snaps[0][0]
@@ -446,33 +426,7 @@ class Profiler:
 
     def _solve(self) -> None:
         """Each kernel's rates from the least-squares sums, into its sample."""
-        recs = list(self.rhs)
-        if not recs:
-            return
-        a = [[self.normal.get((r1, r2), 0.0) for r2 in recs] for r1 in recs]
-        width = min(len(row) for row in self.rhs.values())
-        rates = []
-        for q in range(width):
-            b = [self.rhs[r][q] for r in recs]
-            upper = [float(r.compute_units) if q < 2 else math.inf for r in recs]
-            rates.append(_bounded_lsq(a, b, upper))
-        names = self.shim.names if width > 2 else []
-        k = len(names)
-        for j, rec in enumerate(recs):
-            smp = rec.sample
-            dev = smp.device_ns
-            cpu, runq = rates[0][j] * dev, rates[1][j] * dev
-            cap = rec.compute_units * dev
-            if cpu + runq > cap > 0:
-                cpu, runq = cpu * cap / (cpu + runq), runq * cap / (cpu + runq)
-            # Next to nothing busy: the kernel fell between snapshots, nothing was resolved.
-            smp.cpu_ns, smp.runq_ns, smp.cpu_measured = cpu, runq, cpu >= MIN_BUSY * cap
-            smp.threads = self.busy_max.get(rec, 0)
-            for f, field in enumerate((smp.waits, smp.acquisitions, smp.contended)):
-                for c, cat in enumerate(names):
-                    q = 2 + f * k + c
-                    if q < width and rates[q][j] > 0:
-                        field[cat] = rates[q][j] * dev
+        solve_rates(self.normal, self.rhs, self.busy_max, self.shim.names)
 
     # ---- the sampling thread ----------------------------------------------------------
     def _ensure_thread(self) -> None:
@@ -560,18 +514,3 @@ class Profiler:
         self.wake = threading.Event()
         self.thread = None
         self.started_ns = time.monotonic_ns()
-
-
-def _bounded_lsq(a: list, b: list, upper: list) -> list:
-    """min |A x - b| over 0 <= x <= upper for the normal equations (A = M^T M, b = M^T y):
-    coordinate descent, exact for one unknown, converging for the few kernels of a
-    sample (A is positive semi-definite)."""
-    n = len(b)
-    x = [0.0] * n
-    for _ in range(SOLVER_SWEEPS if n > 1 else 1):
-        for k in range(n):
-            if a[k][k] <= 0:
-                continue
-            r = b[k] - sum(a[k][j] * x[j] for j in range(n) if j != k)
-            x[k] = min(max(r / a[k][k], 0.0), upper[k])
-    return x
