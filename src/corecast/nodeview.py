@@ -2,9 +2,12 @@
 for the regions of a recording replayed (``runtime.replay.replay_nodes``)."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from .fileio import printable
+
+if TYPE_CHECKING:
+    from .numa.machine import Machine
 
 
 def node_table(rows: list[dict]) -> str:
@@ -13,11 +16,11 @@ def node_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def _machine_line(machine: Any) -> str:
+def _machine_line(machine: Machine) -> str:
     return f"machine: {machine.name} ({machine.nodes} nodes x {machine.cores_per_node} cores)"
 
 
-def sample_report(machine: Any, prediction: dict, notes: list[str], efficiency: float | None) -> str:
+def sample_report(machine: Machine, prediction: dict, notes: list[str], efficiency: float | None) -> str:
     """``prediction``: ``NodePrediction.to_dict()``, with ``co_runner`` when one ran beside."""
     c = machine.cores_per_node
     lines = [_machine_line(machine)]
@@ -31,7 +34,7 @@ def sample_report(machine: Any, prediction: dict, notes: list[str], efficiency: 
     return "\n".join(lines) + "\n"
 
 
-def replay_report(machine: Any, regions: list[dict]) -> str:
+def replay_report(machine: Machine, regions: list[dict]) -> str:
     """One line of speedups per replayed region, then its basis."""
     lines = [_machine_line(machine)]
     for r in regions:

@@ -7,6 +7,10 @@ import sys
 
 from .common import CliError, add_output_options, count, efficiency, print_json
 
+TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
+if TYPE_CHECKING:
+    from ..numa.machine import Machine
+
 
 def add_numa(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
@@ -58,7 +62,7 @@ def cmd_numa(args: argparse.Namespace) -> int:
     return 0
 
 
-def _replay(args: argparse.Namespace, machine) -> int:
+def _replay(args: argparse.Namespace, machine: Machine) -> int:
     from .. import nodeview
     from ..runtime.replay import replay_nodes
 

@@ -12,9 +12,13 @@ replayed, and node-count predictions (``--target-machine``) only by ``replay_nod
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .bound import RegionPrediction
 from .samples import RecordedProcess, read_recording
+
+if TYPE_CHECKING:
+    from ..numa.machine import Machine
 
 
 @dataclass
@@ -59,7 +63,7 @@ def replay(path: str, target: int | None = None) -> list[ReplayedProcess]:
     return [replay_process(p, target) for p in read_recording(path)]
 
 
-def replay_nodes(path: str, machine, efficiency: float | None = None) -> list[dict]:
+def replay_nodes(path: str, machine: Machine, efficiency: float | None = None) -> list[dict]:
     """Every event of ``path`` with node-count inputs (a ``--target-machine`` recording)
     predicted again per NUMA node count on ``machine``; [] when none has them.  Each
     region is ``{"name", "object", "predictions": [{"nodes", "cores", "speedup"}],
