@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from corecast.entities import InputError, Measurements
-from corecast.fileio import read_measurements
+from corecast.readers.measurements import read_measurements
 from corecast.methods import auto
 from corecast.prediction import predict_measurements
 

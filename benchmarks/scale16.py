@@ -36,7 +36,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from corecast.fileio import read_measurements
+from corecast.readers.measurements import read_measurements
 from corecast.runtime.history import RegionHistory
 from corecast.runtime.numa import interpolate
 from corecast.runtime.replay import replay_process

@@ -27,8 +27,9 @@ from pathlib import Path
 import numpy as np
 
 from corecast.entities import InputError
-from corecast.fileio import read_measurements
-from corecast.tuning import Binsearch, OPreSca, simulate
+from corecast.readers.measurements import read_measurements
+from corecast.tuning import Binsearch, OPreSca
+from corecast.tunesim import simulate
 
 DEFAULT_DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 KEYS = ("steps", "final_loss", "sum_loss")

@@ -18,6 +18,10 @@ from pathlib import Path
 import pytest
 
 from corecast import predict, sweep, sweepviz
+from corecast.extrapolation import category_curve, estima_categories, extrapolate
+from corecast.sweep.result import empty_result
+from corecast.sweep.runner import region_curves
+from corecast.sweeptable import format_sweep
 from corecast._native import PRELOAD
 from corecast.cli import main
 
@@ -382,8 +386,8 @@ def test_estima_extrapolates_categories_with_six_counts():
 
     runs = _synthetic_runs(counts, stalls, lambda n: 1.0 / n + 0.03 * n)
     per_count = {n: [stalls(n)] for n in counts}
-    result = sweep._empty_result(["prog"], "openmp", [], {})
-    sweep._extrapolate(result, {n: [r.time_s for r in runs[n]] for n in counts}, counts, ["mutex", "imbalance"], per_count, 32)
+    result = empty_result(["prog"], "openmp", [], {})
+    extrapolate(result, {n: [r.time_s for r in runs[n]] for n in counts}, counts, ["mutex", "imbalance"], per_count, 32)
     assert not any("ESTIMA needs" in w for w in result["warnings"])
     assert [p["threads"] for p in result["predictions"]] == list(range(1, 33))
     # The categories are ESTIMA's own per-category extrapolations.
@@ -399,26 +403,26 @@ def test_estima_extrapolates_categories_with_six_counts():
 
 def test_few_counts_category_curve_interpolates_and_extends():
     warnings: list[str] = []
-    curve = sweep._category_curve([1, 2, 4], [0.0, 0.1, 0.3], list(range(1, 9)), 8, "mutex", warnings)
+    curve = category_curve([1, 2, 4], [0.0, 0.1, 0.3], list(range(1, 9)), 8, "mutex", warnings)
     assert curve[:4] == [0.0, 0.1, pytest.approx(0.2), pytest.approx(0.3)]  # measured range: interpolated
     assert all(v >= 0 for v in curve[4:])
-    flat = sweep._category_curve([1, 2], [0.0, 0.1], list(range(1, 5)), 4, "critical", warnings)
+    flat = category_curve([1, 2], [0.0, 0.1], list(range(1, 5)), 4, "critical", warnings)
     assert flat == [0.0, 0.1, 0.1, 0.1] and any("one count only" in w for w in warnings)
 
 
 def test_estima_step_one_on_its_own():
     counts = [1, 2, 3, 4, 5, 6, 8]
     per_count = {n: [{"mutex": 0.02 * (n - 1) ** 1.5, "atomic": 0.0}] for n in counts}
-    curves = sweep._estima_categories(counts, per_count, ["mutex", "atomic"], list(range(1, 17)))
+    curves = estima_categories(counts, per_count, ["mutex", "atomic"], list(range(1, 17)))
     assert set(curves) == {"mutex", "atomic"} and len(curves["mutex"]) == 16
     assert curves["mutex"][0] == 0 and all(v >= 0 for v in curves["mutex"])
     assert curves["atomic"] == [0.0] * 16
 
 
 def test_format_sweep_lists_failures_and_warnings():
-    result = sweep._empty_result(["prog", "{threads}"], "pthreads", ["something odd"], {3: "exit status 1"})
+    result = empty_result(["prog", "{threads}"], "pthreads", ["something odd"], {3: "exit status 1"})
     result["measured"] = [{"threads": 1, "time_s": 1.0, "spread_s": 0.0, "stalls_s": {}}]
-    text = sweep.format_sweep(result)
+    text = format_sweep(result)
     assert "failed at 3 threads: exit status 1" in text and "warning: something odd" in text
     assert "predicted:" not in text
 
@@ -467,7 +471,7 @@ def test_regions_below_share_are_left_out():
 
     runs = {1: [Run(4.0, 0.05)], 2: [Run(2.1, 0.05)], 4: [Run(1.2, 0.05)]}  # small: under 3%
     measured = [{"threads": n, "time_s": t} for n, t in ((1, 5.0), (2, 2.8), (4, 1.8))]
-    (big,) = sweep._regions(runs, [1, 2, 4], measured, 8)
+    (big,) = region_curves(runs, [1, 2, 4], measured, 8)
     assert big["name"] == "big" and big["measured"][2]["time_s"] == 1.2
     assert big["predictions"][-1]["threads"] == 8 and big["bottleneck"] == "imbalance"
 

@@ -11,7 +11,8 @@ import pytest
 
 from corecast import smallfit
 from corecast.cli import main
-from corecast.tuning import Binsearch, OPreSca, simulate
+from corecast.tuning import Binsearch, OPreSca
+from corecast.tunesim import simulate
 
 from cli_checks import assert_one_line_error
 

@@ -9,7 +9,7 @@ of every scheduling interval::
         perf = run_interval(n)            # higher is better (e.g. 1 / interval time)
         tuner.observe(n, perf)
 
-Shared behaviour (``_Tuner``):
+Shared behaviour (``Tuner``):
 
 * ``history`` maps each measured count to its performance.  Repeated observations at a
   count are folded into the median of the last ``REPEATS`` of them (a running median: it
@@ -29,7 +29,7 @@ Shared behaviour (``_Tuner``):
   on the best measured count when no such count is left.  ``observe`` raises ValueError
   only for a count or performance that is not a number (or is negative).
 
-``simulate`` replays a tuner against a measured curve used as the oracle.
+``tunesim.simulate`` replays a tuner against a measured curve used as the oracle.
 """
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ from . import smallfit
 REPEATS = 5  # observations per count kept for the running median
 
 
-class _Tuner:
+class Tuner:
     """History, convergence and workload-change bookkeeping shared by the tuners."""
 
     def __init__(self, candidates: Sequence[int], change_threshold: float = 0.15):
@@ -174,7 +174,7 @@ def _snap_to(values: Sequence[int], target: float) -> int:
     return min(values, key=lambda v: (abs(v - target), v))
 
 
-class OPreSca(_Tuner):
+class OPreSca(Tuner):
     """OPreSca (Algorithm 2): fit the measurements, move to the predicted best count.
 
     Seeds.  While fewer than 3 counts are measured the tuner picks seed counts:
@@ -310,7 +310,7 @@ class OPreSca(_Tuner):
         return None
 
 
-class Binsearch(_Tuner):
+class Binsearch(Tuner):
     """Binsearch baseline (paper section 4.5, after [28]).
 
     Phase 1 starts at the smallest candidate and grows with an increment of 4 that doubles
@@ -362,60 +362,3 @@ class Binsearch(_Tuner):
         choice = _snap_to(free, self._target)
         self._prev, self._last = current, choice
         return choice
-
-
-def simulate(
-    tuner: _Tuner,
-    counts: Sequence[int],
-    perf: Sequence[float],
-    noise: float = 0.0,
-    rng_seed: int = 0,
-    max_steps: int = 50,
-    trace: list | None = None,
-) -> dict:
-    """Replay ``tuner`` against a measured curve (``counts`` -> ``perf``, higher is better).
-
-    Each step asks the tuner for a count, answers with the measured performance there,
-    multiplied by ``1 + noise * N(0, 1)`` when ``noise`` > 0, and feeds it back.  Losses use
-    the noise-free curve: ``loss = 1 - perf(chosen) / max(perf)``.
-
-    ``steps`` counts the intervals until convergence, the convergence interval included:
-    the first interval run at the converged count after the tuner declared convergence
-    (so three seeds that already contain the answer take 4 steps).  ``sum_loss`` adds the
-    loss of every one of those intervals; ``chosen`` is the converged count and
-    ``final_loss`` its loss.  A tuner that has not converged after ``max_steps`` intervals
-    stops there; ``chosen`` is then its best measured count.
-
-    ``trace``, when given a list, receives one ``(count, observed_perf, loss)`` per step.
-    """
-    table = {int(c): float(p) for c, p in zip(counts, perf)}
-    if not table:
-        raise ValueError("empty curve")
-    if not (noise >= 0 and math.isfinite(noise)):
-        raise ValueError("noise must be a finite number >= 0")
-    top = max(table.values())
-    import numpy as np  # the noise generator only: the tuners themselves need no numpy
-
-    rng = np.random.default_rng(rng_seed)
-
-    def loss(c: int) -> float:
-        return 1.0 - table[c] / top
-
-    steps, total = 0, 0.0
-    while steps < max_steps:
-        was_converged = tuner.converged
-        c = tuner.next_count()
-        if c not in table:
-            raise ValueError(f"tuner chose count {c}, which the curve does not have")
-        observed = table[c]
-        if noise > 0:
-            observed = max(observed * (1.0 + noise * rng.standard_normal()), 1e-12 * top)
-        steps += 1
-        total += loss(c)
-        if trace is not None:
-            trace.append((c, observed, loss(c)))
-        tuner.observe(c, observed)
-        if was_converged:
-            break
-    chosen = tuner.best if tuner.best is not None else max(table, key=table.get)
-    return {"steps": steps, "chosen": int(chosen), "final_loss": loss(int(chosen)), "sum_loss": total}

@@ -1,4 +1,4 @@
-"""Per-kernel measurement of pyopencl launches.
+"""Per-kernel measurement of pyopencl launches: the launch path.
 
 Every launch that goes through ``enqueue_nd_range_kernel`` (``Kernel.__call__`` included)
 is timed from its event's profiling timestamps (queued, submit, start, end):
@@ -12,65 +12,20 @@ is timed from its event's profiling timestamps (queued, submit, start, end):
   waits for it); the program gets that launch's event back.  Results are the same; on an
   out-of-order queue later commands wait for the kernel where they might not have.
 
-The sample of a kernel: its launches until their device time reaches the window
-(``CORECAST_WINDOW_MS``, default 200 ms), or until ``SAMPLE_WALL`` windows of wall time
-have passed since its first launch (short kernels: sampling costs the program time).
-While a sampled launch is in flight, a thread takes a snapshot every ``TICK_S``: the CPU
-time of the OpenCL runtime's threads (every thread of the process that Python's
-``threading`` does not know: pocl's workers), their run-queue wait
-(``/proc/self/task/*/schedstat``: runnable while the CPU ran something else) and, under
-the preload library, their pthread waits, acquisitions and contended acquisitions per
-category.  Each snapshot interval is then one equation: what it added equals, summed over
-the kernels whose launches ran in it, the kernel's rate (busy compute units, waits per
-second, ...) times its time in the interval (device timestamps mapped to the host clock
-by the offset seen between each event's ``queued`` stamp and the host time of its enqueue
-call; every launch resolved meanwhile counts, sampled or not).  Between launches the
-workers sleep, so intervals need not line up with launches: least squares over the
-intervals (rates >= 0, busy units at most the compute units) gives each kernel's rates,
-and rate x the sample's device time its busy time, run-queue wait and waits.
-Compute-unit time idle during the kernel = compute units x device time - busy time -
-run-queue wait; the shim's waits say where it went (they are counted when they end, so
-they are clipped to the idle time).
-
-Launches are resolved (status and timestamps read) by that thread for sampled launches,
-by the enqueue path every ``RESOLVE_EVERY`` launches for the others, and at exit, where
-launches still in flight get ``EXIT_WAIT_S`` to finish (those that do not are counted as
-in flight at exit).
+``Profiler`` wraps that function and records each launch into its kernel's record; its
+base class ``sampling.Sampler`` resolves the launches' events, samples the runtime's
+threads and gives each kernel its rates.
 """
 from __future__ import annotations
 
-import math
-import os
-import threading
 import time
 
-from .. import settings
-from ..runtime.kernelstats import TICK_S, KernelStats
-from .shim import Shim
-from .warn import warn
+from ..runtime.kernelstats import KernelStats
+from .sampling import RESOLVE_EVERY, Sampler
 
-WINDOW_MS_DEFAULT = 200
 MAX_SAMPLED_IN_FLIGHT = 64
-RESOLVE_EVERY = 256
-EXIT_WAIT_S = 5.0
 MAX_SIZES = 8  # distinct (global, local) shapes kept per kernel
 CACHE_SIZE = 256  # queues and kernels whose details are remembered
-SAMPLE_WALL = 10  # a sample also ends this many windows (wall clock) after the first launch
-SOLVER_SWEEPS = 400  # coordinate-descent sweeps of the bounded least squares
-MIN_BUSY = 0.01   # busy share of the compute units below which a sample says nothing
-SCAN_LIMIT = 64   # launches in flight looked at per tick before giving up on the rest
-
-
-def env_int(name: str, lo: int, hi: int, default: int) -> int:
-    """Same rules as the preload library (which already warned about a bad value)."""
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        v = int(text)
-    except ValueError:
-        return default
-    return v if lo <= v <= hi else default
 
 
 def _shape(value) -> tuple | None:
@@ -82,47 +37,20 @@ def _shape(value) -> tuple | None:
         return (int(value),)
 
 
-class Profiler:
+class Profiler(Sampler):
+    """pyopencl's launch function wrapped: every launch recorded into its kernel's record."""
+
     def __init__(self, cl):
+        super().__init__(cl.profiling_info)
         self.cl = cl
         self._cl = cl._cl
-        self.pid = os.getpid()
-        self.window_ns = env_int(settings.WINDOW_MS, 10, 60000, WINDOW_MS_DEFAULT) * 1_000_000
-        self.started_ns = time.monotonic_ns()
         self.active = False
-        self.failed_reason: str | None = None
-        self.kernels: dict[tuple, KernelStats] = {}
-        self.lock = threading.Lock()
-        self.pending: list = []          # launches not sampled, not yet resolved
-        self.resolve_at = RESOLVE_EVERY
-        self.sampled: list = []          # sampled launches not yet resolved
-        self.starting = 0                # sampled launches between _plan and _record
-        self.snaps: list = []            # (t_ns, cpu_ns, shim (waits, acq, con), busy threads, runq_ns)
-        self.timeline: list = []         # (record, host start, host end) of resolved launches
-        self.normal: dict = {}           # (record, record) -> sum of overlap products
-        self.rhs: dict = {}              # record -> sums of overlap x interval increments
-        self.busy_max: dict = {}         # record -> runtime threads busy in its intervals
-        self.cpu_last: dict[int, int] = {}
-        self.runq_last: dict[int, int] = {}  # run-queue wait (schedstat)
-        self.tids: set[int] = set()
-        self.tids_at = 0.0
-        self.offsets: dict[int, tuple] = {}  # device -> (error_ns, device - host offset)
         self.devices: dict[int, tuple] = {}  # device int_ptr -> (name, type, compute units)
         self.hidden_queues: dict[tuple, object] = {}
         self.queues: dict[int, tuple] = {}   # id(queue) -> (queue, info)
         self.names: dict[int, tuple] = {}    # id(kernel) -> (kernel, function name)
         self.profiling_flag = int(cl.command_queue_properties.PROFILING_ENABLE)
-        info = cl.profiling_info
-        self._pi = (info.QUEUED, info.SUBMIT, info.START, info.END)
-        self.shim = Shim()
-        self.wake = threading.Event()
-        self.stop = False
-        self.thread: threading.Thread | None = None
         self.originals: dict = {}
-        try:
-            os.register_at_fork(after_in_child=self._after_fork)
-        except AttributeError:
-            pass
 
     # ---- patching ---------------------------------------------------------------------
     def patch(self) -> None:
@@ -147,9 +75,7 @@ class Profiler:
 
     def _disable(self, exc: BaseException) -> None:
         """Our own bookkeeping failed: stop measuring, keep the program running."""
-        if self.failed_reason is None:
-            self.failed_reason = f"{type(exc).__name__}: {exc}"
-            warn(f"measurement stopped: {self.failed_reason}")
+        super()._disable(exc)
         self.unpatch()
 
     def _make_wrapper(self, orig):
@@ -313,265 +239,17 @@ class Profiler:
                 self._resolve_pending()
                 self.resolve_at = len(self.pending) + RESOLVE_EVERY
 
-    # ---- resolving events -------------------------------------------------------------
-    def _resolve(self, item) -> bool:
-        """Read a finished launch into its record; False while it is in flight.  Caller
-        holds the lock."""
-        rec, event, sampled, dev_key, h0, h1 = item
-        try:
-            status = int(event.command_execution_status)
-        except Exception:
-            status = -1
-        if status > 0:
-            return False
-        if sampled:
-            rec.in_flight_sampled -= 1
-        if status < 0:
-            rec.failed += 1
-            return True
-        try:
-            q, sub, s, e = (int(event.get_profiling_info(k)) for k in self._pi)
-        except Exception:
-            rec.unmeasured += 1
-            return True
-        rec.completed += 1
-        rec.device_ns += max(e - s, 0)
-        rec.queue_ns += max(s - q, 0)
-        rec.submit_ns += max(sub - q, 0)
-        err = (h1 - h0) // 2
-        best = self.offsets.get(dev_key)
-        if best is None or err < best[0]:
-            self.offsets[dev_key] = best = (err, q - (h0 + h1) // 2)
-        if sampled and rec.sampling:
-            smp = rec.sample
-            smp.launches += 1
-            smp.device_ns += max(e - s, 0)
-            if (smp.device_ns >= self.window_ns
-                    or time.monotonic_ns() - rec.first_ns > SAMPLE_WALL * self.window_ns):
-                rec.sampling = False
-        if self.snaps and e > s:
-            self.timeline.append((rec, s - best[1], e - best[1]))
-        return True
-
-    def _resolve_pending(self, before: int | None = None) -> None:
-        """Resolve launches not sampled (enqueued before host time ``before``), giving up
-        after ``SCAN_LIMIT`` still in flight unless ``before`` is None (lock held)."""
-        keep, busy = [], 0
-        for it in self.pending:
-            if busy >= SCAN_LIMIT and before is not None:
-                keep.append(it)
-            elif before is not None and it[4] >= before:
-                keep.append(it)
-            elif not self._resolve(it):
-                keep.append(it)
-                busy += 1
-        self.pending = keep
-
-    # ---- snapshots --------------------------------------------------------------------
-    def _runtime_tids(self) -> set[int]:
-        now = time.monotonic()
-        if now - self.tids_at > 0.05:
-            known = {t.native_id for t in threading.enumerate()}
-            try:
-                tids = {int(t) for t in os.listdir("/proc/self/task")}
-            except OSError:
-                tids = set()
-            self.tids = tids - known
-            self.tids_at = now
-        return self.tids
-
-    def _snapshot(self) -> None:
-        t = time.monotonic_ns()
-        tids = self._runtime_tids()
-        busy = 0
-        for tid in tids:
-            try:
-                v = time.clock_gettime_ns((~tid << 3) | 6)  # the thread's CPU clock
-            except OSError:
-                continue  # gone: its last value stays in the sum
-            if v > self.cpu_last.get(tid, 0):
-                busy += 1
-            self.cpu_last[tid] = v
-            try:
-                with open(f"/proc/self/task/{tid}/schedstat", "rb") as f:
-                    self.runq_last[tid] = int(f.read().split()[1])
-            except (OSError, IndexError, ValueError):
-                pass
-        cpu = sum(self.cpu_last.values())
-        runq = sum(self.runq_last.values())
-        shim = self.shim.read(tids | set(self.cpu_last)) if self.shim.available else None
-        self.snaps.append((t, cpu, shim, busy, runq))
-
-    def _finalize(self, force: bool = False) -> None:
-        """Turn snapshot intervals every launch of which is resolved into least-squares
-        sums (all of them with ``force``); lock held."""
-        snaps = self.snaps
-        if len(snaps) < 2:
-            return
-        limit = snaps[-1][0]
-        if not force:
-            for waiting in (self.sampled, self.pending):
-                if waiting:  # in enqueue order: the first was enqueued first
-                    limit = min(limit, waiting[0][4])
-        i = 0
-        while i + 1 < len(snaps) and snaps[i + 1][0] <= limit:
-            a, b = snaps[i], snaps[i + 1]
-            i += 1
-            over: dict = {}
-            for rec, hs, he in self.timeline:
-                ov = min(he, b[0]) - max(hs, a[0])
-                if ov > 0:
-                    over[rec] = over.get(rec, 0) + ov
-            if not over:
-                continue  # nothing ran: the workers slept
-            d = [b[1] - a[1], b[4] - a[4]]
-            if a[2] is not None and b[2] is not None:
-                for fa, fb in zip(a[2], b[2]):
-                    d.extend(vb - va for va, vb in zip(fa, fb))
-            span = b[0] - a[0]
-            for r1, o1 in over.items():
-                row = self.rhs.get(r1)
-                if row is None or len(row) != len(d):
-                    row = self.rhs[r1] = [0.0] * len(d)
-                for q, v in enumerate(d):
-                    row[q] += o1 * v
-                for r2, o2 in over.items():
-                    self.normal[(r1, r2)] = self.normal.get((r1, r2), 0.0) + o1 * o2
-                if o1 >= 0.9 * span:
-                    self.busy_max[r1] = max(self.busy_max.get(r1, 0), b[3])
-        if i:
-            del snaps[:i]
-            t0 = snaps[0][0]
-            self.timeline = [x for x in self.timeline if x[2] > t0]
-
-    def _solve(self) -> None:
-        """Each kernel's rates from the least-squares sums, into its sample."""
-        recs = list(self.rhs)
-        if not recs:
-            return
-        a = [[self.normal.get((r1, r2), 0.0) for r2 in recs] for r1 in recs]
-        width = min(len(row) for row in self.rhs.values())
-        rates = []
-        for q in range(width):
-            b = [self.rhs[r][q] for r in recs]
-            upper = [float(r.compute_units) if q < 2 else math.inf for r in recs]
-            rates.append(_bounded_lsq(a, b, upper))
-        names = self.shim.names if width > 2 else []
-        k = len(names)
-        for j, rec in enumerate(recs):
-            smp = rec.sample
-            dev = smp.device_ns
-            cpu, runq = rates[0][j] * dev, rates[1][j] * dev
-            cap = rec.compute_units * dev
-            if cpu + runq > cap > 0:
-                cpu, runq = cpu * cap / (cpu + runq), runq * cap / (cpu + runq)
-            # Next to nothing busy: the kernel fell between snapshots, nothing was resolved.
-            smp.cpu_ns, smp.runq_ns, smp.cpu_measured = cpu, runq, cpu >= MIN_BUSY * cap
-            smp.threads = self.busy_max.get(rec, 0)
-            for f, field in enumerate((smp.waits, smp.acquisitions, smp.contended)):
-                for c, cat in enumerate(names):
-                    q = 2 + f * k + c
-                    if q < width and rates[q][j] > 0:
-                        field[cat] = rates[q][j] * dev
-
-    # ---- the sampling thread ----------------------------------------------------------
-    def _ensure_thread(self) -> None:
-        if self.thread is not None and self.thread.is_alive():
-            return
-        self.stop = False
-        self.thread = threading.Thread(target=self._run, name="corecast-opencl", daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        self.shim.mark_internal()
-        while not self.stop:
-            with self.lock:
-                idle = not self.sampled and not self.starting and len(self.snaps) <= 1
-                if idle:  # the episode is over: its intervals are all in the sums
-                    self.snaps, self.timeline = [], []
-            if idle:
-                self.wake.wait()
-                self.wake.clear()
-                continue
-            try:
-                self._tick()
-            except Exception as exc:
-                self._disable(exc)
-                return
-            time.sleep(TICK_S)
-
-    def _tick(self) -> None:
-        with self.lock:
-            running = bool(self.sampled)
-            self.sampled = [it for it in self.sampled if not self._resolve(it)]
-            if self.snaps:
-                self._resolve_pending(before=self.snaps[-1][0])
-            if running:
-                self._snapshot()  # after the resolution: it covers what just finished
-            self._finalize()
-
     # ---- the end ------------------------------------------------------------------------
     def finish(self) -> list[KernelStats]:
-        """Resolve what is left; the kernels launched, for the exit report (none in a
-        forked child that inherited this profiler)."""
-        if os.getpid() != self.pid:
-            return []
-        self.stop = True
-        self.wake.set()
-        if self.thread is not None and self.thread is not threading.current_thread():
-            self.thread.join(timeout=1.0)
-        deadline = time.monotonic() + EXIT_WAIT_S
-        while True:
-            with self.lock:
-                running = bool(self.sampled)
-                self.sampled = [it for it in self.sampled if not self._resolve(it)]
-                self._resolve_pending()
-                if running and self.snaps:
-                    self._snapshot()
-                self._finalize()
-                left = len(self.sampled) + len(self.pending)
-            if not left or time.monotonic() > deadline:
-                break
-            time.sleep(0.001)
+        """``Sampler.finish``, then the cached queues and kernels let go."""
+        kernels = super().finish()
         with self.lock:
-            self._finalize(force=True)
-            self._solve()
-            kernels = [k for k in self.kernels.values() if k.launches]
-            self.pending, self.sampled, self.snaps = [], [], []
             self.hidden_queues.clear()
             self.queues.clear()
             self.names.clear()
         return kernels
 
     def _after_fork(self) -> None:
-        """A forked child starts with no launches of its own and reports alone."""
-        self.pid = os.getpid()
-        self.kernels = {}
-        self.pending, self.sampled, self.snaps, self.timeline = [], [], [], []
-        self.normal, self.rhs, self.busy_max = {}, {}, {}
-        self.starting = 0
-        self.resolve_at = RESOLVE_EVERY
-        self.cpu_last = {}
-        self.runq_last = {}
-        self.tids_at = 0.0
+        super()._after_fork()  # and no queue or kernel of the parent's cached
         self.hidden_queues = {}
         self.queues, self.names = {}, {}
-        self.lock = threading.Lock()
-        self.wake = threading.Event()
-        self.thread = None
-        self.started_ns = time.monotonic_ns()
-
-
-def _bounded_lsq(a: list, b: list, upper: list) -> list:
-    """min |A x - b| over 0 <= x <= upper for the normal equations (A = M^T M, b = M^T y):
-    coordinate descent, exact for one unknown, converging for the few kernels of a
-    sample (A is positive semi-definite)."""
-    n = len(b)
-    x = [0.0] * n
-    for _ in range(SOLVER_SWEEPS if n > 1 else 1):
-        for k in range(n):
-            if a[k][k] <= 0:
-                continue
-            r = b[k] - sum(a[k][j] * x[j] for j in range(n) if j != k)
-            x[k] = min(max(r / a[k][k], 0.0), upper[k])
-    return x

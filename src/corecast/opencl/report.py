@@ -20,7 +20,7 @@ from ..runtime import channel, kernelmodel
 from ..runtime.kernelstats import TICK_S
 from ..runtime.launcher import output_path, rank_identity
 from ..runtime.samples import SCHEMA
-from .profile import env_int
+from .sampling import env_int
 from .warn import warn
 
 NAME_WIDTH = 34

@@ -3,7 +3,7 @@
 ``read_inputs(paths, ...)`` recognises each format by its content (not its name, except
 ``.cali``) and returns one ``Series`` per (callpath, metric):
 
-- corecast's own CSV and sweep JSON (``fileio.parse_measurements``): one series;
+- corecast's own CSV and sweep JSON (``readers.measurements``): one series;
 - Extra-P input files (``readers.extrap``): text (``PARAMETER``/``POINTS``/``REGION``/
   ``METRIC``/``DATA``), JSON (the legacy id-table layout and the newer nested one) and
   JSON Lines (what ``corecast export --extrap`` writes); the one parameter is the count;
@@ -53,7 +53,7 @@ def read_inputs(paths: Sequence[str], metric: str | None = None, callpath: str |
                 profile_metric: str | None = None, count_attribute: str | None = None) -> list[Series]:
     """The curves in ``paths`` (several files: Caliper profiles, one per count), filtered
     to ``callpath`` and ``profile_metric`` when given.  InputError (one line) on bad input."""
-    from ..fileio import parse_measurements
+    from .measurements import parse_measurements
     from . import caliper, extrap
 
     if not paths:

@@ -20,7 +20,8 @@ import json
 import re
 
 from ..errors import InputError
-from ..fileio import finite_number, parse_json
+from ..fileio import parse_json
+from .measurements import finite_number
 from .raw import RawSeries, as_count
 
 FIELDS = ("PARAMETER", "POINTS", "REGION", "METRIC", "DATA")

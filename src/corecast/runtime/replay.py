@@ -5,15 +5,20 @@ Each recorded process goes through the predictor the live library calls
 kernels), as one final window with a fresh history: what replay prints is what the run
 would have printed with this model.  Differences from the live run, all small: the live
 history credits each window's stalls to the team size that ran most in that window,
-replay credits the whole run's to the team size that ran most calls; node-count
-predictions (``--target-machine``) and steering are not replayed.
+replay credits the whole run's to the team size that ran most calls; steering is not
+replayed, and node-count predictions (``--target-machine``) only by ``replay_nodes``
+(``corecast numa --replay``), on a machine of the caller's choice.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from .bound import RegionPrediction
 from .samples import RecordedProcess, read_recording
+
+if TYPE_CHECKING:
+    from ..numa.machine import Machine
 
 
 @dataclass
@@ -56,3 +61,45 @@ def replay_process(proc: RecordedProcess, target: int | None = None,
 def replay(path: str, target: int | None = None) -> list[ReplayedProcess]:
     """Every process recorded in ``path``, predicted again (``InputError`` on bad files)."""
     return [replay_process(p, target) for p in read_recording(path)]
+
+
+def replay_nodes(path: str, machine: Machine, efficiency: float | None = None) -> list[dict]:
+    """Every event of ``path`` with node-count inputs (a ``--target-machine`` recording)
+    predicted again per NUMA node count on ``machine``; [] when none has them.  Each
+    region is ``{"name", "object", "predictions": [{"nodes", "cores", "speedup"}],
+    "preferred_nodes", "basis", "measured", "fitted", "notes"}``; ``InputError`` (naming
+    the file and line) for lines that are not JSON or records that cannot be used."""
+    from ..errors import InputError
+    from ..fileio import shown
+    from ..numa.model import preferred_nodes
+    from .numa import interpolate, node_prediction
+    from .samples import json_lines
+
+    regions = []
+    for no, event in json_lines(path):
+        # region, process and kernel events with node predictions (the summary's "numa"
+        # is the recording machine's topology)
+        if (not isinstance(event, dict) or not isinstance(event.get("numa"), dict)
+                or not isinstance(event.get("predicted_nodes"), list)):
+            continue
+        rec = event["numa"]
+        inputs = rec.get("inputs") if isinstance(rec.get("inputs"), dict) else {}
+        sync = rec.get("sync")
+        c = machine.cores_per_node
+        try:
+            if isinstance(sync, list) and sync:
+                # the recorded sync factor was for the recording's machine: re-sample it per core
+                c0 = event["predicted_nodes"][0]["cores"]
+                pts = [(c0 * (i + 1), float(v)) for i, v in enumerate(sync)]
+                sync = [interpolate(pts, k * c) / interpolate(pts, c) for k in range(1, machine.nodes + 1)]
+            else:
+                sync = None
+            speedup, basis, measured, fitted, _, notes = node_prediction(machine, inputs, sync)
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise InputError(f"{shown(path)}: line {no}: unusable numa record: {exc}") from None
+        regions.append({"name": event.get("name"), "object": event.get("object"),
+                        "predictions": [{"nodes": k, "cores": k * c, "speedup": round(s, 6)}
+                                        for k, s in enumerate(speedup, 1)],
+                        "preferred_nodes": preferred_nodes(speedup, efficiency), "basis": basis,
+                        "measured": measured, "fitted": fitted, "notes": notes})
+    return regions

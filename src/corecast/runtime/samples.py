@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
+from typing import Iterator
 
 from ..errors import InputError
 from ..fileio import read_text, shown
@@ -51,18 +52,23 @@ class RecordedProcess:
     kernels: list = field(default_factory=list)  # kernelstats.KernelStats
 
 
-def read_recording(path: str) -> list[RecordedProcess]:
-    """The processes recorded in ``path``, in the order they first appear.  Bad input
-    raises ``InputError`` naming the file and line."""
-    text = read_text(path)
-    by_pid: dict[int, RecordedProcess] = {}
-    for no, line in enumerate(text.splitlines(), 1):
+def json_lines(path: str) -> Iterator[tuple[int, object]]:
+    """(line number, decoded value) of each non-blank line of a JSON Lines file; a line
+    that is not JSON raises ``InputError`` naming the file and line."""
+    for no, line in enumerate(read_text(path).splitlines(), 1):
         if not line.strip():
             continue
         try:
-            rec = json.loads(line)
+            yield no, json.loads(line)
         except json.JSONDecodeError as exc:
             raise InputError(f"{shown(path)}: line {no}: not JSON: {exc.msg}") from None
+
+
+def read_recording(path: str) -> list[RecordedProcess]:
+    """The processes recorded in ``path``, in the order they first appear.  Bad input
+    raises ``InputError`` naming the file and line."""
+    by_pid: dict[int, RecordedProcess] = {}
+    for no, rec in json_lines(path):
         if not isinstance(rec, dict) or rec.get("event") not in ("region", "process", "summary", "kernel"):
             continue  # other tools' lines, and events replay has no use for
         try:

@@ -1,0 +1,80 @@
+"""Command line: ``corecast predict FILE ...``, ``demo``, ``run -- CMD``, ``lib``, ``sweep``,
+``numa``, ``machine`` and the rest listed in ``SUBCOMMANDS``.
+
+One module per subcommand group (``predict``: predict, demo; ``run``: run, lib, replay,
+merge; ``sweep``: sweep, export; ``tune``: tune-sim; ``numa``: numa, machine), each a pair
+of functions per subcommand, ``add_X(subparsers)`` declaring its arguments and
+``cmd_X(args) -> int`` running it, listed in the module's ``COMMANDS``; ``common`` holds
+what they share.  Every user-facing failure ends as one ``corecast: error: ...`` line on
+stderr with exit status 2 (set CORECAST_DEBUG=1 to see tracebacks of internal errors).
+
+Start-up stays light: these modules import the standard library only.  Each ``cmd_X``
+imports what it needs (numpy, scipy and matplotlib come with the model, the readers and
+the views), and arguments that need the model (method names, metrics) are declared with
+``Parser.declare_later``, so ``corecast lib``, ``run``, ``--help`` and ``--version`` never
+load them.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+from .. import __version__, settings
+from ..errors import InputError
+from ..fileio import DEFAULT_MAX_INPUT_MB
+from . import numa, predict, run, sweep, tune
+from .common import EXIT_ERROR, CliError, Parser
+
+TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
+if TYPE_CHECKING:
+    import argparse
+    from typing import Sequence
+
+SUBCOMMANDS = predict.COMMANDS + run.COMMANDS + tune.COMMANDS + sweep.COMMANDS \
+    + numa.COMMANDS
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="corecast", description="Predict how a parallel program scales with the thread count.",
+                    epilog="Files: '-' is standard input or output; an input file may be at most "
+                    f"{settings.MAX_INPUT_MB} MiB (default {DEFAULT_MAX_INPUT_MB}).")
+    parser.add_argument("--version", action="version", version=f"corecast {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for add in SUBCOMMANDS:
+        add(sub)
+    return parser
+
+
+def _drop_stdout() -> None:
+    """Point standard output at /dev/null so that the interpreter's last flush of the
+    closed pipe says nothing."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):
+        pass  # not a real descriptor (tests): nothing will be flushed to it
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (0 ok, 2 error)."""
+    try:
+        args = build_parser().parse_args(argv)
+        status = args.func(args)
+        sys.stdout.flush()  # a closed pipe shows here, not as a message at interpreter exit
+        return status
+    except BrokenPipeError:  # 'corecast ... | head': the reader needs no more
+        _drop_stdout()
+        return 0
+    except SystemExit as e:  # --help and friends
+        return e.code if isinstance(e.code, int) else 0
+    except CliError as e:
+        print(e.line(), file=sys.stderr)
+    except Exception as e:
+        if isinstance(e, InputError):
+            print(CliError(str(e)).line(), file=sys.stderr)
+            return EXIT_ERROR
+        if os.environ.get(settings.DEBUG):
+            raise
+        print(CliError(f"internal error: {type(e).__name__}: {e}").line(), file=sys.stderr)
+    return EXIT_ERROR

@@ -1,0 +1,141 @@
+"""What every subcommand shares: the one-line error, the parser class, argument types and
+the JSON printer.  Standard library only, so that importing the CLI stays cheap."""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+
+from ..fileio import printable
+
+TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
+if TYPE_CHECKING:
+    from typing import Callable
+
+EXIT_ERROR = 2
+
+
+class CliError(Exception):
+    """A one-line error for the user, optionally about a file."""
+
+    def __init__(self, message: str, file: str | None = None):
+        super().__init__(message)
+        self.file = file
+
+    def line(self) -> str:
+        text = f"{self.file}: {self}" if self.file else str(self)
+        return "corecast: error: " + printable(" ".join(text.split()))  # one line, no escape codes
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse prints usage plus a message over several lines; we want one line.
+
+    A subcommand's parser can declare arguments later (``declare_later``): they are added
+    when that subcommand is parsed or its help is shown, not when any other one runs."""
+
+    _later: Callable[[argparse.ArgumentParser], None] | None = None
+
+    def error(self, message: str):  # type: ignore[override]
+        raise CliError(f"{message} (see '{self.prog} --help')")
+
+    def declare_later(self, declare: Callable[[argparse.ArgumentParser], None]) -> None:
+        self._later = declare
+
+    def _declare(self) -> None:
+        declare, self._later = self._later, None
+        if declare is not None:
+            declare(self)
+
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        self._declare()
+        return super().parse_known_args(args, namespace)
+
+    def format_usage(self) -> str:
+        self._declare()
+        return super().format_usage()
+
+    def format_help(self) -> str:
+        self._declare()
+        return super().format_help()
+
+
+# ---------------------------------------------------------------- argument types
+
+
+def whole(text: str, minimum: int = 1) -> int:
+    try:
+        n = int(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if n < minimum:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least {minimum}")
+    return n
+
+
+def count(text: str) -> int:
+    return whole(text, 1)
+
+
+def seed(text: str) -> int:
+    return whole(text, 0)
+
+
+def count_list(text: str) -> list[int]:
+    items = text.split(",")
+    if not text.strip() or any(not i.strip() for i in items):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of counts like 48,64")
+    return [count(i) for i in items]
+
+
+def number(text: str, what: str = "a number") -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+
+
+def _checked(text: str, ok: bool, must: str) -> None:
+    if not ok:
+        raise argparse.ArgumentTypeError(f"{text!r} must {must}")
+
+
+def fraction(text: str) -> float:
+    f = number(text)
+    _checked(text, 0 < f <= 1, "be in (0, 1]")
+    return f
+
+
+def efficiency(text: str) -> float:
+    f = number(text)
+    _checked(text, 0 <= f < 1, "be in [0, 1)")
+    return f
+
+
+def noise(text: str) -> float:
+    f = number(text)
+    _checked(text, math.isfinite(f) and f >= 0, "be a finite fraction >= 0 (e.g. 0.02)")
+    return f
+
+
+def seconds(text: str) -> float:
+    s = number(text, "a number of seconds")
+    _checked(text, math.isfinite(s) and s > 0, "be a positive number of seconds")
+    return s
+
+
+def command_of(argv: list[str]) -> list[str]:
+    """The program's words after ``--`` (argparse keeps the ``--`` in a REMAINDER)."""
+    return argv[1:] if argv[:1] == ["--"] else argv
+
+
+def print_json(obj: dict) -> None:
+    # allow_nan=False: the output must be strict JSON for other tools to parse.
+    print(json.dumps(obj, allow_nan=False))
+
+
+def add_output_options(p: argparse.ArgumentParser, json_help: str = "print one JSON object instead of the table",
+                       plot: bool = False) -> None:
+    """The ``--json`` (and ``--plot``) flags of the subcommands that print a table."""
+    p.add_argument("--json", action="store_true", help=json_help)
+    if plot:
+        p.add_argument("--plot", metavar="OUT.png", help="also write a PNG plot")

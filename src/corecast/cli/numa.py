@@ -1,0 +1,128 @@
+"""``corecast numa`` (speedup per NUMA node count) and ``corecast machine`` (machine
+descriptions)."""
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .common import CliError, add_output_options, count, efficiency, print_json
+
+TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
+if TYPE_CHECKING:
+    from ..numa.machine import Machine
+
+
+def add_numa(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "numa",
+        help="predict speedup per NUMA node count from a memory-traffic sample",
+        description="SPEC section 4's two-level queueing model: speedup at 1..K nodes of MACHINE, "
+        "relative to the program alone on one node, from a sample of its memory traffic "
+        "(rates per work cycle, or raw counts with total_cycles), optionally next to a "
+        "co-running program on the last nodes of the fill order. --replay predicts again "
+        "every region of a 'corecast run --target-machine' JSON Lines file.",
+    )
+    p.add_argument("--machine", required=True, metavar="M.json",
+                   help="machine description file or preset name (see 'corecast machine presets')")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--sample", metavar="S.json", help='{"llc": [...], "bus": [...], "mct": [...]}')
+    src.add_argument("--replay", metavar="FILE.jsonl", help="JSON Lines written by corecast run")
+    p.add_argument("--co-run", metavar="S2.json", help="sample of a program running at the same time")
+    p.add_argument("--co-nodes", type=count, metavar="K2", help="nodes the co-runner takes")
+    p.add_argument("--efficiency", type=efficiency, metavar="F",
+                   help="preferred = the fewest nodes within F of the best speedup (default: the best)")
+    add_output_options(p)
+    p.set_defaults(func=cmd_numa)
+
+
+def cmd_numa(args: argparse.Namespace) -> int:
+    from .. import numa, nodeview
+
+    if (args.co_run is None) != (args.co_nodes is None):
+        raise CliError("--co-run and --co-nodes go together")
+    if args.replay and args.co_run:
+        raise CliError("--co-run works with --sample, not with --replay")
+    try:
+        machine = numa.load(args.machine)
+        if args.replay:
+            return _replay(args, machine)
+        rates = numa.load_sample(args.sample, machine)
+        co = [(numa.load_sample(args.co_run, machine), args.co_nodes)] if args.co_run else []
+        pred = numa.predict_nodes(machine, rates, co, args.efficiency)
+    except (numa.MachineError, numa.SampleError) as exc:
+        raise CliError(str(exc)) from None
+    out = pred.to_dict()
+    if co:
+        out["co_runner"] = {"nodes": args.co_nodes,
+                            "node_ids": machine.fill_order[-args.co_nodes:]}
+    if args.json:
+        print_json(out)
+    else:
+        sys.stdout.write(nodeview.sample_report(machine, out, pred.notes, args.efficiency))
+    return 0
+
+
+def _replay(args: argparse.Namespace, machine: Machine) -> int:
+    from .. import nodeview
+    from ..runtime.replay import replay_nodes
+
+    regions = replay_nodes(args.replay, machine, args.efficiency)  # bad files: InputError, one line
+    if not regions:
+        raise CliError("no region with NUMA inputs (record with 'corecast run --target-machine')",
+                       args.replay)
+    if args.json:
+        print_json({"machine": machine.name, "regions": regions})
+    else:
+        sys.stdout.write(nodeview.replay_report(machine, regions))
+    return 0
+
+
+def add_machine(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "machine",
+        help="machine descriptions for 'corecast numa': detect this one, list or show presets",
+        description="'detect' writes this machine's description from sysfs (nodes, CPUs, the "
+        "SLIT distance table mapped to hop classes) with delays per hop class from a preset or "
+        "a calibration file; 'presets' lists the shipped descriptions; 'show' prints one.",
+    )
+    msub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    d = msub.add_parser("detect", help="describe this machine")
+    d.add_argument("-o", "--output", metavar="M.json", help="write here instead of stdout")
+    d.add_argument("--delays", metavar="PRESET|FILE", default="opteron6380",
+                   help="delays per hop class from this preset or file: a machine description or "
+                   '{"bus_delay_by_hops": [...], "controller_delay": D_m} (default opteron6380)')
+    d.add_argument("--name", help="name to put in the description")
+    d.add_argument("--sysfs", default="/sys", help=argparse.SUPPRESS)
+    msub.add_parser("presets", help="list the shipped machine descriptions")
+    s = msub.add_parser("show", help="print a preset or file as normalised JSON")
+    s.add_argument("machine", metavar="PRESET|FILE")
+    p.set_defaults(func=cmd_machine)
+
+
+def cmd_machine(args: argparse.Namespace) -> int:
+    from .. import numa
+    from ..fileio import write_file
+
+    try:
+        if args.action == "presets":
+            for name in numa.presets():
+                m = numa.load(name)
+                print(f"{name:14s} {m.nodes} nodes x {m.cores_per_node} cores  {m.name}")
+            return 0
+        if args.action == "show":
+            sys.stdout.write(numa.load(args.machine).to_json())
+            return 0
+        machine = numa.detect(args.sysfs, numa.machine.load_delays(args.delays), args.name)
+    except numa.MachineError as exc:
+        raise CliError(str(exc)) from None
+    text = machine.to_json()
+    if args.output:
+        write_file(args.output, text)  # errors: one line naming the file
+        print(f"wrote {args.output}: {machine.nodes} node(s) x {machine.cores_per_node} cores",
+              file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+COMMANDS = [add_numa, add_machine]

@@ -1,0 +1,173 @@
+"""``corecast predict FILE`` and ``corecast demo``: offline predictions from measured curves."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from .. import settings
+from ..errors import InputError
+from ..fileio import printable
+from .common import CliError, add_output_options, count, count_list, fraction, print_json
+
+TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
+if TYPE_CHECKING:
+    from ..entities import Measurements, Prediction
+
+DEMO_DATA = "usl4j__cisco_benchmark.csv"
+DEMO_TRAIN_UPTO = 16
+DEMO_PREDICT_UPTO = 32
+
+
+def add_predict(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "predict",
+        help="predict scaling from a CSV of measurements",
+        description="Predict performance at every count 1..UPTO from measured counts.",
+    )
+    p.declare_later(_predict_arguments)
+    p.set_defaults(func=cmd_predict)
+
+
+def _predict_arguments(p: argparse.ArgumentParser) -> None:
+    from .. import methods  # numpy and scipy: only when predict runs
+    from ..entities import METRICS
+    from ..prediction import DEFAULT_KNEE_FRACTION
+
+    p.add_argument("file", metavar="FILE", nargs="+",
+                   help="CSV (count column, then time/throughput/value, optional stall:NAME and size:NAME "
+                   "columns), a sweep result, an Extra-P input file (text, JSON, JSON Lines), or Caliper "
+                   "profiles (.cali, JSON), one per count")
+    p.add_argument("--metric", choices=METRICS, help="metric of a 'value' column (Extra-P and Caliper "
+                   "values: time unless given)")
+    p.add_argument("--callpath", metavar="NAME", help="Extra-P callpath or Caliper region to predict "
+                   "(default: every one)")
+    p.add_argument("--profile-metric", metavar="NAME", help="Extra-P metric or Caliper attribute to predict "
+                   "(default: every Extra-P metric; Caliper's inclusive time)")
+    p.add_argument("--count-attribute", metavar="NAME", help="Caliper attribute or global holding the count "
+                   "(default: the first of omp.num.threads, threads, ..., mpi.world.size that varies)")
+    p.add_argument("--upto", type=count, help="predict up to this count (default: 2x the largest measured)")
+    p.add_argument("--at", type=count_list, default=[], metavar="N,N,...", help="extra counts to predict")
+    p.add_argument("--method", choices=list(methods.METHODS), default="auto",
+                   help="; ".join(f"{m.name}: {m.summary}" for m in methods.METHODS.values()))
+    add_output_options(p, plot=True)
+    p.add_argument("--knee-fraction", type=fraction, default=DEFAULT_KNEE_FRACTION, metavar="F",
+                   help="knee: where one more thread gains less than F of a thread (default %(default)s)")
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    from ..readers import read_inputs
+    from ..report import format_table
+
+    try:
+        series = read_inputs(args.file, args.metric, args.callpath, args.profile_metric,
+                             args.count_attribute)  # messages already name the file
+    except InputError as e:
+        raise CliError(str(e)) from None
+    options = dict(upto=args.upto, at=args.at, method=args.method, knee_fraction=args.knee_fraction)
+    if series[0].callpath is None:  # a corecast CSV or sweep result: one curve
+        pred = _predict(series[0].data, args.file[0], **options)
+        # Plot before printing so a failed plot does not leave a half-reported success.
+        if args.plot:
+            _plot(pred, args.plot)
+        if args.json:
+            print_json(pred.to_dict())
+        else:
+            sys.stdout.write(format_table(pred))
+        return 0
+    if args.plot and len(series) > 1:
+        raise CliError(f"--plot draws one curve and the input has {len(series)} (callpath, metric) pairs: "
+                       "pick one with --callpath and --profile-metric")
+    results = []
+    for s in series:
+        if s.data is None:
+            results.append((s, None, s.error))
+            continue
+        try:
+            results.append((s, _predict(s.data, args.file[0], **options), None))
+        except CliError as e:
+            results.append((s, None, str(e)))
+    done = [pred for _, pred, _ in results if pred is not None]
+    if args.plot and done:
+        _plot(done[0], args.plot)
+    if args.json:
+        print_json({"source": series[0].source, "series": [
+            {"callpath": s.callpath, "metric_name": s.metric_name,
+             **(pred.to_dict() if pred is not None else {"error": error})} for s, pred, error in results]})
+    else:
+        for i, (s, pred, error) in enumerate(results):
+            sys.stdout.write(("\n" if i else "") + printable(f"== {s.label}") + "\n")
+            sys.stdout.write(format_table(pred) if pred is not None else printable(f"cannot predict: {error}") + "\n")
+    if not done:
+        raise CliError("no (callpath, metric) pair could be predicted", args.file[0])
+    return 0
+
+
+def add_demo(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "demo",
+        help="predict a bundled real benchmark from its first half and compare",
+        description=f"Train on counts <= {DEMO_TRAIN_UPTO} of the Cisco benchmark (Schwartz, "
+        f"Practical Scalability), predict up to {DEMO_PREDICT_UPTO}, compare with the held-out counts.",
+    )
+    add_output_options(p, plot=True)
+    p.set_defaults(func=cmd_demo)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from importlib import resources
+
+    import numpy as np
+
+    from ..readers.measurements import read_measurements
+    from ..report import format_table
+
+    with resources.as_file(resources.files("corecast") / "data" / DEMO_DATA) as path:
+        full = read_measurements(str(path))
+    train = full.subset(np.flatnonzero(full.counts <= DEMO_TRAIN_UPTO))
+    pred = _predict(train, DEMO_DATA, upto=DEMO_PREDICT_UPTO, at=[], method="auto")
+    held = full.subset(np.flatnonzero(full.counts > DEMO_TRAIN_UPTO))
+    errors = [abs(pred.value_at(n) - v) / v for n, v in zip(held.counts, held.values)]
+    median_error = float(np.median(errors))
+    if args.plot:
+        _plot(pred, args.plot, reference=full)
+    if args.json:
+        out = pred.to_dict()
+        out["demo"] = {
+            "data": DEMO_DATA,
+            "trained_on": [int(n) for n in train.counts],
+            "held_out": [{"threads": int(n), "measured": float(v), "predicted": pred.value_at(n)}
+                         for n, v in zip(held.counts, held.values)],
+            "median_relative_error": median_error,
+        }
+        print_json(out)
+    else:
+        print(f"demo: {DEMO_DATA}, trained on counts <= {DEMO_TRAIN_UPTO}, "
+              f"predicting up to {DEMO_PREDICT_UPTO}\n")
+        sys.stdout.write(format_table(pred, reference=full))
+        print(f"median relative error on the {len(held)} held-out counts "
+              f"({int(held.counts.min())}..{int(held.counts.max())}): {median_error:.1%}")
+    return 0
+
+
+def _predict(data: Measurements, file: str, **kwargs) -> Prediction:
+    """predict_measurements with its errors turned into one-line CliErrors."""
+    from ..prediction import predict_measurements
+
+    try:
+        return predict_measurements(data, **kwargs)
+    except InputError as e:
+        raise CliError(str(e), file) from None
+    except Exception as e:  # a bug in a model must not surface as a traceback
+        if os.environ.get(settings.DEBUG):
+            raise
+        raise CliError(f"internal error in method {kwargs.get('method')}: {type(e).__name__}: {e}", file) from None
+
+
+def _plot(pred: Prediction, path: str, reference: Measurements | None = None) -> None:
+    from ..plot import plot_prediction  # matplotlib is slow to import; only load it when asked
+
+    plot_prediction(pred, path, reference=reference)  # errors: one line naming the file
+
+
+COMMANDS = [add_predict, add_demo]

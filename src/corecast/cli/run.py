@@ -1,0 +1,140 @@
+"""``corecast run``, ``lib``, ``replay`` and ``merge``: measuring programs and reading back
+what they recorded.  ``run`` and ``lib`` import no numpy or scipy (#11)."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .common import CliError, add_output_options, command_of, count, print_json
+
+
+def add_run(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "run",
+        help="run a program with the corecast runtime preloaded",
+        description="Run CMD with the preload library appended to LD_PRELOAD; at exit a report "
+        "goes to stderr (and JSON Lines to --json-out). The program's output and exit status "
+        "are its own.",
+    )
+    p.add_argument("--target", type=count, help="predict up to N threads, for a machine of N cores "
+                   "(default: this machine's cores, or the --target-machine's)")
+    p.add_argument("--window-ms", type=count, help="sampling window in ms (default 200)")
+    p.add_argument("--json-out", metavar="FILE", help="write JSON Lines here (CORECAST_OUTPUT)")
+    p.add_argument("--quiet", action="store_true", help="no report on stderr")
+    explore = p.add_mutually_exclusive_group()  # steering already runs regions at other sizes
+    explore.add_argument("--steer", action="store_true",
+                         help="let corecast choose each OpenMP region's team size (only ever fewer threads)")
+    explore.add_argument("--probe", action="store_true",
+                         help="run a few calls of each repeated OpenMP region at smaller teams (n/2, "
+                         "n/4, ... 1; within 3%% of its time) so it gets a measured multi-size history")
+    p.add_argument("--target-machine", metavar="M.json",
+                   help="predict for this machine (its cores) and each region's speedup per NUMA "
+                   "node count on it (description file or preset name)")
+    p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ARGS...")
+    p.set_defaults(func=cmd_run)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from ..runtime import launcher
+
+    machine = None
+    if args.target_machine:
+        from .. import numa
+
+        try:  # refuse a bad file here rather than inside the program
+            m = numa.load(args.target_machine)
+        except numa.MachineError as exc:
+            raise CliError(str(exc)) from None
+        machine = str(numa.machine.path_of(args.target_machine))
+        if args.target is None:  # predictions for that machine: up to its cores
+            args.target = m.cores_per_node * m.nodes
+    try:
+        launcher.run(command_of(args.argv), args.target, args.window_ms, args.json_out, args.quiet, args.steer,
+                     target_machine=machine, probe=args.probe)
+    except launcher.LaunchError as exc:
+        sys.stderr.write(CliError(str(exc)).line() + "\n")
+        return exc.status
+    return 0  # not reached: run() replaces this process
+
+
+def add_lib(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("lib", help="print the preload library's path (LD_PRELOAD=$(corecast lib) CMD)")
+    p.set_defaults(func=cmd_lib)
+
+
+def cmd_lib(args: argparse.Namespace) -> int:
+    from ..runtime import launcher
+
+    try:
+        print(launcher.library_path())
+    except launcher.LaunchError as exc:
+        raise CliError(str(exc)) from None
+    return 0
+
+
+def _recording_parser(sub: argparse._SubParsersAction, name: str, help: str, description: str,
+                      horizon: tuple[str, str], json_help: str) -> argparse.ArgumentParser:
+    """replay and merge read JSON Lines a run wrote and print a table or JSON: their
+    common flags (``horizon``: the flag and help of the count to predict up to)."""
+    p = sub.add_parser(name, help=help, description=description)
+    flag, horizon_help = horizon
+    p.add_argument(flag, type=count, help=horizon_help)
+    add_output_options(p, json_help)
+    return p
+
+
+def add_replay(sub: argparse._SubParsersAction) -> None:
+    p = _recording_parser(
+        sub, "replay", "predict a recorded run again with the current model",
+        "Re-run the runtime model on the samples in RUN.jsonl (written by corecast run "
+        "--json-out or CORECAST_OUTPUT) through the predictor the library uses, and print the exit "
+        "report's table (or JSON). Every record version corecast has written is read.",
+        ("--target", "predict up to N threads (default: the recorded target)"),
+        "one JSON object: {\"processes\": [...]}")
+    p.add_argument("recording", metavar="RUN.jsonl")
+    p.set_defaults(func=cmd_replay)
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from ..runtime import replayview
+    from ..runtime.replay import replay
+
+    reps = replay(args.recording, args.target)  # bad files: InputError, one line
+    if args.json:
+        print_json(replayview.to_dict(reps))
+    else:
+        sys.stdout.write("\n".join(replayview.table(r) for r in reps))
+    return 0
+
+
+def add_merge(sub: argparse._SubParsersAction) -> None:
+    p = _recording_parser(
+        sub, "merge", "merge the per-rank JSON Lines of MPI runs: compute vs MPI wait, speedup over ranks",
+        "Read the JSON Lines every rank of an MPI run wrote (CORECAST_OUTPUT=run-{rank}.jsonl) "
+        "and write one report: per rank the compute time and the MPI wait (point-to-point, "
+        "collective), bytes moved, the slowest rank, and the predicted speedup over rank counts "
+        "(regression over the world sizes measured when there are 3 or more, else a one-run model).",
+        ("--upto", "predict up to N ranks (default: max(16, twice the largest run))"),
+        "one JSON object instead of the table")
+    p.add_argument("files", nargs="+", metavar="FILE.jsonl")
+    p.add_argument("-o", "--output", metavar="OUT", help="write the report here instead of stdout")
+    p.set_defaults(func=cmd_merge)
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from ..fileio import write_file
+    from ..runtime import mergeview
+    from ..runtime.ranks import merge
+
+    merged = merge(args.files, args.upto)  # bad files: InputError, one line
+    text = (json.dumps(mergeview.to_dict(merged), allow_nan=False) + "\n" if args.json
+            else mergeview.table(merged))
+    if args.output:
+        write_file(args.output, text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+COMMANDS = [add_run, add_lib, add_replay, add_merge]

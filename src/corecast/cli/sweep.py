@@ -1,0 +1,157 @@
+"""``corecast sweep`` (run a program at several counts) and ``corecast export`` (convert
+its result)."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from ..errors import InputError
+from .common import CliError, command_of, count, seconds
+
+
+def _sweep_threads(text: str) -> list[int]:
+    from ..sweep import parse_threads
+
+    try:
+        return parse_threads(text)
+    except InputError as e:
+        raise argparse.ArgumentTypeError(str(e).removeprefix("--threads").lstrip(": ")) from None
+
+
+def add_sweep(sub: argparse._SubParsersAction) -> None:
+    from ..placement import PLACEMENTS  # standard library only
+
+    p = sub.add_parser(
+        "sweep",
+        help="run a program at several thread counts, measure it and extrapolate",
+        description="Run CMD under the preload library REPEAT times at each count, confined to that "
+        "many CPUs; the count reaches it as OMP_NUM_THREADS (openmp), POCL_CPU_MAX_CU_COUNT and "
+        "POCL_MAX_PTHREAD_COUNT (opencl) and a {threads} placeholder in CMD. Prints measured and predicted times, the "
+        "preferred count and the future bottleneck (the stall category predicted to be largest at "
+        "UPTO). Exit 2 when fewer than 2 counts succeed or no run shows parallel activity (the "
+        "JSON is still written).",
+    )
+    p.add_argument("--threads", type=_sweep_threads, metavar="N,N,...",
+                   help="counts to run (default: 1 up to the CPUs this process may use)")
+    p.add_argument("--repeat", type=count, default=3, metavar="R",
+                   help="runs per count; median time, spread = half the range (default %(default)s)")
+    p.add_argument("--upto", type=count, metavar="N",
+                   help="predict up to N (default: 2x the largest count, at least 16)")
+    p.add_argument("--runtime", choices=("openmp", "pthreads", "opencl"), default="openmp",
+                   help="how the count reaches the program (default %(default)s)")
+    p.add_argument("--placement", choices=PLACEMENTS, default="compact",
+                   help="which CPUs a count gets: compact (cores before SMT siblings, one socket after "
+                   "the other), spread (cores round-robin over sockets), none (the first n in numeric "
+                   "order); OpenMP programs also get OMP_PLACES and OMP_PROC_BIND (default %(default)s)")
+    p.add_argument("--json-out", metavar="FILE", help="write the result as one JSON object")
+    p.add_argument("--plot", metavar="OUT.png", help="also plot measured and predicted times")
+    p.add_argument("--html", metavar="OUT.html", help="also write an HTML report")
+    p.add_argument("--stall-plugin", metavar="FILE",
+                   help="extra stall categories read from stdout/stderr/a file (JSON, or TOML on Python 3.11+)")
+    p.add_argument("--timeout", type=seconds, default=600.0, metavar="S",
+                   help="a run taking longer is killed and its count recorded as failed (default %(default)g)")
+    p.add_argument("--launcher", metavar='"mpirun -np {ranks}"',
+                   help="sweep MPI rank counts: launch each run with this command ({ranks} = the count), "
+                   "each rank under 'corecast run'; --threads is then one count per rank (OMP_NUM_THREADS)")
+    p.add_argument("--ranks", type=_sweep_threads, metavar="N,N,...", help="rank counts for --launcher")
+    p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ARGS...")
+    p.set_defaults(func=cmd_sweep)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    from .. import sweep
+
+    command = command_of(args.argv)
+    if not command:
+        raise CliError("no command given (usage: corecast sweep [options] -- CMD ARGS...)")
+    plugins = sweep.load_plugins(args.stall_plugin) if args.stall_plugin else []
+    if args.plot or args.html:  # find out before a long sweep, not after it
+        try:
+            found = importlib.util.find_spec("corecast.sweepviz") is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            raise CliError("--plot and --html need corecast.sweepviz, which is not installed")
+    for path in (args.json_out, args.plot, args.html):
+        if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            raise CliError("its folder does not exist", path)
+
+    counts, launch = args.threads, None
+    if args.ranks and not args.launcher:
+        raise CliError("--ranks needs --launcher (e.g. --launcher \"mpirun -np {ranks}\")")
+    if args.launcher:
+        if args.threads and len(args.threads) > 1:
+            raise CliError("with --launcher, --threads is one count per rank (OMP_NUM_THREADS)")
+        launch = sweep.Launch.parse(args.launcher, args.threads[0] if args.threads else None)
+        counts = args.ranks
+    failure: sweep.SweepError | None = None
+    try:
+        result = sweep.run_sweep(command, threads=counts, repeat=args.repeat, upto=args.upto, launch=launch,
+                                 runtime=args.runtime, plugins=plugins, timeout=args.timeout,
+                                 progress=True, placement=args.placement)
+    except sweep.SweepError as e:
+        if e.result is None:
+            raise CliError(str(e)) from None
+        failure, result = e, e.result
+    except KeyboardInterrupt:
+        raise CliError("interrupted; nothing written") from None
+    if args.json_out:
+        sweep.write_json(result, args.json_out)
+    if result["measured"] and (args.plot or args.html):  # failed sweeps still show what was measured
+        from .. import sweepviz
+
+        for path, draw in ((args.plot, "plot_sweep"), (args.html, "html_report")):
+            if path:
+                getattr(sweepviz, draw)(result, path)  # errors: one line naming the file
+    from ..sweeptable import format_sweep
+
+    sys.stdout.write(format_sweep(result))
+    if failure is not None:
+        raise CliError(str(failure))
+    return 0
+
+
+def add_export(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "export",
+        help="convert a 'corecast sweep' result: Extra-P input, HTML report, PNG",
+        description="Read SWEEP.json (what 'corecast sweep --json-out' writes) and write any of: "
+        "Extra-P JSON Lines (one line per measured run: parameter p = threads, callpath main, "
+        "metric time, plus metric stall:NAME per stall category), a self-contained HTML report, "
+        "a PNG plot.",
+    )
+    p.add_argument("file", metavar="SWEEP.json", help="a corecast sweep result")
+    p.add_argument("--extrap", metavar="OUT.jsonl", help="write Extra-P JSON Lines input here")
+    p.add_argument("--html", metavar="OUT.html", help="write an HTML report here")
+    p.add_argument("--plot", metavar="OUT.png", help="write a PNG plot here")
+    p.set_defaults(func=cmd_export)
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from .. import sweepviz  # matplotlib is slow to import; only load it when asked
+    from ..fileio import OutputError
+    from ..sweep.result import load_sweep_json
+
+    outputs = [(path, write) for path, write in ((args.extrap, sweepviz.export_extrap),
+                                                 (args.html, sweepviz.html_report),
+                                                 (args.plot, sweepviz.plot_sweep)) if path]
+    if not outputs:
+        raise CliError("nothing to export: give --extrap OUT.jsonl, --html OUT.html or --plot OUT.png")
+    try:
+        result = load_sweep_json(args.file)  # messages already name the file
+    except InputError as e:
+        raise CliError(str(e)) from None
+    for path, write in outputs:
+        try:
+            write(result, path)
+        except OutputError:
+            raise  # names the output file
+        except InputError as e:
+            raise CliError(str(e), args.file) from None
+    return 0
+
+
+COMMANDS = [add_sweep, add_export]

@@ -1,0 +1,72 @@
+"""``corecast tune-sim``: the online tuners replayed against a measured curve."""
+from __future__ import annotations
+
+import argparse
+
+from ..errors import InputError
+from ..fileio import printable
+from .common import CliError, add_output_options, noise, print_json, seed
+
+
+def add_tune_sim(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "tune-sim",
+        help="replay the online tuners (OPreSca, Binsearch) against a measured curve",
+        description="Simulate online thread-count selection with the measured curve as the oracle: "
+        "the candidates are the counts in FILE, each interval returns the measured performance "
+        "at the chosen count (times 1 + NOISE * N(0,1)). steps: intervals until convergence, the "
+        "convergence interval included; loss: 1 - perf(chosen)/perf(best measured); summed loss "
+        "adds every step's loss.",
+    )
+    p.declare_later(_tune_sim_arguments)
+    p.set_defaults(func=cmd_tune_sim)
+
+
+def _tune_sim_arguments(p: argparse.ArgumentParser) -> None:
+    from ..entities import METRICS  # numpy: only when tune-sim runs
+
+    p.add_argument("file", metavar="FILE.csv", help="CSV: count column, then time/throughput/value")
+    p.add_argument("--metric", choices=METRICS, help="metric of a 'value' column")
+    p.add_argument("--noise", type=noise, default=0.0, metavar="FRACTION",
+                   help="relative measurement noise per interval (default 0)")
+    p.add_argument("--seed", type=seed, default=0, metavar="N", help="random seed for the noise (default 0)")
+    add_output_options(p)
+
+
+def cmd_tune_sim(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    from ..readers.measurements import read_measurements
+    from ..tunesim import simulate
+    from ..tuning import Binsearch, OPreSca
+
+    try:
+        data = read_measurements(args.file, args.metric).at_target_size()
+    except InputError as e:
+        raise CliError(str(e)) from None
+    if len(data) < 3:
+        raise CliError(f"tune-sim needs at least 3 measured counts, got {len(data)}", args.file)
+    counts = [int(c) for c in data.counts]
+    perf = data.perf
+    results: dict[str, dict] = {}
+    paths: dict[str, list] = {}
+    for name, tuner in (("opresca", OPreSca(counts, rng_seed=args.seed)), ("binsearch", Binsearch(counts))):
+        paths[name] = []
+        results[name] = simulate(tuner, counts, perf, noise=args.noise, rng_seed=args.seed, trace=paths[name])
+    if args.json:
+        print_json({name: {"steps": int(r["steps"]), "chosen": int(r["chosen"]),
+                           "final_loss": float(r["final_loss"]), "sum_loss": float(r["sum_loss"])}
+                    for name, r in results.items()})
+        return 0
+    best = counts[int(np.argmax(perf))]
+    print(f"{printable(args.file)}: {len(counts)} counts ({counts[0]}..{counts[-1]}), {data.metric}, "
+          f"best measured at {best}; noise {args.noise:g}\n")
+    print(f"{'tuner':10s} {'steps':>5s} {'chosen':>6s} {'final loss':>10s} {'summed loss':>11s}  counts tried")
+    for name, label in (("opresca", "OPreSca"), ("binsearch", "Binsearch")):
+        r = results[name]
+        tried = " ".join(str(c) for c, _, _ in paths[name])
+        print(f"{label:10s} {r['steps']:5d} {r['chosen']:6d} {r['final_loss']:10.1%} {r['sum_loss']:11.2f}  {tried}")
+    return 0
+
+
+COMMANDS = [add_tune_sim]

@@ -1,0 +1,144 @@
+"""Extrapolating a measured time and its stall categories, as ``corecast sweep`` does for
+a whole program and for each of its regions: the time with ``predict`` (``auto``, or the
+regression over MPI rank counts), every stall category with ESTIMA's per-category step
+(``methods.estima``), or with ``auto`` on the category as a curve when there are too few
+counts; the future bottleneck is the category with the largest predicted stall at the
+horizon."""
+from __future__ import annotations
+
+import statistics
+from typing import Optional, Sequence
+
+from .errors import InputError
+
+
+def extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[str],
+                per_count: dict, horizon: int, waits: Optional[Sequence[str]] = None) -> None:
+    """Predictions of ``times_at`` (count -> the repetitions' times) and of each stall
+    category (``per_count``: count -> the repetitions' {category: seconds}) into
+    ``result`` (a sweep result object: the whole program's, or one region's; its
+    "warnings" list gains the models' warnings).  ``waits``: the counts are MPI rank
+    counts and these categories the communication the regression splits off."""
+    from .methods.estima import MIN_POINTS
+    from .prediction import predict
+
+    warnings = result["warnings"]
+    counts = [n for n in ok for _ in times_at[n]]
+    times = [t for n in ok for t in times_at[n]]
+    stalls = {k: [s.get(k, 0.0) for n in ok for s in per_count[n]] for k in categories}
+    method = "auto"
+    if waits is not None:
+        # Over ranks only the MPI waits are the communication the regression splits off (the
+        # library's helper threads' waits are not); the regression needs 3 counts.
+        categories[:] = [k for k in categories if k in waits]
+        stalls = {k: stalls[k] for k in categories}
+        if len(ok) >= 3:
+            method = "regression"
+        else:
+            warnings.append("the regression over rank counts needs 3 counts: time extrapolated with auto")
+    pred = predict(counts, times, metric="time", upto=horizon, method=method, stalls=stalls or None)
+    if waits is not None:
+        result["basis"] = pred.reason
+    warnings.extend(pred.warnings)
+    result["predictions"] = [
+        {"threads": int(n), "value": float(v), "low": float(lo), "high": float(hi), "speedup": float(s)}
+        for n, v, lo, hi, s in zip(pred.counts, pred.values, pred.low, pred.high, pred.speedup)
+    ]
+    result["preferred_threads"] = int(pred.preferred)
+
+    grid = [int(n) for n in pred.counts]
+    curves: dict[str, list[float]] = {}
+    if categories and len(ok) >= MIN_POINTS:
+        try:
+            est = predict(counts, times, metric="time", upto=horizon, method="estima", stalls=stalls)
+            warnings.extend(w for w in est.warnings if w not in warnings)
+            ecounts = [int(c) for c in est.extras["counts"]]
+            for k in categories:
+                values = dict(zip(ecounts, est.extras["categories"][k]["values"]))
+                curves[k] = [float(values[n]) for n in grid]
+        except (InputError, KeyError, ValueError, FloatingPointError) as exc:
+            # ESTIMA as a whole can fail at translating stalls to time; its first step,
+            # extrapolating each category, does not depend on that.
+            curves = estima_categories(ok, per_count, categories, grid)
+            how = ("its per-category extrapolation was used on its own" if curves
+                   else "each category was extrapolated with auto instead")
+            warnings.append(f"ESTIMA failed ({exc}); {how}")
+    elif categories:
+        warnings.append(f"ESTIMA needs {MIN_POINTS} measured counts, the sweep has {len(ok)}: each stall "
+                        "category was extrapolated on its own with method auto (rough)")
+    for k in categories:
+        if k not in curves:
+            medians = [statistics.median([s.get(k, 0.0) for s in per_count[n]]) for n in ok]
+            curves[k] = category_curve(ok, medians, grid, horizon, k, warnings)
+    result["stall_predictions"] = {
+        k: [{"threads": n, "value": max(0.0, float(v))} for n, v in zip(grid, curves[k])] for k in categories
+    }
+    if categories:
+        at_end = {k: curves[k][-1] for k in categories}
+        top = max(at_end, key=lambda k: at_end[k])
+        result["bottleneck"] = top if at_end[top] > 0 else None
+
+
+def estima_categories(ok: list[int], per_count: dict, categories: list[str],
+                       grid: list[int]) -> dict[str, list[float]]:
+    """ESTIMA's step 1 (``estima.extrapolate_stall``) on each category's medians; {} on failure."""
+    import numpy as np
+
+    from .methods.estima import extrapolate_stall
+
+    n = np.array(ok, dtype=float)
+    medians = {k: np.array([statistics.median([s.get(k, 0.0) for s in per_count[c]]) for c in ok])
+               for k in categories}
+    scale = max(float(v.max()) for v in medians.values())
+    q = np.array(grid, dtype=float)
+    try:
+        return {k: [float(v) for v in extrapolate_stall(n, y, float(max(grid)), scale)(q)]
+                for k, y in medians.items()}
+    except (InputError, ValueError, FloatingPointError):
+        return {}
+
+
+def category_curve(ok: list[int], values: list[float], grid: list[int], horizon: int,
+                    name: str, warnings: list[str]) -> list[float]:
+    """One stall category extrapolated with ``auto`` as a time-like curve.
+
+    As in ESTIMA, only the positive points are fitted and the category is 0 below the
+    first of them (a lock wait is 0 at one thread).  Within the measured range the
+    measurements are interpolated linearly; beyond it auto's curve is scaled to pass
+    through the last measured value (a two-point auto fit is Amdahl's law alone, which
+    cannot follow a wait that grows, so there the category is held at its last value).
+    With one positive point the category is held flat beyond it.
+    """
+    from .prediction import predict
+
+    top = max(values)
+    pos = [(n, v) for n, v in zip(ok, values) if v > 1e-6 * top]
+    first, last_n, last_v = pos[0][0], ok[-1], values[-1]
+    if len(pos) < 2:
+        warnings.append(f"stall category {name!r} is positive at one count only: held flat beyond it")
+        ahead = {n: last_v for n in grid}
+    else:
+        try:
+            p = predict([n for n, _ in pos], [v for _, v in pos], metric="time",
+                        upto=max(horizon, last_n), method="auto")
+            fitted = dict(zip((int(c) for c in p.counts), (float(v) for v in p.values)))
+            scale = last_v / fitted[last_n] if fitted[last_n] > 0 else 0.0
+            ahead = {n: fitted[n] * scale for n in grid if n > last_n}
+        except (InputError, ValueError, FloatingPointError) as exc:
+            warnings.append(f"stall category {name!r} could not be extrapolated ({exc}): held flat")
+            ahead = {n: last_v for n in grid}
+    out = []
+    for n in grid:
+        if n < first:
+            out.append(0.0)
+        elif n > last_n:
+            out.append(ahead[n])
+        else:
+            out.append(float(_interp(n, ok, values)))
+    return out
+
+
+def _interp(n: float, xs: Sequence[int], ys: Sequence[float]) -> float:
+    import numpy as np
+
+    return float(np.interp(n, xs, ys))

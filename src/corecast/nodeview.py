@@ -1,0 +1,44 @@
+"""Tables of predicted speedup per NUMA node count: ``corecast numa`` for one sample and
+for the regions of a recording replayed (``runtime.replay.replay_nodes``)."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .fileio import printable
+
+if TYPE_CHECKING:
+    from .numa.machine import Machine
+
+
+def node_table(rows: list[dict]) -> str:
+    lines = ["  nodes  cores  speedup"]
+    lines += [f"  {r['nodes']:5d}  {r['cores']:5d}  {r['speedup']:7.2f}" for r in rows]
+    return "\n".join(lines)
+
+
+def _machine_line(machine: Machine) -> str:
+    return f"machine: {machine.name} ({machine.nodes} nodes x {machine.cores_per_node} cores)"
+
+
+def sample_report(machine: Machine, prediction: dict, notes: list[str], efficiency: float | None) -> str:
+    """``prediction``: ``NodePrediction.to_dict()``, with ``co_runner`` when one ran beside."""
+    c = machine.cores_per_node
+    lines = [_machine_line(machine)]
+    if "co_runner" in prediction:
+        lines.append(f"co-runner on nodes {','.join(map(str, prediction['co_runner']['node_ids']))}")
+    lines += ["speedup relative to the program alone on one node:", node_table(prediction["predictions"])]
+    k = prediction["preferred_nodes"]
+    within = f" (fewest within {efficiency:.0%} of the best)" if efficiency else ""
+    lines.append(f"preferred: {k} node(s), {k * c} cores{within}")
+    lines += [f"note: {note}" for note in notes]
+    return "\n".join(lines) + "\n"
+
+
+def replay_report(machine: Machine, regions: list[dict]) -> str:
+    """One line of speedups per replayed region, then its basis."""
+    lines = [_machine_line(machine)]
+    for r in regions:
+        curve = "  ".join(f"{p['nodes']}:{p['speedup']:.2f}" for p in r["predictions"])
+        lines.append(printable(f"{r['name']} ({r['object']}): {curve}  preferred {r['preferred_nodes']}"))
+        lines.append(f"  basis: {r['basis']}" + (f"; fitted: {','.join(r['fitted'])}" if r["fitted"] else ""))
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,296 @@
+"""Per-kernel measurement of pyopencl launches: what happens to a launch once
+``profile.Profiler`` recorded it.
+
+The sample of a kernel: its launches until their device time reaches the window
+(``CORECAST_WINDOW_MS``, default 200 ms), or until ``SAMPLE_WALL`` windows of wall time
+have passed since its first launch (short kernels: sampling costs the program time).
+While a sampled launch is in flight, a thread takes a snapshot every ``TICK_S``: the CPU
+time of the OpenCL runtime's threads (every thread of the process that Python's
+``threading`` does not know: pocl's workers), their run-queue wait
+(``/proc/self/task/*/schedstat``: runnable while the CPU ran something else) and, under
+the preload library, their pthread waits, acquisitions and contended acquisitions per
+category.  Each snapshot interval is then one equation: what it added equals, summed over
+the kernels whose launches ran in it, the kernel's rate (busy compute units, waits per
+second, ...) times its time in the interval (device timestamps mapped to the host clock
+by the offset seen between each event's ``queued`` stamp and the host time of its enqueue
+call; every launch resolved meanwhile counts, sampled or not).  Between launches the
+workers sleep, so intervals need not line up with launches: least squares over the
+intervals (rates >= 0, busy units at most the compute units) gives each kernel's rates,
+and rate x the sample's device time its busy time, run-queue wait and waits.
+Compute-unit time idle during the kernel = compute units x device time - busy time -
+run-queue wait; the shim's waits say where it went (they are counted when they end, so
+they are clipped to the idle time).
+
+Launches are resolved (status and timestamps read) by that thread for sampled launches,
+by the enqueue path every ``RESOLVE_EVERY`` launches for the others, and at exit, where
+launches still in flight get ``EXIT_WAIT_S`` to finish (those that do not are counted as
+in flight at exit).
+
+The least squares are ``rates``.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+from .. import settings
+from ..runtime.kernelstats import TICK_S, KernelStats
+from .rates import add_interval, solve_rates
+from .shim import Shim
+from .warn import warn
+
+WINDOW_MS_DEFAULT = 200
+RESOLVE_EVERY = 256
+EXIT_WAIT_S = 5.0
+SAMPLE_WALL = 10  # a sample also ends this many windows (wall clock) after the first launch
+SCAN_LIMIT = 64   # launches in flight looked at per tick before giving up on the rest
+
+
+def env_int(name: str, lo: int, hi: int, default: int) -> int:
+    """Same rules as the preload library (which already warned about a bad value)."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        v = int(text)
+    except ValueError:
+        return default
+    return v if lo <= v <= hi else default
+
+
+class Sampler:
+    """The kernels' records, their launches waiting to be resolved, the snapshots of the
+    runtime's threads and the thread that takes them."""
+
+    def __init__(self, profiling_info) -> None:
+        self.pid = os.getpid()
+        self.window_ns = env_int(settings.WINDOW_MS, 10, 60000, WINDOW_MS_DEFAULT) * 1_000_000
+        self.started_ns = time.monotonic_ns()
+        self.failed_reason: str | None = None
+        self.kernels: dict[tuple, KernelStats] = {}
+        self.lock = threading.Lock()
+        self.pending: list = []          # launches not sampled, not yet resolved
+        self.resolve_at = RESOLVE_EVERY
+        self.sampled: list = []          # sampled launches not yet resolved
+        self.starting = 0                # sampled launches between _plan and _record
+        self.snaps: list = []            # (t_ns, cpu_ns, shim (waits, acq, con), busy threads, runq_ns)
+        self.timeline: list = []         # (record, host start, host end) of resolved launches
+        self.normal: dict = {}           # (record, record) -> sum of overlap products
+        self.rhs: dict = {}              # record -> sums of overlap x interval increments
+        self.busy_max: dict = {}         # record -> runtime threads busy in its intervals
+        self.cpu_last: dict[int, int] = {}
+        self.runq_last: dict[int, int] = {}  # run-queue wait (schedstat)
+        self.tids: set[int] = set()
+        self.tids_at = 0.0
+        self.offsets: dict[int, tuple] = {}  # device -> (error_ns, device - host offset)
+        info = profiling_info
+        self._pi = (info.QUEUED, info.SUBMIT, info.START, info.END)
+        self.shim = Shim()
+        self.wake = threading.Event()
+        self.stop = False
+        self.thread: threading.Thread | None = None
+        try:
+            os.register_at_fork(after_in_child=self._after_fork)
+        except AttributeError:
+            pass
+
+    def _disable(self, exc: BaseException) -> None:
+        """Our own bookkeeping failed: say so once (``Profiler`` also stops measuring)."""
+        if self.failed_reason is None:
+            self.failed_reason = f"{type(exc).__name__}: {exc}"
+            warn(f"measurement stopped: {self.failed_reason}")
+
+    # ---- resolving events -------------------------------------------------------------
+    def _resolve(self, item) -> bool:
+        """Read a finished launch into its record; False while it is in flight.  Caller
+        holds the lock."""
+        rec, event, sampled, dev_key, h0, h1 = item
+        try:
+            status = int(event.command_execution_status)
+        except Exception:
+            status = -1
+        if status > 0:
+            return False
+        if sampled:
+            rec.in_flight_sampled -= 1
+        if status < 0:
+            rec.failed += 1
+            return True
+        try:
+            q, sub, s, e = (int(event.get_profiling_info(k)) for k in self._pi)
+        except Exception:
+            rec.unmeasured += 1
+            return True
+        rec.completed += 1
+        rec.device_ns += max(e - s, 0)
+        rec.queue_ns += max(s - q, 0)
+        rec.submit_ns += max(sub - q, 0)
+        err = (h1 - h0) // 2
+        best = self.offsets.get(dev_key)
+        if best is None or err < best[0]:
+            self.offsets[dev_key] = best = (err, q - (h0 + h1) // 2)
+        if sampled and rec.sampling:
+            smp = rec.sample
+            smp.launches += 1
+            smp.device_ns += max(e - s, 0)
+            if (smp.device_ns >= self.window_ns
+                    or time.monotonic_ns() - rec.first_ns > SAMPLE_WALL * self.window_ns):
+                rec.sampling = False
+        if self.snaps and e > s:
+            self.timeline.append((rec, s - best[1], e - best[1]))
+        return True
+
+    def _resolve_pending(self, before: int | None = None) -> None:
+        """Resolve launches not sampled (enqueued before host time ``before``), giving up
+        after ``SCAN_LIMIT`` still in flight unless ``before`` is None (lock held)."""
+        keep, busy = [], 0
+        for it in self.pending:
+            if busy >= SCAN_LIMIT and before is not None:
+                keep.append(it)
+            elif before is not None and it[4] >= before:
+                keep.append(it)
+            elif not self._resolve(it):
+                keep.append(it)
+                busy += 1
+        self.pending = keep
+
+    # ---- snapshots --------------------------------------------------------------------
+    def _runtime_tids(self) -> set[int]:
+        now = time.monotonic()
+        if now - self.tids_at > 0.05:
+            known = {t.native_id for t in threading.enumerate()}
+            try:
+                tids = {int(t) for t in os.listdir("/proc/self/task")}
+            except OSError:
+                tids = set()
+            self.tids = tids - known
+            self.tids_at = now
+        return self.tids
+
+    def _snapshot(self) -> None:
+        t = time.monotonic_ns()
+        tids = self._runtime_tids()
+        busy = 0
+        for tid in tids:
+            try:
+                v = time.clock_gettime_ns((~tid << 3) | 6)  # the thread's CPU clock
+            except OSError:
+                continue  # gone: its last value stays in the sum
+            if v > self.cpu_last.get(tid, 0):
+                busy += 1
+            self.cpu_last[tid] = v
+            try:
+                with open(f"/proc/self/task/{tid}/schedstat", "rb") as f:
+                    self.runq_last[tid] = int(f.read().split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+        cpu = sum(self.cpu_last.values())
+        runq = sum(self.runq_last.values())
+        shim = self.shim.read(tids | set(self.cpu_last)) if self.shim.available else None
+        self.snaps.append((t, cpu, shim, busy, runq))
+
+    def _finalize(self, force: bool = False) -> None:
+        """Turn snapshot intervals every launch of which is resolved into least-squares
+        sums (all of them with ``force``); lock held."""
+        snaps = self.snaps
+        if len(snaps) < 2:
+            return
+        limit = snaps[-1][0]
+        if not force:
+            for waiting in (self.sampled, self.pending):
+                if waiting:  # in enqueue order: the first was enqueued first
+                    limit = min(limit, waiting[0][4])
+        i = 0
+        while i + 1 < len(snaps) and snaps[i + 1][0] <= limit:
+            add_interval(snaps[i], snaps[i + 1], self.timeline, self.normal, self.rhs, self.busy_max)
+            i += 1
+        if i:
+            del snaps[:i]
+            t0 = snaps[0][0]
+            self.timeline = [x for x in self.timeline if x[2] > t0]
+
+    def _solve(self) -> None:
+        """Each kernel's rates from the least-squares sums, into its sample."""
+        solve_rates(self.normal, self.rhs, self.busy_max, self.shim.names)
+
+    # ---- the sampling thread ----------------------------------------------------------
+    def _ensure_thread(self) -> None:
+        if self.thread is not None and self.thread.is_alive():
+            return
+        self.stop = False
+        self.thread = threading.Thread(target=self._run, name="corecast-opencl", daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        self.shim.mark_internal()
+        while not self.stop:
+            with self.lock:
+                idle = not self.sampled and not self.starting and len(self.snaps) <= 1
+                if idle:  # the episode is over: its intervals are all in the sums
+                    self.snaps, self.timeline = [], []
+            if idle:
+                self.wake.wait()
+                self.wake.clear()
+                continue
+            try:
+                self._tick()
+            except Exception as exc:
+                self._disable(exc)
+                return
+            time.sleep(TICK_S)
+
+    def _tick(self) -> None:
+        with self.lock:
+            running = bool(self.sampled)
+            self.sampled = [it for it in self.sampled if not self._resolve(it)]
+            if self.snaps:
+                self._resolve_pending(before=self.snaps[-1][0])
+            if running:
+                self._snapshot()  # after the resolution: it covers what just finished
+            self._finalize()
+
+    def finish(self) -> list[KernelStats]:
+        """Resolve what is left; the kernels launched, for the exit report (none in a
+        forked child that inherited this profiler)."""
+        if os.getpid() != self.pid:
+            return []
+        self.stop = True
+        self.wake.set()
+        if self.thread is not None and self.thread is not threading.current_thread():
+            self.thread.join(timeout=1.0)
+        deadline = time.monotonic() + EXIT_WAIT_S
+        while True:
+            with self.lock:
+                running = bool(self.sampled)
+                self.sampled = [it for it in self.sampled if not self._resolve(it)]
+                self._resolve_pending()
+                if running and self.snaps:
+                    self._snapshot()
+                self._finalize()
+                left = len(self.sampled) + len(self.pending)
+            if not left or time.monotonic() > deadline:
+                break
+            time.sleep(0.001)
+        with self.lock:
+            self._finalize(force=True)
+            self._solve()
+            kernels = [k for k in self.kernels.values() if k.launches]
+            self.pending, self.sampled, self.snaps = [], [], []
+        return kernels
+
+    def _after_fork(self) -> None:
+        """A forked child starts with no launches of its own and reports alone."""
+        self.pid = os.getpid()
+        self.kernels = {}
+        self.pending, self.sampled, self.snaps, self.timeline = [], [], [], []
+        self.normal, self.rhs, self.busy_max = {}, {}, {}
+        self.starting = 0
+        self.resolve_at = RESOLVE_EVERY
+        self.cpu_last = {}
+        self.runq_last = {}
+        self.tids_at = 0.0
+        self.lock = threading.Lock()
+        self.wake = threading.Event()
+        self.thread = None
+        self.started_ns = time.monotonic_ns()

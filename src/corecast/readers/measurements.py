@@ -1,0 +1,293 @@
+"""corecast's own measurement files as ``Measurements``: the CSV and a sweep result.
+
+Measurement CSV format: optional ``#`` comment lines, a header row, then one row per run.
+The first column is the count (threads, cores, processes: any name).  Exactly one value
+column: ``time``/``seconds`` (time metric), ``throughput``/``ops`` (throughput metric) or
+``value`` (metric from the ``metric`` argument or a ``# ..., metric: time, ...`` comment).
+Optional ``stall:NAME`` and ``size:NAME`` columns.  Repeated counts are repetitions.
+
+Every problem raises ``InputError`` with one line naming the file and the line/column.
+
+A ``corecast sweep`` result (a ``.json`` file, or any file starting with ``{``) is read
+too: see "Sweep JSON input" at the end of this module.
+"""
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from ..errors import InputError
+from ..fileio import read_text, shown
+
+if TYPE_CHECKING:
+    from ..entities import Measurements
+
+
+# ---------------------------------------------------------------- measurement tables
+
+# Value-column names -> metric (None: the metric comes from elsewhere).
+VALUE_COLUMNS: dict[str, str | None] = {
+    "time": "time",
+    "seconds": "time",
+    "throughput": "throughput",
+    "ops": "throughput",
+    "value": None,
+}
+STALL_PREFIX = "stall:"
+SIZE_PREFIX = "size:"
+
+
+@dataclass
+class Table:
+    """A CSV file split into header, data rows and ``key: value`` comment items."""
+
+    path: str
+    header: list[str]
+    header_line: int
+    rows: list[tuple[int, list[str]]]  # (1-based line number, stripped cells)
+    meta: list[tuple[int, str, str]] = field(default_factory=list)  # (line, key, value)
+
+
+def read_table(path: str) -> Table:
+    """Split ``path`` into comments, header and rows; checks only the table's shape."""
+    return parse_table(read_text(path), shown(path))
+
+
+def parse_table(text: str, path: str) -> Table:
+    """``read_table`` of ``text`` read from ``path`` (as messages show it)."""
+    header: list[str] | None = None
+    header_line = 0
+    rows: list[tuple[int, list[str]]] = []
+    meta: list[tuple[int, str, str]] = []
+    saw_content = False
+    # Parse line by line (not one csv.reader over the file) so every row keeps its
+    # physical line number for error messages; quoted newlines are not supported.
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if not stripped:
+            continue
+        saw_content = True
+        if stripped.startswith("#"):
+            meta.extend((lineno, k, v) for k, v in _comment_items(stripped[1:]))
+            continue
+        try:
+            cells = [c.strip() for c in next(csv.reader([line]))]
+        except csv.Error as e:  # e.g. a cell beyond the csv module's field size limit
+            raise InputError(f"{path}: line {lineno}: not a CSV row: {e}") from None
+        if not any(cells):
+            continue  # a line of bare commas/whitespace counts as blank
+        if header is None:
+            if all(_is_number(c) for c in cells):
+                raise InputError(f"{path}: line {lineno}: no header row (expected e.g. 'threads,time')")
+            header, header_line = cells, lineno
+            continue
+        if len(cells) != len(header):
+            raise InputError(
+                f"{path}: line {lineno}: {len(cells)} cells, but the header has {len(header)} columns"
+            )
+        rows.append((lineno, cells))
+    if not saw_content:
+        raise InputError(f"{path}: file is empty")
+    if header is None:
+        raise InputError(f"{path}: no header row (expected e.g. 'threads,time')")
+    if not rows:
+        raise InputError(f"{path}: no data rows after the header")
+    return Table(path, header, header_line, rows, meta)
+
+
+def read_measurements(path: str, metric: str | None = None) -> Measurements:
+    """Load a measurement CSV (or a sweep result's JSON); raises ``InputError`` (one line)
+    on any bad input."""
+    return parse_measurements(read_text(path), shown(path), metric)
+
+
+def parse_measurements(text: str, name: str, metric: str | None = None) -> Measurements:
+    """``read_measurements`` of ``text`` read from ``name`` (as messages show it)."""
+    from ..entities import METRICS, Measurements  # numpy: only once measurements are built
+
+    if metric is not None and metric not in METRICS:
+        raise InputError(f"unknown metric {metric!r}: use time or throughput")
+    if _looks_like_json(name, text):  # see "Sweep JSON input" below
+        from ..sweep.result import parse_sweep_json
+
+        return sweep_measurements(parse_sweep_json(text, name), name, metric)
+    table = parse_table(text, name)
+    value_col, stall_cols, size_cols = _classify_columns(table)
+    metric = _resolve_metric(table, table.header[value_col], metric)
+
+    counts = [_cell(table, line, cells, 0, "count") for line, cells in table.rows]
+    values = [_cell(table, line, cells, value_col, "value") for line, cells in table.rows]
+    stalls = {
+        name: [_cell(table, line, cells, i, "stall") for line, cells in table.rows]
+        for name, i in stall_cols.items()
+    }
+    sizes = {
+        name: [_cell(table, line, cells, i, "size") for line, cells in table.rows]
+        for name, i in size_cols.items()
+    }
+    try:
+        return Measurements.from_samples(counts, values, metric, stalls=stalls, sizes=sizes)
+    except InputError as e:  # our checks should pre-empt these; keep the file name anyway
+        raise InputError(f"{name}: {e}") from None
+
+
+def _comment_items(comment: str):
+    """``key: value`` items of a comma-separated comment (other text is ignored)."""
+    for item in comment.split(","):
+        key, sep, value = item.partition(":")
+        if sep and key.strip():
+            yield key.strip().lower(), value.strip()
+
+
+def _classify_columns(table: Table) -> tuple[int, dict[str, int], dict[str, int]]:
+    """Index of the value column and {name: index} of stall and size columns."""
+    path, header = table.path, table.header
+    seen: set[str] = set()
+    value_col = None
+    stalls: dict[str, int] = {}
+    sizes: dict[str, int] = {}
+    for i, name in enumerate(header):
+        where = f"{path}: line {table.header_line}: column {i + 1}"
+        if not name:
+            raise InputError(f"{where}: empty column name")
+        key = name.lower()
+        if key in seen:
+            raise InputError(f"{where}: duplicate column {name!r}")
+        seen.add(key)
+        if i == 0:
+            continue  # the count column may have any name
+        if key in VALUE_COLUMNS:
+            if value_col is not None:
+                raise InputError(
+                    f"{where}: second value column {name!r} (already have {header[value_col]!r})"
+                )
+            value_col = i
+        elif key.startswith((STALL_PREFIX, SIZE_PREFIX)):
+            prefix, _, sub = name.partition(":")
+            if not sub.strip():
+                raise InputError(f"{where}: column {name!r} needs a name after the colon")
+            (stalls if prefix.lower() + ":" == STALL_PREFIX else sizes)[sub.strip()] = i
+        else:
+            raise InputError(
+                f"{where}: unknown column {name!r} (expected time, seconds, throughput, ops, "
+                "value, stall:NAME or size:NAME)"
+            )
+    if value_col is None:
+        raise InputError(
+            f"{path}: line {table.header_line}: no value column "
+            "(name one column time, seconds, throughput, ops or value)"
+        )
+    return value_col, stalls, sizes
+
+
+def _resolve_metric(table: Table, column: str, requested: str | None) -> str:
+    """The metric from the column name, the ``metric:`` comment and the argument;
+    any two that disagree are an error (a silently flipped metric inverts the curve)."""
+    path = table.path
+    declared: list[tuple[str, str]] = []  # (metric, where it came from)
+    named = VALUE_COLUMNS[column.lower()]
+    if named is not None:
+        declared.append((named, f"column {column!r} (a {named} metric)"))
+    for line, key, value in table.meta:
+        if key != "metric":
+            continue
+        m = value.lower()
+        if m not in ("time", "throughput"):
+            raise InputError(f"{path}: line {line}: metric {value!r} in comment: use time or throughput")
+        declared.append((m, f"'metric: {value}' on line {line}"))
+    if requested is not None:
+        declared.append((requested, f"--metric {requested}"))
+    for m, where in declared[1:]:
+        if m != declared[0][0]:
+            raise InputError(f"{path}: {where} conflicts with {declared[0][1]}")
+    if not declared:
+        raise InputError(
+            f"{path}: column {column!r} has no metric: pass --metric time|throughput "
+            "or add a comment line '# metric: time' (or throughput)"
+        )
+    return declared[0][0]
+
+
+def finite_number(text: str, where: str) -> float:
+    """``text`` as a finite float; otherwise an InputError starting with ``where``."""
+    try:
+        x = float(text)
+    except ValueError:
+        raise InputError(f"{where}: {text[:40]!r} is not a number") from None
+    if not math.isfinite(x):
+        raise InputError(f"{where}: {text!r} is not a finite number")
+    return x
+
+
+def _cell(table: Table, line: int, cells: list[str], col: int, kind: str) -> float:
+    """One numeric cell, checked for what its column allows."""
+    raw = cells[col]
+    where = f"{table.path}: line {line}: column {table.header[col]!r}"
+    if not raw:
+        raise InputError(f"{where}: empty cell")
+    x = finite_number(raw, where)
+    if kind == "count" and (x < 1 or x != int(x)):
+        raise InputError(f"{where}: count {raw!r} must be a whole number >= 1")
+    if kind in ("value", "size") and x <= 0:
+        raise InputError(f"{where}: {raw!r} must be positive")
+    if kind == "stall" and x < 0:
+        raise InputError(f"{where}: {raw!r} must not be negative")
+    return x
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+# ---------------------------------------------------------------- Sweep JSON input
+#
+# ``corecast sweep --json-out`` writes one JSON object; its "measured" list is a curve:
+#   {"measured": [{"threads": n, "time_s": t, "spread_s": d, "stalls_s": {category: s}}], ...}
+# Each entry is one count: metric "time"; "stalls_s" become stall columns (a category an
+# entry does not list counts as 0 there, as a category absent from a run does in sweep);
+# "spread_s" (half the range of that count's repetitions, in seconds) becomes the
+# relative spread that widens the band.  Entries repeating a count are repetitions.
+# Every other key is ignored here.
+
+def _looks_like_json(path: str, text: str) -> bool:
+    """A ``.json`` name, or a first non-blank character ``{`` (a CSV never starts so)."""
+    return path.lower().endswith(".json") or text.lstrip().startswith("{")
+
+
+def read_sweep_measurements(path: str, metric: str | None = None) -> Measurements:
+    """A sweep result's "measured" runs as time ``Measurements`` with stall columns."""
+    from ..sweep.result import load_sweep_json
+
+    return sweep_measurements(load_sweep_json(path), shown(path), metric)
+
+
+def sweep_measurements(result: dict, path: str, metric: str | None = None) -> Measurements:
+    """``read_sweep_measurements`` of a checked sweep result read from ``path``."""
+    from ..entities import Measurements  # numpy: only once measurements are built
+
+    if metric is not None and metric != "time":
+        raise InputError(f"{path}: --metric {metric} conflicts with a sweep result (its times are a time metric)")
+    measured = result["measured"]
+    categories = sorted({k for e in measured for k in (e.get("stalls_s") or {})})
+    counts = [float(e["threads"]) for e in measured]
+    values = [float(e["time_s"]) for e in measured]
+    stalls = {k: [float((e.get("stalls_s") or {}).get(k, 0.0)) for e in measured] for k in categories}
+    try:
+        data = Measurements.from_samples(counts, values, "time", stalls=stalls)
+    except InputError as e:
+        raise InputError(f"{path}: {e}") from None
+    # A count measured once carries its repetitions' spread in "spread_s".
+    spread = data.spread.copy()
+    for j, (n, reps) in enumerate(zip(data.counts, data.repetitions)):
+        if reps == 1:
+            (entry,) = [e for e in measured if float(e["threads"]) == n]
+            d = entry.get("spread_s")
+            if d is not None:
+                spread[j] = float(d) / data.values[j]
+    return replace(data, spread=spread)

@@ -1,0 +1,72 @@
+"""``corecast sweep``: run a program at several thread counts, measure, extrapolate.
+
+Each run goes through the preload library (``CORECAST_OUTPUT`` to a temporary file,
+``CORECAST_QUIET=1``, ``CORECAST_TARGET`` = the prediction horizon) and is confined to
+``n`` of the CPUs this process may use, chosen by ``--placement`` (``corecast.placement``;
+``os.sched_setaffinity`` in the child, and ``OMP_PLACES``/``OMP_PROC_BIND`` for OpenMP),
+so a pthreads program cannot spread over more cores than the count says.  The count reaches
+the program through ``OMP_NUM_THREADS`` (openmp), ``POCL_CPU_MAX_CU_COUNT`` and the legacy
+``POCL_MAX_PTHREAD_COUNT`` (opencl) and a
+``{threads}`` placeholder anywhere in the command (every runtime).
+
+Per count: the median wall time of the repetitions (``time.perf_counter`` around the
+run), the spread (half the range) and, per stall category, the median over repetitions
+of the ``stalls_s`` of the run's process lines summed over its processes.  Categories
+that are zero at every count are left out.  Stall plugins (``--stall-plugin``) add
+categories read from the program's stdout, stderr or a file.
+
+Extrapolation: the time with ``corecast.predict(method="auto", stalls=...)``; every stall
+category with ESTIMA's per-category extrapolation (method ``estima``, which needs
+``estima.MIN_POINTS`` counts), or with fewer counts with ``auto`` on the category as a
+curve; the future bottleneck is the category with the largest predicted stall at the
+horizon; the preferred count is the time prediction's.
+
+``run_sweep(...)`` returns the JSON object ``--json-out`` writes (the contract
+``corecast.sweepviz`` consumes, read back as the checked ``result.SweepResult``)::
+
+    {"measured": [{"threads": n, "time_s": t, "spread_s": d, "stalls_s": {category: s}}],
+     "predictions": [{"threads": n, "value": v, "low": l, "high": h, "speedup": s}],
+     "stall_predictions": {category: [{"threads": n, "value": v}]},
+     "preferred_threads": k, "bottleneck": category, "command": [...], "runtime": "...",
+     "warnings": [...], "failed": [{"threads": n, "reason": "..."}],
+     "placement": {"policy": "compact", "omp_places": true, "cpus": {"n": [cpu, ...]}},
+     "regions": [{"name": "main._omp_fn.0", "share": s, "measured": [...], "predictions": [...],
+                  "stall_predictions": {...}, "preferred_threads": k, "bottleneck": category,
+                  "warnings": [...]}]}
+
+Each ``measured`` entry also lists its ``cpus``.  ``regions`` holds every OpenMP region
+taking at least ``MIN_REGION_SHARE`` of the run at some count, its own time (from the
+runs' JSON Lines, read with ``runtime.samples``) extrapolated like the whole program's.
+
+``preferred_threads`` and ``bottleneck`` are null, ``predictions`` and
+``stall_predictions`` empty, when nothing could be predicted.
+
+MPI rank sweeps (``launcher``, e.g. ``"mpirun -np {ranks}"``): the count is the number of
+ranks, ``{ranks}`` in the launcher (and in the command) says where it goes, and each rank
+runs under ``corecast run`` with its own JSON Lines.  No CPU confinement (the launcher
+places the ranks); ``threads`` (one count) sets ``OMP_NUM_THREADS`` and ``{threads}`` for
+hybrid programs.  The time per run is the slowest rank's MPI phase (its wall time less
+``MPI_Init`` and ``MPI_Finalize``, as ``corecast merge`` computes it; the launcher's own
+start-up is left out), the stall columns are the MPI waits summed over ranks, and the time
+is extrapolated with the regression method (compute/wait split; ``auto`` below 3 counts).
+The result has the same keys (the count under ``"threads"``) plus ``"count": "ranks"``,
+``"launcher"`` and ``"threads_per_rank"``.
+
+The package: ``inputs`` (counts, plugins, the command and launcher), ``runs`` (one run and
+what it recorded), ``runner`` (the sweep), ``result`` (the result object, its reader and
+writer).  Extrapolation is model code (``corecast.extrapolation``); the terminal report is
+a view (``corecast.sweeptable``).
+"""
+from __future__ import annotations
+
+from ..errors import InputError
+from .inputs import (DEFAULT_REPEAT, DEFAULT_TIMEOUT_S, PLACEHOLDER, RUNTIMES, Launch, PluginSpec,
+                     default_upto, load_plugins, parse_plugins, parse_threads)
+from .result import MIN_REGION_SHARE, SweepError, SweepResult, write_json
+from .runner import MIN_COUNTS, run_sweep
+from .runs import RunResult, read_jsonl, run_once
+
+__all__ = ["DEFAULT_REPEAT", "DEFAULT_TIMEOUT_S", "PLACEHOLDER", "RUNTIMES", "InputError", "Launch",
+           "PluginSpec", "default_upto", "load_plugins", "parse_plugins", "parse_threads",
+           "MIN_REGION_SHARE", "SweepError", "SweepResult", "write_json", "MIN_COUNTS", "run_sweep",
+           "RunResult", "read_jsonl", "run_once"]

@@ -1,0 +1,112 @@
+"""The terminal report of a ``corecast sweep`` result: measured counts, predicted counts,
+preferred count, future bottleneck, regions, placement, failed counts and warnings."""
+from __future__ import annotations
+
+from typing import Sequence
+
+from .fileio import printable
+from .report import _align, _num
+from .sweep.result import MIN_REGION_SHARE
+
+
+def format_sweep(result: dict, max_rows: int = 24) -> str:
+    """The terminal report: measured counts, predicted counts, preferred count,
+    future bottleneck, failed counts and warnings."""
+    unit = result.get("count", "threads")  # "ranks" for MPI rank sweeps
+    launcher = " ".join(result.get("launcher") or [])
+    lines = [f"corecast sweep ({'mpi: ' + launcher if launcher else result['runtime']}): "
+             f"{' '.join(result['command'])}", ""]
+    if result["measured"]:
+        header = [unit, "time (s)", "spread (s)", f"top stalls (s, summed over {unit})"]
+        rows = []
+        for m in result["measured"]:
+            top = sorted(m["stalls_s"].items(), key=lambda kv: -kv[1])[:3]
+            rows.append([str(m["threads"]), _num(m["time_s"]), _num(m["spread_s"]),
+                         ", ".join(f"{k} {_num(v)}" for k, v in top if v > 0)])
+        lines += ["measured:"] + _align([header] + rows) + [""]
+    preds = result["predictions"]
+    if preds:
+        measured = {m["threads"] for m in result["measured"]}
+        pref = result["preferred_threads"]
+        shown = preds
+        if len(preds) > max_rows:
+            last = preds[-1]["threads"]
+            shown = [p for p in preds if p["threads"] in measured or p["threads"] in (pref, last, 1)
+                     or (p["threads"] & (p["threads"] - 1)) == 0]
+        stall_at = {k: {r["threads"]: r["value"] for r in rows}
+                    for k, rows in result["stall_predictions"].items()}
+        bottleneck = result["bottleneck"]
+        header = [unit, "time (s)", "band low..high", "speedup"]
+        if bottleneck:
+            header.append(f"{bottleneck} (s)")
+        header.append("")
+        rows, prev = [], None
+        for p in shown:
+            n = p["threads"]
+            if prev is not None and n != prev + 1:
+                rows.append(["..."] + [""] * (len(header) - 1))
+            prev = n
+            row = [str(n), _num(p["value"]), f"{_num(p['low'])}..{_num(p['high'])}", f"{p['speedup']:.2f}"]
+            if bottleneck:
+                row.append(_num(stall_at[bottleneck][n]))
+            row.append(", ".join(label for label, hit in (("measured", n in measured), ("preferred", n == pref))
+                                 if hit))
+            rows.append(row)
+        lines += ["predicted:"] + _align([header] + rows) + [""]
+        best = next(p for p in preds if p["threads"] == pref)
+        lines.append(f"preferred count: {pref} (predicted time {_num(best['value'])} s, "
+                     f"speedup {best['speedup']:.2f})")
+        if bottleneck:
+            horizon = preds[-1]["threads"]
+            ranked = sorted(((rows[-1]["value"], k) for k, rows in result["stall_predictions"].items()),
+                            reverse=True)[:3]
+            lines.append(f"future bottleneck at {horizon} {unit}: {bottleneck} (predicted "
+                         + ", ".join(f"{k} {_num(v)} s" for v, k in ranked) + ")")
+        else:
+            lines.append("future bottleneck: none (no stall category is predicted to grow)")
+    lines += _region_lines(result)
+    place = result.get("placement")
+    if place:
+        lines.append(f"placement {place['policy']}" + (" (OMP_PLACES, OMP_PROC_BIND=close)" if place["omp_places"] else "")
+                     + ": " + "; ".join(f"{n}: {_cpulist(c)}" for n, c in place["cpus"].items()))
+    for f in result["failed"]:
+        lines.append(f"failed at {f['threads']} {unit[:-1]}{'s' if f['threads'] != 1 else ''}: {f['reason']}")
+    if result.get("basis"):
+        lines.append(f"model: {result['basis']}")
+    lines += [f"warning: {w}" for w in result["warnings"]]
+    return "\n".join(printable(line) for line in lines) + "\n"  # command, categories, stderr
+
+
+def _cpulist(cpus: Sequence[int]) -> str:
+    """[0, 1, 2, 5] -> "0-2,5" (the kernel's cpulist notation)."""
+    parts, start = [], None
+    for i, c in enumerate(cpus):
+        if start is None:
+            start = c
+        if i + 1 == len(cpus) or cpus[i + 1] != c + 1:
+            parts.append(str(start) if start == c else f"{start}-{c}")
+            start = None
+    return ",".join(parts)
+
+
+def _region_lines(result: dict) -> list[str]:
+    """One row per extrapolated region: its share, measured and predicted time, preferred
+    count and future bottleneck."""
+    regions = result.get("regions") or []
+    if not regions:
+        return []
+    horizon = result["predictions"][-1]["threads"] if result["predictions"] else None
+    header = ["region", "share", "measured (s) at " + ",".join(str(m["threads"]) for m in result["measured"]),
+              f"predicted at {horizon} (s)" if horizon else "predicted (s)", "speedup", "preferred", "bottleneck"]
+    rows = []
+    for r in regions:
+        at = {m["threads"]: m["time_s"] for m in r["measured"]}
+        last = r["predictions"][-1] if r["predictions"] else None
+        rows.append([r["name"], f"{r['share']:.0%}",
+                     " ".join(_num(at[m["threads"]]) if m["threads"] in at else "-" for m in result["measured"]),
+                     _num(last["value"]) if last else "-", f"{last['speedup']:.2f}" if last else "-",
+                     str(r["preferred_threads"] or "-"), r["bottleneck"] or "none"])
+    lines = ["", f"regions taking at least {MIN_REGION_SHARE:.0%} of the run (own time, summed over processes):"]
+    lines += _align([header + [""] for header in [header]] + [row + [""] for row in rows])
+    lines += [f"warning: region {r['name']}: {w}" for r in regions for w in r["warnings"]]
+    return lines

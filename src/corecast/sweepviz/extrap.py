@@ -1,0 +1,55 @@
+"""A sweep result as Extra-P's JSON Lines input: one line per measured run."""
+from __future__ import annotations
+
+import json
+
+from ..fileio import write_file
+from ..sweep.result import SOURCE, check_sweep, regions_of
+
+# One parameter, the thread count; the whole program is one callpath.
+EXTRAP_PARAMETER = "p"
+EXTRAP_CALLPATH = "main"
+EXTRAP_REGION_CALLPATH = "main->{}"  # a region's own time, as a child of main
+EXTRAP_TIME_METRIC = "time"
+EXTRAP_STALL_METRIC = "stall:{}"  # one metric per stall category, on the same callpath
+
+
+def extrap_records(result: dict, source: str = SOURCE) -> list[dict]:
+    """Extra-P JSON Lines records, one per measured run (failed runs and predictions
+    are not measurements and are left out).
+
+    Every run gives ``{"params": {"p": threads}, "callpath": "main", "metric": "time",
+    "value": time_s}`` and, per stall category it lists, the same with
+    ``"metric": "stall:CATEGORY"`` and the stall seconds.  Runs repeating a count become
+    repetitions in Extra-P.  Stalls are metrics, not child callpaths: they are thread
+    time summed over the team at the same code location, not a region inside ``main``'s
+    wall time (at many threads they exceed it), and Extra-P models every
+    (callpath, metric) pair on its own either way.  Each region of ``regions`` adds
+    callpath ``main->REGION``, metric ``time``, with the region's own time per count.
+    """
+    check_sweep(result, source)
+    records = []
+    for e in result["measured"]:
+        params = {EXTRAP_PARAMETER: _as_int(e["threads"])}
+        records.append({"params": params, "callpath": EXTRAP_CALLPATH, "metric": EXTRAP_TIME_METRIC,
+                        "value": float(e["time_s"])})
+        for cat in sorted(e.get("stalls_s") or {}):
+            records.append({"params": dict(params), "callpath": EXTRAP_CALLPATH,
+                            "metric": EXTRAP_STALL_METRIC.format(cat), "value": float(e["stalls_s"][cat])})
+    for r in regions_of(result.get("regions"), source):
+        for e in r["measured"]:
+            records.append({"params": {EXTRAP_PARAMETER: _as_int(e["threads"])},
+                            "callpath": EXTRAP_REGION_CALLPATH.format(r["name"]),
+                            "metric": EXTRAP_TIME_METRIC, "value": float(e["time_s"])})
+    return records
+
+
+def export_extrap(result: dict, path: str) -> None:
+    """Write the sweep's measured runs to ``path`` in Extra-P's JSON Lines format."""
+    text = "".join(json.dumps(r, allow_nan=False) + "\n" for r in extrap_records(result))
+    write_file(path, text)
+
+
+def _as_int(x) -> int | float:
+    f = float(x)
+    return int(f) if f == int(f) else f
