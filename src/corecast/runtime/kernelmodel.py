@@ -25,6 +25,10 @@ import os
 
 from .. import settings
 
+TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
+if TYPE_CHECKING:
+    from .record import RegionSample
+
 LOCK_WAITS = ("mutex", "rwlock")
 IDLE_WAITS = ("condvar", "pthread_barrier", "semaphore")
 SHOWN = ("imbalance",) + LOCK_WAITS + IDLE_WAITS + ("runqueue",)  # a kernel's stalls_s
@@ -79,8 +83,8 @@ def stalls(kernel) -> dict | None:
     return {c: v * scale for c, v in part.items()}
 
 
-def region(kernel) -> dict | None:
-    """The sample as a region dict (the keys ``runtime.bridge.decode_region`` gives)."""
+def region(kernel) -> RegionSample | None:
+    """The sample as a region's sample record (``record.RegionSample``)."""
     s = kernel.sample
     if not s.launches or s.device_ns <= 0:
         return None
@@ -99,7 +103,7 @@ def region(kernel) -> dict | None:
         "acquisitions": {c: int(s.acquisitions.get(c, 0)) for c in LOCK_WAITS},
         "contended": {c: int(s.contended.get(c, 0)) for c in LOCK_WAITS},
         "loop_calls": 0, "hold_sampled_s": 0.0, "hold_samples": 0,
-        "requested": n0, "steered_to": 0, "hist": [],
+        "requested": n0, "steered_to": 0, "hist": [], "probe_calls": 0, "probes": {},
     }
 
 

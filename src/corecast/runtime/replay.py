@@ -15,6 +15,10 @@ from dataclasses import dataclass, field
 from .bound import RegionPrediction
 from .samples import RecordedProcess, read_recording
 
+TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
+if TYPE_CHECKING:
+    from .record import RegionSample
+
 
 @dataclass
 class ReplayedProcess:
@@ -25,7 +29,7 @@ class ReplayedProcess:
     kernels: list[tuple] = field(default_factory=list)  # (KernelStats, prediction or None)
 
     @property
-    def process(self) -> tuple[dict, RegionPrediction] | None:
+    def process(self) -> tuple[RegionSample, RegionPrediction] | None:
         """The process record and its prediction, if the run recorded one."""
         for region, pred in zip(self.recorded.regions, self.predictions):
             if region["name"] == "process":
