@@ -89,7 +89,7 @@ def preferred_count(counts: list[int], speedup: list[float]) -> int:
 
 
 def predict_region(region: RegionSample, target: int) -> RegionPrediction:
-    """Bound for an OpenMP region (``region`` as the bridge decodes it)."""
+    """Bound for an OpenMP region (``region``: its sample record)."""
     p = max(1, int(region["threads"]))
     work = region_work(region)
     serial = min(max(float(region["serial_s"]), 0.0), work)

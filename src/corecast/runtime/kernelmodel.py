@@ -148,7 +148,8 @@ def memory_model(kernel, machine: str | None = None):
     are read, so the memory traffic is unknown: the prediction is the kernel's own
     contention model at k nodes' cores, and its basis says so."""
     path = machine or os.environ.get(settings.TARGET_MACHINE) or None
-    if path is None or kernel.device_type != "cpu" or region(kernel) is None:
+    sample = region(kernel)
+    if path is None or kernel.device_type != "cpu" or sample is None:
         return None
     from . import numa
 
@@ -157,5 +158,4 @@ def memory_model(kernel, machine: str | None = None):
         state = _states[path] = numa.NumaState(path)
     if state.machine is None:
         raise ValueError(state.error)
-    return numa.predict_region(state, {"name": kernel.name, "object": kernel.device}, None, None,
-                               lambda t: predict(kernel, t, t))
+    return numa.predict_region(state, sample, None, None, lambda t: predict(kernel, t, t))
