@@ -12,9 +12,9 @@ before, only type checkers see the record.  Importing ``typing`` costs start-up 
 profiled programs, so the runtime modules import this one for annotations only.
 
 Units: times in seconds, summed over the threads where they are thread time ("thread-s"),
-cumulative since the program started (the model takes window differences itself).
-Per-category tables are keyed by ``abi.STALLS`` names (the live library gives every name;
-recordings the names they hold, others then read as 0).
+cumulative since the program started (``history`` takes window differences itself; a
+kernel's: its sampled launches).  Per-category tables are keyed by ``abi.STALLS`` names:
+every name from the bridge and recordings (0 where none), a kernel's the ones it measures.
 """
 from __future__ import annotations
 
