@@ -30,6 +30,10 @@ import math
 
 from .abi import SYNC_WAITS
 
+TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
+if TYPE_CHECKING:
+    from .record import ProcessSample, RegionSample
+
 KARP_FLATT_BAND = 0.05  # +- on the serial fraction
 PREFERRED_SHARE = 0.99  # preferred = fewest threads within 1% of the best speedup
 
@@ -84,8 +88,8 @@ def preferred_count(counts: list[int], speedup: list[float]) -> int:
     return next(n for n, s in zip(counts, speedup) if s >= PREFERRED_SHARE * best)
 
 
-def predict_region(region: dict, target: int) -> RegionPrediction:
-    """Bound for an OpenMP region (``region`` as the bridge decodes it)."""
+def predict_region(region: RegionSample, target: int) -> RegionPrediction:
+    """Bound for an OpenMP region (``region``: its sample record)."""
     p = max(1, int(region["threads"]))
     work = region_work(region)
     serial = min(max(float(region["serial_s"]), 0.0), work)
@@ -104,13 +108,13 @@ def predict_region(region: dict, target: int) -> RegionPrediction:
                             "bound: Amdahl with measured serial work and imbalance (work/span high)")
 
 
-def region_work(region: dict) -> float:
+def region_work(region: RegionSample) -> float:
     """One thread's work for the region: busy time less its synchronisation waits."""
     waits = sum(region["stalls_s"].get(k, 0.0) for k in SYNC_WAITS)
     return max(float(region["busy_s"]) - waits, 1e-12)
 
 
-def predict_process(process: dict, target: int, cores: int) -> RegionPrediction:
+def predict_process(process: ProcessSample, target: int, cores: int) -> RegionPrediction:
     """Karp-Flatt bound for a whole process with plain threads."""
     threads = max(1, int(process["threads"]))
     wall = max(float(process["wall_s"]), 1e-12)

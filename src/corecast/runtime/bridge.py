@@ -16,9 +16,14 @@ from .contention import predict_region as one_sample_region
 from .abi import MAX_NODES, MAX_PRED, STALLS
 from .history import RegionHistory, anchor_t1, combine, extrapolate, mostly_at, probe_basis
 
+TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
+if TYPE_CHECKING:
+    from .record import ProcessSample, RegionSample
 
-def decode_region(ffi: object, g: object) -> dict:
-    return {
+
+def decode_region(ffi: object, g: object) -> RegionSample | ProcessSample:
+    """A ``struct cc_region_sample`` as the record every runtime predictor reads."""
+    region: RegionSample = {
         "name": ffi.string(g.name).decode(errors="replace"),
         "object": ffi.string(g.object).decode(errors="replace"),
         "runtime": "openmp" if g.runtime == 0 else "pthreads",
@@ -34,6 +39,7 @@ def decode_region(ffi: object, g: object) -> dict:
         "stalls_s": {name: g.stall_s[i] for i, name in enumerate(STALLS)},
         "acquisitions": {name: g.acquisitions[i] for i, name in enumerate(STALLS)},
         "contended": {name: g.contended[i] for i, name in enumerate(STALLS)},
+        "bytes": {name: g.bytes[i] for i, name in enumerate(STALLS)},
         "loop_calls": g.loop_calls,
         "hold_sampled_s": g.hold_sampled_s,
         "hold_samples": g.hold_samples,
@@ -43,10 +49,12 @@ def decode_region(ffi: object, g: object) -> dict:
         # CORECAST_PROBE: calls run at smaller teams, per team size (those in hist)
         "probe_calls": g.probe_calls,
         "probes": {g.hist[i].threads: g.hist_probes[i] for i in range(g.nhist) if g.hist_probes[i]},
-        # run-queue wait other load caused (the process only; kept out of stalls_s)
-        **({"runqueue_other": g.runq_other_s, "team_threads": g.team_threads}
-           if ffi.string(g.name) == b"process" else {}),
     }
+    if ffi.string(g.name) != b"process":
+        return region
+    # run-queue wait other load caused (the process only; kept out of stalls_s)
+    process: ProcessSample = {**region, "runqueue_other": g.runq_other_s, "team_threads": g.team_threads}
+    return process
 
 
 def _encode(ffi: object, out: object, pred: RegionPrediction) -> None:
@@ -73,7 +81,7 @@ _histories: dict[tuple[str, str], RegionHistory] = {}
 _steering: dict[tuple[str, str], object] = {}
 
 
-def predict_region(region: dict, target: int, measured_cores: int, predicted_cores: int,
+def predict_region(region: RegionSample, target: int, measured_cores: int, predicted_cores: int,
                    histories: dict[tuple[str, str], RegionHistory], final: bool = True,
                    latency: float = 0.0) -> RegionPrediction:
     """One OpenMP region (``histories`` remembers each region between windows).
@@ -100,13 +108,13 @@ def predict_region(region: dict, target: int, measured_cores: int, predicted_cor
     return pred
 
 
-def predict_window(regions: list[dict], target: int, measured_cores: int, predicted_cores: int,
+def predict_window(regions: list[RegionSample], target: int, measured_cores: int, predicted_cores: int,
                    histories: dict[tuple[str, str], RegionHistory], final: bool = True) -> list[RegionPrediction]:
-    """The runtime's one predictor: a prediction for every region of one window (decoded as
-    ``decode_region`` gives them, the process last), used alike by the live library and by
+    """The runtime's one predictor: a prediction for every region of one window (sample
+    records, ``record.RegionSample``, the process's last), used alike by the live library and by
     ``corecast replay``.  An OpenMP program's process is composed from its outermost
     regions; a plain-threads one gets the process contention model."""
-    done: list[tuple[dict, RegionPrediction]] = []
+    done: list[tuple[RegionSample, RegionPrediction]] = []
     preds = []
     latency = barrier_latency(regions)
     for region in regions:
@@ -122,7 +130,7 @@ def predict_window(regions: list[dict], target: int, measured_cores: int, predic
     return preds
 
 
-def _steer(ffi: object, region: dict, pred: RegionPrediction, sample: object, out: object) -> None:
+def _steer(ffi: object, region: RegionSample, pred: RegionPrediction, sample: object, out: object) -> None:
     """Steering decisions for one region into ``out`` (live runs only)."""
     if not sample.steer:
         return
@@ -194,7 +202,7 @@ def _encode_nodes(ffi: object, out: object, res: object) -> None:
     _put(ffi, out.numa_json, res.json)
 
 
-def _predict_nodes(ffi: object, sample: object, regions: list[dict], result: object) -> None:
+def _predict_nodes(ffi: object, sample: object, regions: list[RegionSample], result: object) -> None:
     """Node counts on the target machine for every outermost region (or the process of a
     plain-threads program)."""
     state = _numa_state()

@@ -37,10 +37,10 @@ Parts of T(n), per region call (all times are one call's; "work" is thread time)
   Pthread locks without hold samples (rwlocks always: readers share them, so their
   "hold" is the effective exclusive time) get H from their measured wait by inverting
   the queue (fitted "hold_time"); with no wait either, they are left out (no contention
-  seen).  Optional sample keys, not in ABI v1, are used when present: ``single_s``
-  (single-block time; without it a region that took locks is assumed to have none) and
-  ``hold_s`` ({category: hold time}; without it the categories share ``serial_s`` per
-  acquisition: fitted "hold_split").
+  seen).  Keys schema-1 recordings lack (``record.RegionSample``) are used when present:
+  ``single_s`` (single-block time; without it a region that took locks is assumed to have
+  none) and ``hold_s`` ({category: hold time}; without it the categories share
+  ``serial_s`` per acquisition: fitted "hold_split").
 
 * **Dynamic-schedule loops**: every GOMP_loop_*_start/next call claims iterations from
   one shared counter; it is a further server of the network, visited ``loop_calls`` times
@@ -118,6 +118,10 @@ import math
 from ..queueing import mva
 from .abi import SYNC_WAITS
 from .bound import RegionPrediction, prediction_counts, preferred_count, region_work
+
+TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
+if TYPE_CHECKING:
+    from .record import ProcessSample, RegionSample
 
 OPENMP_LOCKS = ("critical", "atomic", "omp_lock")
 SINGLE_OBJECT = ("critical", "atomic")  # one lock per category (anonymous critical, atomic)
@@ -413,7 +417,7 @@ def _copy(m: _Model, **changes) -> _Model:
     return c
 
 
-def _pthread_stations(d: dict, scale: float, evidence_ok: bool) -> list[_Station]:
+def _pthread_stations(d: RegionSample, scale: float, evidence_ok: bool) -> list[_Station]:
     """Mutex (hold sampled) and rwlock (hold unknown) stations; the hold is left None
     when it must be inferred from the wait."""
     acq = d.get("acquisitions") or {}
@@ -467,7 +471,7 @@ def _barrier_idle(st: dict, calls: int, n0: int, single: float) -> float:
                       + sum(float(st.get(k, 0.0)) for k in IDLE_WAITS if k != "omp_barrier")) / calls
 
 
-def barrier_episodes(region: dict) -> float:
+def barrier_episodes(region: RegionSample) -> float:
     """Barriers each thread passes per call: the explicit and worksharing ones counted,
     plus the implicit one at the region's end."""
     n0 = max(1, int(region["threads"]))
@@ -475,7 +479,7 @@ def barrier_episodes(region: dict) -> float:
     return float((region.get("acquisitions") or {}).get("omp_barrier", 0) or 0) / calls / n0 + 1.0
 
 
-def barrier_latency(regions: list[dict]) -> float:
+def barrier_latency(regions: list[RegionSample]) -> float:
     """Upper bound of one barrier's own latency (seconds per thread and episode) in this
     window: the smallest idle per barrier episode among the regions run with a team.
 
@@ -497,9 +501,9 @@ def barrier_latency(regions: list[dict]) -> float:
     return min(per_episode) if len(per_episode) >= 2 else 0.0
 
 
-def predict_region(region: dict, target: int, cores: int,
+def predict_region(region: RegionSample, target: int, cores: int,
                    target_cores: int | None = None, latency: float = 0.0) -> ContentionPrediction:
-    """Contention model for an OpenMP region (``region`` as the bridge decodes it),
+    """Contention model for an OpenMP region (``region``: its sample record),
     measured on ``cores`` CPUs, predicted for a machine of ``target_cores`` (default:
     ``cores``).  ``latency``: the window's barrier latency per episode
     (``barrier_latency``), kept constant as the team grows."""
@@ -570,7 +574,7 @@ def predict_region(region: dict, target: int, cores: int,
                     "serial work, oversubscription", _ordered(fitted))
 
 
-def predict_process(process: dict, target: int, cores: int,
+def predict_process(process: ProcessSample, target: int, cores: int,
                     target_cores: int | None = None) -> ContentionPrediction:
     """Contention model for a whole process with plain threads, measured on ``cores``
     CPUs, predicted for a machine of ``target_cores`` (default: ``cores``)."""
@@ -635,7 +639,8 @@ def _calibrate_serial(m: _Model, work: float, wall: float) -> float:
     return _bisect(time_with, 0.0, work, wall, increasing=True, steps=50)
 
 
-def compose_process(process: dict, regions: list[tuple[dict, RegionPrediction]]) -> ContentionPrediction:
+def compose_process(process: ProcessSample,
+                    regions: list[tuple[RegionSample, RegionPrediction]]) -> ContentionPrediction:
     """Whole-program prediction from its (outermost) OpenMP regions plus the serial time
     between them: T(n) = outside + sum over regions of T_r(1) / S_r(n)."""
     outer = [(r, p) for r, p in regions if not r["nested"]]
@@ -665,7 +670,8 @@ def compose_process(process: dict, regions: list[tuple[dict, RegionPrediction]])
                                 _bottleneck(losses, counts[-1] * t_end), losses, total)
 
 
-def _bandwidth_note(outer: list[tuple[dict, RegionPrediction]], works: list[float], total: float) -> str:
+def _bandwidth_note(outer: list[tuple[RegionSample, RegionPrediction]], works: list[float],
+                    total: float) -> str:
     """The process basis's bandwidth term: the work-weighted growth of work per call that
     the regions' smaller-team calls measured (probes), or that it was not measured (no PMU
     is read and busy time at n0 is then taken as work)."""

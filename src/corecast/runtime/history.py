@@ -12,6 +12,10 @@ import math
 from .blas import load_numeric
 from .bound import RegionPrediction, prediction_counts, preferred_count
 
+TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
+if TYPE_CHECKING:
+    from .record import RegionSample
+
 MIN_CALLS = 2  # calls a team size needs in a window before it counts as measured
 BASIS_LEN = 95  # struct cc_region_prediction.basis holds this many characters
 # The one-sample model describes the calls at the region's largest team; it stands for the
@@ -30,7 +34,7 @@ class RegionHistory:
         self.window_team: int | None = None  # the team that ran this window
         self.window_perf: float | None = None  # its calls per second of region time
 
-    def update(self, region: dict) -> None:
+    def update(self, region: RegionSample) -> None:
         best, best_calls = None, 0
         window_perf = None
         for team, calls, wall in region["hist"]:
@@ -63,7 +67,7 @@ def mostly_at(history: RegionHistory, team: int) -> bool:
     return total > 0 and history.seen.get(team, (0, 0.0))[0] >= OWN_SHARE * total
 
 
-def anchor_t1(one: RegionPrediction, region: dict, history: RegionHistory) -> RegionPrediction:
+def anchor_t1(one: RegionPrediction, region: RegionSample, history: RegionHistory) -> RegionPrediction:
     """The one-sample prediction with T(1) measured instead of taken from busy time.
 
     Busy time at n threads is work only while threads do not share memory bandwidth and

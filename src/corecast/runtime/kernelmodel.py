@@ -25,6 +25,10 @@ import os
 
 from .. import settings
 
+TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
+if TYPE_CHECKING:
+    from .record import RegionSample
+
 LOCK_WAITS = ("mutex", "rwlock")
 IDLE_WAITS = ("condvar", "pthread_barrier", "semaphore")
 SHOWN = ("imbalance",) + LOCK_WAITS + IDLE_WAITS + ("runqueue",)  # a kernel's stalls_s
@@ -79,8 +83,8 @@ def stalls(kernel) -> dict | None:
     return {c: v * scale for c, v in part.items()}
 
 
-def region(kernel) -> dict | None:
-    """The sample as a region dict (the keys ``runtime.bridge.decode_region`` gives)."""
+def region(kernel) -> RegionSample | None:
+    """The sample as a region's sample record (``record.RegionSample``)."""
     s = kernel.sample
     if not s.launches or s.device_ns <= 0:
         return None
@@ -99,7 +103,7 @@ def region(kernel) -> dict | None:
         "acquisitions": {c: int(s.acquisitions.get(c, 0)) for c in LOCK_WAITS},
         "contended": {c: int(s.contended.get(c, 0)) for c in LOCK_WAITS},
         "loop_calls": 0, "hold_sampled_s": 0.0, "hold_samples": 0,
-        "requested": n0, "steered_to": 0, "hist": [],
+        "requested": n0, "steered_to": 0, "hist": [], "probe_calls": 0, "probes": {},
     }
 
 
@@ -144,7 +148,8 @@ def memory_model(kernel, machine: str | None = None):
     are read, so the memory traffic is unknown: the prediction is the kernel's own
     contention model at k nodes' cores, and its basis says so."""
     path = machine or os.environ.get(settings.TARGET_MACHINE) or None
-    if path is None or kernel.device_type != "cpu" or region(kernel) is None:
+    sample = region(kernel)
+    if path is None or kernel.device_type != "cpu" or sample is None:
         return None
     from . import numa
 
@@ -153,5 +158,4 @@ def memory_model(kernel, machine: str | None = None):
         state = _states[path] = numa.NumaState(path)
     if state.machine is None:
         raise ValueError(state.error)
-    return numa.predict_region(state, {"name": kernel.name, "object": kernel.device}, None, None,
-                               lambda t: predict(kernel, t, t))
+    return numa.predict_region(state, sample, None, None, lambda t: predict(kernel, t, t))

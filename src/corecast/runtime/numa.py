@@ -28,6 +28,10 @@ from .. import settings
 from ..numa import machine as machines
 from ..numa.model import Rates, SampleError, fit_rate, parse_sample, predict_nodes
 
+TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
+if TYPE_CHECKING:
+    from .record import RegionSample
+
 DOMINANT_SHARE = 0.5  # a window is a region's sample when the region ran this much of it
 
 
@@ -59,7 +63,7 @@ class NumaState:
         self.walls: dict[tuple[str, str], float] = {}
         self.samples: dict[tuple[str, str], dict] = {}
 
-    def window(self, counts: dict | None, regions: list[dict], window_s: float) -> None:
+    def window(self, counts: dict | None, regions: list[RegionSample], window_s: float) -> None:
         """Credit this window's counter growth to the region that dominated it."""
         walls = {(r["name"], r["object"]): float(r["wall_s"]) for r in regions
                  if r["name"] != "process" and not r["nested"]}
@@ -251,7 +255,7 @@ def members(machine: machines.Machine, speedup: list[float], preferred: int, bas
     return text[1:-1]
 
 
-def predict_region(state: NumaState, region: dict, history: Any, numa_counts: dict | None,
+def predict_region(state: NumaState, region: RegionSample, history: Any, numa_counts: dict | None,
                    predict_threads: Callable[[int], Any],
                    predict_bound: Callable[[int], Any] | None = None,
                    limit: int = 4095) -> NodeResult | None:

@@ -19,6 +19,7 @@ from .samples import RecordedProcess, read_recording
 
 if TYPE_CHECKING:
     from ..numa.machine import Machine
+    from .record import RegionSample
 
 
 @dataclass
@@ -30,7 +31,7 @@ class ReplayedProcess:
     kernels: list[tuple] = field(default_factory=list)  # (KernelStats, prediction or None)
 
     @property
-    def process(self) -> tuple[dict, RegionPrediction] | None:
+    def process(self) -> tuple[RegionSample, RegionPrediction] | None:
         """The process record and its prediction, if the run recorded one."""
         for region, pred in zip(self.recorded.regions, self.predictions):
             if region["name"] == "process":

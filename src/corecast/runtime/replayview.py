@@ -5,6 +5,10 @@ from __future__ import annotations
 from ..fileio import printable
 from .replay import ReplayedProcess
 
+TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
+if TYPE_CHECKING:
+    from .record import RegionSample
+
 LABEL = 34
 
 
@@ -16,14 +20,14 @@ def _columns(target: int) -> list[int]:
     return cols + [target]
 
 
-def _stalls(region: dict) -> str:
+def _stalls(region: RegionSample) -> str:
     total = region["threads"] * region["wall_s"] if region["threads"] > 0 else region["wall_s"]
     parts = sorted(((v, c) for c, v in region["stalls_s"].items() if v > 0), reverse=True)[:3]
     shown = [f"{c} {100 * v / total:.0f}%" for v, c in parts if total > 0 and v / total >= 0.005]
     return ", ".join(shown) or "-"
 
 
-def _label(region: dict) -> str:
+def _label(region: RegionSample) -> str:
     if region["name"] == "process":
         return f"process ({region['runtime']})"
     return f"{region['name']} ({region['object']})"

@@ -13,8 +13,9 @@ predicted again as the model changes (``corecast replay``):
 * schema 3: the MPI stall categories (``mpi_p2p``, ``mpi_collective``), ``counters.bytes``
   and, under an MPI launcher, ``rank`` and ``ranks`` on every line.
 
-A region becomes the dict ``bridge.decode_region`` gives; a kernel becomes the
-``KernelStats`` the OpenCL predictor reads.  Standard library only.
+A region becomes the sample record ``bridge.decode_region`` gives (``record.RegionSample``,
+the keys a schema lacks left out as there); a kernel becomes the ``KernelStats`` the
+OpenCL predictor reads.  Standard library only.
 """
 from __future__ import annotations
 
@@ -27,6 +28,10 @@ from ..errors import InputError
 from ..fileio import read_text, shown
 from .abi import STALLS
 from .kernelstats import KernelStats
+
+TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
+if TYPE_CHECKING:
+    from .record import ProcessSample, RegionSample
 
 SCHEMA = 3          # the version this library writes (CC_SAMPLE_SCHEMA in native/model_abi.h)
 SCHEMAS = (1, 2, 3)  # the versions it reads
@@ -48,7 +53,7 @@ class RecordedProcess:
     ranks: int | None = None
     mpi_init_s: float = 0.0   # schema 3, MPI programs: MPI_Init and MPI_Finalize times
     mpi_finalize_s: float = 0.0
-    regions: list[dict] = field(default_factory=list)
+    regions: list[RegionSample] = field(default_factory=list)
     kernels: list = field(default_factory=list)  # kernelstats.KernelStats
 
 
@@ -148,14 +153,14 @@ def _per_category(rec: dict, key: str, kind=float) -> dict:
             for name in STALLS}
 
 
-def region_from_record(rec: dict) -> dict:
+def region_from_record(rec: dict) -> RegionSample | ProcessSample:
     """A region or process record as ``bridge.decode_region`` decodes the live sample."""
     counters = rec["counters"]
     if not isinstance(counters, dict):
         raise ValueError("counters is not an object")
     threads = max(1, _int(rec, "threads"))
     name = str(rec["name"])
-    region = {
+    region: RegionSample = {
         "name": name,
         "object": str(rec.get("object", "")),
         "runtime": "openmp" if rec.get("runtime") == "openmp" else "pthreads",
@@ -188,15 +193,17 @@ def region_from_record(rec: dict) -> dict:
         region["hold_s"] = _per_category(counters, "hold_s")
     if isinstance(counters.get("bytes"), dict):  # schema 3: payload bytes (MPI)
         region["bytes"] = _per_category(counters, "bytes", int)
-    if name == "process" and "runqueue_other_load_s" in counters:
-        region["runqueue_other"] = _num(counters, "runqueue_other_load_s")
-    if name == "process":
-        if "team_threads" in counters:
-            region["team_threads"] = _int(counters, "team_threads")
-        elif isinstance(rec.get("per_thread"), list):  # schema 1: the library's rule, here
-            region["team_threads"] = team_of([t.get("cpu_s") if isinstance(t, dict) else None
-                                              for t in rec["per_thread"]])
-    return region
+    if name != "process":
+        return region
+    process: ProcessSample = {**region}
+    if "runqueue_other_load_s" in counters:
+        process["runqueue_other"] = _num(counters, "runqueue_other_load_s")
+    if "team_threads" in counters:
+        process["team_threads"] = _int(counters, "team_threads")
+    elif isinstance(rec.get("per_thread"), list):  # schema 1: the library's rule, here
+        process["team_threads"] = team_of([t.get("cpu_s") if isinstance(t, dict) else None
+                                           for t in rec["per_thread"]])
+    return process
 
 
 TEAM_SHARE = 0.25  # native/sample.c team_of

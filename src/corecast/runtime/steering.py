@@ -22,6 +22,10 @@ from ..tuning import OPreSca
 from .bound import RegionPrediction
 from .history import RegionHistory
 
+TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
+if TYPE_CHECKING:
+    from .record import RegionSample
+
 NOISE = 0.03  # relative window-to-window spread taken as no difference
 EFFICIENCY = 0.8  # thread time not lost to stalls above which a region is left alone
 PAYBACK = 2.0  # expected gain must cover the first step's expected loss this many times
@@ -38,7 +42,7 @@ class RegionSteer:
         self.reason = "not measured yet"  # why the region was not explored ("" once it was)
         self.expected_gain = 0.0  # the guard's, relative performance
 
-    def step(self, history: RegionHistory, region: dict, pred: RegionPrediction, elapsed_s: float,
+    def step(self, history: RegionHistory, region: RegionSample, pred: RegionPrediction, elapsed_s: float,
              window_s: float) -> int:
         """Feed the last window's measurement; the team size for the next window."""
         if self.settled is not None:
@@ -99,7 +103,7 @@ def _gain(history: RegionHistory, team: int, own: int) -> float | None:
     return mine / theirs - 1.0 if mine and theirs else None
 
 
-def _outlook(region: dict, elapsed_s: float, window_s: float) -> tuple[float, float]:
+def _outlook(region: RegionSample, elapsed_s: float, window_s: float) -> tuple[float, float]:
     """The region's calls per window and windows still to come, expecting the program to
     run on for as long as it has run (remaining calls = calls / elapsed x elapsed)."""
     if elapsed_s <= 0 or window_s <= 0:
@@ -109,7 +113,7 @@ def _outlook(region: dict, elapsed_s: float, window_s: float) -> tuple[float, fl
     return rate * window_s, horizon / window_s
 
 
-def efficiency(region: dict) -> float:
+def efficiency(region: RegionSample) -> float:
     """Share of the region's thread time not lost to stalls (at the count it ran with)."""
     thread_s = region["threads"] * region["wall_s"]
     if thread_s <= 0:
@@ -117,7 +121,7 @@ def efficiency(region: dict) -> float:
     return max(0.0, 1.0 - sum(region["stalls_s"].values()) / thread_s)
 
 
-def guard(own: int, own_perf: float | None, region: dict, pred: RegionPrediction, elapsed_s: float,
+def guard(own: int, own_perf: float | None, region: RegionSample, pred: RegionPrediction, elapsed_s: float,
           window_s: float) -> tuple[int, float] | str:
     """Whether exploring a region below its own count ``own`` can pay: the first count to
     try and the expected gain (relative performance), or a short reason why not.

@@ -1,0 +1,103 @@
+"""corecast.runtime.record is the one definition of a sample's keys: the live bridge, the
+recording reader (every shipped schema, and the one this library writes) and the kernel
+predictor give exactly its keys, so a key added on one side and not the other fails."""
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+
+import pytest
+
+from corecast.runtime import kernelmodel, record
+from corecast.runtime.abi import STALLS
+from corecast.runtime.bridge import decode_region
+from corecast.runtime.record import ProcessSample, RegionSample
+from corecast.runtime.samples import SCHEMA, read_recording
+
+from .helpers import EXAMPLES, NATIVE_SOURCE, read_lines, run
+
+ROOT = Path(__file__).resolve().parents[2]
+REQUIRED = RegionSample.__required_keys__
+REGION_KEYS = RegionSample.__required_keys__ | RegionSample.__optional_keys__
+PROCESS_KEYS = ProcessSample.__required_keys__ | ProcessSample.__optional_keys__
+SHARED = ROOT.parent / "shared" / "datasets" / "scale16" / "samples"
+RECORDINGS = sorted((ROOT / "tests" / "data" / "recordings").glob("*.jsonl")) + sorted(SHARED.glob("*.jsonl"))
+
+
+def keys_of(sample: dict) -> set[str]:
+    return PROCESS_KEYS if sample["name"] == "process" else REGION_KEYS
+
+
+def test_the_record_documents_every_key():
+    """Each key says its unit and meaning in a comment on its line."""
+    lines = inspect.getsource(record).splitlines()
+    fields = [n for n in ast.walk(ast.parse("\n".join(lines))) if isinstance(n, ast.AnnAssign)]
+    assert {f.target.id for f in fields} == PROCESS_KEYS
+    for f in fields:
+        assert "#" in lines[f.lineno - 1] and lines[f.lineno - 1].split("#", 1)[1].strip(), f.target.id
+    assert PROCESS_KEYS > REGION_KEYS > REQUIRED
+    assert not ProcessSample.__required_keys__ - REQUIRED  # the process adds optional keys only
+
+
+def _struct(ffi, name: bytes):
+    """A ``struct cc_region_sample`` with every field set, as cc_build_sample fills it."""
+    g = ffi.new("struct cc_region_sample *")
+    ffi.memmove(g.name, name + b"\0", len(name) + 1)
+    ffi.memmove(g.object, b"prog\0", 5)
+    g.runtime, g.threads, g.nested, g.calls, g.requested = 0, 4, 0, 10, 4
+    g.wall_s, g.busy_s, g.serial_s, g.single_s, g.cpu_s = 1.0, 3.5, 0.3, 0.1, 3.9
+    for i in range(len(STALLS)):
+        g.stall_s[i], g.hold_s[i] = 0.01 * i, 0.001 * i
+        g.acquisitions[i], g.contended[i], g.bytes[i] = 100 + i, i, 8 * i
+    g.loop_calls, g.hold_sampled_s, g.hold_samples = 5, 0.02, 3
+    g.nhist = 2
+    g.hist[0].threads, g.hist[0].calls, g.hist[0].wall_s = 2, 2, 0.3
+    g.hist[1].threads, g.hist[1].calls, g.hist[1].wall_s = 4, 8, 0.7
+    g.hist_probes[0], g.probe_calls = 2, 2
+    g.runq_other_s, g.team_threads = 0.05, 4
+    return g
+
+
+@pytest.mark.parametrize("name", [b"main._omp_fn.0", b"process"])
+def test_the_live_bridge_decodes_exactly_the_record(name):
+    cffi = pytest.importorskip("cffi")
+    from corecast.runtime import build
+
+    ffi = cffi.FFI()
+    ffi.cdef(build.abi_cdef(NATIVE_SOURCE))
+    sample = decode_region(ffi, _struct(ffi, name))
+    assert set(sample) == keys_of(sample)
+    for table in ("stalls_s", "acquisitions", "contended", "hold_s", "bytes"):
+        assert tuple(sample[table]) == STALLS
+    assert sample["hist"] == [(2, 2, 0.3), (4, 8, 0.7)] and sample["probes"] == {2: 2}
+
+
+@pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_recordings_give_the_record(path):
+    """Schema-1 recordings (tests/data, and the 16-core runs in ../shared when present)
+    lack keys the record marks optional; they give no key the record does not have."""
+    for proc in read_recording(str(path)):
+        for sample in proc.regions:
+            assert REQUIRED <= set(sample) <= keys_of(sample), sample["name"]
+        for kernel in proc.kernels:
+            sample = kernelmodel.region(kernel)
+            assert sample is not None and REQUIRED <= set(sample) <= REGION_KEYS
+
+
+@pytest.mark.parametrize("program, flags, args", [
+    ("omp_critical", ("-fopenmp", "-lm"), ("40",)),  # regions and an OpenMP process
+    ("pthreads_sync", ("-pthread",), ("200",)),       # a plain-threads process
+])
+def test_what_this_library_records_reads_back_as_exactly_the_record(build, lib, tmp_path, program,
+                                                                    flags, args):
+    exe = build(program, EXAMPLES / f"{program}.c", *flags)
+    out = tmp_path / "run.jsonl"
+    r = run([exe, *args], preload=lib, output=out, quiet=1,
+            env={"OMP_NUM_THREADS": "2", "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr
+    assert {d["schema"] for d in read_lines(out)} == {SCHEMA}
+    proc, = read_recording(str(out))
+    assert proc.regions[-1]["name"] == "process"
+    for sample in proc.regions:
+        assert set(sample) == keys_of(sample), sample["name"]
