@@ -7,7 +7,6 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <limits.h>
-#include <locale.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -142,15 +141,10 @@ int cc_model_predict(const struct cc_sample *s, struct cc_result *r) {
             return -1;
         }
     }
-    /* Starting an interpreter sets LC_CTYPE from the environment; the host program must
-     * keep the locale it had. */
-    char saved[256] = "";
-    const char *now = cc_host_is_python() ? NULL : setlocale(LC_ALL, NULL);
-    if (now)
-        snprintf(saved, sizeof saved, "%s", now);
+    /* The interpreter starts without touching the program's locale (runtime/build.py's
+     * corecast_model_configure): no save and restore here, which would race with a
+     * program that sets its own meanwhile. */
     int rc = model_predict(s, r);
-    if (saved[0])
-        setlocale(LC_ALL, saved);
     if (rc != 0 && !r->note[0])
         snprintf(r->note, sizeof r->note, "the model failed (code %d)", rc);
     if (rc != 0)

@@ -38,6 +38,19 @@ void corecast_model_configure(const char *root, const char *home, int host_pytho
     strncpy(cc_root, root, sizeof cc_root - 1);
     cc_host_python = host_python;
     cc_final_cb = final_cb;
+    if (!host_python && !Py_IsInitialized()) {
+        /* The interpreter would set LC_CTYPE from the environment as it starts, on the
+         * sampler thread while the program runs: the program's locale is not ours to
+         * change, even for a moment (a restore afterwards still races with its reads).
+         * UTF-8 mode then decodes paths the same whatever the locale. */
+        PyPreConfig pre;
+        PyPreConfig_InitPythonConfig(&pre);
+        pre.configure_locale = 0;
+        pre.coerce_c_locale = 0;
+        pre.utf8_mode = 1;
+        pre.use_environment = 0;
+        Py_PreInitialize(&pre);
+    }
     if (!host_python && !Py_IsInitialized() && home && home[0]) {
         /* Without it the embedded interpreter guesses its prefix from the host binary.
          * The host's PYTHON* variables are not meant for this interpreter: ignored. */
