@@ -94,3 +94,28 @@ def test_no_arrow_runs_up():
             if _within(a, VIEWS) and _within(b, TOOLS + ("corecast.cli",)) and not _within(b, IO):
                 up.append(f"view {a} -> {b}")
     assert not up, "\n".join(sorted(up))
+
+
+# The in-process predictors take what the plumbing (runtime/bridge, launcher) reads.
+RUNTIME_MODEL = tuple(f"corecast.runtime.{m}" for m in (
+    "abi", "record", "bound", "contention", "history", "steering", "numa", "kernelmodel",
+    "kernelstats"))
+
+
+def test_models_neither_print_nor_read_the_environment_nor_name_cli_flags():
+    found = []
+    for name, path in _modules().items():
+        if not (_within(name, MODEL_CORE) or name in RUNTIME_MODEL):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "print":
+                found.append(f"{name}:{node.lineno}: print")
+            elif isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv"):
+                found.append(f"{name}:{node.lineno}: reads the environment")
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                    and node.value.startswith("--") and node.value[2:3].isalpha():
+                found.append(f"{name}:{node.lineno}: names a CLI flag {node.value.split()[0]}")
+            elif isinstance(node, ast.JoinedStr) and node.values and \
+                    isinstance(node.values[0], ast.Constant) and str(node.values[0].value).startswith("--"):
+                found.append(f"{name}:{node.lineno}: names a CLI flag")
+    assert not found, "\n".join(found)

@@ -32,7 +32,7 @@ def cpu_order(policy: str, cpus: Sequence[int], sysfs_root: str = "/sys") -> tup
         raise ValueError(f"unknown placement {policy!r}; use {', '.join(PLACEMENTS)}")
     topo = cpu_cores(sysfs_root, cpus)
     if topo is None:
-        return cpus, f"--placement {policy}: the CPU topology is not readable in sysfs; CPUs taken in numeric order"
+        return cpus, f"placement {policy}: the CPU topology is not readable in sysfs; CPUs taken in numeric order"
     packages = sorted({p for p, _, _ in topo.values()})
     if policy == "compact":
         def key(c):

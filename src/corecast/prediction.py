@@ -71,11 +71,11 @@ def predict_measurements(
     upto = int(upto) if upto is not None else int(2 * top)
     at = [int(a) for a in at]
     if upto < 1:
-        raise InputError(f"--upto must be at least 1, got {upto}")
+        raise InputError(f"the largest count to predict must be at least 1, got {upto}")
     if max([upto] + at) > MAX_COUNT:
         raise InputError(f"counts above {MAX_COUNT} are not predicted (got {max([upto] + at)})")
     if any(a < 1 for a in at):
-        raise InputError("counts in --at must be at least 1")
+        raise InputError("counts to predict at must be at least 1")
     grid = np.union1d(np.arange(1, upto + 1), np.asarray(at, dtype=int)).astype(float)
     # Far from the data a model may overflow or divide by zero; such values are caught
     # below (floored with a warning), so numpy's RuntimeWarnings would only be noise.

@@ -166,6 +166,5 @@ def test_node_counts_on_a_target_machine(monkeypatch):
     assert [p["nodes"] for p in back["predicted_nodes"]] == [1, 2]
     assert back["preferred_nodes"] == nodes.preferred and back["numa"]["machine"].startswith("two-socket")
     assert predict.memory_model(kernel(kind="gpu"), "two-socket") is None
-    monkeypatch.setenv(settings.TARGET_MACHINE, "/nonexistent/m.json")
     with pytest.raises(ValueError, match="no such file"):
-        predict.memory_model(kernel())
+        predict.memory_model(kernel(), "/nonexistent/m.json")

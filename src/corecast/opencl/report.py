@@ -208,6 +208,7 @@ def report(prof, kernels: list) -> None:
     kernels = sorted(kernels, key=lambda k: (-k.device_ns, k.name))
     rows = []
     memory_errors: set[str] = set()
+    machine = os.environ.get(settings.TARGET_MACHINE)
     for k in kernels:
         try:
             pred = kernelmodel.predict(k, target, cores)
@@ -215,7 +216,7 @@ def report(prof, kernels: list) -> None:
             warn(f"no prediction for {printable(k.name)}: {type(exc).__name__}: {exc}")
             pred = None
         try:
-            memory = kernelmodel.memory_model(k)
+            memory = kernelmodel.memory_model(k, machine)
         except Exception as exc:
             # A bad machine file fails every kernel alike: one warning, not one per kernel.
             if str(exc) not in memory_errors:

@@ -180,10 +180,11 @@ def _predicted_for(ffi: object, sample: object, result: object) -> None:
 def _numa_state() -> object | None:
     """The NUMA state when CORECAST_TARGET_MACHINE names a machine (imported only then)."""
     global _numa
-    if _numa is None and os.environ.get(settings.TARGET_MACHINE):
+    path = os.environ.get(settings.TARGET_MACHINE)
+    if _numa is None and path:
         from .numa import NumaState
 
-        _numa = NumaState()
+        _numa = NumaState(path)
         if _numa.error:
             from .channel import write
 

@@ -21,9 +21,7 @@ devices (``corecast run --target-machine``), through the same code as OpenMP reg
 from __future__ import annotations
 
 import math
-import os
 
-from .. import settings
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
@@ -140,14 +138,13 @@ _states: dict = {}  # machine path -> runtime.numa.NumaState (the file is read o
 
 
 def memory_model(kernel, machine: str | None = None):
-    """Node counts on a machine description (``machine``: its path or preset; default
-    ``$CORECAST_TARGET_MACHINE``) for a kernel on a CPU device, as the runtime predicts an
+    """Node counts on a machine description (``machine``: its path or preset) for a kernel on a CPU device, as the runtime predicts an
     OpenMP region's (``runtime.numa``): a ``NodeResult`` or None without a machine.
 
     A process runs its kernels at one compute-unit count and no per-kernel memory counters
     are read, so the memory traffic is unknown: the prediction is the kernel's own
     contention model at k nodes' cores, and its basis says so."""
-    path = machine or os.environ.get(settings.TARGET_MACHINE) or None
+    path = machine or None
     sample = region(kernel)
     if path is None or kernel.device_type != "cpu" or sample is None:
         return None

@@ -24,7 +24,6 @@ import math
 import os
 from typing import Any, Callable
 
-from .. import settings
 from ..numa import machine as machines
 from ..numa.model import Rates, SampleError, fit_rate, parse_sample, predict_nodes
 
@@ -50,8 +49,8 @@ class NumaState:
     """Per-process state: the target machine, the last cumulative counters and each
     region's counter sample (first dominant window)."""
 
-    def __init__(self, path: str | None = None) -> None:
-        self.path = os.environ.get(settings.TARGET_MACHINE) if path is None else path
+    def __init__(self, path: str | None) -> None:
+        self.path = path
         self.machine: machines.Machine | None = None
         self.error: str | None = None
         if self.path:
