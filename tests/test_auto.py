@@ -83,3 +83,26 @@ def test_rules_change_which_members_are_combined():
     assert np.allclose(best.perf([32]), usl(np.array([32.0]), [10.0, 0.05, 0.002]), rtol=1e-3)
     median = auto.fit_auto(data, 32)
     assert len(median.extras["chosen"]) == 5
+
+
+def test_member_sets_and_damping_come_from_the_rules():
+    n = np.array([1.0, 2, 4, 8, 16])
+    data = Measurements.from_samples(n, 5.0 * n**0.8)
+    rules = auto.Rules(members=("usl", "trend", "damped"), damping=0.5)
+    with auto.using(rules):
+        fit = auto.fit_auto(data, 64)
+    assert fit.extras["members"] == ["usl", "trend", "damped"]
+    assert fit.params["damped"]["slope"] == pytest.approx(0.4)
+    assert "damped(0.5)" in rules.label()
+    assert set(fit.extras["backtest"]) == {"usl", "trend", "damped"}
+
+
+def test_short_curves_get_the_base_members_under_every_rule():
+    n, x = [1.0, 2, 4], [10.0, 18.0, 30.0]
+    data = Measurements.from_samples(n, x)
+    default = auto.fit_auto(data, 16)
+    for rules in auto.RULE_CHOICES:
+        with auto.using(rules):
+            fit = auto.fit_auto(data, 16)
+        assert fit.extras["members"] == default.extras["members"]
+        assert np.allclose(fit.perf([8, 16]), default.perf([8, 16]))
