@@ -217,6 +217,9 @@ def main(argv=None) -> int:
     ap.add_argument("--datasets", type=Path, default=None,
                     help=f"default: {DEFAULT_DATASETS}, with --loso {CORPUS}")
     ap.add_argument("--loso", action="store_true", help="leave-one-source-out over the corpus")
+    ap.add_argument("--guard", type=Path, default=DEFAULT_DATASETS,
+                    help="with --loso: curves auto's candidate rules may not do worse on than the median "
+                         f"(default: {DEFAULT_DATASETS})")
     ap.add_argument("--methods", default=",".join(PEERS))
     ap.add_argument("--verbose", action="store_true", help="per-split errors")
     ap.add_argument("--timing", action="store_true", help="time predict() on a 12-point input")
@@ -228,12 +231,14 @@ def main(argv=None) -> int:
     print(f"{len(curves)} curves, {len(all_splits)} splits from {folder}")
     if args.loso:
         rules = list(auto.RULE_CHOICES)
-        if DEFAULT_DATASETS.is_dir():
-            guard = [s for name, data in load_all(DEFAULT_DATASETS) for s in splits(name, data)]
+        if args.guard.is_dir():
+            guard = [s for name, data in load_all(args.guard) for s in splits(name, data)]
             rules, rows = admissible(guard)
-            print(f"auto's rules on the {len(guard)} splits of {DEFAULT_DATASETS} (candidates: no worse than median):")
+            print(f"auto's rules on the {len(guard)} splits of {args.guard} (candidates: no worse than median):")
             print_rows(rows, "  ")
             print(f"candidates: {', '.join(r.label() for r in rules)}")
+        else:
+            print(f"no guard curves at {args.guard}: every rule is a candidate")
         overall, per_source, chosen = loso(all_splits, rules)
         for src, rows in per_source.items():
             print(f"\nheld out: {src} (auto's rule chosen on the other sources: {chosen[src]})")

@@ -58,7 +58,7 @@ def main(argv=None) -> int:
             if np.isfinite(rho):
                 rhos.append(rho)
         if args.all or mine.max_error >= MISS:
-            shown = " ".join(f"{m}:{errors[m]:.0%}/{bt[m]:.0%}" if m in errors else f"{m}:-" for m in MEMBERS)
+            shown = " ".join(f"{m}:{errors[m]:.0%}/" + (f"{bt[m]:.0%}" if np.isfinite(bt[m]) else "-") if m in errors else f"{m}:-" for m in MEMBERS)
             print(f"{sp.curve[:55]:55s} {sp.m:4g} {mine.median_error:6.1%}  {best:8s} {errors[best]:6.1%}   {shown}")
     if ranked:
         print(f"\n{ranked} splits with 3+ backtested members: the backtest's best member is the hindsight "

@@ -1,22 +1,28 @@
 """auto: the default method, a per-count median of complementary models.
 
 Why a median: on short curves no single model is reliably right.  USL extrapolates
-contention (it predicts a peak from slight curvature, sometimes wrongly), Amdahl never
-predicts a decline (sometimes wrongly), PreSca follows whatever shape the recent points
-have, ``plateau`` holds the last measured value and ``trend`` continues the last counts'
-slope (see methods/trend.py).  Their errors are different, so the per-count median in
-log space is rarely far off when one member is, and the preferred count it implies sits
-between "keeps growing" and "peaks early".  Members the data can feed are added: ESTIMA
-with stall columns, the size model and the log-log regression with size columns.  The
-members' spread becomes part of the band.
+contention (it predicts a peak from slight curvature, sometimes wrongly), PreSca follows
+whatever shape the recent points have, ``plateau`` holds the last measured value,
+``trend`` continues the last counts' slope and ``damped`` half of it (see
+methods/trend.py).  Their errors are different, so the per-count median in log space is
+rarely far off when one member is, and the preferred count it implies sits between "keeps
+growing" and "peaks early".  Amdahl joins only on curves of 2-3 counts (too short for a
+recent trend; ``Rules.base_for``): on the corpus it never predicts the fall of contended
+curves.  Members the data can feed are added: ESTIMA with stall columns, the size model
+and the log-log regression with size columns.  The members' spread becomes part of the
+band.
 
 Backtest (Barnes et al.'s "predict within the training runs"): every member is also
 fitted on the counts up to half the largest one and scored on the rest, the same
 doubling ``predict`` is asked for.  The reason names each member's backtest error; a
 large error for every member means the measured range may be too short (a warning says
 so).  ``Rules`` can also combine only the members that backtest best, or weight them by
-their backtest error; ``benchmarks/accuracy.py --loso`` chooses among ``RULE_CHOICES``
-on the other sources and scores the choice on the held-out one.
+their backtest error, but on the corpus the backtest barely ranks the members (its best
+member is the best one beyond the measured range in about a quarter of the splits;
+``benchmarks/selection.py``): contended curves change regime (sockets, SMT, more threads
+than cores) beyond the counts a backtest sees.  ``benchmarks/accuracy.py --loso`` chooses
+among ``RULE_CHOICES`` on the other sources and scores the choice on the held-out one;
+``DEFAULT_RULES`` is its choice on all sources.
 """
 from __future__ import annotations
 
@@ -59,9 +65,12 @@ class Rules:
     members: tuple[str, ...] = BASE_MEMBERS  # column-enabled members always join
     damping: float = trend.DAMPING  # of the ``damped`` member, when it is one
 
+    def combine_label(self) -> str:
+        return {"median": "median", "best": f"best{self.k}", "weighted": f"weighted(tau={self.tau:g})"}[self.combine]
+
     def label(self) -> str:
-        how = {"median": "median", "best": f"best{self.k}", "weighted": f"weighted(tau={self.tau:g})"}[self.combine]
         names = [f"damped({self.damping:g})" if m == "damped" else m for m in self.members]
+        how = self.combine_label()
         return how if self.members == BASE_MEMBERS else f"{how} of {'+'.join(names)}"
 
     def base_for(self, curve: Measurements) -> tuple[str, ...]:
@@ -73,7 +82,9 @@ class Rules:
         return self.members
 
 
-DEFAULT_RULES = Rules()
+# What benchmarks/accuracy.py --loso chooses on every source of the corpus (and on every
+# source's complement), among the rules no worse than Rules() on the shared curves.
+DEFAULT_RULES = Rules(members=("usl", "presca", "plateau", "trend", "damped"), damping=0.5)
 # The rules benchmarks/accuracy.py --loso chooses among (on the sources it does not score):
 # member sets, then backtest-driven selection.  The first member-restricted one is auto as
 # it was before plateau and trend joined.
@@ -229,7 +240,7 @@ def _combined_curve(fits: list[Fit], weights: np.ndarray, weighted_mean: bool):
     return perf, low, high
 
 
-@register("auto", "per-count median of USL, Amdahl, PreSca, plateau, trend (+ESTIMA, size models)", 2)
+@register("auto", "per-count median of USL, PreSca, plateau, trend, damped (+ESTIMA, size models)", 2)
 def fit_auto(data: Measurements, nmax: float) -> Fit:
     rules = _rules.get()
     curve = data.at_target_size()
@@ -268,7 +279,7 @@ def fit_auto(data: Measurements, nmax: float) -> Fit:
             "or more: measure at larger counts before trusting far extrapolations"
         )
     checkpoints = next((f.checkpoints for f in fits if f.checkpoints), [])
-    label = names[0] if len(names) == 1 else f"{rules.label() if errors else 'median'}(" + ", ".join(chosen) + ")"
+    label = names[0] if len(names) == 1 else f"{rules.combine_label() if errors else 'median'}(" + ", ".join(chosen) + ")"
     return Fit(
         method="auto",
         candidate=label,
