@@ -50,11 +50,34 @@ def test_held_out_source_never_chooses_its_own_rule(monkeypatch):
 
     monkeypatch.setattr(bench, "try_score", fake)
     splits = [bench.Split(f"{src}__curve{i}", None, None, 8.0) for src, i in
-              (("a", 0), ("b", 0), ("c", 0), ("c", 1))]
+              (("a", 0), ("b", 0), ("b", 1), ("c", 0), ("c", 1))]
     overall, per_source, chosen = bench.loso(splits)
     # "a" alone prefers `special`; held out, it gets the others' choice and scores badly.
     assert chosen["a"] == bench.auto.DEFAULT_RULES.label()
     assert per_source["a"][0][3] == 0.0  # share under 20% of auto on "a"
     assert chosen["b"] == chosen["c"] == bench.auto.DEFAULT_RULES.label()
     assert per_source["b"][0][3] == 1.0
-    assert overall[0][1] == 4 and overall[0][3] == 0.75
+    assert overall[0][1] == 5 and overall[0][3] == 0.8
+
+
+def test_rules_worse_than_the_median_on_the_guard_curves_are_not_candidates(monkeypatch):
+    bench = _bench()
+    median = bench.auto.Rules()
+    better, worse_loss = bench.auto.RULE_CHOICES[1], bench.auto.RULE_CHOICES[2]
+    base = bench.Score(0.10, 0.15, 0.05, 0.8)
+
+    def fake(sp, method, rules=bench.auto.DEFAULT_RULES, verbose=False):
+        if rules == better:
+            return bench.Score(0.05, 0.10, 0.05, 0.8)
+        if rules == worse_loss:  # better error, worse pick: still not a candidate
+            return bench.Score(0.01, 0.05, 0.06, 0.9)
+        return base if rules == median else bench.Score(0.2, 0.5, 0.1, 0.5)
+
+    monkeypatch.setattr(bench, "try_score", fake)
+    splits = [bench.Split(f"{src}__curve{i}", None, None, 8.0) for src in "gh" for i in range(2)]
+    ok, rows = bench.admissible(splits)
+    assert ok == [median, better]
+    assert len(rows) == len(bench.auto.RULE_CHOICES)
+    # loso() only ever chooses among the candidates it is given.
+    _, _, chosen = bench.loso(splits, ok)
+    assert chosen["g"] == chosen["h"] == chosen["*"] == better.label()

@@ -20,7 +20,7 @@ def test_median_of_members_lies_between_them():
     x = usl(n, [10.0, 0.03, 0.003])
     data = Measurements.from_samples(n, x)
     fit = auto.fit_auto(data, 32)
-    assert set(fit.extras["members"][:2]) == {"usl", "amdahl"}
+    assert [m.split(":")[0] for m in fit.extras["members"]] == list(auto.DEFAULT_RULES.members)
     q = np.arange(1.0, 33.0)
     assert np.all(fit.low(q) <= fit.perf(q) + 1e-9)
     assert np.all(fit.perf(q) <= fit.high(q) + 1e-9)
@@ -68,7 +68,7 @@ def test_backtest_scores_every_member_and_the_reason_names_them():
     n = np.arange(1.0, 17.0)
     x = usl(n, [10.0, 0.05, 0.002])
     fit = auto.fit_auto(Measurements.from_samples(n, x), 32)
-    assert set(fit.extras["backtest"]) == {"usl", "amdahl", "presca", "plateau", "trend"}
+    assert set(fit.extras["backtest"]) == set(auto.DEFAULT_RULES.members)
     assert fit.extras["backtest"]["usl"] < 0.01  # the exact law foresees its own upper half
     assert fit.extras["backtest"]["plateau"] > 0.05
     assert "backtest (fitted up to 8" in fit.reason
@@ -83,3 +83,27 @@ def test_rules_change_which_members_are_combined():
     assert np.allclose(best.perf([32]), usl(np.array([32.0]), [10.0, 0.05, 0.002]), rtol=1e-3)
     median = auto.fit_auto(data, 32)
     assert len(median.extras["chosen"]) == 5
+
+
+def test_member_sets_and_damping_come_from_the_rules():
+    n = np.array([1.0, 2, 4, 8, 16])
+    data = Measurements.from_samples(n, 5.0 * n**0.8)
+    rules = auto.Rules(members=("usl", "trend", "damped"), damping=0.5)
+    with auto.using(rules):
+        fit = auto.fit_auto(data, 64)
+    assert fit.extras["members"] == ["usl", "trend", "damped"]
+    assert fit.params["damped"]["slope"] == pytest.approx(0.4)
+    assert "damped(0.5)" in rules.label()
+    assert set(fit.extras["backtest"]) == {"usl", "trend", "damped"}
+
+
+def test_short_curves_get_the_base_members_under_every_rule():
+    n, x = [1.0, 2, 4], [10.0, 18.0, 30.0]
+    data = Measurements.from_samples(n, x)
+    default = auto.fit_auto(data, 16)
+    assert default.extras["members"] == ["usl", "amdahl"]  # presca and the continuations need more
+    for rules in auto.RULE_CHOICES:
+        with auto.using(rules):
+            fit = auto.fit_auto(data, 16)
+        assert fit.extras["members"] == default.extras["members"]
+        assert np.allclose(fit.perf([8, 16]), default.perf([8, 16]))

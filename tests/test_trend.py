@@ -34,3 +34,16 @@ def test_both_are_methods_of_their_own():
     assert {"plateau", "trend"} <= set(METHODS)
     p = corecast.predict([1, 2, 4, 8], [10.0, 6.0, 4.0, 3.0], metric="time", method="plateau", upto=16)
     assert p.values[-1] == pytest.approx(3.0)
+
+
+def test_damped_continues_a_share_of_the_recent_slope():
+    n = np.array([1.0, 2, 4, 8, 16])
+    data = Measurements.from_samples(n, 5.0 * n**0.8)
+    half = trend.damped_trend(data, 0.5)
+    assert half.params["slope"] == pytest.approx(0.4)
+    assert np.allclose(half.perf(n), 5.0 * n**0.8)
+    assert half.perf([64])[0] == pytest.approx(5.0 * 16**0.8 * 4**0.4)
+    # The two ends of the damping are the other continuation members.
+    assert trend.damped_trend(data, 0.0).perf([64])[0] == pytest.approx(trend.fit_plateau(data, 64).perf([64])[0])
+    assert trend.damped_trend(data, 1.0).perf([64])[0] == pytest.approx(trend.fit_trend(data, 64).perf([64])[0])
+    assert METHODS["damped"].fit(data, 64).params["slope"] == pytest.approx(0.8 * trend.DAMPING)

@@ -1,22 +1,28 @@
 """auto: the default method, a per-count median of complementary models.
 
 Why a median: on short curves no single model is reliably right.  USL extrapolates
-contention (it predicts a peak from slight curvature, sometimes wrongly), Amdahl never
-predicts a decline (sometimes wrongly), PreSca follows whatever shape the recent points
-have, ``plateau`` holds the last measured value and ``trend`` continues the last counts'
-slope (see methods/trend.py).  Their errors are different, so the per-count median in
-log space is rarely far off when one member is, and the preferred count it implies sits
-between "keeps growing" and "peaks early".  Members the data can feed are added: ESTIMA
-with stall columns, the size model and the log-log regression with size columns.  The
-members' spread becomes part of the band.
+contention (it predicts a peak from slight curvature, sometimes wrongly), PreSca follows
+whatever shape the recent points have, ``plateau`` holds the last measured value,
+``trend`` continues the last counts' slope and ``damped`` half of it (see
+methods/trend.py).  Their errors are different, so the per-count median in log space is
+rarely far off when one member is, and the preferred count it implies sits between "keeps
+growing" and "peaks early".  Amdahl joins only on curves of 2-3 counts (too short for a
+recent trend; ``Rules.base_for``): on the corpus it never predicts the fall of contended
+curves.  Members the data can feed are added: ESTIMA with stall columns, the size model
+and the log-log regression with size columns.  The members' spread becomes part of the
+band.
 
 Backtest (Barnes et al.'s "predict within the training runs"): every member is also
 fitted on the counts up to half the largest one and scored on the rest, the same
 doubling ``predict`` is asked for.  The reason names each member's backtest error; a
 large error for every member means the measured range may be too short (a warning says
 so).  ``Rules`` can also combine only the members that backtest best, or weight them by
-their backtest error; ``benchmarks/accuracy.py --loso`` chooses among ``RULE_CHOICES``
-on the other sources and scores the choice on the held-out one.
+their backtest error, but on the corpus the backtest barely ranks the members (its best
+member is the best one beyond the measured range in about a quarter of the splits;
+``benchmarks/selection.py``): contended curves change regime (sockets, SMT, more threads
+than cores) beyond the counts a backtest sees.  ``benchmarks/accuracy.py --loso`` chooses
+among ``RULE_CHOICES`` on the other sources and scores the choice on the held-out one;
+``DEFAULT_RULES`` is its choice on all sources.
 """
 from __future__ import annotations
 
@@ -33,6 +39,7 @@ from ..entities import Fit, InputError, Measurements
 from ..fitting import rms
 from .registry import METHODS, check_usable, register
 from .laws import fit_usl_falling_pair
+from . import trend
 
 # Members always tried (if they have enough points), then those the columns enable.
 BASE_MEMBERS = ("usl", "amdahl", "presca", "plateau", "trend")
@@ -55,18 +62,38 @@ class Rules:
     combine: str = "median"
     k: int = 3
     tau: float = 0.2
-    members: tuple[str, ...] = BASE_MEMBERS  # of BASE_MEMBERS; column-enabled members always join
+    members: tuple[str, ...] = BASE_MEMBERS  # column-enabled members always join
+    damping: float = trend.DAMPING  # of the ``damped`` member, when it is one
+
+    def combine_label(self) -> str:
+        return {"median": "median", "best": f"best{self.k}", "weighted": f"weighted(tau={self.tau:g})"}[self.combine]
 
     def label(self) -> str:
-        how = {"median": "median", "best": f"best{self.k}", "weighted": f"weighted(tau={self.tau:g})"}[self.combine]
-        return how if self.members == BASE_MEMBERS else f"{how} of {'+'.join(self.members)}"
+        names = [f"damped({self.damping:g})" if m == "damped" else m for m in self.members]
+        how = self.combine_label()
+        return how if self.members == BASE_MEMBERS else f"{how} of {'+'.join(names)}"
+
+    def base_for(self, curve: Measurements) -> tuple[str, ...]:
+        """The members combined on ``curve``: a curve too short for a recent trend (2-3
+        counts, a profiled program's first team sizes) gets BASE_MEMBERS, so every rule
+        predicts such curves alike."""
+        if len(set(curve.counts.tolist())) < trend.MIN_COUNTS:
+            return BASE_MEMBERS
+        return self.members
 
 
-DEFAULT_RULES = Rules()
-# The rules benchmarks/accuracy.py --loso chooses among (on the sources it does not score);
-# the first member-restricted one is auto as it was before plateau and trend joined.
-RULE_CHOICES = (Rules(), Rules(members=("usl", "amdahl", "presca")), Rules("best", k=2),
-                Rules("best", k=3), Rules("weighted", tau=0.1), Rules("weighted", tau=0.3))
+# What benchmarks/accuracy.py --loso chooses on every source of the corpus (and on every
+# source's complement), among the rules no worse than Rules() on the shared curves.
+DEFAULT_RULES = Rules(members=("usl", "presca", "plateau", "trend", "damped"), damping=0.5)
+# The rules benchmarks/accuracy.py --loso chooses among (on the sources it does not score):
+# member sets, then backtest-driven selection.  The first member-restricted one is auto as
+# it was before plateau and trend joined.
+_SETS = (("usl", "amdahl", "presca"), ("usl", "plateau", "trend"), ("usl", "plateau", "trend", "damped"),
+         ("usl", "trend", "damped"), ("usl", "presca", "plateau", "trend", "damped"),
+         ("usl", "amdahl", "presca", "damped"), BASE_MEMBERS + ("damped",))
+RULE_CHOICES = (Rules(),) + tuple(Rules(members=m, damping=d) for m in _SETS for d in (0.25, 0.5)
+                                  if "damped" in m or d == 0.25) + (
+    Rules("best", k=2), Rules("best", k=3), Rules("weighted", tau=0.1), Rules("weighted", tau=0.3))
 _rules: ContextVar[Rules] = ContextVar("auto_rules", default=DEFAULT_RULES)
 
 
@@ -95,16 +122,16 @@ _FIT_CACHE: OrderedDict = OrderedDict()
 _FIT_CACHE_SIZE = 64
 
 
-def _key(name: str, data: Measurements, nmax: float) -> tuple:
-    h = hashlib.sha1(data.metric.encode())
+def _key(name: str, data: Measurements, nmax: float, damping: float) -> tuple:
+    h = hashlib.sha1(f"{data.metric} {damping if name == 'damped' else ''}".encode())
     for a in (data.counts, data.values, data.spread, data.repetitions,
               *(data.stalls[k] for k in sorted(data.stalls)), *(data.sizes[k] for k in sorted(data.sizes))):
         h.update(np.ascontiguousarray(a, dtype=float).tobytes())
     return name, h.hexdigest(), tuple(sorted(data.stalls)), tuple(sorted(data.sizes)), float(nmax)
 
 
-def _fit_member(name: str, data: Measurements, nmax: float) -> Fit:
-    key = _key(name, data, nmax)
+def _fit_member(name: str, data: Measurements, nmax: float, damping: float = trend.DAMPING) -> Fit:
+    key = _key(name, data, nmax, damping)
     if key in _FIT_CACHE:
         _FIT_CACHE.move_to_end(key)
         result = _FIT_CACHE[key]
@@ -112,7 +139,7 @@ def _fit_member(name: str, data: Measurements, nmax: float) -> Fit:
         try:
             method = METHODS[name]
             check_usable(method, data)
-            result = method.fit(data, nmax)
+            result = trend.damped_trend(data, damping) if name == "damped" else method.fit(data, nmax)
         except (InputError, ValueError, np.linalg.LinAlgError, FloatingPointError) as exc:
             result = exc
         _FIT_CACHE[key] = result
@@ -123,13 +150,13 @@ def _fit_member(name: str, data: Measurements, nmax: float) -> Fit:
     return result
 
 
-def _fit_members(data: Measurements, nmax: float, base: tuple[str, ...]) -> tuple[list[Fit], list[str]]:
+def _fit_members(data: Measurements, nmax: float, rules: Rules) -> tuple[list[Fit], list[str]]:
     fits, skipped = [], []
-    for name in members_for(data, base):
+    for name in members_for(data, rules.base_for(data.at_target_size())):
         if name not in METHODS:
             continue
         try:
-            fits.append(_fit_member(name, data, nmax))
+            fits.append(_fit_member(name, data, nmax, rules.damping))
         except (InputError, ValueError, np.linalg.LinAlgError, FloatingPointError) as exc:
             skipped.append(f"{name}: {exc}")
     return fits, skipped
@@ -145,7 +172,8 @@ def backtest_cut(curve: Measurements) -> float | None:
     return cut
 
 
-def backtest_errors(data: Measurements, names: list[str], nmax: float) -> tuple[float | None, dict[str, float]]:
+def backtest_errors(data: Measurements, names: list[str], nmax: float,
+                    damping: float = trend.DAMPING) -> tuple[float | None, dict[str, float]]:
     """Each member fitted on the counts up to ``backtest_cut`` and scored on the counts
     above it: the largest |log(predicted / measured)| there (inf when it cannot be
     fitted).  Returns the cut (None: too few counts) and the errors."""
@@ -162,7 +190,7 @@ def backtest_errors(data: Measurements, names: list[str], nmax: float) -> tuple[
     errors = {}
     for name in names:
         try:
-            fit = _fit_member(name, head, float(curve.counts.max()))
+            fit = _fit_member(name, head, float(curve.counts.max()), damping)
             with np.errstate(all="ignore"):
                 err = np.abs(np.log(np.asarray(fit.perf(curve.counts[tail]), float) / curve.perf[tail]))
             errors[name] = float(err.max()) if np.all(np.isfinite(err)) else np.inf
@@ -212,7 +240,7 @@ def _combined_curve(fits: list[Fit], weights: np.ndarray, weighted_mean: bool):
     return perf, low, high
 
 
-@register("auto", "per-count median of USL, Amdahl, PreSca, plateau, trend (+ESTIMA, size models)", 2)
+@register("auto", "per-count median of USL, PreSca, plateau, trend, damped (+ESTIMA, size models)", 2)
 def fit_auto(data: Measurements, nmax: float) -> Fit:
     rules = _rules.get()
     curve = data.at_target_size()
@@ -221,11 +249,11 @@ def fit_auto(data: Measurements, nmax: float) -> Fit:
     if falling is not None:
         fits, skipped = [falling], ["amdahl: cannot fall between two points"]
     else:
-        fits, skipped = _fit_members(data, nmax, rules.members)
+        fits, skipped = _fit_members(data, nmax, rules)
     if not fits:
         raise InputError("method auto could not fit any model: " + "; ".join(skipped))
     names = [f.candidate if f.candidate == f.method else f"{f.method}:{f.candidate}" for f in fits]
-    cut, errors = (None, {}) if falling is not None else backtest_errors(data, [f.method for f in fits], nmax)
+    cut, errors = (None, {}) if falling is not None else backtest_errors(data, [f.method for f in fits], nmax, rules.damping)
     weights = _weights([f.method for f in fits], errors, rules)
     weighted_mean = rules.combine == "weighted" and bool(errors)
     perf, low, high = _combined_curve(fits, weights, weighted_mean)
@@ -251,7 +279,7 @@ def fit_auto(data: Measurements, nmax: float) -> Fit:
             "or more: measure at larger counts before trusting far extrapolations"
         )
     checkpoints = next((f.checkpoints for f in fits if f.checkpoints), [])
-    label = names[0] if len(names) == 1 else f"{rules.label() if errors else 'median'}(" + ", ".join(chosen) + ")"
+    label = names[0] if len(names) == 1 else f"{rules.combine_label() if errors else 'median'}(" + ", ".join(chosen) + ")"
     return Fit(
         method="auto",
         candidate=label,

@@ -24,6 +24,9 @@ MAX_SLOPE = 1.0  # no faster than linear scaling up, nor than 1/n down
 # team sizes) holding or continuing the last value would outvote the laws, so both
 # members wait for 4 counts.
 MIN_COUNTS = 4
+# The share of the recent slope ``damped`` continues; auto's Rules carry their own (the LOSO
+# benchmark chooses among them), this is the registered method's.
+DAMPING = 0.25
 
 
 def _log_interp(n: np.ndarray, y: np.ndarray):
@@ -58,12 +61,32 @@ def fit_plateau(data: Measurements, nmax: float) -> Fit:
     return _continuation(data, 0.0, "plateau", "the last measured value held beyond the largest count")
 
 
-@register("trend", f"log-log slope of the last {TREND_POINTS} counts continued (|slope| <= 1)", MIN_COUNTS)
-def fit_trend(data: Measurements, nmax: float) -> Fit:
+def recent_slope(data: Measurements) -> float:
+    """Log-log slope of the last TREND_POINTS counts, within +-MAX_SLOPE."""
     curve = data.at_target_size()
     n, y = curve.counts[-TREND_POINTS:], curve.perf[-TREND_POINTS:]
-    slope = float(np.clip(np.polyfit(np.log(n), np.log(y), 1)[0], -MAX_SLOPE, MAX_SLOPE))
+    return float(np.clip(np.polyfit(np.log(n), np.log(y), 1)[0], -MAX_SLOPE, MAX_SLOPE))
+
+
+@register("trend", f"log-log slope of the last {TREND_POINTS} counts continued (|slope| <= 1)", MIN_COUNTS)
+def fit_trend(data: Measurements, nmax: float) -> Fit:
+    slope = recent_slope(data)
     return _continuation(
         data, slope, "trend",
         f"performance ~ n^{slope:.2f} beyond the largest count (slope of the last {TREND_POINTS} counts)",
     )
+
+
+def damped_trend(data: Measurements, damping: float) -> Fit:
+    """The recent slope times ``damping`` (0: plateau, 1: trend) continued."""
+    slope = recent_slope(data) * damping
+    return _continuation(
+        data, slope, "damped",
+        f"performance ~ n^{slope:.2f} beyond the largest count ({damping:g} of the last "
+        f"{TREND_POINTS} counts' slope)",
+    )
+
+
+@register("damped", f"{DAMPING:g} of the last {TREND_POINTS} counts' log-log slope continued", MIN_COUNTS)
+def fit_damped(data: Measurements, nmax: float) -> Fit:
+    return damped_trend(data, DAMPING)
