@@ -13,15 +13,15 @@ from corecast.queueing import waiting_time
 from corecast.runtime import bound
 from corecast.runtime.abi import THREAD_STALLS as STALLS
 from corecast.runtime.contention import (
-    HANDOFF_PRIOR_S,
     LOOP_CALL_COST_S,
-    ContentionPrediction,
     barrier_episodes,
     barrier_latency,
     compose_process,
     predict_process,
     predict_region,
 )
+from corecast.runtime.lockqueue import HANDOFF_PRIOR_S
+from corecast.runtime.teamcurve import ContentionPrediction
 
 
 

@@ -14,7 +14,6 @@ corecast, so they are imported as they are.
 """
 from __future__ import annotations
 
-import importlib
 import os
 import sys
 
@@ -32,6 +31,8 @@ def load_numeric() -> None:
     global _loaded
     if _loaded:
         return
+    import importlib  # here: with its warnings, an eighth of the runtime model's import time
+
     if one_thread:
         _load_blas_single_threaded()
     importlib.import_module("numpy")
@@ -65,6 +66,7 @@ def _load_blas_single_threaded() -> None:
     interpreter's start) is put back at once.  Only where no bundled library is found (a
     distribution's numpy on the system OpenBLAS) do the imports themselves run in the window."""
     import ctypes
+    import importlib
 
     libs = _bundled_blas()
     libc = ctypes.CDLL(None)
