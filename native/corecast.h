@@ -68,8 +68,9 @@ struct cc_thread {
     uint32_t held_scale[CC_MAX_HELD];
     int held_cat[CC_MAX_HELD];
     /* Which sampled acquisitions get timed (omp_call.h cc_sample_due): untimed ones left
-     * before the next timed one, and how many that one will stand for. */
-    uint32_t sample_left, sample_span;
+     * before the next timed one, how many that one will stand for, and the running means
+     * (ticks) of the timed waits and holds that set the gap. */
+    uint32_t sample_left, sample_span, sample_wait, sample_hold;
     /* contended pthread lock awaiting its hold-time sample */
     const void *sample_lock;
     uint64_t sample_t0;

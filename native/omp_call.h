@@ -12,14 +12,17 @@
  * one waited means timing it.  Every one is counted; some are timed (wait and hold, scaled
  * up by the acquisitions they stand for).  A timed one costs three timestamps (~20 ns each
  * in a VM, more than an uncontended section), so the gap to the next timed one follows
- * what the last one measured: CC_SAMPLE_MIN apart for sections that wait or hold
- * CC_SAMPLE_TICKS / CC_SAMPLE_MIN ticks or more, up to CC_SAMPLE_MAX for empty ones,
- * which keeps the timing near 1% of the time it measures.  A gap decided by an earlier
- * acquisition is independent of the one it lands on, so the scaled sums stay unbiased.
- * (The OMPT path samples its locks the same way.) */
+ * the thread's running means of wait and hold: CC_SAMPLE_MIN apart where they add up to
+ * CC_SAMPLE_TICKS / CC_SAMPLE_MIN ticks or more, up to CC_SAMPLE_MAX for empty sections,
+ * which keeps the timing near 1% of the time it measures.  The gap is decided before the
+ * acquisition it lands on, so the scaled sums stay unbiased; only a sample over
+ * CC_SAMPLE_OUTLIER times its running mean and over CC_SAMPLE_CAP_MIN (a preemption)
+ * counts once beyond that bound instead of ``scale`` times.  (The OMPT path samples its locks the same way.) */
 #define CC_SAMPLE_MIN 16
 #define CC_SAMPLE_MAX 1024
 #define CC_SAMPLE_TICKS 8192
+#define CC_SAMPLE_OUTLIER 256
+#define CC_SAMPLE_CAP_MIN 65536 /* ticks (~20 us): shorter samples always count in full */
 
 /* Shared by the team: the master fills region/team/t0, each member its end and busy slot
  * (written before the implicit barrier, read by the master after it: no clearing). */
@@ -69,30 +72,29 @@ static inline uint32_t cc_sample_due(struct cc_thread *t) {
     return t->sample_span ? t->sample_span : 1;
 }
 
-/* A timed duration standing for ``scale`` acquisitions.  A gap above CC_SAMPLE_MIN was
- * chosen because recent ones were short; one far longer than that (a preemption,
- * contention just starting) counts once beyond what the gap assumed, not ``scale``
- * times: one preempted sample must not stand for a thousand.  The gap then shrinks, and
- * lasting contention is scaled in full from the next sample on. */
-static inline uint64_t cc_scaled(uint64_t ticks, uint32_t scale) {
-    if (scale <= CC_SAMPLE_MIN)
-        return ticks * scale;
-    uint64_t cap = 4 * CC_SAMPLE_TICKS / scale;
-    return ticks <= cap ? ticks * scale : cap * scale + (ticks - cap);
+/* A timed duration standing for ``scale`` acquisitions, and its running mean ``*mean``
+ * (1/8 weight) updated.  Exact samples (scale 1) neither scale nor move the mean. */
+static inline uint64_t cc_scaled(uint64_t ticks, uint32_t scale, uint32_t *mean) {
+    if (scale <= 1)
+        return ticks;
+    uint64_t cap = *mean ? (uint64_t)*mean * CC_SAMPLE_OUTLIER : ticks;
+    if (cap < CC_SAMPLE_CAP_MIN)
+        cap = CC_SAMPLE_CAP_MIN;
+    uint64_t kept = ticks < cap ? ticks : cap;
+    if (kept > UINT32_MAX)
+        kept = UINT32_MAX;
+    /* the mean follows the kept part: a lasting rise moves the bound up within a few samples */
+    *mean = *mean ? (uint32_t)((int64_t)*mean + ((int64_t)kept - (int64_t)*mean) / 8) : (uint32_t)kept;
+    return kept * scale + (ticks - kept);
 }
 
-/* A timed acquisition waited or held ``ticks``: the next one comes at most the gap that
- * measure asks for; ``fresh``: it was the timed one itself, start a new gap. */
-static inline void cc_sample_next(struct cc_thread *t, uint64_t ticks, int fresh) {
-    uint64_t g = CC_SAMPLE_TICKS / (ticks ? ticks : 1);
+/* After a timed acquisition: the gap to the next one, from the running means. */
+static inline void cc_sample_next(struct cc_thread *t) {
+    uint64_t typical = (uint64_t)t->sample_wait + t->sample_hold;
+    uint64_t g = CC_SAMPLE_TICKS / (typical ? typical : 1);
     g = g < CC_SAMPLE_MIN ? CC_SAMPLE_MIN : g > CC_SAMPLE_MAX ? CC_SAMPLE_MAX : g;
-    if (fresh) {
-        t->sample_left = (uint32_t)g - 1;
-        t->sample_span = (uint32_t)g;
-    } else if (t->sample_left > g - 1) { /* a long hold: come back sooner */
-        t->sample_span -= t->sample_left - ((uint32_t)g - 1);
-        t->sample_left = (uint32_t)g - 1;
-    }
+    t->sample_left = (uint32_t)g - 1;
+    t->sample_span = (uint32_t)g;
 }
 
 /* A single block runs until the barrier that follows it (or the region's end). */
@@ -119,9 +121,8 @@ static inline void cc_held_pop(struct cc_thread *t, const void *obj, uint64_t no
     int top = t->nheld - 1;
     if (top >= 0 && t->held_obj[top] == obj) {
         uint64_t *hold = &cc_counts(t)->hold[t->held_cat[top]];
-        CC_ADD(*hold, cc_scaled(now - t->held_t0[top], t->held_scale[top]));
+        CC_ADD(*hold, cc_scaled(now - t->held_t0[top], t->held_scale[top], &t->sample_hold));
         t->nheld = top;
-        cc_sample_next(t, now - t->held_t0[top], 0);
     }
 }
 
@@ -133,7 +134,7 @@ static inline uint64_t cc_timed_acquire(struct cc_thread *t, int cat, uint64_t t
     uint64_t t1 = cc_now();
     uint64_t w = t1 - t0;
     struct cc_counts *n = cc_counts(t);
-    uint64_t scaled = cc_scaled(w, scale);
+    uint64_t scaled = cc_scaled(w, scale, &t->sample_wait);
     CC_ADD(n->wait[cat], scaled);
     CC_ADD(n->acq[cat], 1);
     if (contended || w > CC_CONTENDED_TICKS)
@@ -145,7 +146,8 @@ static inline uint64_t cc_timed_acquire(struct cc_thread *t, int cat, uint64_t t
 /* A sampled acquisition (``scale`` from cc_sample_due) that began at ``t0`` returned now. */
 static inline void cc_sampled_acquire(struct cc_thread *t, int cat, uint64_t t0, const void *obj,
                                       uint32_t scale) {
-    cc_sample_next(t, cc_timed_acquire(t, cat, t0, obj, 0, scale), 1);
+    cc_timed_acquire(t, cat, t0, obj, 0, scale);
+    cc_sample_next(t);
 }
 
 #endif

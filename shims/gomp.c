@@ -207,7 +207,7 @@ bool GOMP_loop_runtime_start(long start, long end, long incr, long *istart, long
             uint32_t scale = cc_sample_due(t); /* hold times: sampled */                     \
             if (scale) { /* no wait: the hold alone sets the next gap */                    \
                 cc_held_push(t, lock, CC_STALL_OMPLOCK, cc_now(), scale);                    \
-                cc_sample_next(t, 0, 1);                                                     \
+                cc_sample_next(t);                                                           \
             }                                                                                \
             return;                                                                          \
         }                                                                                    \
