@@ -102,7 +102,7 @@ def test_no_arrow_runs_up():
 
 # The in-process predictors take what the plumbing (runtime/bridge, launcher) reads.
 RUNTIME_MODEL = tuple(f"corecast.runtime.{m}" for m in (
-    "abi", "record", "bound", "contention", "teamcurve", "lockqueue", "history", "steering", "numa",
+    "predictor", "abi", "record", "bound", "contention", "teamcurve", "lockqueue", "history", "steering", "numa",
     "kernelmodel", "kernelstats"))
 
 

@@ -1,9 +1,9 @@
-"""A simulated OpenMP region driven through the runtime's window path (``bridge.
+"""A simulated OpenMP region driven through the runtime's window path (``predictor.
 predict_window`` with final=False, then ``RegionSteer.step``), for the steering tests.
 Standard library only: the no-numpy test imports it in a fresh interpreter."""
 from __future__ import annotations
 
-from corecast.runtime.bridge import predict_window
+from corecast.runtime.predictor import predict_window
 from corecast.runtime.samples import region_from_record
 from corecast.runtime.steering import RegionSteer
 

@@ -551,7 +551,7 @@ def test_handoff_grows_with_the_contenders_within_its_band():
 
 
 def test_the_runtime_predictor_takes_the_latency_from_its_window():
-    from corecast.runtime.bridge import predict_window
+    from corecast.runtime.predictor import predict_window
 
     fine = barriered(episodes=48, wait=5e-6)
     coarse = barriered(episodes=1, phase=30e-3, wait=8e-3, calls=8)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from corecast.runtime import bridge
+from corecast.runtime import predictor
 from corecast.runtime.history import BASIS_LEN, RegionHistory, anchor_t1
 from corecast.runtime.contention import predict_region as one_sample
 
@@ -28,7 +28,7 @@ def after(r: dict, earlier: list[tuple[int, int, float]]) -> dict:
 
 def predict(r: dict, earlier: list[tuple[int, int, float]]) -> object:
     """The bridge's prediction for ``r`` after a window that saw ``earlier``."""
-    return bridge.predict_region(r, TARGET, TARGET, TARGET, after(r, earlier))
+    return predictor.predict_region(r, TARGET, TARGET, TARGET, after(r, earlier))
 
 
 def test_measured_t1_rescales_a_lock_free_region():
@@ -72,7 +72,7 @@ def test_regions_holding_locks_keep_the_one_sample_curve(held, anchored):
 def test_probed_regions_are_not_extrapolated_from_the_history(monkeypatch):
     def fail(*_):
         raise AssertionError("history fit called for a region mostly at its own count")
-    monkeypatch.setattr(bridge, "extrapolate", fail)
+    monkeypatch.setattr(predictor, "extrapolate", fail)
     r = with_hist(region(threads=4, busy=0.4, calls=100), [(4, 100, 0.1), (2, 2, 0.003), (1, 2, 0.006)])
     predict(r, earlier=[(2, 2, 0.003), (1, 2, 0.006)])
 
@@ -93,7 +93,7 @@ def test_history_prediction_brings_its_own_t1_into_the_process():
     # T(1) from the fit (busy less waits would leave ~0 s of work)
     assert pred.basis.startswith("history:") and 0.1 < pred.work_s < 1.0
     proc = process(threads=4, wall=1.31, cpu=3.0)
-    whole = bridge.predict_window([r, proc], TARGET, TARGET, TARGET,
+    whole = predictor.predict_window([r, proc], TARGET, TARGET, TARGET,
                                   after(r, hist))[-1]
     assert whole.speedup[-1] < 0.5  # slower at 16 than at 1, as the region is
 
@@ -106,10 +106,10 @@ def test_process_basis_names_the_measured_bandwidth_term():
                  name="other._omp_fn.0")
     histories = {**after(probed, [(1, 2, 0.006)]), **after(other, [])}
     proc = process(threads=4, wall=0.2, cpu=0.8)
-    preds = bridge.predict_window([probed, other, proc], TARGET, TARGET, TARGET, histories)
+    preds = predictor.predict_window([probed, other, proc], TARGET, TARGET, TARGET, histories)
     assert preds[0].bandwidth == pytest.approx(4 / 3, rel=0.03) and preds[1].bandwidth is None
     share = preds[0].work_s / (preds[0].work_s + preds[1].work_s)
     assert preds[-1].basis.endswith(f"bandwidth x{preds[0].bandwidth:.2f} ({share:.0%} of work)")
     assert len(preds[-1].basis) <= BASIS_LEN
-    unprobed = bridge.predict_window([other, proc], TARGET, TARGET, TARGET, after(other, []))
+    unprobed = predictor.predict_window([other, proc], TARGET, TARGET, TARGET, after(other, []))
     assert unprobed[-1].basis.endswith("; bandwidth unmeasured")

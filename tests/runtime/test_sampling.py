@@ -103,6 +103,6 @@ def test_two_kinds_of_hold_are_not_cut_short(sampler):
     """Contention mixes short holds with long ones (a hand-off): the long ones are the
     common case, not outliers, and count in full."""
     for every in (2, 5, 20):
-        acq, timed, est, truth, span = sampler(400_000, 20, -every, 3000)
-        assert acq == 400_000
+        acq, timed, est, truth, span = sampler(4_000_000, 20, -every, 3000)
+        assert acq == 4_000_000
         assert abs(est - truth) / truth < 0.10, (every, est, truth)

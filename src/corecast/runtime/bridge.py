@@ -10,11 +10,12 @@ from .. import settings
 from .bound import RegionPrediction
 from .bound import predict_process as bound_process
 from .bound import predict_region as bound_region
-from .contention import barrier_latency, compose_process
+from .contention import barrier_latency
 from .contention import predict_process as one_sample_process
 from .contention import predict_region as one_sample_region
 from .abi import MAX_NODES, MAX_PRED, STALLS
-from .history import RegionHistory, anchor_t1, combine, extrapolate, mostly_at, probe_basis
+from .history import RegionHistory
+from .predictor import predict_window
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
@@ -79,55 +80,6 @@ def _put(ffi: object, field: object, text: str) -> None:
 
 _histories: dict[tuple[str, str], RegionHistory] = {}
 _steering: dict[tuple[str, str], object] = {}
-
-
-def predict_region(region: RegionSample, target: int, measured_cores: int, predicted_cores: int,
-                   histories: dict[tuple[str, str], RegionHistory], final: bool = True,
-                   latency: float = 0.0) -> RegionPrediction:
-    """One OpenMP region (``histories`` remembers each region between windows).
-
-    While most of its calls ran at its largest team (the program's own count; probes are a
-    few calls at smaller sizes) the one-sample model predicts from that team, with T(1)
-    measured when the history has calls at 1 thread.  Replaying the 16-core calibration
-    runs sampled at 4 threads with the 1- and 2-thread runs as history, this was within
-    20% for 10 of 13 programs against 7 of 13 for ``auto`` fitted to the three sizes (a
-    4x extrapolation from noisy points).  A region whose calls spread over team sizes (the
-    program varies its team, steering) is extrapolated from its own history instead, at the
-    exit only: a window's prediction is read by no one but steering, which decides from the
-    history itself, so numpy and scipy never take CPU from the program while it runs."""
-    history = histories.setdefault((region["name"], region["object"]), RegionHistory())
-    history.update(region)
-    one = one_sample_region(region, target, measured_cores, predicted_cores, latency)
-    if mostly_at(history, int(region["threads"])):
-        pred = anchor_t1(one, region, history)
-    else:
-        sizes = len(history.measured())
-        pred = combine(one, extrapolate(history, target) if sizes >= 2 and final else None, sizes)
-    if pred is not one and region.get("probes"):  # the history holds probe calls: say so
-        pred.basis = probe_basis(pred.basis, region["probes"])
-    return pred
-
-
-def predict_window(regions: list[RegionSample], target: int, measured_cores: int, predicted_cores: int,
-                   histories: dict[tuple[str, str], RegionHistory], final: bool = True) -> list[RegionPrediction]:
-    """The runtime's one predictor: a prediction for every region of one window (sample
-    records, ``record.RegionSample``, the process's last), used alike by the live library and by
-    ``corecast replay``.  An OpenMP program's process is composed from its outermost
-    regions; a plain-threads one gets the process contention model."""
-    done: list[tuple[RegionSample, RegionPrediction]] = []
-    preds = []
-    latency = barrier_latency(regions)
-    for region in regions:
-        if region["name"] != "process":
-            pred = predict_region(region, target, measured_cores, predicted_cores, histories, final,
-                                  latency)
-            done.append((region, pred))
-        elif any(not r["nested"] for r, _ in done):
-            pred = compose_process(region, done)
-        else:
-            pred = one_sample_process(region, target, measured_cores, predicted_cores)
-        preds.append(pred)
-    return preds
 
 
 def _steer(ffi: object, region: RegionSample, pred: RegionPrediction, sample: object, out: object) -> None:

@@ -1,7 +1,7 @@
 """``corecast replay``: the current runtime model on the samples a run recorded.
 
 Each recorded process goes through the predictor the live library calls
-(``bridge.predict_window`` for regions and the process, ``kernelmodel.predict`` for
+(``predictor.predict_window`` for regions and the process, ``kernelmodel.predict`` for
 kernels), as one final window with a fresh history: what replay prints is what the run
 would have printed with this model.  Differences from the live run, all small: the live
 history credits each window's stalls to the team size that ran most in that window,
@@ -44,7 +44,7 @@ def replay_process(proc: RecordedProcess, target: int | None = None,
     """Predictions for one recorded process, up to ``target`` threads (default: the
     recorded target) on a machine of that many cores.  ``histories`` (the bridge's
     {(region, object): RegionHistory}) holds what earlier windows saw, if anything."""
-    from .bridge import predict_window
+    from .predictor import predict_window
 
     target = max(1, int(target or proc.target or proc.cores))
     cores = proc.cores or max(target, *(k.compute_units for k in proc.kernels), 1)  # unrecorded: enough
