@@ -1,7 +1,7 @@
 """Per-kernel predictions from the kernel's sample.
 
 A kernel's sample becomes a region for the one-sample contention model
-(``corecast.runtime.contention.predict_region``), the compute units playing the threads:
+(``corecast.runtime.predictor.predict_region``), the compute units playing the threads:
 
 * team size n0 = the device's compute units (pocl: its worker threads, at most
   ``POCL_MAX_PTHREAD_COUNT``), calls = launches in the sample, wall = their device time;
@@ -112,11 +112,12 @@ def predict(kernel, target: int, cores: int):
     if reg is None:
         return None
     from .bound import preferred_count
-    from .contention import predict_region
+    from .predictor import predict_region
 
     if kernel.device_type != "cpu":
         cores = max(cores, target, reg["threads"])  # no CPU run queue to model
-    pred = predict_region(reg, target, cores)
+    # The one predictor regions take; a kernel's sample has no team-size history.
+    pred = predict_region(reg, target, cores, cores, {})
     if sample_stalls(kernel) is not None:
         pred.basis = ("contention model on the kernel's sample: idle compute units as "
                       "imbalance, the runtime's lock waits as queues")
