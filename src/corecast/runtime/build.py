@@ -38,31 +38,49 @@ void corecast_model_configure(const char *root, const char *home, int host_pytho
     strncpy(cc_root, root, sizeof cc_root - 1);
     cc_host_python = host_python;
     cc_final_cb = final_cb;
-    if (!host_python && !Py_IsInitialized()) {
-        /* The interpreter would set LC_CTYPE from the environment as it starts, on the
-         * sampler thread while the program runs: the program's locale is not ours to
-         * change, even for a moment (a restore afterwards still races with its reads).
-         * UTF-8 mode then decodes paths the same whatever the locale. */
-        PyPreConfig pre;
-        PyPreConfig_InitPythonConfig(&pre);
-        pre.configure_locale = 0;
-        pre.coerce_c_locale = 0;
-        pre.utf8_mode = 1;
-        pre.use_environment = 0;
-        Py_PreInitialize(&pre);
-    }
-    if (!host_python && !Py_IsInitialized() && home && home[0]) {
-        /* Without it the embedded interpreter guesses its prefix from the host binary.
-         * The host's PYTHON* variables are not meant for this interpreter: ignored. */
-        static wchar_t *whome;
-        whome = Py_DecodeLocale(home, NULL);
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
-        Py_IgnoreEnvironmentFlag = 1;
-        if (whome)
-            Py_SetPythonHome(whome); /* PyConfig would need cffi to start Python our way */
-#pragma GCC diagnostic pop
-    }
+    if (host_python || Py_IsInitialized())
+        return;
+    /* The interpreter is started here, and cffi then finds it running (as in a Python
+     * host), because its own start would change the program:
+     * - LC_CTYPE set from the environment, on the sampler thread while the program runs
+     *   (a restore afterwards still races with its reads): configure_locale = 0, and
+     *   UTF-8 mode decodes paths the same whatever the locale;
+     * - site.main() runs the .pth files of the user's Python, arbitrary code inside the
+     *   program (one may print; on this VM one imported ~40 modules, 0.1 s): no site, and
+     *   the init code puts the site directories on sys.path itself;
+     * - no signal handlers, stdio left as the program set it, the host's PYTHON*
+     *   variables ignored (they are not meant for this interpreter), and the home given
+     *   (else it is guessed from the host binary). */
+    PyPreConfig pre;
+    PyPreConfig_InitPythonConfig(&pre);
+    pre.configure_locale = 0;
+    pre.coerce_c_locale = 0;
+    pre.utf8_mode = 1;
+    pre.use_environment = 0;
+    if (PyStatus_Exception(Py_PreInitialize(&pre)))
+        return;
+    PyConfig config;
+    PyConfig_InitPythonConfig(&config);
+    config.site_import = 0;
+    config.install_signal_handlers = 0;
+    config.configure_c_stdio = 0;
+    config.use_environment = 0;
+    config.parse_argv = 0;
+    config.user_site_directory = 0;
+    config.pathconfig_warnings = 0;
+    if (home && home[0])
+        PyConfig_SetBytesString(&config, &config.home, home);
+    PyStatus status = Py_InitializeFromConfig(&config);
+    PyConfig_Clear(&config);
+    if (PyStatus_Exception(status))
+        return;
+    PyObject *path = PySys_GetObject("path"); /* borrowed */
+    PyObject *dir = PyUnicode_DecodeFSDefault(root);
+    if (path && dir)
+        PyList_Insert(path, 0, dir);
+    Py_XDECREF(dir);
+    PyErr_Clear();
+    PyEval_SaveThread(); /* cffi takes the GIL with PyGILState_Ensure */
 }
 
 const char *corecast_model_root(void) { return cc_root; }
@@ -83,6 +101,10 @@ from _corecast_model import ffi, lib
 _root = ffi.string(lib.corecast_model_root()).decode()
 if _root and _root not in sys.path:
     sys.path.insert(0, _root)
+if sys.flags.no_site:  # started by configure: the site directories, without their .pth files
+    import site
+
+    sys.path.extend(p for p in site.getsitepackages() if p not in sys.path)
 try:
     from corecast.runtime.bridge import predict_sample as _predict
     from corecast.runtime import blas as _blas
