@@ -37,8 +37,8 @@ import sys
 from pathlib import Path
 
 from corecast.readers.measurements import read_measurements
-from corecast.runtime.history import RegionHistory
-from corecast.runtime.numa import interpolate
+from corecast.runtime.model.history import RegionHistory
+from corecast.runtime.model.numa import interpolate
 from corecast.runtime.replay import replay_process
 from corecast.runtime.samples import read_recording
 

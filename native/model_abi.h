@@ -17,7 +17,7 @@
 #define CC_NUMA_JSON 4096
 
 /* Stall categories; their names are in CC_STALL_NAMES (corecast.h) and
- * corecast.runtime.abi.STALLS, in this order. */
+ * corecast.runtime.model.abi.STALLS, in this order. */
 #define CC_STALL_MUTEX 0
 #define CC_STALL_COND 1
 #define CC_STALL_PBARRIER 2

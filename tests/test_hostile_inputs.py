@@ -322,7 +322,7 @@ def test_hostile_machine_files_are_one_line_errors(tmp_path, capsys, text, words
 
 def test_machine_on_dev_zero_costs_the_runtime_one_warning(monkeypatch, capfd):
     from corecast.runtime import bridge, channel
-    from corecast.runtime.numa import NumaState, predict_region
+    from corecast.runtime.model.numa import NumaState, predict_region
 
     state = NumaState(path="/dev/zero")
     assert state.machine is None
@@ -344,7 +344,7 @@ def test_machine_on_dev_zero_costs_the_runtime_one_warning(monkeypatch, capfd):
 
 
 def test_machine_on_a_fifo_without_writer_is_read_by_nobody_else(tmp_path):
-    from corecast.runtime.numa import NumaState
+    from corecast.runtime.model.numa import NumaState
 
     machine = json.dumps({"cores_per_node": 2, "nodes": 2, "bus_delay": [[1, 2], [2, 1]],
                           "controller_delay": 3}).encode()
@@ -415,8 +415,8 @@ def test_opencl_table_escapes_kernel_and_device_names():
     import time
 
     from corecast.opencl import report
-    from corecast.runtime import kernelmodel as predict
-    from corecast.runtime.kernelstats import KernelStats
+    from corecast.runtime.model import kernelmodel as predict
+    from corecast.runtime.model.kernelstats import KernelStats
 
     k = KernelStats("k\x1b[31m", "dev\u202e", "cpu", 4)
     k.launches = k.completed = 10

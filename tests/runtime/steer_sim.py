@@ -3,9 +3,9 @@ predict_window`` with final=False, then ``RegionSteer.step``), for the steering 
 Standard library only: the no-numpy test imports it in a fresh interpreter."""
 from __future__ import annotations
 
-from corecast.runtime.predictor import predict_window
+from corecast.runtime.model.predictor import predict_window
 from corecast.runtime.samples import region_from_record
-from corecast.runtime.steering import RegionSteer
+from corecast.runtime.model.steering import RegionSteer
 
 
 class SimRegion:

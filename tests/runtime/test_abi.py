@@ -1,8 +1,8 @@
-"""corecast.runtime.abi is the one Python copy of the C<->Python contract: it must agree
+"""corecast.runtime.model.abi is the one Python copy of the C<->Python contract: it must agree
 with native/model_abi.h and native/core.c's CC_STALL_NAMES."""
 import re
 
-from corecast.runtime import abi
+from corecast.runtime.model import abi
 
 from .helpers import NATIVE_SOURCE
 

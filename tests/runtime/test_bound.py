@@ -1,17 +1,17 @@
-"""corecast.runtime.bound on synthetic samples (dicts as the bridge decodes them)."""
+"""corecast.runtime.model.bound on synthetic samples (dicts as the bridge decodes them)."""
 from __future__ import annotations
 
 import pytest
 
-from corecast.runtime.abi import THREAD_STALLS as STALLS
-from corecast.runtime.bound import (
+from corecast.runtime.model.abi import THREAD_STALLS as STALLS
+from corecast.runtime.model.bound import (
     PREFERRED_SHARE,
     predict_process,
     predict_region,
     prediction_counts,
     region_work,
 )
-from corecast.runtime.contention import compose_process
+from corecast.runtime.model.contention import compose_process
 
 
 

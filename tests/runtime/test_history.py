@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from corecast.runtime import predictor
-from corecast.runtime.history import BASIS_LEN, RegionHistory, anchor_t1
-from corecast.runtime.contention import predict_region as one_sample
+from corecast.runtime.model import predictor
+from corecast.runtime.model.history import BASIS_LEN, RegionHistory, anchor_t1
+from corecast.runtime.model.contention import predict_region as one_sample
 
 from .test_contention import process, region
 

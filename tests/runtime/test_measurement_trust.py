@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from corecast.runtime.abi import THREAD_STALLS
-from corecast.runtime.contention import predict_process, predict_region
+from corecast.runtime.model.abi import THREAD_STALLS
+from corecast.runtime.model.contention import predict_process, predict_region
 
 from .helpers import TIMEOUT, clean_env, corecast_run, events, read_lines
 

@@ -1,4 +1,4 @@
-"""Node-count predictions inside the runtime (corecast.runtime.numa), without the native
+"""Node-count predictions inside the runtime (corecast.runtime.model.numa), without the native
 library: window attribution of counters, the fitted path, and the JSON members."""
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 import pytest
 
 from corecast.numa import load
-from corecast.runtime.bound import RegionPrediction
-from corecast.runtime.history import RegionHistory
-from corecast.runtime.numa import NumaState, node_prediction, predict_region, team_times
+from corecast.runtime.model.bound import RegionPrediction
+from corecast.runtime.model.history import RegionHistory
+from corecast.runtime.model.numa import NumaState, node_prediction, predict_region, team_times
 
 OPTERON = load("opteron6380")
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from corecast.runtime.abi import STALLS
+from corecast.runtime.model.abi import STALLS
 
 from .helpers import EXAMPLES, clean_env, corecast_run, events, read_lines, report_blocks, run
 

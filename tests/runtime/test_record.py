@@ -1,4 +1,4 @@
-"""corecast.runtime.record is the one definition of a sample's keys: the live bridge, the
+"""corecast.runtime.model.record is the one definition of a sample's keys: the live bridge, the
 recording reader (every shipped schema, and the one this library writes) and the kernel
 predictor give exactly its keys, so a key added on one side and not the other fails."""
 from __future__ import annotations
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from corecast.runtime import kernelmodel, record
-from corecast.runtime.abi import STALLS
+from corecast.runtime.model import kernelmodel, record
+from corecast.runtime.model.abi import STALLS
 from corecast.runtime.bridge import decode_region
-from corecast.runtime.record import ProcessSample, RegionSample
+from corecast.runtime.model.record import ProcessSample, RegionSample
 from corecast.runtime.samples import SCHEMA, read_recording
 
 from .helpers import EXAMPLES, NATIVE_SOURCE, read_lines, run

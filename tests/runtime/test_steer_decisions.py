@@ -8,7 +8,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from corecast.runtime.steering import RegionSteer, guard
+from corecast.runtime.model.steering import RegionSteer, guard
 
 from .steer_sim import SimRegion
 
@@ -40,7 +40,7 @@ def test_guard_charges_the_first_step_against_the_gain():
     sim.run(1)
     region = sim.record()
     history = sim.histories[("main._omp_fn.0", "sim")]
-    from corecast.runtime.bound import RegionPrediction
+    from corecast.runtime.model.bound import RegionPrediction
 
     threads = list(range(1, 17))
     own_perf = history.perf(16)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import time
 
-from ..runtime.kernelstats import KernelStats
+from ..runtime.model.kernelstats import KernelStats
 from .sampling import RESOLVE_EVERY, Sampler
 
 MAX_SAMPLED_IN_FLIGHT = 64

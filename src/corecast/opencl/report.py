@@ -16,8 +16,9 @@ import time
 
 from .. import settings
 from ..fileio import OutputError, append_lines, printable
-from ..runtime import channel, kernelmodel
-from ..runtime.kernelstats import TICK_S
+from ..runtime import channel
+from ..runtime.model import kernelmodel
+from ..runtime.model.kernelstats import TICK_S
 from ..runtime.launcher import output_path, rank_identity
 from ..runtime.samples import SCHEMA
 from .sampling import env_int

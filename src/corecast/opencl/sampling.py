@@ -35,7 +35,7 @@ import threading
 import time
 
 from .. import settings
-from ..runtime.kernelstats import TICK_S, KernelStats
+from ..runtime.model.kernelstats import TICK_S, KernelStats
 from .rates import add_interval, solve_rates
 from .shim import Shim
 from .warn import warn

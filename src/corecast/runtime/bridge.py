@@ -7,19 +7,25 @@ from __future__ import annotations
 import os
 
 from .. import settings
-from .bound import RegionPrediction
-from .bound import predict_process as bound_process
-from .bound import predict_region as bound_region
-from .contention import barrier_latency
-from .contention import predict_process as one_sample_process
-from .contention import predict_region as one_sample_region
-from .abi import MAX_NODES, MAX_PRED, STALLS
-from .history import RegionHistory
-from .predictor import predict_window
+from . import blas
+from .model import history as model_history
+from .model.bound import RegionPrediction
+from .model.bound import predict_process as bound_process
+from .model.bound import predict_region as bound_region
+from .model.contention import barrier_latency
+from .model.contention import predict_process as one_sample_process
+from .model.contention import predict_region as one_sample_region
+from .model.abi import MAX_NODES, MAX_PRED, STALLS
+from .model.history import RegionHistory
+from .model.predictor import predict_window
+
+# A fit in the model loads numpy and scipy through the plumbing's loader (one BLAS thread
+# in a non-Python host); the model itself never imports the plumbing.
+model_history.load_numeric = blas.load_numeric
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
-    from .record import ProcessSample, RegionSample
+    from .model.record import ProcessSample, RegionSample
 
 
 def decode_region(ffi: object, g: object) -> RegionSample | ProcessSample:
@@ -89,7 +95,7 @@ def _steer(ffi: object, region: RegionSample, pred: RegionPrediction, sample: ob
     if region["nested"] or region["requested"] < 2:
         _put(ffi, out.steer_reason, "nested" if region["nested"] else "one thread")
         return
-    from .steering import RegionSteer
+    from .model.steering import RegionSteer
 
     key = (region["name"], region["object"])
     history = _histories[key]
@@ -104,7 +110,7 @@ def _steer(ffi: object, region: RegionSample, pred: RegionPrediction, sample: ob
     _put(ffi, out.steer_reason, steer.reason)
 
 
-_numa = None  # runtime.numa.NumaState once a target machine is named
+_numa = None  # runtime.model.numa.NumaState once a target machine is named
 
 
 def _predicted_machine(sample: object) -> tuple[int, str]:
@@ -134,7 +140,7 @@ def _numa_state() -> object | None:
     global _numa
     path = os.environ.get(settings.TARGET_MACHINE)
     if _numa is None and path:
-        from .numa import NumaState
+        from .model.numa import NumaState
 
         _numa = NumaState(path)
         if _numa.error:
@@ -161,7 +167,7 @@ def _predict_nodes(ffi: object, sample: object, regions: list[RegionSample], res
     state = _numa_state()
     if state is None:
         return
-    from .numa import predict_region as nodes_for
+    from .model.numa import predict_region as nodes_for
     from .numa_events import decode_counts
 
     counts = decode_counts(ffi, sample.numa)

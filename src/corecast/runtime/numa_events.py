@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from ..numa.topology import parse_cpulist, topology
 from ..numa.topology import read_text as _read
-from .abi import MAX_NODES, NUMA_MAX_EVENTS, NUMA_ROLES
+from .model.abi import MAX_NODES, NUMA_MAX_EVENTS, NUMA_ROLES
 
 FORMAT_VERSION = "v1"
 

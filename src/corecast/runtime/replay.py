@@ -14,12 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .bound import RegionPrediction
+from .model.bound import RegionPrediction
 from .samples import RecordedProcess, read_recording
 
 if TYPE_CHECKING:
     from ..numa.machine import Machine
-    from .record import RegionSample
+    from .model.record import RegionSample
 
 
 @dataclass
@@ -44,7 +44,7 @@ def replay_process(proc: RecordedProcess, target: int | None = None,
     """Predictions for one recorded process, up to ``target`` threads (default: the
     recorded target) on a machine of that many cores.  ``histories`` (the bridge's
     {(region, object): RegionHistory}) holds what earlier windows saw, if anything."""
-    from .predictor import predict_window
+    from .model.predictor import predict_window
 
     target = max(1, int(target or proc.target or proc.cores))
     cores = proc.cores or max(target, *(k.compute_units for k in proc.kernels), 1)  # unrecorded: enough
@@ -53,7 +53,7 @@ def replay_process(proc: RecordedProcess, target: int | None = None,
                            {} if histories is None else histories) if proc.regions else []
     kernels = []
     if proc.kernels:
-        from . import kernelmodel
+        from .model import kernelmodel
 
         kernels = [(k, kernelmodel.predict(k, target, cores)) for k in proc.kernels]
     return ReplayedProcess(proc, target, target, preds, kernels)
@@ -73,7 +73,7 @@ def replay_nodes(path: str, machine: Machine, efficiency: float | None = None) -
     from ..errors import InputError
     from ..fileio import shown
     from ..numa.model import preferred_nodes
-    from .numa import interpolate, node_prediction
+    from .model.numa import interpolate, node_prediction
     from .samples import json_lines
 
     regions = []

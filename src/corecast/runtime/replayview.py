@@ -7,7 +7,7 @@ from .replay import ReplayedProcess
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
-    from .record import RegionSample
+    from .model.record import RegionSample
 
 LABEL = 34
 

@@ -26,12 +26,12 @@ from typing import Iterator
 
 from ..errors import InputError
 from ..fileio import read_text, shown
-from .abi import STALLS
-from .kernelstats import KernelStats
+from .model.abi import STALLS
+from .model.kernelstats import KernelStats
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
-    from .record import ProcessSample, RegionSample
+    from .model.record import ProcessSample, RegionSample
 
 SCHEMA = 3          # the version this library writes (CC_SAMPLE_SCHEMA in native/model_abi.h)
 SCHEMAS = (1, 2, 3)  # the versions it reads

@@ -11,7 +11,7 @@ from typing import Iterable, Optional, Sequence
 
 from ..errors import InputError
 from ..fileio import parse_json, read_text
-from ..runtime.abi import STALLS
+from ..runtime.model.abi import STALLS
 from ..stallplugin import REDUCERS
 from .result import SweepError
 

@@ -18,7 +18,7 @@ standard library's only (``tuning`` on ``smallfit``): no numpy or scipy in the h
 """
 from __future__ import annotations
 
-from ..tuning import OPreSca
+from ...tuning import OPreSca
 from .bound import RegionPrediction
 from .history import RegionHistory
 

@@ -24,8 +24,8 @@ import math
 import os
 from typing import Any, Callable
 
-from ..numa import machine as machines
-from ..numa.model import Rates, SampleError, fit_rate, parse_sample, predict_nodes
+from ...numa import machine as machines
+from ...numa.model import Rates, SampleError, fit_rate, parse_sample, predict_nodes
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
@@ -267,7 +267,7 @@ def predict_region(state: NumaState, region: RegionSample, history: Any, numa_co
     machine = state.machine
     if machine is None:
         return None
-    from ..numa.model import preferred_nodes
+    from ...numa.model import preferred_nodes
 
     key = (region["name"], region["object"])
     node_cpus = (numa_counts or {}).get("node_cpus") or [os.cpu_count() or 1]

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 
-from .blas import load_numeric
 from .bound import RegionPrediction, prediction_counts, preferred_count
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
@@ -22,6 +21,16 @@ BASIS_LEN = 95  # struct cc_region_prediction.basis holds this many characters
 # region while they are at least this share of its calls (probes: >= 97%).
 OWN_SHARE = 0.75
 LOCK_SHARE = 0.02  # lock hold time above this share of busy time: a region that takes locks
+
+
+def _numeric_as_it_comes() -> None:
+    """Nothing to prepare: the fit's own imports load numpy and scipy."""
+
+
+# Called before a fit imports numpy and scipy.  The plumbing that hosts the model sets it
+# (runtime.bridge: runtime.blas.load_numeric, one BLAS thread in a non-Python host), so the
+# model never imports the plumbing; elsewhere (replay, tests) the fit imports them as usual.
+load_numeric = _numeric_as_it_comes
 
 
 class RegionHistory:
@@ -108,7 +117,7 @@ def extrapolate(history: RegionHistory, target: int) -> RegionPrediction | None:
     if len(measured) < 2:
         return None
     load_numeric()  # numpy/scipy: only for regions run at several sizes
-    from ..prediction import predict
+    from ...prediction import predict
 
     teams = sorted(measured)
     per_call = [measured[t][1] / measured[t][0] for t in teams]
