@@ -388,7 +388,7 @@ def test_control_characters_in_names_are_escaped(tmp_path, capsys):
 
 
 def test_sweep_report_escapes_the_command_and_the_program_stderr():
-    from corecast.sweeptable import format_sweep
+    from corecast.views.sweeptable import format_sweep
 
     text = format_sweep({"runtime": "openmp", "command": ["./p\x1b]0;title\x07"], "measured": [],
                          "predictions": [], "failed": [{"threads": 2, "reason": "exit status 1: \x1b[2J"}],
@@ -398,7 +398,7 @@ def test_sweep_report_escapes_the_command_and_the_program_stderr():
 
 
 def test_html_and_png_take_undecodable_and_control_characters(tmp_path):
-    from corecast import sweepviz
+    from corecast.views import sweepviz
     from test_sweepviz import make_result
 
     result = make_result()

@@ -13,8 +13,7 @@ MODEL_CORE = ("corecast.entities", "corecast.errors", "corecast.fitting", "corec
               "corecast.smallfit", "corecast.kernels", "corecast.queueing", "corecast.methods",
               "corecast.prediction", "corecast.tuning", "corecast.numa", "corecast.placement",
               "corecast.extrapolation", "corecast.tunesim")
-VIEWS = ("corecast.report", "corecast.plot", "corecast.sweepviz", "corecast.sweeptable", "corecast.nodeview",
-         "corecast.runtime.replayview", "corecast.runtime.mergeview")
+VIEWS = ("corecast.views",)
 # The sweep result type is I/O (readers and views read it); the rest of sweep/ is a tool.
 IO = ("corecast.fileio", "corecast.readers", "corecast.sweep.result", "corecast.stallplugin",
       "corecast.settings")

@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from corecast import predict, sweep, sweepviz
+from corecast import predict, sweep
+from corecast.views import sweepviz
 from corecast.extrapolation import category_curve, estima_categories, extrapolate
 from corecast.sweep.result import empty_result
 from corecast.sweep.runner import region_curves
-from corecast.sweeptable import format_sweep
+from corecast.views.sweeptable import format_sweep
 from corecast._native import PRELOAD
 from corecast.cli import main
 
@@ -329,21 +330,21 @@ def test_plugin_file_not_json(capsys, tmp_path):
 
 
 def test_plot_without_sweepviz_fails_before_running(capsys, tmp_path, monkeypatch):
-    monkeypatch.setitem(sys.modules, "corecast.sweepviz", None)  # as if the module were missing
+    monkeypatch.setitem(sys.modules, "corecast.views.sweepviz", None)  # as if the module were missing
     err = assert_one_line_error(capsys, ["sweep", "--plot", str(tmp_path / "a.png"), "--", "no-such-program-x"])
     assert "sweepviz" in err
 
 
 def test_plot_and_html_get_the_result(capsys, tmp_path, monkeypatch, omp_critical):
     calls = []
-    fake = types.ModuleType("corecast.sweepviz")
-    fake.__spec__ = importlib.machinery.ModuleSpec("corecast.sweepviz", None)
+    fake = types.ModuleType("corecast.views.sweepviz")
+    fake.__spec__ = importlib.machinery.ModuleSpec("corecast.views.sweepviz", None)
     fake.plot_sweep = lambda result, path: calls.append(("plot", set(result), path))
     fake.html_report = lambda result, path: calls.append(("html", set(result), path))
-    monkeypatch.setitem(sys.modules, "corecast.sweepviz", fake)
-    import corecast
+    monkeypatch.setitem(sys.modules, "corecast.views.sweepviz", fake)
+    import corecast.views
 
-    monkeypatch.setattr(corecast, "sweepviz", fake, raising=False)
+    monkeypatch.setattr(corecast.views, "sweepviz", fake, raising=False)
     png, html = str(tmp_path / "a.png"), str(tmp_path / "a.html")
     sweep_json(capsys, tmp_path, "--threads", "1,2", "--repeat", "1", "--upto", "4", "--plot", png,
                "--html", html, "--", str(omp_critical), "16")

@@ -36,7 +36,8 @@ def add_numa(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_numa(args: argparse.Namespace) -> int:
-    from .. import numa, nodeview
+    from .. import numa
+    from ..views import nodeview
 
     if (args.co_run is None) != (args.co_nodes is None):
         raise CliError("--co-run and --co-nodes go together")
@@ -63,7 +64,7 @@ def cmd_numa(args: argparse.Namespace) -> int:
 
 
 def _replay(args: argparse.Namespace, machine: Machine) -> int:
-    from .. import nodeview
+    from ..views import nodeview
     from ..runtime.replay import replay_nodes
 
     regions = replay_nodes(args.replay, machine, args.efficiency)  # bad files: InputError, one line

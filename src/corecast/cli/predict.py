@@ -57,7 +57,7 @@ def _predict_arguments(p: argparse.ArgumentParser) -> None:
 
 def cmd_predict(args: argparse.Namespace) -> int:
     from ..readers import read_inputs
-    from ..report import format_table
+    from ..views.report import format_table
 
     try:
         series = read_inputs(args.file, args.metric, args.callpath, args.profile_metric,
@@ -120,7 +120,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     import numpy as np
 
     from ..readers.measurements import read_measurements
-    from ..report import format_table
+    from ..views.report import format_table
 
     with resources.as_file(resources.files("corecast") / "data" / DEMO_DATA) as path:
         full = read_measurements(str(path))
@@ -165,7 +165,7 @@ def _predict(data: Measurements, file: str, **kwargs) -> Prediction:
 
 
 def _plot(pred: Prediction, path: str, reference: Measurements | None = None) -> None:
-    from ..plot import plot_prediction  # matplotlib is slow to import; only load it when asked
+    from ..views.plot import plot_prediction  # matplotlib is slow to import; only load it when asked
 
     plot_prediction(pred, path, reference=reference)  # errors: one line naming the file
 

@@ -97,7 +97,7 @@ def add_replay(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from ..runtime import replayview
+    from ..views import replayview
     from ..runtime.replay import replay
 
     reps = replay(args.recording, args.target)  # bad files: InputError, one line
@@ -124,7 +124,7 @@ def add_merge(sub: argparse._SubParsersAction) -> None:
 
 def cmd_merge(args: argparse.Namespace) -> int:
     from ..fileio import write_file
-    from ..runtime import mergeview
+    from ..views import mergeview
     from ..runtime.ranks import merge
 
     merged = merge(args.files, args.upto)  # bad files: InputError, one line

@@ -70,11 +70,11 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     plugins = sweep.load_plugins(args.stall_plugin) if args.stall_plugin else []
     if args.plot or args.html:  # find out before a long sweep, not after it
         try:
-            found = importlib.util.find_spec("corecast.sweepviz") is not None
+            found = importlib.util.find_spec("corecast.views.sweepviz") is not None
         except (ImportError, ValueError):
             found = False
         if not found:
-            raise CliError("--plot and --html need corecast.sweepviz, which is not installed")
+            raise CliError("--plot and --html need corecast.views.sweepviz, which is not installed")
     for path in (args.json_out, args.plot, args.html):
         if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
             raise CliError("its folder does not exist", path)
@@ -101,12 +101,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.json_out:
         sweep.write_json(result, args.json_out)
     if result["measured"] and (args.plot or args.html):  # failed sweeps still show what was measured
-        from .. import sweepviz
+        from ..views import sweepviz
 
         for path, draw in ((args.plot, "plot_sweep"), (args.html, "html_report")):
             if path:
                 getattr(sweepviz, draw)(result, path)  # errors: one line naming the file
-    from ..sweeptable import format_sweep
+    from ..views.sweeptable import format_sweep
 
     sys.stdout.write(format_sweep(result))
     if failure is not None:
@@ -131,7 +131,7 @@ def add_export(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from .. import sweepviz  # matplotlib is slow to import; only load it when asked
+    from ..views import sweepviz  # matplotlib is slow to import; only load it when asked
     from ..fileio import OutputError
     from ..sweep.result import load_sweep_json
 

@@ -3,11 +3,11 @@ write_table) and its JSON.  Views only: the predictions come made."""
 from __future__ import annotations
 
 from ..fileio import printable
-from .replay import ReplayedProcess
+from ..runtime.replay import ReplayedProcess
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
-    from .model.record import RegionSample
+    from ..runtime.model.record import RegionSample
 
 LABEL = 34
 

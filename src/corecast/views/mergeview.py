@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..fileio import printable
-from .ranks import WAITS, Merged, Run, prediction_counts
+from ..runtime.ranks import WAITS, Merged, Run, prediction_counts
 
 
 def _share(part: float, whole: float) -> str:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .fileio import printable
+from ..fileio import printable
 
 if TYPE_CHECKING:
-    from .numa.machine import Machine
+    from ..numa.machine import Machine
 
 
 def node_table(rows: list[dict]) -> str:
