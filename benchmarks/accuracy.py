@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from corecast.entities import InputError, Measurements
-from corecast.readers.measurements import read_measurements
+from corecast.io.readers.measurements import read_measurements
 from corecast.methods import auto
 from corecast.prediction import predict_measurements
 

@@ -36,7 +36,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from corecast.readers.measurements import read_measurements
+from corecast.io.readers.measurements import read_measurements
 from corecast.runtime.model.history import RegionHistory
 from corecast.runtime.model.numa import interpolate
 from corecast.runtime.replay import replay_process

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from corecast.entities import InputError
-from corecast.readers.measurements import read_measurements
+from corecast.io.readers.measurements import read_measurements
 from corecast.tuning import Binsearch, OPreSca
 from corecast.tunesim import simulate
 

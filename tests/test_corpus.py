@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from corecast.readers.measurements import read_measurements
+from corecast.io.readers.measurements import read_measurements
 
 DATA = Path(__file__).resolve().parents[1] / "benchmarks" / "data"
 CURVES = sorted(DATA.glob("*.csv"))

@@ -8,7 +8,7 @@ from corecast import methods
 from corecast.entities import InputError, Measurements
 from corecast.methods import estima
 from corecast.methods.presca import realistic
-from corecast.stallplugin import StallPlugin, read_stall
+from corecast.io.stallplugin import StallPlugin, read_stall
 
 TRAIN = np.arange(1.0, 9.0)  # the first 8 counts
 GRID16 = np.arange(1.0, 17.0)

@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from corecast.entities import InputError
-from corecast.readers.measurements import read_measurements, read_table
+from corecast.io.readers.measurements import read_measurements, read_table
 
 DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 

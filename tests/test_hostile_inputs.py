@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from cli_checks import assert_one_line_error
-from corecast import fileio, settings
+from corecast.io import fileio, settings
 from corecast.cli import main
 from corecast.entities import InputError
-from corecast.fileio import OutputError, append_lines, printable, read_bytes, read_text, write_file
+from corecast.io.fileio import OutputError, append_lines, printable, read_bytes, read_text, write_file
 
 CSV = "threads,time\n1,10\n2,5.4\n4,3.1\n8,2.2\n"
 TIMEOUT = 120  # seconds; only reached when something hangs

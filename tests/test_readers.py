@@ -14,7 +14,7 @@ from cli_checks import assert_one_line_error
 from corecast.cli import main
 from corecast.entities import InputError
 from corecast.fitquality import count_params, fit_quality
-from corecast.readers import read_inputs
+from corecast.io.readers import read_inputs
 
 DATA = Path(__file__).parent / "data"
 XP = DATA / "extrap"

@@ -20,7 +20,7 @@ import pytest
 from corecast import predict, sweep
 from corecast.views import sweepviz
 from corecast.extrapolation import category_curve, estima_categories, extrapolate
-from corecast.sweep.result import empty_result
+from corecast.io.sweepresult import empty_result
 from corecast.sweep.runner import region_curves
 from corecast.views.sweeptable import format_sweep
 from corecast._native import PRELOAD

@@ -13,7 +13,7 @@ import pytest
 
 from corecast.cli import main
 from corecast.entities import InputError
-from corecast.readers.measurements import read_measurements
+from corecast.io.readers.measurements import read_measurements
 from corecast.views.sweepviz import export_extrap, extrap_records, html_report, plot_sweep, render_html
 
 from cli_checks import assert_one_line_error

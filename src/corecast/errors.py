@@ -1,5 +1,5 @@
 """The user-facing error type, in a module of its own so that the file readers
-(``corecast.fileio``) and the runtime model inside profiled programs can raise it
+(``corecast.io.fileio``) and the runtime model inside profiled programs can raise it
 without importing numpy."""
 from __future__ import annotations
 

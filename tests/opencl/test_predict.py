@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from corecast import settings
+from corecast.io import settings
 from corecast.opencl.report import kernel_line, write_lines
 from corecast.runtime.model import kernelmodel as predict
 from corecast.runtime.model.kernelstats import KernelStats

@@ -19,9 +19,10 @@ from __future__ import annotations
 import os
 import sys
 
-from .. import __version__, settings
+from .. import __version__
 from ..errors import InputError
-from ..fileio import DEFAULT_MAX_INPUT_MB
+from ..io import settings
+from ..io.fileio import DEFAULT_MAX_INPUT_MB
 from . import numa, predict, run, sweep, tune
 from .common import EXIT_ERROR, CliError, Parser
 

@@ -6,7 +6,7 @@ import argparse
 import json
 import math
 
-from ..fileio import printable
+from ..io.fileio import printable
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:

@@ -102,7 +102,7 @@ def add_machine(sub: argparse._SubParsersAction) -> None:
 
 def cmd_machine(args: argparse.Namespace) -> int:
     from .. import numa
-    from ..fileio import write_file
+    from ..io.fileio import write_file
 
     try:
         if args.action == "presets":

@@ -5,9 +5,9 @@ import argparse
 import os
 import sys
 
-from .. import settings
+from ..io import settings
 from ..errors import InputError
-from ..fileio import printable
+from ..io.fileio import printable
 from .common import CliError, add_output_options, count, count_list, fraction, print_json
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
@@ -56,7 +56,7 @@ def _predict_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    from ..readers import read_inputs
+    from ..io.readers import read_inputs
     from ..views.report import format_table
 
     try:
@@ -119,7 +119,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     import numpy as np
 
-    from ..readers.measurements import read_measurements
+    from ..io.readers.measurements import read_measurements
     from ..views.report import format_table
 
     with resources.as_file(resources.files("corecast") / "data" / DEMO_DATA) as path:

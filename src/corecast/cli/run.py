@@ -123,7 +123,7 @@ def add_merge(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from ..fileio import write_file
+    from ..io.fileio import write_file
     from ..views import mergeview
     from ..runtime.ranks import merge
 

@@ -132,8 +132,8 @@ def add_export(sub: argparse._SubParsersAction) -> None:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from ..views import sweepviz  # matplotlib is slow to import; only load it when asked
-    from ..fileio import OutputError
-    from ..sweep.result import load_sweep_json
+    from ..io.fileio import OutputError
+    from ..io.sweepresult import load_sweep_json
 
     outputs = [(path, write) for path, write in ((args.extrap, sweepviz.export_extrap),
                                                  (args.html, sweepviz.html_report),

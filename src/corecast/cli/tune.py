@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 
 from ..errors import InputError
-from ..fileio import printable
+from ..io.fileio import printable
 from .common import CliError, add_output_options, noise, print_json, seed
 
 
@@ -36,7 +36,7 @@ def _tune_sim_arguments(p: argparse.ArgumentParser) -> None:
 def cmd_tune_sim(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from ..readers.measurements import read_measurements
+    from ..io.readers.measurements import read_measurements
     from ..tunesim import simulate
     from ..tuning import Binsearch, OPreSca
 

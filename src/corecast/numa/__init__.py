@@ -9,7 +9,7 @@ import os
 from typing import Any
 
 from ..errors import InputError
-from ..fileio import parse_json, read_text, shown
+from ..io.fileio import parse_json, read_text, shown
 
 from .machine import Machine, MachineError, detect, load, presets
 from .model import NodePrediction, Rates, SampleError, fit_rate, parse_sample, predict_nodes

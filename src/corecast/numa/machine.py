@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import InputError
-from ..fileio import parse_json, read_text, shown
+from ..io.fileio import parse_json, read_text, shown
 from .topology import distances, topology
 
 PRESET_DIR = Path(__file__).with_name("presets")

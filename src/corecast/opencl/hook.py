@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import sys
 
-from .. import settings
+from ..io import settings
 from .warn import warn
 
 PRELOAD_NAME = "libcorecast_preload"  # without the flag: instrument under the preload library

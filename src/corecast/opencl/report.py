@@ -14,8 +14,8 @@ import os
 import sys
 import time
 
-from .. import settings
-from ..fileio import OutputError, append_lines, printable
+from ..io import settings
+from ..io.fileio import OutputError, append_lines, printable
 from ..runtime import channel
 from ..runtime.model import kernelmodel
 from ..runtime.model.kernelstats import TICK_S

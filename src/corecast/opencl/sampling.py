@@ -34,7 +34,7 @@ import os
 import threading
 import time
 
-from .. import settings
+from ..io import settings
 from ..runtime.model.kernelstats import TICK_S, KernelStats
 from .rates import add_interval, solve_rates
 from .shim import Shim

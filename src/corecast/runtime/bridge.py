@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from .. import settings
+from ..io import settings
 from . import blas
 from .model import history as model_history
 from .model.bound import RegionPrediction

@@ -12,9 +12,9 @@ TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
     from typing import Mapping, NoReturn, Sequence
 
-from .. import settings
+from ..io import settings
 from .._native import PRELOAD
-from ..fileio import hostile_symlink
+from ..io.fileio import hostile_symlink
 from .autoload import autoload_env
 
 PT_INTERP = 3

@@ -29,7 +29,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..errors import InputError
-from ..fileio import shown
+from ..io.fileio import shown
 from .samples import read_recording
 
 WAITS = ("mpi_p2p", "mpi_collective")

@@ -71,7 +71,7 @@ def replay_nodes(path: str, machine: Machine, efficiency: float | None = None) -
     "preferred_nodes", "basis", "measured", "fitted", "notes"}``; ``InputError`` (naming
     the file and line) for lines that are not JSON or records that cannot be used."""
     from ..errors import InputError
-    from ..fileio import shown
+    from ..io.fileio import shown
     from ..numa.model import preferred_nodes
     from .model.numa import interpolate, node_prediction
     from .samples import json_lines

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from ..errors import InputError
-from ..fileio import read_text, shown
+from ..io.fileio import read_text, shown
 from .model.abi import STALLS
 from .model.kernelstats import KernelStats
 

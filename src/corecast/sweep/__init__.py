@@ -62,7 +62,7 @@ from __future__ import annotations
 from ..errors import InputError
 from .inputs import (DEFAULT_REPEAT, DEFAULT_TIMEOUT_S, PLACEHOLDER, RUNTIMES, Launch, PluginSpec,
                      default_upto, load_plugins, parse_plugins, parse_threads)
-from .result import MIN_REGION_SHARE, SweepError, SweepResult, write_json
+from ..io.sweepresult import MIN_REGION_SHARE, SweepError, SweepResult, write_json
 from .runner import MIN_COUNTS, run_sweep
 from .runs import RunResult, read_jsonl, run_once
 

@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
 from ..errors import InputError
-from ..fileio import parse_json, read_text
+from ..io.fileio import parse_json, read_text
 from ..runtime.model.abi import STALLS
-from ..stallplugin import REDUCERS
-from .result import SweepError
+from ..io.stallplugin import REDUCERS
+from ..io.sweepresult import SweepError
 
 RUNTIMES = ("openmp", "pthreads", "opencl")
 # pocl 4 reads POCL_CPU_MAX_CU_COUNT (its compute units); POCL_MAX_PTHREAD_COUNT is the

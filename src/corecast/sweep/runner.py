@@ -14,7 +14,7 @@ from ..extrapolation import extrapolate
 from ..runtime.ranks import WAITS
 from .inputs import (DEFAULT_REPEAT, DEFAULT_TIMEOUT_S, PLACEHOLDER, RUNTIMES, Launch, PluginSpec,
                      allowed_cpus, check_command, default_counts, default_upto)
-from .result import MIN_REGION_SHARE, SweepError, empty_result
+from ..io.sweepresult import MIN_REGION_SHARE, SweepError, empty_result
 from .runs import RunResult, run_once
 
 MIN_COUNTS = 2  # successful counts needed to predict anything

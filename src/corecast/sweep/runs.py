@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ..errors import InputError
-from ..fileio import read_bytes, read_tail
-from ..stallplugin import read_stall
+from ..io.fileio import read_bytes, read_tail
+from ..io.stallplugin import read_stall
 from .inputs import THREAD_ENV, Launch, PluginSpec, substitute
 
 MAX_REASON = 200  # characters of the program's last stderr line kept in a failure reason

@@ -1,7 +1,7 @@
 """``corecast merge`` output: the merged MPI report as a table or one JSON object."""
 from __future__ import annotations
 
-from ..fileio import printable
+from ..io.fileio import printable
 from ..runtime.ranks import WAITS, Merged, Run, prediction_counts
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..fileio import printable
+from ..io.fileio import printable
 
 if TYPE_CHECKING:
     from ..numa.machine import Machine

@@ -2,7 +2,7 @@
 write_table) and its JSON.  Views only: the predictions come made."""
 from __future__ import annotations
 
-from ..fileio import printable
+from ..io.fileio import printable
 from ..runtime.replay import ReplayedProcess
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only

@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..entities import Measurements, Prediction
-from ..fileio import printable
+from ..io.fileio import printable
 
 # Grids longer than this show only the interesting rows (see ``_rows_to_show``).
 MAX_FULL_ROWS = 40

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ..fileio import printable
+from ..io.fileio import printable
 from .report import _align, _num
-from ..sweep.result import MIN_REGION_SHARE
+from ..io.sweepresult import MIN_REGION_SHARE
 
 
 def format_sweep(result: dict, max_rows: int = 24) -> str:

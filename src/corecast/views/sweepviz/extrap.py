@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import json
 
-from ...fileio import write_file
-from ...sweep.result import SOURCE, check_sweep, regions_of
+from ...io.fileio import write_file
+from ...io.sweepresult import SOURCE, check_sweep, regions_of
 
 # One parameter, the thread count; the whole program is one callpath.
 EXTRAP_PARAMETER = "p"

@@ -4,8 +4,8 @@ from __future__ import annotations
 import base64
 import html
 
-from ...fileio import json_number, printable, write_file
-from ...sweep.result import SweepResult
+from ...io.fileio import json_number, printable, write_file
+from ...io.sweepresult import SweepResult
 from .png import render_png
 
 _CSS = """

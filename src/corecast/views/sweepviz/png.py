@@ -11,8 +11,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-from ...fileio import json_number, printable, write_file
-from ...sweep.result import SweepResult
+from ...io.fileio import json_number, printable, write_file
+from ...io.sweepresult import SweepResult
 
 LOG_X_RATIO = 8  # use a log2 thread axis once the counts span this factor or more
 MAX_REGION_FACETS = 12  # regions drawn in the PNG, largest share first

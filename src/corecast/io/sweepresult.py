@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..errors import InputError
-from ..fileio import json_number, parse_json, read_text, shown, write_file
+from .fileio import json_number, parse_json, read_text, shown, write_file
 
 MIN_REGION_SHARE = 0.05  # regions taking less of the run are not extrapolated on their own
 SOURCE = "sweep result"  # names a result passed as a dict in error messages

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 
-from ..errors import InputError
+from ...errors import InputError
 from ..fileio import parse_json
 from .measurements import finite_number
 from .raw import RawSeries, as_count

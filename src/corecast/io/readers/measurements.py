@@ -18,11 +18,11 @@ import math
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from ..errors import InputError
+from ...errors import InputError
 from ..fileio import read_text, shown
 
 if TYPE_CHECKING:
-    from ..entities import Measurements
+    from ...entities import Measurements
 
 
 # ---------------------------------------------------------------- measurement tables
@@ -105,12 +105,12 @@ def read_measurements(path: str, metric: str | None = None) -> Measurements:
 
 def parse_measurements(text: str, name: str, metric: str | None = None) -> Measurements:
     """``read_measurements`` of ``text`` read from ``name`` (as messages show it)."""
-    from ..entities import METRICS, Measurements  # numpy: only once measurements are built
+    from ...entities import METRICS, Measurements  # numpy: only once measurements are built
 
     if metric is not None and metric not in METRICS:
         raise InputError(f"unknown metric {metric!r}: use time or throughput")
     if _looks_like_json(name, text):  # see "Sweep JSON input" below
-        from ..sweep.result import parse_sweep_json
+        from ..sweepresult import parse_sweep_json
 
         return sweep_measurements(parse_sweep_json(text, name), name, metric)
     table = parse_table(text, name)
@@ -262,14 +262,14 @@ def _looks_like_json(path: str, text: str) -> bool:
 
 def read_sweep_measurements(path: str, metric: str | None = None) -> Measurements:
     """A sweep result's "measured" runs as time ``Measurements`` with stall columns."""
-    from ..sweep.result import load_sweep_json
+    from ..sweepresult import load_sweep_json
 
     return sweep_measurements(load_sweep_json(path), shown(path), metric)
 
 
 def sweep_measurements(result: dict, path: str, metric: str | None = None) -> Measurements:
     """``read_sweep_measurements`` of a checked sweep result read from ``path``."""
-    from ..entities import Measurements  # numpy: only once measurements are built
+    from ...entities import Measurements  # numpy: only once measurements are built
 
     if metric is not None and metric != "time":
         raise InputError(f"{path}: --metric {metric} conflicts with a sweep result (its times are a time metric)")

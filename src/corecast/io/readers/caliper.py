@@ -23,7 +23,7 @@ import io
 import math
 from typing import Sequence
 
-from ..errors import InputError
+from ...errors import InputError
 from ..fileio import parse_json
 from .raw import RawSeries, as_count
 

@@ -21,12 +21,12 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
-from ..errors import InputError
+from ...errors import InputError
 from ..fileio import read_text, shown
 from .raw import RawSeries
 
 if TYPE_CHECKING:
-    from ..entities import Measurements
+    from ...entities import Measurements
 
 
 @dataclass
@@ -129,7 +129,7 @@ def _kind(path: str, text: str) -> str:
 
 
 def _series(raw: RawSeries, source: str, metric: str | None) -> Series:
-    from ..entities import Measurements
+    from ...entities import Measurements
 
     counts = [n for n, _ in raw.points]
     values = [v for _, v in raw.points]

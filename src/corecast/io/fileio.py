@@ -18,7 +18,7 @@ import tempfile
 from typing import Iterable
 
 from . import settings
-from .errors import InputError
+from ..errors import InputError
 
 # ---------------------------------------------------------------- files in and out
 #
