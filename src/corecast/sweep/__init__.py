@@ -22,7 +22,7 @@ curve; the future bottleneck is the category with the largest predicted stall at
 horizon; the preferred count is the time prediction's.
 
 ``run_sweep(...)`` returns the JSON object ``--json-out`` writes (the contract
-``corecast.views.sweepviz`` consumes, read back as the checked ``result.SweepResult``)::
+``corecast.views.sweepviz`` consumes, read back as the checked ``corecast.io.sweepresult.SweepResult``)::
 
     {"measured": [{"threads": n, "time_s": t, "spread_s": d, "stalls_s": {category: s}}],
      "predictions": [{"threads": n, "value": v, "low": l, "high": h, "speedup": s}],
@@ -53,8 +53,8 @@ The result has the same keys (the count under ``"threads"``) plus ``"count": "ra
 ``"launcher"`` and ``"threads_per_rank"``.
 
 The package: ``inputs`` (counts, plugins, the command and launcher), ``runs`` (one run and
-what it recorded), ``runner`` (the sweep), ``result`` (the result object, its reader and
-writer).  Extrapolation is model code (``corecast.extrapolation``); the terminal report is
+what it recorded), ``runner`` (the sweep); the result object, its reader and writer are I/O
+(``corecast.io.sweepresult``).  Extrapolation is model code (``corecast.extrapolation``); the terminal report is
 a view (``corecast.views.sweeptable``).
 """
 from __future__ import annotations

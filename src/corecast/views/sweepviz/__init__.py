@@ -10,7 +10,7 @@ The result object (what ``corecast sweep --json-out`` writes)::
      "failed": [{"threads": n, "reason": "..."}],
      "regions": [{"name", "measured", "predictions", "bottleneck", ...}]}
 
-Only "measured" is required (checked by ``sweep.result.SweepResult.read``); every other key may be
+Only "measured" is required (checked by ``io.sweepresult.SweepResult.read``); every other key may be
 missing or empty and the views leave out what it would have shown.
 
 - ``plot_sweep(result, path)``: PNG with two or three panels side by side (and below them
