@@ -104,7 +104,9 @@ if _root and _root not in sys.path:
 if sys.flags.no_site:  # started by configure: the site directories, without their .pth files
     import site
 
-    sys.path.extend(p for p in site.getsitepackages() if p not in sys.path)
+    # as site.main() orders them: the user's site directory first
+    sys.path.extend(p for p in [site.getusersitepackages()] + site.getsitepackages()
+                    if p not in sys.path)
 try:
     from corecast.runtime.bridge import predict_sample as _predict
     from corecast.runtime import blas as _blas
