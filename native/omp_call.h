@@ -17,7 +17,8 @@
  * which keeps the timing near 1% of the time it measures.  The gap is decided before the
  * acquisition it lands on, so the scaled sums stay unbiased; only a sample over
  * CC_SAMPLE_OUTLIER times its running mean and over CC_SAMPLE_CAP_MIN (a preemption)
- * counts once beyond that bound instead of ``scale`` times.  (The OMPT path samples its locks the same way.) */
+ * counts once beyond that bound instead of ``scale`` times.  (The OMPT path samples its
+ * locks the same way.) */
 #define CC_SAMPLE_MIN 16
 #define CC_SAMPLE_MAX 1024
 #define CC_SAMPLE_TICKS 8192
@@ -128,8 +129,8 @@ static inline void cc_held_pop(struct cc_thread *t, const void *obj, uint64_t no
 
 /* An acquisition that began at ``t0`` and returned now, standing for ``scale``
  * acquisitions (sampling): its wait and hold are scaled up.  ``contended``: known from a
- * failed test, else judged by the wait.  Returns the wait. */
-static inline uint64_t cc_timed_acquire(struct cc_thread *t, int cat, uint64_t t0, const void *obj,
+ * failed test, else judged by the wait. */
+static inline void cc_timed_acquire(struct cc_thread *t, int cat, uint64_t t0, const void *obj,
                                     int contended, uint32_t scale) {
     uint64_t t1 = cc_now();
     uint64_t w = t1 - t0;
@@ -140,7 +141,6 @@ static inline uint64_t cc_timed_acquire(struct cc_thread *t, int cat, uint64_t t
     if (contended || w > CC_CONTENDED_TICKS)
         CC_ADD(n->contended[cat], scaled == w * scale ? scale : 1);
     cc_held_push(t, obj, cat, t1, scale);
-    return w;
 }
 
 /* A sampled acquisition (``scale`` from cc_sample_due) that began at ``t0`` returned now. */

@@ -101,7 +101,9 @@ from _corecast_model import ffi, lib
 _root = ffi.string(lib.corecast_model_root()).decode()
 if _root and _root not in sys.path:
     sys.path.insert(0, _root)
-if sys.flags.no_site:  # started by configure: the site directories, without their .pth files
+# Our own interpreter (configure starts it without site): the site directories, without
+# their .pth files.  A Python host's sys.path is the host's own (python -S stays -S).
+if sys.flags.no_site and not lib.corecast_model_host_python():
     import site
 
     # as site.main() orders them: the user's site directory first
