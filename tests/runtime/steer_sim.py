@@ -12,9 +12,11 @@ class SimRegion:
     """``per_call(k)``: seconds per call at team k; ``stall_share(k)``: share of the thread
     time lost to ``category`` stalls at team k.  The region fills ``busy`` of every window."""
 
-    def __init__(self, own, per_call, stall_share, category="critical", window_s=0.2, busy=0.9):
+    def __init__(self, own, per_call, stall_share, category="critical", window_s=0.2, busy=0.9, first_window_s=None):
         self.own, self.per_call, self.stall_share, self.category = own, per_call, stall_share, category
         self.window_s, self.busy = window_s, busy
+        # The runtime's first window is shorter than the rest (native/sampler.c).
+        self.first_window_s = window_s if first_window_s is None else first_window_s
         self.hist: dict[int, list[float]] = {}
         self.stalls = 0.0
         self.elapsed = 0.0
@@ -37,14 +39,15 @@ class SimRegion:
     def window(self) -> int:
         """Run one window at the current team, then let steering decide; the next team."""
         k = self.team
-        self.teams.append(k)
-        wall = self.busy * self.window_s
+        span = self.first_window_s if not self.teams else self.window_s
+        wall = self.busy * span
         calls = int(wall / self.per_call(k))
+        self.teams.append(k)
         entry = self.hist.setdefault(k, [0, 0.0])
         entry[0] += calls
         entry[1] += calls * self.per_call(k)
         self.stalls += self.stall_share(k) * k * calls * self.per_call(k)
-        self.elapsed += self.window_s
+        self.elapsed += span
         region = self.record()
         (pred,) = predict_window([region], self.own, self.own, self.own, self.histories, final=False)
         history = self.histories[("main._omp_fn.0", "sim")]

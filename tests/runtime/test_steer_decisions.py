@@ -46,14 +46,20 @@ def test_guard_charges_the_first_step_against_the_gain():
     own_perf = history.perf(16)
     # The model prefers 16 and predicts 8 twice as slow: a step there costs one window,
     # and one window's gain cannot pay for it this early; later it can.
-    flat = RegionPrediction(threads, [k / 4 for k in threads], [1.0] * 16, [1.0] * 16, 16, "t", [])
+    quarter = [k / 4 for k in threads]
+    flat = RegionPrediction(threads, quarter, quarter, quarter, 16, "t", [])
     assert guard(16, own_perf, region, flat, 0.4, 0.2) == "too few calls to pay"
     longer = dict(region, calls=region["calls"] * 50, wall_s=region["wall_s"] * 50,  # 50 windows on
                   stalls_s={c: v * 50 for c, v in region["stalls_s"].items()})
     assert guard(16, own_perf, longer, flat, 10.0, 0.2)[0] == 8
     # A model that prefers 4 sends the first step there.
-    pref4 = RegionPrediction(threads, [1.0] * 3 + [5.0] + [2.0] * 12, [1.0] * 16, [1.0] * 16, 4, "t", [])
+    peak4 = [1.0] * 3 + [5.0] + [2.0] * 12
+    pref4 = RegionPrediction(threads, peak4, peak4, peak4, 4, "t", [])
     assert guard(16, own_perf, region, pref4, 0.4, 0.2)[0] == 4
+    # ... unless its band allows it to be much slower there: the step is charged at the
+    # band's worst case.
+    wide = RegionPrediction(threads, peak4, [0.5] * 16, peak4, 4, "t", [])
+    assert guard(16, own_perf, region, wide, 0.4, 0.2) == "too few calls to pay"
 
 
 def test_low_efficiency_region_converges_to_the_best_count():
@@ -83,6 +89,20 @@ def test_two_threads_where_one_is_best():
     sim = SimRegion(2, lambda k: 1e-3 * (0.5 + 0.7 * (k - 1) + 0.5 / k), lambda k: 0.5 if k > 1 else 0.0).run(20)
     assert sim.steer.chosen() == 1
     assert sim.teams[:2] == [2, 1] and set(sim.teams[1:]) == {1}  # 1 window measures 2
+
+
+def test_a_step_that_cannot_lose_is_taken_in_the_short_first_window():
+    # The runtime's first window is a quarter of the others: a convoy where even the band's
+    # worst case has 1 thread faster moves then, without waiting for a full window.
+    convoy2 = lambda k: 1e-3 * (0.5 + 0.7 * (k - 1) + 0.5 / k)  # noqa: E731
+    sim = SimRegion(2, convoy2, lambda k: 0.5 if k > 1 else 0.0, first_window_s=0.05)
+    sim.window()
+    assert sim.teams == [2] and sim.team == 1
+    # A step that can lose (perfect scaling with imbalance: the band allows a slowdown)
+    # still waits until the run has gone on for a window.
+    sim = SimRegion(16, scaling, lambda k: 0.5, category="imbalance", first_window_s=0.05)
+    sim.window()
+    assert sim.team == 16 and sim.steer.reason in ("too early", "too few calls to pay")
 
 
 def test_gain_below_noise_keeps_the_own_count():

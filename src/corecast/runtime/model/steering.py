@@ -98,6 +98,17 @@ def _step_pays(tuner: OPreSca, nxt: int, windows: float, gain: float) -> bool:
     return windows >= MIN_WINDOWS and windows * gain / (1.0 + gain) >= PAYBACK * loss
 
 
+def _step_loss(pred: RegionPrediction, own: int, first: int) -> float:
+    """One window at ``first``, in windows of region time lost, taken pessimistically: the
+    own count at the top of its band against ``first`` at the bottom of its band (with
+    no prediction there, linear scaling: the worst a region with stalls can do).  A band
+    that does not hold its point estimate is widened to it."""
+    at = {k: (min(s, lo), max(s, hi)) for k, s, lo, hi in zip(pred.threads, pred.speedup, pred.low, pred.high)}
+    if own in at and first in at and at[first][0] > 0:
+        return max(0.0, at[own][1] / at[first][0] - 1.0)
+    return own / first - 1.0
+
+
 def _gain(history: RegionHistory, team: int, own: int) -> float | None:
     mine, theirs = history.perf(team), history.perf(own)
     return mine / theirs - 1.0 if mine and theirs else None
@@ -148,12 +159,14 @@ def guard(own: int, own_perf: float | None, region: RegionSample, pred: RegionPr
     per_window, windows = _outlook(region, elapsed_s, window_s)
     if per_window < CALLS_PER_WINDOW:  # a window at another count would measure nothing
         return "too few calls per window"
-    if windows < MIN_WINDOWS:
+    step_loss = _step_loss(pred, own, first)
+    # A step that can lose must wait until the run has gone on for a window; one that
+    # cannot (even the band's worst case has it faster) is taken at once: on a convoy every
+    # window at the own count is the expensive one.
+    if step_loss > 0 and windows < MIN_WINDOWS:
         return "too early"
-    # One window at the first count, in windows of region time lost (the model's slowdown
-    # there; linear scaling, the worst a region with stalls can do, where it has none),
-    # against the share of the remaining windows' region time a gain would save.
-    step_loss = max(0.0, at_own / speed[first] - 1.0) if at_own and speed.get(first) else own / first - 1.0
+    # One window at the first count, in windows of region time lost, against the share of
+    # the remaining windows' region time a gain would save.
     if windows * gain / (1.0 + gain) < PAYBACK * step_loss:
         return "too few calls to pay"
     return first, gain
