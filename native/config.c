@@ -84,6 +84,7 @@ void cc_config_read(void) {
     cc_cfg.window_ms = env_int("CORECAST_WINDOW_MS", 10, 60000, 200);
     cc_cfg.exit_timeout_ms = env_int("CORECAST_EXIT_TIMEOUT_MS", 0, 600000, 10000);
     cc_cfg.launch_pid = env_int("CORECAST_LAUNCH_PID", 0, INT_MAX, 0);
+    cc_cfg.keep_counting = env_int("CORECAST_KEEP_COUNTING", 0, 1, 0);
     read_rank();
     const char *out = getenv("CORECAST_OUTPUT");
     cc_cfg.output[0] = 0;
@@ -99,10 +100,11 @@ void cc_config_read(void) {
                          "  CORECAST_TARGET = '%d'\n  CORECAST_WINDOW_MS = '%d'\n"
                          "  CORECAST_OUTPUT = '%s'\n  CORECAST_QUIET = '%d'\n"
                          "  CORECAST_STEER = '%d'\n  CORECAST_PROBE = '%d'\n"
-                         "  CORECAST_EXIT_TIMEOUT_MS = '%d'\n"
+                         "  CORECAST_EXIT_TIMEOUT_MS = '%d'\n  CORECAST_KEEP_COUNTING = '%d'\n"
                          "CORECAST DISPLAY ENVIRONMENT END\n",
                          cc_cfg.disabled, cc_cfg.target, cc_cfg.window_ms, shown,
-                         cc_cfg.quiet, cc_cfg.steer, cc_cfg.probe, cc_cfg.exit_timeout_ms);
+                         cc_cfg.quiet, cc_cfg.steer, cc_cfg.probe, cc_cfg.exit_timeout_ms,
+                         cc_cfg.keep_counting);
         cc_report_write(buf, n < (int)sizeof buf ? (size_t)n : sizeof buf - 1);
     }
     errno = saved;

@@ -123,6 +123,7 @@ struct cc_config {
     int window_ms;
     int exit_timeout_ms; /* how long the exit waits for the model */
     int launch_pid;      /* CORECAST_LAUNCH_PID: the process `corecast run` started (0: none) */
+    int keep_counting;   /* CORECAST_KEEP_COUNTING: no hand-back once steering settled (settle.c) */
     char output[1024];   /* CORECAST_OUTPUT as given: may hold {rank} and {pid} */
     int rank, ranks;     /* from the MPI launcher's environment; -1, 0: not launched so */
 };
@@ -167,6 +168,9 @@ struct cc_hist {
     uint64_t probes; /* of ``calls``: probe calls (CORECAST_PROBE) */
 };
 
+#define CC_NSETTLE 2 /* categories settle.c stops counting: critical (with ordered), atomic */
+extern const int cc_settle_cats[CC_NSETTLE];
+
 struct cc_region {
     void *fn;   /* key: the outlined function (or, OMPT without it, the fork's call site); NULL = free */
     void *site; /* OMPT: a call site of the fork, for the name (the function holding it) */
@@ -186,6 +190,14 @@ struct cc_region {
     uint64_t calls, wall, busy, single, loop_calls;
     uint64_t hold[CC_NSTALL];
     uint64_t wait[CC_NSTALL], acq[CC_NSTALL], contended[CC_NSTALL];
+    /* The sampler's snapshots (settle.c): at the start of the latest window (with the team
+     * steering set for it, 0: the program's own) and when it stopped counting the
+     * sections it hands back. */
+    struct cc_sync_snap {
+        int team;
+        uint64_t calls;
+        uint64_t wait[CC_NSETTLE], hold[CC_NSETTLE], acq[CC_NSETTLE], contended[CC_NSETTLE];
+    } settled_at, stopped_at;
     char name[CC_NAME_LEN], object[CC_NAME_LEN]; /* filled at report time */
     char parent[CC_NAME_LEN];                    /* call sites: the function holding it */
 };

@@ -12,6 +12,7 @@
 
 #include "corecast.h"
 #include "report.h"
+#include "settle.h"
 
 /* The MPI rank and world size when an MPI launcher started the process (every line). */
 static void put_rank(struct cc_buf *b) {
@@ -160,6 +161,9 @@ static void json_region(struct cc_buf *b, const struct cc_sample *s, const struc
             cc_put_str(b, why);
         } else
             cc_put(b, "null");
+        /* critical and atomic counts after this time are credited, not counted (settle.c) */
+        if (cc_settle_stopped_s() > 0)
+            cc_put(b, ",\"sync_counted_until_s\":%.4g", cc_settle_stopped_s());
         cc_put(b, "}");
     }
     if (model_ok && p->numa_json[0]) /* object members written by the model */

@@ -7,6 +7,7 @@
 
 #include "corecast.h"
 #include "report.h"
+#include "settle.h"
 
 /* The top stall categories of a region as "imbalance 12%, critical 3%". */
 static void top_stalls(char *out, size_t n, const struct cc_region_sample *g) {
@@ -135,6 +136,10 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
             cc_put(&b, "\n");
         }
     }
+    if (ok && s->steer && cc_settle_stopped_s() > 0)
+        cc_put(&b, "corecast: critical and atomic sections counted until %.2f s, when steering had settled; "
+                "later calls are credited at each region's rate per call since it settled "
+                "(CORECAST_KEEP_COUNTING=1 counts them all)\n", cc_settle_stopped_s());
     for (int i = 0; cc_cfg.probe && i < s->nregions; i++) {
         const struct cc_region_sample *g = &s->regions[i];
         if (!g->probe_calls || !cc_region_active(g))

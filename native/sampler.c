@@ -13,6 +13,7 @@
 #include "corecast.h"
 #include "real.h"
 #include "sample.h"
+#include "settle.h"
 
 static pthread_t sampler;
 static volatile int sampler_running;
@@ -61,6 +62,7 @@ static void *sampler_main(void *arg) {
      * model starts now (Python hosts started it already), inside a first window of a
      * quarter of the others (runtime/steering's guard still wants enough calls in it). */
     long wait_ms = cc_cfg.window_ms;
+    long short_ms = cc_short_window_ms();
     if (cc_cfg.steer) {
         double start_s = cc_mono_s();
         if (!cc_host_is_python()) {
@@ -68,7 +70,7 @@ static void *sampler_main(void *arg) {
             empty.abi = CC_ABI_VERSION;
             cc_model_predict(&empty, &result);
         }
-        long first = cc_cfg.window_ms / 4 > 10 ? cc_cfg.window_ms / 4 : 10;
+        long first = short_ms;
         long spent = (long)(1000 * (cc_mono_s() - start_s));
         wait_ms = first > spent ? first - spent : 1;
     }
@@ -90,13 +92,16 @@ static void *sampler_main(void *arg) {
         static struct cc_region *refs[CC_MAX_REGIONS];
         cc_build_sample(&sample, 0, refs);
         memset(&result, 0, sizeof result);
-        if (cc_model_predict(&sample, &result) == 0 && cc_cfg.steer)
+        if (cc_model_predict(&sample, &result) == 0 && cc_cfg.steer) {
             /* Each window is one steering interval: its decision holds for the next. */
             for (int i = 0; i < sample.nregions; i++)
                 if (sample.regions[i].runtime == CC_RUNTIME_OPENMP && strcmp(sample.regions[i].name, "process") &&
                     result.regions[i].next_threads > 0)
                     __atomic_store_n(&refs[i]->steer_threads, result.regions[i].next_threads,
                                      __ATOMIC_RELAXED);
+            if (cc_settle_window(&sample, &result, refs))
+                wait_ms = short_ms;
+        }
     }
     return NULL;
 }

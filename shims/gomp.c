@@ -12,7 +12,9 @@
 
 #include "../native/corecast.h"
 #include "../native/omp_call.h"
+#include "../native/got.h"
 #include "../native/real.h"
+#include "../native/settle.h"
 
 struct tramp {
     cc_outlined_fn fn;
@@ -148,6 +150,24 @@ CRITICAL_PAIR(GOMP_critical_name_start, GOMP_critical_name_end, CC_STALL_CRITICA
 CRITICAL_PAIR(GOMP_atomic_start, GOMP_atomic_end, CC_STALL_ATOMIC, &atomic_lock, void, , , )
 /* An ordered block waits for its turn and then runs alone: a critical section. */
 CRITICAL_PAIR(GOMP_ordered_start, GOMP_ordered_end, CC_STALL_CRITICAL, &ordered_turn, void, , , )
+
+/* What native/settle.c hands back once steering has settled: the section starts, then the
+ * ends (a release through the wrapper closes a timed hold; it must outlive the starts). */
+int cc_gomp_hand_back(int ends) {
+    static const struct cc_got_entry starts[] = {
+        {"GOMP_critical_start", (void *)GOMP_critical_start},
+        {"GOMP_critical_name_start", (void *)GOMP_critical_name_start},
+        {"GOMP_atomic_start", (void *)GOMP_atomic_start},
+        {"GOMP_ordered_start", (void *)GOMP_ordered_start},
+    };
+    static const struct cc_got_entry stops[] = {
+        {"GOMP_critical_end", (void *)GOMP_critical_end},
+        {"GOMP_critical_name_end", (void *)GOMP_critical_name_end},
+        {"GOMP_atomic_end", (void *)GOMP_atomic_end},
+        {"GOMP_ordered_end", (void *)GOMP_ordered_end},
+    };
+    return ends ? cc_got_hand_back(stops, 4) : cc_got_hand_back(starts, 4);
+}
 
 bool GOMP_single_start(void) {
     const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));

@@ -13,7 +13,10 @@ ruin the conditioning.  Every fit returns None rather than raising.
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence
+
+TYPE_CHECKING = False  # typing costs start-up time in every steered program
+if TYPE_CHECKING:
+    from typing import Optional, Sequence
 
 # SPEC 1.5's realism filter (``methods.presca.realistic`` applies the same bounds to numpy
 # curves): from n-1 to n, performance may grow by at most GROWTH times linear and fall by

@@ -11,7 +11,8 @@ from .helpers import clean_env, run
 
 # OpenMP regions at team sizes 1 and 2 for about 1 s: the model runs at each 200 ms
 # window's end, and at the exit, with two team sizes, fits the region's history (numpy
-# and scipy; windows use the one-sample model only).  The exit report runs as main
+# and scipy; windows use the one-sample model only) up to CORECAST_TARGET=4 (up to the
+# sizes it measured, the history is interpolated, without numpy).  The exit report runs as main
 # returns, before exit handlers: the program looks at itself in one.
 PROGRAM = r"""
 #include <dirent.h>
@@ -74,6 +75,7 @@ def test_model_starts_no_blas_threads_and_leaves_the_environment(build, lib, tmp
         env.pop(var, None)
     if preset is not None:
         env["OPENBLAS_NUM_THREADS"] = preset
+    env["CORECAST_TARGET"] = "4"
     out = tmp_path / "out.jsonl"
     without = run([exe], env=env, preload=lib, quiet=1)  # quiet, no output: no model
     with_model = run([exe], env=env, preload=lib, quiet=1, output=out)

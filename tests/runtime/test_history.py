@@ -113,3 +113,24 @@ def test_process_basis_names_the_measured_bandwidth_term():
     assert len(preds[-1].basis) <= BASIS_LEN
     unprobed = predictor.predict_window([other, proc], TARGET, TARGET, TARGET, after(other, []))
     assert unprobed[-1].basis.endswith("; bandwidth unmeasured")
+
+
+def test_history_spanning_every_count_is_interpolated_without_a_fit(monkeypatch):
+    # Steered on the machine it ran on: measured at 1, 2 and 4 threads, target 4.
+    from corecast.runtime.model import history as hist_mod
+
+    def no_fit():
+        raise AssertionError("numpy/scipy loaded for counts the history spans")
+    monkeypatch.setattr(hist_mod, "load_numeric", no_fit)
+    hist = [(1, 100, 0.4), (2, 100, 0.25), (4, 100, 0.16)]
+    h = RegionHistory()
+    h.update(with_hist(region(threads=4, busy=0.64, calls=300), hist))
+    pred = hist_mod.extrapolate(h, 4)
+    assert pred.threads == [1, 2, 3, 4]
+    assert pred.speedup[0] == 1.0 and pred.speedup[1] == pytest.approx(1.6) and pred.speedup[3] == pytest.approx(2.5)
+    # 3: between 2 and 4, on the power law through them, its band spanning theirs
+    assert 1.6 < pred.speedup[2] < 2.5 and pred.low[2] == pytest.approx(1.6) and pred.high[2] == pytest.approx(2.5)
+    assert pred.preferred == 4 and pred.basis.startswith("history: measured at 3 team sizes")
+    # Beyond the measured sizes it still fits (and loads numpy there).
+    with pytest.raises(AssertionError):
+        hist_mod.extrapolate(h, 8)

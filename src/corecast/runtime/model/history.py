@@ -116,7 +116,10 @@ def extrapolate(history: RegionHistory, target: int) -> RegionPrediction | None:
     measured = history.measured()
     if len(measured) < 2:
         return None
-    load_numeric()  # numpy/scipy: only for regions run at several sizes
+    counts = prediction_counts(target)
+    if 1 in measured and max(measured) >= max(counts):
+        return interpolate(history, counts)
+    load_numeric()  # numpy/scipy: only for regions run at several sizes, beyond them
     from ...prediction import predict
 
     teams = sorted(measured)
@@ -126,7 +129,6 @@ def extrapolate(history: RegionHistory, target: int) -> RegionPrediction | None:
     if cats and all(t in history.stalls_by_team for t in teams):
         stalls = {c: [max(history.stalls_by_team[t].get(c, 0.0), 0.0) / measured[t][0] for t in teams]
                   for c in cats}
-    counts = prediction_counts(target)
     try:
         pred = predict(teams, per_call, metric="time", upto=max(counts), method="auto", stalls=stalls)
     except Exception:
@@ -143,6 +145,36 @@ def extrapolate(history: RegionHistory, target: int) -> RegionPrediction | None:
     # ESTIMA names the future bottleneck when it was one of auto's members.
     return RegionPrediction(counts, speedup, low, high, preferred_count(counts, speedup), basis, [],
                             pred.extras.get("future_bottleneck"), work_s=t1 * calls)
+
+
+def interpolate(history: RegionHistory, counts: list[int]) -> RegionPrediction:
+    """Speedups where the region's own measurements span every predicted count (1 to the
+    target, as after steering on the machine it ran on): measured where measured, between
+    two measured sizes a power law through them, and no fit (the exit of a steered
+    program needs neither numpy nor scipy).  An interpolated count's band spans its two
+    neighbours' speedups."""
+    measured = history.measured()
+    teams = sorted(measured)
+    per_call = {t: measured[t][1] / measured[t][0] for t in teams}
+    t1 = per_call[1]
+    speedup, low, high = [], [], []
+    for n in counts:
+        if n in per_call:
+            s = t1 / per_call[n]
+            lo = hi = s
+        else:
+            a = max(t for t in teams if t < n)
+            b = min(t for t in teams if t > n)
+            f = math.log(n / a) / math.log(b / a)
+            s = t1 / (per_call[a] ** (1 - f) * per_call[b] ** f)
+            lo, hi = sorted((t1 / per_call[a], t1 / per_call[b]))
+        speedup.append(s)
+        low.append(min(lo, s))
+        high.append(max(hi, s))
+    calls = sum(c for c, _ in history.seen.values())
+    basis = f"history: measured at {len(teams)} team sizes, interpolated between"
+    return RegionPrediction(counts, speedup, low, high, preferred_count(counts, speedup), basis, [],
+                            work_s=t1 * calls)
 
 
 def combine(one_sample: RegionPrediction, from_history: RegionPrediction | None,

@@ -1,0 +1,140 @@
+/* Handing a wrapper back: the dynamic relocations of every loaded object name the slots
+ * its calls go through (jump slots; data slots for -fno-plt code and taken addresses).
+ * A slot that the dynamic linker bound to corecast's wrapper is rewritten to the real
+ * function, with one aligned store: a thread calling through it at that moment reaches
+ * either, and both work.  Slots in a read-only (RELRO) page are written through a
+ * moment's mprotect, and the page gets its protection back. */
+#define _GNU_SOURCE
+#include <elf.h>
+#include <link.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "corecast.h"
+#include "got.h"
+
+#define REL_TYPE(info) ((info) & 0xffffffffu) /* ELF64_R_TYPE, ELF64_R_SYM */
+#define REL_SYM(info) ((info) >> 32)
+#if defined(__x86_64__)
+#define SLOT_JUMP R_X86_64_JUMP_SLOT
+#define SLOT_DATA R_X86_64_GLOB_DAT
+#elif defined(__aarch64__)
+#define SLOT_JUMP R_AARCH64_JUMP_SLOT
+#define SLOT_DATA R_AARCH64_GLOB_DAT
+#endif
+
+struct job {
+    const struct cc_got_entry *list;
+    int n;
+    int rewritten;
+};
+
+/* The protection of the mapping that holds ``addr`` (PROT_* bits), or -1. */
+static int prot_of(uintptr_t addr) {
+    FILE *f = fopen("/proc/self/maps", "re");
+    if (!f)
+        return -1;
+    char line[512], perms[8];
+    unsigned long lo, hi;
+    int prot = -1;
+    while (prot < 0 && fgets(line, sizeof line, f))
+        if (sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) == 3 && addr >= lo && addr < hi)
+            prot = (perms[0] == 'r' ? PROT_READ : 0) | (perms[1] == 'w' ? PROT_WRITE : 0) |
+                   (perms[2] == 'x' ? PROT_EXEC : 0);
+    fclose(f);
+    return prot;
+}
+
+static int write_slot(void **slot, void *value) {
+    int prot = prot_of((uintptr_t)slot);
+    if (prot < 0)
+        return 0;
+    if (prot & PROT_WRITE) {
+        __atomic_store_n(slot, value, __ATOMIC_RELEASE);
+        return 1;
+    }
+    long page = sysconf(_SC_PAGESIZE);
+    void *base = (void *)((uintptr_t)slot & ~(uintptr_t)(page - 1));
+    if (mprotect(base, (size_t)page, prot | PROT_WRITE))
+        return 0;
+    __atomic_store_n(slot, value, __ATOMIC_RELEASE);
+    mprotect(base, (size_t)page, prot);
+    return 1;
+}
+
+/* The dynamic section's addresses: ld.so relocates them in place for most objects, not
+ * for the vDSO; an address below the object's base is still relative. */
+static uintptr_t dyn_addr(const struct dl_phdr_info *info, uintptr_t v) {
+    return v < info->dlpi_addr ? v + info->dlpi_addr : v;
+}
+
+static void scan(struct job *j, const struct dl_phdr_info *info, const ElfW(Rela) *rel, size_t bytes,
+                 const ElfW(Sym) *symtab, const char *strtab, const void *text) {
+    for (size_t i = 0; rel && i < bytes / sizeof *rel; i++) {
+        unsigned long type = REL_TYPE(rel[i].r_info);
+        if (type != SLOT_JUMP && type != SLOT_DATA)
+            continue;
+        const char *name = strtab + symtab[REL_SYM(rel[i].r_info)].st_name;
+        void **slot = (void **)(info->dlpi_addr + rel[i].r_offset);
+        for (int k = 0; k < j->n; k++) {
+            if (strcmp(name, j->list[k].name) || __atomic_load_n(slot, __ATOMIC_ACQUIRE) != j->list[k].wrapper)
+                continue;
+            void *real = cc_resolve(name, text, NULL);
+            if (real && real != j->list[k].wrapper && !cc_is_ours(real))
+                j->rewritten += write_slot(slot, real);
+        }
+    }
+}
+
+static int each_object(struct dl_phdr_info *info, size_t size, void *arg) {
+    (void)size;
+    struct job *j = arg;
+    const ElfW(Dyn) *dyn = NULL;
+    const void *text = NULL;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_DYNAMIC)
+            dyn = (const ElfW(Dyn) *)(info->dlpi_addr + ph->p_vaddr);
+        else if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && !text)
+            text = (const void *)(info->dlpi_addr + ph->p_vaddr);
+    }
+    if (!dyn || !text || cc_is_ours(text))
+        return 0;
+    const ElfW(Sym) *symtab = NULL;
+    const char *strtab = NULL;
+    const ElfW(Rela) *jmprel = NULL, *rela = NULL;
+    size_t jmpsz = 0, relasz = 0;
+    long pltrel = DT_RELA;
+    for (const ElfW(Dyn) *d = dyn; d->d_tag != DT_NULL; d++) {
+        switch (d->d_tag) {
+        case DT_SYMTAB: symtab = (const ElfW(Sym) *)dyn_addr(info, d->d_un.d_ptr); break;
+        case DT_STRTAB: strtab = (const char *)dyn_addr(info, d->d_un.d_ptr); break;
+        case DT_JMPREL: jmprel = (const ElfW(Rela) *)dyn_addr(info, d->d_un.d_ptr); break;
+        case DT_PLTRELSZ: jmpsz = d->d_un.d_val; break;
+        case DT_PLTREL: pltrel = (long)d->d_un.d_val; break;
+        case DT_RELA: rela = (const ElfW(Rela) *)dyn_addr(info, d->d_un.d_ptr); break;
+        case DT_RELASZ: relasz = d->d_un.d_val; break;
+        }
+    }
+    if (!symtab || !strtab)
+        return 0;
+    if (pltrel == DT_RELA) /* x86-64 and AArch64 use RELA only */
+        scan(j, info, jmprel, jmpsz, symtab, strtab, text);
+    scan(j, info, rela, relasz, symtab, strtab, text);
+    return 0;
+}
+
+int cc_got_hand_back(const struct cc_got_entry *list, int n) {
+#ifdef SLOT_JUMP
+    struct job j = {list, n, 0};
+    dl_iterate_phdr(each_object, &j);
+    return j.rewritten;
+#else
+    (void)list;
+    (void)n;
+    return 0;
+#endif
+}

@@ -1,0 +1,30 @@
+/* Once steering has settled every region, corecast stops counting the sections that cost
+ * a program most to count (settle.c): their wrappers are handed back (got.c) and their
+ * later counts are extrapolated from each region's calls. */
+#ifndef CORECAST_SETTLE_H
+#define CORECAST_SETTLE_H
+
+#include "corecast.h"
+
+/* The sampler, after each window's model run with steering: ``refs[i]`` is the region
+ * behind ``s->regions[i]``.  1: the next window should be short (a quarter): steering
+ * moved a region that runs calls enough to be measured in one, or every region settled
+ * and the hand-back waits for a window at the settled counts. */
+int cc_settle_window(const struct cc_sample *s, const struct cc_result *r, struct cc_region *const *refs);
+/* shims/gomp.c: hands its section starts (``ends`` 0) or ends (1) back; slots rewritten. */
+int cc_gomp_hand_back(int ends);
+/* A short window: a quarter of CORECAST_WINDOW_MS, at least 10 ms. */
+static inline long cc_short_window_ms(void) { return cc_cfg.window_ms / 4 > 10 ? cc_cfg.window_ms / 4 : 10; }
+/* Elapsed seconds at which counting stopped; 0: it did not. */
+double cc_settle_stopped_s(void);
+/* Adds to a region's sample the counts of its calls since counting stopped, at the rate
+ * per call between settling and stopping; ``extra`` (per settle category: acquisitions,
+ * contended, wait and hold seconds) receives what was added, for the process's sample. */
+struct cc_settle_extra {
+    double acq[CC_NSETTLE], contended[CC_NSETTLE], wait_s[CC_NSETTLE], hold_s[CC_NSETTLE];
+};
+void cc_settle_extend(struct cc_region_sample *o, const struct cc_region *r, struct cc_settle_extra *extra);
+/* The same sums, added to the process's sample. */
+void cc_settle_extend_process(struct cc_region_sample *o, const struct cc_settle_extra *extra);
+
+#endif

@@ -1,0 +1,124 @@
+"""Counting that stops once steering has settled (native/settle.c, got.c): the callers'
+slots for the critical-section wrappers are handed back to libgomp, in the program (lazy
+PLT and a data slot) and in a library linked with -z now (a read-only, RELRO slot); the
+output stays the program's, and the counts after the hand-back are credited at the
+settled rate, close to the exact ones.  CORECAST_KEEP_COUNTING=1 keeps every wrapper."""
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from .helpers import TIMEOUT, clean_env, events, read_lines, run
+
+LIBRARY = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <string.h>
+void GOMP_critical_start(void);
+void crit_add(long *x, int v) {
+#pragma omp critical
+    *x += v;
+}
+/* The object the library's own slot for GOMP_critical_start reaches now. */
+const char *crit_target(void) {
+    Dl_info info;
+    if (!dladdr((void *)&GOMP_critical_start, &info) || !info.dli_fname)
+        return "?";
+    const char *b = strrchr(info.dli_fname, '/');
+    return b ? b + 1 : info.dli_fname;
+}
+"""
+
+PROGRAM = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+void crit_add(long *x, int v);
+const char *crit_target(void);
+void GOMP_critical_start(void);
+int main(int argc, char **argv) {
+    int calls = atoi(argv[1]);
+    long shared = 0, other = 0;
+    for (int c = 0; c < calls; c++) {
+#pragma omp parallel for schedule(static)
+        for (int i = 0; i < 1000; i++) {
+#pragma omp critical
+            shared += (i ^ c) & 7;
+            crit_add(&other, i & 3);
+        }
+    }
+    printf("sum %ld %ld\n", shared, other);
+    Dl_info info;
+    const char *mine = dladdr((void *)&GOMP_critical_start, &info) && info.dli_fname ? info.dli_fname : "?";
+    printf("main reaches %s\n", strrchr(mine, '/') ? strrchr(mine, '/') + 1 : mine);
+    printf("library reaches %s\n", crit_target());
+    return 0;
+}
+"""
+CALLS = 8000
+SECTIONS = CALLS * 1000 * 2  # the program's critical sections and the library's
+
+
+@pytest.fixture(scope="module")
+def program(gcc, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("settle")
+    (folder / "crit.c").write_text(LIBRARY)
+    (folder / "main.c").write_text(PROGRAM)
+    steps = [[gcc, "-O2", "-fopenmp", "-fPIC", "-shared", "-fno-plt", "-Wl,-z,now,-z,relro", "-o",
+              str(folder / "libcrit.so"), str(folder / "crit.c")],
+             [gcc, "-O2", "-fopenmp", "-o", str(folder / "main"), str(folder / "main.c"), f"-L{folder}", "-lcrit",
+              f"-Wl,-rpath,{folder}", "-ldl"]]
+    for cmd in steps:
+        r = subprocess.run(cmd, capture_output=True, timeout=TIMEOUT)
+        if r.returncode:
+            pytest.skip(f"cannot build the test program: {r.stderr.decode(errors='replace')[:200]}")
+    return folder / "main"
+
+
+def lines(proc) -> list[str]:
+    return proc.stdout.decode().splitlines()
+
+
+def test_settled_steering_hands_the_sections_back(program, lib, tmp_path):
+    plain = run([program, CALLS], env=clean_env(OMP_NUM_THREADS="1"))
+    assert lines(plain)[1:] == ["main reaches libgomp.so.1", "library reaches libgomp.so.1"]
+    out = tmp_path / "cc.jsonl"
+    steered = run([program, CALLS], env=clean_env(OMP_NUM_THREADS="2"), preload=lib, output=out, steer="1",
+                  window_ms="50")
+    assert plain.returncode == steered.returncode == 0, steered.stderr
+    assert lines(steered)[0] == lines(plain)[0]  # the sums: the program's own result
+    (region,) = events(read_lines(out), "region")
+    assert region["steering"]["chosen"] == 1
+    until = region["steering"]["sync_counted_until_s"]
+    assert 0 < until
+    # Both slots (the program's and the RELRO one in the -z now library) reach libgomp again.
+    assert lines(steered)[1:] == ["main reaches libgomp.so.1", "library reaches libgomp.so.1"]
+    assert "critical and atomic sections counted until" in steered.stderr.decode()
+    # Counted before, credited after at the settled rate: the same 1000 x 2 sections a call.
+    acq = region["counters"]["acquisitions"]["critical"]
+    assert acq == pytest.approx(SECTIONS, rel=0.02) and acq != SECTIONS
+    (proc,) = [d for d in read_lines(out) if d["event"] != "region" and "counters" in d]
+    assert proc["counters"]["acquisitions"]["critical"] == pytest.approx(SECTIONS, rel=0.02)
+
+
+def test_keep_counting_keeps_every_wrapper(program, lib, tmp_path):
+    out = tmp_path / "cc.jsonl"
+    steered = run([program, CALLS], env=clean_env(OMP_NUM_THREADS="2"), preload=lib, output=out, steer="1",
+                  window_ms="50", keep_counting="1")
+    assert steered.returncode == 0, steered.stderr
+    assert lines(steered)[1:] == ["main reaches libcorecast_preload.so", "library reaches libcorecast_preload.so"]
+    (region,) = events(read_lines(out), "region")
+    assert region["steering"]["chosen"] == 1 and "sync_counted_until_s" not in region["steering"]
+    assert region["counters"]["acquisitions"]["critical"] == SECTIONS
+
+
+def test_without_steering_nothing_is_handed_back(program, lib, tmp_path):
+    out = tmp_path / "cc.jsonl"
+    proc = run([program, 2000], env=clean_env(OMP_NUM_THREADS="1"), preload=lib, output=out)
+    assert proc.returncode == 0
+    assert lines(proc)[1:] == ["main reaches libcorecast_preload.so", "library reaches libcorecast_preload.so"]
+    (region,) = events(read_lines(out), "region")
+    assert region["counters"]["acquisitions"]["critical"] == 2000 * 1000 * 2
