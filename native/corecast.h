@@ -195,6 +195,7 @@ struct cc_region {
      * sections it hands back. */
     struct cc_sync_snap {
         int team;
+        int watch; /* its window may end early once it made calls enough (settle.c) */
         uint64_t calls;
         uint64_t wait[CC_NSETTLE], hold[CC_NSETTLE], acq[CC_NSETTLE], contended[CC_NSETTLE];
     } settled_at, stopped_at;

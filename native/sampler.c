@@ -74,8 +74,14 @@ static void *sampler_main(void *arg) {
         long spent = (long)(1000 * (cc_mono_s() - start_s));
         wait_ms = first > spent ? first - spent : 1;
     }
+    int quarters_left = 0; /* a window that may end early: its quarters still to wait */
     for (;;) {
         int cmd = wait_change(&sampler_cmd, CMD_NONE, wait_ms);
+        if (cmd == CMD_NONE && quarters_left > 0 && !cc_settle_window_measured()) {
+            quarters_left--;
+            continue; /* wait_ms is still a quarter */
+        }
+        quarters_left = 0;
         wait_ms = cc_cfg.window_ms;
         if (cmd == CMD_FINAL) {
             /* The exit report read this thread's schedstat before: the last model run's
@@ -99,8 +105,10 @@ static void *sampler_main(void *arg) {
                     result.regions[i].next_threads > 0)
                     __atomic_store_n(&refs[i]->steer_threads, result.regions[i].next_threads,
                                      __ATOMIC_RELAXED);
-            if (cc_settle_window(&sample, &result, refs))
+            if (cc_settle_window(&sample, &result, refs)) {
                 wait_ms = short_ms;
+                quarters_left = 3;
+            }
         }
     }
     return NULL;

@@ -16,7 +16,7 @@
 const int cc_settle_cats[CC_NSETTLE] = {CC_STALL_CRITICAL, CC_STALL_ATOMIC};
 
 enum { COUNTING, STARTS_BACK, ENDS_BACK };
-#define SHORT_WINDOW_CALLS 64 /* calls a short window must expect, at the last window's rate */
+#define SHORT_WINDOW_CALLS 64 /* calls that measure a count well enough to end its window early */
 static int stage;
 static double stopped_s;
 
@@ -58,14 +58,17 @@ static int all_settled(const struct cc_sample *s, const struct cc_result *r, str
 
 /* 1: the next window should be short (see settle.h). */
 int cc_settle_window(const struct cc_sample *s, const struct cc_result *r, struct cc_region *const *refs) {
-    if (!s->steer || cc_cfg.keep_counting || cc_ompt_on || stage == ENDS_BACK)
+    if (!s->steer)
         return 0;
-    if (stage == STARTS_BACK) {
+    /* The hand-back is libgomp's wrappers' (the OMPT path has none to hand back). */
+    int hand_back = !cc_cfg.keep_counting && !cc_ompt_on;
+    if (hand_back && stage == STARTS_BACK) {
         cc_gomp_hand_back(1);
         __atomic_store_n(&stage, ENDS_BACK, __ATOMIC_RELEASE);
         return 0;
     }
     int measured, settled = all_settled(s, r, refs, &measured);
+    settled &= hand_back && stage == COUNTING; /* waiting to hand back */
     if (settled && measured) {
         /* settled_at holds the window's start, at the settled count: the rate's base */
         for (int i = 0; i < s->nregions; i++)
@@ -76,23 +79,33 @@ int cc_settle_window(const struct cc_sample *s, const struct cc_result *r, struc
         cc_gomp_hand_back(0);
         return 1;
     }
-    /* A region that steering moves to another count is measured there in a short window
-     * when the last window gave it calls enough for one (a long step window at a count
-     * that may be much slower is what a step costs). */
-    static double last_s;
-    double span = s->elapsed_s - last_s, short_s = cc_short_window_ms() / 1000.0;
-    last_s = s->elapsed_s;
-    int stepped = 0;
+    /* A region that steering moves to another count (or that settled at a count the
+     * window did not run) is watched: its window may end after a quarter, once it made
+     * SHORT_WINDOW_CALLS calls there (a long window at a count that may be much slower
+     * is what a step costs). */
+    int watch = 0;
     for (int i = 0; i < s->nregions; i++) {
         const struct cc_region_sample *g = &s->regions[i];
         if (!is_region(g))
             continue;
         struct cc_sync_snap *w = &refs[i]->settled_at;
         int next = __atomic_load_n(&refs[i]->steer_threads, __ATOMIC_RELAXED);
-        stepped |= next != w->team && span > 0 && (double)(g->calls - w->calls) * short_s / span >= SHORT_WINDOW_CALLS;
+        int stepped = next != w->team;
         snap(w, refs[i]); /* the next window's start */
+        w->watch = settled || stepped;
+        watch |= w->watch;
     }
-    return settled || stepped; /* settled at a count the window did not run: a short window at it */
+    return watch;
+}
+
+int cc_settle_window_measured(void) {
+    int n;
+    const struct cc_region *r = cc_regions(&n);
+    for (int i = 0; i < n; i++)
+        if (r[i].settled_at.watch && __atomic_load_n(&r[i].fn, __ATOMIC_ACQUIRE) &&
+            __atomic_load_n(&r[i].calls, __ATOMIC_RELAXED) - r[i].settled_at.calls < SHORT_WINDOW_CALLS)
+            return 0;
+    return 1;
 }
 
 double cc_settle_stopped_s(void) {

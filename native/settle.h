@@ -7,12 +7,14 @@
 #include "corecast.h"
 
 /* The sampler, after each window's model run with steering: ``refs[i]`` is the region
- * behind ``s->regions[i]``.  1: the next window should be short (a quarter): steering
- * moved a region that runs calls enough to be measured in one, or every region settled
- * and the hand-back waits for a window at the settled counts. */
+ * behind ``s->regions[i]``.  1: the next window may end early (see the next function):
+ * steering moved a region, or every region settled and the hand-back waits for a window
+ * at the settled counts. */
 int cc_settle_window(const struct cc_sample *s, const struct cc_result *r, struct cc_region *const *refs);
 /* shims/gomp.c: hands its section starts (``ends`` 0) or ends (1) back; slots rewritten. */
 int cc_gomp_hand_back(int ends);
+/* Whether every watched region made calls enough in this window to end it now. */
+int cc_settle_window_measured(void);
 /* A short window: a quarter of CORECAST_WINDOW_MS, at least 10 ms. */
 static inline long cc_short_window_ms(void) { return cc_cfg.window_ms / 4 > 10 ? cc_cfg.window_ms / 4 : 10; }
 /* Elapsed seconds at which counting stopped; 0: it did not. */
