@@ -122,3 +122,18 @@ def test_without_steering_nothing_is_handed_back(program, lib, tmp_path):
     assert lines(proc)[1:] == ["main reaches libcorecast_preload.so", "library reaches libcorecast_preload.so"]
     (region,) = events(read_lines(out), "region")
     assert region["counters"]["acquisitions"]["critical"] == 2000 * 1000 * 2
+
+
+def test_a_step_window_ends_once_the_new_count_made_calls_enough(program, lib, tmp_path):
+    # Windows of 400 ms: after the step to 1 thread the window ends at the first quarter in
+    # which the region made 64 calls there, and the hand-back follows at once (that window
+    # ran at the settled count).  A full step window would put it 400 ms or more after the
+    # step (the region's time at 2 threads is about when the step came).
+    out = tmp_path / "cc.jsonl"
+    proc = run([program, 40000], env=clean_env(OMP_NUM_THREADS="2"), preload=lib, output=out, steer="1",
+               window_ms="400", quiet="1")
+    assert proc.returncode == 0, proc.stderr
+    (region,) = events(read_lines(out), "region")
+    at_two = next(t["wall_s"] for t in region["by_team"] if t["threads"] == 2)
+    assert region["steering"]["chosen"] == 1
+    assert region["steering"]["sync_counted_until_s"] - at_two < 0.4
