@@ -26,10 +26,20 @@
 #define SLOT_DATA R_AARCH64_GLOB_DAT
 #endif
 
+/* Slots are found inside dl_iterate_phdr (which holds the loader's write lock) and
+ * resolved and written after it: cc_resolve's dladdr and dlopen take the loader's other
+ * lock, and a thread in dlopen takes the two in the other order. */
+#define MAX_SLOTS 256
+struct found {
+    void **slot;
+    int entry;        /* index in the list */
+    const void *text; /* the calling object's code: where the real function is resolved */
+};
 struct job {
     const struct cc_got_entry *list;
     int n;
-    int rewritten;
+    int nfound;
+    struct found found[MAX_SLOTS];
 };
 
 /* The protection of the mapping that holds ``addr`` (PROT_* bits), or -1. */
@@ -79,13 +89,9 @@ static void scan(struct job *j, const struct dl_phdr_info *info, const ElfW(Rela
             continue;
         const char *name = strtab + symtab[REL_SYM(rel[i].r_info)].st_name;
         void **slot = (void **)(info->dlpi_addr + rel[i].r_offset);
-        for (int k = 0; k < j->n; k++) {
-            if (strcmp(name, j->list[k].name) || __atomic_load_n(slot, __ATOMIC_ACQUIRE) != j->list[k].wrapper)
-                continue;
-            void *real = cc_resolve(name, text, NULL);
-            if (real && real != j->list[k].wrapper && !cc_is_ours(real))
-                j->rewritten += write_slot(slot, real);
-        }
+        for (int k = 0; k < j->n && j->nfound < MAX_SLOTS; k++)
+            if (!strcmp(name, j->list[k].name) && __atomic_load_n(slot, __ATOMIC_ACQUIRE) == j->list[k].wrapper)
+                j->found[j->nfound++] = (struct found){slot, k, text};
     }
 }
 
@@ -129,9 +135,20 @@ static int each_object(struct dl_phdr_info *info, size_t size, void *arg) {
 
 int cc_got_hand_back(const struct cc_got_entry *list, int n) {
 #ifdef SLOT_JUMP
-    struct job j = {list, n, 0};
+    static struct job j; /* the sampler's thread only */
+    j.list = list;
+    j.n = n;
+    j.nfound = 0;
+    cc_is_ours(NULL); /* finds its own range now, not nested in the walk below */
     dl_iterate_phdr(each_object, &j);
-    return j.rewritten;
+    int rewritten = 0;
+    for (int i = 0; i < j.nfound; i++) {
+        const struct cc_got_entry *e = &list[j.found[i].entry];
+        void *real = cc_resolve(e->name, j.found[i].text, NULL);
+        if (real && real != e->wrapper)
+            rewritten += write_slot(j.found[i].slot, real);
+    }
+    return rewritten;
 #else
     (void)list;
     (void)n;
