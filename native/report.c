@@ -138,7 +138,7 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
     }
     if (ok && s->steer && cc_settle_stopped_s() > 0)
         cc_put(&b, "corecast: critical and atomic sections counted until %.2f s, when steering had settled; "
-                "later calls are credited at each region's rate per call since it settled "
+                "later ones are credited at each region's rate per call at its settled count "
                 "(CORECAST_KEEP_COUNTING=1 counts them all)\n", cc_settle_stopped_s());
     for (int i = 0; cc_cfg.probe && i < s->nregions; i++) {
         const struct cc_region_sample *g = &s->regions[i];

@@ -58,7 +58,7 @@ static void name_callsite(struct cc_region *r) {
     snprintf(r->name, sizeof r->name, "%.*s._omp_fn.%d", (int)sizeof r->name - 16, r->parent, k);
 }
 
-static void fill_region(struct cc_region_sample *o, struct cc_region *r, struct cc_settle_extra *settled) {
+static void fill_region(struct cc_region_sample *o, struct cc_region *r, struct cc_settle_extra *credited) {
     if (__atomic_load_n(&r->site, __ATOMIC_ACQUIRE)) {
         name_callsite(r); /* again each time: a call site seen later may come first */
     } else if (!r->name[0]) {
@@ -104,7 +104,7 @@ static void fill_region(struct cc_region_sample *o, struct cc_region *r, struct 
         o->acquisitions[c] = __atomic_load_n(&r->acq[c], __ATOMIC_RELAXED);
         o->contended[c] = __atomic_load_n(&r->contended[c], __ATOMIC_RELAXED);
     }
-    cc_settle_extend(o, r, settled);
+    cc_settle_extend(o, r, credited);
 }
 
 /* A plain-threads process's team: the threads that did its work.  Pool threads that
@@ -141,7 +141,7 @@ static int team_of(const struct cc_thread *t, int k) {
 
 /* The whole process: every program thread's waits, its CPU time and run-queue wait. */
 static void fill_process(struct cc_region_sample *o, const struct cc_sample *s, int has_omp,
-                         const struct cc_settle_extra *extra) {
+                         const struct cc_settle_extra *credited) {
     snprintf(o->name, sizeof o->name, "process");
     char exe[1024];
     ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
@@ -193,7 +193,7 @@ static void fill_process(struct cc_region_sample *o, const struct cc_sample *s, 
     o->stall_s[CC_STALL_RUNQUEUE] = runq; /* the program's own: other load's is apart */
     o->busy_s = o->cpu_s;
     o->team_threads = team_of(t, k);
-    cc_settle_extend_process(o, extra);
+    cc_settle_extend_process(o, credited);
 }
 
 void cc_build_sample(struct cc_sample *s, int final, struct cc_region **refs) {
@@ -211,16 +211,16 @@ void cc_build_sample(struct cc_sample *s, int final, struct cc_region **refs) {
     s->window_s = cc_cfg.window_ms / 1000.0;
     cc_sampler_read_counters(s);
     int nr, has_omp = 0;
-    struct cc_settle_extra extra = {0};
+    struct cc_settle_extra credited = {0}; /* settle.c: counts after the hand-back */
     struct cc_region *r = cc_regions(&nr);
     for (int i = 0; i < nr && s->nregions < CC_MAX_REGIONS - 1; i++) {
         if (!__atomic_load_n(&r[i].fn, __ATOMIC_ACQUIRE) || !r[i].calls)
             continue;
         if (refs)
             refs[s->nregions] = &r[i];
-        fill_region(&s->regions[s->nregions++], &r[i], &extra);
+        fill_region(&s->regions[s->nregions++], &r[i], &credited);
         has_omp = 1;
     }
-    fill_process(&s->regions[s->nregions++], s, has_omp, &extra);
+    fill_process(&s->regions[s->nregions++], s, has_omp, &credited);
     s->overflow = __atomic_load_n(&cc_overflow, __ATOMIC_RELAXED);
 }
