@@ -32,6 +32,11 @@ static void snap(struct cc_sync_snap *o, const struct cc_region *r) {
     }
 }
 
+/* The team a region runs with under steering's cap ``steer`` (0: the program's own). */
+static int team_of(int steer, const struct cc_region_sample *g) {
+    return steer > 0 && steer < g->requested ? steer : g->requested;
+}
+
 static int is_region(const struct cc_region_sample *g) {
     return g->runtime == CC_RUNTIME_OPENMP && strcmp(g->name, "process");
 }
@@ -49,7 +54,7 @@ static int all_settled(const struct cc_sample *s, const struct cc_result *r, str
         int chosen = r->regions[i].steer_chosen;
         if (!chosen)
             return 0;
-        int ran = refs[i]->settled_at.team ? refs[i]->settled_at.team : g->requested;
+        int ran = team_of(refs[i]->settled_at.team, g);
         *measured &= refs[i]->settled_at.calls < g->calls && ran == chosen;
         any = 1;
     }
@@ -90,7 +95,7 @@ int cc_settle_window(const struct cc_sample *s, const struct cc_result *r, struc
             continue;
         struct cc_sync_snap *w = &refs[i]->settled_at;
         int next = __atomic_load_n(&refs[i]->steer_threads, __ATOMIC_RELAXED);
-        int stepped = next != w->team;
+        int stepped = team_of(next, g) != team_of(w->team, g);
         snap(w, refs[i]); /* the next window's start */
         w->watch = settled || stepped;
         watch |= w->watch;
