@@ -191,14 +191,15 @@ struct cc_region {
     uint64_t hold[CC_NSTALL];
     uint64_t wait[CC_NSTALL], acq[CC_NSTALL], contended[CC_NSTALL];
     /* The sampler's snapshots (settle.c): at the start of the latest window (with the team
-     * steering set for it, 0: the program's own) and when it stopped counting the
-     * sections it hands back. */
+     * steering set for it, 0: the program's own), when it stopped counting the sections it
+     * hands back, and when it took them back. */
     struct cc_sync_snap {
         int team;
-        int watch; /* its window may end early once it made calls enough (settle.c) */
+        int watch; /* > 0: its window may end early once it made this many calls (settle.c) */
         uint64_t calls;
         uint64_t wait[CC_NSETTLE], hold[CC_NSETTLE], acq[CC_NSETTLE], contended[CC_NSETTLE];
-    } settled_at, stopped_at;
+    } settled_at, stopped_at, taken_at;
+    uint64_t gap_calls; /* calls run uncounted before the wrappers were taken back, to credit */
     char name[CC_NAME_LEN], object[CC_NAME_LEN]; /* filled at report time */
     char parent[CC_NAME_LEN];                    /* call sites: the function holding it */
 };

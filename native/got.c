@@ -38,6 +38,7 @@ struct found {
 struct job {
     const struct cc_got_entry *list;
     int n;
+    int to_real; /* 1: wrapper -> real function; 0: back again */
     int nfound;
     struct found found[MAX_SLOTS];
 };
@@ -90,7 +91,8 @@ static void scan(struct job *j, const struct dl_phdr_info *info, const ElfW(Rela
         const char *name = strtab + symtab[REL_SYM(rel[i].r_info)].st_name;
         void **slot = (void **)(info->dlpi_addr + rel[i].r_offset);
         for (int k = 0; k < j->n && j->nfound < MAX_SLOTS; k++)
-            if (!strcmp(name, j->list[k].name) && __atomic_load_n(slot, __ATOMIC_ACQUIRE) == j->list[k].wrapper)
+            if (!strcmp(name, j->list[k].name) &&
+                (__atomic_load_n(slot, __ATOMIC_ACQUIRE) == j->list[k].wrapper) == j->to_real)
                 j->found[j->nfound++] = (struct found){slot, k, text};
     }
 }
@@ -133,11 +135,12 @@ static int each_object(struct dl_phdr_info *info, size_t size, void *arg) {
     return 0;
 }
 
-int cc_got_hand_back(const struct cc_got_entry *list, int n) {
+int cc_got_rewrite(const struct cc_got_entry *list, int n, int to_real) {
 #ifdef SLOT_JUMP
     static struct job j; /* the sampler's thread only */
     j.list = list;
     j.n = n;
+    j.to_real = to_real;
     j.nfound = 0;
     cc_is_ours(NULL); /* finds its own range now, not nested in the walk below */
     dl_iterate_phdr(each_object, &j);
@@ -145,13 +148,18 @@ int cc_got_hand_back(const struct cc_got_entry *list, int n) {
     for (int i = 0; i < j.nfound; i++) {
         const struct cc_got_entry *e = &list[j.found[i].entry];
         void *real = cc_resolve(e->name, j.found[i].text, NULL);
-        if (real && real != e->wrapper)
+        if (!real || real == e->wrapper)
+            continue;
+        if (to_real)
             rewritten += write_slot(j.found[i].slot, real);
+        else if (__atomic_load_n(j.found[i].slot, __ATOMIC_ACQUIRE) == real) /* handed back before */
+            rewritten += write_slot(j.found[i].slot, e->wrapper);
     }
     return rewritten;
 #else
     (void)list;
     (void)n;
+    (void)to_real;
     return 0;
 #endif
 }

@@ -161,7 +161,10 @@ static void json_region(struct cc_buf *b, const struct cc_sample *s, const struc
             cc_put_str(b, why);
         } else
             cc_put(b, "null");
-        /* critical and atomic counts after this time are credited, not counted (settle.c) */
+        /* critical and atomic counts credited, not counted (settle.c): for how long, and
+         * since when if they still were at the end */
+        if (cc_settle_uncounted_s(s->elapsed_s) > 0)
+            cc_put(b, ",\"sync_uncounted_s\":%.4g", cc_settle_uncounted_s(s->elapsed_s));
         if (cc_settle_stopped_s() > 0)
             cc_put(b, ",\"sync_counted_until_s\":%.4g", cc_settle_stopped_s());
         cc_put(b, "}");

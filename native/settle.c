@@ -1,12 +1,14 @@
 /* Counting that stops once it has served (CORECAST_STEER): a critical section of a few
  * nanoseconds costs as much again through its wrappers, paid on every call for the whole
- * run.  Once steering has settled every region, the counts no longer steer anything; the
- * exit report still wants them.  So at the end of the first window in which every region
- * had settled and ran at its settled count, the sampler snapshots each region's counts,
- * hands the section starts back to the real functions (got.c), and a window later the
- * ends (every timed hold begun before has been released through its wrapper by then).  A
- * region's later calls are credited at its rate per call in that window (its settled
- * team size's), and the report says so.
+ * run.  Once steering has settled the regions that run, the counts no longer steer
+ * anything; the exit report still wants them.  So at the end of the first window in which
+ * every region that ran had settled and ran at its settled count, the sampler snapshots
+ * each region's counts, hands the section starts back to the real functions (got.c), and
+ * a window later the ends (every timed hold begun before has been released through its
+ * wrapper by then).  A region's later calls are credited at its rate per call in that
+ * window (its settled team size's), and the report says so.  When a region that steering
+ * has not settled runs (a new one, or one that did not run then), the wrappers are taken
+ * back, the credit so far is kept, and counting goes on: steering reads its stalls.
  * CORECAST_KEEP_COUNTING=1 keeps every wrapper. */
 #include <string.h>
 
@@ -17,8 +19,13 @@ const int cc_settle_cats[CC_NSETTLE] = {CC_STALL_CRITICAL, CC_STALL_ATOMIC};
 
 enum { COUNTING, STARTS_BACK, ENDS_BACK };
 #define SHORT_WINDOW_CALLS 64 /* calls that measure a count well enough to end its window early */
+/* Calls a rate per call rests on: counts move during a call, so a call in flight at either
+ * snapshot (up to one call's sections) stays under 1% of it. */
+#define RATE_CALLS 256
 static int stage;
-static double stopped_s;
+static double stopped_s;            /* when counting stopped last */
+static double uncounted_s;          /* earlier spans without counting */
+static struct cc_settle_extra kept; /* their credit, for the process (regions hold theirs) */
 
 static void snap(struct cc_sync_snap *o, const struct cc_region *r) {
     o->calls = __atomic_load_n(&r->calls, __ATOMIC_RELAXED);
@@ -41,24 +48,132 @@ static int is_region(const struct cc_region_sample *g) {
     return g->runtime == CC_RUNTIME_OPENMP && strcmp(g->name, "process");
 }
 
-/* Every OpenMP region of the window has a settled count (and there is one); ``*measured``:
- * each one's window ran at that count, so the window's calls give its rate per call. */
+/* What ``r``'s calls beyond its stopped_at snapshot stand for, at its rate per call in the
+ * window before it (per settle category; wait and hold in ticks).  0: nothing to credit. */
+struct credit {
+    double acq[CC_NSETTLE], contended[CC_NSETTLE], wait[CC_NSETTLE], hold[CC_NSETTLE];
+};
+
+static int credit_of(const struct cc_region *r, uint64_t calls, struct credit *out) {
+    static const struct cc_sync_snap none;
+    const struct cc_sync_snap *a = &r->settled_at, *b = &r->stopped_at;
+    if (!b->calls || calls <= b->calls) /* a region first run later, or a forked child's */
+        return 0;
+    if (b->calls <= a->calls) /* no calls in that window: the rate of all before */
+        a = &none;
+    double after = (double)(calls - b->calls) / (double)(b->calls - a->calls);
+    for (int k = 0; k < CC_NSETTLE; k++) {
+        out->acq[k] = after * (double)(b->acq[k] - a->acq[k]);
+        out->contended[k] = after * (double)(b->contended[k] - a->contended[k]);
+        out->wait[k] = after * (double)(b->wait[k] - a->wait[k]);
+        out->hold[k] = after * (double)(b->hold[k] - a->hold[k]);
+    }
+    return 1;
+}
+
+/* 1: every region that ran in the window has a settled count; -1: one that ran has not;
+ * 0: none ran.  ``*measured``: each ran at its settled count (the window gives its rate). */
 static int all_settled(const struct cc_sample *s, const struct cc_result *r, struct cc_region *const *refs,
                        int *measured) {
     int any = 0;
     *measured = 1;
     for (int i = 0; i < s->nregions; i++) {
         const struct cc_region_sample *g = &s->regions[i];
-        if (!is_region(g))
+        if (!is_region(g) || refs[i]->settled_at.calls >= g->calls) /* did not run */
             continue;
         int chosen = r->regions[i].steer_chosen;
         if (!chosen)
-            return 0;
-        int ran = team_of(refs[i]->settled_at.team, g);
-        *measured &= refs[i]->settled_at.calls < g->calls && ran == chosen;
+            return -1;
+        *measured &= team_of(refs[i]->settled_at.team, g) == chosen && g->calls - refs[i]->settled_at.calls >= RATE_CALLS;
         any = 1;
     }
     return any;
+}
+
+static void hand_back(const struct cc_sample *s, struct cc_region *const *refs) {
+    /* The snapshots follow the rewrite (which takes milliseconds): what was counted until
+     * then is in them, and every call after is credited.  settled_at holds the window's
+     * start, at the settled count: the rate's base. */
+    cc_gomp_hand_back(0, 1);
+    for (int i = 0; i < s->nregions; i++)
+        if (is_region(&s->regions[i]))
+            snap(&refs[i]->stopped_at, refs[i]);
+    stopped_s = s->elapsed_s;
+    __atomic_store_n(&stage, STARTS_BACK, __ATOMIC_RELEASE); /* the snapshots first */
+}
+
+/* Adds ``c`` to a region's counters for good, and to what the process keeps. */
+static void keep(struct cc_region *q, const struct credit *c) {
+    for (int k = 0; k < CC_NSETTLE; k++) {
+        int cat = cc_settle_cats[k];
+        CC_AADD(q->acq[cat], (uint64_t)(c->acq[k] + 0.5));
+        CC_AADD(q->contended[cat], (uint64_t)(c->contended[k] + 0.5));
+        CC_AADD(q->wait[cat], (uint64_t)(c->wait[k] + 0.5));
+        CC_AADD(q->hold[cat], (uint64_t)(c->hold[k] + 0.5));
+        kept.acq[k] += c->acq[k];
+        kept.contended[k] += c->contended[k];
+        kept.wait_s[k] += cc_ticks_to_s((uint64_t)(c->wait[k] + 0.5));
+        kept.hold_s[k] += cc_ticks_to_s((uint64_t)(c->hold[k] + 0.5));
+    }
+}
+
+/* A region that first ran while nothing was counted: its calls then, credited once at its
+ * rate per call since the wrappers were taken back (RATE_CALLS calls, or as many as were
+ * counted before the next hand-back). */
+static void credit_gaps(void) {
+    int n;
+    struct cc_region *all = cc_regions(&n);
+    int counting = __atomic_load_n(&stage, __ATOMIC_ACQUIRE) == COUNTING;
+    for (int i = 0; i < n; i++) {
+        struct cc_region *q = &all[i];
+        if (!q->gap_calls)
+            continue;
+        struct cc_sync_snap now;
+        if (counting)
+            snap(&now, q);
+        else
+            now = q->stopped_at;
+        uint64_t span = now.calls > q->taken_at.calls ? now.calls - q->taken_at.calls : 0;
+        if (!span || (counting && span < RATE_CALLS))
+            continue;
+        double per = (double)q->gap_calls / (double)span;
+        struct credit c;
+        for (int k = 0; k < CC_NSETTLE; k++) {
+            c.acq[k] = per * (double)(now.acq[k] - q->taken_at.acq[k]);
+            c.contended[k] = per * (double)(now.contended[k] - q->taken_at.contended[k]);
+            c.wait[k] = per * (double)(now.wait[k] - q->taken_at.wait[k]);
+            c.hold[k] = per * (double)(now.hold[k] - q->taken_at.hold[k]);
+        }
+        keep(q, &c);
+        q->gap_calls = 0;
+    }
+}
+
+/* Counting again: the wrappers back in the slots (ends first: a timed start must meet its
+ * end's wrapper), and each region's credit so far added to its counters for good. */
+static void take_back(const struct cc_sample *s) {
+    /* The slots are written at the end of the rewrite (which takes milliseconds): the calls
+     * until then were not counted, so the credit runs to the calls after it. */
+    if (stage == ENDS_BACK)
+        cc_gomp_hand_back(1, 0);
+    cc_gomp_hand_back(0, 0);
+    int n;
+    struct cc_region *all = cc_regions(&n);
+    for (int i = 0; i < n; i++) {
+        struct cc_region *q = &all[i];
+        struct credit c;
+        if (!__atomic_load_n(&q->fn, __ATOMIC_ACQUIRE))
+            continue;
+        uint64_t calls = __atomic_load_n(&q->calls, __ATOMIC_RELAXED);
+        if (credit_of(q, calls, &c))
+            keep(q, &c);
+        else if (!q->stopped_at.calls && calls) /* first ran after the stop */
+            q->gap_calls = calls;
+        snap(&q->taken_at, q);
+        q->stopped_at.calls = 0;
+    }
+    uncounted_s += s->elapsed_s - stopped_s;
+    __atomic_store_n(&stage, COUNTING, __ATOMIC_RELEASE);
 }
 
 /* 1: the next window should be short (see settle.h). */
@@ -66,29 +181,22 @@ int cc_settle_window(const struct cc_sample *s, const struct cc_result *r, struc
     if (!s->steer)
         return 0;
     /* The hand-back is libgomp's wrappers' (the OMPT path has none to hand back). */
-    int hand_back = !cc_cfg.keep_counting && !cc_ompt_on;
-    if (hand_back && stage == STARTS_BACK) {
-        cc_gomp_hand_back(1);
-        __atomic_store_n(&stage, ENDS_BACK, __ATOMIC_RELEASE);
-        return 0;
-    }
+    int may = !cc_cfg.keep_counting && !cc_ompt_on;
+    credit_gaps();
     int measured, settled = all_settled(s, r, refs, &measured);
-    settled &= hand_back && stage == COUNTING; /* waiting to hand back */
-    if (settled && measured) {
-        /* settled_at holds the window's start, at the settled count: the rate's base */
-        for (int i = 0; i < s->nregions; i++)
-            if (is_region(&s->regions[i]))
-                snap(&refs[i]->stopped_at, refs[i]);
-        stopped_s = s->elapsed_s;
-        __atomic_store_n(&stage, STARTS_BACK, __ATOMIC_RELEASE); /* the snapshots first */
-        cc_gomp_hand_back(0);
-        return 1;
-    }
-    /* A region that steering moves to another count (or that settled at a count the
-     * window did not run) is watched: its window may end after a quarter, once it made
-     * SHORT_WINDOW_CALLS calls there (a long window at a count that may be much slower
-     * is what a step costs). */
-    int watch = 0;
+    if (stage != COUNTING && settled < 0)
+        take_back(s);
+    else if (stage == STARTS_BACK) {
+        cc_gomp_hand_back(1, 1);
+        __atomic_store_n(&stage, ENDS_BACK, __ATOMIC_RELEASE);
+    } else if (may && stage == COUNTING && settled > 0 && measured)
+        hand_back(s, refs);
+    settled = settled > 0 && may && stage == COUNTING; /* at a count the window did not run */
+    /* A region that steering moves to another count is watched: its window may end after a
+     * quarter, once it made SHORT_WINDOW_CALLS calls there (a long window at a count that
+     * may be much slower is what a step costs); one that settled, until RATE_CALLS calls
+     * at its count give its rate.  After the hand-back the ends follow a quarter later. */
+    int watch = stage == STARTS_BACK;
     for (int i = 0; i < s->nregions; i++) {
         const struct cc_region_sample *g = &s->regions[i];
         if (!is_region(g))
@@ -97,8 +205,8 @@ int cc_settle_window(const struct cc_sample *s, const struct cc_result *r, struc
         int next = __atomic_load_n(&refs[i]->steer_threads, __ATOMIC_RELAXED);
         int stepped = team_of(next, g) != team_of(w->team, g);
         snap(w, refs[i]); /* the next window's start */
-        w->watch = settled || stepped;
-        watch |= w->watch;
+        w->watch = settled ? RATE_CALLS : stepped ? SHORT_WINDOW_CALLS : 0;
+        watch |= w->watch > 0;
     }
     return watch;
 }
@@ -108,7 +216,7 @@ int cc_settle_window_measured(void) {
     const struct cc_region *r = cc_regions(&n);
     for (int i = 0; i < n; i++)
         if (r[i].settled_at.watch && __atomic_load_n(&r[i].fn, __ATOMIC_ACQUIRE) &&
-            __atomic_load_n(&r[i].calls, __ATOMIC_RELAXED) - r[i].settled_at.calls < SHORT_WINDOW_CALLS)
+            __atomic_load_n(&r[i].calls, __ATOMIC_RELAXED) - r[i].settled_at.calls < (uint64_t)r[i].settled_at.watch)
             return 0;
     return 1;
 }
@@ -117,29 +225,24 @@ double cc_settle_stopped_s(void) {
     return __atomic_load_n(&stage, __ATOMIC_ACQUIRE) >= STARTS_BACK ? stopped_s : 0.0;
 }
 
+double cc_settle_uncounted_s(double elapsed_s) {
+    return uncounted_s + (cc_settle_stopped_s() > 0 ? elapsed_s - stopped_s : 0.0);
+}
+
 void cc_settle_extend(struct cc_region_sample *o, const struct cc_region *r, struct cc_settle_extra *extra) {
-    if (__atomic_load_n(&stage, __ATOMIC_ACQUIRE) < STARTS_BACK)
+    struct credit c;
+    if (__atomic_load_n(&stage, __ATOMIC_ACQUIRE) < STARTS_BACK || !credit_of(r, o->calls, &c))
         return;
-    static const struct cc_sync_snap none;
-    const struct cc_sync_snap *a = &r->settled_at, *b = &r->stopped_at;
-    if (!b->calls || o->calls <= b->calls) /* a region first run later, or a forked child's */
-        return;
-    if (b->calls <= a->calls) /* no calls in that window: the rate of all before */
-        a = &none;
-    double after = (double)(o->calls - b->calls) / (double)(b->calls - a->calls);
     for (int k = 0; k < CC_NSETTLE; k++) {
-        int c = cc_settle_cats[k];
-        double acq = after * (double)(b->acq[k] - a->acq[k]);
-        double contended = after * (double)(b->contended[k] - a->contended[k]);
-        double wait = after * cc_ticks_to_s(b->wait[k] - a->wait[k]);
-        double hold = after * cc_ticks_to_s(b->hold[k] - a->hold[k]);
-        o->acquisitions[c] += (unsigned long long)(acq + 0.5);
-        o->contended[c] += (unsigned long long)(contended + 0.5);
-        o->stall_s[c] += wait;
-        o->hold_s[c] += hold;
+        int cat = cc_settle_cats[k];
+        double wait = cc_ticks_to_s((uint64_t)(c.wait[k] + 0.5)), hold = cc_ticks_to_s((uint64_t)(c.hold[k] + 0.5));
+        o->acquisitions[cat] += (unsigned long long)(c.acq[k] + 0.5);
+        o->contended[cat] += (unsigned long long)(c.contended[k] + 0.5);
+        o->stall_s[cat] += wait;
+        o->hold_s[cat] += hold;
         o->serial_s += hold;
-        extra->acq[k] += acq;
-        extra->contended[k] += contended;
+        extra->acq[k] += c.acq[k];
+        extra->contended[k] += c.contended[k];
         extra->wait_s[k] += wait;
         extra->hold_s[k] += hold;
     }
@@ -147,11 +250,11 @@ void cc_settle_extend(struct cc_region_sample *o, const struct cc_region *r, str
 
 void cc_settle_extend_process(struct cc_region_sample *o, const struct cc_settle_extra *extra) {
     for (int k = 0; k < CC_NSETTLE; k++) {
-        int c = cc_settle_cats[k];
-        o->acquisitions[c] += (unsigned long long)(extra->acq[k] + 0.5);
-        o->contended[c] += (unsigned long long)(extra->contended[k] + 0.5);
-        o->stall_s[c] += extra->wait_s[k];
-        o->hold_s[c] += extra->hold_s[k];
-        o->serial_s += extra->hold_s[k];
+        int cat = cc_settle_cats[k];
+        o->acquisitions[cat] += (unsigned long long)(extra->acq[k] + kept.acq[k] + 0.5);
+        o->contended[cat] += (unsigned long long)(extra->contended[k] + kept.contended[k] + 0.5);
+        o->stall_s[cat] += extra->wait_s[k] + kept.wait_s[k];
+        o->hold_s[cat] += extra->hold_s[k] + kept.hold_s[k];
+        o->serial_s += extra->hold_s[k] + kept.hold_s[k];
     }
 }

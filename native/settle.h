@@ -1,6 +1,6 @@
-/* Once steering has settled every region, corecast stops counting the sections that cost
- * a program most to count (settle.c): their wrappers are handed back (got.c) and their
- * later counts are extrapolated from each region's calls. */
+/* Once steering has settled the regions that run, corecast stops counting the sections
+ * that cost a program most to count (settle.c): their wrappers are handed back (got.c)
+ * and their later counts are credited from each region's calls. */
 #ifndef CORECAST_SETTLE_H
 #define CORECAST_SETTLE_H
 
@@ -11,14 +11,17 @@
  * steering moved a region, or every region settled and the hand-back waits for a window
  * at the settled counts. */
 int cc_settle_window(const struct cc_sample *s, const struct cc_result *r, struct cc_region *const *refs);
-/* shims/gomp.c: hands its section starts (``ends`` 0) or ends (1) back; slots rewritten. */
-int cc_gomp_hand_back(int ends);
+/* shims/gomp.c: hands its section starts (``ends`` 0) or ends (1) back to libgomp
+ * (``back`` 1) or takes them again (0); the slots rewritten. */
+int cc_gomp_hand_back(int ends, int back);
 /* Whether every watched region made calls enough in this window to end it now. */
 int cc_settle_window_measured(void);
 /* A short window: a quarter of CORECAST_WINDOW_MS, at least 10 ms. */
 static inline long cc_short_window_ms(void) { return cc_cfg.window_ms / 4 > 10 ? cc_cfg.window_ms / 4 : 10; }
-/* Elapsed seconds at which counting stopped; 0: it did not. */
+/* Elapsed seconds at which counting stopped; 0: it is counting. */
 double cc_settle_stopped_s(void);
+/* Seconds of the run so far (``elapsed_s``) in which sections were not counted. */
+double cc_settle_uncounted_s(double elapsed_s);
 /* Adds to a region's sample the counts of its calls since counting stopped, at the rate
  * per call between settling and stopping; ``extra`` (per settle category: acquisitions,
  * contended, wait and hold seconds) receives what was added, for the process's sample. */

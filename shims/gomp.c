@@ -151,9 +151,11 @@ CRITICAL_PAIR(GOMP_atomic_start, GOMP_atomic_end, CC_STALL_ATOMIC, &atomic_lock,
 /* An ordered block waits for its turn and then runs alone: a critical section. */
 CRITICAL_PAIR(GOMP_ordered_start, GOMP_ordered_end, CC_STALL_CRITICAL, &ordered_turn, void, , , )
 
-/* What native/settle.c hands back once steering has settled: the section starts, then the
- * ends (a release through the wrapper closes a timed hold; it must outlive the starts). */
-int cc_gomp_hand_back(int ends) {
+/* What native/settle.c hands back once steering has settled (``back`` 1), and takes again
+ * when a region it has not settled runs (0): the section starts or (``ends``) the ends.  A
+ * release through the wrapper closes a timed hold: the ends go back after the starts and
+ * return before them. */
+int cc_gomp_hand_back(int ends, int back) {
     static const struct cc_got_entry starts[] = {
         {"GOMP_critical_start", (void *)GOMP_critical_start},
         {"GOMP_critical_name_start", (void *)GOMP_critical_name_start},
@@ -166,7 +168,7 @@ int cc_gomp_hand_back(int ends) {
         {"GOMP_atomic_end", (void *)GOMP_atomic_end},
         {"GOMP_ordered_end", (void *)GOMP_ordered_end},
     };
-    return ends ? cc_got_hand_back(stops, 4) : cc_got_hand_back(starts, 4);
+    return cc_got_rewrite(ends ? stops : starts, 4, back);
 }
 
 bool GOMP_single_start(void) {

@@ -96,7 +96,7 @@ def test_settled_steering_hands_the_sections_back(program, lib, tmp_path):
     assert 0 < until
     # Both slots (the program's and the RELRO one in the -z now library) reach libgomp again.
     assert lines(steered)[1:] == ["main reaches libgomp.so.1", "library reaches libgomp.so.1"]
-    assert "critical and atomic sections counted until" in steered.stderr.decode()
+    assert "critical and atomic sections not counted for" in steered.stderr.decode()
     # Counted before, credited after at the settled rate: the same 1000 x 2 sections a call.
     acq = region["counters"]["acquisitions"]["critical"]
     assert acq == pytest.approx(SECTIONS, rel=0.02) and acq != SECTIONS
@@ -137,3 +137,67 @@ def test_a_step_window_ends_once_the_new_count_made_calls_enough(program, lib, t
     at_two = next(t["wall_s"] for t in region["by_team"] if t["threads"] == 2)
     assert region["steering"]["chosen"] == 1
     assert region["steering"]["sync_counted_until_s"] - at_two < 0.4
+
+
+PHASES = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+void GOMP_critical_start(void);
+static int handed_back(void) {
+    Dl_info info;
+    return dladdr((void *)&GOMP_critical_start, &info) && info.dli_fname && strstr(info.dli_fname, "libgomp");
+}
+static long phase_a(int c) {
+    long s = 0;
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < 1000; i++) {
+#pragma omp critical
+        s += (i ^ c) & 7;
+    }
+    return s;
+}
+static long phase_b(int c) {
+    long s = 0;
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < 1000; i++) {
+#pragma omp critical
+        s += (i ^ c) & 3;
+    }
+    return s;
+}
+int main(int argc, char **argv) {
+    int b_calls = atoi(argv[1]), preloaded = getenv("LD_PRELOAD") != NULL;
+    long a = 0, b = 0;
+    int c = 0;
+    /* Phase A runs until corecast handed the sections back (at most 200000 calls). */
+    for (; c < 200000 && (c < 2000 || (preloaded && !handed_back())); c++)
+        a += phase_a(c);
+    fprintf(stderr, "phase A: %d calls, handed back: %d\n", c, handed_back());
+    for (int k = 0; k < b_calls; k++)
+        b += phase_b(k);
+    printf("b %ld\n", b);
+    printf("end: handed back %d\n", handed_back());
+    return 0;
+}
+"""
+
+
+def test_a_region_steering_has_not_settled_takes_the_sections_back(gcc, build, lib, tmp_path):
+    prog = build("settle_phases", PHASES, "-fopenmp", "-ldl")
+    plain = run([prog, 20000], env=clean_env(OMP_NUM_THREADS="1"))
+    out = tmp_path / "cc.jsonl"
+    steered = run([prog, 20000], env=clean_env(OMP_NUM_THREADS="2"), preload=lib, output=out, steer="1",
+                  window_ms="50")
+    assert plain.returncode == steered.returncode == 0, steered.stderr
+    assert "handed back: 1" in steered.stderr.decode()  # phase A ended with the hand-back
+    assert lines(steered)[0] == lines(plain)[0]
+    regions = {r["name"]: r for r in events(read_lines(out), "region")}
+    a, b = regions["phase_a._omp_fn.0"], regions["phase_b._omp_fn.0"]
+    # Phase B's convoy was seen (its sections counted again) and steered like A's.
+    assert a["steering"]["chosen"] == 1 and b["steering"]["chosen"] == 1
+    assert b["counters"]["acquisitions"]["critical"] == pytest.approx(20000 * 1000, rel=0.02)
+    assert a["counters"]["acquisitions"]["critical"] == pytest.approx(a["calls"] * 1000, rel=0.02)
+    assert lines(steered)[1] == "end: handed back 1"  # and handed back again once B settled
