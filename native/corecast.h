@@ -168,7 +168,7 @@ struct cc_hist {
     uint64_t probes; /* of ``calls``: probe calls (CORECAST_PROBE) */
 };
 
-#define CC_NSETTLE 2 /* categories settle.c stops counting: critical (with ordered), atomic */
+#define CC_NSETTLE 3 /* categories settle.c stops counting: critical (with ordered), atomic, OpenMP locks */
 extern const int cc_settle_cats[CC_NSETTLE];
 
 struct cc_region {
@@ -191,14 +191,15 @@ struct cc_region {
     uint64_t hold[CC_NSTALL];
     uint64_t wait[CC_NSTALL], acq[CC_NSTALL], contended[CC_NSTALL];
     /* The sampler's snapshots (settle.c): at the start of the latest window (with the team
-     * steering set for it, 0: the program's own), when it stopped counting the sections it
-     * hands back, and when it took them back. */
+     * steering set for it, 0: the program's own), at the start of the window whose rate
+     * is credited, when it stopped counting the sections it hands back, and when it took
+     * them back. */
     struct cc_sync_snap {
         int team;
         int watch; /* > 0: its window may end early once it made this many calls (settle.c) */
         uint64_t calls;
         uint64_t wait[CC_NSETTLE], hold[CC_NSETTLE], acq[CC_NSETTLE], contended[CC_NSETTLE];
-    } settled_at, stopped_at, taken_at;
+    } window_at, rate_at, stopped_at, taken_at;
     uint64_t gap_calls; /* calls run uncounted before the wrappers were taken back, to credit */
     char name[CC_NAME_LEN], object[CC_NAME_LEN]; /* filled at report time */
     char parent[CC_NAME_LEN];                    /* call sites: the function holding it */

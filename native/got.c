@@ -34,6 +34,8 @@ struct found {
     void **slot;
     int entry;        /* index in the list */
     const void *text; /* the calling object's code: where the real function is resolved */
+    void *value;      /* what to write; NULL: nothing */
+    int prot;         /* the slot's page protection */
 };
 struct job {
     const struct cc_got_entry *list;
@@ -59,8 +61,7 @@ static int prot_of(uintptr_t addr) {
     return prot;
 }
 
-static int write_slot(void **slot, void *value) {
-    int prot = prot_of((uintptr_t)slot);
+static int write_slot(void **slot, void *value, int prot) {
     if (prot < 0)
         return 0;
     if (prot & PROT_WRITE) {
@@ -144,17 +145,25 @@ int cc_got_rewrite(const struct cc_got_entry *list, int n, int to_real) {
     j.nfound = 0;
     cc_is_ours(NULL); /* finds its own range now, not nested in the walk below */
     dl_iterate_phdr(each_object, &j);
-    int rewritten = 0;
+    /* The slow part first (resolving, /proc/self/maps), then the writes in one quick pass:
+     * the callers switch nearly at once, so counts taken just after are consistent. */
     for (int i = 0; i < j.nfound; i++) {
-        const struct cc_got_entry *e = &list[j.found[i].entry];
-        void *real = cc_resolve(e->name, j.found[i].text, NULL);
+        struct found *f = &j.found[i];
+        const struct cc_got_entry *e = &list[f->entry];
+        void *real = cc_resolve(e->name, f->text, NULL);
+        f->value = NULL;
         if (!real || real == e->wrapper)
             continue;
         if (to_real)
-            rewritten += write_slot(j.found[i].slot, real);
-        else if (__atomic_load_n(j.found[i].slot, __ATOMIC_ACQUIRE) == real) /* handed back before */
-            rewritten += write_slot(j.found[i].slot, e->wrapper);
+            f->value = real;
+        else if (__atomic_load_n(f->slot, __ATOMIC_ACQUIRE) == real) /* handed back before */
+            f->value = e->wrapper;
+        f->prot = f->value ? prot_of((uintptr_t)f->slot) : -1;
     }
+    int rewritten = 0;
+    for (int i = 0; i < j.nfound; i++)
+        if (j.found[i].value)
+            rewritten += write_slot(j.found[i].slot, j.found[i].value, j.found[i].prot);
     return rewritten;
 #else
     (void)list;

@@ -161,7 +161,7 @@ static void json_region(struct cc_buf *b, const struct cc_sample *s, const struc
             cc_put_str(b, why);
         } else
             cc_put(b, "null");
-        /* critical and atomic counts credited, not counted (settle.c): for how long, and
+        /* critical, atomic and OpenMP-lock counts credited, not counted (settle.c): for how long, and
          * since when if they still were at the end */
         if (cc_settle_uncounted_s(s->elapsed_s) > 0)
             cc_put(b, ",\"sync_uncounted_s\":%.4g", cc_settle_uncounted_s(s->elapsed_s));

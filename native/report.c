@@ -137,7 +137,7 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
         }
     }
     if (ok && s->steer && cc_settle_uncounted_s(s->elapsed_s) > 0)
-        cc_put(&b, "corecast: critical and atomic sections not counted for %.2f s of the run, once steering had "
+        cc_put(&b, "corecast: critical sections, atomics and OpenMP locks not counted for %.2f s of the run, once steering had "
                 "settled; their counts there are credited at each region's rate per call at its settled count "
                 "(CORECAST_KEEP_COUNTING=1 counts them all)\n", cc_settle_uncounted_s(s->elapsed_s));
     for (int i = 0; cc_cfg.probe && i < s->nregions; i++) {

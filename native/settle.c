@@ -15,7 +15,7 @@
 #include "got.h"
 #include "settle.h"
 
-const int cc_settle_cats[CC_NSETTLE] = {CC_STALL_CRITICAL, CC_STALL_ATOMIC};
+const int cc_settle_cats[CC_NSETTLE] = {CC_STALL_CRITICAL, CC_STALL_ATOMIC, CC_STALL_OMPLOCK};
 
 enum { COUNTING, STARTS_BACK, ENDS_BACK };
 #define SHORT_WINDOW_CALLS 64 /* calls that measure a count well enough to end its window early */
@@ -56,7 +56,7 @@ struct credit {
 
 static int credit_of(const struct cc_region *r, uint64_t calls, struct credit *out) {
     static const struct cc_sync_snap none;
-    const struct cc_sync_snap *a = &r->settled_at, *b = &r->stopped_at;
+    const struct cc_sync_snap *a = &r->rate_at, *b = &r->stopped_at;
     if (!b->calls || calls <= b->calls) /* a region first run later, or a forked child's */
         return 0;
     if (b->calls <= a->calls) /* no calls in that window: the rate of all before */
@@ -79,12 +79,12 @@ static int all_settled(const struct cc_sample *s, const struct cc_result *r, str
     *measured = 1;
     for (int i = 0; i < s->nregions; i++) {
         const struct cc_region_sample *g = &s->regions[i];
-        if (!is_region(g) || refs[i]->settled_at.calls >= g->calls) /* did not run */
+        if (!is_region(g) || refs[i]->window_at.calls >= g->calls) /* did not run */
             continue;
         int chosen = r->regions[i].steer_chosen;
         if (!chosen)
             return -1;
-        *measured &= team_of(refs[i]->settled_at.team, g) == chosen && g->calls - refs[i]->settled_at.calls >= RATE_CALLS;
+        *measured &= team_of(refs[i]->window_at.team, g) == chosen && g->calls - refs[i]->window_at.calls >= RATE_CALLS;
         any = 1;
     }
     return any;
@@ -92,24 +92,34 @@ static int all_settled(const struct cc_sample *s, const struct cc_result *r, str
 
 static void hand_back(const struct cc_sample *s, struct cc_region *const *refs) {
     /* The snapshots follow the rewrite (which takes milliseconds): what was counted until
-     * then is in them, and every call after is credited.  settled_at holds the window's
-     * start, at the settled count: the rate's base. */
+     * then is in them, and every call after is credited.  window_at holds the window's
+     * start, at the settled count: the rate's base (kept in rate_at). */
     cc_gomp_hand_back(0, 1);
     for (int i = 0; i < s->nregions; i++)
-        if (is_region(&s->regions[i]))
+        if (is_region(&s->regions[i])) {
+            refs[i]->rate_at = refs[i]->window_at;
             snap(&refs[i]->stopped_at, refs[i]);
+        }
     stopped_s = s->elapsed_s;
     __atomic_store_n(&stage, STARTS_BACK, __ATOMIC_RELEASE); /* the snapshots first */
 }
 
-/* Adds ``c`` to a region's counters for good, and to what the process keeps. */
+/* Adds ``c`` to a region's counters for good, and to what the process keeps; the window's
+ * base moves with them, so that the window's own rate leaves the credit out. */
 static void keep(struct cc_region *q, const struct credit *c) {
+    struct cc_sync_snap *w = &q->window_at;
     for (int k = 0; k < CC_NSETTLE; k++) {
         int cat = cc_settle_cats[k];
-        CC_AADD(q->acq[cat], (uint64_t)(c->acq[k] + 0.5));
-        CC_AADD(q->contended[cat], (uint64_t)(c->contended[k] + 0.5));
-        CC_AADD(q->wait[cat], (uint64_t)(c->wait[k] + 0.5));
-        CC_AADD(q->hold[cat], (uint64_t)(c->hold[k] + 0.5));
+        uint64_t acq = (uint64_t)(c->acq[k] + 0.5), contended = (uint64_t)(c->contended[k] + 0.5);
+        uint64_t wait = (uint64_t)(c->wait[k] + 0.5), hold = (uint64_t)(c->hold[k] + 0.5);
+        CC_AADD(q->acq[cat], acq);
+        CC_AADD(q->contended[cat], contended);
+        CC_AADD(q->wait[cat], wait);
+        CC_AADD(q->hold[cat], hold);
+        w->acq[k] += acq;
+        w->contended[k] += contended;
+        w->wait[k] += wait;
+        w->hold[k] += hold;
         kept.acq[k] += c->acq[k];
         kept.contended[k] += c->contended[k];
         kept.wait_s[k] += cc_ticks_to_s((uint64_t)(c->wait[k] + 0.5));
@@ -201,7 +211,7 @@ int cc_settle_window(const struct cc_sample *s, const struct cc_result *r, struc
         const struct cc_region_sample *g = &s->regions[i];
         if (!is_region(g))
             continue;
-        struct cc_sync_snap *w = &refs[i]->settled_at;
+        struct cc_sync_snap *w = &refs[i]->window_at;
         int next = __atomic_load_n(&refs[i]->steer_threads, __ATOMIC_RELAXED);
         int stepped = team_of(next, g) != team_of(w->team, g);
         snap(w, refs[i]); /* the next window's start */
@@ -215,8 +225,8 @@ int cc_settle_window_measured(void) {
     int n;
     const struct cc_region *r = cc_regions(&n);
     for (int i = 0; i < n; i++)
-        if (r[i].settled_at.watch && __atomic_load_n(&r[i].fn, __ATOMIC_ACQUIRE) &&
-            __atomic_load_n(&r[i].calls, __ATOMIC_RELAXED) - r[i].settled_at.calls < (uint64_t)r[i].settled_at.watch)
+        if (r[i].window_at.watch && __atomic_load_n(&r[i].fn, __ATOMIC_ACQUIRE) &&
+            __atomic_load_n(&r[i].calls, __ATOMIC_RELAXED) - r[i].window_at.calls < (uint64_t)r[i].window_at.watch)
             return 0;
     return 1;
 }

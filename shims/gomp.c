@@ -151,26 +151,6 @@ CRITICAL_PAIR(GOMP_atomic_start, GOMP_atomic_end, CC_STALL_ATOMIC, &atomic_lock,
 /* An ordered block waits for its turn and then runs alone: a critical section. */
 CRITICAL_PAIR(GOMP_ordered_start, GOMP_ordered_end, CC_STALL_CRITICAL, &ordered_turn, void, , , )
 
-/* What native/settle.c hands back once steering has settled (``back`` 1), and takes again
- * when a region it has not settled runs (0): the section starts or (``ends``) the ends.  A
- * release through the wrapper closes a timed hold: the ends go back after the starts and
- * return before them. */
-int cc_gomp_hand_back(int ends, int back) {
-    static const struct cc_got_entry starts[] = {
-        {"GOMP_critical_start", (void *)GOMP_critical_start},
-        {"GOMP_critical_name_start", (void *)GOMP_critical_name_start},
-        {"GOMP_atomic_start", (void *)GOMP_atomic_start},
-        {"GOMP_ordered_start", (void *)GOMP_ordered_start},
-    };
-    static const struct cc_got_entry stops[] = {
-        {"GOMP_critical_end", (void *)GOMP_critical_end},
-        {"GOMP_critical_name_end", (void *)GOMP_critical_name_end},
-        {"GOMP_atomic_end", (void *)GOMP_atomic_end},
-        {"GOMP_ordered_end", (void *)GOMP_ordered_end},
-    };
-    return cc_got_rewrite(ends ? stops : starts, 4, back);
-}
-
 bool GOMP_single_start(void) {
     const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));
     bool mine = g->GOMP_single_start();
@@ -247,3 +227,27 @@ bool GOMP_loop_runtime_start(long start, long end, long incr, long *istart, long
 
 OMP_LOCK_PAIR(omp_set_lock, omp_unset_lock, omp_test_lock)
 OMP_LOCK_PAIR(omp_set_nest_lock, omp_unset_nest_lock, omp_test_nest_lock)
+
+/* What native/settle.c hands back once steering has settled (``back`` 1), and takes again
+ * when a region it has not settled runs (0): the section starts or (``ends``) the ends.  A
+ * release through the wrapper closes a timed hold: the ends go back after the starts and
+ * return before them. */
+int cc_gomp_hand_back(int ends, int back) {
+    static const struct cc_got_entry starts[] = {
+        {"GOMP_critical_start", (void *)GOMP_critical_start},
+        {"GOMP_critical_name_start", (void *)GOMP_critical_name_start},
+        {"GOMP_atomic_start", (void *)GOMP_atomic_start},
+        {"GOMP_ordered_start", (void *)GOMP_ordered_start},
+        {"omp_set_lock", (void *)omp_set_lock},
+        {"omp_set_nest_lock", (void *)omp_set_nest_lock},
+    };
+    static const struct cc_got_entry stops[] = {
+        {"GOMP_critical_end", (void *)GOMP_critical_end},
+        {"GOMP_critical_name_end", (void *)GOMP_critical_name_end},
+        {"GOMP_atomic_end", (void *)GOMP_atomic_end},
+        {"GOMP_ordered_end", (void *)GOMP_ordered_end},
+        {"omp_unset_lock", (void *)omp_unset_lock},
+        {"omp_unset_nest_lock", (void *)omp_unset_nest_lock},
+    };
+    return cc_got_rewrite(ends ? stops : starts, 6, back);
+}
