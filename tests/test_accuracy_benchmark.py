@@ -6,6 +6,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -109,3 +110,24 @@ def test_band_is_the_narrowest_holding_the_rate_in_every_other_source():
     assert bench.calibrate_band(scores_of_band, [0, 1, 2, 3], sources) == bands[-1]
     # Exactly the stated rate holds.
     assert bench.calibrate_band(lambda b: [bench.Score(0.1, 0.1, 0.0, rate)] * 4, [0, 1], sources) == bands[0]
+
+
+def test_pick_rules_score_the_same_pick_as_the_benchmark():
+    bench = _bench()
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        spec = importlib.util.spec_from_file_location("selection", ROOT / "benchmarks" / "selection.py")
+        selection = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(selection)
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    n = np.arange(1.0, 33.0)
+    # Rises to 24, then collapses: extrapolating the rise from 8 counts picks a bad count.
+    x = np.where(n <= 24, 10 * n / (1 + 0.02 * (n - 1)), 1.0)
+    data = bench.Measurements.from_samples(n, x)
+    sp = bench.Split("s__c", data.subset(np.flatnonzero(n <= 8)), data, 8.0)
+    losses = selection.pick_losses(sp)
+    assert set(losses) == set(selection.PICKS)
+    assert losses["best predicted"] == pytest.approx(bench.score(sp, "auto").pick_loss)
+    assert losses["best predicted"] > 0.5  # picked past the collapse
+    assert losses["at most 2x measured"] < 0.3  # at most 16: 1 - x(16) / x(24) = 0.25

@@ -23,6 +23,11 @@ member is the best one beyond the measured range in about a quarter of the split
 than cores) beyond the counts a backtest sees.  ``benchmarks/accuracy.py --loso`` chooses
 among ``RULE_CHOICES`` on the other sources and scores the choice on the held-out one;
 ``DEFAULT_RULES`` is its choice on all sources.
+
+The backtest does say how far off a doubling of the count can be: beyond the measured
+range the band widens per doubling by ``Rules.band`` times the members' median backtest
+error (calibrated by the same benchmark to hold BAND_RATE of the held-out values in every
+source), so a curve whose members disagreed with its own upper half gets a wider band.
 """
 from __future__ import annotations
 
