@@ -155,12 +155,18 @@ def choose_rule(by_rule: dict[auto.Rules, list[Score | None]], index: list[int])
     return max(by_rule, key=lambda r: merit(aggregate("", [by_rule[r][i] for i in index])))
 
 
-def admissible(guard_splits: list[Split]) -> tuple[list[auto.Rules], list[tuple]]:
-    """The rules of ``auto.RULE_CHOICES`` no worse than the plain median (``auto.Rules()``)
-    on ``guard_splits`` on any figure, and every rule's row there."""
-    rows = {r: aggregate(r.label(), [try_score(sp, "auto", r) for sp in guard_splits]) for r in auto.RULE_CHOICES}
+def admissible(guard_splits: list[Split], rules: tuple[auto.Rules, ...] = auto.RULE_CHOICES,
+               ) -> tuple[list[auto.Rules], list[tuple]]:
+    """The rules of ``rules`` no worse than the plain median (``auto.Rules()``) on
+    ``guard_splits`` on any figure, and every rule's row there (the median's first)."""
+    rows = {r: aggregate(r.label(), [try_score(sp, "auto", r) for sp in guard_splits])
+            for r in dict.fromkeys((auto.Rules(), *rules))}
     _, _, med, share, loss, _ = rows[auto.Rules()]
-    ok = [r for r, (_, _, m, sh, lo, _) in rows.items() if m <= med and sh >= share and lo <= loss]
+    ok = []
+    for r in rules:
+        _, _, m, sh, lo, _ = rows[r]
+        if m <= med and sh >= share and lo <= loss:
+            ok.append(r)
     return ok, list(rows.values())
 
 
