@@ -12,7 +12,9 @@ count the method would pick among all measured counts, 1 - perf(chosen)/perf(bes
 ``--loso`` (leave one source out) scores the corpus in benchmarks/data source by source
 (a curve's source is its file name before ``__``): auto's combination rule is chosen
 among ``auto.RULE_CHOICES`` on the other sources' splits (the rule with the highest
-share under 20% minus median error minus pick loss) and scored on the held-out source;
+share under 20% minus median error minus pick loss), its band among ``auto.BAND_CHOICES``
+(the narrowest holding ``auto.BAND_RATE`` of the test values in every other source), and
+both are scored on the held-out source;
 the single methods (usl, amdahl, presca and auto's continuation members plateau, trend
 and damped) have nothing to choose.  A rule is a candidate only if, on the shared curves
 (``--datasets`` of the plain run, never scored by ``--loso``), it is no worse than the plain
@@ -25,7 +27,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -153,13 +155,34 @@ def choose_rule(by_rule: dict[auto.Rules, list[Score | None]], index: list[int])
     return max(by_rule, key=lambda r: merit(aggregate("", [by_rule[r][i] for i in index])))
 
 
-def admissible(guard_splits: list[Split]) -> tuple[list[auto.Rules], list[tuple]]:
-    """The rules of ``auto.RULE_CHOICES`` no worse than the plain median (``auto.Rules()``)
-    on ``guard_splits`` on any figure, and every rule's row there."""
-    rows = {r: aggregate(r.label(), [try_score(sp, "auto", r) for sp in guard_splits]) for r in auto.RULE_CHOICES}
+def admissible(guard_splits: list[Split], rules: tuple[auto.Rules, ...] = auto.RULE_CHOICES,
+               ) -> tuple[list[auto.Rules], list[tuple]]:
+    """The rules of ``rules`` no worse than the plain median (``auto.Rules()``) on
+    ``guard_splits`` on any figure, and every rule's row there (the median's first)."""
+    rows = {r: aggregate(r.label(), [try_score(sp, "auto", r) for sp in guard_splits])
+            for r in dict.fromkeys((auto.Rules(), *rules))}
     _, _, med, share, loss, _ = rows[auto.Rules()]
-    ok = [r for r, (_, _, m, sh, lo, _) in rows.items() if m <= med and sh >= share and lo <= loss]
+    ok = []
+    for r in rules:
+        _, _, m, sh, lo, _ = rows[r]
+        if m <= med and sh >= share and lo <= loss:
+            ok.append(r)
     return ok, list(rows.values())
+
+
+def calibrate_band(scores_of_band, others: list[int], sources: list[str]) -> float:
+    """The narrowest ``auto.BAND_CHOICES`` whose band holds ``auto.BAND_RATE`` of the
+    test values in every source of ``others`` (split indices; ``sources`` their sources),
+    else the widest.  ``scores_of_band(band)``: auto's scores on every split with that band."""
+    by_source: dict[str, list[int]] = {}
+    for i in others:
+        by_source.setdefault(sources[i], []).append(i)
+    for band in auto.BAND_CHOICES:
+        scores = scores_of_band(band)
+        covers = [aggregate("", [scores[i] for i in idx])[5] for idx in by_source.values()]
+        if all(c >= auto.BAND_RATE for c in covers if np.isfinite(c)):
+            return band
+    return auto.BAND_CHOICES[-1]
 
 
 def loso(all_splits: list[Split], rules: list[auto.Rules] | tuple[auto.Rules, ...] = auto.RULE_CHOICES,
@@ -169,36 +192,55 @@ def loso(all_splits: list[Split], rules: list[auto.Rules] | tuple[auto.Rules, ..
     should be).
 
     For each source, auto's rule is the one of ``rules`` with the best merit on the other
-    sources' splits; the held-out source's splits are scored with it."""
+    sources' splits and its band the one ``calibrate_band`` chooses there; the held-out
+    source's splits are scored with both."""
     sources = sorted({source_of(sp) for sp in all_splits})
-    # Split by split, every rule in turn: auto keeps the split's member fits between rules.
+    split_source = [source_of(sp) for sp in all_splits]
+    # Split by split, every rule in turn: auto keeps the split's member fits between rules
+    # (the shipped rule's band variants too: they are the ones calibrated in practice).
     by_rule: dict[auto.Rules, list[Score | None]] = {r: [] for r in rules}
-    scored = list(dict.fromkeys([*rules, auto.DEFAULT_RULES]))
-    default_scores: list[Score | None] = []
+    shipped_bands = [replace(auto.DEFAULT_RULES, band=b) for b in auto.BAND_CHOICES]
+    memo: dict[auto.Rules, list[Score | None]] = {r: [] for r in shipped_bands}
+    scored = list(dict.fromkeys([*rules, auto.DEFAULT_RULES, *shipped_bands]))
     for sp in all_splits:
         for r in scored:
             s = try_score(sp, "auto", r)
             if r in by_rule:
                 by_rule[r].append(s)
-            if r == auto.DEFAULT_RULES:
-                default_scores.append(s)
+            if r in memo:
+                memo[r].append(s)
+    memo.update({r: v for r, v in by_rule.items() if r not in memo})
+
+    def with_band(rule: auto.Rules):
+        def scores(band: float) -> list[Score | None]:
+            r = replace(rule, band=band)
+            if r not in memo:
+                memo[r] = [try_score(sp, "auto", r) for sp in all_splits]
+            return memo[r]
+        return scores
+
     peers = {m: scores_of(all_splits, m) for m in LOSO_PEERS}
     held_out_auto: list[Score | None] = [None] * len(all_splits)
-    default = f"auto[{auto.DEFAULT_RULES.label()}]"  # the shipped rule, fixed beforehand
+    default = f"auto[{auto.DEFAULT_RULES.label()}, band {auto.DEFAULT_RULES.band:g}]"  # shipped, fixed beforehand
+    default_scores = memo[auto.DEFAULT_RULES]
     chosen, per_source = {}, {}
     for src in sources:
-        mine = [i for i, sp in enumerate(all_splits) if source_of(sp) == src]
-        others = [i for i, sp in enumerate(all_splits) if source_of(sp) != src]
+        mine = [i for i, sp in enumerate(all_splits) if split_source[i] == src]
+        others = [i for i, sp in enumerate(all_splits) if split_source[i] != src]
         rule = choose_rule(by_rule, others)
-        chosen[src] = rule.label()
+        band = calibrate_band(with_band(rule), others, split_source)
+        chosen[src] = f"{rule.label()}, band {band:g}"
+        held = with_band(rule)(band)
         for i in mine:
-            held_out_auto[i] = by_rule[rule][i]
+            held_out_auto[i] = held[i]
         per_source[src] = [aggregate("auto", [held_out_auto[i] for i in mine])] + [
             aggregate(m, [peers[m][i] for i in mine]) for m in LOSO_PEERS] + [
             aggregate(default, [default_scores[i] for i in mine])]
     overall = [aggregate("auto", held_out_auto)] + [aggregate(m, peers[m]) for m in LOSO_PEERS]
     overall.append(aggregate(default, default_scores))
-    chosen["*"] = choose_rule(by_rule, list(range(len(all_splits)))).label()
+    everything = list(range(len(all_splits)))
+    rule = choose_rule(by_rule, everything)
+    chosen["*"] = f"{rule.label()}, band {calibrate_band(with_band(rule), everything, split_source):g}"
     return overall, per_source, chosen
 
 
@@ -245,7 +287,8 @@ def main(argv=None) -> int:
             print_rows(rows, "  ")
         print("\nall sources, each scored while held out:")
         print_rows(overall)
-        print(f"\nrule chosen on all sources: {chosen['*']} (shipped: {auto.DEFAULT_RULES.label()})")
+        print(f"\nrule chosen on all sources: {chosen['*']} "
+              f"(shipped: {auto.DEFAULT_RULES.label()}, band {auto.DEFAULT_RULES.band:g})")
     else:
         print_rows(summarise(all_splits, names, args.verbose))
     if args.timing:

@@ -6,7 +6,14 @@ well the backtest ranks the members on all splits: how often its best member is 
 hindsight best (chance: 1 / members), and the mean Spearman rank correlation between
 backtest errors and errors on (m, 2m].
 
+``--picks`` asks instead whether a risk-aware choice of the count would lose less than
+picking the count auto predicts best (what accuracy.py scores): per source, the mean
+loss of each pick rule in ``PICKS`` (among the measured counts, from auto's prediction
+and band), and leave one source out: the rule with the least loss on the other sources,
+scored on the held-out one.
+
     python benchmarks/selection.py [--datasets DIR] [--all]
+    python benchmarks/selection.py --picks [--datasets DIR]
 """
 from __future__ import annotations
 
@@ -17,7 +24,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import spearmanr
 
-from accuracy import CORPUS, Split, load_all, splits, try_score
+from accuracy import CORPUS, Split, load_all, source_of, splits, try_score
 from corecast.methods import auto
 from corecast.prediction import predict_measurements
 
@@ -33,12 +40,73 @@ def backtest_of(sp: Split) -> dict[str, float]:
     return {m: (bt[m] if bt.get(m) is not None else np.inf) for m in MEMBERS}
 
 
+def _penalised(lam: float):
+    """Performance discounted by (n / largest measured)^lam beyond the measured range:
+    a count further out must be predicted that much better to be picked."""
+    return lambda n, perf, low, top: perf * np.maximum(n / top, 1.0) ** -lam
+
+
+def _within(share: float):
+    """The fewest counts predicted within ``share`` of the best."""
+    return lambda n, perf, low, top: np.where(perf >= perf.max() * (1 - share), -n, -np.inf)
+
+
+# Pick rules: (counts, predicted performance, band's low edge, largest measured count)
+# -> a score per count; the measured count with the highest score is picked.
+PICKS = {
+    "best predicted": lambda n, perf, low, top: perf,
+    "best low edge": lambda n, perf, low, top: low,
+    **{f"penalty n^-{lam:g}": _penalised(lam) for lam in (0.1, 0.25, 0.5)},
+    "at most 2x measured": lambda n, perf, low, top: np.where(n <= 2 * top, perf, 0.0),
+    **{f"fewest within {share:.0%}": _within(share) for share in (0.03, 0.1)},
+}
+
+
+def pick_losses(sp: Split) -> dict[str, float]:
+    """Loss 1 - perf(picked) / perf(best measured) of every rule in PICKS on ``sp``."""
+    full = sp.full
+    pred = predict_measurements(sp.train, upto=int(full.counts.max()), method="auto")
+    idx = full.counts.astype(int) - 1
+    time = full.metric == "time"
+    perf = 1 / pred.values[idx] if time else pred.values[idx]
+    low = 1 / pred.high[idx] if time else pred.low[idx]
+    top = float(sp.train.counts.max())
+    out = {}
+    for name, rule in PICKS.items():
+        chosen = int(np.argmax(rule(full.counts, perf, low, top)))
+        out[name] = float(1 - full.perf[chosen] / full.perf.max())
+    return out
+
+
+def picks_report(all_splits: list[Split]) -> None:
+    losses = [pick_losses(sp) for sp in all_splits]
+    sources = [source_of(sp) for sp in all_splits]
+    names = sorted(set(sources))
+    print(f"mean pick loss per source ({len(all_splits)} splits; auto's prediction and band)")
+    print(f"{'pick rule':22s} " + " ".join(f"{s[:12]:>12s}" for s in names) + f" {'all':>8s}")
+    for rule in PICKS:
+        per = [np.mean([l[rule] for l, s in zip(losses, sources) if s == src]) for src in names]
+        print(f"{rule:22s} " + " ".join(f"{v:12.1%}" for v in per) + f" {np.mean([l[rule] for l in losses]):8.1%}")
+    held = []
+    print("\nleave one source out: the rule with the least mean loss on the other sources")
+    for src in names:
+        rule = min(PICKS, key=lambda r: np.mean([l[r] for l, s in zip(losses, sources) if s != src]))
+        mine = [l[rule] for l, s in zip(losses, sources) if s == src]
+        held += mine
+        print(f"  {src:14s} {rule:22s} {np.mean(mine):6.1%}")
+    print(f"  {'all':14s} {'':22s} {np.mean(held):6.1%}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", type=Path, default=CORPUS)
     ap.add_argument("--all", action="store_true", help="print every split, not only auto's misses")
+    ap.add_argument("--picks", action="store_true", help="loss of risk-aware count choices instead")
     args = ap.parse_args(argv)
     all_splits = [s for name, data in load_all(args.datasets) for s in splits(name, data)]
+    if args.picks:
+        picks_report(all_splits)
+        return 0
     agree, ranked, rhos, worse = 0, 0, [], 0
     print(f"{'curve':55s} {'m':>4s} {'auto':>6s}  hindsight best   members: error on (m,2m] / backtest")
     for sp in all_splits:

@@ -3,8 +3,10 @@ on all three figures (median error, share of splits under 20% max error, pick lo
 that accuracy.py --loso chooses auto's rule for a source without that source's splits."""
 import importlib.util
 import sys
+from dataclasses import replace
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,26 +38,34 @@ def test_auto_beats_every_peer_on_the_shared_curves():
         assert auto[4] < loss, f"pick loss: auto {auto[4]:.3f} vs {name} {loss:.3f}"
 
 
+def _same_curve(a, b) -> bool:
+    """Rules that differ only in their band give the same curve."""
+    return replace(a, band=0.0) == replace(b, band=0.0)
+
+
 def test_held_out_source_never_chooses_its_own_rule(monkeypatch):
     bench = _bench()
     good, bad = bench.Score(0.01, 0.05, 0.0, 1.0), bench.Score(0.5, 0.9, 0.5, 0.0)
     special = bench.auto.RULE_CHOICES[1]  # best only on source "a"
+    shipped = f"{bench.auto.DEFAULT_RULES.label()}, band 0"  # good covers all: the narrowest band
 
     def fake(sp, method, rules=bench.auto.DEFAULT_RULES, verbose=False):
         if method != "auto":
             return bad
         if bench.source_of(sp) == "a":
-            return good if rules == special else bad
-        return good if rules == bench.auto.DEFAULT_RULES else bad
+            return good if _same_curve(rules, special) else bad
+        return good if _same_curve(rules, bench.auto.DEFAULT_RULES) else bad
 
     monkeypatch.setattr(bench, "try_score", fake)
     splits = [bench.Split(f"{src}__curve{i}", None, None, 8.0) for src, i in
               (("a", 0), ("b", 0), ("b", 1), ("c", 0), ("c", 1))]
     overall, per_source, chosen = bench.loso(splits)
     # "a" alone prefers `special`; held out, it gets the others' choice and scores badly.
-    assert chosen["a"] == bench.auto.DEFAULT_RULES.label()
+    assert chosen["a"] == shipped
     assert per_source["a"][0][3] == 0.0  # share under 20% of auto on "a"
-    assert chosen["b"] == chosen["c"] == bench.auto.DEFAULT_RULES.label()
+    # With "a" among the others, no band holds there (coverage 0): the widest.
+    widest = f"{bench.auto.DEFAULT_RULES.label()}, band {bench.auto.BAND_CHOICES[-1]:g}"
+    assert chosen["b"] == chosen["c"] == widest
     assert per_source["b"][0][3] == 1.0
     assert overall[0][1] == 5 and overall[0][3] == 0.8
 
@@ -80,4 +90,44 @@ def test_rules_worse_than_the_median_on_the_guard_curves_are_not_candidates(monk
     assert len(rows) == len(bench.auto.RULE_CHOICES)
     # loso() only ever chooses among the candidates it is given.
     _, _, chosen = bench.loso(splits, ok)
-    assert chosen["g"] == chosen["h"] == chosen["*"] == better.label()
+    assert chosen["g"] == chosen["h"] == chosen["*"] == f"{better.label()}, band 0"
+
+
+def test_band_is_the_narrowest_holding_the_rate_in_every_other_source():
+    bench = _bench()
+    rate = bench.auto.BAND_RATE
+    bands = bench.auto.BAND_CHOICES
+    # Coverage grows with the band; source "x" needs bands[2], "y" bands[1], "z" (never
+    # consulted when held out) would need the widest.
+    need = {"x": bands[2], "y": bands[1], "z": bands[-1]}
+    sources = ["x", "x", "y", "z"]
+
+    def scores_of_band(band):
+        return [bench.Score(0.1, 0.1, 0.0, 1.0 if band >= need[s] else rate - 0.1) for s in sources]
+
+    assert bench.calibrate_band(scores_of_band, [0, 1, 2], sources) == bands[2]
+    assert bench.calibrate_band(scores_of_band, [2], sources) == bands[1]
+    assert bench.calibrate_band(scores_of_band, [0, 1, 2, 3], sources) == bands[-1]
+    # Exactly the stated rate holds.
+    assert bench.calibrate_band(lambda b: [bench.Score(0.1, 0.1, 0.0, rate)] * 4, [0, 1], sources) == bands[0]
+
+
+def test_pick_rules_score_the_same_pick_as_the_benchmark():
+    bench = _bench()
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        spec = importlib.util.spec_from_file_location("selection", ROOT / "benchmarks" / "selection.py")
+        selection = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(selection)
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    n = np.arange(1.0, 33.0)
+    # Rises to 24, then collapses: extrapolating the rise from 8 counts picks a bad count.
+    x = np.where(n <= 24, 10 * n / (1 + 0.02 * (n - 1)), 1.0)
+    data = bench.Measurements.from_samples(n, x)
+    sp = bench.Split("s__c", data.subset(np.flatnonzero(n <= 8)), data, 8.0)
+    losses = selection.pick_losses(sp)
+    assert set(losses) == set(selection.PICKS)
+    assert losses["best predicted"] == pytest.approx(bench.score(sp, "auto").pick_loss)
+    assert losses["best predicted"] > 0.5  # picked past the collapse
+    assert losses["at most 2x measured"] < 0.3  # at most 16: 1 - x(16) / x(24) = 0.25

@@ -107,3 +107,25 @@ def test_short_curves_get_the_base_members_under_every_rule():
             fit = auto.fit_auto(data, 16)
         assert fit.extras["members"] == default.extras["members"]
         assert np.allclose(fit.perf([8, 16]), default.perf([8, 16]))
+
+
+def test_band_widens_per_doubling_by_the_members_median_backtest_error():
+    n = np.array([1.0, 2, 3, 4, 6, 8, 12, 16])
+    x = 10 * n / (1 + 0.05 * (n - 1) + 0.004 * n * (n - 1)) * (1 + 0.03 * np.sin(n))
+    data = Measurements.from_samples(n, x)
+    narrow_rules = auto.Rules(members=auto.DEFAULT_RULES.members, damping=auto.DEFAULT_RULES.damping)
+    with auto.using(narrow_rules):
+        narrow = auto.fit_auto(data, 64)
+    wide = auto.fit_auto(data, 64)  # DEFAULT_RULES: band > 0
+    assert narrow.extras["band_per_doubling"] is None
+    per_doubling = wide.extras["band_per_doubling"]
+    errors = [e for e in wide.extras["backtest"].values() if e is not None]
+    assert per_doubling == pytest.approx(auto.DEFAULT_RULES.band * np.median(errors))
+    assert np.allclose(wide.perf([8, 32, 64]), narrow.perf([8, 32, 64]))  # the curve is the band's centre
+    at = np.array([16.0, 32.0, 64.0])
+    for k, doublings in enumerate((0, 1, 2)):
+        lo, hi, mid = wide.low(at)[k], wide.high(at)[k], wide.perf(at)[k]
+        assert lo <= mid * np.exp(-per_doubling * doublings) * (1 + 1e-9)
+        assert hi >= mid * np.exp(per_doubling * doublings) * (1 - 1e-9)
+        assert lo <= narrow.low(at)[k] and hi >= narrow.high(at)[k]
+    assert f"widens by {per_doubling:.0%} per doubling" in wide.reason

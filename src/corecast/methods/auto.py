@@ -23,6 +23,11 @@ member is the best one beyond the measured range in about a quarter of the split
 than cores) beyond the counts a backtest sees.  ``benchmarks/accuracy.py --loso`` chooses
 among ``RULE_CHOICES`` on the other sources and scores the choice on the held-out one;
 ``DEFAULT_RULES`` is its choice on all sources.
+
+The backtest does say how far off a doubling of the count can be: beyond the measured
+range the band widens per doubling by ``Rules.band`` times the members' median backtest
+error (calibrated by the same benchmark to hold BAND_RATE of the held-out values in every
+source), so a curve whose members disagreed with its own upper half gets a wider band.
 """
 from __future__ import annotations
 
@@ -47,6 +52,11 @@ STALL_MEMBERS = ("estima",)
 SIZE_MEMBERS = ("sizemodel", "regression")
 BACKTEST_WARN = 0.2  # every member misses the upper half of the counts by more than this
 BACKTEST_MIN_HEAD = 3  # counts a backtest fit needs below the cut
+# The band auto states: at least this share of the values one doubling beyond the
+# measured range inside it, in every source of the corpus it was not calibrated on
+# (``benchmarks/accuracy.py --loso`` picks ``Rules.band`` among BAND_CHOICES for it).
+BAND_RATE = 0.8
+BAND_CHOICES = (0.0, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0)
 
 
 @dataclass(frozen=True)
@@ -56,7 +66,9 @@ class Rules:
     ``combine``: ``"median"`` of every member; ``"best"``: median of the ``k`` members
     with the lowest backtest error; ``"weighted"``: weighted geometric mean, weights
     exp(-(error - smallest error) / ``tau``).  Without a backtest (too few counts) every
-    rule is the median.
+    rule is the median.  ``band``: beyond the measured range the band widens by this
+    times the members' median backtest error per doubling of the count (0: only the
+    members' spread and predict's generic band).
     """
 
     combine: str = "median"
@@ -64,6 +76,7 @@ class Rules:
     tau: float = 0.2
     members: tuple[str, ...] = BASE_MEMBERS  # column-enabled members always join
     damping: float = trend.DAMPING  # of the ``damped`` member, when it is one
+    band: float = 0.0
 
     def combine_label(self) -> str:
         return {"median": "median", "best": f"best{self.k}", "weighted": f"weighted(tau={self.tau:g})"}[self.combine]
@@ -83,8 +96,9 @@ class Rules:
 
 
 # What benchmarks/accuracy.py --loso chooses on every source of the corpus (and on every
-# source's complement), among the rules no worse than Rules() on the shared curves.
-DEFAULT_RULES = Rules(members=("usl", "presca", "plateau", "trend", "damped"), damping=0.5)
+# source's complement), among the rules no worse than Rules() on the shared curves; its
+# band is the narrowest of BAND_CHOICES holding BAND_RATE of the values in every source.
+DEFAULT_RULES = Rules(members=("usl", "presca", "plateau", "trend", "damped"), damping=0.5, band=1.0)
 # The rules benchmarks/accuracy.py --loso chooses among (on the sources it does not score):
 # member sets, then backtest-driven selection.  The first member-restricted one is auto as
 # it was before plateau and trend joined.
@@ -240,6 +254,17 @@ def _combined_curve(fits: list[Fit], weights: np.ndarray, weighted_mean: bool):
     return perf, low, high
 
 
+def _widened(perf, low, high, top: float, per_doubling: float):
+    """``low``/``high`` at least ``per_doubling`` (log scale) away from ``perf`` per
+    doubling of the count beyond ``top``: a member that backtested well can still miss
+    by what the members typically missed when the same doubling was backtested."""
+    def width(n):
+        return per_doubling * np.log2(np.maximum(np.asarray(n, float) / top, 1.0))
+
+    return (lambda n: np.minimum(low(n), perf(n) * np.exp(-width(n))),
+            lambda n: np.maximum(high(n), perf(n) * np.exp(width(n))))
+
+
 @register("auto", "per-count median of USL, PreSca, plateau, trend, damped (+ESTIMA, size models)", 2)
 def fit_auto(data: Measurements, nmax: float) -> Fit:
     rules = _rules.get()
@@ -257,6 +282,12 @@ def fit_auto(data: Measurements, nmax: float) -> Fit:
     weights = _weights([f.method for f in fits], errors, rules)
     weighted_mean = rules.combine == "weighted" and bool(errors)
     perf, low, high = _combined_curve(fits, weights, weighted_mean)
+    per_doubling = None
+    if errors and rules.band > 0:
+        finite = [e for e in errors.values() if np.isfinite(e)]
+        if finite:
+            per_doubling = rules.band * float(np.median(finite))
+            low, high = _widened(perf, low, high, float(curve.counts.max()), per_doubling)
     chosen = [nm for nm, w in zip(names, weights) if w > 0]
     n, y = curve.counts, curve.perf
     ends = np.array([float(n.max()), nmax])
@@ -271,6 +302,9 @@ def fit_auto(data: Measurements, nmax: float) -> Fit:
     if errors:
         shown = ", ".join(f"{nm} {errors[f.method]:.0%}" for nm, f in zip(names, fits))
         reason += f"; backtest (fitted up to {cut:g}, worst error above): {shown}"
+    if per_doubling is not None:
+        reason += (f"; the band widens by {per_doubling:.0%} per doubling beyond {curve.counts.max():g} "
+                   f"({rules.band:g} x the members' median backtest error)")
     warnings = []
     best_bt = min(errors.values()) if errors else None
     if best_bt is not None and best_bt > BACKTEST_WARN:
@@ -291,6 +325,7 @@ def fit_auto(data: Measurements, nmax: float) -> Fit:
         high=high,
         checkpoints=checkpoints,
         extras={"members": names, "chosen": chosen, "skipped": skipped, "rules": rules.label(),
+                "band_per_doubling": per_doubling,
                 # JSON has no infinity: a member that could not be backtested is None.
                 "backtest": {f.method: (errors[f.method] if np.isfinite(errors[f.method]) else None)
                              for f in fits if f.method in errors},

@@ -42,7 +42,8 @@ def _log_interp(n: np.ndarray, y: np.ndarray):
     return inside
 
 
-def _continuation(data: Measurements, slope: float, name: str, reason: str) -> Fit:
+def continuation(data: Measurements, slope: float, name: str, reason: str) -> Fit:
+    """The measured points (log-log interpolated), then ``n^slope`` beyond the largest count."""
     curve = data.at_target_size()
     n, y = curve.counts, curve.perf
     inside = _log_interp(n, y)
@@ -58,7 +59,7 @@ def _continuation(data: Measurements, slope: float, name: str, reason: str) -> F
 
 @register("plateau", "performance stays at the last measured value beyond it", MIN_COUNTS)
 def fit_plateau(data: Measurements, nmax: float) -> Fit:
-    return _continuation(data, 0.0, "plateau", "the last measured value held beyond the largest count")
+    return continuation(data, 0.0, "plateau", "the last measured value held beyond the largest count")
 
 
 def recent_slope(data: Measurements) -> float:
@@ -71,7 +72,7 @@ def recent_slope(data: Measurements) -> float:
 @register("trend", f"log-log slope of the last {TREND_POINTS} counts continued (|slope| <= 1)", MIN_COUNTS)
 def fit_trend(data: Measurements, nmax: float) -> Fit:
     slope = recent_slope(data)
-    return _continuation(
+    return continuation(
         data, slope, "trend",
         f"performance ~ n^{slope:.2f} beyond the largest count (slope of the last {TREND_POINTS} counts)",
     )
@@ -80,7 +81,7 @@ def fit_trend(data: Measurements, nmax: float) -> Fit:
 def damped_trend(data: Measurements, damping: float) -> Fit:
     """The recent slope times ``damping`` (0: plateau, 1: trend) continued."""
     slope = recent_slope(data) * damping
-    return _continuation(
+    return continuation(
         data, slope, "damped",
         f"performance ~ n^{slope:.2f} beyond the largest count ({damping:g} of the last "
         f"{TREND_POINTS} counts' slope)",
