@@ -57,10 +57,11 @@ static void *sampler_main(void *arg) {
     static struct cc_sample sample;
     static struct cc_result result;
     /* Steering cannot try another count before its first decision, and that waits for
-     * the first window and for the model to start (an interpreter, ~0.1-0.2 s): the
-     * program runs at a count that may be its worst until then.  So with steering the
-     * model starts now (Python hosts started it already), inside a first window of a
-     * quarter of the others (runtime/steering's guard still wants enough calls in it). */
+     * the first window and for the model to start (an interpreter, 15-30 ms here, more on
+     * a busy machine): the program runs at a count that may be its worst until then.  So
+     * with steering the model starts now (Python hosts started it already), inside a
+     * first window of an eighth of the others (runtime/steering's guard still wants
+     * enough calls in it, and charges a step that can lose). */
     long wait_ms = cc_cfg.window_ms;
     long short_ms = cc_short_window_ms();
     if (cc_cfg.steer) {
@@ -70,7 +71,7 @@ static void *sampler_main(void *arg) {
             empty.abi = CC_ABI_VERSION;
             cc_model_predict(&empty, &result);
         }
-        long first = short_ms;
+        long first = short_ms / 2 > 10 ? short_ms / 2 : 10;
         long spent = (long)(1000 * (cc_mono_s() - start_s));
         wait_ms = first > spent ? first - spent : 1;
     }
