@@ -182,7 +182,8 @@ static void take_back(const struct cc_sample *s) {
         snap(&q->taken_at, q);
         q->stopped_at.calls = 0;
     }
-    uncounted_s += s->elapsed_s - stopped_s;
+    if (s->elapsed_s > stopped_s) /* a forked child's clock starts afresh */
+        uncounted_s += s->elapsed_s - stopped_s;
     __atomic_store_n(&stage, COUNTING, __ATOMIC_RELEASE);
 }
 
