@@ -12,6 +12,7 @@
 
 #include "corecast.h"
 #include "report.h"
+#include "sample.h"
 #include "settle.h"
 
 /* The MPI rank and world size when an MPI launcher started the process (every line). */
@@ -27,7 +28,7 @@ static void put_rank(struct cc_buf *b) {
 
 static void measured_inputs(struct cc_buf *b, const struct cc_sample *s, const struct cc_region_sample *g) {
     cc_put(b, "[\"wall\"");
-    if (g->runtime == CC_RUNTIME_OPENMP && strcmp(g->name, "process"))
+    if (cc_is_omp_region(g))
         cc_put(b, ",\"thread_busy\",\"imbalance\",\"serial_hold\",\"sync_waits\"");
     else
         cc_put(b, ",\"cpu_time\",\"runqueue\",\"sync_waits\",\"lock_hold_sampled\"");

@@ -102,8 +102,7 @@ static void *sampler_main(void *arg) {
         if (cc_model_predict(&sample, &result) == 0 && cc_cfg.steer) {
             /* Each window is one steering interval: its decision holds for the next. */
             for (int i = 0; i < sample.nregions; i++)
-                if (sample.regions[i].runtime == CC_RUNTIME_OPENMP && strcmp(sample.regions[i].name, "process") &&
-                    result.regions[i].next_threads > 0)
+                if (cc_is_omp_region(&sample.regions[i]) && result.regions[i].next_threads > 0)
                     __atomic_store_n(&refs[i]->steer_threads, result.regions[i].next_threads,
                                      __ATOMIC_RELAXED);
             if (cc_settle_window(&sample, &result, refs)) {

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "got.h"
+#include "sample.h"
 #include "settle.h"
 
 const int cc_settle_cats[CC_NSETTLE] = {CC_STALL_CRITICAL, CC_STALL_ATOMIC, CC_STALL_OMPLOCK};
@@ -44,15 +45,23 @@ static int team_of(int steer, const struct cc_region_sample *g) {
     return steer > 0 && steer < g->requested ? steer : g->requested;
 }
 
-static int is_region(const struct cc_region_sample *g) {
-    return g->runtime == CC_RUNTIME_OPENMP && strcmp(g->name, "process");
-}
-
 /* What ``r``'s calls beyond its stopped_at snapshot stand for, at its rate per call in the
  * window before it (per settle category; wait and hold in ticks).  0: nothing to credit. */
 struct credit {
     double acq[CC_NSETTLE], contended[CC_NSETTLE], wait[CC_NSETTLE], hold[CC_NSETTLE];
 };
+
+/* ``calls`` calls at the rate per call between snapshots ``a`` and ``b`` (b->calls > a->calls). */
+static void credit_at_rate(struct credit *out, double calls, const struct cc_sync_snap *a,
+                           const struct cc_sync_snap *b) {
+    double per = calls / (double)(b->calls - a->calls);
+    for (int k = 0; k < CC_NSETTLE; k++) {
+        out->acq[k] = per * (double)(b->acq[k] - a->acq[k]);
+        out->contended[k] = per * (double)(b->contended[k] - a->contended[k]);
+        out->wait[k] = per * (double)(b->wait[k] - a->wait[k]);
+        out->hold[k] = per * (double)(b->hold[k] - a->hold[k]);
+    }
+}
 
 static int credit_of(const struct cc_region *r, uint64_t calls, struct credit *out) {
     static const struct cc_sync_snap none;
@@ -61,13 +70,7 @@ static int credit_of(const struct cc_region *r, uint64_t calls, struct credit *o
         return 0;
     if (b->calls <= a->calls) /* no calls in that window: the rate of all before */
         a = &none;
-    double after = (double)(calls - b->calls) / (double)(b->calls - a->calls);
-    for (int k = 0; k < CC_NSETTLE; k++) {
-        out->acq[k] = after * (double)(b->acq[k] - a->acq[k]);
-        out->contended[k] = after * (double)(b->contended[k] - a->contended[k]);
-        out->wait[k] = after * (double)(b->wait[k] - a->wait[k]);
-        out->hold[k] = after * (double)(b->hold[k] - a->hold[k]);
-    }
+    credit_at_rate(out, (double)(calls - b->calls), a, b);
     return 1;
 }
 
@@ -79,7 +82,7 @@ static int all_settled(const struct cc_sample *s, const struct cc_result *r, str
     *measured = 1;
     for (int i = 0; i < s->nregions; i++) {
         const struct cc_region_sample *g = &s->regions[i];
-        if (!is_region(g) || refs[i]->window_at.calls >= g->calls) /* did not run */
+        if (!cc_is_omp_region(g) || refs[i]->window_at.calls >= g->calls) /* did not run */
             continue;
         int chosen = r->regions[i].steer_chosen;
         if (!chosen)
@@ -96,7 +99,7 @@ static void hand_back(const struct cc_sample *s, struct cc_region *const *refs) 
      * start, at the settled count: the rate's base (kept in rate_at). */
     cc_gomp_hand_back(0, 1);
     for (int i = 0; i < s->nregions; i++)
-        if (is_region(&s->regions[i])) {
+        if (cc_is_omp_region(&s->regions[i])) {
             refs[i]->rate_at = refs[i]->window_at;
             snap(&refs[i]->stopped_at, refs[i]);
         }
@@ -146,14 +149,8 @@ static void credit_gaps(void) {
         uint64_t span = now.calls > q->taken_at.calls ? now.calls - q->taken_at.calls : 0;
         if (!span || (counting && span < RATE_CALLS))
             continue;
-        double per = (double)q->gap_calls / (double)span;
         struct credit c;
-        for (int k = 0; k < CC_NSETTLE; k++) {
-            c.acq[k] = per * (double)(now.acq[k] - q->taken_at.acq[k]);
-            c.contended[k] = per * (double)(now.contended[k] - q->taken_at.contended[k]);
-            c.wait[k] = per * (double)(now.wait[k] - q->taken_at.wait[k]);
-            c.hold[k] = per * (double)(now.hold[k] - q->taken_at.hold[k]);
-        }
+        credit_at_rate(&c, (double)q->gap_calls, &q->taken_at, &now);
         keep(q, &c);
         q->gap_calls = 0;
     }
@@ -210,7 +207,7 @@ int cc_settle_window(const struct cc_sample *s, const struct cc_result *r, struc
     int watch = stage == STARTS_BACK;
     for (int i = 0; i < s->nregions; i++) {
         const struct cc_region_sample *g = &s->regions[i];
-        if (!is_region(g))
+        if (!cc_is_omp_region(g))
             continue;
         struct cc_sync_snap *w = &refs[i]->window_at;
         int next = __atomic_load_n(&refs[i]->steer_threads, __ATOMIC_RELAXED);

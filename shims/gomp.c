@@ -249,5 +249,6 @@ int cc_gomp_hand_back(int ends, int back) {
         {"omp_unset_lock", (void *)omp_unset_lock},
         {"omp_unset_nest_lock", (void *)omp_unset_nest_lock},
     };
-    return cc_got_rewrite(ends ? stops : starts, 6, back);
+    _Static_assert(sizeof starts == sizeof stops, "every start has its end");
+    return cc_got_rewrite(ends ? stops : starts, (int)(sizeof starts / sizeof starts[0]), back);
 }
