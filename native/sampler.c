@@ -57,11 +57,11 @@ static void *sampler_main(void *arg) {
     static struct cc_sample sample;
     static struct cc_result result;
     /* Steering cannot try another count before its first decision, and that waits for
-     * the first window and for the model to start (an interpreter, 15-30 ms here, more on
-     * a busy machine): the program runs at a count that may be its worst until then.  So
-     * with steering the model starts now (Python hosts started it already), inside a
-     * first window of an eighth of the others (runtime/steering's guard still wants
-     * enough calls in it, and charges a step that can lose). */
+     * the first window and for the model to start (an interpreter, 20-25 ms of CPU here,
+     * and it shares the cores with the program): the program runs at a count that may be
+     * its worst until then.  So with steering the model starts now (Python hosts started
+     * it already), inside a first window that is a short one (settle.h; runtime/steering's
+     * guard still wants enough calls in it, and charges a step that can lose). */
     long wait_ms = cc_cfg.window_ms;
     long short_ms = cc_short_window_ms();
     if (cc_cfg.steer) {
@@ -71,18 +71,17 @@ static void *sampler_main(void *arg) {
             empty.abi = CC_ABI_VERSION;
             cc_model_predict(&empty, &result);
         }
-        long first = short_ms / 2 > 10 ? short_ms / 2 : 10;
         long spent = (long)(1000 * (cc_mono_s() - start_s));
-        wait_ms = first > spent ? first - spent : 1;
+        wait_ms = short_ms > spent ? short_ms - spent : 1;
     }
-    int quarters_left = 0; /* a window that may end early: its quarters still to wait */
+    int shorts_left = 0; /* a window that may end early: its short windows still to wait */
     for (;;) {
         int cmd = wait_change(&sampler_cmd, CMD_NONE, wait_ms);
-        if (cmd == CMD_NONE && quarters_left > 0 && !cc_settle_window_measured()) {
-            quarters_left--;
-            continue; /* wait_ms is still a quarter */
+        if (cmd == CMD_NONE && shorts_left > 0 && !cc_settle_window_measured()) {
+            shorts_left--;
+            continue; /* wait_ms is still a short window */
         }
-        quarters_left = 0;
+        shorts_left = 0;
         wait_ms = cc_cfg.window_ms;
         if (cmd == CMD_FINAL) {
             /* The exit report read this thread's schedstat before: the last model run's
@@ -107,7 +106,7 @@ static void *sampler_main(void *arg) {
                                      __ATOMIC_RELAXED);
             if (cc_settle_window(&sample, &result, refs)) {
                 wait_ms = short_ms;
-                quarters_left = 3;
+                shorts_left = CC_SHORT_PER_WINDOW - 1;
             }
         }
     }

@@ -201,9 +201,9 @@ int cc_settle_window(const struct cc_sample *s, const struct cc_result *r, struc
         hand_back(s, refs);
     settled = settled > 0 && may && stage == COUNTING; /* at a count the window did not run */
     /* A region that steering moves to another count is watched: its window may end after a
-     * quarter, once it made SHORT_WINDOW_CALLS calls there (a long window at a count that
+     * short window, once it made SHORT_WINDOW_CALLS calls there (a long window at a count that
      * may be much slower is what a step costs); one that settled, until RATE_CALLS calls
-     * at its count give its rate.  After the hand-back the ends follow a quarter later. */
+     * at its count give its rate.  After the hand-back the ends follow a short window later. */
     int watch = stage == STARTS_BACK;
     for (int i = 0; i < s->nregions; i++) {
         const struct cc_region_sample *g = &s->regions[i];

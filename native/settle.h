@@ -16,8 +16,11 @@ int cc_settle_window(const struct cc_sample *s, const struct cc_result *r, struc
 int cc_gomp_hand_back(int ends, int back);
 /* Whether every watched region made calls enough in this window to end it now. */
 int cc_settle_window_measured(void);
-/* A short window: a quarter of CORECAST_WINDOW_MS, at least 10 ms. */
-static inline long cc_short_window_ms(void) { return cc_cfg.window_ms / 4 > 10 ? cc_cfg.window_ms / 4 : 10; }
+/* A short window: an eighth of CORECAST_WINDOW_MS, at least 10 ms. */
+#define CC_SHORT_PER_WINDOW 8
+static inline long cc_short_window_ms(void) {
+    return cc_cfg.window_ms / CC_SHORT_PER_WINDOW > 10 ? cc_cfg.window_ms / CC_SHORT_PER_WINDOW : 10;
+}
 /* Elapsed seconds at which counting stopped; 0: it is counting. */
 double cc_settle_stopped_s(void);
 /* Seconds of the run so far (``elapsed_s``) in which sections were not counted. */

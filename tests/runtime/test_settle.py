@@ -125,8 +125,8 @@ def test_without_steering_nothing_is_handed_back(program, lib, tmp_path):
 
 
 def test_a_step_window_ends_once_the_new_count_made_calls_enough(program, lib, tmp_path):
-    # Windows of 400 ms: after the step to 1 thread the window ends at the first quarter in
-    # which the region made 64 calls there, and the hand-back follows at once (that window
+    # Windows of 400 ms: after the step to 1 thread the window ends at the first short window
+    # (an eighth) by which the region made 64 calls there, and the hand-back follows at once (that window
     # ran at the settled count).  A full step window would put it 400 ms or more after the
     # step (the region's time at 2 threads is about when the step came).
     out = tmp_path / "cc.jsonl"
