@@ -45,8 +45,9 @@ static int team_of(int steer, const struct cc_region_sample *g) {
     return steer > 0 && steer < g->requested ? steer : g->requested;
 }
 
-/* What ``r``'s calls beyond its stopped_at snapshot stand for, at its rate per call in the
- * window before it (per settle category; wait and hold in ticks).  0: nothing to credit. */
+/* What ``r``'s calls beyond its stopped_at snapshot stand for and were not counted: at its
+ * rate per call in the window before it, less what was counted since (per settle category;
+ * wait and hold in ticks).  0: nothing to credit. */
 struct credit {
     double acq[CC_NSETTLE], contended[CC_NSETTLE], wait[CC_NSETTLE], hold[CC_NSETTLE];
 };
@@ -63,6 +64,8 @@ static void credit_at_rate(struct credit *out, double calls, const struct cc_syn
     }
 }
 
+static double at_least_0(double x) { return x > 0 ? x : 0; }
+
 static int credit_of(const struct cc_region *r, uint64_t calls, struct credit *out) {
     static const struct cc_sync_snap none;
     const struct cc_sync_snap *a = &r->rate_at, *b = &r->stopped_at;
@@ -71,6 +74,15 @@ static int credit_of(const struct cc_region *r, uint64_t calls, struct credit *o
     if (b->calls <= a->calls) /* no calls in that window: the rate of all before */
         a = &none;
     credit_at_rate(out, (double)(calls - b->calls), a, b);
+    /* Calls in flight at the rewrite, and those made while it ran, were counted in part. */
+    struct cc_sync_snap now;
+    snap(&now, r);
+    for (int k = 0; k < CC_NSETTLE; k++) {
+        out->acq[k] = at_least_0(out->acq[k] - (double)(now.acq[k] - b->acq[k]));
+        out->contended[k] = at_least_0(out->contended[k] - (double)(now.contended[k] - b->contended[k]));
+        out->wait[k] = at_least_0(out->wait[k] - (double)(now.wait[k] - b->wait[k]));
+        out->hold[k] = at_least_0(out->hold[k] - (double)(now.hold[k] - b->hold[k]));
+    }
     return 1;
 }
 
@@ -94,15 +106,16 @@ static int all_settled(const struct cc_sample *s, const struct cc_result *r, str
 }
 
 static void hand_back(const struct cc_sample *s, struct cc_region *const *refs) {
-    /* The snapshots follow the rewrite (which takes milliseconds): what was counted until
-     * then is in them, and every call after is credited.  window_at holds the window's
-     * start, at the settled count: the rate's base (kept in rate_at). */
-    cc_gomp_hand_back(0, 1);
+    /* The snapshots precede the rewrite, so the rate's window (from window_at, the window's
+     * start at the settled count, kept in rate_at) was all counted.  The rewrite takes
+     * milliseconds, and the sampler may lose its core in it: the calls made meanwhile are
+     * counted in part, and credit_of credits what they and later calls were not. */
     for (int i = 0; i < s->nregions; i++)
         if (cc_is_omp_region(&s->regions[i])) {
             refs[i]->rate_at = refs[i]->window_at;
             snap(&refs[i]->stopped_at, refs[i]);
         }
+    cc_gomp_hand_back(0, 1);
     stopped_s = s->elapsed_s;
     __atomic_store_n(&stage, STARTS_BACK, __ATOMIC_RELEASE); /* the snapshots first */
 }
@@ -159,8 +172,8 @@ static void credit_gaps(void) {
 /* Counting again: the wrappers back in the slots (ends first: a timed start must meet its
  * end's wrapper), and each region's credit so far added to its counters for good. */
 static void take_back(const struct cc_sample *s) {
-    /* The slots are written at the end of the rewrite (which takes milliseconds): the calls
-     * until then were not counted, so the credit runs to the calls after it. */
+    /* The slots are written at the end of the rewrite (which takes milliseconds): the credit
+     * runs to the calls after it (credit_of leaves out what they counted). */
     if (stage == ENDS_BACK)
         cc_gomp_hand_back(1, 0);
     cc_gomp_hand_back(0, 0);
