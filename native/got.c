@@ -94,7 +94,7 @@ static void scan(struct job *j, const struct dl_phdr_info *info, const ElfW(Rela
         for (int k = 0; k < j->n && j->nfound < MAX_SLOTS; k++)
             if (!strcmp(name, j->list[k].name) &&
                 (__atomic_load_n(slot, __ATOMIC_ACQUIRE) == j->list[k].wrapper) == j->to_real)
-                j->found[j->nfound++] = (struct found){slot, k, text};
+                j->found[j->nfound++] = (struct found){.slot = slot, .entry = k, .text = text};
     }
 }
 
