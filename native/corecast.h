@@ -69,8 +69,8 @@ struct cc_thread {
     int held_cat[CC_MAX_HELD];
     /* Which sampled acquisitions get timed (omp_call.h cc_sample_due): untimed ones left
      * before the next timed one, how many that one will stand for, and the running means
-     * (ticks) of the timed waits and holds that set the gap. */
-    uint32_t sample_left, sample_span, sample_wait, sample_hold;
+     * (ticks) of the timed waits and holds that set the gap, and of the releases. */
+    uint32_t sample_left, sample_span, sample_wait, sample_hold, sample_release;
     /* contended pthread lock awaiting its hold-time sample */
     const void *sample_lock;
     uint64_t sample_t0;

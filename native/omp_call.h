@@ -118,13 +118,25 @@ static inline void cc_held_push(struct cc_thread *t, const void *obj, int cat, u
     }
 }
 
-static inline void cc_held_pop(struct cc_thread *t, const void *obj, uint64_t now) {
+/* Returns the popped hold's scale (0: none popped), for cc_released. */
+static inline uint32_t cc_held_pop(struct cc_thread *t, const void *obj, uint64_t now) {
     int top = t->nheld - 1;
     if (top >= 0 && t->held_obj[top] == obj) {
         uint64_t *hold = &cc_counts(t)->hold[t->held_cat[top]];
         CC_ADD(*hold, cc_scaled(now - t->held_t0[top], t->held_scale[top], &t->sample_hold));
         t->nheld = top;
+        return t->held_scale[top];
     }
+    return 0;
+}
+
+/* The release of a timed hold, begun at ``t1`` (the hold's end), returned now.  A release
+ * that hands the lock to a sleeping waiter makes a futex call (microseconds, where the
+ * section may take nanoseconds): in a convoy that is where the time goes, and it is lost
+ * to the section like a wait, so it counts as one (scaled up as the hold was). */
+static inline void cc_released(struct cc_thread *t, int cat, uint64_t t1, uint32_t scale) {
+    uint64_t w = cc_now() - t1;
+    CC_ADD(cc_counts(t)->wait[cat], cc_scaled(w, scale, &t->sample_release));
 }
 
 /* An acquisition that began at ``t0`` and returned now, standing for ``scale``

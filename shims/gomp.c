@@ -133,8 +133,11 @@ BARRIER_WRAPPER(GOMP_sections_end)
     }                                                                                        \
     static __attribute__((noinline, cold)) void end##_timed(                                \
         const struct cc_gomp *g, struct cc_thread *t xparams) {                             \
-        cc_held_pop(t, obj_expr, cc_now());                                                  \
+        uint64_t t1 = cc_now();                                                              \
+        uint32_t scale = cc_held_pop(t, obj_expr, t1);                                       \
         g->end(args);                                                                        \
+        if (scale)                                                                           \
+            cc_released(t, cat, t1, scale);                                                  \
     }                                                                                        \
     void end(params) {                                                                      \
         const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));                 \
@@ -220,9 +223,13 @@ bool GOMP_loop_runtime_start(long start, long end, long incr, long *istart, long
     void unset(void *lock) {                                                                \
         const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));                 \
         struct cc_thread *t = cc_self();                                                     \
-        if (!t->guard && !cc_ompt_on && t->nheld)                                            \
-            cc_held_pop(t, lock, cc_now());                                                     \
+        if (t->guard || cc_ompt_on || !t->nheld)                                             \
+            return g->unset(lock);                                                           \
+        uint64_t t1 = cc_now();                                                              \
+        uint32_t scale = cc_held_pop(t, lock, t1);                                           \
         g->unset(lock);                                                                      \
+        if (scale)                                                                           \
+            cc_released(t, CC_STALL_OMPLOCK, t1, scale);                                     \
     }
 
 OMP_LOCK_PAIR(omp_set_lock, omp_unset_lock, omp_test_lock)

@@ -242,8 +242,6 @@ def test_openmp_locks_are_handed_back_too(build, lib, tmp_path):
     assert steered.returncode == 0, steered.stderr
     calls = int(lines(steered)[0].split()[1])
     (region,) = events(read_lines(out), "region")
-    if region["steering"]["chosen"] is None:  # a loaded machine may hide the convoy's waits
-        pytest.skip(f"steering did not explore the lock convoy: {region['steering']['not_explored']}")
     assert lines(steered) == [f"calls {calls} sum {calls * 3500}", "omp_set_lock reaches libgomp.so.1"], region
     assert region["calls"] == calls and region["steering"]["chosen"] == 1
     assert region["steering"]["sync_uncounted_s"] > 0
