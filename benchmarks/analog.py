@@ -297,6 +297,14 @@ def loso(cases: list[Case], lib: Library) -> tuple[dict[str, list], dict[str, di
     return held, chosen
 
 
+def linear_continuation(lib: Library) -> tuple[float, float]:
+    """(a, b) of next slope ~ a + b * last doubling's slope, least squares with each source
+    weighing the same (next slopes within +-MAX_SLOPE, as a member continues them)."""
+    w = np.array([1.0 / np.sum(lib.src == s) for s in lib.src])
+    b, a = np.polyfit(lib.x[:, 0], np.clip(lib.y, -trend.MAX_SLOPE, trend.MAX_SLOPE), 1, w=np.sqrt(w))
+    return float(a), float(b)
+
+
 def describe(settings: tuple) -> str:
     if not settings:
         return "-"
@@ -325,6 +333,9 @@ def main(argv=None) -> int:
         for name in VARIANTS:
             if chosen[name][src]:
                 print(f"    {name}: {describe(chosen[name][src])}")
+    fits = [linear_continuation(lib.without({c})) for c in sorted({c.source for c in cases})]
+    print(f"\nthe other sources' next slope ~ a + b x the last doubling's: a {min(f[0] for f in fits):+.2f} "
+          f"to {max(f[0] for f in fits):+.2f}, b {min(f[1] for f in fits):.2f} to {max(f[1] for f in fits):.2f}")
     print("\nall sources, each scored while held out (settings chosen on the other sources):")
     print_rows([aggregate(name, scores) for name, scores in held.items()])
     if Path(args.guard).is_dir():
