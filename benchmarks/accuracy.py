@@ -83,15 +83,25 @@ def score(split: Split, method: str, rules: auto.Rules = auto.DEFAULT_RULES) -> 
     full = split.full
     with auto.using(rules):
         pred = predict_measurements(split.train, upto=int(full.counts.max()), method=method)
+    return score_values(split, pred.values, pred.low, pred.high)
+
+
+def score_values(split: Split, values: np.ndarray, low: np.ndarray | None = None,
+                 high: np.ndarray | None = None) -> Score:
+    """The figures of a predicted curve ``values`` (the split's metric at counts 1, 2, ...,
+    its largest); without a band the coverage is nan."""
+    full = split.full
     idx = full.counts.astype(int) - 1
-    values = pred.values[idx]
+    values = np.asarray(values, float)[idx]
     test = (full.counts > split.m) & (full.counts <= 2 * split.m)
     rel = np.abs(values[test] - full.values[test]) / full.values[test]
-    inside = (full.values[test] >= pred.low[idx][test]) & (full.values[test] <= pred.high[idx][test])
+    cover = np.nan
+    if low is not None and high is not None:
+        cover = float(((full.values[test] >= low[idx][test]) & (full.values[test] <= high[idx][test])).mean())
     perf_pred = full.perf * 0 + (values if full.metric == "throughput" else 1 / values)
     chosen = int(np.argmax(perf_pred))
     loss = 1 - full.perf[chosen] / full.perf.max()
-    return Score(float(np.median(rel)), float(rel.max()), float(loss), float(inside.mean()))
+    return Score(float(np.median(rel)), float(rel.max()), float(loss), cover)
 
 
 def load_all(folder: Path) -> list[tuple[str, Measurements]]:
@@ -251,7 +261,8 @@ def print_rows(rows: list[tuple], indent: str = "") -> None:
         if k == 0:
             print(f"{indent}{method:{w}s} {k:6d}  (no split has the columns or points it needs)")
             continue
-        print(f"{indent}{method:{w}s} {k:6d} {med:10.1%} {share:8.2f} {loss:9.1%} {cover:10.0%}")
+        shown = f"{cover:10.0%}" if np.isfinite(cover) else f"{'-':>10s}"  # no band: no coverage
+        print(f"{indent}{method:{w}s} {k:6d} {med:10.1%} {share:8.2f} {loss:9.1%} {shown}")
 
 
 def main(argv=None) -> int:

@@ -47,3 +47,19 @@ def test_damped_continues_a_share_of_the_recent_slope():
     assert trend.damped_trend(data, 0.0).perf([64])[0] == pytest.approx(trend.fit_plateau(data, 64).perf([64])[0])
     assert trend.damped_trend(data, 1.0).perf([64])[0] == pytest.approx(trend.fit_trend(data, 64).perf([64])[0])
     assert METHODS["damped"].fit(data, 64).params["slope"] == pytest.approx(0.8 * trend.DAMPING)
+
+
+def test_recent_slope_is_the_last_doubling_however_densely_measured():
+    # Linear up to 16, then n^0.2: measured at powers of 2 or every 2 threads, the recent
+    # slope is the last doubling's (the last 3 powers of 2 would mix in the linear part).
+    def curve(n):
+        n = np.asarray(n, float)
+        return np.where(n <= 16, 3.0 * n, 3.0 * 16 * (n / 16) ** 0.2)
+
+    sparse = np.array([1.0, 2, 4, 8, 16, 32])
+    dense = np.arange(2.0, 33, 2)
+    for n in (sparse, dense):
+        assert trend.recent_slope(Measurements.from_samples(n, curve(n))) == pytest.approx(0.2)
+    # With the smallest count above half the largest, the window starts there.
+    n = np.array([20.0, 24, 28, 32])
+    assert trend.recent_slope(Measurements.from_samples(n, 2.0 * n**0.7)) == pytest.approx(0.7)

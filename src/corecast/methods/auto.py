@@ -3,7 +3,7 @@
 Why a median: on short curves no single model is reliably right.  USL extrapolates
 contention (it predicts a peak from slight curvature, sometimes wrongly), PreSca follows
 whatever shape the recent points have, ``plateau`` holds the last measured value,
-``trend`` continues the last counts' slope and ``damped`` half of it (see
+``trend`` continues the slope over the last doubling and ``damped`` half of it (see
 methods/trend.py).  Their errors are different, so the per-count median in log space is
 rarely far off when one member is, and the preferred count it implies sits between "keeps
 growing" and "peaks early".  Amdahl joins only on curves of 2-3 counts (too short for a
@@ -98,7 +98,7 @@ class Rules:
 # What benchmarks/accuracy.py --loso chooses on every source of the corpus (and on every
 # source's complement), among the rules no worse than Rules() on the shared curves; its
 # band is the narrowest of BAND_CHOICES holding BAND_RATE of the values in every source.
-DEFAULT_RULES = Rules(members=("usl", "presca", "plateau", "trend", "damped"), damping=0.5, band=1.0)
+DEFAULT_RULES = Rules(members=("usl", "presca", "plateau", "trend", "damped"), damping=0.5, band=1.5)
 # The rules benchmarks/accuracy.py --loso chooses among (on the sources it does not score):
 # member sets, then backtest-driven selection.  The first member-restricted one is auto as
 # it was before plateau and trend joined.
