@@ -9,16 +9,16 @@
 #define CC_MAX_TEAM 256
 #define CC_CONTENDED_TICKS 2000 /* a critical wait longer than this counts as contended */
 /* Critical, atomic and ordered sections have no try operation, so finding out whether
- * one waited means timing it.  Every one is counted; some are timed (wait and hold, scaled
- * up by the acquisitions they stand for).  A timed one costs three timestamps (~20 ns each
- * in a VM, more than an uncontended section), so the gap to the next timed one follows
- * the thread's running means of wait and hold: CC_SAMPLE_MIN apart where they add up to
- * CC_SAMPLE_TICKS / CC_SAMPLE_MIN ticks or more, up to CC_SAMPLE_MAX for empty sections,
- * which keeps the timing near 1% of the time it measures.  The gap is decided before the
- * acquisition it lands on, so the scaled sums stay unbiased; only a sample over
- * CC_SAMPLE_OUTLIER times its running mean and over CC_SAMPLE_CAP_MIN (a preemption)
- * counts once beyond that bound instead of ``scale`` times.  (The OMPT path samples its
- * locks the same way.) */
+ * one waited means timing it.  Every one is counted; some are timed (wait, hold and
+ * release, scaled up by the acquisitions they stand for).  A timed one costs four
+ * timestamps (~20 ns each in a VM, more than an uncontended section), so the gap to the
+ * next timed one follows the thread's running means of wait and hold: CC_SAMPLE_MIN
+ * apart where they add up to CC_SAMPLE_TICKS / CC_SAMPLE_MIN ticks or more, up to
+ * CC_SAMPLE_MAX for empty sections, which keeps the timing near 1% of the time it
+ * measures.  The gap is decided before the acquisition it lands on, so the scaled sums
+ * stay unbiased; only a sample over CC_SAMPLE_OUTLIER times its running mean and over
+ * CC_SAMPLE_CAP_MIN (a preemption) counts once beyond that bound instead of ``scale``
+ * times.  (The OMPT path samples its locks the same way.) */
 #define CC_SAMPLE_MIN 16
 #define CC_SAMPLE_MAX 1024
 #define CC_SAMPLE_TICKS 8192
