@@ -85,6 +85,8 @@ void cc_config_read(void) {
     cc_cfg.exit_timeout_ms = env_int("CORECAST_EXIT_TIMEOUT_MS", 0, 600000, 10000);
     cc_cfg.launch_pid = env_int("CORECAST_LAUNCH_PID", 0, INT_MAX, 0);
     cc_cfg.keep_counting = env_int("CORECAST_KEEP_COUNTING", 0, 1, 0);
+    const char *fault = getenv("CORECAST_TEST_FAULT"); /* the model's faults are the bridge's */
+    cc_cfg.slow_rewrite = fault && !strcmp(fault, "slow_rewrite");
     read_rank();
     const char *out = getenv("CORECAST_OUTPUT");
     cc_cfg.output[0] = 0;

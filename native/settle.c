@@ -11,6 +11,7 @@
  * back, the credit so far is kept, and counting goes on: steering reads its stalls.
  * CORECAST_KEEP_COUNTING=1 keeps every wrapper. */
 #include <string.h>
+#include <time.h>
 
 #include "got.h"
 #include "sample.h"
@@ -116,6 +117,8 @@ static void hand_back(const struct cc_sample *s, struct cc_region *const *refs) 
             snap(&refs[i]->stopped_at, refs[i]);
         }
     cc_gomp_hand_back(0, 1);
+    if (cc_cfg.slow_rewrite) /* tests: the sampler loses its core as the rewrite ends */
+        nanosleep(&(struct timespec){0, 30 * 1000 * 1000}, NULL);
     stopped_s = s->elapsed_s;
     __atomic_store_n(&stage, STARTS_BACK, __ATOMIC_RELEASE); /* the snapshots first */
 }

@@ -16,4 +16,4 @@ OPENCL = "CORECAST_OPENCL"                  # "1" / "0": instrument pyopencl or 
 DISABLE = "CORECAST_DISABLE"                # "1": corecast stays out (library and OpenCL hook)
 MAX_INPUT_MB = "CORECAST_MAX_INPUT_MB"      # largest input file read, MiB
 DEBUG = "CORECAST_DEBUG"                    # set: tracebacks of internal errors
-TEST_FAULT = "CORECAST_TEST_FAULT"          # tests only: segv|abort|hang at the exit prediction
+TEST_FAULT = "CORECAST_TEST_FAULT"          # tests only: segv|abort|hang at the exit prediction, slow_rewrite (settle.c)
