@@ -46,9 +46,7 @@ static int team_of(int steer, const struct cc_region_sample *g) {
     return steer > 0 && steer < g->requested ? steer : g->requested;
 }
 
-/* What ``r``'s calls beyond its stopped_at snapshot stand for and were not counted: at its
- * rate per call in the window before it, less what was counted since (per settle category;
- * wait and hold in ticks).  0: nothing to credit. */
+/* Counts per settle category (wait and hold in ticks). */
 struct credit {
     double acq[CC_NSETTLE], contended[CC_NSETTLE], wait[CC_NSETTLE], hold[CC_NSETTLE];
 };
@@ -67,6 +65,9 @@ static void credit_at_rate(struct credit *out, double calls, const struct cc_syn
 
 static double at_least_0(double x) { return x > 0 ? x : 0; }
 
+/* What ``r``'s ``calls`` beyond its stopped_at snapshot stand for and were not counted: at
+ * its rate per call in the window before it, less what was counted since.  0: nothing to
+ * credit. */
 static int credit_of(const struct cc_region *r, uint64_t calls, struct credit *out) {
     static const struct cc_sync_snap none;
     const struct cc_sync_snap *a = &r->rate_at, *b = &r->stopped_at;

@@ -26,7 +26,8 @@ double cc_settle_stopped_s(void);
 /* Seconds of the run so far (``elapsed_s``) in which sections were not counted. */
 double cc_settle_uncounted_s(double elapsed_s);
 /* Adds to a region's sample the counts of its calls since counting stopped, at the rate
- * per call between settling and stopping; ``extra`` (per settle category: acquisitions,
+ * per call between settling and stopping, less what was still counted of them (calls in
+ * flight at the rewrite); ``extra`` (per settle category: acquisitions,
  * contended, wait and hold seconds) receives what was added, for the process's sample. */
 struct cc_settle_extra {
     double acq[CC_NSETTLE], contended[CC_NSETTLE], wait_s[CC_NSETTLE], hold_s[CC_NSETTLE];

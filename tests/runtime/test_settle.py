@@ -82,15 +82,23 @@ def lines(proc) -> list[str]:
     return proc.stdout.decode().splitlines()
 
 
+def steered_run(program, lib, out, **settings):
+    """The program, CALLS calls at 2 threads, steered in 50 ms windows: its run (exit
+    status 0) and its one region record in ``out``."""
+    proc = run([program, CALLS], env=clean_env(OMP_NUM_THREADS="2"), preload=lib, output=out, steer="1",
+               window_ms="50", **settings)
+    assert proc.returncode == 0, proc.stderr
+    (region,) = events(read_lines(out), "region")
+    return proc, region
+
+
 def test_settled_steering_hands_the_sections_back(program, lib, tmp_path):
     plain = run([program, CALLS], env=clean_env(OMP_NUM_THREADS="1"))
     assert lines(plain)[1:] == ["main reaches libgomp.so.1", "library reaches libgomp.so.1"]
     out = tmp_path / "cc.jsonl"
-    steered = run([program, CALLS], env=clean_env(OMP_NUM_THREADS="2"), preload=lib, output=out, steer="1",
-                  window_ms="50")
-    assert plain.returncode == steered.returncode == 0, steered.stderr
+    steered, region = steered_run(program, lib, out)
+    assert plain.returncode == 0
     assert lines(steered)[0] == lines(plain)[0]  # the sums: the program's own result
-    (region,) = events(read_lines(out), "region")
     assert region["steering"]["chosen"] == 1
     until = region["steering"]["sync_counted_until_s"]
     assert 0 < until
@@ -108,22 +116,14 @@ def test_calls_made_while_the_sampler_stalls_after_the_rewrite_are_credited(prog
     # slow_rewrite), as on a loaded machine: the calls made meanwhile were not counted, and
     # neither they nor the rate may come short (the snapshot taken after the rewrite once
     # left 12% of the sections out in such runs).
-    out = tmp_path / "cc.jsonl"
-    steered = run([program, CALLS], env=clean_env(OMP_NUM_THREADS="2"), preload=lib, output=out, steer="1",
-                  window_ms="50", test_fault="slow_rewrite")
-    assert steered.returncode == 0, steered.stderr
-    (region,) = events(read_lines(out), "region")
+    _, region = steered_run(program, lib, tmp_path / "cc.jsonl", test_fault="slow_rewrite")
     assert region["steering"]["chosen"] == 1 and region["steering"]["sync_uncounted_s"] > 0
     assert region["counters"]["acquisitions"]["critical"] == pytest.approx(SECTIONS, rel=0.02)
 
 
 def test_keep_counting_keeps_every_wrapper(program, lib, tmp_path):
-    out = tmp_path / "cc.jsonl"
-    steered = run([program, CALLS], env=clean_env(OMP_NUM_THREADS="2"), preload=lib, output=out, steer="1",
-                  window_ms="50", keep_counting="1")
-    assert steered.returncode == 0, steered.stderr
+    steered, region = steered_run(program, lib, tmp_path / "cc.jsonl", keep_counting="1")
     assert lines(steered)[1:] == ["main reaches libcorecast_preload.so", "library reaches libcorecast_preload.so"]
-    (region,) = events(read_lines(out), "region")
     assert region["steering"]["chosen"] == 1 and "sync_counted_until_s" not in region["steering"]
     assert region["counters"]["acquisitions"]["critical"] == SECTIONS
 
