@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from corecast.entities import InputError, Measurements
-from corecast.io.readers.measurements import read_measurements
+from corecast.io.readers.measurements import read_measurements, read_table
 from corecast.methods import auto
 from corecast.prediction import predict_measurements
 
@@ -50,9 +50,10 @@ class Split:
     train: Measurements
     full: Measurements
     m: float
+    machine: tuple[int | None, int | None] = (None, None)  # (hardware threads, cores) where stated
 
 
-def splits(name: str, data: Measurements) -> list[Split]:
+def splits(name: str, data: Measurements, machine: tuple[int | None, int | None] = (None, None)) -> list[Split]:
     counts = data.counts
     top = counts.max()
     chosen = []
@@ -67,7 +68,7 @@ def splits(name: str, data: Measurements) -> list[Split]:
         train = data.subset(np.flatnonzero(counts <= m))
         test = (counts > m) & (counts <= 2 * m)
         if len(train) >= 4 and test.any():
-            out.append(Split(name, train, data, m))
+            out.append(Split(name, train, data, m, machine))
     return out
 
 
@@ -82,7 +83,8 @@ class Score:
 def score(split: Split, method: str, rules: auto.Rules = auto.DEFAULT_RULES) -> Score:
     full = split.full
     with auto.using(rules):
-        pred = predict_measurements(split.train, upto=int(full.counts.max()), method=method)
+        pred = predict_measurements(split.train, upto=int(full.counts.max()), method=method,
+                                    hw_threads=split.machine[0], cores=split.machine[1])
     return score_values(split, pred.values, pred.low, pred.high)
 
 
@@ -104,8 +106,20 @@ def score_values(split: Split, values: np.ndarray, low: np.ndarray | None = None
     return Score(float(np.median(rel)), float(rel.max()), float(loss), cover)
 
 
-def load_all(folder: Path) -> list[tuple[str, Measurements]]:
-    return [(p.stem, read_measurements(str(p))) for p in sorted(folder.glob("*.csv"))]
+def load_all(folder: Path) -> list[tuple[str, Measurements, tuple[int | None, int | None]]]:
+    """(name, curve, (hardware threads, cores)) of every CSV in ``folder``; the machine's
+    come from ``# ..., hardware threads: N, cores: C, ...`` comment items (None: absent)."""
+    return [(p.stem, read_measurements(str(p)), machine_of(p)) for p in sorted(folder.glob("*.csv"))]
+
+
+def splits_of(folder: Path) -> list[Split]:
+    """Every split of every curve in ``folder``."""
+    return [s for name, data, hw in load_all(folder) for s in splits(name, data, hw)]
+
+
+def machine_of(path: Path) -> tuple[int | None, int | None]:
+    items = {k: int(v) for _, k, v in read_table(str(path)).meta if k in ("hardware threads", "cores")}
+    return items.get("hardware threads"), items.get("cores")
 
 
 def try_score(sp: Split, method: str, rules: auto.Rules = auto.DEFAULT_RULES,
@@ -279,13 +293,12 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     names = [m for m in args.methods.split(",") if m]
     folder = args.datasets or (CORPUS if args.loso else DEFAULT_DATASETS)
-    curves = load_all(folder)
-    all_splits = [s for name, data in curves for s in splits(name, data)]
-    print(f"{len(curves)} curves, {len(all_splits)} splits from {folder}")
+    all_splits = splits_of(folder)
+    print(f"{len(set(sp.curve for sp in all_splits))} curves, {len(all_splits)} splits from {folder}")
     if args.loso:
         rules = list(auto.RULE_CHOICES)
         if args.guard.is_dir():
-            guard = [s for name, data in load_all(args.guard) for s in splits(name, data)]
+            guard = splits_of(args.guard)
             rules, rows = admissible(guard)
             print(f"auto's rules on the {len(guard)} splits of {args.guard} (candidates: no worse than median):")
             print_rows(rows, "  ")

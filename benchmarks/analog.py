@@ -43,7 +43,7 @@ from typing import Callable
 import numpy as np
 
 from accuracy import (CORPUS, DEFAULT_DATASETS, Split, aggregate, load_all, merit, print_rows, score_values,
-                      source_of, splits, try_score)
+                      source_of, splits_of, try_score)
 from corecast.entities import InputError, Measurements, from_perf, to_perf
 from corecast.methods import auto, trend
 from corecast.prediction import predict_measurements
@@ -97,10 +97,10 @@ class Library:
         return Library(self.x[keep], self.y[keep], self.src[keep])
 
 
-def continuations(curves: list[tuple[str, Measurements]]) -> Library:
+def continuations(curves: list[tuple[str, Measurements, tuple[int | None, int | None]]]) -> Library:
     """Every (curve, measured count m) with MIN_HEAD counts up to m and one at 2m or beyond."""
     x, y, src = [], [], []
-    for name, data in curves:
+    for name, data, _ in curves:
         curve = data.at_target_size()
         n, p = curve.counts, curve.perf
         for j in range(MIN_HEAD - 1, len(n)):
@@ -319,7 +319,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     warnings.simplefilter("ignore", RuntimeWarning)
     curves = load_all(args.datasets)
-    all_splits = [s for name, data in curves for s in splits(name, data)]
+    all_splits = splits_of(args.datasets)
     cases = [make_case(sp) for sp in all_splits]
     lib = continuations(curves)
     print(f"{len(curves)} curves, {len(cases)} splits, {len(lib.y)} library entries from {args.datasets}")
@@ -339,8 +339,7 @@ def main(argv=None) -> int:
     print("\nall sources, each scored while held out (settings chosen on the other sources):")
     print_rows([aggregate(name, scores) for name, scores in held.items()])
     if Path(args.guard).is_dir():
-        guard_curves = load_all(Path(args.guard))
-        guard = [make_case(sp) for name, data in guard_curves for sp in splits(name, data)]
+        guard = [make_case(sp) for sp in splits_of(Path(args.guard))]
         print(f"\non the {len(guard)} splits of {args.guard} (settings and library from the whole corpus):")
         rows = []
         for name, (variant, options) in VARIANTS.items():

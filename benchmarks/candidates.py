@@ -27,8 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from accuracy import (CORPUS, DEFAULT_DATASETS, LOSO_PEERS, admissible, aggregate, load_all, loso, print_rows,
-                      scores_of, splits)
+from accuracy import (CORPUS, DEFAULT_DATASETS, LOSO_PEERS, admissible, aggregate, loso, print_rows,
+                      scores_of, splits_of)
 from corecast.entities import Fit, InputError, Measurements
 from corecast.fitting import relative_lsq, rms
 from corecast.methods import auto, laws, trend
@@ -83,7 +83,7 @@ def main(argv=None) -> int:
     ap.add_argument("--datasets", type=Path, default=CORPUS)
     ap.add_argument("--guard", default=str(DEFAULT_DATASETS), help=f"default: {DEFAULT_DATASETS}")
     args = ap.parse_args(argv)
-    all_splits = [s for name, data in load_all(args.datasets) for s in splits(name, data)]
+    all_splits = splits_of(args.datasets)
     shipped = replace(auto.DEFAULT_RULES, band=0.0)  # loso() calibrates the band
     base = shipped.members
     rules = [shipped, replace(shipped, members=base + ("peak",)), replace(shipped, members=base + ("tworegime",)),
@@ -92,7 +92,7 @@ def main(argv=None) -> int:
     print_rows([aggregate(r.label(), scores_of(all_splits, "auto", r)) for r in rules]
                + [aggregate(m, scores_of(all_splits, m)) for m in ("peak", "tworegime")], "  ")
     if Path(args.guard).is_dir():
-        guard = [s for name, data in load_all(Path(args.guard)) for s in splits(name, data)]
+        guard = splits_of(Path(args.guard))
         candidates, rows = admissible(guard, tuple(rules))
         print(f"\non the {len(guard)} splits of {args.guard} (candidates: no worse than the median, first):")
         print_rows(rows, "  ")

@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import spearmanr
 
-from accuracy import CORPUS, Split, load_all, source_of, splits, try_score
+from accuracy import CORPUS, Split, source_of, splits_of, try_score
 from corecast.methods import auto
 from corecast.prediction import predict_measurements
 
@@ -103,7 +103,7 @@ def main(argv=None) -> int:
     ap.add_argument("--all", action="store_true", help="print every split, not only auto's misses")
     ap.add_argument("--picks", action="store_true", help="loss of risk-aware count choices instead")
     args = ap.parse_args(argv)
-    all_splits = [s for name, data in load_all(args.datasets) for s in splits(name, data)]
+    all_splits = splits_of(args.datasets)
     if args.picks:
         picks_report(all_splits)
         return 0

@@ -25,7 +25,7 @@ def _bench():
 @pytest.mark.skipif(not DATASETS.is_dir(), reason="shared datasets not present")
 def test_auto_beats_every_peer_on_the_shared_curves():
     bench = _bench()
-    splits = [s for name, data in bench.load_all(DATASETS) for s in bench.splits(name, data)]
+    splits = bench.splits_of(DATASETS)
     assert len(splits) >= 10
     rows = {r[0]: r for r in bench.summarise(splits, list(bench.PEERS))}
     auto = rows.pop("auto")

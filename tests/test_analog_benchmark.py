@@ -34,7 +34,7 @@ def test_library_holds_each_measured_doubling_and_what_followed(analog):
     n = np.array([1.0, 2, 4, 8, 16, 32, 64])
     rising = Measurements.from_samples(n, 3.0 * n**0.5)
     falling = Measurements.from_samples(n, np.where(n <= 16, 2.0 * n, 32.0 * (16 / n)))
-    lib = analog.continuations([("a__rising", rising), ("b__falling", falling)])
+    lib = analog.continuations([("a__rising", rising, (None, None)), ("b__falling", falling, (None, None))])
     # m = 8, 16, 32: four counts up to m and one at 2m.
     assert list(lib.src) == ["a"] * 3 + ["b"] * 3
     assert np.allclose(lib.y[:3], 0.5)

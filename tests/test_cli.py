@@ -17,7 +17,7 @@ DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 PREDICTION_KEYS = {"threads", "value", "low", "high", "speedup", "efficiency"}
 TOP_KEYS = {
     "method", "metric", "candidate", "reason", "predictions", "preferred_threads", "knee_threads",
-    "knee_fraction", "speedup_base", "checkpoints", "params", "extras", "fit_quality", "warnings",
+    "knee_fraction", "speedup_base", "checkpoints", "params", "extras", "fit_quality", "warnings", "hardware",
 }
 
 

@@ -31,10 +31,14 @@ def git_show(mirrors: Path, repo: str, commit: str, path: str) -> str:
                           capture_output=True, text=True).stdout
 
 
-def write(name: str, source: str, metric: str, machine: str, notes: str, rows) -> None:
+def write(name: str, source: str, metric: str, machine: str, notes: str, rows,
+          hw: tuple[int, int] | None = None) -> None:
+    """One curve's CSV; ``hw``: the machine's (hardware threads, cores), where its
+    provenance states them."""
     rows = [(int(n), v) for n, v in rows]
     assert len(rows) >= 5 and len({n for n, _ in rows}) == len(rows), name
-    text = (f"# source: {source}, metric: {metric}, machine: {machine}, notes: {notes}\n"
+    hw_item = f", hardware threads: {hw[0]}, cores: {hw[1]}" if hw else ""
+    text = (f"# source: {source}, metric: {metric}, machine: {machine}{hw_item}, notes: {notes}\n"
             "threads,value\n" + "".join(f"{n},{v}\n" for n, v in rows))
     (OUT / f"{name}.csv").write_text(text)
 
@@ -96,9 +100,14 @@ def orcgc(m: Path) -> None:
 # -- LPD-EPFL/ASCYLIB: OPTIK paper data (PPoPP'16) ---------------------------------------
 ASCY = ("LPD-EPFL/ASCYLIB", "3c2d1a231eac3518a4167d7d4a709cb22a3cff6b")
 ASCY_MACHINE = {
-    "lpdxeon2680": "lpdxeon2680 (labelled 'Xeon20' in scripts/asplos/generate_graphs/combine_data.sh)",
-    "lpd48core": "lpd48core (labelled 'Opteron' in scripts/asplos/generate_graphs/combine_data.sh)",
+    "lpdxeon2680": "lpdxeon2680 (labelled 'Xeon20' in scripts/asplos/generate_graphs/combine_data.sh; "
+                   "'#HWCs 40 #Nodes 2 SMT 1' in LPD-EPFL/mctop desc/lpdxeon2680.mct "
+                   "@05cc61078854c48305d1f2a54ffa39a24b6988ce)",
+    "lpd48core": "lpd48core (labelled 'Opteron' in scripts/asplos/generate_graphs/combine_data.sh; "
+                 "'#HWCs 48 #Nodes 8 SMT 0' in LPD-EPFL/mctop desc/lpd48core.mct "
+                 "@1dbd2b6e9635e4c0a80188bc0220b6df0fc9dbdc)",
 }
+ASCY_HW = {"lpdxeon2680": (40, 20), "lpd48core": (48, 48)}
 
 
 def ascylib(m: Path) -> None:
@@ -121,7 +130,7 @@ def ascylib(m: Path) -> None:
             write(f"ascylib__{host}_{stem}_{w.strip('_0').replace('-', '_')}",
                   f"github {ASCY[0]} {path} @{ASCY[1]} (column {names[i]})", "throughput",
                   ASCY_MACHINE[host], f"{text.splitlines()[0].strip('# ')}; value=operations/s (median as stored)",
-                  [(r[0], r[1 + i]) for r in rows])
+                  [(r[0], r[1 + i]) for r in rows], ASCY_HW[host])
 
 
 # -- hgxl64/mariadb-benchmarks: sysbench 0.5 runs of MariaDB/MySQL --------------------------
@@ -163,9 +172,11 @@ def folly(m: Path) -> None:
     for (lock, kind), rows in sorted(found.items()):
         write(f"folly__e5_2660_sharedmutex_{kind}_{lock}",
               f"github {FOLLY[0]} {path} @{FOLLY[1]} (results comment, row {lock}{'_reads' if kind == 'reads' else ''}(Nthread{'_all_write' if kind != 'reads' else ''}), column time/iter)",
-              "time", "2-socket Intel Xeon E5-2660 @ 2.20GHz (per the comment)",
+              "time", "2-socket Intel Xeon E5-2660 @ 2.20GHz (per the comment; 2 x 8 cores, 32 hardware threads "
+              "per the lscpu of a 2-socket E5-2660 in folly/concurrency/container/test/"
+              "FlatCombiningPriorityQueueTest.cpp at the same commit)",
               f"{'read-only' if kind == 'reads' else 'write-only'} lock/unlock loop, the ops split across N threads; "
-              "value=wall time per operation in ns", rows)
+              "value=wall time per operation in ns", rows, (32, 16))
 
 
 # -- Percona-Lab-results/2026-mariadb-threadpool: sysbench 1.x read-write ------------------
@@ -195,13 +206,14 @@ PB = ("paulmckrcu/perfbook", "4c69e8910b5f646c3fe9846f812b3dee6f37caeb")
 
 
 def perfbook(m: Path) -> None:
-    hps = "448-CPU Intel Xeon Platinum 8176 system 'hps' (per cpuinfo.hps next to the data)"
+    hps = ("448-CPU Intel Xeon Platinum 8176 system 'hps' (per cpuinfo.hps next to the data: 8 sockets, "
+           "28 cores and 56 siblings each)")
     d = "CodeSamples/datastruct/hash/data/hps.perf.2020.11.26a"
     for impl in ("hash_bkt", "hash_bkt_hazptr", "hash_bkt_qsbr", "hash_bkt_rcu", "hash_global", "hash_unsync"):
         path = f"{d}/perftest.{impl}.hps.2020.11.26a.dat"
         rows = [ln.split()[:2] for ln in git_show(m, *PB, path).splitlines() if ln.strip() and ln[0].isdigit()]
         write(f"perfbook__hps_hashtable_{impl}", f"github {PB[0]} {path} @{PB[1]} (column 2)", "throughput", hps,
-              f"hash-table lookups, {impl}; value=lookups per millisecond (plots.sh ylabel)", rows)
+              f"hash-table lookups, {impl}; value=lookups per millisecond (plots.sh ylabel)", rows, (448, 224))
     d = "CodeSamples/defer/data/hps.2019.12.17a"
     for impl in ("hazptr", "rcu", "refcnt", "seq", "qsbr"):
         path = f"{d}/route_{impl}.hps.2019.12.17a.dat"
@@ -231,7 +243,7 @@ def locks(m: Path) -> None:
         write(f"locksbench__e5_2620_{name.replace('-', '_')}", f"github {LOCKS[0]} {path} @{LOCKS[1]} (column {name})",
               "throughput", "2 x Intel Xeon E5-2620 (12 cores, 24 hardware threads) per results/2014-05-01/README.md",
               f"JMH counter increment guarded by {name.rsplit('-', 1)[0]}, java -jar ... -t N; value=JMH score ops/ms "
-              "(decimal comma read as a point)", [(r[0], r[i].replace(",", ".")) for r in rows])
+              "(decimal comma read as a point)", [(r[0], r[i].replace(",", ".")) for r in rows], (24, 12))
 
 
 SOURCES = (plsf, orcgc, ascylib, mariadb, folly, percona, perfbook, locks)
@@ -240,10 +252,14 @@ INDEX_HEAD = """# Corpus of measured scalability curves (issue 15)
 
 Curves from public sources that corecast was never tuned on, for `benchmarks/accuracy.py
 --loso` (leave one source out). Same format as `../shared/datasets`: line 1 is `# source:
-github OWNER/REPO PATH @COMMIT (column ...), metric: throughput|time, machine: ..., notes:
-...`, then `threads,value`. Values are copied from the named file at the named commit
+github OWNER/REPO PATH @COMMIT (column ...), metric: throughput|time, machine: ...,
+[hardware threads: N, cores: C,] notes: ...`, then `threads,value`. Values are copied from the named file at the named commit
 (units resolved where the source prints them); nothing is interpolated. "threads" is what
 the source swept: worker threads, or client connections for the database servers.
+"hardware threads" (logical CPUs) and "cores" of the machine measured are given only where a
+source states its hardware, and not for the database servers, whose count is client
+connections, not threads on a CPU; `accuracy.py` passes them to `predict` (`--hw-threads`,
+`--cores`).
 `extract.py` rebuilds every file from git clones of the sources and writes this index.
 
 The source of a curve (its LOSO group) is the part of the file name before `__`.
@@ -261,8 +277,8 @@ GitHub owner, pramalhe; every other source is independent of the rest.
 | perfbook | paulmckrcu/perfbook | hash-table and route-table lookups (RCU, hazard pointers, locks) on host `hps` | {perfbook} |
 | locksbench | ignasi35/locks-benchmark | JMH counter under synchronized, RW lock, atomics, LongAdder, StampedLock | {locksbench} |
 
-| file | source | metric | machine | points | range | best at | notes |
-|---|---|---|---|---|---|---|---|
+| file | source | metric | machine | hardware threads / cores | points | range | best at | notes |
+|---|---|---|---|---|---|---|---|---|
 """
 
 
@@ -270,8 +286,9 @@ def index() -> None:
     rows, counts = [], {}
     for p in sorted(OUT.glob("*.csv")):
         first, _, *body = p.read_text().splitlines()
-        items = dict(item.split(": ", 1) for item in first.lstrip("# ").split(", ") if ": " in item
-                     and item.split(": ", 1)[0] in ("source", "metric", "machine", "notes"))
+        # Values may hold ", " themselves: split only before the known keys.
+        parts = re.split(r"(?:^# |, )(source|metric|machine|hardware threads|cores|notes): ", first)[1:]
+        items = dict(zip(parts[::2], parts[1::2]))
         pts = [(int(a), float(b)) for a, b in (ln.split(",") for ln in body)]
         perf = [v if items["metric"] == "throughput" else 1 / v for _, v in pts]
         best = pts[perf.index(max(perf))][0]
@@ -280,7 +297,7 @@ def index() -> None:
         group = p.stem.split("__")[0]
         counts[group] = counts.get(group, 0) + 1
         rows.append(f"| {p.name} | {items['source'].removeprefix('github ')} | {items['metric']} | "
-                    f"{items['machine']} | {len(pts)} | {pts[0][0]}-{top} | {where} | {items['notes']} |")
+                    f"{items['machine']} | {items.get('hardware threads', '-')} / {items.get('cores', '-')} | {len(pts)} | {pts[0][0]}-{top} | {where} | {items['notes']} |")
     (OUT / "README.md").write_text(INDEX_HEAD.format(**counts) + "\n".join(rows) + "\n")
 
 

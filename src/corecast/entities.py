@@ -12,6 +12,7 @@ from typing import Callable, Literal, Mapping
 import numpy as np
 
 from .errors import InputError  # noqa: F401  (defined without numpy: fileio and the runtime raise it)
+from .hardware import Hardware
 
 Metric = Literal["time", "throughput"]
 METRICS: tuple[str, ...] = ("time", "throughput")
@@ -325,6 +326,7 @@ class Prediction:
     # Per model (the chosen one first, then auto's members): {"model", "params", "rss",
     # "adj_r2", "smape"} against the measured points (see corecast.fitquality).
     fit_quality: list[dict] = field(default_factory=list)
+    hardware: Hardware | None = None  # the machine predicted for (None: not given)
 
     def to_dict(self) -> dict:
         """The JSON contract of ``corecast predict --json``."""
@@ -350,6 +352,8 @@ class Prediction:
             "knee_threads": int(self.knee),
             "knee_fraction": float(self.knee_fraction),
             "speedup_base": float(self.speedup_base),
+            "hardware": None if self.hardware is None else {"hw_threads": self.hardware.hw_threads,
+                                                            "cores": self.hardware.cores},
             "checkpoints": [float(c) for c in self.checkpoints],
             "params": _jsonable({**self.params, "value_scale": self.value_scale}),
             "extras": _jsonable(self.extras),

@@ -11,6 +11,7 @@ from . import methods
 from .entities import Fit, InputError, Measurements, Prediction, from_perf
 from .fitquality import count_params, fit_quality
 from .fitting import rms
+from .hardware import Hardware, oversubscribed
 
 # Band: log-space half-width = floor + fit residual + repetition spread, plus GROWTH per
 # e-fold of extrapolation beyond the measured range (calibrated on the benchmark so the
@@ -41,15 +42,20 @@ def predict(
     stalls: Mapping[str, Iterable[float]] | None = None,
     sizes: Mapping[str, Iterable[float]] | None = None,
     knee_fraction: float = DEFAULT_KNEE_FRACTION,
+    hw_threads: int | None = None,
+    cores: int | None = None,
 ) -> Prediction:
     """Predict performance at every count 1..``upto`` (default: twice the largest
     measured count) and at the counts in ``at``.
 
     ``metric`` is ``"time"`` (lower is better) or ``"throughput"``; repeated counts are
-    repetitions.  Raises ``InputError`` with a one-line message on unusable input.
+    repetitions.  ``hw_threads``, ``cores``: of the machine predicted for, when known
+    (see corecast.hardware).  Raises ``InputError`` with a one-line message on unusable
+    input.
     """
     data = Measurements.from_samples(counts, values, metric, stalls=stalls, sizes=sizes)
-    return predict_measurements(data, upto=upto, at=at, method=method, knee_fraction=knee_fraction)
+    return predict_measurements(data, upto=upto, at=at, method=method, knee_fraction=knee_fraction,
+                                hw_threads=hw_threads, cores=cores)
 
 
 def predict_measurements(
@@ -58,6 +64,8 @@ def predict_measurements(
     at: Iterable[int] = (),
     method: str = "auto",
     knee_fraction: float = DEFAULT_KNEE_FRACTION,
+    hw_threads: int | None = None,
+    cores: int | None = None,
 ) -> Prediction:
     spec = methods.get(method)
     methods.check_usable(spec, data)
@@ -76,15 +84,28 @@ def predict_measurements(
         raise InputError(f"counts above {MAX_COUNT} are not predicted (got {max([upto] + at)})")
     if any(a < 1 for a in at):
         raise InputError("counts to predict at must be at least 1")
+    given = Hardware.of(hw_threads, cores)
+    # A curve measured beyond the hardware threads already shows what sharing them does.
+    machine = given if given and top <= given.hw_threads else None
     grid = np.union1d(np.arange(1, upto + 1), np.asarray(at, dtype=int)).astype(float)
+    # Counts beyond the machine are predicted from its last hardware thread: evaluate there.
+    shares = machine is not None and grid.max() > machine.hw_threads
+    asked = np.ones(len(grid), dtype=bool)
+    if shares and machine.hw_threads not in grid:
+        grid = np.union1d(grid, [float(machine.hw_threads)])
+        asked = grid != machine.hw_threads
+    model_grid = machine.effective(grid, top) if machine else grid
     # Far from the data a model may overflow or divide by zero; such values are caught
     # below (floored with a warning), so numpy's RuntimeWarnings would only be noise.
     with np.errstate(all="ignore"), warnings_module.catch_warnings():
         warnings_module.simplefilter("ignore", RuntimeWarning)
         fit = spec.fit(fitted, float(grid.max()))
-        perf = np.asarray(fit.perf(grid), dtype=float)
+        perf = np.asarray(fit.perf(model_grid), dtype=float)
         at_measured = np.asarray(fit.perf(curve.counts), dtype=float)
     warnings = list(fit.warnings)
+    if given and not machine:
+        warnings.append(f"measured up to {top:g}, beyond the {given.hw_threads} hardware threads given: "
+                        "the measured curve is extrapolated as it is")
 
     bad = ~np.isfinite(perf) | (perf <= 0)
     if np.any(bad):
@@ -97,7 +118,11 @@ def predict_measurements(
         log_err = np.log(at_measured / curve.perf)  # the fit against every measured point
     # A binned fit's own residual is on the bins; the band needs the scatter of every point.
     residual = fit.residual if fitted is scaled else rms(log_err[np.isfinite(log_err)])
-    low, high = band(fit, curve, grid, perf, residual)
+    low, high = band(fit, curve, grid, perf, residual, model_grid)
+    if machine:
+        perf, low, high = oversubscribed(grid, perf, low, high, machine.hw_threads)
+        warnings += machine.notes(top, float(grid.max()))
+    grid, perf, low, high = grid[asked], perf[asked], low[asked], high[asked]
     miss = fit_miss(log_err, at_measured, curve, scale)
     if miss:
         warnings.append(miss)
@@ -154,6 +179,7 @@ def predict_measurements(
         warnings=warnings,
         value_scale=scale,
         fit_quality=_fit_quality(fit, spec.name, curve, scale, at_measured),
+        hardware=given,
     )
 
 
@@ -220,10 +246,13 @@ def measured_preferred(preferred: int, curve: Measurements) -> tuple[int, str | 
 
 
 def band(
-    fit: Fit, curve: Measurements, grid: np.ndarray, perf: np.ndarray, residual: float
+    fit: Fit, curve: Measurements, grid: np.ndarray, perf: np.ndarray, residual: float,
+    model_grid: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Low/high performance around ``perf``, widening with extrapolation distance;
-    ``residual``: RMS relative error of the fit on the measured points."""
+    ``residual``: RMS relative error of the fit on the measured points; ``model_grid``:
+    the counts the fit is asked at for ``grid`` (default: the same)."""
+    model_grid = grid if model_grid is None else model_grid
     lo_c, hi_c = float(curve.counts.min()), float(curve.counts.max())
     distance = np.log(np.maximum(grid / hi_c, 1.0)) + np.log(np.maximum(lo_c / grid, 1.0))
     few = 0.15 if len(curve) < 4 else 0.0
@@ -232,9 +261,9 @@ def band(
     low = perf * np.exp(-width)
     high = perf * np.exp(width)
     if fit.low is not None:
-        low = np.minimum(low, np.asarray(fit.low(grid), float))
+        low = np.minimum(low, np.asarray(fit.low(model_grid), float))
     if fit.high is not None:
-        high = np.maximum(high, np.asarray(fit.high(grid), float))
+        high = np.maximum(high, np.asarray(fit.high(model_grid), float))
     low = np.where(np.isfinite(low) & (low > 0), low, perf * np.exp(-width))
     high = np.where(np.isfinite(high), high, perf * np.exp(width))
     return low, high

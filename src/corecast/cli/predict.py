@@ -48,6 +48,12 @@ def _predict_arguments(p: argparse.ArgumentParser) -> None:
                    "(default: the first of omp.num.threads, threads, ..., mpi.world.size that varies)")
     p.add_argument("--upto", type=count, help="predict up to this count (default: 2x the largest measured)")
     p.add_argument("--at", type=count_list, default=[], metavar="N,N,...", help="extra counts to predict")
+    p.add_argument("--hw-threads", type=count, metavar="N",
+                   help="hardware threads (logical CPUs) of the machine to predict for: counts above N "
+                   "time-share them and are predicted no faster than N")
+    p.add_argument("--cores", type=count, metavar="C",
+                   help="cores of that machine (default: --hw-threads, no SMT): counts between C and N "
+                   "share cores and each adds a fraction of a core")
     p.add_argument("--method", choices=list(methods.METHODS), default="auto",
                    help="; ".join(f"{m.name}: {m.summary}" for m in methods.METHODS.values()))
     add_output_options(p, plot=True)
@@ -64,7 +70,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
                              args.count_attribute)  # messages already name the file
     except InputError as e:
         raise CliError(str(e)) from None
-    options = dict(upto=args.upto, at=args.at, method=args.method, knee_fraction=args.knee_fraction)
+    options = dict(upto=args.upto, at=args.at, method=args.method, knee_fraction=args.knee_fraction,
+                   hw_threads=args.hw_threads, cores=args.cores)
     if series[0].callpath is None:  # a corecast CSV or sweep result: one curve
         pred = _predict(series[0].data, args.file[0], **options)
         # Plot before printing so a failed plot does not leave a half-reported success.

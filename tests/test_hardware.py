@@ -1,0 +1,109 @@
+"""The machine predicted for: shared cores (SMT) and more threads than hardware threads."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from corecast import predict
+from corecast.cli import main
+from corecast.entities import InputError
+from corecast.hardware import SMT_YIELD, Hardware
+
+from cli_checks import assert_one_line_error
+
+N = np.arange(1, 9)
+LINEAR = 100.0 * N  # every thread adds a whole core's worth
+
+
+def test_without_a_machine_nothing_changes():
+    plain = predict(N, LINEAR, upto=32)
+    same = predict(N, LINEAR, upto=32, hw_threads=None, cores=None)
+    assert np.array_equal(plain.values, same.values)
+    assert plain.hardware is None and plain.to_dict()["hardware"] is None
+
+
+def test_no_count_beyond_the_hardware_threads_is_preferred_or_faster():
+    pred = predict(N, LINEAR, upto=32, hw_threads=12)
+    assert pred.preferred == 12
+    at12 = pred.value_at(12)
+    beyond = pred.counts > 12
+    assert np.allclose(pred.values[beyond], at12)
+    # Each thread runs 12/n of the time: the band's low end allows that fall.
+    assert np.all(pred.low[beyond] <= at12 * 12 / pred.counts[beyond] * (1 + 1e-9))
+    assert any("12 hardware threads" in w for w in pred.warnings)
+    assert pred.to_dict()["hardware"] == {"hw_threads": 12, "cores": 12}
+
+
+def test_a_time_curve_is_capped_the_same_way():
+    pred = predict(N, 1000.0 / N, metric="time", upto=24, hw_threads=10)
+    assert pred.preferred == 10
+    assert np.allclose(pred.values[pred.counts > 10], pred.value_at(10))
+    assert np.all(pred.high[pred.counts > 10] >= pred.values[pred.counts > 10])
+
+
+def test_a_curve_that_falls_before_the_hardware_threads_keeps_falling():
+    falling = 100.0 * N / (1 + 0.2 * (N - 1) + 0.02 * N * (N - 1))
+    plain = predict(N, falling, upto=32, method="usl")
+    capped = predict(N, falling, upto=32, method="usl", hw_threads=16)
+    assert np.allclose(plain.values, capped.values)  # never raised to the value at 16
+
+
+def test_threads_beyond_the_cores_add_a_share_of_a_core():
+    plain = predict(N, LINEAR, upto=16, method="amdahl")
+    smt = predict(N, LINEAR, upto=16, method="amdahl", hw_threads=16, cores=8)
+    assert np.allclose(smt.values[:8], plain.values[:8])
+    gain = np.diff(smt.values)[8:] / np.diff(plain.values)[8:]
+    assert np.allclose(gain, SMT_YIELD, rtol=0.05)
+    assert any("two threads on a core" in w for w in smt.warnings)
+
+
+def test_a_curve_measured_past_the_cores_already_shows_smt():
+    n = np.arange(1, 13)
+    smt = predict(n, 100.0 * n, upto=16, method="amdahl", hw_threads=16, cores=8)
+    plain = predict(n, 100.0 * n, upto=16, method="amdahl")
+    assert np.allclose(smt.values, plain.values)
+
+
+def test_a_curve_measured_past_the_hardware_threads_is_left_as_it_is():
+    pred = predict(N, LINEAR, upto=16, hw_threads=4)
+    plain = predict(N, LINEAR, upto=16)
+    assert np.allclose(pred.values, plain.values)
+    assert any("beyond the 4 hardware threads" in w for w in pred.warnings)
+
+
+def test_a_count_asked_for_beyond_the_grid_is_capped_too():
+    pred = predict(N, LINEAR, upto=10, at=[64], hw_threads=20)
+    assert 20 not in pred.counts  # evaluated, not reported
+    assert pred.value_at(64) <= predict(N, LINEAR, upto=20).value_at(20) * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("hw, cores", [(0, None), (None, 0), (4, 8)])
+def test_impossible_machines_are_input_errors(hw, cores):
+    with pytest.raises(InputError):
+        Hardware.of(hw, cores)
+
+
+def test_effective_counts():
+    m = Hardware(40, 20)
+    n = np.array([1, 20, 30, 40, 50])
+    assert np.allclose(m.effective(n, top=16), [1, 20, 20 + 10 * SMT_YIELD, 20 + 20 * SMT_YIELD,
+                                                20 + 20 * SMT_YIELD + 10])
+    assert np.array_equal(m.effective(n, top=24), n)
+
+
+def test_cli_options(tmp_path, capsys):
+    path = tmp_path / "tp.csv"
+    path.write_text("threads,throughput\n" + "".join(f"{n},{100 * n}\n" for n in N))
+    assert main(["predict", str(path), "--upto", "32", "--hw-threads", "16", "--cores", "8", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["hardware"] == {"hw_threads": 16, "cores": 8}
+    assert out["preferred_threads"] == 16
+
+
+def test_cli_rejects_more_cores_than_hardware_threads(tmp_path, capsys):
+    path = tmp_path / "tp.csv"
+    path.write_text("threads,throughput\n" + "".join(f"{n},{100 * n}\n" for n in N))
+    err = assert_one_line_error(capsys, ["predict", str(path), "--hw-threads", "4", "--cores", "8"])
+    assert "8 cores but 4 hardware threads" in err
