@@ -56,7 +56,7 @@ def test_threads_beyond_the_cores_add_a_share_of_a_core():
     assert np.allclose(smt.values[:8], plain.values[:8])
     gain = np.diff(smt.values)[8:] / np.diff(plain.values)[8:]
     assert np.allclose(gain, SMT_YIELD, rtol=0.05)
-    assert any("two threads on a core" in w for w in smt.warnings)
+    assert any("share the machine's 8 cores" in w for w in smt.warnings)
 
 
 def test_a_curve_measured_past_the_cores_already_shows_smt():

@@ -15,9 +15,10 @@ import numpy as np
 
 from .errors import InputError
 
-# What a second hardware thread adds to a core, as a share of a core: Intel quotes "up to
-# 30%" for Hyper-Threading (Intel's Hyper-Threading Technology page), and contended
-# synchronisation gains less.  Not fitted to any curve.
+# What a core's further hardware threads add, as a share of what a thread on a core of its
+# own adds: the gain Hyper-Threading's designers report on server benchmarks, "up to 30%"
+# (Marr et al., "Hyper-Threading Technology Architecture and Microarchitecture", Intel
+# Technology Journal 6(1), 2002).  Taken from there, not fitted to any curve.
 SMT_YIELD = 0.3
 
 
@@ -57,8 +58,8 @@ class Hardware:
         """What the report says about counts up to ``largest`` predicted from points up to ``top``."""
         out = []
         if top <= self.cores < self.hw_threads and largest > self.cores:
-            out.append(f"counts above {self.cores} put two threads on a core: each adds {SMT_YIELD:.0%} of "
-                       "a core's gain")
+            out.append(f"counts above {self.cores} share the machine's {self.cores} cores (SMT): each further "
+                       f"thread adds {SMT_YIELD:.0%} of what a thread on its own core adds")
         if largest > self.hw_threads:
             out.append(f"counts above {self.hw_threads} share the machine's {self.hw_threads} hardware threads: "
                        f"predicted no faster than at {self.hw_threads}")
