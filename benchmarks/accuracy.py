@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from corecast.entities import InputError, Measurements
+from corecast.entities import InputError, Measurements, Prediction
 from corecast.io.readers.measurements import read_measurements, read_table
 from corecast.methods import auto
 from corecast.prediction import predict_measurements
@@ -80,11 +80,16 @@ class Score:
     coverage: float  # share of test points inside the band
 
 
-def score(split: Split, method: str, rules: auto.Rules = auto.DEFAULT_RULES) -> Score:
-    full = split.full
+def predict_split(split: Split, method: str, rules: auto.Rules = auto.DEFAULT_RULES) -> Prediction:
+    """``method``'s prediction from the split's training points up to its curve's largest
+    count, for the machine the curve was measured on where its provenance says."""
     with auto.using(rules):
-        pred = predict_measurements(split.train, upto=int(full.counts.max()), method=method,
+        return predict_measurements(split.train, upto=int(split.full.counts.max()), method=method,
                                     hw_threads=split.machine[0], cores=split.machine[1])
+
+
+def score(split: Split, method: str, rules: auto.Rules = auto.DEFAULT_RULES) -> Score:
+    pred = predict_split(split, method, rules)
     return score_values(split, pred.values, pred.low, pred.high)
 
 

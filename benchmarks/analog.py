@@ -24,7 +24,7 @@ same among them) give
 Every variant's settings (feature set, neighbours k, q) are chosen by an inner leave one
 source out on the other sources (``accuracy.merit``: share under 20% - median error -
 pick loss) and scored on the held-out one; its library never holds the held-out source.
-auto's members are predicted once per split through ``predict_measurements`` and combined
+auto's members are predicted once per split through ``accuracy.predict_split`` and combined
 here as auto combines them (per-count median in log space: the shipped rule's row is
 printed next to ``accuracy.py``'s own score of it, and they agree).  ``--guard`` scores
 each variant, its settings and library taken from the whole corpus, on those curves.
@@ -42,11 +42,11 @@ from typing import Callable
 
 import numpy as np
 
-from accuracy import (CORPUS, DEFAULT_DATASETS, Split, aggregate, load_all, merit, print_rows, score_values,
+from accuracy import (CORPUS, DEFAULT_DATASETS, Split, aggregate, load_all, merit, predict_split, print_rows,
+                      score_values,
                       source_of, splits_of, try_score)
 from corecast.entities import InputError, Measurements, from_perf, to_perf
 from corecast.methods import auto, trend
-from corecast.prediction import predict_measurements
 
 DAMPED = f"damped({auto.DEFAULT_RULES.damping:g})"
 # The shipped members, by the names ``member_curves`` gives them.
@@ -135,16 +135,14 @@ class Case:
 
 
 def member_curves(sp: Split) -> dict[str, np.ndarray]:
-    top = int(sp.full.counts.max())
     out = {}
     for name in STACKED:
         damping = float(name[len("damped("):-1]) if name.startswith("damped(") else None
         try:
             if damping is None:
-                out[name] = predict_measurements(sp.train, upto=top, method=name).values
+                out[name] = predict_split(sp, name).values
             else:  # auto of the one member: damped at that damping
-                with auto.using(auto.Rules(members=("damped",), damping=damping)):
-                    out[name] = predict_measurements(sp.train, upto=top, method="auto").values
+                out[name] = predict_split(sp, "auto", auto.Rules(members=("damped",), damping=damping)).values
         except InputError:
             pass
     return out

@@ -24,9 +24,8 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import spearmanr
 
-from accuracy import CORPUS, Split, source_of, splits_of, try_score
+from accuracy import CORPUS, Split, predict_split, source_of, splits_of, try_score
 from corecast.methods import auto
-from corecast.prediction import predict_measurements
 
 MEMBERS = auto.BASE_MEMBERS + ("damped",)
 MISS = 0.2
@@ -34,8 +33,7 @@ MISS = 0.2
 
 def backtest_of(sp: Split) -> dict[str, float]:
     """auto's backtest errors on the split's training points (members without one: inf)."""
-    with auto.using(auto.Rules(members=MEMBERS)):
-        pred = predict_measurements(sp.train, upto=int(sp.full.counts.max()), method="auto")
+    pred = predict_split(sp, "auto", auto.Rules(members=MEMBERS))
     bt = pred.extras.get("backtest", {})
     return {m: (bt[m] if bt.get(m) is not None else np.inf) for m in MEMBERS}
 
@@ -65,7 +63,7 @@ PICKS = {
 def pick_losses(sp: Split) -> dict[str, float]:
     """Loss 1 - perf(picked) / perf(best measured) of every rule in PICKS on ``sp``."""
     full = sp.full
-    pred = predict_measurements(sp.train, upto=int(full.counts.max()), method="auto")
+    pred = predict_split(sp, "auto")
     idx = full.counts.astype(int) - 1
     time = full.metric == "time"
     perf = 1 / pred.values[idx] if time else pred.values[idx]

@@ -131,3 +131,18 @@ def test_pick_rules_score_the_same_pick_as_the_benchmark():
     assert losses["best predicted"] == pytest.approx(bench.score(sp, "auto").pick_loss)
     assert losses["best predicted"] > 0.5  # picked past the collapse
     assert losses["at most 2x measured"] < 0.3  # at most 16: 1 - x(16) / x(24) = 0.25
+
+
+def test_a_curve_is_predicted_for_the_machine_its_provenance_names(tmp_path):
+    bench = _bench()
+    rows = "".join(f"{n},{100 * n}\n" for n in (1, 2, 4, 6, 8, 10, 12, 16))
+    (tmp_path / "a__known.csv").write_text(
+        "# source: x, metric: throughput, machine: m (per y, z), hardware threads: 12, cores: 6, notes: n\n"
+        "threads,value\n" + rows)
+    (tmp_path / "b__unknown.csv").write_text("# source: x, metric: throughput, machine: m, notes: n\nthreads,value\n"
+                                             + rows)
+    splits = {sp.curve: sp for sp in bench.splits_of(tmp_path) if sp.m == 8}
+    assert splits["a__known"].machine == (12, 6) and splits["b__unknown"].machine == (None, None)
+    known, unknown = (bench.predict_split(splits[c], "auto") for c in ("a__known", "b__unknown"))
+    assert known.hardware is not None and known.preferred <= 12
+    assert unknown.hardware is None and unknown.preferred == 16

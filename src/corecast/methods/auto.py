@@ -20,7 +20,8 @@ so).  ``Rules`` can also combine only the members that backtest best, or weight 
 their backtest error, but on the corpus the backtest barely ranks the members (its best
 member is the best one beyond the measured range in about a quarter of the splits;
 ``benchmarks/selection.py``): contended curves change regime (sockets, SMT, more threads
-than cores) beyond the counts a backtest sees.  ``benchmarks/accuracy.py --loso`` chooses
+than cores) beyond the counts a backtest sees; the last two are the machine's, which
+``predict`` applies to every method when it is given (corecast.hardware).  ``benchmarks/accuracy.py --loso`` chooses
 among ``RULE_CHOICES`` on the other sources and scores the choice on the held-out one;
 ``DEFAULT_RULES`` is its choice on all sources.
 
