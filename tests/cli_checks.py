@@ -1,9 +1,15 @@
-"""Shared check for the CLI's error contract: one `corecast: error:` line, exit 2."""
+"""Shared checks for the CLI: the error contract (one `corecast: error:` line, exit 2) and predict's JSON keys."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from corecast.cli import main
+
+# The keys of predict's JSON object (test_cli, test_sweepviz).
+TOP_KEYS = {
+    "method", "metric", "candidate", "reason", "predictions", "preferred_threads", "knee_threads",
+    "knee_fraction", "speedup_base", "checkpoints", "params", "extras", "fit_quality", "warnings", "hardware",
+}
 
 
 def assert_one_line_error(capsys, argv, plot: Path | None = None) -> str:

@@ -10,15 +10,11 @@ import pytest
 
 from corecast.cli import main
 
-from cli_checks import assert_one_line_error
+from cli_checks import TOP_KEYS, assert_one_line_error
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 PREDICTION_KEYS = {"threads", "value", "low", "high", "speedup", "efficiency"}
-TOP_KEYS = {
-    "method", "metric", "candidate", "reason", "predictions", "preferred_threads", "knee_threads",
-    "knee_fraction", "speedup_base", "checkpoints", "params", "extras", "fit_quality", "warnings", "hardware",
-}
 
 
 @pytest.fixture

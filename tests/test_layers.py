@@ -12,7 +12,7 @@ ENTRY_POINTS = {"corecast.runtime._autoload.sitecustomize"}
 MODEL_CORE = ("corecast.entities", "corecast.errors", "corecast.fitting", "corecast.fitquality",
               "corecast.smallfit", "corecast.kernels", "corecast.queueing", "corecast.methods",
               "corecast.prediction", "corecast.tuning", "corecast.numa", "corecast.placement",
-              "corecast.extrapolation", "corecast.tunesim")
+              "corecast.extrapolation", "corecast.tunesim", "corecast.hardware")
 VIEWS = ("corecast.views",)
 # The sweep result type (io/sweepresult) is I/O: readers and views read it; sweep/ is a tool.
 IO = ("corecast.io",)

@@ -16,13 +16,9 @@ from corecast.entities import InputError
 from corecast.io.readers.measurements import read_measurements
 from corecast.views.sweepviz import export_extrap, extrap_records, html_report, plot_sweep, render_html
 
-from cli_checks import assert_one_line_error
+from cli_checks import TOP_KEYS, assert_one_line_error
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-TOP_KEYS = {
-    "method", "metric", "candidate", "reason", "predictions", "preferred_threads", "knee_threads",
-    "knee_fraction", "speedup_base", "checkpoints", "params", "extras", "fit_quality", "warnings",
-}
 EXTRAP_KEYS = {"params", "callpath", "metric", "value"}
 MEASURED_COUNTS = (1, 2, 4, 6, 8)
 HORIZON = 32
