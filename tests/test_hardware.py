@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -107,3 +108,25 @@ def test_cli_rejects_more_cores_than_hardware_threads(tmp_path, capsys):
     path.write_text("threads,throughput\n" + "".join(f"{n},{100 * n}\n" for n in N))
     err = assert_one_line_error(capsys, ["predict", str(path), "--hw-threads", "4", "--cores", "8"])
     assert "8 cores but 4 hardware threads" in err
+
+
+def test_this_machine_reads_the_cpus_and_their_cores(tmp_path):
+    from corecast.numa.topology import this_machine
+
+    cpus = sorted(os.sched_getaffinity(0))
+    for i, cpu in enumerate(cpus):  # every CPU this process may use, two per core
+        d = tmp_path / f"devices/system/cpu/cpu{cpu}/topology"
+        d.mkdir(parents=True)
+        (d / "physical_package_id").write_text("0\n")
+        (d / "core_id").write_text(f"{i // 2}\n")
+        (d / "thread_siblings_list").write_text(",".join(str(c) for c in cpus[i - i % 2:i - i % 2 + 2]) + "\n")
+    assert this_machine(str(tmp_path)) == (len(cpus), (len(cpus) + 1) // 2)
+    assert this_machine(str(tmp_path / "hidden")) == (len(cpus), None)
+
+
+def test_cli_this_machine(tmp_path, capsys):
+    path = tmp_path / "tp.csv"
+    path.write_text("threads,throughput\n1,100\n2,200\n")
+    assert main(["predict", str(path), "--upto", "4", "--this-machine", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["hardware"]["hw_threads"] == len(os.sched_getaffinity(0))

@@ -54,6 +54,9 @@ def _predict_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cores", type=count, metavar="C",
                    help="cores of that machine (default: --hw-threads, no SMT): counts between C and N "
                    "share cores and each adds a fraction of a core")
+    p.add_argument("--this-machine", action="store_true",
+                   help="predict for this machine: the CPUs this process may use and their cores, from sysfs "
+                   "(--hw-threads and --cores override)")
     p.add_argument("--method", choices=list(methods.METHODS), default="auto",
                    help="; ".join(f"{m.name}: {m.summary}" for m in methods.METHODS.values()))
     add_output_options(p, plot=True)
@@ -70,8 +73,14 @@ def cmd_predict(args: argparse.Namespace) -> int:
                              args.count_attribute)  # messages already name the file
     except InputError as e:
         raise CliError(str(e)) from None
+    hw_threads, cores = args.hw_threads, args.cores
+    if args.this_machine:
+        from ..numa.topology import this_machine
+
+        here = this_machine()
+        hw_threads, cores = hw_threads or here[0], cores or here[1]
     options = dict(upto=args.upto, at=args.at, method=args.method, knee_fraction=args.knee_fraction,
-                   hw_threads=args.hw_threads, cores=args.cores)
+                   hw_threads=hw_threads, cores=cores)
     if series[0].callpath is None:  # a corecast CSV or sweep result: one curve
         pred = _predict(series[0].data, args.file[0], **options)
         # Plot before printing so a failed plot does not leave a half-reported success.

@@ -98,3 +98,11 @@ def cpu_cores(sysfs_root: str, cpus: list[int]) -> dict[int, tuple[int, int, int
         except ValueError:
             return None
     return out
+
+
+def this_machine(sysfs_root: str = "/sys") -> tuple[int, int | None]:
+    """(the CPUs this process may run on, the cores they lie on): ``predict --this-machine``.
+    The cores are None when sysfs hides the topology."""
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+    topo = cpu_cores(sysfs_root, cpus)
+    return len(cpus), (len({(p, c) for p, c, _ in topo.values()}) if topo else None)
