@@ -44,16 +44,19 @@ PEERS = ("auto", "presca", "estima", "regression", "sizemodel", "usl", "amdahl",
          "damped")
 
 
+Machine = tuple[int | None, int | None]  # (hardware threads, cores) where a curve's provenance states them
+
+
 @dataclass
 class Split:
     curve: str
     train: Measurements
     full: Measurements
     m: float
-    machine: tuple[int | None, int | None] = (None, None)  # (hardware threads, cores) where stated
+    machine: Machine = (None, None)
 
 
-def splits(name: str, data: Measurements, machine: tuple[int | None, int | None] = (None, None)) -> list[Split]:
+def splits(name: str, data: Measurements, machine: Machine = (None, None)) -> list[Split]:
     counts = data.counts
     top = counts.max()
     chosen = []
@@ -111,7 +114,7 @@ def score_values(split: Split, values: np.ndarray, low: np.ndarray | None = None
     return Score(float(np.median(rel)), float(rel.max()), float(loss), cover)
 
 
-def load_all(folder: Path) -> list[tuple[str, Measurements, tuple[int | None, int | None]]]:
+def load_all(folder: Path) -> list[tuple[str, Measurements, Machine]]:
     """(name, curve, (hardware threads, cores)) of every CSV in ``folder``; the machine's
     come from ``# ..., hardware threads: N, cores: C, ...`` comment items (None: absent)."""
     return [(p.stem, read_measurements(str(p)), machine_of(p)) for p in sorted(folder.glob("*.csv"))]
@@ -122,7 +125,7 @@ def splits_of(folder: Path) -> list[Split]:
     return [s for name, data, hw in load_all(folder) for s in splits(name, data, hw)]
 
 
-def machine_of(path: Path) -> tuple[int | None, int | None]:
+def machine_of(path: Path) -> Machine:
     items = {k: int(v) for _, k, v in read_table(str(path)).meta if k in ("hardware threads", "cores")}
     return items.get("hardware threads"), items.get("cores")
 

@@ -42,9 +42,8 @@ from typing import Callable
 
 import numpy as np
 
-from accuracy import (CORPUS, DEFAULT_DATASETS, Split, aggregate, load_all, merit, predict_split, print_rows,
-                      score_values,
-                      source_of, splits_of, try_score)
+from accuracy import (CORPUS, DEFAULT_DATASETS, Machine, Split, aggregate, load_all, merit, predict_split,
+                      print_rows, score_values, source_of, splits_of, try_score)
 from corecast.entities import InputError, Measurements, from_perf, to_perf
 from corecast.methods import auto, trend
 
@@ -97,7 +96,7 @@ class Library:
         return Library(self.x[keep], self.y[keep], self.src[keep])
 
 
-def continuations(curves: list[tuple[str, Measurements, tuple[int | None, int | None]]]) -> Library:
+def continuations(curves: list[tuple[str, Measurements, Machine]]) -> Library:
     """Every (curve, measured count m) with MIN_HEAD counts up to m and one at 2m or beyond."""
     x, y, src = [], [], []
     for name, data, _ in curves:
