@@ -246,7 +246,34 @@ def locks(m: Path) -> None:
               "(decimal comma read as a point)", [(r[0], r[i].replace(",", ".")) for r in rows], (24, 12))
 
 
-SOURCES = (plsf, orcgc, ascylib, mariadb, folly, percona, perfbook, locks)
+# -- cmuparlay/flock: a re-implementation of LFCA trees, with a results log on a laptop ------
+LFCA = ("cmuparlay/flock", "81c94a140f0189751713edec1a9022d07f29a2df")
+
+
+def lfca(m: Path) -> None:
+    path = "ds/lfca/performance-evaluation.txt"
+    text = git_show(m, *LFCA, path)
+    # i7-8550U: 4 cores, 8 threads (TechPowerUp CPU database); the log's "8-core" is its 8
+    # logical CPUs: main.cpp runs MRLOCK up to std::thread::hardware_concurrency(), and every
+    # MRLOCK row holds 8 values.
+    machine = ("laptop with an 'Intel i7-8550U CPU' per the log's first line (which calls it 8-core: "
+               "8 logical CPUs, as main.cpp runs MRLOCK up to std::thread::hardware_concurrency() "
+               "and its rows hold 8 values; the i7-8550U has 4 cores and 8 threads)")
+    blocks = re.findall(r"Weights: \(insert: ([\d.]+), remove: ([\d.]+), lookup: ([\d.]+), "
+                        r"range query: ([\d.]+) \(Size (\d+)\)\)[^L]*\nLFCA, ([^\n]+)\nMRLOCK, ([^\n]+)", text)
+    for ins, rem, look, rq, size, *trees in blocks:
+        pct = [f"{float(w) * 100:g}" for w in (ins, rem, look, rq)]
+        tag = f"upd{float(ins) * 200:g}_look{pct[2]}" + (f"_rq{pct[3]}_size{size}" if float(rq) else "")
+        for tree, line in zip(("lfca", "mrlock"), trees):
+            rows = list(enumerate(line.split(", "), start=1))
+            write(f"lfca__i7_8550u_{tree}_{tag.replace('.', 'p')}",
+                  f"github {LFCA[0]} {path} @{LFCA[1]} (row {tree.upper()}, value i at i threads)", "time",
+                  machine, f"{tree.upper()} search tree, 200000 random operations split across N threads "
+                  f"(insert {pct[0]}%, remove {pct[1]}%, lookup {pct[2]}%, range query {pct[3]}% of size {size}) "
+                  "as ds/lfca/main.cpp runs them; value=wall time in ms of one run", rows, (8, 4))
+
+
+SOURCES = (plsf, orcgc, ascylib, mariadb, folly, percona, perfbook, locks, lfca)
 
 INDEX_HEAD = """# Corpus of measured scalability curves (issue 15)
 
@@ -276,6 +303,7 @@ GitHub owner, pramalhe; every other source is independent of the rest.
 | percona | Percona-Lab-results/2026-mariadb-threadpool | sysbench OLTP read-write, MariaDB 11.8/12.2 (+thread pool), MySQL 8.4/9.7 | {percona} |
 | perfbook | paulmckrcu/perfbook | hash-table and route-table lookups (RCU, hazard pointers, locks) on host `hps` | {perfbook} |
 | locksbench | ignasi35/locks-benchmark | JMH counter under synchronized, RW lock, atomics, LongAdder, StampedLock | {locksbench} |
+| lfca | cmuparlay/flock | LFCA and MRLOCK search trees, fixed work over 1-32 / 1-8 threads on a 4-core, 8-thread laptop (`ds/lfca/performance-evaluation.txt`) | {lfca} |
 
 | file | source | metric | machine | hardware threads / cores | points | range | best at | notes |
 |---|---|---|---|---|---|---|---|---|
