@@ -100,9 +100,17 @@ def cpu_cores(sysfs_root: str, cpus: list[int]) -> dict[int, tuple[int, int, int
     return out
 
 
+def allowed_cpus() -> list[int]:
+    """The CPUs this process may run on, ascending."""
+    try:
+        return sorted(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return list(range(os.cpu_count() or 1))
+
+
 def this_machine(sysfs_root: str = "/sys") -> tuple[int, int | None]:
     """(the CPUs this process may run on, the cores they lie on): ``predict --this-machine``.
     The cores are None when sysfs hides the topology."""
-    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else list(range(os.cpu_count() or 1))
+    cpus = allowed_cpus()
     topo = cpu_cores(sysfs_root, cpus)
     return len(cpus), (len({(p, c) for p, c, _ in topo.values()}) if topo else None)

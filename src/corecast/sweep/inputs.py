@@ -1,7 +1,6 @@
 """What a sweep runs: thread counts, stall plugins, the command and its MPI launcher."""
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import sys
@@ -11,6 +10,7 @@ from typing import Iterable, Optional, Sequence
 
 from ..errors import InputError
 from ..io.fileio import parse_json, read_text
+from ..numa.topology import allowed_cpus
 from ..runtime.model.abi import STALLS
 from ..io.stallplugin import REDUCERS
 from ..io.sweepresult import SweepError
@@ -47,14 +47,6 @@ def parse_threads(text: str) -> list[int]:
             raise InputError(f"--threads: count {n} is listed twice (use --repeat for repetitions)")
         counts.append(n)
     return sorted(counts)
-
-
-def allowed_cpus() -> list[int]:
-    """The CPUs this process may run on, ascending."""
-    try:
-        return sorted(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # not Linux
-        return list(range(os.cpu_count() or 1))
 
 
 def default_counts() -> list[int]:

@@ -12,8 +12,9 @@ from typing import Optional, Sequence
 from ..errors import InputError
 from ..extrapolation import extrapolate
 from ..runtime.ranks import WAITS
+from ..numa.topology import allowed_cpus
 from .inputs import (DEFAULT_REPEAT, DEFAULT_TIMEOUT_S, PLACEHOLDER, RUNTIMES, Launch, PluginSpec,
-                     allowed_cpus, check_command, default_counts, default_upto)
+                     check_command, default_counts, default_upto)
 from ..io.sweepresult import MIN_REGION_SHARE, SweepError, empty_result
 from .runs import RunResult, run_once
 
