@@ -1,6 +1,6 @@
 """Candidate members for auto that the corpus kept out: what adding each would have done.
 
-Two shapes auto's members do not have (issue 15's leads), fitted on the training counts
+Shapes auto's members do not have (issue 15's leads), fitted on the training counts
 only and registered for this process alone:
 
 * ``peak``: USL whose coherency term puts its peak inside (m, 2m] for the largest
@@ -8,11 +8,16 @@ only and registered for this process alone:
   by the fit): the curve rises, peaks and falls within the next doubling;
 * ``tworegime``: a socket or SMT step: two log-log lines joined at the measured count
   that fits best (at least 3 counts each), the second one's slope (within +-1)
-  continued beyond the largest count.
+  continued beyond the largest count;
+* ``decay``: a recent slope that keeps shrinking as it did: the log-log slope over the
+  last doubling of the count times its ratio to the slope over the doubling before
+  (within [0, 1]; where the two differ in sign, the curve turned, auto's damping).
+  Amdahl's law does that: its slope (1-f)/(1-f+fn) shrinks by a factor between 1 and 2
+  per doubling of n, the faster the larger f.
 
 auto's rule is then chosen leave one source out (``accuracy.loso``) among the shipped
 member set and that set with each candidate added (or, for ``tworegime``, in place of
-``trend``), and the candidates are scored alone.  As in ``accuracy.py --loso``, only
+``trend``, for ``decay`` in place of ``damped``), and the candidates are scored alone.  As in ``accuracy.py --loso``, only
 rules no worse than the plain median on the ``--guard`` curves are candidates; with
 ``--guard none`` every rule is.
 
@@ -78,6 +83,25 @@ def fit_two_regime(data: Measurements, nmax: float) -> Fit:
                               f"performance ~ n^{slope:.2f} beyond the largest count (regime since {curve.counts[at]:g})")
 
 
+def slope_between(curve: Measurements, lo: float, hi: float) -> float:
+    """Log-log slope of ``curve`` over [lo, hi], measured as ``trend.recent_slope`` does."""
+    q = np.log(np.geomspace(lo, hi, trend.SLOPE_SAMPLES))
+    return float(np.polyfit(q, np.interp(q, np.log(curve.counts), np.log(curve.perf)), 1)[0])
+
+
+@register("decay", "the recent log-log slope, shrinking as it shrank over the doubling before", trend.MIN_COUNTS)
+def fit_decay(data: Measurements, nmax: float) -> Fit:
+    curve = data.at_target_size()
+    first, top = float(curve.counts[0]), float(curve.counts[-1])
+    mid = max(top / trend.RECENT_SPAN, first)
+    last = slope_between(curve, mid, top)
+    before = slope_between(curve, max(mid / trend.RECENT_SPAN, first), mid) if mid > first else 0.0
+    ratio = float(np.clip(last / before, 0.0, 1.0)) if last * before > 0 else auto.DEFAULT_RULES.damping
+    slope = float(np.clip(last * ratio, -trend.MAX_SLOPE, trend.MAX_SLOPE))
+    return trend.continuation(data, slope, "decay", f"performance ~ n^{slope:.2f} beyond the largest count "
+                              f"({ratio:.2f} of the slope over the last doubling)")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", type=Path, default=CORPUS)
@@ -87,10 +111,12 @@ def main(argv=None) -> int:
     shipped = replace(auto.DEFAULT_RULES, band=0.0)  # loso() calibrates the band
     base = shipped.members
     rules = [shipped, replace(shipped, members=base + ("peak",)), replace(shipped, members=base + ("tworegime",)),
-             replace(shipped, members=tuple("tworegime" if m == "trend" else m for m in base))]
+             replace(shipped, members=tuple("tworegime" if m == "trend" else m for m in base)),
+             replace(shipped, members=base + ("decay",)),
+             replace(shipped, members=tuple("decay" if m == "damped" else m for m in base))]
     print(f"{len(all_splits)} splits from {args.datasets}\nevery split, each rule:")
     print_rows([aggregate(r.label(), scores_of(all_splits, "auto", r)) for r in rules]
-               + [aggregate(m, scores_of(all_splits, m)) for m in ("peak", "tworegime")], "  ")
+               + [aggregate(m, scores_of(all_splits, m)) for m in ("peak", "tworegime", "decay")], "  ")
     if Path(args.guard).is_dir():
         guard = splits_of(Path(args.guard))
         candidates, rows = admissible(guard, tuple(rules))
