@@ -13,8 +13,8 @@ count the method would pick among all measured counts, 1 - perf(chosen)/perf(bes
 (a curve's source is its file name before ``__``): auto's combination rule is chosen
 among ``auto.RULE_CHOICES`` on the other sources' splits (the rule with the highest
 share under 20% minus median error minus pick loss), its band among ``auto.BAND_CHOICES``
-(the narrowest holding ``auto.BAND_RATE`` of the test values in every other source), and
-both are scored on the held-out source;
+(the narrowest holding ``auto.BAND_RATE`` of the test values in every other source and
+on the guard curves below), and both are scored on the held-out source;
 the single methods (usl, amdahl, presca and auto's continuation members plateau, trend
 and damped) have nothing to choose.  A rule is a candidate only if, on the shared curves
 (``--datasets`` of the plain run, never scored by ``--loso``), it is no worse than the plain
@@ -202,30 +202,34 @@ def admissible(guard_splits: list[Split], rules: tuple[auto.Rules, ...] = auto.R
     return ok, list(rows.values())
 
 
-def calibrate_band(scores_of_band, others: list[int], sources: list[str]) -> float:
+def calibrate_band(scores_of_band, others: list[int], sources: list[str], guard_cover=None) -> float:
     """The narrowest ``auto.BAND_CHOICES`` whose band holds ``auto.BAND_RATE`` of the
-    test values in every source of ``others`` (split indices; ``sources`` their sources),
-    else the widest.  ``scores_of_band(band)``: auto's scores on every split with that band."""
+    test values in every source of ``others`` (split indices; ``sources`` their sources)
+    and, given ``guard_cover(band)`` (the share held on the guard curves), there too; else
+    the widest.  ``scores_of_band(band)``: auto's scores on every split with that band."""
     by_source: dict[str, list[int]] = {}
     for i in others:
         by_source.setdefault(sources[i], []).append(i)
     for band in auto.BAND_CHOICES:
         scores = scores_of_band(band)
         covers = [aggregate("", [scores[i] for i in idx])[5] for idx in by_source.values()]
+        if guard_cover is not None:
+            covers.append(guard_cover(band))
         if all(c >= auto.BAND_RATE for c in covers if np.isfinite(c)):
             return band
     return auto.BAND_CHOICES[-1]
 
 
 def loso(all_splits: list[Split], rules: list[auto.Rules] | tuple[auto.Rules, ...] = auto.RULE_CHOICES,
-         ) -> tuple[list[tuple], dict[str, list[tuple]], dict[str, str]]:
+         guard: list[Split] | None = None) -> tuple[list[tuple], dict[str, list[tuple]], dict[str, str]]:
     """Leave-one-source-out: overall rows, per-source rows and the rule chosen per source
     (under the key ``"*"``: the rule chosen on every source, what ``auto.DEFAULT_RULES``
     should be).
 
     For each source, auto's rule is the one of ``rules`` with the best merit on the other
-    sources' splits and its band the one ``calibrate_band`` chooses there; the held-out
-    source's splits are scored with both."""
+    sources' splits and its band the one ``calibrate_band`` chooses there (holding the
+    rate on the ``guard`` curves too, when given: they are programs, the corpus mostly
+    contention); the held-out source's splits are scored with both."""
     sources = sorted({source_of(sp) for sp in all_splits})
     split_source = [source_of(sp) for sp in all_splits]
     # Split by split, every rule in turn: auto keeps the split's member fits between rules
@@ -251,6 +255,19 @@ def loso(all_splits: list[Split], rules: list[auto.Rules] | tuple[auto.Rules, ..
             return memo[r]
         return scores
 
+    guard_memo: dict[auto.Rules, float] = {}
+
+    def guard_cover(rule: auto.Rules):
+        if not guard:
+            return None
+
+        def cover(band: float) -> float:
+            r = replace(rule, band=band)
+            if r not in guard_memo:
+                guard_memo[r] = aggregate("", [try_score(sp, "auto", r) for sp in guard])[5]
+            return guard_memo[r]
+        return cover
+
     peers = {m: scores_of(all_splits, m) for m in LOSO_PEERS}
     held_out_auto: list[Score | None] = [None] * len(all_splits)
     default = f"auto[{auto.DEFAULT_RULES.label()}, band {auto.DEFAULT_RULES.band:g}]"  # shipped, fixed beforehand
@@ -260,7 +277,7 @@ def loso(all_splits: list[Split], rules: list[auto.Rules] | tuple[auto.Rules, ..
         mine = [i for i, sp in enumerate(all_splits) if split_source[i] == src]
         others = [i for i, sp in enumerate(all_splits) if split_source[i] != src]
         rule = choose_rule(by_rule, others)
-        band = calibrate_band(with_band(rule), others, split_source)
+        band = calibrate_band(with_band(rule), others, split_source, guard_cover(rule))
         chosen[src] = f"{rule.label()}, band {band:g}"
         held = with_band(rule)(band)
         for i in mine:
@@ -272,7 +289,8 @@ def loso(all_splits: list[Split], rules: list[auto.Rules] | tuple[auto.Rules, ..
     overall.append(aggregate(default, default_scores))
     everything = list(range(len(all_splits)))
     rule = choose_rule(by_rule, everything)
-    chosen["*"] = f"{rule.label()}, band {calibrate_band(with_band(rule), everything, split_source):g}"
+    band = calibrate_band(with_band(rule), everything, split_source, guard_cover(rule))
+    chosen["*"] = f"{rule.label()}, band {band:g}"
     return overall, per_source, chosen
 
 
@@ -304,7 +322,7 @@ def main(argv=None) -> int:
     all_splits = splits_of(folder)
     print(f"{len(set(sp.curve for sp in all_splits))} curves, {len(all_splits)} splits from {folder}")
     if args.loso:
-        rules = list(auto.RULE_CHOICES)
+        rules, guard = list(auto.RULE_CHOICES), None
         if args.guard.is_dir():
             guard = splits_of(args.guard)
             rules, rows = admissible(guard)
@@ -313,7 +331,7 @@ def main(argv=None) -> int:
             print(f"candidates: {', '.join(r.label() for r in rules)}")
         else:
             print(f"no guard curves at {args.guard}: every rule is a candidate")
-        overall, per_source, chosen = loso(all_splits, rules)
+        overall, per_source, chosen = loso(all_splits, rules, guard)
         for src, rows in per_source.items():
             print(f"\nheld out: {src} (auto's rule chosen on the other sources: {chosen[src]})")
             print_rows(rows, "  ")

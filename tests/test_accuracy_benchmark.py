@@ -110,6 +110,9 @@ def test_band_is_the_narrowest_holding_the_rate_in_every_other_source():
     assert bench.calibrate_band(scores_of_band, [0, 1, 2, 3], sources) == bands[-1]
     # Exactly the stated rate holds.
     assert bench.calibrate_band(lambda b: [bench.Score(0.1, 0.1, 0.0, rate)] * 4, [0, 1], sources) == bands[0]
+    # The guard curves must hold the rate too: here from bands[3] on.
+    assert bench.calibrate_band(scores_of_band, [2], sources,
+                                lambda b: rate if b >= bands[3] else rate - 0.01) == bands[3]
 
 
 def test_pick_rules_score_the_same_pick_as_the_benchmark():

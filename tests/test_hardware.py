@@ -10,7 +10,7 @@ import pytest
 from corecast import predict
 from corecast.cli import main
 from corecast.entities import InputError
-from corecast.hardware import SMT_YIELD, Hardware
+from corecast.hardware import SMT_YIELD, Hardware, oversubscribed
 
 from cli_checks import assert_one_line_error
 
@@ -58,6 +58,30 @@ def test_threads_beyond_the_cores_add_a_share_of_a_core():
     gain = np.diff(smt.values)[8:] / np.diff(plain.values)[8:]
     assert np.allclose(gain, SMT_YIELD, rtol=0.05)
     assert any("share the machine's 8 cores" in w for w in smt.warnings)
+
+
+def test_past_the_cores_the_band_spans_an_smt_thread_adding_nothing_to_a_whole_core():
+    plain = predict(N, LINEAR, upto=16, method="amdahl")
+    smt = predict(N, LINEAR, upto=16, method="amdahl", hw_threads=16, cores=8)
+    past = smt.counts > 8
+    # Nothing: the value at the cores; a whole core: the prediction without them.
+    assert np.all(smt.low[past] <= smt.value_at(8) * (1 + 1e-9))
+    assert np.all(smt.high[past] >= plain.values[past] * (1 - 1e-9))
+    assert np.all((smt.low <= smt.values) & (smt.values <= smt.high))
+    # Up to the cores the band is the plain one.
+    assert np.allclose(smt.low[~past], plain.low[~past]) and np.allclose(smt.high[~past], plain.high[~past])
+
+
+def test_past_the_hardware_threads_the_band_reaches_the_best_count_up_to_them():
+    grid = np.arange(1.0, 9)
+    perf = np.array([1.0, 2, 3, 4, 3, 2, 2, 2])
+    low, high = perf * 0.9, np.array([1.1, 2.2, 3.3, 4.4, 3.3, 2.2, 10, 2.2])
+    p, lo, hi = oversubscribed(grid, perf, low, high, hw_threads=6)
+    assert np.array_equal(p[6:], [2, 2])  # no faster than at 6
+    # As fast as the band let 4 threads go (the best up to 6), never above the model's band.
+    assert np.allclose(hi[6:], [4.4, 2.2]) and np.array_equal(hi[:6], high[:6])
+    p, lo, hi = oversubscribed(grid, 2 * grid, 1.8 * grid, 2.2 * grid, hw_threads=6)
+    assert np.allclose(hi[6:], 2.2 * 6) and np.allclose(lo[6:], np.minimum(1.8 * grid, 12 * 6 / grid)[6:])
 
 
 def test_a_curve_measured_past_the_cores_already_shows_smt():

@@ -20,6 +20,10 @@ from .errors import InputError
 # (Marr et al., "Hyper-Threading Technology Architecture and Microarchitecture", Intel
 # Technology Journal 6(1), 2002).  Taken from there, not fitted to any curve.
 SMT_YIELD = 0.3
+# What a further hardware thread of a core may add, from nothing (it only competes for the
+# core) to a whole core's worth (a program stalled on memory or locks, not on issue slots):
+# 0.3 is a designer's typical figure, not a bound, so beyond the cores the band spans both.
+SMT_YIELD_RANGE = (0.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -44,15 +48,15 @@ class Hardware:
             raise InputError(f"{c} cores but {hw} hardware threads: a core has at least one")
         return cls(int(hw), int(c))
 
-    def effective(self, counts: np.ndarray, top: float) -> np.ndarray:
+    def effective(self, counts: np.ndarray, top: float, smt_yield: float = SMT_YIELD) -> np.ndarray:
         """The counts a model fitted up to ``top`` should be asked at: beyond the cores
         (when ``top`` is below them, so the fit never saw a shared core) each further
-        thread counts as SMT_YIELD of one, up to the hardware threads."""
+        thread counts as ``smt_yield`` of one, up to the hardware threads."""
         n = np.asarray(counts, dtype=float)
         if top > self.cores or self.cores == self.hw_threads:
             return n
         smt = np.clip(n - self.cores, 0.0, self.hw_threads - self.cores)
-        return np.minimum(n, self.cores) + SMT_YIELD * smt + np.maximum(n - self.hw_threads, 0.0)
+        return np.minimum(n, self.cores) + smt_yield * smt + np.maximum(n - self.hw_threads, 0.0)
 
     def notes(self, top: float, largest: float) -> list[str]:
         """What the report says about counts up to ``largest`` predicted from points up to ``top``."""
@@ -70,17 +74,20 @@ def oversubscribed(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, high: np
                    hw_threads: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Performance and band at counts beyond ``hw_threads`` (which ``grid`` holds).
 
-    More threads than hardware threads time-share them: at best the work goes on at the
-    rate of ``hw_threads`` (a model fitted below would extrapolate growth the machine
-    cannot give, and a preferred count past it), and each thread runs ``hw_threads / n``
-    of the time, so a program that waits for its slowest thread, or spins on a lock whose
-    holder was preempted, falls by that much or more: the band's low end.
+    More threads than hardware threads time-share them: the work goes on at the rate of
+    ``hw_threads`` (a model fitted below would extrapolate growth the machine cannot
+    give, and a preferred count past it).  No more than ``hw_threads`` run at once, so at
+    best it goes as fast as the band allows some count up to ``hw_threads`` (a blocking
+    lock's sleeping waiters leave fewer contenders): the band's high end.  Each thread
+    runs ``hw_threads / n`` of the time, so a program that waits for its slowest thread,
+    or spins on a lock whose holder was preempted, falls by that much or more: the band's
+    low end.
     """
     beyond = grid > hw_threads
     if not beyond.any():
         return perf, low, high
     at = int(np.flatnonzero(grid == hw_threads)[0])
     perf = np.where(beyond, np.minimum(perf, perf[at]), perf)
-    high = np.where(beyond, np.minimum(high, high[at]), high)
+    high = np.where(beyond, np.minimum(high, np.max(high[grid <= hw_threads])), high)
     low = np.where(beyond, np.minimum(low, perf * hw_threads / grid), low)
     return perf, low, high

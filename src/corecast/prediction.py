@@ -11,7 +11,7 @@ from . import methods
 from .entities import Fit, InputError, Measurements, Prediction, from_perf
 from .fitquality import count_params, fit_quality
 from .fitting import rms
-from .hardware import Hardware, oversubscribed
+from .hardware import SMT_YIELD_RANGE, Hardware, oversubscribed
 
 # Band: log-space half-width = floor + fit residual + repetition spread, plus GROWTH per
 # e-fold of extrapolation beyond the measured range (calibrated on the benchmark so the
@@ -120,6 +120,7 @@ def predict_measurements(
     residual = fit.residual if fitted is scaled else rms(log_err[np.isfinite(log_err)])
     low, high = band(fit, curve, grid, perf, residual, model_grid)
     if machine:
+        low, high = smt_span(fit, curve, grid, residual, machine, top, low, high)
         perf, low, high = oversubscribed(grid, perf, low, high, machine.hw_threads)
         warnings += machine.notes(top, float(grid.max()))
     grid, perf, low, high = grid[asked], perf[asked], low[asked], high[asked]
@@ -266,6 +267,23 @@ def band(
         high = np.maximum(high, np.asarray(fit.high(model_grid), float))
     low = np.where(np.isfinite(low) & (low > 0), low, perf * np.exp(-width))
     high = np.where(np.isfinite(high), high, perf * np.exp(width))
+    return low, high
+
+
+def smt_span(fit: Fit, curve: Measurements, grid: np.ndarray, residual: float, machine: Hardware, top: float,
+             low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``low``/``high`` widened to hold the prediction and band at every SMT yield of
+    SMT_YIELD_RANGE: beyond the cores SMT_YIELD is a typical figure, not a bound."""
+    if np.array_equal(machine.effective(grid, top), grid):
+        return low, high  # no count shares a core the curve was not measured sharing
+    for smt_yield in SMT_YIELD_RANGE:
+        model_grid = machine.effective(grid, top, smt_yield)
+        with np.errstate(all="ignore"), warnings_module.catch_warnings():
+            warnings_module.simplefilter("ignore", RuntimeWarning)
+            perf = np.asarray(fit.perf(model_grid), dtype=float)
+            lo, hi = band(fit, curve, grid, perf, residual, model_grid)
+        ok = np.isfinite(perf) & (perf > 0) & np.isfinite(hi)
+        low, high = np.where(ok, np.minimum(low, lo), low), np.where(ok, np.maximum(high, hi), high)
     return low, high
 
 

@@ -28,7 +28,7 @@ among ``RULE_CHOICES`` on the other sources and scores the choice on the held-ou
 The backtest does say how far off a doubling of the count can be: beyond the measured
 range the band widens per doubling by ``Rules.band`` times the members' median backtest
 error (calibrated by the same benchmark to hold BAND_RATE of the held-out values in every
-source), so a curve whose members disagreed with its own upper half gets a wider band.
+source and on the shared curves of programs), so a curve whose members disagreed with its own upper half gets a wider band.
 """
 from __future__ import annotations
 
@@ -54,8 +54,9 @@ SIZE_MEMBERS = ("sizemodel", "regression")
 BACKTEST_WARN = 0.2  # every member misses the upper half of the counts by more than this
 BACKTEST_MIN_HEAD = 3  # counts a backtest fit needs below the cut
 # The band auto states: at least this share of the values one doubling beyond the
-# measured range inside it, in every source of the corpus it was not calibrated on
-# (``benchmarks/accuracy.py --loso`` picks ``Rules.band`` among BAND_CHOICES for it).
+# measured range inside it, in every source of the corpus it was not calibrated on and on
+# the shared curves (``benchmarks/accuracy.py --loso`` picks ``Rules.band`` among
+# BAND_CHOICES for it).
 BAND_RATE = 0.8
 BAND_CHOICES = (0.0, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0)
 
