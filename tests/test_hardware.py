@@ -81,7 +81,7 @@ def test_past_the_hardware_threads_the_band_reaches_the_best_count_up_to_them():
     # As fast as the band let 4 threads go (the best up to 6), never above the model's band.
     assert np.allclose(hi[6:], [4.4, 2.2]) and np.array_equal(hi[:6], high[:6])
     p, lo, hi = oversubscribed(grid, 2 * grid, 1.8 * grid, 2.2 * grid, hw_threads=6)
-    assert np.allclose(hi[6:], 2.2 * 6) and np.allclose(lo[6:], np.minimum(1.8 * grid, 12 * 6 / grid)[6:])
+    assert np.allclose(hi[6:], 2.2 * 6) and np.allclose(lo[6:], np.minimum(1.8 * grid, 1.8 * 6 * 6 / grid)[6:])
 
 
 def test_a_curve_measured_past_the_cores_already_shows_smt():

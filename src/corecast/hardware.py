@@ -80,8 +80,8 @@ def oversubscribed(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, high: np
     best it goes as fast as the band allows some count up to ``hw_threads`` (a blocking
     lock's sleeping waiters leave fewer contenders): the band's high end.  Each thread
     runs ``hw_threads / n`` of the time, so a program that waits for its slowest thread,
-    or spins on a lock whose holder was preempted, falls by that much or more: the band's
-    low end.
+    or spins on a lock whose holder was preempted, falls by that much or more from what
+    it did at ``hw_threads``: the band's low end there, times ``hw_threads / n``.
     """
     beyond = grid > hw_threads
     if not beyond.any():
@@ -89,5 +89,5 @@ def oversubscribed(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, high: np
     at = int(np.flatnonzero(grid == hw_threads)[0])
     perf = np.where(beyond, np.minimum(perf, perf[at]), perf)
     high = np.where(beyond, np.minimum(high, np.max(high[grid <= hw_threads])), high)
-    low = np.where(beyond, np.minimum(low, perf * hw_threads / grid), low)
+    low = np.where(beyond, np.minimum(low, low[at] * hw_threads / grid), low)
     return perf, low, high

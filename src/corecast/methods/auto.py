@@ -28,7 +28,8 @@ among ``RULE_CHOICES`` on the other sources and scores the choice on the held-ou
 The backtest does say how far off a doubling of the count can be: beyond the measured
 range the band widens per doubling by ``Rules.band`` times the members' median backtest
 error (calibrated by the same benchmark to hold BAND_RATE of the held-out values in every
-source and on the shared curves of programs), so a curve whose members disagreed with its own upper half gets a wider band.
+source and on the shared curves of programs), so a curve whose members disagreed with its
+own upper half gets a wider band.
 """
 from __future__ import annotations
 
