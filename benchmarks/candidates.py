@@ -17,8 +17,9 @@ only and registered for this process alone:
 
 auto's rule is then chosen leave one source out (``accuracy.loso``) among the shipped
 member set and that set with each candidate added (or, for ``tworegime``, in place of
-``trend``, for ``decay`` in place of ``damped``), and the candidates are scored alone.  As in ``accuracy.py --loso``, only
-rules no worse than the plain median on the ``--guard`` curves are candidates; with
+``trend``, for ``decay`` in place of ``damped``), and the candidates are scored alone.
+As in ``accuracy.py --loso``, only rules no worse than the plain median on the
+``--guard`` curves are candidates, and the band holds its rate there too; with
 ``--guard none`` every rule is.
 
     python benchmarks/candidates.py [--datasets DIR] [--guard DIR|none]
@@ -83,19 +84,13 @@ def fit_two_regime(data: Measurements, nmax: float) -> Fit:
                               f"performance ~ n^{slope:.2f} beyond the largest count (regime since {curve.counts[at]:g})")
 
 
-def slope_between(curve: Measurements, lo: float, hi: float) -> float:
-    """Log-log slope of ``curve`` over [lo, hi], measured as ``trend.recent_slope`` does."""
-    q = np.log(np.geomspace(lo, hi, trend.SLOPE_SAMPLES))
-    return float(np.polyfit(q, np.interp(q, np.log(curve.counts), np.log(curve.perf)), 1)[0])
-
-
 @register("decay", "the recent log-log slope, shrinking as it shrank over the doubling before", trend.MIN_COUNTS)
 def fit_decay(data: Measurements, nmax: float) -> Fit:
     curve = data.at_target_size()
     first, top = float(curve.counts[0]), float(curve.counts[-1])
     mid = max(top / trend.RECENT_SPAN, first)
-    last = slope_between(curve, mid, top)
-    before = slope_between(curve, max(mid / trend.RECENT_SPAN, first), mid) if mid > first else 0.0
+    last = trend.slope_between(curve, mid, top)
+    before = trend.slope_between(curve, max(mid / trend.RECENT_SPAN, first), mid) if mid > first else 0.0
     ratio = float(np.clip(last / before, 0.0, 1.0)) if last * before > 0 else auto.DEFAULT_RULES.damping
     slope = float(np.clip(last * ratio, -trend.MAX_SLOPE, trend.MAX_SLOPE))
     return trend.continuation(data, slope, "decay", f"performance ~ n^{slope:.2f} beyond the largest count "
@@ -117,6 +112,7 @@ def main(argv=None) -> int:
     print(f"{len(all_splits)} splits from {args.datasets}\nevery split, each rule:")
     print_rows([aggregate(r.label(), scores_of(all_splits, "auto", r)) for r in rules]
                + [aggregate(m, scores_of(all_splits, m)) for m in ("peak", "tworegime", "decay")], "  ")
+    guard = None
     if Path(args.guard).is_dir():
         guard = splits_of(Path(args.guard))
         candidates, rows = admissible(guard, tuple(rules))
@@ -126,7 +122,7 @@ def main(argv=None) -> int:
     else:
         candidates = rules
         print("\nno guard curves: every rule is a candidate")
-    overall, per_source, chosen = loso(all_splits, candidates)
+    overall, per_source, chosen = loso(all_splits, candidates, guard)
     print("\nleave one source out, auto's rule chosen among these on the other sources:")
     for src, rows in per_source.items():
         print(f"  {src:14s} {chosen[src]}")

@@ -69,15 +69,19 @@ def fit_plateau(data: Measurements, nmax: float) -> Fit:
     return continuation(data, 0.0, "plateau", "the last measured value held beyond the largest count")
 
 
+def slope_between(curve: Measurements, lo: float, hi: float) -> float:
+    """Log-log slope of ``curve`` over the counts [lo, hi]: the least-squares line through
+    the measured points, interpolated log-log, at SLOPE_SAMPLES log-spaced counts."""
+    q = np.log(np.geomspace(lo, hi, SLOPE_SAMPLES))
+    return float(np.polyfit(q, np.interp(q, np.log(curve.counts), np.log(curve.perf)), 1)[0])
+
+
 def recent_slope(data: Measurements) -> float:
     """Log-log slope over the last doubling of the count (from the largest count m down to
-    m / RECENT_SPAN, or to the smallest count): the least-squares line through the measured
-    points, interpolated log-log, at SLOPE_SAMPLES log-spaced counts; within +-MAX_SLOPE."""
+    m / RECENT_SPAN, or to the smallest count; ``slope_between``), within +-MAX_SLOPE."""
     curve = data.at_target_size()
-    n, y = curve.counts, curve.perf
-    top = float(n[-1])
-    q = np.log(np.geomspace(max(top / RECENT_SPAN, float(n[0])), top, SLOPE_SAMPLES))
-    slope = np.polyfit(q, np.interp(q, np.log(n), np.log(y)), 1)[0]
+    top = float(curve.counts[-1])
+    slope = slope_between(curve, max(top / RECENT_SPAN, float(curve.counts[0])), top)
     return float(np.clip(slope, -MAX_SLOPE, MAX_SLOPE))
 
 
