@@ -120,7 +120,8 @@ def predict_measurements(
     residual = fit.residual if fitted is scaled else rms(log_err[np.isfinite(log_err)])
     low, high = band(fit, curve, grid, perf, residual, model_grid)
     if machine:
-        low, high = smt_span(fit, curve, grid, residual, machine, top, low, high)
+        if not np.array_equal(model_grid, grid):  # some count shares a core the curve never shared
+            low, high = smt_span(fit, curve, grid, residual, machine, top, low, high)
         perf, low, high = oversubscribed(grid, perf, low, high, machine.hw_threads)
         warnings += machine.notes(top, float(grid.max()))
     grid, perf, low, high = grid[asked], perf[asked], low[asked], high[asked]
@@ -274,8 +275,6 @@ def smt_span(fit: Fit, curve: Measurements, grid: np.ndarray, residual: float, m
              low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``low``/``high`` widened to hold the prediction and band at every SMT yield of
     SMT_YIELD_RANGE: beyond the cores SMT_YIELD is a typical figure, not a bound."""
-    if np.array_equal(machine.effective(grid, top), grid):
-        return low, high  # no count shares a core the curve was not measured sharing
     for smt_yield in SMT_YIELD_RANGE:
         model_grid = machine.effective(grid, top, smt_yield)
         with np.errstate(all="ignore"), warnings_module.catch_warnings():

@@ -21,9 +21,9 @@ their backtest error, but on the corpus the backtest barely ranks the members (i
 member is the best one beyond the measured range in about a quarter of the splits;
 ``benchmarks/selection.py``): contended curves change regime (sockets, SMT, more threads
 than cores) beyond the counts a backtest sees; the last two are the machine's, which
-``predict`` applies to every method when it is given (corecast.hardware).  ``benchmarks/accuracy.py --loso`` chooses
-among ``RULE_CHOICES`` on the other sources and scores the choice on the held-out one;
-``DEFAULT_RULES`` is its choice on all sources.
+``predict`` applies to every method when it is given (corecast.hardware).
+``benchmarks/accuracy.py --loso`` chooses among ``RULE_CHOICES`` on the other sources and
+scores the choice on the held-out one; ``DEFAULT_RULES`` is its choice on all sources.
 
 The backtest does say how far off a doubling of the count can be: beyond the measured
 range the band widens per doubling by ``Rules.band`` times the members' median backtest
