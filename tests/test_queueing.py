@@ -163,6 +163,13 @@ def test_mva_copies():
     assert all(x <= 4.0 / d for x, _ in many)
 
 
+def test_mva_subnormal_demands_keep_finite_residence_times():
+    # 1 / 7e-313 overflows: the queues must not become inf (then every later R is inf).
+    rows = mva(3, 0.0, [7.4e-313])
+    for k, (x, res) in enumerate(rows, start=1):
+        assert math.isfinite(res[0]) and res[0] == pytest.approx(k * 7.4e-313)
+
+
 def test_mva_two_stations_bottleneck():
     rows = mva(300, 1.0, [0.2, 0.05])
     assert rows[-1][0] == pytest.approx(1 / 0.2, rel=1e-3)

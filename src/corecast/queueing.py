@@ -150,8 +150,8 @@ def mva(n: int, think: float, demands: list[float],
                for d, q, c in zip(demands, queue, copies)]
         cycle = think + sum(res)
         if cycle > 0:
-            x = k / cycle
-            queue = [x * r for r in res]
+            x = k / cycle  # inf when cycle is subnormal: the queues below stay finite
+            queue = [k * (r / cycle) for r in res]  # Little's law, x * r, without overflow
         else:  # nothing takes any time
             x = math.inf
         out.append((x, res))

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from corecast.queueing import waiting_time
@@ -353,6 +353,9 @@ STALL_NAMES = st.sampled_from(STALLS)
        contended=st.dictionaries(STALL_NAMES, st.integers(0, 10 ** 5), max_size=4),
        loop_calls=st.integers(0, 10 ** 6), wall=st.floats(1e-6, 100.0),
        target=st.integers(1, 200), cores=st.integers(1, 128))
+# A subnormal stall time once overflowed the lock queue's throughput (speedup 0).
+@example(threads=1, calls=1, busy=1.0, serial_share=1.0, stalls={"mutex": 2.2250738585e-313},
+         acq={"mutex": 10}, contended={}, loop_calls=0, wall=1.0, target=2, cores=1)
 def test_any_region_sample_gives_a_sane_curve(threads, calls, busy, serial_share, stalls, acq,
                                               contended, loop_calls, wall, target, cores):
     r = region(threads=threads, busy=busy, serial=busy * serial_share, wall=wall, calls=calls,
