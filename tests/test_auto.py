@@ -1,3 +1,5 @@
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -113,7 +115,7 @@ def test_band_widens_per_doubling_by_the_members_median_backtest_error():
     n = np.array([1.0, 2, 3, 4, 6, 8, 12, 16])
     x = 10 * n / (1 + 0.05 * (n - 1) + 0.004 * n * (n - 1)) * (1 + 0.03 * np.sin(n))
     data = Measurements.from_samples(n, x)
-    narrow_rules = auto.Rules(members=auto.DEFAULT_RULES.members, damping=auto.DEFAULT_RULES.damping)
+    narrow_rules = dataclasses.replace(auto.DEFAULT_RULES, band=0.0)
     with auto.using(narrow_rules):
         narrow = auto.fit_auto(data, 64)
     wide = auto.fit_auto(data, 64)  # DEFAULT_RULES: band > 0
@@ -129,3 +131,26 @@ def test_band_widens_per_doubling_by_the_members_median_backtest_error():
         assert hi >= mid * np.exp(per_doubling * doublings) * (1 - 1e-9)
         assert lo <= narrow.low(at)[k] and hi >= narrow.high(at)[k]
     assert f"widens by {per_doubling:.0%} per doubling" in wide.reason
+
+
+def test_anchored_rules_continue_the_laws_from_the_last_measured_value():
+    n = np.array([1.0, 2, 4, 6, 8, 12, 16])
+    x = usl(n, [10.0, 0.04, 0.002]) * np.array([1.0, 0.97, 1.03, 0.98, 1.02, 0.96, 1.06])
+    data = Measurements.from_samples(n, x)
+    plain_rules = auto.Rules(members=("usl", "amdahl", "plateau", "trend"))
+    anchored_rules = auto.Rules(members=("usl", "amdahl", "plateau", "trend"), anchor=True)
+    with auto.using(plain_rules):
+        plain = auto.fit_auto(data, 64)
+    with auto.using(anchored_rules):
+        anchored = auto.fit_auto(data, 64)
+    assert anchored.extras["members"] == ["usl:anchored", "amdahl:anchored", "plateau", "trend"]
+    for law in ("usl", "amdahl"):
+        before = next(f for f in plain.members if f.method == law)
+        after = next(f for f in anchored.members if f.method == law)
+        assert after.perf([16])[0] == pytest.approx(x[-1])
+        assert np.allclose(after.perf([32, 64]) / after.perf([16]), before.perf([32, 64]) / before.perf([16]))
+    # The continuation members are the same either way, and so is the backtest's cut.
+    assert anchored.params["trend"] == plain.params["trend"]
+    assert set(anchored.extras["backtest"]) == set(plain.extras["backtest"])
+    assert "usl(anchored)+amdahl(anchored)" in anchored_rules.label()
+    assert "anchored" not in plain_rules.label()

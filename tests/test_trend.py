@@ -63,3 +63,30 @@ def test_recent_slope_is_the_last_doubling_however_densely_measured():
     # With the smallest count above half the largest, the window starts there.
     n = np.array([20.0, 24, 28, 32])
     assert trend.recent_slope(Measurements.from_samples(n, 2.0 * n**0.7)) == pytest.approx(0.7)
+
+
+def test_anchored_law_continues_its_shape_from_the_last_measured_value():
+    # USL fitted to noisy points misses the last one; anchored, it starts there and keeps
+    # the law's ratio between counts beyond it.
+    from corecast.methods import laws
+
+    n = np.array([1.0, 2, 4, 6, 8, 12, 16])
+    x = laws.usl(n, [10.0, 0.04, 0.002]) * np.array([1.0, 0.97, 1.03, 0.98, 1.02, 0.96, 1.06])
+    data = Measurements.from_samples(n, x)
+    fit = laws.fit_usl(data, 64)
+    assert abs(fit.perf([16])[0] / x[-1] - 1) > 0.02  # the fit misses the last point
+    anchored = trend.anchored(fit, data)
+    assert np.allclose(anchored.perf(n), x)  # the measured points inside the range
+    q = np.array([20.0, 32, 64])
+    assert np.allclose(anchored.perf(q), fit.perf(q) * x[-1] / fit.perf([16])[0])
+    assert anchored.method == "usl" and anchored.candidate == "anchored"
+    assert anchored.params["anchor_scale"] == pytest.approx(x[-1] / fit.perf([16])[0])
+
+
+def test_anchoring_a_law_without_a_finite_value_at_the_last_count_is_refused():
+    from corecast.entities import Fit
+
+    data = Measurements.from_samples([1.0, 2, 4, 8], [1.0, 2, 3, 4])
+    broken = Fit(method="usl", candidate="usl", perf=lambda q: np.zeros_like(np.asarray(q, float)), reason="r")
+    with pytest.raises(ValueError, match="no finite value"):
+        trend.anchored(broken, data)

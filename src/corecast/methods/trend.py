@@ -8,7 +8,8 @@ or already falling under contention, tends to continue at its recent rate for a 
 (``trend``).  The laws and PreSca extrapolate the whole curve's shape; these two
 extrapolate only its end, so their errors differ from the laws' and a median of both
 kinds is rarely far off when one kind is.  Inside the measured range both interpolate
-the measured points (linear in log count and log performance).
+the measured points (linear in log count and log performance).  ``anchored`` carries a
+law's shape on from the last measured value the same way (auto's USL member).
 """
 from __future__ import annotations
 
@@ -62,6 +63,38 @@ def continuation(data: Measurements, slope: float, name: str, reason: str) -> Fi
 
     return Fit(method=name, candidate=name, perf=perf, reason=reason,
                params={"slope": slope}, residual=rms(np.log(perf(n) / y)))
+
+
+def anchored(fit: Fit, data: Measurements) -> Fit:
+    """``fit``'s shape continued from the last measured value: the measured points inside
+    the measured range, ``fit.perf(n) * measured(m) / fit.perf(m)`` beyond its largest
+    count m.
+
+    Why: a law fitted by least squares to every count misses the last one by its
+    residual, and that miss is carried into every count it extrapolates to; the
+    continuation members start from the last measured value, and a law that does too
+    differs from them in shape only (the intercept correction of forecasting under
+    structural breaks: Clements and Hendry, Forecasting Economic Time Series, 1998).
+    """
+    curve = data.at_target_size()
+    n, y = curve.counts, curve.perf
+    inside = _log_interp(n, y)
+    top = float(n[-1])
+    with np.errstate(all="ignore"):
+        scale = float(y[-1] / np.asarray(fit.perf(np.array([top])), float)[0])
+    if not (np.isfinite(scale) and scale > 0):
+        raise ValueError(f"{fit.method}: no finite value at the largest count to continue from")
+
+    def perf(q):
+        q = np.asarray(q, float)
+        with np.errstate(all="ignore"):
+            beyond = scale * np.asarray(fit.perf(np.maximum(q, top)), float)
+        return np.where(q <= top, np.exp(inside(np.minimum(q, top))), beyond)
+
+    return Fit(method=fit.method, candidate="anchored", perf=perf,
+               reason=f"{fit.reason}, continued from the last measured value (x {scale:.3g})",
+               params={**fit.params, "anchor_scale": scale}, residual=rms(np.log(perf(n) / y)),
+               extras=fit.extras)
 
 
 @register("plateau", "performance stays at the last measured value beyond it", MIN_COUNTS)
