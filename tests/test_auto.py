@@ -2,6 +2,8 @@ import dataclasses
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import corecast
 from corecast.entities import Measurements
@@ -154,3 +156,16 @@ def test_anchored_rules_continue_the_laws_from_the_last_measured_value():
     assert set(anchored.extras["backtest"]) == set(plain.extras["backtest"])
     assert "usl(anchored)+amdahl(anchored)" in anchored_rules.label()
     assert "anchored" not in plain_rules.label()
+
+
+@given(st.lists(st.floats(1e-6, 1e9, allow_subnormal=False), min_size=4, max_size=12),
+       st.sampled_from(["throughput", "time"]))
+@settings(max_examples=60, deadline=None)
+def test_any_positive_curve_gets_a_finite_prediction_inside_its_band(values, metric):
+    # Whatever the shipped rule's members do with odd curves (USL through noise,
+    # anchored to a tiny or huge last value), the prediction stays usable.
+    n = np.arange(1, len(values) + 1)
+    p = corecast.predict(n, values, metric=metric, upto=4 * len(values))
+    assert np.all(np.isfinite(p.values)) and np.all(p.values > 0)
+    assert np.all(p.low <= p.values * (1 + 1e-9)) and np.all(p.values <= p.high * (1 + 1e-9))
+    assert 1 <= p.preferred <= 4 * len(values)
