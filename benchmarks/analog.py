@@ -36,7 +36,7 @@ from __future__ import annotations
 import argparse
 import sys
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable
 
@@ -134,14 +134,15 @@ class Case:
 
 
 def member_curves(sp: Split) -> dict[str, np.ndarray]:
+    """Each member's curve as the shipped rule fits it (USL anchored where it is): auto
+    of that one member."""
     out = {}
     for name in STACKED:
-        damping = float(name[len("damped("):-1]) if name.startswith("damped(") else None
+        damped = name.startswith("damped(")
+        rules = replace(auto.DEFAULT_RULES, members=("damped",) if damped else (name,), band=0.0,
+                        damping=float(name[len("damped("):-1]) if damped else auto.DEFAULT_RULES.damping)
         try:
-            if damping is None:
-                out[name] = predict_split(sp, name).values
-            else:  # auto of the one member: damped at that damping
-                out[name] = predict_split(sp, "auto", auto.Rules(members=("damped",), damping=damping)).values
+            out[name] = predict_split(sp, "auto", rules).values
         except InputError:
             pass
     return out
