@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 
 import corecast
-from corecast.entities import Measurements
-from corecast.methods import METHODS, trend
+from corecast.entities import Fit, Measurements
+from corecast.methods import METHODS, laws, trend
 
 
 def test_plateau_holds_the_last_value_and_passes_through_the_points():
@@ -68,8 +68,6 @@ def test_recent_slope_is_the_last_doubling_however_densely_measured():
 def test_anchored_law_continues_its_shape_from_the_last_measured_value():
     # USL fitted to noisy points misses the last one; anchored, it starts there and keeps
     # the law's ratio between counts beyond it.
-    from corecast.methods import laws
-
     n = np.array([1.0, 2, 4, 6, 8, 12, 16])
     x = laws.usl(n, [10.0, 0.04, 0.002]) * np.array([1.0, 0.97, 1.03, 0.98, 1.02, 0.96, 1.06])
     data = Measurements.from_samples(n, x)
@@ -84,8 +82,6 @@ def test_anchored_law_continues_its_shape_from_the_last_measured_value():
 
 
 def test_anchoring_a_law_without_a_finite_value_at_the_last_count_is_refused():
-    from corecast.entities import Fit
-
     data = Measurements.from_samples([1.0, 2, 4, 8], [1.0, 2, 3, 4])
     broken = Fit(method="usl", candidate="usl", perf=lambda q: np.zeros_like(np.asarray(q, float)), reason="r")
     with pytest.raises(ValueError, match="no finite value"):
