@@ -50,17 +50,28 @@ def _log_interp(n: np.ndarray, y: np.ndarray):
     return inside
 
 
+def _measured_then(curve: Measurements, beyond):
+    """perf(q): the measured points of ``curve`` (log-log interpolated) up to its largest
+    count, ``beyond(q)`` above it; how every member here extends the measured range."""
+    inside = _log_interp(curve.counts, curve.perf)
+    top = float(curve.counts[-1])
+
+    def perf(q):
+        q = np.asarray(q, float)
+        with np.errstate(all="ignore"):
+            above = np.asarray(beyond(np.maximum(q, top)), float)
+        return np.where(q <= top, np.exp(inside(np.minimum(q, top))), above)
+
+    return perf
+
+
 def continuation(data: Measurements, slope: float, name: str, reason: str) -> Fit:
     """The measured points (log-log interpolated), then ``n^slope`` beyond the largest count."""
     curve = data.at_target_size()
     n, y = curve.counts, curve.perf
-    inside = _log_interp(n, y)
-    top, last = float(np.log(n[-1])), float(np.log(y[-1]))
-
-    def perf(q):
-        lq = np.log(np.asarray(q, float))
-        return np.exp(np.where(lq <= top, inside(np.exp(lq)), last + slope * (lq - top)))
-
+    last, top = float(np.log(y[-1])), float(np.log(n[-1]))
+    # In log space, as the points inside: a flat continuation ties the last one exactly.
+    perf = _measured_then(curve, lambda q: np.exp(last + slope * (np.log(q) - top)))
     return Fit(method=name, candidate=name, perf=perf, reason=reason,
                params={"slope": slope}, residual=rms(np.log(perf(n) / y)))
 
@@ -78,19 +89,11 @@ def anchored(fit: Fit, data: Measurements) -> Fit:
     """
     curve = data.at_target_size()
     n, y = curve.counts, curve.perf
-    inside = _log_interp(n, y)
-    top = float(n[-1])
     with np.errstate(all="ignore"):
-        scale = float(y[-1] / np.asarray(fit.perf(np.array([top])), float)[0])
+        scale = float(y[-1] / np.asarray(fit.perf(n[-1:]), float)[0])
     if not (np.isfinite(scale) and scale > 0):
         raise ValueError(f"{fit.method}: no finite value at the largest count to continue from")
-
-    def perf(q):
-        q = np.asarray(q, float)
-        with np.errstate(all="ignore"):
-            beyond = scale * np.asarray(fit.perf(np.maximum(q, top)), float)
-        return np.where(q <= top, np.exp(inside(np.minimum(q, top))), beyond)
-
+    perf = _measured_then(curve, lambda q: scale * np.asarray(fit.perf(q), float))
     return Fit(method=fit.method, candidate="anchored", perf=perf,
                reason=f"{fit.reason}, continued from the last measured value (x {scale:.3g})",
                params={**fit.params, "anchor_scale": scale}, residual=rms(np.log(perf(n) / y)),
