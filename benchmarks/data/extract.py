@@ -273,7 +273,80 @@ def lfca(m: Path) -> None:
                   "as ds/lfca/main.cpp runs them; value=wall time in ms of one run", rows, (8, 4))
 
 
-SOURCES = (plsf, orcgc, ascylib, mariadb, folly, percona, perfbook, locks, lfca)
+# -- xacrimon/conc-map-bench: Rust concurrent hash maps (bustle, a port of libcuckoo's benchmark)
+CMB = "xacrimon/conc-map-bench"
+# (commit, machine as the README of that commit states it, (hardware threads, cores), tag)
+CMB_RUNS = (
+    ("1aef2f48d285a77f0a832ac318ed8807ba095c07",
+     "AWS EC2 M7i.8xlarge (Sapphire Rapids 8488C) per README.md (32 vCPUs, 16 cores: AWS's instance table)",
+     (32, 16), "m7i"),
+    ("55d6852038d533eae7749b7221845be1b4155f2c",
+     "AMD Ryzen 7 4800HS, 8 cores, HT enabled per README.md (16 hardware threads)", (16, 8), "r4800hs"),
+)
+# The std hasher's maps measured on both machines, all three workloads.
+CMB_MAPS = ("CHashMap", "CrossbeamSkipMap", "DashMap", "Evmap", "Flurry")
+
+
+def concmap(m: Path) -> None:
+    for commit, machine, hw, tag in CMB_RUNS:
+        for workload in ("ReadHeavy", "Exchange", "RapidGrow"):
+            path = f"results/{workload}.std.csv"
+            rows = [ln.split(",") for ln in git_show(m, CMB, commit, path).splitlines()[1:] if ln.strip()]
+            for name in CMB_MAPS:
+                curve = [(r[2], r[4]) for r in rows if r[0] == name]
+                if len(curve) < 5:  # evmap's RapidGrow run on the Ryzen stops at 4 threads
+                    continue
+                write(f"concmap__{tag}_{workload.lower()}_{name.lower()}",
+                      f"github {CMB} {path} @{commit} (rows {name}, column throughput)", "throughput", machine,
+                      f"{name} under the {workload} workload with the std hasher, a fixed total of operations "
+                      "(column total_ops) split across N threads; value=operations/s as stored",
+                      curve, hw)
+
+
+# -- kuszmaul/SuperMalloc: malloc-test (K producers, K consumers) under five allocators -------
+SUPERMALLOC = ("kuszmaul/SuperMalloc", "709663fb81ba091b0a78058869a644a272f4163d")
+
+
+def supermalloc(m: Path) -> None:
+    # The count is K producer threads, each with a consumer thread: 2K threads on the 32
+    # hardware threads, so the machine is not given as hardware threads per count.
+    machine = ("16-core (2 sockets + hyperthreading) 2.4GHz E5-2665 (Sandy Bridge), 32 hardware threads, "
+               "per paper/ismm15/supermalloc.tex")
+    for size, what in (("1K", "1 KiB objects (the paper's figure)"), ("vK", "variable-size objects (file name "
+                                                                        "vK; not described in the paper)")):
+        path = f"paper/ismm15/new-malloc-test-{size}-tempo-aggregated.data"
+        cols = columns(git_show(m, *SUPERMALLOC, path), "threads")
+        for col in (c for c in cols if c.endswith("_avg")):
+            alloc = col.removesuffix("_avg")
+            write(f"supermalloc__e5_2665_malloctest_{size.lower()}_{alloc.split('_')[0]}",
+                  f"github {SUPERMALLOC[0]} {path} @{SUPERMALLOC[1]} (column {col})", "throughput", machine,
+                  f"malloc-test with K producer and K consumer threads (count = K), {what}, under {alloc}; "
+                  "value=malloc()s per second, the average of 8 trials as stored", cols[col])
+
+
+# -- urcs-sync/ralloc: persistent-memory and DRAM allocators (ISMM 2020 data) ----------------
+RALLOC = ("urcs-sync/ralloc", "6b9d7a1af75ba75232107bfaeb6a034799d5b182")
+RALLOC_ALLOCS = {"r": "Ralloc", "mak": "Makalu", "je": "jemalloc", "lr": "LRMalloc", "pmdk": "PMDK"}
+
+
+def ralloc(m: Path) -> None:
+    for bench, metric in (("threadtest", "time"), ("shbench", "time"), ("prod-con", "time"), ("larson", "throughput")):
+        for tag, alloc in RALLOC_ALLOCS.items():
+            path = f"data/{bench}/{bench}_{tag}.csv"
+            lines = git_show(m, *RALLOC, path).splitlines()
+            column = lines[0].split(",")[1]
+            runs: dict[int, list[float]] = {}
+            for ln in lines[1:]:
+                n, v, _ = ln.split(",")
+                runs.setdefault(int(n), []).append(float(v))
+            write(f"ralloc__{bench.replace('-', '')}_{tag}",
+                  f"github {RALLOC[0]} {path} @{RALLOC[1]} (column {column})", metric,
+                  "not stated in the repository", f"{bench} under {alloc}; value={column} "
+                  f"({'seconds' if metric == 'time' else 'operations per second, as data/genfigs.R labels it'}), the mean of the {len(runs[max(runs)])} "
+                  "runs per count, as data/genfigs.R plots it", [(n, sum(v) / len(v)) for n, v in sorted(runs.items())])
+
+
+SOURCES = (plsf, orcgc, ascylib, mariadb, folly, percona, perfbook, locks, lfca, concmap, supermalloc, ralloc)
 
 INDEX_HEAD = """# Corpus of measured scalability curves (issue 15)
 
@@ -304,6 +377,9 @@ GitHub owner, pramalhe; every other source is independent of the rest.
 | perfbook | paulmckrcu/perfbook | hash-table and route-table lookups (RCU, hazard pointers, locks) on host `hps` | {perfbook} |
 | locksbench | ignasi35/locks-benchmark | JMH counter under synchronized, RW lock, atomics, LongAdder, StampedLock | {locksbench} |
 | lfca | cmuparlay/flock | LFCA and MRLOCK search trees, fixed work over 1-32 / 1-8 threads on a 4-core, 8-thread laptop (`ds/lfca/performance-evaluation.txt`) | {lfca} |
+| concmap | xacrimon/conc-map-bench | Rust concurrent maps (CHashMap, crossbeam SkipMap, DashMap, evmap, Flurry) under three workloads, on a 16-core, 32-thread AWS M7i and an 8-core, 16-thread Ryzen laptop | {concmap} |
+| supermalloc | kuszmaul/SuperMalloc | malloc-test (K producers and K consumers) under dlmalloc, Hoard, jemalloc, tbbmalloc and SuperMalloc, 1-32 producers on a 2-socket, 16-core E5-2665 (ISMM 2015 paper's data) | {supermalloc} |
+| ralloc | urcs-sync/ralloc | threadtest, shbench, prod-con and Larson under Ralloc, Makalu, jemalloc, LRMalloc and PMDK, 1-88 threads (ISMM 2020 paper's data; machine not stated) | {ralloc} |
 
 | file | source | metric | machine | hardware threads / cores | points | range | best at | notes |
 |---|---|---|---|---|---|---|---|---|
