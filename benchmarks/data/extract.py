@@ -330,6 +330,11 @@ RALLOC_ALLOCS = {"r": "Ralloc", "mak": "Makalu", "je": "jemalloc", "lr": "LRMall
 
 
 def ralloc(m: Path) -> None:
+    # The data commits name the machine (6cfdb91: "new data on 2x20a"); the benchmarks pin
+    # threads by pinning_map_2x20a_1, a map of its 80 logical CPUs.
+    machine = ("'2x20a' (data commit 6cfdb91 'new data on 2x20a'): 2 sockets x 20 cores with hyperthreads, "
+               "80 logical CPUs in test/benchmark/AllocatorMacro.hpp's pinning_map_2x20a_1, which fills one "
+               "socket's cores, then their hyperthreads, then the other socket")
     for bench, metric in (("threadtest", "time"), ("shbench", "time"), ("prod-con", "time"), ("larson", "throughput")):
         for tag, alloc in RALLOC_ALLOCS.items():
             path = f"data/{bench}/{bench}_{tag}.csv"
@@ -341,9 +346,10 @@ def ralloc(m: Path) -> None:
                 runs.setdefault(int(n), []).append(float(v))
             write(f"ralloc__{bench.replace('-', '')}_{tag}",
                   f"github {RALLOC[0]} {path} @{RALLOC[1]} (column {column})", metric,
-                  "not stated in the repository", f"{bench} under {alloc}; value={column} "
+                  machine, f"{bench} under {alloc}; value={column} "
                   f"({'seconds' if metric == 'time' else 'operations per second, as data/genfigs.R labels it'}), the mean of the {len(runs[max(runs)])} "
-                  "runs per count, as data/genfigs.R plots it", [(n, sum(v) / len(v)) for n, v in sorted(runs.items())])
+                  "runs per count, as data/genfigs.R plots it", [(n, sum(v) / len(v)) for n, v in sorted(runs.items())],
+                  (80, 40))
 
 
 SOURCES = (plsf, orcgc, ascylib, mariadb, folly, percona, perfbook, locks, lfca, concmap, supermalloc, ralloc)
@@ -358,13 +364,15 @@ github OWNER/REPO PATH @COMMIT (column ...), metric: throughput|time, machine: .
 the source swept: worker threads, or client connections for the database servers.
 "hardware threads" (logical CPUs) and "cores" of the machine measured are given only where a
 source states its hardware, and not for the database servers, whose count is client
-connections, not threads on a CPU; `accuracy.py` passes them to `predict` (`--hw-threads`,
+connections, not threads on a CPU, nor for SuperMalloc's malloc-test, whose count K runs K
+producer and K consumer threads; `accuracy.py` passes them to `predict` (`--hw-threads`,
 `--cores`).
 `extract.py` rebuilds every file from git clones of the sources and writes this index.
 
 The source of a curve (its LOSO group) is the part of the file name before `__`.
 `2plsf` and `orcgc` are separate repositories (different papers and machines) of the same
-GitHub owner, pramalhe; every other source is independent of the rest.
+GitHub owner, pramalhe; every other source is independent of the rest. The last three
+(concmap, supermalloc, ralloc) were added after auto's rule was chosen on the first nine.
 
 | source | repository | what | curves |
 |---|---|---|---|
@@ -379,7 +387,7 @@ GitHub owner, pramalhe; every other source is independent of the rest.
 | lfca | cmuparlay/flock | LFCA and MRLOCK search trees, fixed work over 1-32 / 1-8 threads on a 4-core, 8-thread laptop (`ds/lfca/performance-evaluation.txt`) | {lfca} |
 | concmap | xacrimon/conc-map-bench | Rust concurrent maps (CHashMap, crossbeam SkipMap, DashMap, evmap, Flurry) under three workloads, on a 16-core, 32-thread AWS M7i and an 8-core, 16-thread Ryzen laptop | {concmap} |
 | supermalloc | kuszmaul/SuperMalloc | malloc-test (K producers and K consumers) under dlmalloc, Hoard, jemalloc, tbbmalloc and SuperMalloc, 1-32 producers on a 2-socket, 16-core E5-2665 (ISMM 2015 paper's data) | {supermalloc} |
-| ralloc | urcs-sync/ralloc | threadtest, shbench, prod-con and Larson under Ralloc, Makalu, jemalloc, LRMalloc and PMDK, 1-88 threads (ISMM 2020 paper's data; machine not stated) | {ralloc} |
+| ralloc | urcs-sync/ralloc | threadtest, shbench, prod-con and Larson under Ralloc, Makalu, jemalloc, LRMalloc and PMDK, 1-88 threads on a 2-socket, 40-core, 80-thread machine (ISMM 2020 paper's data) | {ralloc} |
 
 | file | source | metric | machine | hardware threads / cores | points | range | best at | notes |
 |---|---|---|---|---|---|---|---|---|
