@@ -385,7 +385,7 @@ GitHub owner, pramalhe; every other source is independent of the rest. The last 
 | perfbook | paulmckrcu/perfbook | hash-table and route-table lookups (RCU, hazard pointers, locks) on host `hps` | {perfbook} |
 | locksbench | ignasi35/locks-benchmark | JMH counter under synchronized, RW lock, atomics, LongAdder, StampedLock | {locksbench} |
 | lfca | cmuparlay/flock | LFCA and MRLOCK search trees, fixed work over 1-32 / 1-8 threads on a 4-core, 8-thread laptop (`ds/lfca/performance-evaluation.txt`) | {lfca} |
-| concmap | xacrimon/conc-map-bench | Rust concurrent maps (CHashMap, crossbeam SkipMap, DashMap, evmap, Flurry) under three workloads, on a 16-core, 32-thread AWS M7i and an 8-core, 16-thread Ryzen laptop | {concmap} |
+| concmap | xacrimon/conc-map-bench | Rust concurrent maps (CHashMap, crossbeam SkipMap, DashMap, evmap, Flurry) under three workloads, on a 16-core, 32-thread AWS M7i and an 8-core, 16-thread Ryzen 7 4800HS | {concmap} |
 | supermalloc | kuszmaul/SuperMalloc | malloc-test (K producers and K consumers) under dlmalloc, Hoard, jemalloc, tbbmalloc and SuperMalloc, 1-32 producers on a 2-socket, 16-core E5-2665 (ISMM 2015 paper's data) | {supermalloc} |
 | ralloc | urcs-sync/ralloc | threadtest, shbench, prod-con and Larson under Ralloc, Makalu, jemalloc, LRMalloc and PMDK, 1-88 threads on a 2-socket, 40-core, 80-thread machine (ISMM 2020 paper's data) | {ralloc} |
 
