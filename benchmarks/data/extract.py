@@ -312,8 +312,9 @@ def supermalloc(m: Path) -> None:
     # hardware threads, so the machine is not given as hardware threads per count.
     machine = ("16-core (2 sockets + hyperthreading) 2.4GHz E5-2665 (Sandy Bridge), 32 hardware threads, "
                "per paper/ismm15/supermalloc.tex")
-    for size, what in (("1K", "1 KiB objects (the paper's figure)"), ("vK", "variable-size objects (file name "
-                                                                        "vK; not described in the paper)")):
+    sizes = {"1K": "1 KiB objects (the paper's figure)",
+             "vK": "variable-size objects (file name vK; not described in the paper)"}
+    for size, what in sizes.items():
         path = f"paper/ismm15/new-malloc-test-{size}-tempo-aggregated.data"
         cols = columns(git_show(m, *SUPERMALLOC, path), "threads")
         for col in (c for c in cols if c.endswith("_avg")):
@@ -327,6 +328,10 @@ def supermalloc(m: Path) -> None:
 # -- urcs-sync/ralloc: persistent-memory and DRAM allocators (ISMM 2020 data) ----------------
 RALLOC = ("urcs-sync/ralloc", "6b9d7a1af75ba75232107bfaeb6a034799d5b182")
 RALLOC_ALLOCS = {"r": "Ralloc", "mak": "Makalu", "je": "jemalloc", "lr": "LRMalloc", "pmdk": "PMDK"}
+# benchmark -> (metric, the unit of its value column; Larson's as data/genfigs.R labels it)
+RALLOC_BENCHES = {"threadtest": ("time", "seconds"), "shbench": ("time", "seconds"),
+                  "prod-con": ("time", "seconds"),
+                  "larson": ("throughput", "operations per second, as data/genfigs.R labels it")}
 
 
 def ralloc(m: Path) -> None:
@@ -335,22 +340,20 @@ def ralloc(m: Path) -> None:
     machine = ("'2x20a' (data commit 6cfdb91 'new data on 2x20a'): 2 sockets x 20 cores with hyperthreads, "
                "80 logical CPUs in test/benchmark/AllocatorMacro.hpp's pinning_map_2x20a_1, which fills one "
                "socket's cores, then their hyperthreads, then the other socket")
-    for bench, metric in (("threadtest", "time"), ("shbench", "time"), ("prod-con", "time"), ("larson", "throughput")):
+    for bench, (metric, unit) in RALLOC_BENCHES.items():
         for tag, alloc in RALLOC_ALLOCS.items():
             path = f"data/{bench}/{bench}_{tag}.csv"
-            lines = git_show(m, *RALLOC, path).splitlines()
-            column = lines[0].split(",")[1]
+            header, *lines = git_show(m, *RALLOC, path).splitlines()
+            column = header.split(",")[1]
             runs: dict[int, list[float]] = {}
-            for ln in lines[1:]:
+            for ln in lines:
                 n, v, _ = ln.split(",")
                 runs.setdefault(int(n), []).append(float(v))
+            (repeats,) = {len(v) for v in runs.values()}  # every count was run equally often
             write(f"ralloc__{bench.replace('-', '')}_{tag}",
-                  f"github {RALLOC[0]} {path} @{RALLOC[1]} (column {column})", metric,
-                  machine, f"{bench} under {alloc}; value={column} "
-                  f"({'seconds' if metric == 'time' else 'operations per second, as data/genfigs.R labels it'}), the mean of the {len(runs[max(runs)])} "
-                  "runs per count, as data/genfigs.R plots it", [(n, sum(v) / len(v)) for n, v in sorted(runs.items())],
-                  (80, 40))
-
+                  f"github {RALLOC[0]} {path} @{RALLOC[1]} (column {column})", metric, machine,
+                  f"{bench} under {alloc}; value={column} ({unit}), the mean of the {repeats} runs per count, "
+                  "as data/genfigs.R plots it", [(n, sum(v) / len(v)) for n, v in sorted(runs.items())], (80, 40))
 
 SOURCES = (plsf, orcgc, ascylib, mariadb, folly, percona, perfbook, locks, lfca, concmap, supermalloc, ralloc)
 
