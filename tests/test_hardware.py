@@ -1,4 +1,5 @@
-"""The machine predicted for: shared cores (SMT) and more threads than hardware threads."""
+"""The machine predicted for: shared cores (SMT), sockets filled one after the other
+(--fill sockets) and more threads than hardware threads."""
 from __future__ import annotations
 
 import json
@@ -34,7 +35,8 @@ def test_no_count_beyond_the_hardware_threads_is_preferred_or_faster():
     # Each thread runs 12/n of the time: the band's low end allows that fall.
     assert np.all(pred.low[beyond] <= at12 * 12 / pred.counts[beyond] * (1 + 1e-9))
     assert any("12 hardware threads" in w for w in pred.warnings)
-    assert pred.to_dict()["hardware"] == {"hw_threads": 12, "cores": 12}
+    assert pred.to_dict()["hardware"] == {"hw_threads": 12, "cores": 12, "sockets": 1, "fill": "cores",
+                                          "smt_yield": SMT_YIELD}
 
 
 def test_a_time_curve_is_capped_the_same_way():
@@ -57,7 +59,7 @@ def test_threads_beyond_the_cores_add_a_share_of_a_core():
     assert np.allclose(smt.values[:8], plain.values[:8])
     gain = np.diff(smt.values)[8:] / np.diff(plain.values)[8:]
     assert np.allclose(gain, SMT_YIELD, rtol=0.05)
-    assert any("share the machine's 8 cores" in w for w in smt.warnings)
+    assert any("counts above 8 place threads where no measured count did" in w for w in smt.warnings)
 
 
 def test_past_the_cores_the_band_spans_an_smt_thread_adding_nothing_to_a_whole_core():
@@ -110,12 +112,47 @@ def test_impossible_machines_are_input_errors(hw, cores):
         Hardware.of(hw, cores)
 
 
-def test_effective_counts():
-    m = Hardware(40, 20)
+def test_core_units_follow_the_fill_order():
     n = np.array([1, 20, 30, 40, 50])
-    assert np.allclose(m.effective(n, top=16), [1, 20, 20 + 10 * SMT_YIELD, 20 + 20 * SMT_YIELD,
-                                                20 + 20 * SMT_YIELD + 10])
-    assert np.array_equal(m.effective(n, top=24), n)
+    by_cores = Hardware(40, 20)  # every core before any core's second thread
+    assert np.allclose(by_cores.units(n), [1, 20, 20 + 10 * SMT_YIELD, 20 + 20 * SMT_YIELD, 20 + 20 * SMT_YIELD + 10])
+    # Two sockets of 10 cores, 20 hardware threads each, filled one after the other.
+    by_socket = Hardware(40, 20, sockets=2, fill="sockets")
+    n = np.array([10, 15, 20, 25, 30, 40])
+    assert np.allclose(by_socket.units(n), [10, 10 + 5 * SMT_YIELD, 10 + 10 * SMT_YIELD, 15 + 10 * SMT_YIELD,
+                                          20 + 10 * SMT_YIELD, 20 + 20 * SMT_YIELD])
+    assert np.allclose(by_socket.units(np.array([25.0]), smt_yield=0.0), [15])
+
+
+def test_models_switch_to_core_units_only_where_threads_land_where_none_did():
+    by_cores = Hardware(40, 20)
+    assert by_cores.step_ahead(16, 32) and not by_cores.step_ahead(24, 40) and not by_cores.step_ahead(8, 16)
+    by_socket = Hardware(40, 20, sockets=2, fill="sockets")
+    assert by_socket.step_ahead(10, 20)  # the first socket's second hardware threads
+    assert by_socket.step_ahead(20, 40)  # the next socket
+    assert not by_socket.step_ahead(4, 8) and not by_socket.step_ahead(12, 20)
+
+
+def test_a_curve_measured_on_one_socket_continues_onto_the_next_at_a_fresh_cores_rate():
+    # Linear per core, SMT threads adding SMT_YIELD of a core: what that machine does.
+    by_socket = Hardware(16, 8, sockets=2, fill="sockets")
+    n = np.arange(1, 9)
+    pred = predict(n, 100.0 * by_socket.units(n), upto=16, method="amdahl", hw_threads=16, cores=8, sockets=2,
+                   fill="sockets")
+    assert np.allclose(pred.values, 100.0 * by_socket.units(pred.counts), rtol=0.02)
+    by_cores = predict(n, 100.0 * by_socket.units(n), upto=16, method="amdahl", hw_threads=16, cores=8)
+    assert by_cores.value_at(12) < 0.8 * pred.value_at(12)  # read as SMT only, the next socket looks flat
+    assert any("sockets" in w for w in pred.warnings)
+
+
+@pytest.mark.parametrize("sockets, fill, words", [
+    (3, "sockets", "do not divide evenly over 3 sockets"), (2, "packed", "fill order must be one of"),
+    (16, None, "16 sockets but 8 cores")])
+def test_impossible_layouts_are_input_errors(sockets, fill, words):
+    with pytest.raises(InputError, match=words):
+        Hardware.of(16, 8, sockets, fill)
+    with pytest.raises(InputError, match="give its hardware threads or cores"):
+        Hardware.of(None, None, 2, "sockets")
 
 
 def test_cli_options(tmp_path, capsys):
@@ -123,8 +160,13 @@ def test_cli_options(tmp_path, capsys):
     path.write_text("threads,throughput\n" + "".join(f"{n},{100 * n}\n" for n in N))
     assert main(["predict", str(path), "--upto", "32", "--hw-threads", "16", "--cores", "8", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["hardware"] == {"hw_threads": 16, "cores": 8}
+    assert out["hardware"] == {"hw_threads": 16, "cores": 8, "sockets": 1, "fill": "cores",
+                               "smt_yield": SMT_YIELD}
     assert out["preferred_threads"] == 16
+    assert main(["predict", str(path), "--upto", "16", "--hw-threads", "16", "--cores", "8", "--sockets", "2",
+                 "--fill", "sockets", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["hardware"]["sockets"] == 2 and out["hardware"]["fill"] == "sockets"
 
 
 def test_cli_rejects_more_cores_than_hardware_threads(tmp_path, capsys):
@@ -132,6 +174,9 @@ def test_cli_rejects_more_cores_than_hardware_threads(tmp_path, capsys):
     path.write_text("threads,throughput\n" + "".join(f"{n},{100 * n}\n" for n in N))
     err = assert_one_line_error(capsys, ["predict", str(path), "--hw-threads", "4", "--cores", "8"])
     assert "8 cores but 4 hardware threads" in err
+    err = assert_one_line_error(capsys, ["predict", str(path), "--hw-threads", "16", "--cores", "8",
+                                         "--sockets", "3", "--fill", "sockets"])
+    assert "do not divide evenly over 3 sockets" in err
 
 
 def test_this_machine_reads_the_cpus_and_their_cores(tmp_path):

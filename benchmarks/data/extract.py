@@ -32,12 +32,12 @@ def git_show(mirrors: Path, repo: str, commit: str, path: str) -> str:
 
 
 def write(name: str, source: str, metric: str, machine: str, notes: str, rows,
-          hw: tuple[int, int] | None = None) -> None:
-    """One curve's CSV; ``hw``: the machine's (hardware threads, cores), where its
-    provenance states them."""
+          hw: tuple = ()) -> None:
+    """One curve's CSV; ``hw``: the machine's (hardware threads, cores[, sockets,
+    fill]), where its provenance states them."""
     rows = [(int(n), v) for n, v in rows]
     assert len(rows) >= 5 and len({n for n, _ in rows}) == len(rows), name
-    hw_item = f", hardware threads: {hw[0]}, cores: {hw[1]}" if hw else ""
+    hw_item = "".join(f", {k}: {v}" for k, v in zip(("hardware threads", "cores", "sockets", "fill"), hw))
     text = (f"# source: {source}, metric: {metric}, machine: {machine}{hw_item}, notes: {notes}\n"
             "threads,value\n" + "".join(f"{n},{v}\n" for n, v in rows))
     (OUT / f"{name}.csv").write_text(text)
@@ -353,7 +353,8 @@ def ralloc(m: Path) -> None:
             write(f"ralloc__{bench.replace('-', '')}_{tag}",
                   f"github {RALLOC[0]} {path} @{RALLOC[1]} (column {column})", metric, machine,
                   f"{bench} under {alloc}; value={column} ({unit}), the mean of the {repeats} runs per count, "
-                  "as data/genfigs.R plots it", [(n, sum(v) / len(v)) for n, v in sorted(runs.items())], (80, 40))
+                  "as data/genfigs.R plots it", [(n, sum(v) / len(v)) for n, v in sorted(runs.items())],
+                  (80, 40, 2, "sockets"))
 
 SOURCES = (plsf, orcgc, ascylib, mariadb, folly, percona, perfbook, locks, lfca, concmap, supermalloc, ralloc)
 
@@ -362,14 +363,17 @@ INDEX_HEAD = """# Corpus of measured scalability curves (issue 15)
 Curves from public sources that corecast was never tuned on, for `benchmarks/accuracy.py
 --loso` (leave one source out). Same format as `../shared/datasets`: line 1 is `# source:
 github OWNER/REPO PATH @COMMIT (column ...), metric: throughput|time, machine: ...,
-[hardware threads: N, cores: C,] notes: ...`, then `threads,value`. Values are copied from the named file at the named commit
+[hardware threads: N, cores: C, [sockets: S, fill: F,]] notes: ...`, then `threads,value`. Values are copied from the named file at the named commit
 (units resolved where the source prints them); nothing is interpolated. "threads" is what
 the source swept: worker threads, or client connections for the database servers.
 "hardware threads" (logical CPUs) and "cores" of the machine measured are given only where a
 source states its hardware, and not for the database servers, whose count is client
 connections, not threads on a CPU, nor for SuperMalloc's malloc-test, whose count K runs K
-producer and K consumer threads; `accuracy.py` passes them to `predict` (`--hw-threads`,
-`--cores`).
+producer and K consumer threads, not all of them runnable at once.
+"sockets" and "fill" are given where the source pins its threads in an order other than a
+thread on every core first (`fill: sockets`: one socket's cores, then their hyperthreads,
+then the next socket). `accuracy.py` passes them to `predict` (`--hw-threads`, `--cores`, `--sockets`,
+`--fill`).
 `extract.py` rebuilds every file from git clones of the sources and writes this index.
 
 The source of a curve (its LOSO group) is the part of the file name before `__`.
@@ -402,17 +406,18 @@ def index() -> None:
     for p in sorted(OUT.glob("*.csv")):
         first, _, *body = p.read_text().splitlines()
         # Values may hold ", " themselves: split only before the known keys.
-        parts = re.split(r"(?:^# |, )(source|metric|machine|hardware threads|cores|notes): ", first)[1:]
+        parts = re.split(r"(?:^# |, )(source|metric|machine|hardware threads|cores|sockets|fill|notes): ", first)[1:]
         items = dict(zip(parts[::2], parts[1::2]))
         pts = [(int(a), float(b)) for a, b in (ln.split(",") for ln in body)]
         perf = [v if items["metric"] == "throughput" else 1 / v for _, v in pts]
         best = pts[perf.index(max(perf))][0]
         top = pts[-1][0]
         where = "best at max count" if best == top else f"best at {best} of {top}"
+        layout = f" ({items['sockets']} sockets, filled {items['fill']} first)" if "fill" in items else ""
         group = p.stem.split("__")[0]
         counts[group] = counts.get(group, 0) + 1
         rows.append(f"| {p.name} | {items['source'].removeprefix('github ')} | {items['metric']} | "
-                    f"{items['machine']} | {items.get('hardware threads', '-')} / {items.get('cores', '-')} | {len(pts)} | {pts[0][0]}-{top} | {where} | {items['notes']} |")
+                    f"{items['machine']} | {items.get('hardware threads', '-')} / {items.get('cores', '-')}{layout} | {len(pts)} | {pts[0][0]}-{top} | {where} | {items['notes']} |")
     (OUT / "README.md").write_text(INDEX_HEAD.format(**counts) + "\n".join(rows) + "\n")
 
 

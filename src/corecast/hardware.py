@@ -1,11 +1,23 @@
-"""The machine a prediction is for: its hardware threads and cores, and what they do to
-counts a curve was not measured at.
+"""The machine a prediction is for: its hardware threads, cores and sockets, the order
+threads are placed on them, and what that does to counts a curve was not measured at.
 
-A model fitted on counts below the machine's cores extrapolates the gain of a whole core
-per thread; beyond the cores a thread only gets a core's idle issue slots (SMT), and
-beyond the hardware threads threads time-share them.  Neither step is visible in points
-measured below it, so ``predict`` takes the machine as an input (``--hw-threads``,
-``--cores``), as a user of LIKWID or hwloc would read it off the target machine.
+A model fitted on threads that each had a core of their own extrapolates the gain of a
+whole core per thread; a thread on a core whose other hardware threads are busy only
+gets that core's idle issue slots (SMT), and beyond the hardware threads threads
+time-share them.  Neither step is visible in points measured below it, so ``predict``
+takes the machine as an input (``--hw-threads``, ``--cores``, ``--sockets``,
+``--fill``), as a user of LIKWID or hwloc would read it off the target machine.
+
+Which counts share a core depends on the order threads fill the machine (likwid-pin,
+OpenMP's places, a benchmark's own pinning map; ``--fill``): ``cores`` puts a thread on
+every core before any core gets a second one (Linux's scheduler does so with unpinned
+threads, as do both of ``corecast sweep``'s pinned placements); ``sockets`` fills one
+socket's cores, then their further hardware threads, then the next socket (likwid-pin
+over socket domains, S0@S1).  Models are fitted and asked in *core units* (``units``):
+the cores the first n threads in that order occupy, a further hardware thread of a busy
+core counting ``smt_yield`` of one.  Under ``sockets`` the next socket's cores are fresh
+cores again, so a curve measured on one socket, its SMT threads included, continues on
+the next one at the rate a fresh core gave.
 """
 from __future__ import annotations
 
@@ -16,54 +28,111 @@ import numpy as np
 from .errors import InputError
 
 # What a core's further hardware threads add, as a share of what a thread on a core of its
-# own adds: the gain Hyper-Threading's designers report on server benchmarks, "up to 30%"
-# (Marr et al., "Hyper-Threading Technology Architecture and Microarchitecture", Intel
-# Technology Journal 6(1), 2002).  Taken from there, not fitted to any curve.
-SMT_YIELD = 0.3
+# own adds.  Hyper-Threading's designers report "up to 30%" on server benchmarks (Marr et
+# al., "Hyper-Threading Technology Architecture and Microarchitecture", Intel Technology
+# Journal 6(1), 2002); programs stalled on cache misses and locks, as the contended
+# programs this tool is for, gain more.  benchmarks/accuracy.py --loso chooses the value
+# among SMT_YIELD_CHOICES on the sources it does not score: 0.5 on all sources and on ten
+# of the twelve sources' complements (0.3 on the other two).
+SMT_YIELD = 0.5
+SMT_YIELD_CHOICES = (0.3, 0.5, 0.7)
 # What a further hardware thread of a core may add, from nothing (it only competes for the
 # core) to a whole core's worth (a program stalled on memory or locks, not on issue slots):
-# 0.3 is a designer's typical figure, not a bound, so beyond the cores the band spans both.
+# SMT_YIELD is a typical figure, not a bound, so beyond the cores the band spans both.
 SMT_YIELD_RANGE = (0.0, 1.0)
+FILLS = ("cores", "sockets")
 
 
 @dataclass(frozen=True)
 class Hardware:
-    """``hw_threads`` logical CPUs on ``cores`` cores (equal when there is no SMT)."""
+    """``hw_threads`` logical CPUs on ``cores`` cores (equal when there is no SMT) in
+    ``sockets`` sockets, filled by threads in the order ``fill`` names (FILLS)."""
 
     hw_threads: int
     cores: int
+    sockets: int = 1
+    fill: str = "cores"
+    smt_yield: float = SMT_YIELD
 
     @classmethod
-    def of(cls, hw_threads: int | None, cores: int | None) -> "Hardware | None":
-        """From what the user gave (either may be None); None when neither was given.
-        Raises InputError on counts below 1 or more cores than hardware threads."""
-        for name, v in (("hardware threads", hw_threads), ("cores", cores)):
+    def of(cls, hw_threads: int | None, cores: int | None, sockets: int | None = None,
+           fill: str | None = None, smt_yield: float = SMT_YIELD) -> "Hardware | None":
+        """From what the user gave (any may be None); None when neither hardware threads
+        nor cores were given.  Raises InputError on counts below 1, more cores than
+        hardware threads, or a ``sockets`` machine whose sockets differ."""
+        for name, v in (("hardware threads", hw_threads), ("cores", cores), ("sockets", sockets)):
             if v is not None and v < 1:
                 raise InputError(f"the machine's {name} must be at least 1, got {v}")
+        if fill is not None and fill not in FILLS:
+            raise InputError(f"the fill order must be one of {', '.join(FILLS)}, got {fill!r}")
         if hw_threads is None and cores is None:
+            if sockets is not None or fill is not None:
+                raise InputError("sockets and a fill order describe a machine: give its hardware threads or cores")
             return None
         hw = hw_threads if hw_threads is not None else cores
         c = cores if cores is not None else hw
+        s = sockets if sockets is not None else 1
         if c > hw:
             raise InputError(f"{c} cores but {hw} hardware threads: a core has at least one")
-        return cls(int(hw), int(c))
+        if s > c:
+            raise InputError(f"{s} sockets but {c} cores: a socket has at least one")
+        if (fill == "sockets" and s > 1) and (c % s or hw % c):
+            raise InputError(f"filling socket by socket needs equal sockets: {hw} hardware threads and {c} cores "
+                             f"do not divide evenly over {s} sockets")
+        return cls(int(hw), int(c), int(s), fill or "cores", float(smt_yield))
 
-    def effective(self, counts: np.ndarray, top: float, smt_yield: float = SMT_YIELD) -> np.ndarray:
-        """The counts a model fitted up to ``top`` should be asked at: beyond the cores
-        (when ``top`` is below them, so the fit never saw a shared core) each further
-        thread counts as ``smt_yield`` of one, up to the hardware threads."""
+    def _order(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per hardware thread in fill order: whether it is a core's first (1) or a
+        further one (0), and its socket."""
+        if self.fill == "sockets" and self.sockets > 1:
+            per_core = self.hw_threads // self.cores
+            cores = self.cores // self.sockets
+            one = np.r_[np.ones(cores), np.zeros(cores * (per_core - 1))]
+            return np.tile(one, self.sockets), np.repeat(np.arange(self.sockets), cores * per_core)
+        first = np.r_[np.ones(self.cores), np.zeros(self.hw_threads - self.cores)]
+        return first, np.zeros(self.hw_threads, dtype=int)
+
+    def units(self, counts: np.ndarray, smt_yield: float | None = None) -> np.ndarray:
+        """Core units of the first n threads in fill order (linear between whole
+        counts): a core's first thread 1, a further one ``smt_yield`` (default: the
+        machine's), a thread beyond the hardware threads 1 (``oversubscribed`` caps those)."""
+        y = self.smt_yield if smt_yield is None else smt_yield
+        first, _ = self._order()
+        steps = np.r_[0.0, np.cumsum(np.where(first > 0, 1.0, y))]
         n = np.asarray(counts, dtype=float)
-        if top > self.cores or self.cores == self.hw_threads:
-            return n
-        smt = np.clip(n - self.cores, 0.0, self.hw_threads - self.cores)
-        return np.minimum(n, self.cores) + smt_yield * smt + np.maximum(n - self.hw_threads, 0.0)
+        inside = np.interp(np.minimum(n, self.hw_threads), np.arange(self.hw_threads + 1), steps)
+        return inside + np.maximum(n - self.hw_threads, 0.0)
+
+    def model_counts(self, counts: np.ndarray, top: float, smt_yield: float | None = None) -> np.ndarray:
+        """The counts a model fitted in core units (``units``) up to the count ``top`` is asked
+        at: the machine's units up to ``top``, beyond it each further thread adds what it
+        adds at ``smt_yield`` (the band's alternatives; default: the machine's)."""
+        n = np.asarray(counts, dtype=float)
+        base = self.units(n)
+        if smt_yield is None:
+            return base
+        at_top = float(self.units(np.array([top]))[0])
+        beyond = at_top + self.units(n, smt_yield) - float(self.units(np.array([top]), smt_yield)[0])
+        return np.where(n > top, beyond, base)
+
+    def step_ahead(self, top: float, largest: float) -> bool:
+        """Whether a count in (``top``, ``largest``] puts a thread where none of the counts up
+        to ``top`` did: on a busy core (SMT) when no measured count shared one, or (under
+        ``sockets``) on another socket.  Only then are models fitted in core units: a
+        measured curve that already spans a kind of fill carries what it does."""
+        first, socket = self._order()
+        kinds = list(zip(first.tolist(), socket.tolist()))
+        lo, hi = int(min(top, self.hw_threads)), int(min(largest, self.hw_threads))
+        return bool(set(kinds[lo:hi]) - set(kinds[:lo]))
 
     def notes(self, top: float, largest: float) -> list[str]:
         """What the report says about counts up to ``largest`` predicted from points up to ``top``."""
         out = []
-        if top <= self.cores < self.hw_threads and largest > self.cores:
-            out.append(f"counts above {self.cores} share the machine's {self.cores} cores (SMT): each further "
-                       f"thread adds {SMT_YIELD:.0%} of what a thread on its own core adds")
+        if self.step_ahead(top, largest):
+            where = f"{self.cores} cores" + (f" in {self.sockets} sockets" if self.sockets > 1 else "")
+            out.append(f"counts above {top:g} place threads where no measured count did (filling {self.fill} first "
+                       f"over {where}): predicted in core units, a thread on a core already busy (SMT) adding "
+                       f"{self.smt_yield:.0%} of what a thread on a core of its own adds")
         if largest > self.hw_threads:
             out.append(f"counts above {self.hw_threads} share the machine's {self.hw_threads} hardware threads: "
                        f"predicted no faster than at {self.hw_threads}")

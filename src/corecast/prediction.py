@@ -3,6 +3,7 @@ the CLI and the runtime both call)."""
 from __future__ import annotations
 
 import warnings as warnings_module
+from dataclasses import replace
 from typing import Iterable, Mapping
 
 import numpy as np
@@ -44,18 +45,20 @@ def predict(
     knee_fraction: float = DEFAULT_KNEE_FRACTION,
     hw_threads: int | None = None,
     cores: int | None = None,
+    sockets: int | None = None,
+    fill: str | None = None,
 ) -> Prediction:
     """Predict performance at every count 1..``upto`` (default: twice the largest
     measured count) and at the counts in ``at``.
 
     ``metric`` is ``"time"`` (lower is better) or ``"throughput"``; repeated counts are
-    repetitions.  ``hw_threads``, ``cores``: of the machine predicted for, when known
-    (see corecast.hardware).  Raises ``InputError`` with a one-line message on unusable
-    input.
+    repetitions.  ``hw_threads``, ``cores``, ``sockets``, ``fill``: of the machine
+    predicted for, when known (see corecast.hardware).  Raises ``InputError`` with a
+    one-line message on unusable input.
     """
     data = Measurements.from_samples(counts, values, metric, stalls=stalls, sizes=sizes)
     return predict_measurements(data, upto=upto, at=at, method=method, knee_fraction=knee_fraction,
-                                hw_threads=hw_threads, cores=cores)
+                                hardware=Hardware.of(hw_threads, cores, sockets, fill))
 
 
 def predict_measurements(
@@ -64,8 +67,7 @@ def predict_measurements(
     at: Iterable[int] = (),
     method: str = "auto",
     knee_fraction: float = DEFAULT_KNEE_FRACTION,
-    hw_threads: int | None = None,
-    cores: int | None = None,
+    hardware: Hardware | None = None,
 ) -> Prediction:
     spec = methods.get(method)
     methods.check_usable(spec, data)
@@ -84,7 +86,7 @@ def predict_measurements(
         raise InputError(f"counts above {MAX_COUNT} are not predicted (got {max([upto] + at)})")
     if any(a < 1 for a in at):
         raise InputError("counts to predict at must be at least 1")
-    given = Hardware.of(hw_threads, cores)
+    given = hardware
     # A curve measured beyond the hardware threads already shows what sharing them does.
     machine = given if given and top <= given.hw_threads else None
     grid = np.union1d(np.arange(1, upto + 1), np.asarray(at, dtype=int)).astype(float)
@@ -94,14 +96,19 @@ def predict_measurements(
     if shares and machine.hw_threads not in grid:
         grid = np.union1d(grid, [float(machine.hw_threads)])
         asked = grid != machine.hw_threads
-    model_grid = machine.effective(grid, top) if machine else grid
+    # Where threads ahead land on a kind of fill the measured counts never had, models
+    # are fitted and asked in the machine's core units (Hardware.units, .step_ahead).
+    in_units = machine is not None and machine.step_ahead(top, float(grid.max()))
+    model_grid, measured_at = (machine.units(grid), machine.units(curve.counts)) if in_units else (grid, curve.counts)
+    if in_units:
+        fitted = replace(fitted, counts=machine.units(fitted.counts))
     # Far from the data a model may overflow or divide by zero; such values are caught
     # below (floored with a warning), so numpy's RuntimeWarnings would only be noise.
     with np.errstate(all="ignore"), warnings_module.catch_warnings():
         warnings_module.simplefilter("ignore", RuntimeWarning)
-        fit = spec.fit(fitted, float(grid.max()))
+        fit = spec.fit(fitted, float(model_grid.max()))
         perf = np.asarray(fit.perf(model_grid), dtype=float)
-        at_measured = np.asarray(fit.perf(curve.counts), dtype=float)
+        at_measured = np.asarray(fit.perf(measured_at), dtype=float)
     warnings = list(fit.warnings)
     if given and not machine:
         warnings.append(f"measured up to {top:g}, beyond the {given.hw_threads} hardware threads given: "
@@ -120,7 +127,7 @@ def predict_measurements(
     residual = fit.residual if fitted is scaled else rms(log_err[np.isfinite(log_err)])
     low, high = band(fit, curve, grid, perf, residual, model_grid)
     if machine:
-        if not np.array_equal(model_grid, grid):  # some count shares a core the curve never shared
+        if in_units:  # some count shares a core, or reaches a socket, the curve never had
             low, high = smt_span(fit, curve, grid, residual, machine, top, low, high)
         perf, low, high = oversubscribed(grid, perf, low, high, machine.hw_threads)
         warnings += machine.notes(top, float(grid.max()))
@@ -274,9 +281,9 @@ def band(
 def smt_span(fit: Fit, curve: Measurements, grid: np.ndarray, residual: float, machine: Hardware, top: float,
              low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``low``/``high`` widened to hold the prediction and band at every SMT yield of
-    SMT_YIELD_RANGE: beyond the cores SMT_YIELD is a typical figure, not a bound."""
+    SMT_YIELD_RANGE beyond ``top``: the machine's yield is a typical figure, not a bound."""
     for smt_yield in SMT_YIELD_RANGE:
-        model_grid = machine.effective(grid, top, smt_yield)
+        model_grid = machine.model_counts(grid, top, smt_yield)
         with np.errstate(all="ignore"), warnings_module.catch_warnings():
             warnings_module.simplefilter("ignore", RuntimeWarning)
             perf = np.asarray(fit.perf(model_grid), dtype=float)

@@ -32,6 +32,7 @@ def add_predict(sub: argparse._SubParsersAction) -> None:
 def _predict_arguments(p: argparse.ArgumentParser) -> None:
     from .. import methods  # numpy and scipy: only when predict runs
     from ..entities import METRICS
+    from ..hardware import FILLS
     from ..prediction import DEFAULT_KNEE_FRACTION
 
     p.add_argument("file", metavar="FILE", nargs="+",
@@ -54,6 +55,12 @@ def _predict_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cores", type=count, metavar="C",
                    help="cores of that machine (default: --hw-threads, no SMT): counts between C and N "
                    "share cores and each adds a fraction of a core")
+    p.add_argument("--sockets", type=count, metavar="S",
+                   help="sockets of that machine (default 1); they matter with --fill sockets")
+    p.add_argument("--fill", choices=FILLS,
+                   help="the order threads fill that machine: cores (default: a thread on every core before any "
+                   "core gets a second; unpinned threads, corecast sweep's placements) or sockets (one socket's "
+                   "cores, then their further hardware threads, then the next socket's)")
     p.add_argument("--this-machine", action="store_true",
                    help="predict for this machine: the CPUs this process may use and their cores, from sysfs "
                    "(--hw-threads and --cores override)")
@@ -79,8 +86,14 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
         here = this_machine()
         hw_threads, cores = hw_threads or here[0], cores or here[1]
+    from ..hardware import Hardware
+
+    try:
+        hardware = Hardware.of(hw_threads, cores, args.sockets, args.fill)
+    except InputError as e:
+        raise CliError(str(e)) from None
     options = dict(upto=args.upto, at=args.at, method=args.method, knee_fraction=args.knee_fraction,
-                   hw_threads=hw_threads, cores=cores)
+                   hardware=hardware)
     if series[0].callpath is None:  # a corecast CSV or sweep result: one curve
         pred = _predict(series[0].data, args.file[0], **options)
         # Plot before printing so a failed plot does not leave a half-reported success.
