@@ -130,9 +130,11 @@ class Hardware:
         out = []
         if self.step_ahead(top, largest):
             where = f"{self.cores} cores" + (f" in {self.sockets} sockets" if self.sockets > 1 else "")
+            span = self.units(np.array([top, largest]))
             out.append(f"counts above {top:g} place threads where no measured count did (filling {self.fill} first "
                        f"over {where}): predicted in core units, a thread on a core already busy (SMT) adding "
-                       f"{self.smt_yield:.0%} of what a thread on a core of its own adds")
+                       f"{self.smt_yield:.0%} of what a thread on a core of its own adds (the method's counts are "
+                       f"those units: {top:g} and {largest:g} threads are {span[0]:g} and {span[1]:g})")
         if largest > self.hw_threads:
             out.append(f"counts above {self.hw_threads} share the machine's {self.hw_threads} hardware threads: "
                        f"predicted no faster than at {self.hw_threads}")
