@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from corecast.entities import InputError, Measurements, Prediction
-from corecast.hardware import SMT_YIELD, SMT_YIELD_CHOICES, Hardware
+from corecast.hardware import Hardware
 from corecast.io.readers.measurements import read_measurements, read_table
 from corecast.methods import auto
 from corecast.prediction import predict_measurements
@@ -86,17 +86,16 @@ class Score:
     coverage: float  # share of test points inside the band
 
 
-def predict_split(split: Split, method: str, rules: auto.Rules = auto.DEFAULT_RULES,
-                  smt_yield: float = SMT_YIELD) -> Prediction:
+def predict_split(split: Split, method: str, rules: auto.Rules = auto.DEFAULT_RULES) -> Prediction:
     """``method``'s prediction from the split's training points up to its curve's largest
     count, for the machine the curve was measured on where its provenance says."""
     with auto.using(rules):
         return predict_measurements(split.train, upto=int(split.full.counts.max()), method=method,
-                                    hardware=Hardware.of(*split.machine, smt_yield=smt_yield))
+                                    hardware=Hardware.of(*split.machine))
 
 
-def score(split: Split, method: str, rules: auto.Rules = auto.DEFAULT_RULES, smt_yield: float = SMT_YIELD) -> Score:
-    pred = predict_split(split, method, rules, smt_yield)
+def score(split: Split, method: str, rules: auto.Rules = auto.DEFAULT_RULES) -> Score:
+    pred = predict_split(split, method, rules)
     return score_values(split, pred.values, pred.low, pred.high)
 
 
@@ -119,8 +118,9 @@ def score_values(split: Split, values: np.ndarray, low: np.ndarray | None = None
 
 
 def load_all(folder: Path) -> list[tuple[str, Measurements, Machine]]:
-    """(name, curve, (hardware threads, cores)) of every CSV in ``folder``; the machine's
-    come from ``# ..., hardware threads: N, cores: C, ...`` comment items (None: absent)."""
+    """(name, curve, machine) of every CSV in ``folder``; the machine's hardware threads,
+    cores, sockets and fill order come from ``# ..., hardware threads: N, cores: C,
+    sockets: S, fill: F, ...`` comment items (None: absent)."""
     return [(p.stem, read_measurements(str(p)), machine_of(p)) for p in sorted(folder.glob("*.csv"))]
 
 
@@ -137,9 +137,9 @@ def machine_of(path: Path) -> Machine:
 
 
 def try_score(sp: Split, method: str, rules: auto.Rules = auto.DEFAULT_RULES,
-              verbose: bool = False, smt_yield: float = SMT_YIELD) -> Score | None:
+              verbose: bool = False) -> Score | None:
     try:
-        return score(sp, method, rules, smt_yield)
+        return score(sp, method, rules)
     except InputError as exc:
         if verbose:
             print(f"  {method:10s} {sp.curve} m={sp.m:g}: {exc}")
@@ -188,6 +188,11 @@ def source_of(split: Split) -> str:
     return split.curve.split("__")[0]
 
 
+def choose_rule(by_rule: dict[auto.Rules, list[Score | None]], index: list[int]) -> auto.Rules:
+    """The rule of ``by_rule`` with the best merit on the splits ``index``."""
+    return max(by_rule, key=lambda r: merit(aggregate("", [by_rule[r][i] for i in index])))
+
+
 def admissible(guard_splits: list[Split], rules: tuple[auto.Rules, ...] = auto.RULE_CHOICES,
                ) -> tuple[list[auto.Rules], list[tuple]]:
     """The rules of ``rules`` no worse than the plain median (``auto.Rules()``) on
@@ -221,52 +226,40 @@ def calibrate_band(scores_of_band, others: list[int], sources: list[str], guard_
     return auto.BAND_CHOICES[-1]
 
 
-def yield_matters(split: Split) -> bool:
-    """Whether the machine's SMT yield changes ``split``'s predictions: its counts ahead
-    reach a kind of fill its training counts never had (Hardware.step_ahead)."""
-    machine = Hardware.of(*split.machine)
-    if machine is None:
-        return False
-    top, largest = float(split.m), float(split.full.counts.max())
-    return top <= machine.hw_threads and machine.step_ahead(top, largest)
-
-
 def loso(all_splits: list[Split], rules: list[auto.Rules] | tuple[auto.Rules, ...] = auto.RULE_CHOICES,
          guard: list[Split] | None = None) -> tuple[list[tuple], dict[str, list[tuple]], dict[str, str]]:
-    """Leave-one-source-out: overall rows, per-source rows and the choice made per source
-    (under the key ``"*"``: the choice on every source, what ``auto.DEFAULT_RULES`` and
-    ``hardware.SMT_YIELD`` should be).
+    """Leave-one-source-out: overall rows, per-source rows and the rule chosen per source
+    (under the key ``"*"``: the rule chosen on every source, what ``auto.DEFAULT_RULES``
+    should be).
 
-    For each source, auto's rule and the machine's SMT yield (among SMT_YIELD_CHOICES) are
-    the pair with the best merit on the other sources' splits, and auto's band the one
-    ``calibrate_band`` chooses there (holding the rate on the ``guard`` curves too, when
-    given: they are programs, the corpus mostly contention); the held-out source's splits
-    are scored with them, the single methods with that SMT yield (a property of the
-    machine model every method is predicted through, not of auto)."""
+    For each source, auto's rule is the one of ``rules`` with the best merit on the other
+    sources' splits and its band the one ``calibrate_band`` chooses there (holding the
+    rate on the ``guard`` curves too, when given: they are programs, the corpus mostly
+    contention); the held-out source's splits are scored with both."""
     sources = sorted({source_of(sp) for sp in all_splits})
     split_source = [source_of(sp) for sp in all_splits]
-    sensitive = [yield_matters(sp) for sp in all_splits]
     # Split by split, every rule in turn: auto keeps the split's member fits between rules
     # (the shipped rule's band variants too: they are the ones calibrated in practice).
-    # Other SMT yields are scored only where they change a prediction.
+    by_rule: dict[auto.Rules, list[Score | None]] = {r: [] for r in rules}
     shipped_bands = [replace(auto.DEFAULT_RULES, band=b) for b in auto.BAND_CHOICES]
-    memo: dict[tuple[auto.Rules, float], list[Score | None]] = {}
-    for r in dict.fromkeys([*rules, auto.DEFAULT_RULES, *shipped_bands]):
-        memo[r, SMT_YIELD] = []
+    memo: dict[auto.Rules, list[Score | None]] = {r: [] for r in shipped_bands}
+    scored = list(dict.fromkeys([*rules, auto.DEFAULT_RULES, *shipped_bands]))
     for sp in all_splits:
-        for r, _ in memo:
-            memo[r, SMT_YIELD].append(try_score(sp, "auto", r))
+        for r in scored:
+            s = try_score(sp, "auto", r)
+            if r in by_rule:
+                by_rule[r].append(s)
+            if r in memo:
+                memo[r].append(s)
+    memo.update({r: v for r, v in by_rule.items() if r not in memo})
 
-    def scored(rule: auto.Rules, smt: float, method: str = "auto") -> list[Score | None]:
-        key = (rule, smt) if method == "auto" else (method, smt)
-        if key not in memo:
-            base = scored(rule, SMT_YIELD, method) if smt != SMT_YIELD else None
-            memo[key] = [try_score(sp, method, rule, smt_yield=smt) if base is None or sensitive[i] else base[i]
-                         for i, sp in enumerate(all_splits)]
-        return memo[key]
-
-    def with_band(rule: auto.Rules, smt: float):
-        return lambda band: scored(replace(rule, band=band), smt)
+    def with_band(rule: auto.Rules):
+        def scores(band: float) -> list[Score | None]:
+            r = replace(rule, band=band)
+            if r not in memo:
+                memo[r] = [try_score(sp, "auto", r) for sp in all_splits]
+            return memo[r]
+        return scores
 
     guard_memo: dict[auto.Rules, float] = {}
 
@@ -281,31 +274,29 @@ def loso(all_splits: list[Split], rules: list[auto.Rules] | tuple[auto.Rules, ..
             return guard_memo[r]
         return cover
 
-    def choose(index: list[int]) -> tuple[auto.Rules, float, float]:
-        """The (rule, SMT yield) with the best merit on the splits ``index``, and its band."""
-        # Ties go to the shipped yield, then to the earlier rule.
-        rule, smt = max(((r, y) for y in dict.fromkeys((SMT_YIELD, *SMT_YIELD_CHOICES)) for r in rules),
-                        key=lambda ry: merit(aggregate("", [scored(*ry)[i] for i in index])))
-        return rule, smt, calibrate_band(with_band(rule, smt), index, split_source, guard_cover(rule))
-
-    held_out: dict[str, list[Score | None]] = {m: [None] * len(all_splits) for m in ("auto", *LOSO_PEERS)}
+    peers = {m: scores_of(all_splits, m) for m in LOSO_PEERS}
+    held_out_auto: list[Score | None] = [None] * len(all_splits)
     default = f"auto[{auto.DEFAULT_RULES.label()}, band {auto.DEFAULT_RULES.band:g}]"  # shipped, fixed beforehand
-    default_scores = scored(auto.DEFAULT_RULES, SMT_YIELD)
+    default_scores = memo[auto.DEFAULT_RULES]
     chosen, per_source = {}, {}
     for src in sources:
-        mine = [i for i in range(len(all_splits)) if split_source[i] == src]
-        others = [i for i in range(len(all_splits)) if split_source[i] != src]
-        rule, smt, band = choose(others)
-        chosen[src] = f"{rule.label()}, band {band:g}, SMT yield {smt:g}"
+        mine = [i for i, sp in enumerate(all_splits) if split_source[i] == src]
+        others = [i for i, sp in enumerate(all_splits) if split_source[i] != src]
+        rule = choose_rule(by_rule, others)
+        band = calibrate_band(with_band(rule), others, split_source, guard_cover(rule))
+        chosen[src] = f"{rule.label()}, band {band:g}"
+        held = with_band(rule)(band)
         for i in mine:
-            held_out["auto"][i] = with_band(rule, smt)(band)[i]
-            for m in LOSO_PEERS:
-                held_out[m][i] = scored(auto.DEFAULT_RULES, smt, m)[i]
-        per_source[src] = [aggregate(m, [held_out[m][i] for i in mine]) for m in held_out] + [
+            held_out_auto[i] = held[i]
+        per_source[src] = [aggregate("auto", [held_out_auto[i] for i in mine])] + [
+            aggregate(m, [peers[m][i] for i in mine]) for m in LOSO_PEERS] + [
             aggregate(default, [default_scores[i] for i in mine])]
-    overall = [aggregate(m, v) for m, v in held_out.items()] + [aggregate(default, default_scores)]
-    rule, smt, band = choose(list(range(len(all_splits))))
-    chosen["*"] = f"{rule.label()}, band {band:g}, SMT yield {smt:g}"
+    overall = [aggregate("auto", held_out_auto)] + [aggregate(m, peers[m]) for m in LOSO_PEERS]
+    overall.append(aggregate(default, default_scores))
+    everything = list(range(len(all_splits)))
+    rule = choose_rule(by_rule, everything)
+    band = calibrate_band(with_band(rule), everything, split_source, guard_cover(rule))
+    chosen["*"] = f"{rule.label()}, band {band:g}"
     return overall, per_source, chosen
 
 
@@ -352,8 +343,8 @@ def main(argv=None) -> int:
             print_rows(rows, "  ")
         print("\nall sources, each scored while held out:")
         print_rows(overall)
-        print(f"\nchosen on all sources: {chosen['*']} "
-              f"(shipped: {auto.DEFAULT_RULES.label()}, band {auto.DEFAULT_RULES.band:g}, SMT yield {SMT_YIELD:g})")
+        print(f"\nrule chosen on all sources: {chosen['*']} "
+              f"(shipped: {auto.DEFAULT_RULES.label()}, band {auto.DEFAULT_RULES.band:g})")
     else:
         print_rows(summarise(all_splits, names, args.verbose))
     if args.timing:

@@ -47,10 +47,9 @@ def test_held_out_source_never_chooses_its_own_rule(monkeypatch):
     bench = _bench()
     good, bad = bench.Score(0.01, 0.05, 0.0, 1.0), bench.Score(0.5, 0.9, 0.5, 0.0)
     special = bench.auto.RULE_CHOICES[1]  # best only on source "a"
-    smt = f"SMT yield {bench.SMT_YIELD:g}"  # no split has a machine: the shipped yield
-    shipped = f"{bench.auto.DEFAULT_RULES.label()}, band 0, {smt}"  # good covers all: the narrowest band
+    shipped = f"{bench.auto.DEFAULT_RULES.label()}, band 0"  # good covers all: the narrowest band
 
-    def fake(sp, method, rules=bench.auto.DEFAULT_RULES, verbose=False, smt_yield=None):
+    def fake(sp, method, rules=bench.auto.DEFAULT_RULES, verbose=False):
         if method != "auto":
             return bad
         if bench.source_of(sp) == "a":
@@ -65,7 +64,7 @@ def test_held_out_source_never_chooses_its_own_rule(monkeypatch):
     assert chosen["a"] == shipped
     assert per_source["a"][0][3] == 0.0  # share under 20% of auto on "a"
     # With "a" among the others, no band holds there (coverage 0): the widest.
-    widest = f"{bench.auto.DEFAULT_RULES.label()}, band {bench.auto.BAND_CHOICES[-1]:g}, {smt}"
+    widest = f"{bench.auto.DEFAULT_RULES.label()}, band {bench.auto.BAND_CHOICES[-1]:g}"
     assert chosen["b"] == chosen["c"] == widest
     assert per_source["b"][0][3] == 1.0
     assert overall[0][1] == 5 and overall[0][3] == 0.8
@@ -77,7 +76,7 @@ def test_rules_worse_than_the_median_on_the_guard_curves_are_not_candidates(monk
     better, worse_loss = bench.auto.RULE_CHOICES[1], bench.auto.RULE_CHOICES[2]
     base = bench.Score(0.10, 0.15, 0.05, 0.8)
 
-    def fake(sp, method, rules=bench.auto.DEFAULT_RULES, verbose=False, smt_yield=None):
+    def fake(sp, method, rules=bench.auto.DEFAULT_RULES, verbose=False):
         if rules == better:
             return bench.Score(0.05, 0.10, 0.05, 0.8)
         if rules == worse_loss:  # better error, worse pick: still not a candidate
@@ -91,7 +90,7 @@ def test_rules_worse_than_the_median_on_the_guard_curves_are_not_candidates(monk
     assert len(rows) == len(bench.auto.RULE_CHOICES)
     # loso() only ever chooses among the candidates it is given.
     _, _, chosen = bench.loso(splits, ok)
-    assert chosen["g"] == chosen["h"] == chosen["*"] == f"{better.label()}, band 0, SMT yield {bench.SMT_YIELD:g}"
+    assert chosen["g"] == chosen["h"] == chosen["*"] == f"{better.label()}, band 0"
 
 
 def test_band_is_the_narrowest_holding_the_rate_in_every_other_source():
@@ -155,27 +154,5 @@ def test_a_curve_is_predicted_for_the_machine_its_provenance_names(tmp_path):
         "# source: x, metric: throughput, machine: m, hardware threads: 16, cores: 8, sockets: 2, "
         "fill: sockets, notes: n\nthreads,value\n" + rows)
     pinned = [sp for sp in bench.splits_of(tmp_path) if sp.curve == "c__pinned" and sp.m == 8][0]
-    assert pinned.machine == (16, 8, 2, "sockets") and bench.yield_matters(pinned)
+    assert pinned.machine == (16, 8, 2, "sockets")
     assert bench.predict_split(pinned, "auto").hardware.fill == "sockets"
-
-
-def test_the_smt_yield_is_chosen_on_the_other_sources_and_used_by_every_method(monkeypatch):
-    bench = _bench()
-    good, bad = bench.Score(0.01, 0.05, 0.0, 1.0), bench.Score(0.5, 0.9, 0.5, 0.0)
-    lone, shared = bench.SMT_YIELD_CHOICES[0], bench.SMT_YIELD_CHOICES[-1]
-    peers_asked = []
-
-    def fake(sp, method, rules=bench.auto.DEFAULT_RULES, verbose=False, smt_yield=bench.SMT_YIELD):
-        if method != "auto":
-            peers_asked.append((bench.source_of(sp), smt_yield))
-            return bad
-        return good if smt_yield == (lone if bench.source_of(sp) == "a" else shared) else bad
-
-    monkeypatch.setattr(bench, "try_score", fake)
-    monkeypatch.setattr(bench, "yield_matters", lambda sp: True)
-    splits = [bench.Split(f"{src}__curve{i}", None, None, 8.0) for src, i in
-              (("a", 0), ("b", 0), ("b", 1), ("c", 0), ("c", 1))]
-    overall, per_source, chosen = bench.loso(splits, [bench.auto.DEFAULT_RULES])
-    # "a" alone prefers `lone`; held out, it gets the others' yield and scores badly.
-    assert chosen["a"].endswith(f"SMT yield {shared:g}") and per_source["a"][0][3] == 0.0
-    assert ("a", shared) in peers_asked and ("a", lone) not in peers_asked

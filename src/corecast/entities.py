@@ -12,7 +12,7 @@ from typing import Callable, Literal, Mapping
 import numpy as np
 
 from .errors import InputError  # noqa: F401  (defined without numpy: fileio and the runtime raise it)
-from .hardware import Hardware
+from .hardware import SMT_YIELD, Hardware
 
 Metric = Literal["time", "throughput"]
 METRICS: tuple[str, ...] = ("time", "throughput")
@@ -356,7 +356,7 @@ class Prediction:
                                                             "cores": self.hardware.cores,
                                                             "sockets": self.hardware.sockets,
                                                             "fill": self.hardware.fill,
-                                                            "smt_yield": self.hardware.smt_yield},
+                                                            "smt_yield": SMT_YIELD},
             "checkpoints": [float(c) for c in self.checkpoints],
             "params": _jsonable({**self.params, "value_scale": self.value_scale}),
             "extras": _jsonable(self.extras),

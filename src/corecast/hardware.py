@@ -15,7 +15,7 @@ threads, as do both of ``corecast sweep``'s pinned placements); ``sockets`` fill
 socket's cores, then their further hardware threads, then the next socket (likwid-pin
 over socket domains, S0@S1).  Models are fitted and asked in *core units* (``units``):
 the cores the first n threads in that order occupy, a further hardware thread of a busy
-core counting ``smt_yield`` of one.  Under ``sockets`` the next socket's cores are fresh
+core counting SMT_YIELD of one.  Under ``sockets`` the next socket's cores are fresh
 cores again, so a curve measured on one socket, its SMT threads included, continues on
 the next one at the rate a fresh core gave.
 """
@@ -28,14 +28,12 @@ import numpy as np
 from .errors import InputError
 
 # What a core's further hardware threads add, as a share of what a thread on a core of its
-# own adds.  Hyper-Threading's designers report "up to 30%" on server benchmarks (Marr et
-# al., "Hyper-Threading Technology Architecture and Microarchitecture", Intel Technology
-# Journal 6(1), 2002); programs stalled on cache misses and locks, as the contended
-# programs this tool is for, gain more.  benchmarks/accuracy.py --loso chooses the value
-# among SMT_YIELD_CHOICES on the sources it does not score: 0.5 on all sources and on ten
-# of the twelve sources' complements (0.3 on the other two).
-SMT_YIELD = 0.5
-SMT_YIELD_CHOICES = (0.3, 0.5, 0.7)
+# own adds: the gain Hyper-Threading's designers report on server benchmarks, "up to 30%"
+# (Marr et al., "Hyper-Threading Technology Architecture and Microarchitecture", Intel
+# Technology Journal 6(1), 2002).  Taken from there, not fitted to any curve: chosen
+# among 30%, 50% and 70% leave one source out on the corpus, the held-out figures were
+# worse than at 30% (README, "Benchmarks").
+SMT_YIELD = 0.3
 # What a further hardware thread of a core may add, from nothing (it only competes for the
 # core) to a whole core's worth (a program stalled on memory or locks, not on issue slots):
 # SMT_YIELD is a typical figure, not a bound, so beyond the cores the band spans both.
@@ -52,11 +50,10 @@ class Hardware:
     cores: int
     sockets: int = 1
     fill: str = "cores"
-    smt_yield: float = SMT_YIELD
 
     @classmethod
     def of(cls, hw_threads: int | None, cores: int | None, sockets: int | None = None,
-           fill: str | None = None, smt_yield: float = SMT_YIELD) -> "Hardware | None":
+           fill: str | None = None) -> "Hardware | None":
         """From what the user gave (any may be None); None when neither hardware threads
         nor cores were given.  Raises InputError on counts below 1, more cores than
         hardware threads, or a ``sockets`` machine whose sockets differ."""
@@ -79,7 +76,7 @@ class Hardware:
         if (fill == "sockets" and s > 1) and (c % s or hw % c):
             raise InputError(f"filling socket by socket needs equal sockets: {hw} hardware threads and {c} cores "
                              f"do not divide evenly over {s} sockets")
-        return cls(int(hw), int(c), int(s), fill or "cores", float(smt_yield))
+        return cls(int(hw), int(c), int(s), fill or "cores")
 
     def _order(self) -> tuple[np.ndarray, np.ndarray]:
         """Per hardware thread in fill order: whether it is a core's first (1) or a
@@ -92,25 +89,24 @@ class Hardware:
         first = np.r_[np.ones(self.cores), np.zeros(self.hw_threads - self.cores)]
         return first, np.zeros(self.hw_threads, dtype=int)
 
-    def units(self, counts: np.ndarray, smt_yield: float | None = None) -> np.ndarray:
+    def units(self, counts: np.ndarray, smt_yield: float = SMT_YIELD) -> np.ndarray:
         """Core units of the first n threads in fill order (linear between whole
-        counts): a core's first thread 1, a further one ``smt_yield`` (default: the
-        machine's), a thread beyond the hardware threads 1 (``oversubscribed`` caps those)."""
-        y = self.smt_yield if smt_yield is None else smt_yield
+        counts): a core's first thread 1, a further one ``smt_yield``, a thread beyond
+        the hardware threads 1 (``oversubscribed`` caps those)."""
+        y = smt_yield
         first, _ = self._order()
         steps = np.r_[0.0, np.cumsum(np.where(first > 0, 1.0, y))]
         n = np.asarray(counts, dtype=float)
         inside = np.interp(np.minimum(n, self.hw_threads), np.arange(self.hw_threads + 1), steps)
         return inside + np.maximum(n - self.hw_threads, 0.0)
 
-    def model_counts(self, counts: np.ndarray, top: float, smt_yield: float | None = None) -> np.ndarray:
+    def model_counts(self, counts: np.ndarray, top: float, smt_yield: float) -> np.ndarray:
         """The counts a model fitted in core units (``units``) up to the count ``top`` is asked
-        at: the machine's units up to ``top``, beyond it each further thread adds what it
-        adds at ``smt_yield`` (the band's alternatives; default: the machine's)."""
+        at when a further hardware thread of a core adds ``smt_yield`` beyond ``top`` (the
+        band's alternatives to SMT_YIELD): the units up to ``top``, then each further
+        thread's share at ``smt_yield``."""
         n = np.asarray(counts, dtype=float)
         base = self.units(n)
-        if smt_yield is None:
-            return base
         at_top = float(self.units(np.array([top]))[0])
         beyond = at_top + self.units(n, smt_yield) - float(self.units(np.array([top]), smt_yield)[0])
         return np.where(n > top, beyond, base)
@@ -133,7 +129,7 @@ class Hardware:
             span = self.units(np.array([top, largest]))
             out.append(f"counts above {top:g} place threads where no measured count did (filling {self.fill} first "
                        f"over {where}): predicted in core units, a thread on a core already busy (SMT) adding "
-                       f"{self.smt_yield:.0%} of what a thread on a core of its own adds (the method's counts are "
+                       f"{SMT_YIELD:.0%} of what a thread on a core of its own adds (the method's counts are "
                        f"those units: {top:g} and {largest:g} threads are {span[0]:g} and {span[1]:g})")
         if largest > self.hw_threads:
             out.append(f"counts above {self.hw_threads} share the machine's {self.hw_threads} hardware threads: "
