@@ -372,8 +372,8 @@ connections, not threads on a CPU, nor for SuperMalloc's malloc-test, whose coun
 producer and K consumer threads, not all of them runnable at once.
 "sockets" and "fill" are given where the source pins its threads in an order other than a
 thread on every core first (`fill: sockets`: one socket's cores, then their hyperthreads,
-then the next socket). `accuracy.py` passes them to `predict` (`--hw-threads`, `--cores`, `--sockets`,
-`--fill`).
+then the next socket). `accuracy.py` passes them to `predict` (`--hw-threads`, `--cores`,
+`--sockets`, `--fill`).
 `extract.py` rebuilds every file from git clones of the sources and writes this index.
 
 The source of a curve (its LOSO group) is the part of the file name before `__`.

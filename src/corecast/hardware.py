@@ -56,7 +56,8 @@ class Hardware:
            fill: str | None = None) -> "Hardware | None":
         """From what the user gave (any may be None); None when neither hardware threads
         nor cores were given.  Raises InputError on counts below 1, more cores than
-        hardware threads, or a ``sockets`` machine whose sockets differ."""
+        hardware threads, more sockets than cores, or sockets of unequal size filled one
+        after the other."""
         for name, v in (("hardware threads", hw_threads), ("cores", cores), ("sockets", sockets)):
             if v is not None and v < 1:
                 raise InputError(f"the machine's {name} must be at least 1, got {v}")
@@ -93,9 +94,8 @@ class Hardware:
         """Core units of the first n threads in fill order (linear between whole
         counts): a core's first thread 1, a further one ``smt_yield``, a thread beyond
         the hardware threads 1 (``oversubscribed`` caps those)."""
-        y = smt_yield
         first, _ = self._order()
-        steps = np.r_[0.0, np.cumsum(np.where(first > 0, 1.0, y))]
+        steps = np.r_[0.0, np.cumsum(np.where(first > 0, 1.0, smt_yield))]
         n = np.asarray(counts, dtype=float)
         inside = np.interp(np.minimum(n, self.hw_threads), np.arange(self.hw_threads + 1), steps)
         return inside + np.maximum(n - self.hw_threads, 0.0)

@@ -281,7 +281,7 @@ def band(
 def smt_span(fit: Fit, curve: Measurements, grid: np.ndarray, residual: float, machine: Hardware, top: float,
              low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``low``/``high`` widened to hold the prediction and band at every SMT yield of
-    SMT_YIELD_RANGE beyond ``top``: the machine's yield is a typical figure, not a bound."""
+    SMT_YIELD_RANGE beyond ``top``: SMT_YIELD is a typical figure, not a bound."""
     for smt_yield in SMT_YIELD_RANGE:
         model_grid = machine.model_counts(grid, top, smt_yield)
         with np.errstate(all="ignore"), warnings_module.catch_warnings():
