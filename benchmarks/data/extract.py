@@ -356,6 +356,7 @@ def ralloc(m: Path) -> None:
                   "as data/genfigs.R plots it", [(n, sum(v) / len(v)) for n, v in sorted(runs.items())],
                   (80, 40, 2, "sockets"))
 
+
 SOURCES = (plsf, orcgc, ascylib, mariadb, folly, percona, perfbook, locks, lfca, concmap, supermalloc, ralloc)
 
 INDEX_HEAD = """# Corpus of measured scalability curves (issue 15)
