@@ -145,6 +145,33 @@ def test_a_curve_measured_on_one_socket_continues_onto_the_next_at_a_fresh_cores
     assert any("sockets" in w for w in pred.warnings)
 
 
+def test_pinned_threads_sharing_the_work_wait_for_the_slowest():
+    by_socket = Hardware(40, 20, sockets=2, fill="sockets")
+    assert by_socket.waits_for_slowest("time") and not by_socket.waits_for_slowest("throughput")
+    assert not Hardware(40, 20).waits_for_slowest("time")  # unpinned: idle cores take the stragglers
+    shared = (1 + SMT_YIELD) / 2  # each of two threads on one core
+    n = np.array([10, 11, 20, 21, 40])
+    assert np.allclose(by_socket.units(n, equal_work=True), [10, 11 * shared, 20 * shared, 21 * shared, 40 * shared])
+    assert np.allclose(by_socket.units(n, smt_yield=1.0, equal_work=True), n)  # SMT as good as a core: no wait
+
+
+def test_a_pinned_time_curve_is_predicted_slower_just_past_the_cores():
+    n = np.arange(1, 11)
+    times = 100.0 / n  # linear up to one socket's 10 cores
+    machine = dict(hw_threads=40, cores=20, sockets=2)
+    pinned = predict(n, times, metric="time", upto=20, method="amdahl", fill="sockets", **machine)
+    # 11 pinned threads, two on one core: all wait for those two, at (1 + SMT_YIELD) / 2 of a core.
+    assert pinned.value_at(11) == pytest.approx(100.0 / (11 * (1 + SMT_YIELD) / 2), rel=0.02)
+    assert pinned.value_at(11) > pinned.value_at(10)
+    assert any("waits for the slowest thread" in w for w in pinned.warnings)
+    assert pinned.low[10] < pinned.values[10] < pinned.high[10]
+    # Throughput (threads that work for a fixed time) and unpinned threads add a share of a core.
+    rate = predict(n, 1.0 / times, upto=20, method="amdahl", fill="sockets", **machine)
+    assert rate.value_at(11) > rate.value_at(10)
+    unpinned = predict(n, times, metric="time", upto=20, method="amdahl", **machine)
+    assert unpinned.value_at(11) < unpinned.value_at(10)
+
+
 @pytest.mark.parametrize("sockets, fill, words", [
     (3, "sockets", "do not divide evenly over 3 sockets"), (2, "packed", "fill order must be one of"),
     (16, None, "16 sockets but 8 cores")])

@@ -18,6 +18,14 @@ the cores the first n threads in that order occupy, a further hardware thread of
 core counting SMT_YIELD of one.  Under ``sockets`` the next socket's cores are fresh
 cores again, so a curve measured on one socket, its SMT threads included, continues on
 the next one at the rate a fresh core gave.
+
+A time is of a fixed amount of work, which threads usually share equally (a static
+schedule, a benchmark's loop of N operations split across the threads).  Threads placed
+socket by socket are pinned there (no scheduler places them so), and a pinned thread that
+shares its core runs slower to the end, so the slowest sets the time for all
+(``waits_for_slowest``): the first threads past a socket's cores make the run slower, not
+faster, and n threads do the work of n times the slowest one.  Unpinned threads are
+moved onto cores that fell idle and share the machine's capacity, the sum of the units.
 """
 from __future__ import annotations
 
@@ -80,35 +88,50 @@ class Hardware:
         return cls(int(hw), int(c), int(s), fill or "cores")
 
     def _order(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per hardware thread in fill order: whether it is a core's first (1) or a
-        further one (0), and its socket."""
+        """Per hardware thread in fill order: which thread of its core it is (1: the
+        core's first, 2: its second, ...) and its socket."""
         if self.fill == "sockets" and self.sockets > 1:
-            per_core = self.hw_threads // self.cores
             cores = self.cores // self.sockets
-            one = np.r_[np.ones(cores), np.zeros(cores * (per_core - 1))]
-            return np.tile(one, self.sockets), np.repeat(np.arange(self.sockets), cores * per_core)
-        first = np.r_[np.ones(self.cores), np.zeros(self.hw_threads - self.cores)]
-        return first, np.zeros(self.hw_threads, dtype=int)
+            per_socket = self.hw_threads // self.sockets
+            slot = np.tile(np.arange(per_socket) // cores + 1, self.sockets)
+            return slot, np.repeat(np.arange(self.sockets), per_socket)
+        return np.arange(self.hw_threads) // self.cores + 1, np.zeros(self.hw_threads, dtype=int)
 
-    def units(self, counts: np.ndarray, smt_yield: float = SMT_YIELD) -> np.ndarray:
+    def waits_for_slowest(self, metric: str) -> bool:
+        """Whether a curve of ``metric`` on this machine ends with its slowest thread: a
+        time (equally shared work) of threads pinned socket by socket (module docstring)."""
+        return metric == "time" and self.fill == "sockets"
+
+    def units(self, counts: np.ndarray, smt_yield: float = SMT_YIELD, equal_work: bool = False) -> np.ndarray:
         """Core units of the first n threads in fill order (linear between whole
         counts): a core's first thread 1, a further one ``smt_yield``, a thread beyond
-        the hardware threads 1 (``oversubscribed`` caps those)."""
-        first, _ = self._order()
-        steps = np.r_[0.0, np.cumsum(np.where(first > 0, 1.0, smt_yield))]
+        the hardware threads 1 (``oversubscribed`` caps those).
+
+        ``equal_work`` (``waits_for_slowest``): n threads do the work of n times the
+        slowest one, and a thread on a core with j busy hardware threads runs at
+        (1 + smt_yield (j - 1)) / j of a core of its own."""
+        slot, _ = self._order()
+        if equal_work:
+            # The busiest core among the first k threads: the slowest thread's core.
+            j = np.maximum.accumulate(slot).astype(float)
+            k = np.arange(1, self.hw_threads + 1)
+            steps = np.r_[0.0, k * (1.0 + smt_yield * (j - 1.0)) / j]
+        else:
+            steps = np.r_[0.0, np.cumsum(np.where(slot == 1, 1.0, smt_yield))]
         n = np.asarray(counts, dtype=float)
         inside = np.interp(np.minimum(n, self.hw_threads), np.arange(self.hw_threads + 1), steps)
         return inside + np.maximum(n - self.hw_threads, 0.0)
 
-    def model_counts(self, counts: np.ndarray, top: float, smt_yield: float) -> np.ndarray:
+    def model_counts(self, counts: np.ndarray, top: float, smt_yield: float, equal_work: bool = False) -> np.ndarray:
         """The counts a model fitted in core units (``units``) up to the count ``top`` is asked
         at when a further hardware thread of a core adds ``smt_yield`` beyond ``top`` (the
         band's alternatives to SMT_YIELD): the units up to ``top``, then each further
-        thread's share at ``smt_yield``."""
+        thread's share at ``smt_yield`` (``equal_work``: as ``units``)."""
         n = np.asarray(counts, dtype=float)
-        base = self.units(n)
-        at_top = float(self.units(np.array([top]))[0])
-        beyond = at_top + self.units(n, smt_yield) - float(self.units(np.array([top]), smt_yield)[0])
+        base = self.units(n, equal_work=equal_work)
+        at_top = float(self.units(np.array([top]), equal_work=equal_work)[0])
+        beyond = (at_top + self.units(n, smt_yield, equal_work)
+                  - float(self.units(np.array([top]), smt_yield, equal_work)[0]))
         return np.where(n > top, beyond, base)
 
     def step_ahead(self, top: float, largest: float) -> bool:
@@ -116,21 +139,25 @@ class Hardware:
         to ``top`` did: on a busy core (SMT) when no measured count shared one, or (under
         ``sockets``) on another socket.  Only then are models fitted in core units: a
         measured curve that already spans a kind of fill carries what it does."""
-        first, socket = self._order()
-        kinds = list(zip(first.tolist(), socket.tolist()))
+        slot, socket = self._order()
+        kinds = list(zip((slot == 1).tolist(), socket.tolist()))
         lo, hi = int(min(top, self.hw_threads)), int(min(largest, self.hw_threads))
         return bool(set(kinds[lo:hi]) - set(kinds[:lo]))
 
-    def notes(self, top: float, largest: float) -> list[str]:
-        """What the report says about counts up to ``largest`` predicted from points up to ``top``."""
+    def notes(self, top: float, largest: float, equal_work: bool = False) -> list[str]:
+        """What the report says about counts up to ``largest`` predicted from points up to
+        ``top`` (``equal_work``: as ``units``)."""
         out = []
         if self.step_ahead(top, largest):
             where = f"{self.cores} cores" + (f" in {self.sockets} sockets" if self.sockets > 1 else "")
-            span = self.units(np.array([top, largest]))
+            span = self.units(np.array([top, largest]), equal_work=equal_work)
+            slowest = (", and the time waits for the slowest thread: pinned threads that share a core run at "
+                       f"{(1 + SMT_YIELD) / 2:.0%} of a core each, so n threads do the work of n times that"
+                       if equal_work else "")
             out.append(f"counts above {top:g} place threads where no measured count did (filling {self.fill} first "
                        f"over {where}): predicted in core units, a thread on a core already busy (SMT) adding "
-                       f"{SMT_YIELD:.0%} of what a thread on a core of its own adds (the method's counts are "
-                       f"those units: {top:g} and {largest:g} threads are {span[0]:g} and {span[1]:g})")
+                       f"{SMT_YIELD:.0%} of what a thread on a core of its own adds{slowest} (the method's counts "
+                       f"are those units: {top:g} and {largest:g} threads are {span[0]:.3g} and {span[1]:.3g})")
         if largest > self.hw_threads:
             out.append(f"counts above {self.hw_threads} share the machine's {self.hw_threads} hardware threads: "
                        f"predicted no faster than at {self.hw_threads}")

@@ -99,9 +99,17 @@ def predict_measurements(
     # Where threads ahead land on a kind of fill the measured counts never had, models
     # are fitted and asked in the machine's core units (Hardware.units, .step_ahead).
     in_units = machine is not None and machine.step_ahead(top, float(grid.max()))
-    model_grid, measured_at = (machine.units(grid), machine.units(curve.counts)) if in_units else (grid, curve.counts)
+    # A time's threads pinned socket by socket wait for the slowest (Hardware.waits_for_slowest).
+    equal = machine is not None and machine.waits_for_slowest(data.metric)
     if in_units:
-        fitted = replace(fitted, counts=machine.units(fitted.counts))
+        model_grid, measured_at = machine.units(grid, equal_work=equal), machine.units(curve.counts, equal_work=equal)
+        # Threads that wait for the slowest can be worth fewer units than fewer threads:
+        # the fitted points stay in the order of their units.
+        u = machine.units(fitted.counts, equal_work=equal)
+        order = np.argsort(u, kind="stable")
+        fitted = replace(fitted.subset(order), counts=u[order])
+    else:
+        model_grid, measured_at = grid, curve.counts
     # Far from the data a model may overflow or divide by zero; such values are caught
     # below (floored with a warning), so numpy's RuntimeWarnings would only be noise.
     with np.errstate(all="ignore"), warnings_module.catch_warnings():
@@ -128,9 +136,9 @@ def predict_measurements(
     low, high = band(fit, curve, grid, perf, residual, model_grid)
     if machine:
         if in_units:  # some count shares a core, or reaches a socket, the curve never had
-            low, high = smt_span(fit, curve, grid, residual, machine, top, low, high)
+            low, high = smt_span(fit, curve, grid, residual, machine, top, low, high, equal)
         perf, low, high = oversubscribed(grid, perf, low, high, machine.hw_threads)
-        warnings += machine.notes(top, float(grid.max()))
+        warnings += machine.notes(top, float(grid.max()), equal)
     grid, perf, low, high = grid[asked], perf[asked], low[asked], high[asked]
     miss = fit_miss(log_err, at_measured, curve, scale)
     if miss:
@@ -279,11 +287,12 @@ def band(
 
 
 def smt_span(fit: Fit, curve: Measurements, grid: np.ndarray, residual: float, machine: Hardware, top: float,
-             low: np.ndarray, high: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+             low: np.ndarray, high: np.ndarray, equal_work: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """``low``/``high`` widened to hold the prediction and band at every SMT yield of
-    SMT_YIELD_RANGE beyond ``top``: SMT_YIELD is a typical figure, not a bound."""
+    SMT_YIELD_RANGE beyond ``top``: SMT_YIELD is a typical figure, not a bound
+    (``equal_work``: as Hardware.units)."""
     for smt_yield in SMT_YIELD_RANGE:
-        model_grid = machine.model_counts(grid, top, smt_yield)
+        model_grid = machine.model_counts(grid, top, smt_yield, equal_work)
         with np.errstate(all="ignore"), warnings_module.catch_warnings():
             warnings_module.simplefilter("ignore", RuntimeWarning)
             perf = np.asarray(fit.perf(model_grid), dtype=float)
