@@ -36,7 +36,7 @@ def test_no_count_beyond_the_hardware_threads_is_preferred_or_faster():
     assert np.all(pred.low[beyond] <= at12 * 12 / pred.counts[beyond] * (1 + 1e-9))
     assert any("12 hardware threads" in w for w in pred.warnings)
     assert pred.to_dict()["hardware"] == {"hw_threads": 12, "cores": 12, "sockets": 1, "fill": "cores",
-                                          "smt_yield": SMT_YIELD}
+                                          "smt_yield": SMT_YIELD, "waits_for_slowest": False}
 
 
 def test_a_time_curve_is_capped_the_same_way():
@@ -164,6 +164,7 @@ def test_a_pinned_time_curve_is_predicted_slower_just_past_the_cores():
     assert pinned.value_at(11) == pytest.approx(100.0 / (11 * (1 + SMT_YIELD) / 2), rel=0.02)
     assert pinned.value_at(11) > pinned.value_at(10)
     assert any("waits for the slowest thread" in w for w in pinned.warnings)
+    assert pinned.to_dict()["hardware"]["waits_for_slowest"]
     assert pinned.low[10] < pinned.values[10] < pinned.high[10]
     # Throughput (threads that work for a fixed time) and unpinned threads add a share of a core.
     rate = predict(n, 1.0 / times, upto=20, method="amdahl", fill="sockets", **machine)
@@ -188,7 +189,7 @@ def test_cli_options(tmp_path, capsys):
     assert main(["predict", str(path), "--upto", "32", "--hw-threads", "16", "--cores", "8", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["hardware"] == {"hw_threads": 16, "cores": 8, "sockets": 1, "fill": "cores",
-                               "smt_yield": SMT_YIELD}
+                               "smt_yield": SMT_YIELD, "waits_for_slowest": False}
     assert out["preferred_threads"] == 16
     assert main(["predict", str(path), "--upto", "16", "--hw-threads", "16", "--cores", "8", "--sockets", "2",
                  "--fill", "sockets", "--json"]) == 0

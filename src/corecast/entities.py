@@ -356,7 +356,9 @@ class Prediction:
                                                             "cores": self.hardware.cores,
                                                             "sockets": self.hardware.sockets,
                                                             "fill": self.hardware.fill,
-                                                            "smt_yield": SMT_YIELD},
+                                                            "smt_yield": SMT_YIELD,
+                                                            "waits_for_slowest":
+                                                                self.hardware.waits_for_slowest(self.metric)},
             "checkpoints": [float(c) for c in self.checkpoints],
             "params": _jsonable({**self.params, "value_scale": self.value_scale}),
             "extras": _jsonable(self.extras),
