@@ -6,6 +6,12 @@ well the backtest ranks the members on all splits: how often its best member is 
 hindsight best (chance: 1 / members), and the mean Spearman rank correlation between
 backtest errors and errors on (m, 2m].
 
+``--reach`` asks whether auto's misses are the combination's or the members': per source,
+the splits auto misses (largest error 20% or more) and how many of them no combination
+of its members could have caught, the test values lying more than 20% outside the range
+the shipped members span at some count (so a better weighting or selection cannot help
+there, only another member or more information: the machine, the kind of lock).
+
 ``--picks`` asks instead whether a risk-aware choice of the count would lose less than
 picking the count auto predicts best (what accuracy.py scores): per source, the mean
 loss of each pick rule in ``PICKS`` (among the measured counts, from auto's prediction
@@ -14,6 +20,7 @@ scored on the held-out one.
 
     python benchmarks/selection.py [--datasets DIR] [--all]
     python benchmarks/selection.py --picks [--datasets DIR]
+    python benchmarks/selection.py --reach [--datasets DIR]
 """
 from __future__ import annotations
 
@@ -25,6 +32,7 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from accuracy import CORPUS, Split, predict_split, source_of, splits_of, try_score
+from corecast.entities import InputError
 from corecast.methods import auto
 
 MEMBERS = auto.BASE_MEMBERS + ("damped",)
@@ -95,15 +103,53 @@ def picks_report(all_splits: list[Split]) -> None:
     print(f"  {'all':14s} {'':22s} {np.mean(held):6.1%}")
 
 
+def reach(sp: Split) -> float:
+    """The smallest largest relative error on (m, 2m] of any curve inside the range the
+    shipped rule's members span at each count (0: every test value lies within it)."""
+    full = sp.full
+    idx = full.counts.astype(int) - 1
+    test = (full.counts > sp.m) & (full.counts <= 2 * sp.m)
+    rules = auto.DEFAULT_RULES
+    curves = []
+    for m in rules.members:
+        try:
+            one = predict_split(sp, "auto", auto.Rules(members=(m,), damping=rules.damping, anchor=rules.anchor))
+        except InputError:
+            continue  # a member the split's points cannot feed is not in auto's median either
+        curves.append(np.asarray(one.values, float)[idx][test])
+    y = full.values[test]
+    inside = np.clip(y, np.min(curves, axis=0), np.max(curves, axis=0))
+    return float(np.max(np.abs(inside - y) / y))
+
+
+def reach_report(all_splits: list[Split]) -> None:
+    rows: dict[str, list[int]] = {}
+    for sp in all_splits:
+        mine = try_score(sp, "auto")
+        row = rows.setdefault(source_of(sp), [0, 0, 0])
+        row[0] += 1
+        if mine is not None and mine.max_error >= MISS:
+            row[1] += 1
+            row[2] += reach(sp) >= MISS
+    print(f"{'source':14s} {'splits':>6s} {'auto misses':>11s} {'beyond the members':>18s}")
+    for src, (n, missed, beyond) in sorted(rows.items()) + [("all", [sum(r[i] for r in rows.values())
+                                                                      for i in range(3)])]:
+        print(f"{src:14s} {n:6d} {missed:11d} {beyond:18d}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", type=Path, default=CORPUS)
     ap.add_argument("--all", action="store_true", help="print every split, not only auto's misses")
     ap.add_argument("--picks", action="store_true", help="loss of risk-aware count choices instead")
+    ap.add_argument("--reach", action="store_true", help="how many of auto's misses its members could not reach")
     args = ap.parse_args(argv)
     all_splits = splits_of(args.datasets)
     if args.picks:
         picks_report(all_splits)
+        return 0
+    if args.reach:
+        reach_report(all_splits)
         return 0
     agree, ranked, rhos, worse = 0, 0, [], 0
     print(f"{'curve':55s} {'m':>4s} {'auto':>6s}  hindsight best   members: error on (m,2m] / backtest")

@@ -115,8 +115,7 @@ def test_band_is_the_narrowest_holding_the_rate_in_every_other_source():
                                 lambda b: rate if b >= bands[3] else rate - 0.01) == bands[3]
 
 
-def test_pick_rules_score_the_same_pick_as_the_benchmark():
-    bench = _bench()
+def _selection():
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
         spec = importlib.util.spec_from_file_location("selection", ROOT / "benchmarks" / "selection.py")
@@ -124,6 +123,12 @@ def test_pick_rules_score_the_same_pick_as_the_benchmark():
         spec.loader.exec_module(selection)
     finally:
         sys.path.remove(str(ROOT / "benchmarks"))
+    return selection
+
+
+def test_pick_rules_score_the_same_pick_as_the_benchmark():
+    bench = _bench()
+    selection = _selection()
     n = np.arange(1.0, 33.0)
     # Rises to 24, then collapses: extrapolating the rise from 8 counts picks a bad count.
     x = np.where(n <= 24, 10 * n / (1 + 0.02 * (n - 1)), 1.0)
@@ -134,6 +139,20 @@ def test_pick_rules_score_the_same_pick_as_the_benchmark():
     assert losses["best predicted"] == pytest.approx(bench.score(sp, "auto").pick_loss)
     assert losses["best predicted"] > 0.5  # picked past the collapse
     assert losses["at most 2x measured"] < 0.3  # at most 16: 1 - x(16) / x(24) = 0.25
+
+
+def test_reach_says_whether_the_members_span_the_test_values():
+    bench = _bench()
+    selection = _selection()
+    n = np.arange(1.0, 17.0)
+    rising = 10 * n / (1 + 0.02 * (n - 1))
+    data = bench.Measurements.from_samples(n, rising)
+    sp = bench.Split("s__c", data.subset(np.flatnonzero(n <= 8)), data, 8.0)
+    assert selection.reach(sp) < 0.05  # plateau below, trend above a smooth curve's next doubling
+    # A cliff right after the measured counts: every member stays above it.
+    cliff = bench.Measurements.from_samples(n, np.where(n <= 8, rising, 0.1 * rising))
+    sp = bench.Split("s__c", cliff.subset(np.flatnonzero(n <= 8)), cliff, 8.0)
+    assert selection.reach(sp) > 0.5
 
 
 def test_a_curve_is_predicted_for_the_machine_its_provenance_names(tmp_path):
