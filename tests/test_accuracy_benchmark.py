@@ -14,12 +14,21 @@ DATASETS = ROOT.parent / "shared" / "datasets"
 
 
 
-def _bench():
-    spec = importlib.util.spec_from_file_location("accuracy", ROOT / "benchmarks" / "accuracy.py")
+def _load(name: str):
+    """benchmarks/<name>.py as module ``name`` (it imports its sibling benchmarks)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
-    sys.modules["accuracy"] = mod  # dataclasses look their module up there
-    spec.loader.exec_module(mod)
+    sys.modules[name] = mod  # dataclasses look their module up there
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
     return mod
+
+
+def _bench():
+    return _load("accuracy")
 
 
 @pytest.mark.skipif(not DATASETS.is_dir(), reason="shared datasets not present")
@@ -116,14 +125,7 @@ def test_band_is_the_narrowest_holding_the_rate_in_every_other_source():
 
 
 def _selection():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        spec = importlib.util.spec_from_file_location("selection", ROOT / "benchmarks" / "selection.py")
-        selection = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(selection)
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
-    return selection
+    return _load("selection")
 
 
 def test_pick_rules_score_the_same_pick_as_the_benchmark():

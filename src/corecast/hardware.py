@@ -129,10 +129,8 @@ class Hardware:
         thread's share at ``smt_yield`` (``equal_work``: as ``units``)."""
         n = np.asarray(counts, dtype=float)
         base = self.units(n, equal_work=equal_work)
-        at_top = float(self.units(np.array([top]), equal_work=equal_work)[0])
-        beyond = (at_top + self.units(n, smt_yield, equal_work)
-                  - float(self.units(np.array([top]), smt_yield, equal_work)[0]))
-        return np.where(n > top, beyond, base)
+        shift = float(self.units(top, equal_work=equal_work)) - float(self.units(top, smt_yield, equal_work))
+        return np.where(n > top, self.units(n, smt_yield, equal_work) + shift, base)
 
     def step_ahead(self, top: float, largest: float) -> bool:
         """Whether a count in (``top``, ``largest``] puts a thread where none of the counts up
