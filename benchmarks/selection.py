@@ -12,6 +12,13 @@ of its members could have caught, the test values lying more than 20% outside th
 the shipped members span at some count (so a better weighting or selection cannot help
 there, only another member or more information: the machine, the kind of lock).
 
+``--ceiling`` asks how far any choice among the shipped rule's members could go: the
+three figures of auto next to two choices made in hindsight, on the very splits they are
+scored on (so neither is a method, only a bound): the member median whose subset of members
+is best for each source (``accuracy.merit``), and the single member best on each split.
+If even these miss a target, no weighting or selection of these members reaches it; only
+another member or more information can.
+
 ``--picks`` asks instead whether a risk-aware choice of the count would lose less than
 picking the count auto predicts best (what accuracy.py scores): per source, the mean
 loss of each pick rule in ``PICKS`` (among the measured counts, from auto's prediction
@@ -21,17 +28,19 @@ scored on the held-out one.
     python benchmarks/selection.py [--datasets DIR] [--all]
     python benchmarks/selection.py --picks [--datasets DIR]
     python benchmarks/selection.py --reach [--datasets DIR]
+    python benchmarks/selection.py --ceiling [--datasets DIR]
 """
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 from pathlib import Path
 
 import numpy as np
 from scipy.stats import spearmanr
 
-from accuracy import CORPUS, Split, predict_split, source_of, splits_of, try_score
+from accuracy import CORPUS, Score, Split, aggregate, merit, predict_split, score_values, source_of, splits_of, try_score
 from corecast.entities import InputError
 from corecast.methods import auto
 
@@ -103,20 +112,27 @@ def picks_report(all_splits: list[Split]) -> None:
     print(f"  {'all':14s} {'':22s} {np.mean(held):6.1%}")
 
 
+def member_curves(sp: Split) -> dict[str, np.ndarray]:
+    """Each of the shipped rule's members alone on ``sp`` (values at counts 1..its largest);
+    a member the split's points cannot feed is left out, as auto's median leaves it out."""
+    rules = auto.DEFAULT_RULES
+    out = {}
+    for m in rules.members:
+        try:
+            one = predict_split(sp, "auto", auto.Rules(members=(m,), damping=rules.damping, anchor=rules.anchor))
+        except InputError:
+            continue
+        out[m] = np.asarray(one.values, float)
+    return out
+
+
 def reach(sp: Split) -> float:
     """The smallest largest relative error on (m, 2m] of any curve inside the range the
     shipped rule's members span at each count (0: every test value lies within it)."""
     full = sp.full
     idx = full.counts.astype(int) - 1
     test = (full.counts > sp.m) & (full.counts <= 2 * sp.m)
-    rules = auto.DEFAULT_RULES
-    curves = []
-    for m in rules.members:
-        try:
-            one = predict_split(sp, "auto", auto.Rules(members=(m,), damping=rules.damping, anchor=rules.anchor))
-        except InputError:
-            continue  # a member the split's points cannot feed is not in auto's median either
-        curves.append(np.asarray(one.values, float)[idx][test])
+    curves = [c[idx][test] for c in member_curves(sp).values()]
     y = full.values[test]
     inside = np.clip(y, np.min(curves, axis=0), np.max(curves, axis=0))
     return float(np.max(np.abs(inside - y) / y))
@@ -137,12 +153,53 @@ def reach_report(all_splits: list[Split]) -> None:
         print(f"{src:14s} {n:6d} {missed:11d} {beyond:18d}")
 
 
+def _median_score(sp: Split, curves: dict[str, np.ndarray], names: tuple[str, ...]) -> Score:
+    """The score of the per-count median (log scale) of ``names`` among ``curves``; where
+    none of them could be fitted, of every member that could (auto's own median)."""
+    rows = [np.log(curves[n]) for n in names if n in curves] or [np.log(c) for c in curves.values()]
+    return score_values(sp, np.exp(np.median(rows, axis=0)))
+
+
+def ceiling(all_splits: list[Split]) -> tuple[dict[str, tuple], dict[str, tuple[str, ...]]]:
+    """Rows of ``accuracy.aggregate`` for auto and the two hindsight choices of
+    ``--ceiling``, and the member subset chosen for each source."""
+    curves = [member_curves(sp) for sp in all_splits]
+    sources = [source_of(sp) for sp in all_splits]
+    members = auto.DEFAULT_RULES.members
+    subsets = [c for k in range(1, len(members) + 1) for c in itertools.combinations(members, k)]
+    per_source: list[Score | None] = [None] * len(all_splits)
+    chosen = {}
+    for src in sorted(set(sources)):
+        idx = [i for i, s in enumerate(sources) if s == src]
+        scored = {sub: [_median_score(all_splits[i], curves[i], sub) for i in idx] for sub in subsets}
+        chosen[src] = max(subsets, key=lambda sub: merit(aggregate("", scored[sub])))
+        for i, sc in zip(idx, scored[chosen[src]]):
+            per_source[i] = sc
+    per_split = [min((score_values(sp, c) for c in cs.values()), key=lambda sc: sc.max_error, default=None)
+                 for sp, cs in zip(all_splits, curves)]
+    rows = {"auto (shipped rule)": aggregate("auto", [try_score(sp, "auto") for sp in all_splits]),
+            "best member subset per source": aggregate("subset", per_source),
+            "best member per split": aggregate("member", per_split)}
+    return rows, chosen
+
+
+def ceiling_report(all_splits: list[Split]) -> None:
+    rows, chosen = ceiling(all_splits)
+    print(f"{len(all_splits)} splits; members {'+'.join(auto.DEFAULT_RULES.members)}; "
+          "the last two rows are chosen in hindsight on the splits they score")
+    print(f"{'':32s} {'median err':>10s} {'share<20%':>9s} {'pick loss':>9s}")
+    for label, row in rows.items():
+        print(f"{label:32s} {row[2]:10.1%} {row[3]:9.2f} {row[4]:9.2%}")
+    print("\nmember subset chosen per source: " + "; ".join(f"{s} {'+'.join(sub)}" for s, sub in chosen.items()))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--datasets", type=Path, default=CORPUS)
     ap.add_argument("--all", action="store_true", help="print every split, not only auto's misses")
     ap.add_argument("--picks", action="store_true", help="loss of risk-aware count choices instead")
     ap.add_argument("--reach", action="store_true", help="how many of auto's misses its members could not reach")
+    ap.add_argument("--ceiling", action="store_true", help="auto next to member choices made in hindsight")
     args = ap.parse_args(argv)
     all_splits = splits_of(args.datasets)
     if args.picks:
@@ -150,6 +207,9 @@ def main(argv=None) -> int:
         return 0
     if args.reach:
         reach_report(all_splits)
+        return 0
+    if args.ceiling:
+        ceiling_report(all_splits)
         return 0
     agree, ranked, rhos, worse = 0, 0, [], 0
     print(f"{'curve':55s} {'m':>4s} {'auto':>6s}  hindsight best   members: error on (m,2m] / backtest")

@@ -157,6 +157,24 @@ def test_reach_says_whether_the_members_span_the_test_values():
     assert selection.reach(sp) > 0.5
 
 
+def test_ceiling_scores_hindsight_choices_of_the_members():
+    bench = _bench()
+    selection = _selection()
+    n = np.arange(1.0, 17.0)
+    splits = []
+    for src, scale in (("a", 1.0), ("b", 3.0)):
+        data = bench.Measurements.from_samples(n, scale * 10 * n)  # perfect scaling: trend is exact
+        splits.append(bench.Split(f"{src}__c", data.subset(np.flatnonzero(n <= 8)), data, 8.0))
+    rows, chosen = selection.ceiling(splits)
+    assert set(chosen) == {"a", "b"}
+    assert all(set(sub) <= set(bench.auto.DEFAULT_RULES.members) for sub in chosen.values())
+    assert rows["auto (shipped rule)"] == bench.aggregate("auto", [bench.try_score(sp, "auto") for sp in splits])
+    per_split = rows["best member per split"]
+    assert per_split[1] == 2 and per_split[3] == 1.0 and per_split[2] < 1e-6
+    # plateau alone misses the doubling by half: the hindsight subsets do not hold it alone.
+    assert all(sub != ("plateau",) for sub in chosen.values())
+
+
 def test_a_curve_is_predicted_for_the_machine_its_provenance_names(tmp_path):
     bench = _bench()
     rows = "".join(f"{n},{100 * n}\n" for n in (1, 2, 4, 6, 8, 10, 12, 16))
