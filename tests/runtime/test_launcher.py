@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import stat
 import subprocess
 import sys
@@ -95,6 +96,18 @@ def test_no_command_is_an_error(lib):
 def test_exit_status_passes_through(lib):
     proc = corecast_run([], [sys.executable, "-c", "import sys; print('x'); sys.exit(7)"])
     assert proc.returncode == 7 and proc.stdout == b"x\n"
+
+
+def test_the_program_does_not_inherit_pythons_ignored_signals(lib):
+    # Python ignores SIGPIPE and SIGXFSZ; a program exec'd from it would keep that, and
+    # `corecast run -- yes | head -1` would print "Broken pipe" and exit 1 instead of dying.
+    cat = shutil.which("cat")
+    proc = corecast_run(["--quiet"], [cat, "/proc/self/status"])
+    assert proc.returncode == 0
+    ignored = int(next(line.split()[1] for line in proc.stdout.decode().splitlines()
+                       if line.startswith("SigIgn:")), 16)
+    for sig in (signal.SIGPIPE, signal.SIGXFSZ):
+        assert not ignored & (1 << (sig - 1)), sig.name
 
 
 def test_lib_prints_an_existing_path(lib):

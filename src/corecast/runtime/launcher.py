@@ -4,6 +4,7 @@ from __future__ import annotations
 import errno
 import os
 import shutil
+import signal
 import stat
 import struct
 from pathlib import Path
@@ -188,6 +189,12 @@ def run(
         start_output(output_path(env[settings.OUTPUT], env, os.getpid()), json_out)
     # The program keeps this pid: only it says "serial run", not every serial child it starts.
     env[settings.LAUNCH_PID] = str(os.getpid())
+    # Python ignores SIGPIPE and SIGXFSZ, and an ignored signal stays ignored across exec:
+    # the program would get EPIPE instead of dying quietly at the end of a pipe (`| head`).
+    # Back to the default, as subprocess's restore_signals does.
+    for name in ("SIGPIPE", "SIGXFSZ", "SIGXFZ"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)
     try:
         os.execve(exe, list(command), env)
     except OSError as exc:
