@@ -77,6 +77,18 @@ def test_default_upto_is_twice_the_largest_count(capsys, throughput_csv):
     assert d["knee_fraction"] == 0.25
 
 
+def test_upto_below_the_largest_measured_count(capsys, tmp_path):
+    # The best measured count (4) lies beyond --upto: the preferred count is one asked for,
+    # and the table can name it (it raised KeyError before).
+    path = tmp_path / "t.csv"
+    path.write_text("threads,time\n1,10\n2,5\n4,3\n")
+    assert main(["predict", str(path), "--upto", "3"]) == 0
+    out, err = capsys.readouterr()
+    assert err == "" and "preferred count: 3" in out
+    d = run_json(capsys, str(path), "--upto", "2")
+    assert [p["threads"] for p in d["predictions"]] == [1, 2] and d["preferred_threads"] == 2
+
+
 def test_metric_option_for_value_column(capsys, tmp_path):
     path = tmp_path / "v.csv"
     path.write_text("threads,value\n1,8\n2,4.2\n4,2.3\n")

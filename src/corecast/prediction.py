@@ -152,7 +152,8 @@ def predict_measurements(
     speedup = perf / base_perf
     efficiency = speedup * base_count / grid
     best = perf.max()
-    preferred, note = measured_preferred(int(grid[np.flatnonzero(perf >= best * (1 - 1e-3))[0]]), curve)
+    preferred, note = measured_preferred(int(grid[np.flatnonzero(perf >= best * (1 - 1e-3))[0]]), curve,
+                                         int(grid.max()))
     if note:
         warnings.append(note)
     knee = knee_count(grid, perf, knee_fraction)
@@ -238,7 +239,7 @@ def fit_miss(log_err: np.ndarray, at_measured: np.ndarray, curve: Measurements, 
     )
 
 
-def measured_preferred(preferred: int, curve: Measurements) -> tuple[int, str | None]:
+def measured_preferred(preferred: int, curve: Measurements, upto: int) -> tuple[int, str | None]:
     """The model's preferred count, unless measurements contradict it.
 
     Inside the measured range the measurements are facts and the model only a smooth
@@ -247,10 +248,12 @@ def measured_preferred(preferred: int, curve: Measurements) -> tuple[int, str | 
     clearly slower.  So the model's choice stands only where the measured performance
     there (interpolated between measured counts) is within ``PREFERRED_SLACK`` of the
     best measured; otherwise the best measured count is preferred.  Beyond the measured
-    range only the model can say.  Returns the count and a note when it was replaced.
+    range only the model can say.  Only the measured counts up to ``upto`` (the largest
+    count predicted) compete.  Returns the count and a note when it was replaced.
     """
-    n, perf = curve.counts, curve.perf
-    if not n.min() <= preferred <= n.max():
+    asked = curve.counts <= upto
+    n, perf = curve.counts[asked], curve.perf[asked]
+    if not n.size or not n.min() <= preferred <= n.max():
         return preferred, None
     there = float(np.interp(preferred, n, perf))
     best = int(np.argmax(perf))
