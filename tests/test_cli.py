@@ -282,3 +282,16 @@ def test_shared_dataset_predicts(capsys):
     d = run_json(capsys, str(DATASETS / "usl-R__raytracer.csv"), "--method", "usl", "--at", "100")
     assert d["metric"] == "throughput"
     assert d["predictions"][-1]["threads"] == 128
+
+
+def test_ctrl_c_is_one_line(capsys, monkeypatch, time_csv):
+    # Ctrl-C while predict reads a FIFO or fits: one error line, no traceback.
+    from corecast.cli import predict as predict_cli
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(predict_cli, "_predict", interrupted)
+    assert main(["predict", time_csv]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err == "corecast: error: interrupted\n"

@@ -69,6 +69,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except SystemExit as e:  # --help and friends
         return e.code if isinstance(e.code, int) else 0
+    except KeyboardInterrupt:  # Ctrl-C while reading a FIFO or fitting: one line, as for sweep
+        print(CliError("interrupted").line(), file=sys.stderr)
     except CliError as e:
         print(e.line(), file=sys.stderr)
     except Exception as e:
