@@ -227,3 +227,11 @@ def test_cli_this_machine(tmp_path, capsys):
     assert main(["predict", str(path), "--upto", "4", "--this-machine", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["hardware"]["hw_threads"] == len(os.sched_getaffinity(0))
+
+
+@pytest.mark.parametrize("hw, cores, sockets", [(99999999999, None, None), (0, None, None),
+                                                (16, 1 << 40, None), (16, 8, 10 ** 12)])
+def test_machine_sizes_out_of_range_are_input_errors(hw, cores, sockets):
+    # An absurd --hw-threads once became a 745 GiB allocation inside the model.
+    with pytest.raises(InputError, match="must be between 1 and"):
+        Hardware.of(hw, cores, sockets)

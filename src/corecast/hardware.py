@@ -47,6 +47,8 @@ SMT_YIELD = 0.3
 # SMT_YIELD is a typical figure, not a bound, so beyond the cores the band spans both.
 SMT_YIELD_RANGE = (0.0, 1.0)
 FILLS = ("cores", "sockets")
+# Far beyond any machine; the rules keep a slot per hardware thread, so bound them.
+MAX_HW_THREADS = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -63,12 +65,12 @@ class Hardware:
     def of(cls, hw_threads: int | None, cores: int | None, sockets: int | None = None,
            fill: str | None = None) -> "Hardware | None":
         """From what the user gave (any may be None); None when neither hardware threads
-        nor cores were given.  Raises InputError on counts below 1, more cores than
+        nor cores were given.  Raises InputError on counts below 1 or above MAX_HW_THREADS, more cores than
         hardware threads, more sockets than cores, or sockets of unequal size filled one
         after the other."""
         for name, v in (("hardware threads", hw_threads), ("cores", cores), ("sockets", sockets)):
-            if v is not None and v < 1:
-                raise InputError(f"the machine's {name} must be at least 1, got {v}")
+            if v is not None and not 1 <= v <= MAX_HW_THREADS:
+                raise InputError(f"the machine's {name} must be between 1 and {MAX_HW_THREADS}, got {v}")
         if fill is not None and fill not in FILLS:
             raise InputError(f"the fill order must be one of {', '.join(FILLS)}, got {fill!r}")
         if hw_threads is None and cores is None:
