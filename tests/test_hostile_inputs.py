@@ -260,6 +260,9 @@ def test_limit_is_set_by_the_environment(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv(settings.MAX_INPUT_MB, "lots")
     assert "CORECAST_MAX_INPUT_MB='lots': not a positive number" in assert_one_line_error(
         capsys, ["predict", str(big)])
+    # A limit far above memory reads the file as any other (read(limit) once overflowed).
+    monkeypatch.setenv(settings.MAX_INPUT_MB, "99999999999999999999")
+    assert main(["predict", str(big)]) == 0
 
 
 def test_limit_holds_for_streams_without_a_size(tmp_path, monkeypatch):

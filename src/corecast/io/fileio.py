@@ -97,6 +97,19 @@ def _read_error(path: str, exc: OSError) -> InputError:
     return InputError(f"{shown(path)}: {reason}")
 
 
+def _read_upto(stream, size: int) -> bytes:
+    """At most ``size`` bytes of ``stream``, a MiB at a time: read(size) allocates all of
+    ``size`` at once, and the limit may be set far above memory."""
+    chunks, total = [], 0
+    while total < size:
+        chunk = stream.read(min(1 << 20, size - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    return b"".join(chunks)
+
+
 def read_bytes(path: str | os.PathLike, limit: int | None = None) -> bytes:
     """The contents of ``path`` (``-``: standard input), read once and at most ``limit``
     bytes (default ``input_limit()``); InputError with one line naming the file otherwise."""
@@ -107,7 +120,7 @@ def read_bytes(path: str | os.PathLike, limit: int | None = None) -> bytes:
         if stream is None:
             raise InputError("standard input: not open")
         try:
-            data = stream.read(limit + 1)
+            data = _read_upto(stream, limit + 1)
         except OSError as exc:
             raise _read_error(path, exc) from None
     else:
@@ -116,7 +129,7 @@ def read_bytes(path: str | os.PathLike, limit: int | None = None) -> bytes:
                 st = os.fstat(f.fileno())
                 if stat.S_ISREG(st.st_mode) and st.st_size > limit:
                     raise _too_large(path, limit)  # before reading any of it
-                data = f.read(limit + 1)  # a device or FIFO says its size only by ending
+                data = _read_upto(f, limit + 1)  # a device or FIFO says its size only by ending
         except OSError as exc:
             raise _read_error(path, exc) from None
     if len(data) > limit:
