@@ -160,6 +160,12 @@ def test_bad_samples(sample, message):
         parse_sample(sample, OPTERON)
 
 
+def test_rates_that_overflow_the_model_are_a_sample_error():
+    huge = parse_sample({"llc": [1e306] * K, "bus": [1e306] * K, "mct": [1e306] * K}, OPTERON)
+    with pytest.raises(SampleError, match="too large to model"):
+        predict_nodes(OPTERON, huge)
+
+
 # ---- without counters: the fitted rate --------------------------------------------------
 @pytest.mark.parametrize("r", [0.0, 0.0004, 0.002, 0.008])
 def test_fit_recovers_the_rate_from_work_times(r):

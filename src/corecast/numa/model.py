@@ -153,6 +153,9 @@ def predict_nodes(machine: Machine, rates: Rates,
     for k in range(1, len(free) + 1):
         m = memory_cycles(machine, rates, free[:k], co_runners)
         speedup.append(k * base / (1.0 + m))
+    if not all(math.isfinite(s) and s > 0 for s in speedup):
+        # Rates near the largest float overflow the queueing sums (inf / inf).
+        raise SampleError("the sample's rates are too large to model (the memory cycles overflow)")
     notes = list(rates.notes)
     return NodePrediction(machine, speedup, preferred_nodes(speedup, efficiency), rates, notes,
                           efficiency)
