@@ -300,6 +300,12 @@ def test_merge_regression_over_rank_counts_and_errors(tmp_path):
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "has no rank" in r.stderr
     assert "Traceback" not in r.stderr
 
+    # A world size no run has: refused before anything is sized by it (it once took 24 GB).
+    huge = tmp_path / "huge.jsonl"
+    huge.write_text(_rank_lines(0, 10 ** 12, 1.0, 0.1, 0.1, 6))
+    r = merge(str(huge))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "a world of 1000000000000 ranks" in r.stderr
+
 
 def sweep(*args: str, env=None):
     return subprocess.run([sys.executable, "-m", "corecast", "sweep", *args], capture_output=True, text=True,

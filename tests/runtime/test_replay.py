@@ -123,6 +123,8 @@ def test_serial_program_replays_as_a_serial_run(tmp_path):
 
 @pytest.mark.parametrize("content, message", [
     ("not json\n", "line 1: not JSON"),
+    ("[" * 100000 + "]" * 100000 + "\n", "line 1: not JSON: nested too deeply"),
+    ('{"event":"summary","pid":' + "9" * 5000 + "}\n", "line 1: not JSON: Exceeds the limit"),
     ('{"event":"summary","pid":1}\n', "line 1: not a corecast summary record (missing 'cores')"),
     ('{"event":"summary","pid":1,"cores":2,"target":2,"elapsed_s":1}\n', "no region, process or kernel records"),
     ("", "no region, process or kernel records"),

@@ -162,14 +162,18 @@ def read_text(path: str | os.PathLike, limit: int | None = None) -> str:
         raise InputError(f"{shown(path)}: line {line}: not UTF-8 text") from None
 
 
-def parse_json(text: str, path: str | os.PathLike, what: str = "valid JSON", hint: str = "") -> object:
+def parse_json(text: str, path: str | os.PathLike, what: str = "valid JSON", hint: str = "",
+               line: int | None = None) -> object:
     """``text`` (read from ``path``) parsed as one JSON value; otherwise an InputError of
     one line naming the file, the place and "not WHAT", with ``hint`` (what was expected)
-    after a second value (e.g. JSON Lines given where one object belongs)."""
-    name = shown(path)
+    after a second value (e.g. JSON Lines given where one object belongs).  ``line``:
+    ``text`` is that line of a JSON Lines file."""
+    name = shown(path) if line is None else f"{shown(path)}: line {line}"
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
+        if line is not None:
+            raise InputError(f"{name}: not {what}: {e.msg}") from None
         if e.msg == "Extra data":
             raise InputError(f"{name}: line {e.lineno}: more than one JSON value" + (f"; {hint}" if hint else "")) \
                 from None

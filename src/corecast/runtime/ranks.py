@@ -115,6 +115,8 @@ def rank_sample(proc, source: str) -> RankSample:
 def collect_runs(paths: list[str]) -> tuple[list[Run], list[str]]:
     """The runs in ``paths`` by world size (smallest first) and warnings.  A process
     without a rank, or files without MPI records, are one-line errors."""
+    from ..prediction import MAX_COUNT
+
     runs: dict[int, list[Run]] = {}
     for path in paths:
         for proc in read_recording(path):
@@ -122,6 +124,9 @@ def collect_runs(paths: list[str]) -> tuple[list[Run], list[str]]:
                 raise InputError(f"{shown(path)}: pid {proc.pid} has no rank: not started by an MPI "
                                  "launcher (or written by a corecast before schema 3)")
             size = proc.ranks or proc.rank + 1
+            if size > MAX_COUNT:  # a run lists its missing ranks: keep that bounded
+                raise InputError(f"{shown(path)}: pid {proc.pid}: a world of {size} ranks; at most {MAX_COUNT} "
+                                 "are merged")
             sample = rank_sample(proc, path)
             same = runs.setdefault(size, [])
             # a rank seen again at this size belongs to the next repetition

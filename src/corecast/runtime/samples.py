@@ -19,13 +19,12 @@ OpenCL predictor reads.  Standard library only.
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from typing import Iterator
 
 from ..errors import InputError
-from ..io.fileio import read_text, shown
+from ..io.fileio import parse_json, read_text, shown
 from .model.abi import STALLS
 from .model.kernelstats import KernelStats
 
@@ -63,10 +62,7 @@ def json_lines(path: str) -> Iterator[tuple[int, object]]:
     for no, line in enumerate(read_text(path).splitlines(), 1):
         if not line.strip():
             continue
-        try:
-            yield no, json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"{shown(path)}: line {no}: not JSON: {exc.msg}") from None
+        yield no, parse_json(line, path, "JSON", line=no)
 
 
 def read_recording(path: str) -> list[RecordedProcess]:
