@@ -42,6 +42,17 @@ int cc_host_is_python(void) {
     return host_python;
 }
 
+/* os._exit and os.exec* leave Python holding its interpreter: the model (which runs in
+ * it) cannot run on the sampler, and letting go of it would let the program's other
+ * Python threads run on past the point where a plain run ends them. */
+int cc_holds_python(void) {
+    if (!cc_host_is_python())
+        return 0;
+    int (*alive)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
+    int (*held)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "PyGILState_Check");
+    return alive && held && alive() && held();
+}
+
 const char *cc_model_warning(void) { return state == MODEL_FAILED ? why : NULL; }
 
 static void fail(const char *msg) {

@@ -213,7 +213,8 @@ void cc_sampler_start(void);
 void cc_sampler_stop(void);
 /* The exit prediction, made by the sampler thread.  Unless ANSWERED, ``r`` stays the
  * sampler's (it may still write there). */
-enum cc_final_outcome { CC_FINAL_PENDING, CC_FINAL_ANSWERED, CC_FINAL_FAULTED, CC_FINAL_TIMEOUT, CC_FINAL_NO_SAMPLER };
+enum cc_final_outcome { CC_FINAL_PENDING, CC_FINAL_ANSWERED, CC_FINAL_FAULTED, CC_FINAL_TIMEOUT, CC_FINAL_NO_SAMPLER,
+                        CC_FINAL_HELD /* the exiting thread holds the Python host's interpreter */ };
 enum cc_final_outcome cc_sampler_final(const struct cc_sample *s, struct cc_result *r, int timeout_ms);
 /* The fatal signals of corecast's exit guard (lifecycle.c); the sampler leaves them unblocked. */
 #define CC_NFATAL 5
@@ -277,6 +278,7 @@ void cc_own_cpu_add(double s);
 double cc_thread_cpu_s(void); /* the calling thread's CPU clock */
 double cc_task_cpu_s(int tid);
 int cc_host_is_python(void);
+int cc_holds_python(void); /* the calling thread holds the Python host's interpreter */
 
 /* Resolving real functions: in the caller's own library first (wheels load private
  * libgomp copies RTLD_LOCAL), then RTLD_NEXT. */

@@ -132,7 +132,8 @@ void cc_exit_report(int status) {
     cc_build_sample(&sample, 1, NULL);
     memset(&result, 0, sizeof result);
     memset(&answer, 0, sizeof answer);
-    enum cc_final_outcome o = cc_sampler_final(&sample, &answer, cc_cfg.exit_timeout_ms);
+    enum cc_final_outcome o = cc_holds_python() ? CC_FINAL_HELD
+                                                : cc_sampler_final(&sample, &answer, cc_cfg.exit_timeout_ms);
     if (o == CC_FINAL_NO_SAMPLER) /* a forked child, a failed start: predict here */
         cc_model_predict(&sample, &result);
     else if (o == CC_FINAL_ANSWERED)
@@ -141,6 +142,9 @@ void cc_exit_report(int status) {
         result.status = -1;
         if (o == CC_FINAL_FAULTED)
             snprintf(result.note, sizeof result.note, "the model failed with a fatal signal");
+        else if (o == CC_FINAL_HELD)
+            snprintf(result.note, sizeof result.note, "the program left Python without its atexit "
+                                                      "(os._exit or os.exec*): the model was not run");
         else
             snprintf(result.note, sizeof result.note, "the model did not answer within %d ms (CORECAST_EXIT_TIMEOUT_MS)",
                      cc_cfg.exit_timeout_ms);

@@ -4,6 +4,8 @@ the report ran inside the dynamic linker's destructor pass, after numpy's librar
 finalised, while the sampler could still be in the model."""
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from .helpers import EXAMPLES, clean_env, read_lines, events, run
@@ -104,3 +106,39 @@ def test_the_report_runs_before_exit_handlers_registered_later(build, lib, how):
     err = r.stderr.decode()
     assert "program handler" in err and "corecast: pid" in err
     assert err.index("corecast: pid") < err.index("program handler")
+
+
+OS_EXIT_PY = r"""
+import os, sys, threading
+lock = threading.Lock()
+def work():
+    for _ in range(20000):
+        with lock:
+            pass
+threads = [threading.Thread(target=work) for _ in range(2)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+def leave():
+    print("leaving", flush=True)
+    os._exit(5)
+if sys.argv[1] == "thread":
+    t = threading.Thread(target=leave)
+    t.start()
+    t.join()
+leave()
+"""
+
+
+@pytest.mark.parametrize("where", ["main", "thread"])
+def test_os_exit_in_a_python_host_does_not_wait_for_the_model(lib, tmp_path, where):
+    """os._exit keeps the interpreter held: the model, which needs it, cannot run, and the
+    report used to wait the whole exit timeout for it.  With a timeout beyond the test's
+    own, waiting would fail the test."""
+    script = tmp_path / "leave.py"
+    script.write_text(OS_EXIT_PY)
+    plain = run([sys.executable, script, where])
+    out = tmp_path / "cc.jsonl"
+    r = run([sys.executable, script, where], preload=lib, output=out, exit_timeout_ms=10 * 60 * 1000)
+    assert r.returncode == plain.returncode == 5 and r.stdout == plain.stdout == b"leaving\n"
+    assert b"no predictions: the program left Python without its atexit (os._exit" in r.stderr
+    assert events(read_lines(out), "summary")
