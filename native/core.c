@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -117,7 +118,14 @@ static void report_channel_open(void) {
     if (high < 3)
         high = 3;
     struct stat st;
-    if (fstat(2, &st) == 0) {
+    /* Under `corecast run`, the stderr it was started with (CORECAST_STDERR): a program
+     * that reused fd 2 for a data file and then exec'd another passes that file on as fd 2. */
+    const char *origin = getenv("CORECAST_STDERR");
+    unsigned long long dev, ino;
+    int other = origin && (strcmp(origin, "closed") == 0 ||
+                           (sscanf(origin, "%llu:%llu", &dev, &ino) == 2 && fstat(2, &st) == 0 &&
+                            ((unsigned long long)st.st_dev != dev || (unsigned long long)st.st_ino != ino)));
+    if (!other && fstat(2, &st) == 0) {
         int fd = fcntl(2, F_DUPFD_CLOEXEC, (int)high);
         if (fd < 0)
             fd = fcntl(2, F_DUPFD_CLOEXEC, 3);

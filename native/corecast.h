@@ -227,6 +227,7 @@ void cc_sampler_mark_start(void);
 void cc_counters_open(void) CC_HIDDEN;       /* at the first activity */
 void cc_counters_after_fork(void) CC_HIDDEN; /* a child counts afresh */
 void cc_counters_sampler_is(int tid) CC_HIDDEN; /* its CPU time is corecast's */
+int cc_counters_fds(int *out, int max) CC_HIDDEN; /* the open counter descriptors (PMU, NUMA) */
 void cc_sampler_read_counters(struct cc_sample *s); /* fills counters + runqueue */
 /* NUMA topology and memory-traffic counters (numa.c, CORECAST_NUMA_EVENTS): opened with
  * the sampler's counters, read with them (cumulative), closed in a forked child. */
@@ -235,6 +236,7 @@ extern const char *const CC_NUMA_ROLE_NAMES[CC_NUMA_NROLES]; /* bit order of CC_
 void cc_numa_open(void);
 void cc_numa_read(struct cc_numa_counts *n);
 void cc_numa_after_fork(void);
+int cc_numa_fds(int *out, int max); /* the open NUMA event descriptors */
 int cc_model_predict(const struct cc_sample *s, struct cc_result *r);
 void cc_model_after_fork(void);
 void cc_model_warmup(void);

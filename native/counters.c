@@ -364,6 +364,14 @@ void cc_counters_open(void) {
     cc_numa_open();
 }
 
+int cc_counters_fds(int *out, int max) {
+    int n = 0;
+    for (int i = 0; i < CC_NCTR && n < max; i++)
+        if (perf_fd[i] >= 0)
+            out[n++] = perf_fd[i];
+    return n + cc_numa_fds(out + n, max - n);
+}
+
 void cc_counters_after_fork(void) {
     cpu_at_start = 0; /* a forked child's rusage starts at zero */
     own_on_program_threads = 0;

@@ -272,6 +272,14 @@ void cc_numa_open(void) {
     errno = saved;
 }
 
+int cc_numa_fds(int *out, int max) {
+    int n = 0;
+    for (int i = 0; i < nevents && n < max; i++)
+        if (events[i].fd >= 0)
+            out[n++] = events[i].fd;
+    return n;
+}
+
 void cc_numa_read(struct cc_numa_counts *o) {
     if (!__atomic_load_n(&ready, __ATOMIC_ACQUIRE))
         return; /* nodes 0: not known yet */

@@ -3,8 +3,11 @@
  * the final prediction.  It runs with its guard raised, so its own locks (and Python's,
  * while it calls the model) never reach the counters. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -47,11 +50,77 @@ static int wait_change(int *word, int seen, long ms) {
     }
 }
 
+/* ---- the sampler's own descriptor table ------------------------------------------ */
+/* Every window the sampler opens /proc files, and a non-Python host's model opens its
+ * imports: in the program's table they would take its lowest free numbers (a program that
+ * closes fd 1 and opens a file is promised 1 back) and a program closing descriptors would
+ * close the model's.  So the sampler gets a table of its own (unshare(CLONE_FILES)), once
+ * the counters it reads are open.  Its copies of the program's descriptors are closed at
+ * once (a copy of a pipe's write end would keep the reader from its end of file), but for
+ * corecast's own: the report channel and the counters.  Where unshare is refused
+ * (seccomp), the table stays shared, as before. */
+static int counters_open; /* futex word: cc_sampler_start opened the counters */
+
+static int kept(int fd, const int *keep, int n) {
+    for (int i = 0; i < n; i++)
+        if (keep[i] == fd)
+            return 1;
+    return 0;
+}
+
+static void close_all_but(const int *keep, int n) {
+    int lo = 0;
+    for (;;) { /* close_range over each gap between kept descriptors */
+        int next = -1;
+        for (int i = 0; i < n; i++)
+            if (keep[i] >= lo && (next < 0 || keep[i] < next))
+                next = keep[i];
+        unsigned hi = next < 0 ? ~0U : (unsigned)next - 1;
+#ifdef SYS_close_range
+        if ((next < 0 || next > lo) && syscall(SYS_close_range, (unsigned)lo, hi, 0) != 0)
+            break; /* an older kernel: list the table instead */
+#else
+        break;
+#endif
+        if (next < 0)
+            return;
+        lo = next + 1;
+    }
+    DIR *d = opendir("/proc/thread-self/fd");
+    if (!d)
+        return;
+    int own = dirfd(d), fds[256], nfds;
+    do { /* closing while listing can skip entries: list a batch, close it, list again */
+        nfds = 0;
+        rewinddir(d);
+        struct dirent *e;
+        while ((e = readdir(d)) && nfds < 256) {
+            int fd = atoi(e->d_name);
+            if ((fd > 0 || e->d_name[0] == '0') && fd != own && !kept(fd, keep, n))
+                fds[nfds++] = fd;
+        }
+        for (int i = 0; i < nfds; i++)
+            close(fds[i]);
+    } while (nfds == 256);
+    closedir(d);
+}
+
+static void own_descriptor_table(void) {
+    wait_change(&counters_open, 0, 1000);
+    int keep[64], n = cc_counters_fds(keep, 63);
+    int report = cc_report_channel();
+    if (report >= 0)
+        keep[n++] = report;
+    if (unshare(CLONE_FILES) == 0)
+        close_all_but(keep, n);
+}
+
 static void *sampler_main(void *arg) {
     (void)arg;
     struct cc_thread *t = cc_self();
     t->guard = 1;
     t->internal = 1;
+    own_descriptor_table();
     sampler_tid = (int)syscall(SYS_gettid);
     cc_counters_sampler_is(sampler_tid);
     static struct cc_sample sample;
@@ -118,6 +187,7 @@ void cc_sampler_start(void) {
         return;
     sampler_cmd = CMD_NONE;
     final_state = CC_FINAL_PENDING;
+    counters_open = 0;
     sigset_t all, old;
     sigfillset(&all);
     /* The sampler must never take one of the program's signals; the synchronous ones stay
@@ -135,7 +205,9 @@ void cc_sampler_start(void) {
         pthread_detach(sampler);
         sampler_running = 1;
     }
-    cc_counters_open();
+    cc_counters_open(); /* after the sampler started: inherited counters do not count it */
+    __atomic_store_n(&counters_open, 1, __ATOMIC_RELEASE);
+    futex(&counters_open, FUTEX_WAKE_PRIVATE, 1, NULL);
 }
 
 int cc_sampler_is(int tid) { return sampler_running && tid == sampler_tid; }
@@ -167,6 +239,7 @@ void cc_sampler_after_fork(void) {
     sampler_running = 0;
     sampler_cmd = CMD_NONE;
     final_state = CC_FINAL_PENDING;
+    counters_open = 0;
     sampler_tid = 0;
     cc_counters_after_fork();
 }

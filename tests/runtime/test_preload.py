@@ -633,3 +633,76 @@ def test_model_start_keeps_the_programs_locale(build, lib, tmp_path):
     assert proc.stdout == plain.stdout
     (summary,) = events(read_lines(out), "summary")
     assert summary["model"] == "ok"
+
+
+# ---- descriptors: the sampler keeps its own table ----------------------------------------
+LOWEST_FD_C = r"""
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static volatile long s;
+static void *w(void *a) {
+    for (int i = 0; i < 300000; i++) { pthread_mutex_lock(&m); s++; pthread_mutex_unlock(&m); }
+    return a;
+}
+int main(void) {
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], 0, w, 0);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], 0);
+    /* One thread from here: POSIX promises the lowest free number to every open. */
+    int keep = dup(1), bad = 0;
+    for (long n = 0; n < 300000; n++) {
+        close(1);
+        int fd = open("/dev/null", O_WRONLY);
+        if (fd != 1) { bad++; if (fd >= 0) close(fd); dup2(keep, 1); }
+    }
+    dup2(keep, 1);
+    printf("lowest-fd violations: %d\n", bad);
+    return bad ? 1 : 0;
+}
+"""
+
+PIPE_EOF_C = r"""
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static volatile double sink;
+static void *work(void *a) { double s = 0; for (long i = 0; i < 20000000; i++) s += i; sink = s; return a; }
+int main(void) {
+    int p[2];
+    if (pipe(p)) return 2;
+    pid_t c = fork();
+    if (c == 0) { close(p[1]); char b; while (read(p[0], &b, 1) > 0) ; _exit(0); }
+    close(p[0]);
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], 0, work, 0);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], 0);
+    usleep(300000); /* windows close meanwhile */
+    close(p[1]);    /* the reader's end of file, unless someone holds a copy */
+    int st;
+    waitpid(c, &st, 0);
+    puts("reader done");
+    return 0;
+}
+"""
+
+
+def test_the_sampler_takes_no_low_descriptor_from_the_program(build, lib):
+    """The sampler opens /proc files every window (and a C program's model its imports):
+    in the program's table they took the number a program closing fd 1 and opening a
+    file is promised back."""
+    prog = build("lowest_fd", LOWEST_FD_C, "-pthread")
+    r = run([prog], preload=lib, window_ms=10)
+    assert r.stdout == b"lowest-fd violations: 0\n" and r.returncode == 0
+    assert b"no predictions" not in r.stderr  # the model loaded in the sampler's own table
+
+
+def test_the_sampler_holds_no_copy_of_the_programs_descriptors(build, lib):
+    """The sampler's table starts as a copy of the program's: a copy of a pipe's write end
+    would keep the reader waiting for its end of file (the test would then time out)."""
+    prog = build("pipe_eof", PIPE_EOF_C, "-pthread")
+    r = run([prog], preload=lib, window_ms=10)
+    assert r.returncode == 0 and r.stdout == b"reader done\n"

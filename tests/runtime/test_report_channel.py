@@ -84,6 +84,48 @@ def test_closefd2_data_untouched_with_bare_preload(closefd2, lib, tmp_path):
     assert b"corecast: own CPU" in proc.stderr
 
 
+DATA_THEN_EXEC_C = r"""
+#include <fcntl.h>
+#include <pthread.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static void *work(void *a) { return a; }
+int main(int argc, char **argv) {
+    if (argc > 2) { /* the exec'd child: threads of its own, the data file as its fd 2 */
+        pthread_t t;
+        pthread_create(&t, 0, work, 0);
+        pthread_join(t, 0);
+        return 0;
+    }
+    close(2);
+    if (open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644) != 2) return 9;
+    pid_t p = fork();
+    if (p == 0) {
+        execl(argv[0], argv[0], argv[1], "child", (char *)0);
+        _exit(1);
+    }
+    int st;
+    waitpid(p, &st, 0);
+    const char msg[] = "DATA\n";
+    return write(2, msg, strlen(msg)) == (ssize_t)strlen(msg) && st == 0 ? 0 : 1;
+}
+"""
+
+
+def test_a_program_execd_with_a_data_file_on_fd_2_keeps_its_report_out_of_it(build, lib, tmp_path):
+    """`corecast run` names the stderr it started with (CORECAST_STDERR): a program exec'd
+    with another file on fd 2 (here its parent's data file) reports nowhere rather than
+    into that file.  The JSON Lines still have it."""
+    exe = build("data_then_exec", DATA_THEN_EXEC_C, "-pthread")
+    out = tmp_path / "run.jsonl"
+    proc = corecast_run(["--json-out", str(out)], [exe, tmp_path / "data.txt"])
+    assert proc.returncode == 0, proc.stderr
+    data = (tmp_path / "data.txt").read_bytes()
+    assert data.endswith(b"DATA\n") and b"corecast" not in data
+    assert len({d["pid"] for d in events(read_lines(out), "summary")}) == 2
+
+
 def test_closed_stderr_still_gets_report_and_json(build, lib, tmp_path):
     exe = build("close_and_exit", CLOSE_AND_EXIT_C, "-pthread")
     out = tmp_path / "out.jsonl"

@@ -12,6 +12,7 @@ STEER = "CORECAST_STEER"                    # "1": steer team sizes
 PROBE = "CORECAST_PROBE"                    # "1": run some calls at smaller teams
 NUMA_EVENTS = "CORECAST_NUMA_EVENTS"        # memory-traffic events to count (numa_events.plan)
 LAUNCH_PID = "CORECAST_LAUNCH_PID"          # the pid `corecast run` execs: only it is "the program"
+STDERR = "CORECAST_STDERR"                  # "DEV:INO" of the stderr `corecast run` had ("closed": none)
 OPENCL = "CORECAST_OPENCL"                  # "1" / "0": instrument pyopencl or not
 DISABLE = "CORECAST_DISABLE"                # "1": corecast stays out (library and OpenCL hook)
 MAX_INPUT_MB = "CORECAST_MAX_INPUT_MB"      # largest input file read, MiB

@@ -162,6 +162,17 @@ def start_output(path: str, shown: str) -> None:
         os.close(fd)
 
 
+def stderr_identity() -> str:
+    """"DEV:INO" of this process's fd 2, "closed" without one.  A process the program
+    starts reports to its own copy of fd 2 only while that is still this file: a program
+    that put a data file on fd 2 and then ran another must not find its report there."""
+    try:
+        st = os.fstat(2)
+    except OSError:
+        return "closed"
+    return f"{st.st_dev}:{st.st_ino}"
+
+
 def run(
     command: Sequence[str],
     target: int | None = None,
@@ -189,6 +200,7 @@ def run(
         start_output(output_path(env[settings.OUTPUT], env, os.getpid()), json_out)
     # The program keeps this pid: only it says "serial run", not every serial child it starts.
     env[settings.LAUNCH_PID] = str(os.getpid())
+    env[settings.STDERR] = stderr_identity()
     # Python ignores SIGPIPE and SIGXFSZ, and an ignored signal stays ignored across exec:
     # the program would get EPIPE instead of dying quietly at the end of a pipe (`| head`).
     # Back to the default, as subprocess's restore_signals does.
