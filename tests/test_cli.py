@@ -295,3 +295,21 @@ def test_ctrl_c_is_one_line(capsys, monkeypatch, time_csv):
     assert main(["predict", time_csv]) == 2
     out, err = capsys.readouterr()
     assert out == "" and err == "corecast: error: interrupted\n"
+
+
+def test_plot_to_standard_output_is_the_png_alone(capsysbinary, time_csv):
+    assert main(["predict", time_csv, "--plot", "-"]) == 0
+    out, err = capsysbinary.readouterr()
+    assert out.startswith(PNG_MAGIC) and out.endswith(b"IEND\xaeB`\x82")  # no table after it
+    assert main(["predict", time_csv, "--plot", "-", "--json"]) == 2
+    out, err = capsysbinary.readouterr()
+    assert out == b"" and b"would both write to standard output" in err
+
+
+def test_a_huge_count_is_not_echoed_whole(capsys, time_csv):
+    assert main(["predict", time_csv, "--upto", "9" * 300]) == 2
+    err = capsys.readouterr().err
+    assert "a 300-digit count" in err and len(err) < 200
+    assert main(["predict", time_csv, "--knee-fraction", "x" * 300]) == 2
+    err = capsys.readouterr().err
+    assert "..." in err and len(err) < 200

@@ -83,7 +83,9 @@ def predict_measurements(
     if upto < 1:
         raise InputError(f"the largest count to predict must be at least 1, got {upto}")
     if max([upto] + at) > MAX_COUNT:
-        raise InputError(f"counts above {MAX_COUNT} are not predicted (got {max([upto] + at)})")
+        got = str(max([upto] + at))
+        raise InputError(f"counts above {MAX_COUNT} are not predicted (got "
+                         f"{got if len(got) <= 20 else f'a {len(got)}-digit count'})")
     if any(a < 1 for a in at):
         raise InputError("counts to predict at must be at least 1")
     given = hardware

@@ -110,6 +110,20 @@ def test_the_program_does_not_inherit_pythons_ignored_signals(lib):
         assert not ignored & (1 << (sig - 1)), sig.name
 
 
+@pytest.mark.parametrize("args, words", [
+    (["--target", "99999"], "--target: '99999' must be at most 1024"),
+    (["--window-ms", "5"], "--window-ms: '5' must be at least 10"),
+])
+def test_run_refuses_settings_the_library_would_not_take(lib, args, words):
+    proc = corecast_run(args, ["true"])
+    assert proc.returncode == 2 and words in one_error_line(proc)
+
+
+def test_json_out_that_is_a_directory_is_refused(lib, tmp_path):
+    proc = corecast_run(["--json-out", str(tmp_path)], ["true"])
+    assert proc.returncode == 2 and "is a directory" in one_error_line(proc)
+
+
 def test_lib_prints_an_existing_path(lib):
     proc = subprocess.run([sys.executable, "-m", "corecast", "lib"], capture_output=True, text=True,
                           env=clean_env(), timeout=TIMEOUT)

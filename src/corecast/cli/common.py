@@ -6,7 +6,7 @@ import argparse
 import json
 import math
 
-from ..io.fileio import printable
+from ..io.fileio import STDIO, printable
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
@@ -62,14 +62,28 @@ class Parser(argparse.ArgumentParser):
 # ---------------------------------------------------------------- argument types
 
 
+def quoted(text: str, most: int = 40) -> str:
+    """``text`` as an error message quotes it: repr, cut short (a 5000-digit number)."""
+    return repr(text) if len(text) <= most else repr(text[:most]) + "..."
+
+
 def whole(text: str, minimum: int = 1) -> int:
     try:
         n = int(text.strip())
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        raise argparse.ArgumentTypeError(f"{quoted(text)} is not a whole number") from None
     if n < minimum:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least {minimum}")
+        raise argparse.ArgumentTypeError(f"{quoted(text)} must be at least {minimum}")
     return n
+
+
+def whole_in(lowest: int, highest: int):
+    """An argument type: a whole number in [lowest, highest] (what the library accepts)."""
+    def check(text: str) -> int:
+        n = whole(text, lowest)
+        _checked(text, n <= highest, f"be at most {highest}")
+        return n
+    return check
 
 
 def count(text: str) -> int:
@@ -83,7 +97,7 @@ def seed(text: str) -> int:
 def count_list(text: str) -> list[int]:
     items = text.split(",")
     if not text.strip() or any(not i.strip() for i in items):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a comma-separated list of counts like 48,64")
+        raise argparse.ArgumentTypeError(f"{quoted(text)} is not a comma-separated list of counts like 48,64")
     return [count(i) for i in items]
 
 
@@ -91,12 +105,12 @@ def number(text: str, what: str = "a number") -> float:
     try:
         return float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        raise argparse.ArgumentTypeError(f"{quoted(text)} is not {what}") from None
 
 
 def _checked(text: str, ok: bool, must: str) -> None:
     if not ok:
-        raise argparse.ArgumentTypeError(f"{text!r} must {must}")
+        raise argparse.ArgumentTypeError(f"{quoted(text)} must {must}")
 
 
 def fraction(text: str) -> float:
@@ -131,6 +145,16 @@ def command_of(argv: list[str]) -> list[str]:
 def print_json(obj: dict) -> None:
     # allow_nan=False: the output must be strict JSON for other tools to parse.
     print(json.dumps(obj, allow_nan=False))
+
+
+def plot_to_stdout(args: argparse.Namespace) -> bool:
+    """Whether ``--plot -`` sends the PNG to standard output: then the table stays off it
+    (it would corrupt the PNG), and ``--json`` there too is an error."""
+    if getattr(args, "plot", None) != STDIO:
+        return False
+    if args.json:
+        raise CliError("--plot - and --json would both write to standard output: give --plot a file")
+    return True
 
 
 def add_output_options(p: argparse.ArgumentParser, json_help: str = "print one JSON object instead of the table",

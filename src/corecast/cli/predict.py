@@ -8,7 +8,7 @@ import sys
 from ..io import settings
 from ..errors import InputError
 from ..io.fileio import printable
-from .common import CliError, add_output_options, count, count_list, fraction, print_json
+from .common import CliError, add_output_options, count, count_list, fraction, plot_to_stdout, print_json
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
@@ -75,6 +75,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from ..io.readers import read_inputs
     from ..views.report import format_table
 
+    png_only = plot_to_stdout(args)
+
     try:
         series = read_inputs(args.file, args.metric, args.callpath, args.profile_metric,
                              args.count_attribute)  # messages already name the file
@@ -101,7 +103,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
             _plot(pred, args.plot)
         if args.json:
             print_json(pred.to_dict())
-        else:
+        elif not png_only:
             sys.stdout.write(format_table(pred))
         return 0
     if args.plot and len(series) > 1:
@@ -119,7 +121,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
     done = [pred for _, pred, _ in results if pred is not None]
     if args.plot and done:
         _plot(done[0], args.plot)
-    if args.json:
+    if png_only:
+        pass
+    elif args.json:
         print_json({"source": series[0].source, "series": [
             {"callpath": s.callpath, "metric_name": s.metric_name,
              **(pred.to_dict() if pred is not None else {"error": error})} for s, pred, error in results]})
@@ -151,6 +155,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     from ..io.readers.measurements import read_measurements
     from ..views.report import format_table
 
+    png_only = plot_to_stdout(args)
     with resources.as_file(resources.files("corecast") / "data" / DEMO_DATA) as path:
         full = read_measurements(str(path))
     train = full.subset(np.flatnonzero(full.counts <= DEMO_TRAIN_UPTO))
@@ -170,7 +175,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
             "median_relative_error": median_error,
         }
         print_json(out)
-    else:
+    elif not png_only:
         print(f"demo: {DEMO_DATA}, trained on counts <= {DEMO_TRAIN_UPTO}, "
               f"predicting up to {DEMO_PREDICT_UPTO}\n")
         sys.stdout.write(format_table(pred, reference=full))

@@ -6,7 +6,12 @@ import argparse
 import json
 import sys
 
-from .common import CliError, add_output_options, command_of, count, print_json
+from .common import CliError, add_output_options, command_of, count, print_json, whole_in
+
+# What the library accepts (native/config.c: CORECAST_TARGET up to CC_MAX_THREADS,
+# CORECAST_WINDOW_MS 10-60000 ms): refused here rather than warned about by the library.
+TARGET_RANGE = (1, 1024)
+WINDOW_MS_RANGE = (10, 60000)
 
 
 def add_run(sub: argparse._SubParsersAction) -> None:
@@ -17,9 +22,9 @@ def add_run(sub: argparse._SubParsersAction) -> None:
         "goes to stderr (and JSON Lines to --json-out). The program's output and exit status "
         "are its own.",
     )
-    p.add_argument("--target", type=count, help="predict up to N threads, for a machine of N cores "
+    p.add_argument("--target", type=whole_in(*TARGET_RANGE), help="predict up to N threads, for a machine of N cores "
                    "(default: this machine's cores, or the --target-machine's)")
-    p.add_argument("--window-ms", type=count, help="sampling window in ms (default 200)")
+    p.add_argument("--window-ms", type=whole_in(*WINDOW_MS_RANGE), help="sampling window in ms (default 200)")
     p.add_argument("--json-out", metavar="FILE", help="write JSON Lines here (CORECAST_OUTPUT)")
     p.add_argument("--quiet", action="store_true", help="no report on stderr")
     explore = p.add_mutually_exclusive_group()  # steering already runs regions at other sizes

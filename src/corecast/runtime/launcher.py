@@ -145,10 +145,13 @@ def start_output(path: str, shown: str) -> None:
         raise LaunchError(f"{shown}: a symlink in a shared sticky directory owned by someone "
                           "else; not followed")
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):
-            return  # opening a FIFO's writing end, even briefly, would give its reader EOF
+        mode = os.stat(path).st_mode
     except OSError:
-        pass  # not there yet: created below
+        mode = None  # not there yet: created below
+    if mode is not None and stat.S_ISDIR(mode):
+        raise LaunchError(f"{shown}: is a directory")
+    if mode is not None and not stat.S_ISREG(mode):
+        return  # opening a FIFO's writing end, even briefly, would give its reader EOF
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
     except OSError as exc:
