@@ -296,6 +296,7 @@ def test_non_utf8_input_is_one_line_error(tmp_path, capsys):
     ("p.csv", "threads,time\n1," + "9" * 200_000 + "\n", "line 2: not a CSV row"),
     ("p.json", "[" * 100_000, "nested too deeply"),
     ("p.csv", '{"measured": [{"threads": ' + "1" * 5000 + ', "time_s": 1}]}', "not valid JSON"),
+    ("p.csv", "threads,time\n1,1_0\n2,5\n4,3\n", "'1_0' is not a number"),  # Python's float takes it
 ])
 def test_pathological_contents_are_one_line_errors(tmp_path, capsys, name, text, words):
     path = tmp_path / name

@@ -213,11 +213,13 @@ def _resolve_metric(table: Table, column: str, requested: str | None) -> str:
 def finite_number(text: str, where: str) -> float:
     """``text`` as a finite float; otherwise an InputError starting with ``where``."""
     try:
+        if "_" in text:  # Python's float takes 1_000; a CSV number never has one
+            raise ValueError
         x = float(text)
     except ValueError:
         raise InputError(f"{where}: {text[:40]!r} is not a number") from None
     if not math.isfinite(x):
-        raise InputError(f"{where}: {text!r} is not a finite number")
+        raise InputError(f"{where}: {text[:40]!r} is not a finite number")
     return x
 
 
@@ -242,7 +244,7 @@ def _is_number(cell: str) -> bool:
         float(cell)
     except ValueError:
         return False
-    return True
+    return "_" not in cell
 
 
 # ---------------------------------------------------------------- Sweep JSON input
