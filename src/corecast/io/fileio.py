@@ -76,7 +76,7 @@ def input_limit() -> int:
     except ValueError:
         mb = math.nan
     if not (math.isfinite(mb) and mb > 0):
-        raise InputError(f"{settings.MAX_INPUT_MB}={printable(raw)!r}: not a positive number of MiB")
+        raise InputError(f"{settings.MAX_INPUT_MB}='{printable(raw[:40])}': not a positive number of MiB")
     return math.ceil(mb * (1 << 20))
 
 
