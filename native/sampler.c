@@ -8,7 +8,9 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -105,14 +107,33 @@ static void close_all_but(const int *keep, int n) {
     closedir(d);
 }
 
+static int own_table; /* unshare succeeded */
+
 static void own_descriptor_table(void) {
     wait_change(&counters_open, 0, 1000);
     int keep[64], n = cc_counters_fds(keep, 63);
     int report = cc_report_channel();
     if (report >= 0)
         keep[n++] = report;
-    if (unshare(CLONE_FILES) == 0)
+    if (unshare(CLONE_FILES) == 0) {
+        own_table = 1;
         close_all_but(keep, n);
+    }
+}
+
+/* The report channel's copy must not outlive the program's: a daemon that closes every
+ * descriptor would otherwise keep a pipe's reader from its end of file.  So each window the
+ * sampler looks whether the program's table (the main thread's, /proc/self/fd) still has it. */
+static void drop_channel_if_gone(void) {
+    int fd = cc_report_channel();
+    if (!own_table || fd < 0)
+        return;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    struct stat mine, theirs;
+    if (fstat(fd, &mine) == 0 &&
+        (stat(path, &theirs) != 0 || theirs.st_dev != mine.st_dev || theirs.st_ino != mine.st_ino))
+        close(fd);
 }
 
 static void *sampler_main(void *arg) {
@@ -146,6 +167,7 @@ static void *sampler_main(void *arg) {
     int shorts_left = 0; /* a window that may end early: its short windows still to wait */
     for (;;) {
         int cmd = wait_change(&sampler_cmd, CMD_NONE, wait_ms);
+        drop_channel_if_gone();
         if (cmd == CMD_NONE && shorts_left > 0 && !cc_settle_window_measured()) {
             shorts_left--;
             continue; /* wait_ms is still a short window */
@@ -188,6 +210,7 @@ void cc_sampler_start(void) {
     sampler_cmd = CMD_NONE;
     final_state = CC_FINAL_PENDING;
     counters_open = 0;
+    own_table = 0;
     sigset_t all, old;
     sigfillset(&all);
     /* The sampler must never take one of the program's signals; the synchronous ones stay
@@ -240,6 +263,7 @@ void cc_sampler_after_fork(void) {
     sampler_cmd = CMD_NONE;
     final_state = CC_FINAL_PENDING;
     counters_open = 0;
+    own_table = 0;
     sampler_tid = 0;
     cc_counters_after_fork();
 }

@@ -18,7 +18,7 @@ import pytest
 
 from corecast.runtime.model.abi import STALLS
 
-from .helpers import EXAMPLES, clean_env, corecast_run, events, read_lines, report_blocks, run
+from .helpers import EXAMPLES, TIMEOUT, clean_env, corecast_run, events, read_lines, report_blocks, run
 
 OMP_THREADS = 4
 OMP_ENV = {"OMP_NUM_THREADS": str(OMP_THREADS)}
@@ -706,3 +706,41 @@ def test_the_sampler_holds_no_copy_of_the_programs_descriptors(build, lib):
     prog = build("pipe_eof", PIPE_EOF_C, "-pthread")
     r = run([prog], preload=lib, window_ms=10)
     assert r.returncode == 0 and r.stdout == b"reader done\n"
+
+
+DAEMON_C = r"""
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+static void *work(void *a) { return a; }
+int main(int argc, char **argv) {
+    pthread_t t;
+    pthread_create(&t, 0, work, 0);
+    pthread_join(t, 0);
+    usleep(300000);                  /* the sampler has its table by now */
+    puts("detaching");
+    fflush(stdout);
+    syscall(SYS_close_range, 0u, ~0u, 0); /* as a daemon does: every descriptor */
+    for (int i = 0; i < 300; i++) {  /* until the reader saw its end of file (30 s at most) */
+        if (access(argv[1], F_OK) == 0)
+            return 0;
+        usleep(100000);
+    }
+    return 1;
+}
+"""
+
+
+def test_a_program_that_closes_every_descriptor_lets_its_reader_finish(build, lib, tmp_path):
+    """The sampler keeps a copy of the report channel (the original stderr) in its own
+    table; once the program closes its own, the copy goes within a window, or a daemon
+    would keep the pipe behind `corecast run ... 2>&1 | cat` open."""
+    prog = build("daemon_like", DAEMON_C, "-pthread")
+    seen = tmp_path / "reader-saw-eof"
+    env = clean_env(LD_PRELOAD=str(lib), CORECAST_WINDOW_MS="50")
+    proc = subprocess.Popen([str(prog), str(seen)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    out = proc.stdout.read()  # returns at end of file: every write end closed
+    seen.touch()
+    assert proc.wait(timeout=TIMEOUT) == 0, out
+    assert out.startswith(b"detaching\n")
