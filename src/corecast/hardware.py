@@ -65,9 +65,9 @@ class Hardware:
     def of(cls, hw_threads: int | None, cores: int | None, sockets: int | None = None,
            fill: str | None = None) -> "Hardware | None":
         """From what the user gave (any may be None); None when neither hardware threads
-        nor cores were given.  Raises InputError on counts below 1 or above MAX_HW_THREADS, more cores than
-        hardware threads, more sockets than cores, or sockets of unequal size filled one
-        after the other."""
+        nor cores were given.  Raises InputError on counts below 1 or above
+        MAX_HW_THREADS, more cores than hardware threads, more sockets than cores, or
+        sockets of unequal size filled one after the other."""
         for name, v in (("hardware threads", hw_threads), ("cores", cores), ("sockets", sockets)):
             if v is not None and not 1 <= v <= MAX_HW_THREADS:
                 raise InputError(f"the machine's {name} must be between 1 and {MAX_HW_THREADS}, got {v}")

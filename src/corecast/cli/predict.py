@@ -121,13 +121,11 @@ def cmd_predict(args: argparse.Namespace) -> int:
     done = [pred for _, pred, _ in results if pred is not None]
     if args.plot and done:
         _plot(done[0], args.plot)
-    if png_only:
-        pass
-    elif args.json:
+    if args.json:
         print_json({"source": series[0].source, "series": [
             {"callpath": s.callpath, "metric_name": s.metric_name,
              **(pred.to_dict() if pred is not None else {"error": error})} for s, pred, error in results]})
-    else:
+    elif not png_only:
         for i, (s, pred, error) in enumerate(results):
             sys.stdout.write(("\n" if i else "") + printable(f"== {s.label}") + "\n")
             sys.stdout.write(format_table(pred) if pred is not None else printable(f"cannot predict: {error}") + "\n")
