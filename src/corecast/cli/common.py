@@ -6,7 +6,7 @@ import argparse
 import json
 import math
 
-from ..io.fileio import STDIO, printable
+from ..io.fileio import STDIO, printable, quoted
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
@@ -60,11 +60,6 @@ class Parser(argparse.ArgumentParser):
 
 
 # ---------------------------------------------------------------- argument types
-
-
-def quoted(text: str, most: int = 40) -> str:
-    """``text`` as an error message quotes it: repr, cut short (a 5000-digit number)."""
-    return repr(text) if len(text) <= most else repr(text[:most]) + "..."
 
 
 def whole(text: str, minimum: int = 1) -> int:

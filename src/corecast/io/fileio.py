@@ -58,6 +58,12 @@ def printable(text: str) -> str:
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
+def quoted(text: str, most: int = 40) -> str:
+    """``text`` as an error message quotes it: repr (non-printables escaped), cut short
+    after ``most`` characters (a 5000-digit number)."""
+    return repr(text) if len(text) <= most else repr(text[:most]) + "..."
+
+
 def shown(path: str | os.PathLike) -> str:
     """``path`` as error messages show it."""
     path = os.fspath(path)
@@ -76,7 +82,7 @@ def input_limit() -> int:
     except ValueError:
         mb = math.nan
     if not (math.isfinite(mb) and mb > 0):
-        raise InputError(f"{settings.MAX_INPUT_MB}='{printable(raw[:40])}': not a positive number of MiB")
+        raise InputError(f"{settings.MAX_INPUT_MB}={quoted(raw)}: not a positive number of MiB")
     return math.ceil(mb * (1 << 20))
 
 

@@ -24,7 +24,7 @@ import math
 from typing import Sequence
 
 from ...errors import InputError
-from ..fileio import parse_json
+from ..fileio import parse_json, quoted
 from .raw import RawSeries, as_count
 
 COUNT_ATTRIBUTES = ("omp.num.threads", "threads", "num_threads", "omp_max_threads",
@@ -155,10 +155,10 @@ def parse(files: Sequence[tuple[str, str]], count_attribute: str | None = None,
             raw_count = rec.get(key, globs.get(key))
             n = _number(raw_count)
             if n is None:
-                raise InputError(f"{where}: count {key} {str(raw_count)[:40]!r} is not a number")
+                raise InputError(f"{where}: count {key} {quoted(str(raw_count))} is not a number")
             value = _number(rec[metric])
             if value is None:
-                raise InputError(f"{where}: {metric} {str(rec[metric])[:40]!r} is not a number")
+                raise InputError(f"{where}: {metric} {quoted(str(rec[metric]))} is not a number")
             series.setdefault(region, []).append((as_count(n, f"{where}: {key}"), value))
             found = True
         if not found:

@@ -20,7 +20,7 @@ import json
 import re
 
 from ...errors import InputError
-from ..fileio import parse_json
+from ..fileio import parse_json, quoted
 from .measurements import finite_number
 from .raw import RawSeries, as_count
 
@@ -76,7 +76,7 @@ def _parse_text(text: str, path: str) -> list[RawSeries]:
         name, value = name.strip(), " ".join(value.split())
         where = f"{path}: line {no}"
         if name not in FIELDS:
-            raise InputError(f"{where}: unknown field {name[:40]!r} (Extra-P text input has "
+            raise InputError(f"{where}: unknown field {quoted(name)} (Extra-P text input has "
                              f"{', '.join(FIELDS)})")
         if name == "PARAMETER":
             params += value.split()

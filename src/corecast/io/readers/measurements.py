@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ...errors import InputError
-from ..fileio import read_text, shown
+from ..fileio import quoted, read_text, shown
 
 if TYPE_CHECKING:
     from ...entities import Measurements
@@ -217,9 +217,9 @@ def finite_number(text: str, where: str) -> float:
             raise ValueError
         x = float(text)
     except ValueError:
-        raise InputError(f"{where}: {text[:40]!r} is not a number") from None
+        raise InputError(f"{where}: {quoted(text)} is not a number") from None
     if not math.isfinite(x):
-        raise InputError(f"{where}: {text[:40]!r} is not a finite number")
+        raise InputError(f"{where}: {quoted(text)} is not a finite number")
     return x
 
 
