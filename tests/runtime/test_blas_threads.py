@@ -9,9 +9,9 @@ import pytest
 
 from .helpers import clean_env, run
 
-# OpenMP regions at team sizes 1 and 2 for about 1 s: the model runs at each 200 ms
-# window's end, and at the exit, with two team sizes, fits the region's history (numpy
-# and scipy; windows use the one-sample model only) up to CORECAST_TARGET=4 (up to the
+# OpenMP regions at team sizes 1 and 2 for about 1 s: the model runs at the exit (windows
+# run it only to steer) and, with two team sizes, fits the region's history (numpy
+# and scipy) up to CORECAST_TARGET=4 (up to the
 # sizes it measured, the history is interpolated, without numpy).  The exit report runs as main
 # returns, before exit handlers: the program looks at itself in one.
 PROGRAM = r"""

@@ -635,6 +635,55 @@ def test_model_start_keeps_the_programs_locale(build, lib, tmp_path):
     assert summary["model"] == "ok"
 
 
+MODEL_MAPPED_C = r"""
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+static int model_mapped(void) {
+    char line[4096];
+    int found = 0;
+    FILE *m = fopen("/proc/self/maps", "r");
+    while (m && fgets(line, sizeof line, m))
+        found |= strstr(line, "libcorecast_model") != NULL;
+    if (m)
+        fclose(m);
+    return found;
+}
+int main(int argc, char **argv) {
+    double s = 0;
+#pragma omp parallel reduction(+ : s)
+    s += omp_get_thread_num();
+    int mapped = 0;
+    for (int waited = 0; !mapped && waited <= atoi(argv[1]); waited += 10) {
+        mapped = model_mapped();
+        usleep(10000);
+    }
+    printf("%g mapped=%d\n", s, mapped);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("steer", [0, 1])
+def test_model_waits_for_the_exit_unless_steering(build, lib, tmp_path, steer):
+    """A window's prediction is read by steering alone, so without it the model (an
+    interpreter, then a model run per window) stays out of the run: 300 ms of 10-ms windows
+    pass without it, and the exit still predicts.  With steering it starts at once, which
+    also shows that the program would see it mapped."""
+    prog = build("model_mapped", MODEL_MAPPED_C, "-fopenmp")
+    env = clean_env(OMP_NUM_THREADS="2")
+    out = tmp_path / "cc.jsonl"
+    proc = run([prog, "300" if not steer else "60000"], env=env, preload=lib, output=out, window_ms="10",
+               steer=str(steer))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == f"1 mapped={steer}\n".encode()
+    (summary,) = events(read_lines(out), "summary")
+    assert summary["model"] == "ok"
+    assert [e for e in read_lines(out) if e["event"] == "process"][0]["predicted"]
+
+
 # ---- descriptors: the sampler keeps its own table ----------------------------------------
 LOWEST_FD_C = r"""
 #include <fcntl.h>
