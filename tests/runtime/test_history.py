@@ -134,3 +134,19 @@ def test_history_spanning_every_count_is_interpolated_without_a_fit(monkeypatch)
     # Beyond the measured sizes it still fits (and loads numpy there).
     with pytest.raises(AssertionError):
         hist_mod.extrapolate(h, 8)
+
+
+def test_a_missing_numpy_leaves_the_one_sample_prediction_not_none(monkeypatch):
+    # Seen on the 16-core machine: corecast in a venv whose numpy came from a .pth file the
+    # model's interpreter did not read; the fit's import failed and the whole report with it.
+    from corecast.runtime.model import history as hist_mod
+
+    def no_numpy():
+        raise ModuleNotFoundError("No module named 'numpy'", name="numpy")
+    monkeypatch.setattr(hist_mod, "load_numeric", no_numpy)
+    hist = [(1, 30, 0.3), (2, 30, 0.16), (4, 30, 0.09)]
+    r = with_hist(region(threads=4, busy=0.36, calls=90), hist)
+    pred = predictor.predict_region(r, TARGET, TARGET, TARGET, after(r, hist))
+    one = one_sample(r, TARGET, TARGET, TARGET)
+    assert pred.speedup == one.speedup
+    assert pred.basis.endswith("; no fit: numpy missing") and len(pred.basis) <= BASIS_LEN

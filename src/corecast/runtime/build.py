@@ -101,13 +101,15 @@ from _corecast_model import ffi, lib
 _root = ffi.string(lib.corecast_model_root()).decode()
 if _root and _root not in sys.path:
     sys.path.insert(0, _root)
-# Our own interpreter (configure starts it without site): the site directories, without
-# their .pth files.  A Python host's sys.path is the host's own (python -S stays -S).
+# Our own interpreter (configure starts it without site): the site directories and the
+# paths their .pth files name, none of their code (runtime/sitepaths.py).  A Python host's
+# sys.path is the host's own (python -S stays -S).
 if sys.flags.no_site and not lib.corecast_model_host_python():
     import site
+    from corecast.runtime.sitepaths import site_paths
 
     # as site.main() orders them: the user's site directory first
-    sys.path.extend(p for p in [site.getusersitepackages()] + site.getsitepackages()
+    sys.path.extend(p for p in site_paths([site.getusersitepackages()] + site.getsitepackages())
                     if p not in sys.path)
 try:
     from corecast.runtime.bridge import predict_sample as _predict

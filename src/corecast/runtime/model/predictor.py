@@ -8,7 +8,7 @@ from .bound import RegionPrediction
 from .contention import barrier_latency, compose_process
 from .contention import predict_process as one_sample_process
 from .contention import predict_region as one_sample_region
-from .history import RegionHistory, anchor_t1, combine, extrapolate, mostly_at, probe_basis
+from .history import BASIS_LEN, RegionHistory, anchor_t1, combine, extrapolate, mostly_at, probe_basis
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
@@ -36,7 +36,13 @@ def predict_region(region: RegionSample, target: int, measured_cores: int, predi
         pred = anchor_t1(one, region, history)
     else:
         sizes = len(history.measured())
-        pred = combine(one, extrapolate(history, target) if sizes >= 2 and final else None, sizes)
+        try:
+            fit = extrapolate(history, target) if sizes >= 2 and final else None
+        except ImportError as exc:  # the model's Python has no numpy: the one-sample model stands in
+            fit = None
+            note = f"; no fit: {exc.name or 'numpy'} missing"
+            one.basis = one.basis[: BASIS_LEN - len(note)] + note
+        pred = combine(one, fit, sizes)
     if pred is not one and region.get("probes"):  # the history holds probe calls: say so
         pred.basis = probe_basis(pred.basis, region["probes"])
     return pred
