@@ -2,6 +2,7 @@
  * activity, fork, and the exit report with its guard.  The exits and execs that end an
  * image come here from their wrappers (shims/process.c). */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -159,6 +160,28 @@ void cc_exit_report(int status) {
 }
 
 void cc_final(void) { cc_exit_report(-1); }
+
+/* Whether ``envp`` preloads this library, so that an image it starts is measured too. */
+static int preloaded_in(char *const envp[]) {
+    Dl_info info;
+    if (!envp || !dladdr((void *)&cc_final, &info) || !info.dli_fname)
+        return 0;
+    const char *name = strrchr(info.dli_fname, '/');
+    name = name ? name + 1 : info.dli_fname;
+    for (char *const *e = envp; *e; e++)
+        if (!strncmp(*e, "LD_PRELOAD=", 11))
+            return strstr(*e + 11, name) != NULL;
+    return 0;
+}
+
+/* A wrapper script that execs its program (`#!/bin/sh` ... `exec prog`) ran nothing in
+ * parallel: a "serial run" line and record for its pid, before the program's own report
+ * for the same pid, would be noise.  Without a preloaded next image it is all there is. */
+void cc_exec_report(char *const envp[]) {
+    if (!cc_active && preloaded_in(envp))
+        return;
+    cc_final();
+}
 
 static void final_at_exit(void) { cc_final(); }
 

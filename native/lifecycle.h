@@ -6,5 +6,8 @@
  * unknown (a Python host's atexit, exec, quick_exit).  Runs once per process image. */
 void cc_exit_report(int status) __attribute__((visibility("hidden")));
 void cc_final(void); /* cc_exit_report(-1) */
+/* An exec of this image with ``envp``: its report, unless nothing ran in parallel and the
+ * next image, the same pid, is preloaded too (then that one speaks for the pid). */
+void cc_exec_report(char *const envp[]) __attribute__((visibility("hidden")));
 
 #endif

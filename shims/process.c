@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include <stdarg.h>
 #include <stddef.h>
+#include <unistd.h> /* environ */
 
 #include "../native/lifecycle.h"
 #include "../native/real.h"
@@ -47,22 +48,22 @@ void _Exit(int status) {
 
 /* The image is replaced: report what this one measured (same pid, its own lines). */
 int execve(const char *path, char *const argv[], char *const envp[]) {
-    cc_final();
+    cc_exec_report(envp);
     return CC_LIBC(execve)(path, argv, envp);
 }
 
 int execv(const char *path, char *const argv[]) {
-    cc_final();
+    cc_exec_report(environ);
     return CC_LIBC(execv)(path, argv);
 }
 
 int execvp(const char *file, char *const argv[]) {
-    cc_final();
+    cc_exec_report(environ);
     return CC_LIBC(execvp)(file, argv);
 }
 
 int execvpe(const char *file, char *const argv[], char *const envp[]) {
-    cc_final();
+    cc_exec_report(envp);
     return CC_LIBC(execvpe)(file, argv, envp);
 }
 

@@ -378,6 +378,25 @@ def test_no_threads_is_a_serial_run(build, lib, tmp_path):
     assert [d["event"] for d in read_lines(out2)] == ["summary"]
 
 
+def test_a_wrapper_script_that_execs_its_program_adds_no_serial_run(build, tmp_path):
+    # Seen with a pigz wrapper on the 16-core machine: the shell's "serial run" line and
+    # record came first, then pigz's own report for the same pid.
+    prog = build("pthreads_sync", EXAMPLES / "pthreads_sync.c", "-pthread", "-lm")
+    wrapper = tmp_path / "wrapper.sh"
+    wrapper.write_text('#!/bin/sh\nexec "$@"\n')
+    wrapper.chmod(0o755)
+    out = tmp_path / "cc.jsonl"
+    proc = corecast_run(["--json-out", str(out)], [wrapper, prog, "200", "2"])
+    assert proc.returncode == 0, proc.stderr
+    assert b"serial run" not in proc.stderr and report_blocks(proc.stderr) == 1
+    assert [e["event"] for e in read_lines(out) if e["event"] == "summary"] == ["summary"]
+    assert not any(e.get("serial_run") for e in read_lines(out))
+    # An exec that drops the preload leaves the wrapper's line as all there is to say.
+    out2 = tmp_path / "cc2.jsonl"
+    proc = corecast_run(["--json-out", str(out2)], ["env", "-u", "LD_PRELOAD", prog, "200", "2"])
+    assert proc.returncode == 0 and proc.stderr.count(b"\n") == 1 and b"serial run" in proc.stderr
+
+
 def test_serial_children_of_the_launched_program_stay_silent(build, lib):
     prog = build("no_threads", NO_THREADS_C)
     proc = run(["sh", "-c", f"'{prog}'; '{prog}'"], preload=lib, launch_pid=999999)
