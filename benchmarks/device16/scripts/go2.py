@@ -1,4 +1,6 @@
-"""Device call 2: overhead matrix (steering, probing) at 16 threads, steering where 1 thread is best, more truth reps."""
+"""Device calls 2 and 3 (CALL=2|3): overhead matrix (steering, probing) at 16 threads,
+steering where 1 thread is best, more truth reps.  Call 3 ran as a copy of this file with
+the CALL=3 settings written in (go3.py), merged here since."""
 import json, os, subprocess, sys, time, statistics
 sys.path.insert(0, ".dev")
 OUT, DEADLINE = sys.argv[1], float(sys.argv[2])
@@ -20,9 +22,15 @@ def run(argv, n, extra=None):
     except subprocess.TimeoutExpired:
         return time.perf_counter() - t, -999, b"", "timeout"
 P = dict(LD_PRELOAD=LIB, CORECAST_QUIET="1")
+CALL = os.environ.get("CALL", "2")
 SIDES = {"none": None, "quiet": dict(P), "steer": dict(P, CORECAST_STEER="1"),
          "steer_start_only": dict(P, CORECAST_STEER="1", CORECAST_WINDOW_MS="60000"),
          "probe": dict(P, CORECAST_PROBE="1")}
+if CALL == "3":
+    SIDES = {"none": None, "quiet": dict(P), "quiet_w60s": dict(P, CORECAST_WINDOW_MS="60000"),
+             "steer": dict(P, CORECAST_STEER="1"), "steer_keep": dict(P, CORECAST_STEER="1", CORECAST_KEEP_COUNTING="1"),
+             "steer_w1000": dict(P, CORECAST_STEER="1", CORECAST_WINDOW_MS="1000"),
+             "steer_w60s": dict(P, CORECAST_STEER="1", CORECAST_WINDOW_MS="60000")}
 def matrix(name, argv, n, runs, sides=SIDES):
     t = {k: [] for k in sides}; own = {}
     for i in range(runs):
@@ -38,10 +46,12 @@ def matrix(name, argv, n, runs, sides=SIDES):
     say(name, {k: (round(statistics.median(v) * 1000, 1), round(min(v) * 1000, 1)) for k, v in t.items() if v}, own)
 PHASES = sys.argv[3].split(",") if len(sys.argv) > 3 else ["matrix", "slow", "truth"]
 if "matrix" in PHASES:
-    matrix("npb-bt.W", [f"{NPB}/bt.W"], 16, 9)
-    matrix("npb-cg.A", [f"{NPB}/cg.A"], 16, 9)
-    matrix("npb-mg.A", [f"{NPB}/mg.A"], 16, 3)
-    matrix("npb-lu.W", [f"{NPB}/lu.W"], 16, 3)
+    runs = 11 if CALL == "3" else 9
+    matrix("npb-bt.W", [f"{NPB}/bt.W"], 16, runs)
+    matrix("npb-cg.A", [f"{NPB}/cg.A"], 16, runs)
+    if CALL != "3":
+        matrix("npb-mg.A", [f"{NPB}/mg.A"], 16, 3)
+        matrix("npb-lu.W", [f"{NPB}/lu.W"], 16, 3)
 if "slow" in PHASES:
     s = {"own16": None, "steer16": dict(P, CORECAST_STEER="1")}
     matrix("omp_slowdown", [f"{B}/omp_slowdown", "4000"], 16, 3, s)
@@ -57,7 +67,7 @@ if "truth" in PHASES:
     src = open(".dev/go.py").read().split("\nfor p in PHASES:")[0]
     g = {"__name__": "go"}; exec(compile(src, "go.py", "exec"), g)
     g["T0"] = time.time(); g["DEADLINE"] = left()
-    for rep in (2, 3, 4):
+    for rep in ((5, 6, 7) if CALL == "3" else (2, 3, 4)):
         for name in progs:
             for n in ([1, 2, 4, 8, 16] if rep % 2 == 0 else [16, 8, 4, 2, 1]):
                 if g["left"]() < 12 or (name == "pthreads_sync" and n == 1): continue
