@@ -22,7 +22,7 @@ library's PROBE_CALLS) at the time per call recorded at that count, largest size
 while the probes' expected extra time (a call at n0 times n0/size - 1 each) stays within
 3% of the region's time at n0 (the library's cost cap).
 
-    python benchmarks/scale16.py [DIR] [--counts 2,4] [--history 1,2] [--json]
+    python benchmarks/scale16.py [DIR] [--counts 2,4] [--history 1,2] [--only A,B | --skip A,B] [--json]
 
 DIR defaults to shared/datasets/scale16 in the first folder above the repository that
 holds one (../shared next to a checkout, ../../shared next to a worktree).
@@ -35,6 +35,7 @@ import math
 import statistics
 import sys
 from pathlib import Path
+from typing import Callable
 
 from corecast.io.readers.measurements import read_measurements
 from corecast.runtime.model.history import RegionHistory
@@ -100,9 +101,12 @@ def cumulative(region: dict, history: RegionHistory | None) -> dict:
     return {**region, "hist": [(t, c, w) for t, (c, w) in seen.items()]}
 
 
-def evaluate(directory: Path, counts: list[int], history: list[int] | None = None) -> list[dict]:
+def evaluate(directory: Path, counts: list[int], history: list[int] | None = None,
+             keep: Callable[[str], bool] = lambda name: True) -> list[dict]:
     rows = []
     for csv in sorted(directory.glob("*.csv")):
+        if not keep(csv.stem):
+            continue
         curve = measured_curve(csv)
         if TARGET not in curve:
             continue
@@ -158,11 +162,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--counts", default="2,4", help="sampled thread counts to replay (default 2,4)")
     ap.add_argument("--history", default="", help="smaller counts whose recordings are the "
                     "regions' earlier windows (what --probe measures), e.g. 1,2")
+    ap.add_argument("--only", default="", help="comma-separated curve names: these alone")
+    ap.add_argument("--skip", default="", help="comma-separated curve names: all but these")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     counts = [int(c) for c in args.counts.split(",")]
     history = [int(c) for c in args.history.split(",") if c]
-    rows = evaluate(Path(args.directory), counts, history)
+    only, skip = set(filter(None, args.only.split(","))), set(filter(None, args.skip.split(",")))
+    rows = evaluate(Path(args.directory), counts, history,
+                    lambda name: (not only or name in only) and name not in skip)
     if args.json:
         print(json.dumps({"rows": rows, "summary": summary(rows)}, indent=1))
         return 0
