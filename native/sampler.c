@@ -191,8 +191,8 @@ static void *sampler_main(void *arg) {
         /* A window's prediction is read by steering alone, and the NUMA model credits
          * memory-traffic counters window by window; otherwise the exit's sample holds all
          * the model uses (as replay shows).  An interpreter started, or a model run, while
-         * the program's threads hold every core slows them (benchmarks/device16: NPB cg.A
-         * at 16 threads on 16 cores ran 2.1x as long with the model run in its windows). */
+         * the program's threads hold every core slows them (benchmarks/device16: a --probe
+         * recording of NPB cg.A at 16 threads on 16 cores ran 2.1x as long as cg.A alone). */
         if (!sample.steer && !sample.numa.measured)
             continue;
         memset(&result, 0, sizeof result);
