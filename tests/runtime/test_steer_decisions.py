@@ -3,6 +3,7 @@ only when it can pay), the go-back rule, convergence, and no numpy in the host."
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import textwrap
@@ -138,3 +139,20 @@ def test_decisions_load_no_numpy_or_scipy():
 def test_an_unexplored_region_keeps_its_count_and_says_why():
     steer = RegionSteer(8)
     assert steer.reason == "not measured yet" and steer.chosen() is None
+
+
+def test_a_borne_out_model_settles_without_the_tuners_other_seeds():
+    # omp_slowdown as measured on 16 cores (benchmarks/device16: 0.28 s at 1 thread, 3.8 s
+    # at 16).  The model prefers 1; once 1 thread is measured faster than the model said,
+    # the windows at 8, 4 and 2 threads (each 4-10x slower than 1) are not run.
+    times = {1: 0.28, 2: 1.3, 4: 2.1, 8: 2.7, 16: 3.8}
+
+    def per_call(k):
+        lo, hi = max(t for t in times if t <= k), min(t for t in times if t >= k)
+        w = 0.0 if lo == hi else (math.log(k) - math.log(lo)) / (math.log(hi) - math.log(lo))
+        return math.exp(math.log(times[lo]) * (1 - w) + math.log(times[hi]) * w) / 4000
+
+    lost = lambda k: 0.0 if k == 1 else 1 - times[1] / k / (4000 * per_call(k))  # noqa: E731
+    sim = SimRegion(16, per_call, lost, category="imbalance", first_window_s=0.025).run(12)
+    assert sim.steer.model_gain is not None and per_call(16) / per_call(1) - 1 > sim.steer.model_gain
+    assert sim.teams == [16] + [1] * 11 and sim.steer.steps == 1 and sim.steer.chosen() == 1
