@@ -82,9 +82,9 @@ class RegionSteer:
         """Whether the best measured count gained at least what the window model predicted
         for its preferred count, tried first (within noise): the model is borne out, and the
         tuner's further seeds (the own count's half, ...) are counts it predicts slower.  On
-        a 16-thread convoy (omp_slowdown, 16 cores) they were 6 of 7 steps, each a window at
-        a count 4-10x slower than the 1 thread already measured 13.6x faster than 16, where
-        the model had predicted 6.8x (benchmarks/device16)."""
+        a 16-thread convoy (omp_slowdown, 16 cores) they made 6 of its 7 steps: windows at
+        8, 4 and 2 threads, each 4-10x slower than 1 thread, and the returns to 1, which
+        is 13.6x faster than 16 where the model had predicted 6.8x (benchmarks/device16)."""
         h = self.tuner.history if self.tuner else {}
         best = max(h, key=h.get) if h else None
         if self.model_gain is None or best is None or best == self.own or not h.get(self.own):
