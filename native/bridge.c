@@ -61,11 +61,11 @@ static void fail(const char *msg) {
 }
 
 static int own_dir(char *out, size_t size) {
-    Dl_info info;
-    if (!dladdr((void *)&cc_host_is_python, &info) || !info.dli_fname)
+    const char *file = cc_library_file();
+    if (!file)
         return 0;
-    if (!realpath(info.dli_fname, out))
-        snprintf(out, size, "%s", info.dli_fname);
+    if (!realpath(file, out))
+        snprintf(out, size, "%s", file);
     char *slash = strrchr(out, '/');
     if (!slash)
         return 0;

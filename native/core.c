@@ -3,6 +3,7 @@
  * parallel activity.  The wrappers (shims/) reach no further than this file, omp_call.c
  * and resolve.c; what starts and ends a measurement is lifecycle.c's. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <signal.h>
 #include <fcntl.h>
@@ -288,4 +289,11 @@ void cc_core_after_fork(void) {
     activity_claimed = 0;
     hook_ran = 0;
     cc_clock_start(); /* the child's own lifetime starts here */
+}
+
+/* This library's file as the loader opened it (the model library sits beside it; an
+ * exec'd image preloads it by that name); NULL if unknown. */
+const char *cc_library_file(void) {
+    Dl_info info;
+    return dladdr((void *)&cc_library_file, &info) && info.dli_fname && info.dli_fname[0] ? info.dli_fname : NULL;
 }

@@ -281,6 +281,7 @@ double cc_thread_cpu_s(void); /* the calling thread's CPU clock */
 double cc_task_cpu_s(int tid);
 int cc_host_is_python(void);
 int cc_holds_python(void); /* the calling thread holds the Python host's interpreter */
+const char *cc_library_file(void) CC_HIDDEN; /* this library's path as loaded; NULL: unknown */
 
 /* Resolving real functions: in the caller's own library first (wheels load private
  * libgomp copies RTLD_LOCAL), then RTLD_NEXT. */

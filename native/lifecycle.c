@@ -2,7 +2,6 @@
  * activity, fork, and the exit report with its guard.  The exits and execs that end an
  * image come here from their wrappers (shims/process.c). */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -163,11 +162,11 @@ void cc_final(void) { cc_exit_report(-1); }
 
 /* Whether ``envp`` preloads this library, so that an image it starts is measured too. */
 static int preloaded_in(char *const envp[]) {
-    Dl_info info;
-    if (!envp || !dladdr((void *)&cc_final, &info) || !info.dli_fname)
+    const char *file = cc_library_file();
+    if (!envp || !file)
         return 0;
-    const char *name = strrchr(info.dli_fname, '/');
-    name = name ? name + 1 : info.dli_fname;
+    const char *name = strrchr(file, '/');
+    name = name ? name + 1 : file;
     for (char *const *e = envp; *e; e++)
         if (!strncmp(*e, "LD_PRELOAD=", 11))
             return strstr(*e + 11, name) != NULL;
