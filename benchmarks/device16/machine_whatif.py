@@ -12,6 +12,7 @@ without a 1-thread time.
 """
 from __future__ import annotations
 
+import copy
 import math
 import statistics
 import sys
@@ -21,7 +22,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 import scale16  # noqa: E402  (benchmarks/scale16.py: the curve readers)
 
-from corecast.runtime.model.contention import region_work  # noqa: E402
+from corecast.runtime.model.contention import compose_process  # noqa: E402
 from corecast.runtime.replay import replay_process  # noqa: E402
 from corecast.runtime.samples import read_recording  # noqa: E402
 
@@ -34,19 +35,20 @@ def s16_with_factor(path: Path, n0: int, eff: dict[int, float]) -> tuple[float, 
     proc = read_recording(str(path))[0]
     rep = replay_process(proc, TARGET, {})
     process = rep.predictions[-1]
-    f = {n: eff[n0] / eff[n] for n in process.threads}
-    outer = [(r, p) for r, p in zip(proc.regions, rep.predictions) if r["name"] != "process" and not r["nested"]]
-    if outer:
-        wall = next(float(r["wall_s"]) for r in proc.regions if r["name"] == "process")
-        outside = max(wall - sum(float(r["wall_s"]) for r, _ in outer), 0.0)
-        works = [p.work_s if p.work_s > 0 else region_work(r) for r, p in outer]
-        t = {n: outside + sum(w * f[n] / p.speedup[i] for w, (_, p) in zip(works, outer))
-             for i, n in enumerate(process.threads)}
-        scaled = t[1] / t[TARGET]
-    else:
-        speedup = dict(zip(process.threads, process.speedup))
-        scaled = speedup[TARGET] * f[1] / f[TARGET]
-    return dict(zip(process.threads, process.speedup))[TARGET], scaled
+    f = [eff[n0] / eff[n] for n in process.threads]
+    regions = [(r, p) for r, p in zip(proc.regions, rep.predictions) if r["name"] != "process"]
+    if any(not r["nested"] for r, _ in regions):  # composed from its regions, as the runtime does
+        slower = []
+        for r, p in regions:
+            q = copy.copy(p)
+            q.speedup = [s / k for s, k in zip(p.speedup, f)]
+            slower.append((r, q))
+        speedup = compose_process(next(r for r in proc.regions if r["name"] == "process"), slower).speedup
+    else:  # plain threads: the whole curve
+        speedup = [s / k for s, k in zip(process.speedup, f)]
+    old = dict(zip(process.threads, process.speedup))[TARGET]
+    new = dict(zip(process.threads, speedup))
+    return old, new[TARGET] / new[1]
 
 
 def main() -> None:
