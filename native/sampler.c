@@ -136,6 +136,35 @@ static void drop_channel_if_gone(void) {
         close(fd);
 }
 
+/* Serialising waits: a region whose threads spend most of their time in them is a convoy. */
+static const int lock_waits[] = {CC_STALL_MUTEX, CC_STALL_RWLOCK, CC_STALL_CRITICAL, CC_STALL_ATOMIC,
+                                 CC_STALL_OMPLOCK};
+#define CONVOY_SHARE 0.5 /* of a region's thread time waiting for locks */
+
+/* Whether steering can act on a model run at this window end.  The model (an interpreter,
+ * 15-25 ms of CPU, then a run per window) takes a core from a program whose threads may
+ * hold every one, so it starts only when its answer can change a team: steering takes no
+ * step that can lose before the run has lasted a window (runtime/model/steering.py,
+ * guard's "too early"), and takes one at once only where no smaller team can lose, a
+ * region whose threads mostly wait for a lock.  Started with the sampler, it cost
+ * sub-second programs at their best count 10-22% (NPB cg.W, is.W, mg.W, bt.S at 2 threads
+ * on 2 cores, none explored; README) and bt.W 17% at 16 threads (benchmarks/device16). */
+static int steering_may_act(const struct cc_sample *s) {
+    if (s->elapsed_s * 1000 >= cc_cfg.window_ms)
+        return 1;
+    for (int i = 0; i < s->nregions; i++) {
+        const struct cc_region_sample *g = &s->regions[i];
+        if (!cc_is_omp_region(g) || g->requested < 2 || g->wall_s <= 0)
+            continue;
+        double waited = 0;
+        for (size_t k = 0; k < sizeof lock_waits / sizeof lock_waits[0]; k++)
+            waited += g->stall_s[lock_waits[k]];
+        if (waited > CONVOY_SHARE * g->threads * g->wall_s)
+            return 1;
+    }
+    return 0;
+}
+
 static void *sampler_main(void *arg) {
     (void)arg;
     struct cc_thread *t = cc_self();
@@ -146,24 +175,11 @@ static void *sampler_main(void *arg) {
     cc_counters_sampler_is(sampler_tid);
     static struct cc_sample sample;
     static struct cc_result result;
-    /* Steering cannot try another count before its first decision, and that waits for
-     * the first window and for the model to start (an interpreter, 20-25 ms of CPU here,
-     * and it shares the cores with the program): the program runs at a count that may be
-     * its worst until then.  So with steering the model starts now (Python hosts started
-     * it already), inside a first window that is a short one (settle.h; runtime/steering's
-     * guard still wants enough calls in it, and charges a step that can lose). */
-    long wait_ms = cc_cfg.window_ms;
+    /* With steering the first window is a short one (settle.h): a convoy shows in it, and
+     * every window at the program's count is the convoy's expensive one.  The model starts
+     * at the first window whose answer steering can act on (steering_may_act). */
+    long wait_ms = cc_cfg.steer ? cc_short_window_ms() : cc_cfg.window_ms;
     long short_ms = cc_short_window_ms();
-    if (cc_cfg.steer) {
-        double start_s = cc_mono_s();
-        if (!cc_host_is_python()) {
-            static struct cc_sample empty;
-            empty.abi = CC_ABI_VERSION;
-            cc_model_predict(&empty, &result);
-        }
-        long spent = (long)(1000 * (cc_mono_s() - start_s));
-        wait_ms = short_ms > spent ? short_ms - spent : 1;
-    }
     int shorts_left = 0; /* a window that may end early: its short windows still to wait */
     for (;;) {
         int cmd = wait_change(&sampler_cmd, CMD_NONE, wait_ms);
@@ -192,8 +208,9 @@ static void *sampler_main(void *arg) {
          * memory-traffic counters window by window; otherwise the exit's sample holds all
          * the model uses (as replay shows).  An interpreter started, or a model run, while
          * the program's threads hold every core slows them (benchmarks/device16: a --probe
-         * recording of NPB cg.A at 16 threads on 16 cores ran 2.1x as long as cg.A alone). */
-        if (!sample.steer && !sample.numa.measured)
+         * recording of NPB cg.A at 16 threads on 16 cores ran 2.1x as long as cg.A alone;
+         * steering's start cost NPB bt.W 17% there). */
+        if (!sample.numa.measured && !(sample.steer && steering_may_act(&sample)))
             continue;
         memset(&result, 0, sizeof result);
         if (cc_model_predict(&sample, &result) == 0 && cc_cfg.steer) {

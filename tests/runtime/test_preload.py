@@ -634,7 +634,7 @@ int main(void) {
     double s = 0;
 #pragma omp parallel reduction(+ : s)
     s += omp_get_thread_num();
-    usleep(200000); /* several sampler windows: the model starts meanwhile */
+    usleep(200000); /* several sampler windows: the model starts meanwhile (steering) */
     printf("%g %s\n", s, setlocale(LC_ALL, NULL));
     return 0;
 }
@@ -643,12 +643,13 @@ int main(void) {
 
 def test_model_start_keeps_the_programs_locale(build, lib, tmp_path):
     """The embedded interpreter sets LC_CTYPE from the environment when it starts; the
-    program's own locale (still "C" here: it never called setlocale) must not change."""
+    program's own locale (still "C" here: it never called setlocale) must not change.
+    Steering starts the interpreter during the run (without it, at the exit)."""
     prog = build("locale_keep", LOCALE_C, "-fopenmp")
     env = clean_env(LANG="C.UTF-8", LC_ALL="C.UTF-8", OMP_NUM_THREADS="2")
     plain = run([prog], env=env)
     out = tmp_path / "cc.jsonl"
-    proc = run([prog], env=env, preload=lib, output=out, window_ms="20")
+    proc = run([prog], env=env, preload=lib, output=out, window_ms="20", steer="1")
     assert proc.stdout == plain.stdout
     (summary,) = events(read_lines(out), "summary")
     assert summary["model"] == "ok"
@@ -689,8 +690,8 @@ int main(int argc, char **argv) {
 def test_model_waits_for_the_exit_unless_steering(build, lib, tmp_path, steer):
     """A window's prediction is read by steering alone, so without it the model (an
     interpreter, then a model run per window) stays out of the run: 300 ms of 10-ms windows
-    pass without it, and the exit still predicts.  With steering it starts at once, which
-    also shows that the program would see it mapped."""
+    pass without it, and the exit still predicts.  With steering it starts once a window
+    has passed, which also shows that the program would see it mapped."""
     prog = build("model_mapped", MODEL_MAPPED_C, "-fopenmp")
     env = clean_env(OMP_NUM_THREADS="2")
     out = tmp_path / "cc.jsonl"
@@ -702,6 +703,68 @@ def test_model_waits_for_the_exit_unless_steering(build, lib, tmp_path, steer):
     assert summary["model"] == "ok"
     assert [e for e in read_lines(out) if e["event"] == "process"][0]["predicted"]
 
+
+
+STEER_START_C = r"""
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+static int model_mapped(void) {
+    char line[4096];
+    int found = 0;
+    FILE *m = fopen("/proc/self/maps", "r");
+    while (m && fgets(line, sizeof line, m))
+        found |= strstr(line, "libcorecast_model") != NULL;
+    if (m)
+        fclose(m);
+    return found;
+}
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+int main(int argc, char **argv) {
+    int convoy = atoi(argv[1]);
+    double t0 = now(), until = atof(argv[2]) / 1000;
+    long shared = 0;
+    double x = 0;
+    while (now() - t0 < until) {
+#pragma omp parallel for schedule(static) reduction(+ : x)
+        for (int i = 0; i < 4000; i++) {
+            if (convoy) {
+#pragma omp critical
+                shared += i & 7;
+            } else {
+                x += i * 0.5;
+            }
+        }
+    }
+    printf("mapped=%d\n", model_mapped());
+    return shared < 0 || x < 0;
+}
+"""
+
+
+@pytest.mark.parametrize("convoy", [0, 1])
+def test_steering_starts_the_model_when_it_can_act(build, lib, tmp_path, convoy):
+    """The model (an interpreter, then a run per window) takes a core from the program, so
+    steering starts it only once its answer can change a team: after a whole window, or
+    after the first (short) window when a region's threads mostly wait for a lock (a
+    convoy).  With 2-s windows, a program whose region takes no lock does not see the model
+    mapped after 1 s, and a convoy does (its first window ended at 250 ms); both exits
+    still predict."""
+    prog = build("steer_start", STEER_START_C, "-fopenmp")
+    out = tmp_path / "cc.jsonl"
+    proc = run([prog, str(convoy), "1000"], env=clean_env(OMP_NUM_THREADS="2"), preload=lib, output=out,
+               window_ms="2000", steer="1")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == f"mapped={convoy}\n".encode()
+    (summary,) = events(read_lines(out), "summary")
+    assert summary["model"] == "ok"
+    assert [e for e in read_lines(out) if e["event"] == "process"][0]["predicted"]
 
 # ---- descriptors: the sampler keeps its own table ----------------------------------------
 LOWEST_FD_C = r"""
