@@ -22,7 +22,11 @@ library's PROBE_CALLS) at the time per call recorded at that count, largest size
 while the probes' expected extra time (a call at n0 times n0/size - 1 each) stays within
 3% of the region's time at n0 (the library's cost cap).
 
-    python benchmarks/scale16.py [DIR] [--counts 2,4] [--history 1,2] [--only A,B | --skip A,B] [--json]
+``--machine FILE`` replays with the machine's calibration (``corecast calibrate`` run on the
+machine that recorded DIR; ``runtime/model/machine.py``).
+
+    python benchmarks/scale16.py [DIR] [--counts 2,4] [--history 1,2] [--only A,B | --skip A,B]
+                                 [--machine FILE] [--json]
 
 DIR defaults to shared/datasets/scale16 in the first folder above the repository that
 holds one (../shared next to a checkout, ../../shared next to a worktree).
@@ -39,6 +43,8 @@ from typing import Callable
 
 from corecast.io.readers.measurements import read_measurements
 from corecast.runtime.model.history import RegionHistory
+from corecast.runtime.model.machine import Calibration
+from corecast.runtime.model.machine import read as read_calibration
 from corecast.runtime.model.numa import interpolate
 from corecast.runtime.replay import replay_process
 from corecast.runtime.samples import read_recording
@@ -102,7 +108,7 @@ def cumulative(region: dict, history: RegionHistory | None) -> dict:
 
 
 def evaluate(directory: Path, counts: list[int], history: list[int] | None = None,
-             keep: Callable[[str], bool] = lambda name: True) -> list[dict]:
+             keep: Callable[[str], bool] = lambda name: True, machine: Calibration | None = None) -> list[dict]:
     rows = []
     for csv in sorted(directory.glob("*.csv")):
         if not keep(csv.stem):
@@ -119,7 +125,7 @@ def evaluate(directory: Path, counts: list[int], history: list[int] | None = Non
                                         [n for n in history or [] if n < n0])
             proc_rec.regions = [cumulative(r, histories.get((r["name"], r["object"])))
                                 for r in proc_rec.regions]
-            rep = replay_process(proc_rec, TARGET, histories)
+            rep = replay_process(proc_rec, TARGET, histories, machine)
             proc = rep.process
             if proc is None:
                 continue
@@ -164,13 +170,16 @@ def main(argv: list[str] | None = None) -> int:
                     "regions' earlier windows (what --probe measures), e.g. 1,2")
     ap.add_argument("--only", default="", help="comma-separated curve names: these alone")
     ap.add_argument("--skip", default="", help="comma-separated curve names: all but these")
+    ap.add_argument("--machine", metavar="FILE", help="the machine's calibration (corecast calibrate "
+                    "on the machine the recordings were made on)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
+    cal = read_calibration(args.machine) if args.machine else None
     counts = [int(c) for c in args.counts.split(",")]
     history = [int(c) for c in args.history.split(",") if c]
     only, skip = set(filter(None, args.only.split(","))), set(filter(None, args.skip.split(",")))
     rows = evaluate(Path(args.directory), counts, history,
-                    lambda name: (not only or name in only) and name not in skip)
+                    lambda name: (not only or name in only) and name not in skip, cal)
     if args.json:
         print(json.dumps({"rows": rows, "summary": summary(rows)}, indent=1))
         return 0

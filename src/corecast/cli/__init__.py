@@ -1,8 +1,8 @@
 """Command line: ``corecast predict FILE ...``, ``demo``, ``run -- CMD``, ``lib``, ``sweep``,
-``numa``, ``machine`` and the rest listed in ``SUBCOMMANDS``.
+``numa``, ``machine``, ``calibrate`` and the rest listed in ``SUBCOMMANDS``.
 
 One module per subcommand group (``predict``: predict, demo; ``run``: run, lib, replay,
-merge; ``sweep``: sweep, export; ``tune``: tune-sim; ``numa``: numa, machine), each a pair
+merge; ``calibrate``; ``sweep``: sweep, export; ``tune``: tune-sim; ``numa``: numa, machine), each a pair
 of functions per subcommand, ``add_X(subparsers)`` declaring its arguments and
 ``cmd_X(args) -> int`` running it, listed in the module's ``COMMANDS``; ``common`` holds
 what they share.  Every user-facing failure ends as one ``corecast: error: ...`` line on
@@ -23,7 +23,7 @@ from .. import __version__
 from ..errors import InputError
 from ..io import settings
 from ..io.fileio import DEFAULT_MAX_INPUT_MB
-from . import numa, predict, run, sweep, tune
+from . import calibrate, numa, predict, run, sweep, tune
 from .common import EXIT_ERROR, CliError, Parser
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     import argparse
     from typing import Sequence
 
-SUBCOMMANDS = predict.COMMANDS + run.COMMANDS + tune.COMMANDS + sweep.COMMANDS \
+SUBCOMMANDS = predict.COMMANDS + run.COMMANDS + calibrate.COMMANDS + tune.COMMANDS + sweep.COMMANDS \
     + numa.COMMANDS
 
 

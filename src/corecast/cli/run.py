@@ -97,6 +97,9 @@ def add_replay(sub: argparse._SubParsersAction) -> None:
         "report's table (or JSON). Every record version corecast has written is read.",
         ("--target", "predict up to N threads (default: the recorded target)"),
         "one JSON object: {\"processes\": [...]}")
+    p.add_argument("--machine", metavar="FILE",
+                   help="the recording machine's calibration (written by corecast calibrate there): "
+                        "its loss of per-thread speed is put into the one-sample predictions")
     p.add_argument("recording", metavar="RUN.jsonl")
     p.set_defaults(func=cmd_replay)
 
@@ -105,7 +108,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from ..views import replayview
     from ..runtime.replay import replay
 
-    reps = replay(args.recording, args.target)  # bad files: InputError, one line
+    reps = replay(args.recording, args.target, args.machine)  # bad files: InputError, one line
     if args.json:
         print_json(replayview.to_dict(reps))
     else:

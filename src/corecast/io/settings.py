@@ -6,6 +6,7 @@ spells ``CORECAST_OPENCL`` itself: it runs before corecast is importable."""
 OUTPUT = "CORECAST_OUTPUT"                  # JSON Lines path; {rank} and {pid} filled in
 TARGET = "CORECAST_TARGET"                  # predict up to this many threads / compute units
 TARGET_MACHINE = "CORECAST_TARGET_MACHINE"  # machine description (corecast run --target-machine)
+MACHINE_FILE = "CORECAST_MACHINE_FILE"      # this machine's calibration (corecast calibrate); "": none
 WINDOW_MS = "CORECAST_WINDOW_MS"            # sample window
 QUIET = "CORECAST_QUIET"                    # "1": no exit report on stderr
 STEER = "CORECAST_STEER"                    # "1": steer team sizes

@@ -132,7 +132,28 @@ def _machines(sample: object) -> tuple[int, int]:
 
 def _predicted_for(ffi: object, sample: object, result: object) -> None:
     result.predicted_cores, source = _predicted_machine(sample)
+    if _calibration(sample) is not None:
+        source += ", calibrated"
     _put(ffi, result.predicted_for, source)
+
+
+_CALIBRATION: list = []  # [Calibration or None] once looked up
+
+
+def _calibration(sample: object) -> object | None:
+    """This machine's calibration (``corecast calibrate``; runtime.model.machine), looked up
+    once; a file that is there but cannot be used is said once on the report channel."""
+    if not _CALIBRATION:
+        from .calibrate import default_path
+        from .model.machine import for_this_machine
+
+        cal, note = for_this_machine(int(sample.cores), os.environ.get(settings.MACHINE_FILE), default_path())
+        _CALIBRATION.append(cal)
+        if note:
+            from .channel import write
+
+            write(f"corecast: {note}\n")
+    return _CALIBRATION[0]
 
 
 def _numa_state() -> object | None:
@@ -214,7 +235,8 @@ def predict_sample(ffi: object, sample: object, result: object) -> int:
     _injected_fault(sample)
     try:
         regions = [decode_region(ffi, sample.regions[i]) for i in range(sample.nregions)]
-        preds = predict_window(regions, sample.target, *_machines(sample), _histories, bool(sample.final))
+        preds = predict_window(regions, sample.target, *_machines(sample), _histories, bool(sample.final),
+                               _calibration(sample))
         for i, (region, pred) in enumerate(zip(regions, preds)):
             if region["name"] != "process":
                 _steer(ffi, region, pred, sample, result.regions[i])

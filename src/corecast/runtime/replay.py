@@ -19,6 +19,7 @@ from .samples import RecordedProcess, read_recording
 
 if TYPE_CHECKING:
     from ..numa.machine import Machine
+    from .model.machine import Calibration
     from .model.record import RegionSample
 
 
@@ -40,17 +41,18 @@ class ReplayedProcess:
 
 
 def replay_process(proc: RecordedProcess, target: int | None = None,
-                   histories: dict | None = None) -> ReplayedProcess:
+                   histories: dict | None = None, machine: Calibration | None = None) -> ReplayedProcess:
     """Predictions for one recorded process, up to ``target`` threads (default: the
     recorded target) on a machine of that many cores.  ``histories`` (the bridge's
-    {(region, object): RegionHistory}) holds what earlier windows saw, if anything."""
+    {(region, object): RegionHistory}) holds what earlier windows saw, if anything;
+    ``machine``: the recording machine's calibration (``corecast calibrate``), if any."""
     from .model.predictor import predict_window
 
     target = max(1, int(target or proc.target or proc.cores))
     cores = proc.cores or max(target, *(k.compute_units for k in proc.kernels), 1)  # unrecorded: enough
     measured = proc.cpus_allowed if 0 < proc.cpus_allowed < cores else cores
     preds = predict_window(proc.regions, target, max(1, measured), target,
-                           {} if histories is None else histories) if proc.regions else []
+                           {} if histories is None else histories, machine=machine) if proc.regions else []
     kernels = []
     if proc.kernels:
         from .model import kernelmodel
@@ -59,9 +61,21 @@ def replay_process(proc: RecordedProcess, target: int | None = None,
     return ReplayedProcess(proc, target, target, preds, kernels)
 
 
-def replay(path: str, target: int | None = None) -> list[ReplayedProcess]:
-    """Every process recorded in ``path``, predicted again (``InputError`` on bad files)."""
-    return [replay_process(p, target) for p in read_recording(path)]
+def replay(path: str, target: int | None = None, machine: str | None = None) -> list[ReplayedProcess]:
+    """Every process recorded in ``path``, predicted again (``InputError`` on bad files),
+    with the calibration in the file ``machine`` if given."""
+    cal = None
+    if machine is not None:
+        from ..errors import InputError
+        from ..io.fileio import read_text, shown
+        from .model.machine import CalibrationError, parse
+
+        text = read_text(machine)  # the CLI's reader: limits, FIFOs, one-line errors
+        try:
+            cal = parse(text, machine)
+        except CalibrationError as exc:
+            raise InputError(f"{shown(machine)}: not a usable machine calibration: {exc}") from None
+    return [replay_process(p, target, machine=cal) for p in read_recording(path)]
 
 
 def replay_nodes(path: str, machine: Machine, efficiency: float | None = None) -> list[dict]:

@@ -180,16 +180,21 @@ def predict_region(region: RegionSample, target: int, cores: int,
                           "serial work, oversubscription", ordered_fits(fitted))
 
 
+def process_team(process: ProcessSample) -> int:
+    """The threads that did a plain-threads process's work: ``team_threads`` when the
+    sample has fewer than all it saw, else every thread.  Pool threads that mostly waited
+    (a reader, a writer, idle workers) are not the team: their condition-variable waits
+    are starvation, not lost parallel time."""
+    n0 = max(1, int(process["threads"]))
+    team = int(process.get("team_threads", 0) or 0)
+    return team if 0 < team < n0 else n0
+
+
 def predict_process(process: ProcessSample, target: int, cores: int,
                     target_cores: int | None = None) -> ContentionPrediction:
     """Contention model for a whole process with plain threads, measured on ``cores``
     CPUs, predicted for a machine of ``target_cores`` (default: ``cores``)."""
-    n0 = max(1, int(process["threads"]))
-    team = int(process.get("team_threads", 0) or 0)
-    if 0 < team < n0:
-        # Pool threads that mostly waited (a reader, a writer, idle workers) are not the
-        # team: their condition-variable waits are starvation, not lost parallel time.
-        n0 = team
+    n0 = process_team(process)
     cores = max(1, int(cores))
     st = process["stalls_s"]
     fitted: set = set()

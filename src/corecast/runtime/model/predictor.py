@@ -4,20 +4,22 @@ the live library (``bridge.predict_sample``) and by ``corecast replay``.  Standa
 library only: it runs inside profiled programs."""
 from __future__ import annotations
 
-from .bound import RegionPrediction
-from .contention import barrier_latency, compose_process
+from .bound import RegionPrediction, region_work
+from .contention import barrier_latency, compose_process, process_team
 from .contention import predict_process as one_sample_process
 from .contention import predict_region as one_sample_region
 from .history import BASIS_LEN, RegionHistory, anchor_t1, combine, extrapolate, mostly_at, probe_basis
+from .machine import apply as apply_machine
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
+    from .machine import Calibration
     from .record import RegionSample
 
 
 def predict_region(region: RegionSample, target: int, measured_cores: int, predicted_cores: int,
                    histories: dict[tuple[str, str], RegionHistory], final: bool = True,
-                   latency: float = 0.0) -> RegionPrediction:
+                   latency: float = 0.0, machine: Calibration | None = None) -> RegionPrediction:
     """One OpenMP region (``histories`` remembers each region between windows).
 
     While most of its calls ran at its largest team (the program's own count; probes are a
@@ -32,6 +34,8 @@ def predict_region(region: RegionSample, target: int, measured_cores: int, predi
     history = histories.setdefault((region["name"], region["object"]), RegionHistory())
     history.update(region)
     one = one_sample_region(region, target, measured_cores, predicted_cores, latency)
+    if machine is not None and not region["nested"]:
+        one = apply_machine(one, int(region["threads"]), region_work(region), machine)
     if mostly_at(history, int(region["threads"])):
         pred = anchor_t1(one, region, history)
     else:
@@ -49,22 +53,27 @@ def predict_region(region: RegionSample, target: int, measured_cores: int, predi
 
 
 def predict_window(regions: list[RegionSample], target: int, measured_cores: int, predicted_cores: int,
-                   histories: dict[tuple[str, str], RegionHistory], final: bool = True) -> list[RegionPrediction]:
+                   histories: dict[tuple[str, str], RegionHistory], final: bool = True,
+                   machine: Calibration | None = None) -> list[RegionPrediction]:
     """The runtime's one predictor: a prediction for every region of one window (sample
     records, ``record.RegionSample``, the process's last), used alike by the live library and by
     ``corecast replay``.  An OpenMP program's process is composed from its outermost
-    regions; a plain-threads one gets the process contention model."""
+    regions; a plain-threads one gets the process contention model.  ``machine``: the
+    machine's measured loss of per-thread speed (``corecast calibrate``), put into the
+    one-sample predictions of outermost regions and of a plain-threads process."""
     done: list[tuple[RegionSample, RegionPrediction]] = []
     preds = []
     latency = barrier_latency(regions)
     for region in regions:
         if region["name"] != "process":
             pred = predict_region(region, target, measured_cores, predicted_cores, histories, final,
-                                  latency)
+                                  latency, machine)
             done.append((region, pred))
         elif any(not r["nested"] for r, _ in done):
             pred = compose_process(region, done)
         else:
             pred = one_sample_process(region, target, measured_cores, predicted_cores)
+            if machine is not None:
+                pred = apply_machine(pred, process_team(region), float(region.get("cpu_s", 0.0)), machine)
         preds.append(pred)
     return preds

@@ -1,0 +1,56 @@
+"""``corecast calibrate``: measure this machine's loss of per-thread speed once, for the
+runtime's predictions (runtime/calibrate.py measures, runtime/model/machine.py applies)."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+from ..io import settings
+from .common import add_output_options, count
+
+TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
+if TYPE_CHECKING:
+    import argparse
+
+
+def add_calibrate(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "calibrate", help="measure this machine's per-thread speed with 1..N cores busy, for the runtime's predictions",
+        description="Run a compute kernel (an integer hash loop, nothing shared) as 1, 2, 4, ... copies at once "
+        "and write each copy's speed against one copy alone, e(n), to FILE (default: "
+        "$XDG_CACHE_HOME/corecast/calibration.json, ~/.cache when unset). corecast run then puts this loss "
+        "of per-thread speed (falling turbo clocks, hyperthreads presented as cores) into its one-sample "
+        f"predictions on this machine; {settings.MACHINE_FILE} names another file, or none when empty. "
+        "Run it on an otherwise idle machine: it takes a few seconds.")
+    p.add_argument("--max", type=count, metavar="N", help="copies up to N (default: the CPUs this process may run on)")
+    p.add_argument("-o", "--output", metavar="FILE", help="where to write the calibration ('-': standard output only)")
+    add_output_options(p, "print the calibration's JSON instead of the table")
+    p.set_defaults(func=cmd_calibrate)
+
+
+def cmd_calibrate(args: argparse.Namespace) -> int:
+    from ..io.fileio import STDIO, write_file
+    from ..runtime.calibrate import default_path, measure
+
+    path = args.output or default_path()
+    cal = measure(args.max)
+    text = json.dumps(cal) + "\n"
+    if path != STDIO:
+        if not args.output:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        write_file(path, text, "the calibration")
+    if args.json or path == STDIO:
+        sys.stdout.write(text)
+        return 0
+    m = cal["machine"]
+    print(f"{m['cpu_model'] or 'unnamed processor'}, {m['cpus']} CPUs ({m['cpus_measured']} measured); "
+          f"one copy alone: {cal['seconds_per_copy']:.2f} s")
+    print(f"{'copies':>7} {'efficiency':>10}")
+    for n, e in cal["efficiency"]:
+        print(f"{n:7d} {e:10.3f}")
+    print(f"written to {path}")
+    return 0
+
+
+COMMANDS = [add_calibrate]
