@@ -1,6 +1,8 @@
 """Device calls 2 and 3 (CALL=2|3): overhead matrix (steering, probing) at 16 threads,
 steering where 1 thread is best, more truth reps.  Call 3 ran as a copy of this file with
-the CALL=3 settings written in (go3.py), merged here since."""
+the CALL=3 settings written in (go3.py), merged here since.  CALL=4 with PHASES
+calib,matrix,slow (prepared in session 17, not yet run): corecast calibrate's e(n) on the
+machine, and steering's cost at 16 threads with the model's start put off."""
 import json, os, subprocess, sys, time, statistics
 sys.path.insert(0, ".dev")
 OUT, DEADLINE = sys.argv[1], float(sys.argv[2])
@@ -31,6 +33,8 @@ if CALL == "3":
              "steer": dict(P, CORECAST_STEER="1"), "steer_keep": dict(P, CORECAST_STEER="1", CORECAST_KEEP_COUNTING="1"),
              "steer_w1000": dict(P, CORECAST_STEER="1", CORECAST_WINDOW_MS="1000"),
              "steer_w60s": dict(P, CORECAST_STEER="1", CORECAST_WINDOW_MS="60000")}
+if CALL == "4":  # session 17's changes: the model's start put off (steering), corecast calibrate
+    SIDES = {"none": None, "quiet": dict(P), "steer": dict(P, CORECAST_STEER="1")}
 def matrix(name, argv, n, runs, sides=SIDES):
     t = {k: [] for k in sides}; own = {}
     for i in range(runs):
@@ -45,11 +49,15 @@ def matrix(name, argv, n, runs, sides=SIDES):
     rec(phase="matrix", prog=name, n=n, times=t, own=own)
     say(name, {k: (round(statistics.median(v) * 1000, 1), round(min(v) * 1000, 1)) for k, v in t.items() if v}, own)
 PHASES = sys.argv[3].split(",") if len(sys.argv) > 3 else ["matrix", "slow", "truth"]
+if "calib" in PHASES:
+    r = subprocess.run(["corecast", "calibrate", "-o", os.path.join(OUT, "calibration.json")],
+                       capture_output=True, text=True, timeout=120)
+    rec(phase="calib", rc=r.returncode, out=r.stdout, err=r.stderr); say(r.stdout, r.stderr)
 if "matrix" in PHASES:
-    runs = 11 if CALL == "3" else 9
+    runs = 9 if CALL == "2" else 11
     matrix("npb-bt.W", [f"{NPB}/bt.W"], 16, runs)
     matrix("npb-cg.A", [f"{NPB}/cg.A"], 16, runs)
-    if CALL != "3":
+    if CALL == "2":
         matrix("npb-mg.A", [f"{NPB}/mg.A"], 16, 3)
         matrix("npb-lu.W", [f"{NPB}/lu.W"], 16, 3)
 if "slow" in PHASES:

@@ -72,7 +72,7 @@ def replay(path: str, target: int | None = None, machine: str | None = None) -> 
 
         text = read_text(machine)  # the CLI's reader: limits, FIFOs, one-line errors
         try:
-            cal = parse(text, machine)
+            cal = parse(text)
         except CalibrationError as exc:
             raise InputError(f"{shown(machine)}: not a usable machine calibration: {exc}") from None
     return [replay_process(p, target, machine=cal) for p in read_recording(path)]

@@ -11,8 +11,8 @@ is blind to this: the work of one thread alone is really ``e(n0)`` of it, and th
 n is ``e(n0) / e(n)`` of what it predicts, so the speedup S(n) = T(1) / T(n) is the
 model's times e(n).  On the 16-core device machine NPB ep.W, embarrassingly parallel, had
 e(16) = 0.82, and every program no model choice was made with was predicted to gain more
-from 2 to 16 threads than it did (``benchmarks/device16``; ``machine_whatif.py`` put this
-factor's share of the error at about half).
+from 2 to 16 threads than it did (``benchmarks/device16``; with ep.W standing in for the
+calibration, ``machine_whatif.py`` took their median error from 0.37 to 0.21).
 
 Standard library only: it runs inside profiled programs.
 """
@@ -22,6 +22,7 @@ import math
 import os
 import stat
 
+from .bound import preferred_count
 from .history import BASIS_LEN
 
 SCHEMA = 1
@@ -31,7 +32,6 @@ MAX_BYTES = 1 << 20
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
     from .bound import RegionPrediction
-    from .record import RegionSample
 
 
 class CalibrationError(ValueError):
@@ -39,18 +39,16 @@ class CalibrationError(ValueError):
 
 
 class Calibration:
-    """e(n) at the counts ``counts`` (ascending, the first 1) measured on the machine
-    ``cpus`` online CPUs of model ``cpu_model``, from the file ``source``."""
+    """e(n) at the counts ``counts`` (ascending, the first 1) measured on a machine of
+    ``cpus`` online CPUs whose processor is ``cpu_model``."""
 
-    __slots__ = ("counts", "efficiency", "cpus", "cpu_model", "source")
+    __slots__ = ("counts", "efficiency", "cpus", "cpu_model")
 
-    def __init__(self, counts: list[int], efficiency: list[float], cpus: int, cpu_model: str,
-                 source: str = "") -> None:
+    def __init__(self, counts: list[int], efficiency: list[float], cpus: int, cpu_model: str) -> None:
         self.counts = counts
         self.efficiency = efficiency
         self.cpus = cpus
         self.cpu_model = cpu_model
-        self.source = source
 
     def at(self, n: float) -> float:
         """e(n): log-linear between the measured counts, the last one's value beyond them."""
@@ -67,12 +65,8 @@ class Calibration:
         """The basis's words for it, from ``n0`` threads to ``n``."""
         return f"; machine x{self.at(n) / self.at(n0):.2f} {n0}->{n}"
 
-    def to_dict(self) -> dict:
-        return {KEY: SCHEMA, "machine": {"cpus": self.cpus, "cpu_model": self.cpu_model},
-                "efficiency": [[n, round(e, 4)] for n, e in zip(self.counts, self.efficiency)]}
 
-
-def parse(text: str, source: str = "") -> Calibration:
+def parse(text: str) -> Calibration:
     """A calibration from a file's text; CalibrationError names what is wrong."""
     import json
 
@@ -105,7 +99,7 @@ def parse(text: str, source: str = "") -> Calibration:
         raise CalibrationError('"efficiency" must start at 1 thread')
     # e is relative to one copy alone: a file measured otherwise is put on that footing.
     effs = [e / effs[0] for e in effs]
-    return Calibration(counts, effs, machine["cpus"], machine["cpu_model"], source)
+    return Calibration(counts, effs, machine["cpus"], machine["cpu_model"])
 
 
 def read(path: str) -> Calibration:
@@ -133,7 +127,7 @@ def read(path: str) -> Calibration:
     if size > MAX_BYTES:
         raise CalibrationError(f"{path}: larger than {MAX_BYTES >> 20} MiB")
     try:
-        return parse(b"".join(chunks).decode("utf-8"), path)
+        return parse(b"".join(chunks).decode("utf-8"))
     except UnicodeDecodeError:
         raise CalibrationError(f"{path}: not UTF-8 text") from None
     except CalibrationError as exc:
@@ -183,8 +177,6 @@ def apply(pred: RegionPrediction, n0: int, work_s: float, cal: Calibration) -> R
     pred.speedup = [s * f for s, f in zip(pred.speedup, e)]
     pred.low = [s * f for s, f in zip(pred.low, e)]
     pred.high = [s * f for s, f in zip(pred.high, e)]
-    from .bound import preferred_count
-
     pred.preferred = preferred_count(pred.threads, pred.speedup)
     pred.work_s = (pred.work_s if pred.work_s > 0 else work_s) * cal.at(n0)
     target = pred.threads[-1]
