@@ -163,6 +163,11 @@ def test_calibrate_writes_a_file_runs_use(tmp_path):
 def test_calibrate_into_a_folder_is_one_line(tmp_path):
     out = corecast("calibrate", "--max", "1", "-o", str(tmp_path))
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "Traceback" not in out.stderr
+    blocked = tmp_path / "file"
+    blocked.write_text("")  # $XDG_CACHE_HOME/corecast cannot be made under a file
+    out = corecast("calibrate", "--max", "1", env=clean_env(XDG_CACHE_HOME=str(blocked)))
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "internal error" not in out.stderr
+    assert "cannot make the folder" in out.stderr
 
 
 def test_a_run_puts_this_machines_calibration_into_its_predictions(build, lib, tmp_path):

@@ -7,7 +7,7 @@ import os
 import sys
 
 from ..io import settings
-from .common import add_output_options, count
+from .common import CliError, add_output_options, count
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
@@ -34,11 +34,15 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from ..runtime.calibrate import default_path, measure
 
     path = args.output or default_path()
+    if not args.output:  # the default folder, made before the measurement rather than after
+        try:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        except OSError as exc:
+            raise CliError(f"cannot make the folder for the calibration: {exc.strerror or exc}",
+                           os.path.dirname(path)) from None
     cal = measure(args.max)
     text = json.dumps(cal) + "\n"
     if path != STDIO:
-        if not args.output:
-            os.makedirs(os.path.dirname(path), exist_ok=True)
         write_file(path, text, "the calibration")
     if args.json or path == STDIO:
         sys.stdout.write(text)
