@@ -655,11 +655,13 @@ def test_model_start_keeps_the_programs_locale(build, lib, tmp_path):
     assert summary["model"] == "ok"
 
 
-MODEL_MAPPED_C = r"""
+# Whether the program sees the model library mapped (prepended to the programs below).
+MAPPED_FN_C = r"""
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 static int model_mapped(void) {
     char line[4096];
@@ -671,6 +673,9 @@ static int model_mapped(void) {
         fclose(m);
     return found;
 }
+"""
+
+MODEL_MAPPED_C = MAPPED_FN_C + r"""
 int main(int argc, char **argv) {
     double s = 0;
 #pragma omp parallel reduction(+ : s)
@@ -704,23 +709,7 @@ def test_model_waits_for_the_exit_unless_steering(build, lib, tmp_path, steer):
     assert [e for e in read_lines(out) if e["event"] == "process"][0]["predicted"]
 
 
-
-STEER_START_C = r"""
-#include <omp.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
-static int model_mapped(void) {
-    char line[4096];
-    int found = 0;
-    FILE *m = fopen("/proc/self/maps", "r");
-    while (m && fgets(line, sizeof line, m))
-        found |= strstr(line, "libcorecast_model") != NULL;
-    if (m)
-        fclose(m);
-    return found;
-}
+STEER_START_C = MAPPED_FN_C + r"""
 static double now(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
