@@ -154,8 +154,8 @@ static int steering_may_act(const struct cc_sample *s) {
         return 1;
     for (int i = 0; i < s->nregions; i++) {
         const struct cc_region_sample *g = &s->regions[i];
-        if (!cc_is_omp_region(g) || g->requested < 2 || g->wall_s <= 0)
-            continue;
+        if (!cc_is_omp_region(g) || g->requested < 2 || g->calls < 2 || g->wall_s <= 0)
+            continue; /* 2 calls: what steering's history takes as measured (history.MIN_CALLS) */
         double waited = 0;
         for (size_t k = 0; k < sizeof lock_waits / sizeof lock_waits[0]; k++)
             waited += g->stall_s[lock_waits[k]];
