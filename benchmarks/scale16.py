@@ -23,7 +23,8 @@ while the probes' expected extra time (a call at n0 times n0/size - 1 each) stay
 3% of the region's time at n0 (the library's cost cap).
 
 ``--machine FILE`` replays with the machine's calibration (``corecast calibrate`` run on the
-machine that recorded DIR; ``runtime/model/machine.py``).
+machine that recorded DIR; ``runtime/model/machine.py``) instead of the one each recording
+holds, if any.
 
     python benchmarks/scale16.py [DIR] [--counts 2,4] [--history 1,2] [--only A,B | --skip A,B]
                                  [--machine FILE] [--json]
@@ -125,7 +126,7 @@ def evaluate(directory: Path, counts: list[int], history: list[int] | None = Non
                                         [n for n in history or [] if n < n0])
             proc_rec.regions = [cumulative(r, histories.get((r["name"], r["object"])))
                                 for r in proc_rec.regions]
-            rep = replay_process(proc_rec, TARGET, histories, machine)
+            rep = replay_process(proc_rec, TARGET, histories, machine or proc_rec.calibration)
             proc = rep.process
             if proc is None:
                 continue

@@ -234,6 +234,9 @@ static void json_summary(struct cc_buf *b, const struct cc_sample *s, const stru
     } else {
         cc_put(b, "null");
     }
+    if (r->status == 0 && r->machine_json[0]) /* JSON the model wrote (ASCII, a whole object) */
+        cc_put(b, ",\"machine_calibration\":%.*s", (int)strnlen(r->machine_json, sizeof r->machine_json),
+               r->machine_json);
     cc_put(b, ",\"corecast_cpu_s\":%.6g", cc_own_cpu_s());
     if (cc_mpi.initialized)
         cc_put(b, ",\"mpi\":{\"init_s\":%.6g,\"finalize_s\":%.6g}", cc_mpi.init_s, cc_mpi.finalize_s);

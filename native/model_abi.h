@@ -5,10 +5,10 @@
 #ifndef CORECAST_MODEL_ABI_H
 #define CORECAST_MODEL_ABI_H
 
-#define CC_ABI_VERSION 6
+#define CC_ABI_VERSION 7
 /* Version of the JSON Lines records (CORECAST_OUTPUT) that `corecast replay` reads; 1: the
  * records written before they carried "schema".  Same number: corecast.runtime.samples. */
-#define CC_SAMPLE_SCHEMA 3
+#define CC_SAMPLE_SCHEMA 4
 #define CC_MAX_REGIONS 128
 #define CC_MAX_PRED 64
 #define CC_NAME_LEN 96
@@ -168,6 +168,9 @@ struct cc_result {
     char note[160];
     int predicted_cores;      /* cores of the machine the predictions are for */
     char predicted_for[64];   /* "target", or "target machine NAME" */
+    /* ABI 7: the machine calibration the predictions used (corecast calibrate), as the JSON
+     * object its file holds, for the summary record; "" if none. */
+    char machine_json[512];
     struct cc_region_prediction regions[128];
 };
 

@@ -16,7 +16,8 @@ from corecast.runtime.calibrate import default_path
 from corecast.runtime.model import machine
 from corecast.runtime.model.bound import RegionPrediction
 from corecast.runtime.model.history import BASIS_LEN
-from corecast.runtime.replay import replay
+from corecast.runtime.replay import replay, replay_process
+from corecast.runtime.samples import read_recording
 
 from .helpers import clean_env, events, read_lines, run
 
@@ -194,10 +195,19 @@ def test_a_run_puts_this_machines_calibration_into_its_predictions(build, lib, t
     (region,) = [e for e in outs["ours"][1] if e["event"] == "region" and e["name"] != "process"]
     live = {p["threads"]: p["speedup"] for p in region["predicted"]}
     assert "machine x0.50 2->16" in region["basis"]
-    # The same sample replayed without the file: the gain from 2 to 16 threads was e(16)/e(2) of it.
-    (rep,) = replay(str(tmp_path / "ours.jsonl"), 16)
-    plain = next(p for r, p in zip(rep.recorded.regions, rep.predictions) if r["name"] != "process")
-    assert live[16] / live[2] == pytest.approx(plain.speedup[15] / plain.speedup[1] * 0.5, rel=0.01)
+    (summary,) = events(outs["ours"][1], "summary")
+    assert summary["machine_calibration"]["efficiency"] == [[1, 1.0], [2, 0.9], [16, 0.45]]
+    assert "machine_calibration" not in events(outs["none"][1], "summary")[0]
+
+    def gain(proc) -> float:
+        pred = next(p for r, p in zip(proc.recorded.regions, proc.predictions) if r["name"] != "process")
+        return pred.speedup[15] / pred.speedup[1]
+
+    # Replay uses the calibration the run recorded, so it prints what the run printed; the
+    # same sample without it gained e(2)/e(16) times more from 2 to 16 threads.
+    (rec,) = read_recording(str(tmp_path / "ours.jsonl"))
+    assert gain(replay(str(tmp_path / "ours.jsonl"), 16)[0]) == pytest.approx(live[16] / live[2], rel=0.01)
+    assert live[16] / live[2] == pytest.approx(gain(replay_process(rec, 16, machine=None)) * 0.5, rel=0.01)
 
 
 TEAMS_C = r"""

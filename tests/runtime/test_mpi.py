@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from corecast.runtime.launcher import output_path
+from corecast.runtime.samples import SCHEMA
 
 from .helpers import EXAMPLES, TIMEOUT, clean_env, events, read_lines, run
 
@@ -119,7 +120,7 @@ def test_halo_unchanged_waits_per_rank_and_merged(mpi, mpi_build, tmp_path):
     assert [f.name for f in files] == ["halo-0.jsonl", "halo-1.jsonl"]
     for rank, f in enumerate(files):
         lines = read_lines(f)
-        assert lines and all((d["rank"], d["ranks"], d["schema"]) == (rank, 2, 3) for d in lines)
+        assert lines and all((d["rank"], d["ranks"], d["schema"]) == (rank, 2, SCHEMA) for d in lines)
         proc = events(lines, "process")[0]
         # the halo swap's Irecv/Isend/Waitall and Sendrecv, the residual's Allreduce
         assert proc["stalls_s"]["mpi_p2p"] > 0 and proc["stalls_s"]["mpi_collective"] > 0

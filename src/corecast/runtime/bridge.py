@@ -132,8 +132,11 @@ def _machines(sample: object) -> tuple[int, int]:
 
 def _predicted_for(ffi: object, sample: object, result: object) -> None:
     result.predicted_cores, source = _predicted_machine(sample)
-    if _calibration(sample) is not None:
+    cal = _calibration(sample)
+    if cal is not None:
         source += ", calibrated"
+        text = cal.to_json()  # for replay; a calibration too long for the record is left out
+        _put(ffi, result.machine_json, text if len(text) < len(result.machine_json) else "")
     _put(ffi, result.predicted_for, source)
 
 

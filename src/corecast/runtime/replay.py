@@ -63,7 +63,7 @@ def replay_process(proc: RecordedProcess, target: int | None = None,
 
 def replay(path: str, target: int | None = None, machine: str | None = None) -> list[ReplayedProcess]:
     """Every process recorded in ``path``, predicted again (``InputError`` on bad files),
-    with the calibration in the file ``machine`` if given."""
+    with the machine calibration the run recorded, or the one in the file ``machine``."""
     cal = None
     if machine is not None:
         from ..errors import InputError
@@ -75,7 +75,7 @@ def replay(path: str, target: int | None = None, machine: str | None = None) -> 
             cal = parse(text)
         except CalibrationError as exc:
             raise InputError(f"{shown(machine)}: not a usable machine calibration: {exc}") from None
-    return [replay_process(p, target, machine=cal) for p in read_recording(path)]
+    return [replay_process(p, target, machine=cal or p.calibration) for p in read_recording(path)]
 
 
 def replay_nodes(path: str, machine: Machine, efficiency: float | None = None) -> list[dict]:

@@ -12,6 +12,8 @@ predicted again as the model changes (``corecast replay``):
 * schema 2: all of the above recorded.
 * schema 3: the MPI stall categories (``mpi_p2p``, ``mpi_collective``), ``counters.bytes``
   and, under an MPI launcher, ``rank`` and ``ranks`` on every line.
+* schema 4: the summary's ``machine_calibration`` when the run used one (``corecast
+  calibrate``; ``model.machine``), which replay then uses too.
 
 A region becomes the sample record ``bridge.decode_region`` gives (``record.RegionSample``,
 the keys a schema lacks left out as there); a kernel becomes the ``KernelStats`` the
@@ -25,15 +27,17 @@ from typing import Iterator
 
 from ..errors import InputError
 from ..io.fileio import parse_json, read_text, shown
+from .model import machine
 from .model.abi import STALLS
 from .model.kernelstats import KernelStats
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
+    from .model.machine import Calibration
     from .model.record import ProcessSample, RegionSample
 
-SCHEMA = 3          # the version this library writes (CC_SAMPLE_SCHEMA in native/model_abi.h)
-SCHEMAS = (1, 2, 3)  # the versions it reads
+SCHEMA = 4          # the version this library writes (CC_SAMPLE_SCHEMA in native/model_abi.h)
+SCHEMAS = (1, 2, 3, 4)  # the versions it reads
 
 
 @dataclass
@@ -52,6 +56,7 @@ class RecordedProcess:
     ranks: int | None = None
     mpi_init_s: float = 0.0   # schema 3, MPI programs: MPI_Init and MPI_Finalize times
     mpi_finalize_s: float = 0.0
+    calibration: Calibration | None = None  # schema 4: the machine calibration the run used
     regions: list[RegionSample] = field(default_factory=list)
     kernels: list = field(default_factory=list)  # kernelstats.KernelStats
 
@@ -114,6 +119,11 @@ def _add(by_pid: dict[int, RecordedProcess], rec: dict) -> None:
         proc.target = max(1, _int(rec, "target"))
         proc.elapsed_s = _num(rec, "elapsed_s")
         proc.serial_run = rec.get("serial_run") is True
+        if rec.get("machine_calibration") is not None:
+            try:
+                proc.calibration = machine.from_dict(rec["machine_calibration"])
+            except machine.CalibrationError as exc:
+                raise ValueError(f"machine_calibration: {exc}") from None
     elif event == "kernel":
         proc.kernels.append(kernel_from_record(rec))
         if "cores" in rec:

@@ -61,6 +61,14 @@ class Calibration:
                 return math.exp(math.log(e[i - 1]) * (1 - w) + math.log(e[i]) * w)
         return e[-1]
 
+    def to_json(self) -> str:
+        """The object its file holds, less what a run does not use (``from_dict`` reads it)."""
+        import json
+
+        return json.dumps({KEY: SCHEMA, "machine": {"cpus": self.cpus, "cpu_model": self.cpu_model},
+                           "efficiency": [[n, round(e, 4)] for n, e in zip(self.counts, self.efficiency)]},
+                          separators=(",", ":"))
+
     def note(self, n0: int, n: int) -> str:
         """The basis's words for it, from ``n0`` threads to ``n``."""
         return f"; machine x{self.at(n) / self.at(n0):.2f} {n0}->{n}"
@@ -74,6 +82,11 @@ def parse(text: str) -> Calibration:
         doc = json.loads(text)
     except (ValueError, RecursionError) as exc:
         raise CalibrationError(f"not JSON ({str(exc)[:60]})") from None
+    return from_dict(doc)
+
+
+def from_dict(doc: object) -> Calibration:
+    """A calibration from the object its file holds (also a run's record of it)."""
     if not isinstance(doc, dict) or doc.get(KEY) != SCHEMA:
         raise CalibrationError(f'not a corecast calibration (expected "{KEY}": {SCHEMA})')
     machine, rows = doc.get("machine"), doc.get("efficiency")
