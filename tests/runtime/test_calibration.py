@@ -139,6 +139,17 @@ def test_replay_with_a_bad_machine_file_is_one_line(tmp_path, content):
     assert out.stderr.count("\n") == 1 and "cal.json" in out.stderr and "Traceback" not in out.stderr
 
 
+def test_a_recording_with_a_bad_calibration_is_one_line(tmp_path):
+    lines = RECORDING.read_text().splitlines()
+    bad = [json.dumps({**json.loads(line), "machine_calibration": {"corecast_calibration": 1}})
+           if json.loads(line)["event"] == "summary" else line for line in lines]
+    assert bad != lines
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(bad) + "\n")
+    out = corecast("replay", str(path))
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "machine_calibration" in out.stderr
+
+
 def test_a_fifo_named_as_the_machine_file_does_not_hold_up_a_run(tmp_path):
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
