@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import threading
 
 from ..io import settings
 from .common import CliError, add_output_options, count
@@ -40,7 +41,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise CliError(f"cannot make the folder for the calibration: {exc.strerror or exc}",
                            os.path.dirname(path)) from None
-    cal = measure(args.max)
+    try:
+        cal = measure(args.max)
+    except (OSError, EOFError, threading.BrokenBarrierError) as exc:  # a copy could not start or died
+        raise CliError(f"the measurement failed: {type(exc).__name__}: {exc}") from None
     text = json.dumps(cal) + "\n"
     if path != STDIO:
         write_file(path, text, "the calibration")
