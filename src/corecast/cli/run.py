@@ -98,8 +98,9 @@ def add_replay(sub: argparse._SubParsersAction) -> None:
         ("--target", "predict up to N threads (default: the recorded target)"),
         "one JSON object: {\"processes\": [...]}")
     p.add_argument("--machine", metavar="FILE",
-                   help="the recording machine's calibration (written by corecast calibrate there): "
-                        "its loss of per-thread speed is put into the one-sample predictions")
+                   help="the recording machine's calibration (written by corecast calibrate there), "
+                        "instead of the one the run recorded: its loss of per-thread speed is put into "
+                        "the one-sample predictions")
     p.add_argument("recording", metavar="RUN.jsonl")
     p.set_defaults(func=cmd_replay)
 
