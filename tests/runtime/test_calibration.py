@@ -221,6 +221,30 @@ def test_a_run_puts_this_machines_calibration_into_its_predictions(build, lib, t
     assert live[16] / live[2] == pytest.approx(gain(replay_process(rec, 16, machine=None)) * 0.5, rel=0.01)
 
 
+PYTHON_HOST = """
+import threading, time
+def work():
+    t = time.perf_counter()
+    while time.perf_counter() - t < 0.3:
+        pass
+threads = [threading.Thread(target=work) for _ in range(2)]
+for t in threads: t.start()
+for t in threads: t.join()
+"""
+
+
+def test_a_python_host_uses_the_calibration_too(lib, tmp_path):
+    """A Python host starts the model with an empty sample (no machine in it): the
+    calibration is looked up with the first real one."""
+    out = tmp_path / "py.jsonl"
+    proc = run([sys.executable, "-c", PYTHON_HOST], preload=lib, output=out, target="8",
+               machine_file=str(this_machine(tmp_path)))
+    assert proc.returncode == 0, proc.stderr
+    assert b"not used" not in proc.stderr
+    (summary,) = events(read_lines(out), "summary")
+    assert summary["predicted_for"]["source"] == "target, calibrated"
+
+
 TEAMS_C = r"""
 #include <omp.h>
 #include <stdio.h>

@@ -145,7 +145,10 @@ _CALIBRATION: list = []  # [Calibration or None] once looked up
 
 def _calibration(sample: object) -> object | None:
     """This machine's calibration (``corecast calibrate``; runtime.model.machine), looked up
-    once; a file that is there but cannot be used is said once on the report channel."""
+    once; a file that is there but cannot be used is said once on the report channel.  The
+    empty sample a Python host starts the model with names no machine: it waits."""
+    if not _CALIBRATION and sample.cores <= 0:
+        return None
     if not _CALIBRATION:
         from .calibrate import default_path
         from .model.machine import for_this_machine
