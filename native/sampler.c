@@ -140,6 +140,7 @@ static void drop_channel_if_gone(void) {
 static const int lock_waits[] = {CC_STALL_MUTEX, CC_STALL_RWLOCK, CC_STALL_CRITICAL, CC_STALL_ATOMIC,
                                  CC_STALL_OMPLOCK};
 #define CONVOY_SHARE 0.5 /* of a region's thread time waiting for locks */
+#define CC_FIRST_LOOK_MS 10 /* steering's first window: long enough for a convoy's calls */
 
 /* Whether steering can act on a model run at this window end.  The model (an interpreter,
  * 15-25 ms of CPU, then a run per window) takes a core from a program whose threads may
@@ -175,10 +176,10 @@ static void *sampler_main(void *arg) {
     cc_counters_sampler_is(sampler_tid);
     static struct cc_sample sample;
     static struct cc_result result;
-    /* With steering the first window is a short one (settle.h): a convoy shows in it, and
-     * every window at the program's count is the convoy's expensive one.  The model starts
-     * at the first window whose answer steering can act on (steering_may_act). */
-    long wait_ms = cc_cfg.steer ? cc_short_window_ms() : cc_cfg.window_ms;
+    /* With steering the first window is a short one: a convoy shows in it, and every
+     * window at the program's count is the convoy's expensive one.  The model starts at the
+     * first window whose answer steering can act on (steering_may_act). */
+    long wait_ms = cc_cfg.steer ? CC_FIRST_LOOK_MS : cc_cfg.window_ms;
     long short_ms = cc_short_window_ms();
     int shorts_left = 0; /* a window that may end early: its short windows still to wait */
     for (;;) {

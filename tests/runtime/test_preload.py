@@ -743,7 +743,7 @@ def test_steering_starts_the_model_when_it_can_act(build, lib, tmp_path, convoy)
     steering starts it only once its answer can change a team: after a whole window, or
     after the first (short) window when a region's threads mostly wait for a lock (a
     convoy).  With 2-s windows, a program whose region takes no lock does not see the model
-    mapped after 1 s, and a convoy does (its first window ended at 250 ms); both exits
+    mapped after 1 s, and a convoy does (steering's first window ends at 10 ms); both exits
     still predict."""
     prog = build("steer_start", STEER_START_C, "-fopenmp")
     out = tmp_path / "cc.jsonl"
