@@ -132,29 +132,30 @@ def _machines(sample: object) -> tuple[int, int]:
 
 def _predicted_for(ffi: object, sample: object, result: object) -> None:
     result.predicted_cores, source = _predicted_machine(sample)
-    cal = _calibration(sample)
+    cal, text = _calibration()
     if cal is not None:
         source += ", calibrated"
-        text = cal.to_json()  # for replay; a calibration too long for the record is left out
+        # for replay; a calibration too long for the record is left out
         _put(ffi, result.machine_json, text if len(text) < len(result.machine_json) else "")
     _put(ffi, result.predicted_for, source)
 
 
-_CALIBRATION: list = []  # [Calibration or None] once looked up
+_CALIBRATION: list = []  # [(Calibration or None, its JSON for the record)] once looked up
 
 
-def _calibration(sample: object) -> object | None:
-    """This machine's calibration (``corecast calibrate``; runtime.model.machine), looked up
-    once; a file that is there but cannot be used is said once on the report channel.  The
-    empty sample a Python host starts the model with names no machine: it waits."""
-    if not _CALIBRATION and sample.cores <= 0:
-        return None
+def _calibration() -> tuple[object | None, str]:
+    """This machine's calibration (``corecast calibrate``; runtime.model.machine) and its
+    JSON for the summary record, looked up once; a file that is there but cannot be used
+    is said once on the report channel.  The machine is this one's online CPUs, as the
+    library counts them: the first sample need not name it (a Python host starts the
+    model with an empty one)."""
     if not _CALIBRATION:
         from .calibrate import default_path
         from .model.machine import for_this_machine
 
-        cal, note = for_this_machine(int(sample.cores), os.environ.get(settings.MACHINE_FILE), default_path())
-        _CALIBRATION.append(cal)
+        cal, note = for_this_machine(os.sysconf("SC_NPROCESSORS_ONLN"), os.environ.get(settings.MACHINE_FILE),
+                                     default_path())
+        _CALIBRATION.append((cal, cal.to_json() if cal is not None else ""))
         if note:
             from .channel import write
 
@@ -242,7 +243,7 @@ def predict_sample(ffi: object, sample: object, result: object) -> int:
     try:
         regions = [decode_region(ffi, sample.regions[i]) for i in range(sample.nregions)]
         preds = predict_window(regions, sample.target, *_machines(sample), _histories, bool(sample.final),
-                               _calibration(sample))
+                               _calibration()[0])
         for i, (region, pred) in enumerate(zip(regions, preds)):
             if region["name"] != "process":
                 _steer(ffi, region, pred, sample, result.regions[i])
