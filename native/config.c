@@ -10,6 +10,14 @@
 
 #include "corecast.h"
 
+/* A bad value is warned about once per process, not once per image: `sh -c 'exec prog'`
+ * or `env prog` run two images in one pid, each reading the same variables.  An image that
+ * warned marks the environment of its exec (cc_exec_env) and the next one, finding its own
+ * pid there, keeps quiet and removes the mark, so the program sees the environment it was
+ * given. */
+#define WARNED "CORECAST_WARNED_PID"
+static int warned, hush;
+
 static int env_int(const char *name, int lo, int hi, int dflt) {
     const char *v = getenv(name);
     if (!v || !*v)
@@ -18,10 +26,31 @@ static int env_int(const char *name, int lo, int hi, int dflt) {
     errno = 0;
     long x = strtol(v, &end, 10);
     if (errno || *end || x < lo || x > hi) {
-        cc_warn("%s=%s is not a whole number in [%d, %d]; using %d", name, v, lo, hi, dflt);
+        if (!hush)
+            cc_warn("%s=%s is not a whole number in [%d, %d]; using %d", name, v, lo, hi, dflt);
+        warned = 1;
         return dflt;
     }
     return (int)x;
+}
+
+char *const *cc_exec_env(char *const envp[], char **out, size_t cap) {
+    static char mark[48];
+    if (!warned || !envp)
+        return envp;
+    size_t n = 0;
+    while (envp[n])
+        n++;
+    if (n + 2 > cap)
+        return envp;
+    snprintf(mark, sizeof mark, WARNED "=%d", (int)getpid());
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(envp[i], WARNED "=", sizeof WARNED))
+            out[k++] = envp[i];
+    out[k++] = mark;
+    out[k] = NULL;
+    return out;
 }
 
 /* The first of the launchers' variables that is set: Open MPI, PMI (MPICH, Intel MPI),
@@ -70,6 +99,11 @@ int cc_output_path(char *dst, size_t n) {
 
 void cc_config_read(void) {
     int saved = errno;
+    const char *mark = getenv(WARNED);
+    if (mark) {
+        hush = atoi(mark) == (int)getpid();
+        unsetenv(WARNED); /* at start-up, before the program's threads */
+    }
     cc_cfg.disabled = env_int("CORECAST_DISABLE", 0, 1, 0);
     cc_cfg.quiet = env_int("CORECAST_QUIET", 0, 1, 0);
     cc_cfg.display_env = env_int("CORECAST_DISPLAY_ENV", 0, 1, 0);
@@ -92,7 +126,7 @@ void cc_config_read(void) {
     cc_cfg.output[0] = 0;
     if (out && strlen(out) < sizeof cc_cfg.output)
         strcpy(cc_cfg.output, out);
-    else if (out)
+    else if (out && !hush)
         cc_warn("CORECAST_OUTPUT is too long; no JSON Lines written");
     if (cc_cfg.display_env) {
         char buf[1600], shown[sizeof cc_cfg.output];

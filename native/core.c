@@ -1,5 +1,5 @@
 /* corecast preload library, the state every part shares: the settings' values, the
- * clock, the report channel, the per-thread slots, the region table and the first
+ * clock, the per-thread slots, the region table and the first
  * parallel activity.  The wrappers (shims/) reach no further than this file, omp_call.c
  * and resolve.c; what starts and ends a measurement is lifecycle.c's. */
 #define _GNU_SOURCE
@@ -98,89 +98,6 @@ void cc_clock_start(void) {
 }
 
 double cc_started(void) { return mono0; }
-
-/* ---- the report channel ------------------------------------------------------------ */
-/* The table and every warning go to the stderr the program started with, kept as a
- * close-on-exec duplicate at a high number: a program that closes fd 2 and opens a data
- * file there (xz, sort --parallel) must not find corecast's lines in its data.  Before
- * each write the duplicate must still be that file (the program may have closed all its
- * descriptors, or reused the number). */
-static int report_fd = -2; /* -2: not set up yet; -1: no channel (fd 2 was closed) */
-static dev_t report_dev;
-static ino_t report_ino;
-
-static void report_channel_open(void) {
-    int saved = errno;
-    report_fd = -1;
-    struct rlimit rl;
-    long high = 1000;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY && (long)rl.rlim_cur - 24 < high)
-        high = (long)rl.rlim_cur - 24;
-    if (high < 3)
-        high = 3;
-    struct stat st;
-    /* Under `corecast run`, the stderr it was started with (CORECAST_STDERR): a program
-     * that reused fd 2 for a data file and then exec'd another passes that file on as fd 2. */
-    const char *origin = getenv("CORECAST_STDERR");
-    unsigned long long dev, ino;
-    int other = origin && (strcmp(origin, "closed") == 0 ||
-                           (sscanf(origin, "%llu:%llu", &dev, &ino) == 2 && fstat(2, &st) == 0 &&
-                            ((unsigned long long)st.st_dev != dev || (unsigned long long)st.st_ino != ino)));
-    if (!other && fstat(2, &st) == 0) {
-        int fd = fcntl(2, F_DUPFD_CLOEXEC, (int)high);
-        if (fd < 0)
-            fd = fcntl(2, F_DUPFD_CLOEXEC, 3);
-        if (fd >= 0) {
-            report_fd = fd;
-            report_dev = st.st_dev;
-            report_ino = st.st_ino;
-        }
-    }
-    errno = saved;
-}
-
-int cc_report_channel(void) {
-    if (report_fd == -2)
-        report_channel_open();
-    if (report_fd < 0)
-        return -1;
-    int saved = errno;
-    struct stat st;
-    int ok = fstat(report_fd, &st) == 0 && st.st_dev == report_dev && st.st_ino == report_ino;
-    errno = saved;
-    return ok ? report_fd : -1;
-}
-
-void cc_report_write(const char *p, size_t n) {
-    int fd = cc_report_channel();
-    if (fd < 0)
-        return;
-    int saved = errno;
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            break;
-        p += w;
-        n -= (size_t)w;
-    }
-    errno = saved;
-}
-
-/* ---- diagnostics ------------------------------------------------------------------ */
-void cc_warn(const char *fmt, ...) {
-    char buf[512], text[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    /* Paths and names in warnings come from outside: no control bytes reach the terminal. */
-    size_t n = (size_t)snprintf(buf, sizeof buf - 1, "corecast: warning: ");
-    n += cc_printable(buf + n, sizeof buf - 1 - n, text);
-    buf[n++] = '\n';
-    cc_report_write(buf, n);
-}
 
 /* ---- thread slots ----------------------------------------------------------------- */
 static struct cc_thread slots[CC_MAX_THREADS];

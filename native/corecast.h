@@ -6,6 +6,7 @@
 #ifndef CORECAST_H
 #define CORECAST_H
 
+#include <locale.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -151,6 +152,9 @@ void cc_on_activity(void (*hook)(void)) CC_HIDDEN; /* what activity starts (life
 double cc_active_since(void);
 void cc_core_after_fork(void) CC_HIDDEN; /* slots, regions, activity, clock start afresh */
 void cc_config_read(void) CC_HIDDEN;     /* config.c: the CORECAST_* settings into cc_cfg */
+/* ``envp`` for an exec of this process, marked when this image warned about a setting
+ * (``out`` holds ``cap`` pointers; returned instead of ``envp`` then). */
+char *const *cc_exec_env(char *const envp[], char **out, size_t cap) CC_HIDDEN;
 /* MPI (shims/mpi.c): how long MPI_Init and MPI_Finalize took, for the summary record
  * (start-up and shut-down are neither compute nor the program's communication). */
 struct cc_mpi_life {
@@ -243,10 +247,20 @@ void cc_model_warmup(void);
 const char *cc_model_warning(void);
 /* Python hosts: what the model's atexit hook runs (the exit report), set at start-up. */
 void cc_model_set_exit_report(void (*report)(void)) CC_HIDDEN;
+/* The report channel (channel.c): the program's original stderr, found at each write. */
 void cc_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* The report channel: the program's original stderr, or -1 when it is gone (core.c). */
-int cc_report_channel(void);
+void cc_channel_init(void);
+int cc_report_channel_open(void); /* whether a write would reach it now */
 void cc_report_write(const char *p, size_t n);
+/* ``n`` bytes on ``fd`` whatever its signals and limits (waits ``patience_s`` for a slow
+ * reader of a non-blocking one); 0, or -1 with errno. */
+int cc_write_all(int fd, const char *p, size_t n, double patience_s);
+locale_t cc_c_locale(void);
+int cc_own_descriptor_table(const int *keep, int n);
+void cc_channel_before_release(int lo, int hi);
+void cc_channel_window_check(void);
+int cc_channel_held_here(void);
+void cc_channel_after_fork(void);
 /* Names from outside made safe (text.c): printable for the terminal, padded or cut to
  * ``width`` characters (-1: as long as it is); a quoted JSON string.  Both return the
  * bytes written, NUL excluded, and always terminate ``dst``. */

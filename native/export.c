@@ -75,11 +75,12 @@ void corecast_mark_internal(void) {
     __atomic_store_n(&t->internal, 1, __ATOMIC_RELAXED);
 }
 
-/* The report channel: the program's original stderr (a close-on-exec copy), or -1 when
- * it is gone or corecast is disabled.  corecast's Python reports (the OpenCL table) write
- * there, so a program that reused fd 2 for its data never gets them in it. */
-int corecast_report_fd(void) {
-    if (cc_cfg.disabled || !cc_ready)
+/* The report channel: corecast's Python reports (the OpenCL table) write here, to the
+ * program's original stderr, so a program that reused fd 2 for its data never gets them in
+ * it.  Returns 0, or -1 when the channel is gone or corecast is disabled. */
+int corecast_report_write(const char *p, size_t n) {
+    if (cc_cfg.disabled || !cc_ready || !cc_report_channel_open())
         return -1;
-    return cc_report_channel();
+    cc_report_write(p, n);
+    return 0;
 }

@@ -310,30 +310,6 @@ static int open_output(void) {
 
 #define OUTPUT_PATIENCE_S 5.0 /* a slow reader gets this long for all the lines */
 
-/* Writes all of it unless the reader stalls past ``deadline`` (returns 0 then). */
-static int write_until(int fd, const char *p, size_t n, double deadline) {
-    while (n > 0) {
-        ssize_t w = write(fd, p, n);
-        if (w > 0) {
-            p += w;
-            n -= (size_t)w;
-            continue;
-        }
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0 && errno == EAGAIN) {
-            double left = deadline - cc_mono_s();
-            if (left <= 0)
-                return 0;
-            struct pollfd pf = {fd, POLLOUT, 0};
-            poll(&pf, 1, left > 0.2 ? 200 : (int)(left * 1000) + 1);
-            continue;
-        }
-        return 0; /* EPIPE (the reader left), ENOSPC, ...: nothing more can go */
-    }
-    return 1;
-}
-
 void cc_write_json(const struct cc_sample *s, const struct cc_result *r) {
     if (!cc_cfg.output[0])
         return;
@@ -348,16 +324,18 @@ void cc_write_json(const struct cc_sample *s, const struct cc_result *r) {
             continue;
         b.len = 0;
         json_region(&b, s, &s->regions[i], &r->regions[i], r->status == 0);
-        ok = write_until(fd, b.data, b.len, deadline); /* one write per line: O_APPEND keeps lines whole */
+        /* one write per line: O_APPEND keeps lines whole */
+        ok = cc_write_all(fd, b.data, b.len, deadline - cc_mono_s()) == 0;
     }
     if (ok) {
         b.len = 0;
         json_summary(&b, s, r);
-        ok = write_until(fd, b.data, b.len, deadline);
+        ok = cc_write_all(fd, b.data, b.len, deadline - cc_mono_s()) == 0;
     }
     if (!ok)
         cc_warn("could not write all JSON Lines to %s (%s)", cc_cfg.output,
                 errno == EAGAIN ? "its reader stopped reading" : strerror(errno));
+
     close(fd);
 }
 
@@ -380,7 +358,7 @@ void cc_write_json_serial(double elapsed) {
         put_rank(&b);
         cc_put(&b, "}\n");
     }
-    if (!write_until(fd, b.data, b.len, cc_mono_s() + OUTPUT_PATIENCE_S))
+    if (cc_write_all(fd, b.data, b.len, OUTPUT_PATIENCE_S) != 0)
         cc_warn("could not write the JSON Lines summary to %s", cc_cfg.output);
     close(fd);
 }

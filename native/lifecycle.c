@@ -2,6 +2,7 @@
  * activity, fork, and the exit report with its guard.  The exits and execs that end an
  * image come here from their wrappers (shims/process.c). */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -40,6 +41,7 @@ static void reset_after_fork(void) {
     cc_thread_slots(&used);
     cc_ompt_after_fork(used);
     cc_core_after_fork();
+    cc_channel_after_fork();
     cc_final_done = 0;
     cc_pid = getpid();
     cc_sampler_after_fork();
@@ -69,11 +71,7 @@ static void guard_handler(int sig, siginfo_t *si, void *ctx) {
     if (tid == guard_tid || cc_sampler_is(tid)) {
         static const char msg[] = "corecast: warning: fatal signal in corecast's exit report; "
                                   "the program's exit status is kept\n";
-        int fd = cc_report_channel(); /* fstat and write: async-signal-safe */
-        if (fd >= 0) {
-            ssize_t w = write(fd, msg, sizeof msg - 1);
-            (void)w;
-        }
+        cc_report_write(msg, sizeof msg - 1); /* async-signal-safe */
         if (tid != guard_tid) {
             cc_sampler_failed();
             for (int i = 0; i < 100; i++) { /* 10 s: the exiting thread normally ends us first */
@@ -102,10 +100,36 @@ static void guard_install(int status) {
     guard_on = 1;
 }
 
+/* ---- the program's data first ------------------------------------------------------ */
+/* At exit the C library flushes the program's streams after every exit handler, ours
+ * included: our lines would be written first, and a write of ours that fills the disk or
+ * meets the file-size limit would cost the program its output.  So a report made on the
+ * way out of exit() or main flushes them first, as exit() would (streams with pending
+ * output only).  A stream another thread holds locked (one blocked reading stdin) is left
+ * to the C library's own flush, which takes no lock: fflush(NULL) would wait for it. */
+static void flush_program_streams(void) {
+    FILE **list = (FILE **)dlsym(RTLD_DEFAULT, "_IO_list_all"); /* glibc's open streams */
+    FILE *f = list ? *list : NULL;
+    if (!list) { /* another C library: the standard streams at least */
+        FILE *std[2] = {stdout, stderr};
+        for (int i = 0; i < 2; i++)
+            if (ftrylockfile(std[i]) == 0) {
+                fflush_unlocked(std[i]);
+                funlockfile(std[i]);
+            }
+        return;
+    }
+    for (int n = 0; f && n < 100000; f = f->_chain, n++)
+        if (f->_mode <= 0 && f->_IO_write_ptr > f->_IO_write_base && ftrylockfile(f) == 0) {
+            fflush_unlocked(f);
+            funlockfile(f);
+        }
+}
+
 /* ---- the exit report ------------------------------------------------------------ */
 /* ``status`` >= 0: the program's exit status (main's return, exit, _exit, on_exit), which
  * the guard above keeps; < 0: unknown (a Python host's atexit, exec, quick_exit). */
-void cc_exit_report(int status) {
+void cc_exit_report(int status, int flush) {
     if (!cc_ready || cc_cfg.disabled)
         return;
     /* A vfork child shares our memory: it must neither report nor mark us done. */
@@ -119,8 +143,13 @@ void cc_exit_report(int status) {
         cc_sampler_stop();
         /* Said by the program `corecast run` started, not by every serial child of a
          * script or make (nor under a bare LD_PRELOAD, where children are the norm). */
-        if (cc_cfg.launch_pid == cc_pid)
+        if (cc_cfg.launch_pid == cc_pid) {
+            if (flush)
+                flush_program_streams();
+            locale_t was = uselocale(cc_c_locale());
             cc_report_serial();
+            uselocale(was);
+        }
         t->guard--;
         return;
     }
@@ -150,7 +179,11 @@ void cc_exit_report(int status) {
                      cc_cfg.exit_timeout_ms);
     }
     cc_own_cpu_add(cc_thread_cpu_s() - cpu0);
+    if (flush)
+        flush_program_streams();
+    locale_t was = uselocale(cc_c_locale()); /* "0.5" in the JSON whatever the program's locale */
     cc_report(&sample, &result);
+    uselocale(was);
     if (o == CC_FINAL_ANSWERED || o == CC_FINAL_NO_SAMPLER)
         guard_restore(); /* the model is done: nothing of ours runs any more */
     else
@@ -158,7 +191,7 @@ void cc_exit_report(int status) {
     t->guard--;
 }
 
-void cc_final(void) { cc_exit_report(-1); }
+void cc_final(void) { cc_exit_report(-1, 0); }
 
 /* Whether ``envp`` preloads this library, so that an image it starts is measured too. */
 static int preloaded_in(char *const envp[]) {
@@ -186,7 +219,7 @@ static void final_at_exit(void) { cc_final(); }
 
 static void final_on_exit(int status, void *arg) {
     (void)arg;
-    cc_exit_report(status);
+    cc_exit_report(status, 1);
 }
 
 /* The fallback for exits that come neither from main's return nor through exit() (see
@@ -198,7 +231,7 @@ static void register_exit(void) { on_exit(final_on_exit, NULL); }
 __attribute__((constructor)) static void cc_init(void) {
     cc_clock_start();
     cc_pid = getpid();
-    cc_report_channel(); /* opened before anything can warn */
+    cc_channel_init(); /* before anything can warn */
     cc_config_read();
     if (cc_cfg.disabled)
         return;

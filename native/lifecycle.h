@@ -3,9 +3,12 @@
 #define CORECAST_LIFECYCLE_H
 
 /* ``status`` >= 0: the program's exit status, kept whatever corecast's report does; < 0:
- * unknown (a Python host's atexit, exec, quick_exit).  Runs once per process image. */
-void cc_exit_report(int status) __attribute__((visibility("hidden")));
-void cc_final(void); /* cc_exit_report(-1) */
+ * unknown (a Python host's atexit, exec, quick_exit).  ``flush``: on the way out of exit()
+ * or main, whose streams the C library would flush: they are flushed before our first
+ * line (not for _exit, which discards them).  Runs once per process image. */
+void cc_exit_report(int status, int flush) __attribute__((visibility("hidden")));
+void cc_final(void); /* cc_exit_report(-1, 0) */
+/* The program is about to close or replace its descriptors [lo, hi] (channel.c). */
 /* An exec of this image with ``envp``: its report, unless nothing ran in parallel and the
  * next image, the same pid, is preloaded too (then that one speaks for the pid). */
 void cc_exec_report(char *const envp[]) __attribute__((visibility("hidden")));

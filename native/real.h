@@ -40,6 +40,11 @@ struct cc_real_libc {
     int (*execv)(const char *, char *const[]);
     int (*execvp)(const char *, char *const[]);
     int (*execvpe)(const char *, char *const[], char *const[]);
+    int (*close)(int);
+    int (*dup2)(int, int);
+    int (*dup3)(int, int, int);
+    int (*close_range)(unsigned, unsigned, int);
+    void (*closefrom)(int);
 };
 extern struct cc_real_libc cc_libc;
 void cc_libc_init(void);

@@ -45,6 +45,11 @@ void cc_libc_init(void) {
     R(execv);
     R(execvp);
     R(execvpe);
+    R(close);
+    R(dup2);
+    R(dup3);
+    R(close_range);
+    R(closefrom);
     R(pthread_create);
     /* Last: CC_LIBC() tests this one to know the table is complete. */
     __atomic_store_n(&cc_libc.pthread_mutex_lock, cc_resolve_next("pthread_mutex_lock", NULL),

@@ -56,84 +56,14 @@ static int wait_change(int *word, int seen, long ms) {
 /* Every window the sampler opens /proc files, and a non-Python host's model opens its
  * imports: in the program's table they would take its lowest free numbers (a program that
  * closes fd 1 and opens a file is promised 1 back) and a program closing descriptors would
- * close the model's.  So the sampler gets a table of its own (unshare(CLONE_FILES)), once
- * the counters it reads are open.  Its copies of the program's descriptors are closed at
- * once (a copy of a pipe's write end would keep the reader from its end of file), but for
- * corecast's own: the report channel and the counters.  Where unshare is refused
- * (seccomp), the table stays shared, as before. */
+ * close the model's.  So the sampler gets a table of its own (channel.c), once the
+ * counters it reads are open, with the counters and a copy of the report channel. */
 static int counters_open; /* futex word: cc_sampler_start opened the counters */
-
-static int kept(int fd, const int *keep, int n) {
-    for (int i = 0; i < n; i++)
-        if (keep[i] == fd)
-            return 1;
-    return 0;
-}
-
-static void close_all_but(const int *keep, int n) {
-    int lo = 0;
-    for (;;) { /* close_range over each gap between kept descriptors */
-        int next = -1;
-        for (int i = 0; i < n; i++)
-            if (keep[i] >= lo && (next < 0 || keep[i] < next))
-                next = keep[i];
-        unsigned hi = next < 0 ? ~0U : (unsigned)next - 1;
-#ifdef SYS_close_range
-        if ((next < 0 || next > lo) && syscall(SYS_close_range, (unsigned)lo, hi, 0) != 0)
-            break; /* an older kernel: list the table instead */
-#else
-        break;
-#endif
-        if (next < 0)
-            return;
-        lo = next + 1;
-    }
-    DIR *d = opendir("/proc/thread-self/fd");
-    if (!d)
-        return;
-    int own = dirfd(d), fds[256], nfds;
-    do { /* closing while listing can skip entries: list a batch, close it, list again */
-        nfds = 0;
-        rewinddir(d);
-        struct dirent *e;
-        while ((e = readdir(d)) && nfds < 256) {
-            int fd = atoi(e->d_name);
-            if ((fd > 0 || e->d_name[0] == '0') && fd != own && !kept(fd, keep, n))
-                fds[nfds++] = fd;
-        }
-        for (int i = 0; i < nfds; i++)
-            close(fds[i]);
-    } while (nfds == 256);
-    closedir(d);
-}
-
-static int own_table; /* unshare succeeded */
 
 static void own_descriptor_table(void) {
     wait_change(&counters_open, 0, 1000);
     int keep[64], n = cc_counters_fds(keep, 63);
-    int report = cc_report_channel();
-    if (report >= 0)
-        keep[n++] = report;
-    if (unshare(CLONE_FILES) == 0) {
-        own_table = 1;
-        close_all_but(keep, n);
-    }
-}
-
-/* The report channel's copy must not outlive the program's: a daemon that closes every
- * descriptor would otherwise keep a pipe's reader from its end of file.  So each window the
- * sampler looks whether the program's table (the main thread's, /proc/self/fd) still has it. */
-static void drop_channel_if_gone(void) {
-    int fd = cc_report_channel();
-    if (!own_table || fd < 0)
-        return;
-    char path[64];
-    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-    struct stat mine, theirs;
-    if (fstat(fd, &mine) == 0 &&
-        (stat(path, &theirs) != 0 || theirs.st_dev != mine.st_dev || theirs.st_ino != mine.st_ino))
-        close(fd);
+    cc_own_descriptor_table(keep, n);
 }
 
 /* Serialising waits: a region whose threads spend most of their time in them is a convoy. */
@@ -171,6 +101,7 @@ static void *sampler_main(void *arg) {
     struct cc_thread *t = cc_self();
     t->guard = 1;
     t->internal = 1;
+    uselocale(cc_c_locale()); /* its numbers in JSON and /proc reads: "0.5" in any locale */
     own_descriptor_table();
     sampler_tid = (int)syscall(SYS_gettid);
     cc_counters_sampler_is(sampler_tid);
@@ -184,7 +115,7 @@ static void *sampler_main(void *arg) {
     int shorts_left = 0; /* a window that may end early: its short windows still to wait */
     for (;;) {
         int cmd = wait_change(&sampler_cmd, CMD_NONE, wait_ms);
-        drop_channel_if_gone();
+        cc_channel_window_check();
         if (cmd == CMD_NONE && shorts_left > 0 && !cc_settle_window_measured()) {
             shorts_left--;
             continue; /* wait_ms is still a short window */
@@ -226,6 +157,10 @@ static void *sampler_main(void *arg) {
             }
         }
     }
+    /* The exit report, written after this answer, may reach the original stderr only
+     * through this thread's copy: the table must live until the process ends. */
+    while (cc_channel_held_here())
+        pause();
     return NULL;
 }
 
@@ -235,7 +170,6 @@ void cc_sampler_start(void) {
     sampler_cmd = CMD_NONE;
     final_state = CC_FINAL_PENDING;
     counters_open = 0;
-    own_table = 0;
     sigset_t all, old;
     sigfillset(&all);
     /* The sampler must never take one of the program's signals; the synchronous ones stay
@@ -288,7 +222,6 @@ void cc_sampler_after_fork(void) {
     sampler_cmd = CMD_NONE;
     final_state = CC_FINAL_PENDING;
     counters_open = 0;
-    own_table = 0;
     sampler_tid = 0;
     cc_counters_after_fork();
 }

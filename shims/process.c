@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <unistd.h> /* environ */
 
+#include "../native/corecast.h"
+
 #include "../native/lifecycle.h"
 #include "../native/real.h"
 
@@ -20,7 +22,7 @@ static int (*program_main)(int, char **, char **);
 
 static int main_then_report(int argc, char **argv, char **envp) {
     int status = program_main(argc, argv, envp);
-    cc_exit_report(status);
+    cc_exit_report(status, 1);
     return status;
 }
 
@@ -31,40 +33,49 @@ int __libc_start_main(int (*main)(int, char **, char **), int argc, char **argv,
 }
 
 void exit(int status) {
-    cc_exit_report(status);
+    cc_exit_report(status, 1);
     CC_LIBC(exit)(status);
 }
 
 /* ---- exits and execs that skip atexit ---------------------------------------------- */
 void _exit(int status) {
-    cc_exit_report(status);
+    cc_exit_report(status, 0);
     CC_LIBC(_exit)(status);
 }
 
 void _Exit(int status) {
-    cc_exit_report(status);
+    cc_exit_report(status, 0);
     CC_LIBC(_Exit)(status);
 }
 
-/* The image is replaced: report what this one measured (same pid, its own lines). */
+/* The image is replaced: report what this one measured (same pid, its own lines).  The
+ * next image gets the environment marked when this one warned about a setting (config.c). */
+#define ENV_CAP 4096
+
 int execve(const char *path, char *const argv[], char *const envp[]) {
     cc_exec_report(envp);
-    return CC_LIBC(execve)(path, argv, envp);
+    char *buf[ENV_CAP];
+    return CC_LIBC(execve)(path, argv, cc_exec_env(envp, buf, ENV_CAP));
 }
 
 int execv(const char *path, char *const argv[]) {
     cc_exec_report(environ);
-    return CC_LIBC(execv)(path, argv);
+    char *buf[ENV_CAP];
+    char *const *env = cc_exec_env(environ, buf, ENV_CAP);
+    return env == environ ? CC_LIBC(execv)(path, argv) : CC_LIBC(execve)(path, argv, env);
 }
 
 int execvp(const char *file, char *const argv[]) {
     cc_exec_report(environ);
-    return CC_LIBC(execvp)(file, argv);
+    char *buf[ENV_CAP];
+    char *const *env = cc_exec_env(environ, buf, ENV_CAP);
+    return env == environ ? CC_LIBC(execvp)(file, argv) : CC_LIBC(execvpe)(file, argv, env);
 }
 
 int execvpe(const char *file, char *const argv[], char *const envp[]) {
     cc_exec_report(envp);
-    return CC_LIBC(execvpe)(file, argv, envp);
+    char *buf[ENV_CAP];
+    return CC_LIBC(execvpe)(file, argv, cc_exec_env(envp, buf, ENV_CAP));
 }
 
 /* glibc's execl family calls its internal execve, past the wrappers above: rebuild the
@@ -100,4 +111,40 @@ int execle(const char *path, const char *arg, ...) {
     char *const *envp;
     COLLECT_ARGS(arg, ap, argv, envp = va_arg(ap, char *const *));
     return execve(path, argv, envp);
+}
+
+/* ---- the program letting go of its stderr -------------------------------------------- */
+/* The report channel keeps no descriptor in the program's table (native/channel.c): before
+ * the program closes or replaces the last descriptor of the stderr it started with, a
+ * thread of ours takes a copy in a table of its own. */
+int close(int fd) {
+    if (__builtin_expect(fd == 2, 0))
+        cc_channel_before_release(2, 2);
+    return CC_LIBC(close)(fd);
+}
+
+int dup2(int oldfd, int newfd) {
+    if (__builtin_expect(newfd == 2 && oldfd != 2, 0))
+        cc_channel_before_release(2, 2);
+    return CC_LIBC(dup2)(oldfd, newfd);
+}
+
+int dup3(int oldfd, int newfd, int flags) {
+    if (__builtin_expect(newfd == 2, 0))
+        cc_channel_before_release(2, 2);
+    return CC_LIBC(dup3)(oldfd, newfd, flags);
+}
+
+#define CC_CLOSE_RANGE_CLOEXEC (1U << 2) /* linux/close_range.h: marks, closes nothing */
+
+int close_range(unsigned lo, unsigned hi, int flags) {
+    if (lo <= 2 && hi >= 2 && !(flags & CC_CLOSE_RANGE_CLOEXEC))
+        cc_channel_before_release((int)lo, hi > 9 ? 9 : (int)hi);
+    return CC_LIBC(close_range)(lo, hi, flags);
+}
+
+void closefrom(int lo) {
+    if (lo <= 2)
+        cc_channel_before_release(lo < 0 ? 0 : lo, 9);
+    CC_LIBC(closefrom)(lo);
 }

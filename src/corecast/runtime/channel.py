@@ -1,39 +1,35 @@
 """The report channel for Python code inside a profiled program: the stderr the program
 started with.  A program may close fd 2 and open a data file there (xz, sort --parallel);
-corecast's lines must not land in it.  The preload library keeps a close-on-exec copy of
-the original stderr and exports it (``corecast_report_fd``, checked to still be that file
-at each call); without the library (``CORECAST_OPENCL=1`` alone), ``keep()`` makes such a
+corecast's lines must not land in it.  The preload library finds the original stderr at
+each write and exports that (``corecast_report_write``); without the library (``CORECAST_OPENCL=1`` alone), ``keep()`` makes such a
 copy when the OpenCL hook switches on.  Standard library only."""
 from __future__ import annotations
 
 import os
 
 _own: tuple[int, int, int] | None = None  # (fd, st_dev, st_ino) of keep()'s copy
-_lib_fd = None  # the preload library's corecast_report_fd, False when absent
+_lib_write = None  # the preload library's corecast_report_write, False when absent
 
 
-def _library_fd() -> int | None:
-    global _lib_fd
-    if _lib_fd is None:
+def _library_write():
+    global _lib_write
+    if _lib_write is None:
         try:
             import ctypes
 
-            fn = ctypes.CDLL(None).corecast_report_fd  # preloaded symbols are global
+            fn = ctypes.CDLL(None).corecast_report_write  # preloaded symbols are global
             fn.restype = ctypes.c_int
-            fn.argtypes = []
-            _lib_fd = fn
+            fn.argtypes = [ctypes.c_char_p, ctypes.c_size_t]
+            _lib_write = fn
         except (OSError, AttributeError):
-            _lib_fd = False
-    if _lib_fd is False:
-        return None
-    fd = _lib_fd()
-    return fd if fd >= 0 else -1
+            _lib_write = False
+    return _lib_write or None
 
 
 def keep() -> None:
     """Without the preload library: keep a close-on-exec copy of fd 2 as it is now."""
     global _own
-    if _own is not None or _library_fd() is not None:
+    if _own is not None or _library_write() is not None:
         return
     try:
         st = os.fstat(2)
@@ -45,10 +41,8 @@ def keep() -> None:
 
 
 def report_fd() -> int | None:
-    """The original stderr, or None when it is gone (closed, or its number reused)."""
-    fd = _library_fd()
-    if fd is not None:
-        return fd if fd >= 0 else None
+    """Without the preload library: the original stderr, or None when it is gone (closed,
+    or its number reused)."""
     if _own is None:
         return 2  # neither the library nor keep(): a plain Python program's stderr
     own, dev, ino = _own
@@ -61,10 +55,14 @@ def report_fd() -> int | None:
 
 def write(text: str) -> None:
     """``text`` on the report channel (never raises; nothing when the channel is gone)."""
+    data = text.encode(errors="replace")
+    lib = _library_write()
+    if lib is not None:
+        lib(data, len(data))
+        return
     fd = report_fd()
     if fd is None:
         return
-    data = text.encode(errors="replace")
     try:
         while data:
             data = data[os.write(fd, data):]

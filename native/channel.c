@@ -1,0 +1,346 @@
+/* The report channel: where corecast's table and warnings go, the stderr the program
+ * started with, without a descriptor of corecast's in the program's table.
+ *
+ * A descriptor of ours there is the program's business: `ls /proc/self/fd` lists it, a
+ * shell's `exec 1000>file` collides with it, and a daemon inherits it through fork, so a
+ * caller reading our stderr pipe (`$(corecast run ...)`, CI log capture) waits for the
+ * daemon to exit.  So the original stderr is known by its identity (device and inode,
+ * taken at start-up or from `corecast run`'s CORECAST_STDERR) and found at each write:
+ *   1. the program's fd 2, or another of its low descriptors, while it is still that file;
+ *   2. else a copy kept by a thread of ours in a descriptor table of its own (the sampler,
+ *      or a keeper started when the program lets its last stderr go): reopened through
+ *      /proc/self/task/TID/fd/N for the time of one write;
+ *   3. else the terminal or file the stderr was, reopened by its path.
+ * A program that put a data file on fd 2 (xz, sort --parallel) never gets our lines in
+ * it, and a copy in another table is not inherited by fork.
+ *
+ * Every write here is async-signal-safe (the exit guard's handler writes), keeps errno,
+ * and cannot change how the program ends (write.c). */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <locale.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "corecast.h"
+#include "real.h"
+
+static int known;          /* the original stderr's identity is known */
+static dev_t origin_dev;
+static ino_t origin_ino;
+static char origin_path[256]; /* a terminal's or regular file's path, for step 3 */
+static pid_t channel_pid;  /* the image whose start-up this was: not a fork or vfork child */
+static volatile int holder_tid, holder_fd = -1; /* step 2's copy: its thread and number there */
+static int keeper_started;
+static locale_t c_locale;
+static __thread int own_table __attribute__((tls_model("initial-exec"))); /* this thread's table is ours */
+
+#define LOW_FDS 10 /* the program's descriptors looked at in step 1 */
+#define PATIENCE_S 5.0 /* a reopened pipe whose reader stalls gets this long */
+
+static int is_origin(const struct stat *st) { return known && st->st_dev == origin_dev && st->st_ino == origin_ino; }
+
+/* ``fd`` is the original stderr, open for writing. */
+static int writes_origin(int fd) {
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !is_origin(&st))
+        return 0;
+    int fl = fcntl(fd, F_GETFL);
+    return fl >= 0 && (fl & O_ACCMODE) != O_RDONLY;
+}
+
+static void put_int(char **p, long v) {
+    char tmp[24];
+    int n = 0;
+    do
+        tmp[n++] = (char)('0' + v % 10);
+    while ((v /= 10) > 0);
+    while (n)
+        *(*p)++ = tmp[--n];
+}
+
+void cc_channel_init(void) {
+    int saved = errno;
+    channel_pid = getpid();
+    c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+    struct stat st;
+    int fd2 = fstat(2, &st) == 0;
+    /* Under `corecast run`, the stderr it was started with (CORECAST_STDERR): a program
+     * that reused fd 2 for a data file and then exec'd another passes that file on as fd 2. */
+    const char *origin = getenv("CORECAST_STDERR");
+    unsigned long long dev, ino;
+    if (origin && sscanf(origin, "%llu:%llu", &dev, &ino) == 2) {
+        known = 1;
+        origin_dev = (dev_t)dev;
+        origin_ino = (ino_t)ino;
+    } else if (!(origin && strcmp(origin, "closed") == 0) && fd2) {
+        known = 1;
+        origin_dev = st.st_dev;
+        origin_ino = st.st_ino;
+    }
+    if (known && fd2 && is_origin(&st) && (S_ISCHR(st.st_mode) || S_ISREG(st.st_mode))) {
+        ssize_t n = readlink("/proc/self/fd/2", origin_path, sizeof origin_path - 1);
+        origin_path[n > 0 && origin_path[0] == '/' ? n : 0] = 0;
+    }
+    errno = saved;
+}
+
+/* A descriptor of the calling thread's table that writes to the original stderr; *temp
+ * says the caller must close it. */
+static int channel_open(int *temp) {
+    *temp = 0;
+    if (!known)
+        return -1;
+    int self = (int)syscall(SYS_gettid);
+    int hfd = holder_fd, htid = holder_tid;
+    if (htid == self && writes_origin(hfd))
+        return hfd;
+    if (writes_origin(2))
+        return 2;
+    for (int fd = 0; fd < LOW_FDS; fd++)
+        if (fd != 2 && writes_origin(fd))
+            return fd;
+    char path[64], *p = path;
+    const char *paths[2] = {NULL, origin_path[0] ? origin_path : NULL};
+    if (htid > 0 && hfd >= 0) {
+        memcpy(p, "/proc/self/task/", 16);
+        p += 16;
+        put_int(&p, htid);
+        memcpy(p, "/fd/", 4);
+        p += 4;
+        put_int(&p, hfd);
+        *p = 0;
+        paths[0] = path;
+    }
+    for (int i = 0; i < 2; i++) {
+        if (!paths[i])
+            continue;
+        /* Non-blocking: a pipe without a reader fails at once (ENXIO) instead of waiting
+         * for one.  Appending: a file's earlier lines stay. */
+        int fd = open(paths[i], O_WRONLY | O_APPEND | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+        if (fd < 0)
+            continue;
+        if (writes_origin(fd)) {
+            *temp = 1;
+            return fd;
+        }
+        close(fd);
+    }
+    return -1;
+}
+
+int cc_report_channel_open(void) {
+    int temp, fd = channel_open(&temp);
+    if (temp)
+        close(fd);
+    return fd >= 0;
+}
+
+void cc_report_write(const char *p, size_t n) {
+    int saved = errno, temp;
+    int fd = channel_open(&temp);
+    if (fd >= 0) {
+        cc_write_all(fd, p, n, temp ? PATIENCE_S : 1e9);
+        if (temp)
+            close(fd);
+    }
+    errno = saved;
+}
+
+/* ---- diagnostics ------------------------------------------------------------------ */
+void cc_warn(const char *fmt, ...) {
+    char buf[512], text[512];
+    va_list ap;
+    locale_t was = c_locale ? uselocale(c_locale) : (locale_t)0; /* "0.5", whatever the program's locale */
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    if (was)
+        uselocale(was);
+    /* Paths and names in warnings come from outside: no control bytes reach the terminal. */
+    size_t n = (size_t)snprintf(buf, sizeof buf - 1, "corecast: warning: ");
+    n += cc_printable(buf + n, sizeof buf - 1 - n, text);
+    buf[n++] = '\n';
+    cc_report_write(buf, n);
+}
+
+locale_t cc_c_locale(void) { return c_locale; }
+
+/* ---- a descriptor table of our own ----------------------------------------------- */
+static int kept(int fd, const int *keep, int n) {
+    for (int i = 0; i < n; i++)
+        if (keep[i] == fd)
+            return 1;
+    return 0;
+}
+
+static void close_all_but(const int *keep, int n) {
+    int lo = 0;
+    for (;;) { /* close_range over each gap between kept descriptors */
+        int next = -1;
+        for (int i = 0; i < n; i++)
+            if (keep[i] >= lo && (next < 0 || keep[i] < next))
+                next = keep[i];
+        unsigned hi = next < 0 ? ~0U : (unsigned)next - 1;
+#ifdef SYS_close_range
+        if ((next < 0 || next > lo) && syscall(SYS_close_range, (unsigned)lo, hi, 0) != 0)
+            break; /* an older kernel: list the table instead */
+#else
+        break;
+#endif
+        if (next < 0)
+            return;
+        lo = next + 1;
+    }
+    DIR *d = opendir("/proc/thread-self/fd");
+    if (!d)
+        return;
+    int own = dirfd(d), fds[256], nfds;
+    do { /* closing while listing can skip entries: list a batch, close it, list again */
+        nfds = 0;
+        rewinddir(d);
+        struct dirent *e;
+        while ((e = readdir(d)) && nfds < 256) {
+            int fd = atoi(e->d_name);
+            if ((fd > 0 || e->d_name[0] == '0') && fd != own && !kept(fd, keep, n))
+                fds[nfds++] = fd;
+        }
+        for (int i = 0; i < nfds; i++)
+            close(fds[i]);
+    } while (nfds == 256);
+    closedir(d);
+}
+
+/* The calling thread takes a table of its own (unshare(CLONE_FILES)) holding only
+ * ``keep`` and, where none is kept yet and the program's fd 2 is still the original, a
+ * copy of the report channel.  Its copies of the program's descriptors are closed at once
+ * (a copy of a pipe's write end would keep the reader from its end of file).  Where
+ * unshare is refused (seccomp), the table stays shared: returns 0. */
+int cc_own_descriptor_table(const int *keep, int n) {
+    int all[72], k = 0;
+    for (int i = 0; i < n && k < 64; i++)
+        all[k++] = keep[i];
+    if (unshare(CLONE_FILES) != 0)
+        return 0;
+    own_table = 1; /* closing here is not the program letting go of anything */
+    int copy = -1;
+    if (holder_tid == 0 && getpid() == channel_pid && writes_origin(2)) {
+        copy = fcntl(2, F_DUPFD_CLOEXEC, 100);
+        if (copy >= 0)
+            all[k++] = copy;
+    }
+    close_all_but(all, k);
+    if (copy >= 0) {
+        holder_fd = copy;
+        __atomic_store_n(&holder_tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);
+    }
+    return 1;
+}
+
+/* ---- the keeper ------------------------------------------------------------------ */
+static int keeper_ready; /* futex word */
+
+static void *keeper_main(void *arg) {
+    (void)arg;
+    struct cc_thread *t = cc_self();
+    t->guard = 1;
+    t->internal = 1; /* not one of the program's threads in any figure */
+    cc_own_descriptor_table(NULL, 0);
+    __atomic_store_n(&keeper_ready, 1, __ATOMIC_RELEASE);
+    syscall(SYS_futex, &keeper_ready, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    for (;;) /* holds the copy until the process ends */
+        pause();
+    return NULL;
+}
+
+/* The program is about to close or replace descriptors [lo, hi].  If that lets go of its
+ * last descriptor on the original stderr and no thread of ours keeps a copy, a keeper
+ * takes one first (closefd2-like programs that close fd 2 before any thread).  Only in the
+ * image that started: a forked child (a daemon detaching) keeps nothing. */
+void cc_channel_before_release(int lo, int hi) {
+    if (!known || own_table || holder_tid || keeper_started || lo > 2 || hi < 2 || getpid() != channel_pid)
+        return;
+    int saved = errno;
+    if (!writes_origin(2)) {
+        errno = saved;
+        return;
+    }
+    for (int fd = 0; fd < LOW_FDS; fd++)
+        if ((fd < lo || fd > hi) && writes_origin(fd)) {
+            errno = saved;
+            return; /* the program still has it */
+        }
+    keeper_started = 1;
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the keeper never takes the program's signals */
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 64 * 1024);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_t th;
+    struct cc_thread *t = cc_self();
+    t->guard++;
+    int r = CC_LIBC(pthread_create)(&th, &attr, keeper_main, NULL);
+    t->guard--;
+    pthread_attr_destroy(&attr);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (r == 0) {
+        struct timespec step = {1, 0};
+        while (!__atomic_load_n(&keeper_ready, __ATOMIC_ACQUIRE))
+            syscall(SYS_futex, &keeper_ready, FUTEX_WAIT_PRIVATE, 0, &step, NULL, 0);
+    }
+    errno = saved;
+}
+
+/* The sampler, each window: a copy it keeps must not outlive the program's own by long.  A
+ * program that let go of its stderr (a server closing 0-2) would otherwise keep a pipe's
+ * reader from its end of file.  Two windows in a row without it: one is the grace for a
+ * program that closes its stderr just before it exits (xz). */
+void cc_channel_window_check(void) {
+    static int missing;
+    if (holder_tid != (int)syscall(SYS_gettid) || holder_fd < 0)
+        return;
+    int seen = 0;
+    for (int fd = 0; fd < LOW_FDS && !seen; fd++) {
+        char path[40], *p = path;
+        memcpy(p, "/proc/self/fd/", 14);
+        p += 14;
+        put_int(&p, fd);
+        *p = 0;
+        struct stat st;
+        seen = stat(path, &st) == 0 && is_origin(&st);
+    }
+    missing = seen ? 0 : missing + 1;
+    if (missing >= 2) {
+        __atomic_store_n(&holder_tid, 0, __ATOMIC_RELEASE);
+        close(holder_fd);
+        holder_fd = -1;
+    }
+}
+
+/* Whether the calling thread keeps the channel's copy: it must then outlive the report. */
+int cc_channel_held_here(void) { return holder_tid == (int)syscall(SYS_gettid) && holder_fd >= 0; }
+
+void cc_channel_after_fork(void) {
+    /* The child has no thread of ours and reports to its own fd 2 while that is the
+     * original; it starts no keeper (a daemon detaching must not hold the caller's pipe). */
+    holder_tid = 0;
+    holder_fd = -1;
+    keeper_started = 1;
+    keeper_ready = 0;
+}

@@ -1,0 +1,311 @@
+"""The program's output, descriptors and exit status are its own, whatever corecast's writes
+meet: a file-size limit, a full disk, a reader that left, a daemon detaching, a
+decimal-comma locale, a program that uses descriptor 1000 or lists its descriptors.  Each
+case runs the same program without and with corecast and compares."""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .helpers import EXAMPLES, TIMEOUT, clean_env, events, read_lines, report_blocks, run
+
+CORECAST = [sys.executable, "-m", "corecast"]
+
+
+@pytest.fixture(scope="module")
+def omp_critical(build):
+    return build("omp_critical", EXAMPLES / "omp_critical.c", "-fopenmp", "-lm")
+
+
+def sh(script: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "-c", script], env=clean_env(**env), capture_output=True,
+                          timeout=TIMEOUT)
+
+
+def corecast_cmd() -> str:
+    return " ".join(f"'{c}'" for c in CORECAST)
+
+
+# ---- the program's data first: file-size limits and full disks --------------------------------
+def test_file_size_limit_keeps_the_programs_output_and_status(omp_critical, lib, tmp_path):
+    """`ulimit -f 2` (2 KiB): the JSON Lines (about 3.6 KB) do not fit.  The program's 39
+    bytes are written and its status is 0, as without corecast; the JSON is not written in
+    part, and a warning says why."""
+    script = (f"cd '{tmp_path}'; ulimit -f 2; '{omp_critical}' 100 > plain.txt; echo plain=$?; "
+              f"{corecast_cmd()} run --json-out j.jsonl -- '{omp_critical}' 100 > o.txt; echo run=$?")
+    proc = sh(script)
+    assert b"plain=0" in proc.stdout and b"run=0" in proc.stdout, proc
+    assert (tmp_path / "o.txt").read_bytes() == (tmp_path / "plain.txt").read_bytes() != b""
+    assert b"File too large" in proc.stderr
+    assert not events(read_lines(tmp_path / "j.jsonl"), "summary")  # whole lines only (read_lines checks)
+
+
+def test_file_size_limit_on_a_stderr_file(omp_critical, lib, tmp_path):
+    """The report itself meets the limit (stderr into a file that is already near it)."""
+    script = (f"cd '{tmp_path}'; head -c 2040 /dev/zero > err.txt; ulimit -f 2; "
+              f"LD_PRELOAD='{lib}' '{omp_critical}' 100 > o.txt 2>>err.txt; echo run=$?")
+    proc = sh(script)
+    assert b"run=0" in proc.stdout, proc
+    assert (tmp_path / "err.txt").read_bytes() == bytes(2040)
+    assert (tmp_path / "o.txt").read_bytes().startswith(b"total ")
+
+
+def test_full_disk_keeps_the_programs_output_and_status(omp_critical, lib, tmp_path):
+    """A tmpfs with one page free: the program's output takes it (flushed before anything of
+    corecast's is written), the JSON Lines get ENOSPC and a warning."""
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        pytest.skip("needs root and unshare(1) to mount a private tmpfs")
+    mnt = tmp_path / "mnt"
+    mnt.mkdir()
+    probe = subprocess.run(["unshare", "-m", "mount", "-t", "tmpfs", "tmpfs", str(mnt)], capture_output=True,
+                           timeout=TIMEOUT)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {probe.stderr.decode(errors='replace').strip()}")
+    # 64 KiB, 60 KiB filled: one 4-KiB page left.  The mount lives in unshare's namespace only.
+    script = f"""set -e
+mount -t tmpfs -o size=64k tmpfs '{mnt}'
+cd '{mnt}'
+head -c $((60 * 1024)) /dev/zero > filler
+set +e
+'{omp_critical}' 100 > plain.txt; echo plain=$?
+cp plain.txt '{tmp_path}/plain.txt'; rm plain.txt
+{corecast_cmd()} run --json-out j.jsonl -- '{omp_critical}' 100 > o.txt; echo run=$?
+cp o.txt '{tmp_path}/o.txt'
+"""
+    proc = subprocess.run(["unshare", "-m", "bash", "-c", script], env=clean_env(), capture_output=True,
+                          timeout=TIMEOUT)
+    out = proc.stdout.decode()
+    assert "plain=0" in out and "run=0" in out, (out, proc.stderr)
+    assert (tmp_path / "o.txt").read_bytes() == (tmp_path / "plain.txt").read_bytes() != b""
+    assert b"No space left on device" in proc.stderr, proc.stderr
+
+
+def test_enospc_on_the_json_lines_warns_and_keeps_the_status(omp_critical, lib, tmp_path):
+    """/dev/full: every write of the JSON Lines fails with ENOSPC."""
+    proc = run([omp_critical, "100"], preload=lib, output="/dev/full")
+    assert proc.returncode == 0 and proc.stdout.startswith(b"total ")
+    assert b"No space left on device" in proc.stderr
+
+
+def test_a_stderr_reader_that_left_does_not_kill_the_program(omp_critical, lib):
+    """The report written into a pipe nobody reads: SIGPIPE, whose default would end the
+    program with status -13, is taken back."""
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        proc = subprocess.run([str(omp_critical), "100"], env=clean_env(LD_PRELOAD=str(lib)),
+                              stdout=subprocess.PIPE, stderr=w, timeout=TIMEOUT)
+    finally:
+        os.close(w)
+    assert proc.returncode == 0 and proc.stdout.startswith(b"total ")
+
+
+ATEXIT_C = r"""
+#include <stdio.h>
+#include <stdlib.h>
+int main(void) {
+    double s = 0;
+#pragma omp parallel for reduction(+ : s)
+    for (int i = 0; i < 2000000; i++) s += i * 0.5;
+    printf("program output %.0f\n", s);   /* buffered: stdout is a file */
+    return 0;
+}
+"""
+
+
+def test_the_programs_buffered_output_comes_before_the_report(build, lib, tmp_path):
+    exe = build("buffered_then_exit", ATEXIT_C, "-fopenmp")
+    out = tmp_path / "both.txt"
+    with open(out, "wb") as f:
+        proc = subprocess.run([str(exe)], env=clean_env(LD_PRELOAD=str(lib)), stdout=f, stderr=subprocess.STDOUT,
+                              timeout=TIMEOUT)
+    assert proc.returncode == 0
+    text = out.read_text()
+    assert text.startswith("program output ") and "corecast: pid " in text
+
+
+# ---- daemons --------------------------------------------------------------------------------
+DAEMON_C = r"""
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+static void *work(void *a) { volatile double s = 0; for (long i = 0; i < 2000000; i++) s += i; return a; }
+int main(int argc, char **argv) {
+    if (atoi(argv[2])) { /* parallel activity first: the sampler runs and keeps its copy */
+        pthread_t t[2];
+        for (int i = 0; i < 2; i++) pthread_create(&t[i], 0, work, 0);
+        for (int i = 0; i < 2; i++) pthread_join(t[i], 0);
+    }
+    if (daemon(0, 0) != 0) return 1;
+    FILE *f = fopen(argv[1], "w");
+    fprintf(f, "%d\n", getpid());
+    fclose(f);
+    for (;;) pause();
+}
+"""
+
+
+@pytest.mark.parametrize("threads", [0, 1])
+@pytest.mark.parametrize("how", ["run", "preload"])
+def test_a_daemon_does_not_hold_the_callers_pipes(build, lib, tmp_path, threads, how):
+    """`x=$(corecast run -- ./daemon)` returns when the parent exits, as without corecast:
+    the daemon (alive until the test kills it) holds no copy of the caller's stderr."""
+    exe = build("daemon", DAEMON_C, "-pthread")
+    pidfile = tmp_path / "daemon.pid"
+    cmd = [str(exe), str(pidfile), str(threads)]
+    if how == "run":
+        cmd = [*CORECAST, "run", "--", *cmd]
+    env = clean_env(**({"LD_PRELOAD": str(lib)} if how == "preload" else {}))
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        out, err = proc.communicate(timeout=60)  # the daemon never ends by itself
+    finally:
+        deadline = time.monotonic() + TIMEOUT
+        while not pidfile.exists() or not pidfile.read_text().endswith("\n"):
+            if time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
+        if pidfile.exists() and pidfile.read_text().strip():
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)
+        proc.kill()
+    assert proc.returncode == 0, err
+
+
+# ---- the program's descriptors ------------------------------------------------------------
+LISTFD_C = r"""
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+static void *work(void *a) { volatile double s = 0; for (long i = 0; i < 3000000; i++) s += i; return a; }
+int main(int argc, char **argv) {
+    if (!strcmp(argv[1], "close2")) { /* closes its stderr, a data file takes fd 2 */
+        close(2);
+        if (open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644) != 2) return 9;
+    }
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], 0, work, 0);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], 0);
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    int fds[256], n = 0;
+    while ((e = readdir(d)) && n < 256)
+        if (e->d_name[0] != '.') fds[n++] = atoi(e->d_name);
+    closedir(d);
+    for (int i = 0; i < n; i++) printf("%d\n", fds[i]);
+    printf("fd1000 %s\n", fcntl(1000, F_GETFD) < 0 ? "free" : "used");
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("mode", ["threads", "close2"])
+def test_the_descriptor_table_is_the_programs(build, lib, tmp_path, mode):
+    """No descriptor of corecast's in the program's table: while the sampler runs, and after
+    the program closed its stderr (a keeper thread holds the copy in a table of its own)."""
+    exe = build("listfd", LISTFD_C, "-pthread")
+    plain = run([exe, mode, tmp_path / "plain.txt"])
+    measured = run([exe, mode, tmp_path / "data.txt"], preload=lib)
+    assert plain.returncode == measured.returncode == 0, measured.stderr
+    assert sorted(measured.stdout.splitlines()) == sorted(plain.stdout.splitlines())
+    assert b"fd1000 free" in measured.stdout
+    assert report_blocks(measured.stderr) == 1  # and the report still reached the original stderr
+    if mode == "close2":
+        assert (tmp_path / "data.txt").read_bytes() == b""
+
+
+def test_a_shell_can_use_descriptor_1000(lib, tmp_path):
+    target = tmp_path / "f"
+    proc = subprocess.run([*CORECAST, "run", "--", "bash", "-c", f"exec 1000>'{target}'; echo data >&1000"],
+                          env=clean_env(), capture_output=True, timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr
+    assert target.read_bytes() == b"data\n"
+
+
+def test_ls_proc_self_fd_lists_what_a_plain_run_lists(lib):
+    plain = subprocess.run(["ls", "/proc/self/fd"], env=clean_env(), capture_output=True, timeout=TIMEOUT)
+    measured = subprocess.run([*CORECAST, "run", "--", "ls", "/proc/self/fd"], env=clean_env(),
+                              capture_output=True, timeout=TIMEOUT)
+    assert measured.returncode == 0 and measured.stdout == plain.stdout
+
+
+# ---- locales ----------------------------------------------------------------------------------
+LOCALE_C = r"""
+#include <locale.h>
+#include <stdio.h>
+int main(void) {
+    setlocale(LC_ALL, "");
+    double s = 0;
+#pragma omp parallel for reduction(+ : s)
+    for (int i = 0; i < 3000000; i++) s += i * 0.5;
+    printf("%.1f\n", 0.5);   /* "0,5" in a decimal-comma locale: the locale is in force */
+    return s < 0;
+}
+"""
+
+LOCALE_PY = r"""
+import locale, sys, threading
+locale.setlocale(locale.LC_ALL, "")
+def work():
+    s = 0
+    for i in range(300000):
+        s += i
+t = [threading.Thread(target=work) for _ in range(2)]
+for x in t: x.start()
+for x in t: x.join()
+print(locale.format_string("%.1f", 0.5))
+"""
+
+
+@pytest.fixture(scope="module")
+def locales(tmp_path_factory):
+    """de_DE.UTF-8 and tr_TR.UTF-8 compiled into a private LOCPATH (no system change)."""
+    if shutil.which("localedef") is None:
+        pytest.skip("localedef is not installed")
+    folder = tmp_path_factory.mktemp("locales")
+    for name in ("de_DE", "tr_TR"):
+        r = subprocess.run(["localedef", "-i", name, "-f", "UTF-8", str(folder / f"{name}.UTF-8")],
+                           capture_output=True, timeout=TIMEOUT)
+        if not (folder / f"{name}.UTF-8").is_dir():
+            pytest.skip(f"localedef cannot build {name}.UTF-8: {r.stderr.decode(errors='replace')[:200]}")
+    return folder
+
+
+@pytest.mark.parametrize("name", ["de_DE.UTF-8", "tr_TR.UTF-8"])
+@pytest.mark.parametrize("host", ["c", "python"])
+def test_json_and_table_numbers_whatever_the_locale(build, lib, locales, tmp_path, name, host):
+    cmd = [build("locale_omp", LOCALE_C, "-fopenmp")] if host == "c" else [sys.executable, "-c", LOCALE_PY]
+    out = tmp_path / "j.jsonl"
+    proc = run(cmd, env=clean_env(LOCPATH=str(locales), LC_ALL=name), preload=lib, output=out)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == b"0,5\n"  # the program did switch to a decimal comma
+    lines = read_lines(out)  # every line parses
+    summary = events(lines, "summary")[0]
+    assert isinstance(summary["elapsed_s"], float | int)
+    assert not re.search(rb"\d,\d+s\b", proc.stderr), proc.stderr
+
+
+# ---- warnings once ---------------------------------------------------------------------------
+@pytest.mark.parametrize("via", [["sh", "-c", 'exec "$0" 100'], ["env"]])
+def test_a_bad_setting_is_warned_about_once_per_process(omp_critical, lib, via):
+    cmd = [*via, str(omp_critical)] if via[0] == "env" else [*via[:2], via[2], str(omp_critical)]
+    if via[0] == "env":
+        cmd.append("100")
+    proc = run(cmd, preload=lib, target="abc")
+    assert proc.returncode == 0
+    assert proc.stderr.count(b"CORECAST_TARGET=abc") == 1, proc.stderr
+    env = run(["sh", "-c", "exec env"], preload=lib, target="abc")
+    assert b"CORECAST_WARNED" not in env.stdout  # the mark is gone before the program runs
