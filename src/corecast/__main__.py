@@ -1,4 +1,44 @@
-"""``python -m corecast``: the command line."""
-from .cli import main
+"""The ``corecast`` command: ``python -m corecast`` and the installed console script
+(``corecast.__main__:console``).
 
-raise SystemExit(main())
+Ctrl-C must end corecast as killed by SIGINT (status 130 in a shell, -2 from subprocess):
+a shell stops a ``for`` loop over ``corecast run ...`` only then.  So the default action
+is put back first, before the CLI's imports (where Python's handler would print a
+KeyboardInterrupt traceback), and SIGINT is unblocked: a launcher that blocked it over
+the interpreter's start-up gets its pending Ctrl-C delivered here.
+"""
+from __future__ import annotations
+
+import signal
+
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+import sys  # noqa: E402  (after the SIGINT set-up on purpose)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import NoReturn
+
+
+def console() -> NoReturn:
+    """Run the command line and exit with its status; on Ctrl-C at most one line, then
+    die of SIGINT."""
+    from .cli import EXIT_INTERRUPTED, die_of_sigint, main, raise_interrupt, sigint_seen
+
+    try:
+        # KeyboardInterrupt while a subcommand runs: it cleans up (a sweep's children)
+        # and main prints one line.  signal.signal runs a pending handler first, so a
+        # Ctrl-C that came before the last call still ends in the except below.
+        signal.signal(signal.SIGINT, raise_interrupt)
+        status = main()
+        signal.signal(signal.SIGINT, signal.SIG_DFL)  # from here Ctrl-C ends it quietly
+    except KeyboardInterrupt:
+        status = EXIT_INTERRUPTED
+    if status == EXIT_INTERRUPTED or sigint_seen():  # also a Ctrl-C something swallowed
+        die_of_sigint()
+    sys.exit(status)
+
+
+if __name__ == "__main__":
+    console()

@@ -1,5 +1,6 @@
 """``corecast run`` and ``corecast lib``: what cannot be preloaded is refused with one line
-and exit 2, unknown commands exit 127, and the environment it builds."""
+and exit 2, what cannot be run gets a shell's status and reason (127 missing, 126 not
+runnable; the exec table compares with bash), and the environment it builds."""
 from __future__ import annotations
 
 import os
@@ -80,7 +81,7 @@ def test_dynamic_binary_runs(hello, lib):
 def test_unknown_command_exits_127(lib, tmp_path):
     proc = corecast_run([], [str(tmp_path / "no-such-program"), "arg"])
     assert proc.returncode == 127
-    assert "not found" in one_error_line(proc)
+    assert "No such file or directory" in one_error_line(proc)  # as bash says for a path
     proc = corecast_run([], ["corecast-no-such-command-anywhere"])
     assert proc.returncode == 127
     one_error_line(proc)
@@ -186,3 +187,75 @@ def test_start_output_empties_files_and_link_targets_but_leaves_fifos(tmp_path):
     new = tmp_path / "new.jsonl"
     launcher.start_output(str(new), "new.jsonl")
     assert new.read_text() == ""
+
+
+# The exec table: each case runs through `bash -c` and `corecast run --`; the statuses must
+# match (127 missing, 126 present but not runnable) and corecast's one line names bash's reason.
+EXEC_CASES = [
+    ("corecast-no-such-command-anywhere", "command not found"),
+    ("./missing", "No such file or directory"),
+    ("./nox", "Permission denied"),  # no execute permission
+    ("./folder", "Is a directory"),
+    ("./bad_interp", "bad interpreter"),  # #!/nonexistent/interp
+    ("nox_in_path", "Permission denied"),  # the only match in PATH is not executable
+    ("./no_shebang", None),  # an executable text file: /bin/sh runs it
+    ("./good", None),  # #!/bin/sh
+    ("sub/../good", None),  # a relative path with a slash: not searched in PATH
+    ("found", None),  # found in PATH
+    ("here", None),  # found through PATH's empty entry: the current folder
+]
+
+
+@pytest.fixture(scope="module")
+def exec_folder(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("exec")
+    (root / "sub").mkdir()
+    (root / "folder").mkdir()
+    (root / "bin").mkdir()
+    files = {
+        "nox": ("echo nox\n", 0o644),
+        "bad_interp": ("#!/nonexistent/interp\necho bad\n", 0o755),
+        "no_shebang": ('echo "no shebang $1"\n', 0o755),
+        "good": ('#!/bin/sh\necho "good $1"\n', 0o755),
+        "bin/found": ('#!/bin/sh\necho "found $1"\n', 0o755),
+        "bin/nox_in_path": ("#!/bin/sh\necho nox\n", 0o644),
+        "here": ('#!/bin/sh\necho "here $1"\n', 0o755),
+    }
+    for name, (text, mode) in files.items():
+        (root / name).write_text(text)
+        os.chmod(root / name, mode)
+    return root
+
+
+@pytest.mark.parametrize("name, reason", EXEC_CASES, ids=[c[0] for c in EXEC_CASES])
+def test_exec_statuses_match_bash(lib, exec_folder, name, reason):
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("no bash to compare with")
+    if os.access(exec_folder / "nox", os.X_OK):
+        pytest.skip("this user may execute any file")
+    env = clean_env(PATH=f"{exec_folder / 'bin'}::{os.environ.get('PATH', os.defpath)}")
+    shell = run([bash, "-c", f"{name} arg"], env=env, cwd=exec_folder)
+    proc = corecast_run(["--quiet"], [name, "arg"], env=env, cwd=exec_folder)
+    assert proc.returncode == shell.returncode, (proc.stderr, shell.stderr)
+    if reason is None:
+        assert proc.returncode == 0 and proc.stdout == shell.stdout and proc.stdout.endswith(b" arg\n")
+        assert proc.stderr == b""
+    else:
+        assert proc.returncode == (127 if reason in ("command not found", "No such file or directory",
+                                                     "bad interpreter") else 126)
+        line = one_error_line(proc)
+        assert reason in line and name in line, line
+
+
+def test_an_executable_text_file_runs_under_the_library(lib, exec_folder, tmp_path):
+    # No "#!": /bin/sh runs it, preloaded like any program corecast starts.
+    out = tmp_path / "run.jsonl"
+    proc = corecast_run(["--json-out", str(out), "--quiet"], ["./no_shebang", "x"], cwd=exec_folder)
+    assert proc.returncode == 0 and proc.stdout == b"no shebang x\n"
+    assert out.read_text().strip(), "the library wrote nothing: /bin/sh was not preloaded"
+
+
+@pytest.mark.parametrize("path", ["/", "/nonexistent/x", "/etc/shadow"])
+def test_why_not_preloadable_never_raises(path):
+    assert launcher.why_not_preloadable(path) is None

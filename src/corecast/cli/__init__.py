@@ -24,7 +24,10 @@ from ..errors import InputError
 from ..io import settings
 from ..io.fileio import DEFAULT_MAX_INPUT_MB
 from . import calibrate, numa, predict, run, sweep, tune
-from .common import EXIT_ERROR, CliError, Parser
+from .common import EXIT_ERROR, EXIT_INTERRUPTED, CliError, Parser, die_of_sigint, raise_interrupt, sigint_seen
+
+__all__ = ["main", "build_parser", "die_of_sigint", "raise_interrupt", "sigint_seen", "EXIT_ERROR",
+           "EXIT_INTERRUPTED", "SUBCOMMANDS"]
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
@@ -57,8 +60,15 @@ def _drop_stdout() -> None:
         pass  # not a real descriptor (tests): nothing will be flushed to it
 
 
+def _interrupted(message: str = "") -> int:
+    print(CliError(message or "interrupted").line(), file=sys.stderr)
+    return EXIT_INTERRUPTED  # the console entry then dies of SIGINT (corecast.__main__)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0 ok, 2 error)."""
+    """Run the command line; returns the exit status (0 ok, 2 error, 126/127 a program
+    that cannot be run, 130 after Ctrl-C: the caller should then die of SIGINT, as
+    ``corecast.__main__.console`` does)."""
     try:
         args = build_parser().parse_args(argv)
         status = args.func(args)
@@ -69,11 +79,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     except SystemExit as e:  # --help and friends
         return e.code if isinstance(e.code, int) else 0
-    except KeyboardInterrupt:  # Ctrl-C while reading a FIFO or fitting: one line, as for sweep
-        print(CliError("interrupted").line(), file=sys.stderr)
+    except KeyboardInterrupt as e:  # Ctrl-C while reading a FIFO, fitting or sweeping: one line
+        return _interrupted(str(e))
     except CliError as e:
+        if sigint_seen():  # Ctrl-C that a library turned into another error
+            return _interrupted()
         print(e.line(), file=sys.stderr)
     except Exception as e:
+        if sigint_seen():
+            return _interrupted()
         if isinstance(e, InputError):
             print(CliError(str(e)).line(), file=sys.stderr)
             return EXIT_ERROR

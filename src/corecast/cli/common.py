@@ -5,14 +5,48 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import signal
+import sys
 
 from ..io.fileio import STDIO, printable, quoted
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
-    from typing import Callable
+    from typing import Callable, NoReturn
 
 EXIT_ERROR = 2
+EXIT_INTERRUPTED = 128 + signal.SIGINT  # a shell's status for a Ctrl-C'd command (130)
+
+
+_sigint_seen = False
+
+
+def raise_interrupt(signum: int, frame: object) -> NoReturn:
+    """The SIGINT handler while a subcommand runs: KeyboardInterrupt, remembered, since a
+    library may turn it into another error (numpy's import into an ImportError)."""
+    global _sigint_seen
+    _sigint_seen = True
+    raise KeyboardInterrupt
+
+
+def sigint_seen() -> bool:
+    """Whether ``raise_interrupt`` ran in this process."""
+    return _sigint_seen
+
+
+def die_of_sigint() -> NoReturn:
+    """End this process as killed by SIGINT, as a well-behaved command does after Ctrl-C:
+    a shell's ``for`` loop stops only when its command died of SIGINT, not on an exit status."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass  # a closed pipe or stream: nothing more to say there
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    os.kill(os.getpid(), signal.SIGINT)
+    os._exit(EXIT_INTERRUPTED)  # not reached: the signal's default action ends the process
 
 
 class CliError(Exception):

@@ -96,8 +96,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if e.result is None:
             raise CliError(str(e)) from None
         failure, result = e, e.result
-    except KeyboardInterrupt:
-        raise CliError("interrupted; nothing written") from None
+    except KeyboardInterrupt:  # the runs' children are killed by now; main prints this line
+        raise KeyboardInterrupt("interrupted; nothing written") from None
     if args.json_out:
         sweep.write_json(result, args.json_out)
     if result["measured"] and (args.plot or args.html):  # failed sweeps still show what was measured

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import errno
 import os
-import shutil
 import signal
 import stat
 import struct
@@ -36,8 +35,14 @@ def library_path() -> Path:
 
 
 def why_not_preloadable(path: str) -> str | None:
-    """Why LD_PRELOAD cannot reach ``path`` (setuid/setgid or static), else None."""
-    st = os.stat(path)
+    """Why LD_PRELOAD cannot reach ``path`` (setuid/setgid or static), else None (also
+    for what is no regular file or cannot be read: exec itself then says why it fails)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
     if st.st_mode & (stat.S_ISUID | stat.S_ISGID):
         return "is setuid/setgid: the loader ignores LD_PRELOAD for it"
     try:
@@ -191,9 +196,11 @@ def run(
     stdin/stdout, signals and exit status."""
     if not command:
         raise LaunchError("no command given (usage: corecast run [options] -- CMD ARGS...)")
-    exe = shutil.which(command[0])
-    if exe is None:
-        raise LaunchError(f"{command[0]}: command not found", status=127)
+    name = command[0]
+    exe = find_program(name, os.environ.get("PATH"))
+    why = exec_failure(name, exe, _unrunnable(exe))  # refused before the JSON file is touched
+    if why is not None:
+        raise why
     reason = why_not_preloadable(exe)
     if reason:
         raise LaunchError(f"{command[0]} {reason}; corecast cannot measure it")
@@ -207,10 +214,102 @@ def run(
     # Python ignores SIGPIPE and SIGXFSZ, and an ignored signal stays ignored across exec:
     # the program would get EPIPE instead of dying quietly at the end of a pipe (`| head`).
     # Back to the default, as subprocess's restore_signals does.
-    for name in ("SIGPIPE", "SIGXFSZ", "SIGXFZ"):
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), signal.SIG_DFL)
+    for sig in ("SIGPIPE", "SIGXFSZ", "SIGXFZ"):
+        if hasattr(signal, sig):
+            signal.signal(getattr(signal, sig), signal.SIG_DFL)
     try:
         os.execve(exe, list(command), env)
     except OSError as exc:
-        raise LaunchError(f"{command[0]}: cannot execute: {exc.strerror}", status=126) from None
+        if exc.errno != errno.ENOEXEC or _looks_binary(exe):
+            raise exec_failure(name, exe, exc.errno or errno.EACCES) from None
+    # No "#!" line: a shell script, run by /bin/sh as execvp and shells do (sh gets preloaded).
+    try:
+        os.execve(SHELL, [SHELL, exe, *command[1:]], env)
+    except OSError as exc:
+        raise LaunchError(f"{name}: cannot execute: {SHELL}: {exc.strerror}", status=EXIT_NOEXEC) from None
+
+
+# A shell's statuses for a command it cannot run (POSIX; bash: EX_NOTFOUND, EX_NOEXEC).
+EXIT_NOTFOUND = 127
+EXIT_NOEXEC = 126
+SHELL = "/bin/sh"
+
+
+def find_program(name: str, path: str | None) -> str:
+    """The file a shell runs for ``name``: ``name`` itself when it holds a slash, else the
+    first executable file of that name in ``path`` (PATH; an empty entry is the current
+    folder; unset: ``os.defpath``, as execvp).  Where no executable matches, the first
+    match decides as in bash: a file is "Permission denied" (126), a folder or nothing
+    at all "command not found" (127)."""
+    if "/" in name:
+        return name
+    first: str | None = None
+    for folder in (os.defpath if path is None else path).split(os.pathsep):
+        candidate = os.path.join(folder, name) if folder else os.path.join(".", name)
+        try:
+            mode = os.stat(candidate).st_mode
+        except OSError:
+            continue
+        if not stat.S_ISDIR(mode) and os.access(candidate, os.X_OK):
+            return candidate
+        if first is None:
+            first = candidate
+    if first is not None and not os.path.isdir(first):
+        raise LaunchError(f"{first}: Permission denied", status=EXIT_NOEXEC)
+    raise LaunchError(f"{name}: command not found", status=EXIT_NOTFOUND)
+
+
+def _unrunnable(path: str) -> int | None:
+    """The errno execve will give for ``path`` when it can tell without trying (missing,
+    a folder, no execute permission), else None."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        return exc.errno or errno.ENOENT
+    if stat.S_ISDIR(mode) or not os.access(path, os.X_OK):
+        return errno.EACCES
+    return None
+
+
+def _interpreter(path: str) -> str | None:
+    """The program named on ``path``'s "#!" line, None without one."""
+    try:
+        with open(path, "rb") as f:
+            head = f.readline(4096)
+    except OSError:
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    words = head[2:].split()
+    return os.fsdecode(words[0]) if words else None
+
+
+def _looks_binary(path: str) -> bool:
+    """bash's test before it hands a file without "#!" to a shell: a NUL byte in its
+    first line (of at most 80 bytes)."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(80)
+    except OSError:
+        return False
+    return b"\0" in head.split(b"\n", 1)[0]
+
+
+def exec_failure(name: str, path: str, err: int | None) -> LaunchError | None:
+    """The error a shell reports when exec of ``path`` (typed as ``name``) fails with
+    ``err``: 127 when something is missing, 126 otherwise, with bash's reason."""
+    if err is None:
+        return None
+    if err == errno.ENOENT:
+        if not os.path.lexists(path):
+            return LaunchError(f"{name}: No such file or directory", status=EXIT_NOTFOUND)
+        interp = _interpreter(path)  # the file is there: what it names is not
+        what = f"{interp}: bad interpreter" if interp else "cannot execute: required file not found"
+        return LaunchError(f"{name}: {what}: No such file or directory", status=EXIT_NOTFOUND)
+    if err == errno.EACCES and os.path.isdir(path):
+        return LaunchError(f"{name}: Is a directory", status=EXIT_NOEXEC)
+    if err == errno.EACCES:
+        return LaunchError(f"{name}: Permission denied", status=EXIT_NOEXEC)
+    if err == errno.ENOEXEC:
+        return LaunchError(f"{name}: cannot execute binary file: Exec format error", status=EXIT_NOEXEC)
+    return LaunchError(f"{name}: {os.strerror(err)}", status=EXIT_NOEXEC)

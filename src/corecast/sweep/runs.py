@@ -158,19 +158,25 @@ def run_once(
             env["OMP_NUM_THREADS"] = str(launch.threads)
         mask = None
 
-    def confine() -> None:  # in the child, between fork and exec
-        os.sched_setaffinity(0, mask)
+    def child_setup() -> None:  # in the child, between fork and exec
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)  # the program gets the mask we had
+        if mask and hasattr(os, "sched_setaffinity"):
+            os.sched_setaffinity(0, mask)
 
     start_wall = time.time()
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         start = time.perf_counter()
+        # Ctrl-C is held while the child starts: a KeyboardInterrupt inside Popen would
+        # leave a child in its own session that nobody kills.
+        held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
         try:
             proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err, env=env,
-                                    preexec_fn=confine if mask and hasattr(os, "sched_setaffinity") else None,
-                                    start_new_session=True)
+                                    preexec_fn=child_setup, start_new_session=True)
         except OSError as exc:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
             return RunResult(threads, False, reason=f"cannot execute: {exc.strerror or exc}")
         try:
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a Ctrl-C held meanwhile arrives here
             status = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             _kill_group(proc)

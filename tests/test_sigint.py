@@ -1,0 +1,166 @@
+"""Ctrl-C: corecast prints at most one line and dies of SIGINT (-2 from subprocess, 130 in
+a shell), so that a shell's ``for`` loop over corecast commands stops (#37).
+
+No check here depends on speed.  A Ctrl-C that lands while CPython itself starts (before
+any of corecast's code runs) is CPython's: a launcher that blocks SIGINT over that start
+(``env --block-signal=INT corecast ...``) gets it delivered at corecast's first line, and
+the early-signal checks start corecast that way, so wherever the signal lands the result
+must be the same.  The others wait until the process is provably in its work."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from corecast._native import PRELOAD
+
+TIMEOUT = 300  # a guard against hangs, never a speed check
+SCRIPT = Path(sys.executable).parent / "corecast"  # the installed console script, as users run it
+
+
+def corecast_argv(args: list[str]) -> list[str]:
+    head = [str(SCRIPT)] if SCRIPT.is_file() else [sys.executable, "-m", "corecast"]
+    return head + args
+
+
+def clean_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if not k.startswith("CORECAST_") and k != "LD_PRELOAD"}
+
+
+def block_sigint() -> None:  # in the child: held pending until corecast's entry unblocks it
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+
+def start(args: list[str], cwd: Path | None = None, blocked: bool = False) -> subprocess.Popen:
+    return subprocess.Popen(corecast_argv(args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=clean_env(), cwd=cwd,
+                            preexec_fn=block_sigint if blocked else None)
+
+
+def interrupt(proc: subprocess.Popen) -> tuple[bytes, bytes]:
+    proc.send_signal(signal.SIGINT)
+    return proc.communicate(timeout=TIMEOUT)
+
+
+def assert_died_of_sigint(proc: subprocess.Popen, out: bytes, err: bytes) -> None:
+    text = err.decode(errors="replace")
+    assert proc.returncode == -signal.SIGINT, (proc.returncode, text)
+    assert "Traceback" not in text and "KeyboardInterrupt" not in text, text
+    assert len(text.splitlines()) <= 1, text
+
+
+def wait_for(predicate, what: str) -> None:
+    deadline = time.monotonic() + TIMEOUT
+    while not predicate():
+        assert time.monotonic() < deadline, f"never {what}"
+        time.sleep(0.005)
+
+
+def in_syscall(pid: int, number: int, fd: int) -> bool:
+    """Whether ``pid`` is blocked in system call ``number`` on descriptor ``fd``."""
+    try:
+        fields = Path(f"/proc/{pid}/syscall").read_text().split()
+    except OSError:
+        return False
+    return len(fields) > 1 and fields[0] == str(number) and int(fields[1], 16) == fd
+
+
+@pytest.fixture
+def sleeper(tmp_path) -> Path:
+    """A program that writes its pid to ``started`` and then sleeps."""
+    prog = tmp_path / "sleeper"
+    prog.write_text(f'#!/bin/sh\necho $$ > "{tmp_path}/started"\nexec sleep 60\n')
+    prog.chmod(0o755)
+    return prog
+
+
+def needs_library() -> None:
+    if not PRELOAD.is_file():
+        pytest.skip(f"the preload library is not built ({PRELOAD})")
+
+
+@pytest.mark.parametrize("delay_ms", [10, 20, 30])
+@pytest.mark.parametrize("command", ["run", "predict", "sweep"])
+def test_an_early_ctrl_c_kills_by_sigint(tmp_path, sleeper, command, delay_ms):
+    needs_library()
+    args = {"run": ["run", "--quiet", "--", "sleep", "60"],
+            "predict": ["predict", "-"],  # waits on standard input, kept open
+            "sweep": ["sweep", "--threads", "1,2", "--repeat", "1", "--", str(sleeper)]}[command]
+    proc = start(args, cwd=tmp_path, blocked=True)
+    time.sleep(delay_ms / 1000)  # wherever it lands, the outcome must be the same
+    out, err = interrupt(proc)
+    assert_died_of_sigint(proc, out, err)
+
+
+@pytest.mark.parametrize("delay_ms", [10, 20, 30])
+def test_an_early_ctrl_c_to_version_is_no_traceback(delay_ms):
+    proc = start(["--version"], blocked=True)
+    time.sleep(delay_ms / 1000)
+    out, err = interrupt(proc)
+    if proc.returncode == 0:  # done before the signal came
+        assert out.startswith(b"corecast ") and err == b""
+    else:
+        assert_died_of_sigint(proc, out, err)
+
+
+def test_ctrl_c_while_predict_reads_is_one_line():
+    proc = start(["predict", "-"])
+    wait_for(lambda: in_syscall(proc.pid, 0, 0), "reading standard input")  # read(0, ...)
+    out, err = interrupt(proc)
+    assert_died_of_sigint(proc, out, err)
+    assert err == b"corecast: error: interrupted\n"
+
+
+def test_ctrl_c_reaches_the_program_corecast_run_became():
+    needs_library()
+    proc = start(["run", "--quiet", "--", "sleep", "60"])
+    wait_for(lambda: Path(f"/proc/{proc.pid}/comm").read_text().strip() == "sleep", "exec'd sleep")
+    out, err = interrupt(proc)
+    assert_died_of_sigint(proc, out, err)
+    assert err == b""
+
+
+def test_ctrl_c_stops_a_sweep_and_its_run(tmp_path, sleeper):
+    needs_library()
+    proc = start(["sweep", "--threads", "1,2", "--repeat", "1", "--", str(sleeper)], cwd=tmp_path)
+    started = tmp_path / "started"
+    wait_for(lambda: started.is_file() and started.read_text().strip(), "started its run")
+    child = int(started.read_text())
+    out, err = interrupt(proc)
+    assert_died_of_sigint(proc, out, err)
+    assert b"interrupted" in err
+    with pytest.raises(ProcessLookupError):  # killed and reaped, not left behind
+        os.kill(child, 0)
+
+
+def test_ctrl_c_stops_a_shell_loop_over_corecast_run(tmp_path):
+    needs_library()
+    bash = shutil.which("bash")
+    if bash is None:
+        pytest.skip("no bash")
+    loop = f'for i in 1 2 3; do {" ".join(corecast_argv(["run", "--quiet", "--", "sleep", "60"]))}; echo next; done'
+    # A terminal's Ctrl-C goes to the whole foreground group: the shell and corecast.
+    proc = subprocess.Popen([bash, "-c", loop], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=clean_env(), start_new_session=True)
+
+    def sleeping() -> bool:
+        for pid in os.listdir("/proc"):
+            try:
+                if (pid.isdigit() and os.getpgid(int(pid)) == proc.pid
+                        and Path(f"/proc/{pid}/comm").read_text().strip() == "sleep"):
+                    return True
+            except OSError:
+                continue
+        return False
+
+    wait_for(sleeping, "ran sleep")
+    os.killpg(proc.pid, signal.SIGINT)
+    out, err = proc.communicate(timeout=TIMEOUT)
+    assert out == b"", "the loop went on after Ctrl-C"
+    assert proc.returncode == -signal.SIGINT, err
