@@ -67,7 +67,7 @@ class Program:
     bin: Path = field(default=Path())
 
     def argv(self, threads: int, work: Path) -> list[str]:
-        return [a.format(bin=self.bin, src=self.src, threads=threads, size=self.size,
+        return [a.format(bin=self.bin, src=self.src, threads=threads, size=self.size, kit=HERE,
                          python=sys.executable, work=work) for a in shlex.split(self.run)]
 
 
@@ -109,7 +109,8 @@ def build_one(prog: Program, timeout: float) -> str | None:
     if not prog.src.is_dir():
         return f"source folder {prog.src} is missing (run sources.py export)"
     tmp = prog.bin.with_name(prog.bin.name + ".part")  # a half-written binary is never taken as built
-    cmd = prog.build.format(bin=shlex.quote(str(tmp)), src=shlex.quote(str(prog.src)))
+    cmd = prog.build.format(bin=shlex.quote(str(tmp)), src=shlex.quote(str(prog.src)), size=prog.size,
+                            kit=shlex.quote(str(HERE)))
     try:
         r = subprocess.run(cmd, shell=True, cwd=prog.src, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                            timeout=timeout)
@@ -203,6 +204,7 @@ def timed(argv: list[str], env: dict, cwd: Path, timeout: float) -> tuple[float,
 def env_for(n: int) -> dict:
     env = dict(os.environ)
     env["OMP_NUM_THREADS"] = str(n)
+    env["CORPUS_THREADS"] = str(n)  # shim/nprocs.h: programs that count online CPUs
     env.pop("CORECAST_OUTPUT", None)  # only the recordings write JSON Lines
     return env
 
