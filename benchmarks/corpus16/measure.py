@@ -302,8 +302,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--manifest", default=str(DEFAULT_MANIFEST), help="program manifest (JSON)")
     ap.add_argument("--sources", default=None, help="folder holding each source's tree "
                     "(default: the manifest's sources_dir)")
-    ap.add_argument("--build", default=None, help="folder for the binaries (default: build/ beside the "
-                    "manifest, or build-tiny/ with --tiny)")
+    ap.add_argument("--build", default=None, help="folder for the binaries (default: build/ in this kit's "
+                    "folder, or build-tiny/ with --tiny)")
     ap.add_argument("--build-only", action="store_true", help="build and stop")
     args = ap.parse_args(argv)
     start = time.monotonic()
@@ -311,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         counts = parse_counts(args.threads)
         manifest = Path(args.manifest).resolve()
-        build = Path(args.build) if args.build else manifest.parent / ("build-tiny" if args.tiny else "build")
+        build = Path(args.build) if args.build else HERE / ("build-tiny" if args.tiny else "build")
         progs = load_manifest(manifest, Path(args.sources) if args.sources else None, build.resolve(), args.tiny)
         only = [n for n in args.only.split(",") if n]
         unknown = sorted(set(only) - {p.name for p in progs})
