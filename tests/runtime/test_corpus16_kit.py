@@ -1,0 +1,97 @@
+"""The corpus kit (benchmarks/corpus16/measure.py, #43) end to end on two tiny programs of
+this repository (tests/corpus16): builds, interleaved timings, recordings, the layout
+benchmarks/scale16.py reads, and resuming.  Nothing here depends on how fast the machine
+is: the budget is far above what the runs need, and no time is compared."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+KIT = ROOT / "benchmarks" / "corpus16" / "measure.py"
+MANIFEST = ROOT / "tests" / "corpus16" / "programs.json"
+NAMES = ("t-omp", "t-pth")
+REPS = 3
+
+
+def kit(out: Path, build: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(KIT), "--manifest", str(MANIFEST), "--build", str(build),
+                           "--out", str(out), "--threads", "1,2", "--budget", "600", "--tiny", *extra],
+                          capture_output=True, text=True, timeout=900)
+
+
+def finished(out: Path) -> list[dict]:
+    return [r for r in map(json.loads, (out / "runs.jsonl").read_text().splitlines())
+            if r["kind"] in ("time", "sample")]
+
+
+@pytest.fixture(scope="module")
+def first_call(tmp_path_factory, gcc, lib):
+    out, build = tmp_path_factory.mktemp("out"), tmp_path_factory.mktemp("build")
+    r = kit(out, build)
+    assert r.returncode == 0, r.stdout + r.stderr
+    return out, build, r
+
+
+def test_layout_is_what_scale16_reads(first_call):
+    out, _, r = first_call
+    assert "Traceback" not in r.stdout + r.stderr
+    for name in NAMES:
+        lines = [ln for ln in (out / f"{name}.csv").read_text().splitlines() if not ln.startswith("#")]
+        assert lines[0] == "threads,time"
+        counts = sorted(int(ln.split(",")[0]) for ln in lines[1:])
+        assert counts == [1] * REPS + [2] * REPS
+        assert all(float(ln.split(",")[1]) > 0 for ln in lines[1:])
+        # 2 is the only recording count in --threads 1,2 (4 and 16 are not measured)
+        rec = out / "samples" / f"{name}-2.jsonl"
+        events = [json.loads(ln)["event"] for ln in rec.read_text().splitlines()]
+        assert "process" in events
+        assert not (out / "samples" / f"{name}-4.jsonl").exists()
+    for meta in ("lscpu.txt", "compiler.txt", "corecast-commit.txt"):
+        assert (out / meta).read_text().strip()
+    from corecast.io.readers.measurements import read_measurements  # corecast's own reader takes the CSV
+    m = read_measurements(str(out / "t-omp.csv"), "time")
+    assert list(m.counts) == [1, 2]
+
+
+def test_timings_are_interleaved(first_call):
+    out, _, _ = first_call
+    runs = [(r["name"], r["threads"], r["rep"]) for r in finished(out) if r["kind"] == "time"]
+    # repetition by repetition: every program and count once before the next repetition
+    assert [rep for _, _, rep in runs] == sorted(rep for _, _, rep in runs)
+    assert runs[:4] == [("t-omp", 1, 0), ("t-omp", 2, 0), ("t-pth", 1, 0), ("t-pth", 2, 0)]
+    assert runs[4:6] == [("t-omp", 2, 1), ("t-omp", 1, 1)]  # the counts' order alternates
+
+
+def test_second_call_resumes(first_call):
+    out, build, _ = first_call
+    before = finished(out)
+    r = kit(out, build)
+    assert r.returncode == 0, r.stderr
+    assert finished(out) == before  # nothing redone
+    assert "0 run(s)" in r.stdout
+    # a call cut short: the log lost its last 5 runs, and only those run again
+    log = out / "runs.jsonl"
+    lines = log.read_text().splitlines()
+    log.write_text("\n".join(lines[:-5]) + "\n")
+    r = kit(out, build)
+    assert r.returncode == 0, r.stderr
+    redone = finished(out)
+    assert len(redone) == len(before)
+    assert {(x["kind"], x["name"], x["threads"], x["rep"]) for x in redone} == \
+           {(x["kind"], x["name"], x["threads"], x["rep"]) for x in before}
+    assert "5 run(s)" in r.stdout
+    assert len((out / "calls.jsonl").read_text().splitlines()) == 3
+
+
+def test_bad_input_is_one_line(tmp_path):
+    for extra in (["--threads", "one,2"], ["--only", "nosuch"], ["--manifest", str(tmp_path / "none.json")]):
+        r = subprocess.run([sys.executable, str(KIT), "--manifest", str(MANIFEST), "--out", str(tmp_path / "o"),
+                            *extra], capture_output=True, text=True, timeout=60)
+        assert r.returncode == 2
+        assert "Traceback" not in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
