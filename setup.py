@@ -32,7 +32,11 @@ class BuildNative(build_ext):
 
     def run(self) -> None:
         super().run()
-        build.build_model(Path(self.get_ext_fullpath(PRELOAD)).parent)
+        # An editable install leaves the libraries in the source tree, which names no
+        # environment: the model's interpreter is told where this one keeps its packages.
+        editable = getattr(self, "editable_mode", False) or self.inplace
+        build.build_model(Path(self.get_ext_fullpath(PRELOAD)).parent,
+                          build.recorded_site_dirs() if editable else [])
 
 
 setup(

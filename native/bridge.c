@@ -28,7 +28,7 @@
 enum { MODEL_UNTRIED, MODEL_READY, MODEL_FAILED };
 static int state = MODEL_UNTRIED;
 static int loading; /* spin flag */
-static char why[200];
+static char why[256];
 static int (*model_predict)(const struct cc_sample *, struct cc_result *);
 static int host_python = -1;
 static void (*exit_report)(void);
@@ -60,6 +60,13 @@ static void fail(const char *msg) {
     state = MODEL_FAILED;
 }
 
+/* Every reason the model did not start says so, in the table and as the JSON "model". */
+static void fail_start(const char *msg) {
+    char text[sizeof why];
+    snprintf(text, sizeof text, "the model could not start: %s", msg);
+    fail(text);
+}
+
 static int own_dir(char *out, size_t size) {
     const char *file = cc_library_file();
     if (!file)
@@ -76,7 +83,7 @@ static int own_dir(char *out, size_t size) {
 static void load(void) {
     char dir[PATH_MAX], path[PATH_MAX + 64], root[PATH_MAX];
     if (!own_dir(dir, sizeof dir))
-        return fail("cannot locate the corecast library directory");
+        return fail_start("cannot locate the corecast library directory");
     snprintf(path, sizeof path, "%s/libcorecast_model.so", dir);
     /* <root>/corecast/_native/<this library>: root goes on the model's sys.path. */
     snprintf(root, sizeof root, "%s", dir);
@@ -95,22 +102,22 @@ static void load(void) {
             char msg[160];
             snprintf(msg, sizeof msg, "host Python %.*s differs from the model's Python %s",
                      (int)strcspn(v, " "), v, CC_PY_VERSION);
-            return fail(msg);
+            return fail_start(msg);
         }
         if (!alive || !alive())
-            return fail("the Python host finished before the model was reached");
+            return fail_start("the Python host finished before the model was reached");
     } else {
         char probe[PATH_MAX + 64];
         snprintf(probe, sizeof probe, "%s/lib/python%s/encodings/__init__.py", CC_PY_HOME,
                  CC_PY_VERSION);
         if (access(probe, R_OK) != 0)
-            return fail("the Python the model was built with is gone (" CC_PY_HOME ")");
+            return fail_start("the Python the model was built with is gone (" CC_PY_HOME ")");
     }
     void *h = dlopen(path, RTLD_NOW | (python ? RTLD_LOCAL : RTLD_GLOBAL));
     if (!h) {
         char msg[200];
         snprintf(msg, sizeof msg, "cannot load the model library: %s", dlerror());
-        return fail(msg);
+        return fail_start(msg);
     }
     /* Extension modules the model imports need libpython's symbols globally. */
     if (!python && CC_PY_SONAME[0])
@@ -118,9 +125,14 @@ static void load(void) {
     void (*configure)(const char *, const char *, int, void (*)(void)) =
         (void (*)(const char *, const char *, int, void (*)(void)))dlsym(h, "corecast_model_configure");
     model_predict = (int (*)(const struct cc_sample *, struct cc_result *))dlsym(h, "corecast_model_predict");
-    if (!configure || !model_predict)
-        return fail("the model library lacks its entry points");
+    const char *(*start)(void) = (const char *(*)(void))dlsym(h, "corecast_model_start");
+    if (!configure || !model_predict || !start)
+        return fail_start("the model library lacks its entry points");
     configure(root, CC_PY_HOME, python, exit_report);
+    /* cffi would answer a failed start with a zeroed result, read as success. */
+    const char *error = start();
+    if (error)
+        return fail_start(error);
     state = MODEL_READY;
 }
 

@@ -737,6 +737,10 @@ int main(int argc, char **argv) {
 """
 
 
+# Runs of the convoy, each a fresh chance at the 10-ms look (see below).
+CONVOY_TRIES = 8
+
+
 @pytest.mark.parametrize("convoy", [0, 1])
 def test_steering_starts_the_model_when_it_can_act(build, lib, tmp_path, convoy):
     """The model (an interpreter, then a run per window) takes a core from the program, so
@@ -744,16 +748,28 @@ def test_steering_starts_the_model_when_it_can_act(build, lib, tmp_path, convoy)
     after the first (short) window when a region's threads mostly wait for a lock (a
     convoy).  With 2-s windows, a program whose region takes no lock does not see the model
     mapped after 1 s, and a convoy does (steering's first window ends at 10 ms); both exits
-    still predict."""
+    still predict.
+
+    The convoy's early start rests on one look, 10 ms after the team's first fork: on a
+    loaded machine the team may not have run 2 calls by then (its threads wait for CPUs),
+    and the model rightly waits for the whole window (2 of 14 runs on a busy 2-core
+    machine).  A run that misses it proves nothing wrong, so the convoy gets several
+    runs and one early start is enough; a build that never starts early fails all of
+    them.  The lock-free program's mapped=0 holds whatever the load (1 s < one window)."""
     prog = build("steer_start", STEER_START_C, "-fopenmp")
-    out = tmp_path / "cc.jsonl"
-    proc = run([prog, str(convoy), "1000"], env=clean_env(OMP_NUM_THREADS="2"), preload=lib, output=out,
-               window_ms="2000", steer="1")
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == f"mapped={convoy}\n".encode()
-    (summary,) = events(read_lines(out), "summary")
-    assert summary["model"] == "ok"
-    assert [e for e in read_lines(out) if e["event"] == "process"][0]["predicted"]
+    seen = []
+    for attempt in range(CONVOY_TRIES if convoy else 1):
+        out = tmp_path / f"cc{attempt}.jsonl"
+        proc = run([prog, str(convoy), "1000"], env=clean_env(OMP_NUM_THREADS="2"), preload=lib, output=out,
+                   window_ms="2000", steer="1")
+        assert proc.returncode == 0, proc.stderr
+        (summary,) = events(read_lines(out), "summary")
+        assert summary["model"] == "ok"
+        assert [e for e in read_lines(out) if e["event"] == "process"][0]["predicted"]
+        seen.append(proc.stdout)
+        if proc.stdout == f"mapped={convoy}\n".encode():
+            break
+    assert seen[-1] == f"mapped={convoy}\n".encode(), seen
 
 # ---- descriptors: the sampler keeps its own table ----------------------------------------
 LOWEST_FD_C = r"""

@@ -121,6 +121,27 @@ def test_serial_program_replays_as_a_serial_run(tmp_path):
     assert json.loads(cli(str(path), "--json").stdout)["processes"][0]["serial_run"] is True
 
 
+def test_huge_times_print_compactly(tmp_path):
+    """A record's absurd wall time (1e308: a tampered or broken recording) is a short
+    column, not 300 digits; ordinary times keep the library's milliseconds."""
+    def line(wall_s: float, pid: int) -> str:
+        return json.dumps({"event": "process", "schema": SCHEMA, "pid": pid, "runtime": "pthreads",
+                           "name": "process", "object": "xz", "calls": 3, "threads": 2, "wall_s": wall_s,
+                           "stalls_s": {},
+                           "counters": {"busy_s": 1.0, "serial_s": 0, "cpu_s": 1.0, "loop_calls": 0,
+                                        "hold_sampled_s": 0, "hold_samples": 0, "acquisitions": {},
+                                        "contended": {}}}) + "\n"
+    path = tmp_path / "huge.jsonl"
+    path.write_text(line(1e308, 7) + line(12345.6, 8) + line(1.5, 9))
+    r = cli(str(path), "--target", "4")
+    assert r.returncode == 0, r.stderr
+    rows = [row for row in r.stdout.splitlines() if row.startswith("process (pthreads)")]
+    assert len(rows) == 3, r.stdout
+    assert " 1e+308s " in rows[0] and " 1.23e+04s " in rows[1] and "    1.500s " in rows[2]
+    assert len({len(row.split("s ")[0]) for row in rows}) == 1  # one column width
+    assert max(len(row) for row in r.stdout.splitlines()) < 200
+
+
 @pytest.mark.parametrize("content, message", [
     ("not json\n", "line 1: not JSON"),
     ("[" * 100000 + "]" * 100000 + "\n", "line 1: not JSON: nested too deeply"),

@@ -32,6 +32,56 @@ MODEL_C = r"""
 static char cc_root[4096];
 static int cc_host_python;
 static void (*cc_final_cb)(void);
+/* Why the model cannot start ("" while it can): cffi answers a failed start with zeroes,
+ * which read as success, and prints its reason on a stderr the program may have closed. */
+static char cc_start_error[200];
+static int cc_started; /* set by the init code's last line only */
+
+static void start_failed(const char *what, const char *detail) {
+    if (!cc_start_error[0])
+        snprintf(cc_start_error, sizeof cc_start_error, "%s%s%s", what, detail ? ": " : "", detail ? detail : "");
+}
+
+/* The pending Python exception as the reason (GIL held), cleared. */
+static void python_failed(const char *what) {
+    PyObject *type, *value, *tb;
+    PyErr_Fetch(&type, &value, &tb);
+    PyErr_NormalizeException(&type, &value, &tb);
+    PyObject *text = value ? PyObject_Str(value) : NULL;
+    const char *msg = text ? PyUnicode_AsUTF8(text) : NULL;
+    char detail[160];
+    snprintf(detail, sizeof detail, "%s: %s", type ? ((PyTypeObject *)type)->tp_name : "error", msg ? msg : "?");
+    start_failed(what, detail);
+    Py_XDECREF(text);
+    Py_XDECREF(type);
+    Py_XDECREF(value);
+    Py_XDECREF(tb);
+    PyErr_Clear();
+}
+
+/* sys.path of our own interpreter, set before cffi imports _cffi_backend: the package
+ * root, the site directories the build recorded and the interpreter's own, with the
+ * paths their .pth files name (runtime/sitepaths.py). */
+static const char cc_path_code[] =
+    "import sys\n"
+    "sys.path.insert(0, root)\n"
+    "from corecast.runtime.sitepaths import model_sys_path\n"
+    "sys.path.extend(p for p in model_sys_path(root, [p for p in recorded.split(':') if p])\n"
+    "                if p not in sys.path)\n";
+
+static void set_path(const char *root) {
+    PyObject *globals = PyDict_New(), *r = NULL;
+    PyObject *root_s = PyUnicode_DecodeFSDefault(root), *site_s = PyUnicode_DecodeFSDefault(cc_site);
+    if (globals && root_s && site_s && PyDict_SetItemString(globals, "__builtins__", PyEval_GetBuiltins()) == 0
+        && PyDict_SetItemString(globals, "root", root_s) == 0 && PyDict_SetItemString(globals, "recorded", site_s) == 0)
+        r = PyRun_String(cc_path_code, Py_file_input, globals, globals);
+    if (!r)
+        python_failed("cannot set the model's module path");
+    Py_XDECREF(r);
+    Py_XDECREF(root_s);
+    Py_XDECREF(site_s);
+    Py_XDECREF(globals);
+}
 
 void corecast_model_configure(const char *root, const char *home, int host_python,
                               void (*final_cb)(void)) {
@@ -57,8 +107,9 @@ void corecast_model_configure(const char *root, const char *home, int host_pytho
     pre.coerce_c_locale = 0;
     pre.utf8_mode = 1;
     pre.use_environment = 0;
-    if (PyStatus_Exception(Py_PreInitialize(&pre)))
-        return;
+    PyStatus status = Py_PreInitialize(&pre);
+    if (PyStatus_Exception(status))
+        return start_failed("its Python could not be pre-initialised", status.err_msg);
     PyConfig config;
     PyConfig_InitPythonConfig(&config);
     config.site_import = 0;
@@ -70,17 +121,38 @@ void corecast_model_configure(const char *root, const char *home, int host_pytho
     config.pathconfig_warnings = 0;
     if (home && home[0])
         PyConfig_SetBytesString(&config, &config.home, home);
-    PyStatus status = Py_InitializeFromConfig(&config);
+    status = Py_InitializeFromConfig(&config);
     PyConfig_Clear(&config);
     if (PyStatus_Exception(status))
-        return;
-    PyObject *path = PySys_GetObject("path"); /* borrowed */
-    PyObject *dir = PyUnicode_DecodeFSDefault(root);
-    if (path && dir)
-        PyList_Insert(path, 0, dir);
-    Py_XDECREF(dir);
-    PyErr_Clear();
+        return start_failed("its Python could not be initialised", status.err_msg);
+    set_path(root);
     PyEval_SaveThread(); /* cffi takes the GIL with PyGILState_Ensure */
+}
+
+/* Starts the model (cffi's init code) now; NULL once it runs, else why it cannot. */
+const char *corecast_model_start(void) {
+    if (cc_start_error[0])
+        return cc_start_error;
+    if (!Py_IsInitialized()) {
+        start_failed("its Python is not running", NULL);
+        return cc_start_error;
+    }
+    PyGILState_STATE gil = PyGILState_Ensure();
+    PyObject *backend = PyImport_ImportModule("_cffi_backend"); /* cffi's first import */
+    if (!backend)
+        python_failed("cannot import cffi's _cffi_backend");
+    Py_XDECREF(backend);
+    PyGILState_Release(gil);
+    if (!cc_start_error[0] && (cffi_start_python() != 0 || !cc_started))
+        start_failed("cffi could not run its init code", NULL);
+    return cc_start_error[0] ? cc_start_error : NULL;
+}
+
+void corecast_model_started(const char *error) {
+    if (error && error[0])
+        start_failed(error, NULL);
+    else
+        cc_started = 1;
 }
 
 const char *corecast_model_root(void) { return cc_root; }
@@ -92,50 +164,48 @@ MODEL_CDEF = """
 const char *corecast_model_root(void);
 int corecast_model_host_python(void);
 void corecast_model_run_final(void);
+void corecast_model_started(const char *error);
 """
 
 INIT_CODE = r"""
-import sys
 from _corecast_model import ffi, lib
 
-_root = ffi.string(lib.corecast_model_root()).decode()
-if _root and _root not in sys.path:
-    sys.path.insert(0, _root)
-# Our own interpreter (configure starts it without site): the site directories and the
-# paths their .pth files name, none of their code (runtime/sitepaths.py).  A Python host's
-# sys.path is the host's own (python -S stays -S).
-if sys.flags.no_site and not lib.corecast_model_host_python():
-    import site
-    from corecast.runtime.sitepaths import site_paths
-
-    # as site.main() orders them: the user's site directory first
-    sys.path.extend(p for p in site_paths([site.getusersitepackages()] + site.getsitepackages())
-                    if p not in sys.path)
+_predict = None
 try:
+    # A Python host's sys.path is the host's own (python -S stays -S); our own interpreter's
+    # was set before cffi started (corecast_model_configure).
     from corecast.runtime.bridge import predict_sample as _predict
     from corecast.runtime import blas as _blas
 
     # In a non-Python host numpy and scipy would be the model's alone: one BLAS thread.
     _blas.one_thread = not lib.corecast_model_host_python()
-    _error = None
-except Exception as exc:  # reported through the result, never as a traceback
-    _predict, _error = None, f"cannot import corecast: {exc}"
-
-if lib.corecast_model_host_python():
-    import atexit
-    # The host's interpreter is finalised before C exit handlers run: report from here.
-    atexit.register(lib.corecast_model_run_final)
+    if lib.corecast_model_host_python():
+        import atexit
+        # The host's interpreter is finalised before C exit handlers run: report from here.
+        atexit.register(lib.corecast_model_run_final)
+    lib.corecast_model_started(ffi.NULL)  # the one sign of a start that worked
+except Exception as exc:  # said by the library's report, never as a traceback
+    lib.corecast_model_started(f"cannot import corecast: {type(exc).__name__}: {exc}".encode()[:180])
 
 
 @ffi.def_extern(error=1)
 def corecast_model_predict(sample, result):
-    if _predict is None:
-        note = _error.encode()[:159] + b"\0"
-        ffi.memmove(result.note, note, len(note))
-        result.status = 1
-        return 1
     return _predict(ffi, sample, result)
 """
+
+
+def c_string(text: str) -> str:
+    """``text`` as a C string literal (octal escapes: no quoting rules to get wrong)."""
+    safe = set(b"/._-+:abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+    return '"' + "".join(chr(b) if b in safe else f"\\{b:03o}" for b in text.encode()) + '"'
+
+
+def recorded_site_dirs() -> list[str]:
+    """The site directories of the interpreter running the build: pip builds with the
+    target environment's interpreter (its build isolation changes sys.path, not
+    sys.prefix), so in an editable install these are where numpy and cffi live."""
+    paths = sysconfig.get_paths()
+    return list(dict.fromkeys(paths[k] for k in ("purelib", "platlib") if k in paths))
 
 
 def abi_cdef(native: Path = NATIVE) -> str:
@@ -160,13 +230,16 @@ def python_defines() -> list[tuple[str, str]]:
     ]
 
 
-def build_model(outdir: Path) -> Path:
+def build_model(outdir: Path, site_dirs: list[str] = ()) -> Path:
+    """The model library in ``outdir``; ``site_dirs`` go on its interpreter's path after
+    the package root (an editable install's environment: see recorded_site_dirs)."""
+    site = ":".join(d for d in site_dirs if ":" not in d)  # ':' separates them
     ffi = cffi.FFI()
     ffi.embedding_api("int corecast_model_predict(struct cc_sample *, struct cc_result *);")
     ffi.cdef(abi_cdef() + MODEL_CDEF)
     ffi.set_source(
         "_corecast_model",
-        MODEL_C,
+        f"static const char cc_site[] = {c_string(site)};\n" + MODEL_C,
         include_dirs=[str(NATIVE)],
         # Lets a non-Python host find libpython when it lives outside the linker path.
         extra_link_args=[f"-Wl,-rpath,{sysconfig.get_config_var('LIBDIR')}"],

@@ -36,3 +36,15 @@ def site_paths(site_dirs: list[str]) -> list[str]:
                 if path not in paths and os.path.isdir(path):
                     paths.append(path)
     return paths
+
+
+def model_sys_path(root: str, recorded: list[str]) -> list[str]:
+    """The directories the model's own interpreter adds to ``sys.path``, in order: the
+    package root (a regular install's site-packages, or an editable install's source
+    folder), the site directories the build recorded (an editable install's environment,
+    which nothing else names: the library lives in the source tree), then the user's and
+    the Python's own site directories as ``site.main()`` orders them; each with what its
+    ``.pth`` files name (a regular install's environment may reach numpy only that way)."""
+    import site  # the interpreter runs without site: importing it runs nothing
+
+    return site_paths([root, *recorded, site.getusersitepackages(), *site.getsitepackages()])

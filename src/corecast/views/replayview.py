@@ -33,9 +33,15 @@ def _label(region: RegionSample) -> str:
     return f"{region['name']} ({region['object']})"
 
 
+def _seconds(wall: float) -> str:
+    """The time column, 8 wide: milliseconds as the library's table shows them, and 3
+    significant digits where those would not fit (a record's 1e308 is 300 digits)."""
+    return f"{wall:8.3f}" if abs(wall) < 1e4 else f"{wall:8.3g}"
+
+
 def _row(label: str, calls: int, threads: int, wall: float, stalls: str, pred, cols: list[int]) -> str:
     text = printable(label)
-    line = f"{text[:LABEL]:<{LABEL}} {calls:7d} {threads:4d} {wall:8.3f}s  {stalls[:34]:<34}"
+    line = f"{text[:LABEL]:<{LABEL}} {calls:7d} {threads:4d} {_seconds(wall)}s  {stalls[:34]:<34}"
     at = dict(zip(pred.threads, pred.speedup)) if pred is not None else {}
     line += "".join(f" {at[c]:6.2f}" if c in at else f" {'-':>6}" for c in cols)
     if pred is None:
