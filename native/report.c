@@ -67,7 +67,9 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
         snprintf(h, sizeof h, "S@%d", cols[i]);
         cc_put(&b, " %6s", h);
     }
-    cc_put(&b, " %5s  %s\n", "best", "bottleneck");
+    char band[24];
+    snprintf(band, sizeof band, "band@%d", s->target); /* the target's low-high: what the S@ may be */
+    cc_put(&b, " %11s %5s  %s\n", band, "best", "bottleneck");
     for (int i = 0; i < s->nregions; i++) {
         const struct cc_region_sample *g = &s->regions[i];
         if (!cc_region_active(g))
@@ -94,6 +96,14 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
             else
                 cc_put(&b, " %6s", "-");
         }
+        int at = -1;
+        for (int k = 0; ok && k < p->npred; k++)
+            if (p->threads[k] == s->target)
+                at = k;
+        if (at >= 0)
+            cc_put(&b, " %5.2f-%-5.2f", p->low[at], p->high[at]);
+        else
+            cc_put(&b, " %11s", "-");
         if (ok && p->npred) {
             cc_put(&b, " %5d  ", p->preferred);
             cc_put_cell(&b, p->bottleneck[0] ? p->bottleneck : "-", -1);

@@ -338,7 +338,7 @@ def test_machine_on_dev_zero_costs_the_runtime_one_warning(monkeypatch, capfd):
     # The warning goes to the report channel: here, with no library and no copy kept by an
     # earlier OpenCL test, that is fd 2 itself.
     monkeypatch.setattr(channel, "_own", None)
-    monkeypatch.setattr(channel, "_lib_fd", False)
+    monkeypatch.setattr(channel, "_lib_write", False)
     capfd.readouterr()
     assert bridge._numa_state() is None
     assert bridge._numa_state() is None  # the file is read, and reported, once

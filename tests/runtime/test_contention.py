@@ -443,9 +443,13 @@ def test_process_runqueue_from_other_load_is_not_serial():
 
 
 def test_process_one_runnable_thread():
+    # One thread did the work: no evidence of how it divides, no gain claimed, the band up
+    # to all of it parallel (issue #38).
     pred = predict_process(process(threads=1, cpu=1.0, wall=1.0), target=4, cores=4)
-    assert pred.speedup == pytest.approx([1, 2, 3, 4])
+    assert pred.speedup == pytest.approx([1, 1, 1, 1])
+    assert pred.high == pytest.approx([1, 2, 3, 4])
     assert "serial_fraction" not in pred.fitted
+    assert_sane(pred, 4)
     one_core = predict_process(process(threads=4, cpu=1.0, wall=1.0, hold=0.25), 4, cores=1)
     assert one_core.speedup == pytest.approx([1.0] * 4)  # one core: nothing to gain
     assert_sane(one_core, 4)

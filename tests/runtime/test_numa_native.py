@@ -247,6 +247,7 @@ FAKE_MODEL_C = r"""
 void corecast_model_configure(const char *root, const char *home, int host_python, void (*cb)(void)) {
     (void)root; (void)home; (void)host_python; (void)cb;
 }
+const char *corecast_model_start(void) { return 0; } /* started: no reason to give */
 int corecast_model_predict(const struct cc_sample *s, struct cc_result *r) {
     r->status = 0;
     for (int i = 0; i < s->nregions; i++) {

@@ -44,6 +44,8 @@ def _row(label: str, calls: int, threads: int, wall: float, stalls: str, pred, c
     line = f"{text[:LABEL]:<{LABEL}} {calls:7d} {threads:4d} {_seconds(wall)}s  {stalls[:34]:<34}"
     at = dict(zip(pred.threads, pred.speedup)) if pred is not None else {}
     line += "".join(f" {at[c]:6.2f}" if c in at else f" {'-':>6}" for c in cols)
+    band = {n: (lo, hi) for n, lo, hi in zip(pred.threads, pred.low, pred.high)} if pred is not None else {}
+    line += f" {band[cols[-1]][0]:5.2f}-{band[cols[-1]][1]:<5.2f}" if cols[-1] in band else f" {'-':>11}"
     if pred is None:
         return line + f" {'-':>5}"
     return line + f" {pred.preferred:5d}  {printable(pred.bottleneck or '-')}"
@@ -57,7 +59,8 @@ def table(rep: ReplayedProcess) -> str:
     out = [f"corecast replay: pid {proc.pid}, {cores}, {proc.elapsed_s:.3g}s; predicted speedup "
            f"up to {rep.target} threads on a {rep.predicted_cores}-core machine (target)"]
     head = f"{'region':<{LABEL}} {'calls':>7} {'thr':>4} {'time':>9}  {'stalls (share of thread time)':<34}"
-    out.append(head + "".join(f" {'S@' + str(c):>6}" for c in cols) + f" {'best':>5}  bottleneck")
+    out.append(head + "".join(f" {'S@' + str(c):>6}" for c in cols) + f" {'band@' + str(rep.target):>11}"
+               + f" {'best':>5}  bottleneck")
     for region, pred in zip(proc.regions, rep.predictions):
         if region["calls"] <= 0 or region["wall_s"] <= 0:
             continue

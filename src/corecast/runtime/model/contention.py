@@ -40,9 +40,10 @@ The serial time S is chosen so that the model reproduces the measured wall time 
 else all run-queue wait when n0 <= cores) with the lock and barrier parts in place:
 without locks and barriers this is exactly the Karp-Flatt serial fraction of ``bound``
 (fitted "serial_fraction").  Condition-variable and semaphore waits (producer/consumer
-starvation) end up in S.  With one runnable thread (n0 = 1 or one core) S cannot be
+starvation) end up in S.  With one runnable core for several threads S cannot be
 measured and is taken as 0, the locks' sampled hold times being the serial work seen.
-Band: S -+ ``SERIAL_BAND`` of W (high, low).
+Band: S -+ ``SERIAL_BAND`` of W (high, low).  A team of one thread is no evidence: the
+prediction is no gain, its band up to what the lock holds allow.
 
 Processes with OpenMP regions (``compose_process``): the time outside the outermost
 regions stays serial and each region scales as its prediction says.
@@ -230,6 +231,14 @@ def predict_process(process: ProcessSample, target: int, cores: int,
             m.par = work - m.serial
         finish_stations(m, fitted)
     m.cores = max(1, int(target_cores or cores))  # calibrated on this machine, predicted there
+    if n0 < 2:
+        # One thread did the work (a main thread with idle helpers): the sample shows
+        # nothing of how it would divide, so no gain is claimed, and the band runs from
+        # none to what the lock holds allow (issue #38: such a program was given S@8 = 8).
+        serial = copy_model(m, serial=work, par=0.0)
+        return predict_curves({"central": serial, "low": serial, "high": m}, target, 1,
+                              "contention model: no evidence, one thread did the work (band: no "
+                              "gain to all of it parallel)", ordered_fits(fitted))
     delta = SERIAL_BAND * work if q >= 2 else 0.0
     models = {
         "central": m,

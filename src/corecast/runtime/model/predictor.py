@@ -10,6 +10,7 @@ from .contention import predict_process as one_sample_process
 from .contention import predict_region as one_sample_region
 from .history import BASIS_LEN, RegionHistory, anchor_t1, combine, extrapolate, mostly_at, probe_basis
 from .machine import apply as apply_machine
+from .spread import widen
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
@@ -60,14 +61,15 @@ def predict_window(regions: list[RegionSample], target: int, measured_cores: int
     ``corecast replay``.  An OpenMP program's process is composed from its outermost
     regions; a plain-threads one gets the process contention model.  ``machine``: the
     machine's measured loss of per-thread speed (``corecast calibrate``), put into the
-    one-sample predictions of outermost regions and of a plain-threads process."""
+    one-sample predictions of outermost regions and of a plain-threads process.  Every
+    prediction's band is joined with the empirical one (``spread``)."""
     done: list[tuple[RegionSample, RegionPrediction]] = []
     preds = []
     latency = barrier_latency(regions)
     for region in regions:
         if region["name"] != "process":
-            pred = predict_region(region, target, measured_cores, predicted_cores, histories, final,
-                                  latency, machine)
+            pred = widen(predict_region(region, target, measured_cores, predicted_cores, histories, final,
+                                        latency, machine))
             done.append((region, pred))
         elif any(not r["nested"] for r, _ in done):
             pred = compose_process(region, done)
@@ -75,5 +77,5 @@ def predict_window(regions: list[RegionSample], target: int, measured_cores: int
             pred = one_sample_process(region, target, measured_cores, predicted_cores)
             if machine is not None:
                 pred = apply_machine(pred, process_team(region), float(region.get("cpu_s", 0.0)), machine)
-        preds.append(pred)
+        preds.append(widen(pred))
     return preds

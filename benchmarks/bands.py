@@ -1,0 +1,169 @@
+"""Bands that hold: the runtime's one-run predictions against measured 16-core curves, scored
+leave-one-suite-out (issue #38).
+
+Every recording at N = 2 and 4 threads in the directories given (``NAME.csv`` curves and
+``samples/NAME-N.jsonl``, the layout ``benchmarks/scale16.py`` and
+``benchmarks/corpus16/measure.py`` use) is replayed with the current model, without the
+empirical band of ``runtime/model/spread.py``, and compared with the measured speedup
+S(n) = T(1)/T(n) at n = 8 and 16.  The residual per doubling,
+z = ln(measured / predicted) / log2(n), is what the band is made of: the band at n is
+[S e^(lo log2 n), S e^(hi log2 n)] around the central S, lo and hi the 10th and 90th
+percentiles of z (split conformal prediction, Vovk et al. 2005; Lei et al. 2018), joined
+with the model's own band.
+
+Scored leave-one-suite-out: for each suite, lo and hi are chosen on the other suites' points
+and the held-out suite's points at n = 16 are scored (is the measured S(16) inside the band,
+and the band's high/low).  That is the headline; the in-sample figure (chosen on all
+points) stands beside it, with the constants the model would take from all suites, which
+must be ``spread.py``'s (the script says when they are not).
+
+    python benchmarks/bands.py [DIR ...] [--json]
+
+DIRs default to ../shared/datasets/scale16 and benchmarks/device16.  A program's suite is
+the part of its name before the first '-' (``npb-cg.A`` is NPB's); names without one are
+their own suite, but corecast's own examples (omp_critical, omp_slowdown, pthreads_sync)
+are one suite, ``examples``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import scale16  # noqa: E402  (benchmarks/scale16.py: curves, the default directory)
+
+from corecast.runtime.model import spread  # noqa: E402
+from corecast.runtime.replay import replay_process  # noqa: E402
+from corecast.runtime.samples import read_recording  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+DEFAULT_DIRS = [scale16.DEFAULT, HERE / "device16"]
+EXAMPLES = {"omp_critical", "omp_slowdown", "pthreads_sync", "omp_triad", "omp_teams"}
+COUNTS = (2, 4)
+SCORED = 16
+LEVELS = (0.10, 0.90)
+
+
+def suite_of(name: str) -> str:
+    if name in EXAMPLES:
+        return "examples"
+    return name.split("-", 1)[0] if "-" in name else name
+
+
+def points(dirs: list[Path]) -> list[dict]:
+    """One row per (recording, n in 8 and 16): measured and predicted S(n), the model's own band."""
+    rows = []
+    for d in dirs:
+        for csv in sorted(d.glob("*.csv")):
+            curve = scale16.measured_curve(csv)
+            if 1 not in curve or SCORED not in curve:
+                continue
+            for n0 in COUNTS:
+                rec = d / "samples" / f"{csv.stem}-{n0}.jsonl"
+                if not rec.exists():
+                    continue
+                proc = read_recording(str(rec))[0]
+                with spread.disabled():
+                    rep = replay_process(proc, SCORED, {}, proc.calibration)
+                if rep.process is None:
+                    continue
+                p = rep.process[1]
+                for n in (8, 16):
+                    i = p.threads.index(n)
+                    measured = curve[1] / scale16.time_at(curve, n)
+                    rows.append({"dir": d.name, "program": csv.stem, "suite": suite_of(csv.stem), "n0": n0,
+                                 "n": n, "measured": measured, "predicted": p.speedup[i],
+                                 "low": p.low[i], "high": p.high[i],
+                                 "z": math.log(measured / p.speedup[i]) / math.log2(n)})
+    return rows
+
+
+def quantile(values: list[float], q: float) -> float:
+    """The q-quantile, linear between order statistics."""
+    v = sorted(values)
+    k = q * (len(v) - 1)
+    lo = math.floor(k)
+    return v[lo] + (v[min(lo + 1, len(v) - 1)] - v[lo]) * (k - lo)
+
+
+def choose(rows: list[dict]) -> tuple[float, float]:
+    z = [r["z"] for r in rows]
+    return round(quantile(z, LEVELS[0]), 3), round(quantile(z, LEVELS[1]), 3)
+
+
+def score(rows: list[dict], lo: float | None, hi: float | None) -> dict:
+    """Coverage and median high/low at n = 16 of the model's band joined with [lo, hi]
+    (None: the model's band alone)."""
+    at = [r for r in rows if r["n"] == SCORED]
+    inside, ratios = [], []
+    for r in at:
+        low, high = r["low"], r["high"]
+        if lo is not None:
+            low = min(low, r["predicted"] * math.exp(lo * math.log2(SCORED)))
+            high = max(high, r["predicted"] * math.exp(hi * math.log2(SCORED)))
+        inside.append(low <= r["measured"] <= high)
+        ratios.append(high / low)
+    errs = [abs(math.log(r["predicted"] / r["measured"])) for r in at]
+    return {"points": len(at), "coverage": round(sum(inside) / len(at), 3) if at else None,
+            "median_high_over_low": round(statistics.median(ratios), 3) if at else None,
+            "median_log_error": round(statistics.median(errs), 4) if at else None}
+
+
+def leave_one_suite_out(rows: list[dict]) -> tuple[dict, list[dict]]:
+    """Each suite scored with lo, hi chosen on the others; the pooled held-out score."""
+    per_suite, pooled = [], []
+    for suite in sorted({r["suite"] for r in rows}):
+        rest = [r for r in rows if r["suite"] != suite]
+        mine = [r for r in rows if r["suite"] == suite]
+        lo, hi = choose(rest)
+        s = score(mine, lo, hi)
+        per_suite.append({"suite": suite, "lo": lo, "hi": hi, **s})
+        pooled += [{**r, "low": min(r["low"], r["predicted"] * math.exp(lo * math.log2(r["n"]))),
+                    "high": max(r["high"], r["predicted"] * math.exp(hi * math.log2(r["n"])))} for r in mine]
+    return score(pooled, None, None), per_suite
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("dirs", nargs="*", type=Path, help="curve directories (default: scale16 and device16)")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    dirs = args.dirs or DEFAULT_DIRS
+    missing = [str(d) for d in dirs if not d.is_dir()]
+    if missing:
+        print(f"bands.py: no such directory: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    rows = points(dirs)
+    if not rows:
+        print("bands.py: no recording at 2 or 4 threads with a measured curve at 1 and 16", file=sys.stderr)
+        return 2
+    held_out, per_suite = leave_one_suite_out(rows)
+    lo, hi = choose(rows)
+    result = {"held_out": held_out, "per_suite": per_suite,
+              "in_sample": score(rows, lo, hi), "model_band_alone": score(rows, None, None),
+              "chosen_on_all": {"lo": lo, "hi": hi},
+              "spread_py": {"lo": spread.LOW_PER_DOUBLING, "hi": spread.HIGH_PER_DOUBLING}}
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        print(f"{len(rows)} points from {len({(r['dir'], r['program']) for r in rows})} curves, "
+              f"suites: {', '.join(sorted({r['suite'] for r in rows}))}")
+        print(f"held out (leave-one-suite-out): {held_out}")
+        for s in per_suite:
+            print(f"  {s['suite']:<10} lo {s['lo']:+.3f} hi {s['hi']:+.3f}  coverage {s['coverage']}  "
+                  f"median high/low {s['median_high_over_low']}  points {s['points']}")
+        print(f"in sample:                     {result['in_sample']}")
+        print(f"the model's own band alone:    {result['model_band_alone']}")
+        print(f"chosen on all suites: lo {lo:+.3f} hi {hi:+.3f} per doubling; spread.py has "
+              f"lo {spread.LOW_PER_DOUBLING:+.3f} hi {spread.HIGH_PER_DOUBLING:+.3f}")
+    if (lo, hi) != (spread.LOW_PER_DOUBLING, spread.HIGH_PER_DOUBLING) and not args.dirs:
+        print("bands.py: spread.py's constants are not the ones chosen on these suites", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

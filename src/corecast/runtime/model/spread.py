@@ -1,0 +1,53 @@
+"""The empirical band: how far one-run predictions have missed programs they were not
+chosen on, put around every prediction.
+
+The contention model's own band spreads only what it fits (a serial share, lock holds), and
+on the 16-core recordings it held the measured S(16) in a few cases in ten, nearly always
+because the program gained less than predicted (barrier-heavy solvers, memory bandwidth:
+issue #38).  So each prediction's band is joined with [S e^(lo log2 n), S e^(hi log2 n)]:
+lo and hi are the 10th and 90th percentiles of ln(measured / predicted) per doubling of the
+thread count, over the measured curves (split conformal prediction: Vovk, Gammerman and
+Shafer, "Algorithmic Learning in a Random World", 2005; Lei et al., "Distribution-free
+predictive inference for regression", JASA 2018).  They are chosen by
+``python benchmarks/bands.py``, which scores them leave-one-suite-out and says when these
+constants are not the ones it chose.  At n = 1 the band is the prediction (S(1) = 1), and
+it widens with every doubling, beyond the measured range too.
+
+Standard library only: imported inside profiled programs."""
+from __future__ import annotations
+
+import math
+
+TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
+if TYPE_CHECKING:
+    from .bound import RegionPrediction
+
+LOW_PER_DOUBLING = -0.140  # ln(measured / predicted) per doubling, 10th percentile
+HIGH_PER_DOUBLING = 0.026  # 90th percentile
+
+_on = True
+
+
+def widen(pred: RegionPrediction) -> RegionPrediction:
+    """``pred`` with its band joined with the empirical one (in place; returned)."""
+    if not _on:
+        return pred
+    for i, n in enumerate(pred.threads):
+        d = math.log2(max(n, 1))
+        s = pred.speedup[i]
+        pred.low[i] = min(pred.low[i], s * math.exp(LOW_PER_DOUBLING * d))
+        pred.high[i] = max(pred.high[i], s * math.exp(HIGH_PER_DOUBLING * d))
+    return pred
+
+
+class disabled:
+    """``with spread.disabled():`` predictions without the empirical band (what
+    benchmarks/bands.py calibrates it on)."""
+
+    def __enter__(self) -> None:
+        global _on
+        self.was, _on = _on, False
+
+    def __exit__(self, *exc: object) -> None:
+        global _on
+        _on = self.was

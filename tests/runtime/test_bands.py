@@ -1,0 +1,89 @@
+"""Bands that hold (issue #38): every prediction's band is joined with the empirical one
+(runtime/model/spread.py, chosen by benchmarks/bands.py), and a sample that shows nothing
+of how work divides (one busy thread) claims no gain."""
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from corecast.runtime.model import spread
+from corecast.runtime.model.bound import RegionPrediction, prediction_counts
+from corecast.runtime.model.contention import predict_process
+from corecast.runtime.model.predictor import predict_window
+
+from .test_contention import process
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def flat(target: int = 16) -> RegionPrediction:
+    counts = prediction_counts(target)
+    s = [float(n) for n in counts]
+    return RegionPrediction(counts, s, list(s), list(s), counts[-1], "test")
+
+
+def test_the_empirical_band_widens_per_doubling_and_keeps_the_central():
+    pred = spread.widen(flat())
+    for n, s, lo, hi in zip(pred.threads, pred.speedup, pred.low, pred.high):
+        assert s == n  # the central prediction is the model's
+        assert lo == pytest.approx(s * math.exp(spread.LOW_PER_DOUBLING * math.log2(n)))
+        assert hi == pytest.approx(s * math.exp(spread.HIGH_PER_DOUBLING * math.log2(n)))
+    assert pred.low[0] == pred.high[0] == 1.0  # S(1) = 1 exactly
+    ratios = [h / lo for h, lo in zip(pred.high, pred.low)]
+    assert ratios == sorted(ratios) and ratios[-1] > 1.2  # wider with every doubling
+
+
+def test_a_wider_model_band_is_kept():
+    pred = flat()
+    pred.low[-1], pred.high[-1] = 0.1, 100.0
+    spread.widen(pred)
+    assert (pred.low[-1], pred.high[-1]) == (0.1, 100.0)
+
+
+def test_disabled_leaves_the_models_band():
+    with spread.disabled():
+        pred = spread.widen(flat())
+    assert pred.low == pred.speedup == pred.high
+
+
+def test_the_constants_bound_an_over_prediction():
+    """The band runs mostly below the central prediction: on the measured curves the model
+    over-predicted far more often than it under-predicted."""
+    assert spread.LOW_PER_DOUBLING < 0 < spread.HIGH_PER_DOUBLING < -spread.LOW_PER_DOUBLING
+
+
+def test_one_busy_thread_claims_no_gain():
+    """A main thread doing all the work beside an idle helper: no S@N = N, a band up to it."""
+    p = process(threads=2, wall=1.0, cpu=1.0)
+    p["team_threads"] = 1
+    pred = predict_process(p, target=8, cores=8)
+    assert pred.speedup == pytest.approx([1.0] * len(pred.threads))
+    assert pred.preferred == 1
+    assert pred.high[-1] == pytest.approx(8.0)
+    assert "no evidence" in pred.basis
+
+
+def test_the_predictor_puts_the_band_on_every_prediction():
+    p = process(threads=4, wall=1.0, cpu=3.6)
+    (pred,) = predict_window([p], 16, 16, 16, {})
+    i = pred.threads.index(16)
+    assert pred.low[i] <= pred.speedup[i] * math.exp(spread.LOW_PER_DOUBLING * 4) * (1 + 1e-9)
+
+
+def test_the_benchmark_chose_these_constants():
+    """spread.py's constants are what benchmarks/bands.py chooses on the measured curves."""
+    shared = next((p / "shared" / "datasets" / "scale16" for p in ROOT.parents
+                   if (p / "shared" / "datasets" / "scale16").is_dir()), None)
+    if shared is None:
+        pytest.skip("the scale16 curves (../shared/datasets/scale16) are not here")
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bands.py"), "--json"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["chosen_on_all"] == {"lo": spread.LOW_PER_DOUBLING, "hi": spread.HIGH_PER_DOUBLING}
+    assert result["held_out"]["coverage"] > result["model_band_alone"]["coverage"]
