@@ -1,14 +1,18 @@
-"""Builds corecast's two native libraries during `pip install .` (metadata: pyproject.toml).
+"""Builds corecast's native parts during `pip install .` (metadata: pyproject.toml).
 
 - corecast/_native/libcorecast_preload.so: native/ + shims/, plain C (never links
   libpython), compiled by setuptools as an extension-shaped shared object;
-- corecast/_native/libcorecast_model.so: the model library, made with cffi's embedding API.
+- corecast/_native/libcorecast_model.so: the model library, made with cffi's embedding API;
+- the `corecast` command: native/launcher/corecast.c, which starts this interpreter's CLI
+  with SIGINT held over its start-up (a console script's Python would turn an early
+  Ctrl-C into a traceback).
 """
 import sys
 from pathlib import Path
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from distutils.command.build_scripts import build_scripts  # setuptools provides distutils
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "src"))
 from corecast.runtime import build  # noqa: E402  (light: no numpy/scipy)
@@ -39,7 +43,16 @@ class BuildNative(build_ext):
                           build.recorded_site_dirs() if editable else [])
 
 
+class BuildLauncher(build_scripts):
+    def copy_scripts(self):
+        # The one script is compiled, not copied: the interpreter running the build is
+        # the target environment's (pip's build isolation changes sys.path only).
+        out = str(build.build_launcher(Path(self.build_dir) / "corecast", sys.executable))
+        return [out], [out]
+
+
 setup(
+    scripts=[str(build.LAUNCHER.relative_to(Path(__file__).resolve().parent))],
     ext_modules=[
         Extension(
             PRELOAD,
@@ -49,5 +62,5 @@ setup(
             libraries=build.PRELOAD_LIBS,
         )
     ],
-    cmdclass={"build_ext": BuildNative},
+    cmdclass={"build_ext": BuildNative, "build_scripts": BuildLauncher},
 )

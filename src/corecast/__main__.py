@@ -9,10 +9,12 @@ the interpreter's start-up gets its pending Ctrl-C delivered here.
 """
 from __future__ import annotations
 
-import signal
+import _signal  # the C module: ``signal`` imports enum first, time a Ctrl-C could land in
 
-signal.signal(signal.SIGINT, signal.SIG_DFL)
-signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+_signal.signal(_signal.SIGINT, _signal.SIG_DFL)
+_signal.pthread_sigmask(_signal.SIG_UNBLOCK, {_signal.SIGINT})
+
+import signal  # noqa: E402
 
 import sys  # noqa: E402  (after the SIGINT set-up on purpose)
 

@@ -200,6 +200,21 @@ def c_string(text: str) -> str:
     return '"' + "".join(chr(b) if b in safe else f"\\{b:03o}" for b in text.encode()) + '"'
 
 
+LAUNCHER = NATIVE / "launcher" / "corecast.c"
+
+
+def build_launcher(dest: Path, python: str) -> Path:
+    """The ``corecast`` command (native/launcher/corecast.c): starts ``python``'s CLI with
+    SIGINT held over the interpreter's start-up."""
+    import subprocess
+
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    cmd = ["gcc", "-O2", "-Wall", "-Wextra", f"-DCORECAST_PYTHON={c_string(python)}", "-o", str(dest),
+           str(LAUNCHER)]
+    subprocess.run(cmd, check=True)
+    return dest
+
+
 def recorded_site_dirs() -> list[str]:
     """The site directories of the interpreter running the build: pip builds with the
     target environment's interpreter (its build isolation changes sys.path, not

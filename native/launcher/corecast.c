@@ -1,0 +1,55 @@
+/* The `corecast` command: starts the Python CLI with SIGINT held.
+ *
+ * A shell stops a `for` loop over `corecast run ...` only when the child died of SIGINT,
+ * so Ctrl-C must end corecast that way wherever it lands.  CPython installs its own SIGINT
+ * handler before it imports `site`: a Ctrl-C in the first tens of milliseconds (site's .pth
+ * files, imports) became a KeyboardInterrupt traceback or "Fatal Python error" with status
+ * 1.  Blocked here, it stays pending across exec until corecast's first Python line puts
+ * the default action back and unblocks it (corecast/__main__.py), and the process dies
+ * of it there.  Not part of the preload library. */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifndef CORECAST_PYTHON
+#define CORECAST_PYTHON "python3" /* the interpreter the build ran with, as setup.py names it */
+#endif
+
+/* sys.argv[0] as the console script would set it: usage lines say "corecast". */
+static const char START[] = "import sys; sys.argv[0] = 'corecast'; from corecast.__main__ import console; console()";
+
+int main(int argc, char **argv) {
+    sigset_t intr;
+    sigemptyset(&intr);
+    sigaddset(&intr, SIGINT);
+    sigprocmask(SIG_BLOCK, &intr, NULL);
+    char *args[argc + 4];
+    args[0] = (char *)CORECAST_PYTHON;
+    args[1] = (char *)"-c";
+    args[2] = (char *)START;
+    for (int i = 1; i < argc; i++)
+        args[i + 2] = argv[i];
+    args[argc + 2] = NULL;
+    /* Python's own argument parsing stops at -c: corecast's arguments follow as sys.argv[1:].
+     * The interpreter the build ran with; else the python3 beside this program (a
+     * wheel built in one environment, installed in another); else python3 on PATH. */
+    execv(args[0], args);
+    static char beside[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", beside, sizeof beside - 16);
+    char *slash = n > 0 ? memchr(beside, '/', (size_t)n) : NULL;
+    if (slash) {
+        beside[n] = 0;
+        strcpy(strrchr(beside, '/') + 1, "python3");
+        args[0] = beside;
+        execv(args[0], args);
+    }
+    args[0] = (char *)"python3";
+    execvp(args[0], args);
+    int err = errno;
+    sigprocmask(SIG_UNBLOCK, &intr, NULL);
+    fprintf(stderr, "corecast: cannot start Python (%s): %s\n", args[0], strerror(err));
+    return err == ENOENT ? 127 : 126;
+}
