@@ -2,6 +2,7 @@
  * main's return, exit, _exit, _Exit and the exec family — report first (lifecycle.c).
  * Their real functions are in native/real.h; fork needs no wrapper (pthread_atfork). */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <unistd.h> /* environ */
@@ -140,11 +141,18 @@ int dup3(int oldfd, int newfd, int flags) {
 int close_range(unsigned lo, unsigned hi, int flags) {
     if (lo <= 2 && hi >= 2 && !(flags & CC_CLOSE_RANGE_CLOEXEC))
         cc_channel_before_release((int)lo, hi > 9 ? 9 : (int)hi);
-    return CC_LIBC(close_range)(lo, hi, flags);
+    int (*real)(unsigned, unsigned, int) = CC_LIBC(close_range);
+    if (!real) { /* a C library without it: as its absence would answer */
+        errno = ENOSYS;
+        return -1;
+    }
+    return real(lo, hi, flags);
 }
 
 void closefrom(int lo) {
     if (lo <= 2)
         cc_channel_before_release(lo < 0 ? 0 : lo, 9);
-    CC_LIBC(closefrom)(lo);
+    void (*real)(int) = CC_LIBC(closefrom);
+    if (real)
+        real(lo);
 }
