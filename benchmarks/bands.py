@@ -19,10 +19,11 @@ must be ``spread.py``'s (the script says when they are not).
 
     python benchmarks/bands.py [DIR ...] [--json]
 
-DIRs default to ../shared/datasets/scale16 and benchmarks/device16.  A program's suite is
-the part of its name before the first '-' (``npb-cg.A`` is NPB's); names without one are
-their own suite, but corecast's own examples (omp_critical, omp_slowdown, pthreads_sync)
-are one suite, ``examples``.
+DIRs default to ../shared/datasets/scale16 and benchmarks/device16; add
+benchmarks/corpus16's output directory once it is measured.  A program's suite is its
+CSV's ``# suite:`` comment (corpus16 writes one), else the part of its name before the
+first '-' (``npb-cg.A`` is NPB's); names without one are their own suite, but corecast's
+own examples (omp_critical, omp_slowdown, pthreads_sync) are one suite, ``examples``.
 """
 from __future__ import annotations
 
@@ -48,7 +49,15 @@ SCORED = 16
 LEVELS = (0.10, 0.90)
 
 
-def suite_of(name: str) -> str:
+def suite_of(csv: Path) -> str:
+    """The curve's ``# suite:`` comment (benchmarks/corpus16 writes one), else its name's prefix."""
+    with open(csv, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if not line.startswith("#"):
+                break
+            if line[1:].strip().startswith("suite:"):
+                return line.split(":", 1)[1].strip()
+    name = csv.stem
     if name in EXAMPLES:
         return "examples"
     return name.split("-", 1)[0] if "-" in name else name
@@ -75,7 +84,7 @@ def points(dirs: list[Path]) -> list[dict]:
                 for n in (8, 16):
                     i = p.threads.index(n)
                     measured = curve[1] / scale16.time_at(curve, n)
-                    rows.append({"dir": d.name, "program": csv.stem, "suite": suite_of(csv.stem), "n0": n0,
+                    rows.append({"dir": d.name, "program": csv.stem, "suite": suite_of(csv), "n0": n0,
                                  "n": n, "measured": measured, "predicted": p.speedup[i],
                                  "low": p.low[i], "high": p.high[i],
                                  "z": math.log(measured / p.speedup[i]) / math.log2(n)})
