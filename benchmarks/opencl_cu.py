@@ -52,8 +52,13 @@ its own, then run the example under corecast:
 The report should predict up to the device's compute units (132 on an H100 or H200, not 16),
 name ``triangle``'s 4 work-groups, and say on the process line that the host waits on the
 device.  The work-group check of issue #42 (vary the work-groups, the flat region within
-15% of measured device time) runs the same way with ``--gpu``: every kernel at 1..2 x the
-device's compute units of work-groups, one launch size per child.  Neither has run yet.
+15% of measured device time) is ``--gpu``: a kernel of equal work per work-group at 1 .. 2 x
+the device's compute units of work-groups, measured against the work-group bound:
+
+    OCL_ICD_VENDORS=/tmp/icd PYOPENCL_CTX=0 /tmp/v/bin/python benchmarks/opencl_cu.py --gpu \
+        --budget 30 --json $OUT/gpu_groups.json
+
+Neither GPU step has run yet (written on a machine without one).
 """
 from __future__ import annotations
 
@@ -225,6 +230,87 @@ def child(names: list[str], seconds: float) -> int:
     return 0
 
 
+GROUP_KERNEL = r"""
+__kernel void spin(__global float *a, const int inner)
+{
+    size_t i = get_global_id(0);
+    float x = a[i];
+    for (int k = 0; k < inner; k++)   /* the same work for every work-item: no memory traffic */
+        x = 0.999f * x + 0.001f * sin(x);
+    a[i] = x;
+}
+"""
+GROUP_SIZE = 64
+
+
+def child_groups(seconds: float) -> int:
+    """The work-group check: ``spin`` at 1 .. 2 x compute units work-groups of GROUP_SIZE
+    work-items, each the same work; median device time per launch, one JSON line."""
+    import numpy as np
+    import pyopencl as cl
+
+    ctx = cl.create_some_context(interactive=False)
+    queue = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
+    dev = ctx.devices[0]
+    units = int(dev.max_compute_units)
+    k = cl.Program(ctx, GROUP_KERNEL).build().spin
+    groups = sorted({1, 2, 4, units // 4, units // 2, units - 1, units, units + 1, 3 * units // 2, 2 * units} - {0})
+    a = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                  hostbuf=np.ones(2 * units * GROUP_SIZE, dtype=np.float32))
+    out = {"device": dev.name.strip(), "compute_units": units, "type": cl.device_type.to_string(dev.type),
+           "per_launch_s": {}}
+    for g in groups:
+        k.set_args(a, np.int32(1 << 14))
+        cl.enqueue_nd_range_kernel(queue, k, (g * GROUP_SIZE,), (GROUP_SIZE,)).wait()
+        times, total = [], 0.0
+        while total < seconds and len(times) < 200:
+            ev = cl.enqueue_nd_range_kernel(queue, k, (g * GROUP_SIZE,), (GROUP_SIZE,))
+            ev.wait()
+            times.append((ev.profile.end - ev.profile.start) * 1e-9)
+            total += times[-1]
+        out["per_launch_s"][g] = statistics.median(times)
+    print(json.dumps(out), flush=True)
+    return 0
+
+
+def gpu_check(seconds: float, json_out: str | None) -> int:
+    """Measured device time per launch against corecast's work-group bound
+    (``kernelmodel.device_predict``) as the work-groups per launch vary, anchored at
+    work-groups = compute units; the flat region (at most one work-group per unit) must
+    match within 15%."""
+    from corecast.runtime.model import kernelmodel
+    from corecast.runtime.model.kernelstats import KernelStats
+
+    res = _run_child([sys.executable, __file__, "--child-groups", "--seconds", str(seconds)], dict(os.environ))
+    if res is None:
+        print("opencl_cu: error: no OpenCL device ran the work-group check", file=sys.stderr)
+        return 1
+    units = res["compute_units"]
+    meas = {int(g): t for g, t in res["per_launch_s"].items()}
+
+    def predicted_s(g: int) -> float:  # time at the device's units = work / speedup there
+        k = KernelStats("spin", res["device"], "gpu", units)
+        k.sample.launches, k.sample.device_ns, k.sample.shapes = 1, 1, {((g * GROUP_SIZE,), (GROUP_SIZE,))}
+        return g / kernelmodel.device_predict(k, units).speedup[-1]
+
+    per_wave = meas[units] / predicted_s(units)
+    print(f"opencl_cu --gpu: {res['device']} ({res['type']}), {units} compute units, work-groups of {GROUP_SIZE}")
+    if "GPU" not in res["type"] and "ACCELERATOR" not in res["type"]:
+        print("(not a GPU: a CPU device's units are this host's cores, shared with its other load; "
+              "the check is meant for a GPU)")
+    print(f"{'groups':>7} {'measured ms':>12} {'predicted ms':>13} {'ratio':>6}")
+    worst = 0.0
+    for g in sorted(meas):
+        pred = per_wave * predicted_s(g)
+        if g <= units:
+            worst = max(worst, abs(meas[g] / pred - 1))
+        print(f"{g:>7} {1e3 * meas[g]:>12.3f} {1e3 * pred:>13.3f} {meas[g] / pred:>6.2f}")
+    print(f"flat region (1..{units} work-groups): worst |measured/predicted - 1| = {100 * worst:.0f}% (target <= 15%)")
+    if json_out:
+        Path(json_out).write_text(json.dumps({"gpu": res, "flat_worst": worst}, indent=1))
+    return 0
+
+
 # ---- the parent --------------------------------------------------------------------------
 def _pocl_env(cu: int, extra: dict | None = None) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CORECAST_")}
@@ -290,17 +376,25 @@ def compare(meas: dict, line: dict, top: int) -> dict | None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--max-cu", type=int, default=os.cpu_count() or 1, help="largest compute-unit count (default: cores)")
+    ap.add_argument("--max-cu", type=int, default=os.cpu_count() or 1,
+                    help="largest compute-unit count (default: cores)")
     ap.add_argument("--runs", default="2,4", help="compute-unit counts of the corecast runs (default 2,4)")
     ap.add_argument("--repeat", type=int, default=3, help="repetitions of the truth (default 3)")
     ap.add_argument("--budget", type=float, default=240.0, help="seconds of device time in all (default 240)")
     ap.add_argument("--kernels", default=",".join(ALL), help="which kernels (default: all 8)")
     ap.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
+    ap.add_argument("--gpu", action="store_true",
+                    help="the work-group check on the device pyopencl picks (a GPU: see the docstring)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--child-groups", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--seconds", type=float, default=0.3, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child is not None:
         return child(args.child.split(","), args.seconds)
+    if args.child_groups:
+        return child_groups(args.seconds)
+    if args.gpu:
+        return gpu_check(max(0.05, args.budget / 10), args.json)
     names = [k for k in args.kernels.split(",") if k]
     bad = [k for k in names if k not in ALL]
     if bad or not names:

@@ -170,3 +170,34 @@ def test_device_wait_counts_only_devices_that_are_not_cpus():
     assert p.device_wait() is None
     p.kernels[("g", 2)] = gpu_kernel(device_s=4.0)
     assert p.device_wait() == pytest.approx((4.0, 3.0))
+
+
+def _bench():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "opencl_cu.py"
+    spec = importlib.util.spec_from_file_location("opencl_cu", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_benchmark_compares_a_kernel_line_with_the_measured_curve():
+    bench = _bench()
+    meas = {1: 0.4, 2: 0.2, 4: 0.125}  # measured S = 1, 2, 3.2
+    line = {"predicted": [{"threads": n, "speedup": s, "low": lo, "high": hi}
+                          for n, s, lo, hi in ((1, 1, 1, 1), (2, 2, 1.9, 2.1), (4, 4, 3.5, 4.0))],
+            "future_bottleneck": None}
+    c = bench.compare(meas, line, 4)
+    assert c["abs_ln"] == pytest.approx(abs(__import__("math").log(4 / 3.2)))
+    assert (c["held"], c["cases"]) == (1, 2)  # 2 inside its band, 4 outside
+    assert bench.compare({2: 0.2, 4: 0.1}, line, 4) is None  # no T(1): nothing to compare
+
+
+def test_benchmark_bad_arguments_end_in_one_line(capsys):
+    bench = _bench()
+    with pytest.raises(SystemExit) as exc:
+        bench.main(["--max-cu", "0"])
+    assert exc.value.code == 2
+    assert "--max-cu must be 1..1024" in capsys.readouterr().err

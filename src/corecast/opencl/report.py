@@ -1,7 +1,8 @@
 """The OpenCL exit report: a table on stderr and, with ``CORECAST_OUTPUT``, JSON Lines.
 
 Settings are the preload library's: ``CORECAST_TARGET`` (predict up to this many compute
-units; default this machine's cores for a CPU device, the device's compute units for others), ``CORECAST_WINDOW_MS`` (the sample), ``CORECAST_QUIET=1``
+units; default this machine's cores for a CPU device, the device's compute units for
+others), ``CORECAST_WINDOW_MS`` (the sample), ``CORECAST_QUIET=1``
 (no table), ``CORECAST_OUTPUT`` (append one ``kernel`` line per kernel: opened with
 O_APPEND and written with one ``write`` per line, like the library's lines, so lines of
 several processes never interleave).
