@@ -201,3 +201,30 @@ def test_benchmark_bad_arguments_end_in_one_line(capsys):
         bench.main(["--max-cu", "0"])
     assert exc.value.code == 2
     assert "--max-cu must be 1..1024" in capsys.readouterr().err
+
+
+HOST = r"""
+import threading, time
+from corecast.runtime import devicewait
+devicewait.register(lambda: (1e6, 0.0))  # what opencl registers for a GPU always busy
+worker = threading.Thread(target=time.sleep, args=(0.05,))  # measuring starts at a thread
+worker.start()
+worker.join()
+"""
+
+
+def test_the_live_process_line_says_the_host_waits_on_the_device(tmp_path):
+    """The exit prediction of a Python host runs in its own interpreter: the registered
+    source reaches the process line (no GPU: the source is the program's own)."""
+    from .helpers import corecast_run, read_lines, text
+
+    prog = tmp_path / "host.py"
+    prog.write_text(HOST)
+    out = tmp_path / "p.jsonl"
+    r = corecast_run(["--json-out", str(out)], [str(prog)])
+    err = text(r.stderr)
+    assert r.returncode == 0, err
+    assert "waiting on device 100% of wall" in err
+    assert "speedups: waiting on the device (100% of wall)" in err
+    proc = [d for d in read_lines(out) if d["event"] == "process"][-1]
+    assert all(p["speedup"] == 1.0 for p in proc["predicted"])
