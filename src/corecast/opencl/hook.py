@@ -115,6 +115,9 @@ def _on_import(module) -> None:
 
         _profiler = Profiler(module)
         _profiler.patch()
+        from ..runtime import devicewait
+
+        devicewait.register(_profiler.device_wait)  # the process line: a host waiting on a GPU
     except Exception as exc:  # the program must run on, unmeasured
         _profiler = None
         warn(f"kernels not measured: {type(exc).__name__}: {exc}")
@@ -212,6 +215,9 @@ def uninstrument() -> None:
     _excepthook = None
     if _profiler is not None:
         _profiler.unpatch()
+        from ..runtime import devicewait
+
+        devicewait.register(None)
 
 
 def profiler():

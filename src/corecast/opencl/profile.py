@@ -18,6 +18,7 @@ threads and gives each kernel its rates.
 """
 from __future__ import annotations
 
+import threading
 import time
 
 from ..runtime.model.kernelstats import KernelStats
@@ -50,7 +51,10 @@ class Profiler(Sampler):
         self.queues: dict[int, tuple] = {}   # id(queue) -> (queue, info)
         self.names: dict[int, tuple] = {}    # id(kernel) -> (kernel, function name)
         self.profiling_flag = int(cl.command_queue_properties.PROFILING_ENABLE)
+        self.out_of_order_flag = int(cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE)
         self.originals: dict = {}
+        self.host_wait_ns = 0  # the program's time in blocking OpenCL calls (WAITS)
+        self.wait_depth = threading.local()
 
     # ---- patching ---------------------------------------------------------------------
     def patch(self) -> None:
@@ -63,7 +67,47 @@ class Profiler(Sampler):
         self._cl.enqueue_nd_range_kernel = wrapper
         if self.originals["cl"] is orig:
             self.cl.enqueue_nd_range_kernel = wrapper
+        self._patch_waits()
         self.active = True
+
+    # The calls in which the host waits for the device: their time tells a host that
+    # waits on the device from one that computes (the process line's "waiting on the device").
+    WAITS = (("CommandQueue", "finish"), ("Event", "wait"), (None, "wait_for_events"),
+             (None, "enqueue_copy"))
+
+    def _patch_waits(self) -> None:
+        for owner_name, attr in self.WAITS:
+            owner = self.cl if owner_name is None else getattr(self.cl, owner_name, None)
+            key = ("wait", owner_name, attr)
+            orig = self.originals.get(key) or getattr(owner, attr, None)
+            if orig is None:
+                continue
+            try:
+                setattr(owner, attr, self._make_timed(orig))
+                self.originals[key] = orig
+            except (AttributeError, TypeError):  # a build that does not allow it: unmeasured
+                pass
+
+    def _make_timed(self, orig):
+        prof = self
+        now = time.monotonic_ns
+        depth = self.wait_depth  # nested waits (enqueue_copy -> Event.wait) count once
+
+        def timed(*args, **kwargs):
+            if getattr(depth, "n", 0):
+                return orig(*args, **kwargs)
+            depth.n = 1
+            t0 = now()
+            try:
+                return orig(*args, **kwargs)
+            finally:
+                prof.host_wait_ns += now() - t0  # a lost update between threads is noise
+                depth.n = 0
+
+        timed.__wrapped__ = orig
+        timed.__doc__ = getattr(orig, "__doc__", None)
+        timed.__name__ = getattr(orig, "__name__", "wait")
+        return timed
 
     def unpatch(self) -> None:
         if not self.originals:
@@ -71,6 +115,10 @@ class Profiler(Sampler):
         self._cl.enqueue_nd_range_kernel = self.originals["_cl"]
         if self.originals.get("cl") is not None:
             self.cl.enqueue_nd_range_kernel = self.originals["cl"]
+        for owner_name, attr in self.WAITS:
+            orig = self.originals.get(("wait", owner_name, attr))
+            if orig is not None:
+                setattr(self.cl if owner_name is None else getattr(self.cl, owner_name), attr, orig)
         self.active = False
 
     def _disable(self, exc: BaseException) -> None:
@@ -125,23 +173,29 @@ class Profiler(Sampler):
                 platform = " ".join(str(dev.platform.name).split())
             except Exception:  # a broken ICD must not cost the measurement
                 platform = ""
-            info = self.devices[key] = (name, kind, int(dev.max_compute_units), platform)
+            try:
+                group = int(dev.max_work_group_size)
+            except Exception:
+                group = 0
+            info = self.devices[key] = (name, kind, int(dev.max_compute_units), platform, group)
         return key, info
 
     def _queue_info(self, queue) -> tuple:
-        """(device key, device info, corecast's profiling queue or None) of a program queue;
-        cached per queue object (held, so its id is not reused while cached)."""
+        """(device key, device info, corecast's profiling queue or None, in order) of a
+        program queue; cached per queue object (held, so its id is not reused while cached)."""
         hit = self.queues.get(id(queue))
         if hit is not None and hit[0] is queue:
             return hit[1]
         dev_key, info = self._device(queue)
         hidden = None
-        if not int(queue.properties) & self.profiling_flag:
+        props = int(queue.properties)
+        if not props & self.profiling_flag:
             hidden = self._hidden_queue(queue)
+        in_order = not props & self.out_of_order_flag
         if len(self.queues) >= CACHE_SIZE:
             self.queues.clear()
-        self.queues[id(queue)] = (queue, (dev_key, info, hidden))
-        return dev_key, info, hidden
+        self.queues[id(queue)] = (queue, (dev_key, info, hidden, in_order))
+        return dev_key, info, hidden, in_order
 
     def _kernel_name(self, kernel) -> str:
         hit = self.names.get(id(kernel))
@@ -154,14 +208,14 @@ class Profiler(Sampler):
         return name
 
     def _plan(self, queue, kernel, args, kwargs) -> tuple:
-        """(kernel record, hidden queue or None, sampled, device key, shape)."""
-        dev_key, (dev_name, dev_type, units, platform), hidden = self._queue_info(queue)
+        """(kernel record, hidden queue or None, sampled, device key, shape, in order)."""
+        dev_key, (dev_name, dev_type, units, platform, group), hidden, in_order = self._queue_info(queue)
         name = self._kernel_name(kernel)
         rec = self.kernels.get((name, dev_key))
         if rec is None:
             with self.lock:
                 rec = self.kernels.setdefault((name, dev_key), KernelStats(name, dev_name, dev_type, units,
-                                                                                 platform))
+                                                                                 platform, group))
         gsize = args[0] if len(args) > 0 else kwargs.get("global_work_size", kwargs.get("global_size"))
         lsize = args[1] if len(args) > 1 else kwargs.get("local_work_size", kwargs.get("local_size"))
         g_times_l = args[4] if len(args) > 4 else kwargs.get("g_times_l", False)
@@ -174,7 +228,7 @@ class Profiler(Sampler):
                 if not self.sampled and not self.starting:
                     self._snapshot()  # the interval starts before this launch can
                 self.starting += 1  # until _record: the episode must not end meanwhile
-        return rec, hidden, sampled, dev_key, (g, loc)
+        return rec, hidden, sampled, dev_key, (g, loc), in_order
 
     def _hidden_queue(self, queue):
         key = (queue.context.int_ptr, queue.device.int_ptr)
@@ -211,7 +265,7 @@ class Profiler(Sampler):
         return event, h0, h1
 
     def _record(self, plan, event, h0, h1) -> None:
-        rec, hidden, sampled, dev_key, shape = plan
+        rec, hidden, sampled, dev_key, shape, in_order = plan
         item = (rec, event, sampled, dev_key, h0, h1)
         resolve = False
         with self.lock:
@@ -221,6 +275,8 @@ class Profiler(Sampler):
                 rec.first_ns = h0
             if hidden is not None:
                 rec.hidden += 1
+            if in_order:
+                rec.in_order += 1
             if shape in rec.sizes or len(rec.sizes) < MAX_SIZES:
                 rec.sizes[shape] = rec.sizes.get(shape, 0) + 1
             if sampled:
@@ -253,3 +309,5 @@ class Profiler(Sampler):
         super()._after_fork()  # and no queue or kernel of the parent's cached
         self.hidden_queues = {}
         self.queues, self.names = {}, {}
+        self.host_wait_ns = 0
+        self.wait_depth = threading.local()

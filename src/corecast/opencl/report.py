@@ -1,7 +1,8 @@
 """The OpenCL exit report: a table on stderr and, with ``CORECAST_OUTPUT``, JSON Lines.
 
 Settings are the preload library's: ``CORECAST_TARGET`` (predict up to this many compute
-units; default this machine's cores), ``CORECAST_WINDOW_MS`` (the sample), ``CORECAST_QUIET=1``
+units; default this machine's cores for a CPU device, the device's compute units for
+others), ``CORECAST_WINDOW_MS`` (the sample), ``CORECAST_QUIET=1``
 (no table), ``CORECAST_OUTPUT`` (append one ``kernel`` line per kernel: opened with
 O_APPEND and written with one ``write`` per line, like the library's lines, so lines of
 several processes never interleave).
@@ -41,9 +42,10 @@ def _ms(ns: float) -> str:
     return f"{s * 1e6:.0f}us"
 
 
-def run_settings() -> tuple[int, int, bool, str]:
+def run_settings() -> tuple[int | None, int, bool, str]:
+    """(the target asked for or None, this machine's cores, quiet, JSON Lines path)."""
     cores = os.cpu_count() or 1
-    target = env_int(settings.TARGET, 1, 1024, cores)
+    target = env_int(settings.TARGET, 1, 1024, 0) or None
     quiet = os.environ.get(settings.QUIET, "").strip() == "1"
     output = output_path(os.environ.get(settings.OUTPUT, ""), os.environ, os.getpid())
     return target, cores, quiet, output
@@ -101,6 +103,8 @@ def kernel_line(prof, kernel, pred, memory) -> dict:
             "acquisitions": {c: int(v) for c, v in sorted(s.acquisitions.items()) if v > 0},
             "contended": {c: int(v) for c, v in sorted(s.contended.items()) if v > 0},
         },
+        "in_order_launches": kernel.in_order,
+        "limits": kernelmodel.limits(kernel),
         "predicted": [], "preferred_threads": None, "basis": "", "future_bottleneck": None,
         "inputs": {"measured": measured, "fitted": []},
     }
@@ -128,6 +132,43 @@ def _top(lost: dict | None, kernel) -> str:
     return ("* " if kernelmodel.short_launches(kernel) else "") + (", ".join(parts) or "-")
 
 
+def timing(prof, rows: list) -> dict:
+    """Where the wall time since pyopencl was imported went: the devices' busy time, the
+    launches' queue wait, the host's enqueue cost and its time blocked in OpenCL calls."""
+    wall = max((time.monotonic_ns() - prof.started_ns) * 1e-9, 1e-9)
+    device = sum(k.device_ns for k, _, _ in rows) * 1e-9
+    waited = getattr(prof, "host_wait_ns", 0) * 1e-9
+    return {"wall_s": wall, "device_s": device, "queue_s": sum(k.queue_ns for k, _, _ in rows) * 1e-9,
+            "enqueue_s": sum(k.enqueue_ns for k, _, _ in rows) * 1e-9, "host_wait_s": min(waited, wall),
+            "host_s": max(wall - waited, 0.0)}
+
+
+def _s(v: float) -> str:
+    return _ms(v * 1e9)
+
+
+def time_lines(prof, rows: list) -> list[str]:
+    """The time line, and a note when an in-order queue ran kernels one after another."""
+    t = timing(prof, rows)
+    out = [f"time: wall {_s(t['wall_s'])}: device busy {_s(t['device_s'])} "
+           f"({100 * min(t['device_s'] / t['wall_s'], 1):.0f}% of wall), queue wait {_s(t['queue_s'])} "
+           f"(queued to start, all launches), host {_s(t['host_s'])} outside OpenCL waits "
+           f"(enqueue {_s(t['enqueue_s'])}) + {_s(t['host_wait_s'])} blocked in OpenCL calls"]
+    ordered = [k for k, _, _ in rows if k.in_order and k.completed]
+    for dev in sorted({k.device for k in ordered}):
+        ks = [k for k in ordered if k.device == dev]
+        queued = sum(k.queue_ns for k in ks) * 1e-9
+        busy = sum(k.device_ns for k in ks) * 1e-9
+        # Waiting at least a tenth of the device time: the launches queued behind each other.
+        if len(ks) >= 2 and queued >= 0.1 * busy > 0:
+            names = ", ".join(k.name for k in ks[:4]) + (", ..." if len(ks) > 4 else "")
+            out.append(f"in-order queue: {len(ks)} kernels ({names}) ran one after another and their "
+                       f"launches waited {_s(queued)} to start; those that do not depend on each other "
+                       "could overlap on an out-of-order queue or a queue each (corecast does not see "
+                       "their arguments)")
+    return out
+
+
 def table(prof, rows: list, target: int, cores: int) -> str:
     cols, n = [], 2
     while n < target and len(cols) < 4:
@@ -141,6 +182,9 @@ def table(prof, rows: list, target: int, cores: int) -> str:
              else f"{len(devices)} devices")
     out = [f"corecast: opencl, pid {prof.pid}, {elapsed:.3g}s since pyopencl was imported; {where}; "
            f"predicted speedup up to {target} compute units"]
+    kinds = sorted({k.device_type for k, _, _ in rows if k.device_type != "cpu"})
+    if kinds:
+        out[0] += f" ({'/'.join(kinds)}: its compute units, not this host's {cores} cores)"
     head = (f"{'kernel':<{NAME_WIDTH}} {'launches':>8} {'device':>9} {'per launch':>10} {'queued':>9} "
             f"{'enqueue':>9}  {'stalls (share of CU time)':<30}")
     head += "".join(f" {'S@' + str(c):>6}" for c in cols) + f" {'best':>5}  bottleneck"
@@ -172,10 +216,20 @@ def table(prof, rows: list, target: int, cores: int) -> str:
             out.append(f"    nodes: {curve}  preferred {memory.preferred} ({memory.basis})")
     out.append("device: total device time; per launch: device time, queued (queued to start) and "
                "enqueue (host time in the call), means per launch")
-    with_pred = [p for _, p, _ in rows if p is not None]
+    out.extend(time_lines(prof, rows))
     window = prof.window_ns // 1_000_000
-    out.append(f"speedups: {with_pred[0].basis if with_pred else 'none (no completed launch)'}; "
-               f"sample: each kernel's first {window} ms of device time")
+    bases = []
+    for _, p, _ in rows:  # a GPU kernel's basis names its own limits: each kernel's own line
+        if p is not None and p.basis not in bases:
+            bases.append(p.basis)
+    if len(bases) <= 1:
+        out.append(f"speedups: {bases[0] if bases else 'none (no completed launch)'}; "
+                   f"sample: each kernel's first {window} ms of device time")
+    else:
+        out.append(f"speedups (sample: each kernel's first {window} ms of device time):")
+        for kernel, p, _ in rows:
+            if p is not None:
+                out.append(f"  {kernel.name}: {p.basis}")
     if prof.shim.available:
         out.append("measured: device time (profiling events), queue delay, enqueue cost, the runtime "
                    "threads' CPU time and pthread waits")
@@ -203,14 +257,17 @@ def write_lines(path: str, lines: list[dict]) -> None:
 
 
 def report(prof, kernels: list) -> None:
-    target, cores, quiet, output = run_settings()
+    asked, cores, quiet, output = run_settings()
     if quiet and not output:
         return
     kernels = sorted(kernels, key=lambda k: (-k.device_ns, k.name))
     rows = []
     memory_errors: set[str] = set()
     machine = os.environ.get(settings.TARGET_MACHINE)
+    targets = []
     for k in kernels:
+        target = asked or kernelmodel.default_target(k, cores)
+        targets.append(target)
         try:
             pred = kernelmodel.predict(k, target, cores)
         except Exception as exc:
@@ -226,7 +283,7 @@ def report(prof, kernels: list) -> None:
             memory = None
         rows.append((k, pred, memory))
     if not quiet:
-        data = table(prof, rows, target, cores)
+        data = table(prof, rows, max(targets), cores)
         try:
             sys.stderr.flush()
         except Exception:

@@ -279,6 +279,22 @@ class Sampler:
             self.pending, self.sampled, self.snaps = [], [], []
         return kernels
 
+    def device_wait(self) -> tuple[float, float] | None:
+        """(busy seconds of the devices that are not CPUs, seconds the program waited in
+        blocking OpenCL calls) for the process prediction (``runtime.devicewait``); None
+        when no such device ran a kernel.  Finished launches are resolved first."""
+        if os.getpid() != self.pid or not self.lock.acquire(timeout=0.5):
+            return None  # the lock's holder is stuck (an exit inside a tick): no claim
+        try:
+            self.sampled = [it for it in self.sampled if not self._resolve(it)]
+            self._resolve_pending()
+            busy = [k.device_ns for k in self.kernels.values() if k.device_type != "cpu"]
+        finally:
+            self.lock.release()
+        if not busy:
+            return None
+        return sum(busy) * 1e-9, getattr(self, "host_wait_ns", 0) * 1e-9
+
     def _after_fork(self) -> None:
         """A forked child starts with no launches of its own and reports alone."""
         self.pid = os.getpid()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 from ..io import settings
-from . import blas
+from . import blas, devicewait
 from .model import history as model_history
 from .model.bound import RegionPrediction
 from .model.bound import predict_process as bound_process
@@ -237,6 +237,24 @@ def _injected_fault(sample: object) -> None:
         time.sleep(3600)
 
 
+def _device_bound(regions: list[RegionSample], preds: list[RegionPrediction]) -> list[RegionPrediction]:
+    """The process's prediction replaced by "waiting on the device" when an OpenCL device
+    (not a CPU: those run on the process's own threads, which the model sees) kept the
+    host waiting for most of its wall time."""
+    seen = devicewait.measured()
+    if seen is None:
+        return preds
+    from .model.kernelmodel import DEVICE_BOUND, device_bound_process, device_wait_share
+
+    out = list(preds)
+    for i, region in enumerate(regions):
+        if region["name"] == "process":
+            share = device_wait_share(float(region["wall_s"]), *seen)
+            if share >= DEVICE_BOUND:
+                out[i] = device_bound_process(preds[i], share)
+    return out
+
+
 def predict_sample(ffi: object, sample: object, result: object) -> int:
     """Fill ``result`` for every region of ``sample``; 0 on success."""
     _injected_fault(sample)
@@ -244,6 +262,8 @@ def predict_sample(ffi: object, sample: object, result: object) -> int:
         regions = [decode_region(ffi, sample.regions[i]) for i in range(sample.nregions)]
         preds = predict_window(regions, sample.target, *_machines(sample), _histories, bool(sample.final),
                                _calibration()[0])
+        if sample.final:
+            preds = _device_bound(regions, preds)
         for i, (region, pred) in enumerate(zip(regions, preds)):
             if region["name"] != "process":
                 _steer(ffi, region, pred, sample, result.regions[i])

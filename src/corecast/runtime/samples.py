@@ -228,6 +228,11 @@ def kernel_from_record(rec: dict):
     """An OpenCL kernel line as the ``KernelStats`` its prediction was made from."""
     k = KernelStats(str(rec["name"]), str(rec.get("object", "")), str(rec.get("device_type", "")),
                     max(1, _int(rec, "threads")), str(rec.get("platform", "")))
+    lim = rec.get("limits")
+    if isinstance(lim, dict) and lim.get("max_work_group_size"):
+        k.max_group = _int(lim, "max_work_group_size")
+    if "in_order_launches" in rec:
+        k.in_order = _int(rec, "in_order_launches")
     k.launches = _int(rec, "calls")
     k.completed = _int(rec, "completed") if "completed" in rec else k.launches
     k.device_ns = _num(rec, "wall_s") * 1e9

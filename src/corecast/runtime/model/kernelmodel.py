@@ -15,6 +15,16 @@ A kernel's sample becomes a region for the one-sample contention model
 * when every sampled launch had the same global and local size, at most G = number of
   work-groups compute units can be busy: speedups are capped at G.
 
+A device that is not a CPU (a GPU, an accelerator) shows no runtime threads: only each
+launch's device time is observable.  Its prediction (``device_predict``) runs to the
+device's compute units and is the work-group bound alone: G work-groups of equal work, one
+wave of them per compute unit at a time, take ceil(G / n) waves at n units.  What limits
+the kernel is named (``limits``): work-groups per launch against compute units, the
+work-group size against the device's largest, and the share of compute units a launch can
+occupy.  Idle time inside a launch (memory or latency bound work-items, uneven work-groups)
+is not measured there, so the band's low end is the speedup with half the compute-unit time
+at the device's count idle.
+
 ``memory_model(kernel, machine)`` adds node counts on a machine description for CPU
 devices (``corecast run --target-machine``), through the same code as OpenMP regions.
 """
@@ -105,24 +115,93 @@ def region(kernel) -> RegionSample | None:
     }
 
 
+def default_target(kernel, cores: int) -> int:
+    """Compute units to predict up to when none was asked for: the host's cores for a CPU
+    device (its compute units are cores), the device's own compute units otherwise."""
+    return cores if kernel.device_type == "cpu" else max(1, int(kernel.compute_units))
+
+
+def limits(kernel) -> dict:
+    """What bounds the kernel's speedup with compute units, as far as the run shows it:
+    work-groups per launch, the work-group size against the device's largest, and the
+    share of the compute units one launch can keep busy (None: not known)."""
+    units = max(1, int(kernel.compute_units))
+    groups = work_groups(kernel)
+    shapes = kernel.sample.shapes or set(kernel.sizes)
+    local = None
+    if len(shapes) == 1:
+        (_, loc), = shapes
+        local = math.prod(loc) if loc else None
+    return {
+        "compute_units": units, "work_groups": groups, "work_group_size": local,
+        "max_work_group_size": int(kernel.max_group) or None,
+        "occupied_units": None if groups is None else round(min(groups, units) / units, 4),
+        "groups_per_unit": None if groups is None else -(-groups // units),
+    }
+
+
+IDLE_UNOBSERVED = 0.5  # a non-CPU band's low end: this share of compute-unit time idle
+
+
+def device_predict(kernel, target: int):
+    """A non-CPU device's kernel at 1..target compute units (see the module's text)."""
+    from .bound import RegionPrediction, prediction_counts, preferred_count
+
+    # The table's columns (powers of two) among the counts, also past 64 counts.
+    counts = sorted(set(prediction_counts(target)) | {1 << k for k in range(target.bit_length())
+                                                      if 1 << k <= target})
+    lim = limits(kernel)
+    groups, units = lim["work_groups"], lim["compute_units"]
+
+    def waves(n: int) -> float:
+        return n if groups is None else groups / -(-groups // n)
+
+    speedup = [waves(n) for n in counts]
+    high = [float(n if groups is None else min(n, groups)) for n in counts]
+    # Amdahl's form through S(units) = (1 - IDLE_UNOBSERVED) x units: idle time the device
+    # does not report would grow the same way.
+    serial = (1 / (1 - IDLE_UNOBSERVED) - 1) / (units - 1) if units > 1 else 0.0
+    low = [min(s, 1 / (serial + (1 - serial) / n)) for s, n in zip(speedup, counts)]
+    parts = []
+    if groups is None:
+        parts.append("work-groups per launch not known (the runtime chose the local size)")
+    else:
+        parts.append(f"{groups} work-groups per launch on {units} compute units "
+                     f"({100 * lim['occupied_units']:.0f}% occupied, {lim['groups_per_unit']} per unit)")
+    if lim["work_group_size"] is not None:
+        size = f"work-group size {lim['work_group_size']}"
+        if lim["max_work_group_size"]:
+            size += f" of at most {lim['max_work_group_size']}"
+        parts.append(size)
+    basis = ("work-group bound on the device's compute units: " + ", ".join(parts)
+             + "; band: idle time inside launches is not measured on this device")
+    bottleneck = None
+    if groups is not None and groups < counts[-1]:
+        bottleneck = "work_groups"
+    elif groups is None:
+        bottleneck = "unobserved"
+    return RegionPrediction(counts, speedup, low, high, preferred_count(counts, speedup), basis,
+                            ["work_groups"] if groups is not None else [], bottleneck)
+
+
 def predict(kernel, target: int, cores: int):
-    """Contention-model prediction for ``kernel`` at 1..target compute units (a
-    ``RegionPrediction``), or None without a sample."""
+    """Prediction for ``kernel`` at 1..target compute units (a ``RegionPrediction``), or
+    None without a sample: the contention model on a CPU device, ``device_predict`` on others."""
     reg = region(kernel)
     if reg is None:
         return None
+    if kernel.device_type != "cpu":
+        return device_predict(kernel, target)
     from .bound import preferred_count
     from .predictor import predict_region
 
-    if kernel.device_type != "cpu":
-        cores = max(cores, target, reg["threads"])  # no CPU run queue to model
     # The one predictor regions take; a kernel's sample has no team-size history.
     pred = predict_region(reg, target, cores, cores, {})
     if sample_stalls(kernel) is not None:
         pred.basis = ("contention model on the kernel's sample: idle compute units as "
                       "imbalance, the runtime's lock waits as queues")
     else:
-        pred.basis = "contention model on the kernel's sample (no idle time measured: not a CPU device)"
+        pred.basis = "contention model on the kernel's sample (the runtime threads' time not resolved)"
     groups = work_groups(kernel)
     if groups is not None and groups < max(pred.threads):
         pred.speedup = [min(v, groups) for v in pred.speedup]
@@ -133,6 +212,34 @@ def predict(kernel, target: int, cores: int):
         if pred.threads[-1] > groups:
             pred.bottleneck = "work_groups"
     return pred
+
+
+DEVICE_BOUND = 0.5  # share of the wall time waiting on the device that makes a host device-bound
+
+
+def device_wait_share(wall_s: float, device_s: float, host_wait_s: float) -> float:
+    """Share of ``wall_s`` the host spent on the device: the larger of the device's busy
+    time (an in-order queue's kernels do not overlap; capped at the wall time) and the
+    program's time blocked in OpenCL calls."""
+    if wall_s <= 0:
+        return 0.0
+    return min(max(device_s, host_wait_s, 0.0) / wall_s, 1.0)
+
+
+def device_bound_process(pred, share: float):
+    """The process prediction of a host that waits on the device for ``share`` of its
+    wall time (at least ``DEVICE_BOUND``): its threads are the driver's, so more CPU threads
+    give nothing (speedup 1); the band's high end lets the rest of the host's time shrink
+    as Amdahl's law would."""
+    from .bound import RegionPrediction
+
+    counts = list(pred.threads)
+    rest = 1.0 - share
+    high = [max(1.0, 1 / (share + rest / n)) for n in counts]
+    pct = f"{100 * share:.0f}%"
+    return RegionPrediction(counts, [1.0] * len(counts), [1.0] * len(counts), high, 1,
+                            f"waiting on the device ({pct} of wall): more CPU threads do not shorten it",
+                            [], f"waiting on device {pct} of wall")
 
 
 _states: dict = {}  # machine path -> runtime.model.numa.NumaState (the file is read once)

@@ -32,9 +32,11 @@ class KernelStats:
 
     __slots__ = ("name", "device", "platform", "device_type", "compute_units", "launches", "completed",
                  "failed", "unmeasured", "device_ns", "queue_ns", "submit_ns", "enqueue_ns",
-                 "sizes", "sample", "sampling", "in_flight_sampled", "hidden", "first_ns")
+                 "sizes", "sample", "sampling", "in_flight_sampled", "hidden", "first_ns", "max_group",
+                 "in_order")
 
-    def __init__(self, name: str, device: str, device_type: str, compute_units: int, platform: str = ""):
+    def __init__(self, name: str, device: str, device_type: str, compute_units: int, platform: str = "",
+                 max_group: int = 0):
         self.name = name
         self.device = device
         self.platform = platform  # e.g. "Portable Computing Language": which OpenCL ran it
@@ -54,6 +56,8 @@ class KernelStats:
         self.in_flight_sampled = 0
         self.hidden = 0        # launches moved to corecast's profiling queue
         self.first_ns = 0
+        self.max_group = max_group  # the device's largest work-group (0: not known)
+        self.in_order = 0  # launches on an in-order queue (they wait for every earlier command)
 
     @property
     def in_flight(self) -> int:

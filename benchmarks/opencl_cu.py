@@ -1,0 +1,461 @@
+"""OpenCL kernels at 1..N compute units: corecast's kernel predictions against measured
+device time (issue #42), on pocl's CPU device with ``POCL_CPU_MAX_CU_COUNT`` limiting its
+compute units (``POCL_MAX_PTHREAD_COUNT`` too, pocl 3's name).
+
+    python benchmarks/opencl_cu.py [--max-cu N] [--runs 2,4] [--repeat R] [--budget S]
+                                   [--kernels a,b,...] [--json OUT]
+
+* truth: for every count 1..N (default: this machine's cores) and repetition (counts
+  interleaved), one child process runs every kernel until its device time reaches a share
+  of the budget; the median device time per launch (profiling events) is T(n), and the
+  measured speedup S(n) = T(1) / T(n);
+* predictions: ``corecast run --target N --json-out`` of the same child at each count of
+  ``--runs`` (default 2,4; counts above N are left out: here they would oversubscribe the
+  cores) gives every kernel's predicted speedups at 1..N with their band;
+* figures: per run count, the median over kernels of |ln(S_pred(N) / S_meas(N))| and the
+  band coverage (low <= S_meas(n) <= high over kernels and counts 2..N).  Issue #42's targets:
+  median |ln| <= 0.14 at 16, coverage >= 80%, for at least 6 kernels.
+
+Kernels: ``smooth`` and ``triangle`` from examples/opencl_two_kernels.py, and six written
+here after well-known benchmark kernels (no code taken from any repository): ``triad``
+(STREAM's triad, McCalpin), ``sgemm`` (a naive matrix multiply, as SHOC's and Parboil's
+SGEMM measure), ``reduce`` (a work-group tree reduction in local memory, as SHOC's
+Reduction), ``stencil`` (a 5-point Jacobi sweep, as SHOC's Stencil2D), ``conv`` (a 5x5
+2-D convolution, as the vendor SDKs' convolution samples) and ``nbody`` (all-pairs
+gravitation, as the SDKs' n-body samples).
+
+The budget (``--budget``, seconds, default 240) sets each kernel's device time per child
+(the truth gets half of it, the corecast runs the rest); a guard ends a child that hangs.
+
+## On the 16-core device machine
+
+pocl (truth and predictions at 1..16 compute units), the recipe of ../shared/device/README.md:
+
+    # here: echo /.dev/ >> .git/info/exclude; mkdir -p .dev/whl; cp -r ../shared/device .dev/
+    #       python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 \\
+    #         --implementation cp --platform manylinux2014_x86_64 -d .dev/whl \\
+    #         cffi pycparser 'setuptools>=77' wheel pyopencl pytools platformdirs siphash24
+    # run (carry [".dev"]):
+    bash .dev/device/setup.sh; /tmp/v/bin/pip install -q --no-index --find-links .dev/whl pyopencl
+    /tmp/v/bin/python benchmarks/opencl_cu.py --max-cu 16 --budget 420 --json $OUT/opencl_cu.json
+
+(about 7 minutes: 16 counts x 8 kernels; ``--budget`` lower for less.)
+
+The GPU (the machine's NVIDIA card through NVIDIA's OpenCL): NVIDIA's ICD is not
+registered in /etc/OpenCL/vendors (which holds pocl.icd), so name it through a folder of
+its own, then run the example under corecast:
+
+    mkdir -p /tmp/icd && echo /usr/local/nvidia/lib64/libnvidia-opencl.so.1 > /tmp/icd/nvidia.icd
+    OCL_ICD_VENDORS=/tmp/icd PYOPENCL_CTX=0 /tmp/v/bin/corecast run --json-out $OUT/gpu.jsonl -- \\
+        /tmp/v/bin/python examples/opencl_two_kernels.py
+
+The report should predict up to the device's compute units (132 on an H100 or H200, not 16),
+name ``triangle``'s 4 work-groups, and say on the process line that the host waits on the
+device.  The work-group check of issue #42 (vary the work-groups, the flat region within
+15% of measured device time) is ``--gpu``: a kernel of equal work per work-group at 1 .. 2 x
+the device's compute units of work-groups, measured against the work-group bound:
+
+    OCL_ICD_VENDORS=/tmp/icd PYOPENCL_CTX=0 /tmp/v/bin/python benchmarks/opencl_cu.py --gpu \
+        --budget 30 --json $OUT/gpu_groups.json
+
+Neither GPU step has run yet (written on a machine without one).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+HANG_S = 600  # a child that runs this long is stuck: ended, its count reported missing
+
+KERNELS = r"""
+__kernel void triad(__global float *a, __global const float *b, __global const float *c, const float s)
+{
+    size_t i = get_global_id(0);
+    a[i] = b[i] + s * c[i];
+}
+
+__kernel void sgemm(__global const float *A, __global const float *B, __global float *C, const int n)
+{
+    int row = get_global_id(1), col = get_global_id(0);
+    float acc = 0.0f;
+    for (int k = 0; k < n; k++)
+        acc += A[row * n + k] * B[k * n + col];
+    C[row * n + col] = acc;
+}
+
+__kernel void reduce(__global const float *in, __global float *partial, __local float *tmp)
+{
+    size_t lid = get_local_id(0), size = get_local_size(0);
+    float x = 0.0f;
+    for (int r = 0; r < 8; r++)   /* 8 elements per work-item: a strided walk */
+        x += in[get_global_id(0) + r * get_global_size(0)];
+    tmp[lid] = x;
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (size_t step = size / 2; step > 0; step /= 2) {
+        if (lid < step)
+            tmp[lid] += tmp[lid + step];
+        barrier(CLK_LOCAL_MEM_FENCE);
+    }
+    if (lid == 0)
+        partial[get_group_id(0)] = tmp[0];
+}
+
+__kernel void stencil(__global const float *in, __global float *out, const int w)
+{
+    int x = get_global_id(0), y = get_global_id(1);
+    int h = get_global_size(1);
+    if (x == 0 || y == 0 || x == w - 1 || y == h - 1) {
+        out[y * w + x] = in[y * w + x];
+        return;
+    }
+    out[y * w + x] = 0.2f * (in[y * w + x] + in[y * w + x - 1] + in[y * w + x + 1]
+                             + in[(y - 1) * w + x] + in[(y + 1) * w + x]);
+}
+
+__kernel void conv(__global const float *in, __constant float *f, __global float *out, const int w)
+{
+    int x = get_global_id(0), y = get_global_id(1);
+    int h = get_global_size(1);
+    float acc = 0.0f;
+    for (int dy = -2; dy <= 2; dy++)
+        for (int dx = -2; dx <= 2; dx++) {
+            int xx = clamp(x + dx, 0, w - 1), yy = clamp(y + dy, 0, h - 1);
+            acc += f[(dy + 2) * 5 + dx + 2] * in[yy * w + xx];
+        }
+    out[y * w + x] = acc;
+}
+
+__kernel void nbody(__global const float4 *pos, __global float4 *acc, const int n)
+{
+    int i = get_global_id(0);
+    float4 p = pos[i];
+    float3 a = (float3)(0.0f);
+    for (int j = 0; j < n; j++) {
+        float4 q = pos[j];
+        float3 d = q.xyz - p.xyz;
+        float r2 = dot(d, d) + 1e-3f;
+        float inv = native_rsqrt(r2);
+        a += d * (q.w * inv * inv * inv);
+    }
+    acc[i] = (float4)(a, 0.0f);
+}
+"""
+
+ALL = ("smooth", "triangle", "triad", "sgemm", "reduce", "stencil", "conv", "nbody")
+
+
+# ---- the child: every kernel, timed from its profiling events --------------------------
+def _launches(cl, np, ctx, queue, names: list[str]) -> dict:
+    """name -> a function that enqueues one launch and returns its event."""
+    sys.path.insert(0, str(ROOT / "examples"))
+    from opencl_two_kernels import SOURCE  # the example's two kernels, as it runs them
+
+    prog = cl.Program(ctx, SOURCE + KERNELS).build()
+    mf = cl.mem_flags
+    rng = np.random.default_rng(1)
+    held = []  # set_args keeps no reference: the buffers must outlive the launches
+
+    def buf(n, fill=True):
+        host = rng.random(n, dtype=np.float32)
+        b = cl.Buffer(ctx, mf.READ_WRITE | mf.COPY_HOST_PTR, hostbuf=host) if fill else \
+            cl.Buffer(ctx, mf.READ_WRITE, size=4 * n)
+        held.append(b)
+        return b
+
+    out = {}
+    for name in names:
+        k = cl.Kernel(prog, name)
+        if name == "smooth":  # the example's sizes: 2^17 elements, 16 inner steps
+            k.set_args(buf(1 << 17), np.int32(16))
+            shape = ((1 << 17,), None)
+        elif name == "triangle":  # 64 rows of 2 x 2^17 columns, 4 work-groups of 16
+            k.set_args(buf(1024), buf(64, False), np.int32(2 << 17))
+            shape = ((64,), (16,))
+        elif name == "triad":
+            n = 1 << 24
+            k.set_args(buf(n, False), buf(n), buf(n), np.float32(3.0))
+            shape = ((n,), None)
+        elif name == "sgemm":
+            n = 256
+            k.set_args(buf(n * n), buf(n * n), buf(n * n, False), np.int32(n))
+            shape = ((n, n), (16, 16))
+        elif name == "reduce":
+            n, local = 1 << 22, 128
+            k.set_args(buf(n), buf(n // 8 // local, False), cl.LocalMemory(4 * local))
+            shape = ((n // 8,), (local,))
+        elif name in ("stencil", "conv"):
+            w = 4096 if name == "stencil" else 1024
+            if name == "stencil":
+                k.set_args(buf(w * w), buf(w * w, False), np.int32(w))
+            else:
+                k.set_args(buf(w * w), buf(25), buf(w * w, False), np.int32(w))
+            shape = ((w, w), (16, 16))
+        else:  # nbody: 2048 bodies, 64 per work-group
+            n = 2048
+            k.set_args(buf(4 * n), buf(4 * n, False), np.int32(n))
+            shape = ((n,), (64,))
+        out[name] = (lambda k=k, shape=shape, held=held: cl.enqueue_nd_range_kernel(queue, k, shape[0], shape[1]))
+    return out
+
+
+def child(names: list[str], seconds: float) -> int:
+    """Every kernel until its device time reaches ``seconds``; one JSON line on stdout."""
+    import numpy as np
+    import pyopencl as cl
+
+    ctx = cl.create_some_context(interactive=False)
+    queue = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
+    dev = ctx.devices[0]
+    result = {"device": dev.name.strip(), "compute_units": dev.max_compute_units, "per_launch_s": {}}
+    for name, launch in _launches(cl, np, ctx, queue, names).items():
+        launch().wait()  # warm-up: the first launch pays for set-up
+        times, total = [], 0.0
+        while total < seconds and len(times) < 400:
+            ev = launch()
+            ev.wait()
+            t = (ev.profile.end - ev.profile.start) * 1e-9
+            times.append(t)
+            total += t
+        result["per_launch_s"][name] = statistics.median(times)
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+GROUP_KERNEL = r"""
+__kernel void spin(__global float *a, const int inner)
+{
+    size_t i = get_global_id(0);
+    float x = a[i];
+    for (int k = 0; k < inner; k++)   /* the same work for every work-item: no memory traffic */
+        x = 0.999f * x + 0.001f * sin(x);
+    a[i] = x;
+}
+"""
+GROUP_SIZE = 64
+
+
+def child_groups(seconds: float) -> int:
+    """The work-group check: ``spin`` at 1 .. 2 x compute units work-groups of GROUP_SIZE
+    work-items, each the same work; median device time per launch, one JSON line."""
+    import numpy as np
+    import pyopencl as cl
+
+    ctx = cl.create_some_context(interactive=False)
+    queue = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
+    dev = ctx.devices[0]
+    units = int(dev.max_compute_units)
+    k = cl.Program(ctx, GROUP_KERNEL).build().spin
+    groups = sorted({1, 2, 4, units // 4, units // 2, units - 1, units, units + 1, 3 * units // 2, 2 * units} - {0})
+    a = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
+                  hostbuf=np.ones(2 * units * GROUP_SIZE, dtype=np.float32))
+    out = {"device": dev.name.strip(), "compute_units": units, "type": cl.device_type.to_string(dev.type),
+           "per_launch_s": {}}
+    for g in groups:
+        k.set_args(a, np.int32(1 << 14))
+        cl.enqueue_nd_range_kernel(queue, k, (g * GROUP_SIZE,), (GROUP_SIZE,)).wait()
+        times, total = [], 0.0
+        while total < seconds and len(times) < 200:
+            ev = cl.enqueue_nd_range_kernel(queue, k, (g * GROUP_SIZE,), (GROUP_SIZE,))
+            ev.wait()
+            times.append((ev.profile.end - ev.profile.start) * 1e-9)
+            total += times[-1]
+        out["per_launch_s"][g] = statistics.median(times)
+    print(json.dumps(out), flush=True)
+    return 0
+
+
+def gpu_check(seconds: float, json_out: str | None) -> int:
+    """Measured device time per launch against corecast's work-group bound
+    (``kernelmodel.device_predict``) as the work-groups per launch vary, anchored at
+    work-groups = compute units; the flat region (at most one work-group per unit) must
+    match within 15%."""
+    from corecast.runtime.model import kernelmodel
+    from corecast.runtime.model.kernelstats import KernelStats
+
+    res = _run_child([sys.executable, __file__, "--child-groups", "--seconds", str(seconds)], dict(os.environ))
+    if res is None:
+        print("opencl_cu: error: no OpenCL device ran the work-group check", file=sys.stderr)
+        return 1
+    units = res["compute_units"]
+    meas = {int(g): t for g, t in res["per_launch_s"].items()}
+
+    def predicted_s(g: int) -> float:  # time at the device's units = work / speedup there
+        k = KernelStats("spin", res["device"], "gpu", units)
+        k.sample.launches, k.sample.device_ns, k.sample.shapes = 1, 1, {((g * GROUP_SIZE,), (GROUP_SIZE,))}
+        return g / kernelmodel.device_predict(k, units).speedup[-1]
+
+    per_wave = meas[units] / predicted_s(units)
+    print(f"opencl_cu --gpu: {res['device']} ({res['type']}), {units} compute units, work-groups of {GROUP_SIZE}")
+    if "GPU" not in res["type"] and "ACCELERATOR" not in res["type"]:
+        print("(not a GPU: a CPU device's units are this host's cores, shared with its other load; "
+              "the check is meant for a GPU)")
+    print(f"{'groups':>7} {'measured ms':>12} {'predicted ms':>13} {'ratio':>6}")
+    worst = 0.0
+    for g in sorted(meas):
+        pred = per_wave * predicted_s(g)
+        if g <= units:
+            worst = max(worst, abs(meas[g] / pred - 1))
+        print(f"{g:>7} {1e3 * meas[g]:>12.3f} {1e3 * pred:>13.3f} {meas[g] / pred:>6.2f}")
+    print(f"flat region (1..{units} work-groups): worst |measured/predicted - 1| = {100 * worst:.0f}% (target <= 15%)")
+    if json_out:
+        Path(json_out).write_text(json.dumps({"gpu": res, "flat_worst": worst}, indent=1))
+    return 0
+
+
+# ---- the parent --------------------------------------------------------------------------
+def _pocl_env(cu: int, extra: dict | None = None) -> dict:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CORECAST_")}
+    env.update(POCL_CPU_MAX_CU_COUNT=str(cu), POCL_MAX_PTHREAD_COUNT=str(cu), **(extra or {}))
+    return env
+
+
+def _run_child(cmd: list[str], env: dict) -> dict | None:
+    try:
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=HANG_S)
+    except subprocess.TimeoutExpired:
+        print(f"opencl_cu: a child ran past {HANG_S}s: ended", file=sys.stderr)
+        return None
+    lines = [line for line in r.stdout.splitlines() if line.startswith("{")]
+    if r.returncode != 0 or not lines:
+        tail = (r.stderr.strip().splitlines() or [f"exit status {r.returncode}"])[-1]
+        print(f"opencl_cu: child failed: {tail}", file=sys.stderr)
+        return None
+    return json.loads(lines[-1])
+
+
+def truth(names: list[str], counts: list[int], repeat: int, seconds: float) -> tuple[dict, dict]:
+    """name -> {count: median device time per launch}, and the device description."""
+    seen: dict = {name: {n: [] for n in counts} for name in names}
+    device: dict = {}
+    for _ in range(repeat):
+        for n in counts:  # interleaved: slow drift of the machine hits every count alike
+            res = _run_child([sys.executable, __file__, "--child", ",".join(names), "--seconds", str(seconds)],
+                             _pocl_env(n))
+            if res is None:
+                continue
+            device = {"device": res["device"]}
+            for name, t in res["per_launch_s"].items():
+                seen[name][n].append(t)
+    return {name: {n: statistics.median(v) for n, v in per.items() if v} for name, per in seen.items()}, device
+
+
+def predictions(names: list[str], cu: int, target: int, seconds: float) -> dict:
+    """``corecast run`` of the child at ``cu`` compute units: name -> kernel line."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "k.jsonl")
+        cmd = [sys.executable, "-m", "corecast", "run", "--quiet", "--target", str(target), "--json-out", out,
+               "--", sys.executable, __file__, "--child", ",".join(names), "--seconds", str(seconds)]
+        if _run_child(cmd, _pocl_env(cu)) is None:
+            return {}
+        lines = [json.loads(x) for x in Path(out).read_text().splitlines() if x.strip()] if os.path.exists(out) else []
+    return {d["name"]: d for d in lines if d.get("event") == "kernel" and d.get("name") in names}
+
+
+def compare(meas: dict, line: dict, top: int) -> dict | None:
+    """One kernel's prediction (a kernel line) against its measured curve."""
+    base = meas.get(1)
+    pred = {p["threads"]: p for p in line.get("predicted", [])}
+    if not base or top not in meas or top not in pred:
+        return None
+    s_meas = {n: base / t for n, t in meas.items()}
+    held = [pred[n]["low"] <= s_meas[n] <= pred[n]["high"] for n in s_meas if n >= 2 and n in pred]
+    p = pred[top]
+    return {"pred": p["speedup"], "low": p["low"], "high": p["high"], "meas": s_meas[top],
+            "abs_ln": abs(math.log(p["speedup"] / s_meas[top])), "held": sum(held), "cases": len(held),
+            "bottleneck": line.get("future_bottleneck")}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--max-cu", type=int, default=os.cpu_count() or 1,
+                    help="largest compute-unit count (default: cores)")
+    ap.add_argument("--runs", default="2,4", help="compute-unit counts of the corecast runs (default 2,4)")
+    ap.add_argument("--repeat", type=int, default=3, help="repetitions of the truth (default 3)")
+    ap.add_argument("--budget", type=float, default=240.0, help="seconds of device time in all (default 240)")
+    ap.add_argument("--kernels", default=",".join(ALL), help="which kernels (default: all 8)")
+    ap.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
+    ap.add_argument("--gpu", action="store_true",
+                    help="the work-group check on the device pyopencl picks (a GPU: see the docstring)")
+    ap.add_argument("--child", help=argparse.SUPPRESS)
+    ap.add_argument("--child-groups", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--seconds", type=float, default=0.3, help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child is not None:
+        return child(args.child.split(","), args.seconds)
+    if args.child_groups:
+        return child_groups(args.seconds)
+    if args.gpu:
+        return gpu_check(max(0.05, args.budget / 10), args.json)
+    names = [k for k in args.kernels.split(",") if k]
+    bad = [k for k in names if k not in ALL]
+    if bad or not names:
+        ap.error(f"unknown kernel {bad[0] if bad else '(none)'}; choose from {','.join(ALL)}")
+    if not 1 <= args.max_cu <= 1024 or args.repeat < 1 or args.budget <= 0:
+        ap.error("--max-cu must be 1..1024, --repeat at least 1 and --budget positive")
+    try:
+        runs = sorted({int(x) for x in args.runs.split(",") if x.strip()})
+    except ValueError:
+        ap.error(f"--runs: not a list of counts: {args.runs!r}")
+    skipped = [r for r in runs if r > args.max_cu or r < 1]
+    runs = [r for r in runs if 1 <= r <= args.max_cu]
+    if not runs:
+        ap.error(f"no --runs count within 1..{args.max_cu}")
+    counts = list(range(1, args.max_cu + 1))
+    # Device time per kernel and child: half the budget to the truth, the rest to the runs
+    # (each at least corecast's 200 ms sample window).
+    truth_s = max(0.05, args.budget / 2 / (len(counts) * args.repeat * len(names)))
+    run_s = max(0.25, args.budget / 2 / (len(runs) * len(names)))
+    t0 = time.monotonic()
+    meas, device = truth(names, counts, args.repeat, truth_s)
+    if not device:
+        print("opencl_cu: error: no OpenCL device ran the kernels (pocl: apt install pocl-opencl-icd)",
+              file=sys.stderr)
+        return 1
+    lines = {r: predictions(names, r, args.max_cu, run_s) for r in runs}
+    top = args.max_cu
+    print(f"opencl_cu: {device['device']} (pocl), compute units 1..{top} (POCL_CPU_MAX_CU_COUNT), "
+          f"{args.repeat} repetitions, {os.cpu_count()} host cores, {time.monotonic() - t0:.0f}s")
+    if skipped:
+        print(f"runs at {','.join(map(str, skipped))} compute units left out: above --max-cu {top} "
+              "(unmeasured here)")
+    head = f"{'kernel':<9} {'T(1) ms':>8} " + " ".join(f"{'S@' + str(n):>6}" for n in counts[1:][:8])
+    for r in runs:
+        head += f" | run@{r}: S@{top} pred [band]    |ln|"
+    print(head)
+    summary: dict = {r: [] for r in runs}
+    for name in names:
+        m = meas.get(name, {})
+        row = f"{name:<9} {1e3 * m.get(1, float('nan')):>8.2f} "
+        row += " ".join(f"{m[1] / m[n]:>6.2f}" if 1 in m and n in m else f"{'-':>6}" for n in counts[1:][:8])
+        for r in runs:
+            c = compare(m, lines[r].get(name, {}), top)
+            summary[r].append(c)
+            row += (f" | {c['pred']:>13.2f} [{c['low']:.2f}-{c['high']:.2f}] {c['abs_ln']:.3f}" if c
+                    else f" | {'no prediction':>30}")
+        print(row)
+    figures = {}
+    for r in runs:
+        got = [c for c in summary[r] if c]
+        med = statistics.median(c["abs_ln"] for c in got) if got else float("nan")
+        cases = sum(c["cases"] for c in got)
+        cover = sum(c["held"] for c in got) / cases if cases else float("nan")
+        figures[r] = {"kernels": len(got), "median_abs_ln": med, "coverage": cover, "cases": cases}
+        print(f"run@{r}: {len(got)} kernels: median |ln(pred/meas)| at {top} = {med:.3f} (target <= 0.14), "
+              f"band coverage over counts 2..{top} = {100 * cover:.0f}% of {cases} (target >= 80%)")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"device": device, "max_cu": top, "measured": meas,
+                                               "figures": figures, "lines": lines}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

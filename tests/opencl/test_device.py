@@ -1,0 +1,230 @@
+"""A device that is not a CPU, on synthetic profiles (no GPU needed): predictions to the
+device's compute units with what limits them, a host that waits on the device on the
+process line, and the time line with the queue wait."""
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from corecast.opencl import report
+from corecast.runtime import bridge, devicewait
+from corecast.runtime.model import kernelmodel
+from corecast.runtime.model.bound import RegionPrediction
+from corecast.runtime.samples import kernel_from_record
+
+from .test_predict import kernel
+
+UNITS, MAX_GROUP = 132, 1024  # a fake GPU: an H100/H200-sized device description
+
+
+def gpu_kernel(shape=((64,), (16,)), name="k", device_s=0.2, queue_s=0.0) -> object:
+    k = kernel(kind="gpu", units=UNITS, shape=shape, device_s=device_s)
+    k.name = name
+    k.max_group = MAX_GROUP
+    k.sample.cpu_measured = False  # no runtime threads to read on a GPU
+    k.queue_ns = int(queue_s * 1e9)
+    return k
+
+
+class Prof:
+    pid, window_ns, failed_reason, host_wait_ns = 7, 200_000_000, None, 0
+
+    class shim:
+        available = True
+
+    def __init__(self, wall_s=1.0, host_wait_s=0.0):
+        self.started_ns = time.monotonic_ns() - int(wall_s * 1e9)
+        self.host_wait_ns = int(host_wait_s * 1e9)
+
+
+def test_default_target_is_the_devices_compute_units_not_the_hosts_cores():
+    assert kernelmodel.default_target(gpu_kernel(), cores=16) == UNITS
+    assert kernelmodel.default_target(kernel(kind="cpu", units=4), cores=16) == 16
+
+
+def test_few_work_groups_bound_the_gpu_prediction_and_are_named():
+    k = gpu_kernel(shape=((64,), (16,)))  # 4 work-groups of 16
+    pred = kernelmodel.predict(k, UNITS, cores=16)
+    assert pred.threads[-1] == UNITS and {2, 4, 8, 16, 32, 64, 128} <= set(pred.threads)
+    at = dict(zip(pred.threads, pred.speedup))
+    assert at[2] == pytest.approx(2.0) and at[4] == pytest.approx(4.0) and at[UNITS] == pytest.approx(4.0)
+    assert pred.preferred == 4 and pred.bottleneck == "work_groups"
+    assert "4 work-groups per launch on 132 compute units" in pred.basis
+    assert "work-group size 16 of at most 1024" in pred.basis
+    assert "idle time inside launches is not measured" in pred.basis
+    lim = kernelmodel.limits(k)
+    assert lim == {"compute_units": UNITS, "work_groups": 4, "work_group_size": 16,
+                   "max_work_group_size": MAX_GROUP, "occupied_units": pytest.approx(4 / UNITS, abs=1e-4),
+                   "groups_per_unit": 1}
+
+
+def test_many_work_groups_scale_in_waves_with_a_band_for_unobserved_idle_time():
+    k = gpu_kernel(shape=((1 << 20,), (256,)))  # 4096 work-groups
+    pred = kernelmodel.predict(k, UNITS, cores=2)  # the host's 2 cores do not limit a GPU
+    at = {n: (s, lo, hi) for n, s, lo, hi in zip(pred.threads, pred.speedup, pred.low, pred.high)}
+    s, lo, hi = at[UNITS]
+    assert s == pytest.approx(4096 / 32)  # ceil(4096 / 132) = 32 waves
+    assert hi == pytest.approx(UNITS) and lo == pytest.approx(UNITS / 2, rel=0.01)
+    assert all(low <= v <= high for v, low, high in at.values())
+    assert at[1] == (1.0, 1.0, 1.0) and at[64][0] == pytest.approx(64.0)
+
+
+def test_runtime_chosen_local_size_leaves_the_work_groups_unknown():
+    pred = kernelmodel.predict(gpu_kernel(shape=((4096,), None)), UNITS, 2)
+    assert pred.speedup[-1] == pytest.approx(UNITS) and pred.bottleneck == "unobserved"
+    assert "work-groups per launch not known" in pred.basis
+
+
+def test_an_explicit_target_still_wins():
+    pred = kernelmodel.predict(gpu_kernel(), 16, 16)
+    assert pred.threads[-1] == 16
+
+
+def test_report_table_predicts_to_the_devices_units(monkeypatch):
+    shown = []
+    monkeypatch.setattr(report.channel, "write", shown.append)
+    monkeypatch.delenv("CORECAST_TARGET", raising=False)
+    monkeypatch.delenv("CORECAST_OUTPUT", raising=False)
+    monkeypatch.delenv("CORECAST_QUIET", raising=False)
+    report.report(Prof(), [gpu_kernel(name="triangle"), gpu_kernel(shape=((1 << 20,), (256,)), name="smooth")])
+    text = shown[0]
+    assert "predicted speedup up to 132 compute units (gpu: its compute units" in text
+    assert "S@132" in text and "work_groups" in text
+    assert "triangle: work-group bound" in text and "smooth: work-group bound" in text
+
+
+def test_kernel_line_carries_the_limits_and_replays():
+    k = gpu_kernel()
+    line = json.loads(json.dumps(report.kernel_line(Prof(), k, kernelmodel.predict(k, UNITS, 2), None),
+                                 allow_nan=False))
+    assert line["limits"]["work_groups"] == 4 and line["limits"]["max_work_group_size"] == MAX_GROUP
+    assert line["predicted"][-1]["threads"] == UNITS and line["future_bottleneck"] == "work_groups"
+    back = kernel_from_record(line)
+    assert back.max_group == MAX_GROUP and back.device_type == "gpu"
+    assert kernelmodel.predict(back, UNITS, 2).speedup == kernelmodel.predict(k, UNITS, 2).speedup
+
+
+def test_time_line_and_in_order_queue_note():
+    a, b = gpu_kernel(name="smooth", device_s=2.1), gpu_kernel(name="triangle", device_s=2.0, queue_s=2.0)
+    for k in (a, b):
+        k.in_order = k.launches
+    prof = Prof(wall_s=5.0, host_wait_s=4.5)
+    lines = report.time_lines(prof, [(a, None, None), (b, None, None)])
+    assert lines[0].startswith("time: wall 5.0")
+    assert "device busy 4.100s (82% of wall)" in lines[0] and "queue wait 2.000s" in lines[0]
+    assert "blocked in OpenCL calls" in lines[0]
+    assert lines[1].startswith("in-order queue: 2 kernels (smooth, triangle) ran one after another")
+    for k in (a, b):
+        k.in_order = 0  # an out-of-order queue: nothing to say
+    assert len(report.time_lines(prof, [(a, None, None), (b, None, None)])) == 1
+
+
+def process_region(wall_s: float) -> dict:
+    return {"name": "process", "wall_s": wall_s, "threads": 22}
+
+
+def cpu_prediction() -> RegionPrediction:
+    counts = list(range(1, 17))
+    return RegionPrediction(counts, [1.38] * 16, [1.0] * 16, [2.0] * 16, 12, "one-sample model", [], "serial")
+
+
+def test_a_host_that_waits_on_the_device_says_so(monkeypatch):
+    monkeypatch.setattr(devicewait, "_source", None)
+    region, pred = process_region(10.0), cpu_prediction()
+    assert bridge._device_bound([region], [pred]) == [pred]  # no OpenCL device: unchanged
+    devicewait.register(lambda: (8.2, 0.5))  # the device busy 82% of the wall time
+    try:
+        out = bridge._device_bound([{"name": "main._omp_fn.0"}, region], [pred, pred])
+    finally:
+        devicewait.register(None)
+    assert out[0] is pred
+    p = out[1]
+    assert p.basis.startswith("waiting on the device (82% of wall)")
+    assert p.bottleneck == "waiting on device 82% of wall" and len(p.bottleneck) < 32  # the C field
+    assert len(p.basis) < 96
+    assert p.speedup == [1.0] * 16 and p.preferred == 1
+    assert p.high[-1] == pytest.approx(1 / (0.82 + 0.18 / 16)) and p.low == [1.0] * 16
+
+
+def test_host_blocked_in_opencl_calls_counts_too_and_a_busy_host_does_not(monkeypatch):
+    region, pred = process_region(10.0), cpu_prediction()
+    monkeypatch.setattr(devicewait, "_source", lambda: (1.0, 7.0))  # short kernels, long waits
+    assert bridge._device_bound([region], [pred])[0].basis.startswith("waiting on the device (70% of wall)")
+    monkeypatch.setattr(devicewait, "_source", lambda: (2.0, 1.0))  # the host computes
+    assert bridge._device_bound([region], [pred])[0] is pred
+    monkeypatch.setattr(devicewait, "_source", lambda: 1 / 0)  # a broken source claims nothing
+    assert bridge._device_bound([region], [pred])[0] is pred
+
+
+def test_device_wait_counts_only_devices_that_are_not_cpus():
+    from corecast.opencl.profile import Profiler
+
+    p = Profiler.__new__(Profiler)  # the bookkeeping alone: no pyopencl needed
+    import os
+    import threading
+
+    p.pid, p.lock, p.sampled, p.pending, p.host_wait_ns = os.getpid(), threading.Lock(), [], [], 3_000_000_000
+    p.kernels = {("c", 1): kernel(kind="cpu")}
+    assert p.device_wait() is None
+    p.kernels[("g", 2)] = gpu_kernel(device_s=4.0)
+    assert p.device_wait() == pytest.approx((4.0, 3.0))
+
+
+def _bench():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "opencl_cu.py"
+    spec = importlib.util.spec_from_file_location("opencl_cu", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_benchmark_compares_a_kernel_line_with_the_measured_curve():
+    bench = _bench()
+    meas = {1: 0.4, 2: 0.2, 4: 0.125}  # measured S = 1, 2, 3.2
+    line = {"predicted": [{"threads": n, "speedup": s, "low": lo, "high": hi}
+                          for n, s, lo, hi in ((1, 1, 1, 1), (2, 2, 1.9, 2.1), (4, 4, 3.5, 4.0))],
+            "future_bottleneck": None}
+    c = bench.compare(meas, line, 4)
+    assert c["abs_ln"] == pytest.approx(abs(__import__("math").log(4 / 3.2)))
+    assert (c["held"], c["cases"]) == (1, 2)  # 2 inside its band, 4 outside
+    assert bench.compare({2: 0.2, 4: 0.1}, line, 4) is None  # no T(1): nothing to compare
+
+
+def test_benchmark_bad_arguments_end_in_one_line(capsys):
+    bench = _bench()
+    with pytest.raises(SystemExit) as exc:
+        bench.main(["--max-cu", "0"])
+    assert exc.value.code == 2
+    assert "--max-cu must be 1..1024" in capsys.readouterr().err
+
+
+HOST = r"""
+import threading, time
+from corecast.runtime import devicewait
+devicewait.register(lambda: (1e6, 0.0))  # what opencl registers for a GPU always busy
+worker = threading.Thread(target=time.sleep, args=(0.05,))  # measuring starts at a thread
+worker.start()
+worker.join()
+"""
+
+
+def test_the_live_process_line_says_the_host_waits_on_the_device(tmp_path):
+    """The exit prediction of a Python host runs in its own interpreter: the registered
+    source reaches the process line (no GPU: the source is the program's own)."""
+    from .helpers import corecast_run, read_lines, text
+
+    prog = tmp_path / "host.py"
+    prog.write_text(HOST)
+    out = tmp_path / "p.jsonl"
+    r = corecast_run(["--json-out", str(out)], [str(prog)])
+    err = text(r.stderr)
+    assert r.returncode == 0, err
+    assert "waiting on device 100% of wall" in err
+    assert "speedups: waiting on the device (100% of wall)" in err
+    proc = [d for d in read_lines(out) if d["event"] == "process"][-1]
+    assert all(p["speedup"] == 1.0 for p in proc["predicted"])
