@@ -13,7 +13,7 @@ from typing import Iterable, Iterator
 
 from ..errors import InputError
 from ..io.fileio import parse_json, read_bytes, read_text, shown
-from .model import record
+from .model import machine, record
 
 TYPE_CHECKING = False  # annotations only
 if TYPE_CHECKING:
@@ -101,7 +101,13 @@ def _add(by_pid: dict[int, RecordedProcess], rec: dict) -> None:
     if rank is not None:
         proc.rank, proc.ranks = rank
     if event == "summary":
-        for key, value in record.summary_from_json(rec).items():
+        facts = record.summary_from_json(rec)
+        if "calibration" in facts:
+            try:
+                facts["calibration"] = machine.from_dict(facts["calibration"])
+            except machine.CalibrationError as exc:
+                raise ValueError(f"machine_calibration: {exc}") from None
+        for key, value in facts.items():
             setattr(proc, key, value)
     elif event == "kernel":
         proc.kernels.append(record.kernel_from_json(rec))
