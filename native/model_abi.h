@@ -6,8 +6,9 @@
 #define CORECAST_MODEL_ABI_H
 
 #define CC_ABI_VERSION 7
-/* Version of the JSON Lines records (CORECAST_OUTPUT) that `corecast replay` reads; 1: the
- * records written before they carried "schema".  Same number: corecast.runtime.samples. */
+/* Version of the JSON Lines records (CORECAST_OUTPUT, docs/recording.md) that `corecast
+ * replay` reads; 1: the records written before they carried "schema".  Same number:
+ * corecast.runtime.model.record.SCHEMA. */
 #define CC_SAMPLE_SCHEMA 4
 #define CC_MAX_REGIONS 128
 #define CC_MAX_PRED 64

@@ -21,6 +21,7 @@ from corecast import predict, sweep
 from corecast.views import sweepviz
 from corecast.extrapolation import category_curve, estima_categories, extrapolate
 from corecast.io.sweepresult import empty_result
+from corecast.runtime.model.abi import STALLS
 from corecast.sweep.runner import region_curves
 from corecast.views.sweeptable import format_sweep
 from corecast._native import PRELOAD
@@ -361,17 +362,35 @@ def test_parse_threads():
             sweep.parse_threads(bad)
 
 
-def test_read_jsonl_sums_process_lines(tmp_path):
+def _record(event: str, pid: int, name: str, stalls: dict) -> str:
+    """A region or process line as the library writes it (the keys the reader needs)."""
+    return json.dumps({"event": event, "schema": 4, "pid": pid, "runtime": "openmp", "name": name,
+                       "calls": 1, "threads": 2, "wall_s": 1.0, "stalls_s": stalls,
+                       "counters": {"busy_s": 2.0, "serial_s": 0.0}}) + "\n"
+
+
+SUMMARY = '{"event":"summary","schema":4,"pid":1,"elapsed_s":1.0,"cores":2,"target":16}\n'
+
+
+def test_read_output_sums_process_lines(tmp_path):
     path = tmp_path / "o.jsonl"
     path.write_text(
-        '{"event":"region","stalls_s":{"mutex":9}}\n'
-        '{"event":"process","pid":1,"stalls_s":{"mutex":0.5,"imbalance":0}}\n'
-        '{"event":"process","pid":2,"stalls_s":{"mutex":0.25,"critical":1}}\n'
-        '{"event":"summary"}\n{"event":"proc'  # a line cut short
+        _record("region", 1, "main._omp_fn.0", {"mutex": 9})
+        + _record("process", 1, "process", {"mutex": 0.5, "imbalance": 0})
+        + _record("process", 2, "process", {"mutex": 0.25, "critical": 1})
+        + SUMMARY + '{"event":"proc'  # a line cut short
     )
-    assert sweep.read_jsonl(path) == (True, {"mutex": 0.75, "imbalance": 0.0, "critical": 1.0})
+    out = sweep.read_output(path)
+    assert out.active
+    assert {k: v for k, v in out.stalls.items() if v} == {"mutex": 0.75, "critical": 1.0}
+    assert set(out.stalls) == set(STALLS)  # the record's categories, 0 where none
+    assert out.regions == {"main._omp_fn.0": (1.0, {**dict.fromkeys(STALLS, 0.0), "mutex": 9.0})}
+    path.write_text(SUMMARY)  # written, but nothing a process is read from
+    out = sweep.read_output(path)
+    assert out.active and out.stalls == {} and out.regions == {}
     path.write_text("")
-    assert sweep.read_jsonl(path) == (False, {})
+    out = sweep.read_output(path)
+    assert not out.active and out.stalls == {} and out.regions == {}
 
 
 def _synthetic_runs(counts, stall_of, time_of):

@@ -12,7 +12,7 @@ from corecast.opencl import report
 from corecast.runtime import bridge, devicewait
 from corecast.runtime.model import kernelmodel
 from corecast.runtime.model.bound import RegionPrediction
-from corecast.runtime.samples import kernel_from_record
+from corecast.runtime.model.record import kernel_from_json
 
 from .test_predict import kernel
 
@@ -101,7 +101,7 @@ def test_kernel_line_carries_the_limits_and_replays():
                                  allow_nan=False))
     assert line["limits"]["work_groups"] == 4 and line["limits"]["max_work_group_size"] == MAX_GROUP
     assert line["predicted"][-1]["threads"] == UNITS and line["future_bottleneck"] == "work_groups"
-    back = kernel_from_record(line)
+    back = kernel_from_json(line)
     assert back.max_group == MAX_GROUP and back.device_type == "gpu"
     assert kernelmodel.predict(back, UNITS, 2).speedup == kernelmodel.predict(k, UNITS, 2).speedup
 

@@ -4,7 +4,7 @@ Standard library only: the no-numpy test imports it in a fresh interpreter."""
 from __future__ import annotations
 
 from corecast.runtime.model.predictor import predict_window
-from corecast.runtime.samples import region_from_record
+from corecast.runtime.model.record import region_from_json
 from corecast.runtime.model.steering import RegionSteer
 
 
@@ -28,7 +28,7 @@ class SimRegion:
     def record(self) -> dict:
         calls = sum(int(c) for c, _ in self.hist.values())
         wall = sum(w for _, w in self.hist.values())
-        return region_from_record({
+        return region_from_json({
             "name": "main._omp_fn.0", "object": "sim", "runtime": "openmp", "threads": self.own,
             "calls": calls, "wall_s": wall, "requested": self.own,
             "stalls_s": {self.category: self.stalls},

@@ -523,13 +523,6 @@ def test_worker_pool_helpers_are_not_the_team():
     assert seen.speedup[1] == pytest.approx(2.0, rel=0.02)  # the sample itself: 2 busy threads
 
 
-def test_team_rule_leaves_out_threads_that_mostly_wait():
-    from corecast.runtime.samples import team_of
-
-    assert team_of([0.015, 0.005, 0.19, 0.19]) == 2          # pigz -p 2: reader, writer, 2 workers
-    assert team_of([2.9, 0.5, 0.5, 0.5]) == 4                # fork/join: the leader also runs the serial part
-    assert team_of([0.36, None, None]) == 0                  # one known CPU time: unknown
-    assert team_of([0.01, None, 0.2, 0.2]) == 3              # an ended thread counts
 
 
 def test_sampled_waits_beyond_the_threads_time_are_shrunk_to_fit():

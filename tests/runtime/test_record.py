@@ -1,19 +1,22 @@
 """corecast.runtime.model.record is the one definition of a sample's keys: the live bridge, the
 recording reader (every shipped schema, and the one this library writes) and the kernel
-predictor give exactly its keys, so a key added on one side and not the other fails."""
+predictor give exactly its keys, so a key added on one side and not the other fails; and
+its team rule is native/sample.c's."""
 from __future__ import annotations
 
 import ast
 import inspect
+import re
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from corecast.runtime.model import kernelmodel, record
 from corecast.runtime.model.abi import STALLS
-from corecast.runtime.bridge import decode_region
-from corecast.runtime.model.record import ProcessSample, RegionSample
-from corecast.runtime.samples import SCHEMA, read_recording
+from corecast.runtime.model.record import (SCHEMA, TEAM_SHARE, ProcessSample, RegionSample, region_from_struct,
+                                           team_of)
+from corecast.runtime.samples import read_recording
 
 from .helpers import EXAMPLES, NATIVE_SOURCE, read_lines, run
 
@@ -32,7 +35,8 @@ def keys_of(sample: dict) -> set[str]:
 def test_the_record_documents_every_key():
     """Each key says its unit and meaning in a comment on its line."""
     lines = inspect.getsource(record).splitlines()
-    fields = [n for n in ast.walk(ast.parse("\n".join(lines))) if isinstance(n, ast.AnnAssign)]
+    classes = [n for n in ast.parse("\n".join(lines)).body if isinstance(n, ast.ClassDef)]
+    fields = [n for c in classes for n in c.body if isinstance(n, ast.AnnAssign)]
     assert {f.target.id for f in fields} == PROCESS_KEYS
     for f in fields:
         assert "#" in lines[f.lineno - 1] and lines[f.lineno - 1].split("#", 1)[1].strip(), f.target.id
@@ -66,7 +70,7 @@ def test_the_live_bridge_decodes_exactly_the_record(name):
 
     ffi = cffi.FFI()
     ffi.cdef(build.abi_cdef(NATIVE_SOURCE))
-    sample = decode_region(ffi, _struct(ffi, name))
+    sample = region_from_struct(ffi, _struct(ffi, name))
     assert set(sample) == keys_of(sample)
     for table in ("stalls_s", "acquisitions", "contended", "hold_s", "bytes"):
         assert tuple(sample[table]) == STALLS
@@ -101,3 +105,60 @@ def test_what_this_library_records_reads_back_as_exactly_the_record(build, lib, 
     assert proc.regions[-1]["name"] == "process"
     for sample in proc.regions:
         assert set(sample) == keys_of(sample), sample["name"]
+
+
+def test_team_rule_leaves_out_threads_that_mostly_wait():
+    assert team_of([0.015, 0.005, 0.19, 0.19]) == 2          # pigz -p 2: reader, writer, 2 workers
+    assert team_of([2.9, 0.5, 0.5, 0.5]) == 4                # fork/join: the leader also runs the serial part
+    assert team_of([0.36, None, None]) == 0                  # one known CPU time: unknown
+    assert team_of([0.01, None, 0.2, 0.2]) == 3              # an ended thread counts
+
+
+# (CPU times, unknown as None) -> the team; the C and the Python rule must agree on each.
+TEAM_CASES = [
+    [0.015, 0.005, 0.19, 0.19],    # pigz -p 2: reader, writer, 2 workers
+    [2.9, 0.5, 0.5, 0.5],          # fork/join: the leader also runs the serial part
+    [0.36, None, None],            # one known CPU time: unknown
+    [0.01, None, 0.2, 0.2],        # an ended thread counts
+    [1.0, 0.0, 0.0],               # the second busiest idle: unknown
+    [],
+    [0.5],
+    [1.0, 1.0, 0.25, 0.2499],      # exactly TEAM_SHARE of the second counts
+    [3.0, 2.0, 2.0, 0.4, 0.6, None],
+]
+
+
+def test_team_rule_is_the_library_s(gcc, tmp_path):
+    """native/sample.c's team_of, compiled alone with the CPU-time lookup stubbed, gives
+    what record.team_of gives."""
+    source = (ROOT / "native" / "sample.c").read_text()
+    share = re.search(r"#define TEAM_SHARE (\S+)", source).group(1)
+    assert float(share) == TEAM_SHARE
+    func = re.search(r"^static int team_of\(.*?^}\n", source, re.S | re.M).group(0)
+    harness = tmp_path / "team.c"
+    harness.write_text(f"""#include <stdio.h>
+#include <stdlib.h>
+#define CC_MAX_THREADS 64
+#define TEAM_SHARE {share}
+struct cc_thread {{ int tid; int internal; }};
+static double cpu_of[CC_MAX_THREADS];
+static double cc_task_cpu_s(int tid) {{ return cpu_of[tid]; }}
+{func}
+int main(int argc, char **argv) {{
+    struct cc_thread t[CC_MAX_THREADS];
+    for (int i = 1; i < argc; i++) {{
+        t[i - 1].tid = i - 1;
+        t[i - 1].internal = 0;
+        cpu_of[i - 1] = atof(argv[i]);
+    }}
+    printf("%d\\n", team_of(t, argc - 1));
+    return 0;
+}}
+""")
+    exe = tmp_path / "team"
+    r = subprocess.run([gcc, "-O2", "-o", str(exe), str(harness)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    for cpus in TEAM_CASES:
+        args = ["-1" if c is None else repr(c) for c in cpus]  # the library: < 0 for unknown
+        c_team = int(subprocess.run([str(exe), *args], capture_output=True, text=True, check=True).stdout)
+        assert c_team == team_of(cpus), cpus

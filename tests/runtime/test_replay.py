@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from corecast.runtime.replay import replay
-from corecast.runtime.samples import SCHEMA, SCHEMAS, read_recording
+from corecast.runtime.model.record import SCHEMA, SCHEMAS
+from corecast.runtime.samples import read_recording
 
 from .helpers import EXAMPLES, NATIVE_SOURCE, events, read_lines, run
 

@@ -21,7 +21,7 @@ from ..runtime import channel
 from ..runtime.model import kernelmodel
 from ..runtime.model.kernelstats import TICK_S
 from ..runtime.launcher import output_path, rank_identity
-from ..runtime.samples import SCHEMA
+from ..runtime.model.record import SCHEMA
 from .sampling import env_int
 from .warn import warn
 

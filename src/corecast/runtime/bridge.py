@@ -1,7 +1,8 @@
-"""Python end of the model library: decodes a ``struct cc_sample`` (native/model_abi.h),
-predicts every region and the process, steers team sizes when asked, and fills the
-``struct cc_result``.  State that must outlive one window (each region's history and its
-steering) lives in this module: the embedded interpreter keeps it between calls."""
+"""Python end of the model library: decodes a ``struct cc_sample`` (native/model_abi.h;
+each region by ``model.record.region_from_struct``), predicts every region and the
+process, steers team sizes when asked, and fills the ``struct cc_result``.  State that
+must outlive one window (each region's history and its steering) lives in this module:
+the embedded interpreter keeps it between calls."""
 from __future__ import annotations
 
 import os
@@ -15,9 +16,10 @@ from .model.bound import predict_region as bound_region
 from .model.contention import barrier_latency
 from .model.contention import predict_process as one_sample_process
 from .model.contention import predict_region as one_sample_region
-from .model.abi import MAX_NODES, MAX_PRED, STALLS
+from .model.abi import MAX_NODES, MAX_PRED
 from .model.history import RegionHistory
 from .model.predictor import predict_window
+from .model.record import region_from_struct
 
 # A fit in the model loads numpy and scipy through the plumbing's loader (one BLAS thread
 # in a non-Python host); the model itself never imports the plumbing.
@@ -25,43 +27,7 @@ model_history.load_numeric = blas.load_numeric
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
-    from .model.record import ProcessSample, RegionSample
-
-
-def decode_region(ffi: object, g: object) -> RegionSample | ProcessSample:
-    """A ``struct cc_region_sample`` as the record every runtime predictor reads."""
-    region: RegionSample = {
-        "name": ffi.string(g.name).decode(errors="replace"),
-        "object": ffi.string(g.object).decode(errors="replace"),
-        "runtime": "openmp" if g.runtime == 0 else "pthreads",
-        "threads": g.threads,
-        "nested": bool(g.nested),
-        "calls": g.calls,
-        "wall_s": g.wall_s,
-        "busy_s": g.busy_s,
-        "serial_s": g.serial_s,
-        "hold_s": {name: g.hold_s[i] for i, name in enumerate(STALLS)},
-        "single_s": g.single_s,
-        "cpu_s": g.cpu_s,
-        "stalls_s": {name: g.stall_s[i] for i, name in enumerate(STALLS)},
-        "acquisitions": {name: g.acquisitions[i] for i, name in enumerate(STALLS)},
-        "contended": {name: g.contended[i] for i, name in enumerate(STALLS)},
-        "bytes": {name: g.bytes[i] for i, name in enumerate(STALLS)},
-        "loop_calls": g.loop_calls,
-        "hold_sampled_s": g.hold_sampled_s,
-        "hold_samples": g.hold_samples,
-        "requested": g.requested,
-        "steered_to": g.steered_to,
-        "hist": [(g.hist[i].threads, g.hist[i].calls, g.hist[i].wall_s) for i in range(g.nhist)],
-        # CORECAST_PROBE: calls run at smaller teams, per team size (those in hist)
-        "probe_calls": g.probe_calls,
-        "probes": {g.hist[i].threads: g.hist_probes[i] for i in range(g.nhist) if g.hist_probes[i]},
-    }
-    if ffi.string(g.name) != b"process":
-        return region
-    # run-queue wait other load caused (the process only; kept out of stalls_s)
-    process: ProcessSample = {**region, "runqueue_other": g.runq_other_s, "team_threads": g.team_threads}
-    return process
+    from .model.record import RegionSample
 
 
 def _encode(ffi: object, out: object, pred: RegionPrediction) -> None:
@@ -259,7 +225,7 @@ def predict_sample(ffi: object, sample: object, result: object) -> int:
     """Fill ``result`` for every region of ``sample``; 0 on success."""
     _injected_fault(sample)
     try:
-        regions = [decode_region(ffi, sample.regions[i]) for i in range(sample.nregions)]
+        regions = [region_from_struct(ffi, sample.regions[i]) for i in range(sample.nregions)]
         preds = predict_window(regions, sample.target, *_machines(sample), _histories, bool(sample.final),
                                _calibration()[0])
         if sample.final:

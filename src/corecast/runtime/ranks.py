@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Iterable
 
 from ..errors import InputError
 from ..io.fileio import shown
-from .samples import read_recording
+from .samples import RecordedProcess, read_recording
 
 WAITS = ("mpi_p2p", "mpi_collective")
 ONE_RUN_MODEL = ("one run: compute shared by p ranks with the measured imbalance, point-to-point "
@@ -95,7 +96,7 @@ class Merged:
     warnings: list[str]
 
 
-def rank_sample(proc, source: str) -> RankSample:
+def rank_sample(proc: RecordedProcess, source: str) -> RankSample:
     process = next((r for r in proc.regions if r["name"] == "process"), None)
     if process is None:
         raise InputError(f"{shown(source)}: rank {proc.rank} (pid {proc.pid}) has no process record")
@@ -115,11 +116,16 @@ def rank_sample(proc, source: str) -> RankSample:
 def collect_runs(paths: list[str]) -> tuple[list[Run], list[str]]:
     """The runs in ``paths`` by world size (smallest first) and warnings.  A process
     without a rank, or files without MPI records, are one-line errors."""
+    return runs_of((path, read_recording(path)) for path in paths)
+
+
+def runs_of(recordings: Iterable[tuple[str, list[RecordedProcess]]]) -> tuple[list[Run], list[str]]:
+    """``collect_runs`` of recordings already read: (file, its processes) each."""
     from ..prediction import MAX_COUNT
 
     runs: dict[int, list[Run]] = {}
-    for path in paths:
-        for proc in read_recording(path):
+    for path, procs in recordings:
+        for proc in procs:
             if proc.rank is None:
                 raise InputError(f"{shown(path)}: pid {proc.pid} has no rank: not started by an MPI "
                                  "launcher (or written by a corecast before schema 3)")

@@ -64,9 +64,9 @@ from .inputs import (DEFAULT_REPEAT, DEFAULT_TIMEOUT_S, PLACEHOLDER, RUNTIMES, L
                      default_upto, load_plugins, parse_plugins, parse_threads)
 from ..io.sweepresult import MIN_REGION_SHARE, SweepError, SweepResult, write_json
 from .runner import MIN_COUNTS, run_sweep
-from .runs import RunResult, read_jsonl, run_once
+from .runs import RunOutput, RunResult, read_output, run_once
 
 __all__ = ["DEFAULT_REPEAT", "DEFAULT_TIMEOUT_S", "PLACEHOLDER", "RUNTIMES", "InputError", "Launch",
            "PluginSpec", "default_upto", "load_plugins", "parse_plugins", "parse_threads",
            "MIN_REGION_SHARE", "SweepError", "SweepResult", "write_json", "MIN_COUNTS", "run_sweep",
-           "RunResult", "read_jsonl", "run_once"]
+           "RunOutput", "RunResult", "read_output", "run_once"]

@@ -1,8 +1,6 @@
 """One run of the program under the preload library, and what it recorded."""
 from __future__ import annotations
 
-import json
-import math
 import os
 import signal
 import subprocess
@@ -53,72 +51,71 @@ def _describe_exit(status: int, stderr_path: Path) -> str:
     return reason
 
 
-def read_jsonl(path: Path) -> tuple[bool, dict]:
-    """(any line written, stalls_s summed over the process lines) of one run's output;
-    InputError when it cannot be read whole (e.g. larger than the input limit)."""
-    stalls: dict[str, float] = {}
-    active = False
-    text = read_bytes(path).decode("utf-8", errors="replace")
-    for line in text.splitlines():
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError:
-            continue  # a line cut short by a killed process
-        if not isinstance(obj, dict):
-            continue
-        active = True
-        if obj.get("event") != "process":
-            continue
-        for k, v in (obj.get("stalls_s") or {}).items():
-            if isinstance(v, (int, float)) and math.isfinite(v):
-                stalls[k] = stalls.get(k, 0.0) + float(v)
-    return active, stalls
+@dataclass
+class RunOutput:
+    """One run's JSON Lines, read as ``corecast replay`` reads them (``runtime.samples``)."""
+
+    active: bool = False  # the preload library wrote at least one line
+    processes: Optional[list] = None  # runtime.samples.RecordedProcess each; None: no usable records
+
+    @property
+    def stalls(self) -> dict[str, float]:
+        """Each stall category's seconds in the process records, summed over the processes."""
+        out: dict[str, float] = {}
+        for proc in self.processes or ():
+            for r in proc.regions:
+                if r["name"] == "process":
+                    for k, v in r["stalls_s"].items():
+                        out[k] = out.get(k, 0.0) + v
+        return out
+
+    @property
+    def regions(self) -> dict[str, tuple[float, dict]]:
+        """Each region's own wall time and stalls, summed over the processes; {} when the
+        run recorded no region."""
+        out: dict[str, tuple[float, dict]] = {}
+        for proc in self.processes or ():
+            for r in proc.regions:
+                if r["name"] == "process":
+                    continue
+                wall, stalls = out.get(r["name"], (0.0, {}))
+                for k, v in r["stalls_s"].items():
+                    stalls[k] = stalls.get(k, 0.0) + v
+                out[r["name"]] = (wall + r["wall_s"], stalls)
+        return out
 
 
-def read_ranks(paths: Sequence[Path], wall: float) -> tuple[bool, dict, float]:
-    """A rank sweep's run: (any line written, stalls summed over all ranks, the slowest
-    rank's MPI phase, or ``wall`` when no rank recorded one)."""
-    from ..runtime.ranks import collect_runs
+def read_output(path: Path) -> RunOutput:
+    """One run's output: lines a killed process cut short are skipped, and records that
+    cannot be used leave no processes; InputError when the file cannot be read whole
+    (e.g. larger than the input limit)."""
+    from ..runtime.samples import json_lines, processes
 
-    active, stalls = False, {}
-    for p in paths:
-        a, s = read_jsonl(p)
-        active = active or a
-        for k, v in s.items():
-            stalls[k] = stalls.get(k, 0.0) + v
-    if not active:
-        return False, stalls, wall
+    lines = list(json_lines(str(path), cut_short_ok=True))
+    out = RunOutput(active=any(isinstance(v, dict) for _, v in lines))
     try:
-        runs, _ = collect_runs([str(p) for p in paths])
-    except InputError:  # no rank records (not an MPI program): the launcher's wall time
-        return active, stalls, wall
-    phase = max(r.time_s for r in runs)
-    return active, stalls, phase if phase > 0 else wall
-
-
-def read_regions(path: Path) -> dict[str, tuple[float, dict]]:
-    """Each region's own wall time and stalls in one run's JSON Lines, summed over the
-    processes (read with ``runtime.samples.read_recording``, as ``corecast replay``
-    reads them); {} when the run recorded no region."""
-    from ..runtime.samples import read_recording
-
-    try:
-        procs = read_recording(str(path))
+        out.processes = processes(str(path), lines)
     except InputError:
-        return {}
-    out: dict[str, tuple[float, dict]] = {}
-    for proc in procs:
-        for r in proc.regions:
-            if r["name"] == "process":
-                continue
-            wall, stalls = out.get(r["name"], (0.0, {}))
-            for k, v in r["stalls_s"].items():
-                stalls[k] = stalls.get(k, 0.0) + v
-            out[r["name"]] = (wall + r["wall_s"], stalls)
+        pass
     return out
+
+
+def read_ranks(paths: Sequence[Path], wall: float) -> tuple[RunOutput, float]:
+    """A rank sweep's run: the ranks' outputs as one (stalls summed over all ranks) and
+    the slowest rank's MPI phase, or ``wall`` when no rank recorded one."""
+    from ..runtime.ranks import runs_of
+
+    outputs = [read_output(p) for p in paths]
+    ranks = RunOutput(any(o.active for o in outputs),
+                      [proc for o in outputs for proc in o.processes or ()])
+    if not ranks.active or any(o.processes is None for o in outputs):
+        return ranks, wall
+    try:
+        runs, _ = runs_of((str(p), o.processes) for p, o in zip(paths, outputs))
+    except InputError:  # no rank records (not an MPI program): the launcher's wall time
+        return ranks, wall
+    phase = max(r.time_s for r in runs)
+    return ranks, phase if phase > 0 else wall
 
 
 def run_once(
@@ -189,9 +186,9 @@ def run_once(
         return RunResult(threads, False, reason=_describe_exit(status, err_path))
     try:
         if launch is None:
-            active, stalls = read_jsonl(json_path)
+            output = read_output(json_path)
         else:
-            active, stalls, elapsed = read_ranks(sorted(workdir.glob(f"{threads}.rank-*.jsonl")), elapsed)
+            output, elapsed = read_ranks(sorted(workdir.glob(f"{threads}.rank-*.jsonl")), elapsed)
     except InputError as exc:
         return RunResult(threads, False, reason=f"its corecast output: {exc}")
     values, errors = {}, {}
@@ -209,8 +206,10 @@ def run_once(
                 values[plug.name] = read_stall(plug.pattern, plug.reducer, text=text)
         except (InputError, OSError) as exc:
             errors[plug.name] = str(exc)
-    return RunResult(threads, True, elapsed, active=active, stalls=stalls,
-                     plugin_values=values, plugin_errors=errors, regions=read_regions(json_path))
+    # Rank runs: regions are not merged across ranks (yet); their stalls are.
+    return RunResult(threads, True, elapsed, active=output.active, stalls=output.stalls,
+                     plugin_values=values, plugin_errors=errors,
+                     regions=output.regions if launch is None else {})
 
 
 def _kill_group(proc: subprocess.Popen) -> None:

@@ -1,24 +1,56 @@
-"""The sample record: what the runtime predictors read about one region, or the whole
-process, in one window.  The one definition of its keys.
+"""The recording: the one definition of a sample record (what the runtime predictors read
+about one region, or the whole process, in one window), of the JSON Lines a run writes
+(``corecast run --json-out``, ``CORECAST_OUTPUT``; ``native/jsonl.c``) and of the
+decoders into the record.  ``docs/recording.md`` describes the lines for readers.
 
-Producers: ``bridge.decode_region`` (the live library's ``struct cc_region_sample``,
-native/model_abi.h), ``samples.region_from_record`` (a JSON Lines record of ``corecast
-run``, schemas 1-3) and ``kernelmodel.region`` (an OpenCL kernel's sample).  Consumers:
-``contention``, ``bound``, ``history``, ``steering``, ``numa``, ``replay`` and the views.
-``tests/runtime/test_record.py`` checks that the producers give exactly these keys.
+* ``SCHEMA`` / ``SCHEMAS``: the version this library writes and the versions it reads.
+* ``RegionSample`` / ``ProcessSample``: every key of the record with its unit.
+* ``region_from_struct``: the live library's ``struct cc_region_sample``
+  (``native/model_abi.h``) -> the record (``bridge.predict_sample``).
+* ``region_from_json``, ``kernel_from_json``, ``summary_from_json``, ``rank_of``,
+  ``schema_of``: one line of a recording -> the record, the ``KernelStats`` the OpenCL
+  predictor reads, the process's facts.  ``runtime.samples.read_recording`` reads a
+  file through them; it is the one reader (replay, merge, sweep, benchmarks).
+* ``team_of``: the library's rule for the threads that did a process's work
+  (``native/sample.c``'s ``team_of``), for recordings that predate ``team_threads``.
 
-A ``TypedDict`` is a plain dict at run time: consumers index it and tests build it as
-before, only type checkers see the record.  Importing ``typing`` costs start-up time in
-profiled programs, so the runtime modules import this one for annotations only.
+Other producers: ``kernelmodel.region`` (an OpenCL kernel's sample as a record).
+``tests/runtime/test_record.py`` checks that every producer gives exactly these keys.
 
 Units: times in seconds, summed over the threads where they are thread time ("thread-s"),
 cumulative since the program started (``history`` takes window differences itself; a
 kernel's: its sampled launches).  Per-category tables are keyed by ``abi.STALLS`` names:
 every name from the bridge and recordings (0 where none), a kernel's the ones it measures.
+
+Standard library only, and no ``typing`` at run time: the bridge imports this module
+inside profiled programs, where ``typing`` would cost start-up time.
 """
 from __future__ import annotations
 
-from typing import Literal, TypedDict
+import math
+
+from .abi import STALLS
+from .kernelstats import KernelStats
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Literal, TypedDict
+else:
+    class TypedDict:
+        """Run-time stand-in for ``typing.TypedDict`` (type checkers see the real one):
+        keeps the key sets a ``TypedDict`` has, without importing ``typing``."""
+
+        __required_keys__: frozenset = frozenset()
+        __optional_keys__: frozenset = frozenset()
+
+        def __init_subclass__(cls, total: bool = True) -> None:
+            own = frozenset(cls.__dict__.get("__annotations__", {}))
+            cls.__required_keys__ = cls.__required_keys__ | (own if total else frozenset())
+            cls.__optional_keys__ = cls.__optional_keys__ | (frozenset() if total else own)
+
+SCHEMA = 4              # the version this library writes (CC_SAMPLE_SCHEMA in native/model_abi.h)
+SCHEMAS = (1, 2, 3, 4)  # the versions it reads (docs/recording.md: what each added)
+TEAM_SHARE = 0.25       # native/sample.c TEAM_SHARE: a team thread's least share of the second busiest's CPU
 
 
 class _Required(TypedDict):
@@ -62,4 +94,229 @@ class ProcessSample(RegionSample, total=False):
     of every program thread, plus what only the process has (absent in early recordings)."""
 
     runqueue_other: float     # s of run-queue wait other load caused (kept out of stalls_s)
-    team_threads: int         # threads that did the work (report.c team_of; 0: unknown)
+    team_threads: int         # threads that did the work (sample.c team_of; 0: unknown)
+
+
+# --- the live library's struct ------------------------------------------------------------
+
+def region_from_struct(ffi: object, g: object) -> RegionSample | ProcessSample:
+    """A ``struct cc_region_sample`` (cffi) as the record every runtime predictor reads."""
+    region: RegionSample = {
+        "name": ffi.string(g.name).decode(errors="replace"),
+        "object": ffi.string(g.object).decode(errors="replace"),
+        "runtime": "openmp" if g.runtime == 0 else "pthreads",
+        "threads": g.threads,
+        "nested": bool(g.nested),
+        "calls": g.calls,
+        "wall_s": g.wall_s,
+        "busy_s": g.busy_s,
+        "serial_s": g.serial_s,
+        "hold_s": {name: g.hold_s[i] for i, name in enumerate(STALLS)},
+        "single_s": g.single_s,
+        "cpu_s": g.cpu_s,
+        "stalls_s": {name: g.stall_s[i] for i, name in enumerate(STALLS)},
+        "acquisitions": {name: g.acquisitions[i] for i, name in enumerate(STALLS)},
+        "contended": {name: g.contended[i] for i, name in enumerate(STALLS)},
+        "bytes": {name: g.bytes[i] for i, name in enumerate(STALLS)},
+        "loop_calls": g.loop_calls,
+        "hold_sampled_s": g.hold_sampled_s,
+        "hold_samples": g.hold_samples,
+        "requested": g.requested,
+        "steered_to": g.steered_to,
+        "hist": [(g.hist[i].threads, g.hist[i].calls, g.hist[i].wall_s) for i in range(g.nhist)],
+        "probe_calls": g.probe_calls,
+        "probes": {g.hist[i].threads: g.hist_probes[i] for i in range(g.nhist) if g.hist_probes[i]},
+    }
+    if ffi.string(g.name) != b"process":
+        return region
+    process: ProcessSample = {**region, "runqueue_other": g.runq_other_s, "team_threads": g.team_threads}
+    return process
+
+
+# --- one line of a recording ---------------------------------------------------------------
+# Each decoder raises KeyError, TypeError or ValueError for a line it cannot use;
+# runtime.samples turns those into one line naming the file and line.
+
+def schema_of(rec: dict) -> int:
+    """The schema a line was written in (schema 1 lines have no ``"schema"`` key)."""
+    v = rec.get("schema", 1)
+    if isinstance(v, bool) or not isinstance(v, int) or v not in SCHEMAS:
+        raise ValueError(f"schema {v!r} is not one this corecast reads ({', '.join(map(str, SCHEMAS))}); "
+                         "a newer corecast wrote it")
+    return v
+
+
+def pid_of(rec: dict) -> int:
+    """The process that wrote a line."""
+    return _int(rec, "pid")
+
+
+def rank_of(rec: dict) -> tuple[int, int | None] | None:
+    """(rank, world size or None) of a line written under an MPI launcher (schema 3), else None."""
+    if rec.get("rank") is None:
+        return None
+    return _int(rec, "rank"), max(1, _int(rec, "ranks")) if rec.get("ranks") is not None else None
+
+
+def summary_from_json(rec: dict) -> dict:
+    """A ``summary`` line's facts about its process: ``cores``, ``cpus_allowed`` (0: not
+    recorded, then all cores), ``target``, ``elapsed_s``, ``serial_run`` and, when
+    recorded, ``mpi_init_s``/``mpi_finalize_s`` (schema 3) and ``calibration`` (schema 4:
+    the calibration's JSON object, which ``machine.from_dict`` reads)."""
+    out: dict = {}
+    mpi = rec.get("mpi")
+    if isinstance(mpi, dict):
+        out["mpi_init_s"] = _num(mpi, "init_s")
+        out["mpi_finalize_s"] = _num(mpi, "finalize_s")
+    out["cores"] = max(1, _int(rec, "cores"))
+    out["cpus_allowed"] = _int(rec, "cpus_allowed") if "cpus_allowed" in rec else 0
+    out["target"] = max(1, _int(rec, "target"))
+    out["elapsed_s"] = _num(rec, "elapsed_s")
+    out["serial_run"] = rec.get("serial_run") is True
+    if rec.get("machine_calibration") is not None:
+        out["calibration"] = rec["machine_calibration"]  # machine.from_dict's to read (its own format)
+    return out
+
+
+def region_from_json(rec: dict) -> RegionSample | ProcessSample:
+    """A ``region`` or ``process`` line as ``region_from_struct`` decodes the live sample
+    (keys the line's schema lacks left out, or given the model's defaults)."""
+    counters = rec["counters"]
+    if not isinstance(counters, dict):
+        raise ValueError("counters is not an object")
+    threads = max(1, _int(rec, "threads"))
+    name = str(rec["name"])
+    region: RegionSample = {
+        "name": name,
+        "object": str(rec.get("object", "")),
+        "runtime": "openmp" if rec.get("runtime") == "openmp" else "pthreads",
+        "threads": threads,
+        "nested": bool(rec.get("nested", False)),
+        "calls": max(1, _int(rec, "calls")),
+        "wall_s": _num(rec, "wall_s"),
+        "busy_s": _num(counters, "busy_s"),
+        "serial_s": _num(counters, "serial_s"),
+        "cpu_s": _num(counters, "cpu_s") if "cpu_s" in counters else 0.0,
+        "stalls_s": _per_category(rec, "stalls_s"),
+        "acquisitions": _per_category(counters, "acquisitions", int),
+        "contended": _per_category(counters, "contended", int),
+        "loop_calls": _int(counters, "loop_calls") if "loop_calls" in counters else 0,
+        "hold_sampled_s": _num(counters, "hold_sampled_s") if "hold_sampled_s" in counters else 0.0,
+        "hold_samples": _int(counters, "hold_samples") if "hold_samples" in counters else 0,
+        "requested": _int(rec, "requested") if "requested" in rec else threads,
+        "steered_to": 0,
+        "hist": [(max(1, _int(h, "threads")), _int(h, "calls"), _num(h, "wall_s"))
+                 for h in rec.get("by_team") or [] if isinstance(h, dict)],
+        "probe_calls": _int(rec, "probe_calls") if "probe_calls" in rec else 0,
+        "probes": {max(1, _int(h, "threads")): _int(h, "probe_calls") for h in rec.get("by_team") or []
+                   if isinstance(h, dict) and h.get("probe_calls")},
+    }
+    # Schema 2: the split of serial_s (absent keys leave the model's schema-1 defaults).
+    if "single_s" in counters:
+        region["single_s"] = _num(counters, "single_s")
+    if isinstance(counters.get("hold_s"), dict):
+        region["hold_s"] = _per_category(counters, "hold_s")
+    if isinstance(counters.get("bytes"), dict):  # schema 3: payload bytes (MPI)
+        region["bytes"] = _per_category(counters, "bytes", int)
+    if name != "process":
+        return region
+    process: ProcessSample = {**region}
+    if "runqueue_other_load_s" in counters:
+        process["runqueue_other"] = _num(counters, "runqueue_other_load_s")
+    if "team_threads" in counters:
+        process["team_threads"] = _int(counters, "team_threads")
+    elif isinstance(rec.get("per_thread"), list):  # schema 1: the library's rule, here
+        process["team_threads"] = team_of([t.get("cpu_s") if isinstance(t, dict) else None
+                                           for t in rec["per_thread"]])
+    return process
+
+
+def team_of(cpus: list) -> int:
+    """Threads that did a process's work, from their CPU times (None or < 0: ended
+    unseen): those with at least ``TEAM_SHARE`` of the second busiest's; 0 with fewer
+    than two known or the second busiest idle.  The rule of ``native/sample.c``'s
+    ``team_of``; ``tests/runtime/test_record.py`` runs both on the same cases."""
+    known = sorted((float(c) for c in cpus if isinstance(c, (int, float)) and c >= 0), reverse=True)
+    if len(known) < 2 or known[1] <= 0:
+        return 0
+    return sum(1 for c in cpus if not isinstance(c, (int, float)) or c < 0 or c >= TEAM_SHARE * known[1])
+
+
+def kernel_from_json(rec: dict) -> KernelStats:
+    """An OpenCL ``kernel`` line as the ``KernelStats`` its prediction was made from."""
+    k = KernelStats(str(rec["name"]), str(rec.get("object", "")), str(rec.get("device_type", "")),
+                    max(1, _int(rec, "threads")), str(rec.get("platform", "")))
+    lim = rec.get("limits")
+    if isinstance(lim, dict) and lim.get("max_work_group_size"):
+        k.max_group = _int(lim, "max_work_group_size")
+    if "in_order_launches" in rec:
+        k.in_order = _int(rec, "in_order_launches")
+    k.launches = _int(rec, "calls")
+    k.completed = _int(rec, "completed") if "completed" in rec else k.launches
+    k.device_ns = _num(rec, "wall_s") * 1e9
+    s = rec.get("sample") or {}
+    if not isinstance(s, dict):
+        raise ValueError("sample is not an object")
+    k.sample.launches = _int(s, "launches") if "launches" in s else 0
+    k.sample.device_ns = _num(s, "device_s") * 1e9 if "device_s" in s else 0.0
+    if s.get("runtime_cpu_s") is not None:
+        k.sample.cpu_ns = _num(s, "runtime_cpu_s") * 1e9
+        k.sample.cpu_measured = True
+    for key, into in (("waits_s", k.sample.waits), ("acquisitions", k.sample.acquisitions),
+                      ("contended", k.sample.contended)):
+        table = s.get(key) or {}
+        if isinstance(table, dict):
+            into.update({c: _num(table, c) for c in table})
+    if "runqueue_s" in s:
+        k.sample.runq_ns = _num(s, "runqueue_s") * 1e9
+    else:  # schema 1: stalls_s holds the run-queue wait scaled to all launches
+        stalls = rec.get("stalls_s") or {}
+        runq = float(stalls.get("runqueue", 0.0) or 0.0) if isinstance(stalls, dict) else 0.0
+        k.sample.runq_ns = runq * 1e9 * (k.sample.device_ns / k.device_ns if k.device_ns else 1.0)
+    shapes = s.get("shapes")
+    if isinstance(shapes, list):
+        k.sample.shapes = {_shape(g, loc) for g, loc in shapes}
+    else:  # schema 1: one global and one local size pair the sample's shape, if unique
+        g, loc = rec.get("global_sizes") or [], rec.get("local_sizes") or []
+        if len(g) == 1 and len(loc) == 1:
+            k.sizes = {_shape(g[0], loc[0]): k.launches}
+    return k
+
+
+def kernel_process_of(rec: dict) -> dict:
+    """What a ``kernel`` line says about its process: ``cores`` when recorded, and the
+    ``target`` its last prediction reached (kernel lines carry no target)."""
+    out = {}
+    if "cores" in rec:
+        out["cores"] = max(1, _int(rec, "cores"))
+    pred = rec.get("predicted")
+    if isinstance(pred, list) and pred and isinstance(pred[-1], dict):
+        out["target"] = max(1, _int(pred[-1], "threads"))
+    return out
+
+
+def _shape(g: object, loc: object) -> tuple:
+    return (tuple(int(v) for v in g) if isinstance(g, list) else None,
+            tuple(int(v) for v in loc) if isinstance(loc, list) else None)
+
+
+def _num(rec: dict, key: str) -> float:
+    v = rec[key]
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+        raise ValueError(f"{key} is {v!r}, not a number >= 0")
+    return float(v)
+
+
+def _int(rec: dict, key: str) -> int:
+    v = rec[key]
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise ValueError(f"{key} is {v!r}, not a whole number >= 0")
+    return v
+
+
+def _per_category(rec: dict, key: str, kind: type = float) -> dict:
+    table = rec.get(key) or {}
+    if not isinstance(table, dict):
+        raise ValueError(f"{key} is not an object")
+    return {name: (_num if kind is float else _int)(table, name) if name in table else kind(0)
+            for name in STALLS}
