@@ -20,6 +20,12 @@ from .hardware import SMT_YIELD_RANGE, Hardware, oversubscribed
 BAND_FLOOR = 0.02
 BAND_GROWTH = 0.25
 DEFAULT_KNEE_FRACTION = 0.1
+# The preferred count is the largest one up to which each added thread still brings at
+# least this share of one thread's performance (see preferred_count).  A quarter keeps a
+# hyper-thread's typical 30% (Marr et al. 2002) worth paying for and drops the flat tail
+# of an Amdahl curve, where a 16th thread at 45% efficiency adds about 0.2 of one.
+DEFAULT_MIN_GAIN = 0.25
+SCALINGS = ("strong", "weak")
 MAX_COUNT = 100_000  # every count up to --upto is predicted: keep that grid bounded
 # Models are fitted to at most this many points per input size (more are pooled into bins
 # of neighbouring counts, see Measurements.binned): PreSca refits on every other prefix of
@@ -36,7 +42,7 @@ PREFERRED_SLACK = 0.03  # see measured_preferred
 def predict(
     counts: Iterable[float],
     values: Iterable[float],
-    metric: str = "throughput",
+    metric: str | None = None,
     upto: int | None = None,
     at: Iterable[int] = (),
     method: str = "auto",
@@ -47,18 +53,26 @@ def predict(
     cores: int | None = None,
     sockets: int | None = None,
     fill: str | None = None,
+    min_gain: float = DEFAULT_MIN_GAIN,
+    scaling: str | None = None,
 ) -> Prediction:
     """Predict performance at every count 1..``upto`` (default: twice the largest
     measured count) and at the counts in ``at``.
 
-    ``metric`` is ``"time"`` (lower is better) or ``"throughput"``; repeated counts are
-    repetitions.  ``hw_threads``, ``cores``, ``sockets``, ``fill``: of the machine
+    ``metric`` is ``"time"`` (lower is better) or ``"throughput"`` and must be given: the
+    two read the same numbers in opposite directions, and no guess is safe for both a
+    throughput that falls and a time that grows.  Repeated counts are repetitions.
+    ``min_gain``: the preferred count's threshold (see ``preferred_count``); ``scaling``:
+    ``"strong"`` (fixed total work, the default) or ``"weak"`` (fixed work per count).  ``hw_threads``, ``cores``, ``sockets``, ``fill``: of the machine
     predicted for, when known (see corecast.hardware).  Raises ``InputError`` with a
     one-line message on unusable input.
     """
+    if metric is None:
+        raise InputError("metric must be given: 'time' (lower is better) or 'throughput' (higher is better)")
     data = Measurements.from_samples(counts, values, metric, stalls=stalls, sizes=sizes)
     return predict_measurements(data, upto=upto, at=at, method=method, knee_fraction=knee_fraction,
-                                hardware=Hardware.of(hw_threads, cores, sockets, fill))
+                                hardware=Hardware.of(hw_threads, cores, sockets, fill), min_gain=min_gain,
+                                scaling=scaling)
 
 
 def predict_measurements(
@@ -68,7 +82,18 @@ def predict_measurements(
     method: str = "auto",
     knee_fraction: float = DEFAULT_KNEE_FRACTION,
     hardware: Hardware | None = None,
+    min_gain: float = DEFAULT_MIN_GAIN,
+    scaling: str | None = None,
 ) -> Prediction:
+    """``predict`` on measurements already read (see there); ``scaling`` None is strong
+    scaling, with a warning where the times look like weak scaling's."""
+    if scaling not in (None,) + SCALINGS:
+        raise InputError(f"unknown scaling {scaling!r}: use strong or weak")
+    if scaling == "weak" and data.metric != "time":
+        raise InputError("weak scaling reads times (each count doing its own fixed share of work); "
+                         "a throughput already is the whole program's rate: leave --scaling out")
+    if not 0 < min_gain <= 1:
+        raise InputError(f"the preferred count's minimum gain must lie in (0, 1], got {min_gain:g}")
     spec = methods.get(method)
     methods.check_usable(spec, data)
     # Models see values in units of their median and a bounded number of points (see
@@ -151,14 +176,29 @@ def predict_measurements(
     base_perf = float(curve.perf[base_i])
     if base_count != 1:
         warnings.append(f"count 1 not measured: speedup is relative to {base_count:g}")
-    speedup = perf / base_perf
-    efficiency = speedup * base_count / grid
-    best = perf.max()
-    preferred, note = measured_preferred(int(grid[np.flatnonzero(perf >= best * (1 - 1e-3))[0]]), curve,
-                                         int(grid.max()))
+    if scaling is None and looks_weak(curve):
+        warnings.append(
+            f"the time grows with the count ({_g(curve.values[0])} at {base_count:g}, "
+            f"{_g(curve.values[-1])} at {curve.counts[-1]:g}): if each count does its own fixed share of "
+            "work (weak scaling), say --scaling weak; read as strong scaling (fixed total work)")
+    # Under weak scaling each count does its own share of work more: the work rate is
+    # n / T(n) and efficiency T(base) / T(n) (Gustafson's scaled speedup).
+    weak = scaling == "weak"
+    scaling = scaling or "strong"
+    rate, rate_low = (perf * grid, low * grid) if weak else (perf, low)
+    base_rate = base_perf * base_count if weak else base_perf
+    speedup = rate / base_rate
+    with np.errstate(invalid="ignore"):
+        # Relative to a base count above 1 efficiency says nothing below it (an
+        # extrapolated 1-thread time over a 27-rank one is no efficiency of 2700%).
+        efficiency = np.where(grid >= base_count, speedup * base_count / grid, np.nan)
+    fastest, note = measured_preferred(fastest_count(grid, rate, rate_low, base_count, top), curve,
+                                       int(grid.max()), weak)
     if note:
         warnings.append(note)
-    knee = knee_count(grid, perf, knee_fraction)
+    preferred = min(preferred_count(grid, rate, rate_low, base_count, top, min_gain), fastest)
+    named = _supported(grid, base_count)  # the knee too is not placed below the measured counts
+    knee = knee_count(grid[named], rate[named], knee_fraction)
     if len(set(curve.counts.tolist())) < 3:
         warnings.append("only two measured counts: the prediction is a rough law fit with a wide band")
     if data.sizes:
@@ -189,6 +229,9 @@ def predict_measurements(
         efficiency=efficiency,
         speedup_base=base_count,
         preferred=preferred,
+        fastest=fastest,
+        min_gain=min_gain,
+        scaling=scaling,
         knee=knee,
         knee_fraction=knee_fraction,
         requested_at=sorted(set(at)),
@@ -221,6 +264,24 @@ def _fit_quality(fit: Fit, name: str, curve: Measurements, scale: float, at_meas
     return rows
 
 
+WEAK_GAIN = 1.1  # a time curve never this much faster than at its smallest count
+
+
+def looks_weak(curve: Measurements) -> bool:
+    """Whether a time curve looks like weak scaling's: over at least a 4-fold range of
+    counts (3 or more), never faster than ``WEAK_GAIN`` times the smallest count's, and
+    slower at the largest than at the smallest.  A contended strong-scaling program can
+    look the same, hence a warning, not a switch."""
+    if curve.metric != "time" or len(curve) < 3 or curve.counts[-1] < 4 * curve.counts[0]:
+        return False
+    t = curve.values
+    return bool(t.min() * WEAK_GAIN >= t[0] and t[-1] > t[0])
+
+
+def _g(x: float) -> str:
+    return f"{float(x):.4g}"
+
+
 def fit_miss(log_err: np.ndarray, at_measured: np.ndarray, curve: Measurements, scale: float) -> str | None:
     """A warning when the fit misses a measured value by more than ``MISS_FACTOR``
     (either way), else None.  ``at_measured``: the fit's performance at ``curve.counts``;
@@ -241,20 +302,23 @@ def fit_miss(log_err: np.ndarray, at_measured: np.ndarray, curve: Measurements, 
     )
 
 
-def measured_preferred(preferred: int, curve: Measurements, upto: int) -> tuple[int, str | None]:
-    """The model's preferred count, unless measurements contradict it.
+def measured_preferred(preferred: int, curve: Measurements, upto: int, weak: bool = False) -> tuple[int, str | None]:
+    """The model's fastest count, unless measurements contradict it.
 
     Inside the measured range the measurements are facts and the model only a smooth
     summary of them: a model that cannot follow the curve's shape (e.g. a sharp optimum
     among thousands of counts) may place its optimum where the program was measured
     clearly slower.  So the model's choice stands only where the measured performance
     there (interpolated between measured counts) is within ``PREFERRED_SLACK`` of the
-    best measured; otherwise the best measured count is preferred.  Beyond the measured
+    best measured; otherwise the best measured count is taken.  Beyond the measured
     range only the model can say.  Only the measured counts up to ``upto`` (the largest
-    count predicted) compete.  Returns the count and a note when it was replaced.
+    count predicted) compete; ``weak``: performance is the work rate n / T(n).  Returns
+    the count and a note when it was replaced.
     """
     asked = curve.counts <= upto
     n, perf = curve.counts[asked], curve.perf[asked]
+    if weak:
+        perf = perf * n
     if not n.size or not n.min() <= preferred <= n.max():
         return preferred, None
     there = float(np.interp(preferred, n, perf))
@@ -262,9 +326,50 @@ def measured_preferred(preferred: int, curve: Measurements, upto: int) -> tuple[
     if there * (1.0 + PREFERRED_SLACK) >= perf[best]:
         return preferred, None
     return int(n[best]), (
-        f"preferred count is the best measured one, {n[best]:g}: the model's optimum {preferred} "
+        f"fastest count is the best measured one, {n[best]:g}: the model's optimum {preferred} "
         f"was measured {perf[best] / there - 1.0:.0%} slower"
     )
+
+
+def _supported(grid: np.ndarray, base: float) -> np.ndarray:
+    """The counts that may be named: none below the smallest measured one, ``base`` (the
+    model knows nothing there), unless everything asked lies below it."""
+    ok = grid >= base
+    return ok if np.any(ok) else np.ones(len(grid), dtype=bool)
+
+
+def fastest_count(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: float, top: float) -> int:
+    """The count of the best predicted performance that the band supports: beyond the
+    largest measured count ``top`` only where even the band's low end beats the best
+    predicted up to ``top``."""
+    ok = _supported(grid, base)
+    n, p, lo = grid[ok], perf[ok], low[ok]
+    inside = n <= top
+    best_inside = p[inside].max() if np.any(inside) else -np.inf
+    pick = np.where(inside | (lo > best_inside), p, -np.inf)
+    if not np.any(np.isfinite(pick)):  # nothing asked up to top and the band vouches for none
+        pick = lo
+    return int(n[np.flatnonzero(pick >= pick.max() * (1 - 1e-3))[0]])
+
+
+def preferred_count(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: float, top: float,
+                    min_gain: float = DEFAULT_MIN_GAIN) -> int:
+    """The count that pays off: the largest count reached by steps up from ``base`` (the
+    smallest measured count) on each of which every added thread brings at least
+    ``min_gain`` of one thread's performance (the marginal-gain rule of cost-optimal
+    parallelism, Kumar & Gupta 1994; a plateau then a later rise, such as a second socket,
+    is crossed only when the rise repays the plateau).  Beyond the largest measured count
+    ``top`` the step counts what the band's low end gives, so a count the band cannot
+    vouch for is never preferred; the answer does not depend on how far ahead was asked."""
+    ok = _supported(grid, base)
+    n = grid[ok]
+    sure = np.where(n <= top, perf[ok], low[ok])
+    unit = sure[0] / n[0]  # one thread's share at the smallest count
+    at, level = n[0], sure[0]
+    for count, value in zip(n[1:], sure[1:]):
+        if value >= level + min_gain * unit * (count - at):
+            at, level = count, value
+    return int(at)
 
 
 def band(
