@@ -79,8 +79,8 @@ def format_table(
         lines.append("weak scaling: speedup is the work rate n/T(n) relative to the base count's, "
                      "efficiency T(base)/T(n)")
     lines.append(
-        f"knee: {pred.knee} (adding threads beyond {pred.knee} gains less than "
-        f"{pred.knee_fraction:.0%} of a thread)"
+        f"knee: {pred.knee} (adding {pred.count_unit} beyond {pred.knee} gains less than "
+        f"{pred.knee_fraction:.0%} of a {_one(pred.count_unit)})"
     )
     lines += fit_quality_lines(pred)
     if pred.speedup_base != 1:

@@ -1,0 +1,116 @@
+"""Issue 41: answers a performance engineer can act on (preferred counts that pay off,
+weak scaling, honest fit figures, no silent drops, small things)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import corecast
+from corecast.cli import main
+from corecast.errors import InputError
+
+DATA = Path(__file__).parent / "data"
+# 45% efficiency at 16 threads (speedup 7.27): gains per thread fall to ~0.2 at 16.
+N = [1, 2, 4, 8, 12, 16]
+T = [16.0, 8.6, 4.8, 2.9, 2.4, 2.2]
+
+
+# -- 1. the preferred count is not the horizon --------------------------------------
+
+@pytest.mark.parametrize("method", ["auto", "usl", "amdahl"])
+def test_preferred_count_does_not_follow_the_horizon(method):
+    picks = {corecast.predict(N, T, metric="time", method=method, **kw).preferred
+             for kw in (dict(upto=16), dict(upto=32), dict(upto=16, at=[1000]), dict(at=[1000]))}
+    assert len(picks) == 1
+    (pick,) = picks
+    assert pick <= 16
+
+
+def test_preferred_pays_off_and_fastest_is_named_apart():
+    p = corecast.predict(N, T, metric="time", upto=64)
+    assert p.preferred < 16 <= p.fastest <= 16  # auto's band vouches for no unmeasured count
+    i = int(np.flatnonzero(p.counts == p.preferred)[0])
+    # each thread up to the preferred count adds at least min_gain of one
+    assert p.speedup[i] - 1 >= p.min_gain * (p.preferred - 1)
+    d = p.to_dict()
+    assert d["preferred_threads"] == p.preferred and d["fastest_threads"] == p.fastest
+
+
+def test_preferred_beyond_the_measured_range_only_where_the_band_gains():
+    n = np.arange(1, 9)
+    linear = corecast.predict(n, 100.0 * n, metric="throughput", method="amdahl", upto=32)
+    assert linear.preferred > 8  # a law's low end still gains there
+    flat = corecast.predict(n, 100.0 * n / (1 + 0.1 * (n - 1)), metric="throughput", method="amdahl", upto=64)
+    assert flat.preferred <= 8
+
+
+def test_sweep_and_predict_share_the_rule():
+    from corecast.extrapolation import extrapolate
+
+    result = {"warnings": []}
+    times = {n: [t] for n, t in zip(N, T)}
+    extrapolate(result, times, N, [], {n: [{}] for n in N}, 32)
+    assert result["preferred_threads"] == corecast.predict(N, T, metric="time", upto=32).preferred
+
+
+def test_cli_min_gain(tmp_path, capsys):
+    path = tmp_path / "t.csv"
+    path.write_text("threads,time\n" + "".join(f"{n},{t}\n" for n, t in zip(N, T)))
+    assert main(["predict", str(path), "--json", "--min-gain", "0.05"]) == 0
+    low = json.loads(capsys.readouterr().out)
+    assert main(["predict", str(path), "--json", "--min-gain", "0.5"]) == 0
+    high = json.loads(capsys.readouterr().out)
+    assert high["preferred_threads"] < low["preferred_threads"]
+    assert main(["predict", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "preferred count: " in out and "gains at least 25% of one" in out
+
+
+# -- 2. weak scaling -------------------------------------------------------------------
+
+def test_weak_looking_input_warns_and_prints_no_efficiency_above_100(capsys):
+    assert main(["predict", str(DATA / "extrap" / "json_input_1.JSON")]) == 0
+    out = capsys.readouterr().out
+    assert sum("--scaling weak" in line for line in out.splitlines() if line.startswith("warning:")) == 1
+    effic = [float(c[:-1]) for line in out.splitlines() for c in line.split() if c.endswith("%")
+             and c[:-1].replace(".", "").isdigit() and "SMAPE" not in line]
+    assert max(effic) <= 100
+
+
+def test_scaling_weak(capsys):
+    assert main(["predict", str(DATA / "extrap" / "json_input_1.JSON"), "--scaling", "weak", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)["series"][0]
+    assert d["scaling"] == "weak" and not any("--scaling weak" in w for w in d["warnings"])
+    rows = {r["threads"]: r for r in d["predictions"]}
+    measured = {4: 3.5, 8: 5.5, 16: 9.5}
+    for n, t in measured.items():  # efficiency T(base) / T(n)
+        assert rows[n]["efficiency"] == pytest.approx(3.5 / t, rel=0.02)
+    assert rows[1]["efficiency"] is None  # below the base count: not defined
+    assert d["preferred_threads"] >= 4  # never an unmeasured count below the measured ones
+
+
+def test_weak_scaling_of_a_throughput_is_one_line(tmp_path, capsys):
+    path = tmp_path / "t.csv"
+    path.write_text("threads,throughput\n1,10\n2,19\n4,30\n")
+    assert main(["predict", str(path), "--scaling", "weak"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "weak scaling reads times" in err
+
+
+def test_caliper_rank_counts_are_labelled_ranks(capsys):
+    pytest.importorskip("caliperreader")
+    files = sorted(str(p) for p in (DATA / "caliper" / "mpi_scaling").glob("*.cali"))
+    assert main(["predict", *files, "--callpath", "main"]) == 0
+    out = capsys.readouterr().out
+    assert "\nranks " in out and "\nthreads " not in out
+    assert any(line.startswith("warning:") and "--scaling weak" in line for line in out.splitlines())
+
+
+# -- 4. corecast.predict needs the metric ---------------------------------------------
+
+def test_predict_requires_the_metric():
+    with pytest.raises(InputError, match="metric must be given"):
+        corecast.predict(N, T)
