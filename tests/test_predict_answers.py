@@ -114,3 +114,25 @@ def test_caliper_rank_counts_are_labelled_ranks(capsys):
 def test_predict_requires_the_metric():
     with pytest.raises(InputError, match="metric must be given"):
         corecast.predict(N, T)
+
+
+# -- 3. fit figures that cannot be true -------------------------------------------------
+
+def test_interpolating_members_are_not_scored_as_fits(tmp_path, capsys):
+    path = tmp_path / "t.csv"
+    path.write_text("threads,time\n1,10\n2,5.3\n4,2.9\n8,1.8\n16,1.4\n")
+    assert main(["predict", str(path), "--json"]) == 0
+    rows = {q["model"]: q for q in json.loads(capsys.readouterr().out)["fit_quality"]}
+    for name in ("auto", "plateau", "trend", "damped"):
+        assert rows[name]["interpolates"] and rows[name]["adj_r2"] is None
+    assert rows["auto"]["holdout"] == "leave-last-out" and rows["auto"]["holdout_error"] >= 0
+    assert rows["plateau"]["holdout"] == "backtest" and rows["plateau"]["holdout_error"] > 0
+    assert main(["predict", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "interpolates: not a fit" in out and "1.0000" not in out.split("fit quality")[1]
+
+
+def test_a_law_with_residuals_keeps_its_figures():
+    p = corecast.predict(N, T, metric="time", method="usl")
+    (q,) = p.fit_quality
+    assert not q["interpolates"] and 0.9 < q["adj_r2"] < 1 and q["holdout"] == "leave-last-out"

@@ -241,26 +241,52 @@ def predict_measurements(
         extras=extras,
         warnings=warnings,
         value_scale=scale,
-        fit_quality=_fit_quality(fit, spec.name, curve, scale, at_measured),
+        fit_quality=_fit_quality(fit, spec.name, curve, scale, at_measured,
+                                 leave_last_out(spec, fitted, float(model_grid.max()))),
         hardware=given,
     )
 
 
-def _fit_quality(fit: Fit, name: str, curve: Measurements, scale: float, at_measured: np.ndarray) -> list[dict]:
+def leave_last_out(spec, fitted: Measurements, nmax: float) -> float | None:
+    """The method refitted without the largest measured count, its relative error there:
+    what a fit that passes through every point can still be judged by (a one-step
+    backtest, Tashman 2000).  None where too few counts remain, with sizes, or it fails."""
+    if fitted.sizes or len(fitted) - 1 < max(spec.min_points, 2):
+        return None
+    head = fitted.subset(np.flatnonzero(fitted.counts < fitted.counts.max()))
+    try:
+        with np.errstate(all="ignore"), warnings_module.catch_warnings():
+            warnings_module.simplefilter("ignore", RuntimeWarning)
+            methods.check_usable(spec, head)
+            got = float(np.asarray(spec.fit(head, nmax).perf(np.array([fitted.counts[-1]])), float)[0])
+    except Exception:  # the method cannot fit fewer points: nothing to report, not a failure
+        return None
+    want = float(fitted.perf[-1])
+    return abs(got / want - 1.0) if np.isfinite(got) and got > 0 else None
+
+
+def _fit_quality(fit: Fit, name: str, curve: Measurements, scale: float, at_measured: np.ndarray,
+                 last_out: float | None = None) -> list[dict]:
     """Extra-P's fit metrics of the chosen model and of each model it combines, in the
-    user's metric and unit, against every measured count."""
+    user's metric and unit, against every measured count; with each, what it can be
+    judged by where it interpolates: ``holdout_error`` (the chosen model's leave-last-out
+    error ``last_out``, a member's backtest error) and ``holdout`` naming which."""
     def user(p):
         with np.errstate(all="ignore"):
             return np.nan_to_num(from_perf(np.asarray(p, float), curve.metric) * scale,
                                  nan=0.0, posinf=np.finfo(float).max)
 
     measured = user(curve.perf)
-    rows = [{"model": name, **fit_quality(user(at_measured), measured, max(1, count_params(fit.params)))}]
+    rows = [{"model": name, **fit_quality(user(at_measured), measured, max(1, count_params(fit.params))),
+             "holdout": "leave-last-out" if last_out is not None else None, "holdout_error": last_out}]
+    backtest = fit.extras.get("backtest") or {}
     for m in fit.members:
         label = m.candidate if m.candidate == m.method else f"{m.method}:{m.candidate}"
         with np.errstate(all="ignore"):
             pred = m.perf(curve.counts)
-        rows.append({"model": label, **fit_quality(user(pred), measured, max(1, count_params(m.params)))})
+        err = backtest.get(m.method)
+        rows.append({"model": label, **fit_quality(user(pred), measured, max(1, count_params(m.params))),
+                     "holdout": "backtest" if err is not None else None, "holdout_error": err})
     return rows
 
 

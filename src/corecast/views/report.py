@@ -91,14 +91,20 @@ def format_table(
 
 def fit_quality_lines(pred: Prediction) -> list[str]:
     """Each model's RSS, adjusted R² and SMAPE against the measured counts, as Extra-P
-    shows them next to its models."""
+    shows them next to its models; a model through every point is "interpolates: not a
+    fit", and the error it made on counts it was not fitted to is shown beside."""
     if not pred.fit_quality:
         return []
     n = len(pred.measured.at_target_size())
-    rows = [["  model", "params", "RSS", "adj. R²", "SMAPE", ""]]
+    rows = [["  model", "params", "RSS", "adj. R²", "SMAPE", "held-out error", ""]]
     for q in pred.fit_quality:
+        held = q.get("holdout_error")
+        held = "-" if held is None else f"{held:.1%} ({q['holdout']})"
+        if q.get("interpolates"):
+            rows.append([f"  {q['model']}", str(q["params"]), "-", "-", "-", held, "interpolates: not a fit"])
+            continue
         r2 = "n/a" if q["adj_r2"] is None else f"{q['adj_r2']:.4f}"
-        rows.append([f"  {q['model']}", str(q["params"]), _num(q["rss"]), r2, f"{q['smape']:.2f}%", ""])
+        rows.append([f"  {q['model']}", str(q["params"]), _num(q["rss"]), r2, f"{q['smape']:.2f}%", held, ""])
     return [f"fit quality against the {n} measured counts ({pred.metric} in its unit):"] + _align(rows)
 
 
