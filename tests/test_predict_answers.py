@@ -136,3 +136,44 @@ def test_a_law_with_residuals_keeps_its_figures():
     p = corecast.predict(N, T, metric="time", method="usl")
     (q,) = p.fit_quality
     assert not q["interpolates"] and 0.9 < q["adj_r2"] < 1 and q["holdout"] == "leave-last-out"
+
+
+# -- 4. silent drops -----------------------------------------------------------------------
+
+def test_auto_says_when_stall_columns_go_unused(tmp_path, capsys):
+    path = tmp_path / "s.csv"
+    path.write_text("threads,time,stall:lock\n1,10.0,0.0\n2,5.3,0.2\n4,2.9,0.4\n")
+    assert main(["predict", str(path)]) == 0
+    warned = [line for line in capsys.readouterr().out.splitlines() if line.startswith("warning: stall:")]
+    assert len(warned) == 1 and "estima needs at least 6" in warned[0]
+
+
+def test_readme_estima_example_runs(tmp_path, capsys):
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    block = readme.split("```\nthreads,time,stall:lock\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "e.csv"
+    path.write_text("threads,time,stall:lock\n" + block)
+    assert main(["predict", str(path), "--method", "estima"]) == 0
+
+
+def test_estima_with_too_few_counts_is_one_line(tmp_path, capsys):
+    path = tmp_path / "s.csv"
+    path.write_text("threads,time,stall:lock\n1,10.0,0.0\n2,5.3,0.2\n4,2.9,0.4\n")
+    assert main(["predict", str(path), "--method", "estima"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "needs at least 6" in err
+
+
+def test_export_extrap_keeps_repetitions():
+    from corecast.views.sweepviz import extrap_records
+
+    result = {"measured": [
+        {"threads": 1, "time_s": 2.0, "spread_s": 0.1, "stalls_s": {"lock": 0.0},
+         "runs": [{"time_s": 1.9, "stalls_s": {"lock": 0.0}}, {"time_s": 2.0, "stalls_s": {"lock": 0.0}},
+                  {"time_s": 2.1, "stalls_s": {"lock": 0.0}}]},
+        {"threads": 2, "time_s": 1.1, "spread_s": 0.0, "stalls_s": {"lock": 0.1},
+         "runs": [{"time_s": 1.1, "stalls_s": {"lock": 0.1}}]}]}
+    times = [(r["params"]["p"], r["value"]) for r in extrap_records(result) if r["metric"] == "time"]
+    assert times == [(1, 1.9), (1, 2.0), (1, 2.1), (2, 1.1)]
+    stalls = [r for r in extrap_records(result) if r["metric"] == "stall:lock"]
+    assert len(stalls) == 4
