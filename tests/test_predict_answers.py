@@ -177,3 +177,48 @@ def test_export_extrap_keeps_repetitions():
     assert times == [(1, 1.9), (1, 2.0), (1, 2.1), (2, 1.1)]
     stalls = [r for r in extrap_records(result) if r["metric"] == "stall:lock"]
     assert len(stalls) == 4
+
+
+# -- 5. small things ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, magic", [("c.svg", b"<?xml"), ("c.pdf", b"%PDF"), ("c.png", b"\x89PNG")])
+def test_plot_format_follows_the_suffix(tmp_path, name, magic):
+    path = tmp_path / "t.csv"
+    path.write_text("threads,time\n" + "".join(f"{n},{t}\n" for n, t in zip(N, T)))
+    assert main(["predict", str(path), "--plot", str(tmp_path / name)]) == 0
+    assert (tmp_path / name).read_bytes().startswith(magic)
+
+
+@pytest.mark.parametrize("text", ["threads\ttime\n1\t10\n2\t5.3\n4\t2.9\n",
+                                  "threads;time\n1;10\n2;5,3\n4;2,9\n",
+                                  "# metric: time\nthreads;value\n1;10.0\n2;5.3\n4;2.9\n"])
+def test_tab_and_semicolon_separated_files(tmp_path, capsys, text):
+    path = tmp_path / "t.csv"
+    path.write_text(text)
+    assert main(["predict", str(path), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["metric"] == "time" and d["predictions"][1]["value"] == pytest.approx(5.3, rel=0.05)
+
+
+@pytest.mark.parametrize("n, word", [(1, "a"), (8, "an"), (11, "an"), (16, "a"), (18, "an"), (80, "an"),
+                                     (100, "a"), (800, "an"), (1100, "a"), (8000, "an"), (18000, "an")])
+def test_article(n, word):
+    from corecast.errors import article
+
+    assert article(n) == word
+
+
+def test_replay_header_says_an_8_core_and_calibrated(tmp_path):
+    from corecast.runtime.replay import replay
+    from corecast.runtime.model import machine
+    from corecast.views.replayview import table
+
+    recording = DATA / "recordings" / "schema1-npb-mg.A-4.jsonl"
+    cal = tmp_path / "cal.json"
+    cal.write_text(json.dumps({machine.KEY: machine.SCHEMA, "machine": {"cpus": 16, "cpu_model": "x"},
+                               "efficiency": [[1, 1.0], [4, 0.94], [16, 0.82]]}))
+    (rep,) = replay(str(recording), 8, str(cal))
+    head = table(rep, str(cal)).splitlines()[0]
+    assert "on an 8-core machine" in head and "calibrated" in head and "cal.json" in head
+    (plain,) = replay(str(recording), 8)
+    assert "calibrated" not in table(plain).splitlines()[0]

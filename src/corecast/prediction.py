@@ -10,6 +10,7 @@ import numpy as np
 
 from . import methods
 from .entities import Fit, InputError, Measurements, Prediction, from_perf
+from .errors import article
 from .fitquality import count_params, fit_quality
 from .fitting import rms
 from .hardware import SMT_YIELD_RANGE, Hardware, oversubscribed
@@ -110,7 +111,7 @@ def predict_measurements(
     if max([upto] + at) > MAX_COUNT:
         got = str(max([upto] + at))
         raise InputError(f"counts above {MAX_COUNT} are not predicted (got "
-                         f"{got if len(got) <= 20 else f'a {len(got)}-digit count'})")
+                         f"{got if len(got) <= 20 else f'{article(len(got))} {len(got)}-digit count'})")
     if any(a < 1 for a in at):
         raise InputError("counts to predict at must be at least 1")
     given = hardware
