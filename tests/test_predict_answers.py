@@ -222,3 +222,17 @@ def test_replay_header_says_an_8_core_and_calibrated(tmp_path):
     assert "on an 8-core machine" in head and "calibrated" in head and "cal.json" in head
     (plain,) = replay(str(recording), 8)
     assert "calibrated" not in table(plain).splitlines()[0]
+
+
+def test_sweep_table_shows_the_measured_speedup_beside_the_models():
+    from corecast.views.sweeptable import format_sweep
+
+    result = {"command": ["prog"], "runtime": "openmp", "failed": [], "warnings": [], "bottleneck": None,
+              "stall_predictions": {}, "preferred_threads": 2,
+              "measured": [{"threads": 1, "time_s": 1.0, "spread_s": 0.0, "stalls_s": {}},
+                           {"threads": 2, "time_s": 0.9, "spread_s": 0.0, "stalls_s": {}}],
+              "predictions": [{"threads": 1, "value": 1.0, "low": 0.9, "high": 1.1, "speedup": 1.0},
+                              {"threads": 2, "value": 1.075, "low": 0.9, "high": 1.2, "speedup": 0.93}]}
+    row = next(line for line in format_sweep(result).splitlines() if line.split()[:1] == ["2"]
+               and "preferred" in line)
+    assert "0.93" in row and "measured 1.11x, preferred" in row
