@@ -358,12 +358,12 @@ def timing(repeats: int = 30) -> None:
 
     n = np.arange(1, 13)
     x = 100 * n / (1 + 0.05 * (n - 1) + 0.002 * n * (n - 1))
-    predict(n, x, upto=24)  # warm imports and caches
+    predict(n, x, metric="throughput", upto=24)  # warm imports and caches
     times = []
     for i in range(repeats):
         y = x * (1 + 1e-9 * (i + 1))  # new values each call: auto keeps recent member fits
         t0 = time.perf_counter()
-        predict(n, y, upto=24)
+        predict(n, y, metric="throughput", upto=24)
         times.append(time.perf_counter() - t0)
     print(f"predict(auto) on 12 points: median {np.median(times) * 1e3:.1f} ms over {repeats} calls")
 

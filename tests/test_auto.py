@@ -12,7 +12,7 @@ from corecast.methods.laws import amdahl, usl
 
 
 def test_two_points_answer_with_wide_band_and_warning():
-    p = corecast.predict([1, 2], [10.0, 19.0])
+    p = corecast.predict([1, 2], [10.0, 19.0], metric="throughput")
     assert p.method == "auto"
     assert any("two measured counts" in w for w in p.warnings)
     assert p.high[-1] / p.low[-1] > 1.5
@@ -34,14 +34,14 @@ def test_median_of_members_lies_between_them():
 def test_exact_usl_curve_is_extrapolated_well():
     n = np.arange(1.0, 13.0)
     x = usl(n, [10.0, 0.03, 0.001])
-    p = corecast.predict(n, x, upto=24)
+    p = corecast.predict(n, x, metric="throughput", upto=24)
     truth = usl(np.arange(1.0, 25.0), [10.0, 0.03, 0.001])
     assert np.max(np.abs(p.values - truth) / truth) < 0.1
 
 
 def test_amdahl_curve_never_predicted_to_collapse():
     n = np.array([1.0, 2, 4, 6, 8])
-    p = corecast.predict(n, amdahl(n, [1.0, 0.05]), upto=32)
+    p = corecast.predict(n, amdahl(n, [1.0, 0.05]), metric="throughput", upto=32)
     assert p.values[-1] > p.values[7]
 
 
@@ -55,7 +55,7 @@ def test_backtest_warns_when_the_range_is_too_short():
     # Linear to 8 threads, then collapsing: the first half cannot foresee the second.
     n = np.arange(1.0, 13.0)
     x = np.where(n <= 6, n, 6 * (6 / n) ** 3)
-    p = corecast.predict(n, x)
+    p = corecast.predict(n, x, metric="throughput")
     assert any("measure at larger counts" in w for w in p.warnings)
 
 

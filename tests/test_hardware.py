@@ -20,15 +20,17 @@ LINEAR = 100.0 * N  # every thread adds a whole core's worth
 
 
 def test_without_a_machine_nothing_changes():
-    plain = predict(N, LINEAR, upto=32)
-    same = predict(N, LINEAR, upto=32, hw_threads=None, cores=None)
+    plain = predict(N, LINEAR, metric="throughput", upto=32)
+    same = predict(N, LINEAR, metric="throughput", upto=32, hw_threads=None, cores=None)
     assert np.array_equal(plain.values, same.values)
     assert plain.hardware is None and plain.to_dict()["hardware"] is None
 
 
 def test_no_count_beyond_the_hardware_threads_is_preferred_or_faster():
-    pred = predict(N, LINEAR, upto=32, hw_threads=12)
-    assert pred.preferred == 12
+    # amdahl: a law's band, which vouches for counts beyond the measured ones (auto's
+    # plateau member holds its band's low end flat there: it prefers no unmeasured count).
+    pred = predict(N, LINEAR, metric="throughput", upto=32, hw_threads=12, method="amdahl")
+    assert pred.preferred == pred.fastest == 12
     at12 = pred.value_at(12)
     beyond = pred.counts > 12
     assert np.allclose(pred.values[beyond], at12)
@@ -40,22 +42,22 @@ def test_no_count_beyond_the_hardware_threads_is_preferred_or_faster():
 
 
 def test_a_time_curve_is_capped_the_same_way():
-    pred = predict(N, 1000.0 / N, metric="time", upto=24, hw_threads=10)
-    assert pred.preferred == 10
+    pred = predict(N, 1000.0 / N, metric="time", upto=24, hw_threads=10, method="amdahl")
+    assert pred.preferred == pred.fastest == 10
     assert np.allclose(pred.values[pred.counts > 10], pred.value_at(10))
     assert np.all(pred.high[pred.counts > 10] >= pred.values[pred.counts > 10])
 
 
 def test_a_curve_that_falls_before_the_hardware_threads_keeps_falling():
     falling = 100.0 * N / (1 + 0.2 * (N - 1) + 0.02 * N * (N - 1))
-    plain = predict(N, falling, upto=32, method="usl")
-    capped = predict(N, falling, upto=32, method="usl", hw_threads=16)
+    plain = predict(N, falling, metric="throughput", upto=32, method="usl")
+    capped = predict(N, falling, metric="throughput", upto=32, method="usl", hw_threads=16)
     assert np.allclose(plain.values, capped.values)  # never raised to the value at 16
 
 
 def test_threads_beyond_the_cores_add_a_share_of_a_core():
-    plain = predict(N, LINEAR, upto=16, method="amdahl")
-    smt = predict(N, LINEAR, upto=16, method="amdahl", hw_threads=16, cores=8)
+    plain = predict(N, LINEAR, metric="throughput", upto=16, method="amdahl")
+    smt = predict(N, LINEAR, metric="throughput", upto=16, method="amdahl", hw_threads=16, cores=8)
     assert np.allclose(smt.values[:8], plain.values[:8])
     gain = np.diff(smt.values)[8:] / np.diff(plain.values)[8:]
     assert np.allclose(gain, SMT_YIELD, rtol=0.05)
@@ -63,8 +65,8 @@ def test_threads_beyond_the_cores_add_a_share_of_a_core():
 
 
 def test_past_the_cores_the_band_spans_an_smt_thread_adding_nothing_to_a_whole_core():
-    plain = predict(N, LINEAR, upto=16, method="amdahl")
-    smt = predict(N, LINEAR, upto=16, method="amdahl", hw_threads=16, cores=8)
+    plain = predict(N, LINEAR, metric="throughput", upto=16, method="amdahl")
+    smt = predict(N, LINEAR, metric="throughput", upto=16, method="amdahl", hw_threads=16, cores=8)
     past = smt.counts > 8
     # Nothing: the value at the cores; a whole core: the prediction without them.
     assert np.all(smt.low[past] <= smt.value_at(8) * (1 + 1e-9))
@@ -88,22 +90,22 @@ def test_past_the_hardware_threads_the_band_reaches_the_best_count_up_to_them():
 
 def test_a_curve_measured_past_the_cores_already_shows_smt():
     n = np.arange(1, 13)
-    smt = predict(n, 100.0 * n, upto=16, method="amdahl", hw_threads=16, cores=8)
-    plain = predict(n, 100.0 * n, upto=16, method="amdahl")
+    smt = predict(n, 100.0 * n, metric="throughput", upto=16, method="amdahl", hw_threads=16, cores=8)
+    plain = predict(n, 100.0 * n, metric="throughput", upto=16, method="amdahl")
     assert np.allclose(smt.values, plain.values)
 
 
 def test_a_curve_measured_past_the_hardware_threads_is_left_as_it_is():
-    pred = predict(N, LINEAR, upto=16, hw_threads=4)
-    plain = predict(N, LINEAR, upto=16)
+    pred = predict(N, LINEAR, metric="throughput", upto=16, hw_threads=4)
+    plain = predict(N, LINEAR, metric="throughput", upto=16)
     assert np.allclose(pred.values, plain.values)
     assert any("beyond the 4 hardware threads" in w for w in pred.warnings)
 
 
 def test_a_count_asked_for_beyond_the_grid_is_capped_too():
-    pred = predict(N, LINEAR, upto=10, at=[64], hw_threads=20)
+    pred = predict(N, LINEAR, metric="throughput", upto=10, at=[64], hw_threads=20)
     assert 20 not in pred.counts  # evaluated, not reported
-    assert pred.value_at(64) <= predict(N, LINEAR, upto=20).value_at(20) * (1 + 1e-9)
+    assert pred.value_at(64) <= predict(N, LINEAR, metric="throughput", upto=20).value_at(20) * (1 + 1e-9)
 
 
 @pytest.mark.parametrize("hw, cores", [(0, None), (None, 0), (4, 8)])
@@ -137,10 +139,10 @@ def test_a_curve_measured_on_one_socket_continues_onto_the_next_at_a_fresh_cores
     # Linear per core, SMT threads adding SMT_YIELD of a core: what that machine does.
     by_socket = Hardware(16, 8, sockets=2, fill="sockets")
     n = np.arange(1, 9)
-    pred = predict(n, 100.0 * by_socket.units(n), upto=16, method="amdahl", hw_threads=16, cores=8, sockets=2,
+    pred = predict(n, 100.0 * by_socket.units(n), metric="throughput", upto=16, method="amdahl", hw_threads=16, cores=8, sockets=2,
                    fill="sockets")
     assert np.allclose(pred.values, 100.0 * by_socket.units(pred.counts), rtol=0.02)
-    by_cores = predict(n, 100.0 * by_socket.units(n), upto=16, method="amdahl", hw_threads=16, cores=8)
+    by_cores = predict(n, 100.0 * by_socket.units(n), metric="throughput", upto=16, method="amdahl", hw_threads=16, cores=8)
     assert by_cores.value_at(12) < 0.8 * pred.value_at(12)  # read as SMT only, the next socket looks flat
     assert any("sockets" in w for w in pred.warnings)
 
@@ -167,7 +169,7 @@ def test_a_pinned_time_curve_is_predicted_slower_just_past_the_cores():
     assert pinned.to_dict()["hardware"]["waits_for_slowest"]
     assert pinned.low[10] < pinned.values[10] < pinned.high[10]
     # Throughput (threads that work for a fixed time) and unpinned threads add a share of a core.
-    rate = predict(n, 1.0 / times, upto=20, method="amdahl", fill="sockets", **machine)
+    rate = predict(n, 1.0 / times, metric="throughput", upto=20, method="amdahl", fill="sockets", **machine)
     assert rate.value_at(11) > rate.value_at(10)
     unpinned = predict(n, times, metric="time", upto=20, method="amdahl", **machine)
     assert unpinned.value_at(11) < unpinned.value_at(10)
@@ -186,11 +188,16 @@ def test_impossible_layouts_are_input_errors(sockets, fill, words):
 def test_cli_options(tmp_path, capsys):
     path = tmp_path / "tp.csv"
     path.write_text("threads,throughput\n" + "".join(f"{n},{100 * n}\n" for n in N))
-    assert main(["predict", str(path), "--upto", "32", "--hw-threads", "16", "--cores", "8", "--json"]) == 0
+    assert main(["predict", str(path), "--upto", "32", "--hw-threads", "16", "--cores", "8", "--json",
+                 "--method", "amdahl"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["hardware"] == {"hw_threads": 16, "cores": 8, "sockets": 1, "fill": "cores",
                                "smt_yield": SMT_YIELD, "waits_for_slowest": False}
-    assert out["preferred_threads"] == 16
+    # A core's second thread may add nothing (the band's low end): no unmeasured SMT count is
+    # preferred, though the prediction gains there.
+    assert out["preferred_threads"] == 8
+    rows = {r["threads"]: r["value"] for r in out["predictions"]}
+    assert rows[16] > rows[8]
     assert main(["predict", str(path), "--upto", "16", "--hw-threads", "16", "--cores", "8", "--sockets", "2",
                  "--fill", "sockets", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)

@@ -11,7 +11,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "corecast"
 ENTRY_POINTS = {"corecast.runtime._autoload.sitecustomize"}
 MODEL_CORE = ("corecast.entities", "corecast.errors", "corecast.fitting", "corecast.fitquality",
               "corecast.smallfit", "corecast.kernels", "corecast.queueing", "corecast.methods",
-              "corecast.prediction", "corecast.tuning", "corecast.numa", "corecast.placement",
+              "corecast.prediction", "corecast.preference", "corecast.tuning", "corecast.numa", "corecast.placement",
               "corecast.extrapolation", "corecast.tunesim", "corecast.hardware")
 VIEWS = ("corecast.views",)
 # The sweep result type (io/sweepresult) is I/O: readers and views read it; sweep/ is a tool.

@@ -172,13 +172,15 @@ def test_binning_is_per_input_size():
 def test_preferred_is_within_3_percent_of_the_best_measured_of_2000(seed):
     n, t = usl_time_curve(2000, 195, seed)
     p = corecast.predict(n, t, metric="time")
-    assert p.preferred <= 2000
-    assert t[p.preferred - 1] <= (1 + PREFERRED_SLACK) * t.min()
+    assert p.preferred <= p.fastest <= 2000
+    assert t[p.fastest - 1] <= (1 + PREFERRED_SLACK) * t.min()
 
 
 def test_models_choice_stands_when_measurements_agree():
     p = corecast.predict(N, TIME, metric="time", method="usl", upto=64)
-    assert p.preferred in (21, 22)  # USL's optimum, beyond the measured range: the model's say
+    # USL's optimum lies beyond the measured range, where the band's low end does not beat
+    # the measured best: the fastest count named stays at the largest measured one.
+    assert int(p.counts[np.argmin(p.values)]) in (21, 22) and p.fastest == 16
     inside = corecast.predict(np.arange(1.0, 41.0), 1.0 / usl(np.arange(1.0, 41.0), [1.0, 0.04, 0.002]),
                               metric="time", method="usl")
-    assert inside.preferred in (21, 22) and not any("best measured" in w for w in inside.warnings)
+    assert inside.fastest in (21, 22) and not any("best measured" in w for w in inside.warnings)

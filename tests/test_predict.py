@@ -12,13 +12,13 @@ X = usl(N, [100.0, 0.04, 0.002])
 
 
 def test_every_count_up_to_twice_the_largest_plus_at():
-    p = corecast.predict(N, X, at=[40, 100])
+    p = corecast.predict(N, X, metric="throughput", at=[40, 100])
     assert list(p.counts) == list(range(1, 17)) + [40, 100]
     assert np.all(p.low <= p.values) and np.all(p.values <= p.high)
 
 
 def test_band_widens_with_extrapolation_distance():
-    p = corecast.predict(N, X, upto=64, method="usl")
+    p = corecast.predict(N, X, metric="throughput", upto=64, method="usl")
     rel = np.log(p.high / p.low)
     assert rel[63] > rel[15] > rel[7]
     assert rel[8:].min() >= rel[:8].max() - 1e-12
@@ -34,31 +34,32 @@ def test_time_and_throughput_agree():
 
 
 def test_preferred_and_knee_on_a_peaking_curve():
-    p = corecast.predict(N, X, upto=64, method="usl")
-    # USL peak at sqrt((1 - sigma) / kappa) ~ 21.9.
-    assert p.preferred in (21, 22)
-    assert p.knee <= p.preferred
+    p = corecast.predict(N, X, metric="throughput", upto=64, method="usl")
+    # USL peak at sqrt((1 - sigma) / kappa) ~ 21.9: the fastest count; the preferred one
+    # is where a thread stops adding a quarter of one, before it.
+    assert p.fastest in (21, 22)
+    assert p.knee <= p.fastest and p.preferred <= p.fastest
     gains = np.diff(p.values) / p.values[0]
     assert gains[p.knee - 1] < 0.1
     assert np.all(gains[: p.knee - 1] >= 0.1)
 
 
 def test_speedup_relative_to_smallest_count_when_one_is_missing():
-    p = corecast.predict([2, 4, 8, 16], [2, 4, 8, 16], upto=16, method="amdahl")
+    p = corecast.predict([2, 4, 8, 16], [2, 4, 8, 16], metric="throughput", upto=16, method="amdahl")
     assert p.speedup_base == 2
     assert p.speedup[1] == pytest.approx(1.0, rel=1e-6)
     assert any("relative to 2" in w for w in p.warnings)
 
 
 def test_repetitions_use_the_median_and_widen_the_band():
-    one = corecast.predict(N, X, method="usl")
-    reps = corecast.predict(np.repeat(N, 3), np.repeat(X, 3) * np.tile([0.8, 1.0, 1.2], N.size), method="usl")
+    one = corecast.predict(N, X, metric="throughput", method="usl")
+    reps = corecast.predict(np.repeat(N, 3), np.repeat(X, 3) * np.tile([0.8, 1.0, 1.2], N.size), metric="throughput", method="usl")
     np.testing.assert_allclose(one.values, reps.values, rtol=1e-6)
     assert np.all(reps.high / reps.low > one.high / one.low)
 
 
 def test_json_contract_is_serialisable():
-    d = corecast.predict(N, X).to_dict()
+    d = corecast.predict(N, X, metric="throughput").to_dict()
     json.dumps(d)
     assert {"method", "metric", "predictions", "preferred_threads", "warnings"} <= set(d)
     assert set(d["predictions"][0]) >= {"threads", "value", "low", "high", "speedup"}
@@ -76,11 +77,11 @@ def test_json_contract_is_serialisable():
 )
 def test_bad_input(counts, values, match):
     with pytest.raises(InputError, match=match):
-        corecast.predict(counts, values)
+        corecast.predict(counts, values, metric="throughput")
 
 
 def test_method_needing_more_points_says_how_many():
     with pytest.raises(InputError, match="presca needs at least 5"):
-        corecast.predict([1, 2, 3], [1, 2, 3], method="presca")
+        corecast.predict([1, 2, 3], [1, 2, 3], metric="throughput", method="presca")
     with pytest.raises(InputError, match="unknown method"):
-        corecast.predict([1, 2, 3], [1, 2, 3], method="nope")
+        corecast.predict([1, 2, 3], [1, 2, 3], metric="throughput", method="nope")

@@ -145,7 +145,8 @@ def check_contract(result: dict, counts: list[int], upto: int) -> None:
     assert [m["threads"] for m in result["measured"]] == counts
     categories = set(result["measured"][0]["stalls_s"])
     for m in result["measured"]:
-        assert set(m) == {"threads", "time_s", "spread_s", "stalls_s", "cpus"}
+        assert set(m) == {"threads", "time_s", "spread_s", "stalls_s", "cpus", "runs"}
+        assert len(m["runs"]) >= 1 and all(r["time_s"] > 0 for r in m["runs"])
         assert m["time_s"] > 0 and m["spread_s"] >= 0
         assert set(m["stalls_s"]) == categories  # the same categories at every count
         assert all(v >= 0 for v in m["stalls_s"].values())

@@ -327,6 +327,12 @@ class Prediction:
     # "adj_r2", "smape"} against the measured points (see corecast.fitquality).
     fit_quality: list[dict] = field(default_factory=list)
     hardware: Hardware | None = None  # the machine predicted for (None: not given)
+    # The count of the best predicted performance the band supports (``preferred`` is the
+    # one that pays off, at most this); None where not computed.
+    fastest: int | None = None
+    min_gain: float = 0.25  # the preferred count's threshold (prediction.DEFAULT_MIN_GAIN)
+    scaling: str = "strong"  # strong | weak
+    count_unit: str = "threads"  # threads | ranks: what the input's count is
 
     def to_dict(self) -> dict:
         """The JSON contract of ``corecast predict --json``."""
@@ -342,13 +348,17 @@ class Prediction:
                     "low": float(lo),
                     "high": float(hi),
                     "speedup": float(s),
-                    "efficiency": float(e),
+                    "efficiency": float(e) if np.isfinite(e) else None,
                 }
                 for n, v, lo, hi, s, e in zip(
                     self.counts, self.values, self.low, self.high, self.speedup, self.efficiency
                 )
             ],
             "preferred_threads": int(self.preferred),
+            "fastest_threads": None if self.fastest is None else int(self.fastest),
+            "min_gain": float(self.min_gain),
+            "scaling": self.scaling,
+            "count_unit": self.count_unit,
             "knee_threads": int(self.knee),
             "knee_fraction": float(self.knee_fraction),
             "speedup_base": float(self.speedup_base),

@@ -32,7 +32,18 @@ def fit_quality(predicted: np.ndarray, measured: np.ndarray, params: int) -> dic
     total = np.abs(y) + np.abs(p)
     # where both are 0 the point is fitted exactly and adds nothing (as in Extra-P)
     smape = float(np.mean(np.where(total > 0, 2 * np.abs(diff) / np.where(total > 0, total, 1), 0)) * 100)
-    return {"params": int(params), "rss": rss, "adj_r2": None if adj is None else float(adj), "smape": smape}
+    # A model through every point (a continuation member, or as many parameters as points)
+    # has no residual to judge it by: its RSS and R² say nothing (Burnham & Anderson 2002
+    # on saturated models), so it is marked rather than scored.
+    with np.errstate(all="ignore"):
+        rel = np.abs(diff) / np.where(np.abs(y) > 0, np.abs(y), 1.0)
+    interpolates = bool(dof <= 0 or (y.size > 0 and float(np.max(rel)) < INTERPOLATES))
+    return {"params": int(params), "rss": rss,
+            "adj_r2": None if adj is None or interpolates else float(adj), "smape": smape,
+            "interpolates": interpolates}
+
+
+INTERPOLATES = 1e-6  # relative miss below which a model passes through a point
 
 
 NOT_FITTED = ("subset", "correlation", "value_scale")  # params entries that are not fitted numbers

@@ -10,9 +10,12 @@ import numpy as np
 
 from . import methods
 from .entities import Fit, InputError, Measurements, Prediction, from_perf
+from .errors import article
 from .fitquality import count_params, fit_quality
 from .fitting import rms
 from .hardware import SMT_YIELD_RANGE, Hardware, oversubscribed
+from .preference import (DEFAULT_MIN_GAIN, PREFERRED_SLACK, SCALINGS, _supported, fastest_count,  # noqa: F401
+                         knee_count, looks_weak, measured_preferred, preferred_count)
 
 # Band: log-space half-width = floor + fit residual + repetition spread, plus GROWTH per
 # e-fold of extrapolation beyond the measured range (calibrated on the benchmark so the
@@ -30,13 +33,12 @@ MAX_FIT_POINTS = 128
 # the factor: several times PreSca's cost, so fewer points.
 MAX_FIT_POINTS_STALLS = 24
 MISS_FACTOR = 1.5  # a fit this far off a measured value (either way) gets a warning
-PREFERRED_SLACK = 0.03  # see measured_preferred
 
 
 def predict(
     counts: Iterable[float],
     values: Iterable[float],
-    metric: str = "throughput",
+    metric: str | None = None,
     upto: int | None = None,
     at: Iterable[int] = (),
     method: str = "auto",
@@ -47,18 +49,26 @@ def predict(
     cores: int | None = None,
     sockets: int | None = None,
     fill: str | None = None,
+    min_gain: float = DEFAULT_MIN_GAIN,
+    scaling: str | None = None,
 ) -> Prediction:
     """Predict performance at every count 1..``upto`` (default: twice the largest
     measured count) and at the counts in ``at``.
 
-    ``metric`` is ``"time"`` (lower is better) or ``"throughput"``; repeated counts are
-    repetitions.  ``hw_threads``, ``cores``, ``sockets``, ``fill``: of the machine
+    ``metric`` is ``"time"`` (lower is better) or ``"throughput"`` and must be given: the
+    two read the same numbers in opposite directions, and no guess is safe for both a
+    throughput that falls and a time that grows.  Repeated counts are repetitions.
+    ``min_gain``: the preferred count's threshold (see ``preferred_count``); ``scaling``:
+    ``"strong"`` (fixed total work, the default) or ``"weak"`` (fixed work per count).  ``hw_threads``, ``cores``, ``sockets``, ``fill``: of the machine
     predicted for, when known (see corecast.hardware).  Raises ``InputError`` with a
     one-line message on unusable input.
     """
+    if metric is None:
+        raise InputError("metric must be given: 'time' (lower is better) or 'throughput' (higher is better)")
     data = Measurements.from_samples(counts, values, metric, stalls=stalls, sizes=sizes)
     return predict_measurements(data, upto=upto, at=at, method=method, knee_fraction=knee_fraction,
-                                hardware=Hardware.of(hw_threads, cores, sockets, fill))
+                                hardware=Hardware.of(hw_threads, cores, sockets, fill), min_gain=min_gain,
+                                scaling=scaling)
 
 
 def predict_measurements(
@@ -68,7 +78,18 @@ def predict_measurements(
     method: str = "auto",
     knee_fraction: float = DEFAULT_KNEE_FRACTION,
     hardware: Hardware | None = None,
+    min_gain: float = DEFAULT_MIN_GAIN,
+    scaling: str | None = None,
 ) -> Prediction:
+    """``predict`` on measurements already read (see there); ``scaling`` None is strong
+    scaling, with a warning where the times look like weak scaling's."""
+    if scaling not in (None,) + SCALINGS:
+        raise InputError(f"unknown scaling {scaling!r}: use strong or weak")
+    if scaling == "weak" and data.metric != "time":
+        raise InputError("weak scaling reads times (each count doing its own fixed share of work); "
+                         "a throughput already is the whole program's rate: leave --scaling out")
+    if not 0 < min_gain <= 1:
+        raise InputError(f"the preferred count's minimum gain must lie in (0, 1], got {min_gain:g}")
     spec = methods.get(method)
     methods.check_usable(spec, data)
     # Models see values in units of their median and a bounded number of points (see
@@ -85,7 +106,7 @@ def predict_measurements(
     if max([upto] + at) > MAX_COUNT:
         got = str(max([upto] + at))
         raise InputError(f"counts above {MAX_COUNT} are not predicted (got "
-                         f"{got if len(got) <= 20 else f'a {len(got)}-digit count'})")
+                         f"{got if len(got) <= 20 else f'{article(len(got))} {len(got)}-digit count'})")
     if any(a < 1 for a in at):
         raise InputError("counts to predict at must be at least 1")
     given = hardware
@@ -151,14 +172,29 @@ def predict_measurements(
     base_perf = float(curve.perf[base_i])
     if base_count != 1:
         warnings.append(f"count 1 not measured: speedup is relative to {base_count:g}")
-    speedup = perf / base_perf
-    efficiency = speedup * base_count / grid
-    best = perf.max()
-    preferred, note = measured_preferred(int(grid[np.flatnonzero(perf >= best * (1 - 1e-3))[0]]), curve,
-                                         int(grid.max()))
+    if scaling is None and looks_weak(curve):
+        warnings.append(
+            f"the time grows with the count ({_g(curve.values[0])} at {base_count:g}, "
+            f"{_g(curve.values[-1])} at {curve.counts[-1]:g}): if each count does its own fixed share of "
+            "work (weak scaling), say --scaling weak; read as strong scaling (fixed total work)")
+    # Under weak scaling each count does its own share of work more: the work rate is
+    # n / T(n) and efficiency T(base) / T(n) (Gustafson's scaled speedup).
+    weak = scaling == "weak"
+    scaling = scaling or "strong"
+    rate, rate_low = (perf * grid, low * grid) if weak else (perf, low)
+    base_rate = base_perf * base_count if weak else base_perf
+    speedup = rate / base_rate
+    with np.errstate(invalid="ignore"):
+        # Relative to a base count above 1 efficiency says nothing below it (an
+        # extrapolated 1-thread time over a 27-rank one is no efficiency of 2700%).
+        efficiency = np.where(grid >= base_count, speedup * base_count / grid, np.nan)
+    fastest, note = measured_preferred(fastest_count(grid, rate, rate_low, base_count, top), curve,
+                                       int(grid.max()), weak)
     if note:
         warnings.append(note)
-    knee = knee_count(grid, perf, knee_fraction)
+    preferred = min(preferred_count(grid, rate, rate_low, base_count, top, min_gain), fastest)
+    named = _supported(grid, base_count)  # the knee too is not placed below the measured counts
+    knee = knee_count(grid[named], rate[named], knee_fraction)
     if len(set(curve.counts.tolist())) < 3:
         warnings.append("only two measured counts: the prediction is a rough law fit with a wide band")
     if data.sizes:
@@ -189,6 +225,9 @@ def predict_measurements(
         efficiency=efficiency,
         speedup_base=base_count,
         preferred=preferred,
+        fastest=fastest,
+        min_gain=min_gain,
+        scaling=scaling,
         knee=knee,
         knee_fraction=knee_fraction,
         requested_at=sorted(set(at)),
@@ -198,27 +237,57 @@ def predict_measurements(
         extras=extras,
         warnings=warnings,
         value_scale=scale,
-        fit_quality=_fit_quality(fit, spec.name, curve, scale, at_measured),
+        fit_quality=_fit_quality(fit, spec.name, curve, scale, at_measured,
+                                 leave_last_out(spec, fitted, float(model_grid.max()))),
         hardware=given,
     )
 
 
-def _fit_quality(fit: Fit, name: str, curve: Measurements, scale: float, at_measured: np.ndarray) -> list[dict]:
+def leave_last_out(spec, fitted: Measurements, nmax: float) -> float | None:
+    """The method refitted without the largest measured count, its relative error there:
+    what a fit that passes through every point can still be judged by (a one-step
+    backtest, Tashman 2000).  None where too few counts remain, with sizes, or it fails."""
+    if fitted.sizes or len(fitted) - 1 < max(spec.min_points, 2):
+        return None
+    head = fitted.subset(np.flatnonzero(fitted.counts < fitted.counts.max()))
+    try:
+        with np.errstate(all="ignore"), warnings_module.catch_warnings():
+            warnings_module.simplefilter("ignore", RuntimeWarning)
+            methods.check_usable(spec, head)
+            got = float(np.asarray(spec.fit(head, nmax).perf(np.array([fitted.counts[-1]])), float)[0])
+    except Exception:  # the method cannot fit fewer points: nothing to report, not a failure
+        return None
+    want = float(fitted.perf[-1])
+    return abs(got / want - 1.0) if np.isfinite(got) and got > 0 else None
+
+
+def _fit_quality(fit: Fit, name: str, curve: Measurements, scale: float, at_measured: np.ndarray,
+                 last_out: float | None = None) -> list[dict]:
     """Extra-P's fit metrics of the chosen model and of each model it combines, in the
-    user's metric and unit, against every measured count."""
+    user's metric and unit, against every measured count; with each, what it can be
+    judged by where it interpolates: ``holdout_error`` (the chosen model's leave-last-out
+    error ``last_out``, a member's backtest error) and ``holdout`` naming which."""
     def user(p):
         with np.errstate(all="ignore"):
             return np.nan_to_num(from_perf(np.asarray(p, float), curve.metric) * scale,
                                  nan=0.0, posinf=np.finfo(float).max)
 
     measured = user(curve.perf)
-    rows = [{"model": name, **fit_quality(user(at_measured), measured, max(1, count_params(fit.params)))}]
+    rows = [{"model": name, **fit_quality(user(at_measured), measured, max(1, count_params(fit.params))),
+             "holdout": "leave-last-out" if last_out is not None else None, "holdout_error": last_out}]
+    backtest = fit.extras.get("backtest") or {}
     for m in fit.members:
         label = m.candidate if m.candidate == m.method else f"{m.method}:{m.candidate}"
         with np.errstate(all="ignore"):
             pred = m.perf(curve.counts)
-        rows.append({"model": label, **fit_quality(user(pred), measured, max(1, count_params(m.params)))})
+        err = backtest.get(m.method)
+        rows.append({"model": label, **fit_quality(user(pred), measured, max(1, count_params(m.params))),
+                     "holdout": "backtest" if err is not None else None, "holdout_error": err})
     return rows
+
+
+def _g(x: float) -> str:
+    return f"{float(x):.4g}"
 
 
 def fit_miss(log_err: np.ndarray, at_measured: np.ndarray, curve: Measurements, scale: float) -> str | None:
@@ -238,32 +307,6 @@ def fit_miss(log_err: np.ndarray, at_measured: np.ndarray, curve: Measurements, 
         f"the fit misses {int(missed.sum())} of {len(curve)} measured counts by more than "
         f"{MISS_FACTOR:g}x (worst at {curve.counts[worst]:g}: predicted {predicted:.4g}, "
         f"measured {measured:.4g}): the model does not follow this curve; try another --method"
-    )
-
-
-def measured_preferred(preferred: int, curve: Measurements, upto: int) -> tuple[int, str | None]:
-    """The model's preferred count, unless measurements contradict it.
-
-    Inside the measured range the measurements are facts and the model only a smooth
-    summary of them: a model that cannot follow the curve's shape (e.g. a sharp optimum
-    among thousands of counts) may place its optimum where the program was measured
-    clearly slower.  So the model's choice stands only where the measured performance
-    there (interpolated between measured counts) is within ``PREFERRED_SLACK`` of the
-    best measured; otherwise the best measured count is preferred.  Beyond the measured
-    range only the model can say.  Only the measured counts up to ``upto`` (the largest
-    count predicted) compete.  Returns the count and a note when it was replaced.
-    """
-    asked = curve.counts <= upto
-    n, perf = curve.counts[asked], curve.perf[asked]
-    if not n.size or not n.min() <= preferred <= n.max():
-        return preferred, None
-    there = float(np.interp(preferred, n, perf))
-    best = int(np.argmax(perf))
-    if there * (1.0 + PREFERRED_SLACK) >= perf[best]:
-        return preferred, None
-    return int(n[best]), (
-        f"preferred count is the best measured one, {n[best]:g}: the model's optimum {preferred} "
-        f"was measured {perf[best] / there - 1.0:.0%} slower"
     )
 
 
@@ -305,12 +348,3 @@ def smt_span(fit: Fit, curve: Measurements, grid: np.ndarray, residual: float, m
         ok = np.isfinite(perf) & (perf > 0) & np.isfinite(hi)
         low, high = np.where(ok, np.minimum(low, lo), low), np.where(ok, np.maximum(high, hi), high)
     return low, high
-
-
-def knee_count(grid: np.ndarray, perf: np.ndarray, fraction: float) -> int:
-    """The count beyond which one more thread adds less than ``fraction`` of one
-    thread's performance (``perf(n+1) - perf(n) < fraction * perf(1)``)."""
-    unit = perf[0] / grid[0]
-    flat = (grid[1:] == grid[:-1] + 1) & (np.diff(perf) < fraction * unit)
-    first = np.flatnonzero(flat)
-    return int(grid[first[0]]) if first.size else int(grid[-1])

@@ -33,7 +33,7 @@ def _predict_arguments(p: argparse.ArgumentParser) -> None:
     from .. import methods  # numpy and scipy: only when predict runs
     from ..entities import METRICS
     from ..hardware import FILLS
-    from ..prediction import DEFAULT_KNEE_FRACTION
+    from ..prediction import DEFAULT_KNEE_FRACTION, DEFAULT_MIN_GAIN, SCALINGS
 
     p.add_argument("file", metavar="FILE", nargs="+",
                    help="CSV (count column, then time/throughput/value, optional stall:NAME and size:NAME "
@@ -69,6 +69,12 @@ def _predict_arguments(p: argparse.ArgumentParser) -> None:
     add_output_options(p, plot=True)
     p.add_argument("--knee-fraction", type=fraction, default=DEFAULT_KNEE_FRACTION, metavar="F",
                    help="knee: where one more thread gains less than F of a thread (default %(default)s)")
+    p.add_argument("--min-gain", type=fraction, default=DEFAULT_MIN_GAIN, metavar="F",
+                   help="preferred count: the largest count up to which every added thread gains at least F "
+                   "of one thread (default %(default)s); beyond the measured counts the band's low end must gain")
+    p.add_argument("--scaling", choices=SCALINGS,
+                   help="strong (default: fixed total work, time should fall) or weak (fixed work per thread or "
+                   "rank, as Extra-P's --scaling weak: efficiency is T(base)/T(n))")
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
@@ -95,7 +101,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     except InputError as e:
         raise CliError(str(e)) from None
     options = dict(upto=args.upto, at=args.at, method=args.method, knee_fraction=args.knee_fraction,
-                   hardware=hardware)
+                   hardware=hardware, min_gain=args.min_gain, scaling=args.scaling)
     if series[0].callpath is None:  # a corecast CSV or sweep result: one curve
         pred = _predict(series[0].data, args.file[0], **options)
         # Plot before printing so a failed plot does not leave a half-reported success.
@@ -115,7 +121,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
             results.append((s, None, s.error))
             continue
         try:
-            results.append((s, _predict(s.data, args.file[0], **options), None))
+            results.append((s, _predict(s.data, args.file[0], count_unit=s.count_unit, **options), None))
         except CliError as e:
             results.append((s, None, str(e)))
     done = [pred for _, pred, _ in results if pred is not None]
@@ -182,12 +188,15 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _predict(data: Measurements, file: str, **kwargs) -> Prediction:
-    """predict_measurements with its errors turned into one-line CliErrors."""
+def _predict(data: Measurements, file: str, count_unit: str = "threads", **kwargs) -> Prediction:
+    """predict_measurements with its errors turned into one-line CliErrors; ``count_unit``
+    labels the counts (threads, or ranks)."""
+    from dataclasses import replace
+
     from ..prediction import predict_measurements
 
     try:
-        return predict_measurements(data, **kwargs)
+        return replace(predict_measurements(data, **kwargs), count_unit=count_unit)
     except InputError as e:
         raise CliError(str(e), file) from None
     except Exception as e:  # a bug in a model must not surface as a traceback

@@ -113,7 +113,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if args.json:
         print_json(replayview.to_dict(reps))
     else:
-        sys.stdout.write("\n".join(replayview.table(r) for r in reps))
+        sys.stdout.write("\n".join(replayview.table(r, args.machine) for r in reps))
     return 0
 
 

@@ -126,7 +126,7 @@ def add_export(sub: argparse._SubParsersAction) -> None:
     p.add_argument("file", metavar="SWEEP.json", help="a corecast sweep result")
     p.add_argument("--extrap", metavar="OUT.jsonl", help="write Extra-P JSON Lines input here")
     p.add_argument("--html", metavar="OUT.html", help="write an HTML report here")
-    p.add_argument("--plot", metavar="OUT.png", help="write a PNG plot here")
+    p.add_argument("--plot", metavar="OUT.png", help="write a plot here: PNG, or SVG or PDF for a .svg or .pdf name")
     p.set_defaults(func=cmd_export)
 
 

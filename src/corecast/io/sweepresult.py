@@ -89,8 +89,8 @@ def check_sweep(obj, source: str) -> None:
         _check_sweep_entry(source, i, entry)
 
 
-def _check_sweep_entry(path: str, i: int, entry) -> None:
-    where = f"{path}: measured[{i}]"
+def _check_sweep_entry(path: str, i: int, entry, where: str | None = None) -> None:
+    where = where or f"{path}: measured[{i}]"
     if not isinstance(entry, dict):
         raise InputError(f"{where}: a JSON {_json_type(entry)}, not an object")
     for key in ("threads", "time_s"):
@@ -105,7 +105,16 @@ def _check_sweep_entry(path: str, i: int, entry) -> None:
     d = entry.get("spread_s")
     if d is not None and (json_number(d) is None or d < 0):
         raise InputError(f"{where}: \"spread_s\" {_short(d)} must be a number >= 0")
-    stalls = entry.get("stalls_s")
+    runs = entry.get("runs")
+    if runs is not None:
+        if not isinstance(runs, list) or not all(isinstance(r, dict) for r in runs):
+            raise InputError(f"{where}: \"runs\" must be a list of objects")
+        for j, r in enumerate(runs):
+            _check_sweep_entry(path, i, {"threads": n, **r}, f"{where}: runs[{j}]")
+    _check_stalls(where, entry.get("stalls_s"))
+
+
+def _check_stalls(where: str, stalls) -> None:
     if stalls is None:
         return
     if not isinstance(stalls, dict):

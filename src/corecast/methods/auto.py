@@ -334,6 +334,11 @@ def fit_auto(data: Measurements, nmax: float) -> Fit:
         reason += (f"; the band widens by {per_doubling:.0%} per doubling beyond {curve.counts.max():g} "
                    f"({rules.band:g} x the members' median backtest error)")
     warnings = []
+    # Columns the user gave for a member that could not use them must not vanish silently.
+    for what, names_ in (("stall:* columns", STALL_MEMBERS), ("size:* columns", SIZE_MEMBERS)):
+        unused = [m for m in skipped if m.split(":", 1)[0] in names_]
+        if unused:
+            warnings.append(f"{what} unused: " + "; ".join(m.split(": ", 1)[-1] for m in unused))
     best_bt = min(errors.values()) if errors else None
     if best_bt is not None and best_bt > BACKTEST_WARN:
         warnings.append(

@@ -26,7 +26,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from ..errors import InputError
+from ..errors import InputError, article
 from ..io.fileio import parse_json, read_text, shown
 from .topology import distances, topology
 
@@ -99,7 +99,7 @@ def _count(value: Any, what: str, maximum: int) -> int:
 def _matrix(value: Any, k: int, what: str) -> list[list[Any]]:
     if not isinstance(value, list) or len(value) != k or any(
             not isinstance(r, list) or len(r) != k for r in value):
-        raise MachineError(f"{what} must be a {k} x {k} matrix (one row per node)")
+        raise MachineError(f"{what} must be {article(k)} {k} x {k} matrix (one row per node)")
     return value
 
 

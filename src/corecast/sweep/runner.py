@@ -164,6 +164,9 @@ def run_sweep(
             "spread_s": float((max(times) - min(times)) / 2.0),
             "stalls_s": {k: medians[n][k] for k in categories},
             "cpus": cpus_for(n, cpus),
+            # every repetition, so exports (Extra-P) keep what the median folds away
+            "runs": [{"time_s": float(r.time_s), "stalls_s": {k: float(st.get(k, 0.0)) for k in categories}}
+                     for r, st in zip(runs[n], per_count[n])],
         })
 
     if len(ok) < MIN_COUNTS:

@@ -1,4 +1,4 @@
-"""PNG plot of a ``Prediction``: measured points, checkpoints, prediction with its band."""
+"""PNG (or SVG, PDF) plot of a ``Prediction``: measured points, checkpoints, prediction with its band."""
 from __future__ import annotations
 
 import io
@@ -12,11 +12,19 @@ from matplotlib.figure import Figure
 from ..entities import Measurements, Prediction
 from ..io.fileio import write_file
 
+FORMATS = {".svg": "svg", ".pdf": "pdf"}  # any other name (and "-") gets PNG
+
+
+def image_format(path: str) -> str:
+    """The image format matplotlib writes for ``path``'s suffix: svg, pdf, else png."""
+    return FORMATS.get(path[path.rfind("."):].lower() if "." in path.rsplit("/", 1)[-1] else "", "png")
+
+
 AXIS_LABEL = {"time": "time (lower is better)", "throughput": "throughput (higher is better)"}
 
 
 def plot_prediction(pred: Prediction, path: str, reference: Measurements | None = None) -> None:
-    """Write the plot to ``path`` as PNG (``fileio.write_file``: ``-`` is standard
+    """Write the plot to ``path`` as PNG, or SVG or PDF by its suffix (``fileio.write_file``: ``-`` is standard
     output; a failure leaves no half-written file).  ``reference`` adds held-out
     measurements."""
     fig = Figure(figsize=(8, 5), dpi=100)
@@ -44,7 +52,7 @@ def plot_prediction(pred: Prediction, path: str, reference: Measurements | None 
             ax.plot(ref.counts[held], ref.values[held], "x", color="C1", label="held out")
 
     ax.axvline(pred.preferred, color="C2", linestyle="--", label=f"preferred: {pred.preferred}")
-    ax.set_xlabel("threads")
+    ax.set_xlabel(pred.count_unit)
     ax.set_ylabel(AXIS_LABEL.get(pred.metric, pred.metric))
     title = pred.method if pred.method == pred.candidate else f"{pred.method}: {pred.candidate}"
     ax.set_title(f"corecast {title}")
@@ -54,5 +62,5 @@ def plot_prediction(pred: Prediction, path: str, reference: Measurements | None 
     ax.legend(loc="best")
 
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png")
+    fig.savefig(buffer, format=image_format(path))
     write_file(path, buffer.getvalue(), "plot")

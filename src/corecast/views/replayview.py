@@ -2,6 +2,7 @@
 write_table) and its JSON.  Views only: the predictions come made."""
 from __future__ import annotations
 
+from ..errors import article
 from ..io.fileio import printable
 from ..runtime.replay import ReplayedProcess
 
@@ -51,13 +52,16 @@ def _row(label: str, calls: int, threads: int, wall: float, stalls: str, pred, c
     return line + f" {pred.preferred:5d}  {printable(pred.bottleneck or '-')}"
 
 
-def table(rep: ReplayedProcess) -> str:
-    """The exit report's table for one replayed process."""
+def table(rep: ReplayedProcess, machine: str | None = None) -> str:
+    """The exit report's table for one replayed process (``machine``: the calibration file
+    given to replay, named in the header; else the one the run recorded, if any)."""
     proc = rep.recorded
     cols = _columns(rep.target)
     cores = f"{proc.cores} cores" if proc.cores else "cores not recorded"
     out = [f"corecast replay: pid {proc.pid}, {cores}, {proc.elapsed_s:.3g}s; predicted speedup "
-           f"up to {rep.target} threads on a {rep.predicted_cores}-core machine (target)"]
+           f"up to {rep.target} threads on {article(rep.predicted_cores)} {rep.predicted_cores}-core machine (target)"
+           + (f", calibrated ({printable(machine)})" if machine else ", calibrated (recorded)"
+              if getattr(proc, "calibration", None) else "")]
     head = f"{'region':<{LABEL}} {'calls':>7} {'thr':>4} {'time':>9}  {'stalls (share of thread time)':<34}"
     out.append(head + "".join(f" {'S@' + str(c):>6}" for c in cols) + f" {'band@' + str(rep.target):>11}"
                + f" {'best':>5}  bottleneck")

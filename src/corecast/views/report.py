@@ -27,7 +27,7 @@ def format_table(
     held = {n: v for n, v in held.items() if n not in seen}
     checkpoints = {int(round(c)) for c in pred.checkpoints}
 
-    header = ["threads", pred.metric, "band low..high", "speedup", "effic."]
+    header = [pred.count_unit, pred.metric, "band low..high", "speedup", "effic."]
     if seen:
         header.append("measured")
     if held:
@@ -46,7 +46,7 @@ def format_table(
             _num(pred.values[i]),
             f"{_num(pred.low[i])}..{_num(pred.high[i])}",
             f"{pred.speedup[i]:.2f}",
-            f"{pred.efficiency[i]:.0%}",
+            f"{pred.efficiency[i]:.0%}" if np.isfinite(pred.efficiency[i]) else "-",
         ]
         if seen:
             row.append(_measured_cell(seen.get(n)))
@@ -59,6 +59,7 @@ def format_table(
             for label, hit in (
                 ("checkpoint", n in checkpoints),
                 ("preferred", n == pred.preferred),
+                ("fastest", n == pred.fastest and n != pred.preferred),
                 ("knee", n == pred.knee),
             )
             if hit
@@ -69,11 +70,17 @@ def format_table(
     lines = _align([header] + rows)
     lines.append("")
     lines.append(f"method: {pred.method}, chose {pred.candidate}: {pred.reason}")
-    best = pred.value_at(pred.preferred)
-    lines.append(f"preferred count: {pred.preferred} (predicted {pred.metric} {_num(best)})")
+    lines.append(f"preferred count: {pred.preferred} (predicted {pred.metric} {_num(pred.value_at(pred.preferred))}; "
+                 f"each {_one(pred.count_unit)} added up to it gains at least {pred.min_gain:.0%} of one)")
+    if pred.fastest is not None and pred.fastest != pred.preferred:
+        lines.append(f"fastest count: {pred.fastest} (predicted {pred.metric} {_num(pred.value_at(pred.fastest))}, "
+                     "as far as the band supports)")
+    if pred.scaling == "weak":
+        lines.append("weak scaling: speedup is the work rate n/T(n) relative to the base count's, "
+                     "efficiency T(base)/T(n)")
     lines.append(
-        f"knee: {pred.knee} (adding threads beyond {pred.knee} gains less than "
-        f"{pred.knee_fraction:.0%} of a thread)"
+        f"knee: {pred.knee} (adding {pred.count_unit} beyond {pred.knee} gains less than "
+        f"{pred.knee_fraction:.0%} of a {_one(pred.count_unit)})"
     )
     lines += fit_quality_lines(pred)
     if pred.speedup_base != 1:
@@ -84,15 +91,26 @@ def format_table(
 
 def fit_quality_lines(pred: Prediction) -> list[str]:
     """Each model's RSS, adjusted R² and SMAPE against the measured counts, as Extra-P
-    shows them next to its models."""
+    shows them next to its models; a model through every point is "interpolates: not a
+    fit", and the error it made on counts it was not fitted to is shown beside."""
     if not pred.fit_quality:
         return []
     n = len(pred.measured.at_target_size())
-    rows = [["  model", "params", "RSS", "adj. R²", "SMAPE", ""]]
+    rows = [["  model", "params", "RSS", "adj. R²", "SMAPE", "held-out error", ""]]
     for q in pred.fit_quality:
+        held = q.get("holdout_error")
+        held = "-" if held is None else f"{held:.1%} ({q['holdout']})"
+        if q.get("interpolates"):
+            rows.append([f"  {q['model']}", str(q["params"]), "-", "-", "-", held, "interpolates: not a fit"])
+            continue
         r2 = "n/a" if q["adj_r2"] is None else f"{q['adj_r2']:.4f}"
-        rows.append([f"  {q['model']}", str(q["params"]), _num(q["rss"]), r2, f"{q['smape']:.2f}%", ""])
+        rows.append([f"  {q['model']}", str(q["params"]), _num(q["rss"]), r2, f"{q['smape']:.2f}%", held, ""])
     return [f"fit quality against the {n} measured counts ({pred.metric} in its unit):"] + _align(rows)
+
+
+def _one(unit: str) -> str:
+    """"threads" -> "thread", "ranks" -> "rank"."""
+    return unit[:-1] if unit.endswith("s") else unit
 
 
 def _by_count(data: Measurements) -> dict[int, tuple[float, float, int]]:
@@ -112,7 +130,7 @@ def _rows_to_show(counts: np.ndarray, measured: set[int], pred: Prediction) -> l
     # The end of the 1..upto range (extra --at counts may lie beyond it).
     upto = int(counts[np.flatnonzero(counts == np.arange(1, counts.size + 1))[-1]]) if counts[0] == 1 else 0
     keep = measured if len(measured) <= MAX_FULL_ROWS else set()
-    keep |= {pred.preferred, pred.knee, upto, int(counts[0]), int(counts[-1])}
+    keep |= {pred.preferred, pred.knee, pred.fastest or pred.preferred, upto, int(counts[0]), int(counts[-1])}
     keep |= set(pred.requested_at) | {int(round(c)) for c in pred.checkpoints}
     return [i for i, n in enumerate(counts) if n in keep or (n & (n - 1)) == 0]
 

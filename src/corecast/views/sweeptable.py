@@ -26,7 +26,9 @@ def format_sweep(result: dict, max_rows: int = 24) -> str:
         lines += ["measured:"] + _align([header] + rows) + [""]
     preds = result["predictions"]
     if preds:
-        measured = {m["threads"] for m in result["measured"]}
+        measured = {m["threads"]: m["time_s"] for m in result["measured"]}
+        # speedups are relative to the smallest measured count, as predict's
+        base_time = measured[min(measured)] if measured else None
         pref = result["preferred_threads"]
         shown = preds
         if len(preds) > max_rows:
@@ -49,7 +51,10 @@ def format_sweep(result: dict, max_rows: int = 24) -> str:
             row = [str(n), _num(p["value"]), f"{_num(p['low'])}..{_num(p['high'])}", f"{p['speedup']:.2f}"]
             if bottleneck:
                 row.append(_num(stall_at[bottleneck][n]))
-            row.append(", ".join(label for label, hit in (("measured", n in measured), ("preferred", n == pref))
+            # The model's speedup can differ from what was measured there: show both, so a
+            # measured count is never read as slower than it ran.
+            seen = f"measured {base_time / measured[n]:.2f}x" if n in measured and base_time else "measured"
+            row.append(", ".join(label for label, hit in ((seen, n in measured), ("preferred", n == pref))
                                  if hit))
             rows.append(row)
         lines += ["predicted:"] + _align([header] + rows) + [""]

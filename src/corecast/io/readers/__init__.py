@@ -41,6 +41,7 @@ class Series:
     metric_name: str | None = None
     source: str = "csv"  # csv | extrap | caliper
     error: str | None = None
+    count_unit: str = "threads"  # threads | ranks
 
     @property
     def label(self) -> str:
@@ -136,5 +137,5 @@ def _series(raw: RawSeries, source: str, metric: str | None) -> Series:
     try:
         data = Measurements.from_samples(counts, values, metric or "time")
     except InputError as exc:
-        return Series(None, raw.callpath, raw.metric_name, source, error=str(exc))
-    return Series(data, raw.callpath, raw.metric_name, source)
+        return Series(None, raw.callpath, raw.metric_name, source, error=str(exc), count_unit=raw.count_unit)
+    return Series(data, raw.callpath, raw.metric_name, source, count_unit=raw.count_unit)

@@ -27,6 +27,7 @@ from ...errors import InputError
 from ..fileio import parse_json, quoted
 from .raw import RawSeries, as_count
 
+RANK_ATTRIBUTES = ("mpi.world.size", "jobsize")  # counts of MPI ranks, not threads
 COUNT_ATTRIBUTES = ("omp.num.threads", "threads", "num_threads", "omp_max_threads",
                     "mpi.world.size", "jobsize")
 # Caliper's region-profile time metrics, preferred first: the per-rank average of the
@@ -167,4 +168,5 @@ def parse(files: Sequence[tuple[str, str]], count_attribute: str | None = None,
     if len(counts) < 2:
         raise InputError(f"{paths[0]}: every profile has {key} = {min(counts):g}: a curve needs profiles "
                          "at two or more counts (give one file per count)")
-    return [RawSeries(region, metric, pts) for region, pts in series.items()]
+    unit = "ranks" if key in RANK_ATTRIBUTES else "threads"
+    return [RawSeries(region, metric, pts, unit) for region, pts in series.items()]

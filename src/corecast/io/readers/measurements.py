@@ -14,6 +14,7 @@ too: see "Sweep JSON input" at the end of this module.
 from __future__ import annotations
 
 import csv
+import re
 import math
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
@@ -62,6 +63,7 @@ def parse_table(text: str, path: str) -> Table:
     rows: list[tuple[int, list[str]]] = []
     meta: list[tuple[int, str, str]] = []
     saw_content = False
+    delimiter = _delimiter(text)
     # Parse line by line (not one csv.reader over the file) so every row keeps its
     # physical line number for error messages; quoted newlines are not supported.
     for lineno, line in enumerate(text.splitlines(), start=1):
@@ -73,7 +75,9 @@ def parse_table(text: str, path: str) -> Table:
             meta.extend((lineno, k, v) for k, v in _comment_items(stripped[1:]))
             continue
         try:
-            cells = [c.strip() for c in next(csv.reader([line]))]
+            cells = [c.strip() for c in next(csv.reader([line], delimiter=delimiter))]
+            if delimiter == ";":  # a spreadsheet's export in a locale with decimal commas
+                cells = [c.replace(",", ".") if _DECIMAL_COMMA.fullmatch(c) else c for c in cells]
         except csv.Error as e:  # e.g. a cell beyond the csv module's field size limit
             raise InputError(f"{path}: line {lineno}: not a CSV row: {e}") from None
         if not any(cells):
@@ -95,6 +99,21 @@ def parse_table(text: str, path: str) -> Table:
     if not rows:
         raise InputError(f"{path}: no data rows after the header")
     return Table(path, header, header_line, rows, meta)
+
+
+DELIMITERS = ",;\t"  # what spreadsheets and shell tools write (CSV, European CSV, TSV)
+_DECIMAL_COMMA = re.compile(r"[+-]?\d+,\d+(?:[eE][+-]?\d+)?")
+
+
+def _delimiter(text: str) -> str:
+    """The header row's most frequent of ``DELIMITERS`` (a comma where it has none)."""
+    for line in text.splitlines():
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#"):
+            counts = [(line.count(d), -i, d) for i, d in enumerate(DELIMITERS)]
+            best = max(counts)
+            return best[2] if best[0] > 0 else ","
+    return ","
 
 
 def read_measurements(path: str, metric: str | None = None) -> Measurements:

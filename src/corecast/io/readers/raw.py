@@ -16,6 +16,7 @@ class RawSeries:
     callpath: str
     metric_name: str
     points: list[tuple[float, float]]
+    count_unit: str = "threads"  # "ranks" where the count is an MPI rank count
 
 
 def as_count(x: float, where: str) -> float:

@@ -15,8 +15,9 @@ EXTRAP_STALL_METRIC = "stall:{}"  # one metric per stall category, on the same c
 
 
 def extrap_records(result: dict, source: str = SOURCE) -> list[dict]:
-    """Extra-P JSON Lines records, one per measured run (failed runs and predictions
-    are not measurements and are left out).
+    """Extra-P JSON Lines records, one per measured run (each of a count's ``runs``; the
+    count's median where a result has none; failed runs and predictions are not
+    measurements and are left out).
 
     Every run gives ``{"params": {"p": threads}, "callpath": "main", "metric": "time",
     "value": time_s}`` and, per stall category it lists, the same with
@@ -30,12 +31,15 @@ def extrap_records(result: dict, source: str = SOURCE) -> list[dict]:
     check_sweep(result, source)
     records = []
     for e in result["measured"]:
-        params = {EXTRAP_PARAMETER: _as_int(e["threads"])}
-        records.append({"params": params, "callpath": EXTRAP_CALLPATH, "metric": EXTRAP_TIME_METRIC,
-                        "value": float(e["time_s"])})
-        for cat in sorted(e.get("stalls_s") or {}):
-            records.append({"params": dict(params), "callpath": EXTRAP_CALLPATH,
-                            "metric": EXTRAP_STALL_METRIC.format(cat), "value": float(e["stalls_s"][cat])})
+        # A result that kept its repetitions ("runs") gives a line per run; an older one
+        # has only the per-count median.
+        for run in e.get("runs") or [e]:
+            params = {EXTRAP_PARAMETER: _as_int(e["threads"])}
+            records.append({"params": params, "callpath": EXTRAP_CALLPATH, "metric": EXTRAP_TIME_METRIC,
+                            "value": float(run["time_s"])})
+            for cat in sorted(run.get("stalls_s") or {}):
+                records.append({"params": dict(params), "callpath": EXTRAP_CALLPATH,
+                                "metric": EXTRAP_STALL_METRIC.format(cat), "value": float(run["stalls_s"][cat])})
     for r in regions_of(result.get("regions"), source):
         for e in r["measured"]:
             records.append({"params": {EXTRAP_PARAMETER: _as_int(e["threads"])},

@@ -18,12 +18,15 @@ LOG_X_RATIO = 8  # use a log2 thread axis once the counts span this factor or mo
 MAX_REGION_FACETS = 12  # regions drawn in the PNG, largest share first
 
 def plot_sweep(result: dict, path: str) -> None:
-    """Write the sweep's PNG (time, speedup, stall extrapolation) to ``path``."""
-    write_file(path, render_png(result), "plot")
+    """Write the sweep's PNG (time, speedup, stall extrapolation) to ``path`` (SVG or PDF
+    by its suffix)."""
+    from ..plot import image_format
+
+    write_file(path, render_png(result, image_format(path)), "plot")
 
 
-def render_png(result: "dict | SweepResult") -> bytes:
-    """The PNG of ``plot_sweep`` as bytes."""
+def render_png(result: "dict | SweepResult", fmt: str = "png") -> bytes:
+    """The image of ``plot_sweep`` as bytes (``fmt``: png, svg or pdf)."""
     view = result if isinstance(result, SweepResult) else SweepResult.read(result)
     has_stalls = bool(view.stall_categories)
     panels = 3 if has_stalls else 2
@@ -78,7 +81,7 @@ def render_png(result: "dict | SweepResult") -> bytes:
     fig.suptitle(title, fontsize="medium")
 
     buf = io.BytesIO()
-    fig.savefig(buf, format="png")
+    fig.savefig(buf, format=fmt)
     return buf.getvalue()
 
 

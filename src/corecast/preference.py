@@ -1,0 +1,111 @@
+"""Which count to run at, from a predicted curve: the preferred count (the one that pays
+off), the fastest count the band supports, the knee; and whether a time curve looks like
+weak scaling.  Pure functions of arrays (``corecast.prediction`` calls them)."""
+from __future__ import annotations
+
+import numpy as np
+
+from .entities import Measurements
+
+# The preferred count is the largest one up to which each added thread still brings at
+# least this share of one thread's performance (see preferred_count).  A quarter keeps a
+# hyper-thread's typical 30% (Marr et al. 2002) worth paying for and drops the flat tail
+# of an Amdahl curve, where a 16th thread at 45% efficiency adds about 0.2 of one.
+DEFAULT_MIN_GAIN = 0.25
+SCALINGS = ("strong", "weak")
+PREFERRED_SLACK = 0.03  # see measured_preferred
+
+
+# A time curve never this much faster than at its smallest count over a 4-fold range of
+# counts gains nothing a strong-scaling user would run it for.
+WEAK_GAIN = 1.25
+
+
+def looks_weak(curve: Measurements) -> bool:
+    """Whether a time curve looks like weak scaling's: over at least a 4-fold range of
+    counts (3 or more), never faster than ``WEAK_GAIN`` times the smallest count's, and
+    slower at the largest than at the smallest.  A contended strong-scaling program can
+    look the same, hence a warning, not a switch."""
+    if curve.metric != "time" or len(curve) < 3 or curve.counts[-1] < 4 * curve.counts[0]:
+        return False
+    t = curve.values
+    return bool(t.min() * WEAK_GAIN >= t[0] and t[-1] > t[0])
+
+
+def measured_preferred(preferred: int, curve: Measurements, upto: int, weak: bool = False) -> tuple[int, str | None]:
+    """The model's fastest count, unless measurements contradict it.
+
+    Inside the measured range the measurements are facts and the model only a smooth
+    summary of them: a model that cannot follow the curve's shape (e.g. a sharp optimum
+    among thousands of counts) may place its optimum where the program was measured
+    clearly slower.  So the model's choice stands only where the measured performance
+    there (interpolated between measured counts) is within ``PREFERRED_SLACK`` of the
+    best measured; otherwise the best measured count is taken.  Beyond the measured
+    range only the model can say.  Only the measured counts up to ``upto`` (the largest
+    count predicted) compete; ``weak``: performance is the work rate n / T(n).  Returns
+    the count and a note when it was replaced.
+    """
+    asked = curve.counts <= upto
+    n, perf = curve.counts[asked], curve.perf[asked]
+    if weak:
+        perf = perf * n
+    if not n.size or not n.min() <= preferred <= n.max():
+        return preferred, None
+    there = float(np.interp(preferred, n, perf))
+    best = int(np.argmax(perf))
+    if there * (1.0 + PREFERRED_SLACK) >= perf[best]:
+        return preferred, None
+    return int(n[best]), (
+        f"fastest count is the best measured one, {n[best]:g}: the model's optimum {preferred} "
+        f"was measured {perf[best] / there - 1.0:.0%} slower"
+    )
+
+
+def _supported(grid: np.ndarray, base: float) -> np.ndarray:
+    """The counts that may be named: none below the smallest measured one, ``base`` (the
+    model knows nothing there), unless everything asked lies below it."""
+    ok = grid >= base
+    return ok if np.any(ok) else np.ones(len(grid), dtype=bool)
+
+
+def fastest_count(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: float, top: float) -> int:
+    """The count of the best predicted performance that the band supports: beyond the
+    largest measured count ``top`` only where even the band's low end beats the best
+    predicted up to ``top``."""
+    ok = _supported(grid, base)
+    n, p, lo = grid[ok], perf[ok], low[ok]
+    inside = n <= top
+    best_inside = p[inside].max() if np.any(inside) else -np.inf
+    pick = np.where(inside | (lo > best_inside), p, -np.inf)
+    if not np.any(np.isfinite(pick)):  # nothing asked up to top and the band vouches for none
+        pick = lo
+    return int(n[np.flatnonzero(pick >= pick.max() * (1 - 1e-3))[0]])
+
+
+def preferred_count(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: float, top: float,
+                    min_gain: float = DEFAULT_MIN_GAIN) -> int:
+    """The count that pays off: the largest count reached by steps up from ``base`` (the
+    smallest measured count) on each of which every added thread brings at least
+    ``min_gain`` of one thread's performance (the marginal-gain rule of cost-optimal
+    parallelism, Kumar & Gupta 1994; a plateau then a later rise, such as a second socket,
+    is crossed only when the rise repays the plateau).  Beyond the largest measured count
+    ``top`` the step counts what the band's low end gives, so a count the band cannot
+    vouch for is never preferred; the answer does not depend on how far ahead was asked."""
+    ok = _supported(grid, base)
+    n = grid[ok]
+    sure = np.where(n <= top, perf[ok], low[ok])
+    unit = sure[0] / n[0]  # one thread's share at the smallest count
+    at, level = n[0], sure[0]
+    for count, value in zip(n[1:], sure[1:]):
+        if value >= level + min_gain * unit * (count - at):
+            at, level = count, value
+    return int(at)
+
+
+def knee_count(grid: np.ndarray, perf: np.ndarray, fraction: float) -> int:
+    """The count beyond which one more thread adds less than ``fraction`` of one
+    thread's performance (``perf(n+1) - perf(n) < fraction * perf(1)``)."""
+    unit = perf[0] / grid[0]
+    flat = (grid[1:] == grid[:-1] + 1) & (np.diff(perf) < fraction * unit)
+    first = np.flatnonzero(flat)
+    return int(grid[first[0]]) if first.size else int(grid[-1])

@@ -1,0 +1,238 @@
+"""Issue 41: answers a performance engineer can act on (preferred counts that pay off,
+weak scaling, honest fit figures, no silent drops, small things)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import corecast
+from corecast.cli import main
+from corecast.errors import InputError
+
+DATA = Path(__file__).parent / "data"
+# 45% efficiency at 16 threads (speedup 7.27): gains per thread fall to ~0.2 at 16.
+N = [1, 2, 4, 8, 12, 16]
+T = [16.0, 8.6, 4.8, 2.9, 2.4, 2.2]
+
+
+# -- 1. the preferred count is not the horizon --------------------------------------
+
+@pytest.mark.parametrize("method", ["auto", "usl", "amdahl"])
+def test_preferred_count_does_not_follow_the_horizon(method):
+    picks = {corecast.predict(N, T, metric="time", method=method, **kw).preferred
+             for kw in (dict(upto=16), dict(upto=32), dict(upto=16, at=[1000]), dict(at=[1000]))}
+    assert len(picks) == 1
+    (pick,) = picks
+    assert pick <= 16
+
+
+def test_preferred_pays_off_and_fastest_is_named_apart():
+    p = corecast.predict(N, T, metric="time", upto=64)
+    assert p.preferred < 16 <= p.fastest <= 16  # auto's band vouches for no unmeasured count
+    i = int(np.flatnonzero(p.counts == p.preferred)[0])
+    # each thread up to the preferred count adds at least min_gain of one
+    assert p.speedup[i] - 1 >= p.min_gain * (p.preferred - 1)
+    d = p.to_dict()
+    assert d["preferred_threads"] == p.preferred and d["fastest_threads"] == p.fastest
+
+
+def test_preferred_beyond_the_measured_range_only_where_the_band_gains():
+    n = np.arange(1, 9)
+    linear = corecast.predict(n, 100.0 * n, metric="throughput", method="amdahl", upto=32)
+    assert linear.preferred > 8  # a law's low end still gains there
+    flat = corecast.predict(n, 100.0 * n / (1 + 0.1 * (n - 1)), metric="throughput", method="amdahl", upto=64)
+    assert flat.preferred <= 8
+
+
+def test_sweep_and_predict_share_the_rule():
+    from corecast.extrapolation import extrapolate
+
+    result = {"warnings": []}
+    times = {n: [t] for n, t in zip(N, T)}
+    extrapolate(result, times, N, [], {n: [{}] for n in N}, 32)
+    assert result["preferred_threads"] == corecast.predict(N, T, metric="time", upto=32).preferred
+
+
+def test_cli_min_gain(tmp_path, capsys):
+    path = tmp_path / "t.csv"
+    path.write_text("threads,time\n" + "".join(f"{n},{t}\n" for n, t in zip(N, T)))
+    assert main(["predict", str(path), "--json", "--min-gain", "0.05"]) == 0
+    low = json.loads(capsys.readouterr().out)
+    assert main(["predict", str(path), "--json", "--min-gain", "0.5"]) == 0
+    high = json.loads(capsys.readouterr().out)
+    assert high["preferred_threads"] < low["preferred_threads"]
+    assert main(["predict", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "preferred count: " in out and "gains at least 25% of one" in out
+
+
+# -- 2. weak scaling -------------------------------------------------------------------
+
+def test_weak_looking_input_warns_and_prints_no_efficiency_above_100(capsys):
+    assert main(["predict", str(DATA / "extrap" / "json_input_1.JSON")]) == 0
+    out = capsys.readouterr().out
+    assert sum("--scaling weak" in line for line in out.splitlines() if line.startswith("warning:")) == 1
+    effic = [float(c[:-1]) for line in out.splitlines() for c in line.split() if c.endswith("%")
+             and c[:-1].replace(".", "").isdigit() and "SMAPE" not in line]
+    assert max(effic) <= 100
+
+
+def test_scaling_weak(capsys):
+    assert main(["predict", str(DATA / "extrap" / "json_input_1.JSON"), "--scaling", "weak", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)["series"][0]
+    assert d["scaling"] == "weak" and not any("--scaling weak" in w for w in d["warnings"])
+    rows = {r["threads"]: r for r in d["predictions"]}
+    measured = {4: 3.5, 8: 5.5, 16: 9.5}
+    for n, t in measured.items():  # efficiency T(base) / T(n)
+        assert rows[n]["efficiency"] == pytest.approx(3.5 / t, rel=0.02)
+    assert rows[1]["efficiency"] is None  # below the base count: not defined
+    assert d["preferred_threads"] >= 4  # never an unmeasured count below the measured ones
+
+
+def test_weak_scaling_of_a_throughput_is_one_line(tmp_path, capsys):
+    path = tmp_path / "t.csv"
+    path.write_text("threads,throughput\n1,10\n2,19\n4,30\n")
+    assert main(["predict", str(path), "--scaling", "weak"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "weak scaling reads times" in err
+
+
+def test_caliper_rank_counts_are_labelled_ranks(capsys):
+    pytest.importorskip("caliperreader")
+    files = sorted(str(p) for p in (DATA / "caliper" / "mpi_scaling").glob("*.cali"))
+    assert main(["predict", *files, "--callpath", "main"]) == 0
+    out = capsys.readouterr().out
+    assert "\nranks " in out and "\nthreads " not in out
+    assert any(line.startswith("warning:") and "--scaling weak" in line for line in out.splitlines())
+
+
+# -- 4. corecast.predict needs the metric ---------------------------------------------
+
+def test_predict_requires_the_metric():
+    with pytest.raises(InputError, match="metric must be given"):
+        corecast.predict(N, T)
+
+
+# -- 3. fit figures that cannot be true -------------------------------------------------
+
+def test_interpolating_members_are_not_scored_as_fits(tmp_path, capsys):
+    path = tmp_path / "t.csv"
+    path.write_text("threads,time\n1,10\n2,5.3\n4,2.9\n8,1.8\n16,1.4\n")
+    assert main(["predict", str(path), "--json"]) == 0
+    rows = {q["model"]: q for q in json.loads(capsys.readouterr().out)["fit_quality"]}
+    for name in ("auto", "plateau", "trend", "damped"):
+        assert rows[name]["interpolates"] and rows[name]["adj_r2"] is None
+    assert rows["auto"]["holdout"] == "leave-last-out" and rows["auto"]["holdout_error"] >= 0
+    assert rows["plateau"]["holdout"] == "backtest" and rows["plateau"]["holdout_error"] > 0
+    assert main(["predict", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "interpolates: not a fit" in out and "1.0000" not in out.split("fit quality")[1]
+
+
+def test_a_law_with_residuals_keeps_its_figures():
+    p = corecast.predict(N, T, metric="time", method="usl")
+    (q,) = p.fit_quality
+    assert not q["interpolates"] and 0.9 < q["adj_r2"] < 1 and q["holdout"] == "leave-last-out"
+
+
+# -- 4. silent drops -----------------------------------------------------------------------
+
+def test_auto_says_when_stall_columns_go_unused(tmp_path, capsys):
+    path = tmp_path / "s.csv"
+    path.write_text("threads,time,stall:lock\n1,10.0,0.0\n2,5.3,0.2\n4,2.9,0.4\n")
+    assert main(["predict", str(path)]) == 0
+    warned = [line for line in capsys.readouterr().out.splitlines() if line.startswith("warning: stall:")]
+    assert len(warned) == 1 and "estima needs at least 6" in warned[0]
+
+
+def test_readme_estima_example_runs(tmp_path, capsys):
+    readme = (Path(__file__).parents[1] / "README.md").read_text()
+    block = readme.split("```\nthreads,time,stall:lock\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "e.csv"
+    path.write_text("threads,time,stall:lock\n" + block)
+    assert main(["predict", str(path), "--method", "estima"]) == 0
+
+
+def test_estima_with_too_few_counts_is_one_line(tmp_path, capsys):
+    path = tmp_path / "s.csv"
+    path.write_text("threads,time,stall:lock\n1,10.0,0.0\n2,5.3,0.2\n4,2.9,0.4\n")
+    assert main(["predict", str(path), "--method", "estima"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "needs at least 6" in err
+
+
+def test_export_extrap_keeps_repetitions():
+    from corecast.views.sweepviz import extrap_records
+
+    result = {"measured": [
+        {"threads": 1, "time_s": 2.0, "spread_s": 0.1, "stalls_s": {"lock": 0.0},
+         "runs": [{"time_s": 1.9, "stalls_s": {"lock": 0.0}}, {"time_s": 2.0, "stalls_s": {"lock": 0.0}},
+                  {"time_s": 2.1, "stalls_s": {"lock": 0.0}}]},
+        {"threads": 2, "time_s": 1.1, "spread_s": 0.0, "stalls_s": {"lock": 0.1},
+         "runs": [{"time_s": 1.1, "stalls_s": {"lock": 0.1}}]}]}
+    times = [(r["params"]["p"], r["value"]) for r in extrap_records(result) if r["metric"] == "time"]
+    assert times == [(1, 1.9), (1, 2.0), (1, 2.1), (2, 1.1)]
+    stalls = [r for r in extrap_records(result) if r["metric"] == "stall:lock"]
+    assert len(stalls) == 4
+
+
+# -- 5. small things ---------------------------------------------------------------------
+
+@pytest.mark.parametrize("name, magic", [("c.svg", b"<?xml"), ("c.pdf", b"%PDF"), ("c.png", b"\x89PNG")])
+def test_plot_format_follows_the_suffix(tmp_path, name, magic):
+    path = tmp_path / "t.csv"
+    path.write_text("threads,time\n" + "".join(f"{n},{t}\n" for n, t in zip(N, T)))
+    assert main(["predict", str(path), "--plot", str(tmp_path / name)]) == 0
+    assert (tmp_path / name).read_bytes().startswith(magic)
+
+
+@pytest.mark.parametrize("text", ["threads\ttime\n1\t10\n2\t5.3\n4\t2.9\n",
+                                  "threads;time\n1;10\n2;5,3\n4;2,9\n",
+                                  "# metric: time\nthreads;value\n1;10.0\n2;5.3\n4;2.9\n"])
+def test_tab_and_semicolon_separated_files(tmp_path, capsys, text):
+    path = tmp_path / "t.csv"
+    path.write_text(text)
+    assert main(["predict", str(path), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["metric"] == "time" and d["predictions"][1]["value"] == pytest.approx(5.3, rel=0.05)
+
+
+@pytest.mark.parametrize("n, word", [(1, "a"), (8, "an"), (11, "an"), (16, "a"), (18, "an"), (80, "an"),
+                                     (100, "a"), (800, "an"), (1100, "a"), (8000, "an"), (18000, "an")])
+def test_article(n, word):
+    from corecast.errors import article
+
+    assert article(n) == word
+
+
+def test_replay_header_says_an_8_core_and_calibrated(tmp_path):
+    from corecast.runtime.replay import replay
+    from corecast.runtime.model import machine
+    from corecast.views.replayview import table
+
+    recording = DATA / "recordings" / "schema1-npb-mg.A-4.jsonl"
+    cal = tmp_path / "cal.json"
+    cal.write_text(json.dumps({machine.KEY: machine.SCHEMA, "machine": {"cpus": 16, "cpu_model": "x"},
+                               "efficiency": [[1, 1.0], [4, 0.94], [16, 0.82]]}))
+    (rep,) = replay(str(recording), 8, str(cal))
+    head = table(rep, str(cal)).splitlines()[0]
+    assert "on an 8-core machine" in head and "calibrated" in head and "cal.json" in head
+    (plain,) = replay(str(recording), 8)
+    assert "calibrated" not in table(plain).splitlines()[0]
+
+
+def test_sweep_table_shows_the_measured_speedup_beside_the_models():
+    from corecast.views.sweeptable import format_sweep
+
+    result = {"command": ["prog"], "runtime": "openmp", "failed": [], "warnings": [], "bottleneck": None,
+              "stall_predictions": {}, "preferred_threads": 2,
+              "measured": [{"threads": 1, "time_s": 1.0, "spread_s": 0.0, "stalls_s": {}},
+                           {"threads": 2, "time_s": 0.9, "spread_s": 0.0, "stalls_s": {}}],
+              "predictions": [{"threads": 1, "value": 1.0, "low": 0.9, "high": 1.1, "speedup": 1.0},
+                              {"threads": 2, "value": 1.075, "low": 0.9, "high": 1.2, "speedup": 0.93}]}
+    row = next(line for line in format_sweep(result).splitlines() if line.split()[:1] == ["2"]
+               and "preferred" in line)
+    assert "0.93" in row and "measured 1.11x, preferred" in row
