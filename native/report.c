@@ -11,7 +11,16 @@
 
 /* The top stall categories of a region as "imbalance 12%, critical 3%". */
 static void top_stalls(char *out, size_t n, const struct cc_region_sample *g) {
-    double total = g->threads > 0 ? g->threads * g->wall_s : g->wall_s;
+    /* Shares of the thread time: the team times the wall time, or, where threads beyond
+     * the region's team worked or waited too (a process's pool, team sizes that varied),
+     * the time they were seen to, so no share passes 100%. */
+    double total = g->threads > 0 ? g->threads * g->wall_s : g->wall_s, waited = 0;
+    for (int c = 0; c < CC_NSTALL; c++)
+        waited += g->stall_s[c];
+    if (g->busy_s > total) /* a region's busy time holds its waits; a process's is its CPU time */
+        total = g->busy_s;
+    if (waited > total)
+        total = waited;
     int used[CC_NSTALL] = {0};
     out[0] = 0;
     size_t len = 0;

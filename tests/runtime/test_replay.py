@@ -178,3 +178,13 @@ def test_read_recording_groups_processes(tmp_path):
     procs = read_recording(str(path))
     assert [p.pid for p in procs] == [9054, 10640]
     assert [r["name"] for r in procs[1].regions] == ["process"]
+
+
+def test_no_stall_share_passes_100_percent():
+    """Waits of more threads than the recorded team (a pool, team sizes that varied) are
+    shown as shares of the time those threads were seen, as the library's table does."""
+    from corecast.views.replayview import _stalls
+
+    region = {"threads": 2, "wall_s": 1.0, "busy_s": 2.0, "stalls_s": {"critical": 2.7, "imbalance": 0.3}}
+    shares = [int(part.split()[-1].rstrip("%")) for part in _stalls(region).split(", ")]
+    assert max(shares) <= 100 and shares[0] == 90

@@ -23,6 +23,8 @@ def _columns(target: int) -> list[int]:
 
 def _stalls(region: RegionSample) -> str:
     total = region["threads"] * region["wall_s"] if region["threads"] > 0 else region["wall_s"]
+    # As the library's table: no share of the thread time passes 100% (native/report.c).
+    total = max(total, float(region.get("busy_s", 0.0)), sum(region["stalls_s"].values()))
     parts = sorted(((v, c) for c, v in region["stalls_s"].items() if v > 0), reverse=True)[:3]
     shown = [f"{c} {100 * v / total:.0f}%" for v, c in parts if total > 0 and v / total >= 0.005]
     return ", ".join(shown) or "-"
