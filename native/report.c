@@ -90,7 +90,8 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
             snprintf(label, sizeof label, "%s (%s)", g->name, g->object);
         top_stalls(stalls, sizeof stalls, g);
         cc_put_cell(&b, label, 34);
-        cc_put(&b, " %7llu %4d %8.3fs  %-34.34s", g->calls, g->threads, g->wall_s, stalls);
+        cc_put(&b, " %7llu %4d %8.3fs  ", g->calls, g->threads, g->wall_s);
+        cc_put_cell(&b, stalls, 34);
         const struct cc_region_prediction *p = &r->regions[i];
         for (int c = 0; c < ncol; c++) {
             double v = 0;

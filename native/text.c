@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "corecast.h"
 
@@ -45,7 +46,9 @@ size_t cc_printable_cell(char *dst, size_t n, const char *src, int width) {
     int shown = 0;
     if (n == 0)
         return 0;
+    size_t before_last = 0;
     while (*s && (width < 0 || shown < width)) {
+        before_last = len;
         unsigned cp;
         int k = utf8_next(s, &cp);
         if (k == 0 || is_control(cp)) {
@@ -61,6 +64,11 @@ size_t cc_printable_cell(char *dst, size_t n, const char *src, int width) {
             s += k;
         }
         shown++;
+    }
+    if (width > 0 && *s && before_last + 3 < n) { /* cut short: its last cell says so */
+        len = before_last;
+        memcpy(dst + len, "\xe2\x80\xa6", 3); /* U+2026, one cell */
+        len += 3;
     }
     while (width >= 0 && shown < width && len + 1 < n) {
         dst[len++] = ' ';

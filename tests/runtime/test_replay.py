@@ -188,3 +188,11 @@ def test_no_stall_share_passes_100_percent():
     region = {"threads": 2, "wall_s": 1.0, "busy_s": 2.0, "stalls_s": {"critical": 2.7, "imbalance": 0.3}}
     shares = [int(part.split()[-1].rstrip("%")) for part in _stalls(region).split(", ")]
     assert max(shares) <= 100 and shares[0] == 90
+
+
+def test_a_cell_cut_short_says_so():
+    from corecast.views.replayview import _cell
+
+    assert _cell("short", 8) == "short   "
+    cut = _cell("a_function_with_a_really_long_name", 10)
+    assert len(cut) == 10 and cut.endswith("\u2026") and cut.startswith("a_functio")

@@ -30,6 +30,12 @@ def _stalls(region: RegionSample) -> str:
     return ", ".join(shown) or "-"
 
 
+def _cell(text: str, width: int) -> str:
+    """``text`` in ``width`` cells, as the library's table has it: cut short, its last
+    cell says so."""
+    return f"{text:<{width}}" if len(text) <= width else text[: width - 1] + "\u2026"
+
+
 def _label(region: RegionSample) -> str:
     if region["name"] == "process":
         return f"process ({region['runtime']})"
@@ -44,7 +50,7 @@ def _seconds(wall: float) -> str:
 
 def _row(label: str, calls: int, threads: int, wall: float, stalls: str, pred, cols: list[int]) -> str:
     text = printable(label)
-    line = f"{text[:LABEL]:<{LABEL}} {calls:7d} {threads:4d} {_seconds(wall)}s  {stalls[:34]:<34}"
+    line = f"{_cell(text, LABEL)} {calls:7d} {threads:4d} {_seconds(wall)}s  {_cell(stalls, 34)}"
     at = dict(zip(pred.threads, pred.speedup)) if pred is not None else {}
     line += "".join(f" {at[c]:6.2f}" if c in at else f" {'-':>6}" for c in cols)
     band = {n: (lo, hi) for n, lo, hi in zip(pred.threads, pred.low, pred.high)} if pred is not None else {}
