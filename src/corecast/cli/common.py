@@ -192,6 +192,8 @@ def add_format_option(p: argparse.ArgumentParser, kind: str, what: str = "the in
     from ..io.readers import readers
 
     choices = readers(kind)
+    if not choices:
+        raise ValueError(f"no reader yields {kind!r}")  # a typo here, not the user's input
     p.add_argument("--format", choices=[r.name for r in choices], metavar="NAME",
                    help=f"read {what} as this format (default: detected from its name and content): "
                    + "; ".join(f"{r.name}: {r.title}" for r in choices))

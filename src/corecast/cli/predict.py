@@ -8,7 +8,8 @@ import sys
 from ..io import settings
 from ..errors import InputError
 from ..io.fileio import printable
-from .common import CliError, add_format_option, add_output_options, count, count_list, fraction, plot_to_stdout, print_json
+from .common import (CliError, add_format_option, add_output_options, count, count_list, fraction, plot_to_stdout,
+                     print_json)
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:

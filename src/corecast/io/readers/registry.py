@@ -61,9 +61,6 @@ class Sniff:
         except (ValueError, RecursionError):
             return NOT_JSON
 
-    def has_suffix(self, suffixes: Sequence[str]) -> bool:
-        return self.path.lower().endswith(tuple(suffixes)) if suffixes else False
-
 
 @dataclass(frozen=True)
 class Reader:
