@@ -186,6 +186,19 @@ def plot_to_stdout(args: argparse.Namespace) -> bool:
     return True
 
 
+def add_format_option(p: argparse.ArgumentParser, kind: str, what: str = "the input") -> None:
+    """``--format NAME``: the registered readers of ``kind`` (``io.readers``: curves or
+    recording) by name; declare it with ``Parser.declare_later`` (the readers' modules)."""
+    from ..io.readers import readers
+
+    choices = readers(kind)
+    if not choices:
+        raise ValueError(f"no reader yields {kind!r}")  # a typo here, not the user's input
+    p.add_argument("--format", choices=[r.name for r in choices], metavar="NAME",
+                   help=f"read {what} as this format (default: detected from its name and content): "
+                   + "; ".join(f"{r.name}: {r.title}" for r in choices))
+
+
 def add_output_options(p: argparse.ArgumentParser, json_help: str = "print one JSON object instead of the table",
                        plot: bool = False) -> None:
     """The ``--json`` (and ``--plot``) flags of the subcommands that print a table."""

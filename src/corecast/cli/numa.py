@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import CliError, add_output_options, count, efficiency, print_json
+from .common import CliError, add_format_option, add_output_options, count, efficiency, print_json
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
@@ -32,6 +32,7 @@ def add_numa(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--efficiency", type=efficiency, metavar="F",
                    help="preferred = the fewest nodes within F of the best speedup (default: the best)")
     add_output_options(p)
+    p.declare_later(lambda p: add_format_option(p, "recording", "--replay's file"))
     p.set_defaults(func=cmd_numa)
 
 
@@ -67,7 +68,7 @@ def _replay(args: argparse.Namespace, machine: Machine) -> int:
     from ..views import nodeview
     from ..runtime.replay import replay_nodes
 
-    regions = replay_nodes(args.replay, machine, args.efficiency)  # bad files: InputError, one line
+    regions = replay_nodes(args.replay, machine, args.efficiency, args.format)  # bad files: InputError, one line
     if not regions:
         raise CliError("no region with NUMA inputs (record with 'corecast run --target-machine')",
                        args.replay)

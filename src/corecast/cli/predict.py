@@ -8,7 +8,8 @@ import sys
 from ..io import settings
 from ..errors import InputError
 from ..io.fileio import printable
-from .common import CliError, add_output_options, count, count_list, fraction, plot_to_stdout, print_json
+from .common import (CliError, add_format_option, add_output_options, count, count_list, fraction, plot_to_stdout,
+                     print_json)
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
@@ -39,6 +40,7 @@ def _predict_arguments(p: argparse.ArgumentParser) -> None:
                    help="CSV (count column, then time/throughput/value, optional stall:NAME and size:NAME "
                    "columns), a sweep result, an Extra-P input file (text, JSON, JSON Lines), or Caliper "
                    "profiles (.cali, JSON), one per count")
+    add_format_option(p, "curves", "FILE")
     p.add_argument("--metric", choices=METRICS, help="metric of a 'value' column (Extra-P and Caliper "
                    "values: time unless given)")
     p.add_argument("--callpath", metavar="NAME", help="Extra-P callpath or Caliper region to predict "
@@ -85,7 +87,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
     try:
         series = read_inputs(args.file, args.metric, args.callpath, args.profile_metric,
-                             args.count_attribute)  # messages already name the file
+                             args.count_attribute, args.format)  # messages already name the file
     except InputError as e:
         raise CliError(str(e)) from None
     hw_threads, cores = args.hw_threads, args.cores

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from .common import CliError, add_output_options, command_of, count, print_json, whole_in
+from .common import CliError, add_format_option, add_output_options, command_of, count, print_json, whole_in
 
 # What the library accepts (native/config.c: CORECAST_TARGET up to CC_MAX_THREADS,
 # CORECAST_WINDOW_MS 10-60000 ms): refused here rather than warned about by the library.
@@ -86,6 +86,7 @@ def _recording_parser(sub: argparse._SubParsersAction, name: str, help: str, des
     flag, horizon_help = horizon
     p.add_argument(flag, type=count, help=horizon_help)
     add_output_options(p, json_help)
+    p.declare_later(lambda p: add_format_option(p, "recording"))
     return p
 
 
@@ -109,7 +110,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from ..views import replayview
     from ..runtime.replay import replay
 
-    reps = replay(args.recording, args.target, args.machine)  # bad files: InputError, one line
+    reps = replay(args.recording, args.target, args.machine, args.format)  # bad files: InputError, one line
     if args.json:
         print_json(replayview.to_dict(reps))
     else:
@@ -136,7 +137,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     from ..views import mergeview
     from ..runtime.ranks import merge
 
-    merged = merge(args.files, args.upto)  # bad files: InputError, one line
+    merged = merge(args.files, args.upto, args.format)  # bad files: InputError, one line
     text = (json.dumps(mergeview.to_dict(merged), allow_nan=False) + "\n" if args.json
             else mergeview.table(merged))
     if args.output:

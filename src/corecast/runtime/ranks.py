@@ -113,10 +113,11 @@ def rank_sample(proc: RecordedProcess, source: str) -> RankSample:
                       finalize_s=proc.mpi_finalize_s)
 
 
-def collect_runs(paths: list[str]) -> tuple[list[Run], list[str]]:
+def collect_runs(paths: list[str], format: str | None = None) -> tuple[list[Run], list[str]]:
     """The runs in ``paths`` by world size (smallest first) and warnings.  A process
-    without a rank, or files without MPI records, are one-line errors."""
-    return runs_of((path, read_recording(path)) for path in paths)
+    without a rank, or files without MPI records, are one-line errors.  ``format``: the
+    recording reader's name (default: the one there is)."""
+    return runs_of((path, read_recording(path, format)) for path in paths)
 
 
 def runs_of(recordings: Iterable[tuple[str, list[RecordedProcess]]]) -> tuple[list[Run], list[str]]:
@@ -173,8 +174,8 @@ def one_run_times(run: Run, counts: list[int]) -> list[float]:
     return times
 
 
-def merge(paths: list[str], upto: int | None = None) -> Merged:
-    runs, warnings = collect_runs(paths)
+def merge(paths: list[str], upto: int | None = None, format: str | None = None) -> Merged:
+    runs, warnings = collect_runs(paths, format)
     largest = max(r.ranks for r in runs)
     upto = upto or max(16, 2 * largest)
     sizes = sorted({r.ranks for r in runs})

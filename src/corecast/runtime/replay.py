@@ -61,9 +61,11 @@ def replay_process(proc: RecordedProcess, target: int | None = None,
     return ReplayedProcess(proc, target, target, preds, kernels)
 
 
-def replay(path: str, target: int | None = None, machine: str | None = None) -> list[ReplayedProcess]:
+def replay(path: str, target: int | None = None, machine: str | None = None,
+           format: str | None = None) -> list[ReplayedProcess]:
     """Every process recorded in ``path``, predicted again (``InputError`` on bad files),
-    with the machine calibration the run recorded, or the one in the file ``machine``."""
+    with the machine calibration the run recorded, or the one in the file ``machine``;
+    ``format``: the recording reader's name (default: the one there is)."""
     cal = None
     if machine is not None:
         from ..errors import InputError
@@ -75,23 +77,25 @@ def replay(path: str, target: int | None = None, machine: str | None = None) -> 
             cal = parse(text)
         except CalibrationError as exc:
             raise InputError(f"{shown(machine)}: not a usable machine calibration: {exc}") from None
-    return [replay_process(p, target, machine=cal or p.calibration) for p in read_recording(path)]
+    return [replay_process(p, target, machine=cal or p.calibration) for p in read_recording(path, format)]
 
 
-def replay_nodes(path: str, machine: Machine, efficiency: float | None = None) -> list[dict]:
+def replay_nodes(path: str, machine: Machine, efficiency: float | None = None,
+                 format: str | None = None) -> list[dict]:
     """Every event of ``path`` with node-count inputs (a ``--target-machine`` recording)
     predicted again per NUMA node count on ``machine``; [] when none has them.  Each
     region is ``{"name", "object", "predictions": [{"nodes", "cores", "speedup"}],
     "preferred_nodes", "basis", "measured", "fitted", "notes"}``; ``InputError`` (naming
-    the file and line) for lines that are not JSON or records that cannot be used."""
+    the file and line) for lines that are not JSON or records that cannot be used.  The
+    lines are the registry's recording reader's (``format``: its name)."""
     from ..errors import InputError
     from ..io.fileio import shown
     from ..numa.model import preferred_nodes
     from .model.numa import interpolate, node_prediction
-    from .samples import json_lines
+    from ..io.readers import RECORDING, read
 
     regions = []
-    for no, event in json_lines(path):
+    for no, event in read([path], RECORDING, format):
         # region, process and kernel events with node predictions (the summary's "numa"
         # is the recording machine's topology)
         if (not isinstance(event, dict) or not isinstance(event.get("numa"), dict)

@@ -1,5 +1,6 @@
 """The one reader of a recording (the JSON Lines a run wrote with ``corecast run
---json-out`` or ``CORECAST_OUTPUT``): a file to its processes, each line decoded by
+--json-out`` or ``CORECAST_OUTPUT``): a file to its processes, the lines read by the
+reader registry's ``recording`` reader (``io.readers.recording``) and each decoded by
 ``model.record`` (the schema, its fields and their decoders; ``docs/recording.md``).
 
 ``corecast replay``, ``corecast merge`` (``ranks``), ``corecast sweep`` (``sweep.runs``),
@@ -9,10 +10,11 @@ written stays readable, so recorded runs can be predicted again as the model cha
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import Iterable
 
 from ..errors import InputError
-from ..io.fileio import parse_json, read_bytes, read_text, shown
+from ..io.fileio import shown
+from ..io.readers import RECORDING, read
 from .model import machine, record
 
 TYPE_CHECKING = False  # annotations only
@@ -45,33 +47,16 @@ class RecordedProcess:
     kernels: list[KernelStats] = field(default_factory=list)
 
 
-def json_lines(path: str, cut_short_ok: bool = False) -> Iterator[tuple[int, object]]:
-    """(line number, decoded value) of each non-blank line of a JSON Lines file; a line
-    that is not JSON raises ``InputError`` naming the file and line.  ``cut_short_ok``: a
-    run's own output, where a killed process may have left a line cut short (or bytes
-    that are not UTF-8): such lines are skipped."""
-    if cut_short_ok:
-        text = read_bytes(path).decode("utf-8", errors="replace")
-    else:
-        text = read_text(path)
-    for no, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            yield no, parse_json(line, path, "JSON", line=no)
-        except InputError:
-            if not cut_short_ok:
-                raise
-
-
-def read_recording(path: str) -> list[RecordedProcess]:
-    """The processes recorded in ``path``, in the order they first appear.  Bad input
-    raises ``InputError`` naming the file and line."""
-    return processes(path, json_lines(path))
+def read_recording(path: str, format: str | None = None) -> list[RecordedProcess]:
+    """The processes recorded in ``path``, in the order they first appear, read by the
+    registry's recording reader (``format``: its name; default: the one there is).  Bad
+    input raises ``InputError`` naming the file and line."""
+    return processes(path, read([path], RECORDING, format))
 
 
 def processes(path: str, lines: Iterable[tuple[int, object]]) -> list[RecordedProcess]:
-    """The processes in ``lines`` (``json_lines`` of ``path``), as ``read_recording``."""
+    """The processes in ``lines`` (line-numbered JSON values of ``path``: the recording
+    reader's, or ``io.readers.recording.json_lines``), as ``read_recording``."""
     by_pid: dict[int, RecordedProcess] = {}
     for no, rec in lines:
         if not isinstance(rec, dict) or rec.get("event") not in EVENTS:

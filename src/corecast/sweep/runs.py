@@ -89,7 +89,8 @@ def read_output(path: Path) -> RunOutput:
     """One run's output: lines a killed process cut short are skipped, and records that
     cannot be used leave no processes; InputError when the file cannot be read whole
     (e.g. larger than the input limit)."""
-    from ..runtime.samples import json_lines, processes
+    from ..io.readers.recording import json_lines
+    from ..runtime.samples import processes
 
     lines = list(json_lines(str(path), cut_short_ok=True))
     out = RunOutput(active=any(isinstance(v, dict) for _, v in lines))

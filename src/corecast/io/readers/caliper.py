@@ -25,7 +25,8 @@ from typing import Sequence
 
 from ...errors import InputError
 from ..fileio import parse_json, quoted
-from .raw import RawSeries, as_count
+from .raw import RawSeries, Series, as_count, named_curves
+from .registry import CURVES, NOT_JSON, Reader, Sniff
 
 RANK_ATTRIBUTES = ("mpi.world.size", "jobsize")  # counts of MPI ranks, not threads
 COUNT_ATTRIBUTES = ("omp.num.threads", "threads", "num_threads", "omp_max_threads",
@@ -170,3 +171,30 @@ def parse(files: Sequence[tuple[str, str]], count_attribute: str | None = None,
                          "at two or more counts (give one file per count)")
     unit = "ranks" if key in RANK_ATTRIBUTES else "threads"
     return [RawSeries(region, metric, pts, unit) for region, pts in series.items()]
+
+
+# ---------------------------------------------------------------- its reader
+
+
+def _load(files: list[tuple[str, str]], metric: str | None = None, callpath: str | None = None,
+          profile_metric: str | None = None, count_attribute: str | None = None) -> list[Series]:
+    raw = parse(files, count_attribute, profile_metric)
+    return named_curves(raw, "caliper", files[0][0], metric, callpath)
+
+
+def _is_profile(s: Sniff) -> bool:
+    if s.head.startswith("__rec="):
+        return True
+    obj = s.json
+    if isinstance(obj, dict):
+        return "records" in obj or {"data", "columns", "nodes"} <= set(obj)
+    return obj is not NOT_JSON and isinstance(obj, list)
+
+
+READER = Reader(
+    "caliper", CURVES, "Caliper profiles",
+    "Caliper region profiles, one file per count: `.cali` files (with the `caliper-reader` "
+    "package), `cali-query` JSON records and the `json-split` layout",
+    "a name ending in `.cali`; text starting with `__rec=`; a JSON list, or an object with "
+    "`records` or with `data`, `columns` and `nodes`",
+    _is_profile, _load, suffixes=(".cali",), several=True, require=require_reader)

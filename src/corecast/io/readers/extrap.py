@@ -22,7 +22,8 @@ import re
 from ...errors import InputError
 from ..fileio import parse_json, quoted
 from .measurements import finite_number
-from .raw import RawSeries, as_count
+from .raw import RawSeries, Series, as_count, named_curves
+from .registry import CURVES, NOT_JSON, Reader, Sniff
 
 FIELDS = ("PARAMETER", "POINTS", "REGION", "METRIC", "DATA")
 DEFAULT_CALLPATH = "<root>"   # JSON Lines without "callpath" (Extra-P's name)
@@ -46,15 +47,19 @@ class _Collector:
 
 def parse(text: str, path: str) -> list[RawSeries]:
     """The curves of an Extra-P input file's ``text`` (read from ``path``)."""
-    head = text.lstrip()
-    if head.startswith("{"):
-        try:
-            first = json.loads(head.split("\n", 1)[0])
-        except (ValueError, RecursionError):
-            first = None
-        is_lines = isinstance(first, dict) and "params" in first
-        return _parse_jsonlines(text, path) if is_lines else _parse_json(text, path)
+    if text.lstrip().startswith("{"):
+        return parse_json_input(text, path)
     return _parse_text(text, path)
+
+
+def parse_json_input(text: str, path: str) -> list[RawSeries]:
+    """The curves of an Extra-P JSON or JSON Lines ``text`` (read from ``path``)."""
+    try:
+        first = json.loads(text.lstrip().split("\n", 1)[0])
+    except (ValueError, RecursionError):
+        first = None
+    is_lines = isinstance(first, dict) and "params" in first
+    return _parse_jsonlines(text, path) if is_lines else _parse_json(text, path)
 
 
 def _one_parameter(names: list[str], path: str) -> None:
@@ -195,3 +200,39 @@ def _parse_jsonlines(text: str, path: str) -> list[RawSeries]:
         out.add(str(rec.get("callpath", DEFAULT_CALLPATH)), str(rec.get("metric", DEFAULT_METRIC)), n,
                 [_value(rec["value"], where)])
     return out.result(path)
+
+
+# ---------------------------------------------------------------- their readers
+
+
+def _load(parser):
+    def load(files: list[tuple[str, str]], metric: str | None = None, callpath: str | None = None,
+             profile_metric: str | None = None, count_attribute: str | None = None) -> list[Series]:
+        ((name, text),) = files
+        return named_curves(parser(text, name), "extrap", name, metric, callpath, profile_metric)
+    return load
+
+
+def _is_json(s: Sniff) -> bool:
+    obj = s.json
+    if obj is NOT_JSON:  # JSON Lines: the first line alone is an Extra-P record
+        obj = s.first_line_json
+        return isinstance(obj, dict) and "params" in obj
+    return isinstance(obj, dict) and ("callpaths" in obj or "params" in obj
+                                      or ("parameters" in obj and "measurements" in obj))
+
+
+TEXT = Reader(
+    "extrap-text", CURVES, "an Extra-P text file",
+    "Extra-P's text input: `PARAMETER`, `POINTS`, then `REGION`, `METRIC` and `DATA` lines "
+    "(one parameter, the count)",
+    "the first line that is not blank or a `#` comment starts with one of "
+    + ", ".join(f"`{f}`" for f in FIELDS),
+    lambda s: s.first_word in FIELDS, _load(_parse_text))
+JSON = Reader(
+    "extrap-json", CURVES, "an Extra-P JSON file",
+    "Extra-P's JSON input (the legacy id tables and the newer nested layout) and JSON Lines "
+    "(`corecast export --extrap` writes them)",
+    "one JSON object with `callpaths`, `params`, or `parameters` and `measurements`; or "
+    "JSON Lines whose first line has `params`",
+    _is_json, _load(parse_json_input))

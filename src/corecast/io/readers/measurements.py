@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING
 
 from ...errors import InputError
 from ..fileio import quoted, read_text, shown
+from .raw import Series, one_curve
+from .registry import CURVES, Reader
 
 if TYPE_CHECKING:
     from ...entities import Measurements
@@ -124,14 +126,16 @@ def read_measurements(path: str, metric: str | None = None) -> Measurements:
 
 def parse_measurements(text: str, name: str, metric: str | None = None) -> Measurements:
     """``read_measurements`` of ``text`` read from ``name`` (as messages show it)."""
-    from ...entities import METRICS, Measurements  # numpy: only once measurements are built
-
-    if metric is not None and metric not in METRICS:
-        raise InputError(f"unknown metric {metric!r}: use time or throughput")
     if _looks_like_json(name, text):  # see "Sweep JSON input" below
-        from ..sweepresult import parse_sweep_json
+        return parse_sweep_measurements(text, name, metric)
+    return parse_csv_measurements(text, name, metric)
 
-        return sweep_measurements(parse_sweep_json(text, name), name, metric)
+
+def parse_csv_measurements(text: str, name: str, metric: str | None = None) -> Measurements:
+    """The measurement CSV ``text`` read from ``name`` (as messages show it)."""
+    from ...entities import Measurements  # numpy: only once measurements are built
+
+    _check_metric(metric)
     table = parse_table(text, name)
     value_col, stall_cols, size_cols = _classify_columns(table)
     metric = _resolve_metric(table, table.header[value_col], metric)
@@ -281,6 +285,21 @@ def _looks_like_json(path: str, text: str) -> bool:
     return path.lower().endswith(".json") or text.lstrip().startswith("{")
 
 
+def _check_metric(metric: str | None) -> None:
+    from ...entities import METRICS
+
+    if metric is not None and metric not in METRICS:
+        raise InputError(f"unknown metric {metric!r}: use time or throughput")
+
+
+def parse_sweep_measurements(text: str, name: str, metric: str | None = None) -> Measurements:
+    """The sweep result ``text`` read from ``name``, as ``read_sweep_measurements``."""
+    from ..sweepresult import parse_sweep_json
+
+    _check_metric(metric)
+    return sweep_measurements(parse_sweep_json(text, name), name, metric)
+
+
 def read_sweep_measurements(path: str, metric: str | None = None) -> Measurements:
     """A sweep result's "measured" runs as time ``Measurements`` with stall columns."""
     from ..sweepresult import load_sweep_json
@@ -312,3 +331,31 @@ def sweep_measurements(result: dict, path: str, metric: str | None = None) -> Me
             if d is not None:
                 spread[j] = float(d) / data.values[j]
     return replace(data, spread=spread)
+
+
+# ---------------------------------------------------------------- their readers
+
+
+def _load_csv(files: list[tuple[str, str]], metric: str | None = None, callpath: str | None = None,
+              profile_metric: str | None = None, count_attribute: str | None = None) -> list[Series]:
+    ((name, text),) = files
+    return one_curve(parse_csv_measurements(text, name, metric), name, callpath, profile_metric)
+
+
+def _load_sweep(files: list[tuple[str, str]], metric: str | None = None, callpath: str | None = None,
+                profile_metric: str | None = None, count_attribute: str | None = None) -> list[Series]:
+    ((name, text),) = files
+    return one_curve(parse_sweep_measurements(text, name, metric), name, callpath, profile_metric)
+
+
+SWEEP = Reader(
+    "sweep", CURVES, "a sweep result",
+    "the JSON `corecast sweep --json-out` writes: its `measured` runs as a time curve with stall columns",
+    "a name ending in `.json`, or text starting with `{`, that no reader above claimed",
+    lambda s: _looks_like_json(s.path, s.text), _load_sweep)
+CSV = Reader(
+    "csv", CURVES, "a CSV",
+    "corecast's measurement CSV: a count column, one value column (`time`, `throughput`, `value`), "
+    "optional `stall:NAME` and `size:NAME` columns",
+    "anything no reader above claimed (the fallback: its parser says what is wrong)",
+    lambda s: True, _load_csv)

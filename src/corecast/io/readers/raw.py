@@ -1,12 +1,37 @@
-"""What a reader hands back before it becomes ``Measurements``, and the count check the
-readers share.  Apart from the package's ``__init__`` (which imports the readers) so that
-the readers import it without an import circle."""
+"""What the curve readers hand back (``Series``; ``RawSeries`` before it becomes
+``Measurements``), and the checks they share.  Apart from the package's ``__init__``
+(which registers the readers) so that the readers import it without an import circle."""
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from ...errors import InputError
+
+if TYPE_CHECKING:
+    from ...entities import Measurements
+
+
+@dataclass
+class Series:
+    """One curve: its measurements, or why it cannot be fitted (``error``).
+
+    ``callpath`` and ``metric_name`` are None for a corecast CSV or sweep result (one
+    curve per file); for Extra-P and Caliper inputs they name the curve as the tool does."""
+
+    data: "Measurements | None"
+    callpath: str | None = None
+    metric_name: str | None = None
+    source: str = "csv"  # the tool that wrote it: csv (corecast's own) | extrap | caliper
+    error: str | None = None
+    count_unit: str = "threads"  # threads | ranks
+
+    @property
+    def label(self) -> str:
+        if self.callpath is None:
+            return ""
+        return f"{self.callpath} [{self.metric_name}]" if self.metric_name else self.callpath
 
 
 @dataclass
@@ -25,3 +50,37 @@ def as_count(x: float, where: str) -> float:
         raise InputError(f"{where}: {x:g} is not a count (a whole number >= 1); corecast's "
                          "one parameter is the thread, core or process count")
     return float(x)
+
+
+def one_curve(data: "Measurements", path: str, callpath: str | None, profile_metric: str | None) -> list[Series]:
+    """A corecast file's one curve; the options that pick among named curves are refused."""
+    if callpath or profile_metric:
+        raise InputError(f"{path}: --callpath and --profile-metric are for Extra-P "
+                         "and Caliper inputs, this is a corecast CSV or sweep result")
+    return [Series(data)]
+
+
+def named_curves(raw: list[RawSeries], source: str, path: str, metric: str | None,
+                 callpath: str | None = None, profile_metric: str | None = None) -> list[Series]:
+    """Another tool's curves, filtered to ``callpath`` and ``profile_metric`` when given."""
+    if callpath is not None:
+        raw = [r for r in raw if r.callpath == callpath]
+        if not raw:
+            raise InputError(f"{path}: no callpath {callpath!r}")
+    if profile_metric is not None:
+        raw = [r for r in raw if r.metric_name == profile_metric]
+        if not raw:
+            raise InputError(f"{path}: no metric {profile_metric!r}")
+    return [_series(r, source, metric) for r in raw]
+
+
+def _series(raw: RawSeries, source: str, metric: str | None) -> Series:
+    from ...entities import Measurements  # numpy: only once measurements are built
+
+    counts = [n for n, _ in raw.points]
+    values = [v for _, v in raw.points]
+    try:
+        data = Measurements.from_samples(counts, values, metric or "time")
+    except InputError as exc:
+        return Series(None, raw.callpath, raw.metric_name, source, error=str(exc), count_unit=raw.count_unit)
+    return Series(data, raw.callpath, raw.metric_name, source, count_unit=raw.count_unit)
