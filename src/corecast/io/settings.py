@@ -21,29 +21,32 @@ import math
 import os
 import re
 import sys
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Callable, Mapping, Optional, Sequence
+
+TYPE_CHECKING = False  # typing, dataclasses, pathlib cost start-up time: annotations only
+if TYPE_CHECKING:
+    from typing import Callable, Mapping, Optional, Sequence
 
 CORES = "cores"  # a default that is this machine's online CPUs (C: CC_DEFAULT_CORES)
 INT_MAX = 2**31 - 1
 
 
-@dataclass(frozen=True)
 class Setting:
     """One variable.  ``kind``: ``flag`` (0 or 1), ``int`` (a whole number in [lo, hi]),
-    ``number`` (a positive real), ``text`` (read as given; its reader checks it)."""
-    name: str
-    kind: str
-    default: object
-    meaning: str
-    readers: tuple
-    lo: Optional[int] = None
-    hi: Optional[int] = None
-    field: str = ""        # the library's cc_cfg field a whole number lands in
-    set_by_run: bool = False  # `corecast run` sets it; users need not
-    shown: bool = True     # listed by CORECAST_DISPLAY_ENV
-    unit: str = ""         # a number's unit, for its error
+    ``number`` (a positive real), ``text`` (read as given; its reader checks it).
+    ``readers``: who reads it; ``field``: the library's cc_cfg field a whole number lands
+    in; ``set_by_run``: `corecast run` sets it; ``shown``: listed by CORECAST_DISPLAY_ENV;
+    ``unit``: a number's unit, for its error."""
+    __slots__ = ("name", "kind", "default", "meaning", "readers", "lo", "hi", "field", "set_by_run",
+                 "shown", "unit")
+
+    def __init__(self, name: str, kind: str, default: object, meaning: str, readers: tuple,
+                 lo: int | None = None, hi: int | None = None, *, field: str = "",
+                 set_by_run: bool = False, shown: bool = True, unit: str = "") -> None:
+        self.name, self.kind, self.default, self.meaning, self.readers = name, kind, default, meaning, readers
+        self.lo, self.hi, self.field, self.set_by_run, self.shown, self.unit = lo, hi, field, set_by_run, shown, unit
+
+    def __repr__(self) -> str:
+        return f"Setting({self.name!r}, {self.kind!r}, {self.default!r})"
 
 
 LIB, MODEL, LAUNCHER = "library", "model", "launcher"
@@ -102,7 +105,6 @@ SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS")
 
 # strtol(v, &end, 10) with *end == 0, as native/config.c reads a whole number.
 _WHOLE = re.compile(r"[ \t\n\v\f\r]*[+-]?[0-9]+")
-Warn = Optional[Callable[[str], None]]
 
 
 def _whole(text: str, lo: int, hi: int) -> Optional[int]:
@@ -124,7 +126,7 @@ def default_of(name: str) -> object:
     return d
 
 
-def integer(name: str, environ: Optional[Mapping[str, str]] = None, warn: Warn = None,
+def integer(name: str, environ: Optional[Mapping[str, str]] = None, warn: Callable[[str], None] | None = None,
             default: object = ...) -> object:
     """A whole-number (or flag) setting as the library reads it: unset or empty gives the
     default (``default`` overrides the table's); a value that is not a whole number in
@@ -194,9 +196,6 @@ def output_path(template: str, env: Mapping[str, str], pid: int) -> str:
 
 # ---- generated files ---------------------------------------------------------------------
 
-ROOT = Path(__file__).resolve().parents[3]  # the source tree
-HEADER = ROOT / "native" / "settings.h"
-DOC = ROOT / "docs" / "environment.md"
 
 
 def _c_str(s: str) -> str:
@@ -259,9 +258,11 @@ def markdown() -> str:
 
 def main(argv: Sequence[str] = ()) -> int:
     """Rewrite native/settings.h and docs/environment.md from the table."""
-    HEADER.write_text(c_header())
-    DOC.write_text(markdown())
-    print(f"wrote {HEADER} and {DOC}")
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    for rel, text in (("native/settings.h", c_header()), ("docs/environment.md", markdown())):
+        with open(os.path.join(root, rel), "w") as f:  # the source tree's: run from src/
+            f.write(text)
+        print(f"wrote {rel}")
     return 0
 
 
