@@ -1,5 +1,7 @@
 /* The settings: CORECAST_* variables read once at start (a bad value warns and keeps
- * the default), the MPI rank from the launcher's environment, CORECAST_OUTPUT's path. */
+ * the default), the MPI rank from the launcher's environment, CORECAST_OUTPUT's path.
+ * Names, ranges and defaults come from native/settings.h, generated from the one table
+ * (src/corecast/io/settings.py). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <limits.h>
@@ -15,23 +17,38 @@
  * warned marks the environment of its exec (cc_exec_env) and the next one, finding its own
  * pid there, keeps quiet and removes the mark, so the program sees the environment it was
  * given. */
-#define WARNED "CORECAST_WARNED_PID"
+#define WARNED CC_ENV_WARNED_PID
 static int warned, hush;
 
-static int env_int(const char *name, int lo, int hi, int dflt) {
-    const char *v = getenv(name);
-    if (!v || !*v)
-        return dflt;
+/* The one parse rule: a whole number in [lo, hi] (strtol, nothing after it). */
+static int whole(const char *v, int lo, int hi, int *out) {
     char *end;
     errno = 0;
     long x = strtol(v, &end, 10);
-    if (errno || *end || x < lo || x > hi) {
+    if (errno || end == v || *end || x < lo || x > hi)
+        return 0;
+    *out = (int)x;
+    return 1;
+}
+
+static int env_int(const char *name, int lo, int hi, int dflt) {
+    const char *v = getenv(name);
+    int x;
+    if (!v || !*v)
+        return dflt;
+    if (!whole(v, lo, hi, &x)) {
         if (!hush)
             cc_warn("%s=%s is not a whole number in [%d, %d]; using %d", name, v, lo, hi, dflt);
         warned = 1;
         return dflt;
     }
-    return (int)x;
+    return x;
+}
+
+int cc_env_flag(const char *name) {
+    const char *v = getenv(name);
+    int x;
+    return v && whole(v, 0, 1, &x) ? x : 0;
 }
 
 char *const *cc_exec_env(char *const envp[], char **out, size_t cap) {
@@ -65,8 +82,8 @@ static int env_first(const char *const *names, int lo) {
 }
 
 static void read_rank(void) {
-    static const char *const rank_vars[] = {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID", NULL};
-    static const char *const size_vars[] = {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", NULL};
+    static const char *const rank_vars[] = {CC_RANK_VARS, NULL};
+    static const char *const size_vars[] = {CC_SIZE_VARS, NULL};
     cc_cfg.rank = env_first(rank_vars, 0);
     cc_cfg.ranks = cc_cfg.rank < 0 ? 0 : env_first(size_vars, 1);
     if (cc_cfg.ranks < 0 || cc_cfg.ranks <= cc_cfg.rank)
@@ -97,6 +114,42 @@ int cc_output_path(char *dst, size_t n) {
     return 1;
 }
 
+/* Every whole-number setting, with the cc_cfg field it lands in. */
+struct int_setting {
+    const char *name;
+    int lo, hi, dflt;
+    int *field;
+};
+#define INT_ROW(name, lo, hi, dflt, f) {name, lo, hi, dflt, &cc_cfg.f},
+static const struct int_setting ints[] = {CC_SETTINGS_INT(INT_ROW)};
+#define NINTS (sizeof ints / sizeof ints[0])
+
+/* CORECAST_DISPLAY_ENV: every setting of the table, in one write, as OMP_DISPLAY_ENV
+ * does: the library's with the value in force, the others as given. */
+static void display_env(void) {
+    static const char *const shown[] = {CC_SETTINGS_SHOWN};
+    static const char end[] = "CORECAST DISPLAY ENVIRONMENT END\n";
+    static char buf[16384]; /* start-up, one thread: no stack for it */
+    char value[sizeof cc_cfg.output];
+    size_t k = (size_t)snprintf(buf, sizeof buf, "CORECAST DISPLAY ENVIRONMENT BEGIN\n");
+    for (size_t i = 0; i < sizeof shown / sizeof shown[0]; i++) {
+        const struct int_setting *s = NULL;
+        for (size_t j = 0; j < NINTS && !s; j++)
+            s = strcmp(ints[j].name, shown[i]) ? NULL : &ints[j];
+        const char *given = getenv(shown[i]);
+        if (s)
+            snprintf(value, sizeof value, "%d", *s->field);
+        else
+            cc_printable(value, sizeof value, strcmp(shown[i], CC_ENV_OUTPUT) ? (given ? given : "") : cc_cfg.output);
+        int n = snprintf(buf + k, sizeof buf - k, "  %s = '%s'\n", shown[i], value);
+        if (n < 0 || k + (size_t)n + sizeof end > sizeof buf)
+            break; /* the END line always fits: the list is cut instead */
+        k += (size_t)n;
+    }
+    memcpy(buf + k, end, sizeof end);
+    cc_report_write(buf, k + sizeof end - 1);
+}
+
 void cc_config_read(void) {
     int saved = errno;
     const char *mark = getenv(WARNED);
@@ -104,44 +157,25 @@ void cc_config_read(void) {
         hush = atoi(mark) == (int)getpid();
         unsetenv(WARNED); /* at start-up, before the program's threads */
     }
-    cc_cfg.disabled = env_int("CORECAST_DISABLE", 0, 1, 0);
-    cc_cfg.quiet = env_int("CORECAST_QUIET", 0, 1, 0);
-    cc_cfg.display_env = env_int("CORECAST_DISPLAY_ENV", 0, 1, 0);
-    cc_cfg.steer = env_int("CORECAST_STEER", 0, 1, 0);
-    cc_cfg.probe = env_int("CORECAST_PROBE", 0, 1, 0);
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    for (size_t i = 0; i < NINTS; i++) {
+        int dflt = ints[i].dflt == CC_DEFAULT_CORES ? (cores > 0 ? (int)cores : 1) : ints[i].dflt;
+        *ints[i].field = env_int(ints[i].name, ints[i].lo, ints[i].hi, dflt);
+    }
     if (cc_cfg.probe && cc_cfg.steer) { /* steering already runs the region at other sizes */
         cc_warn("CORECAST_PROBE=1 is ignored with CORECAST_STEER=1 (steering already tries smaller teams)");
         cc_cfg.probe = 0;
     }
-    long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    cc_cfg.target = env_int("CORECAST_TARGET", 1, CC_MAX_THREADS, cores > 0 ? (int)cores : 1);
-    cc_cfg.window_ms = env_int("CORECAST_WINDOW_MS", 10, 60000, 200);
-    cc_cfg.exit_timeout_ms = env_int("CORECAST_EXIT_TIMEOUT_MS", 0, 600000, 10000);
-    cc_cfg.launch_pid = env_int("CORECAST_LAUNCH_PID", 0, INT_MAX, 0);
-    cc_cfg.keep_counting = env_int("CORECAST_KEEP_COUNTING", 0, 1, 0);
-    const char *fault = getenv("CORECAST_TEST_FAULT"); /* the model's faults are the bridge's */
+    const char *fault = getenv(CC_ENV_TEST_FAULT); /* the model's faults are the bridge's */
     cc_cfg.slow_rewrite = fault && !strcmp(fault, "slow_rewrite");
     read_rank();
-    const char *out = getenv("CORECAST_OUTPUT");
+    const char *out = getenv(CC_ENV_OUTPUT);
     cc_cfg.output[0] = 0;
     if (out && strlen(out) < sizeof cc_cfg.output)
         strcpy(cc_cfg.output, out);
     else if (out && !hush)
         cc_warn("CORECAST_OUTPUT is too long; no JSON Lines written");
-    if (cc_cfg.display_env) {
-        char buf[1600], shown[sizeof cc_cfg.output];
-        cc_printable(shown, sizeof shown, cc_cfg.output);
-        int n = snprintf(buf, sizeof buf,
-                         "CORECAST DISPLAY ENVIRONMENT BEGIN\n  CORECAST_DISABLE = '%d'\n"
-                         "  CORECAST_TARGET = '%d'\n  CORECAST_WINDOW_MS = '%d'\n"
-                         "  CORECAST_OUTPUT = '%s'\n  CORECAST_QUIET = '%d'\n"
-                         "  CORECAST_STEER = '%d'\n  CORECAST_PROBE = '%d'\n"
-                         "  CORECAST_EXIT_TIMEOUT_MS = '%d'\n  CORECAST_KEEP_COUNTING = '%d'\n"
-                         "CORECAST DISPLAY ENVIRONMENT END\n",
-                         cc_cfg.disabled, cc_cfg.target, cc_cfg.window_ms, shown,
-                         cc_cfg.quiet, cc_cfg.steer, cc_cfg.probe, cc_cfg.exit_timeout_ms,
-                         cc_cfg.keep_counting);
-        cc_report_write(buf, n < (int)sizeof buf ? (size_t)n : sizeof buf - 1);
-    }
+    if (cc_cfg.display_env)
+        display_env();
     errno = saved;
 }

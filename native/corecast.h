@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include "model_abi.h"
+#include "settings.h" /* generated from the settings table: names, ranges, defaults */
 
 /* Internal functions added since the exported set was fixed: not for the program's eyes. */
 #define CC_HIDDEN __attribute__((visibility("hidden")))
@@ -152,6 +153,8 @@ void cc_on_activity(void (*hook)(void)) CC_HIDDEN; /* what activity starts (life
 double cc_active_since(void);
 void cc_core_after_fork(void) CC_HIDDEN; /* slots, regions, activity, clock start afresh */
 void cc_config_read(void) CC_HIDDEN;     /* config.c: the CORECAST_* settings into cc_cfg */
+/* A 0/1 setting by the same rule, without a warning (before cc_config_read, which warns). */
+int cc_env_flag(const char *name) CC_HIDDEN;
 /* ``envp`` for an exec of this process, marked when this image warned about a setting
  * (``out`` holds ``cap`` pointers; returned instead of ``envp`` then). */
 char *const *cc_exec_env(char *const envp[], char **out, size_t cap) CC_HIDDEN;

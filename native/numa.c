@@ -254,7 +254,7 @@ void cc_numa_open(void) {
     }
     if (!parsed) {
         parsed = 1;
-        const char *v = getenv("CORECAST_NUMA_EVENTS");
+        const char *v = getenv(CC_ENV_NUMA_EVENTS);
         const char *bad = v && *v ? parse_plan(v) : NULL;
         if (bad) {
             cc_warn("CORECAST_NUMA_EVENTS is not an event list this library reads (at \"%.24s\"); "

@@ -386,6 +386,5 @@ static void finalize(ompt_data_t *tool_data) {}
 ompt_start_tool_result_t *ompt_start_tool(unsigned omp_version, const char *runtime_version) {
     static ompt_start_tool_result_t result = {initialize, finalize, {0}};
     /* The runtime may start tools before corecast's constructor has read its settings. */
-    const char *off = getenv("CORECAST_DISABLE");
-    return off && !strcmp(off, "1") ? NULL : &result;
+    return cc_env_flag(CC_ENV_DISABLE) ? NULL : &result;
 }

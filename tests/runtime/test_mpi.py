@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from corecast.runtime.launcher import output_path
+from corecast.io.settings import output_path
 from corecast.runtime.model.record import SCHEMA
 
 from .helpers import EXAMPLES, TIMEOUT, clean_env, events, read_lines, run

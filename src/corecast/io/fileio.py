@@ -74,15 +74,10 @@ def shown(path: str | os.PathLike) -> str:
 
 def input_limit() -> int:
     """The most bytes one input file may have: ``CORECAST_MAX_INPUT_MB`` MiB (default 64)."""
-    raw = os.environ.get(settings.MAX_INPUT_MB, "").strip()
-    if not raw:
-        return DEFAULT_MAX_INPUT_MB << 20
     try:
-        mb = float(raw)
-    except ValueError:
-        mb = math.nan
-    if not (math.isfinite(mb) and mb > 0):
-        raise InputError(f"{settings.MAX_INPUT_MB}={quoted(raw)}: not a positive number of MiB")
+        mb = settings.positive(settings.MAX_INPUT_MB)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
     return math.ceil(mb * (1 << 20))
 
 

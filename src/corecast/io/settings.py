@@ -1,21 +1,270 @@
-"""Names of the ``CORECAST_*`` environment variables the Python side reads or sets (the C
-side reads the same names in native/config.c).  Only the names: each reader checks its own
-value, so a bad one is reported where its meaning is known.  The autoload sitecustomize
-spells ``CORECAST_OPENCL`` itself: it runs before corecast is importable."""
+"""The ``CORECAST_*`` settings: one table (``TABLE``) naming every variable corecast reads or
+sets, with its type, default, range, meaning and readers, and the one parse rule for it.
 
-OUTPUT = "CORECAST_OUTPUT"                  # JSON Lines path; {rank} and {pid} filled in
-TARGET = "CORECAST_TARGET"                  # predict up to this many threads / compute units
-TARGET_MACHINE = "CORECAST_TARGET_MACHINE"  # machine description (corecast run --target-machine)
-MACHINE_FILE = "CORECAST_MACHINE_FILE"      # this machine's calibration (corecast calibrate); "": none
-WINDOW_MS = "CORECAST_WINDOW_MS"            # sample window
-QUIET = "CORECAST_QUIET"                    # "1": no exit report on stderr
-STEER = "CORECAST_STEER"                    # "1": steer team sizes
-PROBE = "CORECAST_PROBE"                    # "1": run some calls at smaller teams
-NUMA_EVENTS = "CORECAST_NUMA_EVENTS"        # memory-traffic events to count (numa_events.plan)
-LAUNCH_PID = "CORECAST_LAUNCH_PID"          # the pid `corecast run` execs: only it is "the program"
-STDERR = "CORECAST_STDERR"                  # "DEV:INO" of the stderr `corecast run` had ("closed": none)
-OPENCL = "CORECAST_OPENCL"                  # "1" / "0": instrument pyopencl or not
-DISABLE = "CORECAST_DISABLE"                # "1": corecast stays out (library and OpenCL hook)
-MAX_INPUT_MB = "CORECAST_MAX_INPUT_MB"      # largest input file read, MiB
-DEBUG = "CORECAST_DEBUG"                    # set: tracebacks of internal errors
-TEST_FAULT = "CORECAST_TEST_FAULT"          # tests only: segv|abort|hang at the exit prediction, slow_rewrite (settle.c)
+Generated from the table (``python -m corecast.io.settings`` rewrites both;
+tests/test_settings.py fails when either differs from the table):
+
+- ``native/settings.h``: the preload library's parser table (native/config.c reads every
+  whole-number setting through it and shows every setting under ``CORECAST_DISPLAY_ENV``);
+  committed rather than made by ``pip install .``, so that the C builds with plain gcc and
+  an sdist needs no generation step;
+- ``docs/environment.md``: the table as the README links it.
+
+Readers: ``library`` (libcorecast_preload, C), ``model`` (Python inside the profiled
+program: the model library, the OpenCL hook), ``launcher`` (the ``corecast`` command).
+The autoload sitecustomize spells ``CORECAST_OPENCL`` itself: it runs before corecast is
+importable.  Standard library only: the OpenCL hook imports this inside profiled programs.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import sys
+
+TYPE_CHECKING = False  # typing, dataclasses, pathlib cost start-up time: annotations only
+if TYPE_CHECKING:
+    from typing import Callable, Mapping, Optional, Sequence
+
+CORES = "cores"  # a default that is this machine's online CPUs (C: CC_DEFAULT_CORES)
+INT_MAX = 2**31 - 1
+
+
+class Setting:
+    """One variable.  ``kind``: ``flag`` (0 or 1), ``int`` (a whole number in [lo, hi]),
+    ``number`` (a positive real), ``text`` (read as given; its reader checks it).
+    ``readers``: who reads it; ``field``: the library's cc_cfg field a whole number lands
+    in; ``set_by_run``: `corecast run` sets it; ``shown``: listed by CORECAST_DISPLAY_ENV;
+    ``unit``: a number's unit, for its error."""
+    __slots__ = ("name", "kind", "default", "meaning", "readers", "lo", "hi", "field", "set_by_run",
+                 "shown", "unit")
+
+    def __init__(self, name: str, kind: str, default: object, meaning: str, readers: tuple,
+                 lo: int | None = None, hi: int | None = None, *, field: str = "",
+                 set_by_run: bool = False, shown: bool = True, unit: str = "") -> None:
+        self.name, self.kind, self.default, self.meaning, self.readers = name, kind, default, meaning, readers
+        self.lo, self.hi, self.field, self.set_by_run, self.shown, self.unit = lo, hi, field, set_by_run, shown, unit
+
+    def __repr__(self) -> str:
+        return f"Setting({self.name!r}, {self.kind!r}, {self.default!r})"
+
+
+LIB, MODEL, LAUNCHER = "library", "model", "launcher"
+
+TABLE: tuple = (
+    Setting("CORECAST_DISABLE", "flag", 0, "1: corecast stays out (library, OpenMP tool and OpenCL hook)",
+            (LIB, MODEL), 0, 1, field="disabled"),
+    Setting("CORECAST_TARGET", "int", CORES, "predict up to this many threads / compute units",
+            (LIB, MODEL), 1, 1024, field="target", set_by_run=True),
+    Setting("CORECAST_WINDOW_MS", "int", 200, "sample window, ms", (LIB, MODEL), 10, 60000,
+            field="window_ms", set_by_run=True),
+    Setting("CORECAST_OUTPUT", "text", "", "JSON Lines path; {rank} and {pid} filled in; empty: none",
+            (LIB, MODEL), set_by_run=True),
+    Setting("CORECAST_QUIET", "flag", 0, "1: no exit report on stderr", (LIB, MODEL), 0, 1,
+            field="quiet", set_by_run=True),
+    Setting("CORECAST_STEER", "flag", 0, "1: steer OpenMP team sizes", (LIB,), 0, 1, field="steer",
+            set_by_run=True),
+    Setting("CORECAST_PROBE", "flag", 0, "1: run some calls of repeated regions at smaller teams (off with STEER)",
+            (LIB,), 0, 1, field="probe", set_by_run=True),
+    Setting("CORECAST_EXIT_TIMEOUT_MS", "int", 10000, "how long the exit waits for the model, ms",
+            (LIB,), 0, 600000, field="exit_timeout_ms"),
+    Setting("CORECAST_KEEP_COUNTING", "flag", 0, "1: keep every wrapper once steering settled",
+            (LIB,), 0, 1, field="keep_counting"),
+    Setting("CORECAST_DISPLAY_ENV", "flag", 0, "1: print these settings at start, like OMP_DISPLAY_ENV",
+            (LIB,), 0, 1, field="display_env"),
+    Setting("CORECAST_TARGET_MACHINE", "text", "", "machine description for NUMA predictions (--target-machine)",
+            (MODEL,), set_by_run=True),
+    Setting("CORECAST_MACHINE_FILE", "text", "$XDG_CACHE_HOME/corecast/calibration.json",
+            "this machine's calibration (corecast calibrate); empty: none", (MODEL, LAUNCHER)),
+    Setting("CORECAST_OPENCL", "flag", "", "1 / 0: instrument pyopencl or not; unset: under the library",
+            (MODEL,), 0, 1, set_by_run=True),
+    Setting("CORECAST_MAX_INPUT_MB", "number", 64, "largest input file the CLI reads, MiB", (LAUNCHER,),
+            unit="MiB"),
+    Setting("CORECAST_DEBUG", "text", "", "set: tracebacks of internal errors", (LAUNCHER,)),
+    Setting("CORECAST_NUMA_EVENTS", "text", "", "memory-traffic events to count (planned by corecast run)",
+            (LIB,), set_by_run=True),
+    Setting("CORECAST_LAUNCH_PID", "int", 0, "the pid corecast run execs: only it is the program",
+            (LIB,), 0, INT_MAX, field="launch_pid", set_by_run=True),
+    Setting("CORECAST_STDERR", "text", "", "DEV:INO of the stderr corecast run had (closed: none)",
+            (LIB,), set_by_run=True),
+    Setting("CORECAST_WARNED_PID", "int", 0, "an exec'd image of this pid already warned (set by the library)",
+            (LIB,), 0, INT_MAX, shown=False),
+    Setting("CORECAST_TEST_FAULT", "text", "", "tests only: segv|abort|hang at the exit prediction, slow_rewrite",
+            (LIB, MODEL)),
+)
+BY_NAME = {s.name: s for s in TABLE}
+
+# The names, for readers and writers (settings.OUTPUT, ...).
+DISABLE, TARGET, WINDOW_MS, OUTPUT, QUIET, STEER, PROBE, EXIT_TIMEOUT_MS, KEEP_COUNTING, \
+    DISPLAY_ENV, TARGET_MACHINE, MACHINE_FILE, OPENCL, MAX_INPUT_MB, DEBUG, NUMA_EVENTS, \
+    LAUNCH_PID, STDERR, WARNED_PID, TEST_FAULT = (s.name for s in TABLE)
+
+# The MPI launchers' rank and world-size variables, tried in this order (C: CC_RANK_VARS).
+RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
+SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS")
+
+# strtol(v, &end, 10) with *end == 0, as native/config.c reads a whole number.
+_WHOLE = re.compile(r"[ \t\n\v\f\r]*[+-]?[0-9]+")
+
+
+def _whole(text: str, lo: int, hi: int) -> Optional[int]:
+    if not _WHOLE.fullmatch(text):
+        return None
+    v = int(text)
+    return v if lo <= v <= hi else None
+
+
+def default_of(name: str) -> object:
+    """``name``'s default, ``CORES`` resolved to this machine's online CPUs."""
+    d = BY_NAME[name].default
+    if d == CORES:
+        try:
+            n = os.sysconf("SC_NPROCESSORS_ONLN")
+        except (OSError, ValueError):
+            n = 0
+        return n if n > 0 else 1
+    return d
+
+
+def integer(name: str, environ: Optional[Mapping[str, str]] = None, warn: Callable[[str], None] | None = None,
+            default: object = ...) -> object:
+    """A whole-number (or flag) setting as the library reads it: unset or empty gives the
+    default (``default`` overrides the table's); a value that is not a whole number in
+    range gives the default and one ``warn`` line, in the library's words."""
+    s = BY_NAME[name]
+    environ = os.environ if environ is None else environ
+    fallback = default_of(name) if default is ... else default
+    text = environ.get(name, "")
+    if not text:
+        return fallback
+    v = _whole(text, s.lo, s.hi)
+    if v is None:
+        if warn is not None:
+            warn(bad_value(name, text, fallback))
+        return fallback
+    return v
+
+
+def bad_value(name: str, text: str, used: object) -> str:
+    """The one warning for a bad whole number (native/config.c prints the same)."""
+    s = BY_NAME[name]
+    shown = "the default" if used is None else used
+    return f"{name}={text} is not a whole number in [{s.lo}, {s.hi}]; using {shown}"
+
+
+def text(name: str, environ: Optional[Mapping[str, str]] = None) -> str:
+    """A text setting as given ("" when unset); its reader checks what it means."""
+    return (os.environ if environ is None else environ).get(name, "")
+
+
+def positive(name: str, environ: Optional[Mapping[str, str]] = None) -> float:
+    """A ``number`` setting: the default when unset or blank; ValueError (one line) when
+    it is not a positive number (the CLI's input: an error, not a warning)."""
+    raw = (os.environ if environ is None else environ).get(name, "").strip()
+    if not raw:
+        return float(BY_NAME[name].default)
+    try:
+        v = float(raw)
+    except ValueError:
+        v = math.nan
+    if not (math.isfinite(v) and v > 0):
+        shown = repr(raw) if len(raw) <= 40 else repr(raw[:40]) + "..."
+        unit = BY_NAME[name].unit
+        raise ValueError(f"{name}={shown}: not a positive number" + (f" of {unit}" if unit else ""))
+    return v
+
+
+def rank_identity(env: Mapping[str, str]) -> tuple:
+    """(rank, world size) from an MPI launcher's environment, as the library reads them:
+    None where unknown (the size also when it does not exceed the rank)."""
+    def first(names: Sequence[str], lo: int) -> Optional[int]:
+        text = next((env[v] for v in names if env.get(v)), "")
+        return _whole(text, lo, INT_MAX - 1) if text else None
+
+    rank = first(RANK_VARS, 0)
+    size = first(SIZE_VARS, 1) if rank is not None else None
+    return rank, size if size is not None and size > rank else None
+
+
+def output_path(template: str, env: Mapping[str, str], pid: int) -> str:
+    """``template`` (CORECAST_OUTPUT) with ``{rank}`` and ``{pid}`` filled in as the library
+    fills them (native/config.c cc_output_path): the MPI rank (0 without a launcher, or
+    when it does not parse) and the pid."""
+    rank = rank_identity(env)[0]
+    return template.replace("{rank}", str(rank or 0)).replace("{pid}", str(pid))
+
+
+# ---- generated files ---------------------------------------------------------------------
+
+
+
+def _c_str(s: str) -> str:
+    return '"' + s.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def c_header() -> str:
+    """native/settings.h: names, the whole numbers' parse table, the display list."""
+    out = ["/* Generated from src/corecast/io/settings.py (python -m corecast.io.settings): do not",
+           " * edit; tests/test_settings.py fails when it and the table differ. */",
+           "#ifndef CORECAST_SETTINGS_H", "#define CORECAST_SETTINGS_H", "",
+           "#define CC_DEFAULT_CORES (-1) /* a default of this machine's online CPUs */", ""]
+    for s in TABLE:
+        out.append(f"#define CC_ENV_{s.name[len('CORECAST_'):]} {_c_str(s.name)}")
+    out += ["", "/* X(name, lo, hi, default, cc_cfg field): the whole numbers the library parses. */",
+            "#define CC_SETTINGS_INT(X) \\"]
+    for s in TABLE:
+        if LIB in s.readers and s.field:
+            d = "CC_DEFAULT_CORES" if s.default == CORES else str(s.default)
+            hi = "INT_MAX" if s.hi == INT_MAX else str(s.hi)
+            out.append(f"    X({_c_str(s.name)}, {s.lo}, {hi}, {d}, {s.field}) \\")
+    out += ["", "/* Every setting CORECAST_DISPLAY_ENV shows, in the table's order. */",
+            "#define CC_SETTINGS_SHOWN \\"]
+    out += [f"    {_c_str(s.name)}, \\" for s in TABLE if s.shown]
+    out += ["", "/* The MPI launchers' rank and world-size variables, tried in this order. */",
+            "#define CC_RANK_VARS " + ", ".join(map(_c_str, RANK_VARS)),
+            "#define CC_SIZE_VARS " + ", ".join(map(_c_str, SIZE_VARS)), "", "#endif", ""]
+    return "\n".join(out)
+
+
+def _default_text(s: Setting) -> str:
+    if s.default == CORES:
+        return "this machine's CPUs"
+    return "unset" if s.default == "" else f"`{s.default}`"
+
+
+def markdown() -> str:
+    """docs/environment.md."""
+    out = ["# Environment", "",
+           "<!-- Generated from src/corecast/io/settings.py (python -m corecast.io.settings): do not edit. -->",
+           "", "Every `CORECAST_*` variable corecast reads, read once at start. A whole number that does",
+           "not parse or is out of range gets one line, `corecast: warning: NAME=VALUE is not a whole",
+           "number in [lo, hi]; using D`, and the default (once per process). `CORECAST_DISPLAY_ENV=1`",
+           "prints them all between `CORECAST DISPLAY ENVIRONMENT BEGIN` and `... END`.",
+           "Readers: *library* (the preload library), *model* (Python in the profiled program: the",
+           "model, the OpenCL hook), *launcher* (the `corecast` command). *run* marks what",
+           "`corecast run` sets from its options (or for itself).", "",
+           "| variable | type | range | default | read by | meaning |", "|---|---|---|---|---|---|"]
+    for s in TABLE:
+        rng = "0, 1" if s.kind == "flag" else (f"[{s.lo}, {s.hi}]" if s.kind == "int" else
+                                               "> 0" if s.kind == "number" else "")
+        who = ", ".join(s.readers) + (" (run)" if s.set_by_run else "")
+        cells = (f"`{s.name}`", s.kind, rng, _default_text(s), who, s.meaning)
+        out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
+    out += ["", "MPI ranks: `{rank}` is the first of " + ", ".join(f"`{v}`" for v in RANK_VARS)
+            + " that is set (0 without one); the world size the first of "
+            + ", ".join(f"`{v}`" for v in SIZE_VARS) + ".", ""]
+    return "\n".join(out)
+
+
+def main(argv: Sequence[str] = ()) -> int:
+    """Rewrite native/settings.h and docs/environment.md from the table."""
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    for rel, text in (("native/settings.h", c_header()), ("docs/environment.md", markdown())):
+        with open(os.path.join(root, rel), "w") as f:  # the source tree's: run from src/
+            f.write(text)
+        print(f"wrote {rel}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -42,7 +42,7 @@ NO_DEVICE_SIGNS = ("PLATFORM_NOT_FOUND", "no platforms found", "no devices found
 
 
 def disabled() -> bool:
-    return os.environ.get(settings.DISABLE, "").strip() == "1"
+    return settings.integer(settings.DISABLE) == 1  # the library (or nobody) warns
 
 
 class _Loader:

@@ -20,9 +20,7 @@ from ..io.fileio import OutputError, append_lines, printable
 from ..runtime import channel
 from ..runtime.model import kernelmodel
 from ..runtime.model.kernelstats import TICK_S
-from ..runtime.launcher import output_path, rank_identity
 from ..runtime.model.record import SCHEMA
-from .sampling import env_int
 from .warn import warn
 
 NAME_WIDTH = 34
@@ -45,15 +43,15 @@ def _ms(ns: float) -> str:
 def run_settings() -> tuple[int | None, int, bool, str]:
     """(the target asked for or None, this machine's cores, quiet, JSON Lines path)."""
     cores = os.cpu_count() or 1
-    target = env_int(settings.TARGET, 1, 1024, 0) or None
-    quiet = os.environ.get(settings.QUIET, "").strip() == "1"
-    output = output_path(os.environ.get(settings.OUTPUT, ""), os.environ, os.getpid())
+    target = settings.integer(settings.TARGET, warn=channel.warn_setting, default=None)
+    quiet = settings.integer(settings.QUIET, warn=channel.warn_setting) == 1
+    output = settings.output_path(settings.text(settings.OUTPUT), os.environ, os.getpid())
     return target, cores, quiet, output
 
 
 def _rank() -> dict:
     """``rank`` and ``ranks`` under an MPI launcher, as the preload library writes them."""
-    rank, ranks = rank_identity(os.environ)
+    rank, ranks = settings.rank_identity(os.environ)
     return {} if rank is None else {"rank": rank, "ranks": ranks}
 
 

@@ -35,28 +35,16 @@ import threading
 import time
 
 from ..io import settings
+from ..runtime import channel
 from ..runtime.model.kernelstats import TICK_S, KernelStats
 from .rates import add_interval, solve_rates
 from .shim import Shim
 from .warn import warn
 
-WINDOW_MS_DEFAULT = 200
 RESOLVE_EVERY = 256
 EXIT_WAIT_S = 5.0
 SAMPLE_WALL = 10  # a sample also ends this many windows (wall clock) after the first launch
 SCAN_LIMIT = 64   # launches in flight looked at per tick before giving up on the rest
-
-
-def env_int(name: str, lo: int, hi: int, default: int) -> int:
-    """Same rules as the preload library (which already warned about a bad value)."""
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return default
-    try:
-        v = int(text)
-    except ValueError:
-        return default
-    return v if lo <= v <= hi else default
 
 
 class Sampler:
@@ -65,7 +53,7 @@ class Sampler:
 
     def __init__(self, profiling_info) -> None:
         self.pid = os.getpid()
-        self.window_ns = env_int(settings.WINDOW_MS, 10, 60000, WINDOW_MS_DEFAULT) * 1_000_000
+        self.window_ns = settings.integer(settings.WINDOW_MS, warn=channel.warn_setting) * 1_000_000
         self.started_ns = time.monotonic_ns()
         self.failed_reason: str | None = None
         self.kernels: dict[tuple, KernelStats] = {}

@@ -70,6 +70,13 @@ def write(text: str) -> None:
         pass
 
 
+def warn_setting(message: str) -> None:
+    """A bad ``CORECAST_*`` value's warning (io.settings), unless the preload library is in
+    this process: it read the same value at start and already warned."""
+    if _library_write() is None:
+        warn(message)
+
+
 def warn(message: str) -> None:
     """One ``corecast: warning: ...`` line on the report channel."""
     write("corecast: warning: " + " ".join(message.split()) + "\n")

@@ -118,31 +118,6 @@ def preload_env(
     return env
 
 
-# The launchers' rank and world-size variables, in the order native/config.c read_rank tries them.
-RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
-SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS")
-
-
-def _first_whole(env: Mapping[str, str], names: Sequence[str]) -> int | None:
-    text = next((env[v] for v in names if env.get(v)), "")
-    return int(text) if text.isascii() and text.isdigit() and int(text) < 2**31 - 1 else None
-
-
-def rank_identity(env: Mapping[str, str]) -> tuple[int | None, int | None]:
-    """(rank, world size) from an MPI launcher's environment, as the library reads them:
-    None where unknown (the size also when it does not exceed the rank)."""
-    rank = _first_whole(env, RANK_VARS)
-    size = _first_whole(env, SIZE_VARS) if rank is not None else None
-    return rank, size if size is not None and size > rank else None
-
-
-def output_path(template: str, env: Mapping[str, str], pid: int) -> str:
-    """``template`` (CORECAST_OUTPUT) with ``{rank}`` and ``{pid}`` filled in as the library
-    fills them: the MPI rank (0 without a launcher, or when it does not parse) and the pid."""
-    rank = rank_identity(env)[0]
-    return template.replace("{rank}", str(rank or 0)).replace("{pid}", str(pid))
-
-
 def start_output(path: str, shown: str) -> None:
     """A fresh JSON Lines file per run (the program and its children then append).  A FIFO
     or device is left as it is: opening one to truncate it would wait for a reader."""
@@ -207,7 +182,7 @@ def run(
     env = preload_env(dict(os.environ), target, window_ms, json_out, quiet, steer,
                       target_machine=target_machine, probe=probe)
     if json_out is not None:  # this process becomes the program: same pid
-        start_output(output_path(env[settings.OUTPUT], env, os.getpid()), json_out)
+        start_output(settings.output_path(env[settings.OUTPUT], env, os.getpid()), json_out)
     # The program keeps this pid: only it says "serial run", not every serial child it starts.
     env[settings.LAUNCH_PID] = str(os.getpid())
     env[settings.STDERR] = stderr_identity()

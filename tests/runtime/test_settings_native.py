@@ -1,0 +1,43 @@
+"""The preload library reads the settings table as corecast.io.settings does: the same
+parse rule, default and warning for each whole number, and CORECAST_DISPLAY_ENV lists
+every setting the table shows."""
+from __future__ import annotations
+
+import re
+import shutil
+
+import pytest
+
+from corecast.io import settings
+
+from .helpers import clean_env, run
+
+TRUE = shutil.which("true") or "/bin/true"
+_SHOWN = re.compile(r"^  (CORECAST_\w+) = '(.*)'$", re.M)
+CASES = [" 50", "+70", "050", "50 ", "lots", "9", "60001", "", "-1", "99999999999999999999"]
+
+
+def displayed(lib, **env: str) -> tuple[dict[str, str], list[str]]:
+    proc = run([TRUE], env=clean_env(**env), preload=lib, display_env="1")
+    assert proc.returncode == 0
+    err = proc.stderr.decode()
+    block = err[err.index("CORECAST DISPLAY ENVIRONMENT BEGIN\n"):err.index("CORECAST DISPLAY ENVIRONMENT END\n")]
+    warnings = [ln[len("corecast: warning: "):] for ln in err.splitlines() if ln.startswith("corecast: warning: ")]
+    return dict(_SHOWN.findall(block)), warnings
+
+
+def test_display_env_lists_every_setting(lib):
+    shown, warnings = displayed(lib, CORECAST_MACHINE_FILE="/m.json", CORECAST_OUTPUT="o-{rank}.jsonl")
+    assert list(shown) == [s.name for s in settings.TABLE if s.shown] and not warnings
+    assert shown[settings.MACHINE_FILE] == "/m.json" and shown[settings.OUTPUT] == "o-{rank}.jsonl"
+    assert shown[settings.WINDOW_MS] == "200" and shown[settings.DISPLAY_ENV] == "1"
+
+
+@pytest.mark.parametrize("raw", CASES)
+def test_library_and_python_parse_alike(lib, raw):
+    shown, warnings = displayed(lib, CORECAST_WINDOW_MS=raw, CORECAST_EXIT_TIMEOUT_MS=raw)
+    python_warnings: list[str] = []
+    env = {settings.WINDOW_MS: raw, settings.EXIT_TIMEOUT_MS: raw}
+    for name in (settings.WINDOW_MS, settings.EXIT_TIMEOUT_MS):
+        assert shown[name] == str(settings.integer(name, env, python_warnings.append))
+    assert warnings == python_warnings
