@@ -96,6 +96,76 @@ static int steering_may_act(const struct cc_sample *s) {
     return 0;
 }
 
+/* Steering's rule in C (what the sampler counts): a region can pay for steering only if
+ * it is an outermost OpenMP region asked for 2 threads or more, it makes at least
+ * CALLS_PER_WINDOW calls per window at its rate so far (a window at another count must
+ * measure something), and the stall bound leaves room: own - 1 threads with no stalls
+ * against the own count at its measured share E of thread time not stalled,
+ * (own - 1) / (own E) - 1, beats the noise of a window.  These are the model's own
+ * "one thread", "nested", "too few calls per window" and "no room to gain" tests
+ * (runtime/model/steering.py guard), the last with the stall bound alone: the window
+ * model's preferred count comes from the same stalls.  While no region can pay, the model
+ * does not start (the interpreter and its window runs would take a core the program's
+ * threads may hold, for nothing) and the regions count as settled at their own count, so
+ * that settle.c hands the section wrappers back.  Checked every window: a region that
+ * later can pay starts the model, and settle.c takes the wrappers back. */
+#define CALLS_PER_WINDOW 4 /* steering.CALLS_PER_WINDOW */
+#define STEER_NOISE 0.03   /* steering.NOISE */
+
+static double not_stalled(const struct cc_region_sample *g) {
+    double stalls = 0, thread_s = g->threads * g->wall_s;
+    for (int k = 0; k < CC_NSTALL; k++)
+        stalls += g->stall_s[k];
+    return thread_s > 0 ? 1.0 - stalls / thread_s : 1.0;
+}
+
+static int region_may_pay(const struct cc_sample *s, const struct cc_region_sample *g) {
+    if (!cc_is_omp_region(g) || g->nested || g->requested < 2 || g->wall_s <= 0 || s->elapsed_s <= 0)
+        return 0;
+    if ((double)g->calls / s->elapsed_s * s->window_s < CALLS_PER_WINDOW)
+        return 0;
+    double e = not_stalled(g);
+    return e <= 0 || (g->requested - 1.0) / (g->requested * e) - 1.0 > STEER_NOISE;
+}
+
+static int steering_may_pay(const struct cc_sample *s) {
+    for (int i = 0; i < s->nregions; i++)
+        if (region_may_pay(s, &s->regions[i]))
+            return 1;
+    return 0;
+}
+
+/* No region can pay: each counts as settled at its own count (settle.c's input). */
+static int settle_unsteered(const struct cc_sample *s, struct cc_region *const *refs) {
+    static struct cc_result none; /* only the regions' steer_chosen is read */
+    for (int i = 0; i < s->nregions; i++)
+        none.regions[i].steer_chosen = cc_is_omp_region(&s->regions[i]) ? s->regions[i].requested : 0;
+    return cc_settle_window(s, &none, refs);
+}
+
+/* A convoy's first step, taken here at the short first look instead of after the model's
+ * start (an interpreter: on a loaded 2-core VM the convoy ran 30-odd calls at 2 threads,
+ * 0.37 s, before its first answer): the count whose threads, without stalls, do the work
+ * the own count's did, floor(threads x E), at least 1.  The model's first answer replaces
+ * it (its preferred count, or the own count where its guard says no). */
+static void convoy_first_steps(struct cc_sample *s, struct cc_region *const *refs) {
+    for (int i = 0; i < s->nregions; i++) {
+        struct cc_region_sample *g = &s->regions[i];
+        if (!cc_is_omp_region(g) || g->nested || g->requested < 2 || g->calls < 2 || g->wall_s <= 0 ||
+            __atomic_load_n(&refs[i]->steer_threads, __ATOMIC_RELAXED) > 0)
+            continue;
+        double waited = 0;
+        for (size_t k = 0; k < sizeof lock_waits / sizeof lock_waits[0]; k++)
+            waited += g->stall_s[lock_waits[k]];
+        if (waited <= CONVOY_SHARE * g->threads * g->wall_s)
+            continue;
+        int n = (int)(g->threads * not_stalled(g));
+        n = n < 1 ? 1 : n;
+        if (n < g->requested)
+            __atomic_store_n(&refs[i]->steer_threads, n, __ATOMIC_RELAXED);
+    }
+}
+
 static void *sampler_main(void *arg) {
     (void)arg;
     struct cc_thread *t = cc_self();
@@ -113,6 +183,7 @@ static void *sampler_main(void *arg) {
     long wait_ms = cc_cfg.steer ? CC_FIRST_LOOK_MS : cc_cfg.window_ms;
     long short_ms = cc_short_window_ms();
     int shorts_left = 0; /* a window that may end early: its short windows still to wait */
+    int model_started = 0; /* steering's model runs: from then on, every window */
     for (;;) {
         int cmd = wait_change(&sampler_cmd, CMD_NONE, wait_ms);
         cc_channel_window_check();
@@ -142,8 +213,19 @@ static void *sampler_main(void *arg) {
          * the program's threads hold every core slows them (benchmarks/device16: a --probe
          * recording of NPB cg.A at 16 threads on 16 cores ran 2.1x as long as cg.A alone;
          * steering's start cost NPB bt.W 17% there). */
-        if (!sample.numa.measured && !(sample.steer && steering_may_act(&sample)))
+        int steer = sample.steer && (model_started || steering_may_act(&sample));
+        if (steer && !model_started && !steering_may_pay(&sample)) {
+            if (sample.elapsed_s * 1000 >= cc_cfg.window_ms && settle_unsteered(&sample, refs)) {
+                wait_ms = short_ms;
+                shorts_left = CC_SHORT_PER_WINDOW - 1;
+            }
+            steer = 0;
+        }
+        if (!sample.numa.measured && !steer)
             continue;
+        if (steer && !model_started)
+            convoy_first_steps(&sample, refs);
+        model_started |= steer;
         memset(&result, 0, sizeof result);
         if (cc_model_predict(&sample, &result) == 0 && cc_cfg.steer) {
             /* Each window is one steering interval: its decision holds for the next. */
