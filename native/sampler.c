@@ -101,10 +101,16 @@ static int steering_may_act(const struct cc_sample *s) {
  * CALLS_PER_WINDOW calls per window at its rate so far (a window at another count must
  * measure something), and the stall bound leaves room: own - 1 threads with no stalls
  * against the own count at its measured share E of thread time not stalled,
- * (own - 1) / (own E) - 1, beats the noise of a window.  These are the model's own
- * "one thread", "nested", "too few calls per window" and "no room to gain" tests
- * (runtime/model/steering.py guard), the last with the stall bound alone: the window
- * model's preferred count comes from the same stalls.  While no region can pay, the model
+ * (own - 1) / (own E) - 1, beats the noise of a window, or the region takes locks.
+ * These are the model's own "one thread", "nested", "too few calls per window" and "no
+ * room to gain" tests (runtime/model/steering.py guard), the last with the stall bound
+ * alone: the window model's preferred count comes from the same stalls.  The bound does
+ * not hold where a lock's hand-offs between cores make the work itself slower with more
+ * threads (omp_slowdown at 2 threads: 48% of its thread time not stalled, so the bound
+ * leaves 4% room, and 1 thread runs it 100x faster), so a region that takes locks is
+ * left to the model: any acquisition counts, as waits and holds are timed on a sample of
+ * the acquisitions only (on a loaded VM the same convoy once showed 74% of its thread time
+ * not stalled for 1.4 s).  While no region can pay, the model
  * does not start (the interpreter and its window runs would take a core the program's
  * threads may hold, for nothing) and the regions count as settled at their own count, so
  * that settle.c hands the section wrappers back.  Checked every window: a region that
@@ -124,6 +130,9 @@ static int region_may_pay(const struct cc_sample *s, const struct cc_region_samp
         return 0;
     if ((double)g->calls / s->elapsed_s * s->window_s < CALLS_PER_WINDOW)
         return 0;
+    for (size_t k = 0; k < sizeof lock_waits / sizeof lock_waits[0]; k++)
+        if (g->acquisitions[lock_waits[k]])
+            return 1;
     double e = not_stalled(g);
     return e <= 0 || (g->requested - 1.0) / (g->requested * e) - 1.0 > STEER_NOISE;
 }
@@ -161,8 +170,10 @@ static void convoy_first_steps(struct cc_sample *s, struct cc_region *const *ref
             continue;
         int n = (int)(g->threads * not_stalled(g));
         n = n < 1 ? 1 : n;
-        if (n < g->requested)
+        if (n < g->requested) { /* the model sees it taken (steering.guard) */
             __atomic_store_n(&refs[i]->steer_threads, n, __ATOMIC_RELAXED);
+            g->steered_to = n;
+        }
     }
 }
 
