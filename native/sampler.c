@@ -72,27 +72,43 @@ static const int lock_waits[] = {CC_STALL_MUTEX, CC_STALL_RWLOCK, CC_STALL_CRITI
 #define CONVOY_SHARE 0.5 /* of a region's thread time waiting for locks */
 #define CC_FIRST_LOOK_MS 10 /* steering's first window: long enough for a convoy's calls */
 
+static double not_stalled(const struct cc_region_sample *g) {
+    double stalls = 0, thread_s = g->threads * g->wall_s;
+    for (int k = 0; k < CC_NSTALL; k++)
+        stalls += g->stall_s[k];
+    return thread_s > 0 ? 1.0 - stalls / thread_s : 1.0;
+}
+
+/* A convoy: the region's threads spend more than CONVOY_SHARE of their time waiting for
+ * locks, or it takes a lock every call and more than that share is stalled at all (its
+ * lock's hand-offs also show as imbalance: on a loaded 2-core VM omp_slowdown's first
+ * look showed 65% of its thread time stalled, less than half of it in lock waits). */
+static int is_convoy(const struct cc_region_sample *g) {
+    if (!cc_is_omp_region(g) || g->nested || g->requested < 2 || g->calls < 2 || g->wall_s <= 0)
+        return 0; /* 2 calls: what steering's history takes as measured (history.MIN_CALLS) */
+    double waited = 0;
+    unsigned long long taken = 0;
+    for (size_t k = 0; k < sizeof lock_waits / sizeof lock_waits[0]; k++) {
+        waited += g->stall_s[lock_waits[k]];
+        taken += g->acquisitions[lock_waits[k]];
+    }
+    return waited > CONVOY_SHARE * g->threads * g->wall_s || (taken >= g->calls && not_stalled(g) < CONVOY_SHARE);
+}
+
 /* Whether steering can act on a model run at this window end.  The model (an interpreter,
  * 15-25 ms of CPU, then a run per window) takes a core from a program whose threads may
  * hold every one, so it starts only when its answer can change a team: steering takes no
  * step that can lose before the run has lasted a window (runtime/model/steering.py,
  * guard's "too early"), and takes one at once only where no smaller team can lose, a
- * region whose threads mostly wait for a lock.  Started with the sampler, it cost
+ * convoy (is_convoy).  Started with the sampler, it cost
  * sub-second programs at their best count 10-22% (NPB cg.W, is.W, mg.W, bt.S at 2 threads
  * on 2 cores, none explored; README) and bt.W 17% at 16 threads (benchmarks/device16). */
 static int steering_may_act(const struct cc_sample *s) {
     if (s->elapsed_s * 1000 >= cc_cfg.window_ms)
         return 1;
-    for (int i = 0; i < s->nregions; i++) {
-        const struct cc_region_sample *g = &s->regions[i];
-        if (!cc_is_omp_region(g) || g->requested < 2 || g->calls < 2 || g->wall_s <= 0)
-            continue; /* 2 calls: what steering's history takes as measured (history.MIN_CALLS) */
-        double waited = 0;
-        for (size_t k = 0; k < sizeof lock_waits / sizeof lock_waits[0]; k++)
-            waited += g->stall_s[lock_waits[k]];
-        if (waited > CONVOY_SHARE * g->threads * g->wall_s)
+    for (int i = 0; i < s->nregions; i++)
+        if (is_convoy(&s->regions[i]))
             return 1;
-    }
     return 0;
 }
 
@@ -118,13 +134,6 @@ static int steering_may_act(const struct cc_sample *s) {
 #define CALLS_PER_WINDOW 4 /* steering.CALLS_PER_WINDOW */
 #define STEER_NOISE 0.03   /* steering.NOISE */
 
-static double not_stalled(const struct cc_region_sample *g) {
-    double stalls = 0, thread_s = g->threads * g->wall_s;
-    for (int k = 0; k < CC_NSTALL; k++)
-        stalls += g->stall_s[k];
-    return thread_s > 0 ? 1.0 - stalls / thread_s : 1.0;
-}
-
 static int region_may_pay(const struct cc_sample *s, const struct cc_region_sample *g) {
     if (!cc_is_omp_region(g) || g->nested || g->requested < 2 || g->wall_s <= 0 || s->elapsed_s <= 0)
         return 0;
@@ -144,6 +153,16 @@ static int steering_may_pay(const struct cc_sample *s) {
     return 0;
 }
 
+/* Whether a team of 2 or more has run the 2 calls a convoy's look needs. */
+static int team_has_run(const struct cc_sample *s) {
+    for (int i = 0; i < s->nregions; i++) {
+        const struct cc_region_sample *g = &s->regions[i];
+        if (cc_is_omp_region(g) && !g->nested && g->requested >= 2 && g->calls >= 2)
+            return 1;
+    }
+    return 0;
+}
+
 /* No region can pay: each counts as settled at its own count (settle.c's input). */
 static int settle_unsteered(const struct cc_sample *s, struct cc_region *const *refs) {
     static struct cc_result none; /* only the regions' steer_chosen is read */
@@ -160,13 +179,7 @@ static int settle_unsteered(const struct cc_sample *s, struct cc_region *const *
 static void convoy_first_steps(struct cc_sample *s, struct cc_region *const *refs) {
     for (int i = 0; i < s->nregions; i++) {
         struct cc_region_sample *g = &s->regions[i];
-        if (!cc_is_omp_region(g) || g->nested || g->requested < 2 || g->calls < 2 || g->wall_s <= 0 ||
-            __atomic_load_n(&refs[i]->steer_threads, __ATOMIC_RELAXED) > 0)
-            continue;
-        double waited = 0;
-        for (size_t k = 0; k < sizeof lock_waits / sizeof lock_waits[0]; k++)
-            waited += g->stall_s[lock_waits[k]];
-        if (waited <= CONVOY_SHARE * g->threads * g->wall_s)
+        if (!is_convoy(g) || __atomic_load_n(&refs[i]->steer_threads, __ATOMIC_RELAXED) > 0)
             continue;
         int n = (int)(g->threads * not_stalled(g));
         n = n < 1 ? 1 : n;
@@ -232,8 +245,16 @@ static void *sampler_main(void *arg) {
             }
             steer = 0;
         }
-        if (!sample.numa.measured && !steer)
+        if (!sample.numa.measured && !steer) {
+            /* The first look finds a team that has not run 2 calls yet on a loaded machine
+             * (its threads wait for CPUs): look again after another short window instead of
+             * a whole one, or a convoy runs a whole window at its own count (on a loaded
+             * 2-core VM, half of the steered omp_slowdown runs ended 0.2 s later). */
+            if (sample.steer && !model_started && sample.elapsed_s * 1000 < cc_cfg.window_ms &&
+                !team_has_run(&sample))
+                wait_ms = CC_FIRST_LOOK_MS;
             continue;
+        }
         if (steer && !model_started)
             convoy_first_steps(&sample, refs);
         model_started |= steer;
