@@ -123,25 +123,30 @@ static int steering_may_act(const struct cc_sample *s) {
  * alone: the window model's preferred count comes from the same stalls.  The bound does
  * not hold where a lock's hand-offs between cores make the work itself slower with more
  * threads (omp_slowdown at 2 threads: 48% of its thread time not stalled, so the bound
- * leaves 4% room, and 1 thread runs it 100x faster), so a region that takes locks is
- * left to the model: any acquisition counts, as waits and holds are timed on a sample of
- * the acquisitions only (on a loaded VM the same convoy once showed 74% of its thread time
- * not stalled for 1.4 s).  While no region can pay, the model
+ * leaves 4% room, and 1 thread runs it 100x faster), so a region whose lock acquisitions
+ * could cost more than LOCK_SHARE of its thread time at HANDOFF_S each is left to the
+ * model (counted, not timed: waits and holds are timed on a sample of the acquisitions, and
+ * on a loaded VM the same convoy once showed 74% of its thread time not stalled for 1.4 s).
+ * While no region can pay, the model
  * does not start (the interpreter and its window runs would take a core the program's
  * threads may hold, for nothing) and the regions count as settled at their own count, so
  * that settle.c hands the section wrappers back.  Checked every window: a region that
  * later can pay starts the model, and settle.c takes the wrappers back. */
 #define CALLS_PER_WINDOW 4 /* steering.CALLS_PER_WINDOW */
 #define STEER_NOISE 0.03   /* steering.NOISE */
+#define LOCK_SHARE 0.02    /* history.LOCK_SHARE: a region that takes locks */
+#define HANDOFF_S 20e-6    /* a lock's hand-off between cores at its dearest: a futex wake-up */
 
 static int region_may_pay(const struct cc_sample *s, const struct cc_region_sample *g) {
     if (!cc_is_omp_region(g) || g->nested || g->requested < 2 || g->wall_s <= 0 || s->elapsed_s <= 0)
         return 0;
     if ((double)g->calls / s->elapsed_s * s->window_s < CALLS_PER_WINDOW)
         return 0;
+    double taken = 0;
     for (size_t k = 0; k < sizeof lock_waits / sizeof lock_waits[0]; k++)
-        if (g->acquisitions[lock_waits[k]])
-            return 1;
+        taken += (double)g->acquisitions[lock_waits[k]];
+    if (taken * HANDOFF_S > LOCK_SHARE * g->threads * g->wall_s)
+        return 1;
     double e = not_stalled(g);
     return e <= 0 || (g->requested - 1.0) / (g->requested * e) - 1.0 > STEER_NOISE;
 }
@@ -164,11 +169,11 @@ static int team_has_run(const struct cc_sample *s) {
 }
 
 /* No region can pay: each counts as settled at its own count (settle.c's input). */
-static int settle_unsteered(const struct cc_sample *s, struct cc_region *const *refs) {
+static int settle_unsteered(const struct cc_sample *s, struct cc_region *const *refs, double scheduled_s) {
     static struct cc_result none; /* only the regions' steer_chosen is read */
     for (int i = 0; i < s->nregions; i++)
         none.regions[i].steer_chosen = cc_is_omp_region(&s->regions[i]) ? s->regions[i].requested : 0;
-    return cc_settle_window(s, &none, refs);
+    return cc_settle_window(s, &none, refs, scheduled_s);
 }
 
 /* A convoy's first step, taken here at the short first look instead of after the model's
@@ -208,8 +213,10 @@ static void *sampler_main(void *arg) {
     long short_ms = cc_short_window_ms();
     int shorts_left = 0; /* a window that may end early: its short windows still to wait */
     int model_started = 0; /* steering's model runs: from then on, every window */
+    double scheduled_s = 0; /* the waits asked for: a clock no load stretches (settle.h) */
     for (;;) {
         int cmd = wait_change(&sampler_cmd, CMD_NONE, wait_ms);
+        scheduled_s += wait_ms / 1000.0;
         cc_channel_window_check();
         if (cmd == CMD_NONE && shorts_left > 0 && !cc_settle_window_measured()) {
             shorts_left--;
@@ -239,7 +246,7 @@ static void *sampler_main(void *arg) {
          * steering's start cost NPB bt.W 17% there). */
         int steer = sample.steer && (model_started || steering_may_act(&sample));
         if (steer && !model_started && !steering_may_pay(&sample)) {
-            if (sample.elapsed_s * 1000 >= cc_cfg.window_ms && settle_unsteered(&sample, refs)) {
+            if (sample.elapsed_s * 1000 >= cc_cfg.window_ms && settle_unsteered(&sample, refs, scheduled_s)) {
                 wait_ms = short_ms;
                 shorts_left = CC_SHORT_PER_WINDOW - 1;
             }
@@ -265,7 +272,7 @@ static void *sampler_main(void *arg) {
                 if (cc_is_omp_region(&sample.regions[i]) && result.regions[i].next_threads > 0)
                     __atomic_store_n(&refs[i]->steer_threads, result.regions[i].next_threads,
                                      __ATOMIC_RELAXED);
-            if (cc_settle_window(&sample, &result, refs)) {
+            if (cc_settle_window(&sample, &result, refs, scheduled_s)) {
                 wait_ms = short_ms;
                 shorts_left = CC_SHORT_PER_WINDOW - 1;
             }
