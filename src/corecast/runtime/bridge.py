@@ -197,7 +197,8 @@ def _agreement(res: object, threads_best: int, cores_per_node: int) -> None:
     nodes = -(-threads_best // cores_per_node)  # the node count that holds the best threads
     if nodes == res.preferred:
         return
-    res.basis = _noted(res.basis, f"; threads' {threads_best} lack memory model")
+    short = res.basis.replace("two-level queue", "queue").replace(" x sync model", " x sync")
+    res.basis = _noted(short, f"; thread best {threads_best}: no memory model")
     why = (f"the thread table's best count ({threads_best} threads, {nodes} node(s)) has no memory model; "
            "the node model adds one and leaves the fork/join term to it")
     res.json += ',"threads_differ":' + json.dumps(why)
