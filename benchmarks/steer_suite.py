@@ -5,10 +5,10 @@ its best fixed count.  Every case runs its sides in rounds whose order rotates
 (quartiles, min, max) and the median against the case's reference side.
 
     python benchmarks/steer_suite.py [--runs 9] [--threads 16] [--npb DIR] [--bin DIR]
-        [--base VENV] [--cases bt.W,cg.A,slowdown,convoy,triad] [--json-out FILE]
+        [--base VENV] [--npb-programs bt.W,cg.A] [--cases npb,slowdown,convoy,triad] [--json-out FILE]
 
 Cases (``--threads T``; NPB binaries in ``--npb``, the examples built in ``--bin``):
-- ``bt.W``, ``cg.A`` (NPB at their best count, T): no corecast, the quiet library
+- ``npb``: bt.W, cg.A (``--npb-programs``; at their best count, T): no corecast, the quiet library
   (``CORECAST_QUIET=1``), the library with ``CORECAST_STEER=1`` (quiet too: no report);
 - ``slowdown``: ``omp_slowdown 4000`` steered from T against 1 thread without corecast
   (its best fixed count);
@@ -65,7 +65,7 @@ def cases(args: argparse.Namespace) -> dict[str, tuple[str, dict[str, dict], boo
         libs["base "] = preload_of(Path(args.base))
         clis["base "] = str(Path(args.base) / "bin" / "corecast")
     out: dict[str, tuple[str, dict[str, dict], bool]] = {}
-    for name in ("bt.W", "cg.A"):
+    for name in args.npb_programs.split(","):
         cmd = [str(npb / name)]
         sides = {"none": side(cmd, t)}
         for tag, lib in libs.items():
@@ -84,7 +84,8 @@ def cases(args: argparse.Namespace) -> dict[str, tuple[str, dict[str, dict], boo
         sides[f"{tag}run"] = side(cmd, t, cli=[cli, "run"])
         sides[f"{tag}target-machine"] = side(cmd, t, cli=[cli, "run", "--target-machine", "opteron6380"])
     out["triad"] = ("none", sides, False)
-    return {k: v for k, v in out.items() if k in args.cases.split(",")}
+    wanted = args.cases.split(",")
+    return {k: v for k, v in out.items() if k in wanted or (k in args.npb_programs.split(",") and "npb" in wanted)}
 
 
 def timed(s: dict) -> tuple[float, bytes, int]:
@@ -109,7 +110,8 @@ def main() -> int:
     ap.add_argument("--npb", default=".dev/npb/bin", help="NPB3.0-omp-C binaries (bt.W, cg.A)")
     ap.add_argument("--bin", default="/tmp/bin", help="omp_slowdown and omp_triad built from examples/")
     ap.add_argument("--base", help="a venv with another corecast build: its sides run in the same rounds")
-    ap.add_argument("--cases", default="bt.W,cg.A,slowdown,convoy,triad")
+    ap.add_argument("--npb-programs", default="bt.W,cg.A", help="NPB binaries timed like bt.W and cg.A")
+    ap.add_argument("--cases", default="npb,slowdown,convoy,triad")
     ap.add_argument("--json-out", help="write every run's time and the summaries here")
     args = ap.parse_args()
     record: dict = {"threads": args.threads, "runs": args.runs, "cpus": os.cpu_count(), "load_before": load(),

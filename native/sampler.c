@@ -266,7 +266,7 @@ static void *sampler_main(void *arg) {
             convoy_first_steps(&sample, refs);
         model_started |= steer;
         memset(&result, 0, sizeof result);
-        if (cc_model_predict(&sample, &result) == 0 && cc_cfg.steer) {
+        if (cc_model_predict(&sample, &result) == 0 && steer) { /* a NUMA-only window steers nothing */
             /* Each window is one steering interval: its decision holds for the next. */
             for (int i = 0; i < sample.nregions; i++)
                 if (cc_is_omp_region(&sample.regions[i]) && result.regions[i].next_threads > 0)
