@@ -11,7 +11,7 @@ Cases (``--threads T``; NPB binaries in ``--npb``, the examples built in ``--bin
 - ``npb``: bt.W, cg.A (``--npb-programs``; at their best count, T): no corecast, the quiet library
   (``CORECAST_QUIET=1``), the library with ``CORECAST_STEER=1`` (quiet too: no report);
 - ``slowdown``: ``omp_slowdown 4000`` steered from T against 1 thread without corecast
-  (its best fixed count);
+  (its best fixed count) and with the quiet library (the library's own share);
 - ``convoy``: ``omp_slowdown 20000`` on 2 CPUs (``taskset -c 0,1``), steered from 2
   against 1 thread (the 2-core convoy);
 - ``triad``: ``omp_triad`` without corecast, under ``corecast run`` and under ``corecast
@@ -74,7 +74,7 @@ def cases(args: argparse.Namespace) -> dict[str, tuple[str, dict[str, dict], boo
         out[name] = ("none", sides, False)
     for name, cmd, own in (("slowdown", [str(bins / "omp_slowdown"), "4000"], t),
                            ("convoy", ["taskset", "-c", "0,1", str(bins / "omp_slowdown"), "20000"], 2)):
-        sides = {"1 thread": side(cmd, 1)}
+        sides = {"1 thread": side(cmd, 1), "1 thread, quiet": side(cmd, 1, str(PRELOAD))}
         for tag, lib in libs.items():
             sides[f"{tag}steer from {own}"] = side(cmd, own, lib, steer=True)
         out[name] = ("1 thread", sides, True)
