@@ -51,7 +51,8 @@ class RegionSteer:
             return self.settled
         if self.tuner is None:
             taken = _taken_in_c(region, self.own)
-            verdict = guard(self.own, history.perf(self.own), region, pred, elapsed_s, window_s)
+            verdict = guard(self.own, history.perf(self.own), region, pred, elapsed_s, window_s,
+                            history.perf(taken) if taken else None)
             if isinstance(verdict, str):
                 self.reason = verdict
                 return self.own
@@ -170,14 +171,16 @@ def efficiency(region: RegionSample, own: int | None = None) -> float:
 
 
 def guard(own: int, own_perf: float | None, region: RegionSample, pred: RegionPrediction, elapsed_s: float,
-          window_s: float) -> tuple[int, float] | str:
+          window_s: float, taken_perf: float | None = None) -> tuple[int, float] | str:
     """Whether exploring a region below its own count ``own`` can pay: the first count to
     try and the expected gain (relative performance), or a short reason why not.
 
     Potential gain: the larger of the window model's (its preferred count's predicted
     speedup over the own count's) and the stall bound's (own - 1 threads with no stalls
     against the own count at its measured efficiency E: (own - 1) / (own E) - 1).  The
-    first step's expected loss is the model's predicted slowdown there, for one window.
+    first step's expected loss is the model's predicted slowdown there, for one window, or
+    where the C side already took that step (a convoy, ``steered_to``), the measured one
+    (``taken_perf``: calls per second there).
     """
     if not own_perf:
         return "not measured yet"
@@ -197,7 +200,11 @@ def guard(own: int, own_perf: float | None, region: RegionSample, pred: RegionPr
     per_window, windows = _outlook(region, elapsed_s, window_s)
     if per_window < CALLS_PER_WINDOW:  # a window at another count would measure nothing
         return "too few calls per window"
-    step_loss = _step_loss(pred, own, first)
+    taken = _taken_in_c(region, own)
+    if taken == first and taken_perf:  # the C side's step ran already: its loss is measured
+        step_loss = max(0.0, own_perf / taken_perf - 1.0)
+    else:
+        step_loss = _step_loss(pred, own, first)
     # A step that can lose must wait until the run has gone on for a window; one that
     # cannot (even the band's worst case has it faster) is taken at once: on a convoy every
     # window at the own count is the expensive one.  A convoy's step the C side took at the
