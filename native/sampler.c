@@ -181,7 +181,7 @@ static int settle_unsteered(const struct cc_sample *s, struct cc_region *const *
  * 0.37 s, before its first answer): the count whose threads, without stalls, do the work
  * the own count's did, floor(threads x E), at least 1.  The model's first answer replaces
  * it (its preferred count, or the own count where its guard says no). */
-static int convoy_first_steps(struct cc_sample *s, struct cc_region *const *refs) {
+static int convoy_first_steps(struct cc_sample *s, struct cc_region *const *refs, double scheduled_s) {
     int stepped = 0;
     for (int i = 0; i < s->nregions; i++) {
         struct cc_region_sample *g = &s->regions[i];
@@ -192,6 +192,7 @@ static int convoy_first_steps(struct cc_sample *s, struct cc_region *const *refs
         if (n < g->requested) { /* the model sees it taken (steering.guard) */
             __atomic_store_n(&refs[i]->steer_threads, n, __ATOMIC_RELAXED);
             g->steered_to = n;
+            cc_settle_stepped(refs[i], scheduled_s);
             stepped = 1;
         }
     }
@@ -265,7 +266,7 @@ static void *sampler_main(void *arg) {
                 wait_ms = CC_FIRST_LOOK_MS;
             continue;
         }
-        if (steer && !model_started && convoy_first_steps(&sample, refs)) {
+        if (steer && !model_started && convoy_first_steps(&sample, refs, scheduled_s)) {
             /* The interpreter starts first (tens of ms, the program at the new count
              * meanwhile); the model's first answer then reads that time too: its window at
              * the new count decides at once (steering.py), no second run needed. */

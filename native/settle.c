@@ -292,3 +292,10 @@ void cc_settle_extend_process(struct cc_region_sample *o, const struct cc_settle
 }
 
 double cc_settle_stop_scheduled_s(void) { return stop_scheduled_s; }
+
+void cc_settle_stepped(struct cc_region *r, double scheduled_s) {
+    /* So that the model's first answer, if it settles there, finds a whole window at the
+     * settled count and the hand-back need not wait for another one. */
+    snap(&r->window_at, r);
+    step_scheduled_s = scheduled_s;
+}

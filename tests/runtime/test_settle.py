@@ -140,8 +140,9 @@ def test_without_steering_nothing_is_handed_back(program, lib, tmp_path):
 def test_a_step_window_ends_once_the_new_count_made_calls_enough(program, lib, tmp_path):
     # Windows of 400 ms: after the step to 1 thread the window ends at the first short window
     # (an eighth) by which the region made 64 calls there, and the hand-back follows at once (that window
-    # ran at the settled count).  A full step window would put it 400 ms or more after the
-    # step.  Measured in the sampler's own time (the waits it asked for, which no load
+    # ran at the settled count); a convoy stepped in C before the model's first answer may be
+    # handed back at that answer (0).  A full step window would put it 400 ms or more after
+    # the step.  Measured in the sampler's own time (the waits it asked for, which no load
     # stretches; wall time once failed this on a loaded machine): a window that ends early
     # ends there, and one that never does holds a whole window.
     out = tmp_path / "cc.jsonl"
@@ -151,7 +152,7 @@ def test_a_step_window_ends_once_the_new_count_made_calls_enough(program, lib, t
     (region,) = events(read_lines(out), "region")
     assert region["steering"]["chosen"] == 1
     assert region["steering"]["sync_counted_until_s"] > 0
-    assert 0 < region["steering"]["sync_stop_scheduled_s"] < 0.4
+    assert 0 <= region["steering"]["sync_stop_scheduled_s"] < 0.4
 
 
 PHASES = r"""
