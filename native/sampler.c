@@ -72,28 +72,131 @@ static const int lock_waits[] = {CC_STALL_MUTEX, CC_STALL_RWLOCK, CC_STALL_CRITI
 #define CONVOY_SHARE 0.5 /* of a region's thread time waiting for locks */
 #define CC_FIRST_LOOK_MS 10 /* steering's first window: long enough for a convoy's calls */
 
+static double not_stalled(const struct cc_region_sample *g) {
+    double stalls = 0, thread_s = g->threads * g->wall_s;
+    for (int k = 0; k < CC_NSTALL; k++)
+        stalls += g->stall_s[k];
+    return thread_s > 0 ? 1.0 - stalls / thread_s : 1.0;
+}
+
+/* A convoy: the region's threads spend more than CONVOY_SHARE of their time waiting for
+ * locks, or it takes a lock every call and more than that share is stalled at all (its
+ * lock's hand-offs also show as imbalance: on a loaded 2-core VM omp_slowdown's first
+ * look showed 65% of its thread time stalled, less than half of it in lock waits). */
+static int is_convoy(const struct cc_region_sample *g) {
+    if (!cc_is_omp_region(g) || g->nested || g->requested < 2 || g->calls < 2 || g->wall_s <= 0)
+        return 0; /* 2 calls: what steering's history takes as measured (history.MIN_CALLS) */
+    double waited = 0;
+    unsigned long long taken = 0;
+    for (size_t k = 0; k < sizeof lock_waits / sizeof lock_waits[0]; k++) {
+        waited += g->stall_s[lock_waits[k]];
+        taken += g->acquisitions[lock_waits[k]];
+    }
+    return waited > CONVOY_SHARE * g->threads * g->wall_s || (taken >= g->calls && not_stalled(g) < CONVOY_SHARE);
+}
+
 /* Whether steering can act on a model run at this window end.  The model (an interpreter,
  * 15-25 ms of CPU, then a run per window) takes a core from a program whose threads may
  * hold every one, so it starts only when its answer can change a team: steering takes no
  * step that can lose before the run has lasted a window (runtime/model/steering.py,
  * guard's "too early"), and takes one at once only where no smaller team can lose, a
- * region whose threads mostly wait for a lock.  Started with the sampler, it cost
+ * convoy (is_convoy).  Started with the sampler, it cost
  * sub-second programs at their best count 10-22% (NPB cg.W, is.W, mg.W, bt.S at 2 threads
  * on 2 cores, none explored; README) and bt.W 17% at 16 threads (benchmarks/device16). */
 static int steering_may_act(const struct cc_sample *s) {
     if (s->elapsed_s * 1000 >= cc_cfg.window_ms)
         return 1;
+    for (int i = 0; i < s->nregions; i++)
+        if (is_convoy(&s->regions[i]))
+            return 1;
+    return 0;
+}
+
+/* Steering's rule in C (what the sampler counts): a region can pay for steering only if
+ * it is an outermost OpenMP region asked for 2 threads or more, it makes at least
+ * CALLS_PER_WINDOW calls per window at its rate so far (a window at another count must
+ * measure something), and the stall bound leaves room: own - 1 threads with no stalls
+ * against the own count at its measured share E of thread time not stalled,
+ * (own - 1) / (own E) - 1, beats the noise of a window, or the region takes locks.
+ * These are the model's own "one thread", "nested", "too few calls per window" and "no
+ * room to gain" tests (runtime/model/steering.py guard), the last with the stall bound
+ * alone: the window model's preferred count comes from the same stalls.  The bound does
+ * not hold where a lock's hand-offs between cores make the work itself slower with more
+ * threads (omp_slowdown at 2 threads: 48% of its thread time not stalled, so the bound
+ * leaves 4% room, and 1 thread runs it 100x faster), so a region whose lock acquisitions
+ * could cost more than LOCK_SHARE of its thread time at HANDOFF_S each is left to the
+ * model (counted, not timed: waits and holds are timed on a sample of the acquisitions, and
+ * on a loaded VM the same convoy once showed 74% of its thread time not stalled for 1.4 s).
+ * While no region can pay, the model
+ * does not start (the interpreter and its window runs would take a core the program's
+ * threads may hold, for nothing) and the regions count as settled at their own count, so
+ * that settle.c hands the section wrappers back.  Checked every window: a region that
+ * later can pay starts the model, and settle.c takes the wrappers back. */
+#define CALLS_PER_WINDOW 4 /* steering.CALLS_PER_WINDOW */
+#define STEER_NOISE 0.03   /* steering.NOISE */
+#define LOCK_SHARE 0.02    /* history.LOCK_SHARE: a region that takes locks */
+#define HANDOFF_S 20e-6    /* a lock's hand-off between cores at its dearest: a futex wake-up */
+
+static int region_may_pay(const struct cc_sample *s, const struct cc_region_sample *g) {
+    if (!cc_is_omp_region(g) || g->nested || g->requested < 2 || g->wall_s <= 0 || s->elapsed_s <= 0)
+        return 0;
+    if ((double)g->calls / s->elapsed_s * s->window_s < CALLS_PER_WINDOW)
+        return 0;
+    double taken = 0;
+    for (size_t k = 0; k < sizeof lock_waits / sizeof lock_waits[0]; k++)
+        taken += (double)g->acquisitions[lock_waits[k]];
+    if (taken * HANDOFF_S > LOCK_SHARE * g->threads * g->wall_s)
+        return 1;
+    double e = not_stalled(g);
+    return e <= 0 || (g->requested - 1.0) / (g->requested * e) - 1.0 > STEER_NOISE;
+}
+
+static int steering_may_pay(const struct cc_sample *s) {
+    for (int i = 0; i < s->nregions; i++)
+        if (region_may_pay(s, &s->regions[i]))
+            return 1;
+    return 0;
+}
+
+/* Whether a team of 2 or more has run the 2 calls a convoy's look needs. */
+static int team_has_run(const struct cc_sample *s) {
     for (int i = 0; i < s->nregions; i++) {
         const struct cc_region_sample *g = &s->regions[i];
-        if (!cc_is_omp_region(g) || g->requested < 2 || g->calls < 2 || g->wall_s <= 0)
-            continue; /* 2 calls: what steering's history takes as measured (history.MIN_CALLS) */
-        double waited = 0;
-        for (size_t k = 0; k < sizeof lock_waits / sizeof lock_waits[0]; k++)
-            waited += g->stall_s[lock_waits[k]];
-        if (waited > CONVOY_SHARE * g->threads * g->wall_s)
+        if (cc_is_omp_region(g) && !g->nested && g->requested >= 2 && g->calls >= 2)
             return 1;
     }
     return 0;
+}
+
+/* No region can pay: each counts as settled at its own count (settle.c's input). */
+static int settle_unsteered(const struct cc_sample *s, struct cc_region *const *refs, double scheduled_s) {
+    static struct cc_result none; /* only the regions' steer_chosen is read */
+    for (int i = 0; i < s->nregions; i++)
+        none.regions[i].steer_chosen = cc_is_omp_region(&s->regions[i]) ? s->regions[i].requested : 0;
+    return cc_settle_window(s, &none, refs, scheduled_s);
+}
+
+/* A convoy's first step, taken here at the short first look instead of after the model's
+ * start (an interpreter: on a loaded 2-core VM the convoy ran 30-odd calls at 2 threads,
+ * 0.37 s, before its first answer): the count whose threads, without stalls, do the work
+ * the own count's did, floor(threads x E), at least 1.  The model's first answer replaces
+ * it (its preferred count, or the own count where its guard says no). */
+static int convoy_first_steps(struct cc_sample *s, struct cc_region *const *refs, double scheduled_s) {
+    int stepped = 0;
+    for (int i = 0; i < s->nregions; i++) {
+        struct cc_region_sample *g = &s->regions[i];
+        if (!is_convoy(g) || __atomic_load_n(&refs[i]->steer_threads, __ATOMIC_RELAXED) > 0)
+            continue;
+        int n = (int)(g->threads * not_stalled(g));
+        n = n < 1 ? 1 : n;
+        if (n < g->requested) { /* the model sees it taken (steering.guard) */
+            __atomic_store_n(&refs[i]->steer_threads, n, __ATOMIC_RELAXED);
+            g->steered_to = n;
+            cc_settle_stepped(refs[i], scheduled_s);
+            stepped = 1;
+        }
+    }
+    return stepped;
 }
 
 static void *sampler_main(void *arg) {
@@ -113,8 +216,11 @@ static void *sampler_main(void *arg) {
     long wait_ms = cc_cfg.steer ? CC_FIRST_LOOK_MS : cc_cfg.window_ms;
     long short_ms = cc_short_window_ms();
     int shorts_left = 0; /* a window that may end early: its short windows still to wait */
+    int model_started = 0; /* steering's model runs: from then on, every window */
+    double scheduled_s = 0; /* the waits asked for: a clock no load stretches (settle.h) */
     for (;;) {
         int cmd = wait_change(&sampler_cmd, CMD_NONE, wait_ms);
+        scheduled_s += wait_ms / 1000.0;
         cc_channel_window_check();
         if (cmd == CMD_NONE && shorts_left > 0 && !cc_settle_window_measured()) {
             shorts_left--;
@@ -142,16 +248,40 @@ static void *sampler_main(void *arg) {
          * the program's threads hold every core slows them (benchmarks/device16: a --probe
          * recording of NPB cg.A at 16 threads on 16 cores ran 2.1x as long as cg.A alone;
          * steering's start cost NPB bt.W 17% there). */
-        if (!sample.numa.measured && !(sample.steer && steering_may_act(&sample)))
+        int steer = sample.steer && (model_started || steering_may_act(&sample));
+        if (steer && !model_started && !steering_may_pay(&sample)) {
+            if (sample.elapsed_s * 1000 >= cc_cfg.window_ms && settle_unsteered(&sample, refs, scheduled_s)) {
+                wait_ms = short_ms;
+                shorts_left = CC_SHORT_PER_WINDOW - 1;
+            }
+            steer = 0;
+        }
+        if (!sample.numa.measured && !steer) {
+            /* The first look finds a team that has not run 2 calls yet on a loaded machine
+             * (its threads wait for CPUs): look again after another short window instead of
+             * a whole one, or a convoy runs a whole window at its own count (on a loaded
+             * 2-core VM, half of the steered omp_slowdown runs ended 0.2 s later). */
+            if (sample.steer && !model_started && sample.elapsed_s * 1000 < cc_cfg.window_ms &&
+                !team_has_run(&sample))
+                wait_ms = CC_FIRST_LOOK_MS;
             continue;
+        }
+        if (steer && !model_started && convoy_first_steps(&sample, refs, scheduled_s)) {
+            /* The interpreter starts first (tens of ms, the program at the new count
+             * meanwhile); the model's first answer then reads that time too: its window at
+             * the new count decides at once (steering.py), no second run needed. */
+            cc_model_warmup();
+            cc_build_sample(&sample, 0, refs);
+        }
+        model_started |= steer;
         memset(&result, 0, sizeof result);
-        if (cc_model_predict(&sample, &result) == 0 && cc_cfg.steer) {
+        if (cc_model_predict(&sample, &result) == 0 && steer) { /* a NUMA-only window steers nothing */
             /* Each window is one steering interval: its decision holds for the next. */
             for (int i = 0; i < sample.nregions; i++)
                 if (cc_is_omp_region(&sample.regions[i]) && result.regions[i].next_threads > 0)
                     __atomic_store_n(&refs[i]->steer_threads, result.regions[i].next_threads,
                                      __ATOMIC_RELAXED);
-            if (cc_settle_window(&sample, &result, refs)) {
+            if (cc_settle_window(&sample, &result, refs, scheduled_s)) {
                 wait_ms = short_ms;
                 shorts_left = CC_SHORT_PER_WINDOW - 1;
             }

@@ -28,6 +28,8 @@ static int stage;
 static double stopped_s;            /* when counting stopped last */
 static double uncounted_s;          /* earlier spans without counting */
 static struct cc_settle_extra kept; /* their credit, for the process (regions hold theirs) */
+static double step_scheduled_s = -1; /* the sampler's scheduled time at the last step */
+static double stop_scheduled_s = -1; /* from it to the last hand-back */
 
 static void snap(struct cc_sync_snap *o, const struct cc_region *r) {
     o->calls = __atomic_load_n(&r->calls, __ATOMIC_RELAXED);
@@ -202,7 +204,8 @@ static void take_back(const struct cc_sample *s) {
 }
 
 /* 1: the next window should be short (see settle.h). */
-int cc_settle_window(const struct cc_sample *s, const struct cc_result *r, struct cc_region *const *refs) {
+int cc_settle_window(const struct cc_sample *s, const struct cc_result *r, struct cc_region *const *refs,
+                     double scheduled_s) {
     if (!s->steer)
         return 0;
     /* The hand-back is libgomp's wrappers' (the OMPT path has none to hand back). */
@@ -214,8 +217,10 @@ int cc_settle_window(const struct cc_sample *s, const struct cc_result *r, struc
     else if (stage == STARTS_BACK) {
         cc_gomp_hand_back(1, 1);
         __atomic_store_n(&stage, ENDS_BACK, __ATOMIC_RELEASE);
-    } else if (may && stage == COUNTING && settled > 0 && measured)
+    } else if (may && stage == COUNTING && settled > 0 && measured) {
         hand_back(s, refs);
+        stop_scheduled_s = step_scheduled_s >= 0 ? scheduled_s - step_scheduled_s : -1;
+    }
     settled = settled > 0 && may && stage == COUNTING; /* at a count the window did not run */
     /* A region that steering moves to another count is watched: its window may end after a
      * short window, once it made SHORT_WINDOW_CALLS calls there (a long window at a count that
@@ -231,6 +236,8 @@ int cc_settle_window(const struct cc_sample *s, const struct cc_result *r, struc
         int stepped = team_of(next, g) != team_of(w->team, g);
         snap(w, refs[i]); /* the next window's start */
         w->watch = settled ? RATE_CALLS : stepped ? SHORT_WINDOW_CALLS : 0;
+        if (stepped)
+            step_scheduled_s = scheduled_s;
         watch |= w->watch > 0;
     }
     return watch;
@@ -282,4 +289,13 @@ void cc_settle_extend_process(struct cc_region_sample *o, const struct cc_settle
         o->hold_s[cat] += extra->hold_s[k] + kept.hold_s[k];
         o->serial_s += extra->hold_s[k] + kept.hold_s[k];
     }
+}
+
+double cc_settle_stop_scheduled_s(void) { return stop_scheduled_s; }
+
+void cc_settle_stepped(struct cc_region *r, double scheduled_s) {
+    /* So that the model's first answer, if it settles there, finds a whole window at the
+     * settled count and the hand-back need not wait for another one. */
+    snap(&r->window_at, r);
+    step_scheduled_s = scheduled_s;
 }

@@ -10,7 +10,14 @@
  * behind ``s->regions[i]``.  1: the next window may end early (see the next function):
  * steering moved a region, or every region settled and the hand-back waits for a window
  * at the settled counts. */
-int cc_settle_window(const struct cc_sample *s, const struct cc_result *r, struct cc_region *const *refs);
+int cc_settle_window(const struct cc_sample *s, const struct cc_result *r, struct cc_region *const *refs,
+                     double scheduled_s);
+/* The sampler stepped region ``r`` before the model's first answer (a convoy's first step):
+ * its window at the new count starts now, at sampler time ``scheduled_s``. */
+void cc_settle_stepped(struct cc_region *r, double scheduled_s);
+/* Sampler time (the sum of the waits it asked for, ``scheduled_s`` above: no load stretches
+ * it) from the last window in which steering moved a region to the hand-back; -1: none. */
+double cc_settle_stop_scheduled_s(void);
 /* shims/gomp.c: hands its section starts (``ends`` 0) or ends (1) back to libgomp
  * (``back`` 1) or takes them again (0); the slots rewritten. */
 int cc_gomp_hand_back(int ends, int back);

@@ -695,18 +695,19 @@ int main(int argc, char **argv) {
 
 
 @pytest.mark.parametrize("steer", [0, 1])
-def test_model_waits_for_the_exit_unless_steering(build, lib, tmp_path, steer):
+def test_model_waits_for_the_exit_unless_steering_can_pay(build, lib, tmp_path, steer):
     """A window's prediction is read by steering alone, so without it the model (an
     interpreter, then a model run per window) stays out of the run: 300 ms of 10-ms windows
-    pass without it, and the exit still predicts.  With steering it starts once a window
-    has passed, which also shows that the program would see it mapped."""
+    pass without it, and the exit still predicts.  With steering it stays out as well
+    while no region can pay (native/sampler.c, region_may_pay): here one call of one
+    region, too few per window.  That steering starts it when it can act is
+    test_steering_starts_the_model_when_it_can_act's."""
     prog = build("model_mapped", MODEL_MAPPED_C, "-fopenmp")
     env = clean_env(OMP_NUM_THREADS="2")
     out = tmp_path / "cc.jsonl"
-    proc = run([prog, "300" if not steer else "60000"], env=env, preload=lib, output=out, window_ms="10",
-               steer=str(steer))
+    proc = run([prog, "300"], env=env, preload=lib, output=out, window_ms="10", steer=str(steer))
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == f"1 mapped={steer}\n".encode()
+    assert proc.stdout == b"1 mapped=0\n"
     (summary,) = events(read_lines(out), "summary")
     assert summary["model"] == "ok"
     assert [e for e in read_lines(out) if e["event"] == "process"][0]["predicted"]
@@ -763,14 +764,16 @@ def test_steering_starts_the_model_when_it_can_act(build, lib, tmp_path, convoy)
 
 
 # Samples for steering's first look: (elapsed s, calls, threads asked, team, wall s,
-# lock-wait s, other-wait s) -> whether the model starts.
+# lock-wait s, barrier-wait s, lock acquisitions) -> whether the model starts.
 FIRST_LOOK_CASES = [
-    ((0.01, 2, 2, 2, 0.01, 0.015, 0.0), 1),   # a convoy: 75% of thread time on a lock
-    ((0.01, 2, 2, 2, 0.01, 0.0, 0.015), 0),   # the same wait at a barrier: no convoy
-    ((0.01, 2, 2, 2, 0.01, 0.010, 0.0), 0),   # half of it: not more than half
-    ((0.01, 1, 2, 2, 0.01, 0.015, 0.0), 0),   # one call is no history yet
-    ((0.01, 2, 1, 1, 0.01, 0.008, 0.0), 0),   # a team of one asked for: nothing to step down
-    ((0.25, 2, 2, 2, 0.01, 0.0, 0.0), 1),     # a whole window has passed: any region
+    ((0.01, 2, 2, 2, 0.01, 0.015, 0.0, 0), 1),    # a convoy: 75% of thread time on a lock
+    ((0.01, 2, 2, 2, 0.01, 0.0, 0.015, 0), 0),    # the same wait at a barrier, no lock: no convoy
+    ((0.01, 2, 2, 2, 0.01, 0.010, 0.0, 0), 0),    # half of it: not more than half
+    ((0.01, 2, 2, 2, 0.01, 0.004, 0.008, 400), 1),  # a lock every call, 60% stalled in all
+    ((0.01, 2, 2, 2, 0.01, 0.004, 0.004, 400), 0),  # a lock every call, 40% stalled: no
+    ((0.01, 1, 2, 2, 0.01, 0.015, 0.0, 0), 0),    # one call is no history yet
+    ((0.01, 2, 1, 1, 0.01, 0.008, 0.0, 0), 0),    # a team of one asked for: nothing to step down
+    ((0.25, 2, 2, 2, 0.01, 0.0, 0.0, 0), 1),      # a whole window has passed: any region
 ]
 
 
@@ -779,7 +782,8 @@ def test_the_first_look_starts_the_model_for_a_convoy_only(gcc, tmp_path):
     source = (ROOT / "native" / "sampler.c").read_text()
     waits = re.search(r"^static const int lock_waits\[\].*?;\n", source, re.S | re.M).group(0)
     share = re.search(r"^#define CONVOY_SHARE .*$", source, re.M).group(0)
-    func = re.search(r"^static int steering_may_act\(.*?^}\n", source, re.S | re.M).group(0)
+    func = "".join(re.search(rf"^static \w+ {name}\(.*?^}}\n", source, re.S | re.M).group(0)
+                   for name in ("not_stalled", "is_convoy", "steering_may_act"))
     harness = tmp_path / "look.c"
     harness.write_text(f"""#include <stdio.h>
 #include <stdlib.h>
@@ -806,6 +810,7 @@ int main(int argc, char **argv) {{
     g->wall_s = atof(argv[5]);
     g->stall_s[CC_STALL_CRITICAL] = atof(argv[6]);
     g->stall_s[CC_STALL_OMPBARRIER] = atof(argv[7]);
+    g->acquisitions[CC_STALL_CRITICAL] = strtoull(argv[8], NULL, 10);
     printf("%d\\n", steering_may_act(&s));
     return 0;
 }}

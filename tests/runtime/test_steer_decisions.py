@@ -156,3 +156,33 @@ def test_a_borne_out_model_settles_without_the_tuners_other_seeds():
     sim = SimRegion(16, per_call, lost, category="imbalance", first_window_s=0.025).run(12)
     assert sim.steer.model_gain is not None and per_call(16) / per_call(1) - 1 > sim.steer.model_gain
     assert sim.teams == [16] + [1] * 11 and sim.steer.steps == 1 and sim.steer.chosen() == 1
+
+
+def test_a_convoy_stepped_in_c_settles_at_the_models_first_answer():
+    # native/sampler.c steps a convoy down at the short first look and starts the model
+    # after: its first answer reads the first look at 2 threads (10 ms) and the interpreter's
+    # start at 1 thread (50 ms), counts that measured 1 thread 20x faster.  The region's
+    # 1-thread calls wait for no one: its efficiency is its own count's (30%), and the
+    # step, measured, is neither too early nor a loss to pay for.
+    def per_call(k):
+        return 1e-4 if k == 1 else 2e-3
+
+    sim = SimRegion(2, per_call, lambda k: 0.0 if k == 1 else 0.7)
+    for k, span in ((2, 0.01), (1, 0.05)):
+        calls = int(sim.busy * span / per_call(k))
+        entry = sim.hist.setdefault(k, [0, 0.0])
+        entry[0] += calls
+        entry[1] += calls * per_call(k)
+        sim.stalls += sim.stall_share(k) * k * calls * per_call(k)
+        sim.elapsed += span
+    region = dict(sim.record(), steered_to=1)
+    from corecast.runtime.model.predictor import predict_window
+
+    (pred,) = predict_window([region], 2, 2, 2, sim.histories, final=False)
+    history = sim.histories[("main._omp_fn.0", "sim")]
+    assert sim.steer.step(history, region, pred, sim.elapsed, sim.window_s) == 1
+    assert sim.steer.reason == "" and sim.steer.steps == 1
+    assert sim.steer.chosen() == 1  # settled at the first answer
+    # Without the C side's step the same record is one the guard would not step yet.
+    fresh = RegionSteer(2)
+    assert fresh.step(history, dict(region, steered_to=0), pred, sim.elapsed, sim.window_s) == 2

@@ -144,6 +144,33 @@ def _numa_state() -> object | None:
     return _numa if _numa is not None and _numa.machine is not None else None
 
 
+def _history_sizes(region: RegionSample) -> set[int]:
+    """Team sizes the region ran 2 calls or more with (history.MIN_CALLS)."""
+    return {t for t, calls, _ in region["hist"] if calls >= 2}
+
+
+def _noted(text: str, note: str, limit: int = 95) -> str:
+    """``text`` with ``note`` appended, ``text`` shortened so that both fit the C field."""
+    return text[: max(0, limit - len(note))] + note
+
+
+def _agreement(res: object, threads_best: int, cores_per_node: int) -> None:
+    """Says in the node answer why it differs from the thread table's, where it does: the
+    thread table's best count is not within the preferred node count's cores.  The node
+    model has a memory model (and leaves the fork/join term, which it would count twice,
+    out of its sync part); the thread-level model has neither."""
+    nodes = -(-threads_best // cores_per_node)  # the node count that holds the best threads
+    if nodes == res.preferred:
+        return
+    short = res.basis.replace("two-level queue", "queue").replace(" x sync model", " x sync")
+    res.basis = _noted(short, f"; thread best {threads_best}: no memory model")
+    why = (f"the thread table's best count ({threads_best} threads, {nodes} node(s)) has no memory model; "
+           "the node model adds one and leaves the fork/join term to it")
+    import json  # here only: the bridge's imports are paid inside every profiled program
+
+    res.json += ',"threads_differ":' + json.dumps(why)
+
+
 def _encode_nodes(ffi: object, out: object, res: object) -> None:
     n = min(len(res.speedup), MAX_NODES)
     out.nnodes = n
@@ -155,7 +182,8 @@ def _encode_nodes(ffi: object, out: object, res: object) -> None:
     _put(ffi, out.numa_json, res.json)
 
 
-def _predict_nodes(ffi: object, sample: object, regions: list[RegionSample], result: object) -> None:
+def _predict_nodes(ffi: object, sample: object, regions: list[RegionSample], result: object,
+                   preds: list | None = None) -> None:
     """Node counts on the target machine for every outermost region (or the process of a
     plain-threads program)."""
     state = _numa_state()
@@ -182,6 +210,8 @@ def _predict_nodes(ffi: object, sample: object, regions: list[RegionSample], res
         res = nodes_for(state, region, history, counts, predict, bound,
                         limit=len(result.regions[i].numa_json) - 1)
         if res is not None:
+            if preds is not None and len(res.json) < len(result.regions[i].numa_json) - 400:
+                _agreement(res, preds[i].preferred, state.machine.cores_per_node)
             _encode_nodes(ffi, result.regions[i], res)
 
 
@@ -226,15 +256,23 @@ def predict_sample(ffi: object, sample: object, result: object) -> int:
     _injected_fault(sample)
     try:
         regions = [region_from_struct(ffi, sample.regions[i]) for i in range(sample.nregions)]
-        preds = predict_window(regions, sample.target, *_machines(sample), _histories, bool(sample.final),
-                               _calibration()[0])
+        # With a target machine the node model answers beyond this machine (its memory
+        # model: the thread-level history fit has none), so the exit fits no history: the
+        # fit (numpy, scipy) cost omp_triad 0.33-0.44 s of CPU at exit, 38-55% of its run.
+        nodes = _numa_state() is not None
+        preds = predict_window(regions, sample.target, *_machines(sample), _histories,
+                               bool(sample.final) and not nodes, _calibration()[0])
+        if nodes and sample.final:
+            for region, pred in zip(regions, preds):
+                if region["name"] != "process" and len(_history_sizes(region)) >= 2:
+                    pred.basis = _noted(pred.basis, "; no history fit: see nodes")
         if sample.final:
             preds = _device_bound(regions, preds)
         for i, (region, pred) in enumerate(zip(regions, preds)):
             if region["name"] != "process":
                 _steer(ffi, region, pred, sample, result.regions[i])
             _encode(ffi, result.regions[i], pred)
-        _predict_nodes(ffi, sample, regions, result)
+        _predict_nodes(ffi, sample, regions, result, preds)
         _predicted_for(ffi, sample, result)
         result.status = 0
         return 0

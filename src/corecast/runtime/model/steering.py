@@ -50,7 +50,9 @@ class RegionSteer:
         if self.settled is not None:
             return self.settled
         if self.tuner is None:
-            verdict = guard(self.own, history.perf(self.own), region, pred, elapsed_s, window_s)
+            taken = _taken_in_c(region, self.own)
+            verdict = guard(self.own, history.perf(self.own), region, pred, elapsed_s, window_s,
+                            history.perf(taken) if taken else None)
             if isinstance(verdict, str):
                 self.reason = verdict
                 return self.own
@@ -61,6 +63,10 @@ class RegionSteer:
             seeds = [self.own, first, max(1, self.own // 2), max(1, first // 2)]
             self.tuner = OPreSca(list(range(1, self.own + 1)), seeds=seeds, min_gain=NOISE, go_back=True)
             self.tuner.observe(self.own, history.perf(self.own) or 0.0)
+            if taken and history.window_team == taken and history.window_perf:
+                # the C side's convoy step ran through the interpreter's start: measured
+                self.tuner.observe(taken, history.window_perf)
+                self.steps += 1
             speed = dict(zip(pred.threads, pred.speedup))
             if first == pred.preferred and speed.get(self.own):
                 self.model_gain = speed[first] / speed[self.own] - 1.0
@@ -129,6 +135,12 @@ def _step_loss(pred: RegionPrediction, own: int, first: int) -> float:
     return own / first - 1.0
 
 
+def _taken_in_c(region: RegionSample, own: int) -> int | None:
+    """The count native/sampler.c stepped a convoy to before the model's first answer."""
+    steered = int(region.get("steered_to") or 0)
+    return steered if 1 <= steered < own else None
+
+
 def _gain(history: RegionHistory, team: int, own: int) -> float | None:
     mine, theirs = history.perf(team), history.perf(own)
     return mine / theirs - 1.0 if mine and theirs else None
@@ -144,27 +156,36 @@ def _outlook(region: RegionSample, elapsed_s: float, window_s: float) -> tuple[f
     return rate * window_s, horizon / window_s
 
 
-def efficiency(region: RegionSample) -> float:
-    """Share of the region's thread time not lost to stalls (at the count it ran with)."""
-    thread_s = region["threads"] * region["wall_s"]
+def efficiency(region: RegionSample, own: int | None = None) -> float:
+    """Share of the region's thread time not lost to stalls (at the count it ran with).
+    ``own``: at that count, its calls' thread time only, every stall taken as theirs (a
+    convoy the C side stepped down: its calls at fewer threads wait for no one, and
+    counted in, they would make it look efficient)."""
+    wall = region["wall_s"]
+    if own is not None:
+        wall = sum(w for team, _, w in region.get("hist", []) if team == own) or wall
+    thread_s = region["threads"] * wall
     if thread_s <= 0:
         return 1.0
     return max(0.0, 1.0 - sum(region["stalls_s"].values()) / thread_s)
 
 
 def guard(own: int, own_perf: float | None, region: RegionSample, pred: RegionPrediction, elapsed_s: float,
-          window_s: float) -> tuple[int, float] | str:
+          window_s: float, taken_perf: float | None = None) -> tuple[int, float] | str:
     """Whether exploring a region below its own count ``own`` can pay: the first count to
     try and the expected gain (relative performance), or a short reason why not.
 
     Potential gain: the larger of the window model's (its preferred count's predicted
     speedup over the own count's) and the stall bound's (own - 1 threads with no stalls
     against the own count at its measured efficiency E: (own - 1) / (own E) - 1).  The
-    first step's expected loss is the model's predicted slowdown there, for one window.
+    first step's expected loss is the model's predicted slowdown there, for one window, or
+    where the C side already took that step (a convoy, ``steered_to``), the measured one
+    (``taken_perf``: calls per second there).
     """
     if not own_perf:
         return "not measured yet"
-    e = efficiency(region)
+    stepped = _taken_in_c(region, own) is not None
+    e = efficiency(region, own if stepped else None)
     speed = dict(zip(pred.threads, pred.speedup))
     preferred = pred.preferred if 1 <= pred.preferred < own and pred.preferred in speed else None
     if e >= EFFICIENCY and preferred is None:
@@ -179,11 +200,19 @@ def guard(own: int, own_perf: float | None, region: RegionSample, pred: RegionPr
     per_window, windows = _outlook(region, elapsed_s, window_s)
     if per_window < CALLS_PER_WINDOW:  # a window at another count would measure nothing
         return "too few calls per window"
-    step_loss = _step_loss(pred, own, first)
+    taken = _taken_in_c(region, own)
+    if taken == first and taken_perf:  # the C side's step ran already: its loss is measured
+        step_loss = max(0.0, own_perf / taken_perf - 1.0)
+    else:
+        step_loss = _step_loss(pred, own, first)
     # A step that can lose must wait until the run has gone on for a window; one that
     # cannot (even the band's worst case has it faster) is taken at once: on a convoy every
-    # window at the own count is the expensive one.
-    if step_loss > 0 and windows < MIN_WINDOWS:
+    # window at the own count is the expensive one.  A convoy's step the C side took at the
+    # short first look (native/sampler.c: steered_to below the own count before any answer)
+    # is not undone for being early: going back to the own count would not recover the
+    # window, and a history mixed by the undone step read the convoy as efficient (runs
+    # of 12-21 s at 2 threads where 1 thread takes 0.5 s, on a loaded 2-core VM).
+    if step_loss > 0 and windows < MIN_WINDOWS and not stepped:
         return "too early"
     # One window at the first count, in windows of region time lost, against the share of
     # the remaining windows' region time a gain would save.

@@ -1,0 +1,150 @@
+"""Issue #40's cost figures in one command: what the preload library, steering and
+``--target-machine`` cost where they cannot help, and how close a steered convoy ends to
+its best fixed count.  Every case runs its sides in rounds whose order rotates
+(interleaved), and the table gives each side's median wall seconds with its spread
+(quartiles, min, max) and the median against the case's reference side.
+
+    python benchmarks/steer_suite.py [--runs 9] [--threads 16] [--npb DIR] [--bin DIR]
+        [--base VENV] [--npb-programs bt.W,cg.A] [--cases npb,slowdown,convoy,triad] [--json-out FILE]
+
+Cases (``--threads T``; NPB binaries in ``--npb``, the examples built in ``--bin``):
+- ``npb``: bt.W, cg.A (``--npb-programs``; at their best count, T): no corecast, the quiet library
+  (``CORECAST_QUIET=1``), the library with ``CORECAST_STEER=1`` (quiet too: no report);
+- ``slowdown``: ``omp_slowdown 4000`` steered from T against 1 thread without corecast
+  (its best fixed count) and with the quiet library (the library's own share);
+- ``convoy``: ``omp_slowdown 20000`` on 2 CPUs (``taskset -c 0,1``), steered from 2
+  against 1 thread (the 2-core convoy);
+- ``triad``: ``omp_triad`` without corecast, under ``corecast run`` and under ``corecast
+  run --target-machine opteron6380`` (reports to /dev/null).
+``--base VENV`` adds the same corecast sides from another install (a venv holding an
+older build: before and after in the same rounds).  Output is checked: a side whose
+stdout differs from the reference's is flagged (omp_triad and NPB print timings, so only
+their exit status is compared there).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from corecast._native import PRELOAD
+
+HERE_CLI = Path(sys.executable).with_name("corecast")
+
+
+def preload_of(venv: Path) -> str:
+    """The preload library of the corecast installed in ``venv``."""
+    py = venv / "bin" / "python"
+    return subprocess.run([str(py), "-c", "from corecast._native import PRELOAD; print(PRELOAD)"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def side(cmd: list[str], threads: int, preload: str | None = None, steer: bool = False,
+         cli: list[str] | None = None) -> dict:
+    """One way to run a case: ``cli`` (a corecast command line put before ``--``) or the
+    library preloaded, quiet, steered or not."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CORECAST_")}
+    env["OMP_NUM_THREADS"] = str(threads)
+    if preload:
+        env.update(LD_PRELOAD=preload, CORECAST_QUIET="1", CORECAST_STEER="1" if steer else "0")
+    argv = [*cli, "--", *cmd] if cli else cmd
+    return {"argv": argv, "env": env}
+
+
+def cases(args: argparse.Namespace) -> dict[str, tuple[str, dict[str, dict], bool]]:
+    """name -> (reference side, sides, compare stdout)."""
+    t, npb, bins = args.threads, Path(args.npb), Path(args.bin)
+    libs = {"": str(PRELOAD)}
+    clis = {"": str(HERE_CLI)}
+    if args.base:
+        libs["base "] = preload_of(Path(args.base))
+        clis["base "] = str(Path(args.base) / "bin" / "corecast")
+    out: dict[str, tuple[str, dict[str, dict], bool]] = {}
+    for name in args.npb_programs.split(","):
+        cmd = [str(npb / name)]
+        sides = {"none": side(cmd, t)}
+        for tag, lib in libs.items():
+            sides[f"{tag}quiet"] = side(cmd, t, lib)
+            sides[f"{tag}steer"] = side(cmd, t, lib, steer=True)
+        out[name] = ("none", sides, False)
+    for name, cmd, own in (("slowdown", [str(bins / "omp_slowdown"), "4000"], t),
+                           ("convoy", ["taskset", "-c", "0,1", str(bins / "omp_slowdown"), "20000"], 2)):
+        sides = {"1 thread": side(cmd, 1), "1 thread, quiet": side(cmd, 1, str(PRELOAD))}
+        for tag, lib in libs.items():
+            sides[f"{tag}steer from {own}"] = side(cmd, own, lib, steer=True)
+        out[name] = ("1 thread", sides, True)
+    cmd = [str(bins / "omp_triad")]
+    sides = {"none": side(cmd, t)}
+    for tag, cli in clis.items():
+        sides[f"{tag}run"] = side(cmd, t, cli=[cli, "run"])
+        sides[f"{tag}target-machine"] = side(cmd, t, cli=[cli, "run", "--target-machine", "opteron6380"])
+    out["triad"] = ("none", sides, False)
+    wanted = args.cases.split(",")
+    return {k: v for k, v in out.items() if k in wanted or (k in args.npb_programs.split(",") and "npb" in wanted)}
+
+
+def timed(s: dict) -> tuple[float, bytes, int]:
+    t0 = time.perf_counter()
+    r = subprocess.run(s["argv"], env=s["env"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=600)
+    return time.perf_counter() - t0, r.stdout, r.returncode
+
+
+def spread(v: list[float]) -> dict:
+    q = statistics.quantiles(v, n=4) if len(v) >= 2 else [v[0]] * 3
+    return {"median": statistics.median(v), "q1": q[0], "q3": q[2], "min": min(v), "max": max(v), "runs": len(v)}
+
+
+def load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=9)
+    ap.add_argument("--threads", type=int, default=16, help="the programs' own count (NPB, slowdown, triad)")
+    ap.add_argument("--npb", default=".dev/npb/bin", help="NPB3.0-omp-C binaries (bt.W, cg.A)")
+    ap.add_argument("--bin", default="/tmp/bin", help="omp_slowdown and omp_triad built from examples/")
+    ap.add_argument("--base", help="a venv with another corecast build: its sides run in the same rounds")
+    ap.add_argument("--npb-programs", default="bt.W,cg.A", help="NPB binaries timed like bt.W and cg.A")
+    ap.add_argument("--cases", default="npb,slowdown,convoy,triad")
+    ap.add_argument("--json-out", help="write every run's time and the summaries here")
+    args = ap.parse_args()
+    record: dict = {"threads": args.threads, "runs": args.runs, "cpus": os.cpu_count(), "load_before": load(),
+                    "cases": {}}
+    print(f"{os.cpu_count()} CPUs, {args.threads} threads, {args.runs} interleaved rounds; load {load()}")
+    for name, (ref, sides, same_out) in cases(args).items():
+        times: dict[str, list[float]] = {s: [] for s in sides}
+        outs: dict[str, set] = {s: set() for s in sides}
+        bad: dict[str, int] = {s: 0 for s in sides}
+        names = list(sides)
+        for i in range(args.runs):
+            for s in names[i % len(names):] + names[:i % len(names)]:
+                t, out, rc = timed(sides[s])
+                times[s].append(t)
+                outs[s].add(out)
+                bad[s] += rc != 0
+        summary = {s: spread(v) for s, v in times.items()}
+        print(f"\n{name} (load {load()})")
+        print(f"  {'side':26} {'median':>7} {'q1':>7} {'q3':>7} {'min':>7} {'max':>7}  vs {ref}")
+        for s, m in summary.items():
+            vs = 100 * (m["median"] / summary[ref]["median"] - 1)
+            flags = (" EXIT STATUS" if bad[s] else "") + (
+                " OUTPUT DIFFERS" if same_out and outs[s] != outs[ref] else "")
+            print(f"  {s:26} {m['median']:7.3f} {m['q1']:7.3f} {m['q3']:7.3f} {m['min']:7.3f} {m['max']:7.3f}"
+                  f"  {vs:+6.1f}%{flags}")
+            m.update(vs_ref=vs, failed=bad[s], times=times[s])
+        record["cases"][name] = {"reference": ref, "sides": summary}
+        sys.stdout.flush()
+    record["load_after"] = load()
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(record, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
