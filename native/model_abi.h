@@ -46,7 +46,8 @@
 #define CC_CTR_BACKEND_STALLS 7
 #define CC_NCTR 8
 
-/* Memory-traffic counters for the NUMA model (SPEC section 4); bit i of
+/* Memory-traffic counters for the NUMA model (Cho, Oh and Egger, "Online Scalability
+ * Characterization of Data-Parallel Programs on Many Cores", PACT 2016); bit i of
  * cc_numa_counts.measured says role i was counted. */
 #define CC_NUMA_CYCLES 0          /* core cycles of the program's threads */
 #define CC_NUMA_LLC 1             /* LLC misses (all memory nodes together) */

@@ -1,5 +1,6 @@
-/* Memory-traffic counters for the NUMA model (SPEC section 4) and the machine's NUMA
- * topology.
+/* Memory-traffic counters for the NUMA model (Cho, Oh and Egger, "Online Scalability
+ * Characterization of Data-Parallel Programs on Many Cores", PACT 2016) and the
+ * machine's NUMA topology.
  *
  * The launcher plans the events (corecast/runtime/numa_events.py: tables by CPU family)
  * and passes them in CORECAST_NUMA_EVENTS:

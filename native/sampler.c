@@ -102,7 +102,7 @@ static int is_convoy(const struct cc_region_sample *g) {
  * guard's "too early"), and takes one at once only where no smaller team can lose, a
  * convoy (is_convoy).  Started with the sampler, it cost
  * sub-second programs at their best count 10-22% (NPB cg.W, is.W, mg.W, bt.S at 2 threads
- * on 2 cores, none explored; README) and bt.W 17% at 16 threads (benchmarks/device16). */
+ * on 2 cores, none explored; docs/steering.md) and bt.W 17% at 16 threads (benchmarks/device16). */
 static int steering_may_act(const struct cc_sample *s) {
     if (s->elapsed_s * 1000 >= cc_cfg.window_ms)
         return 1;

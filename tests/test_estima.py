@@ -1,4 +1,5 @@
-"""ESTIMA (SPEC section 3) and its stall plugins."""
+"""ESTIMA (Chatzopoulos, Dragojević and Guerraoui, "ESTIMA: Extrapolating ScalabiliTy of
+In-Memory Applications", ACM TOPC 2017) and its stall plugins."""
 from __future__ import annotations
 
 import numpy as np

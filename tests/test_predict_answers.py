@@ -148,8 +148,8 @@ def test_auto_says_when_stall_columns_go_unused(tmp_path, capsys):
     assert len(warned) == 1 and "estima needs at least 6" in warned[0]
 
 
-def test_readme_estima_example_runs(tmp_path, capsys):
-    readme = (Path(__file__).parents[1] / "README.md").read_text()
+def test_docs_estima_example_runs(tmp_path, capsys):
+    readme = (Path(__file__).parents[1] / "docs" / "predict.md").read_text()
     block = readme.split("```\nthreads,time,stall:lock\n", 1)[1].split("```", 1)[0]
     path = tmp_path / "e.csv"
     path.write_text("threads,time,stall:lock\n" + block)

@@ -40,7 +40,7 @@ from .errors import InputError
 # (Marr et al., "Hyper-Threading Technology Architecture and Microarchitecture", Intel
 # Technology Journal 6(1), 2002).  Taken from there, not fitted to any curve: chosen
 # among 30%, 50% and 70% leave one source out on the corpus, the held-out figures were
-# worse than at 30% (README, "Benchmarks").
+# worse than at 30% (docs/accuracy.md).
 SMT_YIELD = 0.3
 # What a further hardware thread of a core may add, from nothing (it only competes for the
 # core) to a whole core's worth (a program stalled on memory or locks, not on issue slots):

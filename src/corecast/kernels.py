@@ -1,4 +1,7 @@
-"""The one registry of function kernels every method fits (SPEC sections 1-3).
+"""The one registry of function kernels every method fits (those of PreSca and OPreSca:
+Dragojević and Guerraoui, "A Pragmatic Approach for Predicting the Scalability of Parallel
+Applications", EPFL technical report, 2012; and ESTIMA's: Chatzopoulos, Dragojević and
+Guerraoui, "ESTIMA: Extrapolating ScalabiliTy of In-Memory Applications", ACM TOPC 2017).
 
 Each kernel is fitted by minimising the *relative* error ``(f(n) - y) / y``.  Kernels
 that are linear in their parameters are solved exactly by weighted least squares;
@@ -230,7 +233,8 @@ KERNELS.update({f"Poly{d}": polynomial(d) for d in range(1, 7)})
 
 PRESCA_KERNEL = ("Rat12", "Rat22", "Rat23", "Rat33", "CubicLn", "ExpRat")
 ESTIMA_KERNEL = ("Rat22", "Rat23", "Rat33", "CubicLn", "ExpRatE", "Poly25")
-# OPreSca's extrapolation type by number of measurements (SPEC section 2), fitted
+# OPreSca's extrapolation type by number of measurements (Dragojević and Guerraoui 2012,
+# section 3), fitted
 # online by smallfit; named here too so that the registry lists every kernel in use.
 from .smallfit import OPRESCA_BY_COUNT  # noqa: E402
 

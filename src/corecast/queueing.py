@@ -8,7 +8,7 @@ mean ``1/lam`` and a request to one FCFS server with exponential service of mean
 
 the standard results are
 
-    P0 = 1 / sum_k t_k                     (SPEC section 4; the NUMA paper prints the sum
+    P0 = 1 / sum_k t_k                     (Cho, Oh and Egger 2016; the NUMA paper prints the sum
                                             without the reciprocal: a typo)
     X  = mu (1 - P0)                       throughput (server completions per unit time)
     R  = N / (mu (1 - P0)) - 1 / lam       mean response time (waiting + service)
@@ -118,9 +118,10 @@ def waiting_time(n: int, lam: float, mu: float) -> float:
     return _moments(n, lam, mu)[3] / mu
 
 
-def Q(n: int, mu: float, lam: float) -> float:  # noqa: N802 - the SPEC's name
-    """SPEC section 4's ``Q(customers, service rate, request rate)``: the mean response time
-    of the M/M/1/N/N queue.  Note the argument order, as the NUMA model writes it:
+def Q(n: int, mu: float, lam: float) -> float:  # noqa: N802 - the NUMA paper's name
+    """``Q(customers, service rate, request rate)`` of Cho, Oh and Egger ("Online Scalability
+    Characterization of Data-Parallel Programs on Many Cores", PACT 2016): the mean
+    response time of the M/M/1/N/N queue.  Note the argument order, as the NUMA model writes it:
     ``Q(N, mu, lam) == response_time(N, lam, mu)``."""
     return response_time(n, lam, mu)
 

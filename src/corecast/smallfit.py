@@ -18,12 +18,15 @@ TYPE_CHECKING = False  # typing costs start-up time in every steered program
 if TYPE_CHECKING:
     from typing import Optional, Sequence
 
-# SPEC 1.5's realism filter (``methods.presca.realistic`` applies the same bounds to numpy
+# PreSca's realism filter (Dragojević and Guerraoui, "A Pragmatic Approach for Predicting
+# the Scalability of Parallel Applications", EPFL technical report, 2012, section 2;
+# ``methods.presca.realistic`` applies the same bounds to numpy
 # curves): from n-1 to n, performance may grow by at most GROWTH times linear and fall by
 # at most a factor ((n-1)/n)^DECAY_POWER.
 GROWTH = 1.5
 DECAY_POWER = 8
-# OPreSca's extrapolation type by number of measurements (SPEC section 2; Rat33 beyond).
+# OPreSca's extrapolation type by number of measurements (Dragojević and Guerraoui 2012,
+# section 3; Rat33 beyond).
 OPRESCA_BY_COUNT = {3: "Rat11", 4: "Rat12", 5: "Rat22", 6: "Rat23"}
 SK_ITERATIONS = 4  # Sanathanan-Koerner reweightings, as kernels.rational's start
 
@@ -131,7 +134,7 @@ def _pole_free(fit: SmallFit, nmax: float) -> bool:
 
 
 def realistic(values: Sequence[float]) -> bool:
-    """SPEC 1.5's filter on performance at counts 1, 2, ... (``values[0]`` is count 1)."""
+    """PreSca's realism filter on performance at counts 1, 2, ... (``values[0]`` is count 1)."""
     if not all(math.isfinite(v) and v > 0 for v in values):
         return False
     for k in range(2, len(values) + 1):

@@ -1,4 +1,6 @@
-"""Online thread-count selection: OPreSca and the Binsearch baseline (SPEC section 2).
+"""Online thread-count selection: OPreSca and the Binsearch baseline (Dragojević and
+Guerraoui, "A Pragmatic Approach for Predicting the Scalability of Parallel Applications",
+EPFL technical report, 2012, section 3).
 
 Both tuners are small state machines, one instance per parallel region, driven at the end
 of every scheduling interval::
@@ -206,7 +208,7 @@ class OPreSca(Tuner):
       (between its measured neighbours; beyond b when b is at an end of the measured
       range): for a unimodal curve the peak cannot be elsewhere, and polynomials and
       rational functions are least trustworthy far from the points they were fitted to.
-    * An extrapolating kernel whose prediction fails SPEC 1.5's realism filter over the
+    * An extrapolating kernel whose prediction fails PreSca's realism filter over the
       candidate range is replaced by the next simpler one (Rat33 -> Rat23 -> ... ->
       Rat11); when every fit fails, the tuner takes a bisection step inside the bracket
       instead (or converges on b when the bracket is closed).

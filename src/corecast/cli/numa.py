@@ -16,7 +16,8 @@ def add_numa(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "numa",
         help="predict speedup per NUMA node count from a memory-traffic sample",
-        description="SPEC section 4's two-level queueing model: speedup at 1..K nodes of MACHINE, "
+        description="The two-level queueing model of Cho, Oh and Egger (\"Online Scalability "
+        "Characterization of Data-Parallel Programs on Many Cores\", PACT 2016): speedup at 1..K nodes of MACHINE, "
         "relative to the program alone on one node, from a sample of its memory traffic "
         "(rates per work cycle, or raw counts with total_cycles), optionally next to a "
         "co-running program on the last nodes of the fill order. --replay predicts again "

@@ -1,4 +1,6 @@
-"""ESTIMA's stall plugins (SPEC section 3): an extra stall category read from a report.
+"""ESTIMA's stall plugins (Chatzopoulos, Dragojević and Guerraoui, "ESTIMA: Extrapolating
+ScalabiliTy of In-Memory Applications", ACM TOPC 2017): an extra stall category read from
+a report.
 
 A plugin is a file (or captured stdout/stderr text), a regular expression with exactly
 one numeric capture group, and a reducer over all matches.  Nothing is evaluated: the

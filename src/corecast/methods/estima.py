@@ -1,4 +1,6 @@
-"""ESTIMA: extrapolate stall categories, translate stalls per core to time (SPEC section 3).
+"""ESTIMA: extrapolate stall categories, translate stalls per core to time (Chatzopoulos,
+Dragojević and Guerraoui, "ESTIMA: Extrapolating ScalabiliTy of In-Memory Applications",
+ACM TOPC 2017, section 3).
 
 1. Every stall category is extrapolated with the ``ESTIMA_KERNEL`` kernels fitted to the
    first ``i`` measurements (``i`` = 3..m-c, ``c`` in {2, 4} checkpoints); the candidate

@@ -1,4 +1,6 @@
-"""PreSca: function-approximation interpolation and extrapolation (SPEC section 1).
+"""PreSca: function-approximation interpolation and extrapolation (Dragojević and
+Guerraoui, "A Pragmatic Approach for Predicting the Scalability of Parallel
+Applications", EPFL technical report, 2012, section 2).
 
 Extrapolation designates the last ``c`` measurements as checkpoints, fits every kernel of
 ``PRESCA_KERNEL`` to the first k = 2, 4, 6, ... (and m - c) measurements, drops unrealistic
@@ -32,7 +34,8 @@ class Candidate:
 
 
 def realistic(f, nmax: float) -> bool:
-    """SPEC 1.5 filters on throughput-like performance over counts 1..nmax.
+    """PreSca's realism filter (Dragojević and Guerraoui 2012, section 2) on throughput-like
+    performance over counts 1..nmax.
 
     Rejects non-positive values and abrupt changes: from n-1 to n performance may not
     grow by more than 1.5x linear (``f(n) <= 1.5 n/(n-1) f(n-1)``) nor fall faster than

@@ -1,4 +1,5 @@
-"""Log-log regression on small thread counts (SPEC section 5, Barnes et al. 2008).
+"""Log-log regression on small thread counts (Barnes, Reeves, Rountree, de Supinski,
+Lowenthal and Schulz, "A Regression-Based Approach to Scalability Prediction", ICS 2008).
 
 ``log2 T = sum_i beta_i log2 x_i + g(q)`` with ``g(q) = gamma0 + gamma1 log2 q`` (linear)
 or ``+ gamma2 (log2 q)^2`` (quadratic), fitted by least squares in log space (relative

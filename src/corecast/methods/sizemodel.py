@@ -1,4 +1,6 @@
-"""Speedup model with problem size and overhead (SPEC section 6, Oliveira et al. 2018).
+"""Speedup model with problem size and overhead (Oliveira, Furtunato, Silveira, Georgiou,
+Eder and Xavier-de-Souza, "Application Speedup Characterization: Modeling Parallelization
+Overhead and Variations of Problem Size and Number of Cores", ICPE 2018).
 
 ``S(p, N) = 1 / ((1 - f) + f/p + Q)``, ``f = clamp(f1 + f2/p + f3 f4^N, 0, 1)``,
 ``Q = q1 + q2 p / q3^N``, fitted to every measured (p, N) by differential evolution (the

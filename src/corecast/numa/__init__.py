@@ -1,4 +1,5 @@
-"""NUMA node-count prediction (SPEC section 4): machine descriptions (``machine``), the
+"""NUMA node-count prediction (Cho, Oh and Egger, "Online Scalability Characterization of
+Data-Parallel Programs on Many Cores", PACT 2016): machine descriptions (``machine``), the
 two-level queueing model and its inputs (``model``), and reading sample files.
 
 Standard library only, like ``corecast.queueing``: the runtime model imports it inside

@@ -1,4 +1,5 @@
-"""Machine descriptions for the NUMA model (SPEC section 4): nodes, cores per node, the
+"""Machine descriptions for the NUMA model (Cho, Oh and Egger, "Online Scalability
+Characterization of Data-Parallel Programs on Many Cores", PACT 2016): nodes, cores per node, the
 uncongested bus delay between every CPU node and memory node, the controller delay and
 the order in which a program takes nodes.
 

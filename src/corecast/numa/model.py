@@ -1,5 +1,6 @@
-"""SPEC section 4: the two-level queueing model of memory contention on a NUMA machine
-(Cho et al., seeds/numa-queueing-model.txt section 3), and its inputs.
+"""The two-level queueing model of memory contention on a NUMA machine (Cho, Oh and Egger,
+"Online Scalability Characterization of Data-Parallel Programs on Many Cores", PACT 2016,
+section 3), and its inputs.
 
 A program's memory behaviour is three per-memory-node rates per work cycle, sampled on
 one CPU node: ``llc[m]`` LLC misses to memory m per core, ``bus[m]`` DRAM requests to m per

@@ -5,7 +5,7 @@
 ``corecast.opencl.instrument()``.  Every kernel launch is timed from its profiling events;
 each kernel's first 200 ms of device time is its sample, joined with the CPU time and
 pthread waits of the OpenCL runtime's worker threads; at exit a table goes to stderr and,
-with ``CORECAST_OUTPUT``, one ``kernel`` JSON line per kernel (see README).
+with ``CORECAST_OUTPUT``, one ``kernel`` JSON line per kernel (see docs/opencl.md).
 
 Importing this package is cheap (standard library only); pyopencl is never imported by
 corecast: measurement starts when the program imports it.

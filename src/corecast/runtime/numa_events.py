@@ -1,4 +1,6 @@
-"""Which PMU events feed the NUMA model (SPEC section 4), by CPU vendor and family.
+"""Which PMU events feed the NUMA model, by CPU vendor and family (the model: Cho, Oh and
+Egger, "Online Scalability Characterization of Data-Parallel Programs on Many Cores",
+PACT 2016).
 
 The launcher calls ``plan(open('/proc/cpuinfo').read())`` and hands ``encode(plan)`` to the
 preload library in ``CORECAST_NUMA_EVENTS``; native/numa.c opens those events with
@@ -6,7 +8,7 @@ perf_event_open and fills ``struct cc_numa_counts``.  ``decode_counts`` turns th
 back into a plain dict for the model.  Standard library only: the launcher imports it.
 
 Roles (bit i of ``cc_numa_counts.measured``, native/model_abi.h CC_NUMA_*), after Cho et al.
-Table 2 (seeds/numa-queueing-model.txt section 4.2):
+Table 2 (the paper's section 4.2):
 
 - ``cycles``: core cycles of the program's threads (a core event, inherited by new threads);
 - ``llc``: last-level-cache misses, all memory nodes together;

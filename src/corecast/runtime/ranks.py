@@ -10,7 +10,8 @@ its MPI wait is the ``mpi_p2p`` plus ``mpi_collective`` stall time, its compute 
 
 Predictions over rank counts, by how many world sizes were measured:
 
-* three or more: the regression method (SPEC section 5, Barnes et al.) on the slowest
+* three or more: the regression method (Barnes et al., "A Regression-Based Approach to
+  Scalability Prediction", ICS 2008) on the slowest
   rank's time per world size, with the MPI waits summed over ranks as its stall columns,
   so compute and wait are fitted separately when the program is not compute bound.
 * fewer (one run, typically): a one-run model of the largest run.  Strong scaling: the

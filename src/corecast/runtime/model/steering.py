@@ -1,4 +1,6 @@
-"""Online team-size steering: one OPreSca instance per OpenMP region (SPEC section 2).
+"""Online team-size steering: one OPreSca instance per OpenMP region (OPreSca: Dragojević
+and Guerraoui, "A Pragmatic Approach for Predicting the Scalability of Parallel
+Applications", EPFL technical report, 2012, section 3).
 
 Each sampler window is one scheduling interval.  The region's calls per second of region
 time at the team size it ran with is the interval's performance; OPreSca answers with the
