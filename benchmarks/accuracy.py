@@ -7,7 +7,7 @@ splits whose maximum relative error is below 20%, and the mean loss from running
 count the method would pick among all measured counts, 1 - perf(chosen)/perf(best).
 
     python benchmarks/accuracy.py [--datasets DIR] [--methods auto,presca,...] [--verbose]
-    python benchmarks/accuracy.py --loso [--datasets benchmarks/data]
+    python benchmarks/accuracy.py --loso [--datasets benchmarks/data] [--no-topology]
 
 ``--loso`` (leave one source out) scores the corpus in benchmarks/data source by source
 (a curve's source is its file name before ``__``): auto's combination rule is chosen
@@ -124,9 +124,11 @@ def load_all(folder: Path) -> list[tuple[str, Measurements, Machine]]:
     return [(p.stem, read_measurements(str(p)), machine_of(p)) for p in sorted(folder.glob("*.csv"))]
 
 
-def splits_of(folder: Path) -> list[Split]:
-    """Every split of every curve in ``folder``."""
-    return [s for name, data, hw in load_all(folder) for s in splits(name, data, hw)]
+def splits_of(folder: Path, topology: bool = True) -> list[Split]:
+    """Every split of every curve in ``folder`` (without ``topology``: no machine, as if
+    the curves carried no hardware annotation)."""
+    return [s for name, data, hw in load_all(folder)
+            for s in splits(name, data, hw if topology else NO_MACHINE)]
 
 
 def machine_of(path: Path) -> Machine:
@@ -322,15 +324,19 @@ def main(argv=None) -> int:
     ap.add_argument("--methods", default=",".join(PEERS))
     ap.add_argument("--verbose", action="store_true", help="per-split errors")
     ap.add_argument("--timing", action="store_true", help="time predict() on a 12-point input")
+    ap.add_argument("--no-topology", action="store_true",
+                    help="ignore the curves' machine annotations (hardware threads, cores, sockets, fill): "
+                         "predict as if the target machine were unknown")
     args = ap.parse_args(argv)
     names = [m for m in args.methods.split(",") if m]
     folder = args.datasets or (CORPUS if args.loso else DEFAULT_DATASETS)
-    all_splits = splits_of(folder)
-    print(f"{len(set(sp.curve for sp in all_splits))} curves, {len(all_splits)} splits from {folder}")
+    all_splits = splits_of(folder, topology=not args.no_topology)
+    print(f"{len(set(sp.curve for sp in all_splits))} curves, {len(all_splits)} splits from {folder}"
+          f"{'' if not args.no_topology else ' (topology ignored)'}")
     if args.loso:
         rules, guard = list(auto.RULE_CHOICES), None
         if args.guard.is_dir():
-            guard = splits_of(args.guard)
+            guard = splits_of(args.guard, topology=not args.no_topology)
             rules, rows = admissible(guard)
             print(f"auto's rules on the {len(guard)} splits of {args.guard} (candidates: no worse than median):")
             print_rows(rows, "  ")

@@ -195,3 +195,7 @@ def test_a_curve_is_predicted_for_the_machine_its_provenance_names(tmp_path):
     pinned = [sp for sp in bench.splits_of(tmp_path) if sp.curve == "c__pinned" and sp.m == 8][0]
     assert pinned.machine == (16, 8, 2, "sockets")
     assert bench.predict_split(pinned, "auto").hardware.fill == "sockets"
+    # --no-topology: the same curves as if their provenance named no machine.
+    bare = {sp.curve: sp for sp in bench.splits_of(tmp_path, topology=False)}
+    assert all(sp.machine == bench.NO_MACHINE for sp in bare.values())
+    assert bench.predict_split(bare["a__known"], "auto").hardware is None
