@@ -175,6 +175,10 @@ def main(argv: list[str] | None = None) -> int:
                     "on the machine the recordings were made on)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
+    if not Path(args.directory).is_dir():
+        print(f"scale16.py: no such directory: {args.directory} (the recordings: ../shared/datasets/scale16, "
+              "benchmarks/device16, or a corpus16 output)", file=sys.stderr)
+        return 2
     cal = read_calibration(args.machine) if args.machine else None
     counts = [int(c) for c in args.counts.split(",")]
     history = [int(c) for c in args.history.split(",") if c]
