@@ -67,27 +67,20 @@ def points(dirs: list[Path]) -> list[dict]:
     """One row per (recording, n in 8 and 16): measured and predicted S(n), the model's own band."""
     rows = []
     for d in dirs:
-        for csv in sorted(d.glob("*.csv")):
-            curve = scale16.measured_curve(csv)
-            if 1 not in curve or SCORED not in curve:
+        for csv, curve, n0, rec in scale16.recordings(d, list(COUNTS), needs=(1, SCORED)):
+            proc = read_recording(str(rec))[0]
+            with spread.disabled():
+                rep = replay_process(proc, SCORED, {}, proc.calibration)
+            if rep.process is None:
                 continue
-            for n0 in COUNTS:
-                rec = d / "samples" / f"{csv.stem}-{n0}.jsonl"
-                if not rec.exists():
-                    continue
-                proc = read_recording(str(rec))[0]
-                with spread.disabled():
-                    rep = replay_process(proc, SCORED, {}, proc.calibration)
-                if rep.process is None:
-                    continue
-                p = rep.process[1]
-                for n in (8, 16):
-                    i = p.threads.index(n)
-                    measured = curve[1] / scale16.time_at(curve, n)
-                    rows.append({"dir": d.name, "program": csv.stem, "suite": suite_of(csv), "n0": n0,
-                                 "n": n, "measured": measured, "predicted": p.speedup[i],
-                                 "low": p.low[i], "high": p.high[i],
-                                 "z": math.log(measured / p.speedup[i]) / math.log2(n)})
+            p = rep.process[1]
+            for n in (8, 16):
+                i = p.threads.index(n)
+                measured = curve[1] / scale16.time_at(curve, n)
+                rows.append({"dir": d.name, "program": csv.stem, "suite": suite_of(csv), "n0": n0,
+                             "n": n, "measured": measured, "predicted": p.speedup[i],
+                             "low": p.low[i], "high": p.high[i],
+                             "z": math.log(measured / p.speedup[i]) / math.log2(n)})
     return rows
 
 

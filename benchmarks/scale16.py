@@ -108,47 +108,54 @@ def cumulative(region: dict, history: RegionHistory | None) -> dict:
     return {**region, "hist": [(t, c, w) for t, (c, w) in seen.items()]}
 
 
-def evaluate(directory: Path, counts: list[int], history: list[int] | None = None,
-             keep: Callable[[str], bool] = lambda name: True, machine: Calibration | None = None) -> list[dict]:
-    rows = []
+def recordings(directory: Path, counts: list[int], keep: Callable[[str], bool] = lambda name: True,
+               needs: tuple[int, ...] = (TARGET,)):
+    """(csv, measured curve, sampled count, recording path) for every curve measured at
+    ``needs`` and every count in ``counts`` recorded for it."""
     for csv in sorted(directory.glob("*.csv")):
         if not keep(csv.stem):
             continue
         curve = measured_curve(csv)
-        if TARGET not in curve:
+        if any(n not in curve for n in needs):
             continue
         for n0 in counts:
             rec = directory / "samples" / f"{csv.stem}-{n0}.jsonl"
-            if not rec.exists():
-                continue
-            proc_rec = read_recording(str(rec))[0]
-            histories = earlier_windows(directory, csv.stem, proc_rec.regions, n0,
-                                        [n for n in history or [] if n < n0])
-            proc_rec.regions = [cumulative(r, histories.get((r["name"], r["object"])))
-                                for r in proc_rec.regions]
-            rep = replay_process(proc_rec, TARGET, histories, machine or proc_rec.calibration)
-            proc = rep.process
-            if proc is None:
-                continue
-            pred = dict(zip(proc[1].threads, proc[1].speedup))
-            gain = math.log(pred[TARGET] / pred[n0] / (time_at(curve, n0) / curve[TARGET]))
-            if 1 in curve:
-                measured, predicted = curve[1] / curve[TARGET], pred[TARGET]
-                at_n0 = math.log(pred[n0] / (curve[1] / time_at(curve, n0)))
-            else:
-                measured = time_at(curve, n0) / curve[TARGET]
-                predicted = pred[TARGET] / pred[n0]
-                at_n0 = None
-            best = min(curve.values())
-            rows.append({
-                "curve": csv.stem, "sampled_at": n0, "measured_s16": round(measured, 3),
-                "predicted_s16": round(predicted, 3),
-                "log_error": round(abs(math.log(predicted / measured)), 4),
-                "at_n0": None if at_n0 is None else round(at_n0, 4), "gain": round(gain, 4),
-                "preferred": proc[1].preferred,
-                "preferred_loss": round(time_at(curve, proc[1].preferred) / best - 1, 4),
-                "basis": proc[1].basis,
-            })
+            if rec.exists():
+                yield csv, curve, n0, rec
+
+
+def evaluate(directory: Path, counts: list[int], history: list[int] | None = None,
+             keep: Callable[[str], bool] = lambda name: True, machine: Calibration | None = None) -> list[dict]:
+    rows = []
+    for csv, curve, n0, rec in recordings(directory, counts, keep):
+        proc_rec = read_recording(str(rec))[0]
+        histories = earlier_windows(directory, csv.stem, proc_rec.regions, n0,
+                                    [n for n in history or [] if n < n0])
+        proc_rec.regions = [cumulative(r, histories.get((r["name"], r["object"])))
+                            for r in proc_rec.regions]
+        rep = replay_process(proc_rec, TARGET, histories, machine or proc_rec.calibration)
+        proc = rep.process
+        if proc is None:
+            continue
+        pred = dict(zip(proc[1].threads, proc[1].speedup))
+        gain = math.log(pred[TARGET] / pred[n0] / (time_at(curve, n0) / curve[TARGET]))
+        if 1 in curve:
+            measured, predicted = curve[1] / curve[TARGET], pred[TARGET]
+            at_n0 = math.log(pred[n0] / (curve[1] / time_at(curve, n0)))
+        else:
+            measured = time_at(curve, n0) / curve[TARGET]
+            predicted = pred[TARGET] / pred[n0]
+            at_n0 = None
+        best = min(curve.values())
+        rows.append({
+            "curve": csv.stem, "sampled_at": n0, "measured_s16": round(measured, 3),
+            "predicted_s16": round(predicted, 3),
+            "log_error": round(abs(math.log(predicted / measured)), 4),
+            "at_n0": None if at_n0 is None else round(at_n0, 4), "gain": round(gain, 4),
+            "preferred": proc[1].preferred,
+            "preferred_loss": round(time_at(curve, proc[1].preferred) / best - 1, 4),
+            "basis": proc[1].basis,
+        })
     return rows
 
 

@@ -54,3 +54,19 @@ def events(lines: list[dict], kind: str, **match) -> list[dict]:
 def report_blocks(stderr: bytes) -> int:
     """How many exit reports a stderr holds."""
     return stderr.decode(errors="replace").count(REPORT_HEAD)
+
+
+# C: whether the program sees corecast's model library mapped (for programs that check that
+# the model did or did not start; needs <stdio.h> and <string.h>).
+MODEL_MAPPED_FN_C = r"""
+static int model_mapped(void) {
+    char line[4096];
+    int found = 0;
+    FILE *m = fopen("/proc/self/maps", "r");
+    while (m && fgets(line, sizeof line, m))
+        found |= strstr(line, "libcorecast_model") != NULL;
+    if (m)
+        fclose(m);
+    return found;
+}
+"""

@@ -21,7 +21,7 @@ from corecast.runtime.model.abi import STALLS
 
 ROOT = Path(__file__).resolve().parents[2]
 
-from .helpers import EXAMPLES, TIMEOUT, clean_env, corecast_run, events, read_lines, report_blocks, run
+from .helpers import EXAMPLES, MODEL_MAPPED_FN_C, TIMEOUT, clean_env, corecast_run, events, read_lines, report_blocks, run
 
 OMP_THREADS = 4
 OMP_ENV = {"OMP_NUM_THREADS": str(OMP_THREADS)}
@@ -666,17 +666,7 @@ MAPPED_FN_C = r"""
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-static int model_mapped(void) {
-    char line[4096];
-    int found = 0;
-    FILE *m = fopen("/proc/self/maps", "r");
-    while (m && fgets(line, sizeof line, m))
-        found |= strstr(line, "libcorecast_model") != NULL;
-    if (m)
-        fclose(m);
-    return found;
-}
-"""
+""" + MODEL_MAPPED_FN_C
 
 MODEL_MAPPED_C = MAPPED_FN_C + r"""
 int main(int argc, char **argv) {

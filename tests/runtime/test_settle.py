@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from .helpers import TIMEOUT, clean_env, events, read_lines, run
+from .helpers import MODEL_MAPPED_FN_C, TIMEOUT, clean_env, events, read_lines, run
 
 LIBRARY = r"""
 #define _GNU_SOURCE
@@ -281,16 +281,7 @@ IDLE = r"""
 #include <string.h>
 #include <unistd.h>
 void GOMP_critical_start(void);
-static int model_mapped(void) {
-    char line[4096];
-    int found = 0;
-    FILE *m = fopen("/proc/self/maps", "r");
-    while (m && fgets(line, sizeof line, m))
-        found |= strstr(line, "libcorecast_model") != NULL;
-    if (m)
-        fclose(m);
-    return found;
-}
+""" + MODEL_MAPPED_FN_C + r"""
 /* Not inlined: the slot's value must be read at each call, not once before the loop. */
 static __attribute__((noinline)) int handed_back(void) {
     Dl_info info;
