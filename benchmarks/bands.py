@@ -17,7 +17,7 @@ and the band's high/low).  That is the headline; the in-sample figure (chosen on
 points) stands beside it, with the constants the model would take from all suites, which
 must be ``spread.py``'s (the script says when they are not).
 
-    python benchmarks/bands.py [DIR ...] [--json]
+    python benchmarks/bands.py [DIR ...] [--suites A,B | --skip-suites A,B] [--json]
 
 DIRs default to ../shared/datasets/scale16 and benchmarks/device16; add
 benchmarks/corpus16's output directory once it is measured.  A program's suite is its
@@ -43,31 +43,16 @@ from corecast.runtime.samples import read_recording  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DIRS = [scale16.DEFAULT, HERE / "device16"]
-EXAMPLES = {"omp_critical", "omp_slowdown", "pthreads_sync", "omp_triad", "omp_teams"}
 COUNTS = (2, 4)
 SCORED = 16
 LEVELS = (0.10, 0.90)
 
 
-def suite_of(csv: Path) -> str:
-    """The curve's ``# suite:`` comment (benchmarks/corpus16 writes one), else its name's prefix."""
-    with open(csv, encoding="utf-8", errors="replace") as f:
-        for line in f:
-            if not line.startswith("#"):
-                break
-            if line[1:].strip().startswith("suite:"):
-                return line.split(":", 1)[1].strip()
-    name = csv.stem
-    if name in EXAMPLES:
-        return "examples"
-    return name.split("-", 1)[0] if "-" in name else name
-
-
-def points(dirs: list[Path]) -> list[dict]:
+def points(dirs: list[Path], suites=lambda csv: True) -> list[dict]:
     """One row per (recording, n in 8 and 16): measured and predicted S(n), the model's own band."""
     rows = []
     for d in dirs:
-        for csv, curve, n0, rec in scale16.recordings(d, list(COUNTS), needs=(1, SCORED)):
+        for csv, curve, n0, rec in scale16.recordings(d, list(COUNTS), needs=(1, SCORED), suites=suites):
             proc = read_recording(str(rec))[0]
             with spread.disabled():
                 rep = replay_process(proc, SCORED, {}, proc.calibration)
@@ -77,7 +62,7 @@ def points(dirs: list[Path]) -> list[dict]:
             for n in (8, 16):
                 i = p.threads.index(n)
                 measured = curve[1] / scale16.time_at(curve, n)
-                rows.append({"dir": d.name, "program": csv.stem, "suite": suite_of(csv), "n0": n0,
+                rows.append({"dir": d.name, "program": csv.stem, "suite": scale16.suite_of(csv), "n0": n0,
                              "n": n, "measured": measured, "predicted": p.speedup[i],
                              "low": p.low[i], "high": p.high[i],
                              "z": math.log(measured / p.speedup[i]) / math.log2(n)})
@@ -132,6 +117,8 @@ def leave_one_suite_out(rows: list[dict]) -> tuple[dict, list[dict]]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dirs", nargs="*", type=Path, help="curve directories (default: scale16 and device16)")
+    ap.add_argument("--suites", default="", help="comma-separated suites: these alone")
+    ap.add_argument("--skip-suites", default="", help="comma-separated suites: all but these (held out)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     dirs = args.dirs or DEFAULT_DIRS
@@ -139,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"bands.py: no such directory: {', '.join(missing)}", file=sys.stderr)
         return 2
-    rows = points(dirs)
+    rows = points(dirs, scale16.suite_filter(args.suites, args.skip_suites))
     if not rows:
         print("bands.py: no recording at 2 or 4 threads with a measured curve at 1 and 16", file=sys.stderr)
         return 2

@@ -27,7 +27,7 @@ machine that recorded DIR; ``runtime/model/machine.py``) instead of the one each
 holds, if any.
 
     python benchmarks/scale16.py [DIR] [--counts 2,4] [--history 1,2] [--only A,B | --skip A,B]
-                                 [--machine FILE] [--json]
+                                 [--suites A,B | --skip-suites A,B] [--machine FILE] [--json]
 
 DIR defaults to shared/datasets/scale16 in the first folder above the repository that
 holds one (../shared next to a checkout, ../../shared next to a worktree).
@@ -108,12 +108,37 @@ def cumulative(region: dict, history: RegionHistory | None) -> dict:
     return {**region, "hist": [(t, c, w) for t, (c, w) in seen.items()]}
 
 
+EXAMPLES = {"omp_critical", "omp_slowdown", "pthreads_sync", "omp_triad", "omp_teams"}
+
+
+def suite_of(csv: Path) -> str:
+    """The curve's ``# suite:`` comment (benchmarks/corpus16 writes one), else its name's
+    prefix (``npb-cg.A`` is NPB's); corecast's own examples are one suite, ``examples``."""
+    with open(csv, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if not line.startswith("#"):
+                break
+            if line[1:].strip().startswith("suite:"):
+                return line.split(":", 1)[1].strip()
+    name = csv.stem
+    if name in EXAMPLES:
+        return "examples"
+    return name.split("-", 1)[0] if "-" in name else name
+
+
+def suite_filter(suites: str, skip_suites: str) -> Callable[[Path], bool]:
+    """Keep a curve by its suite: in ``suites`` (comma-separated; empty: any) and not in
+    ``skip_suites`` (how a held-out suite stays unreplayed while rules are chosen)."""
+    want, skip = set(filter(None, suites.split(","))), set(filter(None, skip_suites.split(",")))
+    return lambda csv: (not want or suite_of(csv) in want) and suite_of(csv) not in skip
+
+
 def recordings(directory: Path, counts: list[int], keep: Callable[[str], bool] = lambda name: True,
-               needs: tuple[int, ...] = (TARGET,)):
+               needs: tuple[int, ...] = (TARGET,), suites: Callable[[Path], bool] = lambda csv: True):
     """(csv, measured curve, sampled count, recording path) for every curve measured at
     ``needs`` and every count in ``counts`` recorded for it."""
     for csv in sorted(directory.glob("*.csv")):
-        if not keep(csv.stem):
+        if not keep(csv.stem) or not suites(csv):
             continue
         curve = measured_curve(csv)
         if any(n not in curve for n in needs):
@@ -125,9 +150,10 @@ def recordings(directory: Path, counts: list[int], keep: Callable[[str], bool] =
 
 
 def evaluate(directory: Path, counts: list[int], history: list[int] | None = None,
-             keep: Callable[[str], bool] = lambda name: True, machine: Calibration | None = None) -> list[dict]:
+             keep: Callable[[str], bool] = lambda name: True, machine: Calibration | None = None,
+             suites: Callable[[Path], bool] = lambda csv: True) -> list[dict]:
     rows = []
-    for csv, curve, n0, rec in recordings(directory, counts, keep):
+    for csv, curve, n0, rec in recordings(directory, counts, keep, suites=suites):
         proc_rec = read_recording(str(rec))[0]
         histories = earlier_windows(directory, csv.stem, proc_rec.regions, n0,
                                     [n for n in history or [] if n < n0])
@@ -178,6 +204,8 @@ def main(argv: list[str] | None = None) -> int:
                     "regions' earlier windows (what --probe measures), e.g. 1,2")
     ap.add_argument("--only", default="", help="comma-separated curve names: these alone")
     ap.add_argument("--skip", default="", help="comma-separated curve names: all but these")
+    ap.add_argument("--suites", default="", help="comma-separated suites (a CSV's '# suite:' line): these alone")
+    ap.add_argument("--skip-suites", default="", help="comma-separated suites: all but these")
     ap.add_argument("--machine", metavar="FILE", help="the machine's calibration (corecast calibrate "
                     "on the machine the recordings were made on)")
     ap.add_argument("--json", action="store_true")
@@ -191,7 +219,8 @@ def main(argv: list[str] | None = None) -> int:
     history = [int(c) for c in args.history.split(",") if c]
     only, skip = set(filter(None, args.only.split(","))), set(filter(None, args.skip.split(",")))
     rows = evaluate(Path(args.directory), counts, history,
-                    lambda name: (not only or name in only) and name not in skip, cal)
+                    lambda name: (not only or name in only) and name not in skip, cal,
+                    suite_filter(args.suites, args.skip_suites))
     if args.json:
         print(json.dumps({"rows": rows, "summary": summary(rows)}, indent=1))
         return 0
