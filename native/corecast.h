@@ -64,6 +64,13 @@ struct cc_thread {
     /* OpenMP context */
     int depth;
     uint64_t single_t0;
+    /* Explicit tasks (shims/gomp.c): ticks this thread spent running them (outermost task
+     * only) and waiting in taskwait/taskgroup ends.  A barrier, a region's end and a
+     * single block take these out of their own time: libgomp runs queued tasks inside
+     * barriers, so without this a task-parallel program's work reads as barrier wait. */
+    uint64_t task_ticks, taskwait_ticks, single_task0;
+    uint64_t child_ticks; /* tasks run at the current task level (shims/gomp.c) */
+    int task_depth;
     int nheld;
     uint64_t held_t0[CC_MAX_HELD];
     const void *held_obj[CC_MAX_HELD];

@@ -49,6 +49,8 @@ void cc_member_enter(struct cc_member *m, struct cc_call *c, int id, struct cc_t
     m->t0 = cc_now();
 }
 
+int cc_tasks_seen;
+
 void cc_member_leave(struct cc_member *m, struct cc_thread *t, uint64_t t1) {
     struct cc_call *c = m->call;
     m->open = 0;
@@ -57,6 +59,8 @@ void cc_member_leave(struct cc_member *m, struct cc_thread *t, uint64_t t1) {
     if (m->id >= 0 && m->id < CC_MAX_TEAM) {
         c->end[m->id] = t1;
         c->busy[m->id] = t1 - m->t0;
+        c->thr[m->id] = t;
+        c->task0[m->id] = t->task_ticks;
     }
     if (!c->region)
         t->snap_pending = 0;
@@ -113,9 +117,16 @@ void cc_call_finish(struct cc_call *c) {
     if (c->team > CC_MAX_TEAM)
         CC_AADD(cc_overflow, c->team - CC_MAX_TEAM);
     uint64_t idle = 0, busy = 0;
+    int tasks = __atomic_load_n(&cc_tasks_seen, __ATOMIC_RELAXED);
     for (int i = 0; i < team; i++) {
-        if (c->end[i] < t2)
-            idle += t2 - c->end[i];
+        uint64_t gap = c->end[i] < t2 ? t2 - c->end[i] : 0;
+        if (tasks && c->thr[i]) { /* the join orders the member's task ticks before this read */
+            uint64_t later = __atomic_load_n(&c->thr[i]->task_ticks, __ATOMIC_RELAXED) - c->task0[i];
+            later = later < gap ? later : gap;
+            gap -= later;
+            busy += later;
+        }
+        idle += gap;
         busy += c->busy[i];
     }
     CC_AADD(r->busy, busy);

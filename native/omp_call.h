@@ -34,7 +34,14 @@ struct cc_call {
     uint64_t t0;
     uint64_t end[CC_MAX_TEAM];
     uint64_t busy[CC_MAX_TEAM];
+    /* Tasks a member runs after its share ends (in the runtime's closing barrier) are
+     * work, not idle time: its thread and its task ticks at the end, read at the join. */
+    struct cc_thread *thr[CC_MAX_TEAM];
+    uint64_t task0[CC_MAX_TEAM];
 };
+
+/* Set once a wrapped GOMP_task ran: only then does a call's join look at task ticks. */
+extern int cc_tasks_seen CC_HIDDEN;
 
 /* One member's part in a call: where it started and, nested, its counters then. */
 struct cc_member {
@@ -101,9 +108,17 @@ static inline void cc_sample_next(struct cc_thread *t) {
 /* A single block runs until the barrier that follows it (or the region's end). */
 static inline void cc_close_single(struct cc_thread *t, uint64_t now) {
     if (t->single_t0) {
-        CC_ADD(cc_counts(t)->single, now - t->single_t0);
+        /* Tasks the single thread ran, or waited for in taskwait, were parallel work. */
+        uint64_t span = now - t->single_t0, other = t->task_ticks + t->taskwait_ticks - t->single_task0;
+        CC_ADD(cc_counts(t)->single, span > other ? span - other : 0);
         t->single_t0 = 0;
     }
+}
+
+/* Where a single block starts: its time, and the task time it must not count. */
+static inline void cc_open_single(struct cc_thread *t) {
+    t->single_task0 = t->task_ticks + t->taskwait_ticks;
+    t->single_t0 = cc_now();
 }
 
 /* Timed holds: pushed when a timed acquisition returns, popped by the matching release

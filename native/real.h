@@ -78,6 +78,10 @@ struct cc_gomp {
     void (*GOMP_atomic_start)(void);
     void (*GOMP_atomic_end)(void);
     bool (*GOMP_single_start)(void);
+    void (*GOMP_task)(cc_outlined_fn, void *, void (*)(void *, void *), long, long, bool, unsigned, void **, int,
+                      void *);
+    void (*GOMP_taskwait)(void);
+    void (*GOMP_taskgroup_end)(void);
     bool (*GOMP_loop_static_start)(long, long, long, long, long *, long *);
     bool (*GOMP_loop_dynamic_start)(long, long, long, long, long *, long *);
     bool (*GOMP_loop_guided_start)(long, long, long, long, long *, long *);

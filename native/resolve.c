@@ -132,6 +132,7 @@ void *cc_resolve(const char *name, const void *caller, const void *self) {
     X(GOMP_loop_end) X(GOMP_sections_end) X(GOMP_ordered_start) X(GOMP_ordered_end)         \
     X(GOMP_critical_start) X(GOMP_critical_end) X(GOMP_critical_name_start)                 \
     X(GOMP_critical_name_end) X(GOMP_atomic_start) X(GOMP_atomic_end) X(GOMP_single_start)  \
+    X(GOMP_task) X(GOMP_taskwait) X(GOMP_taskgroup_end)                                     \
     X(GOMP_loop_static_start) X(GOMP_loop_dynamic_start) X(GOMP_loop_guided_start)          \
     X(GOMP_loop_nonmonotonic_dynamic_start) X(GOMP_loop_nonmonotonic_guided_start)          \
     X(GOMP_loop_runtime_start) X(GOMP_loop_static_next) X(GOMP_loop_dynamic_next)           \

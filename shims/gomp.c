@@ -101,9 +101,11 @@ static const char critical_anon, atomic_lock, ordered_turn;
         if (t->guard || cc_ompt_on)                                                          \
             return g->name();                                                                \
         uint64_t t0 = cc_now();                                                              \
-        cc_close_single(t, t0);                                                                 \
+        cc_close_single(t, t0);                                                              \
+        uint64_t k0 = t->task_ticks;                                                         \
         g->name();                                                                           \
-        cc_note(t, CC_STALL_OMPBARRIER, cc_now() - t0, 0);                                   \
+        uint64_t w = cc_now() - t0, k = t->task_ticks - k0; /* tasks run while waiting */    \
+        cc_note(t, CC_STALL_OMPBARRIER, w > k ? w - k : 0, 0);                               \
     }
 
 BARRIER_WRAPPER(GOMP_barrier)
@@ -160,9 +162,95 @@ bool GOMP_single_start(void) {
     struct cc_thread *t = cc_self();
     /* The single block runs until the barrier that follows it (or the region's end). */
     if (mine && !t->guard && !cc_ompt_on)
-        t->single_t0 = cc_now();
+        cc_open_single(t);
     return mine;
 }
+
+/* ---- explicit tasks ----------------------------------------------------------------- *
+ * Each task runs through task_trampoline, which times it (outermost task per thread):
+ * libgomp runs queued tasks inside barriers and at a region's end, and the wrappers take
+ * those ticks out of the wait.  The task's argument block gets a header in front holding
+ * the real function; the program's own block follows, aligned as it asked, and is built
+ * by its own copy function (or copied) exactly as libgomp would.  Flags whose blocks
+ * libgomp reads or writes itself (detach, in_reduction) and taskloops (whose bounds
+ * libgomp writes at the block's start) pass straight through. */
+#define TASK_FLAGS_WRAPPED (1u << 0 | 1u << 1 | 1u << 2 | 1u << 3 | 1u << 4 | 1u << 10)
+
+struct task_head {
+    cc_outlined_fn fn;
+    long pad; /* offset of the program's block */
+};
+
+struct task_src {
+    cc_outlined_fn fn;
+    void (*cpyfn)(void *, void *);
+    void *data;
+    long pad, size;
+};
+
+static void task_copy(void *dst, void *srcv) {
+    const struct task_src *s = srcv;
+    struct task_head *h = dst;
+    h->fn = s->fn;
+    h->pad = s->pad;
+    if (s->cpyfn)
+        s->cpyfn((char *)dst + s->pad, s->data);
+    else if (s->size > 0)
+        memcpy((char *)dst + s->pad, s->data, (size_t)s->size);
+}
+
+static void task_trampoline(void *arg) {
+    const struct task_head *h = arg;
+    struct cc_thread *t = cc_self();
+    /* child_ticks: time in tasks run at this level (a taskwait's tasks, or a barrier's),
+     * each counted once, with the tasks nested inside it. */
+    uint64_t outer = t->child_ticks, t0 = cc_now();
+    t->task_depth++;
+    h->fn((char *)arg + h->pad);
+    t->task_depth--;
+    uint64_t el = cc_now() - t0;
+    t->child_ticks = outer + el;
+    if (t->task_depth == 0)
+        CC_ADD(t->task_ticks, el);
+}
+
+void GOMP_task(cc_outlined_fn fn, void *data, void (*cpyfn)(void *, void *), long arg_size, long arg_align,
+               bool if_clause, unsigned flags, void **depend, int priority, void *detach) {
+    const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));
+    struct cc_thread *t = cc_self();
+    if (t->guard || cc_ompt_on || cc_cfg.disabled || (flags & ~TASK_FLAGS_WRAPPED) || arg_size < 0 ||
+        arg_align < 0 || arg_align > 4096 || (arg_align & (arg_align - 1)))
+        return g->GOMP_task(fn, data, cpyfn, arg_size, arg_align, if_clause, flags, depend, priority, detach);
+    if (!cc_tasks_seen)
+        __atomic_store_n(&cc_tasks_seen, 1, __ATOMIC_RELAXED);
+    long align = arg_align > (long)_Alignof(struct task_head) ? arg_align : (long)_Alignof(struct task_head);
+    long pad = ((long)sizeof(struct task_head) + align - 1) / align * align;
+    struct task_src src = {fn, cpyfn, data, pad, arg_size};
+    g->GOMP_task(task_trampoline, &src, task_copy, pad + arg_size, align, if_clause, flags, depend, priority,
+                 detach);
+}
+
+/* Waiting for child tasks: the tasks run meanwhile are work; the rest is a wait (for other
+ * threads' tasks), and neither counts as a single block's serial time.  A task's own time
+ * includes its waits: the region's busy time holds them once, as a stall. */
+#define TASKWAIT_WRAPPER(name)                                                               \
+    void name(void) {                                                                        \
+        const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));                 \
+        struct cc_thread *t = cc_self();                                                     \
+        if (t->guard || cc_ompt_on || !cc_tasks_seen)                                        \
+            return g->name();                                                                \
+        uint64_t t0 = cc_now(), k0 = t->child_ticks;                                         \
+        g->name();                                                                           \
+        uint64_t w = cc_now() - t0, k = t->child_ticks - k0;                                 \
+        if (w > k) {                                                                         \
+            if (t->task_depth == 0) /* inside a task, the task's time holds it */           \
+                CC_ADD(t->taskwait_ticks, w - k);                                            \
+            cc_note(t, CC_STALL_OMPBARRIER, w - k, 0);                                       \
+        }                                                                                    \
+    }
+
+TASKWAIT_WRAPPER(GOMP_taskwait)
+TASKWAIT_WRAPPER(GOMP_taskgroup_end)
 
 /* Loop scheduling: counted only (dynamic/guided overhead is calls x cost per call).
  * Static schedules claim no shared iteration counter: their calls are not counted. */

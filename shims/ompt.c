@@ -345,7 +345,7 @@ static void on_work(int kind, int endpoint, ompt_data_t *parallel, ompt_data_t *
     if (!t || kind != ompt_work_single_executor)
         return;
     if (endpoint == ompt_scope_begin)
-        t->single_t0 = cc_now();
+        cc_open_single(t);
     else
         cc_close_single(t, cc_now());
 }

@@ -16,6 +16,10 @@ see README.md for its fields), then
   2, 4, 16 that are in ``--threads``);
 * writes ``lscpu.txt``, ``corecast-commit.txt`` and ``compiler.txt`` into DIR.
 
+``--record-only`` skips the timed runs; ``--rerecord`` redoes the recordings that another
+corecast build made (each recording's log line names its build: a hash of the preload
+library), keeping the curves.
+
 Output is what ``benchmarks/scale16.py`` reads: ``DIR/NAME.csv`` (``threads,time``, a
 repeated count is a repetition) and ``DIR/samples/NAME-N.jsonl``.  Every finished run is a
 line of ``DIR/runs.jsonl``; a later call with the same ``--out`` skips what that log holds,
@@ -210,6 +214,17 @@ def env_for(n: int) -> dict:
     return env
 
 
+def library_id() -> str:
+    """The corecast build that records (a hash of its preload library): recordings made by
+    another build are redone with ``--rerecord``."""
+    import hashlib
+    try:
+        from corecast._native import PRELOAD
+        return hashlib.sha256(Path(PRELOAD).read_bytes()).hexdigest()[:12]
+    except (ImportError, OSError):
+        return "unknown"
+
+
 def corecast_argv() -> list[str]:
     """``corecast`` of the Python running this script (its venv), else the one on PATH."""
     exe = Path(sys.executable).with_name("corecast")
@@ -306,6 +321,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--build", default=None, help="folder for the binaries (default: build/ in this kit's "
                     "folder, or build-tiny/ with --tiny)")
     ap.add_argument("--build-only", action="store_true", help="build and stop")
+    ap.add_argument("--record-only", action="store_true", help="only the corecast recordings, no timed runs")
+    ap.add_argument("--rerecord", action="store_true", help="redo recordings made by another corecast build "
+                    "(after a change to the library; the curves stay)")
     args = ap.parse_args(argv)
     start = time.monotonic()
     deadline = start + args.budget
@@ -343,13 +361,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"corpus16: {len(progs)} program(s) built in {time.monotonic() - start:.0f} s", flush=True)
         return 0
     cc = corecast_argv()
+    lib = library_id()
     work = out / "work"  # a scratch folder programs may write into ({work})
     work.mkdir(exist_ok=True)
     bad: set[str] = {r["name"] for r in log.done.values() if r.get("rc") not in (0, None) and r["kind"] == "time"}
     ran = 0
     stopped = False
-    for kind, prog, n, rep in plan(progs, counts, args.reps):
-        if (kind, prog.name, n, rep) in log.done or prog.name in bad:
+    def done(kind: str, name: str, n: int, rep: int) -> bool:
+        rec = log.done.get((kind, name, n, rep))
+        return rec is not None and not (kind == "sample" and args.rerecord and rec.get("lib") != lib)
+
+    steps = [s for s in plan(progs, counts, args.reps) if s[0] == "sample" or not args.record_only]
+    for kind, prog, n, rep in steps:
+        if done(kind, prog.name, n, rep) or prog.name in bad:
             continue
         left = deadline - time.monotonic()
         guess = expected_s(log, prog.name, n) * (1.5 if kind == "sample" else 1.1) + 0.5
@@ -370,7 +394,7 @@ def main(argv: list[str] | None = None) -> int:
         if rc in prog.ok_exit:
             rc = 0
         log.note(kind=kind, name=prog.name, suite=prog.suite, threads=n, rep=rep, time_s=round(dt, 4),
-                 rc=-1 if rc is None else rc, err=err if rc != 0 else "")
+                 rc=-1 if rc is None else rc, err=err if rc != 0 else "", **({"lib": lib} if kind == "sample" else {}))
         if rc != 0:
             if kind == "time":  # a failed recording loses only that recording
                 bad.add(prog.name)
@@ -378,8 +402,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{'timed out' if rc is None else f'exit {rc}'}: {err or 'no message'}; left out", flush=True)
         if kind == "time":
             write_csv(out, prog, log, host)
-    todo = sum(1 for k, p, n, r in plan(progs, counts, args.reps)
-               if (k, p.name, n, r) not in log.done and p.name not in bad)
+    todo = sum(1 for k, p, n, r in steps if not done(k, p.name, n, r) and p.name not in bad)
     state = "stopped at the budget" if stopped else "done"
     print(f"corpus16: {state}: {ran} run(s) in {time.monotonic() - start:.0f} s this call, {todo} left"
           f"{', failed: ' + ','.join(sorted(bad)) if bad else ''}", flush=True)

@@ -95,3 +95,20 @@ def test_bad_input_is_one_line(tmp_path):
         assert r.returncode == 2
         assert "Traceback" not in r.stderr
         assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def test_rerecord_redoes_only_other_builds_recordings(first_call):
+    out, build, _ = first_call
+    log = out / "runs.jsonl"
+    before = log.read_text()
+    times = [r for r in finished(out) if r["kind"] == "time"]
+    # the same build: nothing to redo
+    r = kit(out, build, "--record-only", "--rerecord")
+    assert r.returncode == 0, r.stderr
+    assert "0 run(s)" in r.stdout
+    # recordings marked as another build's are redone, and no timed run is
+    log.write_text(before.replace('"lib": "', '"lib": "other'))
+    r = kit(out, build, "--record-only", "--rerecord")
+    assert r.returncode == 0, r.stderr
+    assert f"{len(NAMES)} run(s)" in r.stdout  # one recording (at 2) per program
+    assert [r for r in finished(out) if r["kind"] == "time"] == times

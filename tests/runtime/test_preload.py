@@ -934,3 +934,25 @@ def test_a_program_that_closes_every_descriptor_lets_its_reader_finish(build, li
     seen.touch()
     assert proc.wait(timeout=TIMEOUT) == 0, out
     assert out.startswith(b"detaching\n")
+
+
+# ---- explicit tasks ---------------------------------------------------------------------
+def test_task_work_is_not_barrier_wait(build, lib, tmp_path):
+    """libgomp runs queued tasks inside the barrier that ends a single block (and at the
+    region's end): that time is the program's work.  Before tasks were timed, a
+    task-parallel region read as 100% barrier wait and predicted S < 0.1."""
+    prog = build("omp_tasks", EXAMPLES / "omp_tasks.c", "-fopenmp")
+    env = clean_env(OMP_NUM_THREADS="2")
+    args = [prog, "8", "1000000"]  # about 0.5 s of work: a busy machine's delays stay small beside it
+    plain = run(args, env=env)
+    out = tmp_path / "cc.jsonl"
+    proc = run(args, env=env, preload=lib, output=out, quiet="1")
+    assert proc.returncode == 0 and proc.stdout == plain.stdout
+    assert b"vla 666.0 aligned 6.0 dep 15.0" in proc.stdout  # every argument block arrived intact
+    (region,) = events(read_lines(out), "region")  # the parallel region (tasks are not regions)
+    busy = region["counters"]["busy_s"]
+    waits = region["stalls_s"]["omp_barrier"] + region["stalls_s"]["imbalance"]
+    # 256 leaf tasks of equal work: a thread waits only once the queue is empty, for the
+    # last tasks, however the scheduler places the threads.
+    assert busy > 0 and waits < 0.2 * busy, (busy, region["stalls_s"])  # was about 0.5 with 2 threads
+    assert region["counters"]["serial_s"] < 0.2 * busy  # the single block made tasks, it was not serial work
