@@ -1,0 +1,106 @@
+"""The runtime's default machine loss, chosen and scored leave-one-suite-out (issue #38).
+
+A one-run prediction takes a region's busy time at its sampled count n0 as the work of one
+thread, but a thread runs slower when more of the machine's cores are busy (all-core turbo
+below one-core turbo, shared cache and memory).  ``runtime/model/machine.py`` applies a
+measured loss e(n) (``corecast calibrate``); without one, the model assumes the prior
+e(n) = exp(-c log2 n).  This script chooses c on the measured curves: every recording at
+2, 4 and 16 threads (``--probe``) is replayed with e(n) for each c of a grid, and c is the
+one with the smallest median |ln(predicted / measured S(16))|.  Leave-one-suite-out: each
+suite is scored with c chosen on the others, and that pooled figure is the headline; the
+in-sample one stands beside it, with c = 0 (no prior) for comparison.
+
+    python benchmarks/machine_prior.py [DIR ...] [--suites A,B | --skip-suites A,B] [--json]
+
+DIRs and the suites left out by default are ``benchmarks/bands.py``'s.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bands  # noqa: E402
+import scale16  # noqa: E402
+
+from corecast.runtime.model import machine as machine_model  # noqa: E402
+
+GRID = [round(0.01 * i, 2) for i in range(0, 13)]
+COUNTS = (2, 4, 16)
+
+
+def calibration(c: float) -> machine_model.Calibration:
+    counts = [1 << k for k in range(11)]
+    return machine_model.Calibration(counts, [math.exp(-c * math.log2(n)) for n in counts], 0, "prior")
+
+
+def errors(dirs: list[Path], suites) -> dict[float, list[dict]]:
+    """c -> one row per recording: suite, sampled count, |ln err| of S(16)."""
+    out: dict[float, list[dict]] = {}
+    for c in GRID:
+        rows = []
+        for d in dirs:
+            for n0 in COUNTS:
+                for r in scale16.evaluate(d, [n0], machine=calibration(c), suites=suites):
+                    rows.append({"suite": scale16.suite_of(d / f"{r['curve']}.csv"), "n0": n0,
+                                 "curve": r["curve"], "err": r["log_error"]})
+        out[c] = rows
+    return out
+
+
+def median(rows: list[dict]) -> float:
+    return statistics.median(r["err"] for r in rows) if rows else float("nan")
+
+
+def summary(rows: list[dict]) -> dict:
+    def part(sel: list[dict]) -> dict:
+        return {"points": len(sel), "median_log_error": round(median(sel), 4),
+                "within_20pct": round(sum(r["err"] <= math.log(1.2) for r in sel) / len(sel), 3) if sel else None}
+    return {"from_2_and_4": part([r for r in rows if r["n0"] != 16]), "probe_16": part([r for r in rows if r["n0"] == 16])}
+
+
+def best(by_c: dict[float, list[dict]], keep) -> float:
+    return min(GRID, key=lambda c: (round(median([r for r in by_c[c] if keep(r)]), 4), c))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("dirs", nargs="*", type=Path)
+    ap.add_argument("--suites", default="")
+    ap.add_argument("--skip-suites", default=bands.DEFAULT_SKIP)
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args(argv)
+    dirs = args.dirs or bands.DEFAULT_DIRS
+    missing = [str(d) for d in dirs if not d.is_dir()]
+    if missing:
+        print(f"machine_prior.py: no such directory: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    by_c = errors(dirs, scale16.suite_filter(args.suites, args.skip_suites))
+    suites = sorted({r["suite"] for r in by_c[0.0]})
+    held, per_suite = [], []
+    for s in suites:
+        c = best(by_c, lambda r, s=s: r["suite"] != s)
+        mine = [r for r in by_c[c] if r["suite"] == s]
+        held += mine
+        per_suite.append({"suite": s, "c": c, **summary(mine)})
+    c_all = best(by_c, lambda r: True)
+    result = {"held_out": summary(held), "in_sample": summary(by_c[c_all]), "no_prior": summary(by_c[0.0]),
+              "chosen_on_all": c_all, "per_suite": per_suite}
+    if args.json:
+        print(json.dumps(result, indent=1))
+        return 0
+    print(f"suites: {', '.join(suites)}")
+    print(f"held out (leave-one-suite-out): {result['held_out']}")
+    for p in per_suite:
+        print(f"  {p['suite']:<14} c {p['c']:.2f}  2,4: {p['from_2_and_4']}  16: {p['probe_16']}")
+    print(f"in sample (c = {c_all:.2f}):      {result['in_sample']}")
+    print(f"no prior (c = 0):            {result['no_prior']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
