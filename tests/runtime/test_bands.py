@@ -68,6 +68,18 @@ def test_one_busy_thread_claims_no_gain():
     assert "no evidence" in pred.basis
 
 
+def test_threads_outside_the_list_still_count_as_parallel():
+    """Workers that never called a wrapped function are not in the per-thread list (Phoenix
+    makes and joins them per phase), but the process's CPU time shows they ran: 3.4 CPU-s
+    in 1 s of wall is at least 4 threads at once, not "one thread did the work"."""
+    p = process(threads=1, wall=1.0, cpu=3.4)
+    pred = predict_process(p, target=16, cores=16)
+    assert "no evidence" not in pred.basis
+    assert pred.speedup[pred.threads.index(4)] > 3.0
+    # CPU time just over the wall time is noise, not a second thread
+    assert "no evidence" in predict_process(process(threads=1, wall=1.0, cpu=1.04), target=16, cores=16).basis
+
+
 def test_the_predictor_puts_the_band_on_every_prediction():
     p = process(threads=4, wall=1.0, cpu=3.6)
     (pred,) = predict_window([p], 16, 16, 16, {})

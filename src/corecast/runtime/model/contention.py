@@ -52,6 +52,8 @@ Standard library only: imported inside profiled programs.
 """
 from __future__ import annotations
 
+import math
+
 from .abi import SYNC_WAITS
 from .bound import RegionPrediction, preferred_count, region_work
 from .lockqueue import (MIN_CONTENDED, SINGLE_OBJECT, Station, TeamModel, bisect, copy_model,
@@ -68,6 +70,7 @@ IDLE_WAITS = ("omp_barrier", "condvar", "pthread_barrier", "semaphore")  # insid
 LOOP_CALL_COST_S = 1e-7  # assumed service of the shared iteration counter per loop call
 MIN_LATENCY_CALLS = 2    # calls a region needs before its barrier waits bound the latency
 SERIAL_BAND = 0.05       # process serial time +- 5% of the work
+CONCURRENCY_SLACK = 0.05  # CPU/wall a little over a whole number is timing noise, not one more thread
 
 
 def _barrier_idle(st: dict, calls: int, n0: int, single: float) -> float:
@@ -188,7 +191,13 @@ def process_team(process: ProcessSample) -> int:
     are starvation, not lost parallel time."""
     n0 = max(1, int(process["threads"]))
     team = int(process.get("team_threads", 0) or 0)
-    return team if 0 < team < n0 else n0
+    n0 = team if 0 < team < n0 else n0
+    # Threads that never called a wrapped function (workers made and joined per phase, as
+    # Phoenix's map-reduce does) are not in the per-thread list, but their CPU time is in
+    # the process's: CPU time over wall time is a lower bound on how many ran at once.
+    # Without it such a program read as one busy thread, "no evidence" (issue #38).
+    ran = float(process.get("cpu_s", 0.0)) / max(float(process["wall_s"]), 1e-12)
+    return max(n0, math.ceil(ran - CONCURRENCY_SLACK))
 
 
 def predict_process(process: ProcessSample, target: int, cores: int,
