@@ -1,0 +1,36 @@
+#!/bin/bash
+# One device call (benchmarks/corpus16/README.md): corpus16 (#43/#38) first, then issue #40's
+# steer_suite in what is left.  Run from the repository root with `carry: [".dev"]`, after
+# setting up .dev/ as the README says.  Knobs: DL (seconds in all), STEER_S (seconds kept
+# for steer_suite; 0: none), C16PRE (a measure.py pass run first, e.g. "--rerecord
+# --record-only --suite bots"), C16ARGS (extra measure.py arguments), and for a local dry
+# run PY (the Python with corecast) and SKIPSETUP.
+T0=$(date +%s); DL=${DL:-575}; STEER_S=${STEER_S:-120}
+export PYTHONUNBUFFERED=1
+: "${OUT:=/tmp/out}"; mkdir -p "$OUT"
+el() { echo $(( $(date +%s) - T0 )); }
+if [ -z "${SKIPSETUP:-}" ]; then
+  bash benchmarks/corpus16/setup.sh > "$OUT/setup.log" 2>&1
+  PY=${PY:-/tmp/v/bin/python}
+fi
+echo "setup done at $(el) s" | tee -a "$OUT/setup.log"
+{ lscpu; echo; nproc; uname -a; free -g; } > "$OUT/lscpu.txt" 2>&1
+( cd .dev/npb && mkdir -p bin && { make BT CLASS=W >/dev/null 2>&1; make CG CLASS=A >/dev/null 2>&1; ls bin; } ) >> "$OUT/setup.log" 2>&1 &
+mkdir -p /tmp/bin
+for p in omp_slowdown omp_triad; do [ -x /tmp/bin/$p ] || gcc -O2 -fopenmp examples/$p.c -o /tmp/bin/$p -lm; done
+wait
+echo "npb and examples built at $(el) s" | tee -a "$OUT/setup.log"
+mkdir -p /tmp/c16; [ -f .dev/c16.tgz ] && tar xzf .dev/c16.tgz -C /tmp/c16
+if [ -n "${C16PRE:-}" ]; then
+  B=$(( DL - $(el) - STEER_S - 15 ))
+  $PY benchmarks/corpus16/measure.py --manifest .dev/corpus16/programs.json --budget $B --timeout 30 --out /tmp/c16 $C16PRE > "$OUT/corpus-pre.log" 2>&1
+  tail -2 "$OUT/corpus-pre.log"
+fi
+B=$(( DL - $(el) - STEER_S - 15 ))
+$PY benchmarks/corpus16/measure.py --manifest .dev/corpus16/programs.json --budget $B --timeout 30 --out /tmp/c16 ${C16ARGS:-} > "$OUT/corpus.log" 2>&1
+cp .dev/commit.txt /tmp/c16/corecast-commit.txt 2>/dev/null
+tar czf "$OUT/c16.tgz" -C /tmp/c16 --exclude=./work .
+tail -3 "$OUT/corpus.log"; echo "corpus done at $(el) s"
+L=$(( DL - $(el) - 5 ))
+[ $L -gt 20 ] && timeout $L $PY benchmarks/steer_suite.py --runs ${STEER_RUNS:-9} --threads ${STEER_T:-16} --npb .dev/npb/bin --bin /tmp/bin --json-out "$OUT/steer_suite.json" > "$OUT/steer_suite.txt" 2>&1
+echo "steer_suite rc $? at $(el) s"; tail -40 "$OUT/steer_suite.txt"
