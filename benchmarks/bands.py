@@ -19,7 +19,7 @@ must be ``spread.py``'s (the script says when they are not).
 
     python benchmarks/bands.py [DIR ...] [--suites A,B | --skip-suites A,B] [--json]
 
-DIRs default to ../shared/datasets/scale16, benchmarks/device16 and benchmarks/corpus16/data,
+DIRs default to benchmarks/scale16_curves, benchmarks/device16 and benchmarks/corpus16/data,
 without the suites in DEFAULT_SKIP (corpus16's held-out suites, and BOTS until it is
 recorded again).  A program's suite is its
 CSV's ``# suite:`` comment (corpus16 writes one), else the part of its name before the

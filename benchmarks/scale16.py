@@ -29,8 +29,8 @@ holds, if any.
     python benchmarks/scale16.py [DIR] [--counts 2,4] [--history 1,2] [--only A,B | --skip A,B]
                                  [--suites A,B | --skip-suites A,B] [--machine FILE] [--json]
 
-DIR defaults to shared/datasets/scale16 in the first folder above the repository that
-holds one (../shared next to a checkout, ../../shared next to a worktree).
+DIR defaults to benchmarks/scale16_curves (the scale16 set, a copy of
+../shared/datasets/scale16).
 """
 from __future__ import annotations
 
@@ -51,9 +51,7 @@ from corecast.runtime.replay import replay_process
 from corecast.runtime.samples import read_recording
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT = next((p / "shared" / "datasets" / "scale16" for p in ROOT.parents
-                if (p / "shared" / "datasets" / "scale16").is_dir()),
-               ROOT.parent / "shared" / "datasets" / "scale16")
+DEFAULT = ROOT / "benchmarks" / "scale16_curves"  # the scale16 set, kept here (README.md there)
 TARGET = 16
 
 
@@ -211,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     if not Path(args.directory).is_dir():
-        print(f"scale16.py: no such directory: {args.directory} (the recordings: ../shared/datasets/scale16, "
+        print(f"scale16.py: no such directory: {args.directory} (the recordings: benchmarks/scale16_curves, "
               "benchmarks/device16, or a corpus16 output)", file=sys.stderr)
         return 2
     cal = read_calibration(args.machine) if args.machine else None

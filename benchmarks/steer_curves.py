@@ -9,7 +9,7 @@ stall ("imbalance" or "critical").  Curves without a 1-thread time are skipped.
 
     python benchmarks/steer_curves.py [DIR ...] [--windows 5,20] [--per-curve]
 
-DIR defaults to benchmarks/device16 and shared/datasets/scale16.
+DIR defaults to benchmarks/device16 and benchmarks/scale16_curves.
 """
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def steer(path: Path, windows: int, category: str) -> dict | None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dirs", nargs="*", default=[str(ROOT / "benchmarks" / "device16"),
-                                                 str(ROOT.parent / "shared" / "datasets" / "scale16")])
+                                                 str(ROOT / "benchmarks" / "scale16_curves")])
     ap.add_argument("--windows", default="5,20")
     ap.add_argument("--per-curve", action="store_true")
     args = ap.parse_args()

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[2]
 REQUIRED = RegionSample.__required_keys__
 REGION_KEYS = RegionSample.__required_keys__ | RegionSample.__optional_keys__
 PROCESS_KEYS = ProcessSample.__required_keys__ | ProcessSample.__optional_keys__
-SHARED = ROOT.parent / "shared" / "datasets" / "scale16" / "samples"
+SHARED = ROOT / "benchmarks" / "scale16_curves" / "samples"
 RECORDINGS = sorted((ROOT / "tests" / "data" / "recordings").glob("*.jsonl")) + sorted(SHARED.glob("*.jsonl"))
 
 

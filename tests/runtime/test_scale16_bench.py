@@ -11,7 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDING = ROOT / "tests" / "data" / "recordings" / "schema1-npb-mg.A-4.jsonl"
-# Medians of ../shared/datasets/scale16/npb-mg.A.csv (16-core Xeon VM, 3 repetitions).
+# Medians of benchmarks/scale16_curves/npb-mg.A.csv (16-core Xeon VM, 3 repetitions).
 CURVE = {1: 2.6750, 2: 1.9477, 4: 1.7812, 8: 1.5938, 16: 1.4658}
 
 
