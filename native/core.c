@@ -55,6 +55,19 @@ volatile int cc_ready;
 volatile int cc_active;
 uint64_t cc_overflow;
 
+static int live_threads = 1, peak_threads = 1; /* the main thread runs from the start */
+
+void cc_thread_started(void) {
+    int n = __atomic_add_fetch(&live_threads, 1, __ATOMIC_RELAXED);
+    int p = __atomic_load_n(&peak_threads, __ATOMIC_RELAXED);
+    while (n > p && !__atomic_compare_exchange_n(&peak_threads, &p, n, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
+}
+
+void cc_thread_ended(void) { __atomic_sub_fetch(&live_threads, 1, __ATOMIC_RELAXED); }
+
+int cc_peak_threads(void) { return __atomic_load_n(&peak_threads, __ATOMIC_RELAXED); }
+
 /* The fatal signals of the exit guard (lifecycle.c); the sampler leaves them unblocked. */
 const int cc_fatal_signals[CC_NFATAL] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
 
@@ -201,6 +214,7 @@ void cc_core_after_fork(void) {
     nslots = 0;
     nregions = 0;
     cc_overflow = 0;
+    live_threads = peak_threads = 1;
     cc_self_tls = NULL;
     cc_active = 0;
     activity_claimed = 0;

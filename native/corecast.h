@@ -141,6 +141,12 @@ extern struct cc_config cc_cfg;
 extern volatile int cc_ready;     /* constructor ran, not yet finalised */
 extern volatile int cc_active;    /* parallel activity seen */
 extern uint64_t cc_overflow;      /* events dropped: slot or region tables full */
+/* Program threads alive at once, the main one included: started through the
+ * pthread_create wrapper (shims/pthread.c), whether or not they ever call a wrapped
+ * function and so get a slot.  A process's team counts the ones it never saw. */
+void cc_thread_started(void) CC_HIDDEN;
+void cc_thread_ended(void) CC_HIDDEN;
+int cc_peak_threads(void) CC_HIDDEN;
 
 /* 1 once an OMPT runtime (libomp, libiomp5) started shims/ompt.c: the GOMP_* entry points
  * such a runtime also exports then pass straight through (one path per runtime). */

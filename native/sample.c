@@ -114,13 +114,22 @@ static void fill_region(struct cc_region_sample *o, struct cc_region *r, struct 
  * before the sampler saw them count.  0 when fewer than two CPU times are known. */
 #define TEAM_SHARE 0.25
 
-static int team_of(const struct cc_thread *t, int k) {
-    double cpu[CC_MAX_THREADS], first = -1, second = -1;
+/* ``unseen`` threads ran without a slot (they never called a wrapped function): they
+ * share what the process's CPU time ``cpu_s`` holds beyond the listed threads'. */
+static int team_of(const struct cc_thread *t, int k, int unseen, double cpu_s) {
+    double cpu[CC_MAX_THREADS], first = -1, second = -1, listed = 0;
     int n = 0, known = 0;
-    for (int i = 0; i < k && n < CC_MAX_THREADS; i++) {
-        if (t[i].internal)
-            continue;
-        double c = cpu[n++] = cc_task_cpu_s(t[i].tid); /* one lookup per thread */
+    for (int i = 0; i < k + unseen && n < CC_MAX_THREADS; i++) {
+        double c;
+        if (i < k) {
+            if (t[i].internal)
+                continue;
+            c = cpu[n++] = cc_task_cpu_s(t[i].tid); /* one lookup per thread */
+            if (c > 0)
+                listed += c;
+        } else {
+            c = cpu[n++] = cpu_s > listed ? (cpu_s - listed) / unseen : 0;
+        }
         if (c < 0)
             continue;
         known++;
@@ -192,7 +201,9 @@ static void fill_process(struct cc_region_sample *o, const struct cc_sample *s, 
     cc_process_times(&o->cpu_s, &runq, &o->runq_other_s);
     o->stall_s[CC_STALL_RUNQUEUE] = runq; /* the program's own: other load's is apart */
     o->busy_s = o->cpu_s;
-    o->team_threads = team_of(t, k);
+    int peak = cc_peak_threads(), unseen = peak > o->threads ? peak - o->threads : 0;
+    o->team_threads = team_of(t, k, unseen, o->cpu_s);
+    o->threads += unseen; /* the most that ran at once, when more than it listed */
     cc_settle_extend_process(o, credited);
 }
 

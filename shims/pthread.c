@@ -41,11 +41,55 @@ static inline void timed_wait(struct cc_thread *t, int cat, uint64_t t0) {
     cc_note(t, cat, w ? w : 1, 0);
 }
 
-/* ---- threads ---------------------------------------------------------------------- */
+/* ---- threads ---------------------------------------------------------------------- *
+ * Each program thread starts through thread_start, which counts it alive until it returns,
+ * calls pthread_exit or is cancelled (a cleanup handler): threads that never call a wrapped
+ * function (workers made and joined per phase) still count in the process's team.  The
+ * start routine and its argument travel in a record of a fixed pool (no malloc here); when
+ * every record is taken, the thread starts as it would without corecast, uncounted. */
+#define START_RECORDS 256
+
+static struct start_record {
+    void *(*start)(void *);
+    void *arg;
+    int taken;
+} start_records[START_RECORDS];
+
+static void thread_ended(void *unused) {
+    (void)unused;
+    cc_thread_ended();
+}
+
+static void *thread_start(void *p) {
+    struct start_record *r = p;
+    void *(*start)(void *) = r->start;
+    void *arg = r->arg;
+    __atomic_store_n(&r->taken, 0, __ATOMIC_RELEASE);
+    cc_thread_started();
+    void *ret;
+    pthread_cleanup_push(thread_ended, NULL);
+    ret = start(arg);
+    pthread_cleanup_pop(1);
+    return ret;
+}
+
 int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*start)(void *), void *arg) {
     struct cc_thread *t = cc_self();
-    if (!t->guard)
-        cc_activity();
+    if (t->guard || t->internal) /* corecast's own threads (the model's too) are not the program's */
+        return CC_LIBC(pthread_create)(th, attr, start, arg);
+    cc_activity();
+    for (int i = 0; i < START_RECORDS; i++) {
+        int free_ = 0;
+        if (__atomic_load_n(&start_records[i].taken, __ATOMIC_RELAXED) ||
+            !__atomic_compare_exchange_n(&start_records[i].taken, &free_, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+            continue;
+        start_records[i].start = start;
+        start_records[i].arg = arg;
+        int r = CC_LIBC(pthread_create)(th, attr, thread_start, &start_records[i]);
+        if (r != 0)
+            __atomic_store_n(&start_records[i].taken, 0, __ATOMIC_RELEASE);
+        return r;
+    }
     return CC_LIBC(pthread_create)(th, attr, start, arg);
 }
 

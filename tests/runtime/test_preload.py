@@ -956,3 +956,66 @@ def test_task_work_is_not_barrier_wait(build, lib, tmp_path):
     # last tasks, however the scheduler places the threads.
     assert busy > 0 and waits < 0.2 * busy, (busy, region["stalls_s"])  # was about 0.5 with 2 threads
     assert region["counters"]["serial_s"] < 0.2 * busy  # the single block made tasks, it was not serial work
+
+
+# ---- threads that never call a wrapped function -------------------------------------------
+PHASES_C = r"""
+#include <pthread.h>
+#include <stdio.h>
+#include <time.h>
+#define WORKERS 3
+static int started;
+static volatile double sink;
+static void *worker(void *arg) {
+    long phase = (long)arg;
+    /* no wrapped call in here: all of a phase's workers are alive at once, then work */
+    __atomic_add_fetch(&started, 1, __ATOMIC_SEQ_CST);
+    while (__atomic_load_n(&started, __ATOMIC_SEQ_CST) < WORKERS * (phase + 1))
+        ;
+    double s = 0;
+    for (long i = 0; i < 20000000; i++)
+        s += (double)(i & 7);
+    sink = s;
+    if (phase == 0)
+        pthread_exit(NULL); /* still counted as ended */
+    return NULL;
+}
+static void *sleeper(void *arg) {
+    (void)arg;
+    for (;;) {
+        struct timespec ts = {1, 0};
+        nanosleep(&ts, NULL); /* a cancellation point */
+    }
+    return NULL;
+}
+int main(void) {
+    pthread_t t[WORKERS], s;
+    for (long phase = 0; phase < 3; phase++) {
+        if (phase == 1) { /* a cancelled thread ends too */
+            pthread_create(&s, NULL, sleeper, NULL);
+            pthread_cancel(s);
+            pthread_join(s, NULL);
+        }
+        for (int i = 0; i < WORKERS; i++)
+            pthread_create(&t[i], NULL, worker, (void *)phase);
+        for (int i = 0; i < WORKERS; i++)
+            pthread_join(t[i], NULL);
+    }
+    printf("ok\n");
+    return 0;
+}
+"""
+
+
+def test_threads_without_wrapped_calls_count_in_the_team(build, lib, tmp_path):
+    """Workers made and joined per phase that call nothing corecast wraps (Phoenix's
+    map-reduce) get no slot, but they are the process's team: 3 at once beside an idle
+    main thread, however many phases, and threads that end by pthread_exit or
+    cancellation leave the count."""
+    prog = build("phases", PHASES_C, "-pthread")
+    out = tmp_path / "cc.jsonl"
+    proc = run([prog], preload=lib, output=out, quiet="1")
+    assert proc.returncode == 0 and proc.stdout == b"ok\n"
+    (process,) = events(read_lines(out), "process")
+    assert process["threads"] == 4  # the most alive at once: 3 workers and the main thread
+    assert process["counters"]["team_threads"] == 3  # the main thread only waited

@@ -151,7 +151,7 @@ int main(int argc, char **argv) {{
         t[i - 1].internal = 0;
         cpu_of[i - 1] = atof(argv[i]);
     }}
-    printf("%d\\n", team_of(t, argc - 1));
+    printf("%d\\n", team_of(t, argc - 1, 0, 0.0)); /* no unseen threads: what a recording lists */
     return 0;
 }}
 """)

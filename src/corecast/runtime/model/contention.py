@@ -193,9 +193,10 @@ def process_team(process: ProcessSample) -> int:
     team = int(process.get("team_threads", 0) or 0)
     n0 = team if 0 < team < n0 else n0
     # Threads that never called a wrapped function (workers made and joined per phase, as
-    # Phoenix's map-reduce does) are not in the per-thread list, but their CPU time is in
-    # the process's: CPU time over wall time is a lower bound on how many ran at once.
-    # Without it such a program read as one busy thread, "no evidence" (issue #38).
+    # Phoenix's map-reduce does) were not counted before the library counted the threads
+    # alive at once, but their CPU time is in the process's: CPU time over wall time is a
+    # lower bound on how many ran at once.  Without it such a recording read as one busy
+    # thread, "no evidence" (issue #38).
     ran = float(process.get("cpu_s", 0.0)) / max(float(process["wall_s"]), 1e-12)
     return max(n0, math.ceil(ran - CONCURRENCY_SLACK))
 

@@ -59,7 +59,7 @@ class _Required(TypedDict):
     name: str                 # outlined function ("main._omp_fn.0"), kernel name, or "process"
     object: str               # object file that holds it (executable, shared library); kernels: the device
     runtime: Literal["openmp", "pthreads", "opencl"]  # process: "openmp" if it ran OpenMP regions
-    threads: int              # largest team seen (OpenMP), threads seen (process), compute units (kernel)
+    threads: int              # largest team seen (OpenMP), threads seen or most alive at once (process), compute units (kernel)
     nested: bool              # ran inside another region (the process model composes outermost ones)
     calls: int                # calls of the region (kernel launches; the process: 1)
     wall_s: float             # s, summed wall time of all calls (the process: elapsed time)
