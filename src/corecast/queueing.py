@@ -107,7 +107,7 @@ def response_time(n: int, lam: float, mu: float) -> float:
     """Mean time from a request to its completion (waiting + service),
     ``R = N / (mu (1 - P0)) - 1/lam``; ``1/mu`` when nobody waits."""
     n = _check(n, lam, mu)
-    if n == 0 or lam == 0:
+    if n <= 1 or lam == 0:  # one customer never waits (the sums below give exactly 1/mu)
         return 1.0 / mu
     if math.isinf(lam):
         return float(n) / mu
