@@ -19,13 +19,17 @@ Cases (``--threads T``; NPB binaries in ``--npb``, the examples built in ``--bin
 ``--base VENV`` adds the same corecast sides from another install (a venv holding an
 older build: before and after in the same rounds).  Output is checked: a side whose
 stdout differs from the reference's is flagged (omp_triad and NPB print timings, so only
-their exit status is compared there).
+their exit status is compared there).  Besides wall time each side's median CPU seconds
+(user + system of the run, launcher included) and the library's own CPU (the report's
+``own CPU``; sides with a report only) are given.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -88,10 +92,20 @@ def cases(args: argparse.Namespace) -> dict[str, tuple[str, dict[str, dict], boo
     return {k: v for k, v in out.items() if k in wanted or (k in args.npb_programs.split(",") and "npb" in wanted)}
 
 
-def timed(s: dict) -> tuple[float, bytes, int]:
+OWN_CPU = re.compile(rb"own CPU ([0-9.]+) s")
+
+
+def timed(s: dict) -> tuple[float, bytes, int, float, float | None]:
+    """Wall seconds, stdout, exit status, the run's CPU seconds (user + system, launcher
+    included) and the library's own CPU from its report (None without one: quiet sides)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
-    r = subprocess.run(s["argv"], env=s["env"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, timeout=600)
-    return time.perf_counter() - t0, r.stdout, r.returncode
+    r = subprocess.run(s["argv"], env=s["env"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=600)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    own = OWN_CPU.search(r.stderr)
+    return wall, r.stdout, r.returncode, cpu, float(own.group(1)) if own else None
 
 
 def spread(v: list[float]) -> dict:
@@ -119,25 +133,35 @@ def main() -> int:
     print(f"{os.cpu_count()} CPUs, {args.threads} threads, {args.runs} interleaved rounds; load {load()}")
     for name, (ref, sides, same_out) in cases(args).items():
         times: dict[str, list[float]] = {s: [] for s in sides}
+        cpus: dict[str, list[float]] = {s: [] for s in sides}
+        owns: dict[str, list[float]] = {s: [] for s in sides}
         outs: dict[str, set] = {s: set() for s in sides}
         bad: dict[str, int] = {s: 0 for s in sides}
         names = list(sides)
         for i in range(args.runs):
             for s in names[i % len(names):] + names[:i % len(names)]:
-                t, out, rc = timed(sides[s])
+                t, out, rc, cpu, own = timed(sides[s])
                 times[s].append(t)
+                cpus[s].append(cpu)
+                if own is not None:
+                    owns[s].append(own)
                 outs[s].add(out)
                 bad[s] += rc != 0
         summary = {s: spread(v) for s, v in times.items()}
         print(f"\n{name} (load {load()})")
-        print(f"  {'side':26} {'median':>7} {'q1':>7} {'q3':>7} {'min':>7} {'max':>7}  vs {ref}")
+        # CPU medians: on a loaded or oversubscribed machine wall time hides a 0.1 s cost
+        print(f"  {'side':26} {'median':>7} {'q1':>7} {'q3':>7} {'min':>7} {'max':>7}  vs {ref:8}"
+              f" {'cpu':>6} {'own cpu':>7}")
         for s, m in summary.items():
             vs = 100 * (m["median"] / summary[ref]["median"] - 1)
             flags = (" EXIT STATUS" if bad[s] else "") + (
                 " OUTPUT DIFFERS" if same_out and outs[s] != outs[ref] else "")
+            cpu = statistics.median(cpus[s])
+            own = statistics.median(owns[s]) if owns[s] else None
             print(f"  {s:26} {m['median']:7.3f} {m['q1']:7.3f} {m['q3']:7.3f} {m['min']:7.3f} {m['max']:7.3f}"
-                  f"  {vs:+6.1f}%{flags}")
-            m.update(vs_ref=vs, failed=bad[s], times=times[s])
+                  f"  {vs:+8.1f}% {cpu:6.3f} " + (f"{own:7.3f}" if own is not None else f"{'-':>7}") + flags)
+            m.update(vs_ref=vs, failed=bad[s], times=times[s], cpu_median=cpu, cpu=cpus[s],
+                     own_cpu_median=own, own_cpu=owns[s])
         record["cases"][name] = {"reference": ref, "sides": summary}
         sys.stdout.flush()
     record["load_after"] = load()

@@ -313,3 +313,22 @@ def test_a_huge_count_is_not_echoed_whole(capsys, time_csv):
     assert main(["predict", time_csv, "--knee-fraction", "x" * 300]) == 2
     err = capsys.readouterr().err
     assert "..." in err and len(err) < 200
+
+
+def test_launch_commands_declare_only_themselves():
+    # `corecast run` starts a program: the other subcommands' arguments are not declared
+    # (they cost every run's start-up), yet its help and errors read as with the full parser.
+    import argparse
+
+    from corecast.cli import LAUNCHERS, build_parser
+
+    def commands(parser: argparse.ArgumentParser) -> list[str]:
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        return list(sub.choices)
+
+    assert set(LAUNCHERS) == {"run", "lib"}
+    for name in LAUNCHERS:
+        assert commands(build_parser(name)) == [name]
+        assert build_parser(name).parse_args([name] + (["--", "true"] if name == "run" else [])).command == name
+    assert {"predict", "run", "lib", "sweep", "numa"} <= set(commands(build_parser()))
+    assert commands(build_parser("predict")) == commands(build_parser())

@@ -124,3 +124,18 @@ def test_one_blas_thread_and_the_environment_put_back(preset):
     if len(os.sched_getaffinity(0)) >= 2 and preset is None:
         # Without the limit OpenBLAS starts threads here: the check above can fail.
         assert _threads_and_env(False, env)["threads"] > 1
+
+
+def test_target_machine_exit_imports_no_heavy_standard_modules():
+    # The exit's node model runs inside the profiled program after its last region:
+    # typing, pathlib, tempfile, dataclasses (inspect, ast) cost it 20-30 ms there.
+    r = python("""
+        import corecast.runtime.bridge
+        from corecast.runtime.model.numa import NumaState, predict_region
+        state = NumaState("opteron6380")
+        assert state.machine is not None, state.error
+        slow = ("typing", "pathlib", "tempfile", "dataclasses", "inspect", "ast", "numpy")
+        print(json.dumps(sorted(m for m in slow if m in sys.modules)))
+    """)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout.splitlines()[-1]) == []

@@ -37,6 +37,7 @@ Standard library only: the runtime model imports this inside profiled programs.
 from __future__ import annotations
 
 import math
+from itertools import accumulate
 
 __all__ = ["p0", "utilisation", "throughput", "response_time", "waiting_time", "Q", "mva"]
 
@@ -55,12 +56,16 @@ def _check(n: int, lam: float, mu: float) -> int:
 def _log_terms(n: int, lam: float, mu: float) -> list[float]:
     """log t_k for k = 0..n (t_0 = 1); assumes 0 < lam < inf."""
     log_rho = math.log(lam) - math.log(mu)  # no overflow of lam / mu itself
-    logs = [0.0]
-    acc = 0.0
-    for k in range(1, n + 1):
-        acc += math.log(n - k + 1) + log_rho
-        logs.append(acc)
-    return logs
+    # log t_k = log t_{k-1} + log(n - k + 1) + log rho, summed left to right
+    return list(accumulate([math.log(i) + log_rho for i in range(n, 0, -1)], initial=0.0))
+
+
+def _weights(n: int, lam: float, mu: float) -> tuple[list[float], float]:
+    """t_k scaled by the largest (k = 0..n) and their sum over k >= 1; 0 < lam < inf."""
+    logs = _log_terms(n, lam, mu)
+    top = max(logs)
+    w = [math.exp(v - top) for v in logs]
+    return w, math.fsum(w[1:])
 
 
 def _moments(n: int, lam: float, mu: float) -> tuple[float, float, float, float]:
@@ -69,10 +74,7 @@ def _moments(n: int, lam: float, mu: float) -> tuple[float, float, float, float]
         return 1.0, 0.0, 1.0, 0.0
     if math.isinf(lam):
         return 0.0, 1.0, float(n), float(n - 1)
-    logs = _log_terms(n, lam, mu)
-    top = max(logs)
-    w = [math.exp(v - top) for v in logs]
-    busy = math.fsum(w[1:])
+    w, busy = _weights(n, lam, mu)
     if busy == 0.0:  # rho so small that t_1 underflowed against t_0 = 1
         # 1 - P0 ~= n rho and the mean k over k >= 1 is ~= 1
         share = math.exp(math.log(n) + math.log(lam) - math.log(mu))
@@ -105,9 +107,15 @@ def response_time(n: int, lam: float, mu: float) -> float:
     """Mean time from a request to its completion (waiting + service),
     ``R = N / (mu (1 - P0)) - 1/lam``; ``1/mu`` when nobody waits."""
     n = _check(n, lam, mu)
-    if n == 0:
+    if n <= 1 or lam == 0:  # one customer never waits (the sums below give exactly 1/mu)
         return 1.0 / mu
-    return _moments(n, lam, mu)[2] / mu
+    if math.isinf(lam):
+        return float(n) / mu
+    # _moments' mean k alone: the NUMA fit calls this thousands of times
+    w, busy = _weights(n, lam, mu)
+    if busy == 0.0:
+        return 1.0 / mu
+    return math.fsum([k * wk for k, wk in enumerate(w)]) / busy / mu
 
 
 def waiting_time(n: int, lam: float, mu: float) -> float:

@@ -191,3 +191,23 @@ def test_fit_grows_with_slowdown():
     rates = [fit_rate(OPTERON, [(1, 1.0), (2, t2)])[0] for t2 in (0.55, 0.65, 0.8)]
     assert rates[0] < rates[1] < rates[2]
     assert all(math.isfinite(v) for v in rates)
+
+
+def test_fit_solves_each_distinct_queue_once(monkeypatch):
+    # Requests spread evenly: every memory node's queues are alike, so an evaluation at
+    # team size k solves one controller and one bus queue, not one per node (on 16 cores
+    # the per-node solves cost omp_triad's exit 0.1-0.3 s).  Counted, not timed.
+    from corecast.numa import model
+
+    calls = []
+    real = model.Q
+    monkeypatch.setattr(model, "Q", lambda *a: calls.append(a) or real(*a))
+    times = [(k, 0.002 * (1 + 0.3 * k) / k) for k in range(1, 17)]
+    fit_rate(OPTERON, times)
+    evaluations = len(calls) / (2 * len(times))
+    assert evaluations == int(evaluations) and evaluations < 120
+    # an uneven rate vector still solves a queue per distinct node
+    calls.clear()
+    b = [0.001 * (m + 1) for m in range(K)]
+    memory_cycles(OPTERON, Rates(b, b, [8 * v for v in b]), [0])
+    assert len(calls) == 2 * K

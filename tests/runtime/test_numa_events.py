@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from corecast.runtime import launcher, numa_events
+from corecast.runtime.bridge import decode_counts
 
 from .helpers import NATIVE_SOURCE
-from corecast.runtime.numa_events import Event, Plan, decode_counts, encode, plan, topology
+from corecast.runtime.numa_events import Event, Plan, encode, plan, topology
 
 
 def cpuinfo(vendor: str, family: int, model: int, name: str = "test cpu", cpus: int = 2) -> str:

@@ -14,11 +14,13 @@ import os
 import re
 import stat
 import sys
-import tempfile
-from typing import Iterable
 
 from . import settings
 from ..errors import InputError
+
+TYPE_CHECKING = False  # typing costs a profiled program start-up time: annotations only
+if TYPE_CHECKING:
+    from typing import Iterable
 
 # ---------------------------------------------------------------- files in and out
 #
@@ -277,6 +279,8 @@ def write_file(path: str | os.PathLike, data: bytes | str, what: str = "") -> No
 
 def _replace(path: str, data: bytes, mode: int | None) -> None:
     """Write a temporary file next to ``path`` and rename it over ``path``."""
+    import tempfile  # writers only: the runtime reads machine files through this module
+
     fd, tmp = tempfile.mkstemp(prefix=".corecast-", dir=os.path.dirname(path))
     try:
         with os.fdopen(fd, "wb") as f:

@@ -7,7 +7,9 @@ profiled programs."""
 from __future__ import annotations
 
 import os
-from typing import Any
+TYPE_CHECKING = False  # typing costs a profiled program start-up time: annotations only
+if TYPE_CHECKING:
+    from typing import Any
 
 from ..errors import InputError
 from ..io.fileio import parse_json, read_text, shown

@@ -29,10 +29,13 @@ Standard library only: the runtime calls it inside profiled programs.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
 
 from ..queueing import Q
 from .machine import Machine
+
+TYPE_CHECKING = False  # typing costs a profiled program start-up time: annotations only
+if TYPE_CHECKING:
+    from typing import Any, Sequence
 
 W_ITERATIONS = 5  # the paper's W_5
 W_FLOOR = 0.01  # work cycles never below 1% of the total (delays too large for the sample)
@@ -95,11 +98,17 @@ def controller_delays(machine: Machine, programs: Sequence[tuple[Rates, int]]) -
     is no customer of a finite-source queue; counting it with the averaged rate would make
     a CPU-bound co-runner slow the program down, which the paper measured it does not)."""
     out = []
+    seen: dict = {}  # nodes asked alike (traffic spread evenly) share one queue: solved once
+    columns = list(zip(*[r.mct for r, _ in programs]))  # per memory node: each program's MCT_m
     for m in range(machine.nodes):
-        users = [(r.mct[m], k) for r, k in programs if r.mct[m] > 0]
-        total = sum(k for _, k in users)
-        lam = sum(v * k for v, k in users) / total if total else 0.0
-        out.append(Q(max(total, 1), 1.0 / machine.controller_delay, lam))
+        demand = columns[m]
+        q = seen.get(demand)
+        if q is None:
+            users = [(v, k) for v, (_, k) in zip(demand, programs) if v > 0]
+            total = sum(k for _, k in users)
+            lam = sum(v * k for v, k in users) / total if total else 0.0
+            q = seen[demand] = Q(max(total, 1), 1.0 / machine.controller_delay, lam)
+        out.append(q)
     return out
 
 
@@ -113,17 +122,23 @@ def bus_delay(machine: Machine, rates: Rates, nodes: Sequence[int]) -> float:
 
 
 def memory_cycles(machine: Machine, rates: Rates, nodes: Sequence[int],
-                  others: Sequence[tuple[Rates, int]] = (), cores: int | None = None) -> float:
+                  others: Sequence[tuple[Rates, int]] = (), cores: int | None = None,
+                  delay: float | None = None) -> float:
     """``M = sum_m LLC_m R_m``: memory cycles per work cycle of one core of a program on
     ``nodes`` next to ``others`` ((rates, node count) each).  ``cores`` active per node
-    (default: all of them) is the bus queue's population."""
+    (default: all of them) is the bus queue's population; ``delay`` is
+    ``bus_delay(machine, rates, nodes)`` where the caller already has it."""
     ctrl = controller_delays(machine, [(rates, len(nodes)), *others])
-    bd = bus_delay(machine, rates, nodes)
+    bd = bus_delay(machine, rates, nodes) if delay is None else delay
     c = machine.cores_per_node if cores is None else cores
     total = 0.0
+    seen: dict = {}  # as in controller_delays: equal queues solved once, summed as before
     for m in range(machine.nodes):
         if rates.llc[m] > 0:
-            total += rates.llc[m] * Q(c, 1.0 / (bd + ctrl[m]), rates.bus[m])
+            key = (ctrl[m], rates.bus[m])
+            if key not in seen:
+                seen[key] = Q(c, 1.0 / (bd + ctrl[m]), rates.bus[m])
+            total += rates.llc[m] * seen[key]
     return total
 
 
@@ -317,10 +332,11 @@ def fit_rate(machine: Machine, team_times: Sequence[tuple[int, float]],
 
     def error(r: float) -> float:
         logs = []
+        rr = rates(r)
+        bd = bus_delay(machine, rr, first)  # bus rates alone: the same at every team size
         for k, t in pts:
-            rr = rates(r)
             rr.mct = [k * v for v in rr.bus]  # k active cores feed the node's controller
-            g = (1.0 + memory_cycles(machine, rr, first, cores=k)) / k
+            g = (1.0 + memory_cycles(machine, rr, first, cores=k, delay=bd)) / k
             logs.append(math.log(t) - math.log(g))
         mean = sum(logs) / len(logs)
         return math.sqrt(sum((v - mean) ** 2 for v in logs) / len(logs))

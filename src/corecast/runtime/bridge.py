@@ -16,7 +16,7 @@ from .model.bound import predict_region as bound_region
 from .model.contention import barrier_latency
 from .model.contention import predict_process as one_sample_process
 from .model.contention import predict_region as one_sample_region
-from .model.abi import MAX_NODES, MAX_PRED
+from .model.abi import MAX_NODES, MAX_PRED, NUMA_ROLES
 from .model.history import RegionHistory
 from .model.predictor import predict_window
 from .model.record import region_from_struct
@@ -182,6 +182,29 @@ def _encode_nodes(ffi: object, out: object, res: object) -> None:
     _put(ffi, out.numa_json, res.json)
 
 
+def decode_counts(ffi: object, numa: object) -> dict:
+    """A ``struct cc_numa_counts`` (cffi cdata) as a plain dict; a role's values are None
+    unless its ``measured`` bit is set.  Here, not in numa_events (the launcher's event
+    tables): importing those (dataclasses, inspect) cost every exit 10 ms."""
+    nodes = max(0, min(int(numa.nodes), MAX_NODES))
+    measured = [r for i, r in enumerate(NUMA_ROLES) if int(numa.measured) & (1 << i)]
+
+    def per_node(arr: object) -> list[float]:
+        return [float(arr[i]) for i in range(nodes)]
+
+    return {
+        "nodes": nodes,
+        "node_cpus": [int(numa.node_cpus[i]) for i in range(nodes)],
+        "measured": measured,
+        "multiplexed": bool(numa.multiplexed),
+        "cycles": float(numa.cycles) if "cycles" in measured else None,
+        "llc_misses": float(numa.llc_misses) if "llc" in measured else None,
+        "bus": per_node(numa.bus) if "bus" in measured else None,
+        "mct": per_node(numa.mct) if "mct" in measured else None,
+        "source": ffi.string(numa.source).decode("utf-8", "replace"),
+    }
+
+
 def _predict_nodes(ffi: object, sample: object, regions: list[RegionSample], result: object,
                    preds: list | None = None) -> None:
     """Node counts on the target machine for every outermost region (or the process of a
@@ -190,7 +213,6 @@ def _predict_nodes(ffi: object, sample: object, regions: list[RegionSample], res
     if state is None:
         return
     from .model.numa import predict_region as nodes_for
-    from .numa_events import decode_counts
 
     counts = decode_counts(ffi, sample.numa)
     state.window(counts, regions, sample.window_s)

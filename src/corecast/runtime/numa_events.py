@@ -4,8 +4,8 @@ PACT 2016).
 
 The launcher calls ``plan(open('/proc/cpuinfo').read())`` and hands ``encode(plan)`` to the
 preload library in ``CORECAST_NUMA_EVENTS``; native/numa.c opens those events with
-perf_event_open and fills ``struct cc_numa_counts``.  ``decode_counts`` turns that struct
-back into a plain dict for the model.  Standard library only: the launcher imports it.
+perf_event_open and fills ``struct cc_numa_counts``, which the bridge's ``decode_counts``
+turns back into a plain dict for the model.  Standard library only: the launcher imports it.
 
 Roles (bit i of ``cc_numa_counts.measured``, native/model_abi.h CC_NUMA_*), after Cho et al.
 Table 2 (the paper's section 4.2):
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from collections import namedtuple  # not dataclasses: their import (inspect, ast) cost each run 7 ms
 
 from ..numa.topology import parse_cpulist, topology
 from ..numa.topology import read_text as _read
@@ -37,29 +37,27 @@ FORMAT_VERSION = "v1"
 
 
 # ---- event tables ----------------------------------------------------------------------
-@dataclass(frozen=True)
-class Code:
-    event: int   # event select, up to 12 bits on AMD (EventSelect[11:8] lives in config[35:32])
-    umask: int
-    name: str
+# event: event select, up to 12 bits on AMD (EventSelect[11:8] lives in config[35:32])
+Code = namedtuple("Code", "event umask name")
 
 
-@dataclass(frozen=True)
-class Role:
-    pmu: str                   # PMU under <sysfs>/bus/event_source/devices (a regex, full match)
-    codes: tuple[Code, ...]    # counted separately, summed per role and node
-    per_target: bool = False   # umask bit m selects target memory node m (NBPMCx1E0)
+class Role(namedtuple("Role", "pmu codes per_target", defaults=(False,))):
+    """pmu: the PMU under <sysfs>/bus/event_source/devices (a regex, full match); codes: a
+    tuple of Code, counted separately, summed per role and node; per_target: umask bit m
+    selects target memory node m (NBPMCx1E0)."""
+    __slots__ = ()
 
     @property
     def core(self) -> bool:
         return self.pmu == "cpu"
 
 
-@dataclass(frozen=True)
-class Table:
-    source: str
-    roles: dict[str, Role]
-    missing: dict[str, str] = field(default_factory=dict)  # role -> why the table has none
+class Table(namedtuple("Table", "source roles missing")):
+    """source: the table's name; roles: role -> Role; missing: role -> why the table has none."""
+    __slots__ = ()
+
+    def __new__(cls, source: str, roles: dict, missing: dict | None = None) -> "Table":
+        return super().__new__(cls, source, roles, {} if missing is None else missing)
 
 
 # AMD Family 15h Models 00h-0Fh (Opteron 6200/6300, Bulldozer/Piledriver): the paper's
@@ -170,23 +168,30 @@ def select_table(vendor: str, family: int, model: int) -> Table | None:
 
 
 # ---- the plan --------------------------------------------------------------------------
-@dataclass(frozen=True)
-class Event:
-    role: str       # one of NUMA_ROLES
-    node: int       # memory node (bus: target, mct: the controller's); llc uncore: the unit's node; -1: core event
-    type: int       # perf_event_attr.type (the PMU's sysfs type)
-    config: int
-    config1: int = 0
-    cpu: int = -1   # -1: counts the program's threads; >= 0: an uncore unit read on that CPU
-    name: str = ""  # for people; not encoded
+# role: one of NUMA_ROLES; node: memory node (bus: target, mct: the controller's), llc
+# uncore: the unit's node, -1: core event; type: perf_event_attr.type (the PMU's sysfs
+# type); cpu: -1 counts the program's threads, >= 0 an uncore unit read on that CPU;
+# name: for people, not encoded.
+Event = namedtuple("Event", "role node type config config1 cpu name", defaults=(0, -1, ""))
 
 
-@dataclass
 class Plan:
-    source: str = ""                      # the table used ("" if none)
-    events: list[Event] = field(default_factory=list)
-    reason: str = ""                      # why there are no events at all
-    missing: dict[str, str] = field(default_factory=dict)  # role -> why it is not planned
+    """The events to count: source (the table used, "" if none), events, reason (why
+    there are no events at all), missing (role -> why it is not planned)."""
+
+    __slots__ = ("source", "events", "reason", "missing")
+
+    def __init__(self, source: str = "", events: list | None = None, reason: str = "",
+                 missing: dict | None = None) -> None:
+        self.source, self.reason = source, reason
+        self.events = [] if events is None else events
+        self.missing = {} if missing is None else missing
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Plan) and all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
+
+    def __repr__(self) -> str:
+        return "Plan(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__) + ")"
 
     @property
     def roles(self) -> list[str]:
@@ -357,26 +362,3 @@ def plan_for_this_machine() -> Plan:
     except OSError as exc:
         return Plan(reason=f"cannot read /proc/cpuinfo: {exc.strerror}")
     return plan(text)
-
-
-# ---- the counts, back in Python ----------------------------------------------------------
-def decode_counts(ffi, numa) -> dict:
-    """A ``struct cc_numa_counts`` (cffi cdata) as a plain dict; a role's values are None
-    unless its ``measured`` bit is set."""
-    nodes = max(0, min(int(numa.nodes), MAX_NODES))
-    measured = [r for i, r in enumerate(NUMA_ROLES) if int(numa.measured) & (1 << i)]
-
-    def per_node(arr):
-        return [float(arr[i]) for i in range(nodes)]
-
-    return {
-        "nodes": nodes,
-        "node_cpus": [int(numa.node_cpus[i]) for i in range(nodes)],
-        "measured": measured,
-        "multiplexed": bool(numa.multiplexed),
-        "cycles": float(numa.cycles) if "cycles" in measured else None,
-        "llc_misses": float(numa.llc_misses) if "llc" in measured else None,
-        "bus": per_node(numa.bus) if "bus" in measured else None,
-        "mct": per_node(numa.mct) if "mct" in measured else None,
-        "source": ffi.string(numa.source).decode("utf-8", "replace"),
-    }

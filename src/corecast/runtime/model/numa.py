@@ -23,13 +23,14 @@ from __future__ import annotations
 import json
 import math
 import os
-from typing import Any, Callable
 
 from ...numa import machine as machines
 from ...numa.model import Rates, SampleError, fit_rate, parse_sample, predict_nodes
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
+    from typing import Any, Callable
+
     from .record import RegionSample
 
 DOMINANT_SHARE = 0.5  # a window is a region's sample when the region ran this much of it
