@@ -1019,3 +1019,24 @@ def test_threads_without_wrapped_calls_count_in_the_team(build, lib, tmp_path):
     (process,) = events(read_lines(out), "process")
     assert process["threads"] == 4  # the most alive at once: 3 workers and the main thread
     assert process["counters"]["team_threads"] == 3  # the main thread only waited
+
+
+def test_every_kind_of_task_keeps_its_output(tmp_path, lib):
+    """C++ tasks whose firstprivate objects have copy constructors (libgomp's copy function
+    builds the block), an over-aligned member, a taskloop (libgomp writes its bounds at the
+    block's start: passed through), task reductions and a detached task (passed through)."""
+    gxx = shutil.which("g++")
+    if gxx is None:
+        pytest.skip("g++ is not installed")
+    prog = tmp_path / "kinds"
+    r = subprocess.run([gxx, "-O2", "-fopenmp", str(ROOT / "tests" / "data" / "omp_tasks_kinds.cpp"), "-o", str(prog)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        pytest.skip(f"this g++ cannot build OpenMP 5 tasks: {r.stderr.strip().splitlines()[-1:]}")
+    for n in ("1", "4"):
+        env = clean_env(OMP_NUM_THREADS=n)
+        plain = run([prog], env=env)
+        assert plain.returncode == 0 and plain.stdout.startswith(b"total 8865 looped 4950 reduced 45 copies>=64 1")
+        for _ in range(3):
+            proc = run([prog], env=env, preload=lib, quiet="1")
+            assert proc.returncode == 0 and proc.stdout == plain.stdout
