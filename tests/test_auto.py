@@ -169,3 +169,38 @@ def test_any_positive_curve_gets_a_finite_prediction_inside_its_band(values, met
     assert np.all(np.isfinite(p.values)) and np.all(p.values > 0)
     assert np.all(p.low <= p.values * (1 + 1e-9)) and np.all(p.values <= p.high * (1 + 1e-9))
     assert 1 <= p.preferred <= 4 * len(values)
+
+
+def test_the_step_member_leaves_the_median_alone_where_it_agrees():
+    # Asked at the same counts, the members' median voting once more is the median itself.
+    n = np.arange(1.0, 13.0)
+    fit = auto.fit_auto(Measurements.from_samples(n, usl(n, [10.0, 0.05, 0.002])), 32)
+    q = np.arange(1.0, 33.0)
+    assert fit.perf_with is not None and fit.step_yield == auto.DEFAULT_RULES.smt_member
+    assert np.allclose(fit.perf_with(q, q), fit.perf(q))
+    with auto.using(dataclasses.replace(auto.DEFAULT_RULES, smt_member=None)):
+        assert auto.fit_auto(Measurements.from_samples(n, usl(n, [10.0, 0.05, 0.002])), 32).perf_with is None
+
+
+def _smt_curve(rules: auto.Rules, **machine):
+    n = np.arange(1, 9)
+    with auto.using(rules):
+        return corecast.predict(n, 100.0 * n / (1 + 0.02 * (n - 1)), metric="throughput", upto=16, **machine)
+
+
+def test_the_step_member_votes_only_past_an_unmeasured_smt_boundary():
+    step, none = auto.DEFAULT_RULES, dataclasses.replace(auto.DEFAULT_RULES, smt_member=None)
+    # No machine, or none whose cores the counts ahead share: the rule changes nothing.
+    for machine in ({}, {"hw_threads": 16, "cores": 16}):
+        assert np.array_equal(_smt_curve(step, **machine).values, _smt_curve(none, **machine).values)
+    # 8 cores, 16 hardware threads: up to the cores nothing changes; past them the members
+    # asked at yield 1 pull the median up, never above what every member says at yield 1.
+    smt = dict(hw_threads=16, cores=8)
+    with_step, without = _smt_curve(step, **smt), _smt_curve(none, **smt)
+    whole_core = _smt_curve(none)  # no machine: every thread a whole core
+    past = with_step.counts > 8
+    assert np.allclose(with_step.values[~past], without.values[~past])
+    assert np.all(with_step.values[past] > without.values[past])
+    assert np.all(with_step.values[past] <= whole_core.values[past] * (1 + 1e-9))
+    assert np.all((with_step.low <= with_step.values) & (with_step.values <= with_step.high))
+    assert "SMT yield 1 vote" in with_step.reason and "SMT yield" not in without.reason

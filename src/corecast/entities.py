@@ -294,6 +294,9 @@ class Fit:
     extras_in_unit: Callable[[dict, float], dict] | None = None
     # The models a combined fit (auto) is made of, for their fit quality.
     members: list["Fit"] = field(default_factory=list)
+    # auto's step member (methods/auto.py): perf(n) with the members at counts ``at`` voting too,
+    perf_with: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
+    step_yield: float | None = None  # and the SMT yield ``predict`` asks those counts at
 
 
 @dataclass

@@ -139,6 +139,12 @@ def predict_measurements(
         warnings_module.simplefilter("ignore", RuntimeWarning)
         fit = spec.fit(fitted, float(model_grid.max()))
         perf = np.asarray(fit.perf(model_grid), dtype=float)
+        reason = fit.reason
+        if in_units and fit.perf_with is not None:  # auto's step member (methods/auto.py)
+            step_grid = machine.model_counts(grid, top, fit.step_yield, equal)
+            perf = np.asarray(fit.perf_with(model_grid, step_grid), dtype=float)
+            reason += (f"; where threads ahead share cores no measured count shared, the models asked at "
+                       f"SMT yield {fit.step_yield:g} vote in the median too")
         at_measured = np.asarray(fit.perf(measured_at), dtype=float)
     warnings = list(fit.warnings)
     if given and not machine:
@@ -215,7 +221,7 @@ def predict_measurements(
         method=spec.name,
         metric=data.metric,
         candidate=fit.candidate,
-        reason=fit.reason,
+        reason=reason,
         counts=grid.astype(int),
         values=user(perf),
         # The band is computed on performance; in time the low and high ends swap.

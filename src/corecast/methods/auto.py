@@ -33,6 +33,13 @@ range the band widens per doubling by ``Rules.band`` times the members' median b
 error (calibrated by the same benchmark to hold BAND_RATE of the held-out values in every
 source and on the shared curves of programs), so a curve whose members disagreed with its
 own upper half gets a wider band.
+
+Where the counts ahead put threads on cores already busy that no measured count shared
+(corecast.hardware: SMT), every member is asked in core units at SMT_YIELD, one typical
+figure for what such a thread adds.  ``Rules.smt_member`` adds one more voter to the
+median: the members' median asked at another yield of SMT_YIELD_RANGE (``predict`` asks
+``Fit.perf_with``), so a single guess of the yield does not decide every member at once.
+Chosen like the rest of the rule, leave one source out (docs/accuracy.md).
 """
 from __future__ import annotations
 
@@ -47,6 +54,7 @@ import numpy as np
 
 from ..entities import Fit, InputError, Measurements
 from ..fitting import rms
+from ..hardware import SMT_YIELD_RANGE
 from .registry import METHODS, check_usable, register
 from .laws import fit_usl_falling_pair
 from . import trend
@@ -79,7 +87,8 @@ class Rules:
     members' spread and predict's generic band).  ``anchor``: the LAWS among the members
     continue from the last measured value instead of their own value there
     (trend.anchored); curves too short for the rule's members (``base_for``) are fitted
-    as every rule fits them.
+    as every rule fits them.  ``smt_member``: the SMT yield the step member is asked at
+    (module docstring; not with ``weighted``), None for none.
     """
 
     combine: str = "median"
@@ -89,6 +98,7 @@ class Rules:
     damping: float = trend.DAMPING  # of the ``damped`` member, when it is one
     band: float = 0.0
     anchor: bool = False
+    smt_member: float | None = None
 
     def combine_label(self) -> str:
         return {"median": "median", "best": f"best{self.k}", "weighted": f"weighted(tau={self.tau:g})"}[self.combine]
@@ -97,7 +107,8 @@ class Rules:
         names = [f"damped({self.damping:g})" if m == "damped" else
                  f"{m}(anchored)" if self.anchor and m in LAWS else m for m in self.members]
         how = self.combine_label()
-        return how if self.members == BASE_MEMBERS and not self.anchor else f"{how} of {'+'.join(names)}"
+        label = how if self.members == BASE_MEMBERS and not self.anchor else f"{how} of {'+'.join(names)}"
+        return label if self.smt_member is None else f"{label}, step member at SMT yield {self.smt_member:g}"
 
     def base_for(self, curve: Measurements) -> tuple[str, ...]:
         """The members combined on ``curve``: a curve too short for a recent trend (2-3
@@ -117,7 +128,8 @@ def _short(curve: Measurements) -> bool:
 # What benchmarks/accuracy.py --loso chooses on every source of the corpus (and on every
 # source's complement), among the rules no worse than Rules() on the shared curves; its
 # band is the narrowest of BAND_CHOICES holding BAND_RATE of the values in every source.
-DEFAULT_RULES = Rules(members=("usl", "presca", "plateau", "trend", "damped"), damping=0.5, band=2.0, anchor=True)
+DEFAULT_RULES = Rules(members=("usl", "presca", "plateau", "trend", "damped"), damping=0.5, band=2.0, anchor=True,
+                      smt_member=SMT_YIELD_RANGE[1])
 # The rules benchmarks/accuracy.py --loso chooses among (on the sources it does not score):
 # member sets, then backtest-driven selection.  The first member-restricted one is auto as
 # it was before plateau and trend joined.
@@ -127,7 +139,9 @@ _SETS = (("usl", "amdahl", "presca"), ("usl", "plateau", "trend"), ("usl", "plat
 RULE_CHOICES = (Rules(), Rules(anchor=True)) + tuple(
     Rules(members=m, damping=d, anchor=a) for m in _SETS for d in (0.25, 0.5) for a in (False, True)
     if "damped" in m or d == 0.25) + (
-    Rules("best", k=2), Rules("best", k=3), Rules("weighted", tau=0.1), Rules("weighted", tau=0.3))
+    Rules("best", k=2), Rules("best", k=3), Rules("weighted", tau=0.1), Rules("weighted", tau=0.3)) + tuple(
+    # The shipped member set with a step member at each end of the SMT yield's range.
+    Rules(members=_SETS[4], damping=0.5, anchor=True, smt_member=y) for y in SMT_YIELD_RANGE)
 _rules: ContextVar[Rules] = ContextVar("auto_rules", default=DEFAULT_RULES)
 
 
@@ -278,7 +292,13 @@ def _combined_curve(fits: list[Fit], weights: np.ndarray, weighted_mean: bool):
     def high(n):
         return np.exp(np.nanmax(logs(n), axis=0))
 
-    return perf, low, high
+    def perf_with(n, at):
+        """The per-count median at ``n`` with the members' median at ``at`` voting too."""
+        x = logs(n)[used]
+        extra = np.nanmedian(logs(at)[used], axis=0)
+        return np.exp(np.nanmedian(np.vstack([x, extra[None, :]]), axis=0))
+
+    return perf, low, high, perf_with
 
 
 def _widened(perf, low, high, top: float, per_doubling: float):
@@ -309,7 +329,7 @@ def fit_auto(data: Measurements, nmax: float) -> Fit:
         data, [f.method for f in fits], nmax, rules.damping, rules.anchors(curve))
     weights = _weights([f.method for f in fits], errors, rules)
     weighted_mean = rules.combine == "weighted" and bool(errors)
-    perf, low, high = _combined_curve(fits, weights, weighted_mean)
+    perf, low, high, perf_with = _combined_curve(fits, weights, weighted_mean)
     per_doubling = None
     if errors and rules.band > 0:
         finite = [e for e in errors.values() if np.isfinite(e)]
@@ -346,6 +366,7 @@ def fit_auto(data: Measurements, nmax: float) -> Fit:
             "or more: measure at larger counts before trusting far extrapolations"
         )
     checkpoints = next((f.checkpoints for f in fits if f.checkpoints), [])
+    step = rules.smt_member is not None and len(fits) > 1 and not weighted_mean
     label = names[0] if len(names) == 1 else f"{rules.combine_label() if errors else 'median'}(" + ", ".join(chosen) + ")"
     return Fit(
         method="auto",
@@ -365,4 +386,6 @@ def fit_auto(data: Measurements, nmax: float) -> Fit:
                 **{k: f.extras[k] for f in fits for k in ("future_bottleneck",) if k in f.extras}},
         warnings=warnings,
         members=fits if len(fits) > 1 else [],
+        perf_with=perf_with if step else None,
+        step_yield=rules.smt_member if step else None,
     )

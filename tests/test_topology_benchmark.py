@@ -1,0 +1,36 @@
+"""benchmarks/topology.py: the boundary its variants act at is the first placement ahead
+that no measured count had."""
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+from corecast.hardware import Hardware
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def topology():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        spec = importlib.util.spec_from_file_location("topology", ROOT / "benchmarks" / "topology.py")
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        yield mod
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+
+
+def test_the_boundary_is_the_first_placement_no_measured_count_had(topology):
+    smt = Hardware(16, 8)
+    assert topology.boundary(smt, 4, ("smt",)) == 8  # counts 9.. share cores; 1..4 did not
+    assert topology.boundary(smt, 4, ("socket",)) is None  # one socket
+    assert topology.boundary(smt, 12, ("smt",)) is None  # 12 already shared cores
+    assert topology.boundary(None, 4, ("smt",)) is None and topology.boundary(smt, 16, ("smt",)) is None
+    by_socket = Hardware(40, 20, sockets=2, fill="sockets")  # 10 cores a socket
+    assert topology.boundary(by_socket, 6, ("smt", "socket")) == 10
+    assert topology.boundary(by_socket, 6, ("socket",)) == 20
+    assert topology.boundary(by_socket, 14, ("smt",)) is None  # the first socket's SMT was measured
+    assert topology.boundary(by_socket, 14, ("smt", "socket")) == 20
