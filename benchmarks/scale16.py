@@ -3,7 +3,7 @@
 For every curve in a scale16-style directory (``NAME.csv``: threads,time of the whole
 process, several repetitions; ``samples/NAME-N.jsonl``: what ``corecast run --target 16``
 recorded with N threads), the recording at N = 2 and 4 is replayed with the current model
-(``corecast.runtime.replay``, the live library's predictor) and compared with the
+(``corecast.tools.replay``, the live library's predictor) and compared with the
 measured curve:
 
 * error: |ln(predicted S(16) / measured S(16))|, S(16) = median T(1) / median T(16).  A
@@ -47,8 +47,8 @@ from corecast.runtime.model.history import RegionHistory
 from corecast.runtime.model.machine import Calibration
 from corecast.runtime.model.machine import read as read_calibration
 from corecast.runtime.model.numa import interpolate
-from corecast.runtime.replay import replay_process
-from corecast.runtime.samples import read_recording
+from corecast.tools.replay import replay_process
+from corecast.tools.samples import read_recording
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ROOT / "benchmarks" / "scale16_curves"  # the scale16 set, kept here (README.md there)

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from corecast.runtime.calibrate import default_path
+from corecast.io.settings import calibration_path
 from corecast.runtime.model import machine
 from corecast.runtime.model.bound import RegionPrediction
 from corecast.runtime.model.history import BASIS_LEN
-from corecast.runtime.replay import replay, replay_process
-from corecast.runtime.samples import read_recording
+from corecast.tools.replay import replay, replay_process
+from corecast.tools.samples import read_recording
 
 from .helpers import clean_env, events, read_lines, run
 
@@ -74,7 +74,7 @@ def test_files_that_cannot_be_used_say_why(text, message):
 def test_a_run_uses_its_own_machines_file_only(tmp_path):
     here = os.sysconf("SC_NPROCESSORS_ONLN")
     ours = this_machine(tmp_path)
-    default = Path(default_path())
+    default = Path(calibration_path())
     assert machine.for_this_machine(here, str(ours), str(default))[0] is not None
     assert machine.for_this_machine(here, "", str(ours)) == (None, "")  # CORECAST_MACHINE_FILE="": none
     other = tmp_path / "other.json"

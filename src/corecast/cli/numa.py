@@ -67,7 +67,7 @@ def cmd_numa(args: argparse.Namespace) -> int:
 
 def _replay(args: argparse.Namespace, machine: Machine) -> int:
     from ..views import nodeview
-    from ..runtime.replay import replay_nodes
+    from ..tools.replay import replay_nodes
 
     regions = replay_nodes(args.replay, machine, args.efficiency, args.format)  # bad files: InputError, one line
     if not regions:

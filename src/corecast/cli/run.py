@@ -108,7 +108,7 @@ def add_replay(sub: argparse._SubParsersAction) -> None:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     from ..views import replayview
-    from ..runtime.replay import replay
+    from ..tools.replay import replay
 
     reps = replay(args.recording, args.target, args.machine, args.format)  # bad files: InputError, one line
     if args.json:
@@ -135,7 +135,7 @@ def add_merge(sub: argparse._SubParsersAction) -> None:
 def cmd_merge(args: argparse.Namespace) -> int:
     from ..io.fileio import write_file
     from ..views import mergeview
-    from ..runtime.ranks import merge
+    from ..tools.ranks import merge
 
     merged = merge(args.files, args.upto, args.format)  # bad files: InputError, one line
     text = (json.dumps(mergeview.to_dict(merged), allow_nan=False) + "\n" if args.json

@@ -116,11 +116,10 @@ def _calibration() -> tuple[object | None, str]:
     library counts them: the first sample need not name it (a Python host starts the
     model with an empty one)."""
     if not _CALIBRATION:
-        from .calibrate import default_path
         from .model.machine import for_this_machine
 
         cal, note = for_this_machine(os.sysconf("SC_NPROCESSORS_ONLN"), os.environ.get(settings.MACHINE_FILE),
-                                     default_path())
+                                     settings.calibration_path())
         _CALIBRATION.append((cal, cal.to_json() if cal is not None else ""))
         if note:
             from .channel import write

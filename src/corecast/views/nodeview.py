@@ -1,5 +1,5 @@
 """Tables of predicted speedup per NUMA node count: ``corecast numa`` for one sample and
-for the regions of a recording replayed (``runtime.replay.replay_nodes``)."""
+for the regions of a recording replayed (``tools.replay.replay_nodes``)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING

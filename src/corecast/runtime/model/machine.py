@@ -1,5 +1,5 @@
 """The machine's own loss of per-thread speed as more of its cores are busy, measured once
-by ``corecast calibrate`` (``runtime/calibrate.py``) and applied to the one-sample model.
+by ``corecast calibrate`` (``tools/calibrate.py``) and applied to the one-sample model.
 
 A compute kernel with nothing shared between its copies runs slower per copy when more of
 them run at once: turbo frequencies fall as cores wake, a virtual machine's "cores" may be

@@ -15,13 +15,13 @@ from typing import Iterable
 from ..errors import InputError
 from ..io.fileio import shown
 from ..io.readers import RECORDING, read
-from .model import machine, record
+from ..runtime.model import machine, record
 
 TYPE_CHECKING = False  # annotations only
 if TYPE_CHECKING:
-    from .model.kernelstats import KernelStats
-    from .model.machine import Calibration
-    from .model.record import RegionSample
+    from ..runtime.model.kernelstats import KernelStats
+    from ..runtime.model.machine import Calibration
+    from ..runtime.model.record import RegionSample
 
 EVENTS = ("region", "process", "summary", "kernel")  # the events a process is read from
 
