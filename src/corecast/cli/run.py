@@ -45,13 +45,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     machine = None
     if args.target_machine:
-        from .. import numa
+        from ..machine import numa as machines
 
         try:  # refuse a bad file here rather than inside the program
-            m = numa.load(args.target_machine)
-        except numa.MachineError as exc:
+            m = machines.load(args.target_machine)
+        except machines.MachineError as exc:
             raise CliError(str(exc)) from None
-        machine = str(numa.machine.path_of(args.target_machine))
+        machine = str(machines.path_of(args.target_machine))
         if args.target is None:  # predictions for that machine: up to its cores
             args.target = m.cores_per_node * m.nodes
     try:

@@ -1,6 +1,6 @@
 """``corecast calibrate``: this machine's loss of per-thread speed as more of its cores are
 busy, e(n), measured once and applied to the runtime's one-sample predictions
-(``runtime/model/machine.py`` says why and how).
+(``machine/calibration.py`` says why and how).
 
 The kernel is a copy of an integer hash loop per process: nothing is shared between the
 copies, so each copy's speed with n of them running against its speed alone is the
@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import time
 
-from ..runtime.model.machine import SCHEMA, KEY, cpu_model
+from ..machine.calibration import SCHEMA, KEY, cpu_model
 
 KERNEL = "integer hash loop, one process per copy, nothing shared"
 SECONDS = 0.25   # one copy's loop alone, about

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from ..io.fileio import printable
 
 if TYPE_CHECKING:
-    from ..numa.machine import Machine
+    from ..machine.numa import Machine
 
 
 def node_table(rows: list[dict]) -> str:
