@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from corecast.entities import InputError, Measurements, Prediction
-from corecast.hardware import Hardware
+from corecast.machine.hardware import Hardware
 from corecast.io.readers.measurements import read_measurements, read_table
 from corecast.methods import auto
 from corecast.prediction import predict_measurements

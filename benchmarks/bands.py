@@ -39,8 +39,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import scale16  # noqa: E402  (benchmarks/scale16.py: curves, the default directory)
 
 from corecast.runtime.model import spread  # noqa: E402
-from corecast.runtime.replay import replay_process  # noqa: E402
-from corecast.runtime.samples import read_recording  # noqa: E402
+from corecast.tools.replay import replay_process  # noqa: E402
+from corecast.tools.samples import read_recording  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DIRS = [scale16.DEFAULT, HERE / "device16", HERE / "corpus16" / "data"]

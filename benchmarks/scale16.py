@@ -3,7 +3,7 @@
 For every curve in a scale16-style directory (``NAME.csv``: threads,time of the whole
 process, several repetitions; ``samples/NAME-N.jsonl``: what ``corecast run --target 16``
 recorded with N threads), the recording at N = 2 and 4 is replayed with the current model
-(``corecast.runtime.replay``, the live library's predictor) and compared with the
+(``corecast.tools.replay``, the live library's predictor) and compared with the
 measured curve:
 
 * error: |ln(predicted S(16) / measured S(16))|, S(16) = median T(1) / median T(16).  A
@@ -23,7 +23,7 @@ while the probes' expected extra time (a call at n0 times n0/size - 1 each) stay
 3% of the region's time at n0 (the library's cost cap).
 
 ``--machine FILE`` replays with the machine's calibration (``corecast calibrate`` run on the
-machine that recorded DIR; ``runtime/model/machine.py``) instead of the one each recording
+machine that recorded DIR; ``machine/calibration.py``) instead of the one each recording
 holds, if any.
 
     python benchmarks/scale16.py [DIR] [--counts 2,4] [--history 1,2] [--only A,B | --skip A,B]
@@ -44,11 +44,11 @@ from typing import Callable
 
 from corecast.io.readers.measurements import read_measurements
 from corecast.runtime.model.history import RegionHistory
-from corecast.runtime.model.machine import Calibration
-from corecast.runtime.model.machine import read as read_calibration
+from corecast.machine.calibration import Calibration
+from corecast.machine.calibration import read as read_calibration
 from corecast.runtime.model.numa import interpolate
-from corecast.runtime.replay import replay_process
-from corecast.runtime.samples import read_recording
+from corecast.tools.replay import replay_process
+from corecast.tools.samples import read_recording
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ROOT / "benchmarks" / "scale16_curves"  # the scale16 set, kept here (README.md there)

@@ -12,18 +12,21 @@ ENTRY_POINTS = {"corecast.runtime._autoload.sitecustomize"}
 MODEL_CORE = ("corecast.entities", "corecast.errors", "corecast.fitting", "corecast.fitquality",
               "corecast.smallfit", "corecast.kernels", "corecast.queueing", "corecast.methods",
               "corecast.prediction", "corecast.preference", "corecast.tuning", "corecast.numa", "corecast.placement",
-              "corecast.extrapolation", "corecast.tunesim", "corecast.hardware")
+              "corecast.extrapolation", "corecast.tunesim", "corecast.machine")
 VIEWS = ("corecast.views",)
-# The sweep result type (io/sweepresult) is I/O: readers and views read it; sweep/ is a tool.
+# The sweep result type (io/sweepresult) is I/O: readers and views read it; sweep/ runs programs.
 IO = ("corecast.io",)
-TOOLS = ("corecast.sweep",)
+SWEEP = ("corecast.sweep",)
+# Offline tools (replay, merge, calibrate, the recording's reader): above the runtime, below
+# the views that render their results.
+TOOLS = ("corecast.tools",)
 # The in-process predictors (runtime/model/) take what the plumbing (the rest of runtime/:
-# bridge, launcher, samples, replay) reads; the model never imports the plumbing.
+# bridge, launcher, channel) reads; the model never imports the plumbing.
 RUNTIME_MODEL = ("corecast.runtime.model",)
 # The runtime's one-sample contention model, which views only render.
 CONTENTION_MODEL = ("corecast.runtime.model.contention", "corecast.runtime.model.teamcurve",
                     "corecast.runtime.model.lockqueue")
-ABOVE_RUNTIME = ("corecast.opencl", "corecast.cli") + TOOLS + VIEWS
+ABOVE_RUNTIME = ("corecast.opencl", "corecast.cli") + SWEEP + TOOLS + VIEWS
 
 
 def _modules() -> dict[str, Path]:
@@ -98,8 +101,10 @@ def test_no_arrow_runs_up():
                 up.append(f"view {a} -> model {b}")
             if _within(a, IO) and not _within(b, MODEL_CORE + IO):
                 up.append(f"I/O {a} -> {b}")
-            if _within(a, VIEWS) and _within(b, TOOLS + ("corecast.cli",)) and not _within(b, IO):
+            if _within(a, VIEWS) and _within(b, SWEEP + ("corecast.cli",)) and not _within(b, IO):
                 up.append(f"view {a} -> {b}")
+            if _within(a, TOOLS) and _within(b, VIEWS + SWEEP + ("corecast.cli", "corecast.opencl")):
+                up.append(f"tool {a} -> {b}")
     assert not up, "\n".join(sorted(up))
 
 

@@ -12,7 +12,7 @@ from typing import Callable, Literal, Mapping
 import numpy as np
 
 from .errors import InputError  # noqa: F401  (defined without numpy: fileio and the runtime raise it)
-from .hardware import SMT_YIELD, Hardware
+from .machine.hardware import SMT_YIELD, Hardware
 
 Metric = Literal["time", "throughput"]
 METRICS: tuple[str, ...] = ("time", "throughput")

@@ -8,7 +8,7 @@
 - ``none``: the first n CPUs in numeric order (what the kernel numbering gives, which
   on many machines interleaves sockets or puts SMT siblings next to each other).
 
-The topology is sysfs's (``numa.topology.cpu_cores``); where it cannot be read, CPUs are
+The topology is sysfs's (``machine.sysfs.cpu_cores``); where it cannot be read, CPUs are
 taken in numeric order with a warning.  For OpenMP programs the chosen CPUs become
 ``OMP_PLACES`` (one place per CPU, in order) with ``OMP_PROC_BIND=close``, so thread i
 runs on the i-th CPU of the list (the OpenMP 4.0 places syntax, libgomp and LLVM's).
@@ -23,7 +23,7 @@ PLACEMENTS = ("compact", "spread", "none")
 def cpu_order(policy: str, cpus: Sequence[int], sysfs_root: str = "/sys") -> tuple[list[int], str | None]:
     """``cpus`` in the order ``policy`` fills them, and a warning when the topology was
     not available (then: numeric order)."""
-    from .numa.topology import cpu_cores
+    from .machine.sysfs import cpu_cores
 
     cpus = sorted(cpus)
     if policy == "none":

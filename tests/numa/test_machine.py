@@ -5,8 +5,7 @@ import json
 
 import pytest
 
-from corecast.numa import MachineError, detect, load, presets
-from corecast.numa.machine import from_dict, hop_classes, read_topology
+from corecast.machine.numa import MachineError, detect, from_dict, hop_classes, load, presets, read_topology
 
 
 def test_presets_load():

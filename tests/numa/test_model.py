@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corecast.numa import Rates, SampleError, fit_rate, load, parse_sample, predict_nodes
+from corecast.machine.numa import load
+from corecast.numa import Rates, SampleError, fit_rate, parse_sample, predict_nodes
 from corecast.numa.model import memory_cycles, preferred_nodes
 
 OPTERON = load("opteron6380")

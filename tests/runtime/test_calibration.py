@@ -1,4 +1,4 @@
-"""The machine calibration (``corecast calibrate``, runtime/model/machine.py): the file it
+"""The machine calibration (``corecast calibrate``, machine/calibration.py): the file it
 writes, how a run and ``replay --machine`` put its e(n) into the one-sample predictions,
 and files that cannot be used (one line, never a failed prediction).  No test here
 depends on how fast the machine is: only on what was measured being well formed."""
@@ -12,12 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from corecast.runtime.calibrate import default_path
-from corecast.runtime.model import machine
+from corecast.io.settings import calibration_path
+from corecast.machine import calibration as machine
+from corecast.runtime.model.predictor import apply_calibration
 from corecast.runtime.model.bound import RegionPrediction
 from corecast.runtime.model.history import BASIS_LEN
-from corecast.runtime.replay import replay, replay_process
-from corecast.runtime.samples import read_recording
+from corecast.tools.replay import replay, replay_process
+from corecast.tools.samples import read_recording
 
 from .helpers import clean_env, events, read_lines, run
 
@@ -74,7 +75,7 @@ def test_files_that_cannot_be_used_say_why(text, message):
 def test_a_run_uses_its_own_machines_file_only(tmp_path):
     here = os.sysconf("SC_NPROCESSORS_ONLN")
     ours = this_machine(tmp_path)
-    default = Path(default_path())
+    default = Path(calibration_path())
     assert machine.for_this_machine(here, str(ours), str(default))[0] is not None
     assert machine.for_this_machine(here, "", str(ours)) == (None, "")  # CORECAST_MACHINE_FILE="": none
     other = tmp_path / "other.json"
@@ -99,7 +100,7 @@ def test_apply_keeps_the_sampled_time_and_scales_the_rest():
     speedup = [float(n) for n in threads]
     pred = RegionPrediction(threads, list(speedup), [s * 0.9 for s in speedup], [s * 1.1 for s in speedup],
                             16, "contention model: " + "x" * 90, work_s=8.0)
-    out = machine.apply(pred, 4, 0.0, cal)
+    out = apply_calibration(pred, 4, 0.0, cal)
     assert out.speedup[15] == pytest.approx(16 * 0.82) and out.speedup[0] == 1.0
     assert out.low[15] == pytest.approx(16 * 0.9 * 0.82) and out.high[15] == pytest.approx(16 * 1.1 * 0.82)
     # T(4) = T(1) / S(4) is the measured time: work 8 s at 4 threads took 2 s, and still does

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from corecast.numa import load
+from corecast.machine.numa import load
 from corecast.runtime.model.bound import RegionPrediction
 from corecast.runtime.model.history import RegionHistory
 from corecast.runtime.model.numa import NumaState, node_prediction, predict_region, team_times

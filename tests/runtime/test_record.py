@@ -16,7 +16,7 @@ from corecast.runtime.model import kernelmodel, record
 from corecast.runtime.model.abi import STALLS
 from corecast.runtime.model.record import (SCHEMA, TEAM_SHARE, ProcessSample, RegionSample, region_from_struct,
                                            team_of)
-from corecast.runtime.samples import read_recording
+from corecast.tools.samples import read_recording
 
 from .helpers import EXAMPLES, NATIVE_SOURCE, read_lines, run
 

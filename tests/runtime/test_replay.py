@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from corecast.runtime.replay import replay
+from corecast.tools.replay import replay
 from corecast.runtime.model.record import SCHEMA, SCHEMAS
-from corecast.runtime.samples import read_recording
+from corecast.tools.samples import read_recording
 
 from .helpers import EXAMPLES, NATIVE_SOURCE, events, read_lines, run
 

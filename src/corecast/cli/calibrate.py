@@ -1,5 +1,5 @@
 """``corecast calibrate``: measure this machine's loss of per-thread speed once, for the
-runtime's predictions (runtime/calibrate.py measures, runtime/model/machine.py applies)."""
+runtime's predictions (tools/calibrate.py measures, machine/calibration.py reads, runtime/model/predictor.py applies)."""
 from __future__ import annotations
 
 import json
@@ -32,9 +32,9 @@ def add_calibrate(sub: argparse._SubParsersAction) -> None:
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from ..io.fileio import STDIO, write_file
-    from ..runtime.calibrate import default_path, measure
+    from ..tools.calibrate import measure
 
-    path = args.output or default_path()
+    path = args.output or settings.calibration_path()
     if not args.output:  # the default folder, made before the measurement rather than after
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)

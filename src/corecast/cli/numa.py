@@ -9,7 +9,7 @@ from .common import CliError, add_format_option, add_output_options, count, effi
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
-    from ..numa.machine import Machine
+    from ..machine.numa import Machine
 
 
 def add_numa(sub: argparse._SubParsersAction) -> None:
@@ -39,6 +39,7 @@ def add_numa(sub: argparse._SubParsersAction) -> None:
 
 def cmd_numa(args: argparse.Namespace) -> int:
     from .. import numa
+    from ..machine import numa as machines
     from ..views import nodeview
 
     if (args.co_run is None) != (args.co_nodes is None):
@@ -46,13 +47,13 @@ def cmd_numa(args: argparse.Namespace) -> int:
     if args.replay and args.co_run:
         raise CliError("--co-run works with --sample, not with --replay")
     try:
-        machine = numa.load(args.machine)
+        machine = machines.load(args.machine)
         if args.replay:
             return _replay(args, machine)
         rates = numa.load_sample(args.sample, machine)
         co = [(numa.load_sample(args.co_run, machine), args.co_nodes)] if args.co_run else []
         pred = numa.predict_nodes(machine, rates, co, args.efficiency)
-    except (numa.MachineError, numa.SampleError) as exc:
+    except (machines.MachineError, numa.SampleError) as exc:
         raise CliError(str(exc)) from None
     out = pred.to_dict()
     if co:
@@ -67,7 +68,7 @@ def cmd_numa(args: argparse.Namespace) -> int:
 
 def _replay(args: argparse.Namespace, machine: Machine) -> int:
     from ..views import nodeview
-    from ..runtime.replay import replay_nodes
+    from ..tools.replay import replay_nodes
 
     regions = replay_nodes(args.replay, machine, args.efficiency, args.format)  # bad files: InputError, one line
     if not regions:
@@ -103,20 +104,20 @@ def add_machine(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_machine(args: argparse.Namespace) -> int:
-    from .. import numa
+    from ..machine import numa as machines
     from ..io.fileio import write_file
 
     try:
         if args.action == "presets":
-            for name in numa.presets():
-                m = numa.load(name)
+            for name in machines.presets():
+                m = machines.load(name)
                 print(f"{name:14s} {m.nodes} nodes x {m.cores_per_node} cores  {m.name}")
             return 0
         if args.action == "show":
-            sys.stdout.write(numa.load(args.machine).to_json())
+            sys.stdout.write(machines.load(args.machine).to_json())
             return 0
-        machine = numa.detect(args.sysfs, numa.machine.load_delays(args.delays), args.name)
-    except numa.MachineError as exc:
+        machine = machines.detect(args.sysfs, machines.load_delays(args.delays), args.name)
+    except machines.MachineError as exc:
         raise CliError(str(exc)) from None
     text = machine.to_json()
     if args.output:

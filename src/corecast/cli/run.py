@@ -45,13 +45,13 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     machine = None
     if args.target_machine:
-        from .. import numa
+        from ..machine import numa as machines
 
         try:  # refuse a bad file here rather than inside the program
-            m = numa.load(args.target_machine)
-        except numa.MachineError as exc:
+            m = machines.load(args.target_machine)
+        except machines.MachineError as exc:
             raise CliError(str(exc)) from None
-        machine = str(numa.machine.path_of(args.target_machine))
+        machine = str(machines.path_of(args.target_machine))
         if args.target is None:  # predictions for that machine: up to its cores
             args.target = m.cores_per_node * m.nodes
     try:
@@ -108,7 +108,7 @@ def add_replay(sub: argparse._SubParsersAction) -> None:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     from ..views import replayview
-    from ..runtime.replay import replay
+    from ..tools.replay import replay
 
     reps = replay(args.recording, args.target, args.machine, args.format)  # bad files: InputError, one line
     if args.json:
@@ -135,7 +135,7 @@ def add_merge(sub: argparse._SubParsersAction) -> None:
 def cmd_merge(args: argparse.Namespace) -> int:
     from ..io.fileio import write_file
     from ..views import mergeview
-    from ..runtime.ranks import merge
+    from ..tools.ranks import merge
 
     merged = merge(args.files, args.upto, args.format)  # bad files: InputError, one line
     text = (json.dumps(mergeview.to_dict(merged), allow_nan=False) + "\n" if args.json

@@ -193,6 +193,13 @@ def output_path(template: str, env: Mapping[str, str], pid: int) -> str:
     return template.replace("{rank}", str(rank or 0)).replace("{pid}", str(pid))
 
 
+def calibration_path() -> str:
+    """CORECAST_MACHINE_FILE's default: where ``corecast calibrate`` writes and a run looks,
+    $XDG_CACHE_HOME/corecast/calibration.json (~/.cache when unset)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "corecast", "calibration.json")
+
+
 # ---- generated files ---------------------------------------------------------------------
 
 

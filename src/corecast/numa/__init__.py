@@ -1,6 +1,7 @@
 """NUMA node-count prediction (Cho, Oh and Egger, "Online Scalability Characterization of
-Data-Parallel Programs on Many Cores", PACT 2016): machine descriptions (``machine``), the
-two-level queueing model and its inputs (``model``), and reading sample files.
+Data-Parallel Programs on Many Cores", PACT 2016): the two-level queueing model and its
+inputs (``model``), and reading sample files; the machines it is for are
+``corecast.machine.numa``.
 
 Standard library only, like ``corecast.queueing``: the runtime model imports it inside
 profiled programs."""
@@ -11,14 +12,14 @@ TYPE_CHECKING = False  # typing costs a profiled program start-up time: annotati
 if TYPE_CHECKING:
     from typing import Any
 
+    from ..machine.numa import Machine
+
 from ..errors import InputError
 from ..io.fileio import parse_json, read_text, shown
 
-from .machine import Machine, MachineError, detect, load, presets
 from .model import NodePrediction, Rates, SampleError, fit_rate, parse_sample, predict_nodes
 
-__all__ = ["Machine", "MachineError", "NodePrediction", "Rates", "SampleError", "detect",
-           "fit_rate", "load", "load_sample", "parse_sample", "predict_nodes", "presets"]
+__all__ = ["NodePrediction", "Rates", "SampleError", "fit_rate", "load_sample", "parse_sample", "predict_nodes"]
 
 
 def read_json(path: str | os.PathLike, what: str) -> Any:

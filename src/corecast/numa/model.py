@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 
 from ..queueing import Q
-from .machine import Machine
+from ..machine.numa import Machine
 
 TYPE_CHECKING = False  # typing costs a profiled program start-up time: annotations only
 if TYPE_CHECKING:

@@ -110,17 +110,16 @@ _CALIBRATION: list = []  # [(Calibration or None, its JSON for the record)] once
 
 
 def _calibration() -> tuple[object | None, str]:
-    """This machine's calibration (``corecast calibrate``; runtime.model.machine) and its
+    """This machine's calibration (``corecast calibrate``; machine.calibration) and its
     JSON for the summary record, looked up once; a file that is there but cannot be used
     is said once on the report channel.  The machine is this one's online CPUs, as the
     library counts them: the first sample need not name it (a Python host starts the
     model with an empty one)."""
     if not _CALIBRATION:
-        from .calibrate import default_path
-        from .model.machine import for_this_machine
+        from ..machine.calibration import for_this_machine
 
         cal, note = for_this_machine(os.sysconf("SC_NPROCESSORS_ONLN"), os.environ.get(settings.MACHINE_FILE),
-                                     default_path())
+                                     settings.calibration_path())
         _CALIBRATION.append((cal, cal.to_json() if cal is not None else ""))
         if note:
             from .channel import write

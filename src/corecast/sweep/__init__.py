@@ -36,7 +36,7 @@ horizon; the preferred count is the time prediction's.
 
 Each ``measured`` entry also lists its ``cpus``.  ``regions`` holds every OpenMP region
 taking at least ``MIN_REGION_SHARE`` of the run at some count, its own time (from the
-runs' JSON Lines, read with ``runtime.samples``) extrapolated like the whole program's.
+runs' JSON Lines, read with ``tools.samples``) extrapolated like the whole program's.
 
 ``preferred_threads`` and ``bottleneck`` are null, ``predictions`` and
 ``stall_predictions`` empty, when nothing could be predicted.

@@ -53,10 +53,10 @@ def _describe_exit(status: int, stderr_path: Path) -> str:
 
 @dataclass
 class RunOutput:
-    """One run's JSON Lines, read as ``corecast replay`` reads them (``runtime.samples``)."""
+    """One run's JSON Lines, read as ``corecast replay`` reads them (``tools.samples``)."""
 
     active: bool = False  # the preload library wrote at least one line
-    processes: Optional[list] = None  # runtime.samples.RecordedProcess each; None: no usable records
+    processes: Optional[list] = None  # tools.samples.RecordedProcess each; None: no usable records
 
     @property
     def stalls(self) -> dict[str, float]:
@@ -90,7 +90,7 @@ def read_output(path: Path) -> RunOutput:
     cannot be used leave no processes; InputError when the file cannot be read whole
     (e.g. larger than the input limit)."""
     from ..io.readers.recording import json_lines
-    from ..runtime.samples import processes
+    from ..tools.samples import processes
 
     lines = list(json_lines(str(path), cut_short_ok=True))
     out = RunOutput(active=any(isinstance(v, dict) for _, v in lines))
@@ -104,7 +104,7 @@ def read_output(path: Path) -> RunOutput:
 def read_ranks(paths: Sequence[Path], wall: float) -> tuple[RunOutput, float]:
     """A rank sweep's run: the ranks' outputs as one (stalls summed over all ranks) and
     the slowest rank's MPI phase, or ``wall`` when no rank recorded one."""
-    from ..runtime.ranks import runs_of
+    from ..tools.ranks import runs_of
 
     outputs = [read_output(p) for p in paths]
     ranks = RunOutput(any(o.active for o in outputs),

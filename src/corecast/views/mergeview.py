@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..io.fileio import printable
-from ..runtime.ranks import WAITS, Merged, Run, prediction_counts
+from ..tools.ranks import WAITS, Merged, Run, prediction_counts
 
 
 def _share(part: float, whole: float) -> str:

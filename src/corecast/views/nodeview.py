@@ -1,5 +1,5 @@
 """Tables of predicted speedup per NUMA node count: ``corecast numa`` for one sample and
-for the regions of a recording replayed (``runtime.replay.replay_nodes``)."""
+for the regions of a recording replayed (``tools.replay.replay_nodes``)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from ..io.fileio import printable
 
 if TYPE_CHECKING:
-    from ..numa.machine import Machine
+    from ..machine.numa import Machine
 
 
 def node_table(rows: list[dict]) -> str:

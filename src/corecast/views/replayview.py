@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ..errors import article
 from ..io.fileio import printable
-from ..runtime.replay import ReplayedProcess
+from ..tools.replay import ReplayedProcess
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ Measured curves, which ``corecast predict`` fits (``read_inputs``: one ``Series`
   one profile per count, the count from a thread- or rank-count attribute.
 
 A run's recording, which ``replay``, ``merge`` and ``numa --replay`` read
-(``readers.recording``: the JSON Lines, line by line; ``runtime.samples`` decodes them).
+(``readers.recording``: the JSON Lines, line by line; ``tools.samples`` decodes them).
 
 Every file goes through ``fileio.read_text`` once (size limit, FIFOs and standard input
 work, one-line errors).  Values of a profile's metric are costs (time, visits, bytes: lower is better)

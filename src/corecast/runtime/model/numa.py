@@ -24,7 +24,7 @@ import json
 import math
 import os
 
-from ...numa import machine as machines
+from ...machine import numa as machines
 from ...numa.model import Rates, SampleError, fit_rate, parse_sample, predict_nodes
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only

@@ -4,17 +4,16 @@ the live library (``bridge.predict_sample``) and by ``corecast replay``.  Standa
 library only: it runs inside profiled programs."""
 from __future__ import annotations
 
-from .bound import RegionPrediction, region_work
+from .bound import RegionPrediction, preferred_count, region_work
 from .contention import barrier_latency, compose_process, process_team
 from .contention import predict_process as one_sample_process
 from .contention import predict_region as one_sample_region
 from .history import BASIS_LEN, RegionHistory, anchor_t1, combine, extrapolate, mostly_at, probe_basis
-from .machine import apply as apply_machine
 from .spread import widen
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
-    from .machine import Calibration
+    from ...machine.calibration import Calibration
     from .record import RegionSample
 
 
@@ -36,7 +35,7 @@ def predict_region(region: RegionSample, target: int, measured_cores: int, predi
     history.update(region)
     one = one_sample_region(region, target, measured_cores, predicted_cores, latency)
     if machine is not None and not region["nested"]:
-        one = apply_machine(one, int(region["threads"]), region_work(region), machine)
+        one = apply_calibration(one, int(region["threads"]), region_work(region), machine)
     if mostly_at(history, int(region["threads"])):
         pred = anchor_t1(one, region, history)
     else:
@@ -76,6 +75,23 @@ def predict_window(regions: list[RegionSample], target: int, measured_cores: int
         else:
             pred = one_sample_process(region, target, measured_cores, predicted_cores)
             if machine is not None:
-                pred = apply_machine(pred, process_team(region), float(region.get("cpu_s", 0.0)), machine)
+                pred = apply_calibration(pred, process_team(region), float(region.get("cpu_s", 0.0)), machine)
         preds.append(widen(pred))
     return preds
+
+
+def apply_calibration(pred: RegionPrediction, n0: int, work_s: float, cal: Calibration) -> RegionPrediction:
+    """A one-sample prediction from a sample at ``n0`` threads (``work_s``: its T(1) over
+    the sample, busy time at n0) with the machine's speed loss put in: speedups times
+    e(n), T(1) times e(n0).  The time at n0 stays what was measured."""
+    e = [cal.at(n) for n in pred.threads]
+    pred.speedup = [s * f for s, f in zip(pred.speedup, e)]
+    pred.low = [s * f for s, f in zip(pred.low, e)]
+    pred.high = [s * f for s, f in zip(pred.high, e)]
+    pred.preferred = preferred_count(pred.threads, pred.speedup)
+    pred.work_s = (pred.work_s if pred.work_s > 0 else work_s) * cal.at(n0)
+    target = pred.threads[-1]
+    if n0 != target:
+        note = cal.note(n0, target)
+        pred.basis = pred.basis[: BASIS_LEN - len(note)] + note
+    return pred

@@ -9,7 +9,7 @@ decoders into the record.  ``docs/recording.md`` describes the lines for readers
   (``native/model_abi.h``) -> the record (``bridge.predict_sample``).
 * ``region_from_json``, ``kernel_from_json``, ``summary_from_json``, ``rank_of``,
   ``schema_of``: one line of a recording -> the record, the ``KernelStats`` the OpenCL
-  predictor reads, the process's facts.  ``runtime.samples.read_recording`` reads a
+  predictor reads, the process's facts.  ``tools.samples.read_recording`` reads a
   file through them; it is the one reader (replay, merge, sweep, benchmarks).
 * ``team_of``: the library's rule for the threads that did a process's work
   (``native/sample.c``'s ``team_of``), for recordings that predate ``team_threads``.
@@ -135,7 +135,7 @@ def region_from_struct(ffi: object, g: object) -> RegionSample | ProcessSample:
 
 # --- one line of a recording ---------------------------------------------------------------
 # Each decoder raises KeyError, TypeError or ValueError for a line it cannot use;
-# runtime.samples turns those into one line naming the file and line.
+# tools.samples turns those into one line naming the file and line.
 
 def schema_of(rec: dict) -> int:
     """The schema a line was written in (schema 1 lines have no ``"schema"`` key)."""

@@ -1,5 +1,6 @@
-"""This machine's NUMA layout from sysfs: which CPUs each node has and the SLIT distances.
-Standard library only (the launcher and the runtime read it)."""
+"""This machine as sysfs shows it: which CPUs each NUMA node has, the SLIT distances, its
+cores and the CPUs this process may run on.  Standard library only (the launcher and the
+runtime read it)."""
 from __future__ import annotations
 
 import os

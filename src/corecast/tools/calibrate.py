@@ -1,6 +1,6 @@
 """``corecast calibrate``: this machine's loss of per-thread speed as more of its cores are
 busy, e(n), measured once and applied to the runtime's one-sample predictions
-(``runtime/model/machine.py`` says why and how).
+(``machine/calibration.py`` says why and how).
 
 The kernel is a copy of an integer hash loop per process: nothing is shared between the
 copies, so each copy's speed with n of them running against its speed alone is the
@@ -16,20 +16,12 @@ from __future__ import annotations
 import os
 import time
 
-from .model.machine import SCHEMA, KEY, cpu_model
+from ..machine.calibration import SCHEMA, KEY, cpu_model
 
 KERNEL = "integer hash loop, one process per copy, nothing shared"
 SECONDS = 0.25   # one copy's loop alone, about
 REPEATS = 3
 _MASK = (1 << 64) - 1
-
-
-def default_path() -> str:
-    """Where ``corecast calibrate`` writes by default and a run looks when
-    CORECAST_MACHINE_FILE is unset: $XDG_CACHE_HOME/corecast/calibration.json (~/.cache
-    when unset)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "corecast", "calibration.json")
 
 
 def _spin(iterations: int) -> int:

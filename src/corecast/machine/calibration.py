@@ -1,5 +1,6 @@
 """The machine's own loss of per-thread speed as more of its cores are busy, measured once
-by ``corecast calibrate`` (``runtime/calibrate.py``) and applied to the one-sample model.
+by ``corecast calibrate`` (``tools/calibrate.py``) and applied to the one-sample model
+(``runtime/model/predictor.py``: ``apply_calibration``).
 
 A compute kernel with nothing shared between its copies runs slower per copy when more of
 them run at once: turbo frequencies fall as cores wake, a virtual machine's "cores" may be
@@ -22,16 +23,9 @@ import math
 import os
 import stat
 
-from .bound import preferred_count
-from .history import BASIS_LEN
-
 SCHEMA = 1
 KEY = "corecast_calibration"  # the file's first key and its schema number
 MAX_BYTES = 1 << 20
-
-TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
-if TYPE_CHECKING:
-    from .bound import RegionPrediction
 
 
 class CalibrationError(ValueError):
@@ -180,20 +174,3 @@ def for_this_machine(cpus: int, path: str | None, default: str) -> tuple[Calibra
         return None, (f"machine calibration not used: {path} was measured on {cal.cpus} CPUs "
                       f"({cal.cpu_model or 'unnamed'}), this machine has {cpus} ({here or 'unnamed'})")
     return cal, ""
-
-
-def apply(pred: RegionPrediction, n0: int, work_s: float, cal: Calibration) -> RegionPrediction:
-    """A one-sample prediction from a sample at ``n0`` threads (``work_s``: its T(1) over
-    the sample, busy time at n0) with the machine's speed loss put in: speedups times
-    e(n), T(1) times e(n0).  The time at n0 stays what was measured."""
-    e = [cal.at(n) for n in pred.threads]
-    pred.speedup = [s * f for s, f in zip(pred.speedup, e)]
-    pred.low = [s * f for s, f in zip(pred.low, e)]
-    pred.high = [s * f for s, f in zip(pred.high, e)]
-    pred.preferred = preferred_count(pred.threads, pred.speedup)
-    pred.work_s = (pred.work_s if pred.work_s > 0 else work_s) * cal.at(n0)
-    target = pred.threads[-1]
-    if n0 != target:
-        note = cal.note(n0, target)
-        pred.basis = pred.basis[: BASIS_LEN - len(note)] + note
-    return pred

@@ -27,7 +27,7 @@ import os
 
 from ..errors import InputError, article
 from ..io.fileio import parse_json, read_text, shown
-from .topology import distances, topology
+from .sysfs import distances, topology
 
 TYPE_CHECKING = False  # typing costs a profiled program start-up time: annotations only
 if TYPE_CHECKING:

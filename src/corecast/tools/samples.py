@@ -15,13 +15,14 @@ from typing import Iterable
 from ..errors import InputError
 from ..io.fileio import shown
 from ..io.readers import RECORDING, read
-from .model import machine, record
+from ..machine import calibration
+from ..runtime.model import record
 
 TYPE_CHECKING = False  # annotations only
 if TYPE_CHECKING:
-    from .model.kernelstats import KernelStats
-    from .model.machine import Calibration
-    from .model.record import RegionSample
+    from ..runtime.model.kernelstats import KernelStats
+    from ..machine.calibration import Calibration
+    from ..runtime.model.record import RegionSample
 
 EVENTS = ("region", "process", "summary", "kernel")  # the events a process is read from
 
@@ -89,8 +90,8 @@ def _add(by_pid: dict[int, RecordedProcess], rec: dict) -> None:
         facts = record.summary_from_json(rec)
         if "calibration" in facts:
             try:
-                facts["calibration"] = machine.from_dict(facts["calibration"])
-            except machine.CalibrationError as exc:
+                facts["calibration"] = calibration.from_dict(facts["calibration"])
+            except calibration.CalibrationError as exc:
                 raise ValueError(f"machine_calibration: {exc}") from None
         for key, value in facts.items():
             setattr(proc, key, value)
