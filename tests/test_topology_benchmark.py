@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from corecast.hardware import Hardware
+from corecast.machine.hardware import Hardware
 
 ROOT = Path(__file__).resolve().parents[1]
 
