@@ -1,4 +1,5 @@
-/* OMPT shim: OpenMP programs on LLVM's libomp or Intel's libiomp5 (clang, icx, ifx, flang,
+/* OMPT shim (over 400 lines: one runtime, one file, as shims/ has one per runtime):
+ * OpenMP programs on LLVM's libomp or Intel's libiomp5 (clang, icx, ifx, flang,
  * AOCC).  Those runtimes call ompt_start_tool at start-up; the callbacks registered here
  * feed the same region table, stall categories and per-member times as shims/gomp.c.
  *
@@ -37,6 +38,8 @@ struct ompt_thread {
     int probe_own;        /* > 0: it is a probe call (cc_team_cap) */
     int depth;            /* implicit tasks open on this thread */
     uint64_t barrier_t0;  /* the barrier wait under way began here */
+    uint64_t barrier_k0;  /* and the thread's task ticks then */
+    uint64_t task_t0;     /* the explicit task running on this thread began (or resumed) here */
     uint64_t acquire_t0;  /* the timed mutex acquisition under way began here (0: untimed) */
     uint32_t acquire_scale; /* and how many acquisitions it stands for */
     struct cc_member task[MAX_DEPTH];
@@ -269,6 +272,7 @@ static void on_sync_region_wait(int kind, int endpoint, ompt_data_t *parallel, o
     uint64_t now = cc_now();
     if (endpoint == ompt_scope_begin) {
         o->barrier_t0 = now;
+        o->barrier_k0 = t->task_ticks;
         if (join_or_construct && m && m->open)
             cc_member_leave(m, t, now); /* perhaps the join: the member's work ends here */
         else
@@ -280,7 +284,38 @@ static void on_sync_region_wait(int kind, int endpoint, ompt_data_t *parallel, o
         return; /* its wait is the member's idle time at the join: imbalance */
     if (m && !m->open && join_or_construct)
         cc_member_resume(m, t);
-    cc_note(t, CC_STALL_OMPBARRIER, now - o->barrier_t0, 0);
+    uint64_t w = now - o->barrier_t0, k = t->task_ticks - o->barrier_k0; /* tasks run while waiting */
+    cc_note(t, CC_STALL_OMPBARRIER, w > k ? w - k : 0, 0);
+}
+
+/* ---- explicit tasks ------------------------------------------------------------------- *
+ * The runtime runs queued tasks inside barriers: their time is work, not a wait
+ * (shims/gomp.c says why).  An explicit task's data carries a mark; the scheduling
+ * callbacks time each stretch an explicit task runs on a thread, so a task that waits for
+ * its children (their stretches counted apart) is counted once. */
+static const char explicit_mark;
+
+static void on_task_create(ompt_data_t *encountering, const ompt_frame_t *frame, ompt_data_t *created, int flags,
+                           int has_dependences, const void *codeptr_ra) {
+    if (!created || !(flags & ompt_task_explicit))
+        return;
+    created->ptr = (void *)&explicit_mark;
+    if (!cc_tasks_seen)
+        __atomic_store_n(&cc_tasks_seen, 1, __ATOMIC_RELAXED);
+}
+
+static void on_task_schedule(ompt_data_t *prior, int prior_status, ompt_data_t *next) {
+    struct ompt_thread *o;
+    struct cc_thread *t = self(&o);
+    if (!t)
+        return;
+    uint64_t now = cc_now();
+    if (prior && prior->ptr == &explicit_mark && o->task_t0) {
+        CC_ADD(t->task_ticks, now - o->task_t0);
+        o->task_t0 = 0;
+    }
+    if (next && next->ptr == &explicit_mark)
+        o->task_t0 = now;
 }
 
 /* ---- critical, atomic, ordered, locks ------------------------------------------------ */
@@ -369,6 +404,8 @@ static int initialize(ompt_function_lookup_t lookup, int initial_device_num, omp
         {ompt_callback_mutex_released, (ompt_callback_t)on_mutex_released, 0},
         {ompt_callback_nest_lock, (ompt_callback_t)on_nest_lock, 0},
         {ompt_callback_work, (ompt_callback_t)on_work, 0},
+        {ompt_callback_task_create, (ompt_callback_t)on_task_create, 0},
+        {ompt_callback_task_schedule, (ompt_callback_t)on_task_schedule, 0},
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (set(table[i].event, table[i].fn) <= ompt_set_never && table[i].needed)

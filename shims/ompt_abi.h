@@ -20,13 +20,15 @@ typedef struct {
 } ompt_start_tool_result_t;
 
 enum { /* callback events */
-    ompt_callback_parallel_begin = 3, ompt_callback_parallel_end = 4, ompt_callback_implicit_task = 7,
+    ompt_callback_parallel_begin = 3, ompt_callback_parallel_end = 4, ompt_callback_task_create = 5,
+    ompt_callback_task_schedule = 6, ompt_callback_implicit_task = 7,
     ompt_callback_sync_region_wait = 16, ompt_callback_mutex_released = 17, ompt_callback_work = 20,
     ompt_callback_mutex_acquire = 26, ompt_callback_mutex_acquired = 27, ompt_callback_nest_lock = 28,
 };
 enum { ompt_scope_begin = 1, ompt_scope_end = 2 };
 enum { ompt_set_never = 1 }; /* results above it: the callback is (at least sometimes) made */
-enum { ompt_task_initial = 0x1 };
+enum { ompt_task_initial = 0x1, ompt_task_explicit = 0x4 };
+typedef struct ompt_frame_s ompt_frame_t;
 enum { ompt_parallel_league = 0x40000000 };
 /* Barrier kinds; 1 and 2 are deprecated in 5.1 but old runtimes (LLVM 14) still send 2
  * for both the join barrier and a construct's. */

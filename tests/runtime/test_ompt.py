@@ -293,3 +293,17 @@ def test_forked_child_measures_its_own_regions(both, lib, tmp_path):
     assert calls == [1, 2]  # the child's one call; the parent's two
     for rs in by_pid.values():
         assert sum(r["counters"]["acquisitions"]["critical"] for r in rs) == 2 * sum(r["calls"] for r in rs)
+
+
+def test_task_work_is_work_on_both_runtimes(both, lib, tmp_path):
+    """libgomp and libomp both run queued tasks inside barriers; both paths take the tasks'
+    time out of the waits and out of the single block (libomp's through the OMPT task
+    scheduling callbacks).  Before, a task tree read as one serial thread and one waiting."""
+    progs = both("omp_tasks", EXAMPLES / "omp_tasks.c")
+    for cc, prog in progs.items():
+        _, lines = measure(prog, ["8", "1000000"], lib, tmp_path / f"{cc}.jsonl", quiet="1")
+        (region,) = [r for r in events(lines, "region") if r["threads"] == 2]
+        busy = region["counters"]["busy_s"]
+        waits = region["stalls_s"]["omp_barrier"] + region["stalls_s"]["imbalance"]
+        assert busy > 0 and waits < 0.2 * busy, (cc, busy, region["stalls_s"])
+        assert region["counters"]["serial_s"] < 0.2 * busy, (cc, region["counters"]["serial_s"], busy)

@@ -948,7 +948,7 @@ def test_task_work_is_not_barrier_wait(build, lib, tmp_path):
     out = tmp_path / "cc.jsonl"
     proc = run(args, env=env, preload=lib, output=out, quiet="1")
     assert proc.returncode == 0 and proc.stdout == plain.stdout
-    assert b"vla 666.0 aligned 6.0 dep 15.0" in proc.stdout  # every argument block arrived intact
+    assert b"array 666.0 aligned 6.0 dep 15.0" in proc.stdout  # every argument block arrived intact
     (region,) = events(read_lines(out), "region")  # the parallel region (tasks are not regions)
     busy = region["counters"]["busy_s"]
     waits = region["stalls_s"]["omp_barrier"] + region["stalls_s"]["imbalance"]
