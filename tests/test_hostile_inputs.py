@@ -326,12 +326,12 @@ def test_hostile_machine_files_are_one_line_errors(tmp_path, capsys, text, words
 
 def test_machine_on_dev_zero_costs_the_runtime_one_warning(monkeypatch, capfd):
     from corecast.runtime import bridge, channel
-    from corecast.runtime.model.numa import NumaState, predict_region
+    from corecast.runtime.model.numa import NumaState, predict_region_nodes
 
     state = NumaState(path="/dev/zero")
     assert state.machine is None
     assert state.error.startswith("/dev/zero: larger than the input limit")
-    assert predict_region(state, {"name": "r", "object": "o"}, None, None, lambda n: None) is None
+    assert predict_region_nodes(state, {"name": "r", "object": "o"}, None, None, lambda n: None) is None
 
     monkeypatch.setenv("CORECAST_TARGET_MACHINE", "/dev/zero")
     monkeypatch.setattr(bridge, "_numa", None)

@@ -12,7 +12,7 @@ ENTRY_POINTS = {"corecast.runtime._autoload.sitecustomize"}
 MODEL_CORE = ("corecast.entities", "corecast.errors", "corecast.fitting", "corecast.fitquality",
               "corecast.smallfit", "corecast.kernels", "corecast.queueing", "corecast.methods",
               "corecast.prediction", "corecast.preference", "corecast.tuning", "corecast.numa", "corecast.placement",
-              "corecast.extrapolation", "corecast.tunesim", "corecast.machine")
+              "corecast.extrapolation", "corecast.tunesim", "corecast.machine", "corecast.scaling")
 VIEWS = ("corecast.views",)
 # The sweep result type (io/sweepresult) is I/O: readers and views read it; sweep/ runs programs.
 IO = ("corecast.io",)

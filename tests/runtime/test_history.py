@@ -7,7 +7,7 @@ import pytest
 
 from corecast.runtime.model import predictor
 from corecast.runtime.model.history import BASIS_LEN, RegionHistory, anchor_t1
-from corecast.runtime.model.contention import predict_region as one_sample
+from corecast.runtime.model.contention import region_contention as one_sample
 
 from .test_contention import process, region
 
@@ -28,7 +28,7 @@ def after(r: dict, earlier: list[tuple[int, int, float]]) -> dict:
 
 def predict(r: dict, earlier: list[tuple[int, int, float]]) -> object:
     """The bridge's prediction for ``r`` after a window that saw ``earlier``."""
-    return predictor.predict_region(r, TARGET, TARGET, TARGET, after(r, earlier))
+    return predictor.predict_region_threads(r, TARGET, TARGET, TARGET, after(r, earlier))
 
 
 def test_measured_t1_rescales_a_lock_free_region():
@@ -146,7 +146,7 @@ def test_a_missing_numpy_leaves_the_one_sample_prediction_not_none(monkeypatch):
     monkeypatch.setattr(hist_mod, "load_numeric", no_numpy)
     hist = [(1, 30, 0.3), (2, 30, 0.16), (4, 30, 0.09)]
     r = with_hist(region(threads=4, busy=0.36, calls=90), hist)
-    pred = predictor.predict_region(r, TARGET, TARGET, TARGET, after(r, hist))
+    pred = predictor.predict_region_threads(r, TARGET, TARGET, TARGET, after(r, hist))
     one = one_sample(r, TARGET, TARGET, TARGET)
     assert pred.speedup == one.speedup
     assert pred.basis.endswith("; no fit: numpy missing") and len(pred.basis) <= BASIS_LEN

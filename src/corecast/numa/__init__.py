@@ -17,9 +17,9 @@ if TYPE_CHECKING:
 from ..errors import InputError
 from ..io.fileio import parse_json, read_text, shown
 
-from .model import NodePrediction, Rates, SampleError, fit_rate, parse_sample, predict_nodes
+from .model import NumaPrediction, Rates, SampleError, fit_rate, parse_sample, predict_nodes
 
-__all__ = ["NodePrediction", "Rates", "SampleError", "fit_rate", "load_sample", "parse_sample", "predict_nodes"]
+__all__ = ["NumaPrediction", "Rates", "SampleError", "fit_rate", "load_sample", "parse_sample", "predict_nodes"]
 
 
 def read_json(path: str | os.PathLike, what: str) -> Any:

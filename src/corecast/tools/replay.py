@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..runtime.model.bound import RegionPrediction
+from ..runtime.model.bound import TeamPrediction
 from .samples import RecordedProcess, read_recording
 
 if TYPE_CHECKING:
@@ -28,11 +28,11 @@ class ReplayedProcess:
     recorded: RecordedProcess
     target: int
     predicted_cores: int
-    predictions: list[RegionPrediction]        # one per recorded region, process last
+    predictions: list[TeamPrediction]        # one per recorded region, process last
     kernels: list[tuple] = field(default_factory=list)  # (KernelStats, prediction or None)
 
     @property
-    def process(self) -> tuple[RegionSample, RegionPrediction] | None:
+    def process(self) -> tuple[RegionSample, TeamPrediction] | None:
         """The process record and its prediction, if the run recorded one."""
         for region, pred in zip(self.recorded.regions, self.predictions):
             if region["name"] == "process":
