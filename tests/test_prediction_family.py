@@ -11,10 +11,10 @@ import pytest
 from corecast import CurvePrediction, ScalingPrediction, predict
 from corecast.machine.numa import load
 from corecast.numa.model import NumaPrediction, Rates, predict_nodes
-from corecast.runtime.model.bound import TeamPrediction, region_bound
-from corecast.runtime.model.contention import region_contention
-from corecast.runtime.model.numa import NumaRegionPrediction, NumaState, predict_region_nodes
-from corecast.runtime.model.teamcurve import ContentionPrediction
+from corecast.model.runtime.bound import TeamPrediction, region_bound
+from corecast.model.runtime.contention import region_contention
+from corecast.model.runtime.numa import NumaRegionPrediction, NumaState, predict_region_nodes
+from corecast.model.runtime.teamcurve import ContentionPrediction
 from corecast.tools.ranks import RankPrediction
 
 REGION = {"name": "main._omp_fn.0", "object": "prog", "runtime": "openmp", "threads": 4,
@@ -59,8 +59,8 @@ def test_curve_band_in_speedups_matches_the_value_band():
 
 
 def test_runtime_members_import_without_numpy():
-    code = ("import sys; import corecast.runtime.model.bound, corecast.runtime.model.numa, "
-            "corecast.runtime.model.teamcurve, corecast.scaling; "
+    code = ("import sys; import corecast.model.runtime.bound, corecast.model.runtime.numa, "
+            "corecast.model.runtime.teamcurve, corecast.scaling; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'scipy')))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr

@@ -10,9 +10,9 @@ import pytest
 
 from corecast.opencl import report
 from corecast.runtime import bridge, devicewait
-from corecast.runtime.model import kernelmodel
-from corecast.runtime.model.bound import TeamPrediction
-from corecast.runtime.model.record import kernel_from_json
+from corecast.model.runtime import kernelmodel
+from corecast.model.runtime.bound import TeamPrediction
+from corecast.model.runtime.record import kernel_from_json
 
 from .test_predict import kernel
 

@@ -1,5 +1,5 @@
 """Bands that hold (issue #38): every prediction's band is joined with the empirical one
-(runtime/model/spread.py, chosen by benchmarks/bands.py), and a sample that shows nothing
+(model/runtime/spread.py, chosen by benchmarks/bands.py), and a sample that shows nothing
 of how work divides (one busy thread) claims no gain."""
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from corecast.runtime.model import spread
-from corecast.runtime.model.bound import TeamPrediction, prediction_counts
-from corecast.runtime.model.contention import process_contention
-from corecast.runtime.model.predictor import predict_window
+from corecast.model.runtime import spread
+from corecast.model.runtime.bound import TeamPrediction, prediction_counts
+from corecast.model.runtime.contention import process_contention
+from corecast.model.runtime.predictor import predict_window
 
 from .test_contention import process
 

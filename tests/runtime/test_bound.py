@@ -1,17 +1,17 @@
-"""corecast.runtime.model.bound on synthetic samples (dicts as the bridge decodes them)."""
+"""corecast.model.runtime.bound on synthetic samples (dicts as the bridge decodes them)."""
 from __future__ import annotations
 
 import pytest
 
-from corecast.runtime.model.abi import THREAD_STALLS as STALLS
-from corecast.runtime.model.bound import (
+from corecast.model.runtime.abi import THREAD_STALLS as STALLS
+from corecast.model.runtime.bound import (
     PREFERRED_SHARE,
     prediction_counts,
     process_bound,
     region_bound,
     region_work,
 )
-from corecast.runtime.model.contention import compose_process
+from corecast.model.runtime.contention import compose_process
 
 
 

@@ -14,9 +14,9 @@ import pytest
 
 from corecast.io.settings import calibration_path
 from corecast.machine import calibration as machine
-from corecast.runtime.model.predictor import apply_calibration
-from corecast.runtime.model.bound import TeamPrediction
-from corecast.runtime.model.history import BASIS_LEN
+from corecast.model.runtime.predictor import apply_calibration
+from corecast.model.runtime.bound import TeamPrediction
+from corecast.model.runtime.history import BASIS_LEN
 from corecast.tools.replay import replay, replay_process
 from corecast.tools.samples import read_recording
 

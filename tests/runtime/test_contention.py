@@ -1,4 +1,4 @@
-"""corecast.runtime.model.contention on synthetic samples with known answers (dicts as the
+"""corecast.model.runtime.contention on synthetic samples with known answers (dicts as the
 bridge decodes them).  Samples with locks are built self-consistently: their measured
 waits are what the M/M/1/N/N queue predicts at the sampled team size."""
 from __future__ import annotations
@@ -10,9 +10,9 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from corecast.queueing import waiting_time
-from corecast.runtime.model import bound
-from corecast.runtime.model.abi import THREAD_STALLS as STALLS
-from corecast.runtime.model.contention import (
+from corecast.model.runtime import bound
+from corecast.model.runtime.abi import THREAD_STALLS as STALLS
+from corecast.model.runtime.contention import (
     LOOP_CALL_COST_S,
     barrier_episodes,
     barrier_latency,
@@ -20,8 +20,8 @@ from corecast.runtime.model.contention import (
     process_contention,
     region_contention,
 )
-from corecast.runtime.model.lockqueue import HANDOFF_PRIOR_S
-from corecast.runtime.model.teamcurve import ContentionPrediction
+from corecast.model.runtime.lockqueue import HANDOFF_PRIOR_S
+from corecast.model.runtime.teamcurve import ContentionPrediction
 
 
 
@@ -551,7 +551,7 @@ def test_handoff_grows_with_the_contenders_within_its_band():
 
 
 def test_the_runtime_predictor_takes_the_latency_from_its_window():
-    from corecast.runtime.model.predictor import predict_window
+    from corecast.model.runtime.predictor import predict_window
 
     fine = barriered(episodes=48, wait=5e-6)
     coarse = barriered(episodes=1, phase=30e-3, wait=8e-3, calls=8)

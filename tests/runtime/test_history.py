@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from corecast.runtime.model import predictor
-from corecast.runtime.model.history import BASIS_LEN, RegionHistory, anchor_t1
-from corecast.runtime.model.contention import region_contention as one_sample
+from corecast.model.runtime import predictor
+from corecast.model.runtime.history import BASIS_LEN, RegionHistory, anchor_t1
+from corecast.model.runtime.contention import region_contention as one_sample
 
 from .test_contention import process, region
 
@@ -117,7 +117,7 @@ def test_process_basis_names_the_measured_bandwidth_term():
 
 def test_history_spanning_every_count_is_interpolated_without_a_fit(monkeypatch):
     # Steered on the machine it ran on: measured at 1, 2 and 4 threads, target 4.
-    from corecast.runtime.model import history as hist_mod
+    from corecast.model.runtime import history as hist_mod
 
     def no_fit():
         raise AssertionError("numpy/scipy loaded for counts the history spans")
@@ -139,7 +139,7 @@ def test_history_spanning_every_count_is_interpolated_without_a_fit(monkeypatch)
 def test_a_missing_numpy_leaves_the_one_sample_prediction_not_none(monkeypatch):
     # Seen on the 16-core machine: corecast in a venv whose numpy came from a .pth file the
     # model's interpreter did not read; the fit's import failed and the whole report with it.
-    from corecast.runtime.model import history as hist_mod
+    from corecast.model.runtime import history as hist_mod
 
     def no_numpy():
         raise ModuleNotFoundError("No module named 'numpy'", name="numpy")

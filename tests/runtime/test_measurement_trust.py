@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from corecast.runtime.model.abi import THREAD_STALLS
-from corecast.runtime.model.contention import process_contention, region_contention
+from corecast.model.runtime.abi import THREAD_STALLS
+from corecast.model.runtime.contention import process_contention, region_contention
 
 from .helpers import TIMEOUT, clean_env, corecast_run, events, read_lines
 

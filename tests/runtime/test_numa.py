@@ -1,4 +1,4 @@
-"""Node-count predictions inside the runtime (corecast.runtime.model.numa), without the native
+"""Node-count predictions inside the runtime (corecast.model.runtime.numa), without the native
 library: window attribution of counters, the fitted path, and the JSON members."""
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 import pytest
 
 from corecast.machine.numa import load
-from corecast.runtime.model.bound import TeamPrediction
-from corecast.runtime.model.history import RegionHistory
-from corecast.runtime.model.numa import NumaState, node_prediction, predict_region_nodes, team_times
+from corecast.model.runtime.bound import TeamPrediction
+from corecast.model.runtime.history import RegionHistory
+from corecast.model.runtime.numa import NumaState, node_prediction, predict_region_nodes, team_times
 
 OPTERON = load("opteron6380")
 

@@ -9,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from corecast.runtime.model.steering import RegionSteer, guard
+from corecast.model.runtime.steering import RegionSteer, guard
 
 from .steer_sim import SimRegion
 
@@ -41,7 +41,7 @@ def test_guard_charges_the_first_step_against_the_gain():
     sim.run(1)
     region = sim.record()
     history = sim.histories[("main._omp_fn.0", "sim")]
-    from corecast.runtime.model.bound import TeamPrediction
+    from corecast.model.runtime.bound import TeamPrediction
 
     threads = list(range(1, 17))
     own_perf = history.perf(16)
@@ -176,7 +176,7 @@ def test_a_convoy_stepped_in_c_settles_at_the_models_first_answer():
         sim.stalls += sim.stall_share(k) * k * calls * per_call(k)
         sim.elapsed += span
     region = dict(sim.record(), steered_to=1)
-    from corecast.runtime.model.predictor import predict_window
+    from corecast.model.runtime.predictor import predict_window
 
     (pred,) = predict_window([region], 2, 2, 2, sim.histories, final=False)
     history = sim.histories[("main._omp_fn.0", "sim")]

@@ -8,14 +8,14 @@ from __future__ import annotations
 import os
 
 from ..io import settings
+from ..model.runtime import history as model_history
+from ..model.runtime.bound import TeamPrediction, process_bound, region_bound
+from ..model.runtime.contention import barrier_latency, process_contention, region_contention
+from ..model.runtime.abi import MAX_NODES, MAX_PRED, NUMA_ROLES
+from ..model.runtime.history import RegionHistory
+from ..model.runtime.predictor import predict_window
+from ..model.runtime.record import region_from_struct
 from . import blas, devicewait
-from .model import history as model_history
-from .model.bound import TeamPrediction, process_bound, region_bound
-from .model.contention import barrier_latency, process_contention, region_contention
-from .model.abi import MAX_NODES, MAX_PRED, NUMA_ROLES
-from .model.history import RegionHistory
-from .model.predictor import predict_window
-from .model.record import region_from_struct
 
 # A fit in the model loads numpy and scipy through the plumbing's loader (one BLAS thread
 # in a non-Python host); the model itself never imports the plumbing.
@@ -23,7 +23,7 @@ model_history.load_numeric = blas.load_numeric
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
-    from .model.record import RegionSample
+    from ..model.runtime.record import RegionSample
 
 
 def _encode(ffi: object, out: object, pred: TeamPrediction) -> None:
@@ -57,7 +57,7 @@ def _steer(ffi: object, region: RegionSample, pred: TeamPrediction, sample: obje
     if region["nested"] or region["requested"] < 2:
         _put(ffi, out.steer_reason, "nested" if region["nested"] else "one thread")
         return
-    from .model.steering import RegionSteer
+    from ..model.runtime.steering import RegionSteer
 
     key = (region["name"], region["object"])
     history = _histories[key]
@@ -72,7 +72,7 @@ def _steer(ffi: object, region: RegionSample, pred: TeamPrediction, sample: obje
     _put(ffi, out.steer_reason, steer.reason)
 
 
-_numa = None  # runtime.model.numa.NumaState once a target machine is named
+_numa = None  # model.runtime.numa.NumaState once a target machine is named
 
 
 def _predicted_machine(sample: object) -> tuple[int, str]:
@@ -129,7 +129,7 @@ def _numa_state() -> object | None:
     global _numa
     path = os.environ.get(settings.TARGET_MACHINE)
     if _numa is None and path:
-        from .model.numa import NumaState
+        from ..model.runtime.numa import NumaState
 
         _numa = NumaState(path)
         if _numa.error:
@@ -207,7 +207,7 @@ def _predict_nodes(ffi: object, sample: object, regions: list[RegionSample], res
     state = _numa_state()
     if state is None:
         return
-    from .model.numa import predict_region_nodes
+    from ..model.runtime.numa import predict_region_nodes
 
     counts = decode_counts(ffi, sample.numa)
     state.window(counts, regions, sample.window_s)
@@ -257,7 +257,7 @@ def _device_bound(regions: list[RegionSample], preds: list[TeamPrediction]) -> l
     seen = devicewait.measured()
     if seen is None:
         return preds
-    from .model.kernelmodel import DEVICE_BOUND, device_bound_process, device_wait_share
+    from ..model.runtime.kernelmodel import DEVICE_BOUND, device_bound_process, device_wait_share
 
     out = list(preds)
     for i, region in enumerate(regions):

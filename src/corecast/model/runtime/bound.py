@@ -3,7 +3,7 @@ and the types both runtime predictors share (TeamPrediction, prediction_counts).
 
 The runtime reports contention.py's model; this bound is kept as its reference: with no
 lock contention the contention model must reduce to it (tests/runtime/test_contention.py),
-and ``corecast.runtime.model.bound`` stays importable for users who want the optimistic bound.
+and ``corecast.model.runtime.bound`` stays importable for users who want the optimistic bound.
 
 OpenMP regions: the sample splits each call into serialised work S (critical, atomic and
 OpenMP-lock hold time, single blocks), parallel work P and implicit-barrier imbalance.

@@ -1,7 +1,7 @@
 """Per-kernel predictions from the kernel's sample.
 
 A kernel's sample becomes a region for the one-sample contention model
-(``corecast.runtime.model.predictor.predict_region_threads``), the compute units playing the threads:
+(``corecast.model.runtime.predictor.predict_region_threads``), the compute units playing the threads:
 
 * team size n0 = the device's compute units (pocl: its worker threads, at most
   ``POCL_MAX_PTHREAD_COUNT``), calls = launches in the sample, wall = their device time;
@@ -242,12 +242,12 @@ def device_bound_process(pred, share: float):
                             [], f"waiting on device {pct} of wall")
 
 
-_states: dict = {}  # machine path -> runtime.model.numa.NumaState (the file is read once)
+_states: dict = {}  # machine path -> model.runtime.numa.NumaState (the file is read once)
 
 
 def memory_model(kernel, machine: str | None = None):
     """Node counts on a machine description (``machine``: its path or preset) for a kernel on a CPU device, as the runtime predicts an
-    OpenMP region's (``runtime.model.numa``): a ``NumaRegionPrediction`` or None without a machine.
+    OpenMP region's (``model.runtime.numa``): a ``NumaRegionPrediction`` or None without a machine.
 
     A process runs its kernels at one compute-unit count and no per-kernel memory counters
     are read, so the memory traffic is unknown: the prediction is the kernel's own
