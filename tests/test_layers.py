@@ -10,10 +10,9 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "corecast"
 # Entry points, not modules other code imports: the sitecustomize a launched Python runs.
 ENTRY_POINTS = {"corecast.runtime._autoload.sitecustomize"}
 MODEL_CORE = ("corecast.entities", "corecast.errors", "corecast.fitting", "corecast.fitquality",
-              "corecast.smallfit", "corecast.kernels", "corecast.queueing", "corecast.methods",
+              "corecast.smallfit", "corecast.kernels", "corecast.methods",
               "corecast.prediction", "corecast.preference", "corecast.tuning", "corecast.numa", "corecast.placement",
-              "corecast.extrapolation", "corecast.tunesim", "corecast.machine", "corecast.scaling",
-              "corecast.model")
+              "corecast.extrapolation", "corecast.tunesim", "corecast.machine", "corecast.model")
 VIEWS = ("corecast.views",)
 # The sweep result type (io/sweepresult) is I/O: readers and views read it; sweep/ runs programs.
 IO = ("corecast.io",)

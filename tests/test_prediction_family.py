@@ -1,4 +1,4 @@
-"""The prediction family (corecast.scaling): every model's answer is a ScalingPrediction
+"""The prediction family (corecast.model.scaling): every model's answer is a ScalingPrediction
 with counts, a speedup at each, a band or None, a preferred count among the counts and a
 basis; the runtime's members import without numpy."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from corecast import CurvePrediction, ScalingPrediction, predict
 from corecast.machine.numa import load
-from corecast.numa.model import NumaPrediction, Rates, predict_nodes
+from corecast.model.numa import NumaPrediction, Rates, predict_nodes
 from corecast.model.runtime.bound import TeamPrediction, region_bound
 from corecast.model.runtime.contention import region_contention
 from corecast.model.runtime.numa import NumaRegionPrediction, NumaState, predict_region_nodes
@@ -60,7 +60,7 @@ def test_curve_band_in_speedups_matches_the_value_band():
 
 def test_runtime_members_import_without_numpy():
     code = ("import sys; import corecast.model.runtime.bound, corecast.model.runtime.numa, "
-            "corecast.model.runtime.teamcurve, corecast.scaling; "
+            "corecast.model.runtime.teamcurve, corecast.model.scaling; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('numpy', 'scipy')))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr

@@ -15,7 +15,7 @@ _LAZY = {
     "predict_measurements": "corecast.prediction",
     "Measurements": "corecast.entities",
     "CurvePrediction": "corecast.entities",
-    "ScalingPrediction": "corecast.scaling",
+    "ScalingPrediction": "corecast.model.scaling",
     "InputError": "corecast.entities",
 }
 

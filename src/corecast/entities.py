@@ -14,7 +14,7 @@ import numpy as np
 
 from .errors import InputError  # noqa: F401  (defined without numpy: fileio and the runtime raise it)
 from .machine.hardware import SMT_YIELD, Hardware
-from .scaling import ScalingPrediction
+from .model.scaling import ScalingPrediction
 
 Metric = Literal["time", "throughput"]
 METRICS: tuple[str, ...] = ("time", "throughput")
@@ -304,7 +304,7 @@ class Fit:
 @dataclass
 class CurvePrediction(ScalingPrediction):
     """A method's fit of a measured curve: predictions in the user's metric for every
-    requested count (``basis``: ``reason``; a member of ``scaling.ScalingPrediction``)."""
+    requested count (``basis``: ``reason``; a member of ``model.scaling.ScalingPrediction``)."""
 
     method: str
     metric: str

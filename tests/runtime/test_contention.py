@@ -9,7 +9,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from corecast.queueing import waiting_time
+from corecast.model.queueing import waiting_time
 from corecast.model.runtime import bound
 from corecast.model.runtime.abi import THREAD_STALLS as STALLS
 from corecast.model.runtime.contention import (

@@ -32,7 +32,7 @@ from typing import Iterable
 
 from ..errors import InputError
 from ..io.fileio import shown
-from ..scaling import ScalingPrediction
+from ..model.scaling import ScalingPrediction
 from .samples import RecordedProcess, read_recording
 
 WAITS = ("mpi_p2p", "mpi_collective")

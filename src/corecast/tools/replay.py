@@ -90,7 +90,7 @@ def replay_nodes(path: str, machine: Machine, efficiency: float | None = None,
     lines are the registry's recording reader's (``format``: its name)."""
     from ..errors import InputError
     from ..io.fileio import shown
-    from ..numa.model import preferred_nodes
+    from ..model.numa import preferred_nodes
     from ..model.runtime.numa import interpolate, node_prediction
     from ..io.readers import RECORDING, read
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 
-from ...scaling import ScalingPrediction
+from ..scaling import ScalingPrediction
 from .abi import SYNC_WAITS
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only

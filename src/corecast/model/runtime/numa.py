@@ -25,8 +25,8 @@ import math
 import os
 
 from ...machine import numa as machines
-from ...numa.model import Rates, SampleError, fit_rate, parse_sample, predict_nodes
-from ...scaling import ScalingPrediction
+from ..numa import Rates, SampleError, fit_rate, parse_sample, predict_nodes
+from ..scaling import ScalingPrediction
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
@@ -277,7 +277,7 @@ def predict_region_nodes(state: NumaState, region: RegionSample, history: Any, n
     machine = state.machine
     if machine is None:
         return None
-    from ...numa.model import preferred_nodes
+    from ..numa import preferred_nodes
 
     key = (region["name"], region["object"])
     node_cpus = (numa_counts or {}).get("node_cpus") or [os.cpu_count() or 1]

@@ -5,7 +5,7 @@ Each model answers with its own member of ``ScalingPrediction``:
 - ``entities.CurvePrediction``: a method's fit of a measured curve (``corecast predict``);
 - ``model.runtime.bound.TeamPrediction``: the runtime's answer for a region, process or
   kernel from its samples (``teamcurve.ContentionPrediction`` adds the losses per part);
-- ``numa.model.NumaPrediction``: the NUMA model's answer per node count (``corecast numa``);
+- ``model.numa.NumaPrediction``: the NUMA model's answer per node count (``corecast numa``);
 - ``model.runtime.numa.NumaRegionPrediction``: the runtime's NUMA answer for a region;
 - ``tools.ranks.RankPrediction``: MPI ranks' recordings merged (``corecast merge``).
 

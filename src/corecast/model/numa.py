@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import math
 
-from ..queueing import Q
 from ..machine.numa import Machine
-from ..scaling import ScalingPrediction
+from .queueing import Q
+from .scaling import ScalingPrediction
 
 TYPE_CHECKING = False  # typing costs a profiled program start-up time: annotations only
 if TYPE_CHECKING:
