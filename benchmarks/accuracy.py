@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from corecast.entities import InputError, Measurements, Prediction
+from corecast.entities import InputError, Measurements, CurvePrediction
 from corecast.machine.hardware import Hardware
 from corecast.io.readers.measurements import read_measurements, read_table
 from corecast.methods import auto
@@ -86,7 +86,7 @@ class Score:
     coverage: float  # share of test points inside the band
 
 
-def predict_split(split: Split, method: str, rules: auto.Rules = auto.DEFAULT_RULES) -> Prediction:
+def predict_split(split: Split, method: str, rules: auto.Rules = auto.DEFAULT_RULES) -> CurvePrediction:
     """``method``'s prediction from the split's training points up to its curve's largest
     count, for the machine the curve was measured on where its provenance says."""
     with auto.using(rules):

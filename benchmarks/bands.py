@@ -4,7 +4,7 @@ leave-one-suite-out (issue #38).
 Every recording at N = 2 and 4 threads in the directories given (``NAME.csv`` curves and
 ``samples/NAME-N.jsonl``, the layout ``benchmarks/scale16.py`` and
 ``benchmarks/corpus16/measure.py`` use) is replayed with the current model, without the
-empirical band of ``runtime/model/spread.py``, and compared with the measured speedup
+empirical band of ``model/runtime/spread.py``, and compared with the measured speedup
 S(n) = T(1)/T(n) at n = 8 and 16.  The residual per doubling,
 z = ln(measured / predicted) / log2(n), is what the band is made of: the band at n is
 [S e^(lo log2 n), S e^(hi log2 n)] around the central S, lo and hi the 10th and 90th
@@ -38,7 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import scale16  # noqa: E402  (benchmarks/scale16.py: curves, the default directory)
 
-from corecast.runtime.model import spread  # noqa: E402
+from corecast.model.runtime import spread  # noqa: E402
 from corecast.tools.replay import replay_process  # noqa: E402
 from corecast.tools.samples import read_recording  # noqa: E402
 

@@ -2,7 +2,7 @@
 
 A one-run prediction takes a region's busy time at its sampled count n0 as the work of one
 thread, but a thread runs slower when more of the machine's cores are busy (all-core turbo
-below one-core turbo, shared cache and memory).  ``runtime/model/predictor.py`` applies a
+below one-core turbo, shared cache and memory).  ``model/runtime/predictor.py`` applies a
 measured loss e(n) (``corecast calibrate``, ``machine/calibration.py``); without one, the model assumes the prior
 e(n) = exp(-c log2 n).  This script chooses c on the measured curves: every recording at
 2, 4 and 16 threads (``--probe``) is replayed with e(n) for each c of a grid, and c is the

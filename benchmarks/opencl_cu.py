@@ -278,8 +278,8 @@ def gpu_check(seconds: float, json_out: str | None) -> int:
     (``kernelmodel.device_predict``) as the work-groups per launch vary, anchored at
     work-groups = compute units; the flat region (at most one work-group per unit) must
     match within 15%."""
-    from corecast.runtime.model import kernelmodel
-    from corecast.runtime.model.kernelstats import KernelStats
+    from corecast.model.runtime import kernelmodel
+    from corecast.model.runtime.kernelstats import KernelStats
 
     res = _run_child([sys.executable, __file__, "--child-groups", "--seconds", str(seconds)], dict(os.environ))
     if res is None:

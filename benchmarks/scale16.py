@@ -43,10 +43,10 @@ from pathlib import Path
 from typing import Callable
 
 from corecast.io.readers.measurements import read_measurements
-from corecast.runtime.model.history import RegionHistory
+from corecast.model.runtime.history import RegionHistory
 from corecast.machine.calibration import Calibration
 from corecast.machine.calibration import read as read_calibration
-from corecast.runtime.model.numa import interpolate
+from corecast.model.runtime.numa import interpolate
 from corecast.tools.replay import replay_process
 from corecast.tools.samples import read_recording
 

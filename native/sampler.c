@@ -98,7 +98,7 @@ static int is_convoy(const struct cc_region_sample *g) {
 /* Whether steering can act on a model run at this window end.  The model (an interpreter,
  * 15-25 ms of CPU, then a run per window) takes a core from a program whose threads may
  * hold every one, so it starts only when its answer can change a team: steering takes no
- * step that can lose before the run has lasted a window (runtime/model/steering.py,
+ * step that can lose before the run has lasted a window (model/runtime/steering.py,
  * guard's "too early"), and takes one at once only where no smaller team can lose, a
  * convoy (is_convoy).  Started with the sampler, it cost
  * sub-second programs at their best count 10-22% (NPB cg.W, is.W, mg.W, bt.S at 2 threads
@@ -119,7 +119,7 @@ static int steering_may_act(const struct cc_sample *s) {
  * against the own count at its measured share E of thread time not stalled,
  * (own - 1) / (own E) - 1, beats the noise of a window, or the region takes locks.
  * These are the model's own "one thread", "nested", "too few calls per window" and "no
- * room to gain" tests (runtime/model/steering.py guard), the last with the stall bound
+ * room to gain" tests (model/runtime/steering.py guard), the last with the stall bound
  * alone: the window model's preferred count comes from the same stalls.  The bound does
  * not hold where a lock's hand-offs between cores make the work itself slower with more
  * threads (omp_slowdown at 2 threads: 48% of its thread time not stalled, so the bound

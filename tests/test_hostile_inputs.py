@@ -326,12 +326,12 @@ def test_hostile_machine_files_are_one_line_errors(tmp_path, capsys, text, words
 
 def test_machine_on_dev_zero_costs_the_runtime_one_warning(monkeypatch, capfd):
     from corecast.runtime import bridge, channel
-    from corecast.runtime.model.numa import NumaState, predict_region
+    from corecast.model.runtime.numa import NumaState, predict_region_nodes
 
     state = NumaState(path="/dev/zero")
     assert state.machine is None
     assert state.error.startswith("/dev/zero: larger than the input limit")
-    assert predict_region(state, {"name": "r", "object": "o"}, None, None, lambda n: None) is None
+    assert predict_region_nodes(state, {"name": "r", "object": "o"}, None, None, lambda n: None) is None
 
     monkeypatch.setenv("CORECAST_TARGET_MACHINE", "/dev/zero")
     monkeypatch.setattr(bridge, "_numa", None)
@@ -348,7 +348,7 @@ def test_machine_on_dev_zero_costs_the_runtime_one_warning(monkeypatch, capfd):
 
 
 def test_machine_on_a_fifo_without_writer_is_read_by_nobody_else(tmp_path):
-    from corecast.runtime.model.numa import NumaState
+    from corecast.model.runtime.numa import NumaState
 
     machine = json.dumps({"cores_per_node": 2, "nodes": 2, "bus_delay": [[1, 2], [2, 1]],
                           "controller_delay": 3}).encode()
@@ -419,8 +419,8 @@ def test_opencl_table_escapes_kernel_and_device_names():
     import time
 
     from corecast.opencl import report
-    from corecast.runtime.model import kernelmodel as predict
-    from corecast.runtime.model.kernelstats import KernelStats
+    from corecast.model.runtime import kernelmodel as predict
+    from corecast.model.runtime.kernelstats import KernelStats
 
     k = KernelStats("k\x1b[31m", "dev\u202e", "cpu", 4)
     k.launches = k.completed = 10

@@ -10,9 +10,9 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "corecast"
 # Entry points, not modules other code imports: the sitecustomize a launched Python runs.
 ENTRY_POINTS = {"corecast.runtime._autoload.sitecustomize"}
 MODEL_CORE = ("corecast.entities", "corecast.errors", "corecast.fitting", "corecast.fitquality",
-              "corecast.smallfit", "corecast.kernels", "corecast.queueing", "corecast.methods",
+              "corecast.smallfit", "corecast.kernels", "corecast.methods",
               "corecast.prediction", "corecast.preference", "corecast.tuning", "corecast.numa", "corecast.placement",
-              "corecast.extrapolation", "corecast.tunesim", "corecast.machine")
+              "corecast.extrapolation", "corecast.tunesim", "corecast.machine", "corecast.model")
 VIEWS = ("corecast.views",)
 # The sweep result type (io/sweepresult) is I/O: readers and views read it; sweep/ runs programs.
 IO = ("corecast.io",)
@@ -20,12 +20,12 @@ SWEEP = ("corecast.sweep",)
 # Offline tools (replay, merge, calibrate, the recording's reader): above the runtime, below
 # the views that render their results.
 TOOLS = ("corecast.tools",)
-# The in-process predictors (runtime/model/) take what the plumbing (the rest of runtime/:
-# bridge, launcher, channel) reads; the model never imports the plumbing.
-RUNTIME_MODEL = ("corecast.runtime.model",)
+# The in-process model (model/runtime/, part of the model core) takes what the plumbing
+# (runtime/: bridge, launcher, channel) reads; it never imports the plumbing.
+RUNTIME_MODEL = ("corecast.model.runtime",)
 # The runtime's one-sample contention model, which views only render.
-CONTENTION_MODEL = ("corecast.runtime.model.contention", "corecast.runtime.model.teamcurve",
-                    "corecast.runtime.model.lockqueue")
+CONTENTION_MODEL = ("corecast.model.runtime.contention", "corecast.model.runtime.teamcurve",
+                    "corecast.model.runtime.lockqueue")
 ABOVE_RUNTIME = ("corecast.opencl", "corecast.cli") + SWEEP + TOOLS + VIEWS
 
 
@@ -94,7 +94,7 @@ def test_no_arrow_runs_up():
                 up.append(f"model core {a} -> {b}")
             if a.startswith("corecast.runtime.") and _within(b, ABOVE_RUNTIME) and not _within(a, VIEWS):
                 up.append(f"runtime {a} -> {b}")
-            if _within(a, RUNTIME_MODEL) and _within(b, ("corecast.runtime",)) and not _within(b, RUNTIME_MODEL):
+            if _within(a, RUNTIME_MODEL) and _within(b, ("corecast.runtime",)):
                 up.append(f"runtime model {a} -> runtime plumbing {b}")
             if _within(a, VIEWS) and _within(b, ("corecast.prediction", "corecast.methods",
                                                  "corecast.runtime.bridge") + CONTENTION_MODEL):

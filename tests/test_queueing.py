@@ -1,4 +1,4 @@
-"""corecast.queueing: the M/M/1/N/N (machine repairman) queue against a discrete-event
+"""corecast.model.queueing: the M/M/1/N/N (machine repairman) queue against a discrete-event
 simulation of the same queue, its limits, and property tests."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corecast.queueing import Q, mva, p0, response_time, throughput, utilisation, waiting_time
+from corecast.model.queueing import Q, mva, p0, response_time, throughput, utilisation, waiting_time
 
 
 def simulate(n: int, lam: float, mu: float, completions: int, seed: int) -> dict:

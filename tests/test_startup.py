@@ -131,7 +131,7 @@ def test_target_machine_exit_imports_no_heavy_standard_modules():
     # typing, pathlib, tempfile, dataclasses (inspect, ast) cost it 20-30 ms there.
     r = python("""
         import corecast.runtime.bridge
-        from corecast.runtime.model.numa import NumaState, predict_region
+        from corecast.model.runtime.numa import NumaState, predict_region_nodes
         state = NumaState("opteron6380")
         assert state.machine is not None, state.error
         slow = ("typing", "pathlib", "tempfile", "dataclasses", "inspect", "ast", "numpy")

@@ -6,14 +6,16 @@ start-up time.
 """
 from __future__ import annotations
 
-__all__ = ["predict", "predict_measurements", "Measurements", "Prediction", "InputError"]
+__all__ = ["predict", "predict_measurements", "Measurements", "CurvePrediction", "ScalingPrediction",
+           "InputError"]
 __version__ = "0.1.0"
 
 _LAZY = {
     "predict": "corecast.prediction",
     "predict_measurements": "corecast.prediction",
     "Measurements": "corecast.entities",
-    "Prediction": "corecast.entities",
+    "CurvePrediction": "corecast.entities",
+    "ScalingPrediction": "corecast.model.scaling",
     "InputError": "corecast.entities",
 }
 

@@ -9,7 +9,7 @@ from typing import Iterable, Mapping
 import numpy as np
 
 from . import methods
-from .entities import Fit, InputError, Measurements, Prediction, from_perf
+from .entities import Fit, InputError, Measurements, CurvePrediction, from_perf
 from .errors import article
 from .fitquality import count_params, fit_quality
 from .fitting import rms
@@ -51,7 +51,7 @@ def predict(
     fill: str | None = None,
     min_gain: float = DEFAULT_MIN_GAIN,
     scaling: str | None = None,
-) -> Prediction:
+) -> CurvePrediction:
     """Predict performance at every count 1..``upto`` (default: twice the largest
     measured count) and at the counts in ``at``.
 
@@ -80,7 +80,7 @@ def predict_measurements(
     hardware: Hardware | None = None,
     min_gain: float = DEFAULT_MIN_GAIN,
     scaling: str | None = None,
-) -> Prediction:
+) -> CurvePrediction:
     """``predict`` on measurements already read (see there); ``scaling`` None is strong
     scaling, with a warning where the times look like weak scaling's."""
     if scaling not in (None,) + SCALINGS:
@@ -217,7 +217,7 @@ def predict_measurements(
         with np.errstate(over="ignore"):
             return np.minimum(from_perf(p, data.metric) * scale, np.finfo(float).max)
 
-    return Prediction(
+    return CurvePrediction(
         method=spec.name,
         metric=data.metric,
         candidate=fit.candidate,

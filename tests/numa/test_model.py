@@ -1,4 +1,4 @@
-"""The two-level NUMA model (corecast.numa.model): its limits, co-location, the work-cycle
+"""The two-level NUMA model (corecast.model.numa): its limits, co-location, the work-cycle
 iteration, the sample contract and the fit used without counters."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from corecast.machine.numa import load
 from corecast.numa import Rates, SampleError, fit_rate, parse_sample, predict_nodes
-from corecast.numa.model import memory_cycles, preferred_nodes
+from corecast.model.numa import memory_cycles, preferred_nodes
 
 OPTERON = load("opteron6380")
 K = OPTERON.nodes
@@ -67,7 +67,7 @@ def test_memory_heavy_co_runner_lowers_speedup_cpu_bound_one_does_not():
 
 
 def test_co_runner_takes_the_last_nodes_of_the_fill_order():
-    from corecast.numa.model import allocation
+    from corecast.model.numa import allocation
 
     free, taken = allocation(OPTERON, [3])
     assert taken == [[5, 6, 7]] and free == [0, 1, 2, 3, 4]
@@ -198,7 +198,7 @@ def test_fit_solves_each_distinct_queue_once(monkeypatch):
     # Requests spread evenly: every memory node's queues are alike, so an evaluation at
     # team size k solves one controller and one bus queue, not one per node (on 16 cores
     # the per-node solves cost omp_triad's exit 0.1-0.3 s).  Counted, not timed.
-    from corecast.numa import model
+    from corecast.model import numa as model
 
     calls = []
     real = model.Q

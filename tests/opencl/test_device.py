@@ -10,9 +10,9 @@ import pytest
 
 from corecast.opencl import report
 from corecast.runtime import bridge, devicewait
-from corecast.runtime.model import kernelmodel
-from corecast.runtime.model.bound import RegionPrediction
-from corecast.runtime.model.record import kernel_from_json
+from corecast.model.runtime import kernelmodel
+from corecast.model.runtime.bound import TeamPrediction
+from corecast.model.runtime.record import kernel_from_json
 
 from .test_predict import kernel
 
@@ -125,9 +125,9 @@ def process_region(wall_s: float) -> dict:
     return {"name": "process", "wall_s": wall_s, "threads": 22}
 
 
-def cpu_prediction() -> RegionPrediction:
+def cpu_prediction() -> TeamPrediction:
     counts = list(range(1, 17))
-    return RegionPrediction(counts, [1.38] * 16, [1.0] * 16, [2.0] * 16, 12, "one-sample model", [], "serial")
+    return TeamPrediction(counts, [1.38] * 16, [1.0] * 16, [2.0] * 16, 12, "one-sample model", [], "serial")
 
 
 def test_a_host_that_waits_on_the_device_says_so(monkeypatch):

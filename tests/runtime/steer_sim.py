@@ -3,9 +3,9 @@ predict_window`` with final=False, then ``RegionSteer.step``), for the steering 
 Standard library only: the no-numpy test imports it in a fresh interpreter."""
 from __future__ import annotations
 
-from corecast.runtime.model.predictor import predict_window
-from corecast.runtime.model.record import region_from_json
-from corecast.runtime.model.steering import RegionSteer
+from corecast.model.runtime.predictor import predict_window
+from corecast.model.runtime.record import region_from_json
+from corecast.model.runtime.steering import RegionSteer
 
 
 class SimRegion:

@@ -1,5 +1,5 @@
 """Bands that hold (issue #38): every prediction's band is joined with the empirical one
-(runtime/model/spread.py, chosen by benchmarks/bands.py), and a sample that shows nothing
+(model/runtime/spread.py, chosen by benchmarks/bands.py), and a sample that shows nothing
 of how work divides (one busy thread) claims no gain."""
 from __future__ import annotations
 
@@ -11,20 +11,20 @@ from pathlib import Path
 
 import pytest
 
-from corecast.runtime.model import spread
-from corecast.runtime.model.bound import RegionPrediction, prediction_counts
-from corecast.runtime.model.contention import predict_process
-from corecast.runtime.model.predictor import predict_window
+from corecast.model.runtime import spread
+from corecast.model.runtime.bound import TeamPrediction, prediction_counts
+from corecast.model.runtime.contention import process_contention
+from corecast.model.runtime.predictor import predict_window
 
 from .test_contention import process
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def flat(target: int = 16) -> RegionPrediction:
+def flat(target: int = 16) -> TeamPrediction:
     counts = prediction_counts(target)
     s = [float(n) for n in counts]
-    return RegionPrediction(counts, s, list(s), list(s), counts[-1], "test")
+    return TeamPrediction(counts, s, list(s), list(s), counts[-1], "test")
 
 
 def test_the_empirical_band_widens_per_doubling_and_keeps_the_central():
@@ -61,7 +61,7 @@ def test_one_busy_thread_claims_no_gain():
     """A main thread doing all the work beside an idle helper: no S@N = N, a band up to it."""
     p = process(threads=2, wall=1.0, cpu=1.0)
     p["team_threads"] = 1
-    pred = predict_process(p, target=8, cores=8)
+    pred = process_contention(p, target=8, cores=8)
     assert pred.speedup == pytest.approx([1.0] * len(pred.threads))
     assert pred.preferred == 1
     assert pred.high[-1] == pytest.approx(8.0)
@@ -73,11 +73,12 @@ def test_threads_outside_the_list_still_count_as_parallel():
     makes and joins them per phase), but the process's CPU time shows they ran: 3.4 CPU-s
     in 1 s of wall is at least 4 threads at once, not "one thread did the work"."""
     p = process(threads=1, wall=1.0, cpu=3.4)
-    pred = predict_process(p, target=16, cores=16)
+    pred = process_contention(p, target=16, cores=16)
     assert "no evidence" not in pred.basis
     assert pred.speedup[pred.threads.index(4)] > 3.0
     # CPU time just over the wall time is noise, not a second thread
-    assert "no evidence" in predict_process(process(threads=1, wall=1.0, cpu=1.04), target=16, cores=16).basis
+    one = process_contention(process(threads=1, wall=1.0, cpu=1.04), target=16, cores=16)
+    assert "no evidence" in one.basis
 
 
 def test_the_predictor_puts_the_band_on_every_prediction():

@@ -1,17 +1,17 @@
-"""corecast.runtime.model.bound on synthetic samples (dicts as the bridge decodes them)."""
+"""corecast.model.runtime.bound on synthetic samples (dicts as the bridge decodes them)."""
 from __future__ import annotations
 
 import pytest
 
-from corecast.runtime.model.abi import THREAD_STALLS as STALLS
-from corecast.runtime.model.bound import (
+from corecast.model.runtime.abi import THREAD_STALLS as STALLS
+from corecast.model.runtime.bound import (
     PREFERRED_SHARE,
-    predict_process,
-    predict_region,
     prediction_counts,
+    process_bound,
+    region_bound,
     region_work,
 )
-from corecast.runtime.model.contention import compose_process
+from corecast.model.runtime.contention import compose_process
 
 
 
@@ -51,7 +51,7 @@ def test_prediction_counts_geometric_beyond_64():
 
 # ---- OpenMP regions -----------------------------------------------------------------------
 def test_no_serial_no_imbalance_is_linear():
-    pred = predict_region(region(threads=4, busy=4.0), target=16)
+    pred = region_bound(region(threads=4, busy=4.0), target=16)
     assert pred.threads == list(range(1, 17))
     assert pred.speedup == pytest.approx(list(range(1, 17)))
     assert pred.low == pytest.approx(pred.speedup)
@@ -61,7 +61,7 @@ def test_no_serial_no_imbalance_is_linear():
 
 
 def test_all_serial_is_flat():
-    pred = predict_region(region(threads=4, busy=4.0, serial=4.0), target=8)
+    pred = region_bound(region(threads=4, busy=4.0, serial=4.0), target=8)
     assert pred.speedup == pytest.approx([1.0] * 8)
     assert pred.high == pytest.approx([1.0] * 8)
     assert pred.low == pytest.approx([1.0] * 8)
@@ -70,7 +70,7 @@ def test_all_serial_is_flat():
 
 def test_serial_work_is_amdahl():
     # T1 = 4 s of which 1 s serial: S(n) = 4 / (1 + 3/n); work/span high = 4 / max(1, 4/n).
-    pred = predict_region(region(threads=4, busy=4.0, serial=1.0), target=8)
+    pred = region_bound(region(threads=4, busy=4.0, serial=1.0), target=8)
     for n, s, hi in zip(pred.threads, pred.speedup, pred.high):
         assert s == pytest.approx(4.0 / (1.0 + 3.0 / n))
         assert hi == pytest.approx(4.0 / max(1.0, 4.0 / n))
@@ -78,8 +78,8 @@ def test_serial_work_is_amdahl():
 
 
 def test_imbalance_lowers_central():
-    even = predict_region(region(threads=4, busy=4.0, serial=0.5), target=16)
-    uneven = predict_region(region(threads=4, busy=4.0, serial=0.5, imbalance=0.8), target=16)
+    even = region_bound(region(threads=4, busy=4.0, serial=0.5), target=16)
+    uneven = region_bound(region(threads=4, busy=4.0, serial=0.5, imbalance=0.8), target=16)
     assert uneven.speedup[0] == pytest.approx(1.0)
     for n, a, b in zip(even.threads, even.speedup, uneven.speedup):
         if n > 1:
@@ -94,8 +94,8 @@ def test_band_ordering_over_many_shapes():
     for serial in (0.0, 0.1, 1.0, 3.9):
         for imbalance in (0.0, 0.05, 0.5, 2.0):
             for threads in (1, 2, 4, 16):
-                pred = predict_region(region(threads=threads, busy=4.0, serial=serial,
-                                             imbalance=imbalance), target=32)
+                pred = region_bound(region(threads=threads, busy=4.0, serial=serial,
+                                           imbalance=imbalance), target=32)
                 assert pred.speedup[0] == pytest.approx(1.0)
                 assert all(s > 0 for s in pred.low)
                 assert_band(pred)
@@ -110,7 +110,7 @@ def test_sync_waits_are_not_work():
 
 
 def test_preferred_is_fewest_threads_near_the_best():
-    pred = predict_region(region(threads=4, busy=4.0, serial=2.0), target=64)
+    pred = region_bound(region(threads=4, busy=4.0, serial=2.0), target=64)
     best = max(pred.speedup)
     assert pred.speedup[pred.threads.index(pred.preferred)] >= PREFERRED_SHARE * best
     assert all(s < PREFERRED_SHARE * best for n, s in zip(pred.threads, pred.speedup) if n < pred.preferred)
@@ -118,14 +118,14 @@ def test_preferred_is_fewest_threads_near_the_best():
 
 # ---- plain-thread processes (Karp-Flatt) -------------------------------------------------
 def test_karp_flatt_no_parallelism_is_flat():
-    pred = predict_process(process(threads=4, wall=2.0, cpu=2.0), target=8, cores=4)
+    pred = process_bound(process(threads=4, wall=2.0, cpu=2.0), target=8, cores=4)
     assert pred.speedup == pytest.approx([1.0] * 8)
     assert pred.fitted == ["serial_fraction"]
     assert_band(pred)
 
 
 def test_karp_flatt_full_parallelism_is_linear():
-    pred = predict_process(process(threads=4, wall=2.0, cpu=8.0), target=8, cores=4)
+    pred = process_bound(process(threads=4, wall=2.0, cpu=8.0), target=8, cores=4)
     assert pred.speedup == pytest.approx(list(range(1, 9)))
     assert pred.preferred == 8
     assert_band(pred)
@@ -133,13 +133,13 @@ def test_karp_flatt_full_parallelism_is_linear():
 
 def test_karp_flatt_counts_only_runnable_threads():
     # 8 threads on 2 cores kept both busy: fully parallel as far as 2 cores can show.
-    pred = predict_process(process(threads=8, wall=1.0, cpu=2.0), target=4, cores=2)
+    pred = process_bound(process(threads=8, wall=1.0, cpu=2.0), target=4, cores=2)
     assert pred.speedup == pytest.approx([1.0, 2.0, 3.0, 4.0])
 
 
 def test_karp_flatt_partial_parallelism():
     # psi = 2 on 4 threads and 4 cores: e = (1/2 - 1/4) / (1 - 1/4) = 1/3.
-    pred = predict_process(process(threads=4, wall=1.0, cpu=2.0), target=8, cores=4)
+    pred = process_bound(process(threads=4, wall=1.0, cpu=2.0), target=8, cores=4)
     e = 1.0 / 3.0
     assert pred.speedup == pytest.approx([1.0 / (e + (1 - e) / n) for n in range(1, 9)])
     assert pred.speedup[3] == pytest.approx(2.0)  # it reproduces the measured parallelism
@@ -148,7 +148,7 @@ def test_karp_flatt_partial_parallelism():
 
 
 def test_one_runnable_thread_uses_sampled_hold_time():
-    pred = predict_process(process(threads=4, wall=1.0, cpu=1.0, hold=0.25), target=4, cores=1)
+    pred = process_bound(process(threads=4, wall=1.0, cpu=1.0, hold=0.25), target=4, cores=1)
     assert pred.fitted == []
     assert pred.speedup == pytest.approx([1.0 / (0.25 + 0.75 / n) for n in range(1, 5)])
 
@@ -158,7 +158,7 @@ def test_compose_process_serial_time_outside_regions():
     # 10 s of wall time, 5 s of it in a linear 4-thread region (20 s of thread work):
     # T(n) = 5 + 20 / n, relative to T(1) = 25.
     r = region(threads=4, busy=20.0, wall=5.0)
-    rp = predict_region(r, target=8)
+    rp = region_bound(r, target=8)
     pred = compose_process(process(threads=4, wall=10.0, cpu=25.0), [(r, rp)])
     assert pred.threads == list(range(1, 9))
     assert pred.speedup == pytest.approx([25.0 / (5.0 + 20.0 / n) for n in range(1, 9)])
@@ -169,7 +169,7 @@ def test_compose_process_serial_time_outside_regions():
 def test_compose_process_ignores_nested_regions():
     outer = region(threads=4, busy=20.0, wall=5.0)
     inner = region(threads=2, busy=6.0, wall=3.0, serial=6.0, nested=True)
-    regions = [(outer, predict_region(outer, 8)), (inner, predict_region(inner, 8))]
+    regions = [(outer, region_bound(outer, 8)), (inner, region_bound(inner, 8))]
     with_nested = compose_process(process(wall=10.0), regions)
     alone = compose_process(process(wall=10.0), regions[:1])
     assert with_nested.speedup == pytest.approx(alone.speedup)
@@ -177,7 +177,7 @@ def test_compose_process_ignores_nested_regions():
 
 def test_compose_process_without_outside_time_is_the_region():
     r = region(threads=4, busy=4.0, serial=1.0, wall=2.0)
-    rp = predict_region(r, target=8)
+    rp = region_bound(r, target=8)
     pred = compose_process(process(wall=2.0), [(r, rp)])
     assert pred.speedup == pytest.approx(rp.speedup)
     assert pred.low == pytest.approx(rp.low)

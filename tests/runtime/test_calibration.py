@@ -14,9 +14,9 @@ import pytest
 
 from corecast.io.settings import calibration_path
 from corecast.machine import calibration as machine
-from corecast.runtime.model.predictor import apply_calibration
-from corecast.runtime.model.bound import RegionPrediction
-from corecast.runtime.model.history import BASIS_LEN
+from corecast.model.runtime.predictor import apply_calibration
+from corecast.model.runtime.bound import TeamPrediction
+from corecast.model.runtime.history import BASIS_LEN
 from corecast.tools.replay import replay, replay_process
 from corecast.tools.samples import read_recording
 
@@ -98,8 +98,8 @@ def test_apply_keeps_the_sampled_time_and_scales_the_rest():
     cal = machine.parse(calibration())
     threads = list(range(1, 17))
     speedup = [float(n) for n in threads]
-    pred = RegionPrediction(threads, list(speedup), [s * 0.9 for s in speedup], [s * 1.1 for s in speedup],
-                            16, "contention model: " + "x" * 90, work_s=8.0)
+    pred = TeamPrediction(threads, list(speedup), [s * 0.9 for s in speedup], [s * 1.1 for s in speedup],
+                          16, "contention model: " + "x" * 90, work_s=8.0)
     out = apply_calibration(pred, 4, 0.0, cal)
     assert out.speedup[15] == pytest.approx(16 * 0.82) and out.speedup[0] == 1.0
     assert out.low[15] == pytest.approx(16 * 0.9 * 0.82) and out.high[15] == pytest.approx(16 * 1.1 * 0.82)

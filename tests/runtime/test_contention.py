@@ -1,4 +1,4 @@
-"""corecast.runtime.model.contention on synthetic samples with known answers (dicts as the
+"""corecast.model.runtime.contention on synthetic samples with known answers (dicts as the
 bridge decodes them).  Samples with locks are built self-consistently: their measured
 waits are what the M/M/1/N/N queue predicts at the sampled team size."""
 from __future__ import annotations
@@ -9,19 +9,19 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from corecast.queueing import waiting_time
-from corecast.runtime.model import bound
-from corecast.runtime.model.abi import THREAD_STALLS as STALLS
-from corecast.runtime.model.contention import (
+from corecast.model.queueing import waiting_time
+from corecast.model.runtime import bound
+from corecast.model.runtime.abi import THREAD_STALLS as STALLS
+from corecast.model.runtime.contention import (
     LOOP_CALL_COST_S,
     barrier_episodes,
     barrier_latency,
     compose_process,
-    predict_process,
-    predict_region,
+    process_contention,
+    region_contention,
 )
-from corecast.runtime.model.lockqueue import HANDOFF_PRIOR_S
-from corecast.runtime.model.teamcurve import ContentionPrediction
+from corecast.model.runtime.lockqueue import HANDOFF_PRIOR_S
+from corecast.model.runtime.teamcurve import ContentionPrediction
 
 
 
@@ -64,7 +64,7 @@ def process(threads=4, wall=1.0, cpu=1.0, hold=0.0, hold_samples=0, acq=None, co
 
 def assert_sane(pred, target=None) -> None:
     assert isinstance(pred, ContentionPrediction)
-    assert isinstance(pred, bound.RegionPrediction)
+    assert isinstance(pred, bound.TeamPrediction)
     if target is not None:
         assert pred.threads == bound.prediction_counts(target)
     assert pred.threads[0] == 1
@@ -83,7 +83,7 @@ def assert_sane(pred, target=None) -> None:
 
 # ---- no contention ------------------------------------------------------------------------
 def test_no_stalls_is_linear_up_to_cores():
-    pred = predict_region(region(threads=4, busy=4.0), target=16, cores=16)
+    pred = region_contention(region(threads=4, busy=4.0), target=16, cores=16)
     assert_sane(pred, 16)
     assert pred.speedup == pytest.approx(list(range(1, 17)))
     assert pred.low == pytest.approx(pred.speedup)
@@ -94,7 +94,7 @@ def test_no_stalls_is_linear_up_to_cores():
 
 
 def test_oversubscription_flattens():
-    pred = predict_region(region(threads=4, busy=4.0), target=32, cores=8)
+    pred = region_contention(region(threads=4, busy=4.0), target=32, cores=8)
     assert_sane(pred, 32)
     assert pred.speedup == pytest.approx([min(n, 8) for n in range(1, 33)])
     assert pred.preferred == 8
@@ -104,7 +104,7 @@ def test_oversubscription_flattens():
 def test_sample_taken_oversubscribed_is_deflated():
     # 8 threads on 4 cores: every thread's busy span is twice its CPU work.
     r = region(threads=8, busy=16.0)
-    pred = predict_region(r, target=8, cores=4)
+    pred = region_contention(r, target=8, cores=4)
     assert pred.speedup == pytest.approx([1, 2, 3, 4, 4, 4, 4, 4])
     assert "cpu_share" in pred.fitted
 
@@ -113,7 +113,7 @@ def test_single_blocks_are_amdahl():
     # T1 = 4 s per 10 calls, 1 s of it in single blocks (no locks taken):
     # the others wait (n0 - 1) x single at the barrier after it, which is not imbalance.
     r = region(threads=4, busy=4.0 + 3.0, serial=1.0, omp_barrier=3.0)
-    pred = predict_region(r, target=8, cores=8)
+    pred = region_contention(r, target=8, cores=8)
     assert_sane(pred, 8)
     assert pred.speedup == pytest.approx([4.0 / (1.0 + 3.0 / n) for n in range(1, 9)])
     assert pred.bottleneck == "serial"
@@ -122,7 +122,7 @@ def test_single_blocks_are_amdahl():
 # ---- locks ---------------------------------------------------------------------------------
 def test_fully_locked_loop_gains_nothing():
     r = locked_region(n0=4, think=0.0, hold=1e-4)
-    pred = predict_region(r, target=64, cores=64)
+    pred = region_contention(r, target=64, cores=64)
     assert_sane(pred, 64)
     assert pred.speedup == pytest.approx([1.0] * 64, abs=1e-9)
     assert pred.high == pytest.approx([1.0] * 64, abs=1e-9)
@@ -132,7 +132,7 @@ def test_fully_locked_loop_gains_nothing():
 
 def test_lock_wait_is_the_queue_waiting_time():
     think, hold, n0 = 3e-4, 1e-4, 2
-    pred = predict_region(locked_region(n0, think, hold), target=16, cores=64)
+    pred = region_contention(locked_region(n0, think, hold), target=16, cores=64)
     for n, s in zip(pred.threads, pred.speedup):
         w = waiting_time(n, 1.0 / think, 1.0 / hold)
         assert s == pytest.approx((think + hold) / ((think + hold + w) / n), rel=1e-9)
@@ -142,7 +142,7 @@ def test_lock_wait_is_the_queue_waiting_time():
 def test_hot_lock_saturates(n0):
     # Light at 1 thread (no waits), hot at 2: S(n) flattens at (Z + H) / H = 4.
     think, hold = 3e-4, 1e-4
-    pred = predict_region(locked_region(n0, think, hold), target=64, cores=64)
+    pred = region_contention(locked_region(n0, think, hold), target=64, cores=64)
     assert_sane(pred, 64)
     limit = (think + hold) / hold
     # (at n0 = 1 the assumed hand-off of 100 ns adds about 0.1% here)
@@ -163,7 +163,7 @@ def test_hot_lock_saturates(n0):
 
 def test_sample_at_any_team_gives_the_same_curve():
     think, hold = 5e-4, 1e-4
-    curves = [predict_region(locked_region(n0, think, hold), 32, 64).speedup for n0 in (1, 2, 8)]
+    curves = [region_contention(locked_region(n0, think, hold), 32, 64).speedup for n0 in (1, 2, 8)]
     assert curves[2] == pytest.approx(curves[1], rel=1e-9)
     # n0 = 1: the assumed hand-off (40 ns, growing as sqrt(n)) against 100 us holds
     assert curves[1] == pytest.approx(curves[0], rel=3e-3)
@@ -177,7 +177,7 @@ def test_model_reproduces_the_sample():
     wall = (busy + 0.2) / n0 + 0.05
     r = region(threads=n0, busy=busy, serial=acq * hold, calls=calls, wall=wall,
                acq={"critical": acq}, critical=acq * w, imbalance=0.2)
-    pred = predict_region(r, target=8, cores=8)
+    pred = region_contention(r, target=8, cores=8)
     t1 = acq * (think + hold) / calls
     assert pred.speedup[n0 - 1] == pytest.approx(t1 / (wall / calls), rel=1e-9)
     assert pred.work_s == pytest.approx(t1 * calls)
@@ -187,28 +187,28 @@ def test_longer_waits_than_the_queue_fit_a_handoff():
     think, hold, n0 = 4e-4, 1e-4, 4
     w = 3 * waiting_time(n0, 1 / think, 1 / hold)
     r = locked_region(n0, think, hold, wait=w, contended=5000)
-    pred = predict_region(r, target=64, cores=64)
+    pred = region_contention(r, target=64, cores=64)
     assert_sane(pred, 64)
     assert "handoff" in pred.fitted
     t1 = think + hold
     assert pred.speedup[n0 - 1] == pytest.approx(n0 * t1 / (t1 + w), rel=1e-6)
-    plain = predict_region(locked_region(n0, think, hold), target=64, cores=64)
+    plain = region_contention(locked_region(n0, think, hold), target=64, cores=64)
     assert pred.speedup[-1] < plain.speedup[-1]
 
 
 def test_few_contended_acquisitions_fit_nothing():
     think, hold, n0 = 4e-4, 1e-4, 4
     w = 3 * waiting_time(n0, 1 / think, 1 / hold)
-    pred = predict_region(locked_region(n0, think, hold, wait=w, contended=3), 64, 64)
+    pred = region_contention(locked_region(n0, think, hold, wait=w, contended=3), 64, 64)
     assert "handoff" not in pred.fitted
-    plain = predict_region(locked_region(n0, think, hold), target=64, cores=64)
+    plain = region_contention(locked_region(n0, think, hold), target=64, cores=64)
     assert pred.speedup == pytest.approx(plain.speedup)
 
 
 def test_shorter_waits_on_one_lock_mean_steadier_holds():
     think, hold, n0 = 4e-4, 1e-4, 4
     w = 0.3 * waiting_time(n0, 1 / think, 1 / hold)
-    pred = predict_region(locked_region(n0, think, hold, wait=w, contended=500), 64, 64)
+    pred = region_contention(locked_region(n0, think, hold, wait=w, contended=500), 64, 64)
     assert_sane(pred, 64)
     assert "lock_cv" in pred.fitted
     t1 = think + hold
@@ -221,7 +221,7 @@ def test_shorter_waits_on_omp_locks_mean_several_locks():
     think, hold, n0 = 4e-4, 1e-4, 4
     w = 0.2 * waiting_time(n0, 1 / think, 1 / hold)
     r = locked_region(n0, think, hold, cat="omp_lock", wait=w, contended=500)
-    pred = predict_region(r, target=64, cores=64)
+    pred = region_contention(r, target=64, cores=64)
     assert_sane(pred, 64)
     assert "lock_copies" in pred.fitted
     t1 = think + hold
@@ -231,7 +231,7 @@ def test_shorter_waits_on_omp_locks_mean_several_locks():
 
 def test_unobserved_omp_lock_contention_widens_the_band():
     # One thread: the lock's contention cannot be seen; the high curve takes it as striped.
-    pred = predict_region(locked_region(1, 3e-4, 1e-4, cat="omp_lock"), 16, 16)
+    pred = region_contention(locked_region(1, 3e-4, 1e-4, cat="omp_lock"), 16, 16)
     assert pred.high == pytest.approx(list(range(1, 17)))
     assert pred.speedup[-1] == pytest.approx(4.0, rel=0.02)
 
@@ -240,7 +240,7 @@ def test_two_lock_kinds_share_the_measured_hold():
     acq, think, hold = 10_000, 4e-4, 1e-4
     r = region(threads=1, busy=acq * (think + hold), serial=acq * hold,
                acq={"critical": acq // 2, "atomic": acq // 2})
-    pred = predict_region(r, target=64, cores=64)
+    pred = region_contention(r, target=64, cores=64)
     assert_sane(pred, 64)
     assert "hold_split" in pred.fitted
     # two servers of half the load each: the limit is twice one lock's
@@ -250,8 +250,8 @@ def test_two_lock_kinds_share_the_measured_hold():
 
 # ---- imbalance, loops, team overhead --------------------------------------------------------
 def test_imbalance_lowers_speedup_and_grows():
-    even = predict_region(region(threads=4, busy=4.0), target=64, cores=64)
-    uneven = predict_region(region(threads=4, busy=4.0, imbalance=0.8), target=64, cores=64)
+    even = region_contention(region(threads=4, busy=4.0), target=64, cores=64)
+    uneven = region_contention(region(threads=4, busy=4.0, imbalance=0.8), target=64, cores=64)
     assert_sane(uneven, 64)
     for a, b in zip(even.speedup[1:], uneven.speedup[1:]):
         assert b < a
@@ -289,8 +289,8 @@ def test_barrier_latency_is_the_smallest_idle_per_barrier():
 
 def test_barrier_latency_does_not_shrink_with_the_team():
     fine = barriered(episodes=48, phase=25e-6, wait=5e-6)
-    spread = predict_region(fine, target=16, cores=16)
-    latency = predict_region(fine, target=16, cores=16, latency=5e-6)
+    spread = region_contention(fine, target=16, cores=16)
+    latency = region_contention(fine, target=16, cores=16, latency=5e-6)
     assert_sane(latency, 16)
     assert "barrier_latency" in latency.fitted and "barrier_latency" not in spread.fitted
     # Both go through the sample at n0 = 4; beyond it the latency's share stays.
@@ -300,8 +300,8 @@ def test_barrier_latency_does_not_shrink_with_the_team():
     assert latency.speedup[15] == pytest.approx(work / (work / 16 + 48 * 5e-6))
     # A coarse region's wait is mostly spread: the same latency hardly moves it.
     coarse = barriered(episodes=1, phase=30e-3, wait=8e-3, calls=8)
-    a = predict_region(coarse, target=16, cores=16)
-    b = predict_region(coarse, target=16, cores=16, latency=5e-6)
+    a = region_contention(coarse, target=16, cores=16)
+    b = region_contention(coarse, target=16, cores=16, latency=5e-6)
     assert b.speedup[15] == pytest.approx(a.speedup[15], rel=1e-3)
 
 
@@ -311,12 +311,12 @@ def test_dynamic_loop_counter_saturates():
     chunks = 1_000_000
     r = region(threads=1, busy=10 * chunks * (1e-6 + LOOP_CALL_COST_S), calls=10,
                loop_calls=10 * chunks)
-    pred = predict_region(r, target=64, cores=64)
+    pred = region_contention(r, target=64, cores=64)
     assert_sane(pred, 64)
     assert "loop_cost" in pred.fitted
     assert pred.speedup[-1] == pytest.approx(11.0, rel=0.02)
     assert pred.bottleneck == "loop_schedule"
-    coarse = predict_region(region(threads=1, busy=10.0, calls=10, loop_calls=1000), 64, 64)
+    coarse = region_contention(region(threads=1, busy=10.0, calls=10, loop_calls=1000), 64, 64)
     assert coarse.speedup[-1] == pytest.approx(64, rel=0.01)
 
 
@@ -324,7 +324,7 @@ def test_team_overhead_grows_with_the_team():
     # 1 ms regions with 0.2 ms of start/join at 4 threads.
     calls = 1000
     r = region(threads=4, busy=4e-3 * calls, calls=calls, wall=(1e-3 + 2e-4) * calls)
-    pred = predict_region(r, target=64, cores=64)
+    pred = region_contention(r, target=64, cores=64)
     assert_sane(pred, 64)
     assert pred.speedup[3] == pytest.approx(4e-3 / 1.2e-3)
     assert pred.speedup[-1] < pred.speedup[15]  # too many threads cost more than they give
@@ -338,7 +338,7 @@ def test_band_ordering_over_many_shapes():
                 for cat in ("critical", "omp_lock"):
                     r = locked_region(n0, 1e-4 * (1 - frac) + 1e-9, 1e-4 * frac + 1e-9, cat=cat)
                     r["stalls_s"]["imbalance"] = imbalance
-                    pred = predict_region(r, target=40, cores=24)
+                    pred = region_contention(r, target=40, cores=24)
                     assert_sane(pred, 40)
 
 
@@ -362,15 +362,15 @@ def test_any_region_sample_gives_a_sane_curve(threads, calls, busy, serial_share
                acq=acq, contended=contended, loop_calls=loop_calls, **stalls)
     r["hold_samples"] = acq.get("mutex", 0) // 10 if calls % 2 else 0
     r["hold_sampled_s"] = stalls.get("mutex", 0.0) / 3
-    assert_sane(predict_region(r, target=target, cores=cores), target)
+    assert_sane(region_contention(r, target=target, cores=cores), target)
 
 
 # ---- processes -------------------------------------------------------------------------------
 def test_process_without_locks_is_karp_flatt_up_to_cores():
     for kw in (dict(threads=4, wall=1.0, cpu=2.0), dict(threads=4, wall=2.0, cpu=8.0),
                dict(threads=4, wall=2.0, cpu=2.0)):
-        ref = bound.predict_process(process(**kw), target=4, cores=4)
-        pred = predict_process(process(**kw), target=8, cores=4)
+        ref = bound.process_bound(process(**kw), target=4, cores=4)
+        pred = process_contention(process(**kw), target=8, cores=4)
         assert_sane(pred, 8)
         assert pred.speedup[:4] == pytest.approx(ref.speedup)
         assert pred.speedup[4:] == pytest.approx([pred.speedup[3]] * 4)  # 4 cores
@@ -383,7 +383,7 @@ def test_process_hot_mutex_saturates():
     p = process(threads=n0, cpu=acq * (think + hold), wall=acq * (think + hold + w) / n0,
                 hold=hold * 5000, hold_samples=5000, acq={"mutex": acq},
                 contended={"mutex": 20_000}, mutex=acq * w)
-    pred = predict_process(p, target=64, cores=64)
+    pred = process_contention(p, target=64, cores=64)
     assert_sane(pred, 64)
     assert pred.speedup[-1] == pytest.approx((think + hold) / hold, rel=0.02)
     assert pred.speedup[n0 - 1] == pytest.approx(n0 * (think + hold) / (think + hold + w), rel=1e-3)
@@ -397,7 +397,7 @@ def test_process_mutex_without_hold_samples_infers_the_hold():
     w = waiting_time(n0, 1 / think, 1 / hold)
     p = process(threads=n0, cpu=acq * (think + hold), wall=acq * (think + hold + w) / n0,
                 acq={"mutex": acq}, mutex=acq * w)
-    pred = predict_process(p, target=64, cores=64)
+    pred = process_contention(p, target=64, cores=64)
     assert_sane(pred, 64)
     assert "hold_time" in pred.fitted
     assert pred.speedup[-1] == pytest.approx((think + hold) / hold, rel=0.05)
@@ -407,7 +407,7 @@ def test_process_rwlock_and_mutex_without_samples():
     # Both holds come from the waits; the model reproduces the sample.
     p = process(threads=4, cpu=4.0, wall=1.5, acq={"mutex": 10_000, "rwlock": 10_000},
                 contended={"mutex": 100, "rwlock": 100}, mutex=1.0, rwlock=1.0)
-    pred = predict_process(p, target=32, cores=32)
+    pred = process_contention(p, target=32, cores=32)
     assert_sane(pred, 32)
     assert "hold_time" in pred.fitted
     assert pred.bottleneck in ("mutex", "rwlock")
@@ -419,7 +419,7 @@ def test_single_blocks_and_hold_split_from_optional_keys():
                acq={"critical": acq // 2, "atomic": acq // 2})
     r["single_s"] = 0.5
     r["hold_s"] = {"critical": acq * hold, "atomic": 0.0}
-    pred = predict_region(r, target=64, cores=64)
+    pred = region_contention(r, target=64, cores=64)
     assert_sane(pred, 64)
     assert "hold_split" not in pred.fitted
     # critical: half the acquisitions with all the hold time, plus 0.5 s of single blocks
@@ -430,27 +430,27 @@ def test_single_blocks_and_hold_split_from_optional_keys():
 
 
 def test_process_barrier_imbalance():
-    pred = predict_process(process(threads=4, cpu=4.0, wall=1.25, pthread_barrier=1.0),
-                           target=32, cores=32)
+    pred = process_contention(process(threads=4, cpu=4.0, wall=1.25, pthread_barrier=1.0),
+                              target=32, cores=32)
     assert_sane(pred, 32)
     assert pred.speedup[3] == pytest.approx(4.0 / 1.25, rel=1e-6)
     assert pred.bottleneck == "imbalance"
 
 
 def test_process_runqueue_from_other_load_is_not_serial():
-    busy_box = predict_process(process(threads=4, cpu=4.0, wall=2.0, runqueue=4.0), 8, 8)
+    busy_box = process_contention(process(threads=4, cpu=4.0, wall=2.0, runqueue=4.0), 8, 8)
     assert busy_box.speedup == pytest.approx(list(range(1, 9)))
 
 
 def test_process_one_runnable_thread():
     # One thread did the work: no evidence of how it divides, no gain claimed, the band up
     # to all of it parallel (issue #38).
-    pred = predict_process(process(threads=1, cpu=1.0, wall=1.0), target=4, cores=4)
+    pred = process_contention(process(threads=1, cpu=1.0, wall=1.0), target=4, cores=4)
     assert pred.speedup == pytest.approx([1, 1, 1, 1])
     assert pred.high == pytest.approx([1, 2, 3, 4])
     assert "serial_fraction" not in pred.fitted
     assert_sane(pred, 4)
-    one_core = predict_process(process(threads=4, cpu=1.0, wall=1.0, hold=0.25), 4, cores=1)
+    one_core = process_contention(process(threads=4, cpu=1.0, wall=1.0, hold=0.25), 4, cores=1)
     assert one_core.speedup == pytest.approx([1.0] * 4)  # one core: nothing to gain
     assert_sane(one_core, 4)
 
@@ -458,19 +458,19 @@ def test_process_one_runnable_thread():
 def test_compose_process():
     # 10 s of wall time, 5 s of it in a linear 4-thread region (20 s of thread work).
     r = region(threads=4, busy=20.0, calls=10)
-    rp = predict_region(r, target=8, cores=8)
+    rp = region_contention(r, target=8, cores=8)
     pred = compose_process(process(threads=4, wall=10.0, cpu=25.0), [(r, rp)])
     assert pred.speedup == pytest.approx([25.0 / (5.0 + 20.0 / n) for n in range(1, 9)])
     assert pred.bottleneck == "serial"
     nested = region(threads=2, busy=6.0, serial=6.0, nested=True)
-    with_nested = compose_process(process(wall=10.0), [(r, rp), (nested, predict_region(nested, 8, 8))])
+    with_nested = compose_process(process(wall=10.0), [(r, rp), (nested, region_contention(nested, 8, 8))])
     assert with_nested.speedup == pytest.approx(pred.speedup)
     assert_sane(pred, 8)
 
 
 def test_compose_process_keeps_the_region_bottleneck():
     r = locked_region(4, 3e-4, 1e-4)
-    rp = predict_region(r, target=64, cores=64)
+    rp = region_contention(r, target=64, cores=64)
     pred = compose_process(process(threads=4, wall=r["wall_s"] + 0.01, cpu=1.0), [(r, rp)])
     assert pred.bottleneck == "critical"
     assert pred.speedup[-1] == pytest.approx(rp.speedup[-1], rel=0.02)
@@ -479,8 +479,8 @@ def test_compose_process_keeps_the_region_bottleneck():
 def test_large_target_is_fast_enough():
     import time
     t0 = time.perf_counter()
-    pred = predict_region(locked_region(16, 3e-4, 1e-4, contended=1000,
-                                        wait=2 * waiting_time(16, 1 / 3e-4, 1 / 1e-4)),
+    pred = region_contention(locked_region(16, 3e-4, 1e-4, contended=1000,
+                                           wait=2 * waiting_time(16, 1 / 3e-4, 1 / 1e-4)),
                           target=4096, cores=4096)
     assert time.perf_counter() - t0 < 2.0
     assert_sane(pred, 4096)
@@ -497,13 +497,13 @@ def test_any_process_sample_gives_a_sane_curve(threads, cpu, wall, stalls, acq, 
                                                hold_samples, target, cores):
     p = process(threads=threads, cpu=cpu, wall=wall, hold=hold, hold_samples=hold_samples,
                 acq=acq, contended=contended, **stalls)
-    assert_sane(predict_process(p, target=target, cores=cores), target)
+    assert_sane(process_contention(p, target=target, cores=cores), target)
 
 
 def test_tight_critical_loop_sampled_at_one_thread_predicts_a_slowdown():
     # Hold and think of a few nanoseconds: at two threads every acquisition pays the
     # assumed hand-off between cores, far more than the work it protects.
-    pred = predict_region(locked_region(1, 1e-8, 1e-8), target=4, cores=4)
+    pred = region_contention(locked_region(1, 1e-8, 1e-8), target=4, cores=4)
     assert pred.speedup[1] < 1.0
     assert "handoff_prior" in pred.fitted
     assert pred.bottleneck == "critical"
@@ -516,8 +516,8 @@ def test_worker_pool_helpers_are_not_the_team():
     # look like a serial third (S(16) ~ 2.6); the team is the two workers.
     helpers_in = process(threads=4, wall=1.0, cpu=2.0, condvar=1.9)
     team = dict(helpers_in, team_threads=2)
-    blind = predict_process(helpers_in, target=16, cores=16)
-    seen = predict_process(team, target=16, cores=16)
+    blind = process_contention(helpers_in, target=16, cores=16)
+    seen = process_contention(team, target=16, cores=16)
     assert blind.speedup[-1] < 3.0
     assert seen.speedup[-1] > 10.0
     assert seen.speedup[1] == pytest.approx(2.0, rel=0.02)  # the sample itself: 2 busy threads
@@ -530,7 +530,7 @@ def test_sampled_waits_beyond_the_threads_time_are_shrunk_to_fit():
     acq, calls, hold = 16_000_000, 4000, 40e-9
     r = region(threads=2, busy=4.37, serial=acq * hold, calls=calls, wall=2.23,
                acq={"critical": acq}, contended={"critical": 1_200_000}, critical=7.5, imbalance=0.08)
-    pred = predict_region(r, target=16, cores=16)
+    pred = region_contention(r, target=16, cores=16)
     assert_sane(pred, 16)
     assert "wait_scale" in pred.fitted
     # T(1) is at least the holds: the speedup at n0 stays a slowdown of the order measured
@@ -542,7 +542,7 @@ def test_sampled_waits_beyond_the_threads_time_are_shrunk_to_fit():
 def test_handoff_grows_with_the_contenders_within_its_band():
     think, hold = 1e-8, 4e-8
     r = locked_region(2, think, hold, wait=4e-7, contended=10_000)
-    pred = predict_region(r, target=16, cores=16)
+    pred = region_contention(r, target=16, cores=16)
     assert "handoff" in pred.fitted
     # central: sqrt(n / n0) growth; high: constant hand-off (flat); low: linear
     assert pred.speedup[-1] < pred.speedup[1]
@@ -551,7 +551,7 @@ def test_handoff_grows_with_the_contenders_within_its_band():
 
 
 def test_the_runtime_predictor_takes_the_latency_from_its_window():
-    from corecast.runtime.model.predictor import predict_window
+    from corecast.model.runtime.predictor import predict_window
 
     fine = barriered(episodes=48, wait=5e-6)
     coarse = barriered(episodes=1, phase=30e-3, wait=8e-3, calls=8)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from corecast.runtime.model import predictor
-from corecast.runtime.model.history import BASIS_LEN, RegionHistory, anchor_t1
-from corecast.runtime.model.contention import predict_region as one_sample
+from corecast.model.runtime import predictor
+from corecast.model.runtime.history import BASIS_LEN, RegionHistory, anchor_t1
+from corecast.model.runtime.contention import region_contention as one_sample
 
 from .test_contention import process, region
 
@@ -28,7 +28,7 @@ def after(r: dict, earlier: list[tuple[int, int, float]]) -> dict:
 
 def predict(r: dict, earlier: list[tuple[int, int, float]]) -> object:
     """The bridge's prediction for ``r`` after a window that saw ``earlier``."""
-    return predictor.predict_region(r, TARGET, TARGET, TARGET, after(r, earlier))
+    return predictor.predict_region_threads(r, TARGET, TARGET, TARGET, after(r, earlier))
 
 
 def test_measured_t1_rescales_a_lock_free_region():
@@ -117,7 +117,7 @@ def test_process_basis_names_the_measured_bandwidth_term():
 
 def test_history_spanning_every_count_is_interpolated_without_a_fit(monkeypatch):
     # Steered on the machine it ran on: measured at 1, 2 and 4 threads, target 4.
-    from corecast.runtime.model import history as hist_mod
+    from corecast.model.runtime import history as hist_mod
 
     def no_fit():
         raise AssertionError("numpy/scipy loaded for counts the history spans")
@@ -139,14 +139,14 @@ def test_history_spanning_every_count_is_interpolated_without_a_fit(monkeypatch)
 def test_a_missing_numpy_leaves_the_one_sample_prediction_not_none(monkeypatch):
     # Seen on the 16-core machine: corecast in a venv whose numpy came from a .pth file the
     # model's interpreter did not read; the fit's import failed and the whole report with it.
-    from corecast.runtime.model import history as hist_mod
+    from corecast.model.runtime import history as hist_mod
 
     def no_numpy():
         raise ModuleNotFoundError("No module named 'numpy'", name="numpy")
     monkeypatch.setattr(hist_mod, "load_numeric", no_numpy)
     hist = [(1, 30, 0.3), (2, 30, 0.16), (4, 30, 0.09)]
     r = with_hist(region(threads=4, busy=0.36, calls=90), hist)
-    pred = predictor.predict_region(r, TARGET, TARGET, TARGET, after(r, hist))
+    pred = predictor.predict_region_threads(r, TARGET, TARGET, TARGET, after(r, hist))
     one = one_sample(r, TARGET, TARGET, TARGET)
     assert pred.speedup == one.speedup
     assert pred.basis.endswith("; no fit: numpy missing") and len(pred.basis) <= BASIS_LEN

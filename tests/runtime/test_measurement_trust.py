@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from corecast.runtime.model.abi import THREAD_STALLS
-from corecast.runtime.model.contention import predict_process, predict_region
+from corecast.model.runtime.abi import THREAD_STALLS
+from corecast.model.runtime.contention import process_contention, region_contention
 
 from .helpers import TIMEOUT, clean_env, corecast_run, events, read_lines
 
@@ -148,13 +148,13 @@ def test_models_measured_on_few_cores_predict_for_many():
     """Measured on 2 CPUs, predicted for 64 cores: linear, no oversubscription; the
     measuring machine's 4 threads on 2 CPUs are still deflated."""
     r = _region(threads=4, busy=8.0)  # each thread's span twice its CPU work
-    pred = predict_region(r, target=64, cores=2, target_cores=64)
+    pred = region_contention(r, target=64, cores=2, target_cores=64)
     assert pred.speedup == pytest.approx(list(range(1, 65)))
     assert pred.bottleneck is None and "cpu_share" in pred.fitted
     p = {"name": "process", "object": "x", "runtime": "pthreads", "threads": 2, "nested": False,
          "calls": 1, "wall_s": 1.0, "busy_s": 2.0, "cpu_s": 2.0, "serial_s": 0.0,
          "stalls_s": _region()["stalls_s"], "acquisitions": {}, "contended": {}}
-    many = predict_process(p, target=64, cores=2, target_cores=64)
+    many = process_contention(p, target=64, cores=2, target_cores=64)
     assert many.speedup[-1] == pytest.approx(64, rel=1e-6)
-    oversubscribed = predict_process(p, target=64, cores=2)
+    oversubscribed = process_contention(p, target=64, cores=2)
     assert oversubscribed.speedup[-1] == pytest.approx(2, rel=1e-6)

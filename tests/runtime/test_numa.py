@@ -1,4 +1,4 @@
-"""Node-count predictions inside the runtime (corecast.runtime.model.numa), without the native
+"""Node-count predictions inside the runtime (corecast.model.runtime.numa), without the native
 library: window attribution of counters, the fitted path, and the JSON members."""
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 import pytest
 
 from corecast.machine.numa import load
-from corecast.runtime.model.bound import RegionPrediction
-from corecast.runtime.model.history import RegionHistory
-from corecast.runtime.model.numa import NumaState, node_prediction, predict_region, team_times
+from corecast.model.runtime.bound import TeamPrediction
+from corecast.model.runtime.history import RegionHistory
+from corecast.model.runtime.numa import NumaState, node_prediction, predict_region_nodes, team_times
 
 OPTERON = load("opteron6380")
 
@@ -20,10 +20,10 @@ def region(name="loop", wall=0.0, threads=2, hist=(), stalls=None) -> dict:
             "stalls_s": stalls or {"imbalance": 0.0}}
 
 
-def linear(target: int) -> RegionPrediction:
+def linear(target: int) -> TeamPrediction:
     counts = list(range(1, target + 1))
     s = [float(n) for n in counts]
-    return RegionPrediction(counts, s, s, s, target, "test")
+    return TeamPrediction(counts, s, s, s, target, "test")
 
 
 def counts(cycles, bus, llc=None, measured=("cycles", "bus", "llc")) -> dict:
@@ -38,7 +38,7 @@ def state() -> NumaState:
 def test_bad_machine_is_an_error_not_a_crash(tmp_path):
     s = NumaState(path=str(tmp_path / "missing.json"))
     assert s.machine is None and "no such file" in s.error
-    assert predict_region(s, region(), None, None, linear) is None
+    assert predict_region_nodes(s, region(), None, None, linear) is None
 
 
 def test_window_goes_to_the_region_that_dominated_it():
@@ -71,7 +71,7 @@ def test_counter_sample_drives_the_prediction():
     s.window(counts(0.0, [0.0], 0.0), [a], 0.2)
     a["wall_s"] = 0.2
     s.window(counts(8e9, [2e7], 1.6e7), [a], 0.2)
-    res = predict_region(s, a, None, counts(8e9, [2e7], 1.6e7), linear)
+    res = predict_region_nodes(s, a, None, counts(8e9, [2e7], 1.6e7), linear)
     numa = json.loads("{" + res.json + "}")
     assert numa["numa"]["measured"] == ["cycles", "llc", "bus"] and numa["numa"]["fitted"] == []
     assert "per-node counts recorded on another node layout" in " ".join(numa["numa"]["notes"])
@@ -87,7 +87,7 @@ def test_fitted_from_team_sizes_when_no_counters():
     h.update(region(hist=[(1, 10, 10.0), (2, 10, 6.0)]))
     times = team_times(h, node_cpus=2)
     assert times == [(1, pytest.approx(1.0)), (2, pytest.approx(0.6))]
-    res = predict_region(state(), region(threads=2), h, None, linear)
+    res = predict_region_nodes(state(), region(threads=2), h, None, linear)
     doc = json.loads("{" + res.json + "}")
     assert doc["numa"]["fitted"] == ["llc", "bus", "mct"]
     assert "fitted" in res.basis
@@ -100,12 +100,12 @@ def test_stalls_are_removed_from_work_time():
     h.update(region(hist=[(1, 10, 10.0), (2, 10, 6.0)], stalls={"imbalance": 2.0}))
     # at 2 threads: 6.0/10 - 2.0/10/2 = 0.5 s of work per call: perfect scaling
     assert team_times(h, node_cpus=2)[1] == (2, pytest.approx(0.5))
-    res = predict_region(state(), region(), h, None, linear)
+    res = predict_region_nodes(state(), region(), h, None, linear)
     assert res.speedup == pytest.approx([float(k) for k in range(1, 9)], rel=1e-6)
 
 
 def test_one_team_size_says_memory_traffic_is_unknown():
-    res = predict_region(state(), region(), None, None, linear)
+    res = predict_region_nodes(state(), region(), None, None, linear)
     assert "memory traffic unknown" in res.basis
     doc = json.loads("{" + res.json + "}")
     assert doc["numa"]["measured"] == [] and doc["numa"]["fitted"] == [] and doc["numa"]["rates"] is None
@@ -115,17 +115,17 @@ def test_sync_factor_limits_nodes():
     def amdahl(target):
         counts = list(range(1, target + 1))
         s = [1.0 / (0.05 + 0.95 / n) for n in counts]
-        return RegionPrediction(counts, s, s, s, target, "test")
+        return TeamPrediction(counts, s, s, s, target, "test")
 
     speedup, basis, *_ = node_prediction(OPTERON, {}, None)
     assert speedup == [float(k) for k in range(1, 9)]
-    res = predict_region(state(), region(), None, None, amdahl)
+    res = predict_region_nodes(state(), region(), None, None, amdahl)
     expect = [(1 / (0.05 + 0.95 / (8 * k))) / (1 / (0.05 + 0.95 / 8)) for k in range(1, 9)]
     assert res.speedup == pytest.approx(expect, rel=1e-9)
 
 
 def test_json_members_stay_within_the_limit():
-    res = predict_region(state(), region(), None, None, linear, limit=200)
+    res = predict_region_nodes(state(), region(), None, None, linear, limit=200)
     assert len(res.json) <= 200 or '"dropped"' in res.json
     json.loads("{" + res.json + "}")
 
@@ -144,7 +144,7 @@ def test_roles_without_events_are_derived_and_said():
     s.window(later, [a], 0.2)
     sample = s.samples[("a", "prog")]
     assert sample["bus"] == [6e6, 6e6] and sample["bus_from"] == "mct"
-    res = predict_region(s, a, None, later, linear)
+    res = predict_region_nodes(s, a, None, later, linear)
     doc = json.loads("{" + res.json + "}")["numa"]
     assert doc["measured"] == ["cycles", "llc", "mct"]
     assert any("bus: no event on this CPU, derived from memory-controller" in n for n in doc["notes"])

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from corecast.runtime.model.abi import STALLS
+from corecast.model.runtime.abi import STALLS
 
 ROOT = Path(__file__).resolve().parents[2]
 

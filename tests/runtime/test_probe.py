@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from corecast.runtime import launcher
-from corecast.runtime.model.history import BASIS_LEN, probe_basis
+from corecast.model.runtime.history import BASIS_LEN, probe_basis
 
 from .helpers import EXAMPLES, clean_env, corecast_run, events, read_lines, run
 

@@ -9,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from corecast.runtime.model.steering import RegionSteer, guard
+from corecast.model.runtime.steering import RegionSteer, guard
 
 from .steer_sim import SimRegion
 
@@ -41,25 +41,25 @@ def test_guard_charges_the_first_step_against_the_gain():
     sim.run(1)
     region = sim.record()
     history = sim.histories[("main._omp_fn.0", "sim")]
-    from corecast.runtime.model.bound import RegionPrediction
+    from corecast.model.runtime.bound import TeamPrediction
 
     threads = list(range(1, 17))
     own_perf = history.perf(16)
     # The model prefers 16 and predicts 8 twice as slow: a step there costs one window,
     # and one window's gain cannot pay for it this early; later it can.
     quarter = [k / 4 for k in threads]
-    flat = RegionPrediction(threads, quarter, quarter, quarter, 16, "t", [])
+    flat = TeamPrediction(threads, quarter, quarter, quarter, 16, "t", [])
     assert guard(16, own_perf, region, flat, 0.4, 0.2) == "too few calls to pay"
     longer = dict(region, calls=region["calls"] * 50, wall_s=region["wall_s"] * 50,  # 50 windows on
                   stalls_s={c: v * 50 for c, v in region["stalls_s"].items()})
     assert guard(16, own_perf, longer, flat, 10.0, 0.2)[0] == 8
     # A model that prefers 4 sends the first step there.
     peak4 = [1.0] * 3 + [5.0] + [2.0] * 12
-    pref4 = RegionPrediction(threads, peak4, peak4, peak4, 4, "t", [])
+    pref4 = TeamPrediction(threads, peak4, peak4, peak4, 4, "t", [])
     assert guard(16, own_perf, region, pref4, 0.4, 0.2)[0] == 4
     # ... unless its band allows it to be much slower there: the step is charged at the
     # band's worst case.
-    wide = RegionPrediction(threads, peak4, [0.5] * 16, peak4, 4, "t", [])
+    wide = TeamPrediction(threads, peak4, [0.5] * 16, peak4, 4, "t", [])
     assert guard(16, own_perf, region, wide, 0.4, 0.2) == "too few calls to pay"
 
 
@@ -176,7 +176,7 @@ def test_a_convoy_stepped_in_c_settles_at_the_models_first_answer():
         sim.stalls += sim.stall_share(k) * k * calls * per_call(k)
         sim.elapsed += span
     region = dict(sim.record(), steered_to=1)
-    from corecast.runtime.model.predictor import predict_window
+    from corecast.model.runtime.predictor import predict_window
 
     (pred,) = predict_window([region], 2, 2, 2, sim.histories, final=False)
     history = sim.histories[("main._omp_fn.0", "sim")]

@@ -1,5 +1,5 @@
 """``corecast calibrate``: measure this machine's loss of per-thread speed once, for the
-runtime's predictions (tools/calibrate.py measures, machine/calibration.py reads, runtime/model/predictor.py applies)."""
+runtime's predictions (tools/calibrate.py measures, machine/calibration.py reads, model/runtime/predictor.py applies)."""
 from __future__ import annotations
 
 import json

@@ -13,7 +13,7 @@ from .common import (CliError, add_format_option, add_output_options, count, cou
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
-    from ..entities import Measurements, Prediction
+    from ..entities import Measurements, CurvePrediction
 
 DEMO_DATA = "usl4j__cisco_benchmark.csv"
 DEMO_TRAIN_UPTO = 16
@@ -190,7 +190,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _predict(data: Measurements, file: str, count_unit: str = "threads", **kwargs) -> Prediction:
+def _predict(data: Measurements, file: str, count_unit: str = "threads", **kwargs) -> CurvePrediction:
     """predict_measurements with its errors turned into one-line CliErrors; ``count_unit``
     labels the counts (threads, or ranks)."""
     from dataclasses import replace
@@ -207,7 +207,7 @@ def _predict(data: Measurements, file: str, count_unit: str = "threads", **kwarg
         raise CliError(f"internal error in method {kwargs.get('method')}: {type(e).__name__}: {e}", file) from None
 
 
-def _plot(pred: Prediction, path: str, reference: Measurements | None = None) -> None:
+def _plot(pred: CurvePrediction, path: str, reference: Measurements | None = None) -> None:
     from ..views.plot import plot_prediction  # matplotlib is slow to import; only load it when asked
 
     plot_prediction(pred, path, reference=reference)  # errors: one line naming the file

@@ -1,6 +1,6 @@
 """The machine's own loss of per-thread speed as more of its cores are busy, measured once
 by ``corecast calibrate`` (``tools/calibrate.py``) and applied to the one-sample model
-(``runtime/model/predictor.py``: ``apply_calibration``).
+(``model/runtime/predictor.py``: ``apply_calibration``).
 
 A compute kernel with nothing shared between its copies runs slower per copy when more of
 them run at once: turbo frequencies fall as cores wake, a virtual machine's "cores" may be

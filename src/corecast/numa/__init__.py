@@ -1,10 +1,7 @@
 """NUMA node-count prediction (Cho, Oh and Egger, "Online Scalability Characterization of
-Data-Parallel Programs on Many Cores", PACT 2016): the two-level queueing model and its
-inputs (``model``), and reading sample files; the machines it is for are
-``corecast.machine.numa``.
-
-Standard library only, like ``corecast.queueing``: the runtime model imports it inside
-profiled programs."""
+Data-Parallel Programs on Many Cores", PACT 2016): reading sample files, and the model's
+names for its callers; the two-level queueing model and its inputs are
+``corecast.model.numa``, the machines it is for ``corecast.machine.numa``."""
 from __future__ import annotations
 
 import os
@@ -17,9 +14,9 @@ if TYPE_CHECKING:
 from ..errors import InputError
 from ..io.fileio import parse_json, read_text, shown
 
-from .model import NodePrediction, Rates, SampleError, fit_rate, parse_sample, predict_nodes
+from ..model.numa import NumaPrediction, Rates, SampleError, fit_rate, parse_sample, predict_nodes
 
-__all__ = ["NodePrediction", "Rates", "SampleError", "fit_rate", "load_sample", "parse_sample", "predict_nodes"]
+__all__ = ["NumaPrediction", "Rates", "SampleError", "fit_rate", "load_sample", "parse_sample", "predict_nodes"]
 
 
 def read_json(path: str | os.PathLike, what: str) -> Any:

@@ -18,9 +18,9 @@ import time
 from ..io import settings
 from ..io.fileio import OutputError, append_lines, printable
 from ..runtime import channel
-from ..runtime.model import kernelmodel
-from ..runtime.model.kernelstats import TICK_S
-from ..runtime.model.record import SCHEMA
+from ..model.runtime import kernelmodel
+from ..model.runtime.kernelstats import TICK_S
+from ..model.runtime.record import SCHEMA
 from .warn import warn
 
 NAME_WIDTH = 34

@@ -8,18 +8,14 @@ from __future__ import annotations
 import os
 
 from ..io import settings
+from ..model.runtime import history as model_history
+from ..model.runtime.bound import TeamPrediction, process_bound, region_bound
+from ..model.runtime.contention import barrier_latency, process_contention, region_contention
+from ..model.runtime.abi import MAX_NODES, MAX_PRED, NUMA_ROLES
+from ..model.runtime.history import RegionHistory
+from ..model.runtime.predictor import predict_window
+from ..model.runtime.record import region_from_struct
 from . import blas, devicewait
-from .model import history as model_history
-from .model.bound import RegionPrediction
-from .model.bound import predict_process as bound_process
-from .model.bound import predict_region as bound_region
-from .model.contention import barrier_latency
-from .model.contention import predict_process as one_sample_process
-from .model.contention import predict_region as one_sample_region
-from .model.abi import MAX_NODES, MAX_PRED, NUMA_ROLES
-from .model.history import RegionHistory
-from .model.predictor import predict_window
-from .model.record import region_from_struct
 
 # A fit in the model loads numpy and scipy through the plumbing's loader (one BLAS thread
 # in a non-Python host); the model itself never imports the plumbing.
@@ -27,10 +23,10 @@ model_history.load_numeric = blas.load_numeric
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
-    from .model.record import RegionSample
+    from ..model.runtime.record import RegionSample
 
 
-def _encode(ffi: object, out: object, pred: RegionPrediction) -> None:
+def _encode(ffi: object, out: object, pred: TeamPrediction) -> None:
     n = min(len(pred.threads), MAX_PRED)
     out.npred = n
     for i in range(n):
@@ -54,14 +50,14 @@ _histories: dict[tuple[str, str], RegionHistory] = {}
 _steering: dict[tuple[str, str], object] = {}
 
 
-def _steer(ffi: object, region: RegionSample, pred: RegionPrediction, sample: object, out: object) -> None:
+def _steer(ffi: object, region: RegionSample, pred: TeamPrediction, sample: object, out: object) -> None:
     """Steering decisions for one region into ``out`` (live runs only)."""
     if not sample.steer:
         return
     if region["nested"] or region["requested"] < 2:
         _put(ffi, out.steer_reason, "nested" if region["nested"] else "one thread")
         return
-    from .model.steering import RegionSteer
+    from ..model.runtime.steering import RegionSteer
 
     key = (region["name"], region["object"])
     history = _histories[key]
@@ -76,7 +72,7 @@ def _steer(ffi: object, region: RegionSample, pred: RegionPrediction, sample: ob
     _put(ffi, out.steer_reason, steer.reason)
 
 
-_numa = None  # runtime.model.numa.NumaState once a target machine is named
+_numa = None  # model.runtime.numa.NumaState once a target machine is named
 
 
 def _predicted_machine(sample: object) -> tuple[int, str]:
@@ -133,7 +129,7 @@ def _numa_state() -> object | None:
     global _numa
     path = os.environ.get(settings.TARGET_MACHINE)
     if _numa is None and path:
-        from .model.numa import NumaState
+        from ..model.runtime.numa import NumaState
 
         _numa = NumaState(path)
         if _numa.error:
@@ -211,7 +207,7 @@ def _predict_nodes(ffi: object, sample: object, regions: list[RegionSample], res
     state = _numa_state()
     if state is None:
         return
-    from .model.numa import predict_region as nodes_for
+    from ..model.runtime.numa import predict_region_nodes
 
     counts = decode_counts(ffi, sample.numa)
     state.window(counts, regions, sample.window_s)
@@ -221,15 +217,15 @@ def _predict_nodes(ffi: object, sample: object, regions: list[RegionSample], res
         if region["nested"] or (region["name"] == "process") == has_regions:
             continue
         if region["name"] == "process":
-            predict = lambda t, r=region: one_sample_process(r, t, t)  # noqa: E731
-            bound = lambda t, r=region: bound_process(r, t, t)  # noqa: E731
+            predict = lambda t, r=region: process_contention(r, t, t)  # noqa: E731
+            bound = lambda t, r=region: process_bound(r, t, t)  # noqa: E731
             history = None
         else:
-            predict = lambda t, r=region: one_sample_region(r, t, t, latency=latency)  # noqa: E731
-            bound = lambda t, r=region: bound_region(r, t)  # noqa: E731
+            predict = lambda t, r=region: region_contention(r, t, t, latency=latency)  # noqa: E731
+            bound = lambda t, r=region: region_bound(r, t)  # noqa: E731
             history = _histories.get((region["name"], region["object"]))
-        res = nodes_for(state, region, history, counts, predict, bound,
-                        limit=len(result.regions[i].numa_json) - 1)
+        res = predict_region_nodes(state, region, history, counts, predict, bound,
+                                   limit=len(result.regions[i].numa_json) - 1)
         if res is not None:
             if preds is not None and len(res.json) < len(result.regions[i].numa_json) - 400:
                 _agreement(res, preds[i].preferred, state.machine.cores_per_node)
@@ -254,14 +250,14 @@ def _injected_fault(sample: object) -> None:
         time.sleep(3600)
 
 
-def _device_bound(regions: list[RegionSample], preds: list[RegionPrediction]) -> list[RegionPrediction]:
+def _device_bound(regions: list[RegionSample], preds: list[TeamPrediction]) -> list[TeamPrediction]:
     """The process's prediction replaced by "waiting on the device" when an OpenCL device
     (not a CPU: those run on the process's own threads, which the model sees) kept the
     host waiting for most of its wall time."""
     seen = devicewait.measured()
     if seen is None:
         return preds
-    from .model.kernelmodel import DEVICE_BOUND, device_bound_process, device_wait_share
+    from ..model.runtime.kernelmodel import DEVICE_BOUND, device_bound_process, device_wait_share
 
     out = list(preds)
     for i, region in enumerate(regions):

@@ -11,7 +11,7 @@ from typing import Iterable, Optional, Sequence
 from ..errors import InputError
 from ..io.fileio import parse_json, read_text
 from ..machine.sysfs import allowed_cpus
-from ..runtime.model.abi import STALLS
+from ..model.runtime.abi import STALLS
 from ..io.stallplugin import REDUCERS
 from ..io.sweepresult import SweepError
 

@@ -32,6 +32,7 @@ from typing import Iterable
 
 from ..errors import InputError
 from ..io.fileio import shown
+from ..model.scaling import ScalingPrediction
 from .samples import RecordedProcess, read_recording
 
 WAITS = ("mpi_p2p", "mpi_collective")
@@ -87,7 +88,9 @@ class Run:
 
 
 @dataclass
-class Merged:
+class RankPrediction(ScalingPrediction):
+    """MPI ranks' recordings merged: speedup and time per rank count (no band)."""
+
     runs: list[Run]
     model: str
     counts: list[int]
@@ -95,6 +98,11 @@ class Merged:
     time_s: list[float]
     preferred: int
     warnings: list[str]
+    count_unit = "ranks"
+
+    @property
+    def basis(self) -> str:
+        return self.model
 
 
 def rank_sample(proc: RecordedProcess, source: str) -> RankSample:
@@ -175,7 +183,7 @@ def one_run_times(run: Run, counts: list[int]) -> list[float]:
     return times
 
 
-def merge(paths: list[str], upto: int | None = None, format: str | None = None) -> Merged:
+def merge(paths: list[str], upto: int | None = None, format: str | None = None) -> RankPrediction:
     runs, warnings = collect_runs(paths, format)
     largest = max(r.ranks for r in runs)
     upto = upto or max(16, 2 * largest)
@@ -188,8 +196,8 @@ def merge(paths: list[str], upto: int | None = None, format: str | None = None) 
                        stalls={k: [sum(s.waits_s[k] for s in r.per_rank) for r in runs] for k in WAITS})
         counts = [int(c) for c in pred.counts]
         warnings += pred.warnings
-        return Merged(runs, f"regression over {len(sizes)} rank counts: {pred.reason}", counts,
-                      [float(s) for s in pred.speedup], [float(v) for v in pred.values],
+        return RankPrediction(runs, f"regression over {len(sizes)} rank counts: {pred.reason}", counts,
+                              [float(s) for s in pred.speedup], [float(v) for v in pred.values],
                       int(pred.preferred), warnings)
     run = max(runs, key=lambda r: (r.ranks, -r.time_s))
     if run.compute_total_s <= 0:
@@ -204,5 +212,5 @@ def merge(paths: list[str], upto: int | None = None, format: str | None = None) 
     t1 = times[0]
     speedup = [t1 / t for t in times]
     best = max(range(len(counts)), key=lambda i: (round(speedup[i], 6), -counts[i]))
-    return Merged(runs, f"{ONE_RUN_MODEL} (from the run at {run.ranks} ranks)", counts, speedup, times,
-                  counts[best], warnings)
+    return RankPrediction(runs, f"{ONE_RUN_MODEL} (from the run at {run.ranks} ranks)", counts, speedup, times,
+                          counts[best], warnings)

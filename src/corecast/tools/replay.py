@@ -14,13 +14,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..runtime.model.bound import RegionPrediction
+from ..model.runtime.bound import TeamPrediction
 from .samples import RecordedProcess, read_recording
 
 if TYPE_CHECKING:
     from ..machine.numa import Machine
     from ..machine.calibration import Calibration
-    from ..runtime.model.record import RegionSample
+    from ..model.runtime.record import RegionSample
 
 
 @dataclass
@@ -28,11 +28,11 @@ class ReplayedProcess:
     recorded: RecordedProcess
     target: int
     predicted_cores: int
-    predictions: list[RegionPrediction]        # one per recorded region, process last
+    predictions: list[TeamPrediction]        # one per recorded region, process last
     kernels: list[tuple] = field(default_factory=list)  # (KernelStats, prediction or None)
 
     @property
-    def process(self) -> tuple[RegionSample, RegionPrediction] | None:
+    def process(self) -> tuple[RegionSample, TeamPrediction] | None:
         """The process record and its prediction, if the run recorded one."""
         for region, pred in zip(self.recorded.regions, self.predictions):
             if region["name"] == "process":
@@ -46,7 +46,7 @@ def replay_process(proc: RecordedProcess, target: int | None = None,
     recorded target) on a machine of that many cores.  ``histories`` (the bridge's
     {(region, object): RegionHistory}) holds what earlier windows saw, if anything;
     ``machine``: the recording machine's calibration (``corecast calibrate``), if any."""
-    from ..runtime.model.predictor import predict_window
+    from ..model.runtime.predictor import predict_window
 
     target = max(1, int(target or proc.target or proc.cores))
     cores = proc.cores or max(target, *(k.compute_units for k in proc.kernels), 1)  # unrecorded: enough
@@ -55,7 +55,7 @@ def replay_process(proc: RecordedProcess, target: int | None = None,
                            {} if histories is None else histories, machine=machine) if proc.regions else []
     kernels = []
     if proc.kernels:
-        from ..runtime.model import kernelmodel
+        from ..model.runtime import kernelmodel
 
         kernels = [(k, kernelmodel.predict(k, target, cores)) for k in proc.kernels]
     return ReplayedProcess(proc, target, target, preds, kernels)
@@ -90,8 +90,8 @@ def replay_nodes(path: str, machine: Machine, efficiency: float | None = None,
     lines are the registry's recording reader's (``format``: its name)."""
     from ..errors import InputError
     from ..io.fileio import shown
-    from ..numa.model import preferred_nodes
-    from ..runtime.model.numa import interpolate, node_prediction
+    from ..model.numa import preferred_nodes
+    from ..model.runtime.numa import interpolate, node_prediction
     from ..io.readers import RECORDING, read
 
     regions = []

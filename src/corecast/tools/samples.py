@@ -16,13 +16,13 @@ from ..errors import InputError
 from ..io.fileio import shown
 from ..io.readers import RECORDING, read
 from ..machine import calibration
-from ..runtime.model import record
+from ..model.runtime import record
 
 TYPE_CHECKING = False  # annotations only
 if TYPE_CHECKING:
-    from ..runtime.model.kernelstats import KernelStats
+    from ..model.runtime.kernelstats import KernelStats
     from ..machine.calibration import Calibration
-    from ..runtime.model.record import RegionSample
+    from ..model.runtime.record import RegionSample
 
 EVENTS = ("region", "process", "summary", "kernel")  # the events a process is read from
 

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..io.fileio import printable
-from ..tools.ranks import WAITS, Merged, Run, prediction_counts
+from ..tools.ranks import WAITS, RankPrediction, Run, prediction_counts
 
 
 def _share(part: float, whole: float) -> str:
@@ -31,7 +31,7 @@ def _run_table(run: Run) -> list[str]:
     return lines
 
 
-def table(m: Merged) -> str:
+def table(m: RankPrediction) -> str:
     lines = []
     for run in m.runs:
         lines += _run_table(run) + [""]
@@ -46,7 +46,7 @@ def table(m: Merged) -> str:
     return "\n".join(lines) + "\n"
 
 
-def to_dict(m: Merged) -> dict:
+def to_dict(m: RankPrediction) -> dict:
     return {
         "runs": [{
             "ranks": run.ranks,

@@ -21,7 +21,7 @@ def _machine_line(machine: Machine) -> str:
 
 
 def sample_report(machine: Machine, prediction: dict, notes: list[str], efficiency: float | None) -> str:
-    """``prediction``: ``NodePrediction.to_dict()``, with ``co_runner`` when one ran beside."""
+    """``prediction``: ``NumaPrediction.to_dict()``, with ``co_runner`` when one ran beside."""
     c = machine.cores_per_node
     lines = [_machine_line(machine)]
     if "co_runner" in prediction:

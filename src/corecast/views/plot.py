@@ -1,4 +1,4 @@
-"""PNG (or SVG, PDF) plot of a ``Prediction``: measured points, checkpoints, prediction with its band."""
+"""PNG (or SVG, PDF) plot of a ``CurvePrediction``: measured points, checkpoints, prediction with its band."""
 from __future__ import annotations
 
 import io
@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from ..entities import Measurements, Prediction
+from ..entities import Measurements, CurvePrediction
 from ..io.fileio import write_file
 
 FORMATS = {".svg": "svg", ".pdf": "pdf"}  # any other name (and "-") gets PNG
@@ -23,7 +23,7 @@ def image_format(path: str) -> str:
 AXIS_LABEL = {"time": "time (lower is better)", "throughput": "throughput (higher is better)"}
 
 
-def plot_prediction(pred: Prediction, path: str, reference: Measurements | None = None) -> None:
+def plot_prediction(pred: CurvePrediction, path: str, reference: Measurements | None = None) -> None:
     """Write the plot to ``path`` as PNG, or SVG or PDF by its suffix (``fileio.write_file``: ``-`` is standard
     output; a failure leaves no half-written file).  ``reference`` adds held-out
     measurements."""

@@ -8,7 +8,7 @@ from ..tools.replay import ReplayedProcess
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
-    from ..runtime.model.record import RegionSample
+    from ..model.runtime.record import RegionSample
 
 LABEL = 34
 

@@ -1,9 +1,9 @@
-"""Plain-text report of a ``Prediction``: a fixed-width table plus a short summary."""
+"""Plain-text report of a ``CurvePrediction``: a fixed-width table plus a short summary."""
 from __future__ import annotations
 
 import numpy as np
 
-from ..entities import Measurements, Prediction
+from ..entities import Measurements, CurvePrediction
 from ..io.fileio import printable
 
 # Grids longer than this show only the interesting rows (see ``_rows_to_show``).
@@ -11,7 +11,7 @@ MAX_FULL_ROWS = 40
 
 
 def format_table(
-    pred: Prediction,
+    pred: CurvePrediction,
     measured: bool = True,
     reference: Measurements | None = None,
 ) -> str:
@@ -89,7 +89,7 @@ def format_table(
     return "\n".join(printable(line) for line in lines) + "\n"  # names from the input file
 
 
-def fit_quality_lines(pred: Prediction) -> list[str]:
+def fit_quality_lines(pred: CurvePrediction) -> list[str]:
     """Each model's RSS, adjusted R² and SMAPE against the measured counts, as Extra-P
     shows them next to its models; a model through every point is "interpolates: not a
     fit", and the error it made on counts it was not fitted to is shown beside."""
@@ -121,7 +121,7 @@ def _by_count(data: Measurements) -> dict[int, tuple[float, float, int]]:
     }
 
 
-def _rows_to_show(counts: np.ndarray, measured: set[int], pred: Prediction) -> list[int]:
+def _rows_to_show(counts: np.ndarray, measured: set[int], pred: CurvePrediction) -> list[int]:
     """Indices of the rows to print: all of them for short grids; otherwise measured
     counts (when there are at most MAX_FULL_ROWS of them: thousands would bury the
     rest), powers of two, preferred/knee/checkpoint/--at counts, upto and both ends."""

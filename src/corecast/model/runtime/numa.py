@@ -25,7 +25,8 @@ import math
 import os
 
 from ...machine import numa as machines
-from ...numa.model import Rates, SampleError, fit_rate, parse_sample, predict_nodes
+from ..numa import Rates, SampleError, fit_rate, parse_sample, predict_nodes
+from ..scaling import ScalingPrediction
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
@@ -36,8 +37,9 @@ if TYPE_CHECKING:
 DOMINANT_SHARE = 0.5  # a window is a region's sample when the region ran this much of it
 
 
-class NodeResult:
-    """What the bridge copies into ``struct cc_region_prediction``."""
+class NumaRegionPrediction(ScalingPrediction):
+    """The runtime's NUMA answer for a region: speedup per node count, its counts given
+    in cores; what the bridge copies into ``struct cc_region_prediction``."""
 
     __slots__ = ("cores", "speedup", "preferred", "basis", "json")
 
@@ -45,6 +47,12 @@ class NodeResult:
                  members: str):
         self.cores, self.speedup, self.preferred = cores, speedup, preferred
         self.basis, self.json = basis, members
+
+    count_unit = "cores"
+
+    @property
+    def counts(self) -> list[int]:
+        return self.cores
 
 
 class NumaState:
@@ -256,10 +264,10 @@ def members(machine: machines.Machine, speedup: list[float], preferred: int, bas
     return text[1:-1]
 
 
-def predict_region(state: NumaState, region: RegionSample, history: Any, numa_counts: dict | None,
-                   predict_threads: Callable[[int], Any],
-                   predict_bound: Callable[[int], Any] | None = None,
-                   limit: int = 4095) -> NodeResult | None:
+def predict_region_nodes(state: NumaState, region: RegionSample, history: Any, numa_counts: dict | None,
+                         predict_threads: Callable[[int], Any],
+                         predict_bound: Callable[[int], Any] | None = None,
+                         limit: int = 4095) -> NumaRegionPrediction | None:
     """The region's node-count prediction on the target machine (None without one).
 
     ``predict_threads(n)`` is the thread-level contention model up to n threads.  Its
@@ -269,7 +277,7 @@ def predict_region(state: NumaState, region: RegionSample, history: Any, numa_co
     machine = state.machine
     if machine is None:
         return None
-    from ...numa.model import preferred_nodes
+    from ..numa import preferred_nodes
 
     key = (region["name"], region["object"])
     node_cpus = (numa_counts or {}).get("node_cpus") or [os.cpu_count() or 1]
@@ -297,5 +305,5 @@ def predict_region(state: NumaState, region: RegionSample, history: Any, numa_co
         inputs = {"dropped": "too large for the event"}
         text = members(machine, speedup, preferred, basis, measured, fitted, rates, notes, inputs, sync)
     label = basis + (", fitted: " + ",".join(fitted) if fitted else "")
-    return NodeResult([k * machine.cores_per_node for k in range(1, len(speedup) + 1)],
-                      speedup, preferred, label, text)
+    return NumaRegionPrediction([k * machine.cores_per_node for k in range(1, len(speedup) + 1)],
+                                speedup, preferred, label, text)

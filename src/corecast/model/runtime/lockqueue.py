@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 
-from ...queueing import mva
+from ..queueing import mva
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:

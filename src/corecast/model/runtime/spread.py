@@ -20,7 +20,7 @@ import math
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
-    from .bound import RegionPrediction
+    from .bound import TeamPrediction
 
 LOW_PER_DOUBLING = -0.143  # ln(measured / predicted) per doubling, 10th percentile
 HIGH_PER_DOUBLING = 0.042  # 90th percentile
@@ -28,7 +28,7 @@ HIGH_PER_DOUBLING = 0.042  # 90th percentile
 _on = True
 
 
-def widen(pred: RegionPrediction) -> RegionPrediction:
+def widen(pred: TeamPrediction) -> TeamPrediction:
     """``pred`` with its band joined with the empirical one (in place; returned)."""
     if not _on:
         return pred

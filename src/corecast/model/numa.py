@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import math
 
-from ..queueing import Q
 from ..machine.numa import Machine
+from .queueing import Q
+from .scaling import ScalingPrediction
 
 TYPE_CHECKING = False  # typing costs a profiled program start-up time: annotations only
 if TYPE_CHECKING:
@@ -64,8 +65,9 @@ class Rates:
                      [v * factor for v in self.mct], self.notes)
 
 
-class NodePrediction:
-    """Predicted speedup per node count (1..len(speedup)) and the preferred count."""
+class NumaPrediction(ScalingPrediction):
+    """The NUMA model's answer for a program: predicted speedup per node count
+    (1..len(speedup)) and the preferred count (no band)."""
 
     __slots__ = ("machine", "speedup", "preferred", "rates", "notes", "efficiency")
 
@@ -77,6 +79,13 @@ class NodePrediction:
         self.rates = rates
         self.notes = notes
         self.efficiency = efficiency
+
+    count_unit = "NUMA nodes"
+    basis = "NUMA queueing model (Cho, Oh and Egger, PACT 2016)"
+
+    @property
+    def counts(self) -> list[int]:
+        return list(range(1, len(self.speedup) + 1))
 
     def to_dict(self) -> dict[str, Any]:
         c = self.machine.cores_per_node
@@ -158,7 +167,7 @@ def allocation(machine: Machine, co_nodes: Sequence[int] = ()) -> tuple[list[int
 
 def predict_nodes(machine: Machine, rates: Rates,
                   co_runners: Sequence[tuple[Rates, int]] = (),
-                  efficiency: float | None = None) -> NodePrediction:
+                  efficiency: float | None = None) -> NumaPrediction:
     """Speedup at 1..K-K2 nodes relative to the program alone on one node."""
     check_rates(machine, rates)
     for r, _ in co_runners:
@@ -173,7 +182,7 @@ def predict_nodes(machine: Machine, rates: Rates,
         # Rates near the largest float overflow the queueing sums (inf / inf).
         raise SampleError("the sample's rates are too large to model (the memory cycles overflow)")
     notes = list(rates.notes)
-    return NodePrediction(machine, speedup, preferred_nodes(speedup, efficiency), rates, notes,
+    return NumaPrediction(machine, speedup, preferred_nodes(speedup, efficiency), rates, notes,
                           efficiency)
 
 

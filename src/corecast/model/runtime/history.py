@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from .bound import RegionPrediction, prediction_counts, preferred_count
+from .bound import TeamPrediction, prediction_counts, preferred_count
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ def mostly_at(history: RegionHistory, team: int) -> bool:
     return total > 0 and history.seen.get(team, (0, 0.0))[0] >= OWN_SHARE * total
 
 
-def anchor_t1(one: RegionPrediction, region: RegionSample, history: RegionHistory) -> RegionPrediction:
+def anchor_t1(one: TeamPrediction, region: RegionSample, history: RegionHistory) -> TeamPrediction:
     """The one-sample prediction with T(1) measured instead of taken from busy time.
 
     Busy time at n threads is work only while threads do not share memory bandwidth and
@@ -110,7 +110,7 @@ def anchor_t1(one: RegionPrediction, region: RegionSample, history: RegionHistor
     return pred
 
 
-def extrapolate(history: RegionHistory, target: int) -> RegionPrediction | None:
+def extrapolate(history: RegionHistory, target: int) -> TeamPrediction | None:
     """Speedups from the region's time per call at the team sizes it ran with (corecast's
     ``auto``; ESTIMA joins it when stalls per team size are known at enough sizes)."""
     measured = history.measured()
@@ -143,11 +143,11 @@ def extrapolate(history: RegionHistory, target: int) -> RegionPrediction | None:
     basis = f"history: {pred.method} over {len(teams)} team sizes ({pred.candidate})"
     calls = sum(c for c, _ in history.seen.values())
     # ESTIMA names the future bottleneck when it was one of auto's members.
-    return RegionPrediction(counts, speedup, low, high, preferred_count(counts, speedup), basis, [],
-                            pred.extras.get("future_bottleneck"), work_s=t1 * calls)
+    return TeamPrediction(counts, speedup, low, high, preferred_count(counts, speedup), basis, [],
+                          pred.extras.get("future_bottleneck"), work_s=t1 * calls)
 
 
-def interpolate(history: RegionHistory, counts: list[int]) -> RegionPrediction:
+def interpolate(history: RegionHistory, counts: list[int]) -> TeamPrediction:
     """Speedups where the region's own measurements span every predicted count (1 to the
     target, as after steering on the machine it ran on): measured where measured, between
     two measured sizes a power law through them, and no fit (the exit of a steered
@@ -173,12 +173,12 @@ def interpolate(history: RegionHistory, counts: list[int]) -> RegionPrediction:
         high.append(max(hi, s))
     calls = sum(c for c, _ in history.seen.values())
     basis = f"history: measured at {len(teams)} team sizes, interpolated between"
-    return RegionPrediction(counts, speedup, low, high, preferred_count(counts, speedup), basis, [],
-                            work_s=t1 * calls)
+    return TeamPrediction(counts, speedup, low, high, preferred_count(counts, speedup), basis, [],
+                          work_s=t1 * calls)
 
 
-def combine(one_sample: RegionPrediction, from_history: RegionPrediction | None,
-            sizes: int) -> RegionPrediction:
+def combine(one_sample: TeamPrediction, from_history: TeamPrediction | None,
+            sizes: int) -> TeamPrediction:
     """History wins from three team sizes on; with two, the geometric mean of both."""
     if from_history is None:
         return one_sample
@@ -189,8 +189,8 @@ def combine(one_sample: RegionPrediction, from_history: RegionPrediction | None,
     lo = [min(a, b) for a, b in zip(one_sample.low, from_history.low)]
     hi = [max(a, b) for a, b in zip(one_sample.high, from_history.high)]
     work = math.sqrt(one_sample.work_s * from_history.work_s)  # T(1) of the mean curve
-    return RegionPrediction(one_sample.threads, gm, lo, hi, preferred_count(one_sample.threads, gm),
-                            "geometric mean of the one-sample model and 2 team sizes' history",
+    return TeamPrediction(one_sample.threads, gm, lo, hi, preferred_count(one_sample.threads, gm),
+                          "geometric mean of the one-sample model and 2 team sizes' history",
                             one_sample.fitted, one_sample.bottleneck, work)
 
 

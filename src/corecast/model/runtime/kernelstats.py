@@ -1,5 +1,5 @@
 """The record of one OpenCL kernel's launches and its sample window: what
-``opencl.profile`` fills while the program runs, what ``runtime.model.kernelmodel`` reads, and what
+``opencl.profile`` fills while the program runs, what ``model.runtime.kernelmodel`` reads, and what
 ``record.kernel_from_json`` rebuilds from a recorded ``kernel`` line for `corecast replay`.  It
 lives here, below both, so that reading a recording does not import the profiler.
 (Plain classes with __slots__: this is on every instrumented program's path.)"""

@@ -22,7 +22,7 @@ standard library's only (``tuning`` on ``smallfit``): no numpy or scipy in the h
 from __future__ import annotations
 
 from ...tuning import OPreSca
-from .bound import RegionPrediction
+from .bound import TeamPrediction
 from .history import RegionHistory
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
@@ -46,7 +46,7 @@ class RegionSteer:
         self.expected_gain = 0.0  # the guard's, relative performance
         self.model_gain: float | None = None  # the window model's at its preferred count, tried first
 
-    def step(self, history: RegionHistory, region: RegionSample, pred: RegionPrediction, elapsed_s: float,
+    def step(self, history: RegionHistory, region: RegionSample, pred: TeamPrediction, elapsed_s: float,
              window_s: float) -> int:
         """Feed the last window's measurement; the team size for the next window."""
         if self.settled is not None:
@@ -126,7 +126,7 @@ def _step_pays(tuner: OPreSca, nxt: int, windows: float, gain: float) -> bool:
     return windows >= MIN_WINDOWS and windows * gain / (1.0 + gain) >= PAYBACK * loss
 
 
-def _step_loss(pred: RegionPrediction, own: int, first: int) -> float:
+def _step_loss(pred: TeamPrediction, own: int, first: int) -> float:
     """One window at ``first``, in windows of region time lost, taken pessimistically: the
     own count at the top of its band against ``first`` at the bottom of its band (with
     no prediction there, linear scaling: the worst a region with stalls can do).  A band
@@ -172,7 +172,7 @@ def efficiency(region: RegionSample, own: int | None = None) -> float:
     return max(0.0, 1.0 - sum(region["stalls_s"].values()) / thread_s)
 
 
-def guard(own: int, own_perf: float | None, region: RegionSample, pred: RegionPrediction, elapsed_s: float,
+def guard(own: int, own_perf: float | None, region: RegionSample, pred: TeamPrediction, elapsed_s: float,
           window_s: float, taken_perf: float | None = None) -> tuple[int, float] | str:
     """Whether exploring a region below its own count ``own`` can pay: the first count to
     try and the expected gain (relative performance), or a short reason why not.

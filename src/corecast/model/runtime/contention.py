@@ -55,7 +55,7 @@ from __future__ import annotations
 import math
 
 from .abi import SYNC_WAITS
-from .bound import RegionPrediction, preferred_count, region_work
+from .bound import TeamPrediction, preferred_count, region_work
 from .lockqueue import (MIN_CONTENDED, SINGLE_OBJECT, Station, TeamModel, bisect, copy_model,
                         finish_stations, fit_stations, pthread_stations)
 from .teamcurve import (ContentionPrediction, bottleneck_of, model_time, ordered_fits,
@@ -111,8 +111,8 @@ def barrier_latency(regions: list[RegionSample]) -> float:
     return min(per_episode) if len(per_episode) >= 2 else 0.0
 
 
-def predict_region(region: RegionSample, target: int, cores: int,
-                   target_cores: int | None = None, latency: float = 0.0) -> ContentionPrediction:
+def region_contention(region: RegionSample, target: int, cores: int,
+                      target_cores: int | None = None, latency: float = 0.0) -> ContentionPrediction:
     """Contention model for an OpenMP region (``region``: its sample record),
     measured on ``cores`` CPUs, predicted for a machine of ``target_cores`` (default:
     ``cores``).  ``latency``: the window's barrier latency per episode
@@ -201,8 +201,8 @@ def process_team(process: ProcessSample) -> int:
     return max(n0, math.ceil(ran - CONCURRENCY_SLACK))
 
 
-def predict_process(process: ProcessSample, target: int, cores: int,
-                    target_cores: int | None = None) -> ContentionPrediction:
+def process_contention(process: ProcessSample, target: int, cores: int,
+                       target_cores: int | None = None) -> ContentionPrediction:
     """Contention model for a whole process with plain threads, measured on ``cores``
     CPUs, predicted for a machine of ``target_cores`` (default: ``cores``)."""
     n0 = process_team(process)
@@ -270,7 +270,7 @@ def _calibrate_serial(m: TeamModel, work: float, wall: float) -> float:
 
 
 def compose_process(process: ProcessSample,
-                    regions: list[tuple[RegionSample, RegionPrediction]]) -> ContentionPrediction:
+                    regions: list[tuple[RegionSample, TeamPrediction]]) -> ContentionPrediction:
     """Whole-program prediction from its (outermost) OpenMP regions plus the serial time
     between them: T(n) = outside + sum over regions of T_r(1) / S_r(n)."""
     outer = [(r, p) for r, p in regions if not r["nested"]]
@@ -300,7 +300,7 @@ def compose_process(process: ProcessSample,
                                 bottleneck_of(losses, counts[-1] * t_end), losses, total)
 
 
-def _bandwidth_note(outer: list[tuple[RegionSample, RegionPrediction]], works: list[float],
+def _bandwidth_note(outer: list[tuple[RegionSample, TeamPrediction]], works: list[float],
                     total: float) -> str:
     """The process basis's bandwidth term: the work-weighted growth of work per call that
     the regions' smaller-team calls measured (probes), or that it was not measured (no PMU

@@ -1,13 +1,12 @@
 """The runtime's one predictor: every region of one window (sample records,
-``record.RegionSample``, the process's last) to a ``RegionPrediction`` each, used alike by
+``record.RegionSample``, the process's last) to a ``TeamPrediction`` each, used alike by
 the live library (``bridge.predict_sample``) and by ``corecast replay``.  Standard
 library only: it runs inside profiled programs."""
 from __future__ import annotations
 
-from .bound import RegionPrediction, preferred_count, region_work
-from .contention import barrier_latency, compose_process, process_team
-from .contention import predict_process as one_sample_process
-from .contention import predict_region as one_sample_region
+from .bound import TeamPrediction, preferred_count, region_work
+from .contention import (barrier_latency, compose_process, process_contention, process_team,
+                         region_contention)
 from .history import BASIS_LEN, RegionHistory, anchor_t1, combine, extrapolate, mostly_at, probe_basis
 from .spread import widen
 
@@ -17,9 +16,9 @@ if TYPE_CHECKING:
     from .record import RegionSample
 
 
-def predict_region(region: RegionSample, target: int, measured_cores: int, predicted_cores: int,
-                   histories: dict[tuple[str, str], RegionHistory], final: bool = True,
-                   latency: float = 0.0, machine: Calibration | None = None) -> RegionPrediction:
+def predict_region_threads(region: RegionSample, target: int, measured_cores: int, predicted_cores: int,
+                           histories: dict[tuple[str, str], RegionHistory], final: bool = True,
+                           latency: float = 0.0, machine: Calibration | None = None) -> TeamPrediction:
     """One OpenMP region (``histories`` remembers each region between windows).
 
     While most of its calls ran at its largest team (the program's own count; probes are a
@@ -33,7 +32,7 @@ def predict_region(region: RegionSample, target: int, measured_cores: int, predi
     history itself, so numpy and scipy never take CPU from the program while it runs."""
     history = histories.setdefault((region["name"], region["object"]), RegionHistory())
     history.update(region)
-    one = one_sample_region(region, target, measured_cores, predicted_cores, latency)
+    one = region_contention(region, target, measured_cores, predicted_cores, latency)
     if machine is not None and not region["nested"]:
         one = apply_calibration(one, int(region["threads"]), region_work(region), machine)
     if mostly_at(history, int(region["threads"])):
@@ -54,7 +53,7 @@ def predict_region(region: RegionSample, target: int, measured_cores: int, predi
 
 def predict_window(regions: list[RegionSample], target: int, measured_cores: int, predicted_cores: int,
                    histories: dict[tuple[str, str], RegionHistory], final: bool = True,
-                   machine: Calibration | None = None) -> list[RegionPrediction]:
+                   machine: Calibration | None = None) -> list[TeamPrediction]:
     """The runtime's one predictor: a prediction for every region of one window (sample
     records, ``record.RegionSample``, the process's last), used alike by the live library and by
     ``corecast replay``.  An OpenMP program's process is composed from its outermost
@@ -62,25 +61,25 @@ def predict_window(regions: list[RegionSample], target: int, measured_cores: int
     machine's measured loss of per-thread speed (``corecast calibrate``), put into the
     one-sample predictions of outermost regions and of a plain-threads process.  Every
     prediction's band is joined with the empirical one (``spread``)."""
-    done: list[tuple[RegionSample, RegionPrediction]] = []
+    done: list[tuple[RegionSample, TeamPrediction]] = []
     preds = []
     latency = barrier_latency(regions)
     for region in regions:
         if region["name"] != "process":
-            pred = widen(predict_region(region, target, measured_cores, predicted_cores, histories, final,
-                                        latency, machine))
+            pred = widen(predict_region_threads(region, target, measured_cores, predicted_cores, histories,
+                                                final, latency, machine))
             done.append((region, pred))
         elif any(not r["nested"] for r, _ in done):
             pred = compose_process(region, done)
         else:
-            pred = one_sample_process(region, target, measured_cores, predicted_cores)
+            pred = process_contention(region, target, measured_cores, predicted_cores)
             if machine is not None:
                 pred = apply_calibration(pred, process_team(region), float(region.get("cpu_s", 0.0)), machine)
         preds.append(widen(pred))
     return preds
 
 
-def apply_calibration(pred: RegionPrediction, n0: int, work_s: float, cal: Calibration) -> RegionPrediction:
+def apply_calibration(pred: TeamPrediction, n0: int, work_s: float, cal: Calibration) -> TeamPrediction:
     """A one-sample prediction from a sample at ``n0`` threads (``work_s``: its T(1) over
     the sample, busy time at n0) with the machine's speed loss put in: speedups times
     e(n), T(1) times e(n0).  The time at n0 stays what was measured."""

@@ -1,7 +1,7 @@
 """Per-kernel predictions from the kernel's sample.
 
 A kernel's sample becomes a region for the one-sample contention model
-(``corecast.runtime.model.predictor.predict_region``), the compute units playing the threads:
+(``corecast.model.runtime.predictor.predict_region_threads``), the compute units playing the threads:
 
 * team size n0 = the device's compute units (pocl: its worker threads, at most
   ``POCL_MAX_PTHREAD_COUNT``), calls = launches in the sample, wall = their device time;
@@ -145,7 +145,7 @@ IDLE_UNOBSERVED = 0.5  # a non-CPU band's low end: this share of compute-unit ti
 
 def device_predict(kernel, target: int):
     """A non-CPU device's kernel at 1..target compute units (see the module's text)."""
-    from .bound import RegionPrediction, prediction_counts, preferred_count
+    from .bound import TeamPrediction, prediction_counts, preferred_count
 
     # The table's columns (powers of two) among the counts, also past 64 counts.
     counts = sorted(set(prediction_counts(target)) | {1 << k for k in range(target.bit_length())
@@ -180,12 +180,12 @@ def device_predict(kernel, target: int):
         bottleneck = "work_groups"
     elif groups is None:
         bottleneck = "unobserved"
-    return RegionPrediction(counts, speedup, low, high, preferred_count(counts, speedup), basis,
-                            ["work_groups"] if groups is not None else [], bottleneck)
+    return TeamPrediction(counts, speedup, low, high, preferred_count(counts, speedup), basis,
+                          ["work_groups"] if groups is not None else [], bottleneck)
 
 
 def predict(kernel, target: int, cores: int):
-    """Prediction for ``kernel`` at 1..target compute units (a ``RegionPrediction``), or
+    """Prediction for ``kernel`` at 1..target compute units (a ``TeamPrediction``), or
     None without a sample: the contention model on a CPU device, ``device_predict`` on others."""
     reg = region(kernel)
     if reg is None:
@@ -193,10 +193,10 @@ def predict(kernel, target: int, cores: int):
     if kernel.device_type != "cpu":
         return device_predict(kernel, target)
     from .bound import preferred_count
-    from .predictor import predict_region
+    from .predictor import predict_region_threads
 
     # The one predictor regions take; a kernel's sample has no team-size history.
-    pred = predict_region(reg, target, cores, cores, {})
+    pred = predict_region_threads(reg, target, cores, cores, {})
     if sample_stalls(kernel) is not None:
         pred.basis = ("contention model on the kernel's sample: idle compute units as "
                       "imbalance, the runtime's lock waits as queues")
@@ -231,23 +231,23 @@ def device_bound_process(pred, share: float):
     wall time (at least ``DEVICE_BOUND``): its threads are the driver's, so more CPU threads
     give nothing (speedup 1); the band's high end lets the rest of the host's time shrink
     as Amdahl's law would."""
-    from .bound import RegionPrediction
+    from .bound import TeamPrediction
 
     counts = list(pred.threads)
     rest = 1.0 - share
     high = [max(1.0, 1 / (share + rest / n)) for n in counts]
     pct = f"{100 * share:.0f}%"
-    return RegionPrediction(counts, [1.0] * len(counts), [1.0] * len(counts), high, 1,
-                            f"waiting on the device ({pct} of wall): more CPU threads do not shorten it",
+    return TeamPrediction(counts, [1.0] * len(counts), [1.0] * len(counts), high, 1,
+                          f"waiting on the device ({pct} of wall): more CPU threads do not shorten it",
                             [], f"waiting on device {pct} of wall")
 
 
-_states: dict = {}  # machine path -> runtime.model.numa.NumaState (the file is read once)
+_states: dict = {}  # machine path -> model.runtime.numa.NumaState (the file is read once)
 
 
 def memory_model(kernel, machine: str | None = None):
     """Node counts on a machine description (``machine``: its path or preset) for a kernel on a CPU device, as the runtime predicts an
-    OpenMP region's (``runtime.model.numa``): a ``NodeResult`` or None without a machine.
+    OpenMP region's (``model.runtime.numa``): a ``NumaRegionPrediction`` or None without a machine.
 
     A process runs its kernels at one compute-unit count and no per-kernel memory counters
     are read, so the memory traffic is unknown: the prediction is the kernel's own
@@ -263,4 +263,4 @@ def memory_model(kernel, machine: str | None = None):
         state = _states[path] = numa.NumaState(path)
     if state.machine is None:
         raise ValueError(state.error)
-    return numa.predict_region(state, sample, None, None, lambda t: predict(kernel, t, t))
+    return numa.predict_region_nodes(state, sample, None, None, lambda t: predict(kernel, t, t))

@@ -1,9 +1,9 @@
 """The measured bound: speedup predictions from one sample, before any contention model,
-and the types both runtime predictors share (RegionPrediction, prediction_counts).
+and the types both runtime predictors share (TeamPrediction, prediction_counts).
 
 The runtime reports contention.py's model; this bound is kept as its reference: with no
 lock contention the contention model must reduce to it (tests/runtime/test_contention.py),
-and ``corecast.runtime.model.bound`` stays importable for users who want the optimistic bound.
+and ``corecast.model.runtime.bound`` stays importable for users who want the optimistic bound.
 
 OpenMP regions: the sample splits each call into serialised work S (critical, atomic and
 OpenMP-lock hold time, single blocks), parallel work P and implicit-barrier imbalance.
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 
+from ..scaling import ScalingPrediction
 from .abi import SYNC_WAITS
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
@@ -38,9 +39,11 @@ KARP_FLATT_BAND = 0.05  # +- on the serial fraction
 PREFERRED_SHARE = 0.99  # preferred = fewest threads within 1% of the best speedup
 
 
-class RegionPrediction:
-    """Predicted speedups at ``threads`` with their band.  (A plain class: dataclasses
-    would add milliseconds to every profiled program's start.)"""
+class TeamPrediction(ScalingPrediction):
+    """The runtime's answer for a region, a process or a kernel (its team: threads, or a
+    kernel's compute units), from its samples: speedups at ``threads`` with their band
+    ``low``/``high``.  (A plain class: dataclasses would add milliseconds to every
+    profiled program's start.)"""
 
     __slots__ = ("threads", "speedup", "low", "high", "preferred", "basis", "fitted", "bottleneck",
                  "work_s", "bandwidth")
@@ -60,6 +63,13 @@ class RegionPrediction:
         # Measured growth of work per call from a smaller team to the sampled one (memory
         # bandwidth and cache sharing; history.anchor_t1); None: not measured.
         self.bandwidth: float | None = None
+
+    @property
+    def counts(self) -> list[int]:
+        return self.threads
+
+    def speedup_band(self) -> tuple[list[float], list[float]]:
+        return self.low, self.high
 
 
 def prediction_counts(target: int, limit: int = 64) -> list[int]:
@@ -88,7 +98,7 @@ def preferred_count(counts: list[int], speedup: list[float]) -> int:
     return next(n for n, s in zip(counts, speedup) if s >= PREFERRED_SHARE * best)
 
 
-def predict_region(region: RegionSample, target: int) -> RegionPrediction:
+def region_bound(region: RegionSample, target: int) -> TeamPrediction:
     """Bound for an OpenMP region (``region``: its sample record)."""
     p = max(1, int(region["threads"]))
     work = region_work(region)
@@ -104,8 +114,8 @@ def predict_region(region: RegionSample, target: int) -> RegionPrediction:
         central.append(work / (serial + parallel * (1 + i_n) / n))
         low.append(work / (serial + parallel * (1 + max(i_n, i_lin)) / n))
         high.append(work / max(serial, work / n))
-    return RegionPrediction(counts, central, low, high, preferred_count(counts, central),
-                            "bound: Amdahl with measured serial work and imbalance (work/span high)")
+    return TeamPrediction(counts, central, low, high, preferred_count(counts, central),
+                          "bound: Amdahl with measured serial work and imbalance (work/span high)")
 
 
 def region_work(region: RegionSample) -> float:
@@ -114,7 +124,7 @@ def region_work(region: RegionSample) -> float:
     return max(float(region["busy_s"]) - waits, 1e-12)
 
 
-def predict_process(process: ProcessSample, target: int, cores: int) -> RegionPrediction:
+def process_bound(process: ProcessSample, target: int, cores: int) -> TeamPrediction:
     """Karp-Flatt bound for a whole process with plain threads."""
     threads = max(1, int(process["threads"]))
     wall = max(float(process["wall_s"]), 1e-12)
@@ -139,7 +149,7 @@ def predict_process(process: ProcessSample, target: int, cores: int) -> RegionPr
         return 1.0 / (s + (1.0 - s) / n)
 
     central = [amdahl(serial, n) for n in counts]
-    return RegionPrediction(
+    return TeamPrediction(
         counts, central, [amdahl(lo_s, n) for n in counts], [amdahl(hi_s, n) for n in counts],
         preferred_count(counts, central), basis, fitted,
     )

@@ -37,14 +37,14 @@ from __future__ import annotations
 
 import math
 
-from .bound import RegionPrediction, prediction_counts, preferred_count
+from .bound import TeamPrediction, prediction_counts, preferred_count
 from .lockqueue import TeamModel, lock_times
 
 BOTTLENECK_SHARE = 0.02  # below this share of n T(n) lost, there is no bottleneck
 
 
-class ContentionPrediction(RegionPrediction):
-    """``RegionPrediction`` plus the lost thread time per part at the target (``losses``,
+class ContentionPrediction(TeamPrediction):
+    """``TeamPrediction`` plus the lost thread time per part at the target (``losses``,
     seconds over the sample); ``bottleneck`` is the future bottleneck (or None) and
     ``work_s`` T(1) over the sample, for ``contention.compose_process``."""
 

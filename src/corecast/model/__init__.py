@@ -1,0 +1,7 @@
+"""The models, one tree (#39 step 3, in progress; ARCHITECTURE.md has the plan):
+``runtime/``, the in-process model a running program's samples go through; ``numa``, the
+NUMA model; ``queueing``, its queues; ``scaling``, the prediction family.
+
+Importing this package imports nothing: its modules are loaded inside profiled programs,
+and stay standard library only.
+"""
