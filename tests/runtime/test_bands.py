@@ -96,3 +96,14 @@ def test_the_benchmark_chose_these_constants():
     result = json.loads(proc.stdout)
     assert result["chosen_on_all"] == {"lo": spread.LOW_PER_DOUBLING, "hi": spread.HIGH_PER_DOUBLING}
     assert result["held_out"]["coverage"] > result["model_band_alone"]["coverage"]
+
+
+def test_cpu_over_wall_makes_no_team_beyond_the_cpus():
+    """A sample whose wall time is cut short (61 us) beside 34 CPU-s: CPU over wall is 552,000,
+    which is no team; the rule stops at the CPUs the process ran on (the model's fit over
+    that many threads ran for minutes: a Hypothesis case of test_contention)."""
+    from corecast.model.runtime.contention import process_team
+    p = process(threads=254, wall=6.1e-05, cpu=33.7)
+    assert process_team(p, 102) == 254
+    assert process_team(process(threads=1, wall=1e-4, cpu=50.0), 16) == 16
+    assert process_team(process(threads=1, wall=1e-4, cpu=50.0)) <= 1024

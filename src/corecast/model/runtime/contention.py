@@ -70,6 +70,7 @@ IDLE_WAITS = ("omp_barrier", "condvar", "pthread_barrier", "semaphore")  # insid
 LOOP_CALL_COST_S = 1e-7  # assumed service of the shared iteration counter per loop call
 MIN_LATENCY_CALLS = 2    # calls a region needs before its barrier waits bound the latency
 SERIAL_BAND = 0.05       # process serial time +- 5% of the work
+MAX_TEAM_FROM_CPU = 1024  # native/corecast.h's CC_MAX_THREADS, where the CPUs are not known
 CONCURRENCY_SLACK = 0.05  # CPU/wall a little over a whole number is timing noise, not one more thread
 
 
@@ -184,7 +185,7 @@ def region_contention(region: RegionSample, target: int, cores: int,
                           "serial work, oversubscription", ordered_fits(fitted))
 
 
-def process_team(process: ProcessSample) -> int:
+def process_team(process: ProcessSample, cores: int | None = None) -> int:
     """The threads that did a plain-threads process's work: ``team_threads`` when the
     sample has fewer than all it saw, else every thread.  Pool threads that mostly waited
     (a reader, a writer, idle workers) are not the team: their condition-variable waits
@@ -196,16 +197,19 @@ def process_team(process: ProcessSample) -> int:
     # Phoenix's map-reduce does) were not counted before the library counted the threads
     # alive at once, but their CPU time is in the process's: CPU time over wall time is a
     # lower bound on how many ran at once.  Without it such a recording read as one busy
-    # thread, "no evidence" (issue #38).
+    # thread, "no evidence" (issue #38).  No more than the CPUs it ran on, though: a
+    # sample's CPU time over a wall time cut short is not a team (it made a team of 552,000
+    # threads, and a fit over that many ran for minutes).
     ran = float(process.get("cpu_s", 0.0)) / max(float(process["wall_s"]), 1e-12)
-    return max(n0, math.ceil(ran - CONCURRENCY_SLACK))
+    bound = max(1, int(cores)) if cores else MAX_TEAM_FROM_CPU
+    return max(n0, min(math.ceil(ran - CONCURRENCY_SLACK), bound))
 
 
 def process_contention(process: ProcessSample, target: int, cores: int,
                        target_cores: int | None = None) -> ContentionPrediction:
     """Contention model for a whole process with plain threads, measured on ``cores``
     CPUs, predicted for a machine of ``target_cores`` (default: ``cores``)."""
-    n0 = process_team(process)
+    n0 = process_team(process, cores)
     cores = max(1, int(cores))
     st = process["stalls_s"]
     fitted: set = set()

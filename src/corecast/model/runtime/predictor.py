@@ -74,7 +74,7 @@ def predict_window(regions: list[RegionSample], target: int, measured_cores: int
         else:
             pred = process_contention(region, target, measured_cores, predicted_cores)
             if machine is not None:
-                pred = apply_calibration(pred, process_team(region), float(region.get("cpu_s", 0.0)), machine)
+                pred = apply_calibration(pred, process_team(region, measured_cores), float(region.get("cpu_s", 0.0)), machine)
         preds.append(widen(pred))
     return preds
 
