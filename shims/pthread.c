@@ -78,6 +78,8 @@ int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*start)(voi
     if (t->guard || t->internal) /* corecast's own threads (the model's too) are not the program's */
         return CC_LIBC(pthread_create)(th, attr, start, arg);
     cc_activity();
+    if (cc_cfg.disabled)
+        return CC_LIBC(pthread_create)(th, attr, start, arg);
     for (int i = 0; i < START_RECORDS; i++) {
         int free_ = 0;
         if (__atomic_load_n(&start_records[i].taken, __ATOMIC_RELAXED) ||
