@@ -59,11 +59,14 @@ static int wait_change(int *word, int seen, long ms) {
  * close the model's.  So the sampler gets a table of its own (channel.c), once the
  * counters it reads are open, with the counters and a copy of the report channel. */
 static int counters_open; /* futex word: cc_sampler_start opened the counters */
+static int table_ready;   /* futex word: the sampler has its table (and the channel's copy) */
 
 static void own_descriptor_table(void) {
     wait_change(&counters_open, 0, 1000);
     int keep[64], n = cc_counters_fds(keep, 63);
     cc_own_descriptor_table(keep, n);
+    __atomic_store_n(&table_ready, 1, __ATOMIC_RELEASE);
+    futex(&table_ready, FUTEX_WAKE_PRIVATE, 1, NULL);
 }
 
 /* Serialising waits: a region whose threads spend most of their time in them is a convoy. */
@@ -300,6 +303,7 @@ void cc_sampler_start(void) {
     sampler_cmd = CMD_NONE;
     final_state = CC_FINAL_PENDING;
     counters_open = 0;
+    table_ready = 0;
     sigset_t all, old;
     sigfillset(&all);
     /* The sampler must never take one of the program's signals; the synchronous ones stay
@@ -320,6 +324,12 @@ void cc_sampler_start(void) {
     cc_counters_open(); /* after the sampler started: inherited counters do not count it */
     __atomic_store_n(&counters_open, 1, __ATOMIC_RELEASE);
     futex(&counters_open, FUTEX_WAKE_PRIVATE, 1, NULL);
+    /* The program goes on once the sampler holds its copy of the report channel (or after
+     * 100 ms): a program that lets its stderr go through stdio (fclose(stderr) closes fd 2
+     * inside libc, where no wrapper sees it) before a starved sampler ran lost its report
+     * (xz -T2 under a loaded CI machine). */
+    if (r == 0)
+        wait_change(&table_ready, 0, 100);
 }
 
 int cc_sampler_is(int tid) { return sampler_running && tid == sampler_tid; }
