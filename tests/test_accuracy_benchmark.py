@@ -1,34 +1,20 @@
 """Guards the issue-2 claim: on the measured curves, auto is ahead of every single method
 on all three figures (median error, share of splits under 20% max error, pick loss); and
 that accuracy.py --loso chooses auto's rule for a source without that source's splits."""
-import importlib.util
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
+from benchmark_module import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
 DATASETS = ROOT.parent / "shared" / "datasets"
 
 
 
-def _load(name: str):
-    """benchmarks/<name>.py as module ``name`` (it imports its sibling benchmarks)."""
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod  # dataclasses look their module up there
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        spec.loader.exec_module(mod)
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
-    return mod
-
-
 def _bench():
-    return _load("accuracy")
+    return load_benchmark("accuracy")
 
 
 @pytest.mark.skipif(not DATASETS.is_dir(), reason="shared datasets not present")
@@ -125,7 +111,7 @@ def test_band_is_the_narrowest_holding_the_rate_in_every_other_source():
 
 
 def _selection():
-    return _load("selection")
+    return load_benchmark("selection")
 
 
 def test_pick_rules_score_the_same_pick_as_the_benchmark():

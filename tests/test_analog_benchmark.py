@@ -1,6 +1,5 @@
 """benchmarks/analog.py: the continuation library is what the curves did, and no case is
 ever predicted from its own source (leave one source out, the inner choice included)."""
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -8,26 +7,15 @@ import numpy as np
 import pytest
 
 from corecast.entities import Measurements
+from benchmark_module import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _load(name):
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod  # dataclasses look their module up there
-        spec.loader.exec_module(mod)
-        return mod
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
-
-
 @pytest.fixture(scope="module")
 def analog():
-    _load("accuracy")
-    return _load("analog")
+    load_benchmark("accuracy")
+    return load_benchmark("analog")
 
 
 def test_library_holds_each_measured_doubling_and_what_followed(analog):

@@ -1,6 +1,4 @@
 """benchmarks/candidates.py: the candidate members are the shapes they claim to be."""
-import importlib.util
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -8,6 +6,7 @@ import pytest
 
 from corecast.entities import Measurements
 from corecast.methods import METHODS, auto, trend
+from benchmark_module import benchmark_module
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -15,14 +14,10 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(scope="module")
 def candidates():
     before = dict(METHODS)
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
-        spec = importlib.util.spec_from_file_location("candidates", ROOT / "benchmarks" / "candidates.py")
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        yield mod
+        with benchmark_module("candidates") as mod:
+            yield mod
     finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
         METHODS.clear()
         METHODS.update(before)  # the candidates are registered for the benchmark's process alone
 

@@ -1,26 +1,19 @@
 """benchmarks/topology.py: the boundary its variants act at is the first placement ahead
 that no measured count had."""
-import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
 
 from corecast.machine.hardware import Hardware
+from benchmark_module import benchmark_module
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
 def topology():
-    sys.path.insert(0, str(ROOT / "benchmarks"))
-    try:
-        spec = importlib.util.spec_from_file_location("topology", ROOT / "benchmarks" / "topology.py")
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
+    with benchmark_module("topology") as mod:
         yield mod
-    finally:
-        sys.path.remove(str(ROOT / "benchmarks"))
 
 
 def test_the_boundary_is_the_first_placement_no_measured_count_had(topology):
