@@ -138,7 +138,7 @@ def callgrind_rounds(exe: str, cases: list[str], sides_: dict, args: argparse.Na
             m = re.search(r" (\d+) calls", p.stdout)
             if p.returncode != 0 or not m:
                 sys.exit(f"callgrind {case} {s} failed:\n{p.stderr[-2000:]}")
-            ann = subprocess.run(["callgrind_annotate", "--inclusive=yes", str(f)],
+            ann = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(f)],
                                  capture_output=True, text=True, check=True).stdout
             total = int(re.search(r"([\d,]+) \(100.0%\)\s+PROGRAM TOTALS", ann).group(1).replace(",", ""))
             res[s] = {"calls": int(m.group(1)), "ir": total, **{k: inclusive(ann, fn) for k, fn in PARTS.items()}}
