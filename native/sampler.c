@@ -123,7 +123,8 @@ static int steering_may_act(const struct cc_sample *s) {
  * (own - 1) / (own E) - 1, beats the noise of a window, or the region takes locks.
  * These are the model's own "one thread", "nested", "too few calls per window" and "no
  * room to gain" tests (model/runtime/steering.py guard), the last with the stall bound
- * alone: the window model's preferred count comes from the same stalls.  The bound does
+ * alone: the window model's preferred count comes from the same stalls; and the room must
+ * pay for the model's own cost over the region's time so far (MODEL_COST_S).  The bound does
  * not hold where a lock's hand-offs between cores make the work itself slower with more
  * threads (omp_slowdown at 2 threads: 48% of its thread time not stalled, so the bound
  * leaves 4% room, and 1 thread runs it 100x faster), so a region whose lock acquisitions
@@ -139,6 +140,13 @@ static int steering_may_act(const struct cc_sample *s) {
 #define STEER_NOISE 0.03   /* steering.NOISE */
 #define LOCK_SHARE 0.02    /* history.LOCK_SHARE: a region that takes locks */
 #define HANDOFF_S 20e-6    /* a lock's hand-off between cores at its dearest: a futex wake-up */
+/* What the model costs the program once started (the interpreter, 15-25 ms of CPU, and a
+ * run per window, on a core the program's threads may hold): the room the stall bound
+ * leaves must be worth that much over the region's time so far, which stands for the time
+ * still to come (a run that has lasted t is as likely as not to last about t more).  On the
+ * 16-core machine a steered NPB bt.W, at its best count with a few % of room, ended 6.9%
+ * later than unsteered, the model started 0.2 s into its 0.38 s (benchmarks/steer16). */
+#define MODEL_COST_S 0.05
 
 static int region_may_pay(const struct cc_sample *s, const struct cc_region_sample *g) {
     if (!cc_is_omp_region(g) || g->nested || g->requested < 2 || g->wall_s <= 0 || s->elapsed_s <= 0)
@@ -151,7 +159,10 @@ static int region_may_pay(const struct cc_sample *s, const struct cc_region_samp
     if (taken * HANDOFF_S > LOCK_SHARE * g->threads * g->wall_s)
         return 1;
     double e = not_stalled(g);
-    return e <= 0 || (g->requested - 1.0) / (g->requested * e) - 1.0 > STEER_NOISE;
+    if (e <= 0)
+        return 1;
+    double room = (g->requested - 1.0) / (g->requested * e) - 1.0;
+    return room > STEER_NOISE && room * g->wall_s >= MODEL_COST_S;
 }
 
 static int steering_may_pay(const struct cc_sample *s) {

@@ -1040,3 +1040,64 @@ def test_every_kind_of_task_keeps_its_output(tmp_path, lib):
         for _ in range(3):
             proc = run([prog], env=env, preload=lib, quiet="1")
             assert proc.returncode == 0 and proc.stdout == plain.stdout
+
+
+# Samples for steering's "can it pay" rule (native/sampler.c, region_may_pay): (elapsed s,
+# calls, threads asked, wall s, barrier-wait s, critical acquisitions) -> whether the
+# model may start.  16 threads, 200-ms windows.
+MAY_PAY_CASES = [
+    ((1.0, 400, 16, 1.0, 3.2, 0), 1),     # 20% stalled: 17% room over 1 s of region time pays
+    ((0.2, 80, 16, 0.2, 0.64, 0), 0),     # the same room over 0.2 s: less than the model costs
+    ((1.0, 400, 16, 1.0, 0.16, 0), 0),    # 1% stalled: no room beyond a window's noise
+    ((1.0, 400, 16, 0.1, 0.32, 0), 0),    # 17% room over 0.1 s of the region's own time
+    ((0.2, 80, 16, 0.2, 0.0, 20000), 1),  # takes locks: left to the model, however short
+    ((1.0, 2, 16, 1.0, 3.2, 0), 0),       # too few calls per window to measure a step
+]
+
+
+def test_steering_starts_only_where_the_room_pays_for_the_model(gcc, tmp_path):
+    """native/sampler.c's region_may_pay, compiled alone on synthetic samples: the stall
+    bound's room must beat a window's noise and pay for the model over the region's time."""
+    source = (ROOT / "native" / "sampler.c").read_text()
+    waits = re.search(r"^static const int lock_waits\[\].*?;\n", source, re.S | re.M).group(0)
+    defines = "\n".join(re.search(rf"^#define {name} .*$", source, re.M).group(0)
+                        for name in ("CALLS_PER_WINDOW", "STEER_NOISE", "LOCK_SHARE", "HANDOFF_S",
+                                     "MODEL_COST_S"))
+    func = "".join(re.search(rf"^static \w+ {name}\(.*?^}}\n", source, re.S | re.M).group(0)
+                   for name in ("not_stalled", "region_may_pay"))
+    harness = tmp_path / "pay.c"
+    harness.write_text(f"""#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "model_abi.h"
+static int cc_is_omp_region(const struct cc_region_sample *g) {{
+    return g->runtime == CC_RUNTIME_OPENMP && strcmp(g->name, "process") != 0;
+}}
+{waits}
+{defines}
+{func}
+static struct cc_sample s;
+int main(int argc, char **argv) {{
+    (void)argc;
+    s.elapsed_s = atof(argv[1]);
+    s.window_s = 0.2;
+    s.nregions = 1;
+    struct cc_region_sample *g = &s.regions[0];
+    g->runtime = CC_RUNTIME_OPENMP;
+    strcpy(g->name, "main._omp_fn.0");
+    g->calls = atoi(argv[2]);
+    g->requested = g->threads = atoi(argv[3]);
+    g->wall_s = atof(argv[4]);
+    g->stall_s[CC_STALL_OMPBARRIER] = atof(argv[5]);
+    g->acquisitions[CC_STALL_CRITICAL] = strtoull(argv[6], NULL, 10);
+    printf("%d\\n", region_may_pay(&s, g));
+    return 0;
+}}
+""")
+    exe = tmp_path / "pay"
+    r = subprocess.run([gcc, "-O2", f"-I{ROOT / 'native'}", "-o", str(exe), str(harness)], capture_output=True,
+                       text=True, timeout=TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    for case, pays in MAY_PAY_CASES:
+        got = subprocess.run([str(exe), *map(repr, case)], capture_output=True, text=True, check=True).stdout
+        assert int(got) == pays, case
