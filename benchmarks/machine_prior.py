@@ -35,7 +35,9 @@ COUNTS = (2, 4, 16)
 
 def calibration(c: float) -> machine_model.Calibration:
     counts = [1 << k for k in range(11)]
-    return machine_model.Calibration(counts, [math.exp(-c * math.log2(n)) for n in counts], 0, "prior")
+    # as the compute curve: the runtime applies it where a region's evidence says compute-bound
+    return machine_model.Calibration(machine_model.Curve(counts, [math.exp(-c * math.log2(n)) for n in counts]),
+                                     None, 0, "prior")
 
 
 def errors(dirs: list[Path], suites) -> dict[float, list[dict]]:
