@@ -9,7 +9,7 @@ error on held-out programs from 0.10 to 0.28).  So a region gets a curve only wh
 run's evidence names its kind:
 
 1. **Synchronisation**: a region whose threads wait (lock holds and waits, barriers,
-   imbalance) for at least ``SYNC_SHARE`` of their busy time is bound by that, not by
+   imbalance) for at least ``SYNC_SHARE`` of their time in it is bound by that, not by
    the machine: no curve (the contention model carries the waits).
 2. **Work per call at a smaller team** (``TeamPrediction.bandwidth``: the growth of one
    call's work from the smallest team the history measured, probes or earlier windows,
@@ -27,36 +27,40 @@ without a PMU (the 16-core device machine) have none.
 
 Applied, a curve changes the time at n by e(n0) / e(n) (the sample at n0 saw e(n0), the
 model took that rate as the work): S(n) is multiplied by e(n) / e(n0) for n >= 2; T(1)
-is the anchored, measured one and stays.  The basis says which curve was applied and why,
-or why none was.
+is the anchored, measured one and stays.  The basis says which curve was applied (its
+evidence, the work per call's growth, is already there: ``anchor_t1``'s words), or why none
+was ("no machine curve: no evidence").
 
 Standard library only: it runs inside profiled programs.
 """
 from __future__ import annotations
 
 from .abi import SYNC_WAITS
-from .bound import TeamPrediction, preferred_count
+from .bound import preferred_count
 from .history import BASIS_LEN
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
     from ...machine.calibration import Calibration
+    from .bound import TeamPrediction
     from .record import RegionSample
 
-SYNC_SHARE = 0.5  # waits at least this share of busy time: bound by synchronisation
+SYNC_SHARE = 0.5  # waits at least this share of the threads' time: bound by synchronisation
 GROWTH = 1.10     # work per call grew at least this much with the team: bandwidth-bound
 FLAT = 1.05       # work per call within this factor either way: compute-bound
 
 
 def sync_share(region: RegionSample) -> float:
-    """The share of the threads' busy time spent waiting on each other: synchronisation
-    waits, barrier imbalance and serialised work (lock holds, single blocks)."""
-    busy = float(region["busy_s"])
-    if busy <= 0:
-        return 0.0
+    """The share of the threads' time in the region spent waiting on each other:
+    synchronisation waits and serialised work (lock holds, single blocks), both inside
+    busy time, and the implicit barrier's imbalance, beside it."""
     stalls = region["stalls_s"]
-    waits = sum(stalls.get(k, 0.0) for k in SYNC_WAITS) + stalls.get("imbalance", 0.0)
-    return min(1.0, (waits + float(region["serial_s"])) / busy)
+    imbalance = stalls.get("imbalance", 0.0)
+    total = float(region["busy_s"]) + imbalance
+    if total <= 0:
+        return 0.0
+    waits = sum(stalls.get(k, 0.0) for k in SYNC_WAITS) + imbalance + float(region["serial_s"])
+    return min(1.0, waits / total)
 
 
 def choose(region: RegionSample, growth: float | None) -> tuple[str | None, str]:
@@ -65,7 +69,7 @@ def choose(region: RegionSample, growth: float | None) -> tuple[str | None, str]
     not measured."""
     share = sync_share(region)
     if share >= SYNC_SHARE:
-        return None, f"waits {share:.0%} of busy time"
+        return None, f"waits {share:.0%} of its time"
     if growth is None:
         return None, "no evidence"
     if growth >= GROWTH:
@@ -75,33 +79,32 @@ def choose(region: RegionSample, growth: float | None) -> tuple[str | None, str]
     return None, f"work/call x{growth:.2f}, neither"
 
 
-def apply_machine(pred: TeamPrediction, region: RegionSample, cal: Calibration) -> TeamPrediction:
-    """``pred`` (sampled at ``region["threads"]``) with the curve its evidence calls for
-    (``pred.bandwidth`` is the work-per-call growth ``history.anchor_t1`` measured), its
-    basis ending in what was applied and why."""
+def apply_machine(pred: TeamPrediction, region: RegionSample, cal: Calibration) -> str:
+    """Puts into ``pred`` (sampled at ``region["threads"]``) the curve its evidence calls
+    for (``pred.bandwidth`` is the work-per-call growth ``history.anchor_t1`` measured,
+    which its basis shows), and returns the basis's note on it: the curve and its factor
+    at the target, or why none was applied."""
     n0 = int(region["threads"])
     kind, why = choose(region, pred.bandwidth)
     curve = cal.curve(kind) if kind else None
     if kind is not None and curve is None:
         why = f"{kind}-bound, that curve not measured"
     if curve is None:
-        return not_applied(pred, why)
+        return not_applied(why)
     e0 = curve.at(n0)
     factor = [curve.at(n) / e0 if n > 1 else 1.0 for n in pred.threads]
     pred.speedup = [s * f for s, f in zip(pred.speedup, factor)]
     pred.low = [s * f for s, f in zip(pred.low, factor)]
     pred.high = [s * f for s, f in zip(pred.high, factor)]
     pred.preferred = preferred_count(pred.threads, pred.speedup)
-    target = pred.threads[-1]
-    return _noted(pred, f"; {kind} curve x{factor[-1]:.2f} {n0}->{target} ({why})")
+    return f"; {kind} curve x{factor[-1]:.2f} {n0}->{pred.threads[-1]}"
 
 
-def not_applied(pred: TeamPrediction, why: str) -> TeamPrediction:
-    """``pred`` with its basis saying the machine's curves were not applied, and why."""
-    return _noted(pred, f"; machine not applied: {why}")
+def not_applied(why: str) -> str:
+    """The basis's note when no curve was applied."""
+    return f"; no machine curve: {why}"
 
 
-def _noted(pred: TeamPrediction, note: str) -> TeamPrediction:
-    """The note at the basis's end, the basis cut to fit the C field (``BASIS_LEN``)."""
-    pred.basis = pred.basis[: BASIS_LEN - len(note)] + note
-    return pred
+def with_note(basis: str, note: str) -> str:
+    """``basis`` ending in ``note``, cut to fit the C field (``BASIS_LEN``)."""
+    return basis[: BASIS_LEN - len(note)] + note

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from .bound import TeamPrediction
 from .contention import barrier_latency, compose_process, process_contention, region_contention
-from .evidence import apply_machine, not_applied
+from .evidence import apply_machine, not_applied, with_note
 from .history import BASIS_LEN, RegionHistory, anchor_t1, combine, extrapolate, mostly_at, probe_basis
 from .spread import widen
 
@@ -36,10 +36,11 @@ def predict_region_threads(region: RegionSample, target: int, measured_cores: in
     history = histories.setdefault((region["name"], region["object"]), RegionHistory())
     history.update(region)
     one = region_contention(region, target, measured_cores, predicted_cores, latency)
+    note = ""
     if mostly_at(history, int(region["threads"])):
         pred = anchor_t1(one, region, history)
         if machine is not None and not region["nested"]:
-            pred = apply_machine(pred, region, machine)
+            note = apply_machine(pred, region, machine)
     else:
         sizes = len(history.measured())
         try:
@@ -50,7 +51,9 @@ def predict_region_threads(region: RegionSample, target: int, measured_cores: in
             one.basis = one.basis[: BASIS_LEN - len(note)] + note
         pred = combine(one, fit, sizes)
     if pred is not one and region.get("probes"):  # the history holds probe calls: say so
-        pred.basis = probe_basis(pred.basis, region["probes"])
+        pred.basis = probe_basis(pred.basis, region["probes"], room=len(note))
+    if note:
+        pred.basis = with_note(pred.basis, note)
     return pred
 
 
@@ -78,6 +81,6 @@ def predict_window(regions: list[RegionSample], target: int, measured_cores: int
         else:
             pred = process_contention(region, target, measured_cores, predicted_cores)
             if machine is not None:
-                pred = not_applied(pred, "no evidence")
+                pred.basis = with_note(pred.basis, not_applied("no evidence"))
         preds.append(widen(pred))
     return preds
