@@ -8,6 +8,9 @@ efficiency S(n) / n of NPB ep.W (embarrassingly parallel: a stand-in for what th
 calibration kernel would measure there, 0.82 at 16).  ep.W itself is not scored, nor
 curves without a 1-thread time.  Once ``corecast calibrate`` has measured that machine,
 ``python benchmarks/scale16.py benchmarks/device16 --machine FILE`` is the real figure.
+Since issue #38 item 4 the curve goes only to regions whose evidence (probes) names it, and
+these recordings hold none: the what-if now changes nothing (``benchmarks/calibrated.py``
+replays them with probes).
 
     python benchmarks/device16/machine_whatif.py
 """
