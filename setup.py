@@ -3,6 +3,7 @@
 - corecast/_native/libcorecast_preload.so: native/ + shims/, plain C (never links
   libpython), compiled by setuptools as an extension-shaped shared object;
 - corecast/_native/libcorecast_model.so: the model library, made with cffi's embedding API;
+- corecast/_native/libcorecast_calibrate.so: `corecast calibrate`'s kernels (native/calibrate/);
 - the `corecast` command: native/launcher/corecast.c, which starts this interpreter's CLI
   with SIGINT held over its start-up (a console script's Python would turn an early
   Ctrl-C into a traceback).
@@ -41,6 +42,7 @@ class BuildNative(build_ext):
         editable = getattr(self, "editable_mode", False) or self.inplace
         build.build_model(Path(self.get_ext_fullpath(PRELOAD)).parent,
                           build.recorded_site_dirs() if editable else [])
+        build.build_calibrate(Path(self.get_ext_fullpath(PRELOAD)).parent)
 
 
 class BuildLauncher(build_scripts):

@@ -216,7 +216,7 @@ def test_replay_header_says_an_8_core_and_calibrated(tmp_path):
     recording = DATA / "recordings" / "schema1-npb-mg.A-4.jsonl"
     cal = tmp_path / "cal.json"
     cal.write_text(json.dumps({machine.KEY: machine.SCHEMA, "machine": {"cpus": 16, "cpu_model": "x"},
-                               "efficiency": [[1, 1.0], [4, 0.94], [16, 0.82]]}))
+                               "compute": {"efficiency": [[1, 1.0], [4, 0.94], [16, 0.82]]}}))
     (rep,) = replay(str(recording), 8, str(cal))
     head = table(rep, str(cal)).splitlines()[0]
     assert "on an 8-core machine" in head and "calibrated" in head and "cal.json" in head

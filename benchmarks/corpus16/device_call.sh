@@ -2,7 +2,8 @@
 # One device call (benchmarks/corpus16/README.md): corpus16 (#43/#38) first, then issue #40's
 # steer_suite in what is left.  Run from the repository root with `carry: [".dev"]`, after
 # setting up .dev/ as the README says.  Knobs: DL (seconds in all), STEER_S (seconds kept
-# for steer_suite; 0: none), C16PRE (a measure.py pass run first, e.g. "--rerecord
+# for steer_suite; 0: none), CAL (1, the default: `corecast calibrate` on the idle machine
+# first, its file and stdout to $OUT; 0: skip), C16PRE (a measure.py pass run first, e.g. "--rerecord
 # --record-only --suite bots"), C16ARGS (extra measure.py arguments), and for a local dry
 # run PY (the Python with corecast) and SKIPSETUP.
 T0=$(date +%s); DL=${DL:-575}; STEER_S=${STEER_S:-120}
@@ -20,6 +21,12 @@ mkdir -p /tmp/bin
 for p in omp_slowdown omp_triad; do [ -x /tmp/bin/$p ] || gcc -O2 -fopenmp examples/$p.c -o /tmp/bin/$p -lm; done
 wait
 echo "npb and examples built at $(el) s" | tee -a "$OUT/setup.log"
+# The machine's curves (issue #38 item 4), while nothing else runs; a few seconds, at most 60.
+# Guarded: a corecast without the command, or a failed measurement, costs only this line.
+if [ "${CAL:-1}" != 0 ]; then
+  timeout 60 $PY -m corecast calibrate -o "$OUT/calibration.json" > "$OUT/calibrate.txt" 2>&1
+  echo "calibrate rc $? at $(el) s"; cat "$OUT/calibrate.txt"
+fi
 mkdir -p /tmp/c16; [ -f .dev/c16.tgz ] && tar xzf .dev/c16.tgz -C /tmp/c16
 if [ -n "${C16PRE:-}" ]; then
   B=$(( DL - $(el) - STEER_S - 15 ))

@@ -8,6 +8,9 @@ efficiency S(n) / n of NPB ep.W (embarrassingly parallel: a stand-in for what th
 calibration kernel would measure there, 0.82 at 16).  ep.W itself is not scored, nor
 curves without a 1-thread time.  Once ``corecast calibrate`` has measured that machine,
 ``python benchmarks/scale16.py benchmarks/device16 --machine FILE`` is the real figure.
+Since issue #38 item 4 the curve goes only to regions whose evidence (probes) names it, and
+these recordings hold none: the what-if now changes nothing (``benchmarks/calibrated.py``
+replays them with probes).
 
     python benchmarks/device16/machine_whatif.py
 """
@@ -22,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 import scale16  # noqa: E402  (benchmarks/scale16.py)
 
-from corecast.machine.calibration import Calibration  # noqa: E402
+from corecast.machine.calibration import Calibration, Curve  # noqa: E402
 
 HELD_OUT = {"npb-cg.A", "npb-cg.W", "npb-lu.W", "npb-sp.W", "pigz", "xz"}
 
@@ -30,12 +33,12 @@ HELD_OUT = {"npb-cg.A", "npb-cg.W", "npb-lu.W", "npb-sp.W", "pigz", "xz"}
 def ep_w_standin() -> Calibration:
     ep = scale16.measured_curve(HERE / "npb-ep.W.csv")
     counts = sorted(ep)
-    return Calibration(counts, [ep[1] / ep[n] / n for n in counts], 16, "device16 (NPB ep.W stand-in)")
+    return Calibration(Curve(counts, [ep[1] / ep[n] / n for n in counts]), None, 16, "device16 (NPB ep.W stand-in)")
 
 
 def main() -> None:
     cal = ep_w_standin()
-    print("e(n) from ep.W: " + ", ".join(f"{n}: {cal.at(n):.2f}" for n in (2, 4, 8, 16)))
+    print("e(n) from ep.W: " + ", ".join(f"{n}: {cal.compute.at(n):.2f}" for n in (2, 4, 8, 16)))
 
     def keep(name: str) -> bool:
         return name != "npb-ep.W" and 1 in scale16.measured_curve(HERE / f"{name}.csv")

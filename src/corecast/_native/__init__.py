@@ -6,3 +6,4 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 PRELOAD = HERE / "libcorecast_preload.so"
 MODEL = HERE / "libcorecast_model.so"
+CALIBRATE = HERE / "libcorecast_calibrate.so"

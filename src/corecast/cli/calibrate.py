@@ -1,11 +1,11 @@
-"""``corecast calibrate``: measure this machine's loss of per-thread speed once, for the
-runtime's predictions (tools/calibrate.py measures, machine/calibration.py reads, model/runtime/predictor.py applies)."""
+"""``corecast calibrate``: measure this machine's compute and bandwidth curves once, for the
+runtime's predictions (tools/calibrate.py measures, machine/calibration.py reads,
+model/runtime/evidence.py applies)."""
 from __future__ import annotations
 
 import json
 import os
 import sys
-import threading
 
 from ..io import settings
 from .common import CliError, add_output_options, count
@@ -17,14 +17,19 @@ if TYPE_CHECKING:
 
 def add_calibrate(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "calibrate", help="measure this machine's per-thread speed with 1..N cores busy, for the runtime's predictions",
-        description="Run a compute kernel (an integer hash loop, nothing shared) as 1, 2, 4, ... copies at once "
-        "and write each copy's speed against one copy alone, e(n), to FILE (default: "
-        "$XDG_CACHE_HOME/corecast/calibration.json, ~/.cache when unset). corecast run then puts this loss "
-        "of per-thread speed (falling turbo clocks, hyperthreads presented as cores) into its one-sample "
-        f"predictions on this machine; {settings.MACHINE_FILE} names another file, or none when empty. "
+        "calibrate", help="measure this machine's per-thread compute and bandwidth with 1..N cores busy",
+        description="Run two compiled kernels (multiply-add chains in registers; the STREAM triad) with 1, 2, "
+        "4, ... OpenMP threads in one process, placed as an OpenMP program's threads are under the same "
+        "OMP_PROC_BIND/OMP_PLACES, and write their curves to FILE (default: "
+        "$XDG_CACHE_HOME/corecast/calibration.json, ~/.cache when unset): the compute efficiency "
+        "e_c(n), one thread's rate at n threads over its rate alone, and the triad's GB/s, whose "
+        "e_b(n) = bw(n) / (n bw(1)). corecast run then applies one of them to a region's prediction "
+        "where the run's evidence says the region is compute- or bandwidth-bound (docs/runtime-model.md; "
+        f"not advised yet); {settings.MACHINE_FILE} names another file, or none when empty. "
         "Run it on an otherwise idle machine: it takes a few seconds.")
-    p.add_argument("--max", type=count, metavar="N", help="copies up to N (default: the CPUs this process may run on)")
+    p.add_argument("--max", type=count, metavar="N", help="threads up to N (default: the CPUs this process may run on)")
+    p.add_argument("--quick", action="store_true", help="tiny runs that check the kernels work (for tests; "
+                   "the figures mean nothing)")
     p.add_argument("-o", "--output", metavar="FILE", help="where to write the calibration ('-': standard output only)")
     add_output_options(p, "print the calibration's JSON instead of the table")
     p.set_defaults(func=cmd_calibrate)
@@ -32,7 +37,7 @@ def add_calibrate(sub: argparse._SubParsersAction) -> None:
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from ..io.fileio import STDIO, write_file
-    from ..tools.calibrate import measure
+    from ..tools.calibrate import CalibrateError, measure
 
     path = args.output or settings.calibration_path()
     if not args.output:  # the default folder, made before the measurement rather than after
@@ -42,21 +47,24 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             raise CliError(f"cannot make the folder for the calibration: {exc.strerror or exc}",
                            os.path.dirname(path)) from None
     try:
-        cal = measure(args.max)
-    except (OSError, EOFError, threading.BrokenBarrierError) as exc:  # a copy could not start or died
-        raise CliError(f"the measurement failed: {type(exc).__name__}: {exc}") from None
+        cal = measure(args.max, quick=args.quick)
+    except CalibrateError as exc:
+        raise CliError(f"the measurement failed: {exc}") from None
     text = json.dumps(cal) + "\n"
     if path != STDIO:
         write_file(path, text, "the calibration")
     if args.json or path == STDIO:
         sys.stdout.write(text)
         return 0
-    m = cal["machine"]
-    print(f"{m['cpu_model'] or 'unnamed processor'}, {m['cpus']} CPUs ({m['cpus_measured']} measured); "
-          f"one copy alone: {cal['seconds_per_copy']:.2f} s")
-    print(f"{'copies':>7} {'efficiency':>10}")
-    for n, e in cal["efficiency"]:
-        print(f"{n:7d} {e:10.3f}")
+    m, c, b = cal["machine"], cal["compute"], cal["bandwidth"]
+    print(f"{m['cpu_model'] or 'unnamed processor'}, {m['cpus']} CPUs ({m['cpus_measured']} measured), "
+          f"threads {cal['placement']}; one thread: {c['gflops_one_thread']:.2f} GFLOP/s; "
+          f"triad over {b['array_bytes'] / (1 << 20):.0f} MiB; {cal['seconds']:.1f} s"
+          + (" (--quick: the figures mean nothing)" if cal["quick"] else ""))
+    print(f"{'threads':>7} {'compute e_c':>11} {'triad GB/s':>10} {'e_b':>6}")
+    bw1 = b["gbps"][0][1]
+    for (n, e), (_, g) in zip(c["efficiency"], b["gbps"]):
+        print(f"{n:7d} {e:11.3f} {g:10.2f} {g / (n * bw1):6.3f}")
     print(f"written to {path}")
     return 0
 

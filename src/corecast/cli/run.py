@@ -100,8 +100,8 @@ def add_replay(sub: argparse._SubParsersAction) -> None:
         "one JSON object: {\"processes\": [...]}")
     p.add_argument("--machine", metavar="FILE",
                    help="the recording machine's calibration (written by corecast calibrate there), "
-                        "instead of the one the run recorded: its loss of per-thread speed is put into "
-                        "the one-sample predictions")
+                        "instead of the one the run recorded: its compute or bandwidth curve is put into "
+                        "the one-sample predictions of the regions whose evidence names one")
     p.add_argument("recording", metavar="RUN.jsonl")
     p.set_defaults(func=cmd_replay)
 

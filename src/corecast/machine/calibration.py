@@ -1,19 +1,25 @@
 """The machine's own loss of per-thread speed as more of its cores are busy, measured once
-by ``corecast calibrate`` (``tools/calibrate.py``) and applied to the one-sample model
-(``model/runtime/predictor.py``: ``apply_calibration``).
+by ``corecast calibrate`` (``tools/calibrate.py``), and applied to a region's one-sample
+prediction only where the run's evidence says which loss the region suffers
+(``model/runtime/evidence.py``).
 
-A compute kernel with nothing shared between its copies runs slower per copy when more of
-them run at once: turbo frequencies fall as cores wake, a virtual machine's "cores" may be
-hyperthreads of fewer physical ones, and cores share power and cache.  The calibration is
-e(n), one copy's speed with n copies running over its speed alone (e(1) = 1).
+Two curves, the two kernels of likwid-bench (Treibig, Hager and Wellein, PSTI 2010):
+
+* compute, e_c(n): a thread's rate of multiply-adds held in registers with n threads
+  busy over its rate alone (falling turbo clocks, hyperthreads presented as cores,
+  shared power);
+* bandwidth, e_b(n) = bw(n) / (n bw(1)): the STREAM triad's aggregate bandwidth at n
+  threads over n times one thread's (what each thread of a memory-bound loop keeps).
 
 The one-sample model takes a region's busy time at its sampled team n0 as the work, so it
-is blind to this: the work of one thread alone is really ``e(n0)`` of it, and the time at
-n is ``e(n0) / e(n)`` of what it predicts, so the speedup S(n) = T(1) / T(n) is the
-model's times e(n).  On the 16-core device machine NPB ep.W, embarrassingly parallel, had
-e(16) = 0.82, and every program no model choice was made with was predicted to gain more
-from 2 to 16 threads than it did (``benchmarks/device16``; with ep.W standing in for the
-calibration, ``machine_whatif.py`` took their median error from 0.37 to 0.21).
+is blind to either: the time at n is ``e(n0) / e(n)`` of what it predicts.
+
+The file (schema 2; docs/file-formats.md): ``{"corecast_calibration": 2, "machine":
+{"cpus", "cpu_model", ...}, "compute": {"efficiency": [[n, e_c], ...], ...}, "bandwidth":
+{"gbps": [[n, GB/s], ...], ...}, ...}``, either curve may be absent.  Schema 1 files (one
+curve measured by Python processes, which on the 16-core machine read e(16) = 0.61 where
+a compute-bound program reached 0.90: issue #38) are refused with a line asking for a new
+measurement; a recording that holds one is replayed without it.
 
 Standard library only: it runs inside profiled programs.
 """
@@ -23,7 +29,7 @@ import math
 import os
 import stat
 
-SCHEMA = 1
+SCHEMA = 2
 KEY = "corecast_calibration"  # the file's first key and its schema number
 MAX_BYTES = 1 << 20
 
@@ -32,17 +38,18 @@ class CalibrationError(ValueError):
     """A calibration file that cannot be used (its one-line reason)."""
 
 
-class Calibration:
-    """e(n) at the counts ``counts`` (ascending, the first 1) measured on a machine of
-    ``cpus`` online CPUs whose processor is ``cpu_model``."""
+class OutdatedCalibration(CalibrationError):
+    """A schema-1 calibration: measured in a way that misjudged machines (issue #38)."""
 
-    __slots__ = ("counts", "efficiency", "cpus", "cpu_model")
 
-    def __init__(self, counts: list[int], efficiency: list[float], cpus: int, cpu_model: str) -> None:
+class Curve:
+    """e(n) at the counts ``counts`` (ascending, the first 1, e(1) = 1)."""
+
+    __slots__ = ("counts", "efficiency")
+
+    def __init__(self, counts: list[int], efficiency: list[float]) -> None:
         self.counts = counts
         self.efficiency = efficiency
-        self.cpus = cpus
-        self.cpu_model = cpu_model
 
     def at(self, n: float) -> float:
         """e(n): log-linear between the measured counts, the last one's value beyond them."""
@@ -55,17 +62,37 @@ class Calibration:
                 return math.exp(math.log(e[i - 1]) * (1 - w) + math.log(e[i]) * w)
         return e[-1]
 
+
+class Calibration:
+    """The curves measured on a machine of ``cpus`` online CPUs whose processor is
+    ``cpu_model``: ``compute`` (e_c) and ``bandwidth`` (e_b, from ``gbps``, the triad's
+    aggregate GB/s at its counts), either None when not measured."""
+
+    __slots__ = ("compute", "bandwidth", "gbps", "cpus", "cpu_model")
+
+    def __init__(self, compute: Curve | None, bandwidth: Curve | None, cpus: int, cpu_model: str,
+                 gbps: list[float] | None = None) -> None:
+        self.compute = compute
+        self.bandwidth = bandwidth
+        self.gbps = gbps or []
+        self.cpus = cpus
+        self.cpu_model = cpu_model
+
+    def curve(self, kind: str) -> Curve | None:
+        """The curve named ``kind`` ("compute" or "bandwidth"), None when not measured."""
+        return self.compute if kind == "compute" else self.bandwidth if kind == "bandwidth" else None
+
     def to_json(self) -> str:
         """The object its file holds, less what a run does not use (``from_dict`` reads it)."""
         import json
 
-        return json.dumps({KEY: SCHEMA, "machine": {"cpus": self.cpus, "cpu_model": self.cpu_model},
-                           "efficiency": [[n, round(e, 4)] for n, e in zip(self.counts, self.efficiency)]},
-                          separators=(",", ":"))
-
-    def note(self, n0: int, n: int) -> str:
-        """The basis's words for it, from ``n0`` threads to ``n``."""
-        return f"; machine x{self.at(n) / self.at(n0):.2f} {n0}->{n}"
+        doc: dict = {KEY: SCHEMA, "machine": {"cpus": self.cpus, "cpu_model": self.cpu_model}}
+        if self.compute is not None:
+            doc["compute"] = {"efficiency": [[n, round(e, 4)] for n, e in
+                                             zip(self.compute.counts, self.compute.efficiency)]}
+        if self.bandwidth is not None:
+            doc["bandwidth"] = {"gbps": [[n, round(g, 3)] for n, g in zip(self.bandwidth.counts, self.gbps)]}
+        return json.dumps(doc, separators=(",", ":"))
 
 
 def parse(text: str) -> Calibration:
@@ -81,32 +108,53 @@ def parse(text: str) -> Calibration:
 
 def from_dict(doc: object) -> Calibration:
     """A calibration from the object its file holds (also a run's record of it)."""
+    if isinstance(doc, dict) and doc.get(KEY) == 1:
+        raise OutdatedCalibration("a schema-1 calibration (measured by Python processes, which misjudged "
+                                  "the machine); run corecast calibrate again")
     if not isinstance(doc, dict) or doc.get(KEY) != SCHEMA:
         raise CalibrationError(f'not a corecast calibration (expected "{KEY}": {SCHEMA})')
-    machine, rows = doc.get("machine"), doc.get("efficiency")
+    machine = doc.get("machine")
     if not isinstance(machine, dict) or not isinstance(machine.get("cpus"), int) or machine["cpus"] < 1 \
             or not isinstance(machine.get("cpu_model"), str):
         raise CalibrationError('"machine" must hold "cpus" (a positive integer) and "cpu_model" (a string)')
+    compute = bandwidth = None
+    gbps: list[float] = []
+    if doc.get("compute") is not None:
+        counts, effs = _rows(doc["compute"], "compute", "efficiency", 2.0)
+        # e is relative to one thread alone: a file measured otherwise is put on that footing.
+        compute = Curve(counts, [e / effs[0] for e in effs])
+    if doc.get("bandwidth") is not None:
+        counts, gbps = _rows(doc["bandwidth"], "bandwidth", "gbps", math.inf)
+        bandwidth = Curve(counts, [g / (n * gbps[0]) for n, g in zip(counts, gbps)])
+    if compute is None and bandwidth is None:
+        raise CalibrationError('neither "compute" nor "bandwidth" is there')
+    return Calibration(compute, bandwidth, machine["cpus"], machine["cpu_model"], gbps)
+
+
+def _rows(part: object, name: str, key: str, most: float) -> tuple[list[int], list[float]]:
+    """The ``[threads, value]`` pairs of ``part[key]``: counts ascending from 1, values in
+    (0, most]."""
+    rows = part.get(key) if isinstance(part, dict) else None
+    shape = f'"{name}" must hold "{key}", a list of [threads, {key}] pairs'
     if not isinstance(rows, list) or not rows or len(rows) > 4096:
-        raise CalibrationError('"efficiency" must be a list of [threads, efficiency] pairs')
-    counts, effs = [], []
+        raise CalibrationError(shape)
+    counts, values = [], []
     for row in rows:
         if not (isinstance(row, list) and len(row) == 2 and isinstance(row[0], int)
                 and not isinstance(row[0], bool) and isinstance(row[1], (int, float))
                 and not isinstance(row[1], bool)):
-            raise CalibrationError('"efficiency" must be a list of [threads, efficiency] pairs')
-        n, e = row
+            raise CalibrationError(shape)
+        n, v = row
         if n < 1 or (counts and n <= counts[-1]):
-            raise CalibrationError('"efficiency" counts must be positive and ascending')
-        if not (math.isfinite(e) and 0 < e <= 2):
-            raise CalibrationError(f"efficiency at {n} threads must be in (0, 2], got {e!r}"[:120])
+            raise CalibrationError(f'"{name}" counts must be positive and ascending')
+        if not (math.isfinite(v) and 0 < v <= most):
+            bound = "(0, 2]" if most == 2.0 else "positive"
+            raise CalibrationError(f"{name} {key} at {n} threads must be {bound}, got {v!r}"[:120])
         counts.append(n)
-        effs.append(float(e))
+        values.append(float(v))
     if counts[0] != 1:
-        raise CalibrationError('"efficiency" must start at 1 thread')
-    # e is relative to one copy alone: a file measured otherwise is put on that footing.
-    effs = [e / effs[0] for e in effs]
-    return Calibration(counts, effs, machine["cpus"], machine["cpu_model"])
+        raise CalibrationError(f'"{name}" must start at 1 thread')
+    return counts, values
 
 
 def read(path: str) -> Calibration:

@@ -1,7 +1,9 @@
-"""Builds the two native libraries (called from setup.py; also usable by hand):
+"""Builds the native libraries (called from setup.py; also usable by hand):
 
 - ``libcorecast_preload.so``: native/ + shims/, plain C, never links libpython;
-- ``libcorecast_model.so``: cffi's embedding API around corecast.runtime.bridge.
+- ``libcorecast_model.so``: cffi's embedding API around corecast.runtime.bridge;
+- ``libcorecast_calibrate.so``: ``corecast calibrate``'s kernels (native/calibrate/),
+  plain C with OpenMP, loaded by ``tools/calibrate.py`` through ctypes.
 
     python -m corecast.runtime.build OUTDIR
 """
@@ -21,6 +23,8 @@ NATIVE = ROOT / "native"
 SHIMS = ROOT / "shims"
 PRELOAD_NAME = "libcorecast_preload.so"
 MODEL_NAME = "libcorecast_model.so"
+CALIBRATE_NAME = "libcorecast_calibrate.so"
+CALIBRATE = NATIVE / "calibrate" / "calibrate.c"
 
 # The model library's C glue and its init code, real files beside the C they call
 # (native/model/: not native/*.c, which the preload library compiles).
@@ -135,7 +139,22 @@ def build_preload(outdir: Path) -> Path:
     return dest
 
 
+def build_calibrate(outdir: Path) -> Path:
+    """``corecast calibrate``'s kernels: a library rather than a program, so that the
+    measurement comes back as numbers (no output to parse) and needs nothing on PATH; with
+    libgomp's threads, so that they are placed as an OpenMP program's would be.  -O2
+    without -march: the code most programs are built as, on whatever machine runs it."""
+    import subprocess
+
+    outdir.mkdir(parents=True, exist_ok=True)
+    dest = outdir / CALIBRATE_NAME
+    cmd = ["gcc", "-shared", "-O2", "-fPIC", "-fopenmp", "-Wall", "-Wextra", "-o", str(dest), str(CALIBRATE)]
+    subprocess.run(cmd, check=True)
+    return dest
+
+
 if __name__ == "__main__":
     out = Path(sys.argv[1] if len(sys.argv) > 1 else ".")
     print(build_preload(out))
     print(build_model(out))
+    print(build_calibrate(out))

@@ -1,68 +1,49 @@
-"""``corecast calibrate``: this machine's loss of per-thread speed as more of its cores are
-busy, e(n), measured once and applied to the runtime's one-sample predictions
-(``machine/calibration.py`` says why and how).
+"""``corecast calibrate``: this machine's two curves of per-thread speed as more of its cores
+are busy, measured once (``machine/calibration.py`` reads them; ``model/runtime/evidence.py``
+applies one to a region only where the run's evidence names it).
 
-The kernel is a copy of an integer hash loop per process: nothing is shared between the
-copies, so each copy's speed with n of them running against its speed alone is the
-machine's alone (clock frequencies that fall as cores wake, hyperthreads presented as
-cores, shared power and cache), not a program's.  Processes rather than threads: Python
-threads would share one interpreter lock.  The copies start together at a barrier; each
-times its own loop, and e(n) is the median copy's speed over one copy's speed alone, the
-best of ``REPEATS`` rounds (other load only ever slows a round down).  Counts: 1, 2, 4, ...
-up to the CPUs this process may run on, and that count.
+The kernels are compiled (``native/calibrate/calibrate.c``, ``libcorecast_calibrate.so``,
+called through ctypes) and run as one team of libgomp threads in this process, so its
+threads are placed as an OpenMP program's are under the same environment: unbound unless
+``OMP_PROC_BIND``/``OMP_PLACES`` say otherwise (a pthreads program's threads are unbound
+too).  The earlier kernel, Python processes running a hash loop, read e(16) = 0.61 on the
+16-core machine where a compute-bound program reached 0.90 (issue #38).
+
+* compute (likwid-bench peakflops): multiply-add chains in registers, ``SECONDS`` of work
+  per thread; e_c(n) = T(1) / T(n) for the same work per thread, T the team's time from
+  its start barrier until its last thread is done (what a region with equal shares
+  waits for);
+* bandwidth (likwid-bench stream triad): a[i] = b[i] + s c[i] over three arrays that
+  together hold at least ``LLC_MULTIPLE`` times the last-level cache (sysfs), capped at
+  ``MAX_BYTES`` and a quarter of the available memory; mapped afresh for each count and
+  first touched by the thread that streams each slice.  GB/s counts STREAM's 24 bytes
+  per element.
+
+Counts 1, 2, 4, ... up to the CPUs this process may run on, and that count.  Load only
+ever slows a run down, so each count keeps its best: compute over ``REPEATS`` rounds
+interleaved over the counts, the triad over ``REPEATS`` passes.
 """
 from __future__ import annotations
 
+import ctypes
+import glob
 import os
 import time
 
-from ..machine.calibration import SCHEMA, KEY, cpu_model
+from ..machine.calibration import KEY, SCHEMA, cpu_model
 
-KERNEL = "integer hash loop, one process per copy, nothing shared"
-SECONDS = 0.25   # one copy's loop alone, about
+KERNELS = {"compute": "multiply-add chains in registers (likwid-bench peakflops), one libgomp team",
+           "bandwidth": "STREAM triad, first-touched slices (likwid-bench triad), one libgomp team"}
+SECONDS = 0.1          # one thread's compute run, about
 REPEATS = 3
-_MASK = (1 << 64) - 1
+LLC_MULTIPLE = 4       # the triad's arrays together hold at least this many LLCs
+MAX_BYTES = 2 << 30    # ... but no more than this
+UNKNOWN_LLC = 64 << 20  # LLC size assumed where sysfs does not say
+QUICK = {"seconds": 0.003, "bytes": 3 << 20, "repeats": 2}  # --quick: shapes, not figures
 
 
-def _spin(iterations: int) -> int:
-    x = 1
-    for _ in range(iterations):
-        x = (x * 6364136223846793005 + 1442695040888963407) & _MASK
-    return x
-
-
-def _copy(iterations: int, start: object, out: object) -> None:
-    start.wait()
-    t0 = time.perf_counter()
-    _spin(iterations)
-    out.send(time.perf_counter() - t0)
-    out.close()
-
-
-def speed(copies: int, iterations: int) -> float:
-    """The median copy's iterations per second with ``copies`` copies running at once."""
-    import multiprocessing
-    import statistics
-
-    ctx = multiprocessing.get_context("fork")
-    start = ctx.Barrier(copies + 1)
-    readers, procs = [], []
-    for _ in range(copies):
-        r, w = ctx.Pipe(duplex=False)
-        p = ctx.Process(target=_copy, args=(iterations, start, w), daemon=True)
-        p.start()
-        w.close()
-        readers.append(r)
-        procs.append(p)
-    try:
-        start.wait(timeout=60)
-        times = [r.recv() for r in readers]
-    finally:
-        for p in procs:
-            p.join(timeout=60)
-            if p.is_alive():
-                p.kill()
-    return iterations / statistics.median(times)
+class CalibrateError(RuntimeError):
+    """The measurement could not be made (its one-line reason)."""
 
 
 def counts_upto(most: int) -> list[int]:
@@ -74,26 +55,116 @@ def counts_upto(most: int) -> list[int]:
     return counts + [most]
 
 
-def measure(most: int | None = None, seconds: float = SECONDS, repeats: int = REPEATS,
-            progress=None) -> dict:
-    """The calibration of this machine up to ``most`` copies (default: the CPUs this
-    process may run on), as the file holds it (``machine.parse`` reads it back)."""
+def llc_bytes(root: str = "/sys/devices/system/cpu") -> int | None:
+    """The last-level caches' total size: each instance (a distinct ``shared_cpu_list`` at
+    the highest level sysfs lists) once; None where sysfs does not say."""
+    best_level, sizes = 0, {}
+    for index in glob.glob(os.path.join(root, "cpu[0-9]*", "cache", "index[0-9]*")):
+        try:
+            with open(os.path.join(index, "level")) as f:
+                level = int(f.read())
+            with open(os.path.join(index, "type")) as f:
+                if f.read().strip() == "Instruction":
+                    continue
+            with open(os.path.join(index, "size")) as f:
+                size = _size(f.read().strip())
+            with open(os.path.join(index, "shared_cpu_list")) as f:
+                shared = f.read().strip()
+        except (OSError, ValueError):
+            continue
+        if level > best_level:
+            best_level, sizes = level, {}
+        if level == best_level:
+            sizes[shared] = size
+    return sum(sizes.values()) or None
+
+
+def _size(text: str) -> int:
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(text[:-1]) * units[text[-1]] if text and text[-1] in units else int(text)
+
+
+def triad_bytes(llc: int | None) -> int:
+    """The three arrays' size together (see the module's text)."""
+    avail = _mem_available()
+    cap = min(MAX_BYTES, avail // 4) if avail else MAX_BYTES
+    return max(3 << 20, min(LLC_MULTIPLE * (llc or UNKNOWN_LLC), cap))
+
+
+def _mem_available() -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _library() -> ctypes.CDLL:
+    from .._native import CALIBRATE
+
+    try:
+        lib = ctypes.CDLL(str(CALIBRATE))
+    except OSError as exc:
+        raise CalibrateError(f"the calibration kernels cannot be loaded ({exc}); `pip install .` builds them") from None
+    lib.cc_cal_compute.argtypes = [ctypes.c_int, ctypes.c_long]
+    lib.cc_cal_compute.restype = ctypes.c_double
+    lib.cc_cal_triad.argtypes = [ctypes.c_int, ctypes.c_long, ctypes.c_int]
+    lib.cc_cal_triad.restype = ctypes.c_double
+    lib.cc_cal_placement.argtypes = [ctypes.c_char_p, ctypes.c_int]
+    lib.cc_cal_placement.restype = ctypes.c_int
+    lib.cc_cal_flops_per_iteration.restype = ctypes.c_int
+    return lib
+
+
+def _checked(seconds: float, threads: int, what: str) -> float:
+    if seconds == -1.0:
+        raise CalibrateError(f"the {what} arrays could not be mapped")
+    if seconds < 0:
+        raise CalibrateError(f"the OpenMP runtime gave fewer than {threads} threads "
+                             "(OMP_THREAD_LIMIT?); try --max")
+    return max(seconds, 1e-9)
+
+
+def measure(most: int | None = None, quick: bool = False) -> dict:
+    """The calibration of this machine up to ``most`` threads (default: the CPUs this
+    process may run on), as the file holds it (``machine.calibration.parse`` reads it)."""
+    lib = _library()
+    started = time.perf_counter()
     allowed = len(os.sched_getaffinity(0))
     most = max(1, min(most or allowed, allowed))
-    trial = 200_000
-    t0 = time.perf_counter()
-    _spin(trial)
-    iterations = max(10_000, int(trial * seconds / max(time.perf_counter() - t0, 1e-6)))
     counts = counts_upto(most)
-    best = dict.fromkeys(counts, 0.0)
-    for round_ in range(repeats):
+    seconds = QUICK["seconds"] if quick else SECONDS
+    repeats = QUICK["repeats"] if quick else REPEATS
+
+    trial = 200_000
+    t = _checked(lib.cc_cal_compute(1, trial), 1, "compute")
+    iterations = max(10_000, int(trial * seconds / t))
+    best = dict.fromkeys(counts, float("inf"))
+    for _ in range(repeats):
         for n in counts:
-            best[n] = max(best[n], speed(n, iterations))
-            if progress:
-                progress(round_, n)
+            best[n] = min(best[n], _checked(lib.cc_cal_compute(n, iterations), n, "compute"))
+    gflops_1 = iterations * lib.cc_cal_flops_per_iteration() / best[1] / 1e9
+
+    llc = llc_bytes()
+    footprint = QUICK["bytes"] if quick else triad_bytes(llc)
+    elements = footprint // (3 * 8)
+    gbps = [[n, round(24 * elements / _checked(lib.cc_cal_triad(n, elements, repeats), n, "triad") / 1e9, 3)]
+            for n in counts]
+
+    name = ctypes.create_string_buffer(32)
+    places = lib.cc_cal_placement(name, len(name))
+    placement = name.value.decode()
+    if places:
+        placement += f", {places} places"
     return {KEY: SCHEMA,
             "machine": {"cpus": int(os.sysconf("SC_NPROCESSORS_ONLN")), "cpu_model": cpu_model(),
-                        "cpus_measured": allowed},
-            "kernel": KERNEL, "seconds_per_copy": round(iterations / best[1], 3), "repeats": repeats,
-            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "efficiency": [[n, round(best[n] / best[1], 4)] for n in counts]}
+                        "cpus_measured": allowed, "llc_bytes": llc},
+            "placement": placement,
+            "compute": {"kernel": KERNELS["compute"], "gflops_one_thread": round(gflops_1, 3),
+                        "efficiency": [[n, round(best[1] / best[n], 4)] for n in counts]},
+            "bandwidth": {"kernel": KERNELS["bandwidth"], "array_bytes": 3 * 8 * elements, "gbps": gbps},
+            "repeats": repeats, "quick": quick, "seconds": round(time.perf_counter() - started, 2),
+            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}

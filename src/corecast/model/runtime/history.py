@@ -194,13 +194,14 @@ def combine(one_sample: TeamPrediction, from_history: TeamPrediction | None,
                             one_sample.fitted, one_sample.bottleneck, work)
 
 
-def probe_basis(basis: str, probes: dict[int, int]) -> str:
+def probe_basis(basis: str, probes: dict[int, int], room: int = 0) -> str:
     """``basis`` naming the probe calls (CORECAST_PROBE) in the history it rests on,
-    shortened to fit the C field."""
+    shortened to fit the C field with ``room`` characters left for a note after it."""
     sizes = ",".join(str(t) for t in sorted(probes))
     calls = sum(probes.values())
     threads = "thread" if sizes == "1" else "threads"
+    most = BASIS_LEN - room
     for note in (f" (probes: {calls} calls at {sizes} {threads})", f" (probes at {sizes})", " (probes)"):
-        if len(basis) + len(note) <= BASIS_LEN:
+        if len(basis) + len(note) <= most:
             return basis + note
-    return basis[: BASIS_LEN - len(" (probes)")] + " (probes)"
+    return basis[: most - len(" (probes)")] + " (probes)"

@@ -4,9 +4,9 @@ the live library (``bridge.predict_sample``) and by ``corecast replay``.  Standa
 library only: it runs inside profiled programs."""
 from __future__ import annotations
 
-from .bound import TeamPrediction, preferred_count, region_work
-from .contention import (barrier_latency, compose_process, process_contention, process_team,
-                         region_contention)
+from .bound import TeamPrediction
+from .contention import barrier_latency, compose_process, process_contention, region_contention
+from .evidence import apply_machine, not_applied, with_note
 from .history import BASIS_LEN, RegionHistory, anchor_t1, combine, extrapolate, mostly_at, probe_basis
 from .spread import widen
 
@@ -29,14 +29,18 @@ def predict_region_threads(region: RegionSample, target: int, measured_cores: in
     4x extrapolation from noisy points).  A region whose calls spread over team sizes (the
     program varies its team, steering) is extrapolated from its own history instead, at the
     exit only: a window's prediction is read by no one but steering, which decides from the
-    history itself, so numpy and scipy never take CPU from the program while it runs."""
+    history itself, so numpy and scipy never take CPU from the program while it runs.
+    ``machine``: the machine's curves (``corecast calibrate``), put into an outermost
+    region's one-sample prediction where its evidence says which applies (``evidence``);
+    a region measured at several sizes has the machine in its own history."""
     history = histories.setdefault((region["name"], region["object"]), RegionHistory())
     history.update(region)
     one = region_contention(region, target, measured_cores, predicted_cores, latency)
-    if machine is not None and not region["nested"]:
-        one = apply_calibration(one, int(region["threads"]), region_work(region), machine)
+    note = ""
     if mostly_at(history, int(region["threads"])):
         pred = anchor_t1(one, region, history)
+        if machine is not None and not region["nested"]:
+            note = apply_machine(pred, region, machine)
     else:
         sizes = len(history.measured())
         try:
@@ -47,7 +51,9 @@ def predict_region_threads(region: RegionSample, target: int, measured_cores: in
             one.basis = one.basis[: BASIS_LEN - len(note)] + note
         pred = combine(one, fit, sizes)
     if pred is not one and region.get("probes"):  # the history holds probe calls: say so
-        pred.basis = probe_basis(pred.basis, region["probes"])
+        pred.basis = probe_basis(pred.basis, region["probes"], room=len(note))
+    if note:
+        pred.basis = with_note(pred.basis, note)
     return pred
 
 
@@ -58,9 +64,10 @@ def predict_window(regions: list[RegionSample], target: int, measured_cores: int
     records, ``record.RegionSample``, the process's last), used alike by the live library and by
     ``corecast replay``.  An OpenMP program's process is composed from its outermost
     regions; a plain-threads one gets the process contention model.  ``machine``: the
-    machine's measured loss of per-thread speed (``corecast calibrate``), put into the
-    one-sample predictions of outermost regions and of a plain-threads process.  Every
-    prediction's band is joined with the empirical one (``spread``)."""
+    machine's curves (``corecast calibrate``), put into outermost regions' one-sample
+    predictions where the evidence calls for one (``evidence``; a plain-threads process
+    has none: its basis says so).  Every prediction's band is joined with the empirical
+    one (``spread``)."""
     done: list[tuple[RegionSample, TeamPrediction]] = []
     preds = []
     latency = barrier_latency(regions)
@@ -74,23 +81,6 @@ def predict_window(regions: list[RegionSample], target: int, measured_cores: int
         else:
             pred = process_contention(region, target, measured_cores, predicted_cores)
             if machine is not None:
-                pred = apply_calibration(pred, process_team(region, measured_cores), float(region.get("cpu_s", 0.0)), machine)
+                pred.basis = with_note(pred.basis, not_applied("no evidence"))
         preds.append(widen(pred))
     return preds
-
-
-def apply_calibration(pred: TeamPrediction, n0: int, work_s: float, cal: Calibration) -> TeamPrediction:
-    """A one-sample prediction from a sample at ``n0`` threads (``work_s``: its T(1) over
-    the sample, busy time at n0) with the machine's speed loss put in: speedups times
-    e(n), T(1) times e(n0).  The time at n0 stays what was measured."""
-    e = [cal.at(n) for n in pred.threads]
-    pred.speedup = [s * f for s, f in zip(pred.speedup, e)]
-    pred.low = [s * f for s, f in zip(pred.low, e)]
-    pred.high = [s * f for s, f in zip(pred.high, e)]
-    pred.preferred = preferred_count(pred.threads, pred.speedup)
-    pred.work_s = (pred.work_s if pred.work_s > 0 else work_s) * cal.at(n0)
-    target = pred.threads[-1]
-    if n0 != target:
-        note = cal.note(n0, target)
-        pred.basis = pred.basis[: BASIS_LEN - len(note)] + note
-    return pred
