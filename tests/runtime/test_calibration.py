@@ -378,3 +378,94 @@ int main(void) {
     return 0;
 }
 """
+
+
+# ---- hardware counters: the first signal, and the roofline --------------------------------
+# An injected counter source: the process record's ``hardware`` counts, as a run on a
+# machine with a PMU records them (record.region_from_json / hardware_from_struct).
+
+def counted(proc: dict, llc_misses: float) -> dict:
+    return dict(proc, hardware={"cycles": 4e9, "instructions": 3e9, "llc_misses": llc_misses})
+
+
+@pytest.mark.parametrize("memory, growth, stalls, chosen, why", [
+    (0.80, None, {}, "bandwidth", "memory 80% of the triad's (counters)"),
+    (0.80, 1.02, {}, "bandwidth", "memory 80% of the triad's (counters)"),  # counters first
+    (0.05, None, {}, "compute", "memory 5% of the triad's (counters)"),
+    (0.05, 1.30, {}, "compute", "memory 5% of the triad's (counters)"),
+    (0.30, None, {}, None, "no evidence"),                  # in between: the work per call decides
+    (0.30, 1.30, {}, "bandwidth", "work/call x1.30"),
+    (0.80, None, {"imbalance": 4.4}, None, "waits 52% of its time"),  # its barrier binds first
+])
+def test_counters_are_the_first_evidence(memory, growth, stalls, chosen, why):
+    r = region(threads=4, busy=4.0, **stalls)
+    assert evidence.choose(r, growth, memory) == (chosen, why)
+
+
+def test_the_memory_share_is_the_runs_traffic_over_the_triads_bandwidth():
+    from .test_contention import process
+
+    cal = machine.parse(calibration())
+    proc = counted(process(threads=4, wall=2.0, cpu=7.0), 1e9)  # 64 GB in 2 s: 32 GB/s
+    assert evidence.memory_share(proc, 4, cal) == pytest.approx(1.0)   # the triad's 32 GB/s at 4
+    assert evidence.memory_share(proc, 16, cal) == pytest.approx(32 / 48)
+    assert evidence.memory_share(process(threads=4, wall=2.0, cpu=7.0), 4, cal) is None  # no PMU
+    assert evidence.memory_share(proc, 4, machine.parse(calibration(gbps=False))) is None
+
+
+def window(llc_misses: float | None, cal) -> tuple[object, object]:
+    """A region of 100 calls at 4 threads (no probes, no history) and its process, with
+    the run's LLC misses where a PMU was read; their predictions."""
+    from .test_contention import process
+
+    r = dict(region(threads=4, busy=4.0, wall=1.0, calls=100), hist=[(4, 100, 1.0)], requested=4)
+    proc = process(threads=4, wall=1.1, cpu=4.1)
+    if llc_misses is not None:
+        proc = counted(proc, llc_misses)
+    return tuple(predictor.predict_window([r, proc], 16, 16, 16, {}, machine=cal))
+
+
+def test_a_region_the_counters_call_bandwidth_bound_gets_the_bandwidth_curve():
+    cal = machine.parse(calibration())
+    plain, _ = window(None, cal)
+    # 25.6 GB in 1.1 s: 23 GB/s, 73% of the triad's 32 GB/s at 4 threads
+    pred, _ = window(4e8, cal)
+    assert plain.basis.endswith("; no machine curve: no evidence")
+    assert pred.basis.endswith("; bandwidth curve x0.37 4->16")
+    assert pred.speedup[15] / plain.speedup[15] == pytest.approx(0.3 / 0.8, rel=1e-6)
+    assert pred.speedup[3] == pytest.approx(plain.speedup[3], rel=1e-6)
+    # 0.64 GB: 2% of it: compute-bound
+    pred, _ = window(1e7, cal)
+    assert pred.basis.endswith("; compute curve x0.87 4->16")
+
+
+def test_the_roofline_holds_the_process_under_the_machines_bandwidth():
+    """T(n) >= bytes / bw(n): S(16) <= T(1) x 32 GB/s / bytes (a triad saturated from 4
+    threads on), and nothing changes where the bound does not bind or nothing was counted."""
+    cal = machine.parse(calibration(rows=[[1, 1.0], [16, 1.0]], gbps=[[1, 10.0], [4, 32.0], [16, 32.0]]))
+    _, plain = window(None, cal)
+    _, pred = window(1e7, cal)   # 0.64 GB: the roofline is far off
+    assert pred.speedup == pytest.approx(plain.speedup) and "roofline" not in pred.basis
+    _, pred = window(2e8, cal)   # 12.8 GB in 1.1 s: 36% of the triad's bandwidth at 4, no curve
+    assert "roofline 12.8 GB at 32 GB/s" in pred.basis
+    t1 = pred.speedup[3] * 1.1   # the measured time at 4 threads: 1.1 s
+    assert pred.speedup[15] == pytest.approx(t1 * 32e9 / 12.8e9, rel=1e-6)
+    assert pred.speedup[15] < plain.speedup[15] and pred.high[15] >= pred.speedup[15] >= pred.low[15]
+    assert pred.speedup[3] == pytest.approx(plain.speedup[3], rel=1e-6)  # the measured count keeps its time
+
+
+def test_replay_reads_the_counters_a_recording_holds(tmp_path):
+    """The injected source end to end: a recording whose process line holds LLC misses
+    (as a run with a PMU writes them) replays with the counters as evidence."""
+    lines = [json.loads(line) for line in RECORDING.read_text().splitlines() if line.strip()]
+    for d in lines:
+        if d.get("event") == "process":
+            d["counters"]["llc_misses"] = 4e8
+    path = tmp_path / "counted.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in lines))
+    cal = tmp_path / "cal.json"
+    cal.write_text(calibration())
+    (proc,) = read_recording(str(path))
+    assert proc.regions[-1]["hardware"] == {"llc_misses": 4e8}
+    rep = replay(str(path), machine=str(cal))[0]
+    assert any("(counters)" in p.basis or "curve" in p.basis for p in rep.predictions[:-1])

@@ -21,9 +21,19 @@ run's evidence names its kind:
    - anything else (grew a little, or shrank as data came to fit the caches): neither.
 3. **No such measurement** (no probes, no history at other sizes): no curve.
 
-Hardware counters would be further evidence (LLC misses per cycle), but the library reads
-them per process, not per region, and the predictor does not receive them; machines
-without a PMU (the 16-core device machine) have none.
+Hardware counters, where a PMU could be read (``record.ProcessSample["hardware"]``; the
+16-core device machine and most VMs have none), are the first signal, before the work per
+call: the run's memory traffic (last-level-cache misses, a 64-byte line each, over its
+wall time) against the triad's bandwidth at the region's team (``memory_share``):
+
+- at least ``BUSY_MEMORY`` of it: the bandwidth curve;
+- at most ``IDLE_MEMORY`` of it, and not bound by synchronisation: the compute curve;
+- in between: the work per call decides, as without counters.
+
+The counts are the whole process's, not the region's, so the share is an average over
+serial and parallel time alike.  They also bound the process from below as a roofline
+does (Williams, Waterman and Patterson, "Roofline", CACM 2009): its bytes cannot move faster
+than the machine's bandwidth at n threads, T(n) >= B / bw(n) (``roofline``).
 
 Applied, a curve changes the time at n by e(n0) / e(n) (the sample at n0 saw e(n0), the
 model took that rate as the work): S(n) is multiplied by e(n) / e(n0) for n >= 2; T(1)
@@ -43,11 +53,14 @@ TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
     from ...machine.calibration import Calibration
     from .bound import TeamPrediction
-    from .record import RegionSample
+    from .record import ProcessSample, RegionSample
 
 SYNC_SHARE = 0.5  # waits at least this share of the threads' time: bound by synchronisation
 GROWTH = 1.10     # work per call grew at least this much with the team: bandwidth-bound
 FLAT = 1.05       # work per call within this factor either way: compute-bound
+LINE_BYTES = 64   # what one last-level-cache miss brings from memory
+BUSY_MEMORY = 0.5  # memory traffic over the triad's bandwidth at the team: bandwidth-bound
+IDLE_MEMORY = 0.1  # at most this: the threads do not compete for memory
 
 
 def sync_share(region: RegionSample) -> float:
@@ -63,13 +76,44 @@ def sync_share(region: RegionSample) -> float:
     return min(1.0, waits / total)
 
 
-def choose(region: RegionSample, growth: float | None) -> tuple[str | None, str]:
+def bandwidth_at(cal: Calibration, n: float) -> float | None:
+    """The triad's bytes per second at ``n`` threads (None: not measured)."""
+    if cal.bandwidth is None or not cal.gbps:
+        return None
+    return cal.bandwidth.at(n) * n * cal.gbps[0] * 1e9
+
+
+def memory_bytes(process: ProcessSample | None) -> float | None:
+    """Bytes the run brought from memory so far (last-level-cache misses, a line each),
+    None without the counter."""
+    hardware = process.get("hardware") if process else None
+    if not hardware or "llc_misses" not in hardware:
+        return None
+    return float(hardware["llc_misses"]) * LINE_BYTES
+
+
+def memory_share(process: ProcessSample | None, n0: int, cal: Calibration) -> float | None:
+    """The run's memory traffic per second over the triad's bandwidth at ``n0`` threads;
+    None without the counter or the bandwidth curve."""
+    moved, bw = memory_bytes(process), bandwidth_at(cal, n0)
+    if moved is None or bw is None or not process or float(process["wall_s"]) <= 0:
+        return None
+    return moved / float(process["wall_s"]) / bw
+
+
+def choose(region: RegionSample, growth: float | None,
+           memory: float | None = None) -> tuple[str | None, str]:
     """The curve the evidence calls for ("compute", "bandwidth" or None) and why.
     ``growth``: work per call at the sampled team over that at a smaller one, None when
-    not measured."""
+    not measured; ``memory``: the run's memory traffic over the triad's bandwidth at the
+    team (``memory_share``), None without counters."""
     share = sync_share(region)
     if share >= SYNC_SHARE:
         return None, f"waits {share:.0%} of its time"
+    if memory is not None and memory >= BUSY_MEMORY:
+        return "bandwidth", f"memory {memory:.0%} of the triad's (counters)"
+    if memory is not None and memory <= IDLE_MEMORY:
+        return "compute", f"memory {memory:.0%} of the triad's (counters)"
     if growth is None:
         return None, "no evidence"
     if growth >= GROWTH:
@@ -79,13 +123,15 @@ def choose(region: RegionSample, growth: float | None) -> tuple[str | None, str]
     return None, f"work/call x{growth:.2f}, neither"
 
 
-def apply_machine(pred: TeamPrediction, region: RegionSample, cal: Calibration) -> str:
+def apply_machine(pred: TeamPrediction, region: RegionSample, cal: Calibration,
+                  process: ProcessSample | None = None) -> str:
     """Puts into ``pred`` (sampled at ``region["threads"]``) the curve its evidence calls
-    for (``pred.bandwidth`` is the work-per-call growth ``history.anchor_t1`` measured,
-    which its basis shows), and returns the basis's note on it: the curve and its factor
-    at the target, or why none was applied."""
+    for (the counters of ``process``, the window's process record, first; then
+    ``pred.bandwidth``, the work-per-call growth ``history.anchor_t1`` measured, which its
+    basis shows), and returns the basis's note on it: the curve and its factor at the
+    target, or why none was applied."""
     n0 = int(region["threads"])
-    kind, why = choose(region, pred.bandwidth)
+    kind, why = choose(region, pred.bandwidth, memory_share(process, n0, cal))
     curve = cal.curve(kind) if kind else None
     if kind is not None and curve is None:
         why = f"{kind}-bound, that curve not measured"
@@ -98,6 +144,34 @@ def apply_machine(pred: TeamPrediction, region: RegionSample, cal: Calibration) 
     pred.high = [s * f for s, f in zip(pred.high, factor)]
     pred.preferred = preferred_count(pred.threads, pred.speedup)
     return f"; {kind} curve x{factor[-1]:.2f} {n0}->{pred.threads[-1]}"
+
+
+def roofline(pred: TeamPrediction, process: ProcessSample, cal: Calibration) -> str:
+    """Caps the process prediction ``pred`` where its bytes cannot move fast enough:
+    T(n) >= B / bw(n), so S(n) <= T(1) bw(n) / B, with B the bytes the run moved so far
+    (``memory_bytes``), T(1) the prediction's (``work_s``) and bw the triad's.  B is
+    scaled down where it would need more than bw at the measured team in the measured
+    time (the counters also count prefetches; the triad is one access pattern), so the
+    cap never falls below what was measured.  Returns the basis's note ("" when it does
+    not bind, or without the counter or the bandwidth curve)."""
+    moved = memory_bytes(process)
+    n0 = max(1, int(process.get("team_threads") or process["threads"]))
+    bw0, wall = bandwidth_at(cal, n0), float(process["wall_s"])
+    if not moved or bw0 is None or wall <= 0 or pred.work_s <= 0:
+        return ""
+    moved = min(moved, wall * bw0)
+    capped = False
+    for i, n in enumerate(pred.threads):
+        cap = pred.work_s * bandwidth_at(cal, n) / moved
+        if n > 1 and pred.speedup[i] > cap:
+            pred.speedup[i] = cap
+            capped = True
+        pred.low[i] = min(pred.low[i], cap) if n > 1 else pred.low[i]
+        pred.high[i] = min(pred.high[i], max(cap, pred.speedup[i])) if n > 1 else pred.high[i]
+    if not capped:
+        return ""
+    pred.preferred = preferred_count(pred.threads, pred.speedup)
+    return f"; roofline {moved / 1e9:.3g} GB at {bandwidth_at(cal, pred.threads[-1]) / 1e9:.3g} GB/s"
 
 
 def not_applied(why: str) -> str:

@@ -6,19 +6,20 @@ from __future__ import annotations
 
 from .bound import TeamPrediction
 from .contention import barrier_latency, compose_process, process_contention, region_contention
-from .evidence import apply_machine, not_applied, with_note
+from .evidence import apply_machine, not_applied, roofline, with_note
 from .history import BASIS_LEN, RegionHistory, anchor_t1, combine, extrapolate, mostly_at, probe_basis
 from .spread import widen
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
     from ...machine.calibration import Calibration
-    from .record import RegionSample
+    from .record import ProcessSample, RegionSample
 
 
 def predict_region_threads(region: RegionSample, target: int, measured_cores: int, predicted_cores: int,
                            histories: dict[tuple[str, str], RegionHistory], final: bool = True,
-                           latency: float = 0.0, machine: Calibration | None = None) -> TeamPrediction:
+                           latency: float = 0.0, machine: Calibration | None = None,
+                           process: ProcessSample | None = None) -> TeamPrediction:
     """One OpenMP region (``histories`` remembers each region between windows).
 
     While most of its calls ran at its largest team (the program's own count; probes are a
@@ -31,8 +32,9 @@ def predict_region_threads(region: RegionSample, target: int, measured_cores: in
     exit only: a window's prediction is read by no one but steering, which decides from the
     history itself, so numpy and scipy never take CPU from the program while it runs.
     ``machine``: the machine's curves (``corecast calibrate``), put into an outermost
-    region's one-sample prediction where its evidence says which applies (``evidence``);
-    a region measured at several sizes has the machine in its own history."""
+    region's one-sample prediction where its evidence says which applies (``evidence``:
+    ``process``, the window's process record, holds the run's hardware counters where a
+    PMU was read); a region measured at several sizes has the machine in its own history."""
     history = histories.setdefault((region["name"], region["object"]), RegionHistory())
     history.update(region)
     one = region_contention(region, target, measured_cores, predicted_cores, latency)
@@ -40,7 +42,7 @@ def predict_region_threads(region: RegionSample, target: int, measured_cores: in
     if mostly_at(history, int(region["threads"])):
         pred = anchor_t1(one, region, history)
         if machine is not None and not region["nested"]:
-            note = apply_machine(pred, region, machine)
+            note = apply_machine(pred, region, machine, process)
     else:
         sizes = len(history.measured())
         try:
@@ -66,21 +68,28 @@ def predict_window(regions: list[RegionSample], target: int, measured_cores: int
     regions; a plain-threads one gets the process contention model.  ``machine``: the
     machine's curves (``corecast calibrate``), put into outermost regions' one-sample
     predictions where the evidence calls for one (``evidence``; a plain-threads process
-    has none: its basis says so).  Every prediction's band is joined with the empirical
+    has none: its basis says so), and, where the run's counters give the bytes it moved,
+    the composed process is held under the roofline of the machine's bandwidth.  Every prediction's band is joined with the empirical
     one (``spread``)."""
     done: list[tuple[RegionSample, TeamPrediction]] = []
     preds = []
     latency = barrier_latency(regions)
+    process = regions[-1] if regions and regions[-1]["name"] == "process" else None
     for region in regions:
         if region["name"] != "process":
             pred = widen(predict_region_threads(region, target, measured_cores, predicted_cores, histories,
-                                                final, latency, machine))
+                                                final, latency, machine, process))
             done.append((region, pred))
         elif any(not r["nested"] for r, _ in done):
             pred = compose_process(region, done)
+            if machine is not None:
+                note = roofline(pred, region, machine)
+                if note:
+                    pred.basis = with_note(pred.basis, note)
         else:
             pred = process_contention(region, target, measured_cores, predicted_cores)
             if machine is not None:
-                pred.basis = with_note(pred.basis, not_applied("no evidence"))
+                note = roofline(pred, region, machine)
+                pred.basis = with_note(pred.basis, note or not_applied("no evidence"))
         preds.append(widen(pred))
     return preds
