@@ -33,8 +33,10 @@ def test_region_counts_sum_over_fold_shards(micro, lib, tmp_path, threads):
     (process,) = events(lines, "process") or [d for d in events(lines, "region") if d["name"] == "process"]
     assert region["counters"]["acquisitions"]["omp_barrier"] == 50 * threads
     assert process["counters"]["acquisitions"]["omp_barrier"] == 50 * threads
-    # the same ticks, turned into seconds a moment apart (the clock calibrates as it goes)
-    assert region["stalls_s"]["omp_barrier"] == pytest.approx(process["stalls_s"]["omp_barrier"], rel=1e-3)
+    # The same ticks, turned into seconds a moment apart: the tick rate is re-estimated as
+    # the run goes, and on a loaded machine two estimates differed by 0.12%.  The counts
+    # above are the exact check; this one only that no shard's time is lost or doubled.
+    assert region["stalls_s"]["omp_barrier"] == pytest.approx(process["stalls_s"]["omp_barrier"], rel=0.02)
 
 
 def test_dynamic_loop_calls_sum_over_fold_shards(micro, lib, tmp_path):
