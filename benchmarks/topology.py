@@ -31,9 +31,9 @@ from pathlib import Path
 import numpy as np
 
 from accuracy import CORPUS, Score, aggregate, merit, predict_split, print_rows, score_values, source_of, splits_of
-from corecast.entities import InputError
+from corecast.model.curve.entities import InputError
 from corecast.machine.hardware import SMT_YIELD_RANGE, Hardware
-from corecast.methods import auto
+from corecast.model.curve.methods import auto
 
 BASE = replace(auto.DEFAULT_RULES, smt_member=None)
 KINDS = {"smt": ("smt",), "socket": ("socket",), "smt+socket": ("smt", "socket")}

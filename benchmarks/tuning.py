@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from corecast.entities import InputError
+from corecast.model.curve.entities import InputError
 from corecast.io.readers.measurements import read_measurements
 from corecast.tuning import Binsearch, OPreSca
 from corecast.tunesim import simulate

@@ -10,7 +10,7 @@ import pytest
 
 from corecast import predict
 from corecast.cli import main
-from corecast.entities import InputError
+from corecast.model.curve.entities import InputError
 from corecast.machine.hardware import SMT_YIELD, Hardware, oversubscribed
 
 from cli_checks import assert_one_line_error

@@ -9,10 +9,8 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src" / "corecast"
 # Entry points, not modules other code imports: the sitecustomize a launched Python runs.
 ENTRY_POINTS = {"corecast.runtime._autoload.sitecustomize"}
-MODEL_CORE = ("corecast.entities", "corecast.errors", "corecast.fitting", "corecast.fitquality",
-              "corecast.smallfit", "corecast.kernels", "corecast.methods",
-              "corecast.prediction", "corecast.preference", "corecast.tuning", "corecast.numa", "corecast.placement",
-              "corecast.extrapolation", "corecast.tunesim", "corecast.machine", "corecast.model")
+MODEL_CORE = ("corecast.errors", "corecast.tuning", "corecast.numa", "corecast.placement",
+              "corecast.tunesim", "corecast.machine", "corecast.model")
 VIEWS = ("corecast.views",)
 # The sweep result type (io/sweepresult) is I/O: readers and views read it; sweep/ runs programs.
 IO = ("corecast.io",)
@@ -98,7 +96,7 @@ def upward_imports(edges: dict[str, set[str]]) -> list[str]:
                 up.append(f"runtime {a} -> {b}")
             if _within(a, RUNTIME_MODEL) and _within(b, ("corecast.runtime",)):
                 up.append(f"runtime model {a} -> runtime plumbing {b}")
-            if _within(a, VIEWS) and _within(b, ("corecast.prediction", "corecast.methods",
+            if _within(a, VIEWS) and _within(b, ("corecast.model.curve.prediction", "corecast.model.curve.methods",
                                                  "corecast.runtime.bridge") + CONTENTION_MODEL):
                 up.append(f"view {a} -> model {b}")
             if _within(a, IO) and not _within(b, MODEL_CORE + IO):

@@ -48,7 +48,7 @@ def test_preferred_beyond_the_measured_range_only_where_the_band_gains():
 
 
 def test_sweep_and_predict_share_the_rule():
-    from corecast.extrapolation import extrapolate
+    from corecast.model.curve.extrapolation import extrapolate
 
     result = {"warnings": []}
     times = {n: [t] for n, t in zip(N, T)}

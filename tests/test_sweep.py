@@ -19,7 +19,7 @@ import pytest
 
 from corecast import predict, sweep
 from corecast.views import sweepviz
-from corecast.extrapolation import category_curve, estima_categories, extrapolate
+from corecast.model.curve.extrapolation import category_curve, estima_categories, extrapolate
 from corecast.io.sweepresult import empty_result
 from corecast.model.runtime.abi import STALLS
 from corecast.sweep.runner import region_curves

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from corecast import smallfit
+from corecast.model.curve import smallfit
 from corecast.cli import main
 from corecast.tuning import Binsearch, OPreSca
 from corecast.tunesim import simulate

@@ -23,7 +23,7 @@ def add_tune_sim(sub: argparse._SubParsersAction) -> None:
 
 
 def _tune_sim_arguments(p: argparse.ArgumentParser) -> None:
-    from ..entities import METRICS  # numpy: only when tune-sim runs
+    from ..model.curve.entities import METRICS  # numpy: only when tune-sim runs
 
     p.add_argument("file", metavar="FILE.csv", help="CSV: count column, then time/throughput/value")
     p.add_argument("--metric", choices=METRICS, help="metric of a 'value' column")

@@ -1,7 +1,8 @@
 """The models, one tree (#39 step 3, in progress; ARCHITECTURE.md has the plan):
-``runtime/``, the in-process model a running program's samples go through; ``numa``, the
-NUMA model; ``queueing``, its queues; ``scaling``, the prediction family.
+``runtime/``, the in-process model a running program's samples go through; ``curve/``, the
+curve methods (a measured curve to a ``CurvePrediction``); ``numa``, the NUMA model;
+``queueing``, its queues; ``scaling``, the prediction family.
 
-Importing this package imports nothing: its modules are loaded inside profiled programs,
-and stay standard library only.
+Importing this package imports nothing: ``runtime/`` and what it imports are loaded inside
+profiled programs and stay standard library only until a fit needs ``curve/``.
 """

@@ -54,7 +54,7 @@ The result has the same keys (the count under ``"threads"``) plus ``"count": "ra
 
 The package: ``inputs`` (counts, plugins, the command and launcher), ``runs`` (one run and
 what it recorded), ``runner`` (the sweep); the result object, its reader and writer are I/O
-(``corecast.io.sweepresult``).  Extrapolation is model code (``corecast.extrapolation``); the terminal report is
+(``corecast.io.sweepresult``).  Extrapolation is model code (``corecast.model.curve.extrapolation``); the terminal report is
 a view (``corecast.views.sweeptable``).
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The sweep: every count run ``repeat`` times, the runs summarised per count and per
-region, the whole program and each region extrapolated (``corecast.extrapolation``)."""
+region, the whole program and each region extrapolated (``corecast.model.curve.extrapolation``)."""
 from __future__ import annotations
 
 import math
@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ..errors import InputError
-from ..extrapolation import extrapolate
+from ..model.curve.extrapolation import extrapolate
 from ..tools.ranks import WAITS
 from ..machine.sysfs import allowed_cpus
 from .inputs import (DEFAULT_REPEAT, DEFAULT_TIMEOUT_S, PLACEHOLDER, RUNTIMES, Launch, PluginSpec,
@@ -65,7 +65,7 @@ def run_sweep(
     if any(int(n) != n or n < 1 for n in counts):
         raise SweepError(f"{'rank' if launch else 'thread'} counts must be whole numbers >= 1")
     counts = [int(n) for n in counts]
-    from ..prediction import MAX_COUNT
+    from ..model.curve.prediction import MAX_COUNT
 
     if upto is not None and not 1 <= upto <= MAX_COUNT:
         raise SweepError(f"--upto must be between 1 and {MAX_COUNT}, got {upto}")
