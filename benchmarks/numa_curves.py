@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from corecast.machine.numa import load
-from corecast.numa import Rates, predict_nodes
+from corecast.model.numa import Rates, predict_nodes
 
 # LLC misses per core per work cycle to each memory node (interleaved memory); DRAM
 # requests 25% above them (writes), a full node feeding each controller.

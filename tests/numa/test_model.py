@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from corecast.machine.numa import load
-from corecast.numa import Rates, SampleError, fit_rate, parse_sample, predict_nodes
+from corecast.model.numa import Rates, SampleError, fit_rate, parse_sample, predict_nodes
 from corecast.model.numa import memory_cycles, preferred_nodes
 
 OPTERON = load("opteron6380")

@@ -38,8 +38,9 @@ def add_numa(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_numa(args: argparse.Namespace) -> int:
-    from .. import numa
+    from ..io.readers import NUMA_SAMPLE, read
     from ..machine import numa as machines
+    from ..model import numa
     from ..views import nodeview
 
     if (args.co_run is None) != (args.co_nodes is None):
@@ -50,8 +51,8 @@ def cmd_numa(args: argparse.Namespace) -> int:
         machine = machines.load(args.machine)
         if args.replay:
             return _replay(args, machine)
-        rates = numa.load_sample(args.sample, machine)
-        co = [(numa.load_sample(args.co_run, machine), args.co_nodes)] if args.co_run else []
+        rates = read([args.sample], NUMA_SAMPLE, machine=machine)  # bad files: InputError, one line
+        co = [(read([args.co_run], NUMA_SAMPLE, machine=machine), args.co_nodes)] if args.co_run else []
         pred = numa.predict_nodes(machine, rates, co, args.efficiency)
     except (machines.MachineError, numa.SampleError) as exc:
         raise CliError(str(exc)) from None
