@@ -509,7 +509,7 @@ def fake_topology(root: Path, cpus: dict[int, tuple[int, int, str]]) -> str:
 
 
 def test_placement_orders(tmp_path):
-    from corecast.placement import cpu_order, omp_env
+    from corecast.model.tuning.placement import cpu_order, omp_env
 
     # 2 sockets x 2 cores x 2 threads, numbered with sockets interleaved and SMT siblings
     # far apart (cpu 0 and 4 share core 0 of socket 0; odd CPUs are socket 1)

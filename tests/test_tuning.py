@@ -11,8 +11,8 @@ import pytest
 
 from corecast.model.curve import smallfit
 from corecast.cli import main
-from corecast.tuning import Binsearch, OPreSca
-from corecast.tunesim import simulate
+from corecast.model.tuning.tuners import Binsearch, OPreSca
+from corecast.model.tuning.tunesim import simulate
 
 from cli_checks import assert_one_line_error
 

@@ -37,8 +37,8 @@ def cmd_tune_sim(args: argparse.Namespace) -> int:
     import numpy as np
 
     from ..io.readers.measurements import read_measurements
-    from ..tunesim import simulate
-    from ..tuning import Binsearch, OPreSca
+    from ..model.tuning.tunesim import simulate
+    from ..model.tuning.tuners import Binsearch, OPreSca
 
     try:
         data = read_measurements(args.file, args.metric).at_target_size()

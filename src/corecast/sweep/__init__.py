@@ -2,7 +2,7 @@
 
 Each run goes through the preload library (``CORECAST_OUTPUT`` to a temporary file,
 ``CORECAST_QUIET=1``, ``CORECAST_TARGET`` = the prediction horizon) and is confined to
-``n`` of the CPUs this process may use, chosen by ``--placement`` (``corecast.placement``;
+``n`` of the CPUs this process may use, chosen by ``--placement`` (``corecast.model.tuning.placement``;
 ``os.sched_setaffinity`` in the child, and ``OMP_PLACES``/``OMP_PROC_BIND`` for OpenMP),
 so a pthreads program cannot spread over more cores than the count says.  The count reaches
 the program through ``OMP_NUM_THREADS`` (openmp), ``POCL_CPU_MAX_CU_COUNT`` and the legacy

@@ -74,7 +74,7 @@ def run_sweep(
     except InputError as exc:
         raise SweepError(str(exc)) from None
     horizon = int(upto) if upto is not None else default_upto(counts)
-    from ..placement import PLACEMENTS, cpu_order, cpus_for
+    from ..model.tuning.placement import PLACEMENTS, cpu_order, cpus_for
 
     if placement not in PLACEMENTS:
         raise SweepError(f"unknown placement {placement!r}; use {', '.join(PLACEMENTS)}")

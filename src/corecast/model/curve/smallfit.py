@@ -1,6 +1,6 @@
 """Relative least-squares fits of a handful of points in plain Python (standard library only).
 
-OPreSca's online step (``corecast.tuning``) fits one small kernel to the few counts a
+OPreSca's online step (``corecast.model.tuning.tuners``) fits one small kernel to the few counts a
 tuner has measured, once per decision.  Inside a profiled program importing numpy and
 scipy for that would cost more (0.4-0.6 s of CPU) than all of a run's decisions, so the
 step fits here: polynomials, and the rational kernels ``(a0 + ... + ai n^i) / (1 + b1 n +
