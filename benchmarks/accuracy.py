@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from corecast.model.curve.entities import InputError, Measurements, CurvePrediction
-from corecast.machine.hardware import Hardware
+from corecast.model.machine.hardware import Hardware
 from corecast.io.readers.measurements import read_measurements, read_table
 from corecast.model.curve.methods import auto
 from corecast.model.curve.prediction import predict_measurements

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bands  # noqa: E402
 import scale16  # noqa: E402
 
-from corecast.machine import calibration as machine_model  # noqa: E402
+from corecast.model.machine import calibration as machine_model  # noqa: E402
 
 GRID = [round(0.01 * i, 2) for i in range(0, 13)]
 COUNTS = (2, 4, 16)

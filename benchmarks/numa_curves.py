@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from corecast.machine.numa import load
+from corecast.model.machine.numa import load
 from corecast.model.numa import Rates, predict_nodes
 
 # LLC misses per core per work cycle to each memory node (interleaved memory); DRAM

@@ -44,8 +44,8 @@ from typing import Callable
 
 from corecast.io.readers.measurements import read_measurements
 from corecast.model.runtime.history import RegionHistory
-from corecast.machine.calibration import Calibration
-from corecast.machine.calibration import read as read_calibration
+from corecast.model.machine.calibration import Calibration
+from corecast.model.machine.calibration import read as read_calibration
 from corecast.model.runtime.numa import interpolate
 from corecast.tools.replay import replay_process
 from corecast.tools.samples import read_recording

@@ -32,7 +32,7 @@ import numpy as np
 
 from accuracy import CORPUS, Score, aggregate, merit, predict_split, print_rows, score_values, source_of, splits_of
 from corecast.model.curve.entities import InputError
-from corecast.machine.hardware import SMT_YIELD_RANGE, Hardware
+from corecast.model.machine.hardware import SMT_YIELD_RANGE, Hardware
 from corecast.model.curve.methods import auto
 
 BASE = replace(auto.DEFAULT_RULES, smt_member=None)

@@ -9,7 +9,7 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src" / "corecast"
 # Entry points, not modules other code imports: the sitecustomize a launched Python runs.
 ENTRY_POINTS = {"corecast.runtime._autoload.sitecustomize"}
-MODEL_CORE = ("corecast.errors", "corecast.machine", "corecast.model")
+MODEL_CORE = ("corecast.errors", "corecast.model")
 VIEWS = ("corecast.views",)
 # The sweep result type (io/sweepresult) is I/O: readers and views read it; sweep/ runs programs.
 IO = ("corecast.io",)

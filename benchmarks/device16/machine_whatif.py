@@ -22,7 +22,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 import scale16  # noqa: E402  (benchmarks/scale16.py)
 
-from corecast.machine.calibration import Calibration  # noqa: E402
+from corecast.model.machine.calibration import Calibration  # noqa: E402
 
 HELD_OUT = {"npb-cg.A", "npb-cg.W", "npb-lu.W", "npb-sp.W", "pigz", "xz"}
 

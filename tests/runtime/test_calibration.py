@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from corecast.io.settings import calibration_path
-from corecast.machine import calibration as machine
+from corecast.model.machine import calibration as machine
 from corecast.model.runtime.predictor import apply_calibration
 from corecast.model.runtime.bound import TeamPrediction
 from corecast.model.runtime.history import BASIS_LEN

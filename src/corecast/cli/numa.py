@@ -9,7 +9,7 @@ from .common import CliError, add_format_option, add_output_options, count, effi
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
-    from ..machine.numa import Machine
+    from ..model.machine.numa import Machine
 
 
 def add_numa(sub: argparse._SubParsersAction) -> None:
@@ -39,7 +39,7 @@ def add_numa(sub: argparse._SubParsersAction) -> None:
 
 def cmd_numa(args: argparse.Namespace) -> int:
     from ..io.readers import NUMA_SAMPLE, read
-    from ..machine import numa as machines
+    from ..model.machine import numa as machines
     from ..model import numa
     from ..views import nodeview
 
@@ -105,7 +105,7 @@ def add_machine(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_machine(args: argparse.Namespace) -> int:
-    from ..machine import numa as machines
+    from ..model.machine import numa as machines
     from ..io.fileio import write_file
 
     try:

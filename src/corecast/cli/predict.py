@@ -33,7 +33,7 @@ def add_predict(sub: argparse._SubParsersAction) -> None:
 def _predict_arguments(p: argparse.ArgumentParser) -> None:
     from ..model.curve import methods  # numpy and scipy: only when predict runs
     from ..model.curve.entities import METRICS
-    from ..machine.hardware import FILLS
+    from ..model.machine.hardware import FILLS
     from ..model.curve.prediction import DEFAULT_KNEE_FRACTION, DEFAULT_MIN_GAIN, SCALINGS
 
     p.add_argument("file", metavar="FILE", nargs="+",
@@ -92,11 +92,11 @@ def cmd_predict(args: argparse.Namespace) -> int:
         raise CliError(str(e)) from None
     hw_threads, cores = args.hw_threads, args.cores
     if args.this_machine:
-        from ..machine.sysfs import this_machine
+        from ..model.machine.sysfs import this_machine
 
         here = this_machine()
         hw_threads, cores = hw_threads or here[0], cores or here[1]
-    from ..machine.hardware import Hardware
+    from ..model.machine.hardware import Hardware
 
     try:
         hardware = Hardware.of(hw_threads, cores, args.sockets, args.fill)

@@ -12,7 +12,7 @@ from typing import Optional, Sequence
 from ..errors import InputError
 from ..model.curve.extrapolation import extrapolate
 from ..tools.ranks import WAITS
-from ..machine.sysfs import allowed_cpus
+from ..model.machine.sysfs import allowed_cpus
 from .inputs import (DEFAULT_REPEAT, DEFAULT_TIMEOUT_S, PLACEHOLDER, RUNTIMES, Launch, PluginSpec,
                      check_command, default_counts, default_upto)
 from ..io.sweepresult import MIN_REGION_SHARE, SweepError, empty_result

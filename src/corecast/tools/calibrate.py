@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import time
 
-from ..machine.calibration import SCHEMA, KEY, cpu_model
+from ..model.machine.calibration import SCHEMA, KEY, cpu_model
 
 KERNEL = "integer hash loop, one process per copy, nothing shared"
 SECONDS = 0.25   # one copy's loop alone, about

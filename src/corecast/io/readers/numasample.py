@@ -6,7 +6,7 @@ from __future__ import annotations
 
 TYPE_CHECKING = False  # typing costs a profiled program start-up time: annotations only
 if TYPE_CHECKING:
-    from ...machine.numa import Machine
+    from ...model.machine.numa import Machine
     from ...model.numa import Rates
 
 from ...errors import InputError

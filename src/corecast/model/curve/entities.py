@@ -13,7 +13,7 @@ from typing import Callable, Literal, Mapping
 import numpy as np
 
 from ...errors import InputError  # noqa: F401  (defined without numpy: fileio and the runtime raise it)
-from ...machine.hardware import SMT_YIELD, Hardware
+from ..machine.hardware import SMT_YIELD, Hardware
 from ..scaling import ScalingPrediction
 
 Metric = Literal["time", "throughput"]

@@ -13,7 +13,7 @@ from .entities import Fit, InputError, Measurements, CurvePrediction, from_perf
 from ...errors import article
 from .fitquality import count_params, fit_quality
 from .fitting import rms
-from ...machine.hardware import SMT_YIELD_RANGE, Hardware, oversubscribed
+from ..machine.hardware import SMT_YIELD_RANGE, Hardware, oversubscribed
 from .preference import (DEFAULT_MIN_GAIN, PREFERRED_SLACK, SCALINGS, _supported, fastest_count,  # noqa: F401
                          knee_count, looks_weak, measured_preferred, preferred_count)
 

@@ -24,7 +24,7 @@ import json
 import math
 import os
 
-from ...machine import numa as machines
+from ..machine import numa as machines
 from ..numa import Rates, SampleError, fit_rate, parse_sample, predict_nodes
 from ..scaling import ScalingPrediction
 

@@ -54,7 +54,7 @@ import numpy as np
 
 from ..entities import Fit, InputError, Measurements
 from ..fitting import rms
-from ....machine.hardware import SMT_YIELD_RANGE
+from ...machine.hardware import SMT_YIELD_RANGE
 from .registry import METHODS, check_usable, register
 from .laws import fit_usl_falling_pair
 from . import trend
