@@ -23,7 +23,7 @@ while the probes' expected extra time (a call at n0 times n0/size - 1 each) stay
 3% of the region's time at n0 (the library's cost cap).
 
 ``--machine FILE`` replays with the machine's calibration (``corecast calibrate`` run on the
-machine that recorded DIR; ``machine/calibration.py``) instead of the one each recording
+machine that recorded DIR; ``model/machine/calibration.py``) instead of the one each recording
 holds, if any.
 
     python benchmarks/scale16.py [DIR] [--counts 2,4] [--history 1,2] [--only A,B | --skip A,B]

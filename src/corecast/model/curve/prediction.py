@@ -60,7 +60,7 @@ def predict(
     throughput that falls and a time that grows.  Repeated counts are repetitions.
     ``min_gain``: the preferred count's threshold (see ``preferred_count``); ``scaling``:
     ``"strong"`` (fixed total work, the default) or ``"weak"`` (fixed work per count).  ``hw_threads``, ``cores``, ``sockets``, ``fill``: of the machine
-    predicted for, when known (see corecast.machine.hardware).  Raises ``InputError`` with a
+    predicted for, when known (see corecast.model.machine.hardware).  Raises ``InputError`` with a
     one-line message on unusable input.
     """
     if metric is None:
