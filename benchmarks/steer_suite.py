@@ -5,7 +5,7 @@ its best fixed count.  Every case runs its sides in rounds whose order rotates
 (quartiles, min, max) and the median against the case's reference side.
 
     python benchmarks/steer_suite.py [--runs 9] [--threads 16] [--npb DIR] [--bin DIR]
-        [--base VENV] [--npb-programs bt.W,cg.A] [--cases npb,slowdown,convoy,triad] [--json-out FILE]
+        [--base VENV] [--npb-programs bt.W,cg.A] [--cases npb,slowdown,convoy,triad,hotpath] [--json-out FILE]
 
 Cases (``--threads T``; NPB binaries in ``--npb``, the examples built in ``--bin``):
 - ``npb``: bt.W, cg.A (``--npb-programs``; at their best count, T): no corecast, the quiet library
@@ -15,7 +15,11 @@ Cases (``--threads T``; NPB binaries in ``--npb``, the examples built in ``--bin
 - ``convoy``: ``omp_slowdown 20000`` on 2 CPUs (``taskset -c 0,1``), steered from 2
   against 1 thread (the 2-core convoy);
 - ``triad``: ``omp_triad`` without corecast, under ``corecast run`` and under ``corecast
-  run --target-machine opteron6380`` (reports to /dev/null).
+  run --target-machine opteron6380`` (reports to /dev/null);
+- ``hotpath``: ``benchmarks/hotpath.py --threads T --runs R`` (with ``--base``: its base
+  sides too): CPU ns per OpenMP call of the library, quiet and reporting, for many short
+  regions, many barriers, a dynamic loop and omp_triad's alternating team sizes (its
+  table follows the others; its record is the JSON's ``hotpath``).
 ``--base VENV`` adds the same corecast sides from another install (a venv holding an
 older build: before and after in the same rounds).  Output is checked: a side whose
 stdout differs from the reference's is flagged (omp_triad and NPB print timings, so only
@@ -33,6 +37,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -117,6 +122,17 @@ def load() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
+def hotpath(args: argparse.Namespace) -> dict:
+    """benchmarks/hotpath.py's CPU rounds at the same thread count, its table printed."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "hotpath.json"
+        cmd = [sys.executable, str(Path(__file__).with_name("hotpath.py")), "--threads", str(args.threads),
+               "--runs", str(args.runs), "--json-out", str(out)] + (["--base", args.base] if args.base else [])
+        print(f"\nhotpath (load {load()})", flush=True)
+        rc = subprocess.run(cmd).returncode
+        return json.loads(out.read_text()) if rc == 0 and out.exists() else {"failed": rc}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=9)
@@ -125,7 +141,7 @@ def main() -> int:
     ap.add_argument("--bin", default="/tmp/bin", help="omp_slowdown and omp_triad built from examples/")
     ap.add_argument("--base", help="a venv with another corecast build: its sides run in the same rounds")
     ap.add_argument("--npb-programs", default="bt.W,cg.A", help="NPB binaries timed like bt.W and cg.A")
-    ap.add_argument("--cases", default="npb,slowdown,convoy,triad")
+    ap.add_argument("--cases", default="npb,slowdown,convoy,triad,hotpath")
     ap.add_argument("--json-out", help="write every run's time and the summaries here")
     args = ap.parse_args()
     record: dict = {"threads": args.threads, "runs": args.runs, "cpus": os.cpu_count(), "load_before": load(),
@@ -164,6 +180,8 @@ def main() -> int:
                      own_cpu_median=own, own_cpu=owns[s])
         record["cases"][name] = {"reference": ref, "sides": summary}
         sys.stdout.flush()
+    if "hotpath" in args.cases.split(","):
+        record["hotpath"] = hotpath(args)
     record["load_after"] = load()
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(record, indent=1))

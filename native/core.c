@@ -124,6 +124,7 @@ struct cc_thread *cc_self_slow(void) {
     if (i < CC_MAX_THREADS) {
         t = &slots[i];
         t->tid = (int)syscall(SYS_gettid);
+        t->shard = i % CC_FOLD_SHARDS;
     } else {
         __atomic_store_n(&nslots, CC_MAX_THREADS, __ATOMIC_RELAXED);
         CC_AADD(cc_overflow, 1);
@@ -170,6 +171,29 @@ struct cc_region *cc_region_for(void *fn) {
     return NULL;
 }
 
+void cc_region_totals(const struct cc_region *r, struct cc_counts *out) {
+    const uint64_t *own[] = {r->wait, r->acq, r->contended, r->hold};
+    for (int c = 0; c < CC_NSTALL; c++) {
+        out->wait[c] = __atomic_load_n(&own[0][c], __ATOMIC_RELAXED);
+        out->acq[c] = __atomic_load_n(&own[1][c], __ATOMIC_RELAXED);
+        out->contended[c] = __atomic_load_n(&own[2][c], __ATOMIC_RELAXED);
+        out->hold[c] = __atomic_load_n(&own[3][c], __ATOMIC_RELAXED);
+    }
+    out->single = __atomic_load_n(&r->single, __ATOMIC_RELAXED);
+    out->loop_calls = __atomic_load_n(&r->loop_calls, __ATOMIC_RELAXED);
+    for (int k = 0; k < CC_FOLD_SHARDS; k++) {
+        const struct cc_counts *q = &r->shards[k].n;
+        for (int c = 0; c < CC_NSTALL; c++) {
+            out->wait[c] += __atomic_load_n(&q->wait[c], __ATOMIC_RELAXED);
+            out->acq[c] += __atomic_load_n(&q->acq[c], __ATOMIC_RELAXED);
+            out->contended[c] += __atomic_load_n(&q->contended[c], __ATOMIC_RELAXED);
+            out->hold[c] += __atomic_load_n(&q->hold[c], __ATOMIC_RELAXED);
+        }
+        out->single += __atomic_load_n(&q->single, __ATOMIC_RELAXED);
+        out->loop_calls += __atomic_load_n(&q->loop_calls, __ATOMIC_RELAXED);
+    }
+}
+
 struct cc_region *cc_regions(int *n) {
     *n = REGION_TABLE;
     return regions;
@@ -210,7 +234,10 @@ void cc_on_activity(void (*hook)(void)) {
 /* A forked child keeps only the forking thread: it starts afresh. */
 void cc_core_after_fork(void) {
     memset(slots, 0, sizeof slots);
-    memset(regions, 0, sizeof regions);
+    /* Only the entries in use: the table is 2.3 MB, most of it never touched. */
+    for (int i = 0; i < REGION_TABLE; i++)
+        if (regions[i].fn)
+            memset(&regions[i], 0, sizeof regions[i]);
     nslots = 0;
     nregions = 0;
     cc_overflow = 0;

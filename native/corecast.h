@@ -54,6 +54,7 @@ struct cc_counts {
 
 struct cc_thread {
     int tid;
+    int shard; /* which of a region's fold shards this thread adds to (CC_FOLD_SHARDS) */
     int guard;    /* > 0: inside corecast itself, wrappers pass straight through */
     int internal; /* corecast's own thread (the sampler): not part of the program */
     /* A region started and nothing changed yet: the first update snapshots ``n`` into
@@ -192,6 +193,17 @@ struct cc_hist {
 #define CC_NSETTLE 3 /* categories settle.c stops counting: critical (with ordered), atomic, OpenMP locks */
 extern const int cc_settle_cats[CC_NSETTLE];
 
+/* What a region's members fold in at the end of each call goes into one of
+ * CC_FOLD_SHARDS copies of the counters, picked by the thread's slot, each in cache lines
+ * of its own: with one copy, every member of a 16-thread team made its atomic adds to the
+ * same lines at the same moment (the team's end), and each add waited for the line to
+ * come from the core before it.  The sampler and the report sum the shards
+ * (cc_region_totals). */
+#define CC_FOLD_SHARDS 16
+struct cc_fold_shard {
+    struct cc_counts n;
+} __attribute__((aligned(64)));
+
 struct cc_region {
     void *fn;   /* key: the outlined function (or, OMPT without it, the fork's call site); NULL = free */
     void *site; /* OMPT: a call site of the fork, for the name (the function holding it) */
@@ -208,9 +220,13 @@ struct cc_region {
     int64_t probe_extra;
     uint64_t probe_calls;
     struct cc_hist hist[CC_MAX_HIST];
+    /* Written by the thread that forks the region (and by settle.c's credit): calls and
+     * time, the imbalance measured at the join, and credited sections.  The members'
+     * synchronisation counts are in ``shards``; cc_region_totals adds both up. */
     uint64_t calls, wall, busy, single, loop_calls;
     uint64_t hold[CC_NSTALL];
     uint64_t wait[CC_NSTALL], acq[CC_NSTALL], contended[CC_NSTALL];
+    struct cc_fold_shard shards[CC_FOLD_SHARDS];
     /* The sampler's snapshots (settle.c): at the start of the latest window (with the team
      * steering set for it, 0: the program's own), at the start of the window whose rate
      * is credited, when it stopped counting the sections it hands back, and when it took
@@ -226,6 +242,9 @@ struct cc_region {
     char parent[CC_NAME_LEN];                    /* call sites: the function holding it */
 };
 struct cc_region *cc_region_for(void *fn);
+/* A region's synchronisation counts: its own plus every fold shard's (readers only: the
+ * sampler, settle.c, the report). */
+void cc_region_totals(const struct cc_region *r, struct cc_counts *out) CC_HIDDEN;
 struct cc_region *cc_regions(int *n);
 
 /* ---- sampler, model, report ---------------------------------------------------- */

@@ -159,14 +159,14 @@ void cc_exit_report(int status, int flush) {
     static struct cc_sample sample;
     static struct cc_result result, answer;
     cc_build_sample(&sample, 1, NULL);
-    memset(&result, 0, sizeof result);
-    memset(&answer, 0, sizeof answer);
+    cc_result_clear(&result, sample.nregions);
+    cc_result_clear(&answer, sample.nregions);
     enum cc_final_outcome o = cc_holds_python() ? CC_FINAL_HELD
                                                 : cc_sampler_final(&sample, &answer, cc_cfg.exit_timeout_ms);
     if (o == CC_FINAL_NO_SAMPLER) /* a forked child, a failed start: predict here */
         cc_model_predict(&sample, &result);
     else if (o == CC_FINAL_ANSWERED)
-        result = answer;
+        cc_result_copy(&result, &answer, sample.nregions);
     else {
         result.status = -1;
         if (o == CC_FINAL_FAULTED)

@@ -2,8 +2,10 @@
 #include "omp_call.h"
 #include "real.h"
 
-/* Adds what changed in ``now`` since ``before`` to the region (shared: atomics). */
-static void fold(struct cc_region *r, const struct cc_counts *now, const struct cc_counts *before) {
+/* Adds what changed in ``now`` since ``before`` to the thread's shard of the region
+ * (atomics: threads CC_FOLD_SHARDS slots apart share one). */
+static void fold(struct cc_region *reg, int shard, const struct cc_counts *now, const struct cc_counts *before) {
+    struct cc_counts *r = &reg->shards[shard].n;
     for (int c = 0; c < CC_NSTALL; c++) {
         if (now->wait[c] != before->wait[c])
             CC_AADD(r->wait[c], now->wait[c] - before->wait[c]);
@@ -57,17 +59,18 @@ void cc_member_leave(struct cc_member *m, struct cc_thread *t, uint64_t t1) {
     cc_close_single(t, t1);
     t->depth--;
     if (m->id >= 0 && m->id < CC_MAX_TEAM) {
-        c->end[m->id] = t1;
-        c->busy[m->id] = t1 - m->t0;
-        c->thr[m->id] = t;
-        c->task0[m->id] = t->task_ticks;
+        struct cc_member_end *e = &c->ends[m->id];
+        e->end = t1;
+        e->busy = t1 - m->t0;
+        e->thr = t;
+        e->task0 = t->task_ticks;
     }
     if (!c->region)
         t->snap_pending = 0;
     else if (m->nested)
-        fold(c->region, &t->n, &m->before);
+        fold(c->region, t->shard, &t->n, &m->before);
     else if (!t->snap_pending)
-        fold(c->region, &t->n, &t->snap);
+        fold(c->region, t->shard, &t->n, &t->snap);
     t->snap_pending = 0;
 }
 
@@ -119,15 +122,16 @@ void cc_call_finish(struct cc_call *c) {
     uint64_t idle = 0, busy = 0;
     int tasks = __atomic_load_n(&cc_tasks_seen, __ATOMIC_RELAXED);
     for (int i = 0; i < team; i++) {
-        uint64_t gap = c->end[i] < t2 ? t2 - c->end[i] : 0;
-        if (tasks && c->thr[i]) { /* the join orders the member's task ticks before this read */
-            uint64_t later = __atomic_load_n(&c->thr[i]->task_ticks, __ATOMIC_RELAXED) - c->task0[i];
+        const struct cc_member_end *e = &c->ends[i];
+        uint64_t gap = e->end < t2 ? t2 - e->end : 0;
+        if (tasks && e->thr) { /* the join orders the member's task ticks before this read */
+            uint64_t later = __atomic_load_n(&e->thr->task_ticks, __ATOMIC_RELAXED) - e->task0;
             later = later < gap ? later : gap;
             gap -= later;
             busy += later;
         }
         idle += gap;
-        busy += c->busy[i];
+        busy += e->busy;
     }
     CC_AADD(r->busy, busy);
     CC_AADD(r->calls, 1);

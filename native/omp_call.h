@@ -25,19 +25,27 @@
 #define CC_SAMPLE_OUTLIER 256
 #define CC_SAMPLE_CAP_MIN 65536 /* ticks (~20 us): shorter samples always count in full */
 
-/* Shared by the team: the master fills region/team/t0, each member its end and busy slot
- * (written before the implicit barrier, read by the master after it: no clearing). */
+/* What one member leaves for the join: where its share ended and how long it ran.  Tasks
+ * a member runs after its share ends (in the runtime's closing barrier) are work, not idle
+ * time: its thread and its task ticks at the end, read at the join.  Half a cache line
+ * each: in arrays per field, eight members' stores met in each line at every region's end
+ * (and members 0 and 1 stored into the line every member reads at its start).  Not a
+ * whole line each: the call lives on the forking thread's stack, and 64 bytes a member
+ * would double it to 16 KiB, too much for a thread made with a small stack. */
+struct cc_member_end {
+    uint64_t end, busy, task0;
+    struct cc_thread *thr;
+} __attribute__((aligned(32)));
+
+/* Shared by the team: the master fills region/team/t0, each member its own slot of
+ * ``ends`` (written before the implicit barrier, read by the master after it: no
+ * clearing). */
 struct cc_call {
     struct cc_region *region;
     int team;
     int probe_own; /* > 0: a probe call; the program asked for this many threads */
     uint64_t t0;
-    uint64_t end[CC_MAX_TEAM];
-    uint64_t busy[CC_MAX_TEAM];
-    /* Tasks a member runs after its share ends (in the runtime's closing barrier) are
-     * work, not idle time: its thread and its task ticks at the end, read at the join. */
-    struct cc_thread *thr[CC_MAX_TEAM];
-    uint64_t task0[CC_MAX_TEAM];
+    struct cc_member_end ends[CC_MAX_TEAM];
 };
 
 /* Set once a wrapped GOMP_task ran: only then does a call's join look at task ticks. */

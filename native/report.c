@@ -7,6 +7,7 @@
 
 #include "corecast.h"
 #include "report.h"
+#include "report_columns.h"
 #include "settle.h"
 
 /* The top stall categories of a region as "imbalance 12%, critical 3%". */
@@ -24,12 +25,12 @@ static void top_stalls(char *out, size_t n, const struct cc_region_sample *g) {
     int used[CC_NSTALL] = {0};
     out[0] = 0;
     size_t len = 0;
-    for (int k = 0; k < 3; k++) {
+    for (int k = 0; k < CC_STALLS_SHOWN; k++) {
         int best = -1;
         for (int c = 0; c < CC_NSTALL; c++)
             if (!used[c] && g->stall_s[c] > 0 && (best < 0 || g->stall_s[c] > g->stall_s[best]))
                 best = c;
-        if (best < 0 || total <= 0 || g->stall_s[best] / total < 0.005)
+        if (best < 0 || total <= 0 || g->stall_s[best] / total < CC_STALL_MIN_SHARE)
             break;
         used[best] = 1;
         len += snprintf(out + len, len < n ? n - len : 0, "%s%s %.0f%%", k ? ", " : "",
@@ -58,8 +59,8 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
     b.len = 0;
     int ok = r->status == 0;
     /* Columns: a few counts up to the target (powers of two and the target). */
-    int cols[6], ncol = 0;
-    for (int n = 2; n < s->target && ncol < 4; n *= 2)
+    int cols[CC_COL_SPEEDUPS + 1], ncol = 0;
+    for (int n = 2; n < s->target && ncol < CC_COL_SPEEDUPS; n *= 2)
         cols[ncol++] = n;
     cols[ncol++] = s->target;
     cc_put(&b, "corecast: pid %d, %d cores, %.3gs; predicted speedup up to %d threads", s->pid, s->cores,
@@ -70,15 +71,15 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
         cc_put(&b, ")");
     }
     cc_put(&b, "\n");
-    cc_put(&b, "%-34s %7s %4s %9s  %-34s", "region", "calls", "thr", "time", "stalls (share of thread time)");
+    cc_put(&b, CC_COL_HEADING, "region", "calls", "thr", "time", CC_COL_STALLS_HEADING);
     for (int i = 0; i < ncol; i++) {
         char h[16];
         snprintf(h, sizeof h, "S@%d", cols[i]);
-        cc_put(&b, " %6s", h);
+        cc_put(&b, CC_COL_SPEEDUP_NONE, h);
     }
     char band[24];
     snprintf(band, sizeof band, "band@%d", s->target); /* the target's low-high: what the S@ may be */
-    cc_put(&b, " %11s %5s  %s\n", band, "best", "bottleneck");
+    cc_put(&b, CC_COL_TAIL_HEADING "\n", band, "best", "bottleneck");
     for (int i = 0; i < s->nregions; i++) {
         const struct cc_region_sample *g = &s->regions[i];
         if (!cc_region_active(g))
@@ -89,9 +90,9 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
         else
             snprintf(label, sizeof label, "%s (%s)", g->name, g->object);
         top_stalls(stalls, sizeof stalls, g);
-        cc_put_cell(&b, label, 34);
-        cc_put(&b, " %7llu %4d %8.3fs  ", g->calls, g->threads, g->wall_s);
-        cc_put_cell(&b, stalls, 34);
+        cc_put_cell(&b, label, CC_COL_LABEL);
+        cc_put(&b, CC_COL_COUNTS, g->calls, g->threads, g->wall_s);
+        cc_put_cell(&b, stalls, CC_COL_STALLS);
         const struct cc_region_prediction *p = &r->regions[i];
         for (int c = 0; c < ncol; c++) {
             double v = 0;
@@ -102,25 +103,25 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
                     found = 1;
                 }
             if (found)
-                cc_put(&b, " %6.2f", v);
+                cc_put(&b, CC_COL_SPEEDUP, v);
             else
-                cc_put(&b, " %6s", "-");
+                cc_put(&b, CC_COL_SPEEDUP_NONE, "-");
         }
         int at = -1;
         for (int k = 0; ok && k < p->npred; k++)
             if (p->threads[k] == s->target)
                 at = k;
         if (at >= 0)
-            cc_put(&b, " %5.2f-%-5.2f", p->low[at], p->high[at]);
+            cc_put(&b, CC_COL_BAND, p->low[at], p->high[at]);
         else
-            cc_put(&b, " %11s", "-");
+            cc_put(&b, CC_COL_BAND_NONE, "-");
         if (ok && p->npred) {
-            cc_put(&b, " %5d  ", p->preferred);
+            cc_put(&b, CC_COL_BEST, p->preferred);
             cc_put_cell(&b, p->bottleneck[0] ? p->bottleneck : "-", -1);
             cc_put(&b, "\n");
         }
         else
-            cc_put(&b, " %5s\n", "-");
+            cc_put(&b, CC_COL_BEST_NONE "\n", "-");
         if (ok && p->nnodes > 0) { /* predicted speedup at 1..nnodes nodes of the target machine */
             cc_put(&b, "    nodes:");
             for (int k = 0; k < p->nnodes && k < CC_MAX_NODES; k++)

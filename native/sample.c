@@ -74,13 +74,15 @@ static void fill_region(struct cc_region_sample *o, struct cc_region *r, struct 
     o->calls = __atomic_load_n(&r->calls, __ATOMIC_RELAXED);
     o->wall_s = cc_ticks_to_s(__atomic_load_n(&r->wall, __ATOMIC_RELAXED));
     o->busy_s = cc_ticks_to_s(__atomic_load_n(&r->busy, __ATOMIC_RELAXED));
-    o->single_s = cc_ticks_to_s(__atomic_load_n(&r->single, __ATOMIC_RELAXED));
+    struct cc_counts n;
+    cc_region_totals(r, &n);
+    o->single_s = cc_ticks_to_s(n.single);
     o->serial_s = o->single_s;
     for (int c = 0; c < CC_NSTALL; c++) {
-        o->hold_s[c] = cc_ticks_to_s(__atomic_load_n(&r->hold[c], __ATOMIC_RELAXED));
+        o->hold_s[c] = cc_ticks_to_s(n.hold[c]);
         o->serial_s += o->hold_s[c];
     }
-    o->loop_calls = __atomic_load_n(&r->loop_calls, __ATOMIC_RELAXED);
+    o->loop_calls = n.loop_calls;
     o->requested = __atomic_load_n(&r->requested, __ATOMIC_RELAXED);
     o->steered_to = cc_cfg.steer ? __atomic_load_n(&r->steer_threads, __ATOMIC_RELAXED) : 0;
     o->nhist = 0;
@@ -100,9 +102,9 @@ static void fill_region(struct cc_region_sample *o, struct cc_region *r, struct 
     o->probe_extra_s = extra < 0 ? -cc_ticks_to_s((uint64_t)-extra) : cc_ticks_to_s((uint64_t)extra);
     o->probe_reserved_s = cc_ticks_to_s(__atomic_load_n(&r->probe_reserved, __ATOMIC_RELAXED));
     for (int c = 0; c < CC_NSTALL; c++) {
-        o->stall_s[c] = cc_ticks_to_s(__atomic_load_n(&r->wait[c], __ATOMIC_RELAXED));
-        o->acquisitions[c] = __atomic_load_n(&r->acq[c], __ATOMIC_RELAXED);
-        o->contended[c] = __atomic_load_n(&r->contended[c], __ATOMIC_RELAXED);
+        o->stall_s[c] = cc_ticks_to_s(n.wait[c]);
+        o->acquisitions[c] = n.acq[c];
+        o->contended[c] = n.contended[c];
     }
     cc_settle_extend(o, r, credited);
 }
@@ -186,8 +188,11 @@ static void fill_process(struct cc_region_sample *o, const struct cc_sample *s, 
     int nr;
     const struct cc_region *r = cc_regions(&nr);
     for (int i = 0; i < nr; i++)
-        if (r[i].fn)
-            o->stall_s[CC_STALL_IMBALANCE] += cc_ticks_to_s(r[i].wait[CC_STALL_IMBALANCE]);
+        if (r[i].fn) {
+            struct cc_counts n;
+            cc_region_totals(&r[i], &n);
+            o->stall_s[CC_STALL_IMBALANCE] += cc_ticks_to_s(n.wait[CC_STALL_IMBALANCE]);
+        }
     o->hold_sampled_s = cc_ticks_to_s(hold);
     o->hold_samples = holds;
     o->single_s = cc_ticks_to_s(single);
@@ -208,7 +213,8 @@ static void fill_process(struct cc_region_sample *o, const struct cc_sample *s, 
 }
 
 void cc_build_sample(struct cc_sample *s, int final, struct cc_region **refs) {
-    memset(s, 0, sizeof *s);
+    /* The header, and each region entry as it is filled: the whole struct is 170 kB. */
+    memset(s, 0, offsetof(struct cc_sample, regions));
     s->abi = CC_ABI_VERSION;
     s->pid = getpid();
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
@@ -229,9 +235,11 @@ void cc_build_sample(struct cc_sample *s, int final, struct cc_region **refs) {
             continue;
         if (refs)
             refs[s->nregions] = &r[i];
+        memset(&s->regions[s->nregions], 0, sizeof s->regions[0]);
         fill_region(&s->regions[s->nregions++], &r[i], &credited);
         has_omp = 1;
     }
+    memset(&s->regions[s->nregions], 0, sizeof s->regions[0]);
     fill_process(&s->regions[s->nregions++], s, has_omp, &credited);
     s->overflow = __atomic_load_n(&cc_overflow, __ATOMIC_RELAXED);
 }

@@ -277,7 +277,7 @@ static void *sampler_main(void *arg) {
             cc_build_sample(&sample, 0, refs);
         }
         model_started |= steer;
-        memset(&result, 0, sizeof result);
+        cc_result_clear(&result, sample.nregions);
         if (cc_model_predict(&sample, &result) == 0 && steer) { /* a NUMA-only window steers nothing */
             /* Each window is one steering interval: its decision holds for the next. */
             for (int i = 0; i < sample.nregions; i++)

@@ -34,12 +34,14 @@ static double stop_scheduled_s = -1; /* from it to the last hand-back */
 static void snap(struct cc_sync_snap *o, const struct cc_region *r) {
     o->calls = __atomic_load_n(&r->calls, __ATOMIC_RELAXED);
     o->team = __atomic_load_n(&r->steer_threads, __ATOMIC_RELAXED); /* for the coming window */
+    struct cc_counts n;
+    cc_region_totals(r, &n);
     for (int k = 0; k < CC_NSETTLE; k++) {
         int c = cc_settle_cats[k];
-        o->wait[k] = __atomic_load_n(&r->wait[c], __ATOMIC_RELAXED);
-        o->hold[k] = __atomic_load_n(&r->hold[c], __ATOMIC_RELAXED);
-        o->acq[k] = __atomic_load_n(&r->acq[c], __ATOMIC_RELAXED);
-        o->contended[k] = __atomic_load_n(&r->contended[c], __ATOMIC_RELAXED);
+        o->wait[k] = n.wait[c];
+        o->hold[k] = n.hold[c];
+        o->acq[k] = n.acq[c];
+        o->contended[k] = n.contended[c];
     }
 }
 

@@ -41,3 +41,12 @@ def test_subsets_are_drawn_from_the_names():
     assert set(abi.SYNC_WAITS) < set(abi.THREAD_STALLS) < set(abi.STALLS)
     assert not set(abi.MPI_WAITS) & set(abi.THREAD_STALLS)
     assert set(abi.THREAD_STALLS) - set(abi.SYNC_WAITS) == {"imbalance", "runqueue"}
+
+
+def test_counter_names_are_the_c_names_in_c_order():
+    core = (NATIVE_SOURCE / "core.c").read_text()
+    body = re.search(r"CC_COUNTER_NAMES\[CC_NCTR\] = \{(.*?)\};", core, re.S).group(1)
+    assert tuple(re.findall(r'"(\w+)"', body)) == abi.COUNTERS
+    assert _define("CC_NCTR") == len(abi.COUNTERS)
+    assert [_define(f"CC_CTR_{n}") for n in ("CYCLES", "INSTRUCTIONS", "LLC_MISSES", "BACKEND_STALLS")] \
+        == [abi.COUNTERS.index(n) for n in abi.HARDWARE]

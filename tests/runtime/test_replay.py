@@ -196,3 +196,26 @@ def test_a_cell_cut_short_says_so():
     assert _cell("short", 8) == "short   "
     cut = _cell("a_function_with_a_really_long_name", 10)
     assert len(cut) == 10 and cut.endswith("\u2026") and cut.startswith("a_functio")
+
+
+def test_the_library_s_table_and_replay_s_share_one_layout(build, lib, tmp_path):
+    """One column table (views/columns.py) lays out both: the generated header the C
+    table is printed with is the table's, and a run's printed table and its replay have
+    the same column line and the same measured cells in every row."""
+    from corecast.views import columns
+
+    assert (NATIVE_SOURCE / "report_columns.h").read_text() == columns.c_header(), \
+        "native/report_columns.h is stale: run python -m corecast.views.columns"
+    exe = build("omp_critical", EXAMPLES / "omp_critical.c", "-fopenmp", "-lm")
+    out = tmp_path / "run.jsonl"
+    r = run([exe, "40"], preload=lib, output=out, target=8,
+            env={"OMP_NUM_THREADS": "2", "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr
+    printed = (r.stderr.decode() if isinstance(r.stderr, bytes) else r.stderr).splitlines()
+    shown = cli(str(out), "--target", "8").stdout.splitlines()
+    heading = columns.heading(8)
+    assert heading in printed and heading in shown
+    measured = len(heading.split(" S@")[0])  # label, calls, threads, time, stalls
+    rows = [line for line in printed if line.startswith(("omp_critical", "main", "process"))]
+    replayed = [line for line in shown if line.startswith(("omp_critical", "main", "process"))]
+    assert rows and [row[:measured] for row in rows] == [row[:measured] for row in replayed]

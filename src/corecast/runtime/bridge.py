@@ -14,7 +14,7 @@ from ..model.runtime.contention import barrier_latency, process_contention, regi
 from ..model.runtime.abi import MAX_NODES, MAX_PRED, NUMA_ROLES
 from ..model.runtime.history import RegionHistory
 from ..model.runtime.predictor import predict_window
-from ..model.runtime.record import region_from_struct
+from ..model.runtime.record import hardware_from_struct, region_from_struct
 from . import blas, devicewait
 
 # A fit in the model loads numpy and scipy through the plumbing's loader (one BLAS thread
@@ -272,7 +272,8 @@ def predict_sample(ffi: object, sample: object, result: object) -> int:
     """Fill ``result`` for every region of ``sample``; 0 on success."""
     _injected_fault(sample)
     try:
-        regions = [region_from_struct(ffi, sample.regions[i]) for i in range(sample.nregions)]
+        hardware = hardware_from_struct(sample)
+        regions = [region_from_struct(ffi, sample.regions[i], hardware) for i in range(sample.nregions)]
         # With a target machine the node model answers beyond this machine (its memory
         # model: the thread-level history fit has none), so the exit fits no history: the
         # fit (numpy, scipy) cost omp_triad 0.33-0.44 s of CPU at exit, 38-55% of its run.

@@ -5,28 +5,18 @@ from __future__ import annotations
 from ..errors import article
 from ..io.fileio import printable
 from ..tools.replay import ReplayedProcess
+from . import columns as col
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
     from ..model.runtime.record import RegionSample
 
-LABEL = 34
-
-
-def _columns(target: int) -> list[int]:
-    cols, n = [], 2
-    while n < target and len(cols) < 4:
-        cols.append(n)
-        n *= 2
-    return cols + [target]
-
-
 def _stalls(region: RegionSample) -> str:
     total = region["threads"] * region["wall_s"] if region["threads"] > 0 else region["wall_s"]
     # As the library's table: no share of the thread time passes 100% (native/report.c).
     total = max(total, float(region.get("busy_s", 0.0)), sum(region["stalls_s"].values()))
-    parts = sorted(((v, c) for c, v in region["stalls_s"].items() if v > 0), reverse=True)[:3]
-    shown = [f"{c} {100 * v / total:.0f}%" for v, c in parts if total > 0 and v / total >= 0.005]
+    parts = sorted(((v, c) for c, v in region["stalls_s"].items() if v > 0), reverse=True)[:col.STALLS_SHOWN]
+    shown = [f"{c} {100 * v / total:.0f}%" for v, c in parts if total > 0 and v / total >= col.STALL_MIN_SHARE]
     return ", ".join(shown) or "-"
 
 
@@ -43,36 +33,38 @@ def _label(region: RegionSample) -> str:
 
 
 def _seconds(wall: float) -> str:
-    """The time column, 8 wide: milliseconds as the library's table shows them, and 3
-    significant digits where those would not fit (a record's 1e308 is 300 digits)."""
-    return f"{wall:8.3f}" if abs(wall) < 1e4 else f"{wall:8.3g}"
+    """The time column less its unit: milliseconds as the library's table shows them, and
+    3 significant digits where those would not fit (a record's 1e308 is 300 digits)."""
+    width = col.TIME - 1
+    return f"{wall:{width}.3f}" if abs(wall) < 1e4 else f"{wall:{width}.3g}"
 
 
 def _row(label: str, calls: int, threads: int, wall: float, stalls: str, pred, cols: list[int]) -> str:
     text = printable(label)
-    line = f"{_cell(text, LABEL)} {calls:7d} {threads:4d} {_seconds(wall)}s  {_cell(stalls, 34)}"
+    line = (f"{_cell(text, col.LABEL)} {calls:{col.CALLS}d} {threads:{col.THREADS}d} {_seconds(wall)}s  "
+            f"{_cell(stalls, col.STALLS)}")
     at = dict(zip(pred.threads, pred.speedup)) if pred is not None else {}
-    line += "".join(f" {at[c]:6.2f}" if c in at else f" {'-':>6}" for c in cols)
+    line += "".join(f" {at[c]:{col.SPEEDUP}.2f}" if c in at else f" {'-':>{col.SPEEDUP}}" for c in cols)
     band = {n: (lo, hi) for n, lo, hi in zip(pred.threads, pred.low, pred.high)} if pred is not None else {}
-    line += f" {band[cols[-1]][0]:5.2f}-{band[cols[-1]][1]:<5.2f}" if cols[-1] in band else f" {'-':>11}"
+    half = (col.BAND - 1) // 2
+    line += (f" {band[cols[-1]][0]:{half}.2f}-{band[cols[-1]][1]:<{half}.2f}" if cols[-1] in band
+             else f" {'-':>{col.BAND}}")
     if pred is None:
-        return line + f" {'-':>5}"
-    return line + f" {pred.preferred:5d}  {printable(pred.bottleneck or '-')}"
+        return line + f" {'-':>{col.BEST}}"
+    return line + f" {pred.preferred:{col.BEST}d}  {printable(pred.bottleneck or '-')}"
 
 
 def table(rep: ReplayedProcess, machine: str | None = None) -> str:
     """The exit report's table for one replayed process (``machine``: the calibration file
     given to replay, named in the header; else the one the run recorded, if any)."""
     proc = rep.recorded
-    cols = _columns(rep.target)
+    cols = col.speedup_columns(rep.target)
     cores = f"{proc.cores} cores" if proc.cores else "cores not recorded"
     out = [f"corecast replay: pid {proc.pid}, {cores}, {proc.elapsed_s:.3g}s; predicted speedup "
            f"up to {rep.target} threads on {article(rep.predicted_cores)} {rep.predicted_cores}-core machine (target)"
            + (f", calibrated ({printable(machine)})" if machine else ", calibrated (recorded)"
               if getattr(proc, "calibration", None) else "")]
-    head = f"{'region':<{LABEL}} {'calls':>7} {'thr':>4} {'time':>9}  {'stalls (share of thread time)':<34}"
-    out.append(head + "".join(f" {'S@' + str(c):>6}" for c in cols) + f" {'band@' + str(rep.target):>11}"
-               + f" {'best':>5}  bottleneck")
+    out.append(col.heading(rep.target))
     for region, pred in zip(proc.regions, rep.predictions):
         if region["calls"] <= 0 or region["wall_s"] <= 0:
             continue

@@ -1,5 +1,5 @@
 """The Python side's copy of the C<->Python contract (native/model_abi.h, native/core.c's
-CC_STALL_NAMES, the sizes in corecast.h and numa.c): stall names in CC_STALL_* order, NUMA
+CC_STALL_NAMES and CC_COUNTER_NAMES, the sizes in corecast.h and numa.c): stall names in CC_STALL_* order, NUMA
 counter roles in CC_NUMA_* bit order, and array sizes.  Defined once here and checked against the C sources by
 tests/runtime/test_abi.py; the header is not shipped with the package and this module is
 imported by every profiled program, so it stays plain constants (no parsing, no imports)."""
@@ -13,6 +13,12 @@ MPI_WAITS = ("mpi_p2p", "mpi_collective")
 THREAD_STALLS = tuple(s for s in STALLS if s not in MPI_WAITS)
 # Thread synchronisation: the thread stalls less load imbalance and run-queue wait.
 SYNC_WAITS = tuple(s for s in THREAD_STALLS if s not in ("imbalance", "runqueue"))
+
+# CC_COUNTER_NAMES (core.c) in CC_CTR_* order; the hardware ones are perf's, read only
+# where a PMU is exposed (bit i of cc_sample.counters_measured: counter i was read).
+COUNTERS = ("task_clock_s", "context_switches", "migrations", "page_faults",
+            "cycles", "instructions", "llc_misses", "backend_stall_cycles")
+HARDWARE = COUNTERS[4:]
 
 MAX_PRED = 64    # CC_MAX_PRED
 MAX_NODES = 16   # CC_MAX_NODES

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 
-from .abi import STALLS
+from .abi import COUNTERS, HARDWARE, STALLS
 from .kernelstats import KernelStats
 
 TYPE_CHECKING = False
@@ -95,12 +95,22 @@ class ProcessSample(RegionSample, total=False):
 
     runqueue_other: float     # s of run-queue wait other load caused (kept out of stalls_s)
     team_threads: int         # threads that did the work (sample.c team_of; 0: unknown)
+    hardware: dict[str, float]  # the whole run's perf hardware counts (HARDWARE names; only those read; none without a PMU)
+
+
+def hardware_from_struct(sample: object) -> dict[str, float]:
+    """The perf hardware counts a ``struct cc_sample`` holds (``counters_measured``'s
+    bits): the whole run's so far, every program thread together."""
+    return {name: float(sample.counters[i]) for i, name in enumerate(COUNTERS)
+            if name in HARDWARE and sample.counters_measured & (1 << i)}
 
 
 # --- the live library's struct ------------------------------------------------------------
 
-def region_from_struct(ffi: object, g: object) -> RegionSample | ProcessSample:
-    """A ``struct cc_region_sample`` (cffi) as the record every runtime predictor reads."""
+def region_from_struct(ffi: object, g: object, hardware: dict[str, float] | None = None
+                       ) -> RegionSample | ProcessSample:
+    """A ``struct cc_region_sample`` (cffi) as the record every runtime predictor reads
+    (``hardware``: the sample's, ``hardware_from_struct``, which the process record holds)."""
     region: RegionSample = {
         "name": ffi.string(g.name).decode(errors="replace"),
         "object": ffi.string(g.object).decode(errors="replace"),
@@ -130,6 +140,8 @@ def region_from_struct(ffi: object, g: object) -> RegionSample | ProcessSample:
     if ffi.string(g.name) != b"process":
         return region
     process: ProcessSample = {**region, "runqueue_other": g.runq_other_s, "team_threads": g.team_threads}
+    if hardware:
+        process["hardware"] = dict(hardware)
     return process
 
 
@@ -228,6 +240,9 @@ def region_from_json(rec: dict) -> RegionSample | ProcessSample:
     elif isinstance(rec.get("per_thread"), list):  # schema 1: the library's rule, here
         process["team_threads"] = team_of([t.get("cpu_s") if isinstance(t, dict) else None
                                            for t in rec["per_thread"]])
+    hardware = {name: _num(counters, name) for name in HARDWARE if name in counters}
+    if hardware:
+        process["hardware"] = hardware
     return process
 
 
