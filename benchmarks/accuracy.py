@@ -32,11 +32,11 @@ from pathlib import Path
 
 import numpy as np
 
-from corecast.entities import InputError, Measurements, CurvePrediction
-from corecast.machine.hardware import Hardware
+from corecast.model.curve.entities import InputError, Measurements, CurvePrediction
+from corecast.model.machine.hardware import Hardware
 from corecast.io.readers.measurements import read_measurements, read_table
-from corecast.methods import auto
-from corecast.prediction import predict_measurements
+from corecast.model.curve.methods import auto
+from corecast.model.curve.prediction import predict_measurements
 
 DEFAULT_DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 CORPUS = Path(__file__).resolve().parent / "data"

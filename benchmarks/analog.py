@@ -44,8 +44,8 @@ import numpy as np
 
 from accuracy import (CORPUS, DEFAULT_DATASETS, Machine, Split, aggregate, load_all, merit, predict_split,
                       print_rows, score_values, source_of, splits_of, try_score)
-from corecast.entities import InputError, Measurements, from_perf, to_perf
-from corecast.methods import auto, trend
+from corecast.model.curve.entities import InputError, Measurements, from_perf, to_perf
+from corecast.model.curve.methods import auto, trend
 
 DAMPED = f"damped({auto.DEFAULT_RULES.damping:g})"
 # The shipped members, by the names ``member_curves`` gives them.

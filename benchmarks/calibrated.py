@@ -33,7 +33,7 @@ sys.path.insert(0, str(HERE))
 import bands  # noqa: E402
 import scale16  # noqa: E402
 
-from corecast.machine.calibration import Calibration, CalibrationError, Curve, read  # noqa: E402
+from corecast.model.machine.calibration import Calibration, CalibrationError, Curve, read  # noqa: E402
 
 COUNTS = [2, 4]
 MODES = {"as recorded": [], "probes at 1,2": [1, 2]}

@@ -35,10 +35,10 @@ import numpy as np
 
 from accuracy import (CORPUS, DEFAULT_DATASETS, LOSO_PEERS, admissible, aggregate, loso, print_rows,
                       scores_of, splits_of)
-from corecast.entities import Fit, InputError, Measurements
-from corecast.fitting import relative_lsq, rms
-from corecast.methods import auto, laws, trend
-from corecast.methods.registry import register
+from corecast.model.curve.entities import Fit, InputError, Measurements
+from corecast.model.curve.fitting import relative_lsq, rms
+from corecast.model.curve.methods import auto, laws, trend
+from corecast.model.curve.methods.registry import register
 
 PEAK_CHOICES = 8  # peak counts tried, geometrically spaced in (m, 2m]
 SEGMENT = 3  # counts per regime of ``tworegime``

@@ -3,7 +3,7 @@
 A one-run prediction takes a region's busy time at its sampled count n0 as the work of one
 thread, but a thread runs slower when more of the machine's cores are busy (all-core turbo
 below one-core turbo, shared cache and memory).  ``model/runtime/predictor.py`` applies a
-measured loss e(n) (``corecast calibrate``, ``machine/calibration.py``); without one, the model assumes the prior
+measured loss e(n) (``corecast calibrate``, ``model/machine/calibration.py``); without one, the model assumes the prior
 e(n) = exp(-c log2 n).  This script chooses c on the measured curves: every recording at
 2, 4 and 16 threads (``--probe``) is replayed with e(n) for each c of a grid, and c is the
 one with the smallest median |ln(predicted / measured S(16))|.  Leave-one-suite-out: each
@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bands  # noqa: E402
 import scale16  # noqa: E402
 
-from corecast.machine import calibration as machine_model  # noqa: E402
+from corecast.model.machine import calibration as machine_model  # noqa: E402
 
 GRID = [round(0.01 * i, 2) for i in range(0, 13)]
 COUNTS = (2, 4, 16)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import argparse
 
-from corecast.machine.numa import load
-from corecast.numa import Rates, predict_nodes
+from corecast.model.machine.numa import load
+from corecast.model.numa import Rates, predict_nodes
 
 # LLC misses per core per work cycle to each memory node (interleaved memory); DRAM
 # requests 25% above them (writes), a full node feeding each controller.

@@ -23,7 +23,7 @@ while the probes' expected extra time (a call at n0 times n0/size - 1 each) stay
 3% of the region's time at n0 (the library's cost cap).
 
 ``--machine FILE`` replays with the machine's calibration (``corecast calibrate`` run on the
-machine that recorded DIR; ``machine/calibration.py``) instead of the one each recording
+machine that recorded DIR; ``model/machine/calibration.py``) instead of the one each recording
 holds, if any.
 
     python benchmarks/scale16.py [DIR] [--counts 2,4] [--history 1,2] [--only A,B | --skip A,B]
@@ -44,8 +44,8 @@ from typing import Callable
 
 from corecast.io.readers.measurements import read_measurements
 from corecast.model.runtime.history import RegionHistory
-from corecast.machine.calibration import Calibration
-from corecast.machine.calibration import read as read_calibration
+from corecast.model.machine.calibration import Calibration
+from corecast.model.machine.calibration import read as read_calibration
 from corecast.model.runtime.numa import interpolate
 from corecast.tools.replay import replay_process
 from corecast.tools.samples import read_recording

@@ -41,8 +41,8 @@ import numpy as np
 from scipy.stats import spearmanr
 
 from accuracy import CORPUS, Score, Split, aggregate, merit, predict_split, score_values, source_of, splits_of, try_score
-from corecast.entities import InputError
-from corecast.methods import auto
+from corecast.model.curve.entities import InputError
+from corecast.model.curve.methods import auto
 
 MEMBERS = auto.BASE_MEMBERS + ("damped",)
 MISS = 0.2

@@ -4,7 +4,7 @@ Every split of ``accuracy.splits_of`` (with its machine) is predicted as ``accur
 does, by auto's shipped rule without its step member (``Rules.smt_member``); the members'
 curves at every count up to the curve's largest are kept as ``predict`` asked them (in
 core units where threads ahead land where no measured count placed one;
-corecast.machine.hardware).  Each variant is then the members' per-count median with one more
+corecast.model.machine.hardware).  Each variant is then the members' per-count median with one more
 voter, or the same prediction with another pick:
 
 * ``yield Y``: the members' median asked at SMT yield Y (what auto ships at Y = 1);
@@ -31,9 +31,9 @@ from pathlib import Path
 import numpy as np
 
 from accuracy import CORPUS, Score, aggregate, merit, predict_split, print_rows, score_values, source_of, splits_of
-from corecast.entities import InputError
-from corecast.machine.hardware import SMT_YIELD_RANGE, Hardware
-from corecast.methods import auto
+from corecast.model.curve.entities import InputError
+from corecast.model.machine.hardware import SMT_YIELD_RANGE, Hardware
+from corecast.model.curve.methods import auto
 
 BASE = replace(auto.DEFAULT_RULES, smt_member=None)
 KINDS = {"smt": ("smt",), "socket": ("socket",), "smt+socket": ("smt", "socket")}
@@ -102,7 +102,7 @@ def values(split, rec: dict, variant: str) -> np.ndarray:
     if extra is not None:
         logs = np.vstack([logs, extra[None, :]])
     perf = np.exp(np.nanmedian(logs, axis=0))
-    if machine is not None and len(perf) > machine.hw_threads:  # as corecast.machine.hardware.oversubscribed
+    if machine is not None and len(perf) > machine.hw_threads:  # as corecast.model.machine.hardware.oversubscribed
         perf[machine.hw_threads:] = np.minimum(perf[machine.hw_threads:], perf[machine.hw_threads - 1])
     scale = rec["pred"].value_scale
     return perf * scale if split.full.metric == "throughput" else scale / perf

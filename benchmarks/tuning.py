@@ -1,6 +1,6 @@
 """Online thread-count selection benchmark: OPreSca vs. Binsearch on measured curves.
 
-Each curve in the datasets directory is replayed as the oracle (``corecast.tuning.simulate``):
+Each curve in the datasets directory is replayed as the oracle (``corecast.model.tuning.tunesim.simulate``):
 the candidates are the counts present in the file, a step's loss is
 1 - perf(chosen)/perf(best measured), ``steps`` counts intervals until convergence (the
 convergence interval included) and ``sum`` adds every step's loss.  Printed per curve and
@@ -26,10 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
-from corecast.entities import InputError
+from corecast.model.curve.entities import InputError
 from corecast.io.readers.measurements import read_measurements
-from corecast.tuning import Binsearch, OPreSca
-from corecast.tunesim import simulate
+from corecast.model.tuning.tuners import Binsearch, OPreSca
+from corecast.model.tuning.tunesim import simulate
 
 DEFAULT_DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 KEYS = ("steps", "final_loss", "sum_loss")

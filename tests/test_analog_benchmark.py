@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from corecast.entities import Measurements
+from corecast.model.curve.entities import Measurements
 from benchmark_module import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]

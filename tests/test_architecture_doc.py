@@ -3,7 +3,7 @@ src/corecast, native/ and shims/ exists, and it names every Python module of
 src/corecast and every C file of native/ and shims/.
 
 A name in backticks is read the way the document writes it: a path from the repository
-root (`native/core.c`, `src/corecast/methods/`), from the package (`runtime/bridge.py`,
+root (`native/core.c`, `src/corecast/model/curve/methods/`), from the package (`runtime/bridge.py`,
 `io/`), a dotted module (`corecast.model.runtime.abi`), or a bare name (`channel.c`,
 `fileio`) that stands for a file in a folder the same table row, list item or paragraph
 names (`native/...`, `io/...`).  `:name` and `.function` tails are a module's contents;

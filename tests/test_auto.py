@@ -6,9 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import corecast
-from corecast.entities import Measurements
-from corecast.methods import auto
-from corecast.methods.laws import amdahl, usl
+from corecast.model.curve.entities import Measurements
+from corecast.model.curve.methods import auto
+from corecast.model.curve.methods.laws import amdahl, usl
 
 
 def test_two_points_answer_with_wide_band_and_warning():

@@ -4,8 +4,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from corecast.entities import Measurements
-from corecast.methods import METHODS, auto, trend
+from corecast.model.curve.entities import Measurements
+from corecast.model.curve.methods import METHODS, auto, trend
 from benchmark_module import benchmark_module
 
 ROOT = Path(__file__).resolve().parents[1]

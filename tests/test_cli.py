@@ -205,7 +205,7 @@ def test_unwritable_plot_path(capsys, time_csv, tmp_path):
 
 
 def test_model_crash_is_one_line(capsys, time_csv, monkeypatch):
-    from corecast import methods
+    from corecast.model.curve import methods
 
     def boom(data, nmax):
         raise ZeroDivisionError("oops")

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from corecast import methods
-from corecast.entities import InputError, Measurements
-from corecast.methods import estima
-from corecast.methods.presca import realistic
+from corecast.model.curve import methods
+from corecast.model.curve.entities import InputError, Measurements
+from corecast.model.curve.methods import estima
+from corecast.model.curve.methods.presca import realistic
 from corecast.io.stallplugin import StallPlugin, read_stall
 
 TRAIN = np.arange(1.0, 9.0)  # the first 8 counts

@@ -11,20 +11,23 @@ import pytest
 
 from corecast.cli import main
 from corecast.errors import InputError
-from corecast.io.readers import CURVES, READERS, RECORDING, read, read_inputs, readers
+from corecast.io.readers import CURVES, NUMA_SAMPLE, READERS, RECORDING, read, read_inputs, readers
 from corecast.io.readers.registry import Sniff
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "file-formats.md"
 BEGIN, END = "<!-- readers: begin (generated from the registry) -->", "<!-- readers: end -->"
-COMMANDS = {CURVES: "`corecast predict FILE`", RECORDING: "`corecast replay`, `merge`, `numa --replay`"}
+COMMANDS = {CURVES: "`corecast predict FILE`", RECORDING: "`corecast replay`, `merge`, `numa --replay`",
+            NUMA_SAMPLE: "`corecast numa --sample`, `--co-run`"}
+FLAGGED = (CURVES, RECORDING)  # the kinds whose commands take --format
 
 
 def formats_section() -> str:
     out = [BEGIN]
-    for kind in (CURVES, RECORDING):
+    for kind in (CURVES, RECORDING, NUMA_SAMPLE):
         out += ["", f"### Read by {COMMANDS[kind]}", "",
                 "| name (flag) | reads | detected by |", "|---|---|---|"]
-        out += [f"| `{r.name}` (`{r.flag}`) | {r.reads} | {r.detection} |" for r in readers(kind)]
+        out += [f"| `{r.name}` ({f'`{r.flag}`' if kind in FLAGGED else 'no flag: one format'}) | {r.reads} "
+                f"| {r.detection} |" for r in readers(kind)]
     return "\n".join(out + ["", END])
 
 
@@ -38,8 +41,9 @@ def test_docs_list_every_registered_reader():
 
 
 def test_each_kind_ends_in_a_fallback_and_names_are_unique():
-    assert set(r.yields for r in READERS.values()) == {CURVES, RECORDING}
+    assert set(r.yields for r in READERS.values()) == {CURVES, RECORDING, NUMA_SAMPLE}
     assert readers(CURVES)[-1].name == "csv" and [r.name for r in readers(RECORDING)] == ["recording"]
+    assert [r.name for r in readers(NUMA_SAMPLE)] == ["numa-sample"]
 
 
 @pytest.mark.parametrize("name, text, reader", [
@@ -52,9 +56,10 @@ def test_each_kind_ends_in_a_fallback_and_names_are_unique():
     ("p.json", '{"records": []}', "caliper"),
     ("p.cali", "__rec=ctx\n", "caliper"),
     ("run.jsonl", '{"event": "region", "schema": 4}\n', "recording"),
+    ("s.json", '{"llc": [0.001, 0.002], "bus": [0.002, 0.001]}', "numa-sample"),
 ])
 def test_detection(name, text, reader):
-    kind = RECORDING if reader == "recording" else CURVES
+    kind = READERS[reader].yields
     found = next(r for r in readers(kind) if r.detect(Sniff(name, text)))
     assert found.name == reader
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from corecast.entities import InputError
+from corecast.model.curve.entities import InputError
 from corecast.io.readers.measurements import read_measurements, read_table
 
 DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"

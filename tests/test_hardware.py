@@ -10,8 +10,8 @@ import pytest
 
 from corecast import predict
 from corecast.cli import main
-from corecast.entities import InputError
-from corecast.machine.hardware import SMT_YIELD, Hardware, oversubscribed
+from corecast.model.curve.entities import InputError
+from corecast.model.machine.hardware import SMT_YIELD, Hardware, oversubscribed
 
 from cli_checks import assert_one_line_error
 
@@ -215,7 +215,7 @@ def test_cli_rejects_more_cores_than_hardware_threads(tmp_path, capsys):
 
 
 def test_this_machine_reads_the_cpus_and_their_cores(tmp_path):
-    from corecast.machine.sysfs import this_machine
+    from corecast.model.machine.sysfs import this_machine
 
     cpus = sorted(os.sched_getaffinity(0))
     for i, cpu in enumerate(cpus):  # every CPU this process may use, two per core

@@ -19,7 +19,7 @@ import pytest
 from cli_checks import assert_one_line_error
 from corecast.io import fileio, settings
 from corecast.cli import main
-from corecast.entities import InputError
+from corecast.model.curve.entities import InputError
 from corecast.io.fileio import OutputError, append_lines, printable, read_bytes, read_text, write_file
 
 CSV = "threads,time\n1,10\n2,5.4\n4,3.1\n8,2.2\n"

@@ -3,8 +3,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corecast.entities import Measurements
-from corecast.methods import laws
+from corecast.model.curve.entities import Measurements
+from corecast.model.curve.methods import laws
 
 N = np.array([1, 2, 4, 6, 8, 12, 16, 24, 32], float)
 

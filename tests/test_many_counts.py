@@ -11,9 +11,9 @@ import pytest
 
 import corecast
 from corecast.cli import main
-from corecast.entities import InputError, Measurements
-from corecast.methods.laws import usl
-from corecast.prediction import MAX_FIT_POINTS, PREFERRED_SLACK
+from corecast.model.curve.entities import InputError, Measurements
+from corecast.model.curve.methods.laws import usl
+from corecast.model.curve.prediction import MAX_FIT_POINTS, PREFERRED_SLACK
 
 from cli_checks import assert_one_line_error
 

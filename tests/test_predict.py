@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import corecast
-from corecast.entities import InputError
-from corecast.methods.laws import usl
+from corecast.model.curve.entities import InputError
+from corecast.model.curve.methods.laws import usl
 
 N = np.array([1, 2, 3, 4, 6, 8], float)
 X = usl(N, [100.0, 0.04, 0.002])

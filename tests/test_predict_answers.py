@@ -48,7 +48,7 @@ def test_preferred_beyond_the_measured_range_only_where_the_band_gains():
 
 
 def test_sweep_and_predict_share_the_rule():
-    from corecast.extrapolation import extrapolate
+    from corecast.model.curve.extrapolation import extrapolate
 
     result = {"warnings": []}
     times = {n: [t] for n, t in zip(N, T)}
@@ -210,7 +210,7 @@ def test_article(n, word):
 
 def test_replay_header_says_an_8_core_and_calibrated(tmp_path):
     from corecast.tools.replay import replay
-    from corecast.machine import calibration as machine
+    from corecast.model.machine import calibration as machine
     from corecast.views.replayview import table
 
     recording = DATA / "recordings" / "schema1-npb-mg.A-4.jsonl"

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from corecast import CurvePrediction, ScalingPrediction, predict
-from corecast.machine.numa import load
+from corecast.model.machine.numa import load
 from corecast.model.numa import NumaPrediction, Rates, predict_nodes
 from corecast.model.runtime.bound import TeamPrediction, region_bound
 from corecast.model.runtime.contention import region_contention

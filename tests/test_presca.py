@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from corecast import kernels
-from corecast.entities import InputError, Measurements
-from corecast.methods import presca
+from corecast.model.curve import functions
+from corecast.model.curve.entities import InputError, Measurements
+from corecast.model.curve.methods import presca
 
 N = np.arange(1.0, 13.0)
 
@@ -36,7 +36,7 @@ def test_checkpoints_and_subsets():
     fit = presca.fit_presca(Measurements.from_samples(N, y), 24)
     assert fit.checkpoints == [9.0, 10.0, 11.0, 12.0]
     assert fit.params["subset"] in (2, 4, 6, 8)
-    assert fit.params["kernel"] in kernels.PRESCA_KERNEL
+    assert fit.params["kernel"] in functions.PRESCA_KERNEL
 
 
 def test_extrapolates_a_usl_curve():

@@ -12,8 +12,8 @@ import pytest
 
 from cli_checks import assert_one_line_error
 from corecast.cli import main
-from corecast.entities import InputError
-from corecast.fitquality import count_params, fit_quality
+from corecast.model.curve.entities import InputError
+from corecast.model.curve.fitquality import count_params, fit_quality
 from corecast.io.readers import read_inputs
 
 DATA = Path(__file__).parent / "data"

@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-from corecast import methods
-from corecast.entities import InputError, Measurements
-from corecast.methods.regression import fit_loglog, fit_regression, fit_split, wait_time
-from corecast.prediction import predict
+from corecast.model.curve import methods
+from corecast.model.curve.entities import InputError, Measurements
+from corecast.model.curve.methods.regression import fit_loglog, fit_regression, fit_split, wait_time
+from corecast.model.curve.prediction import predict
 
 Q = np.array([1, 2, 4, 8, 16], float)
 SIZES = np.array([100, 200, 400], float)

@@ -2,10 +2,10 @@
 import numpy as np
 import pytest
 
-from corecast import methods
-from corecast.entities import Measurements
-from corecast.methods.sizemodel import compare_laws, fit_size, fit_sizemodel, model_d
-from corecast.prediction import predict
+from corecast.model.curve import methods
+from corecast.model.curve.entities import Measurements
+from corecast.model.curve.methods.sizemodel import compare_laws, fit_size, fit_sizemodel, model_d
+from corecast.model.curve.prediction import predict
 
 # f1, f2, f3, log f4, q1, q2, log q3 for N normalised by its largest value
 TRUE = np.array([0.85, 0.05, 0.1, -1.0, 0.0, 0.003, 1.5])

@@ -85,7 +85,7 @@ def test_runtime_model_imports_nothing_heavy():
 
 
 def test_fits_import_scipy_only_when_fitting():
-    loaded, _ = heavy_after("import corecast.prediction, corecast.tuning")
+    loaded, _ = heavy_after("import corecast.model.curve.prediction, corecast.model.tuning.tuners")
     assert "scipy" not in {m.split(".")[0] for m in loaded}
     assert "numpy" in loaded
 

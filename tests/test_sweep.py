@@ -19,7 +19,7 @@ import pytest
 
 from corecast import predict, sweep
 from corecast.views import sweepviz
-from corecast.extrapolation import category_curve, estima_categories, extrapolate
+from corecast.model.curve.extrapolation import category_curve, estima_categories, extrapolate
 from corecast.io.sweepresult import empty_result
 from corecast.model.runtime.abi import STALLS
 from corecast.sweep.runner import region_curves
@@ -509,7 +509,7 @@ def fake_topology(root: Path, cpus: dict[int, tuple[int, int, str]]) -> str:
 
 
 def test_placement_orders(tmp_path):
-    from corecast.placement import cpu_order, omp_env
+    from corecast.model.tuning.placement import cpu_order, omp_env
 
     # 2 sockets x 2 cores x 2 threads, numbered with sockets interleaved and SMT siblings
     # far apart (cpu 0 and 4 share core 0 of socket 0; odd CPUs are socket 1)

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from corecast.cli import main
-from corecast.entities import InputError
+from corecast.model.curve.entities import InputError
 from corecast.io.readers.measurements import read_measurements
 from corecast.views.sweepviz import export_extrap, extrap_records, html_report, plot_sweep, render_html
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from corecast.machine.hardware import Hardware
+from corecast.model.machine.hardware import Hardware
 from benchmark_module import benchmark_module
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -2,8 +2,8 @@ import numpy as np
 import pytest
 
 import corecast
-from corecast.entities import Fit, Measurements
-from corecast.methods import METHODS, laws, trend
+from corecast.model.curve.entities import Fit, Measurements
+from corecast.model.curve.methods import METHODS, laws, trend
 
 
 def test_plateau_holds_the_last_value_and_passes_through_the_points():

@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from corecast import smallfit
+from corecast.model.curve import smallfit
 from corecast.cli import main
-from corecast.tuning import Binsearch, OPreSca
-from corecast.tunesim import simulate
+from corecast.model.tuning.tuners import Binsearch, OPreSca
+from corecast.model.tuning.tunesim import simulate
 
 from cli_checks import assert_one_line_error
 

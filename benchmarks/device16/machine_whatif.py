@@ -3,7 +3,7 @@ over-predicted gains on this folder's 16-core runs, before ``corecast calibrate`
 run on that machine.
 
 The recordings at 2 and 4 threads are replayed as ``benchmarks/scale16.py`` does, with and
-without a machine calibration (``machine/calibration.py``) whose e(n) is the measured
+without a machine calibration (``model/machine/calibration.py``) whose e(n) is the measured
 efficiency S(n) / n of NPB ep.W (embarrassingly parallel: a stand-in for what the
 calibration kernel would measure there, 0.82 at 16).  ep.W itself is not scored, nor
 curves without a 1-thread time.  Once ``corecast calibrate`` has measured that machine,
@@ -25,7 +25,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 import scale16  # noqa: E402  (benchmarks/scale16.py)
 
-from corecast.machine.calibration import Calibration, Curve  # noqa: E402
+from corecast.model.machine.calibration import Calibration, Curve  # noqa: E402
 
 HELD_OUT = {"npb-cg.A", "npb-cg.W", "npb-lu.W", "npb-sp.W", "pigz", "xz"}
 

@@ -11,12 +11,12 @@ __all__ = ["predict", "predict_measurements", "Measurements", "CurvePrediction",
 __version__ = "0.1.0"
 
 _LAZY = {
-    "predict": "corecast.prediction",
-    "predict_measurements": "corecast.prediction",
-    "Measurements": "corecast.entities",
-    "CurvePrediction": "corecast.entities",
+    "predict": "corecast.model.curve.prediction",
+    "predict_measurements": "corecast.model.curve.prediction",
+    "Measurements": "corecast.model.curve.entities",
+    "CurvePrediction": "corecast.model.curve.entities",
     "ScalingPrediction": "corecast.model.scaling",
-    "InputError": "corecast.entities",
+    "InputError": "corecast.model.curve.entities",
 }
 
 

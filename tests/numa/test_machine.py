@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from corecast.machine.numa import MachineError, detect, from_dict, hop_classes, load, presets, read_topology
+from corecast.model.machine.numa import MachineError, detect, from_dict, hop_classes, load, presets, read_topology
 
 
 def test_presets_load():

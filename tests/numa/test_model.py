@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corecast.machine.numa import load
-from corecast.numa import Rates, SampleError, fit_rate, parse_sample, predict_nodes
+from corecast.model.machine.numa import load
+from corecast.model.numa import Rates, SampleError, fit_rate, parse_sample, predict_nodes
 from corecast.model.numa import memory_cycles, preferred_nodes
 
 OPTERON = load("opteron6380")

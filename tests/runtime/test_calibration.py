@@ -1,4 +1,4 @@
-"""The machine calibration (``corecast calibrate``, machine/calibration.py): the file it
+"""The machine calibration (``corecast calibrate``, model/machine/calibration.py): the file it
 writes, the choice of curve a region's evidence makes (model/runtime/evidence.py), how a
 run and ``replay --machine`` apply it, and files that cannot be used (one line, never a
 failed prediction).  No test here depends on how fast the machine is: the choice is made
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from corecast.io.settings import calibration_path
-from corecast.machine import calibration as machine
+from corecast.model.machine import calibration as machine
 from corecast.model.runtime import evidence, predictor
 from corecast.model.runtime.history import BASIS_LEN, RegionHistory
 from corecast.tools.replay import replay, replay_process

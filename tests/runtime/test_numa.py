@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from corecast.machine.numa import load
+from corecast.model.machine.numa import load
 from corecast.model.runtime.bound import TeamPrediction
 from corecast.model.runtime.history import RegionHistory
 from corecast.model.runtime.numa import NumaState, node_prediction, predict_region_nodes, team_times

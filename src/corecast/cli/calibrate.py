@@ -1,5 +1,5 @@
 """``corecast calibrate``: measure this machine's compute and bandwidth curves once, for the
-runtime's predictions (tools/calibrate.py measures, machine/calibration.py reads,
+runtime's predictions (tools/calibrate.py measures, model/machine/calibration.py reads,
 model/runtime/evidence.py applies)."""
 from __future__ import annotations
 

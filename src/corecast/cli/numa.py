@@ -9,7 +9,7 @@ from .common import CliError, add_format_option, add_output_options, count, effi
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
-    from ..machine.numa import Machine
+    from ..model.machine.numa import Machine
 
 
 def add_numa(sub: argparse._SubParsersAction) -> None:
@@ -38,8 +38,9 @@ def add_numa(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_numa(args: argparse.Namespace) -> int:
-    from .. import numa
-    from ..machine import numa as machines
+    from ..io.readers import NUMA_SAMPLE, read
+    from ..model.machine import numa as machines
+    from ..model import numa
     from ..views import nodeview
 
     if (args.co_run is None) != (args.co_nodes is None):
@@ -50,8 +51,8 @@ def cmd_numa(args: argparse.Namespace) -> int:
         machine = machines.load(args.machine)
         if args.replay:
             return _replay(args, machine)
-        rates = numa.load_sample(args.sample, machine)
-        co = [(numa.load_sample(args.co_run, machine), args.co_nodes)] if args.co_run else []
+        rates = read([args.sample], NUMA_SAMPLE, machine=machine)  # bad files: InputError, one line
+        co = [(read([args.co_run], NUMA_SAMPLE, machine=machine), args.co_nodes)] if args.co_run else []
         pred = numa.predict_nodes(machine, rates, co, args.efficiency)
     except (machines.MachineError, numa.SampleError) as exc:
         raise CliError(str(exc)) from None
@@ -104,7 +105,7 @@ def add_machine(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_machine(args: argparse.Namespace) -> int:
-    from ..machine import numa as machines
+    from ..model.machine import numa as machines
     from ..io.fileio import write_file
 
     try:

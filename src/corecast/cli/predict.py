@@ -13,7 +13,7 @@ from .common import (CliError, add_format_option, add_output_options, count, cou
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
-    from ..entities import Measurements, CurvePrediction
+    from ..model.curve.entities import Measurements, CurvePrediction
 
 DEMO_DATA = "usl4j__cisco_benchmark.csv"
 DEMO_TRAIN_UPTO = 16
@@ -31,10 +31,10 @@ def add_predict(sub: argparse._SubParsersAction) -> None:
 
 
 def _predict_arguments(p: argparse.ArgumentParser) -> None:
-    from .. import methods  # numpy and scipy: only when predict runs
-    from ..entities import METRICS
-    from ..machine.hardware import FILLS
-    from ..prediction import DEFAULT_KNEE_FRACTION, DEFAULT_MIN_GAIN, SCALINGS
+    from ..model.curve import methods  # numpy and scipy: only when predict runs
+    from ..model.curve.entities import METRICS
+    from ..model.machine.hardware import FILLS
+    from ..model.curve.prediction import DEFAULT_KNEE_FRACTION, DEFAULT_MIN_GAIN, SCALINGS
 
     p.add_argument("file", metavar="FILE", nargs="+",
                    help="CSV (count column, then time/throughput/value, optional stall:NAME and size:NAME "
@@ -92,11 +92,11 @@ def cmd_predict(args: argparse.Namespace) -> int:
         raise CliError(str(e)) from None
     hw_threads, cores = args.hw_threads, args.cores
     if args.this_machine:
-        from ..machine.sysfs import this_machine
+        from ..model.machine.sysfs import this_machine
 
         here = this_machine()
         hw_threads, cores = hw_threads or here[0], cores or here[1]
-    from ..machine.hardware import Hardware
+    from ..model.machine.hardware import Hardware
 
     try:
         hardware = Hardware.of(hw_threads, cores, args.sockets, args.fill)
@@ -195,7 +195,7 @@ def _predict(data: Measurements, file: str, count_unit: str = "threads", **kwarg
     labels the counts (threads, or ranks)."""
     from dataclasses import replace
 
-    from ..prediction import predict_measurements
+    from ..model.curve.prediction import predict_measurements
 
     try:
         return replace(predict_measurements(data, **kwargs), count_unit=count_unit)

@@ -45,7 +45,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     machine = None
     if args.target_machine:
-        from ..machine import numa as machines
+        from ..model.machine import numa as machines
 
         try:  # refuse a bad file here rather than inside the program
             m = machines.load(args.target_machine)

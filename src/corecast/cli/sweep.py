@@ -20,7 +20,7 @@ def _sweep_threads(text: str) -> list[int]:
 
 
 def add_sweep(sub: argparse._SubParsersAction) -> None:
-    from ..placement import PLACEMENTS  # standard library only
+    from ..model.tuning.placement import PLACEMENTS  # standard library only
 
     p = sub.add_parser(
         "sweep",

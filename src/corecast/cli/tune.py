@@ -23,7 +23,7 @@ def add_tune_sim(sub: argparse._SubParsersAction) -> None:
 
 
 def _tune_sim_arguments(p: argparse.ArgumentParser) -> None:
-    from ..entities import METRICS  # numpy: only when tune-sim runs
+    from ..model.curve.entities import METRICS  # numpy: only when tune-sim runs
 
     p.add_argument("file", metavar="FILE.csv", help="CSV: count column, then time/throughput/value")
     p.add_argument("--metric", choices=METRICS, help="metric of a 'value' column")
@@ -37,8 +37,8 @@ def cmd_tune_sim(args: argparse.Namespace) -> int:
     import numpy as np
 
     from ..io.readers.measurements import read_measurements
-    from ..tunesim import simulate
-    from ..tuning import Binsearch, OPreSca
+    from ..model.tuning.tunesim import simulate
+    from ..model.tuning.tuners import Binsearch, OPreSca
 
     try:
         data = read_measurements(args.file, args.metric).at_target_size()

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Optional, Sequence, Union
 
-from ..entities import InputError
+from ..model.curve.entities import InputError
 from .fileio import read_bytes
 
 REDUCERS: dict[str, Callable[[Sequence[float]], float]] = {

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 
-from ..machine.numa import Machine
+from .machine.numa import Machine
 from .queueing import Q
 from .scaling import ScalingPrediction
 

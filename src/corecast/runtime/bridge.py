@@ -112,7 +112,7 @@ def _calibration() -> tuple[object | None, str]:
     library counts them: the first sample need not name it (a Python host starts the
     model with an empty one)."""
     if not _CALIBRATION:
-        from ..machine.calibration import for_this_machine
+        from ..model.machine.calibration import for_this_machine
 
         cal, note = for_this_machine(os.sysconf("SC_NPROCESSORS_ONLN"), os.environ.get(settings.MACHINE_FILE),
                                      settings.calibration_path())

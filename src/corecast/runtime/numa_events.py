@@ -29,8 +29,8 @@ import os
 import re
 from collections import namedtuple  # not dataclasses: their import (inspect, ast) cost each run 7 ms
 
-from ..machine.sysfs import parse_cpulist, topology
-from ..machine.sysfs import read_text as _read
+from ..model.machine.sysfs import parse_cpulist, topology
+from ..model.machine.sysfs import read_text as _read
 from ..model.runtime.abi import MAX_NODES, NUMA_MAX_EVENTS, NUMA_ROLES
 
 FORMAT_VERSION = "v1"

@@ -2,7 +2,7 @@
 
 Each run goes through the preload library (``CORECAST_OUTPUT`` to a temporary file,
 ``CORECAST_QUIET=1``, ``CORECAST_TARGET`` = the prediction horizon) and is confined to
-``n`` of the CPUs this process may use, chosen by ``--placement`` (``corecast.placement``;
+``n`` of the CPUs this process may use, chosen by ``--placement`` (``corecast.model.tuning.placement``;
 ``os.sched_setaffinity`` in the child, and ``OMP_PLACES``/``OMP_PROC_BIND`` for OpenMP),
 so a pthreads program cannot spread over more cores than the count says.  The count reaches
 the program through ``OMP_NUM_THREADS`` (openmp), ``POCL_CPU_MAX_CU_COUNT`` and the legacy
@@ -54,7 +54,7 @@ The result has the same keys (the count under ``"threads"``) plus ``"count": "ra
 
 The package: ``inputs`` (counts, plugins, the command and launcher), ``runs`` (one run and
 what it recorded), ``runner`` (the sweep); the result object, its reader and writer are I/O
-(``corecast.io.sweepresult``).  Extrapolation is model code (``corecast.extrapolation``); the terminal report is
+(``corecast.io.sweepresult``).  Extrapolation is model code (``corecast.model.curve.extrapolation``); the terminal report is
 a view (``corecast.views.sweeptable``).
 """
 from __future__ import annotations

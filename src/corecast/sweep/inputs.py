@@ -10,7 +10,7 @@ from typing import Iterable, Optional, Sequence
 
 from ..errors import InputError
 from ..io.fileio import parse_json, read_text
-from ..machine.sysfs import allowed_cpus
+from ..model.machine.sysfs import allowed_cpus
 from ..model.runtime.abi import STALLS
 from ..io.stallplugin import REDUCERS
 from ..io.sweepresult import SweepError

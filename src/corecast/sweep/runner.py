@@ -1,5 +1,5 @@
 """The sweep: every count run ``repeat`` times, the runs summarised per count and per
-region, the whole program and each region extrapolated (``corecast.extrapolation``)."""
+region, the whole program and each region extrapolated (``corecast.model.curve.extrapolation``)."""
 from __future__ import annotations
 
 import math
@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from ..errors import InputError
-from ..extrapolation import extrapolate
+from ..model.curve.extrapolation import extrapolate
 from ..tools.ranks import WAITS
-from ..machine.sysfs import allowed_cpus
+from ..model.machine.sysfs import allowed_cpus
 from .inputs import (DEFAULT_REPEAT, DEFAULT_TIMEOUT_S, PLACEHOLDER, RUNTIMES, Launch, PluginSpec,
                      check_command, default_counts, default_upto)
 from ..io.sweepresult import MIN_REGION_SHARE, SweepError, empty_result
@@ -65,7 +65,7 @@ def run_sweep(
     if any(int(n) != n or n < 1 for n in counts):
         raise SweepError(f"{'rank' if launch else 'thread'} counts must be whole numbers >= 1")
     counts = [int(n) for n in counts]
-    from ..prediction import MAX_COUNT
+    from ..model.curve.prediction import MAX_COUNT
 
     if upto is not None and not 1 <= upto <= MAX_COUNT:
         raise SweepError(f"--upto must be between 1 and {MAX_COUNT}, got {upto}")
@@ -74,7 +74,7 @@ def run_sweep(
     except InputError as exc:
         raise SweepError(str(exc)) from None
     horizon = int(upto) if upto is not None else default_upto(counts)
-    from ..placement import PLACEMENTS, cpu_order, cpus_for
+    from ..model.tuning.placement import PLACEMENTS, cpu_order, cpus_for
 
     if placement not in PLACEMENTS:
         raise SweepError(f"unknown placement {placement!r}; use {', '.join(PLACEMENTS)}")

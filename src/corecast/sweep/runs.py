@@ -133,7 +133,7 @@ def run_once(
 ) -> RunResult:
     """Run ``command`` once at ``threads`` (ranks with ``launch``) under the preload library,
     on the first ``threads`` CPUs of ``cpus`` (in the ``placement`` policy's order)."""
-    from ..placement import cpus_for, omp_env
+    from ..model.tuning.placement import cpus_for, omp_env
     from ..runtime.launcher import preload_env
 
     out_path, err_path, json_path = (workdir / f"{threads}.{k}" for k in ("out", "err", "jsonl"))

@@ -1,5 +1,5 @@
 """``corecast calibrate``: this machine's two curves of per-thread speed as more of its cores
-are busy, measured once (``machine/calibration.py`` reads them; ``model/runtime/evidence.py``
+are busy, measured once (``model/machine/calibration.py`` reads them; ``model/runtime/evidence.py``
 applies one to a region only where the run's evidence names it).
 
 The kernels are compiled (``native/calibrate/calibrate.c``, ``libcorecast_calibrate.so``,
@@ -30,7 +30,7 @@ import glob
 import os
 import time
 
-from ..machine.calibration import KEY, SCHEMA, cpu_model
+from ..model.machine.calibration import KEY, SCHEMA, cpu_model
 
 KERNELS = {"compute": "multiply-add chains in registers (likwid-bench peakflops), one libgomp team",
            "bandwidth": "STREAM triad, first-touched slices (likwid-bench triad), one libgomp team"}

@@ -131,7 +131,7 @@ def collect_runs(paths: list[str], format: str | None = None) -> tuple[list[Run]
 
 def runs_of(recordings: Iterable[tuple[str, list[RecordedProcess]]]) -> tuple[list[Run], list[str]]:
     """``collect_runs`` of recordings already read: (file, its processes) each."""
-    from ..prediction import MAX_COUNT
+    from ..model.curve.prediction import MAX_COUNT
 
     runs: dict[int, list[Run]] = {}
     for path, procs in recordings:
@@ -189,7 +189,7 @@ def merge(paths: list[str], upto: int | None = None, format: str | None = None) 
     upto = upto or max(16, 2 * largest)
     sizes = sorted({r.ranks for r in runs})
     if len(sizes) >= 3:
-        from ..prediction import predict
+        from ..model.curve.prediction import predict
 
         pred = predict([r.ranks for r in runs], [r.time_s for r in runs], metric="time", upto=upto,
                        method="regression",

@@ -18,8 +18,8 @@ from ..model.runtime.bound import TeamPrediction
 from .samples import RecordedProcess, read_recording
 
 if TYPE_CHECKING:
-    from ..machine.numa import Machine
-    from ..machine.calibration import Calibration
+    from ..model.machine.numa import Machine
+    from ..model.machine.calibration import Calibration
     from ..model.runtime.record import RegionSample
 
 
@@ -70,7 +70,7 @@ def replay(path: str, target: int | None = None, machine: str | None = None,
     if machine is not None:
         from ..errors import InputError
         from ..io.fileio import read_text, shown
-        from ..machine.calibration import CalibrationError, parse
+        from ..model.machine.calibration import CalibrationError, parse
 
         text = read_text(machine)  # the CLI's reader: limits, FIFOs, one-line errors
         try:

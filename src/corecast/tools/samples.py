@@ -15,13 +15,13 @@ from typing import Iterable
 from ..errors import InputError
 from ..io.fileio import shown
 from ..io.readers import RECORDING, read
-from ..machine import calibration
+from ..model.machine import calibration
 from ..model.runtime import record
 
 TYPE_CHECKING = False  # annotations only
 if TYPE_CHECKING:
     from ..model.runtime.kernelstats import KernelStats
-    from ..machine.calibration import Calibration
+    from ..model.machine.calibration import Calibration
     from ..model.runtime.record import RegionSample
 
 EVENTS = ("region", "process", "summary", "kernel")  # the events a process is read from

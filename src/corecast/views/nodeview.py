@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from ..io.fileio import printable
 
 if TYPE_CHECKING:
-    from ..machine.numa import Machine
+    from ..model.machine.numa import Machine
 
 
 def node_table(rows: list[dict]) -> str:

@@ -9,7 +9,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from ..entities import Measurements, CurvePrediction
+from ..model.curve.entities import Measurements, CurvePrediction
 from ..io.fileio import write_file
 
 FORMATS = {".svg": "svg", ".pdf": "pdf"}  # any other name (and "-") gets PNG

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..entities import Measurements, CurvePrediction
+from ..model.curve.entities import Measurements, CurvePrediction
 from ..io.fileio import printable
 
 # Grids longer than this show only the interesting rows (see ``_rows_to_show``).

@@ -16,6 +16,9 @@ Measured curves, which ``corecast predict`` fits (``read_inputs``: one ``Series`
 A run's recording, which ``replay``, ``merge`` and ``numa --replay`` read
 (``readers.recording``: the JSON Lines, line by line; ``tools.samples`` decodes them).
 
+A NUMA sample, which ``numa --sample`` and ``--co-run`` read (``readers.numasample``: one
+JSON object, its rates for the machine given).
+
 Every file goes through ``fileio.read_text`` once (size limit, FIFOs and standard input
 work, one-line errors).  Values of a profile's metric are costs (time, visits, bytes: lower is better)
 unless ``metric`` says otherwise.
@@ -24,17 +27,17 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from . import caliper, extrap, measurements, recording
+from . import caliper, extrap, measurements, numasample, recording
 from .raw import RawSeries, Series
-from .registry import CURVES, READERS, RECORDING, Reader, read, readers, register
+from .registry import CURVES, NUMA_SAMPLE, READERS, RECORDING, Reader, read, readers, register
 
-__all__ = ["CURVES", "READERS", "RECORDING", "RawSeries", "Reader", "Series", "read", "read_inputs",
+__all__ = ["CURVES", "NUMA_SAMPLE", "READERS", "RECORDING", "RawSeries", "Reader", "Series", "read", "read_inputs",
            "readers", "register"]
 
 # Detection order: the first reader of a kind whose detector says yes reads the file; the
 # last of a kind is its fallback.  Caliper first: a .cali name decides before the content.
 for _reader in (caliper.READER, extrap.TEXT, extrap.JSON, measurements.SWEEP, measurements.CSV,
-                recording.READER):
+                recording.READER, numasample.READER):
     register(_reader)
 
 

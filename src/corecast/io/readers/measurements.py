@@ -25,7 +25,7 @@ from .raw import Series, one_curve
 from .registry import CURVES, Reader
 
 if TYPE_CHECKING:
-    from ...entities import Measurements
+    from ...model.curve.entities import Measurements
 
 
 # ---------------------------------------------------------------- measurement tables
@@ -133,7 +133,7 @@ def parse_measurements(text: str, name: str, metric: str | None = None) -> Measu
 
 def parse_csv_measurements(text: str, name: str, metric: str | None = None) -> Measurements:
     """The measurement CSV ``text`` read from ``name`` (as messages show it)."""
-    from ...entities import Measurements  # numpy: only once measurements are built
+    from ...model.curve.entities import Measurements  # numpy: only once measurements are built
 
     _check_metric(metric)
     table = parse_table(text, name)
@@ -286,7 +286,7 @@ def _looks_like_json(path: str, text: str) -> bool:
 
 
 def _check_metric(metric: str | None) -> None:
-    from ...entities import METRICS
+    from ...model.curve.entities import METRICS
 
     if metric is not None and metric not in METRICS:
         raise InputError(f"unknown metric {metric!r}: use time or throughput")
@@ -309,7 +309,7 @@ def read_sweep_measurements(path: str, metric: str | None = None) -> Measurement
 
 def sweep_measurements(result: dict, path: str, metric: str | None = None) -> Measurements:
     """``read_sweep_measurements`` of a checked sweep result read from ``path``."""
-    from ...entities import Measurements  # numpy: only once measurements are built
+    from ...model.curve.entities import Measurements  # numpy: only once measurements are built
 
     if metric is not None and metric != "time":
         raise InputError(f"{path}: --metric {metric} conflicts with a sweep result (its times are a time metric)")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from ...errors import InputError
 
 if TYPE_CHECKING:
-    from ...entities import Measurements
+    from ...model.curve.entities import Measurements
 
 
 @dataclass
@@ -75,7 +75,7 @@ def named_curves(raw: list[RawSeries], source: str, path: str, metric: str | Non
 
 
 def _series(raw: RawSeries, source: str, metric: str | None) -> Series:
-    from ...entities import Measurements  # numpy: only once measurements are built
+    from ...model.curve.entities import Measurements  # numpy: only once measurements are built
 
     counts = [n for n, _ in raw.points]
     values = [v for _, v in raw.points]

@@ -3,7 +3,7 @@
 
 A reader says what it yields (``CURVES``: measured curves, which ``corecast predict``
 fits; ``RECORDING``: a run's JSON Lines, which ``replay``, ``merge`` and ``numa --replay``
-read), what it reads and how it is recognised (both for ``docs/file-formats.md``, which
+read; ``NUMA_SAMPLE``: a program's memory traffic, which ``numa --sample`` reads), what it reads and how it is recognised (both for ``docs/file-formats.md``, which
 ``tests/test_file_formats.py`` checks against this registry), its detector and its
 loader.  Its name is the ``--format NAME`` of the commands that read what it yields;
 without ``--format`` the readers of that kind are tried in registration order
@@ -23,7 +23,8 @@ from ..fileio import read_text, shown
 
 CURVES = "curves"        # -> list[Series]: corecast predict
 RECORDING = "recording"  # -> (line number, JSON value) each line: replay, merge, numa --replay
-KINDS = (CURVES, RECORDING)
+NUMA_SAMPLE = "numa sample"  # -> model.numa.Rates (option: machine): numa --sample, --co-run
+KINDS = (CURVES, RECORDING, NUMA_SAMPLE)
 NOT_JSON = object()  # Sniff.json of text that is not one JSON value
 
 

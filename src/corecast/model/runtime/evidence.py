@@ -1,5 +1,5 @@
 """Which of the machine's curves (``corecast calibrate``: compute e_c, bandwidth e_b;
-``machine/calibration.py``) a region's one-sample prediction gets, and how: the one place
+``model/machine/calibration.py``) a region's one-sample prediction gets, and how: the one place
 the calibration meets the runtime model.
 
 A curve describes one kind of loss: e_c a thread's compute rate with more cores busy,
@@ -51,7 +51,7 @@ from .history import BASIS_LEN
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
-    from ...machine.calibration import Calibration
+    from ..machine.calibration import Calibration
     from .bound import TeamPrediction
     from .record import ProcessSample, RegionSample
 

@@ -120,7 +120,7 @@ def extrapolate(history: RegionHistory, target: int) -> TeamPrediction | None:
     if 1 in measured and max(measured) >= max(counts):
         return interpolate(history, counts)
     load_numeric()  # numpy/scipy: only for regions run at several sizes, beyond them
-    from ...prediction import predict
+    from ..curve.prediction import predict
 
     teams = sorted(measured)
     per_call = [measured[t][1] / measured[t][0] for t in teams]

@@ -3,7 +3,7 @@
 Per region the NUMA prediction is k nodes times the product of two efficiencies
 (speedup / k), each from what was measured here:
 - memory: the two-level queueing model of Cho, Oh and Egger ("Online Scalability
-  Characterization of Data-Parallel Programs on Many Cores", PACT 2016; corecast.numa).  Its rates come from
+  Characterization of Data-Parallel Programs on Many Cores", PACT 2016; ``model.numa``).  Its rates come from
   the memory counters of the first window the region dominates (at least half of the
   window's wall time), as the paper samples the start of each kernel; without counters
   (no PMU: VMs, containers) the DRAM request rate is fitted to the region's work time per
@@ -24,7 +24,7 @@ import json
 import math
 import os
 
-from ...machine import numa as machines
+from ..machine import numa as machines
 from ..numa import Rates, SampleError, fit_rate, parse_sample, predict_nodes
 from ..scaling import ScalingPrediction
 

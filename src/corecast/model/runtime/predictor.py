@@ -12,7 +12,7 @@ from .spread import widen
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
-    from ...machine.calibration import Calibration
+    from ..machine.calibration import Calibration
     from .record import ProcessSample, RegionSample
 
 

@@ -21,7 +21,7 @@ standard library's only (``tuning`` on ``smallfit``): no numpy or scipy in the h
 """
 from __future__ import annotations
 
-from ...tuning import OPreSca
+from ..tuning.tuners import OPreSca
 from .bound import TeamPrediction
 from .history import RegionHistory
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import statistics
 from typing import Optional, Sequence
 
-from .errors import InputError
+from ...errors import InputError
 
 
 def extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[str],

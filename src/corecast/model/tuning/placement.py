@@ -23,7 +23,7 @@ PLACEMENTS = ("compact", "spread", "none")
 def cpu_order(policy: str, cpus: Sequence[int], sysfs_root: str = "/sys") -> tuple[list[int], str | None]:
     """``cpus`` in the order ``policy`` fills them, and a warning when the topology was
     not available (then: numeric order)."""
-    from .machine.sysfs import cpu_cores
+    from ..machine.sysfs import cpu_cores
 
     cpus = sorted(cpus)
     if policy == "none":

@@ -1,6 +1,6 @@
 """Which count to run at, from a predicted curve: the preferred count (the one that pays
 off), the fastest count the band supports, the knee; and whether a time curve looks like
-weak scaling.  Pure functions of arrays (``corecast.prediction`` calls them)."""
+weak scaling.  Pure functions of arrays (``prediction`` calls them)."""
 from __future__ import annotations
 
 import numpy as np

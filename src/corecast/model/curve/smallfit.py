@@ -1,10 +1,10 @@
 """Relative least-squares fits of a handful of points in plain Python (standard library only).
 
-OPreSca's online step (``corecast.tuning``) fits one small kernel to the few counts a
+OPreSca's online step (``corecast.model.tuning.tuners``) fits one small kernel to the few counts a
 tuner has measured, once per decision.  Inside a profiled program importing numpy and
 scipy for that would cost more (0.4-0.6 s of CPU) than all of a run's decisions, so the
 step fits here: polynomials, and the rational kernels ``(a0 + ... + ai n^i) / (1 + b1 n +
-... + bj n^j)`` of ``kernels.rational`` linearised as there (Levy's method refined by
+... + bj n^j)`` of ``functions.rational`` linearised as there (Levy's method refined by
 Sanathanan-Koerner reweighting) without its Levenberg-Marquardt polish.  Counts are
 divided by ``scale`` (the largest candidate) before the powers are taken, and the least
 squares are solved by Householder QR on unit-norm columns, so n^3 at 64 threads does not

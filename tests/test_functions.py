@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from corecast import kernels
+from corecast.model.curve import functions
 
 N = np.arange(1.0, 13.0)
 
@@ -22,9 +22,9 @@ TRUE = {
 
 @pytest.mark.parametrize("name", sorted(TRUE))
 def test_exact_curve_is_reproduced(name):
-    k = kernels.get(name)
+    k = functions.get(name)
     y = k.evaluate(N, np.array(TRUE[name]))
-    fit = kernels.fit(k, N, y, nmax=24)
+    fit = functions.fit(k, N, y, nmax=24)
     assert fit is not None
     assert fit.error < 1e-3
     q = np.arange(1.0, 25.0)
@@ -33,37 +33,37 @@ def test_exact_curve_is_reproduced(name):
 
 @pytest.mark.parametrize("name", ["Rat11", "Rat12", "CubicLn", "ExpRat", "ExpRatE", "Poly2"])
 def test_parameters_recovered_exactly(name):
-    k = kernels.get(name)
+    k = functions.get(name)
     p = np.array(TRUE[name])
-    fit = kernels.fit(k, N, k.evaluate(N, p))
+    fit = functions.fit(k, N, k.evaluate(N, p))
     np.testing.assert_allclose(fit.params, p, rtol=1e-3, atol=1e-6)
 
 
 @pytest.mark.parametrize("name", ["Rat12", "Rat22", "CubicLn", "ExpRat", "ExpRatE"])
 def test_noisy_curve_fits_within_noise(name):
-    k = kernels.get(name)
+    k = functions.get(name)
     rng = np.random.default_rng(1)
     clean = k.evaluate(N, np.array(TRUE[name]))
     noisy = clean * (1 + rng.normal(0, 0.01, N.size))
-    fit = kernels.fit(k, N, noisy)
+    fit = functions.fit(k, N, noisy)
     assert fit is not None
     assert fit.error < 0.02
     np.testing.assert_allclose(fit(N), clean, rtol=0.03)
 
 
 def test_too_few_points_gives_no_fit():
-    assert kernels.fit("Rat33", N[:6], N[:6]) is None
-    assert kernels.fit("CubicLn", N[:3], N[:3]) is None
+    assert functions.fit("Rat33", N[:6], N[:6]) is None
+    assert functions.fit("CubicLn", N[:3], N[:3]) is None
 
 
 def test_pole_inside_range_is_rejected():
-    k = kernels.get("Rat11")
+    k = functions.get("Rat11")
     # Denominator 1 - 0.05 n vanishes at n = 20.
     p = np.array([0.0, 10.0, -0.05])
     y = k.evaluate(N, p)
-    assert kernels.fit(k, N, y, nmax=12) is not None
+    assert functions.fit(k, N, y, nmax=12) is not None
     # Beyond 20 the free fit has a pole: the fit falls back to a pole-free one or none.
-    far = kernels.fit(k, N, y, nmax=30)
+    far = functions.fit(k, N, y, nmax=30)
     assert far is None or (k.valid(far.params, 30) and np.all(np.isfinite(far(np.arange(1.0, 31.0)))))
     assert far is None or far.params[2] >= 0
     assert not k.valid(p, 30)
@@ -74,13 +74,13 @@ def test_fit_minimises_relative_not_absolute_error():
     # One point 1000x larger must not dominate a linear fit.
     n = np.array([1.0, 2.0, 3.0, 4.0])
     y = np.array([1.0, 2.0, 3.0, 4000.0])
-    fit = kernels.fit("Poly1", n, y)
+    fit = functions.fit("Poly1", n, y)
     rel = np.abs(fit(n) - y) / y
     assert np.median(rel) < 1.0
 
 
 def test_registry_has_every_method_kernel():
-    for name in kernels.PRESCA_KERNEL + kernels.ESTIMA_KERNEL + tuple(kernels.OPRESCA_BY_COUNT.values()):
-        assert name in kernels.KERNELS
+    for name in functions.PRESCA_KERNEL + functions.ESTIMA_KERNEL + tuple(functions.OPRESCA_BY_COUNT.values()):
+        assert name in functions.KERNELS
     with pytest.raises(KeyError):
-        kernels.get("Rat99")
+        functions.get("Rat99")

@@ -25,8 +25,8 @@ import json
 import math
 import os
 
-from ..errors import InputError, article
-from ..io.fileio import parse_json, read_text, shown
+from ...errors import InputError, article
+from ...io.fileio import parse_json, read_text, shown
 from .sysfs import distances, topology
 
 TYPE_CHECKING = False  # typing costs a profiled program start-up time: annotations only

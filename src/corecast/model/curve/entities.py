@@ -12,9 +12,9 @@ from typing import Callable, Literal, Mapping
 
 import numpy as np
 
-from .errors import InputError  # noqa: F401  (defined without numpy: fileio and the runtime raise it)
-from .machine.hardware import SMT_YIELD, Hardware
-from .model.scaling import ScalingPrediction
+from ...errors import InputError  # noqa: F401  (defined without numpy: fileio and the runtime raise it)
+from ..machine.hardware import SMT_YIELD, Hardware
+from ..scaling import ScalingPrediction
 
 Metric = Literal["time", "throughput"]
 METRICS: tuple[str, ...] = ("time", "throughput")
@@ -330,7 +330,7 @@ class CurvePrediction(ScalingPrediction):
     # (the JSON gives it as params["value_scale"]).
     value_scale: float = 1.0
     # Per model (the chosen one first, then auto's members): {"model", "params", "rss",
-    # "adj_r2", "smape"} against the measured points (see corecast.fitquality).
+    # "adj_r2", "smape"} against the measured points (see fitquality).
     fit_quality: list[dict] = field(default_factory=list)
     hardware: Hardware | None = None  # the machine predicted for (None: not given)
     # The count of the best predicted performance the band supports (``preferred`` is the

@@ -10,10 +10,10 @@ import numpy as np
 
 from . import methods
 from .entities import Fit, InputError, Measurements, CurvePrediction, from_perf
-from .errors import article
+from ...errors import article
 from .fitquality import count_params, fit_quality
 from .fitting import rms
-from .machine.hardware import SMT_YIELD_RANGE, Hardware, oversubscribed
+from ..machine.hardware import SMT_YIELD_RANGE, Hardware, oversubscribed
 from .preference import (DEFAULT_MIN_GAIN, PREFERRED_SLACK, SCALINGS, _supported, fastest_count,  # noqa: F401
                          knee_count, looks_weak, measured_preferred, preferred_count)
 
@@ -60,7 +60,7 @@ def predict(
     throughput that falls and a time that grows.  Repeated counts are repetitions.
     ``min_gain``: the preferred count's threshold (see ``preferred_count``); ``scaling``:
     ``"strong"`` (fixed total work, the default) or ``"weak"`` (fixed work per count).  ``hw_threads``, ``cores``, ``sockets``, ``fill``: of the machine
-    predicted for, when known (see corecast.machine.hardware).  Raises ``InputError`` with a
+    predicted for, when known (see corecast.model.machine.hardware).  Raises ``InputError`` with a
     one-line message on unusable input.
     """
     if metric is None:

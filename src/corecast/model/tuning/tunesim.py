@@ -1,11 +1,11 @@
-"""``corecast tune-sim``'s replay: an online tuner (``corecast.tuning``) driven by a
+"""``corecast tune-sim``'s replay: an online tuner (``tuners``) driven by a
 measured curve used as the oracle."""
 from __future__ import annotations
 
 import math
 from typing import Sequence
 
-from .tuning import Tuner
+from .tuners import Tuner
 
 
 def simulate(

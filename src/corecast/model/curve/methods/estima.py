@@ -21,7 +21,7 @@ from typing import Callable, Optional
 
 import numpy as np
 
-from .. import kernels
+from .. import functions
 from ..entities import Fit, InputError, Measurements
 from ..fitting import rms
 from .registry import register
@@ -38,14 +38,14 @@ ZERO_FRACTION = 1e-6  # a category below this share of the largest one counts as
 FIT_SLACK = 0.02
 CORRELATION_TIE = 5e-3
 
-MIN_KERNEL_PARAMS = min(kernels.get(k).nparams for k in kernels.ESTIMA_KERNEL)
+MIN_KERNEL_PARAMS = min(functions.get(k).nparams for k in functions.ESTIMA_KERNEL)
 
 Array = np.ndarray
 
 
 @dataclass(frozen=True)
 class Candidate:
-    fit: kernels.KernelFit
+    fit: functions.KernelFit
     subset: int  # training points used
     checkpoints: int  # c
     error: float  # RMSE at the c checkpoints, in the data's unit
@@ -77,17 +77,17 @@ def usable_checkpoints(m: int) -> list[int]:
     return [c for c in CHECKPOINTS if m - c >= MIN_KERNEL_PARAMS]
 
 
-def subset_fits(n: Array, y: Array, nmax: float, last: int) -> dict[int, list[kernels.KernelFit]]:
+def subset_fits(n: Array, y: Array, nmax: float, last: int) -> dict[int, list[functions.KernelFit]]:
     """Every ESTIMA kernel fitted to the first i points, i = 3..last (None fits dropped)."""
     out = {}
     for i in range(MIN_SUBSET, last + 1):
-        fits = [kernels.fit(k, n[:i], y[:i], nmax) for k in kernels.ESTIMA_KERNEL]
+        fits = [functions.fit(k, n[:i], y[:i], nmax) for k in functions.ESTIMA_KERNEL]
         out[i] = [f for f in fits if f is not None]
     return out
 
 
 def checkpoint_candidates(
-    n: Array, y: Array, nmax: float, accept: Callable[[kernels.KernelFit], bool]
+    n: Array, y: Array, nmax: float, accept: Callable[[functions.KernelFit], bool]
 ) -> list[Candidate]:
     """Accepted candidates for every (c, i), lowest checkpoint RMSE first.
 
@@ -133,7 +133,7 @@ def extrapolate_stall(n: Array, y: Array, nmax: float, scale: Optional[float] = 
     grid = target_grid(nmax)
     grid = grid[grid >= first]
 
-    def accept(f: kernels.KernelFit) -> bool:
+    def accept(f: functions.KernelFit) -> bool:
         v = f(grid)
         return bool(np.all(np.isfinite(v)) and np.all(v >= 0))
 
@@ -166,7 +166,7 @@ def pearson(a: Array, b: Array) -> float:
 
 @dataclass(frozen=True)
 class FactorChoice:
-    fit: kernels.KernelFit
+    fit: functions.KernelFit
     subset: int
     correlation: float
     error: float  # RMS relative error of F*s against the measured time

@@ -24,7 +24,7 @@ their backtest error, but on the corpus the backtest barely ranks the members (i
 member is the best one beyond the measured range in about a quarter of the splits;
 ``benchmarks/selection.py``): contended curves change regime (sockets, SMT, more threads
 than cores) beyond the counts a backtest sees; the last two are the machine's, which
-``predict`` applies to every method when it is given (corecast.machine.hardware).
+``predict`` applies to every method when it is given (corecast.model.machine.hardware).
 ``benchmarks/accuracy.py --loso`` chooses among ``RULE_CHOICES`` on the other sources and
 scores the choice on the held-out one; ``DEFAULT_RULES`` is its choice on all sources.
 
@@ -35,7 +35,7 @@ source and on the shared curves of programs), so a curve whose members disagreed
 own upper half gets a wider band.
 
 Where the counts ahead put threads on cores already busy that no measured count shared
-(corecast.machine.hardware: SMT), every member is asked in core units at SMT_YIELD, one typical
+(corecast.model.machine.hardware: SMT), every member is asked in core units at SMT_YIELD, one typical
 figure for what such a thread adds.  ``Rules.smt_member`` adds one more voter to the
 median: the members' median asked at another yield of SMT_YIELD_RANGE (``predict`` asks
 ``Fit.perf_with``), so a single guess of the yield does not decide every member at once.
@@ -54,7 +54,7 @@ import numpy as np
 
 from ..entities import Fit, InputError, Measurements
 from ..fitting import rms
-from ..machine.hardware import SMT_YIELD_RANGE
+from ...machine.hardware import SMT_YIELD_RANGE
 from .registry import METHODS, check_usable, register
 from .laws import fit_usl_falling_pair
 from . import trend

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import InputError
+from ...errors import InputError
 
 # What a core's further hardware threads add, as a share of what a thread on a core of its
 # own adds: the gain Hyper-Threading's designers report on server benchmarks, "up to 30%"

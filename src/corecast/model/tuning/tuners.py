@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 
-from . import smallfit
+from ..curve import smallfit
 
 # Imported by every steered program: typing, statistics and random would add ~25 ms to
 # the model's start, all before steering's first decision.

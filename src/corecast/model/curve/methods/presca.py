@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .. import kernels, smallfit
+from .. import functions, smallfit
 from ..entities import Fit, InputError, Measurements
 from ..fitting import rms
 from .registry import register
@@ -24,7 +24,7 @@ INTERPOLATION_MISS = 1.5  # an interpolation further off a measured point is not
 
 @dataclass(frozen=True)
 class Candidate:
-    fit: kernels.KernelFit
+    fit: functions.KernelFit
     subset: int  # training points used
     checkpoint_error: float  # RMS relative error at the checkpoints
 
@@ -56,7 +56,7 @@ def candidates(
     n: np.ndarray,
     y: np.ndarray,
     nmax: float,
-    kernel_names=kernels.PRESCA_KERNEL,
+    kernel_names=functions.PRESCA_KERNEL,
     c: int | None = None,
     subset_sizes=None,
 ) -> list[Candidate]:
@@ -70,7 +70,7 @@ def candidates(
     out = []
     for k in sizes:
         for name in kernel_names:
-            kf = kernels.fit(name, n[:k], y[:k], nmax)
+            kf = functions.fit(name, n[:k], y[:k], nmax)
             if kf is None or not realistic(kf, nmax):
                 continue
             err = rms((kf(cn) - cy) / cy)
@@ -89,10 +89,10 @@ def follows(f, n: np.ndarray, y: np.ndarray) -> bool:
         return bool(np.all(np.abs(np.log(ratio)) <= np.log(INTERPOLATION_MISS)))
 
 
-def interpolate(n: np.ndarray, y: np.ndarray, online: bool = False) -> kernels.KernelFit | None:
+def interpolate(n: np.ndarray, y: np.ndarray, online: bool = False) -> functions.KernelFit | None:
     """Least-squares polynomial of degree min(6, m-2) (online: min(6, m-1))."""
     degree = min(6, n.size - (1 if online else 2))
-    return kernels.fit(kernels.polynomial(max(degree, 1)), n, y)
+    return functions.fit(functions.polynomial(max(degree, 1)), n, y)
 
 
 @register("presca", "PreSca function approximation (Rat/CubicLn/ExpRat kernels, checkpoints)", MIN_POINTS)
