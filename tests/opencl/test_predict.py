@@ -168,3 +168,18 @@ def test_node_counts_on_a_target_machine(monkeypatch):
     assert predict.memory_model(kernel(kind="gpu"), "two-socket") is None
     with pytest.raises(ValueError, match="no such file"):
         predict.memory_model(kernel(), "/nonexistent/m.json")
+
+
+def test_a_cpu_devices_kernel_gets_the_empirical_band_regions_get():
+    """The band around a pocl kernel's prediction is at least the one every CPU region's
+    gets (model/runtime/spread.py); before, it was the model's own, 1.00-wide at 16 for a
+    busy kernel, and held none of the kernels measured at 1..N compute units."""
+    import math
+
+    from corecast.model.runtime import spread
+
+    pred = predict.predict(kernel(cpu_s=0.8), 16, 16)
+    s = pred.speedup[-1]
+    assert pred.low[-1] <= s * math.exp(spread.LOW_PER_DOUBLING * 4) * (1 + 1e-9)
+    assert pred.high[-1] >= s * math.exp(spread.HIGH_PER_DOUBLING * 4) * (1 - 1e-9)
+    assert pred.high[-1] / pred.low[-1] > 1.5
