@@ -28,6 +28,11 @@ The variants below start from the shipped rule (the step member at yield 1):
   second socket adds nothing; cross-socket traffic eats what its cores add);
 * ``over A``: past the hardware threads one more voter falls as (hardware threads /
   n)^A from the median there (time-shared spinning threads lose what they wait on);
+* ``where slope < S`` (or ``>``), ``where efficiency < E`` (or ``>``): the rest of the
+  variant only on curves whose log-log slope over the last measured doubling
+  (``trend.recent_slope``), or whose parallel efficiency at the largest measured count,
+  lies on that side (elsewhere ``none``): whether what a curve did so far says which
+  curves gain from a core's further hardware threads;
 * ``pick K backtest`` / ``pick K members``: the pick crosses the first unmeasured
   boundary of kind K only where the predicted gain past it exceeds the members' median
   backtest error per doubling of the count (the ``band`` auto widens by), or where the
@@ -50,7 +55,7 @@ import numpy as np
 from accuracy import CORPUS, Score, aggregate, merit, predict_split, print_rows, score_values, source_of, splits_of
 from corecast.entities import InputError
 from corecast.machine.hardware import SMT_YIELD_RANGE, Hardware
-from corecast.methods import auto
+from corecast.methods import auto, trend
 
 BASE = replace(auto.DEFAULT_RULES, smt_member=None)
 KINDS = {"smt": ("smt",), "socket": ("socket",), "smt+socket": ("smt", "socket")}
@@ -90,7 +95,7 @@ def members_of(split) -> dict | None:
             kept.extend(f for f, w in zip(fits, weights) if w > 0)
         return combined(fits, weights, weighted_mean)
 
-    def seen(data, names, nmax, damping=auto.trend.DAMPING, anchor=False):  # the data predict fitted
+    def seen(data, names, nmax, damping=trend.DAMPING, anchor=False):  # the data predict fitted
         if not fitted:
             fitted.append((data, nmax, damping, anchor))
         return backtest(data, names, nmax, damping, anchor)
@@ -175,12 +180,25 @@ def _weights(rec: dict, part: str) -> np.ndarray:
     return np.where(np.isfinite(e), np.exp(-(e - e[np.isfinite(e)].min()) / float(value)), 0.0)
 
 
+def _holds(split, part: str) -> bool:
+    """Whether the split's training curve meets ``where slope|efficiency </> X``."""
+    _, what, side, bound = part.split()
+    curve = split.train.at_target_size()
+    if what == "slope":
+        x = trend.recent_slope(curve)
+    else:
+        x = float(curve.perf[-1] / curve.perf[0] / (curve.counts[-1] / curve.counts[0]))
+    return x < float(bound) if side == "<" else x > float(bound)
+
+
 def values(split, rec: dict, variant: str) -> np.ndarray:
     """The variant's prediction in the split's metric at counts 1..largest (parts joined
     by ``" + "`` add up: ``yield 1 + llo best 3``)."""
     logs, machine = rec["logs"], rec["machine"]
     top = float(split.train.counts.max())
     parts = variant.split(" + ")
+    if not all(_holds(split, p) for p in parts if p.startswith("where ")):
+        parts = ["none"]
     weights = np.ones(logs.shape[0])
     for part in parts:
         if part.startswith("llo "):
@@ -260,7 +278,9 @@ VARIANTS = (["none"] + [f"yield {y:g}" for y in YIELDS] + ["yield 1 x2", "yield 
             + [f"flat {k}" for k in KINDS] + [f"pick {k} {g}" for k in KINDS for g in GAINS]
             + [f"{SHIPPED} + llo best {n}" for n in (2, 3, 4)] + [f"{SHIPPED} + llo weighted {t:g}" for t in (0.1, 0.2)]
             + [f"{SHIPPED} + socket yield {y:g}" for y in (0, 0.5)] + [f"{SHIPPED} + over {a:g}" for a in (0.5, 1)]
-            + [f"{SHIPPED} + pick {k} {g}" for k in KINDS for g in ("backtest", "members")])
+            + [f"{SHIPPED} + pick {k} {g}" for k in KINDS for g in ("backtest", "members")]
+            + [f"{SHIPPED} + where {what} {side} {x:g}" for what in ("slope", "efficiency") for side in "<>"
+               for x in (0.2, 0.4, 0.6, 0.8)])
 
 
 def score_variant(split, rec: dict, variant: str) -> Score:
