@@ -279,7 +279,7 @@ def gpu_check(seconds: float, json_out: str | None) -> int:
     work-groups = compute units; the flat region (at most one work-group per unit) must
     match within 15%."""
     from corecast.model.runtime import kernelmodel
-    from corecast.model.runtime.kernelstats import KernelStats
+    from corecast.recording.kernelstats import KernelStats
 
     res = _run_child([sys.executable, __file__, "--child-groups", "--seconds", str(seconds)], dict(os.environ))
     if res is None:

@@ -1,6 +1,6 @@
 /* The JSON Lines of CORECAST_OUTPUT: one line per active region and the process, then a
  * summary, rendered from the sample and the model's result (fields: docs/recording.md,
- * model/runtime/record.py, CC_SAMPLE_SCHEMA); written without blocking the program on a
+ * recording/record.py, CC_SAMPLE_SCHEMA); written without blocking the program on a
  * slow reader. */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -8,7 +8,7 @@
 #define CC_ABI_VERSION 7
 /* Version of the JSON Lines records (CORECAST_OUTPUT, docs/recording.md) that `corecast
  * replay` reads; 1: the records written before they carried "schema".  Same number:
- * corecast.model.runtime.record.SCHEMA. */
+ * corecast.recording.record.SCHEMA. */
 #define CC_SAMPLE_SCHEMA 4
 #define CC_MAX_REGIONS 128
 #define CC_MAX_PRED 64
@@ -18,7 +18,7 @@
 #define CC_NUMA_JSON 4096
 
 /* Stall categories; their names are in CC_STALL_NAMES (corecast.h) and
- * corecast.model.runtime.abi.STALLS, in this order. */
+ * corecast.recording.abi.STALLS, in this order. */
 #define CC_STALL_MUTEX 0
 #define CC_STALL_COND 1
 #define CC_STALL_PBARRIER 2

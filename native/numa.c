@@ -33,7 +33,7 @@
 
 #include "corecast.h"
 
-#define CC_NUMA_MAX_EVENTS 256 /* corecast.model.runtime.abi.NUMA_MAX_EVENTS */
+#define CC_NUMA_MAX_EVENTS 256 /* corecast.recording.abi.NUMA_MAX_EVENTS */
 
 const char *const CC_NUMA_ROLE_NAMES[CC_NUMA_NROLES] = {"cycles", "llc", "bus", "mct"};
 

@@ -4,7 +4,7 @@ src/corecast and every C file of native/ and shims/.
 
 A name in backticks is read the way the document writes it: a path from the repository
 root (`native/core.c`, `src/corecast/model/curve/methods/`), from the package (`runtime/bridge.py`,
-`io/`), a dotted module (`corecast.model.runtime.abi`), or a bare name (`channel.c`,
+`io/`), a dotted module (`corecast.recording.abi`), or a bare name (`channel.c`,
 `fileio`) that stands for a file in a folder the same table row, list item or paragraph
 names (`native/...`, `io/...`).  `:name` and `.function` tails are a module's contents;
 `NAME` is a placeholder and `*` a pattern that must match something."""
@@ -126,5 +126,5 @@ def test_the_reader_finds_what_it_should():
     dirs = folders(tokens("`native/core.c`, `channel.c`, `io/`: `fileio`"))
     assert resolve("channel.c", dirs) == ["native/channel.c"]
     assert "io/fileio.py" in resolve("fileio", dirs)
-    assert resolve(tokens("`corecast.model.runtime.abi`")[0], {""}) == ["model/runtime/abi.py"]
+    assert resolve(tokens("`corecast.recording.abi`")[0], {""}) == ["recording/abi.py"]
     assert resolve("runtime/no_such_module.py", {""}) == []

@@ -420,7 +420,7 @@ def test_opencl_table_escapes_kernel_and_device_names():
 
     from corecast.opencl import report
     from corecast.model.runtime import kernelmodel as predict
-    from corecast.model.runtime.kernelstats import KernelStats
+    from corecast.recording.kernelstats import KernelStats
 
     k = KernelStats("k\x1b[31m", "dev\u202e", "cpu", 4)
     k.launches = k.completed = 10

@@ -9,7 +9,10 @@ from pathlib import Path
 SRC = Path(__file__).resolve().parents[1] / "src" / "corecast"
 # Entry points, not modules other code imports: the sitecustomize a launched Python runs.
 ENTRY_POINTS = {"corecast.runtime._autoload.sitecustomize"}
-MODEL_CORE = ("corecast.errors", "corecast.model")
+# The recording (recording/: its schema and decoders, the C contract) is the lowest layer:
+# the models, tools and views read it; it reads nothing of corecast's but errors.
+RECORDING = ("corecast.recording",)
+MODEL_CORE = ("corecast.errors",) + RECORDING + ("corecast.model",)
 VIEWS = ("corecast.views",)
 # The sweep result type (io/sweepresult) is I/O: readers and views read it; sweep/ runs programs.
 IO = ("corecast.io",)
@@ -91,6 +94,8 @@ def upward_imports(edges: dict[str, set[str]]) -> list[str]:
         for b in targets:
             if _within(a, MODEL_CORE) and not _within(b, MODEL_CORE + ("corecast.io.fileio",)):
                 up.append(f"model core {a} -> {b}")
+            if _within(a, RECORDING) and not _within(b, RECORDING + ("corecast.errors",)):
+                up.append(f"recording {a} -> {b}")
             if a.startswith("corecast.runtime.") and _within(b, ABOVE_RUNTIME) and not _within(a, VIEWS):
                 up.append(f"runtime {a} -> {b}")
             if _within(a, RUNTIME_MODEL) and _within(b, ("corecast.runtime",)):

@@ -21,7 +21,7 @@ from corecast import predict, sweep
 from corecast.views import sweepviz
 from corecast.model.curve.extrapolation import category_curve, estima_categories, extrapolate
 from corecast.io.sweepresult import empty_result
-from corecast.model.runtime.abi import STALLS
+from corecast.recording.abi import STALLS
 from corecast.sweep.runner import region_curves
 from corecast.views.sweeptable import format_sweep
 from corecast._native import PRELOAD

@@ -12,7 +12,7 @@ from corecast.opencl import report
 from corecast.runtime import bridge, devicewait
 from corecast.model.runtime import kernelmodel
 from corecast.model.runtime.bound import TeamPrediction
-from corecast.model.runtime.record import kernel_from_json
+from corecast.recording.record import kernel_from_json
 
 from .test_predict import kernel
 

@@ -8,7 +8,7 @@ import pytest
 from corecast.io import settings
 from corecast.opencl.report import kernel_line, write_lines
 from corecast.model.runtime import kernelmodel as predict
-from corecast.model.runtime.kernelstats import KernelStats
+from corecast.recording.kernelstats import KernelStats
 
 
 def kernel(cpu_s=0.8, device_s=0.2, units=4, launches=10, kind="cpu", waits=None, runq_s=0.0,

@@ -4,7 +4,7 @@ Standard library only: the no-numpy test imports it in a fresh interpreter."""
 from __future__ import annotations
 
 from corecast.model.runtime.predictor import predict_window
-from corecast.model.runtime.record import region_from_json
+from corecast.recording.record import region_from_json
 from corecast.model.runtime.steering import RegionSteer
 
 

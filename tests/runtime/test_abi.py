@@ -1,8 +1,8 @@
-"""corecast.model.runtime.abi is the one Python copy of the C<->Python contract: it must agree
+"""corecast.recording.abi is the one Python copy of the C<->Python contract: it must agree
 with native/model_abi.h and native/core.c's CC_STALL_NAMES."""
 import re
 
-from corecast.model.runtime import abi
+from corecast.recording import abi
 
 from .helpers import NATIVE_SOURCE
 

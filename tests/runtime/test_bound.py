@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from corecast.model.runtime.abi import THREAD_STALLS as STALLS
+from corecast.recording.abi import THREAD_STALLS as STALLS
 from corecast.model.runtime.bound import (
     PREFERRED_SHARE,
     prediction_counts,

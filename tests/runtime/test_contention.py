@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from corecast.model.queueing import waiting_time
 from corecast.model.runtime import bound
-from corecast.model.runtime.abi import THREAD_STALLS as STALLS
+from corecast.recording.abi import THREAD_STALLS as STALLS
 from corecast.model.runtime.contention import (
     LOOP_CALL_COST_S,
     barrier_episodes,

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from corecast.model.runtime.abi import THREAD_STALLS
+from corecast.recording.abi import THREAD_STALLS
 from corecast.model.runtime.contention import process_contention, region_contention
 
 from .helpers import TIMEOUT, clean_env, corecast_run, events, read_lines

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from corecast.io.settings import output_path
-from corecast.model.runtime.record import SCHEMA
+from corecast.recording.record import SCHEMA
 
 from .helpers import EXAMPLES, TIMEOUT, clean_env, events, read_lines, run
 

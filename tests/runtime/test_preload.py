@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from corecast.model.runtime.abi import STALLS
+from corecast.recording.abi import STALLS
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""corecast.model.runtime.record is the one definition of a sample's keys: the live bridge, the
+"""corecast.recording.record is the one definition of a sample's keys: the live bridge, the
 recording reader (every shipped schema, and the one this library writes) and the kernel
 predictor give exactly its keys, so a key added on one side and not the other fails; and
 its team rule is native/sample.c's."""
@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from corecast.model.runtime import kernelmodel, record
-from corecast.model.runtime.abi import STALLS
-from corecast.model.runtime.record import (SCHEMA, TEAM_SHARE, ProcessSample, RegionSample, hardware_from_struct, region_from_struct,
+from corecast.model.runtime import kernelmodel
+from corecast.recording import record
+from corecast.recording.abi import STALLS
+from corecast.recording.record import (SCHEMA, TEAM_SHARE, ProcessSample, RegionSample, hardware_from_struct, region_from_struct,
                                            team_of)
 from corecast.tools.samples import read_recording
 

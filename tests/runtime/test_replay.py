@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from corecast.tools.replay import replay
-from corecast.model.runtime.record import SCHEMA, SCHEMAS
+from corecast.recording.record import SCHEMA, SCHEMAS
 from corecast.tools.samples import read_recording
 
 from .helpers import EXAMPLES, NATIVE_SOURCE, events, read_lines, run

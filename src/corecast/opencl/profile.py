@@ -21,7 +21,7 @@ from __future__ import annotations
 import threading
 import time
 
-from ..model.runtime.kernelstats import KernelStats
+from ..recording.kernelstats import KernelStats
 from .sampling import RESOLVE_EVERY, Sampler
 
 MAX_SAMPLED_IN_FLIGHT = 64

@@ -19,8 +19,8 @@ from ..io import settings
 from ..io.fileio import OutputError, append_lines, printable
 from ..runtime import channel
 from ..model.runtime import kernelmodel
-from ..model.runtime.kernelstats import TICK_S
-from ..model.runtime.record import SCHEMA
+from ..recording.kernelstats import TICK_S
+from ..recording.record import SCHEMA
 from .warn import warn
 
 NAME_WIDTH = 34

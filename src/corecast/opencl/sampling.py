@@ -36,7 +36,7 @@ import time
 
 from ..io import settings
 from ..runtime import channel
-from ..model.runtime.kernelstats import TICK_S, KernelStats
+from ..recording.kernelstats import TICK_S, KernelStats
 from .rates import add_interval, solve_rates
 from .shim import Shim
 from .warn import warn

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ctypes
 
-from ..model.runtime.abi import MAX_THREADS
+from ..recording.abi import MAX_THREADS
 
 CATEGORIES = 16  # room for more categories than the library has today
 

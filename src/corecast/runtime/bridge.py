@@ -11,10 +11,10 @@ from ..io import settings
 from ..model.runtime import history as model_history
 from ..model.runtime.bound import TeamPrediction, process_bound, region_bound
 from ..model.runtime.contention import barrier_latency, process_contention, region_contention
-from ..model.runtime.abi import MAX_NODES, MAX_PRED, NUMA_ROLES
+from ..recording.abi import MAX_NODES, MAX_PRED, NUMA_ROLES
 from ..model.runtime.history import RegionHistory
 from ..model.runtime.predictor import predict_window
-from ..model.runtime.record import hardware_from_struct, region_from_struct
+from ..recording.record import hardware_from_struct, region_from_struct
 from . import blas, devicewait
 
 # A fit in the model loads numpy and scipy through the plumbing's loader (one BLAS thread
@@ -23,7 +23,7 @@ model_history.load_numeric = blas.load_numeric
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
-    from ..model.runtime.record import RegionSample
+    from ..recording.record import RegionSample
 
 
 def _encode(ffi: object, out: object, pred: TeamPrediction) -> None:

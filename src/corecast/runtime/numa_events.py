@@ -31,7 +31,7 @@ from collections import namedtuple  # not dataclasses: their import (inspect, as
 
 from ..model.machine.sysfs import parse_cpulist, topology
 from ..model.machine.sysfs import read_text as _read
-from ..model.runtime.abi import MAX_NODES, NUMA_MAX_EVENTS, NUMA_ROLES
+from ..recording.abi import MAX_NODES, NUMA_MAX_EVENTS, NUMA_ROLES
 
 FORMAT_VERSION = "v1"
 

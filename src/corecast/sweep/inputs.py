@@ -11,7 +11,7 @@ from typing import Iterable, Optional, Sequence
 from ..errors import InputError
 from ..io.fileio import parse_json, read_text
 from ..model.machine.sysfs import allowed_cpus
-from ..model.runtime.abi import STALLS
+from ..recording.abi import STALLS
 from ..io.stallplugin import REDUCERS
 from ..io.sweepresult import SweepError
 

@@ -20,7 +20,7 @@ from .samples import RecordedProcess, read_recording
 if TYPE_CHECKING:
     from ..model.machine.numa import Machine
     from ..model.machine.calibration import Calibration
-    from ..model.runtime.record import RegionSample
+    from ..recording.record import RegionSample
 
 
 @dataclass

@@ -16,13 +16,13 @@ from ..errors import InputError
 from ..io.fileio import shown
 from ..io.readers import RECORDING, read
 from ..model.machine import calibration
-from ..model.runtime import record
+from ..recording import record
 
 TYPE_CHECKING = False  # annotations only
 if TYPE_CHECKING:
-    from ..model.runtime.kernelstats import KernelStats
+    from ..recording.kernelstats import KernelStats
     from ..model.machine.calibration import Calibration
-    from ..model.runtime.record import RegionSample
+    from ..recording.record import RegionSample
 
 EVENTS = ("region", "process", "summary", "kernel")  # the events a process is read from
 

@@ -9,7 +9,7 @@ from . import columns as col
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
-    from ..model.runtime.record import RegionSample
+    from ..recording.record import RegionSample
 
 def _stalls(region: RegionSample) -> str:
     total = region["threads"] * region["wall_s"] if region["threads"] > 0 else region["wall_s"]

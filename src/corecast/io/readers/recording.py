@@ -1,6 +1,6 @@
 """A recording's format: the JSON Lines a run wrote (``corecast run --json-out``,
 ``CORECAST_OUTPUT``), read as line-numbered JSON values.  What the lines mean is
-``model.runtime.record``'s (decoded into processes by ``tools.samples``); this module
+``recording.record``'s (decoded into processes by ``tools.samples``); this module
 only reads the format, so that I/O holds every reader (``docs/recording.md``)."""
 from __future__ import annotations
 

@@ -29,11 +29,11 @@ from __future__ import annotations
 import math
 
 from ..scaling import ScalingPrediction
-from .abi import SYNC_WAITS
+from ...recording.abi import SYNC_WAITS
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
-    from .record import ProcessSample, RegionSample
+    from ...recording.record import ProcessSample, RegionSample
 
 KARP_FLATT_BAND = 0.05  # +- on the serial fraction
 PREFERRED_SHARE = 0.99  # preferred = fewest threads within 1% of the best speedup

@@ -54,7 +54,7 @@ from __future__ import annotations
 
 import math
 
-from .abi import SYNC_WAITS
+from ...recording.abi import SYNC_WAITS
 from .bound import TeamPrediction, preferred_count, region_work
 from .lockqueue import (MIN_CONTENDED, SINGLE_OBJECT, Station, TeamModel, bisect, copy_model,
                         finish_stations, fit_stations, pthread_stations)
@@ -63,7 +63,7 @@ from .teamcurve import (ContentionPrediction, bottleneck_of, model_time, ordered
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
-    from .record import ProcessSample, RegionSample
+    from ...recording.record import ProcessSample, RegionSample
 
 OPENMP_LOCKS = ("critical", "atomic", "omp_lock")
 IDLE_WAITS = ("omp_barrier", "condvar", "pthread_barrier", "semaphore")  # inside regions

@@ -45,7 +45,7 @@ Standard library only: it runs inside profiled programs.
 """
 from __future__ import annotations
 
-from .abi import SYNC_WAITS
+from ...recording.abi import SYNC_WAITS
 from .bound import preferred_count
 from .history import BASIS_LEN
 
@@ -53,7 +53,7 @@ TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
     from ..machine.calibration import Calibration
     from .bound import TeamPrediction
-    from .record import ProcessSample, RegionSample
+    from ...recording.record import ProcessSample, RegionSample
 
 SYNC_SHARE = 0.5  # waits at least this share of the threads' time: bound by synchronisation
 GROWTH = 1.10     # work per call grew at least this much with the team: bandwidth-bound

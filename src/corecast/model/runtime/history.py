@@ -13,7 +13,7 @@ from .bound import TeamPrediction, prediction_counts, preferred_count
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
-    from .record import RegionSample
+    from ...recording.record import RegionSample
 
 MIN_CALLS = 2  # calls a team size needs in a window before it counts as measured
 BASIS_LEN = 95  # struct cc_region_prediction.basis holds this many characters

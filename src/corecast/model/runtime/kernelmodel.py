@@ -35,7 +35,7 @@ import math
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
-    from .record import RegionSample
+    from ...recording.record import RegionSample
 
 LOCK_WAITS = ("mutex", "rwlock")
 IDLE_WAITS = ("condvar", "pthread_barrier", "semaphore")
@@ -57,7 +57,7 @@ def short_launches(kernel) -> bool:
     """The sampled launches are shorter than the snapshot interval on average: idle time
     inside them is not resolved (the workers' time is shared out by device time), so their
     stalls are a lower bound."""
-    from .kernelstats import TICK_S
+    from ...recording.kernelstats import TICK_S
 
     s = kernel.sample
     return bool(s.launches) and s.device_ns / s.launches < TICK_S * 1e9

@@ -42,7 +42,7 @@ from ..queueing import mva
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
-    from .record import RegionSample
+    from ...recording.record import RegionSample
 
 SINGLE_OBJECT = ("critical", "atomic")  # one lock per category (anonymous critical, atomic)
 # With one thread no hand-off was seen; a single lock then moves between cores at every

@@ -32,7 +32,7 @@ TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
     from typing import Any, Callable
 
-    from .record import RegionSample
+    from ...recording.record import RegionSample
 
 DOMINANT_SHARE = 0.5  # a window is a region's sample when the region ran this much of it
 

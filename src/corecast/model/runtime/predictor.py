@@ -13,7 +13,7 @@ from .spread import widen
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
     from ..machine.calibration import Calibration
-    from .record import ProcessSample, RegionSample
+    from ...recording.record import ProcessSample, RegionSample
 
 
 def predict_region_threads(region: RegionSample, target: int, measured_cores: int, predicted_cores: int,

@@ -27,7 +27,7 @@ from .history import RegionHistory
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
-    from .record import RegionSample
+    from ...recording.record import RegionSample
 
 NOISE = 0.03  # relative window-to-window spread taken as no difference
 EFFICIENCY = 0.8  # thread time not lost to stalls above which a region is left alone
