@@ -767,14 +767,17 @@ FIRST_LOOK_CASES = [
 ]
 
 
-def test_the_first_look_starts_the_model_for_a_convoy_only(gcc, tmp_path):
-    """native/sampler.c's steering_may_act, compiled alone on synthetic samples."""
+def sampler_rule(gcc: str, tmp_path: Path, defines: tuple[str, ...], functions: tuple[str, ...],
+                 fill: str, call: str) -> Path:
+    """native/sampler.c's ``functions`` (with its ``lock_waits`` and ``defines``) compiled
+    alone into a program that fills one OpenMP region of a sample from its arguments
+    (``fill``: C statements on ``s`` and ``g``) and prints ``call``'s value."""
     source = (ROOT / "native" / "sampler.c").read_text()
     waits = re.search(r"^static const int lock_waits\[\].*?;\n", source, re.S | re.M).group(0)
-    share = re.search(r"^#define CONVOY_SHARE .*$", source, re.M).group(0)
-    func = "".join(re.search(rf"^static \w+ {name}\(.*?^}}\n", source, re.S | re.M).group(0)
-                   for name in ("not_stalled", "is_convoy", "steering_may_act"))
-    harness = tmp_path / "look.c"
+    macros = "\n".join(re.search(rf"^#define {name} .*$", source, re.M).group(0) for name in defines)
+    funcs = "".join(re.search(rf"^static \w+ {name}\(.*?^}}\n", source, re.S | re.M).group(0)
+                    for name in functions)
+    harness = tmp_path / "rule.c"
     harness.write_text(f"""#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -784,34 +787,45 @@ static int cc_is_omp_region(const struct cc_region_sample *g) {{
     return g->runtime == CC_RUNTIME_OPENMP && strcmp(g->name, "process") != 0;
 }}
 {waits}
-{share}
-{func}
+{macros}
+{funcs}
 static struct cc_sample s;
 int main(int argc, char **argv) {{
     (void)argc;
-    s.elapsed_s = atof(argv[1]);
+    (void)cc_cfg;
     s.nregions = 1;
     struct cc_region_sample *g = &s.regions[0];
     g->runtime = CC_RUNTIME_OPENMP;
     strcpy(g->name, "main._omp_fn.0");
+    {fill}
+    printf("%d\\n", {call});
+    return 0;
+}}
+""")
+    exe = tmp_path / "rule"
+    r = subprocess.run([gcc, "-O2", f"-I{ROOT / 'native'}", "-o", str(exe), str(harness)], capture_output=True,
+                       text=True, timeout=TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    return exe
+
+
+def answers(exe: Path, case: tuple) -> int:
+    return int(subprocess.run([str(exe), *map(repr, case)], capture_output=True, text=True, check=True).stdout)
+
+
+def test_the_first_look_starts_the_model_for_a_convoy_only(gcc, tmp_path):
+    """native/sampler.c's steering_may_act, compiled alone on synthetic samples."""
+    exe = sampler_rule(gcc, tmp_path, ("CONVOY_SHARE",), ("not_stalled", "is_convoy", "steering_may_act"), """
+    s.elapsed_s = atof(argv[1]);
     g->calls = atoi(argv[2]);
     g->requested = atoi(argv[3]);
     g->threads = atoi(argv[4]);
     g->wall_s = atof(argv[5]);
     g->stall_s[CC_STALL_CRITICAL] = atof(argv[6]);
     g->stall_s[CC_STALL_OMPBARRIER] = atof(argv[7]);
-    g->acquisitions[CC_STALL_CRITICAL] = strtoull(argv[8], NULL, 10);
-    printf("%d\\n", steering_may_act(&s));
-    return 0;
-}}
-""")
-    exe = tmp_path / "look"
-    r = subprocess.run([gcc, "-O2", f"-I{ROOT / 'native'}", "-o", str(exe), str(harness)], capture_output=True,
-                       text=True, timeout=TIMEOUT)
-    assert r.returncode == 0, r.stderr
+    g->acquisitions[CC_STALL_CRITICAL] = strtoull(argv[8], NULL, 10);""", "steering_may_act(&s)")
     for case, starts in FIRST_LOOK_CASES:
-        got = subprocess.run([str(exe), *map(repr, case)], capture_output=True, text=True, check=True).stdout
-        assert int(got) == starts, case
+        assert answers(exe, case) == starts, case
 
 
 # ---- descriptors: the sampler keeps its own table ----------------------------------------
@@ -1058,46 +1072,14 @@ MAY_PAY_CASES = [
 def test_steering_starts_only_where_the_room_pays_for_the_model(gcc, tmp_path):
     """native/sampler.c's region_may_pay, compiled alone on synthetic samples: the stall
     bound's room must beat a window's noise and pay for the model over the region's time."""
-    source = (ROOT / "native" / "sampler.c").read_text()
-    waits = re.search(r"^static const int lock_waits\[\].*?;\n", source, re.S | re.M).group(0)
-    defines = "\n".join(re.search(rf"^#define {name} .*$", source, re.M).group(0)
-                        for name in ("CALLS_PER_WINDOW", "STEER_NOISE", "LOCK_SHARE", "HANDOFF_S",
-                                     "MODEL_COST_S"))
-    func = "".join(re.search(rf"^static \w+ {name}\(.*?^}}\n", source, re.S | re.M).group(0)
-                   for name in ("not_stalled", "region_may_pay"))
-    harness = tmp_path / "pay.c"
-    harness.write_text(f"""#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include "model_abi.h"
-static int cc_is_omp_region(const struct cc_region_sample *g) {{
-    return g->runtime == CC_RUNTIME_OPENMP && strcmp(g->name, "process") != 0;
-}}
-{waits}
-{defines}
-{func}
-static struct cc_sample s;
-int main(int argc, char **argv) {{
-    (void)argc;
+    exe = sampler_rule(gcc, tmp_path, ("CALLS_PER_WINDOW", "STEER_NOISE", "LOCK_SHARE", "HANDOFF_S", "MODEL_COST_S"),
+                       ("not_stalled", "region_may_pay"), """
     s.elapsed_s = atof(argv[1]);
     s.window_s = 0.2;
-    s.nregions = 1;
-    struct cc_region_sample *g = &s.regions[0];
-    g->runtime = CC_RUNTIME_OPENMP;
-    strcpy(g->name, "main._omp_fn.0");
     g->calls = atoi(argv[2]);
     g->requested = g->threads = atoi(argv[3]);
     g->wall_s = atof(argv[4]);
     g->stall_s[CC_STALL_OMPBARRIER] = atof(argv[5]);
-    g->acquisitions[CC_STALL_CRITICAL] = strtoull(argv[6], NULL, 10);
-    printf("%d\\n", region_may_pay(&s, g));
-    return 0;
-}}
-""")
-    exe = tmp_path / "pay"
-    r = subprocess.run([gcc, "-O2", f"-I{ROOT / 'native'}", "-o", str(exe), str(harness)], capture_output=True,
-                       text=True, timeout=TIMEOUT)
-    assert r.returncode == 0, r.stderr
+    g->acquisitions[CC_STALL_CRITICAL] = strtoull(argv[6], NULL, 10);""", "region_may_pay(&s, g)")
     for case, pays in MAY_PAY_CASES:
-        got = subprocess.run([str(exe), *map(repr, case)], capture_output=True, text=True, check=True).stdout
-        assert int(got) == pays, case
+        assert answers(exe, case) == pays, case
