@@ -8,6 +8,7 @@ import pytest
 from corecast.model.runtime import predictor
 from corecast.model.runtime.history import BASIS_LEN, RegionHistory, anchor_t1
 from corecast.model.runtime.contention import region_contention as one_sample
+from corecast.model.runtime.evidence import prior_loss
 
 from .test_contention import process, region
 
@@ -55,7 +56,8 @@ def test_smallest_probed_size_anchors_when_one_thread_was_not_reached():
     plain = one_sample(r, TARGET, TARGET, TARGET)
     pred = predict(r, earlier=[(2, 2, 0.003)])
     t2_model = plain.work_s / r["calls"] / plain.speedup[1]
-    assert pred.speedup[1] / plain.speedup[1] == pytest.approx(0.0015 / t2_model)
+    # T(2) measured; T(1) from it, less the machine's assumed loss at 2 busy threads
+    assert pred.speedup[1] / plain.speedup[1] == pytest.approx(0.0015 / t2_model * prior_loss(2))
     assert pred.basis.endswith("from 2 to 4 threads")
 
 
@@ -150,3 +152,21 @@ def test_a_missing_numpy_leaves_the_one_sample_prediction_not_none(monkeypatch):
     one = one_sample(r, TARGET, TARGET, TARGET)
     assert pred.speedup == one.speedup
     assert pred.basis.endswith("; no fit: numpy missing") and len(pred.basis) <= BASIS_LEN
+
+
+def test_t1_from_busy_time_at_n0_carries_the_machines_loss_there():
+    """Busy time at n0 threads is work at the speed n0 busy threads keep: without a
+    measurement at 1 thread, T(1) is that work times the assumed loss e(n0); T(n) for
+    n >= 2 keeps the model's, so S(n0) x T(n0) stays T(1)'s, and a probe at 1 thread
+    (T(1) measured) takes no loss at all."""
+    from corecast.model.runtime.evidence import LOSS_PER_DOUBLING
+
+    assert LOSS_PER_DOUBLING > 0
+    r = with_hist(region(threads=16, busy=1.6, calls=100), [(16, 100, 0.1)])
+    plain = one_sample(r, TARGET, TARGET, TARGET)
+    pred = predict(r, earlier=[])
+    assert [a / b for a, b in zip(pred.speedup, plain.speedup)] == pytest.approx([1.0] + [prior_loss(16)] * 15)
+    assert pred.work_s == pytest.approx(plain.work_s * prior_loss(16))
+    assert "machine_loss" in pred.fitted
+    probed = with_hist(region(threads=16, busy=1.6, calls=100), [(16, 100, 0.1), (1, 2, 0.02)])
+    assert "machine_loss" not in predict(probed, earlier=[(1, 2, 0.02)]).fitted

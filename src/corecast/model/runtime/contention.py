@@ -273,23 +273,26 @@ def _calibrate_serial(m: TeamModel, work: float, wall: float) -> float:
     return bisect(time_with, 0.0, work, wall, increasing=True, steps=50)
 
 
-def compose_process(process: ProcessSample,
-                    regions: list[tuple[RegionSample, TeamPrediction]]) -> ContentionPrediction:
+def compose_process(process: ProcessSample, regions: list[tuple[RegionSample, TeamPrediction]],
+                    serial_loss: float = 1.0) -> ContentionPrediction:
     """Whole-program prediction from its (outermost) OpenMP regions plus the serial time
-    between them: T(n) = outside + sum over regions of T_r(1) / S_r(n)."""
+    between them: T(n) = outside + sum over regions of T_r(1) / S_r(n).  ``serial_loss``:
+    what one thread alone needs of the serial time measured beside the sampled team (its
+    idle threads spin between regions, and the one at work runs at the speed a busy
+    machine keeps: ``evidence.one_thread_work``); T(1) only, T(n) keeps the measured."""
     outer = [(r, p) for r, p in regions if not r["nested"]]
     if not outer:
         raise ValueError("compose_process needs at least one outermost region")
     outside = max(float(process["wall_s"]) - sum(float(r["wall_s"]) for r, _ in outer), 0.0)
 
     works = [p.work_s if p.work_s > 0 else region_work(r) for r, p in outer]
-    total = outside + sum(works)
+    total = outside * serial_loss + sum(works)
     counts = outer[0][1].threads
     curves = []
     for key in ("speedup", "low", "high"):
         curves.append([
-            total / (outside + sum(w / getattr(p, key)[i] for w, (_, p) in zip(works, outer)))
-            for i in range(len(counts))
+            1.0 if n == 1 else total / (outside + sum(w / getattr(p, key)[i] for w, (_, p) in zip(works, outer)))
+            for i, n in enumerate(counts)
         ])
     central, low, high = curves
     losses = {"serial": outside * (counts[-1] - 1)} if outside > 0 else {}

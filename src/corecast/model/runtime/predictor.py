@@ -5,8 +5,8 @@ library only: it runs inside profiled programs."""
 from __future__ import annotations
 
 from .bound import TeamPrediction
-from .contention import barrier_latency, compose_process, process_contention, region_contention
-from .evidence import apply_machine, not_applied, roofline, with_note
+from .contention import barrier_latency, compose_process, process_contention, process_team, region_contention
+from .evidence import apply_machine, not_applied, one_thread_work, prior_loss, roofline, with_note
 from .history import BASIS_LEN, RegionHistory, anchor_t1, combine, extrapolate, mostly_at, probe_basis
 from .spread import widen
 
@@ -39,8 +39,13 @@ def predict_region_threads(region: RegionSample, target: int, measured_cores: in
     history.update(region)
     one = region_contention(region, target, measured_cores, predicted_cores, latency)
     note = ""
-    if mostly_at(history, int(region["threads"])):
+    n0 = int(region["threads"])
+    if mostly_at(history, n0):
         pred = anchor_t1(one, region, history)
+        # T(1) from the smallest team the prediction is anchored to: the sampled one, or a
+        # probe's (anchor_t1 rescaled to it)
+        smaller = [t for t in history.measured() if t < n0 and t in one.threads]
+        one_thread_work(pred, min(smaller) if pred is not one and smaller else n0)
         if machine is not None and not region["nested"]:
             note = apply_machine(pred, region, machine, process)
     else:
@@ -81,13 +86,15 @@ def predict_window(regions: list[RegionSample], target: int, measured_cores: int
                                                 final, latency, machine, process))
             done.append((region, pred))
         elif any(not r["nested"] for r, _ in done):
-            pred = compose_process(region, done)
+            sampled = max(int(r["threads"]) for r, _ in done if not r["nested"])
+            pred = compose_process(region, done, prior_loss(sampled))
             if machine is not None:
                 note = roofline(pred, region, machine)
                 if note:
                     pred.basis = with_note(pred.basis, note)
         else:
-            pred = process_contention(region, target, measured_cores, predicted_cores)
+            pred = one_thread_work(process_contention(region, target, measured_cores, predicted_cores),
+                                   process_team(region, measured_cores))
             if machine is not None:
                 note = roofline(pred, region, machine)
                 pred.basis = with_note(pred.basis, note or not_applied("no evidence"))

@@ -44,7 +44,7 @@ class RegionSteer:
         self.steps = 0  # windows run at another count than the program's own
         self.reason = "not measured yet"  # why the region was not explored ("" once it was)
         self.expected_gain = 0.0  # the guard's, relative performance
-        self.model_gain: float | None = None  # the window model's at its preferred count, tried first
+        self.model_gain: float | None = None  # the window model's at its first count, its band's low end
 
     def step(self, history: RegionHistory, region: RegionSample, pred: TeamPrediction, elapsed_s: float,
              window_s: float) -> int:
@@ -70,8 +70,11 @@ class RegionSteer:
                 self.tuner.observe(taken, history.window_perf)
                 self.steps += 1
             speed = dict(zip(pred.threads, pred.speedup))
-            if first == pred.preferred and speed.get(self.own):
-                self.model_gain = speed[first] / speed[self.own] - 1.0
+            low, high = dict(zip(pred.threads, pred.low)), dict(zip(pred.threads, pred.high))
+            if first == pred.preferred and speed.get(self.own) and high.get(self.own):
+                # the least gain the prediction's band allows: measured within it, the model
+                # is borne out (its central gain rests on T(1), which one sample cannot measure)
+                self.model_gain = min(speed[first] / speed[self.own], low[first] / high[self.own]) - 1.0
         elif history.window_team is not None and history.window_perf:
             self.tuner.observe(history.window_team, history.window_perf)
         if self._model_borne_out():
@@ -88,7 +91,8 @@ class RegionSteer:
 
     def _model_borne_out(self) -> bool:
         """Whether the best measured count gained at least what the window model predicted
-        for its preferred count, tried first (within noise): the model is borne out, and the
+        for its preferred count, tried first (the low end of its band, within noise): the
+        model is borne out, and the
         tuner's further seeds (the own count's half, ...) are counts it predicts slower.  On
         a 16-thread convoy (omp_slowdown, 16 cores) they made 6 of its 7 steps: windows at
         8, 4 and 2 threads, each 4-10x slower than 1 thread, and the returns to 1, which
