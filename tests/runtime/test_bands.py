@@ -107,3 +107,16 @@ def test_cpu_over_wall_makes_no_team_beyond_the_cpus():
     assert process_team(p, 102) == 254
     assert process_team(process(threads=1, wall=1e-4, cpu=50.0), 16) == 16
     assert process_team(process(threads=1, wall=1e-4, cpu=50.0)) <= 1024
+
+
+def test_the_benchmark_chose_the_machine_loss_at_the_sampled_count():
+    """evidence.py's LOSS_PER_DOUBLING is what benchmarks/work_prior.py chooses, and held
+    out it beats no loss on the --probe runs at 16 threads (the case it is for)."""
+    from corecast.model.runtime import evidence
+
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "work_prior.py"), "--json"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["chosen_on_all"] == evidence.LOSS_PER_DOUBLING
+    assert result["held_out"]["probe_16"]["median_log_error"] < result["no_prior"]["probe_16"]["median_log_error"]
