@@ -172,8 +172,10 @@ def roofline(pred: TeamPrediction, process: ProcessSample, cal: Calibration) -> 
         if n > 1 and pred.speedup[i] > cap:
             pred.speedup[i] = cap
             capped = True
-        pred.low[i] = min(pred.low[i], cap) if n > 1 else pred.low[i]
-        pred.high[i] = min(pred.high[i], max(cap, pred.speedup[i])) if n > 1 else pred.high[i]
+        if n > 1 and pred.high[i] > cap:  # the band's high end is held too: say so
+            pred.high[i] = max(cap, pred.speedup[i])
+            capped = True
+        pred.low[i] = min(pred.low[i], pred.speedup[i])
     if not capped:
         return ""
     pred.preferred = preferred_count(pred.threads, pred.speedup)
