@@ -1,11 +1,17 @@
-"""Device checks for session 16, time-boxed: python3 go.py OUT DEADLINE_S [phases]"""
+"""Device checks for session 16, time-boxed: python3 go.py OUT DEADLINE_S [phases]
+
+Paths come from the environment, with the device call's defaults: CC_NPB (the NPB
+binaries, .dev/npb/bin), CC_BIN (the test programs, /tmp/bin), CC_DATA (the compressors'
+input, /tmp/data60.bin, made by gen.py) and CC_TMP (scratch files, /tmp)."""
 import json, os, subprocess, sys, time, hashlib
 
 OUT, DEADLINE = sys.argv[1], float(sys.argv[2])
 PHASES = sys.argv[3].split(",") if len(sys.argv) > 3 else ["info", "safety", "startup", "steer", "rec16", "truth16", "held", "probe"]
 T0 = time.time()
-NPB = ".dev/npb/bin"
-B = "/tmp/bin"
+NPB = os.environ.get("CC_NPB", ".dev/npb/bin")
+B = os.environ.get("CC_BIN", "/tmp/bin")
+DATA = os.environ.get("CC_DATA", "/tmp/data60.bin")
+TMP = os.environ.get("CC_TMP", "/tmp")
 LOG = open(os.path.join(OUT, "go.jsonl"), "a")
 CC = os.path.join(OUT, "cc")
 os.makedirs(CC, exist_ok=True)
@@ -43,8 +49,8 @@ PROGS = {
     "omp_slowdown": [f"{B}/omp_slowdown", "4000"],
     "omp_triad": [f"{B}/omp_triad", "200", "64"],
     "pthreads_sync": [f"{B}/pthreads_sync", "2000", "{n}"],
-    "pigz": [f"{B}/pigz", "-p", "{n}", "-c", "/tmp/data60.bin"],
-    "xz": ["xz", "-T{n}", "-1", "-c", "/tmp/data60.bin"],
+    "pigz": [f"{B}/pigz", "-p", "{n}", "-c", DATA],
+    "xz": ["xz", "-T{n}", "-1", "-c", DATA],
 }
 
 
@@ -92,9 +98,9 @@ def phase_safety():
     # closefd2: data file byte-identical
     bad = 0
     for i in range(5):
-        subprocess.run([f"{B}/closefd2", "/tmp/d0.txt"], capture_output=True)
-        r = subprocess.run(["corecast", "run", "--", f"{B}/closefd2", "/tmp/d1.txt"], capture_output=True)
-        if open("/tmp/d0.txt", "rb").read() != open("/tmp/d1.txt", "rb").read():
+        subprocess.run([f"{B}/closefd2", f"{TMP}/d0.txt"], capture_output=True)
+        r = subprocess.run(["corecast", "run", "--", f"{B}/closefd2", f"{TMP}/d1.txt"], capture_output=True)
+        if open(f"{TMP}/d0.txt", "rb").read() != open(f"{TMP}/d1.txt", "rb").read():
             bad += 1
     rec(phase="safety", case="closefd2", runs=5, bad=bad, last_stderr=r.stderr.decode(errors="replace")[-800:])
     say(f"safety closefd2: bad {bad}/5")

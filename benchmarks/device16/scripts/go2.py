@@ -8,7 +8,7 @@ sys.path.insert(0, ".dev")
 OUT, DEADLINE = sys.argv[1], float(sys.argv[2])
 T0 = time.time()
 LOG = open(os.path.join(OUT, "go2.jsonl"), "a")
-NPB = ".dev/npb/bin"; B = "/tmp/bin"
+NPB = os.environ.get("CC_NPB", ".dev/npb/bin"); B = os.environ.get("CC_BIN", "/tmp/bin")  # as go.py
 LIB = subprocess.run(["corecast", "lib"], capture_output=True, text=True).stdout.strip()
 def left(): return DEADLINE - (time.time() - T0)
 def say(*a): print(f"[{time.time()-T0:5.0f}s]", *a, flush=True)
