@@ -310,3 +310,39 @@ def test_launcher_sets_target_machine_and_events(lib, tmp_path, monkeypatch):
     # Without a target machine nothing NUMA is set.
     env = launcher.preload_env({"PATH": "/bin"})
     assert not any(k in env for k in ("CORECAST_TARGET_MACHINE", "CORECAST_NUMA_EVENTS"))
+
+
+def test_a_window_handed_over_for_the_counters_predicts_nothing(monkeypatch):
+    """With --target-machine and memory counters, the sampler hands the model every window
+    (the counters are credited to the region that dominated it); without steering nothing
+    reads a window's predictions, so none are made: the histories and the counters are
+    kept, and the exit predicts from them (issue #40)."""
+    cffi = pytest.importorskip("cffi")
+    from pathlib import Path
+
+    from corecast.runtime import bridge, build
+
+    from .helpers import NATIVE_SOURCE
+    from .test_record import _struct
+
+    ffi = cffi.FFI()
+    ffi.cdef(build.abi_cdef(NATIVE_SOURCE))
+    preset = Path(bridge.__file__).resolve().parents[1] / "model" / "machine" / "presets" / "opteron6380.json"
+    monkeypatch.setenv("CORECAST_TARGET_MACHINE", str(preset))
+    monkeypatch.setattr(bridge, "_numa", None)
+    monkeypatch.setattr(bridge, "_histories", {})
+    sample, result = ffi.new("struct cc_sample *"), ffi.new("struct cc_result *")
+    for i, name in enumerate((b"main._omp_fn.0", b"process")):
+        ffi.memmove(ffi.addressof(sample.regions[i]), _struct(ffi, name), ffi.sizeof("struct cc_region_sample"))
+    sample.regions[0].nhist = 1
+    sample.regions[0].hist[0].threads, sample.regions[0].hist[0].calls, sample.regions[0].hist[0].wall_s = 4, 10, 1.0
+    sample.nregions, sample.target, sample.cores, sample.window_s = 2, 16, 16, 0.2
+    sample.numa.measured, sample.numa.nodes, sample.numa.cycles = 1, 1, 1e9  # cycles only
+    sample.final = 0
+    assert bridge.predict_sample(ffi, sample, result) == 0 and result.status == 0
+    assert result.regions[0].npred == 0 and result.regions[1].npred == 0  # nothing predicted
+    assert bridge._histories[(b"main._omp_fn.0".decode(), "prog")].seen == {4: (10, 1.0)}
+    assert bridge._numa.last is not None and bridge._numa.last["measured"] == ["cycles"]
+    sample.final = 1
+    assert bridge.predict_sample(ffi, sample, result) == 0 and result.status == 0
+    assert result.regions[0].npred == 16 and result.regions[1].npred == 16

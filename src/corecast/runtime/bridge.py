@@ -232,6 +232,22 @@ def _predict_nodes(ffi: object, sample: object, regions: list[RegionSample], res
             _encode_nodes(ffi, result.regions[i], res)
 
 
+def _counted_window(ffi: object, sample: object, regions: list[RegionSample], result: object) -> int:
+    """A window the sampler hands over only for the NUMA model's memory-traffic counters
+    (no steering): what later predictions read of it is kept, the regions' histories and
+    the counters credited to the region that dominated it, and nothing is predicted.  The
+    answers were read by no one, and a model run per window takes a core the program's
+    threads may hold (issue #40: --target-machine costs no more than the exit's)."""
+    for region in regions:
+        if region["name"] != "process":
+            _histories.setdefault((region["name"], region["object"]), RegionHistory()).update(region)
+    state = _numa_state()
+    if state is not None:
+        state.window(decode_counts(ffi, sample.numa), regions, sample.window_s)
+    result.status = 0
+    return 0
+
+
 def _injected_fault(sample: object) -> None:
     """Test hook, CORECAST_TEST_FAULT=segv|abort|hang: the exit prediction fails as a broken
     model or library would, so the tests can check that the program's exit survives it."""
@@ -274,6 +290,8 @@ def predict_sample(ffi: object, sample: object, result: object) -> int:
     try:
         hardware = hardware_from_struct(sample)
         regions = [region_from_struct(ffi, sample.regions[i], hardware) for i in range(sample.nregions)]
+        if not sample.final and not sample.steer:
+            return _counted_window(ffi, sample, regions, result)
         # With a target machine the node model answers beyond this machine (its memory
         # model: the thread-level history fit has none), so the exit fits no history: the
         # fit (numpy, scipy) cost omp_triad 0.33-0.44 s of CPU at exit, 38-55% of its run.
