@@ -68,6 +68,13 @@ class TeamPrediction(ScalingPrediction):
     def counts(self) -> list[int]:
         return self.threads
 
+    def scale(self, factors: list[float]) -> None:
+        """Speedups and band times ``factors`` (one per count), the preferred count again."""
+        self.speedup = [s * f for s, f in zip(self.speedup, factors)]
+        self.low = [s * f for s, f in zip(self.low, factors)]
+        self.high = [s * f for s, f in zip(self.high, factors)]
+        self.preferred = preferred_count(self.threads, self.speedup)
+
     def speedup_band(self) -> tuple[list[float], list[float]]:
         return self.low, self.high
 

@@ -145,10 +145,7 @@ def apply_machine(pred: TeamPrediction, region: RegionSample, cal: Calibration,
         return not_applied(why)
     e0 = curve.at(n0)
     factor = [curve.at(n) / e0 if n > 1 else 1.0 for n in pred.threads]
-    pred.speedup = [s * f for s, f in zip(pred.speedup, factor)]
-    pred.low = [s * f for s, f in zip(pred.low, factor)]
-    pred.high = [s * f for s, f in zip(pred.high, factor)]
-    pred.preferred = preferred_count(pred.threads, pred.speedup)
+    pred.scale(factor)
     return f"; {kind} curve x{factor[-1]:.2f} {n0}->{pred.threads[-1]}"
 
 
@@ -207,10 +204,7 @@ def one_thread_work(pred: TeamPrediction, measured: int) -> TeamPrediction:
     f = prior_loss(measured)
     if f >= 1.0:
         return pred
-    pred.speedup = [s * f if n > 1 else s for n, s in zip(pred.threads, pred.speedup)]
-    pred.low = [s * f if n > 1 else s for n, s in zip(pred.threads, pred.low)]
-    pred.high = [s * f if n > 1 else s for n, s in zip(pred.threads, pred.high)]
-    pred.preferred = preferred_count(pred.threads, pred.speedup)
+    pred.scale([f if n > 1 else 1.0 for n in pred.threads])
     pred.work_s *= f
     if "machine_loss" not in pred.fitted:
         pred.fitted = list(pred.fitted) + ["machine_loss"]
