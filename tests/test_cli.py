@@ -13,7 +13,7 @@ from corecast.cli import main
 from cli_checks import TOP_KEYS, assert_one_line_error
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
-DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
+DATASETS = Path(__file__).resolve().parent / "data" / "curves"  # copies of ../shared/datasets/*.csv
 PREDICTION_KEYS = {"threads", "value", "low", "high", "speedup", "efficiency"}
 
 
@@ -277,7 +277,6 @@ def test_subprocess_demo():
     assert "median relative error" in proc.stdout
 
 
-@pytest.mark.skipif(not DATASETS.is_dir(), reason="shared datasets not found next to the repo")
 def test_shared_dataset_predicts(capsys):
     d = run_json(capsys, str(DATASETS / "usl-R__raytracer.csv"), "--method", "usl", "--at", "100")
     assert d["metric"] == "throughput"

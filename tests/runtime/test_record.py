@@ -86,7 +86,7 @@ def test_the_live_bridge_decodes_exactly_the_record(name):
 
 @pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: f"{p.parent.name}/{p.stem}")
 def test_recordings_give_the_record(path):
-    """Schema-1 recordings (tests/data, and the 16-core runs in ../shared when present)
+    """Schema-1 recordings (tests/data, and the 16-core runs in benchmarks/scale16_curves)
     lack keys the record marks optional; they give no key the record does not have."""
     for proc in read_recording(str(path)):
         for sample in proc.regions:
