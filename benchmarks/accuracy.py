@@ -330,6 +330,12 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     names = [m for m in args.methods.split(",") if m]
     folder = args.datasets or (CORPUS if args.loso else DEFAULT_DATASETS)
+    if not folder.is_dir():
+        if args.datasets is None:  # the curves kept beside the repository are not here
+            print(f"accuracy.py: skipped: no {folder} (give --datasets DIR; tests/data/curves holds a copy)")
+            return 0
+        print(f"accuracy.py: no such directory: {folder}", file=sys.stderr)
+        return 2
     all_splits = splits_of(folder, topology=not args.no_topology)
     print(f"{len(set(sp.curve for sp in all_splits))} curves, {len(all_splits)} splits from {folder}"
           f"{'' if not args.no_topology else ' (topology ignored)'}")

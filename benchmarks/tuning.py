@@ -119,6 +119,9 @@ def main(argv=None) -> int:
     ap.add_argument("--quiet", action="store_true", help="averages only")
     ap.add_argument("--decision-time", action="store_true", help="time OPreSca's decisions instead")
     args = ap.parse_args(argv)
+    if not args.datasets.is_dir() and args.datasets == DEFAULT_DATASETS:
+        print(f"tuning.py: skipped: no {DEFAULT_DATASETS} (give --datasets DIR; tests/data/curves holds a copy)")
+        return 0
     curves = load_curves(args.datasets)
     if not curves:
         print(f"no curves in {args.datasets}", file=sys.stderr)
