@@ -7,22 +7,17 @@ Every recording at N = 2 and 4 threads in the directories given (``NAME.csv`` cu
 empirical band of ``model/runtime/spread.py``, and compared with the measured speedup
 S(n) = T(1)/T(n) at n = 8 and 16.  The residual per doubling,
 z = ln(measured / predicted) / log2(n), is what the band is made of: the band at n is
-[S e^(lo w log2 n), S e^(hi w log2 n)] around the central S, w = 1 + k x the process
-sample's stall share (``spread.stall_share``), lo and hi the 10th and 90th percentiles of
-z / w (locally weighted split conformal prediction, Vovk et al. 2005; Lei et al. 2018,
-section 5.2), joined with the model's own band.  k is the weight of WEIGHTS whose band has
-the smallest mean interval score (Gneiting and Raftery 2007) on the points it is chosen on.
+[S e^(lo log2 n), S e^(hi log2 n)] around the central S, lo and hi the 10th and 90th
+percentiles of z (split conformal prediction, Vovk et al. 2005; Lei et al. 2018), joined
+with the model's own band.
 
-Scored leave-one-suite-out: for each suite, k, lo and hi are chosen on the other suites' points
+Scored leave-one-suite-out: for each suite, lo and hi are chosen on the other suites' points
 and the held-out suite's points at n = 16 are scored (is the measured S(16) inside the band,
 and the band's high/low).  That is the headline; the in-sample figure (chosen on all
 points) stands beside it, with the constants the model would take from all suites, which
 must be ``spread.py``'s (the script says when they are not).
 
-    python benchmarks/bands.py [DIR ...] [--suites A,B | --skip-suites A,B] [--apply] [--json]
-
-``--apply`` chooses nothing: it scores spread.py's constants on the recordings given (how
-the held-out suites are reported).
+    python benchmarks/bands.py [DIR ...] [--suites A,B | --skip-suites A,B] [--json]
 
 DIRs default to benchmarks/scale16_curves, benchmarks/device16 and benchmarks/corpus16/data,
 without the suites in DEFAULT_SKIP (corpus16's held-out suites, and BOTS until it is
@@ -56,8 +51,6 @@ DEFAULT_SKIP = "phoenix,miniapps,pyhost,bots"
 COUNTS = (2, 4)
 SCORED = 16
 LEVELS = (0.10, 0.90)
-# Stall weights k tried: the band's scale is 1 + k * the sample's stall share.
-WEIGHTS = (0.0, 0.5, 1.0, 2.0, 3.0, 5.0, 8.0, 12.0, 20.0)
 
 
 def points(dirs: list[Path], suites=lambda csv: True) -> list[dict]:
@@ -71,13 +64,12 @@ def points(dirs: list[Path], suites=lambda csv: True) -> list[dict]:
             if rep.process is None:
                 continue
             p = rep.process[1]
-            share = spread.stall_share([r for r in proc.regions if r["name"] == "process"][-1])
             for n in (8, 16):
                 i = p.threads.index(n)
                 measured = curve[1] / scale16.time_at(curve, n)
                 rows.append({"dir": d.name, "program": csv.stem, "suite": scale16.suite_of(csv), "n0": n0,
                              "n": n, "measured": measured, "predicted": p.speedup[i],
-                             "low": p.low[i], "high": p.high[i], "share": share,
+                             "low": p.low[i], "high": p.high[i],
                              "z": math.log(measured / p.speedup[i]) / math.log2(n)})
     return rows
 
@@ -90,50 +82,21 @@ def quantile(values: list[float], q: float) -> float:
     return v[lo] + (v[min(lo + 1, len(v) - 1)] - v[lo]) * (k - lo)
 
 
-def choose_band(rows: list[dict], k: float) -> tuple[float, float]:
-    """lo, hi for the stall weight k: the quantiles of z over the band's scale 1 + k share."""
-    z = [r["z"] / (1 + k * r["share"]) for r in rows]
+def choose(rows: list[dict]) -> tuple[float, float]:
+    z = [r["z"] for r in rows]
     return round(quantile(z, LEVELS[0]), 3), round(quantile(z, LEVELS[1]), 3)
 
 
-def interval_score(rows: list[dict], lo: float, hi: float, k: float) -> float:
-    """Mean interval score of the bands at 16 in log space (Gneiting and Raftery, "Strictly
-    proper scoring rules, prediction, and estimation", JASA 2007, section 6.2): the band's
-    width plus 2/alpha times how far the measured value falls outside it; alpha = 0.2."""
-    alpha = 1.0 - (LEVELS[1] - LEVELS[0])
-    total, at = 0.0, [r for r in rows if r["n"] == SCORED]
-    for r in at:
-        low, high = (math.log(v) for v in widened(r, lo, hi, k))
-        y = math.log(r["measured"])
-        total += (high - low) + 2 / alpha * (max(0.0, low - y) + max(0.0, y - high))
-    return total / len(at) if at else 0.0
-
-
-def choose(rows: list[dict]) -> tuple[float, float, float]:
-    """k, lo, hi: the stall weight of WEIGHTS whose band scores best on ``rows`` (the
-    smallest mean interval score: narrow, and rarely missed), with its lo and hi."""
-    best = None
-    for k in WEIGHTS:
-        lo, hi = choose_band(rows, k)
-        s = interval_score(rows, lo, hi, k)
-        if best is None or s < best[0] - 1e-12:
-            best = (s, k, lo, hi)
-    return best[1], best[2], best[3]
-
-
-def widened(r: dict, lo: float, hi: float, k: float) -> tuple[float, float]:
-    """The row's band at its n: the model's own joined with the empirical one."""
-    d = (1 + k * r["share"]) * math.log2(r["n"])
-    return min(r["low"], r["predicted"] * math.exp(lo * d)), max(r["high"], r["predicted"] * math.exp(hi * d))
-
-
-def score(rows: list[dict], lo: float | None, hi: float | None, k: float = 0.0) -> dict:
+def score(rows: list[dict], lo: float | None, hi: float | None) -> dict:
     """Coverage and median high/low at n = 16 of the model's band joined with [lo, hi]
-    scaled by 1 + k share (lo None: the model's band alone)."""
+    (None: the model's band alone)."""
     at = [r for r in rows if r["n"] == SCORED]
     inside, ratios = [], []
     for r in at:
-        low, high = (r["low"], r["high"]) if lo is None else widened(r, lo, hi, k)
+        low, high = r["low"], r["high"]
+        if lo is not None:
+            low = min(low, r["predicted"] * math.exp(lo * math.log2(SCORED)))
+            high = max(high, r["predicted"] * math.exp(hi * math.log2(SCORED)))
         inside.append(low <= r["measured"] <= high)
         ratios.append(high / low)
     errs = [abs(math.log(r["predicted"] / r["measured"])) for r in at]
@@ -142,27 +105,17 @@ def score(rows: list[dict], lo: float | None, hi: float | None, k: float = 0.0) 
             "median_log_error": round(statistics.median(errs), 4) if at else None}
 
 
-def unweighted(rows: list[dict]) -> dict:
-    """The held-out score of the band without the stall weight (k = 0), for comparison."""
-    pooled = []
-    for suite in sorted({r["suite"] for r in rows}):
-        lo, hi = choose_band([r for r in rows if r["suite"] != suite], 0.0)
-        pooled += [dict(zip(("low", "high"), widened(r, lo, hi, 0.0)), **{x: r[x] for x in r if x not in ("low", "high")})
-                   for r in rows if r["suite"] == suite]
-    return score(pooled, None, None)
-
-
 def leave_one_suite_out(rows: list[dict]) -> tuple[dict, list[dict]]:
     """Each suite scored with lo, hi chosen on the others; the pooled held-out score."""
     per_suite, pooled = [], []
     for suite in sorted({r["suite"] for r in rows}):
         rest = [r for r in rows if r["suite"] != suite]
         mine = [r for r in rows if r["suite"] == suite]
-        k, lo, hi = choose(rest)
-        s = score(mine, lo, hi, k)
-        per_suite.append({"suite": suite, "k": k, "lo": lo, "hi": hi, **s})
-        pooled += [dict(zip(("low", "high"), widened(r, lo, hi, k)), **{x: r[x] for x in r if x not in ("low", "high")})
-                   for r in mine]
+        lo, hi = choose(rest)
+        s = score(mine, lo, hi)
+        per_suite.append({"suite": suite, "lo": lo, "hi": hi, **s})
+        pooled += [{**r, "low": min(r["low"], r["predicted"] * math.exp(lo * math.log2(r["n"]))),
+                    "high": max(r["high"], r["predicted"] * math.exp(hi * math.log2(r["n"])))} for r in mine]
     return score(pooled, None, None), per_suite
 
 
@@ -172,8 +125,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--suites", default="", help="comma-separated suites: these alone")
     ap.add_argument("--skip-suites", default=DEFAULT_SKIP, help="comma-separated suites: all but these "
                     f"(default {DEFAULT_SKIP}: held out, or recorded before task timing; '' for none)")
-    ap.add_argument("--apply", action="store_true",
-                    help="choose nothing: score spread.py's constants on these recordings (the held-out report)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     dirs = args.dirs or DEFAULT_DIRS
@@ -185,21 +136,12 @@ def main(argv: list[str] | None = None) -> int:
     if not rows:
         print("bands.py: no recording at 2 or 4 threads with a measured curve at 1 and 16", file=sys.stderr)
         return 2
-    if args.apply:
-        k, lo, hi = spread.STALL_WEIGHT, spread.LOW_PER_DOUBLING, spread.HIGH_PER_DOUBLING
-        applied = {"spread_py": {"k": k, "lo": lo, "hi": hi}, "score": score(rows, lo, hi, k),
-                   "model_band_alone": score(rows, None, None)}
-        print(json.dumps(applied, indent=1) if args.json else
-              f"{len(rows)} points: spread.py's band (k {k:g}, lo {lo:+.3f}, hi {hi:+.3f}): {applied['score']}; "
-              f"the model's own band alone: {applied['model_band_alone']}")
-        return 0
     held_out, per_suite = leave_one_suite_out(rows)
-    k, lo, hi = choose(rows)
+    lo, hi = choose(rows)
     result = {"held_out": held_out, "per_suite": per_suite,
-              "in_sample": score(rows, lo, hi, k), "model_band_alone": score(rows, None, None),
-              "unweighted": {"held_out": unweighted(rows), "in_sample": score(rows, *choose_band(rows, 0.0))},
-              "chosen_on_all": {"k": k, "lo": lo, "hi": hi},
-              "spread_py": {"k": spread.STALL_WEIGHT, "lo": spread.LOW_PER_DOUBLING, "hi": spread.HIGH_PER_DOUBLING}}
+              "in_sample": score(rows, lo, hi), "model_band_alone": score(rows, None, None),
+              "chosen_on_all": {"lo": lo, "hi": hi},
+              "spread_py": {"lo": spread.LOW_PER_DOUBLING, "hi": spread.HIGH_PER_DOUBLING}}
     if args.json:
         print(json.dumps(result, indent=1))
     else:
@@ -207,15 +149,13 @@ def main(argv: list[str] | None = None) -> int:
               f"suites: {', '.join(sorted({r['suite'] for r in rows}))}")
         print(f"held out (leave-one-suite-out): {held_out}")
         for s in per_suite:
-            print(f"  {s['suite']:<14} k {s['k']:4.1f} lo {s['lo']:+.3f} hi {s['hi']:+.3f}  coverage {s['coverage']}  "
+            print(f"  {s['suite']:<10} lo {s['lo']:+.3f} hi {s['hi']:+.3f}  coverage {s['coverage']}  "
                   f"median high/low {s['median_high_over_low']}  points {s['points']}")
         print(f"in sample:                     {result['in_sample']}")
         print(f"the model's own band alone:    {result['model_band_alone']}")
-        print(f"without the stall weight (k = 0): held out {result['unweighted']['held_out']}, "
-              f"in sample {result['unweighted']['in_sample']}")
-        print(f"chosen on all suites: k {k:g}, lo {lo:+.3f} hi {hi:+.3f} per doubling; spread.py has "
-              f"k {spread.STALL_WEIGHT:g}, lo {spread.LOW_PER_DOUBLING:+.3f} hi {spread.HIGH_PER_DOUBLING:+.3f}")
-    if (k, lo, hi) != (spread.STALL_WEIGHT, spread.LOW_PER_DOUBLING, spread.HIGH_PER_DOUBLING) and not args.dirs \
+        print(f"chosen on all suites: lo {lo:+.3f} hi {hi:+.3f} per doubling; spread.py has "
+              f"lo {spread.LOW_PER_DOUBLING:+.3f} hi {spread.HIGH_PER_DOUBLING:+.3f}")
+    if (lo, hi) != (spread.LOW_PER_DOUBLING, spread.HIGH_PER_DOUBLING) and not args.dirs \
             and args.skip_suites == DEFAULT_SKIP and not args.suites:
         print("bands.py: spread.py's constants are not the ones chosen on these suites", file=sys.stderr)
     return 0

@@ -182,5 +182,4 @@ def test_a_cpu_devices_kernel_gets_the_empirical_band_regions_get():
     s = pred.speedup[-1]
     assert pred.low[-1] <= s * math.exp(spread.LOW_PER_DOUBLING * 4) * (1 + 1e-9)
     assert pred.high[-1] >= s * math.exp(spread.HIGH_PER_DOUBLING * 4) * (1 - 1e-9)
-    assert pred.high[-1] / pred.low[-1] >= math.exp((spread.HIGH_PER_DOUBLING - spread.LOW_PER_DOUBLING) * 4) * (1 - 1e-9)
-    assert pred.high[-1] / pred.low[-1] > 1.2
+    assert pred.high[-1] / pred.low[-1] > 1.5

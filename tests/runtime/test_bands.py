@@ -38,37 +38,6 @@ def test_the_empirical_band_widens_per_doubling_and_keeps_the_central():
     assert ratios == sorted(ratios) and ratios[-1] > 1.2  # wider with every doubling
 
 
-def test_a_sample_that_waited_gets_a_wider_band():
-    """The band's scale is 1 + k * stall share: a region whose threads computed keeps the
-    constants' band, one that waited half its thread time a band k/2 + 1 times as wide
-    (in log terms), and a share past 1 (waits counted on top of busy time) counts as 1."""
-    computed, waited, over = (spread.widen(flat(), share) for share in (0.0, 0.5, 3.0))
-    i = computed.threads.index(16)
-    width = [math.log(p.high[i] / p.low[i]) for p in (computed, waited, over)]
-    assert width[0] == pytest.approx((spread.HIGH_PER_DOUBLING - spread.LOW_PER_DOUBLING) * 4)
-    assert width[1] == pytest.approx(width[0] * (1 + spread.STALL_WEIGHT * 0.5))
-    assert width[2] == pytest.approx(width[0] * (1 + spread.STALL_WEIGHT))
-    assert computed.speedup == waited.speedup  # the central prediction is the model's
-
-
-def test_stall_share_is_the_share_of_thread_time_stalled():
-    p = process(threads=4, wall=2.0, cpu=6.0)
-    p["stalls_s"] = {**p["stalls_s"], "omp_barrier": 1.0, "mutex": 1.0, "mpi_p2p": 5.0}
-    assert spread.stall_share(p) == pytest.approx(2.0 / 8.0)  # a rank's MPI waits are not the team's
-    p["stalls_s"]["imbalance"] = 100.0
-    assert spread.stall_share(p) == 1.0
-    assert spread.stall_share({**p, "wall_s": 0.0}) == 0.0
-
-
-def test_the_predictor_scales_each_band_by_its_own_samples_stalls():
-    quiet = process(threads=4, wall=1.0, cpu=4.0)
-    busy = process(threads=4, wall=1.0, cpu=4.0)
-    busy["stalls_s"] = {**busy["stalls_s"], "omp_barrier": 2.0}
-    (a,), (b,) = predict_window([quiet], 16, 16, 16, {}), predict_window([busy], 16, 16, 16, {})
-    i = a.threads.index(16)
-    assert b.high[i] / b.low[i] > a.high[i] / a.low[i]
-
-
 def test_a_wider_model_band_is_kept():
     pred = flat()
     pred.low[-1], pred.high[-1] = 0.1, 100.0
@@ -125,8 +94,7 @@ def test_the_benchmark_chose_these_constants():
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
-    assert result["chosen_on_all"] == {"k": spread.STALL_WEIGHT, "lo": spread.LOW_PER_DOUBLING,
-                                       "hi": spread.HIGH_PER_DOUBLING}
+    assert result["chosen_on_all"] == {"lo": spread.LOW_PER_DOUBLING, "hi": spread.HIGH_PER_DOUBLING}
     assert result["held_out"]["coverage"] > result["model_band_alone"]["coverage"]
 
 

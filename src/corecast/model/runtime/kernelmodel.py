@@ -194,12 +194,12 @@ def predict(kernel, target: int, cores: int):
         return device_predict(kernel, target)
     from .bound import preferred_count
     from .predictor import predict_region_threads
-    from .spread import stall_share, widen
+    from .spread import widen
 
     # The one predictor regions take, with the empirical band every region's prediction
     # gets (a kernel's sample has no team-size history: without it the band was the
     # model's own, zero-wide at the sampled count, and held no measured pocl kernel).
-    pred = widen(predict_region_threads(reg, target, cores, cores, {}), stall_share(reg))
+    pred = widen(predict_region_threads(reg, target, cores, cores, {}))
     if sample_stalls(kernel) is not None:
         pred.basis = ("contention model on the kernel's sample: idle compute units as "
                       "imbalance, the runtime's lock waits as queues")

@@ -8,7 +8,7 @@ from .bound import TeamPrediction
 from .contention import barrier_latency, compose_process, process_contention, process_team, region_contention
 from .evidence import apply_machine, not_applied, one_thread_work, prior_loss, roofline, with_note
 from .history import BASIS_LEN, RegionHistory, anchor_t1, combine, extrapolate, mostly_at, probe_basis
-from .spread import stall_share, widen
+from .spread import widen
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
@@ -83,7 +83,7 @@ def predict_window(regions: list[RegionSample], target: int, measured_cores: int
     for region in regions:
         if region["name"] != "process":
             pred = widen(predict_region_threads(region, target, measured_cores, predicted_cores, histories,
-                                                final, latency, machine, process), stall_share(region))
+                                                final, latency, machine, process))
             done.append((region, pred))
         elif any(not r["nested"] for r, _ in done):
             sampled = max(int(r["threads"]) for r, _ in done if not r["nested"])
@@ -98,5 +98,5 @@ def predict_window(regions: list[RegionSample], target: int, measured_cores: int
             if machine is not None:
                 note = roofline(pred, region, machine)
                 pred.basis = with_note(pred.basis, note or not_applied("no evidence"))
-        preds.append(widen(pred, stall_share(region)))
+        preds.append(widen(pred))
     return preds
