@@ -17,7 +17,15 @@ and the band's high/low).  That is the headline; the in-sample figure (chosen on
 points) stands beside it, with the constants the model would take from all suites, which
 must be ``spread.py``'s (the script says when they are not).
 
-    python benchmarks/bands.py [DIR ...] [--suites A,B | --skip-suites A,B] [--json]
+    python benchmarks/bands.py [DIR ...] [--suites A,B | --skip-suites A,B] [--apply] [--json]
+
+``--apply`` chooses nothing: it scores spread.py's constants on the recordings given, which
+is how the held-out suites are reported once (``benchmarks/corpus16/data --suites
+phoenix,miniapps,pyhost --skip-suites '' --apply``).  Beside coverage and median high/low
+it gives the mean interval score at 16 (Gneiting and Raftery, "Strictly proper scoring
+rules, prediction, and estimation", JASA 2007, section 6.2: the band's log width plus
+2/alpha times how far outside it the measured value fell; alpha = 0.2), which weighs
+the two against each other.
 
 DIRs default to benchmarks/scale16_curves, benchmarks/device16 and benchmarks/corpus16/data,
 without the suites in DEFAULT_SKIP (corpus16's held-out suites, and BOTS until it is
@@ -105,6 +113,21 @@ def score(rows: list[dict], lo: float | None, hi: float | None) -> dict:
             "median_log_error": round(statistics.median(errs), 4) if at else None}
 
 
+def interval_score(rows: list[dict], lo: float, hi: float) -> float:
+    """Mean interval score of the bands at 16 in log space, the model's band joined with
+    [lo, hi] (lower is better)."""
+    alpha = 1.0 - (LEVELS[1] - LEVELS[0])
+    at = [r for r in rows if r["n"] == SCORED]
+    total = 0.0
+    for r in at:
+        d = math.log2(r["n"])
+        low = math.log(min(r["low"], r["predicted"] * math.exp(lo * d)))
+        high = math.log(max(r["high"], r["predicted"] * math.exp(hi * d)))
+        y = math.log(r["measured"])
+        total += (high - low) + 2 / alpha * (max(0.0, low - y) + max(0.0, y - high))
+    return round(total / len(at), 4) if at else float("nan")
+
+
 def leave_one_suite_out(rows: list[dict]) -> tuple[dict, list[dict]]:
     """Each suite scored with lo, hi chosen on the others; the pooled held-out score."""
     per_suite, pooled = [], []
@@ -125,6 +148,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--suites", default="", help="comma-separated suites: these alone")
     ap.add_argument("--skip-suites", default=DEFAULT_SKIP, help="comma-separated suites: all but these "
                     f"(default {DEFAULT_SKIP}: held out, or recorded before task timing; '' for none)")
+    ap.add_argument("--apply", action="store_true",
+                    help="choose nothing: score spread.py's constants on these recordings (the held-out report)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     dirs = args.dirs or DEFAULT_DIRS
@@ -136,6 +161,15 @@ def main(argv: list[str] | None = None) -> int:
     if not rows:
         print("bands.py: no recording at 2 or 4 threads with a measured curve at 1 and 16", file=sys.stderr)
         return 2
+    if args.apply:
+        lo, hi = spread.LOW_PER_DOUBLING, spread.HIGH_PER_DOUBLING
+        applied = {"spread_py": {"lo": lo, "hi": hi},
+                   "score": {**score(rows, lo, hi), "interval_score": interval_score(rows, lo, hi)},
+                   "model_band_alone": score(rows, None, None)}
+        print(json.dumps(applied, indent=1) if args.json else
+              f"{len(rows)} points: spread.py's band (lo {lo:+.3f}, hi {hi:+.3f}): {applied['score']}; "
+              f"the model's own band alone: {applied['model_band_alone']}")
+        return 0
     held_out, per_suite = leave_one_suite_out(rows)
     lo, hi = choose(rows)
     result = {"held_out": held_out, "per_suite": per_suite,
