@@ -1,10 +1,10 @@
 """The Python side's copy of the C<->Python contract (native/model_abi.h, native/core.c's
-CC_STALL_NAMES and CC_COUNTER_NAMES, the sizes in corecast.h): stall names in CC_STALL_* order, NUMA
-counter roles in CC_NUMA_* bit order, array sizes, and the NUMA event plan's struct.  Defined once here and checked against the C sources by
-tests/runtime/test_abi.py; the header is not shipped with the package and this module is
-imported by every profiled program, so it stays plain constants (no parsing, no imports):
-the plan's ctypes Structures are built when first asked for (``abi.NumaPlan``), by the
-launcher alone."""
+CC_STALL_NAMES and CC_COUNTER_NAMES, the sizes in corecast.h): stall names in CC_STALL_*
+order, NUMA counter roles in CC_NUMA_* bit order, array sizes, and the NUMA event plan's
+struct.  Defined once here and checked against the C sources by tests/runtime/test_abi.py;
+the header is not shipped with the package and this module is imported by every profiled
+program, so it stays plain constants (no parsing, no imports): the plan's ctypes
+Structures are built when first asked for (``abi.NumaPlan``), by the launcher alone."""
 
 # CC_STALL_* order; CC_NSTALL == len(STALLS).
 STALLS = ("mutex", "condvar", "pthread_barrier", "rwlock", "semaphore", "critical",
