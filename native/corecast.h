@@ -268,14 +268,16 @@ void cc_counters_after_fork(void) CC_HIDDEN; /* a child counts afresh */
 void cc_counters_sampler_is(int tid) CC_HIDDEN; /* its CPU time is corecast's */
 int cc_counters_fds(int *out, int max) CC_HIDDEN; /* the open counter descriptors (PMU, NUMA) */
 void cc_sampler_read_counters(struct cc_sample *s); /* fills counters + runqueue */
-/* NUMA topology and memory-traffic counters (numa.c, CORECAST_NUMA_EVENTS): opened with
- * the sampler's counters, read with them (cumulative), closed in a forked child. */
-#define CC_NUMA_NROLES 4
+/* NUMA topology and memory-traffic counters (numa.c, the plan in CORECAST_NUMA_EVENTS):
+ * opened with the sampler's counters, read with them (cumulative), closed in a forked child. */
 extern const char *const CC_NUMA_ROLE_NAMES[CC_NUMA_NROLES]; /* bit order of CC_NUMA_* */
 void cc_numa_open(void);
 void cc_numa_read(struct cc_numa_counts *n);
 void cc_numa_after_fork(void);
 int cc_numa_fds(int *out, int max); /* the open NUMA event descriptors */
+/* CORECAST_NUMA_EVENTS's value into *p (numa_plan.c); NULL if it is a plan this library
+ * reads, else what is wrong with it (*p is then not to be used). */
+const char *cc_numa_plan_decode(const char *text, struct cc_numa_plan *p) CC_HIDDEN;
 int cc_model_predict(const struct cc_sample *s, struct cc_result *r);
 void cc_model_after_fork(void);
 void cc_model_warmup(void);

@@ -5,6 +5,8 @@
 #ifndef CORECAST_MODEL_ABI_H
 #define CORECAST_MODEL_ABI_H
 
+#include <stdint.h>
+
 #define CC_ABI_VERSION 7
 /* Version of the JSON Lines records (CORECAST_OUTPUT, docs/recording.md) that `corecast
  * replay` reads; 1: the records written before they carried "schema".  Same number:
@@ -53,6 +55,30 @@
 #define CC_NUMA_LLC 1             /* LLC misses (all memory nodes together) */
 #define CC_NUMA_BUS 2             /* DRAM requests from the program's CPUs, per memory node */
 #define CC_NUMA_MCT 3             /* memory-controller requests, per memory node */
+#define CC_NUMA_NROLES 4
+
+/* The NUMA event plan: `corecast run` (corecast.runtime.numa_events) chooses the events
+ * and the preload library (numa.c) opens them; the plan crosses the program's exec as
+ * this struct's bytes, the header and the n events used, in CORECAST_NUMA_EVENTS as
+ * "v2:" and their hex (native byte order: both ends run on this machine).  Fixed-width
+ * fields, no padding; corecast.recording.abi.NumaPlan is its Python copy. */
+#define CC_NUMA_PLAN_VERSION 2
+#define CC_NUMA_MAX_EVENTS 256
+struct cc_numa_event {
+    uint64_t config;          /* perf_event_attr.config */
+    uint64_t config1;         /* perf_event_attr.config1 */
+    uint32_t type;            /* perf_event_attr.type: the PMU's sysfs type */
+    uint32_t role;            /* CC_NUMA_* */
+    int32_t node;             /* memory node the count belongs to; -1: none */
+    int32_t cpu;              /* -1: the program's threads; >= 0: the CPU an uncore unit is read on */
+};
+
+struct cc_numa_plan {
+    uint32_t version;         /* CC_NUMA_PLAN_VERSION */
+    uint32_t n;               /* events used, at most CC_NUMA_MAX_EVENTS */
+    char source[64];          /* the event table, NUL-terminated, e.g. "amd-fam15h" */
+    struct cc_numa_event ev[256];
+};
 
 #define CC_RUNTIME_OPENMP 0
 #define CC_RUNTIME_PTHREADS 1

@@ -3,15 +3,13 @@
  * machine's NUMA topology.
  *
  * The launcher plans the events (corecast/runtime/numa_events.py: tables by CPU family)
- * and passes them in CORECAST_NUMA_EVENTS:
- *
- *     v1;SOURCE;ROLE:NODE:TYPE:CONFIG:CONFIG1:CPU;...
- *
- * ROLE is cycles, llc, bus or mct (CC_NUMA_*), NODE the memory node the count belongs to
- * (-1: none), TYPE/CONFIG/CONFIG1 the perf_event_attr fields, CPU -1 for an event of the
- * program's threads (inherited by the threads it creates) or the CPU an uncore unit is
- * read on.  Text that does not parse is ignored with one warning.  An event that cannot
- * be opened or has not run leaves its role unmeasured: values are never made up.  The
+ * and passes them in CORECAST_NUMA_EVENTS as struct cc_numa_plan (model_abi.h), its
+ * bytes in hex (numa_plan.c decodes and checks them).  Each event has a role (cycles,
+ * llc, bus or mct: CC_NUMA_*), the memory node its count belongs to (-1: none), the
+ * perf_event_attr type/config/config1, and a CPU: -1 for an event of the program's
+ * threads (inherited by the threads it creates), else the CPU an uncore unit is read on.
+ * A value that is not such a plan is ignored with one warning.  An event that cannot be
+ * opened or has not run leaves its role unmeasured: values are never made up.  The
  * kernel multiplexes events beyond the PMU's counters (the paper's sub-samples); their
  * counts are scaled by time enabled / time running and ``multiplexed`` is set.
  *
@@ -21,7 +19,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <linux/perf_event.h>
 #include <sched.h>
 #include <stdint.h>
@@ -33,19 +30,11 @@
 
 #include "corecast.h"
 
-#define CC_NUMA_MAX_EVENTS 256 /* corecast.recording.abi.NUMA_MAX_EVENTS */
-
 const char *const CC_NUMA_ROLE_NAMES[CC_NUMA_NROLES] = {"cycles", "llc", "bus", "mct"};
 
-struct numa_event {
-    int role, node, type, cpu;
-    uint64_t config, config1;
-    int fd; /* -1: not open (failed), -2: not counted here (another node's unit) */
-};
-
-static struct numa_event events[CC_NUMA_MAX_EVENTS];
-static int nevents;
-static char source[64];
+static struct cc_numa_plan plan; /* plan.n events, plan.source */
+/* Per event: -1 not open (failed), -2 not counted here (another node's unit). */
+static int fds[CC_NUMA_MAX_EVENTS];
 static int parsed;   /* CORECAST_NUMA_EVENTS read: once per image, kept across fork */
 static int topo_read;
 static int topo_nodes, topo_cpus[CC_MAX_NODES];
@@ -130,94 +119,12 @@ static int node_of_cpu(int cpu) {
     return -1;
 }
 
-/* ---- CORECAST_NUMA_EVENTS ------------------------------------------------------------ */
-static int parse_int(const char **p, long lo, long hi, int *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(*p, &end, 10);
-    if (end == *p || errno || v < lo || v > hi)
-        return -1;
-    *p = end;
-    *out = (int)v;
-    return 0;
-}
-
-static int parse_u64(const char **p, uint64_t *out) {
-    char *end;
-    if (**p == '-' || **p == ' ')
-        return -1;
-    errno = 0;
-    unsigned long long v = strtoull(*p, &end, 0);
-    if (end == *p || errno)
-        return -1;
-    *p = end;
-    *out = v;
-    return 0;
-}
-
-static int expect(const char **p, char c) {
-    if (**p != c)
-        return -1;
-    (*p)++;
-    return 0;
-}
-
-/* Fills events[] and source; returns NULL, or where the text stopped making sense. */
-static const char *parse_plan(const char *s) {
-    if (strncmp(s, "v1;", 3))
-        return s;
-    s += 3;
-    size_t n = strcspn(s, ";");
-    if (n == 0 || n >= sizeof source)
-        return s;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-              c == '_' || c == '.'))
-            return s + i;
-    }
-    memcpy(source, s, n);
-    source[n] = 0;
-    s += n;
-    while (*s == ';' && s[1]) {
-        s++;
-        if (nevents == CC_NUMA_MAX_EVENTS)
-            return s;
-        struct numa_event *e = &events[nevents];
-        e->role = -1;
-        for (int r = 0; r < CC_NUMA_NROLES; r++) {
-            size_t len = strlen(CC_NUMA_ROLE_NAMES[r]);
-            if (!strncmp(s, CC_NUMA_ROLE_NAMES[r], len) && s[len] == ':') {
-                e->role = r;
-                s += len;
-                break;
-            }
-        }
-        const char *at = s;
-        if (e->role < 0 || expect(&s, ':') || parse_int(&s, -1, CC_MAX_NODES - 1, &e->node) ||
-            expect(&s, ':') || parse_int(&s, 0, INT_MAX, &e->type) || expect(&s, ':') ||
-            parse_u64(&s, &e->config) || expect(&s, ':') || parse_u64(&s, &e->config1) ||
-            expect(&s, ':') || parse_int(&s, -1, CPU_SETSIZE - 1, &e->cpu) || (*s && *s != ';'))
-            return at;
-        /* Per-node roles come from uncore units; the program's own events have no node. */
-        if ((e->role == CC_NUMA_BUS || e->role == CC_NUMA_MCT) && (e->node < 0 || e->cpu < 0))
-            return at;
-        if (e->role == CC_NUMA_CYCLES && e->cpu >= 0)
-            return at;
-        e->fd = -1;
-        nevents++;
-    }
-    if (*s == ';')
-        s++;
-    return *s ? s : NULL;
-}
-
 /* ---- counting ------------------------------------------------------------------------ */
-static int open_event(const struct numa_event *e) {
+static int open_event(const struct cc_numa_event *e) {
     struct perf_event_attr a;
     memset(&a, 0, sizeof a);
     a.size = sizeof a;
-    a.type = (uint32_t)e->type;
+    a.type = e->type;
     a.config = e->config;
     a.config1 = e->config1;
     a.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
@@ -234,7 +141,7 @@ static int open_event(const struct numa_event *e) {
 
 /* LLC and DRAM-request units of nodes the program cannot run on count other programs:
  * left out.  Memory controllers serve every node: all counted. */
-static int counts_here(const struct numa_event *e, const cpu_set_t *allowed) {
+static int counts_here(const struct cc_numa_event *e, const cpu_set_t *allowed) {
     if (e->cpu < 0 || e->role == CC_NUMA_MCT || !allowed)
         return 1;
     int n = node_of_cpu(e->cpu);
@@ -256,28 +163,28 @@ void cc_numa_open(void) {
     if (!parsed) {
         parsed = 1;
         const char *v = getenv(CC_ENV_NUMA_EVENTS);
-        const char *bad = v && *v ? parse_plan(v) : NULL;
+        const char *bad = v && *v ? cc_numa_plan_decode(v, &plan) : NULL;
         if (bad) {
-            cc_warn("CORECAST_NUMA_EVENTS is not an event list this library reads (at \"%.24s\"); "
+            cc_warn("CORECAST_NUMA_EVENTS is not a NUMA event plan this library reads (%s); "
                     "no NUMA counters",
                     bad);
-            nevents = 0;
-            source[0] = 0;
+            plan.n = 0;
+            plan.source[0] = 0;
         }
     }
     cpu_set_t allowed;
     int have_allowed = sched_getaffinity(0, sizeof allowed, &allowed) == 0;
-    for (int i = 0; i < nevents; i++)
-        events[i].fd = counts_here(&events[i], have_allowed ? &allowed : NULL) ? open_event(&events[i]) : -2;
+    for (uint32_t i = 0; i < plan.n; i++)
+        fds[i] = counts_here(&plan.ev[i], have_allowed ? &allowed : NULL) ? open_event(&plan.ev[i]) : -2;
     __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
     errno = saved;
 }
 
 int cc_numa_fds(int *out, int max) {
     int n = 0;
-    for (int i = 0; i < nevents && n < max; i++)
-        if (events[i].fd >= 0)
-            out[n++] = events[i].fd;
+    for (uint32_t i = 0; i < plan.n && n < max; i++)
+        if (fds[i] >= 0)
+            out[n++] = fds[i];
     return n;
 }
 
@@ -288,17 +195,17 @@ void cc_numa_read(struct cc_numa_counts *o) {
     o->nodes = topo_nodes;
     for (int n = 0; n < CC_MAX_NODES; n++)
         o->node_cpus[n] = n < topo_nodes ? topo_cpus[n] : 0;
-    memcpy(o->source, source, sizeof o->source);
+    memcpy(o->source, plan.source, sizeof o->source);
     double total[CC_NUMA_NROLES] = {0}, per_node[CC_NUMA_NROLES][CC_MAX_NODES];
     memset(per_node, 0, sizeof per_node);
     int planned[CC_NUMA_NROLES] = {0}, failed[CC_NUMA_NROLES] = {0}, scaled[CC_NUMA_NROLES] = {0};
-    for (int i = 0; i < nevents; i++) {
-        const struct numa_event *e = &events[i];
-        if (e->fd == -2)
+    for (uint32_t i = 0; i < plan.n; i++) {
+        const struct cc_numa_event *e = &plan.ev[i];
+        if (fds[i] == -2)
             continue;
         planned[e->role]++;
         uint64_t v[3]; /* value, time enabled, time running */
-        if (e->fd < 0 || read(e->fd, v, sizeof v) != (ssize_t)sizeof v || v[2] == 0) {
+        if (fds[i] < 0 || read(fds[i], v, sizeof v) != (ssize_t)sizeof v || v[2] == 0) {
             failed[e->role] = 1;
             continue;
         }
@@ -331,10 +238,10 @@ void cc_numa_read(struct cc_numa_counts *o) {
 
 /* A forked child: the counters count the parent. */
 void cc_numa_after_fork(void) {
-    for (int i = 0; i < nevents; i++) {
-        if (events[i].fd >= 0)
-            close(events[i].fd);
-        events[i].fd = -1;
+    for (uint32_t i = 0; i < plan.n; i++) {
+        if (fds[i] >= 0)
+            close(fds[i]);
+        fds[i] = -1;
     }
     __atomic_store_n(&ready, 0, __ATOMIC_RELEASE);
 }

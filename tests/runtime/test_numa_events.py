@@ -3,10 +3,12 @@ sysfs trees (AMD family 15h with its northbridge PMU, Intel Xeons with uncore IM
 unknown CPUs, no PMU at all), the env-var encoding, decoding the counts, the launcher."""
 from __future__ import annotations
 
+import ctypes
 from pathlib import Path
 
 import pytest
 
+from corecast.recording import abi
 from corecast.runtime import launcher, numa_events
 from corecast.runtime.bridge import decode_counts
 
@@ -263,17 +265,21 @@ def test_cpuinfo_and_cpulist_parsing():
 
 
 # ---- encoding, decoding, launcher ---------------------------------------------------------
-def test_encode_format(opteron):
+def test_encode_is_the_struct_in_hex(opteron):
+    """The value is "v2:" and the hex of struct cc_numa_plan's header and the events used
+    (read back here through the struct's ctypes copy; the library's decoder reads it in
+    test_numa_plan.py)."""
     p = plan(OPTERON_6380, opteron)
     text = encode(p)
-    items = text.split(";")
-    assert items[:2] == ["v1", "amd-fam15h"]
-    assert items[2] == "cycles:-1:4:0x76:0x0:-1"
-    assert len(items) == 2 + len(p.events)
-    for item, e in zip(items[2:], p.events):
-        role, node, ptype, config, config1, cpu = item.split(":")
-        assert (role, int(node), int(ptype), int(config, 16), int(config1, 16), int(cpu)) == \
-            (e.role, e.node, e.type, e.config, e.config1, e.cpu)
+    prefix, _, digits = text.partition(":")
+    assert prefix == f"v{abi.NUMA_PLAN_VERSION}"
+    data = bytes.fromhex(digits)
+    assert len(data) == abi.NumaPlan.ev.offset + len(p.events) * ctypes.sizeof(abi.NumaEvent)
+    s = abi.NumaPlan.from_buffer_copy(data.ljust(ctypes.sizeof(abi.NumaPlan), b"\0"))
+    assert (s.version, s.n, s.source) == (abi.NUMA_PLAN_VERSION, len(p.events), b"amd-fam15h")
+    assert [(abi.NUMA_ROLES[e.role], e.node, e.type, e.config, e.config1, e.cpu) for e in s.ev[:s.n]] == \
+        [(e.role, e.node, e.type, e.config, e.config1, e.cpu) for e in p.events]
+    assert s.ev[0].role == 0 and s.ev[0].config == 0x76 and s.ev[0].cpu == -1
 
 
 def test_decode_counts():
@@ -302,10 +308,15 @@ def test_launcher_sets_target_machine_and_events(lib, tmp_path, monkeypatch):
     monkeypatch.setattr(numa_events, "plan_for_this_machine", lambda: fake)
     env = launcher.preload_env({"PATH": "/bin"}, target_machine="m.toml")
     assert env["CORECAST_TARGET_MACHINE"] == str(tmp_path / "m.toml")
-    assert env["CORECAST_NUMA_EVENTS"] == "v1;amd-fam15h;cycles:-1:4:0x76:0x0:-1"
+    assert env["CORECAST_NUMA_EVENTS"] == encode(fake) and encode(fake).startswith("v2:")
     # No events on this machine: none set, and none inherited either.
     monkeypatch.setattr(numa_events, "plan_for_this_machine", lambda: Plan(reason="no PMU"))
-    env = launcher.preload_env({"CORECAST_NUMA_EVENTS": "v1;old"}, target_machine="m.toml")
+    env = launcher.preload_env({"CORECAST_NUMA_EVENTS": "v2:00"}, target_machine="m.toml")
+    assert "CORECAST_NUMA_EVENTS" not in env and "CORECAST_TARGET_MACHINE" in env
+    # A plan the struct cannot carry (a PMU type beyond 32 bits): no counters, not no run.
+    huge = Plan(source="odd", events=[Event("cycles", -1, 2**32, 0x76)])
+    monkeypatch.setattr(numa_events, "plan_for_this_machine", lambda: huge)
+    env = launcher.preload_env({"CORECAST_NUMA_EVENTS": "v2:00"}, target_machine="m.toml")
     assert "CORECAST_NUMA_EVENTS" not in env and "CORECAST_TARGET_MACHINE" in env
     # Without a target machine nothing NUMA is set.
     env = launcher.preload_env({"PATH": "/bin"})

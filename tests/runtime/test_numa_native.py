@@ -1,9 +1,10 @@
-"""native/numa.c in real processes: CORECAST_NUMA_EVENTS that does not parse, events that
+"""native/numa.c in real processes: CORECAST_NUMA_EVENTS that is not a plan, events that
 cannot be opened (no PMU here), software events standing in for PMU events where the
 kernel allows them, and the NUMA topology in the JSON summary line.
 
-A garbage or unusable event list must never change what the program prints or its exit
-status; a role whose events cannot all be counted stays unmeasured (no invented values)."""
+A malformed plan or an unusable event must never change what the program prints or its
+exit status; a role whose events cannot all be counted stays unmeasured (no invented
+values).  The decoder's verdict on each malformed value: test_numa_plan.py."""
 from __future__ import annotations
 
 import shutil
@@ -14,6 +15,7 @@ from corecast.runtime import numa_events
 from corecast.runtime.numa_events import Event, Plan, encode
 
 from .helpers import NATIVE_SOURCE, clean_env, events, read_lines, run
+from .test_numa_plan import MALFORMED, PREFIX, struct_hex
 
 PROGRAM_C = r"""
 #include <pthread.h>
@@ -119,40 +121,21 @@ def numa_of(lines: list[dict]) -> dict:
     return summary["numa"]
 
 
-GARBAGE = [
-    "garbage",
-    "v1",
-    "v1;",
-    "v2;src;cycles:-1:1:0x1:0x0:-1",
-    "v1;src;cycles:-1:1:0x1:0x0",            # a field short
-    "v1;src;cycles:-1:1:0x1:0x0:-1:7",       # a field too many
-    "v1;src;cycles:-1:1:-5:0x0:-1",          # negative config
-    "v1;src;cycles:16:1:0x1:0x0:-1",         # node beyond CC_MAX_NODES
-    "v1;src;bus:-1:1:0x1:0x0:0",             # a per-node role without a node
-    "v1;src;mct:0:1:0x1:0x0:-1",             # a per-node role that is not an uncore unit
-    "v1;src;cycles:-1:1:0x1:0x0:0",          # the program's cycles pinned to a CPU
-    "v1;src;frobs:-1:1:0x1:0x0:-1",
-    "v1;src;cycles:-1:1:0x99999999999999999999:0x0:-1",
-    "v1;src with space;cycles:-1:1:0x1:0x0:-1",
-    "v1;" + "s" * 100 + ";cycles:-1:1:0x1:0x0:-1",
-    "v1;src;" + ";".join(["cycles:-1:1:0x1:0x0:-1"] * 300),  # more than the table holds
-    "v1;src;;cycles:-1:1:0x1:0x0:-1",
-]
-
-
-@pytest.mark.parametrize("value", GARBAGE, ids=range(len(GARBAGE)))
-def test_garbage_is_ignored_with_one_warning(program, baseline, lib, tmp_path, value):
+@pytest.mark.parametrize("value, reason", [m[1:] for m in MALFORMED], ids=[m[0] for m in MALFORMED])
+def test_malformed_plan_is_ignored_with_one_warning(program, baseline, lib, tmp_path, value, reason):
     proc, lines = run_with(program, lib, tmp_path, value)
     assert proc.stdout == baseline.stdout and proc.returncode == baseline.returncode == 3
     (warning,) = warnings_in(proc.stderr)
-    assert "CORECAST_NUMA_EVENTS" in warning
+    assert warning.startswith("corecast: warning: CORECAST_NUMA_EVENTS is not a NUMA event plan this "
+                              f"library reads ({reason}")
+    assert warning.endswith("); no NUMA counters")
     numa = numa_of(lines)
     assert numa["measured"] == [] and numa["source"] == ""
     assert numa["nodes"] >= 1  # the topology does not depend on the event list
 
 
-@pytest.mark.parametrize("value", ["", "v1;empty", "v1;empty;"])
-def test_empty_lists_are_quiet(program, baseline, lib, tmp_path, value):
+@pytest.mark.parametrize("value", ["", PREFIX + struct_hex(source=b"empty")], ids=["empty", "no-events"])
+def test_empty_plans_are_quiet(program, baseline, lib, tmp_path, value):
     proc, lines = run_with(program, lib, tmp_path, value)
     assert proc.stdout == baseline.stdout and proc.returncode == 3
     assert not warnings_in(proc.stderr)

@@ -105,7 +105,7 @@ def preload_env(
         env[settings.PROBE] = "1"
     if target_machine is not None:
         env[settings.TARGET_MACHINE] = os.path.abspath(target_machine)
-        from . import numa_events  # dataclasses: only when NUMA counters are planned
+        from . import numa_events  # ctypes, sysfs: only when NUMA counters are planned
 
         try:
             events = numa_events.encode(numa_events.plan_for_this_machine())

@@ -3,9 +3,11 @@ Egger, "Online Scalability Characterization of Data-Parallel Programs on Many Co
 PACT 2016).
 
 The launcher calls ``plan(open('/proc/cpuinfo').read())`` and hands ``encode(plan)`` to the
-preload library in ``CORECAST_NUMA_EVENTS``; native/numa.c opens those events with
-perf_event_open and fills ``struct cc_numa_counts``, which the bridge's ``decode_counts``
-turns back into a plain dict for the model.  Standard library only: the launcher imports it.
+preload library in ``CORECAST_NUMA_EVENTS``: the plan as ``struct cc_numa_plan``
+(native/model_abi.h; its Python copy ``recording.abi.NumaPlan``), its bytes in hex.
+native/numa.c opens those events with perf_event_open and fills ``struct cc_numa_counts``,
+which the bridge's ``decode_counts`` turns back into a plain dict for the model.  Standard
+library only: the launcher imports it.
 
 Roles (bit i of ``cc_numa_counts.measured``, native/model_abi.h CC_NUMA_*), after Cho et al.
 Table 2 (the paper's section 4.2):
@@ -25,15 +27,15 @@ time_running, and ``multiplexed`` says so.
 """
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 from collections import namedtuple  # not dataclasses: their import (inspect, ast) cost each run 7 ms
 
 from ..model.machine.sysfs import parse_cpulist, topology
 from ..model.machine.sysfs import read_text as _read
+from ..recording import abi
 from ..recording.abi import MAX_NODES, NUMA_MAX_EVENTS, NUMA_ROLES
-
-FORMAT_VERSION = "v1"
 
 
 # ---- event tables ----------------------------------------------------------------------
@@ -345,13 +347,24 @@ def plan(cpuinfo_text: str, sysfs_root: str = "/sys") -> Plan:
 
 
 def encode(p: Plan) -> str:
-    """``CORECAST_NUMA_EVENTS``: ``v1;SOURCE;ROLE:NODE:TYPE:CONFIG:CONFIG1:CPU;...`` (CONFIG
-    and CONFIG1 in hex, the rest decimal); "" when the plan has no events."""
+    """``CORECAST_NUMA_EVENTS``: ``v2:`` and the hex of ``struct cc_numa_plan``'s header and
+    its ``n`` events (the library reads no more); "" when the plan has no events."""
     if not p.events:
         return ""
-    items = [FORMAT_VERSION, p.source]
-    items += [f"{e.role}:{e.node}:{e.type}:{e.config:#x}:{e.config1:#x}:{e.cpu}" for e in p.events]
-    return ";".join(items)
+    if len(p.events) > NUMA_MAX_EVENTS:
+        raise ValueError(f"{len(p.events)} events, more than the library's {NUMA_MAX_EVENTS}")
+    source = p.source.encode()
+    if len(source) >= abi.NUMA_SOURCE_LEN:
+        raise ValueError(f"event table name {p.source!r} is longer than {abi.NUMA_SOURCE_LEN - 1} bytes")
+    s = abi.NumaPlan(version=abi.NUMA_PLAN_VERSION, n=len(p.events), source=source)
+    for slot, e in zip(s.ev, p.events):
+        fields = (e.config, e.config1, e.type, NUMA_ROLES.index(e.role), e.node, e.cpu)
+        slot.config, slot.config1, slot.type, slot.role, slot.node, slot.cpu = fields
+        # ctypes wraps what does not fit its field; the library must count what was planned.
+        if (slot.config, slot.config1, slot.type, slot.role, slot.node, slot.cpu) != fields:
+            raise ValueError(f"event {e.name or e.role!r}: {fields} does not fit struct cc_numa_event")
+    used = abi.NumaPlan.ev.offset + len(p.events) * ctypes.sizeof(abi.NumaEvent)
+    return f"v{abi.NUMA_PLAN_VERSION}:" + bytes(s)[:used].hex()
 
 
 def plan_for_this_machine() -> Plan:
