@@ -16,7 +16,7 @@ from corecast.model.runtime.bound import TeamPrediction, prediction_counts
 from corecast.model.runtime.contention import process_contention
 from corecast.model.runtime.predictor import predict_window
 
-from .test_contention import process
+from .test_contention import process, region
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -66,6 +66,34 @@ def test_one_busy_thread_claims_no_gain():
     assert pred.preferred == 1
     assert pred.high[-1] == pytest.approx(8.0)
     assert "no evidence" in pred.basis
+
+
+def _openmp_window(threads: int, hist=None) -> list[dict]:
+    r = region(threads=threads, busy=threads * 1.0, calls=10)
+    r["hist"] = hist if hist is not None else [(threads, 10, r["wall_s"])]
+    p = process(threads=threads, wall=r["wall_s"] * 1.1, cpu=threads * 1.0)
+    p["runtime"] = "openmp"
+    return [r, p]
+
+
+def test_a_region_run_on_one_thread_claims_no_evidence():
+    """An OpenMP region whose every call ran on a team of one shows nothing of how its
+    work divides: its band and the process's reach down to no gain, and both bases say
+    so; the central value stays the model's."""
+    for pred in predict_window(_openmp_window(1), 16, 16, 16, {}):
+        i = pred.threads.index(16)
+        assert pred.low[i] <= 1.0 < pred.speedup[i]
+        assert pred.basis.endswith("no evidence at 1 thread")
+    for pred in predict_window(_openmp_window(2), 16, 16, 16, {}):
+        i = pred.threads.index(16)
+        assert pred.low[i] > 1.0 and "no evidence" not in pred.basis
+
+
+def test_a_region_that_also_ran_with_a_team_has_evidence():
+    """Steered or probed down to one thread, a region's history still holds its team."""
+    (r, _p) = _openmp_window(1, hist=[(1, 10, 0.5), (4, 30, 0.6)])
+    (pred,) = predict_window([r], 16, 16, 16, {})
+    assert "no evidence at 1 thread" not in pred.basis
 
 
 def test_threads_outside_the_list_still_count_as_parallel():

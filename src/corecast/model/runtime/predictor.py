@@ -8,7 +8,7 @@ from .bound import TeamPrediction
 from .contention import barrier_latency, compose_process, process_contention, process_team, region_contention
 from .evidence import apply_machine, not_applied, one_thread_work, prior_loss, roofline, with_note
 from .history import BASIS_LEN, RegionHistory, anchor_t1, combine, extrapolate, mostly_at, probe_basis
-from .spread import widen
+from .spread import one_thread, widen
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
@@ -64,6 +64,15 @@ def predict_region_threads(region: RegionSample, target: int, measured_cores: in
     return pred
 
 
+ONE_THREAD_NOTE = "; no evidence at 1 thread"
+
+
+def ran_one_thread(region: RegionSample) -> bool:
+    """Whether every call of the region ran on a team of one (its history's teams)."""
+    teams = [int(t) for t, calls, _ in region.get("hist") or [] if calls > 0]
+    return max(teams, default=int(region["threads"])) <= 1
+
+
 def predict_window(regions: list[RegionSample], target: int, measured_cores: int, predicted_cores: int,
                    histories: dict[tuple[str, str], RegionHistory], final: bool = True,
                    machine: Calibration | None = None) -> list[TeamPrediction]:
@@ -84,6 +93,9 @@ def predict_window(regions: list[RegionSample], target: int, measured_cores: int
         if region["name"] != "process":
             pred = widen(predict_region_threads(region, target, measured_cores, predicted_cores, histories,
                                                 final, latency, machine, process))
+            if ran_one_thread(region):
+                pred = one_thread(pred)  # after widen: widen keeps a lower band as it is
+                pred.basis = with_note(pred.basis, ONE_THREAD_NOTE)
             done.append((region, pred))
         elif any(not r["nested"] for r, _ in done):
             sampled = max(int(r["threads"]) for r, _ in done if not r["nested"])
@@ -92,6 +104,9 @@ def predict_window(regions: list[RegionSample], target: int, measured_cores: int
                 note = roofline(pred, region, machine)
                 if note:
                     pred.basis = with_note(pred.basis, note)
+            if all(ran_one_thread(r) for r, _ in done if not r["nested"]):
+                pred = one_thread(pred)
+                pred.basis = with_note(pred.basis, ONE_THREAD_NOTE)
         else:
             pred = one_thread_work(process_contention(region, target, measured_cores, predicted_cores),
                                    process_team(region, measured_cores))
