@@ -1,6 +1,7 @@
-/* What the sampler reads: hardware counters (perf), per-task scheduler statistics, the
- * run-queue wait other load caused, and corecast's own CPU time.  Read by the sampler each
- * window and by the exit report; never on a wrapper's path. */
+/* What the sampler reads (over 400 lines: the task table's sums feed all three figures
+ * below, which read it under one lock): hardware counters (perf), per-task scheduler
+ * statistics, the run-queue wait other load caused, and corecast's own CPU time.  Read by
+ * the sampler each window and by the exit report; never on a wrapper's path. */
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>

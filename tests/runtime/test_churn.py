@@ -148,3 +148,75 @@ def test_pthreads_create_join_churn_counts_every_acquisition(build, lib, tmp_pat
     assert process["threads"] <= 3, process["threads"]
     per_thread = process["per_thread"]
     assert sum(t["acquisitions"] for t in per_thread) == CALLS * LOCKS
+
+
+# native/counters.c on its own, in a process that makes 1200 threads in batches of 100, each
+# alive (past a CPU-time spin) while the batch is read: the task table holds live tasks
+# only, and the task clock still holds every thread's CPU time.  Deterministic: a thread's
+# schedstat time once it blocks is at least what its own CPU clock read before.
+TASKS_C = r"""
+#include "counters.c"
+
+static struct cc_thread none[1];
+struct cc_thread *cc_thread_slots(int *n) { *n = 0; return none; }
+int cc_slots_reused(void) { return 1; }
+int cc_slot_vacant(const struct cc_thread *t) { (void)t; return 0; }
+void cc_numa_open(void) {}
+void cc_numa_read(struct cc_numa_counts *n) { (void)n; }
+void cc_numa_after_fork(void) {}
+int cc_numa_fds(int *out, int max) { (void)out; (void)max; return 0; }
+
+#include <pthread.h>
+#define BATCH 100
+static pthread_barrier_t spun, done;
+static uint64_t spent_ns;
+
+static void *spin(void *arg) {
+    struct timespec ts;
+    do
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    while (ts.tv_sec == 0 && ts.tv_nsec < 1000000);
+    __atomic_add_fetch(&spent_ns, (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec, __ATOMIC_RELAXED);
+    pthread_barrier_wait(&spun);
+    pthread_barrier_wait(&done);
+    return arg;
+}
+
+int main(int argc, char **argv) {
+    int batches = argc > 1 ? atoi(argv[1]) : 12, most = 0;
+    static struct cc_sample s;
+    cc_sampler_baseline();
+    for (int b = 0; b < batches; b++) {
+        pthread_t t[BATCH];
+        pthread_barrier_init(&spun, NULL, BATCH + 1);
+        pthread_barrier_init(&done, NULL, BATCH + 1);
+        for (int i = 0; i < BATCH; i++)
+            if (pthread_create(&t[i], NULL, spin, NULL))
+                return 2;
+        pthread_barrier_wait(&spun);
+        cc_sampler_read_counters(&s); /* the whole batch is alive */
+        most = ntasks > most ? ntasks : most;
+        pthread_barrier_wait(&done);
+        for (int i = 0; i < BATCH; i++)
+            pthread_join(t[i], NULL);
+        pthread_barrier_destroy(&spun);
+        pthread_barrier_destroy(&done);
+    }
+    cc_sampler_read_counters(&s);
+    printf("%d %d %.9f %.9f\n", most, ntasks, s.counters[CC_CTR_TASK_CLOCK], spent_ns * 1e-9);
+    return 0;
+}
+"""
+
+
+def test_task_table_holds_live_tasks_and_keeps_their_time(build):
+    from .helpers import NATIVE_SOURCE
+    prog = build("tasks_churn", TASKS_C, f"-I{NATIVE_SOURCE}", "-pthread")
+    proc = run([prog, 12])
+    assert proc.returncode == 0, proc.stderr.decode()
+    most, left, task_clock, spent = proc.stdout.split()
+    assert int(most) <= 100 + 2  # a batch, the main thread, a task still leaving
+    assert int(left) <= 2
+    # Every thread's time counted once: at least what each spent, at most everything.
+    assert float(task_clock) >= float(spent)
+    assert float(task_clock) <= 1.25 * float(spent) + 0.3  # counted twice: over 2 x spent
