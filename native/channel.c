@@ -256,9 +256,8 @@ static int keeper_ready; /* futex word */
 
 static void *keeper_main(void *arg) {
     (void)arg;
-    struct cc_thread *t = cc_self();
+    struct cc_thread *t = cc_self_internal(); /* not one of the program's threads in any figure */
     t->guard = 1;
-    t->internal = 1; /* not one of the program's threads in any figure */
     cc_own_descriptor_table(NULL, 0);
     __atomic_store_n(&keeper_ready, 1, __ATOMIC_RELEASE);
     syscall(SYS_futex, &keeper_ready, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -112,26 +113,149 @@ void cc_clock_start(void) {
 
 double cc_started(void) { return mono0; }
 
-/* ---- thread slots ----------------------------------------------------------------- */
+/* ---- thread slots ----------------------------------------------------------------- *
+ * A thread takes a slot at its first wrapped call and hands it back when it exits (a
+ * pthread key's destructor), so that programs and runtimes that make threads all the time
+ * (libgomp remakes its pool whenever a team grows after shrinking) do not fill the table:
+ * the next new thread takes a vacant slot before a fresh one and carries on its counts, so
+ * totals stay as they were and the slots in use read like the most threads alive at once. */
 static struct cc_thread slots[CC_MAX_THREADS];
-static struct cc_thread overflow_slot; /* shared sink once the table is full */
+/* Shared sink once the table is full, and where an exiting thread's last wrapped calls go:
+ * guarded, so nothing is recorded into it (concurrent writers would garble it). */
+static struct cc_thread overflow_slot = {.guard = 1};
 static int nslots;
+static uint64_t vacant[CC_MAX_THREADS / 64]; /* bit i: slots[i]'s thread exited */
+static pthread_key_t exit_key;
+static int exit_key_ok;
 __thread struct cc_thread *cc_self_tls __attribute__((tls_model("initial-exec")));
 
-struct cc_thread *cc_self_slow(void) {
+/* A thread exits (the key's destructor, after its cleanup handlers): the slot is handed
+ * on.  corecast's own threads keep theirs: their counts must stay out of the program's. */
+static void slot_vacate(void *value) {
+    (void)value; /* after a fork it may name the parent's slot: cc_self_tls is the truth */
+    struct cc_thread *t = cc_self_tls;
+    if (!t || t < slots || t >= slots + CC_MAX_THREADS || __atomic_load_n(&t->internal, __ATOMIC_RELAXED))
+        return;
+    /* First, so that whatever it calls later in its exit records nothing into a slot
+     * another thread may own by then. */
+    cc_self_tls = &overflow_slot;
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
+        CC_ADD(t->gone_cpu_ns, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
+    int i = (int)(t - slots);
+    __atomic_fetch_or(&vacant[i / 64], 1ull << (i % 64), __ATOMIC_RELEASE); /* its writes first */
+}
+
+/* glibc keeps a thread's first 32 keys in the thread itself; pthread_setspecific on a
+ * later key allocates (calloc) on a thread's first use, which no wrapper may do. */
+#define KEYS_IN_THREAD 32
+
+void cc_slots_init(void) {
+    if (exit_key_ok || pthread_key_create(&exit_key, slot_vacate) != 0)
+        return;
+#ifdef __GLIBC__
+    if ((unsigned long)exit_key >= KEYS_IN_THREAD) {
+        pthread_key_delete(exit_key); /* today's table: slots are never reused */
+        return;
+    }
+#endif
+    __atomic_store_n(&exit_key_ok, 1, __ATOMIC_RELEASE);
+}
+
+int cc_slots_reused(void) { return __atomic_load_n(&exit_key_ok, __ATOMIC_ACQUIRE); }
+
+int cc_slot_vacant(const struct cc_thread *t) {
+    if (t < slots || t >= slots + CC_MAX_THREADS)
+        return 0;
+    int i = (int)(t - slots);
+    return (int)(__atomic_load_n(&vacant[i / 64], __ATOMIC_ACQUIRE) >> (i % 64) & 1);
+}
+
+/* The lowest vacant slot, claimed (-1: none). */
+static int take_vacant(void) {
+    int used = __atomic_load_n(&nslots, __ATOMIC_RELAXED);
+    used = used < CC_MAX_THREADS ? used : CC_MAX_THREADS;
+    for (int w = 0; w * 64 < used; w++) {
+        uint64_t v = __atomic_load_n(&vacant[w], __ATOMIC_ACQUIRE);
+        while (v) {
+            uint64_t bit = v & -v;
+            if (__atomic_compare_exchange_n(&vacant[w], &v, v & ~bit, 0, __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE))
+                return w * 64 + __builtin_ctzll(bit);
+        }
+    }
+    return -1;
+}
+
+/* A new thread in a vacant slot: what counts (cumulative: the process's and regions'
+ * totals, and the region fold's shard) carries on; what described the exited thread's
+ * moment starts afresh, as in a fresh slot. */
+static void slot_inherit(struct cc_thread *t) {
+    /* kept: shard (the slot's), n (the program's counts; regions fold deltas of it),
+     * hold_sampled/hold_samples and mpi_bytes (process totals), task_ticks/taskwait_ticks
+     * (monotonic: a join reads a member's difference), gone_cpu_ns; internal is 0 (such
+     * slots are never vacated); snap only means anything while snap_pending is set. */
+    t->guard = 0;        /* the exited thread's last calls ran guarded (slot_vacate) */
+    t->snap_pending = 0; /* no region open on the new thread */
+    t->depth = 0;
+    t->task_depth = 0;
+    t->child_ticks = 0;  /* per task level: the new thread runs none yet */
+    t->single_t0 = 0;    /* no single block open; single_task0 is read only with it */
+    t->single_task0 = 0;
+    t->nheld = 0;        /* held-lock stack: locks the exited thread timed (held_* unread past nheld) */
+    t->sample_left = t->sample_span = 0; /* acquisition sampling: the next one is timed, */
+    t->sample_wait = t->sample_hold = t->sample_release = 0; /* means learnt anew, per thread */
+    t->sample_lock = 0;  /* a hold sample of the exited thread never closes */
+    t->sample_t0 = 0;
+    memset(t->mpi_coll_req, 0, sizeof t->mpi_coll_req); /* its requests died with it */
+    t->mpi_coll_next = 0;
+    t->inherited = 1;
+}
+
+static struct cc_thread *fresh_slot(void) {
     int i = __atomic_fetch_add(&nslots, 1, __ATOMIC_RELAXED);
-    struct cc_thread *t;
-    if (i < CC_MAX_THREADS) {
-        t = &slots[i];
-        t->tid = (int)syscall(SYS_gettid);
-        t->shard = i % CC_FOLD_SHARDS;
-    } else {
+    if (i >= CC_MAX_THREADS) {
         __atomic_store_n(&nslots, CC_MAX_THREADS, __ATOMIC_RELAXED);
+        return NULL;
+    }
+    slots[i].shard = i % CC_FOLD_SHARDS;
+    return &slots[i];
+}
+
+struct cc_thread *cc_self_slow(void) {
+    int i = take_vacant();
+    struct cc_thread *t = i >= 0 ? &slots[i] : fresh_slot();
+    if (!t) {
         CC_AADD(cc_overflow, 1);
         t = &overflow_slot;
-        t->guard = 1; /* data from here would be garbled by concurrent writers */
+    } else {
+        if (i >= 0)
+            slot_inherit(t);
+        t->tid = (int)syscall(SYS_gettid);
+        /* No allocation: the key is one of the thread's first (cc_slots_init). */
+        if (__atomic_load_n(&exit_key_ok, __ATOMIC_ACQUIRE))
+            pthread_setspecific(exit_key, t);
     }
     cc_self_tls = t;
+    return t;
+}
+
+/* An inherited slot holds program threads' counts: the internal thread moves to a fresh
+ * one and hands the inherited slot on (its own counts so far stay the program's). */
+struct cc_thread *cc_self_internal(void) {
+    struct cc_thread *t = cc_self();
+    if (t->inherited && !t->internal && t != &overflow_slot) {
+        struct cc_thread *own = fresh_slot();
+        if (own) {
+            own->tid = t->tid;
+            own->guard = t->guard;
+            __atomic_store_n(&own->internal, 1, __ATOMIC_RELAXED);
+            cc_self_tls = own;
+            int i = (int)(t - slots);
+            __atomic_fetch_or(&vacant[i / 64], 1ull << (i % 64), __ATOMIC_RELEASE);
+            return own;
+        }
+    }
+    __atomic_store_n(&t->internal, 1, __ATOMIC_RELAXED);
     return t;
 }
 
@@ -234,6 +358,7 @@ void cc_on_activity(void (*hook)(void)) {
 /* A forked child keeps only the forking thread: it starts afresh. */
 void cc_core_after_fork(void) {
     memset(slots, 0, sizeof slots);
+    memset(vacant, 0, sizeof vacant); /* the key stays: the child's threads hand slots on too */
     /* Only the entries in use: the table is 2.3 MB, most of it never touched. */
     for (int i = 0; i < REGION_TABLE; i++)
         if (regions[i].fn)

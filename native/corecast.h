@@ -89,9 +89,21 @@ struct cc_thread {
     uint64_t mpi_bytes[CC_NSTALL];
     uintptr_t mpi_coll_req[CC_MPI_COLL_REQS];
     unsigned mpi_coll_next;
+    /* Slot reuse (core.c): a slot whose thread exited goes to the next new thread, which
+     * carries on its counts.  ``inherited``: it held earlier threads; ``gone_cpu_ns``:
+     * their CPU time (the slot's CPU is theirs plus its thread's, cc_slot_cpu_s). */
+    int inherited;
+    uint64_t gone_cpu_ns;
 } __attribute__((aligned(64)));
 
 struct cc_thread *cc_self_slow(void);
+/* The calling thread is corecast's own: its slot is left out of the program's figures and
+ * never handed to another thread (corecast's threads call this instead of cc_self()). */
+struct cc_thread *cc_self_internal(void) CC_HIDDEN;
+/* Slot reuse: the exit hook's key, made at start-up (no key: slots are never reused). */
+void cc_slots_init(void) CC_HIDDEN;
+int cc_slot_vacant(const struct cc_thread *t) CC_HIDDEN; /* its thread exited, no new one yet */
+int cc_slots_reused(void) CC_HIDDEN; /* exited threads' slots are handed on (the key works) */
 extern __thread struct cc_thread *cc_self_tls __attribute__((tls_model("initial-exec")));
 
 static inline struct cc_thread *cc_self(void) {
@@ -330,6 +342,8 @@ double cc_own_cpu_s(void);
 void cc_own_cpu_add(double s);
 double cc_thread_cpu_s(void); /* the calling thread's CPU clock */
 double cc_task_cpu_s(int tid);
+/* A slot's CPU time: its earlier occupants' and its thread's (-1: none known). */
+double cc_slot_cpu_s(const struct cc_thread *t) CC_HIDDEN;
 int cc_host_is_python(void);
 int cc_holds_python(void); /* the calling thread holds the Python host's interpreter */
 const char *cc_library_file(void) CC_HIDDEN; /* this library's path as loaded; NULL: unknown */

@@ -1,8 +1,10 @@
-/* What the sampler reads: hardware counters (perf), per-task scheduler statistics, the
- * run-queue wait other load caused, and corecast's own CPU time.  Read by the sampler each
- * window and by the exit report; never on a wrapper's path. */
+/* What the sampler reads (over 400 lines: the task table's sums feed all three figures
+ * below, which read it under one lock): hardware counters (perf), per-task scheduler
+ * statistics, the run-queue wait other load caused, and corecast's own CPU time.  Read by
+ * the sampler each window and by the exit report; never on a wrapper's path. */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <linux/perf_event.h>
 #include <sched.h>
@@ -71,12 +73,59 @@ static void close_counters(void) {
 struct task_stat {
     int tid;
     int internal; /* corecast's own thread: its time is corecast's, not the program's */
+    unsigned seen; /* the read that last found it in /proc/self/task */
     uint64_t exec_ns, runq_ns, migrations; /* since the first activity (cc_sampler_baseline) */
     uint64_t exec0, runq0; /* schedstat then: a task keeps its counts across exec */
+    uint64_t exec_raw; /* schedstat's exec as last read: less next time, a new task took the tid */
 };
+/* Live tasks: one that left /proc/self/task has its last counts folded into ``gone`` and
+ * its entry freed, so threads made and joined all the time never fill the table. */
 static struct task_stat tasks[CC_MAX_THREADS];
 static int ntasks;
+static unsigned reads;
+static struct {
+    uint64_t exec_ns, runq_ns, migrations; /* the program's tasks */
+    uint64_t internal_exec_ns;             /* corecast's */
+} gone;
+/* What the readers below add up: the live tasks and ``gone``, summed under tasks_busy by
+ * each read (the table moves entries as tasks leave). */
+static struct {
+    uint64_t exec_ns, runq_ns, migrations, internal_exec_ns;
+} sums;
 static int tasks_busy; /* spin flag: the sampler and the exit report both update */
+
+static void tasks_lock(void) {
+    while (__atomic_exchange_n(&tasks_busy, 1, __ATOMIC_ACQUIRE))
+        ;
+}
+static void tasks_unlock(void) { __atomic_store_n(&tasks_busy, 0, __ATOMIC_RELEASE); }
+
+static void fold_gone(const struct task_stat *t) {
+    if (t->internal) {
+        gone.internal_exec_ns += t->exec_ns;
+    } else {
+        gone.exec_ns += t->exec_ns;
+        gone.runq_ns += t->runq_ns;
+        gone.migrations += t->migrations;
+    }
+}
+
+static void sum_tasks(void) {
+    uint64_t exec = gone.exec_ns, runq = gone.runq_ns, migr = gone.migrations, own = gone.internal_exec_ns;
+    for (int i = 0; i < ntasks; i++) {
+        if (tasks[i].internal) {
+            own += tasks[i].exec_ns;
+        } else {
+            exec += tasks[i].exec_ns;
+            runq += tasks[i].runq_ns;
+            migr += tasks[i].migrations;
+        }
+    }
+    __atomic_store_n(&sums.exec_ns, exec, __ATOMIC_RELAXED);
+    __atomic_store_n(&sums.runq_ns, runq, __ATOMIC_RELAXED);
+    __atomic_store_n(&sums.migrations, migr, __ATOMIC_RELAXED);
+    __atomic_store_n(&sums.internal_exec_ns, own, __ATOMIC_RELAXED);
+}
 
 /* corecast's threads (the sampler, threads marked internal): a handful, listed once per
  * read.  The sampler's tid is told apart: its slot may be the shared overflow slot. */
@@ -159,10 +208,7 @@ static void split_runqueue(void) {
     if (sched_getaffinity(0, sizeof set, &set) != 0)
         return;
     load.allowed = CPU_COUNT(&set);
-    uint64_t runq = 0;
-    for (int i = 0; i < ntasks; i++)
-        if (!tasks[i].internal)
-            runq += tasks[i].runq_ns;
+    uint64_t runq = sums.runq_ns;
     double busy = cpus_busy_s(&set), cpu = rusage_cpu_s();
     if (busy < 0)
         return;
@@ -183,18 +229,35 @@ static void split_runqueue(void) {
     load.busy_s = busy;
 }
 
-/* Keeps the last values seen per task, so threads that have exited still count.
- * ``baseline``: the counts so far are not the program's (before exec, before activity). */
+/* Keeps the last values seen per task, so threads that have exited still count (in
+ * ``gone`` once they left).  ``baseline``: the counts so far are not the program's (before
+ * exec, before activity). */
 static void read_schedstat(int baseline) {
-    while (__atomic_exchange_n(&tasks_busy, 1, __ATOMIC_ACQUIRE))
-        ;
+    tasks_lock();
+    if (baseline)
+        memset(&gone, 0, sizeof gone);
+    unsigned now_read = ++reads;
     int internal[MAX_INTERNAL], ninternal = internal_tids(internal);
     DIR *d = opendir("/proc/self/task");
     struct dirent *e;
-    while (d && (e = readdir(d))) {
+    /* The directory read to its end: what it lacks has left.  Only where slots are handed
+     * on: a slot keeps its exited threads' CPU time then (cc_slot_cpu_s), else the task's
+     * entry is where it stays. */
+    int listed = d != NULL && cc_slots_reused();
+    for (;;) {
+        errno = 0;
+        if (!d || !(e = readdir(d))) {
+            listed = listed && errno == 0;
+            break;
+        }
         int tid = atoi(e->d_name);
         if (tid <= 0)
             continue;
+        int i = 0;
+        while (i < ntasks && tasks[i].tid != tid)
+            i++;
+        if (i < ntasks)
+            tasks[i].seen = now_read; /* listed: still here, even if unreadable this time */
         char path[64];
         snprintf(path, sizeof path, "/proc/self/task/%d/schedstat", tid);
         int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -209,16 +272,20 @@ static void read_schedstat(int baseline) {
         unsigned long long exec_ns = 0, runq_ns = 0;
         if (sscanf(buf, "%llu %llu", &exec_ns, &runq_ns) != 2)
             continue;
-        int i = 0;
-        while (i < ntasks && tasks[i].tid != tid)
-            i++;
+        if (i < ntasks && exec_ns < tasks[i].exec_raw) { /* the tid is a new task's: the old one left */
+            fold_gone(&tasks[i]);
+            tasks[i] = tasks[--ntasks];
+            i = ntasks;
+        }
         if (i == ntasks) {
             if (ntasks == CC_MAX_THREADS)
                 continue;
             ntasks++;
             memset(&tasks[i], 0, sizeof tasks[i]);
             tasks[i].tid = tid;
+            tasks[i].seen = now_read;
         }
+        tasks[i].exec_raw = exec_ns;
         if (baseline) {
             tasks[i].exec0 = exec_ns;
             tasks[i].runq0 = runq_ns;
@@ -245,8 +312,17 @@ static void read_schedstat(int baseline) {
     }
     if (d)
         closedir(d);
+    for (int i = 0; listed && i < ntasks;) {
+        if (tasks[i].seen == now_read) {
+            i++;
+            continue;
+        }
+        fold_gone(&tasks[i]);
+        tasks[i] = tasks[--ntasks];
+    }
+    sum_tasks();
     split_runqueue();
-    __atomic_store_n(&tasks_busy, 0, __ATOMIC_RELEASE);
+    tasks_unlock();
 }
 
 /* The starting point of the run-queue split: the first parallel activity. */
@@ -255,12 +331,25 @@ void cc_sampler_baseline(void) {
     read_schedstat(1);
 }
 
-/* The last CPU time schedstat showed for ``tid`` (-1 if never seen). */
+/* The last CPU time schedstat showed for ``tid`` (-1 if never seen, or it has left). */
 double cc_task_cpu_s(int tid) {
+    double s = -1;
+    tasks_lock();
     for (int i = 0; i < ntasks; i++)
-        if (tasks[i].tid == tid)
-            return tasks[i].exec_ns * 1e-9;
-    return -1;
+        if (tasks[i].tid == tid) {
+            s = tasks[i].exec_ns * 1e-9;
+            break;
+        }
+    tasks_unlock();
+    return s;
+}
+
+double cc_slot_cpu_s(const struct cc_thread *t) {
+    double before = __atomic_load_n(&t->gone_cpu_ns, __ATOMIC_RELAXED) * 1e-9;
+    double now = cc_slot_vacant(t) ? -1 : cc_task_cpu_s(__atomic_load_n(&t->tid, __ATOMIC_RELAXED));
+    if (now < 0)
+        return before > 0 ? before : -1;
+    return before + now;
 }
 
 /* ---- corecast's own CPU time ------------------------------------------------------ */
@@ -281,23 +370,13 @@ void cc_own_cpu_add(double s) {
         own_on_program_threads += s;
 }
 
-static double internal_cpu_s(void) {
-    uint64_t ns = 0;
-    for (int i = 0; i < ntasks; i++)
-        if (tasks[i].internal)
-            ns += tasks[i].exec_ns;
-    return ns * 1e-9;
-}
+static double internal_cpu_s(void) { return __atomic_load_n(&sums.internal_exec_ns, __ATOMIC_RELAXED) * 1e-9; }
 
 double cc_own_cpu_s(void) { return internal_cpu_s() + own_on_program_threads; }
 
 struct cc_load cc_load_split(void) {
     struct cc_load l = {0, 0, 0, 0};
-    uint64_t runq = 0;
-    for (int i = 0; i < ntasks; i++)
-        if (!tasks[i].internal)
-            runq += tasks[i].runq_ns;
-    l.runq_s = runq * 1e-9;
+    l.runq_s = __atomic_load_n(&sums.runq_ns, __ATOMIC_RELAXED) * 1e-9;
     /* CPU time from getrusage: threads that ended between two reads count too. */
     double cpu = rusage_cpu_s() - cpu_at_activity - cc_own_cpu_s();
     l.runnable_s = (cpu > 0 ? cpu : 0) + l.runq_s;
@@ -318,13 +397,8 @@ void cc_sampler_read_counters(struct cc_sample *s) {
             s->counters_measured |= 1u << i;
         }
     }
-    uint64_t exec_ns = 0, migrations = 0;
-    for (int i = 0; i < ntasks; i++) {
-        if (tasks[i].internal)
-            continue;
-        exec_ns += tasks[i].exec_ns;
-        migrations += tasks[i].migrations;
-    }
+    uint64_t exec_ns = __atomic_load_n(&sums.exec_ns, __ATOMIC_RELAXED);
+    uint64_t migrations = __atomic_load_n(&sums.migrations, __ATOMIC_RELAXED);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     s->counters[CC_CTR_TASK_CLOCK] = exec_ns * 1e-9;
@@ -379,6 +453,8 @@ void cc_counters_after_fork(void) {
     memset(&load, 0, sizeof load);
     memset(&usage_at_start, 0, sizeof usage_at_start);
     ntasks = 0;
+    memset(&gone, 0, sizeof gone);
+    memset(&sums, 0, sizeof sums);
     tasks_busy = 0;
     sampler_tid = 0;
     close_counters(); /* they count the parent */

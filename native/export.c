@@ -71,8 +71,7 @@ int corecast_stall_totals(double *out, int n) {
 void corecast_mark_internal(void) {
     if (cc_cfg.disabled || !cc_ready)
         return;
-    struct cc_thread *t = cc_self();
-    __atomic_store_n(&t->internal, 1, __ATOMIC_RELAXED);
+    cc_self_internal();
 }
 
 /* The report channel: corecast's Python reports (the OpenCL table) write here, to the

@@ -41,7 +41,8 @@ static void measured_inputs(struct cc_buf *b, const struct cc_sample *s, const s
 
 #define MAX_THREAD_LINES 256 /* keeps one JSON line bounded */
 
-/* Per program thread: its tid, CPU time, and the waits it had (non-zero categories). */
+/* Per program thread slot (core.c hands an exited thread's on): its latest thread's tid,
+ * its threads' CPU time, and the waits they had (non-zero categories). */
 static void per_thread(struct cc_buf *b) {
     int k, shown = 0;
     const struct cc_thread *t = cc_thread_slots(&k);
@@ -54,7 +55,7 @@ static void per_thread(struct cc_buf *b) {
             acq += t[i].n.acq[c];
             contended += t[i].n.contended[c];
         }
-        double cpu = cc_task_cpu_s(t[i].tid);
+        double cpu = cc_slot_cpu_s(&t[i]);
         cc_put(b, "%s{\"tid\":%d,\"cpu_s\":", shown++ ? "," : "", t[i].tid);
         if (cpu >= 0)
             cc_put(b, "%.6g", cpu);

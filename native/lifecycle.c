@@ -236,6 +236,7 @@ __attribute__((constructor)) static void cc_init(void) {
     if (cc_cfg.disabled)
         return;
     cc_sampler_mark_start();
+    cc_slots_init();
     cc_model_set_exit_report(cc_final);
     at_quick_exit(final_at_exit);
     pthread_atfork(NULL, NULL, reset_after_fork);

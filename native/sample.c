@@ -126,7 +126,7 @@ static int team_of(const struct cc_thread *t, int k, int unseen, double cpu_s) {
         if (i < k) {
             if (t[i].internal)
                 continue;
-            c = cpu[n++] = cc_task_cpu_s(t[i].tid); /* one lookup per thread */
+            c = cpu[n++] = cc_slot_cpu_s(&t[i]); /* one lookup per thread */
             if (c > 0)
                 listed += c;
         } else {

@@ -215,9 +215,8 @@ static int convoy_first_steps(struct cc_sample *s, struct cc_region *const *refs
 
 static void *sampler_main(void *arg) {
     (void)arg;
-    struct cc_thread *t = cc_self();
+    struct cc_thread *t = cc_self_internal();
     t->guard = 1;
-    t->internal = 1;
     uselocale(cc_c_locale()); /* its numbers in JSON and /proc reads: "0.5" in any locale */
     own_descriptor_table();
     sampler_tid = (int)syscall(SYS_gettid);

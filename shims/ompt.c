@@ -48,7 +48,8 @@ static struct ompt_thread threads[CC_MAX_THREADS];
 static struct cc_call calls[CALL_POOL];
 static int call_used[CALL_POOL];
 
-/* The calling thread's OMPT state, found once per thread (slot order). */
+/* The calling thread's OMPT state, found once per thread (slot order; a slot's next
+ * thread clears it). */
 static __thread struct ompt_thread *mine __attribute__((tls_model("initial-exec")));
 
 /* The calling thread and its OMPT state, or NULL when corecast is not to measure it. */
@@ -62,6 +63,9 @@ static struct cc_thread *self(struct ompt_thread **o) {
         if (t < base || t >= base + CC_MAX_THREADS)
             return NULL;
         mine = &threads[t - base];
+        /* The slot may be one an exited thread handed on (core.c): its OMPT state
+         * (forks, implicit tasks, barrier and lock timing) was that thread's. */
+        memset(mine, 0, sizeof *mine);
     }
     *o = mine;
     return t;

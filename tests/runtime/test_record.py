@@ -152,7 +152,7 @@ def test_team_rule_is_the_library_s(gcc, tmp_path):
 #define TEAM_SHARE {share}
 struct cc_thread {{ int tid; int internal; }};
 static double cpu_of[CC_MAX_THREADS];
-static double cc_task_cpu_s(int tid) {{ return cpu_of[tid]; }}
+static double cc_slot_cpu_s(const struct cc_thread *t) {{ return cpu_of[t->tid]; }}
 {func}
 int main(int argc, char **argv) {{
     struct cc_thread t[CC_MAX_THREADS];

@@ -37,13 +37,24 @@ int main(void) {
 }
 """
 
-# Many short threads: the process line's per-thread list is far longer than a page.
+# Many threads alive at once (a barrier holds them; threads made one after another would
+# share one slot): the process line's per-thread list is far longer than a page.
 MANY_THREADS_C = r"""
 #include <pthread.h>
 static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
-static void *work(void *a) { pthread_mutex_lock(&m); pthread_mutex_unlock(&m); return a; }
+static pthread_barrier_t all;
+static void *work(void *a) {
+    pthread_mutex_lock(&m);
+    pthread_mutex_unlock(&m);
+    pthread_barrier_wait(&all);
+    return a;
+}
 int main(void) {
-    for (int i = 0; i < 96; i++) { pthread_t t; pthread_create(&t, 0, work, 0); pthread_join(t, 0); }
+    pthread_t t[96];
+    pthread_barrier_init(&all, 0, 97);
+    for (int i = 0; i < 96; i++) pthread_create(&t[i], 0, work, 0);
+    pthread_barrier_wait(&all);
+    for (int i = 0; i < 96; i++) pthread_join(t[i], 0);
     return 0;
 }
 """
