@@ -229,10 +229,12 @@ def calibrate_band(scores_of_band, others: list[int], sources: list[str], guard_
 
 
 def loso(all_splits: list[Split], rules: list[auto.Rules] | tuple[auto.Rules, ...] = auto.RULE_CHOICES,
-         guard: list[Split] | None = None) -> tuple[list[tuple], dict[str, list[tuple]], dict[str, str]]:
+         guard: list[Split] | None = None, held_out: list | None = None,
+         ) -> tuple[list[tuple], dict[str, list[tuple]], dict[str, str]]:
     """Leave-one-source-out: overall rows, per-source rows and the rule chosen per source
     (under the key ``"*"``: the rule chosen on every source, what ``auto.DEFAULT_RULES``
-    should be).
+    should be).  ``held_out``, when given, receives auto's held-out score of every split
+    (benchmarks/fewcounts.py joins them with a second rule's).
 
     For each source, auto's rule is the one of ``rules`` with the best merit on the other
     sources' splits and its band the one ``calibrate_band`` chooses there (holding the
@@ -293,6 +295,8 @@ def loso(all_splits: list[Split], rules: list[auto.Rules] | tuple[auto.Rules, ..
         per_source[src] = [aggregate("auto", [held_out_auto[i] for i in mine])] + [
             aggregate(m, [peers[m][i] for i in mine]) for m in LOSO_PEERS] + [
             aggregate(default, [default_scores[i] for i in mine])]
+    if held_out is not None:
+        held_out[:] = held_out_auto
     overall = [aggregate("auto", held_out_auto)] + [aggregate(m, peers[m]) for m in LOSO_PEERS]
     overall.append(aggregate(default, default_scores))
     everything = list(range(len(all_splits)))

@@ -1,0 +1,171 @@
+"""A second rule for auto on curves of few measured counts, chosen leave one suite out (#41).
+
+Issue #41: on real 16-core curves (1, 2, 4, 8, 16 threads, trained on 1..8) the shipped
+rule had a higher median error than ``trend`` alone, while ``accuracy.py --loso`` on the
+public corpus chose it.  What sets those splits apart, read from the curve alone: they
+have FEW_COUNTS (4) distinct measured counts or fewer in their training part.  There a
+law of 3 parameters (USL's scale, contention and coherency; Gunther, "Guerrilla Capacity
+Planning", 2007) keeps one degree of freedom, and auto's backtest fits it on 3 counts, so
+the backtest and the anchored laws say little.  On the public corpus the criterion
+selects LFCA's 6 splits (1..4 threads, trained up to 4).
+
+A second rule for the selected splits is chosen among ``auto.RULE_CHOICES`` and the
+single members (as one-member rules) on the pooled splits: the 16-core curves (grouped by
+suite: corpus16's ``# suite:`` line, else ``scale16.suite_of``) and the corpus splits the
+criterion selects (grouped by source).  Each group is scored with the rule chosen on the
+others, by ``accuracy.merit`` (``--dominate``: only rules no worse than the shipped rule
+there on any of the three figures, else the shipped rule).
+
+    python benchmarks/fewcounts.py [--dominate] [--loso]
+
+``--loso`` also runs ``accuracy.py --loso`` on the corpus splits the criterion leaves to
+the main rule and reports the corpus held out with both rules (10 minutes).
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+import accuracy as acc
+from accuracy import Score, Split, aggregate, merit, print_rows, try_score
+from corecast.io.readers.measurements import read_measurements
+from corecast.model.curve.methods import auto
+
+HERE = Path(__file__).resolve().parent
+SIXTEEN = (HERE / "corpus16" / "data", HERE / "device16", HERE / "scale16_curves")
+FEW_COUNTS = 4
+# Each member alone, as a rule of one member (``damped`` at both dampings RULE_CHOICES use).
+SINGLES = tuple(auto.Rules(members=(m,)) for m in ("usl", "amdahl", "presca", "plateau", "trend")) + tuple(
+    auto.Rules(members=("damped",), damping=d) for d in (0.25, 0.5))
+# With the shipped band, so that their band cover compares with the shipped rule's.
+CANDIDATES = tuple(dict.fromkeys(replace(r, band=auto.DEFAULT_RULES.band) for r in auto.RULE_CHOICES + SINGLES))
+
+
+def few(split: Split) -> bool:
+    """The criterion: FEW_COUNTS distinct counts or fewer in the split's training part."""
+    return len(np.unique(split.train.counts)) <= FEW_COUNTS
+
+
+@dataclass
+class Member:
+    group: str  # a 16-core curve's suite, a corpus curve's source
+    split: Split
+    sixteen: bool
+
+
+def sixteen_core(folders=SIXTEEN) -> list[Member]:
+    """Every split of the 16-core curves; a curve's name is prefixed with its folder's
+    (device16 and scale16_curves share names)."""
+    from scale16 import suite_of
+
+    out = []
+    for folder in folders:
+        for csv in sorted(Path(folder).glob("*.csv")):
+            for sp in acc.splits(f"{Path(folder).name}:{csv.stem}", read_measurements(str(csv)), acc.machine_of(csv)):
+                out.append(Member(suite_of(csv), sp, True))
+    return out
+
+
+def corpus(folder: Path = acc.CORPUS) -> list[Member]:
+    return [Member(acc.source_of(sp), sp, False) for sp in acc.splits_of(folder)]
+
+
+def score_table(members: list[Member], rules=CANDIDATES) -> dict[auto.Rules, list[Score | None]]:
+    """Every rule's score on every split (split by split: auto keeps a split's member fits)."""
+    rules = tuple(dict.fromkeys((*rules, auto.DEFAULT_RULES)))
+    table: dict[auto.Rules, list[Score | None]] = {r: [] for r in rules}
+    for m in members:
+        for r in rules:
+            table[r].append(try_score(m.split, "auto", r))
+    return table
+
+
+def choose(table: dict[auto.Rules, list[Score | None]], index: list[int], dominate: bool = False) -> auto.Rules:
+    """The rule with the best merit on the splits ``index``; with ``dominate`` only among
+    rules no worse there than the shipped rule on every figure (which always is)."""
+    rows = {r: aggregate("", [v[i] for i in index]) for r, v in table.items()}
+    ship = rows[auto.DEFAULT_RULES]
+    ok = [r for r, (_, _, med, share, loss, _) in rows.items()
+          if not dominate or (med <= ship[2] and share >= ship[3] and loss <= ship[4])]
+    return max(ok, key=lambda r: merit(rows[r]))
+
+
+def leave_one_group_out(members: list[Member], table, dominate: bool = False
+                        ) -> tuple[list[Score | None], dict[str, auto.Rules]]:
+    """Each split's score under the rule chosen on the other groups, and that rule per
+    group (``"*"``: chosen on all)."""
+    held: list[Score | None] = [None] * len(members)
+    chosen = {}
+    for g in sorted({m.group for m in members}):
+        others = [i for i, m in enumerate(members) if m.group != g]
+        rule = chosen[g] = choose(table, others, dominate)
+        for i, m in enumerate(members):
+            if m.group == g:
+                held[i] = table[rule][i]
+    chosen["*"] = choose(table, list(range(len(members))), dominate)
+    return held, chosen
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sixteen", default=",".join(str(p) for p in SIXTEEN),
+                    help="comma-separated folders of 16-core curves")
+    ap.add_argument("--corpus", type=Path, default=acc.CORPUS)
+    ap.add_argument("--guard", type=Path, default=acc.DEFAULT_DATASETS, help="as accuracy.py --loso's")
+    ap.add_argument("--dominate", action="store_true",
+                    help="candidates: only rules no worse than the shipped one on the other groups")
+    ap.add_argument("--loso", action="store_true", help="also the corpus held out with both rules")
+    args = ap.parse_args(argv)
+    sixteen = sixteen_core([Path(p) for p in args.sixteen.split(",") if p])
+    public = corpus(args.corpus)
+    pool = [m for m in sixteen + public if few(m.split)]
+    print(f"criterion: <= {FEW_COUNTS} distinct training counts; selects {sum(m.sixteen for m in pool)} of "
+          f"{len(sixteen)} 16-core splits and {len(pool) - sum(m.sixteen for m in pool)} of {len(public)} "
+          f"corpus splits ({', '.join(sorted({m.group for m in pool if not m.sixteen}))})")
+    table = score_table(pool)
+    held, chosen = leave_one_group_out(pool, table, args.dominate)
+    ship = table[auto.DEFAULT_RULES]
+    shipped = f"shipped: {auto.DEFAULT_RULES.label()}"
+    for g in sorted({m.group for m in pool}):
+        idx = [i for i, m in enumerate(pool) if m.group == g]
+        print(f"\nheld out: {g} (rule chosen on the other groups: {chosen[g].label()})")
+        print_rows([aggregate("second rule", [held[i] for i in idx]), aggregate(shipped, [ship[i] for i in idx])], "  ")
+
+    def both(label, which):
+        idx = [i for i, m in enumerate(pool) if which(m)]
+        print(f"\n{label}, each group held out:")
+        print_rows([aggregate("second rule", [held[i] for i in idx]), aggregate(shipped, [ship[i] for i in idx])])
+
+    both("16-core splits the criterion selects", lambda m: m.sixteen)
+    both("corpus splits the criterion selects", lambda m: not m.sixteen)
+    rest = [m for m in sixteen if not few(m.split)]
+    rest_scores = [try_score(m.split, "auto") for m in rest]
+    sel16 = [i for i, m in enumerate(pool) if m.sixteen]
+    print(f"\nevery 16-core split ({len(sixteen)}; the {len(rest)} not selected keep the shipped rule):")
+    print_rows([aggregate("second rule", [held[i] for i in sel16] + rest_scores),
+                aggregate(shipped, [ship[i] for i in sel16] + rest_scores)])
+    print(f"\nsecond rule chosen on all groups: {chosen['*'].label()}")
+    if args.loso:
+        main_splits = [m.split for m in public if not few(m.split)]
+        guard = acc.splits_of(args.guard) if args.guard.is_dir() else None
+        rules = acc.admissible(guard)[0] if guard else list(auto.RULE_CHOICES)
+        main_held: list = []
+        acc.loso(main_splits, rules, guard, held_out=main_held)
+        pub = [i for i, m in enumerate(pool) if not m.sixteen]
+        print(f"\ncorpus, each source held out ({len(main_splits)} splits by accuracy.py --loso's main rule, "
+              f"{len(pub)} by the second rule; the main rule alone: accuracy.py --loso):")
+        rows = []
+        for dominate in (False, True):  # the choice is cheap once the table is scored: both ways
+            h = leave_one_group_out(pool, table, dominate)[0]
+            rows.append(aggregate(f"auto, both rules{' (--dominate)' if dominate else ''}",
+                                  main_held + [h[i] for i in pub]))
+        print_rows(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
