@@ -146,15 +146,18 @@ def main(argv=None) -> int:
     rest_scores = [try_score(m.split, "auto") for m in rest]
     sel16 = [i for i, m in enumerate(pool) if m.sixteen]
     print(f"\nevery 16-core split ({len(sixteen)}; the {len(rest)} not selected keep the shipped rule):")
-    print_rows([aggregate("second rule", [held[i] for i in sel16] + rest_scores),
-                aggregate(shipped, [ship[i] for i in sel16] + rest_scores)])
+    last = [aggregate("second rule", [held[i] for i in sel16] + rest_scores),
+            aggregate("shipped rule", [ship[i] for i in sel16] + rest_scores)]
+    print_rows(last)
     print(f"\nsecond rule chosen on all groups: {chosen['*'].label()}")
+    print("\n".join(f"  {r[0]}: {r[2]:.2%}, {r[3]:.3f}, {r[4]:.2%}" for r in last))
     if args.loso:
         main_splits = [m.split for m in public if not few(m.split)]
         guard = acc.splits_of(args.guard) if args.guard.is_dir() else None
         rules = acc.admissible(guard)[0] if guard else list(auto.RULE_CHOICES)
         main_held: list = []
-        acc.loso(main_splits, rules, guard, held_out=main_held)
+        _, _, main_chosen = acc.loso(main_splits, rules, guard, held_out=main_held)
+        print(f"\nmain rule chosen on the complements of the corpus' sources: {sorted(set(main_chosen.values()))}")
         pub = [i for i, m in enumerate(pool) if not m.sixteen]
         print(f"\ncorpus, each source held out ({len(main_splits)} splits by accuracy.py --loso's main rule, "
               f"{len(pub)} by the second rule; the main rule alone: accuracy.py --loso):")
@@ -164,6 +167,8 @@ def main(argv=None) -> int:
             rows.append(aggregate(f"auto, both rules{' (--dominate)' if dominate else ''}",
                                   main_held + [h[i] for i in pub]))
         print_rows(rows)
+        for r in rows:
+            print(f"  {r[0]}: {r[2]:.2%}, {r[3]:.3f}, {r[4]:.2%}, {r[5]:.1%}")
     return 0
 
 
