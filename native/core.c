@@ -270,7 +270,12 @@ struct cc_thread *cc_thread_slots(int *n) {
 static struct cc_region regions[REGION_TABLE];
 static int nregions;
 
-struct cc_region *cc_region_for(void *fn) {
+/* Regions past the table's room (hundreds of parallel loops; unrecorded, their time read as
+ * serial) are counted together under keys no function has; a sample slot is the process's. */
+static void *const OTHER[2] = {(void *)1, (void *)2}; /* outermost, nested */
+#define NAMED_REGIONS (CC_MAX_REGIONS - 3)
+
+static struct cc_region *lookup(void *fn, int limit) {
     size_t h = ((uintptr_t)fn >> 4) * 0x9E3779B97F4A7C15ull;
     for (int probe = 0; probe < REGION_TABLE; probe++) {
         struct cc_region *r = &regions[(h + probe) % REGION_TABLE];
@@ -278,8 +283,7 @@ struct cc_region *cc_region_for(void *fn) {
         if (k == fn)
             return r;
         if (k == NULL) {
-            /* One sample slot is the process's: regions get the others. */
-            if (__atomic_load_n(&nregions, __ATOMIC_RELAXED) >= CC_MAX_REGIONS - 1)
+            if (__atomic_load_n(&nregions, __ATOMIC_RELAXED) >= limit)
                 break;
             void *expected = NULL;
             if (__atomic_compare_exchange_n(&r->fn, &expected, fn, 0, __ATOMIC_ACQ_REL,
@@ -291,8 +295,22 @@ struct cc_region *cc_region_for(void *fn) {
                 return r;
         }
     }
-    CC_AADD(cc_overflow, 1);
     return NULL;
+}
+
+struct cc_region *cc_region_for(void *fn) { return lookup(fn, NAMED_REGIONS); }
+
+struct cc_region *cc_region_or_other(void *fn, int nested) {
+    struct cc_region *r = lookup(fn, NAMED_REGIONS);
+    r = r ? r : lookup(OTHER[nested != 0], CC_MAX_REGIONS - 1);
+    if (!r)
+        CC_AADD(cc_overflow, 1);
+    return r;
+}
+
+int cc_region_other(const struct cc_region *r) {
+    void *k = __atomic_load_n(&r->fn, __ATOMIC_ACQUIRE);
+    return k == OTHER[0] ? 1 : k == OTHER[1] ? 2 : 0;
 }
 
 void cc_region_totals(const struct cc_region *r, struct cc_counts *out) {

@@ -253,7 +253,10 @@ struct cc_region {
     char name[CC_NAME_LEN], object[CC_NAME_LEN]; /* filled at report time */
     char parent[CC_NAME_LEN];                    /* call sites: the function holding it */
 };
-struct cc_region *cc_region_for(void *fn);
+struct cc_region *cc_region_for(void *fn); /* NULL: the table is full */
+/* A call's region: its own, or once the table is full the one that counts the rest. */
+struct cc_region *cc_region_or_other(void *fn, int nested);
+int cc_region_other(const struct cc_region *r); /* 1, 2: the rest (outermost, nested); 0: own */
 /* A region's synchronisation counts: its own plus every fold shard's (readers only: the
  * sampler, settle.c, the report). */
 void cc_region_totals(const struct cc_region *r, struct cc_counts *out) CC_HIDDEN;

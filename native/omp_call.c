@@ -27,7 +27,7 @@ void cc_call_begin(struct cc_call *c, void *key, struct cc_thread *t) {
     cc_activity();
     c->team = 1;
     c->probe_own = 0;
-    c->region = cc_region_for(key);
+    c->region = cc_region_or_other(key, t->depth > 0);
     if (c->region && t->depth > 0)
         c->region->nested = 1;
 }

@@ -152,7 +152,7 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
             snprintf(why, sizeof why, "%.*s", (int)strnlen(p->steer_reason, sizeof p->steer_reason), p->steer_reason);
             cc_put(&b, "steering ");
             cc_put_cell(&b, g->name, -1);
-            cc_put(&b, ": not explored, %d threads kept: ", g->requested);
+            cc_put(&b, ": not explored, %d threads kept: ", g->requested > 0 ? g->requested : g->threads);
             cc_put_cell(&b, why, -1);
             cc_put(&b, "\n");
         }

@@ -59,7 +59,16 @@ static void name_callsite(struct cc_region *r) {
 }
 
 static void fill_region(struct cc_region_sample *o, struct cc_region *r, struct cc_settle_extra *credited) {
-    if (__atomic_load_n(&r->site, __ATOMIC_ACQUIRE)) {
+    int other = cc_region_other(r);
+    if (other) {
+        if (!r->name[0]) { /* the rest of the program's regions (core.c): named by the program */
+            char exe[1024];
+            ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+            exe[n > 0 ? n : 0] = 0;
+            snprintf(r->name, sizeof r->name, other == 1 ? "(other regions)" : "(other nested regions)");
+            basename_into(r->object, sizeof r->object, exe);
+        }
+    } else if (__atomic_load_n(&r->site, __ATOMIC_ACQUIRE)) {
         name_callsite(r); /* again each time: a call site seen later may come first */
     } else if (!r->name[0]) {
         char obj[1024];

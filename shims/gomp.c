@@ -39,7 +39,7 @@ static void trampoline(void *arg) {
  * for 0) unless probing or steering shrinks it (cc_team_cap). */
 static unsigned team_size(struct tramp *tr, unsigned requested) {
     const struct cc_gomp *g = tr->g;
-    if (!tr->call.region)
+    if (!tr->call.region || cc_region_other(tr->call.region)) /* many regions: never steered */
         return requested;
     int own = requested ? (int)requested : (g->omp_get_max_threads ? g->omp_get_max_threads() : 0);
     int cap = cc_team_cap(tr->call.region, own, g, &tr->call.probe_own);

@@ -122,7 +122,7 @@ static void on_parallel_begin(ompt_data_t *task, const void *frame, ompt_data_t 
     }
     cc_call_begin(c, fn ? fn : (void *)codeptr_ra, t);
     struct cc_region *r = c->region;
-    if (r) {
+    if (r && !cc_region_other(r)) { /* the rest's name is its own, and it is never steered */
         void *none = NULL;
         if (!__atomic_load_n(&r->site, __ATOMIC_RELAXED))
             if (__atomic_compare_exchange_n(&r->site, &none, (void *)codeptr_ra, 0, __ATOMIC_RELEASE,

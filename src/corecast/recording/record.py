@@ -50,6 +50,9 @@ else:
 
 SCHEMA = 4              # the version this library writes (CC_SAMPLE_SCHEMA in native/model_abi.h)
 SCHEMAS = (1, 2, 3, 4)  # the versions it reads (docs/recording.md: what each added)
+# The regions past the library's region table, counted together (native/core.c
+# cc_region_or_other): outermost, nested.  Never steered or probed.
+OTHER_REGIONS = ("(other regions)", "(other nested regions)")
 TEAM_SHARE = 0.25       # native/sample.c TEAM_SHARE: a team thread's least share of the second busiest's CPU
 
 

@@ -14,7 +14,7 @@ from ..model.runtime.contention import barrier_latency, process_contention, regi
 from ..recording.abi import MAX_NODES, MAX_PRED, NUMA_ROLES
 from ..model.runtime.history import RegionHistory
 from ..model.runtime.predictor import predict_window
-from ..recording.record import hardware_from_struct, region_from_struct
+from ..recording.record import OTHER_REGIONS, hardware_from_struct, region_from_struct
 from . import blas, devicewait
 
 # A fit in the model loads numpy and scipy through the plumbing's loader (one BLAS thread
@@ -53,6 +53,9 @@ _steering: dict[tuple[str, str], object] = {}
 def _steer(ffi: object, region: RegionSample, pred: TeamPrediction, sample: object, out: object) -> None:
     """Steering decisions for one region into ``out`` (live runs only)."""
     if not sample.steer:
+        return
+    if region["name"] in OTHER_REGIONS:
+        _put(ffi, out.steer_reason, "many regions: not steered")
         return
     if region["nested"] or region["requested"] < 2:
         _put(ffi, out.steer_reason, "nested" if region["nested"] else "one thread")
