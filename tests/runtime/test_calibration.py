@@ -469,3 +469,16 @@ def test_replay_reads_the_counters_a_recording_holds(tmp_path):
     assert proc.regions[-1]["hardware"] == {"llc_misses": 4e8}
     rep = replay(str(path), machine=str(cal))[0]
     assert any("(counters)" in p.basis or "curve" in p.basis for p in rep.predictions[:-1])
+
+
+def test_a_note_cuts_the_basis_between_items_not_inside_a_word():
+    """The C field holds BASIS_LEN characters: a note added to a long basis cuts it at its
+    last whole item or word, so the report never shows a word cut in two."""
+    from corecast.model.runtime.evidence import with_note
+    from corecast.model.runtime.history import BASIS_LEN
+
+    basis = "contention model: lock queues, imbalance, serial work, oversubscription; bandwidth unmeasured"
+    cut = with_note(basis, "; no evidence at 1 thread")
+    assert cut == "contention model: lock queues, imbalance, serial work; no evidence at 1 thread"
+    assert with_note("short", "; x") == "short; x"
+    assert len(with_note("x" * 200, "; n")) == BASIS_LEN  # no separator: cut where it must

@@ -217,5 +217,14 @@ def not_applied(why: str) -> str:
 
 
 def with_note(basis: str, note: str) -> str:
-    """``basis`` ending in ``note``, cut to fit the C field (``BASIS_LEN``)."""
-    return basis[: BASIS_LEN - len(note)] + note
+    """``basis`` ending in ``note``, cut to fit the C field (``BASIS_LEN``): at its last
+    whole item (", ", "; ") or word that fits, not inside a word."""
+    room = BASIS_LEN - len(note)
+    if len(basis) <= room:
+        return basis + note
+    cut = basis[:room]
+    for sep in ("; ", ", ", " "):
+        at = cut.rfind(sep)
+        if at > 0:
+            return cut[:at] + note
+    return cut + note
