@@ -49,11 +49,8 @@ class KernelFit:
         return self.kernel.name
 
 
-def _wlstsq(design: Array, y: Array) -> Optional[Array]:
-    """Least squares of design @ p ~ y with relative weights 1/y."""
-    w = 1.0 / np.abs(y)
-    a = design * w[:, None]
-    b = y * w
+def _lstsq(a: Array, b: Array) -> Optional[Array]:
+    """Least squares of a @ p ~ b; None when it has no finite answer."""
     if not np.all(np.isfinite(a)):
         return None
     try:
@@ -61,6 +58,12 @@ def _wlstsq(design: Array, y: Array) -> Optional[Array]:
     except np.linalg.LinAlgError:
         return None
     return p if np.all(np.isfinite(p)) else None
+
+
+def _wlstsq(design: Array, y: Array) -> Optional[Array]:
+    """Least squares of design @ p ~ y with relative weights 1/y."""
+    w = 1.0 / np.abs(y)
+    return _lstsq(design * w[:, None], y * w)
 
 
 def _always(_p: Array, _nmax: float) -> bool:
@@ -202,12 +205,7 @@ def _expratE_eval(n: Array, p: Array) -> Array:
 def _expratE_start(n: Array, y: Array) -> Optional[Array]:
     # ln y (1 + d n) = a + b n  ->  ln y = a + b n - d n ln y, linear in (a, b, d).
     ly = np.log(y)
-    design = np.column_stack([np.ones_like(n), n, -n * ly])
-    try:
-        p, *_ = np.linalg.lstsq(design, ly, rcond=None)
-    except np.linalg.LinAlgError:
-        return None
-    return p if np.all(np.isfinite(p)) else None
+    return _lstsq(np.column_stack([np.ones_like(n), n, -n * ly]), ly)
 
 
 def _expratE_valid(p: Array, nmax: float) -> bool:

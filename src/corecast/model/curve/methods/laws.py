@@ -49,33 +49,27 @@ def fit_usl_params(n: Array, y: Array) -> Array:
     if np.isfinite(inv_lam) and inv_lam > 0:
         lam = 1.0 / inv_lam
         starts.append(np.array([lam, np.clip((coef[1] + coef[2]) * lam, 0, 1), max(coef[2] * lam, 0)]))
-    lo, hi = [0.0, 0.0, 0.0], [np.inf, 1.0, np.inf]
+    return _best_of(usl, n, y, starts, ([0.0, 0.0, 0.0], [np.inf, 1.0, np.inf]), "usl: ")
+
+
+def _best_of(model, n: Array, y: Array, starts, bounds, what: str = "") -> Array:
+    """The bounded relative least-squares fit from each start; the one of least error."""
     best, best_err = None, np.inf
     for p0 in starts:
-        p = relative_lsq(usl, n, y, p0, bounds=(lo, hi))
-        if p is None:
-            continue
-        err = np.sum(((usl(n, p) - y) / y) ** 2)
-        if err < best_err:
-            best, best_err = p, err
-    if best is None:
-        raise InputError("usl: no start gives finite values on these points")
-    return best
-
-
-def _fit_bounded(model, n: Array, y: Array, serial_starts) -> Array:
-    best, best_err = None, np.inf
-    for s in serial_starts:
-        x1 = y[0] / model(n[:1], np.array([1.0, s]))[0]
-        p = relative_lsq(model, n, y, [x1, s], bounds=([0.0, 0.0], [np.inf, 1.0]))
+        p = relative_lsq(model, n, y, p0, bounds=bounds)
         if p is None:
             continue
         err = np.sum(((model(n, p) - y) / y) ** 2)
         if err < best_err:
             best, best_err = p, err
     if best is None:
-        raise InputError("no start gives finite values on these points")
+        raise InputError(f"{what}no start gives finite values on these points")
     return best
+
+
+def _fit_bounded(model, n: Array, y: Array, serial_starts) -> Array:
+    starts = [[y[0] / model(n[:1], np.array([1.0, s]))[0], s] for s in serial_starts]
+    return _best_of(model, n, y, starts, ([0.0, 0.0], [np.inf, 1.0]))
 
 
 def _law_fit(name: str, model, params: Array, names: tuple[str, ...], data: Measurements) -> Fit:
