@@ -5,7 +5,8 @@
 # for steer_suite; 0: none), CAL (1, the default: `corecast calibrate` on the idle machine
 # first, its file and stdout to $OUT; 0: skip), C16PRE (a measure.py pass run first, e.g. "--rerecord
 # --record-only --suite bots"), C16ARGS (extra measure.py arguments), and for a local dry
-# run PY (the Python with corecast) and SKIPSETUP.
+# run PY (the Python with corecast) and SKIPSETUP.  GPU_S (seconds kept at the end for issue
+# #42's GPU steps; 0, the default: none) needs pyopencl's wheels in .dev/whl.
 T0=$(date +%s); DL=${DL:-575}; STEER_S=${STEER_S:-120}
 export PYTHONUNBUFFERED=1
 : "${OUT:=/tmp/out}"; mkdir -p "$OUT"
@@ -29,15 +30,27 @@ if [ "${CAL:-1}" != 0 ]; then
 fi
 mkdir -p /tmp/c16; [ -f .dev/c16.tgz ] && tar xzf .dev/c16.tgz -C /tmp/c16
 if [ -n "${C16PRE:-}" ]; then
-  B=$(( DL - $(el) - STEER_S - 15 ))
+  B=$(( DL - $(el) - STEER_S - ${GPU_S:-0} - 15 ))
   $PY benchmarks/corpus16/measure.py --manifest .dev/corpus16/programs.json --budget $B --timeout 30 --out /tmp/c16 $C16PRE > "$OUT/corpus-pre.log" 2>&1
   tail -2 "$OUT/corpus-pre.log"
 fi
-B=$(( DL - $(el) - STEER_S - 15 ))
+B=$(( DL - $(el) - STEER_S - ${GPU_S:-0} - 15 ))
 $PY benchmarks/corpus16/measure.py --manifest .dev/corpus16/programs.json --budget $B --timeout 30 --out /tmp/c16 ${C16ARGS:-} > "$OUT/corpus.log" 2>&1
 cp .dev/commit.txt /tmp/c16/corecast-commit.txt 2>/dev/null
 tar czf "$OUT/c16.tgz" -C /tmp/c16 --exclude=./work .
 tail -3 "$OUT/corpus.log"; echo "corpus done at $(el) s"
-L=$(( DL - $(el) - 5 ))
+L=$(( DL - $(el) - ${GPU_S:-0} - 5 ))
 [ $L -gt 20 ] && timeout $L $PY benchmarks/steer_suite.py --runs ${STEER_RUNS:-9} --threads ${STEER_T:-16} --npb .dev/npb/bin --bin /tmp/bin --json-out "$OUT/steer_suite.json" > "$OUT/steer_suite.txt" 2>&1
 echo "steer_suite rc $? at $(el) s"; tail -40 "$OUT/steer_suite.txt"
+# Issue #42 on the GPU: NVIDIA's ICD named through a folder of its own (it is not in
+# /etc/OpenCL/vendors); the two-kernel example under corecast, then the work-group check.
+if [ "${GPU_S:-0}" -gt 0 ]; then
+  mkdir -p /tmp/icd && echo /usr/local/nvidia/lib64/libnvidia-opencl.so.1 > /tmp/icd/nvidia.icd
+  export OCL_ICD_VENDORS=/tmp/icd PYOPENCL_CTX=0
+  G=$(( DL - $(el) - 3 )); G1=$(( G / 2 ))
+  timeout $G1 $PY -m corecast run --json-out "$OUT/gpu.jsonl" -- $PY examples/opencl_two_kernels.py > "$OUT/gpu_run.txt" 2>&1
+  echo "gpu run rc $? at $(el) s"; cat "$OUT/gpu_run.txt" | tail -40
+  G=$(( DL - $(el) - 3 ))
+  [ $G -gt 10 ] && timeout $G $PY benchmarks/opencl_cu.py --gpu --budget $(( G * 6 / 10 )) --json "$OUT/gpu_groups.json" > "$OUT/gpu_groups.txt" 2>&1
+  echo "gpu groups rc $? at $(el) s"; tail -30 "$OUT/gpu_groups.txt"
+fi
