@@ -54,3 +54,6 @@ if [ "${GPU_S:-0}" -gt 0 ]; then
   [ $G -gt 10 ] && timeout $G $PY benchmarks/opencl_cu.py --gpu --budget $(( G * 6 / 10 )) --json "$OUT/gpu_groups.json" > "$OUT/gpu_groups.txt" 2>&1
   echo "gpu groups rc $? at $(el) s"; tail -30 "$OUT/gpu_groups.txt"
 fi
+# The device hands back at most 8 files from $OUT: everything but the corpus in one tarball.
+( cd "$OUT" && tar czf results.tgz --exclude=results.tgz --exclude=c16.tgz . \
+    && find . -maxdepth 1 -type f ! -name results.tgz ! -name c16.tgz -delete )
