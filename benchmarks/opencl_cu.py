@@ -374,6 +374,73 @@ def compare(meas: dict, line: dict, top: int) -> dict | None:
             "bottleneck": line.get("future_bottleneck")}
 
 
+def table(names: list[str], meas: dict, lines: dict, runs: list[int], top: int) -> dict:
+    """Print the measured curves, each run's predictions at ``top`` and the figures; the
+    figures per run count."""
+    counts = list(range(1, top + 1))
+    head = f"{'kernel':<9} {'T(1) ms':>8} " + " ".join(f"{'S@' + str(n):>6}" for n in counts[1:][:8])
+    for r in runs:
+        head += f" | run@{r}: S@{top} pred [band]    |ln|"
+    print(head)
+    summary: dict = {r: [] for r in runs}
+    for name in names:
+        m = meas.get(name, {})
+        row = f"{name:<9} {1e3 * m.get(1, float('nan')):>8.2f} "
+        row += " ".join(f"{m[1] / m[n]:>6.2f}" if 1 in m and n in m else f"{'-':>6}" for n in counts[1:][:8])
+        for r in runs:
+            c = compare(m, lines[r].get(name, {}), top)
+            summary[r].append(c)
+            row += (f" | {c['pred']:>13.2f} [{c['low']:.2f}-{c['high']:.2f}] {c['abs_ln']:.3f}" if c
+                    else f" | {'no prediction':>30}")
+        print(row)
+    figures = {}
+    for r in runs:
+        got = [c for c in summary[r] if c]
+        med = statistics.median(c["abs_ln"] for c in got) if got else float("nan")
+        cases = sum(c["cases"] for c in got)
+        cover = sum(c["held"] for c in got) / cases if cases else float("nan")
+        figures[r] = {"kernels": len(got), "median_abs_ln": med, "coverage": cover, "cases": cases}
+        print(f"run@{r}: {len(got)} kernels: median |ln(pred/meas)| at {top} = {med:.3f} (target <= 0.14), "
+              f"band coverage over counts 2..{top} = {100 * cover:.0f}% of {cases} (target >= 80%)")
+    return figures
+
+
+def repredict(line: dict, target: int) -> dict:
+    """A recorded kernel line with its predictions made again, by this checkout's model,
+    from what the line holds (``record.kernel_from_json``: the sample, shapes, limits)."""
+    from corecast.model.runtime import kernelmodel
+    from corecast.recording.record import kernel_from_json
+
+    pred = kernelmodel.predict(kernel_from_json(line), target, int(line.get("cores") or target))
+    out = dict(line, predicted=[], basis="", future_bottleneck=None)
+    if pred is not None:
+        out["predicted"] = [{"threads": int(n), "speedup": float(v), "low": float(lo), "high": float(hi)}
+                            for n, v, lo, hi in zip(pred.threads, pred.speedup, pred.low, pred.high)]
+        out["basis"], out["future_bottleneck"] = pred.basis, pred.bottleneck
+    return out
+
+
+def rescore(path: str, json_out: str | None) -> int:
+    """Score a saved run (``--json`` of this script) again: the measured curves as they
+    were, every recorded kernel line predicted again by this checkout (no device needed)."""
+    try:
+        saved = json.loads(Path(path).read_text())
+        top = int(saved["max_cu"])
+        meas = {name: {int(n): float(t) for n, t in per.items()} for name, per in saved["measured"].items()}
+        runs = sorted(int(r) for r in saved["lines"])
+        lines = {r: {name: repredict(line, top) for name, line in saved["lines"][str(r)].items()} for r in runs}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        print(f"opencl_cu: error: cannot rescore {path}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    names = [k for k in ALL if k in meas] + sorted(k for k in meas if k not in ALL)
+    print(f"opencl_cu --rescore {path}: {saved.get('device', {}).get('device', '?')}, compute units 1..{top}, "
+          "measured curves as saved, predictions made again from the saved kernel lines")
+    figures = table(names, meas, lines, runs, top)
+    if json_out:
+        Path(json_out).write_text(json.dumps(dict(saved, figures=figures, lines=lines), indent=1))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--max-cu", type=int, default=os.cpu_count() or 1,
@@ -385,6 +452,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
     ap.add_argument("--gpu", action="store_true",
                     help="the work-group check on the device pyopencl picks (a GPU: see the docstring)")
+    ap.add_argument("--rescore", metavar="SAVED",
+                    help="score a saved --json run again with this checkout's predictions (no device)")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--child-groups", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--seconds", type=float, default=0.3, help=argparse.SUPPRESS)
@@ -393,6 +462,8 @@ def main(argv: list[str] | None = None) -> int:
         return child(args.child.split(","), args.seconds)
     if args.child_groups:
         return child_groups(args.seconds)
+    if args.rescore:
+        return rescore(args.rescore, args.json)
     if args.gpu:
         return gpu_check(max(0.05, args.budget / 10), args.json)
     names = [k for k in args.kernels.split(",") if k]
@@ -421,38 +492,14 @@ def main(argv: list[str] | None = None) -> int:
               file=sys.stderr)
         return 1
     lines = {r: predictions(names, r, args.max_cu, run_s) for r in runs}
-    top = args.max_cu
-    print(f"opencl_cu: {device['device']} (pocl), compute units 1..{top} (POCL_CPU_MAX_CU_COUNT), "
+    print(f"opencl_cu: {device['device']} (pocl), compute units 1..{args.max_cu} (POCL_CPU_MAX_CU_COUNT), "
           f"{args.repeat} repetitions, {os.cpu_count()} host cores, {time.monotonic() - t0:.0f}s")
     if skipped:
-        print(f"runs at {','.join(map(str, skipped))} compute units left out: above --max-cu {top} "
+        print(f"runs at {','.join(map(str, skipped))} compute units left out: above --max-cu {args.max_cu} "
               "(unmeasured here)")
-    head = f"{'kernel':<9} {'T(1) ms':>8} " + " ".join(f"{'S@' + str(n):>6}" for n in counts[1:][:8])
-    for r in runs:
-        head += f" | run@{r}: S@{top} pred [band]    |ln|"
-    print(head)
-    summary: dict = {r: [] for r in runs}
-    for name in names:
-        m = meas.get(name, {})
-        row = f"{name:<9} {1e3 * m.get(1, float('nan')):>8.2f} "
-        row += " ".join(f"{m[1] / m[n]:>6.2f}" if 1 in m and n in m else f"{'-':>6}" for n in counts[1:][:8])
-        for r in runs:
-            c = compare(m, lines[r].get(name, {}), top)
-            summary[r].append(c)
-            row += (f" | {c['pred']:>13.2f} [{c['low']:.2f}-{c['high']:.2f}] {c['abs_ln']:.3f}" if c
-                    else f" | {'no prediction':>30}")
-        print(row)
-    figures = {}
-    for r in runs:
-        got = [c for c in summary[r] if c]
-        med = statistics.median(c["abs_ln"] for c in got) if got else float("nan")
-        cases = sum(c["cases"] for c in got)
-        cover = sum(c["held"] for c in got) / cases if cases else float("nan")
-        figures[r] = {"kernels": len(got), "median_abs_ln": med, "coverage": cover, "cases": cases}
-        print(f"run@{r}: {len(got)} kernels: median |ln(pred/meas)| at {top} = {med:.3f} (target <= 0.14), "
-              f"band coverage over counts 2..{top} = {100 * cover:.0f}% of {cases} (target >= 80%)")
+    figures = table(names, meas, lines, runs, args.max_cu)
     if args.json:
-        Path(args.json).write_text(json.dumps({"device": device, "max_cu": top, "measured": meas,
+        Path(args.json).write_text(json.dumps({"device": device, "max_cu": args.max_cu, "measured": meas,
                                                "figures": figures, "lines": lines}, indent=1))
     return 0
 
