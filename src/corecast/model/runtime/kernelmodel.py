@@ -207,14 +207,50 @@ def predict(kernel, target: int, cores: int):
         pred.basis = "contention model on the kernel's sample (the runtime threads' time not resolved)"
     groups = work_groups(kernel)
     if groups is not None and groups < max(pred.threads):
-        pred.speedup = [min(v, groups) for v in pred.speedup]
-        pred.low = [min(v, groups) for v in pred.low]
-        pred.high = [min(v, groups) for v in pred.high]
+        few_groups(pred, groups, int(kernel.compute_units), parallelism(kernel))
         pred.preferred = preferred_count(pred.threads, pred.speedup)
-        pred.basis += f"; at most {groups} work-groups per launch"
+        pred.basis += f"; {groups} work-groups per launch: no gain past {groups} compute units"
         if pred.threads[-1] > groups:
             pred.bottleneck = "work_groups"
     return pred
+
+
+def parallelism(kernel) -> float | None:
+    """Busy compute units during the sampled launches (the runtime threads' CPU time over
+    the device time, 1 .. compute units); None where the runtime's threads were not seen."""
+    s = kernel.sample
+    if not s.launches or s.device_ns <= 0 or not s.cpu_measured or kernel.device_type != "cpu":
+        return None
+    return min(max(s.cpu_ns / s.device_ns, 1.0), max(1, int(kernel.compute_units)))
+
+
+def few_groups(pred, groups: int, sampled: int, busy: float | None) -> None:
+    """``pred`` (in place) for a kernel of ``groups`` work-groups per launch, sampled at
+    ``sampled`` compute units with ``busy`` of them busy on average.
+
+    No more than ``groups`` units are ever busy, so no count gains more.  A work-group runs on one compute unit from its start to its end.  From ``groups``
+    units on, every work-group has a unit of its own and a launch lasts as long as its
+    largest work-group: more units cannot shorten it, so the speedup, band and all, stays
+    what it is at ``groups`` (not ``groups`` itself: that holds only when the work-groups
+    carry equal work, which the sample does not show).  Below ``groups`` the work per
+    work-group is not observed; what is: the largest work-group took at most a sampled
+    launch's time T0.  Greedy scheduling of unsplittable work (Graham, "Bounds on
+    multiprocessing timing anomalies", SIAM J. Appl. Math. 1969) then bounds a launch on
+    n units by B/n + (1 - 1/n) T0, B the busy compute-unit time (``busy`` x T0): the band's
+    low end reaches that speedup, 1 / (1/n + (1 - 1/n) / busy), at counts above the sampled one."""
+    # At most ``groups`` units are ever busy: no count gains more than that.
+    pred.speedup = [min(v, groups) for v in pred.speedup]
+    pred.low = [min(v, groups) for v in pred.low]
+    pred.high = [min(v, groups) for v in pred.high]
+    at = max((i for i, n in enumerate(pred.threads) if n <= groups), default=0)
+    for i, n in enumerate(pred.threads):
+        if n > groups:
+            pred.speedup[i] = min(pred.speedup[i], pred.speedup[at])
+            pred.low[i] = min(pred.low[i], pred.low[at])
+            pred.high[i] = min(pred.high[i], pred.high[at])
+        elif busy is not None and n > sampled:
+            bound = 1 / (1 / n + (1 - 1 / n) / busy)
+            pred.low[i] = min(pred.low[i], bound, pred.speedup[i])
 
 
 DEVICE_BOUND = 0.5  # share of the wall time waiting on the device that makes a host device-bound
