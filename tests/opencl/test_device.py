@@ -71,6 +71,23 @@ def test_many_work_groups_scale_in_waves_with_a_band_for_unobserved_idle_time():
     assert at[1] == (1.0, 1.0, 1.0) and at[64][0] == pytest.approx(64.0)
 
 
+def test_past_the_units_the_band_reaches_several_work_groups_resident_per_unit():
+    # OpenCL does not say how many work-groups a unit runs at once; a GPU's unit held 2 of
+    # 64 work-items at once on the H200 (264 work-groups took one wave on 132 units, where
+    # one at a time takes 2).  The band reaches as many as the largest work-group holds.
+    assert kernelmodel.launch_waves(2 * UNITS, UNITS, MAX_GROUP // 64) == (1, 2)
+    assert kernelmodel.launch_waves(2 * UNITS, UNITS) == (2, 2)
+    assert kernelmodel.launch_waves(40 * UNITS, UNITS, 16) == (3, 40)
+    wide = gpu_kernel(shape=((2 * UNITS * 64,), (64,)))
+    assert kernelmodel.resident_groups(wide) == MAX_GROUP // 64
+    assert kernelmodel.resident_groups(gpu_kernel(shape=((4096,), None))) == 1
+    # 4 work-groups of 16: one unit could hold all four, so no count is sure to gain.
+    pred = kernelmodel.predict(gpu_kernel(shape=((64,), (16,))), UNITS, cores=16)
+    at = {n: (s, lo, hi) for n, s, lo, hi in zip(pred.threads, pred.speedup, pred.low, pred.high)}
+    assert at[UNITS] == (4.0, 1.0, 4.0) and at[2][1] == 1.0
+    assert "nor how many work-groups a unit runs at once (1 to 64" in pred.basis
+
+
 def test_runtime_chosen_local_size_leaves_the_work_groups_unknown():
     pred = kernelmodel.predict(gpu_kernel(shape=((4096,), None)), UNITS, 2)
     assert pred.speedup[-1] == pytest.approx(UNITS) and pred.bottleneck == "unobserved"

@@ -23,7 +23,11 @@ the kernel is named (``limits``): work-groups per launch against compute units, 
 work-group size against the device's largest, and the share of compute units a launch can
 occupy.  Idle time inside a launch (memory or latency bound work-items, uneven work-groups)
 is not measured there, so the band's low end is the speedup with half the compute-unit time
-at the device's count idle.
+at the device's count idle.  Nor does OpenCL report how many work-groups a unit runs at
+once (a GPU's streaming multiprocessor holds several): the wave count is the most, one
+work-group per unit at a time, and the band's low end lets each unit run up to as many as
+the device's largest work-group holds (``resident_groups``), down to no gain when one unit
+could hold them all.
 
 ``memory_model(kernel, machine)`` adds node counts on a machine description for CPU
 devices (``corecast run --target-machine``), through the same code as OpenMP regions.
@@ -143,6 +147,33 @@ def limits(kernel) -> dict:
 IDLE_UNOBSERVED = 0.5  # a non-CPU band's low end: this share of compute-unit time idle
 
 
+def resident_groups(kernel) -> int:
+    """Work-groups of the kernel's size one compute unit may run at once, as far as the
+    device says: a unit can hold a work-group of the device's largest size
+    (CL_DEVICE_MAX_WORK_GROUP_SIZE), so at least that many work-items, and OpenCL reports
+    no more (a GPU's unit often holds several such groups).  1 when a size is unknown."""
+    lim = limits(kernel)
+    size, largest = lim["work_group_size"], lim["max_work_group_size"]
+    if not size or not largest:
+        return 1
+    return max(1, int(largest) // int(size))
+
+
+def launch_waves(groups: int, units: int, resident: int = 1) -> tuple[int, int]:
+    """Waves of ``groups`` work-groups on ``units`` compute units: (fewest, most).  Most:
+    one work-group per unit at a time (the work-group bound); fewest: ``resident`` per unit
+    at once, none slowing the others (their work-items only wait on memory or latency)."""
+    units, resident = max(1, units), max(1, resident)
+    return -(-groups // (units * resident)), -(-groups // units)
+
+
+def resident_low(groups: int, n: int, resident: int) -> float:
+    """The lowest speedup at ``n`` units when each unit runs r work-groups at once, for any
+    r in 1..``resident`` (the same r at 1 unit and at n): waves at 1 unit over waves at n.
+    With every group resident on one unit (r >= groups) more units give nothing."""
+    return min(-(-groups // r) / -(-groups // (n * r)) for r in range(1, min(resident, groups) + 1))
+
+
 def device_predict(kernel, target: int):
     """A non-CPU device's kernel at 1..target compute units (see the module's text)."""
     from .bound import TeamPrediction, prediction_counts, preferred_count
@@ -162,6 +193,9 @@ def device_predict(kernel, target: int):
     # does not report would grow the same way.
     serial = (1 / (1 - IDLE_UNOBSERVED) - 1) / (units - 1) if units > 1 else 0.0
     low = [min(s, 1 / (serial + (1 - serial) / n)) for s, n in zip(speedup, counts)]
+    resident = resident_groups(kernel)
+    if groups is not None and resident > 1:
+        low = [min(lo, resident_low(groups, n, resident)) for lo, n in zip(low, counts)]
     parts = []
     if groups is None:
         parts.append("work-groups per launch not known (the runtime chose the local size)")
@@ -173,8 +207,11 @@ def device_predict(kernel, target: int):
         if lim["max_work_group_size"]:
             size += f" of at most {lim['max_work_group_size']}"
         parts.append(size)
-    basis = ("work-group bound on the device's compute units: " + ", ".join(parts)
-             + "; band: idle time inside launches is not measured on this device")
+    band = "; band: idle time inside launches is not measured on this device"
+    if groups is not None and resident > 1:
+        band += (f", nor how many work-groups a unit runs at once (1 to {resident}: "
+                 "its largest work-group's work-items)")
+    basis = "work-group bound on the device's compute units: " + ", ".join(parts) + band
     bottleneck = None
     if groups is not None and groups < counts[-1]:
         bottleneck = "work_groups"
