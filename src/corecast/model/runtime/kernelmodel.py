@@ -318,6 +318,63 @@ def device_bound_process(pred, share: float):
                             [], f"waiting on device {pct} of wall")
 
 
+def runtime_note(seen) -> str:
+    """The basis's note for an OpenCL host's runtime threads (``seen``: what the OpenCL
+    layer saw, ``runtime.devicewait.HostSeen``); "" without any."""
+    if not seen.runtime_threads:
+        return ""
+    return f"; {seen.runtime_threads} runtime threads ({seen.runtime_cpu_s:.2f}s CPU) not the program's"
+
+
+def program_process(region: dict, seen) -> dict:
+    """An OpenCL host's process sample with the runtime's threads left out: the threads
+    the interpreter did not start (the OpenCL runtime's and driver's, a BLAS library's
+    pool) are not the program's parallelism, so their count, CPU time and waits leave its
+    record.  ``team_threads`` becomes the library's team rule (``record.team_of``) over the
+    program's own threads."""
+    from ...recording.record import team_of
+
+    own = dict(region)
+    n = max(1, int(region["threads"]) - seen.runtime_threads)
+    cpu = max(float(region.get("cpu_s", 0.0)) - seen.runtime_cpu_s, 0.0)
+    own.update(threads=n, requested=n, cpu_s=cpu,
+               busy_s=max(float(region.get("busy_s", 0.0)) - seen.runtime_cpu_s, 0.0),
+               team_threads=team_of(seen.program_cpu_s) if seen.program_cpu_s else 0)
+    for key, less in (("stalls_s", seen.runtime_waits_s), ("acquisitions", seen.runtime_acquisitions),
+                      ("contended", seen.runtime_contended)):
+        table = dict(region.get(key) or {})
+        for cat, v in less.items():
+            if cat in table and cat != "runqueue":
+                table[cat] = max(table[cat] - v, 0)
+        own[key] = table
+    return own
+
+
+def serial_host(own: dict, seen) -> bool:
+    """Whether an OpenCL host's own code ran on one thread: no team among the interpreter's
+    threads (``record.team_of``: the second busiest idle) and the program's CPU time hardly
+    more than its busiest thread's (threads that ended before the exit would show there)."""
+    from ...recording.record import TEAM_SHARE, team_of
+
+    cpus = seen.program_cpu_s
+    if not cpus or team_of(cpus) > 1:
+        return False
+    return float(own.get("cpu_s", 0.0)) <= max(cpus) * (1 + TEAM_SHARE)
+
+
+def serial_host_process(pred, share: float, seen):
+    """The process prediction of an OpenCL host whose code ran on one thread and that waited
+    on the device for ``share`` of its wall time (below ``DEVICE_BOUND``): more CPU threads
+    run none of its code, so no count gains (band and all)."""
+    from .bound import TeamPrediction
+
+    counts = list(pred.threads)
+    ones = [1.0] * len(counts)
+    where = f" (on the device {100 * share:.0f}% of wall)" if share >= 0.005 else ""
+    return TeamPrediction(counts, ones, list(ones), list(ones), 1,
+                          f"one program thread{where}" + runtime_note(seen), [], "serial host")
+
+
 _states: dict = {}  # machine path -> model.runtime.numa.NumaState (the file is read once)
 
 
