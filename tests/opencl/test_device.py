@@ -300,7 +300,7 @@ def test_benchmark_bad_arguments_end_in_one_line(capsys):
 HOST = r"""
 import threading, time
 from corecast.runtime import devicewait
-devicewait.register(lambda: (1e6, 0.0))  # what opencl registers for a GPU always busy
+devicewait.register(lambda: devicewait.HostSeen(1e6, 0.0))  # what opencl registers for a GPU always busy
 worker = threading.Thread(target=time.sleep, args=(0.05,))  # measuring starts at a thread
 worker.start()
 worker.join()
