@@ -58,7 +58,16 @@ the device's compute units of work-groups, measured against the work-group bound
     OCL_ICD_VENDORS=/tmp/icd PYOPENCL_CTX=0 /tmp/v/bin/python benchmarks/opencl_cu.py --gpu \
         --budget 30 --json $OUT/gpu_groups.json
 
-Neither GPU step has run yet (written on a machine without one).
+Both ran on 2026-11-27 (the H200: the flat region within 0%; past the units the launches
+stayed one wave where one work-group per unit at a time predicts two).
+
+A saved run is scored again by this checkout without a device (the measured curves as
+saved, every kernel line predicted again from what it recorded), and so is a saved
+``--gpu`` file (``--max-group N`` for one saved before it held the device's largest
+work-group):
+
+    python benchmarks/opencl_cu.py --rescore opencl_cu.json
+    python benchmarks/opencl_cu.py --rescore gpu_groups.json --max-group 1024
 """
 from __future__ import annotations
 
