@@ -266,8 +266,8 @@ def child_groups(seconds: float) -> int:
     k = cl.Program(ctx, GROUP_KERNEL).build().spin
     # Past the units up to PAST_UNITS x: where the launches stop being one wave tells how
     # many work-groups a unit ran at once (OpenCL does not say).
-    groups = sorted({1, 2, 4, units // 4, units // 2, units - 1, units, units + 1, 3 * units // 2}
-                    | {m * units for m in PAST_UNITS} - {0})
+    groups = sorted(({1, 2, 4, units // 4, units // 2, units - 1, units, units + 1, 3 * units // 2}
+                     | {m * units for m in PAST_UNITS}) - {0})
     a = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR,
                   hostbuf=np.ones(max(groups) * GROUP_SIZE, dtype=np.float32))
     out = {"device": dev.name.strip(), "compute_units": units, "type": cl.device_type.to_string(dev.type),
