@@ -71,6 +71,23 @@ def test_many_work_groups_scale_in_waves_with_a_band_for_unobserved_idle_time():
     assert at[1] == (1.0, 1.0, 1.0) and at[64][0] == pytest.approx(64.0)
 
 
+def test_past_the_units_the_band_reaches_several_work_groups_resident_per_unit():
+    # OpenCL does not say how many work-groups a unit runs at once; a GPU's unit held 2 of
+    # 64 work-items at once on the H200 (264 work-groups took one wave on 132 units, where
+    # one at a time takes 2).  The band reaches as many as the largest work-group holds.
+    assert kernelmodel.launch_waves(2 * UNITS, UNITS, MAX_GROUP // 64) == (1, 2)
+    assert kernelmodel.launch_waves(2 * UNITS, UNITS) == (2, 2)
+    assert kernelmodel.launch_waves(40 * UNITS, UNITS, 16) == (3, 40)
+    wide = gpu_kernel(shape=((2 * UNITS * 64,), (64,)))
+    assert kernelmodel.resident_groups(wide) == MAX_GROUP // 64
+    assert kernelmodel.resident_groups(gpu_kernel(shape=((4096,), None))) == 1
+    # 4 work-groups of 16: one unit could hold all four, so no count is sure to gain.
+    pred = kernelmodel.predict(gpu_kernel(shape=((64,), (16,))), UNITS, cores=16)
+    at = {n: (s, lo, hi) for n, s, lo, hi in zip(pred.threads, pred.speedup, pred.low, pred.high)}
+    assert at[UNITS] == (4.0, 1.0, 4.0) and at[2][1] == 1.0
+    assert "nor how many work-groups a unit runs at once (1 to 64" in pred.basis
+
+
 def test_runtime_chosen_local_size_leaves_the_work_groups_unknown():
     pred = kernelmodel.predict(gpu_kernel(shape=((4096,), None)), UNITS, 2)
     assert pred.speedup[-1] == pytest.approx(UNITS) and pred.bottleneck == "unobserved"
@@ -121,8 +138,13 @@ def test_time_line_and_in_order_queue_note():
     assert len(report.time_lines(prof, [(a, None, None), (b, None, None)])) == 1
 
 
-def process_region(wall_s: float) -> dict:
-    return {"name": "process", "wall_s": wall_s, "threads": 22}
+def process_region(wall_s: float, threads: int = 22, cpu_s: float = 3.0) -> dict:
+    return {"name": "process", "object": "python3", "runtime": "pthreads", "nested": False,
+            "wall_s": wall_s, "threads": threads, "requested": threads, "calls": 1, "cpu_s": cpu_s,
+            "busy_s": cpu_s, "serial_s": 0.0, "single_s": 0.0, "hold_s": {}, "stalls_s": {"condvar": 0.1},
+            "acquisitions": {"mutex": 1000, "condvar": 10}, "contended": {"mutex": 0, "condvar": 0},
+            "loop_calls": 0, "hold_sampled_s": 0.0, "hold_samples": 0, "steered_to": 0, "hist": [],
+            "probe_calls": 0, "probes": {}, "team_threads": 17}
 
 
 def cpu_prediction() -> TeamPrediction:
@@ -130,13 +152,21 @@ def cpu_prediction() -> TeamPrediction:
     return TeamPrediction(counts, [1.38] * 16, [1.0] * 16, [2.0] * 16, 12, "one-sample model", [], "serial")
 
 
+def no_predictor(region):
+    raise AssertionError("not predicted again")
+
+
+def seen(device_s: float, wait_s: float, **kw) -> devicewait.HostSeen:
+    return devicewait.HostSeen(device_s, wait_s, **kw)
+
+
 def test_a_host_that_waits_on_the_device_says_so(monkeypatch):
     monkeypatch.setattr(devicewait, "_source", None)
     region, pred = process_region(10.0), cpu_prediction()
-    assert bridge._device_bound([region], [pred]) == [pred]  # no OpenCL device: unchanged
-    devicewait.register(lambda: (8.2, 0.5))  # the device busy 82% of the wall time
+    assert bridge._opencl_host([region], [pred], no_predictor) == [pred]  # no OpenCL: unchanged
+    devicewait.register(lambda: seen(8.2, 0.5))  # the device busy 82% of the wall time
     try:
-        out = bridge._device_bound([{"name": "main._omp_fn.0"}, region], [pred, pred])
+        out = bridge._opencl_host([{"name": "main._omp_fn.0"}, region], [pred, pred], no_predictor)
     finally:
         devicewait.register(None)
     assert out[0] is pred
@@ -150,26 +180,90 @@ def test_a_host_that_waits_on_the_device_says_so(monkeypatch):
 
 def test_host_blocked_in_opencl_calls_counts_too_and_a_busy_host_does_not(monkeypatch):
     region, pred = process_region(10.0), cpu_prediction()
-    monkeypatch.setattr(devicewait, "_source", lambda: (1.0, 7.0))  # short kernels, long waits
-    assert bridge._device_bound([region], [pred])[0].basis.startswith("waiting on the device (70% of wall)")
-    monkeypatch.setattr(devicewait, "_source", lambda: (2.0, 1.0))  # the host computes
-    assert bridge._device_bound([region], [pred])[0] is pred
+    monkeypatch.setattr(devicewait, "_source", lambda: seen(1.0, 7.0))  # short kernels, long waits
+    assert bridge._opencl_host([region], [pred], no_predictor)[0].basis.startswith(
+        "waiting on the device (70% of wall)")
+    monkeypatch.setattr(devicewait, "_source", lambda: seen(2.0, 1.0))  # the host computes
+    assert bridge._opencl_host([region], [pred], no_predictor)[0] is pred
     monkeypatch.setattr(devicewait, "_source", lambda: 1 / 0)  # a broken source claims nothing
-    assert bridge._device_bound([region], [pred])[0] is pred
+    assert bridge._opencl_host([region], [pred], no_predictor)[0] is pred
+    monkeypatch.setattr(devicewait, "_source", lambda: (8.0, 0.0))  # not a HostSeen: no claim
+    assert bridge._opencl_host([region], [pred], no_predictor)[0] is pred
 
 
-def test_device_wait_counts_only_devices_that_are_not_cpus():
+# The H200 run of examples/opencl_two_kernels.py (dev22 gpu.jsonl): 2.03 s of wall, the
+# program one Python thread (1.76 s CPU), 15 threads of numpy's OpenBLAS pool (0.128 s each:
+# its spin before sleeping) and 6 of the NVIDIA driver, the device busy 3% of the wall.
+H200_RUNTIME = dict(runtime_threads=21, runtime_cpu_s=15 * 0.128 + 0.0018,
+                    runtime_waits_s={"condvar": 0.0}, runtime_acquisitions={"mutex": 15 + 117},
+                    program_cpu_s=[1.756])
+
+
+def test_a_host_busy_on_one_thread_beside_runtime_threads_is_a_serial_host(monkeypatch):
+    # Before: the 21 runtime threads read as the program's parallelism, "S@16 1.64, best
+    # 14, serial" on the process line.
+    region = process_region(2.03, threads=23, cpu_s=3.759)
+    pred = cpu_prediction()
+    monkeypatch.setattr(devicewait, "_source", lambda: seen(0.0519, 0.0509, **H200_RUNTIME))
+    p = bridge._opencl_host([region], [pred], no_predictor)[0]
+    assert p.speedup == [1.0] * 16 and p.low == p.high == [1.0] * 16 and p.preferred == 1
+    assert p.bottleneck == "serial host"
+    assert p.basis == "one program thread (on the device 3% of wall); 21 runtime threads (1.92s CPU) not the program's"
+    assert len(p.basis) < 96
+
+
+def test_a_device_bound_host_names_the_runtime_threads_it_left_out(monkeypatch):
+    region = process_region(2.03, threads=23, cpu_s=3.759)
+    monkeypatch.setattr(devicewait, "_source", lambda: seen(1.8, 0.1, **H200_RUNTIME))
+    p = bridge._opencl_host([region], [cpu_prediction()], no_predictor)[0]
+    assert p.basis.startswith("waiting on the device (89% of wall)") and "21 runtime threads" in p.basis
+    assert len(p.basis) < 96 and p.speedup == [1.0] * 16
+
+
+def test_a_host_with_threads_of_its_own_is_predicted_from_them_alone(monkeypatch):
+    from corecast.model.runtime.predictor import predict_window
+
+    got = []
+
+    def predict(own):
+        got.append(own)
+        return predict_window([own], 16, 16, 16, {}, False, None)[0]
+
+    region = process_region(2.0, threads=23, cpu_s=1.92 + 3.6)  # two busy Python threads
+    monkeypatch.setattr(devicewait, "_source", lambda: seen(0.05, 0.05, **dict(H200_RUNTIME, program_cpu_s=[1.8, 1.8])))
+    p = bridge._opencl_host([region], [cpu_prediction()], predict)[0]
+    own = got[0]
+    assert own["threads"] == 2 and own["team_threads"] == 2
+    assert own["cpu_s"] == pytest.approx(3.6, abs=0.01) and own["acquisitions"]["mutex"] == 1000 - 132
+    assert p.basis.endswith("; 21 runtime threads (1.92s CPU) not the program's")
+    assert p.speedup == predict_window([own], 16, 16, 16, {}, False, None)[0].speedup
+
+
+def test_device_wait_sees_the_devices_that_are_not_cpus_and_the_runtime_threads():
     from corecast.opencl.profile import Profiler
 
     p = Profiler.__new__(Profiler)  # the bookkeeping alone: no pyopencl needed
     import os
     import threading
 
+    class Shim:  # the library lists this thread and one the interpreter did not start
+        names = ["mutex", "condvar"]
+
+        def tids(self):
+            return {threading.get_native_id(), os.getpid() + 10 ** 6}
+
+        def read(self, tids):
+            return [0.5, 0.25], [7, 3], [1, 0]
+
     p.pid, p.lock, p.sampled, p.pending, p.host_wait_ns = os.getpid(), threading.Lock(), [], [], 3_000_000_000
+    p.shim, p.kernels = Shim(), {}
+    assert p.device_wait() is None  # no kernel ran
     p.kernels = {("c", 1): kernel(kind="cpu")}
-    assert p.device_wait() is None
+    got = p.device_wait()
+    assert (got.device_s, got.wait_s) == (0.0, pytest.approx(3.0))
+    assert len(got.program_cpu_s) == 1 and got.runtime_threads == 0  # the other one is not alive
     p.kernels[("g", 2)] = gpu_kernel(device_s=4.0)
-    assert p.device_wait() == pytest.approx((4.0, 3.0))
+    assert p.device_wait().device_s == pytest.approx(4.0)
 
 
 def _bench():
@@ -206,7 +300,7 @@ def test_benchmark_bad_arguments_end_in_one_line(capsys):
 HOST = r"""
 import threading, time
 from corecast.runtime import devicewait
-devicewait.register(lambda: (1e6, 0.0))  # what opencl registers for a GPU always busy
+devicewait.register(lambda: devicewait.HostSeen(1e6, 0.0))  # what opencl registers for a GPU always busy
 worker = threading.Thread(target=time.sleep, args=(0.05,))  # measuring starts at a thread
 worker.start()
 worker.join()

@@ -77,6 +77,30 @@ def test_work_groups_cap_the_speedup():
     assert predict.work_groups(kernel(shape=((100, 10), (16, 4)))) == 7 * 3
 
 
+def test_past_its_work_groups_a_kernel_gains_nothing_even_when_they_are_unequal():
+    # 4 work-groups of unequal work sampled at 4 compute units, 2.27 of them busy on
+    # average (pocl, examples' triangle): each group already had a unit of its own, so the
+    # launch lasts as long as the largest group at 16 units too.  Before: S@16 = 4, the
+    # speedup of 4 equal groups, with a band [3.0, 4.0] that missed the measured 2.28.
+    k = kernel(cpu_s=0.2 * 2.27, device_s=0.2, units=4, shape=((64,), (16,)))
+    pred = predict.predict(k, target=16, cores=16)
+    at = {n: (v, lo, hi) for n, v, lo, hi in zip(pred.threads, pred.speedup, pred.low, pred.high)}
+    assert at[16] == at[4] and at[8] == at[4]
+    assert at[4][1] <= 2.27 <= at[4][2] and at[16][0] == pytest.approx(2.27, rel=0.1)
+    assert pred.bottleneck == "work_groups" and pred.preferred <= 4
+    assert "4 work-groups per launch: no gain past 4 compute units" in pred.basis
+
+
+def test_below_its_work_groups_the_band_reaches_the_bound_of_unsplittable_groups():
+    # Sampled at 2 units with 1.47 busy: the largest of 4 work-groups took at most a
+    # launch, so on 3 units a launch takes at most B/3 + (2/3) T0 (Graham's bound).
+    k = kernel(cpu_s=0.2 * 1.47, device_s=0.2, units=2, shape=((64,), (16,)))
+    pred = predict.predict(k, target=16, cores=16)
+    at = {n: (v, lo, hi) for n, v, lo, hi in zip(pred.threads, pred.speedup, pred.low, pred.high)}
+    assert at[3][1] <= 1 / (1 / 3 + (2 / 3) / 1.47) + 1e-9
+    assert at[16] == at[4]
+
+
 def test_devices_other_than_cpus_get_no_stalls_but_a_prediction():
     k = kernel(kind="gpu", units=8)
     assert predict.sample_stalls(k) is None and predict.stalls(k) is None

@@ -36,6 +36,7 @@ import time
 
 from ..io import settings
 from ..runtime import channel
+from ..runtime.devicewait import HostSeen
 from ..recording.kernelstats import TICK_S, KernelStats
 from .rates import add_interval, solve_rates
 from .shim import Shim
@@ -267,21 +268,49 @@ class Sampler:
             self.pending, self.sampled, self.snaps = [], [], []
         return kernels
 
-    def device_wait(self) -> tuple[float, float] | None:
-        """(busy seconds of the devices that are not CPUs, seconds the program waited in
-        blocking OpenCL calls) for the process prediction (``runtime.devicewait``); None
-        when no such device ran a kernel.  Finished launches are resolved first."""
+    def device_wait(self) -> HostSeen | None:
+        """What the process prediction needs of this host (``runtime.devicewait.HostSeen``):
+        the busy time of the devices that are not CPUs, the time the program waited in
+        blocking OpenCL calls, and the runtime's threads; None when no kernel ran.
+        Finished launches are resolved first."""
         if os.getpid() != self.pid or not self.lock.acquire(timeout=0.5):
             return None  # the lock's holder is stuck (an exit inside a tick): no claim
         try:
             self.sampled = [it for it in self.sampled if not self._resolve(it)]
             self._resolve_pending()
-            busy = [k.device_ns for k in self.kernels.values() if k.device_type != "cpu"]
+            ran = [k for k in self.kernels.values() if k.completed]
         finally:
             self.lock.release()
-        if not busy:
+        if not ran:
             return None
-        return sum(busy) * 1e-9, getattr(self, "host_wait_ns", 0) * 1e-9
+        busy = sum(k.device_ns for k in ran if k.device_type != "cpu") * 1e-9
+        seen = HostSeen(busy, getattr(self, "host_wait_ns", 0) * 1e-9)
+        self._runtime_threads(seen)
+        return seen
+
+    def _runtime_threads(self, seen: HostSeen) -> None:
+        """The threads the library lists (the program's, corecast's own left out) that the
+        interpreter did not start, live now: the OpenCL runtime's and driver's, a BLAS
+        pool's (numpy's OpenBLAS starts cores - 1 at import, which spin a while and sleep).
+        Their CPU time and pthread waits into ``seen``; nothing without the library."""
+        listed = self.shim.tids()
+        if not listed:
+            return
+        tids = listed - {t.native_id for t in threading.enumerate()}
+
+        def cpu_s(tid: int) -> float | None:
+            try:
+                return time.clock_gettime_ns((~tid << 3) | 6) * 1e-9  # the thread's CPU clock
+            except OSError:
+                return None  # gone
+
+        runtime = [c for c in map(cpu_s, tids) if c is not None]
+        seen.runtime_threads, seen.runtime_cpu_s = len(runtime), sum(runtime)
+        seen.program_cpu_s = [c for c in map(cpu_s, listed - tids) if c is not None]
+        got = self.shim.read(tids)
+        if got is not None:
+            for name, w, a, c in zip(self.shim.names, *got):
+                seen.runtime_waits_s[name], seen.runtime_acquisitions[name], seen.runtime_contended[name] = w, a, c
 
     def _after_fork(self) -> None:
         """A forked child starts with no launches of its own and reports alone."""

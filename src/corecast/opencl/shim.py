@@ -50,6 +50,13 @@ class Shim:
         if self.available and self._mark is not None:
             self._mark()
 
+    def tids(self) -> set[int]:
+        """The program threads the library lists (corecast's own left out); empty without it."""
+        if not self.available:
+            return set()
+        rows = min(self._fn(self._tids, None, None, None, MAX_THREADS, CATEGORIES), MAX_THREADS)
+        return {int(self._tids[r]) for r in range(max(rows, 0))}
+
     def read(self, tids: set[int]) -> tuple[list[float], list[int], list[int]] | None:
         """Waits (s), acquisitions and contended acquisitions per category (``names``),
         summed over the threads in ``tids``; None without the library."""

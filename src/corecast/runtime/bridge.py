@@ -24,6 +24,7 @@ model_history.load_numeric = blas.load_numeric
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
     from ..recording.record import RegionSample
+    from typing import Callable
 
 
 def _encode(ffi: object, out: object, pred: TeamPrediction) -> None:
@@ -269,21 +270,38 @@ def _injected_fault(sample: object) -> None:
         time.sleep(3600)
 
 
-def _device_bound(regions: list[RegionSample], preds: list[TeamPrediction]) -> list[TeamPrediction]:
-    """The process's prediction replaced by "waiting on the device" when an OpenCL device
-    (not a CPU: those run on the process's own threads, which the model sees) kept the
-    host waiting for most of its wall time."""
+def _opencl_host(regions: list[RegionSample], preds: list[TeamPrediction],
+                 predict: Callable[[RegionSample], TeamPrediction]) -> list[TeamPrediction]:
+    """An OpenCL host's process prediction (``devicewait``: what the OpenCL layer saw).
+    Its runtime's threads (those the interpreter did not start: the OpenCL runtime's and
+    driver's, a BLAS pool's) are not the program's parallelism.  A host that waited on a
+    device that is not a CPU for most of its wall time says "waiting on the device"; a
+    plain-threads host whose own code ran on one thread says so ("serial host"); one with
+    threads of its own is predicted again from them alone (``predict``: the process's
+    predictor for this sample)."""
     seen = devicewait.measured()
     if seen is None:
         return preds
-    from ..model.runtime.kernelmodel import DEVICE_BOUND, device_bound_process, device_wait_share
+    from ..model.runtime.evidence import with_note
+    from ..model.runtime.kernelmodel import (DEVICE_BOUND, device_bound_process, device_wait_share,
+                                             program_process, runtime_note, serial_host, serial_host_process)
 
     out = list(preds)
+    composed = any(r["name"] != "process" and not r.get("nested") for r in regions)
     for i, region in enumerate(regions):
-        if region["name"] == "process":
-            share = device_wait_share(float(region["wall_s"]), *seen)
-            if share >= DEVICE_BOUND:
-                out[i] = device_bound_process(preds[i], share)
+        if region["name"] != "process":
+            continue
+        share = device_wait_share(float(region["wall_s"]), seen.device_s, seen.wait_s)
+        if share >= DEVICE_BOUND:
+            out[i] = device_bound_process(preds[i], share)
+            out[i].basis = with_note(out[i].basis, runtime_note(seen))
+        elif seen.runtime_threads and not composed:
+            own = program_process(region, seen)
+            if serial_host(own, seen):
+                out[i] = serial_host_process(preds[i], share, seen)
+            else:
+                out[i] = predict(own)
+                out[i].basis = with_note(out[i].basis, runtime_note(seen))
     return out
 
 
@@ -306,7 +324,8 @@ def predict_sample(ffi: object, sample: object, result: object) -> int:
                 if region["name"] != "process" and len(_history_sizes(region)) >= 2:
                     pred.basis = _noted(pred.basis, "; no history fit: see nodes")
         if sample.final:
-            preds = _device_bound(regions, preds)
+            preds = _opencl_host(regions, preds, lambda r: predict_window(
+                [r], sample.target, *_machines(sample), {}, False, _calibration()[0])[0])
         for i, (region, pred) in enumerate(zip(regions, preds)):
             if region["name"] != "process":
                 _steer(ffi, region, pred, sample, result.regions[i])

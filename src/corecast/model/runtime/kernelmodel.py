@@ -23,7 +23,11 @@ the kernel is named (``limits``): work-groups per launch against compute units, 
 work-group size against the device's largest, and the share of compute units a launch can
 occupy.  Idle time inside a launch (memory or latency bound work-items, uneven work-groups)
 is not measured there, so the band's low end is the speedup with half the compute-unit time
-at the device's count idle.
+at the device's count idle.  Nor does OpenCL report how many work-groups a unit runs at
+once (a GPU's streaming multiprocessor holds several): the wave count is the most, one
+work-group per unit at a time, and the band's low end lets each unit run up to as many as
+the device's largest work-group holds (``resident_groups``), down to no gain when one unit
+could hold them all.
 
 ``memory_model(kernel, machine)`` adds node counts on a machine description for CPU
 devices (``corecast run --target-machine``), through the same code as OpenMP regions.
@@ -143,6 +147,33 @@ def limits(kernel) -> dict:
 IDLE_UNOBSERVED = 0.5  # a non-CPU band's low end: this share of compute-unit time idle
 
 
+def resident_groups(kernel) -> int:
+    """Work-groups of the kernel's size one compute unit may run at once, as far as the
+    device says: a unit can hold a work-group of the device's largest size
+    (CL_DEVICE_MAX_WORK_GROUP_SIZE), so at least that many work-items, and OpenCL reports
+    no more (a GPU's unit often holds several such groups).  1 when a size is unknown."""
+    lim = limits(kernel)
+    size, largest = lim["work_group_size"], lim["max_work_group_size"]
+    if not size or not largest:
+        return 1
+    return max(1, int(largest) // int(size))
+
+
+def launch_waves(groups: int, units: int, resident: int = 1) -> tuple[int, int]:
+    """Waves of ``groups`` work-groups on ``units`` compute units: (fewest, most).  Most:
+    one work-group per unit at a time (the work-group bound); fewest: ``resident`` per unit
+    at once, none slowing the others (their work-items only wait on memory or latency)."""
+    units, resident = max(1, units), max(1, resident)
+    return -(-groups // (units * resident)), -(-groups // units)
+
+
+def resident_low(groups: int, n: int, resident: int) -> float:
+    """The lowest speedup at ``n`` units when each unit runs r work-groups at once, for any
+    r in 1..``resident`` (the same r at 1 unit and at n): waves at 1 unit over waves at n.
+    With every group resident on one unit (r >= groups) more units give nothing."""
+    return min(-(-groups // r) / -(-groups // (n * r)) for r in range(1, min(resident, groups) + 1))
+
+
 def device_predict(kernel, target: int):
     """A non-CPU device's kernel at 1..target compute units (see the module's text)."""
     from .bound import TeamPrediction, prediction_counts, preferred_count
@@ -162,6 +193,9 @@ def device_predict(kernel, target: int):
     # does not report would grow the same way.
     serial = (1 / (1 - IDLE_UNOBSERVED) - 1) / (units - 1) if units > 1 else 0.0
     low = [min(s, 1 / (serial + (1 - serial) / n)) for s, n in zip(speedup, counts)]
+    resident = resident_groups(kernel)
+    if groups is not None and resident > 1:
+        low = [min(lo, resident_low(groups, n, resident)) for lo, n in zip(low, counts)]
     parts = []
     if groups is None:
         parts.append("work-groups per launch not known (the runtime chose the local size)")
@@ -173,8 +207,11 @@ def device_predict(kernel, target: int):
         if lim["max_work_group_size"]:
             size += f" of at most {lim['max_work_group_size']}"
         parts.append(size)
-    basis = ("work-group bound on the device's compute units: " + ", ".join(parts)
-             + "; band: idle time inside launches is not measured on this device")
+    band = "; band: idle time inside launches is not measured on this device"
+    if groups is not None and resident > 1:
+        band += (f", nor how many work-groups a unit runs at once (1 to {resident}: "
+                 "its largest work-group's work-items)")
+    basis = "work-group bound on the device's compute units: " + ", ".join(parts) + band
     bottleneck = None
     if groups is not None and groups < counts[-1]:
         bottleneck = "work_groups"
@@ -207,14 +244,50 @@ def predict(kernel, target: int, cores: int):
         pred.basis = "contention model on the kernel's sample (the runtime threads' time not resolved)"
     groups = work_groups(kernel)
     if groups is not None and groups < max(pred.threads):
-        pred.speedup = [min(v, groups) for v in pred.speedup]
-        pred.low = [min(v, groups) for v in pred.low]
-        pred.high = [min(v, groups) for v in pred.high]
+        few_groups(pred, groups, int(kernel.compute_units), parallelism(kernel))
         pred.preferred = preferred_count(pred.threads, pred.speedup)
-        pred.basis += f"; at most {groups} work-groups per launch"
+        pred.basis += f"; {groups} work-groups per launch: no gain past {groups} compute units"
         if pred.threads[-1] > groups:
             pred.bottleneck = "work_groups"
     return pred
+
+
+def parallelism(kernel) -> float | None:
+    """Busy compute units during the sampled launches (the runtime threads' CPU time over
+    the device time, 1 .. compute units); None where the runtime's threads were not seen."""
+    s = kernel.sample
+    if not s.launches or s.device_ns <= 0 or not s.cpu_measured or kernel.device_type != "cpu":
+        return None
+    return min(max(s.cpu_ns / s.device_ns, 1.0), max(1, int(kernel.compute_units)))
+
+
+def few_groups(pred, groups: int, sampled: int, busy: float | None) -> None:
+    """``pred`` (in place) for a kernel of ``groups`` work-groups per launch, sampled at
+    ``sampled`` compute units with ``busy`` of them busy on average.
+
+    No more than ``groups`` units are ever busy, so no count gains more.  A work-group runs on one compute unit from its start to its end.  From ``groups``
+    units on, every work-group has a unit of its own and a launch lasts as long as its
+    largest work-group: more units cannot shorten it, so the speedup, band and all, stays
+    what it is at ``groups`` (not ``groups`` itself: that holds only when the work-groups
+    carry equal work, which the sample does not show).  Below ``groups`` the work per
+    work-group is not observed; what is: the largest work-group took at most a sampled
+    launch's time T0.  Greedy scheduling of unsplittable work (Graham, "Bounds on
+    multiprocessing timing anomalies", SIAM J. Appl. Math. 1969) then bounds a launch on
+    n units by B/n + (1 - 1/n) T0, B the busy compute-unit time (``busy`` x T0): the band's
+    low end reaches that speedup, 1 / (1/n + (1 - 1/n) / busy), at counts above the sampled one."""
+    # At most ``groups`` units are ever busy: no count gains more than that.
+    pred.speedup = [min(v, groups) for v in pred.speedup]
+    pred.low = [min(v, groups) for v in pred.low]
+    pred.high = [min(v, groups) for v in pred.high]
+    at = max((i for i, n in enumerate(pred.threads) if n <= groups), default=0)
+    for i, n in enumerate(pred.threads):
+        if n > groups:
+            pred.speedup[i] = min(pred.speedup[i], pred.speedup[at])
+            pred.low[i] = min(pred.low[i], pred.low[at])
+            pred.high[i] = min(pred.high[i], pred.high[at])
+        elif busy is not None and n > sampled:
+            bound = 1 / (1 / n + (1 - 1 / n) / busy)
+            pred.low[i] = min(pred.low[i], bound, pred.speedup[i])
 
 
 DEVICE_BOUND = 0.5  # share of the wall time waiting on the device that makes a host device-bound
@@ -243,6 +316,63 @@ def device_bound_process(pred, share: float):
     return TeamPrediction(counts, [1.0] * len(counts), [1.0] * len(counts), high, 1,
                           f"waiting on the device ({pct} of wall): more CPU threads do not shorten it",
                             [], f"waiting on device {pct} of wall")
+
+
+def runtime_note(seen) -> str:
+    """The basis's note for an OpenCL host's runtime threads (``seen``: what the OpenCL
+    layer saw, ``runtime.devicewait.HostSeen``); "" without any."""
+    if not seen.runtime_threads:
+        return ""
+    return f"; {seen.runtime_threads} runtime threads ({seen.runtime_cpu_s:.2f}s CPU) not the program's"
+
+
+def program_process(region: dict, seen) -> dict:
+    """An OpenCL host's process sample with the runtime's threads left out: the threads
+    the interpreter did not start (the OpenCL runtime's and driver's, a BLAS library's
+    pool) are not the program's parallelism, so their count, CPU time and waits leave its
+    record.  ``team_threads`` becomes the library's team rule (``record.team_of``) over the
+    program's own threads."""
+    from ...recording.record import team_of
+
+    own = dict(region)
+    n = max(1, int(region["threads"]) - seen.runtime_threads)
+    cpu = max(float(region.get("cpu_s", 0.0)) - seen.runtime_cpu_s, 0.0)
+    own.update(threads=n, requested=n, cpu_s=cpu,
+               busy_s=max(float(region.get("busy_s", 0.0)) - seen.runtime_cpu_s, 0.0),
+               team_threads=team_of(seen.program_cpu_s) if seen.program_cpu_s else 0)
+    for key, less in (("stalls_s", seen.runtime_waits_s), ("acquisitions", seen.runtime_acquisitions),
+                      ("contended", seen.runtime_contended)):
+        table = dict(region.get(key) or {})
+        for cat, v in less.items():
+            if cat in table and cat != "runqueue":
+                table[cat] = max(table[cat] - v, 0)
+        own[key] = table
+    return own
+
+
+def serial_host(own: dict, seen) -> bool:
+    """Whether an OpenCL host's own code ran on one thread: no team among the interpreter's
+    threads (``record.team_of``: the second busiest idle) and the program's CPU time hardly
+    more than its busiest thread's (threads that ended before the exit would show there)."""
+    from ...recording.record import TEAM_SHARE, team_of
+
+    cpus = seen.program_cpu_s
+    if not cpus or team_of(cpus) > 1:
+        return False
+    return float(own.get("cpu_s", 0.0)) <= max(cpus) * (1 + TEAM_SHARE)
+
+
+def serial_host_process(pred, share: float, seen):
+    """The process prediction of an OpenCL host whose code ran on one thread and that waited
+    on the device for ``share`` of its wall time (below ``DEVICE_BOUND``): more CPU threads
+    run none of its code, so no count gains (band and all)."""
+    from .bound import TeamPrediction
+
+    counts = list(pred.threads)
+    ones = [1.0] * len(counts)
+    where = f" (on the device {100 * share:.0f}% of wall)" if share >= 0.005 else ""
+    return TeamPrediction(counts, ones, list(ones), list(ones), 1,
+                          f"one program thread{where}" + runtime_note(seen), [], "serial host")
 
 
 _states: dict = {}  # machine path -> model.runtime.numa.NumaState (the file is read once)
