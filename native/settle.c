@@ -1,15 +1,17 @@
-/* Counting that stops once it has served (CORECAST_STEER): a critical section of a few
- * nanoseconds costs as much again through its wrappers, paid on every call for the whole
- * run.  Once steering has settled the regions that run, the counts no longer steer
- * anything; the exit report still wants them.  So at the end of the first window in which
- * every region that ran had settled and ran at its settled count, the sampler snapshots
- * each region's counts, hands the section starts back to the real functions (got.c), and
- * a window later the ends (every timed hold begun before has been released through its
- * wrapper by then).  A region's later calls are credited at its rate per call in that
- * window (its settled team size's), and the report says so.  When a region that steering
- * has not settled runs (a new one, or one that did not run then), the wrappers are taken
- * back, the credit so far is kept, and counting goes on: steering reads its stalls.
- * CORECAST_KEEP_COUNTING=1 keeps every wrapper. */
+/* Counting that stops once it has served: a critical section of a few nanoseconds costs as
+ * much again through its wrappers, paid on every call for the whole run.  Once steering
+ * has settled the regions that run (CORECAST_STEER), or without steering once counting
+ * them costs the program more than a share of its time (sampler.c, counting_costs), the
+ * counts no longer steer anything; the exit report still wants them.  So at the end of
+ * the first window in which every region that ran had settled and ran at its settled
+ * count, the sampler snapshots each region's counts, hands the section starts back to the
+ * real functions (got.c), and a window later the ends (every timed hold begun before has
+ * been released through its wrapper by then).  A region's later calls are credited at its
+ * rate per call in that window (its settled team size's), and the report says so.  When
+ * a region that has not settled runs (a new one, or one that did not run then), the
+ * wrappers are taken back, the credit so far is kept, and counting goes on: steering
+ * reads its stalls, and its rate is measured.  CORECAST_KEEP_COUNTING=1 keeps every
+ * wrapper. */
 #include <string.h>
 #include <time.h>
 
@@ -208,8 +210,6 @@ static void take_back(const struct cc_sample *s) {
 /* 1: the next window should be short (see settle.h). */
 int cc_settle_window(const struct cc_sample *s, const struct cc_result *r, struct cc_region *const *refs,
                      double scheduled_s) {
-    if (!s->steer)
-        return 0;
     /* The hand-back is libgomp's wrappers' (the OMPT path has none to hand back). */
     int may = !cc_cfg.keep_counting && !cc_ompt_on;
     credit_gaps();

@@ -1,12 +1,14 @@
-/* Once steering has settled the regions that run, corecast stops counting the sections
- * that cost a program most to count (settle.c): their wrappers are handed back (got.c)
- * and their later counts are credited from each region's calls. */
+/* Once steering has settled the regions that run, or counting them costs the program too
+ * much (sampler.c), corecast stops counting the sections that cost a program most to count
+ * (settle.c): their wrappers are handed back (got.c) and their later counts are credited
+ * from each region's calls. */
 #ifndef CORECAST_SETTLE_H
 #define CORECAST_SETTLE_H
 
 #include "corecast.h"
 
-/* The sampler, after each window's model run with steering: ``refs[i]`` is the region
+/* The sampler, after each window's model run with steering (or, with every region at its
+ * own count, when no model runs): ``refs[i]`` is the region
  * behind ``s->regions[i]``.  1: the next window may end early (see the next function):
  * steering moved a region, or every region settled and the hand-back waits for a window
  * at the settled counts. */
