@@ -161,7 +161,7 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
         cc_put(&b, "corecast: critical sections, atomics and OpenMP locks not counted for %.2f s of the run, once %s; "
                 "their counts there are credited at each region's rate per call at its %s count "
                 "(CORECAST_KEEP_COUNTING=1 counts them all)\n", cc_settle_uncounted_s(s->elapsed_s),
-               s->steer ? "steering had settled" : "counting them cost more than 1% of the program's CPU time",
+               s->steer ? "steering had settled" : "counting them cost more than " CC_COUNT_SHARE_TEXT " of the program's CPU time",
                s->steer ? "settled" : "own");
     for (int i = 0; cc_cfg.probe && i < s->nregions; i++) {
         const struct cc_region_sample *g = &s->regions[i];

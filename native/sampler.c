@@ -211,13 +211,12 @@ static int settle_unsteered(const struct cc_sample *s, struct cc_region *const *
  * atomic and OpenMP lock goes through two wrappers, a few ns each way, which for a section
  * of a few ns is as much again (omp_slowdown at 1 thread, 16M sections: +25% CPU time on
  * the 16-core machine, +80% on the 2-core VM).  Where the sections counted so far cost
- * more than COUNT_SHARE of the program's CPU time at COUNT_COST_S each, the regions count
+ * more than CC_COUNT_SHARE_PCT % of the program's CPU time at COUNT_COST_S each, the regions count
  * as settled at their own count and settle.c hands the wrappers back once a window gave
  * each region's rate per call; later calls are credited at that rate (the report says for
  * how long).  Not with probing (its calls run at other team sizes) or
  * CORECAST_KEEP_COUNTING; settle.c leaves the OMPT path alone. */
 #define COUNT_COST_S 5e-9 /* per section, start and end: 4.4 ns on the 2-core VM, 6 ns at 16 cores */
-#define COUNT_SHARE 0.01
 static int counting_costs(const struct cc_sample *s) {
     if (cc_cfg.probe || cc_cfg.keep_counting || s->nregions < 2)
         return 0;
@@ -225,7 +224,7 @@ static int counting_costs(const struct cc_sample *s) {
     double taken = 0, cpu = p->cpu_s > 0 ? p->cpu_s : s->elapsed_s;
     for (int k = 0; k < CC_NSETTLE; k++)
         taken += (double)p->acquisitions[cc_settle_cats[k]];
-    return taken * COUNT_COST_S > COUNT_SHARE * cpu;
+    return taken * COUNT_COST_S > CC_COUNT_SHARE_PCT / 100.0 * cpu;
 }
 
 /* A convoy's first step, taken here at the short first look instead of after the model's

@@ -25,6 +25,10 @@ double cc_settle_stop_scheduled_s(void);
 int cc_gomp_hand_back(int ends, int back);
 /* Whether every watched region made calls enough in this window to end it now. */
 int cc_settle_window_measured(void);
+/* Without steering, section counting stops where it costs more than this share (percent)
+ * of the program's CPU time (sampler.c, counting_costs; the report names it). */
+#define CC_COUNT_SHARE_PCT 1
+#define CC_COUNT_SHARE_TEXT "1%" /* the same, for the report */
 /* A short window: an eighth of CORECAST_WINDOW_MS, at least 10 ms. */
 #define CC_SHORT_PER_WINDOW 8
 static inline long cc_short_window_ms(void) {
