@@ -154,7 +154,10 @@ static int steering_may_act(const struct cc_sample *s) {
  * leaves must be worth that much over the region's time so far, which stands for the time
  * still to come (a run that has lasted t is as likely as not to last about t more).  On the
  * 16-core machine a steered NPB bt.W, at its best count with a few % of room, ended 6.9%
- * later than unsteered, the model started 0.2 s into its 0.38 s (benchmarks/steer16). */
+ * later than unsteered, the model started 0.2 s into its 0.38 s (benchmarks/steer16), and
+ * with this rule over the region's whole time so far still 7.2% (#40, 2026-11-27): no step
+ * can act before the model's first window has passed, so that window's share of the time
+ * to come is left out of the room's worth (region_may_pay). */
 #define MODEL_COST_S 0.05
 
 static int region_may_pay(const struct cc_sample *s, const struct cc_region_sample *g) {
@@ -171,7 +174,10 @@ static int region_may_pay(const struct cc_sample *s, const struct cc_region_samp
     if (e <= 0)
         return 1;
     double room = (g->requested - 1.0) / (g->requested * e) - 1.0;
-    return room > STEER_NOISE && room * g->wall_s >= MODEL_COST_S;
+    /* The region's time still to come, as its time so far, less what the first window after
+     * the start takes (steering's first step is that window's answer): the gain comes after. */
+    double ahead = g->wall_s * (s->elapsed_s - s->window_s) / s->elapsed_s;
+    return room > STEER_NOISE && room * ahead >= MODEL_COST_S;
 }
 
 static int steering_may_pay(const struct cc_sample *s) {
