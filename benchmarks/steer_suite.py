@@ -51,7 +51,7 @@ compare with in ``.dev/base`` (``git archive BASE | tar -x -C .dev/base``):
 
 (one line; the ``hotpath`` case, measured twice on 2026-11-27, is left out to keep it within
 the call).  About 6 minutes with a base: bt.W 15 x 5 runs of 0.45 s, cg.A 15 x 5 of 0.25 s,
-omp_slowdown 15 x 4 of 0.4 s, the convoy 15 x 4 of 1.8 s, omp_triad 15 x 5 of 0.8 s, and
+omp_slowdown 15 x 5 of 0.4 s, the convoy 15 x 5 of 1.8 s, omp_triad 15 x 5 of 0.8 s, and
 the diagnostic runs.
 """
 from __future__ import annotations
@@ -110,8 +110,9 @@ def cases(args: argparse.Namespace) -> dict[str, tuple[str, dict[str, dict], boo
         out[name] = ("none", sides, False)
     for name, cmd, own in (("slowdown", [str(bins / "omp_slowdown"), "4000"], t),
                            ("convoy", ["taskset", "-c", "0,1", str(bins / "omp_slowdown"), "20000"], 2)):
-        sides = {"1 thread": side(cmd, 1), "1 thread, quiet": side(cmd, 1, str(PRELOAD))}
+        sides = {"1 thread": side(cmd, 1)}
         for tag, lib in libs.items():
+            sides[f"{tag}1 thread, quiet"] = side(cmd, 1, lib)
             sides[f"{tag}steer from {own}"] = side(cmd, own, lib, steer=True)
         out[name] = ("1 thread", sides, True)
     cmd = [str(bins / "omp_triad")]
