@@ -197,42 +197,6 @@ static int team_has_run(const struct cc_sample *s) {
     return 0;
 }
 
-/* No region can pay, or nothing steers: each counts as settled at its own count
- * (settle.c's input), except a region that first ran after the sections were handed back
- * (none of its sections was counted, and it has no rate to credit them at): settle.c then
- * takes the wrappers back until it has one. */
-static int settle_unsteered(const struct cc_sample *s, struct cc_region *const *refs, double scheduled_s) {
-    static struct cc_result none; /* only the regions' steer_chosen is read */
-    int stopped = cc_settle_stopped_s() > 0;
-    for (int i = 0; i < s->nregions; i++) {
-        const struct cc_region_sample *g = &s->regions[i]; /* the process has no ref */
-        int omp = cc_is_omp_region(g);
-        int unrated = omp && stopped && !refs[i]->stopped_at.calls && g->calls > refs[i]->window_at.calls;
-        none.regions[i].steer_chosen = omp && !unrated ? g->requested : 0;
-    }
-    return cc_settle_window(s, &none, refs, scheduled_s);
-}
-
-/* Counting that costs more than it tells, without steering: every critical section,
- * atomic and OpenMP lock goes through two wrappers, a few ns each way, which for a section
- * of a few ns is as much again (omp_slowdown at 1 thread, 16M sections: +25% CPU time on
- * the 16-core machine, +80% on the 2-core VM).  Where the sections counted so far cost
- * more than CC_COUNT_SHARE_PCT % of the program's CPU time at COUNT_COST_S each, the regions count
- * as settled at their own count and settle.c hands the wrappers back once a window gave
- * each region's rate per call; later calls are credited at that rate (the report says for
- * how long).  Not with probing (its calls run at other team sizes) or
- * CORECAST_KEEP_COUNTING; settle.c leaves the OMPT path alone. */
-#define COUNT_COST_S 5e-9 /* per section, start and end: 4.4 ns on the 2-core VM, 6 ns at 16 cores */
-static int counting_costs(const struct cc_sample *s) {
-    if (cc_cfg.probe || cc_cfg.keep_counting || s->nregions < 2)
-        return 0;
-    const struct cc_region_sample *p = &s->regions[s->nregions - 1]; /* the process */
-    double taken = 0, cpu = p->cpu_s > 0 ? p->cpu_s : s->elapsed_s;
-    for (int k = 0; k < CC_NSETTLE; k++)
-        taken += (double)p->acquisitions[cc_settle_cats[k]];
-    return taken * COUNT_COST_S > CC_COUNT_SHARE_PCT / 100.0 * cpu;
-}
-
 /* A convoy's first step, taken here at the short first look instead of after the model's
  * start (an interpreter: on a loaded 2-core VM the convoy ran 30-odd calls at 2 threads,
  * 0.37 s, before its first answer): the count whose threads, without stalls, do the work
@@ -269,7 +233,7 @@ static void *sampler_main(void *arg) {
     /* With steering the first window is a short one: a convoy shows in it, and every
      * window at the program's count is the convoy's expensive one.  The model starts at the
      * first window whose answer steering can act on (steering_may_act).  Without steering
-     * the short first look finds sections whose counting costs (counting_costs). */
+     * the short first look finds sections whose counting costs (settle.c, cc_settle_counting_costs). */
     long wait_ms = cc_cfg.steer || (!cc_cfg.probe && !cc_cfg.keep_counting) ? CC_FIRST_LOOK_MS : cc_cfg.window_ms;
     long short_ms = cc_short_window_ms();
     int shorts_left = 0; /* a window that may end early: its short windows still to wait */
@@ -300,8 +264,8 @@ static void *sampler_main(void *arg) {
         static struct cc_region *refs[CC_MAX_REGIONS];
         cc_build_sample(&sample, 0, refs);
         __atomic_store_n(&stats.windows, stats.windows + 1, __ATOMIC_RELAXED);
-        if (!sample.steer && !cc_cfg.steer && (cc_settle_stopped_s() > 0 || counting_costs(&sample)) &&
-            settle_unsteered(&sample, refs, scheduled_s)) {
+        if (!sample.steer && !cc_cfg.steer && (cc_settle_stopped_s() > 0 || cc_settle_counting_costs(&sample)) &&
+            cc_settle_own_counts(&sample, refs, scheduled_s)) {
             wait_ms = short_ms;
             shorts_left = CC_SHORT_PER_WINDOW - 1;
         }
@@ -313,7 +277,7 @@ static void *sampler_main(void *arg) {
          * steering's start cost NPB bt.W 17% there). */
         int steer = sample.steer && (model_started || steering_may_act(&sample));
         if (steer && !model_started && !steering_may_pay(&sample)) {
-            if (sample.elapsed_s * 1000 >= cc_cfg.window_ms && settle_unsteered(&sample, refs, scheduled_s)) {
+            if (sample.elapsed_s * 1000 >= cc_cfg.window_ms && cc_settle_own_counts(&sample, refs, scheduled_s)) {
                 wait_ms = short_ms;
                 shorts_left = CC_SHORT_PER_WINDOW - 1;
             }

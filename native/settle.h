@@ -26,7 +26,7 @@ int cc_gomp_hand_back(int ends, int back);
 /* Whether every watched region made calls enough in this window to end it now. */
 int cc_settle_window_measured(void);
 /* Without steering, section counting stops where it costs more than this share (percent)
- * of the program's CPU time (sampler.c, counting_costs; the report names it). */
+ * of the program's CPU time (cc_settle_counting_costs; the report names it). */
 #define CC_COUNT_SHARE_PCT 1
 #define CC_COUNT_SHARE_TEXT "1%" /* the same, for the report */
 /* A short window: an eighth of CORECAST_WINDOW_MS, at least 10 ms. */
@@ -34,6 +34,12 @@ int cc_settle_window_measured(void);
 static inline long cc_short_window_ms(void) {
     return cc_cfg.window_ms / CC_SHORT_PER_WINDOW > 10 ? cc_cfg.window_ms / CC_SHORT_PER_WINDOW : 10;
 }
+/* No region can pay for steering's model, or nothing steers: cc_settle_window with every
+ * region settled at its own count, but one first run after the hand-back. */
+int cc_settle_own_counts(const struct cc_sample *s, struct cc_region *const *refs, double scheduled_s);
+/* Without steering: counting the sections so far cost more than CC_COUNT_SHARE_PCT % of
+ * the program's CPU time (then cc_settle_own_counts every window). */
+int cc_settle_counting_costs(const struct cc_sample *s);
 /* Elapsed seconds at which counting stopped; 0: it is counting. */
 double cc_settle_stopped_s(void);
 /* Seconds of the run so far (``elapsed_s``) in which sections were not counted. */

@@ -1,5 +1,5 @@
 """Counting that stops once steering has settled, or without steering once counting costs
-(native/settle.c, got.c, sampler.c's counting_costs): the callers'
+(native/settle.c, its cc_settle_counting_costs, got.c): the callers'
 slots for the critical-section wrappers are handed back to libgomp, in the program (lazy
 PLT and a data slot) and in a library linked with -z now (a read-only, RELRO slot); the
 output stays the program's, and the counts after the hand-back are credited at the
@@ -131,7 +131,7 @@ def test_keep_counting_keeps_every_wrapper(program, lib, tmp_path):
 
 def test_without_steering_sections_that_cost_to_count_are_handed_back(program, lib, tmp_path):
     # One thread, 2000 sections a call and nothing else: counting them costs far more than
-    # 1% of the program's CPU time (native/sampler.c, counting_costs: 5 ns a section against
+    # 1% of the program's CPU time (native/settle.c, cc_settle_counting_costs: 5 ns a section against
     # the sections' own few ns; a machine would have to take 500 ns a section to miss it).
     # The wrappers go back once a window gave the rate, the counts are credited at it, and
     # no model runs for it.
