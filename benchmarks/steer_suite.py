@@ -4,7 +4,7 @@ its best fixed count.  Every case runs its sides in rounds whose order rotates
 (interleaved), and the table gives each side's median wall seconds with its spread
 (quartiles, min, max) and the median against the case's reference side.
 
-    python benchmarks/steer_suite.py [--runs 9] [--threads 16] [--npb DIR] [--bin DIR]
+    python benchmarks/steer_suite.py [--runs 15] [--threads 16] [--npb DIR] [--bin DIR]
         [--base VENV] [--npb-programs bt.W,cg.A] [--cases npb,slowdown,convoy,triad,hotpath] [--json-out FILE]
 
 Cases (``--threads T``; NPB binaries in ``--npb``, the examples built in ``--bin``):
@@ -25,7 +25,34 @@ older build: before and after in the same rounds).  Output is checked: a side wh
 stdout differs from the reference's is flagged (omp_triad and NPB print timings, so only
 their exit status is compared there).  Besides wall time each side's median CPU seconds
 (user + system of the run, launcher included) and the library's own CPU (the report's
-``own CPU``; sides with a report only) are given.
+``own CPU``; sides with a report only) are given, and the paired figures: the median over
+rounds of each round's side / reference - 1, wall and CPU (a round's runs share the
+machine's state, so the pairs resolve what the sides' spread, +-10% at 16 threads on
+2026-11-27, hides: 9 runs did not resolve 3-5%).  After the timed rounds every side that
+preloads the library runs once more with ``CORECAST_OUTPUT`` (not timed: the exit then
+predicts) for the library's own account, the summary's ``sampler`` object: windows, the
+model's window runs, when steering started the model, and how long the sections went
+uncounted (``diag`` in the table and the JSON).
+
+The device call (issue #40's 16-thread figures; one call, ``carry: [".dev"]``,
+``timeout_s: 560``), with ``.dev/`` set up as ``benchmarks/corpus16/README.md`` says
+(wheels in ``.dev/whl``, NPB3.0-omp-C in ``.dev/npb`` with ``make.def``) and the commit to
+compare with in ``.dev/base`` (``git archive BASE | tar -x -C .dev/base``):
+
+    bash benchmarks/corpus16/setup.sh; export PATH=/tmp/v/bin:$PATH; mkdir -p /tmp/bin $OUT;
+    for p in omp_slowdown omp_triad; do gcc -O2 -fopenmp examples/$p.c -o /tmp/bin/$p -lm; done;
+    (cd .dev/npb && mkdir -p bin && make BT CLASS=W >/dev/null 2>&1; make CG CLASS=A >/dev/null 2>&1);
+    B=; [ -d .dev/base ] && python3 -m venv --system-site-packages /tmp/vb &&
+    /tmp/vb/bin/pip install -q --no-index --no-deps .dev/whl/*.whl &&
+    /tmp/vb/bin/pip install -q --no-index --no-deps --no-build-isolation .dev/base && B="--base /tmp/vb";
+    timeout 500 /tmp/v/bin/python benchmarks/steer_suite.py --runs 15 --threads 16 --npb .dev/npb/bin
+    --bin /tmp/bin --cases npb,slowdown,convoy,triad $B --json-out $OUT/steer_suite.json
+    > $OUT/steer_suite.txt 2>&1; tail -70 $OUT/steer_suite.txt
+
+(one line; the ``hotpath`` case, measured twice on 2026-11-27, is left out to keep it within
+the call).  About 6 minutes with a base: bt.W 15 x 5 runs of 0.45 s, cg.A 15 x 5 of 0.25 s,
+omp_slowdown 15 x 5 of 0.4 s, the convoy 15 x 5 of 1.8 s, omp_triad 15 x 5 of 0.8 s, and
+the diagnostic runs.
 """
 from __future__ import annotations
 
@@ -83,8 +110,9 @@ def cases(args: argparse.Namespace) -> dict[str, tuple[str, dict[str, dict], boo
         out[name] = ("none", sides, False)
     for name, cmd, own in (("slowdown", [str(bins / "omp_slowdown"), "4000"], t),
                            ("convoy", ["taskset", "-c", "0,1", str(bins / "omp_slowdown"), "20000"], 2)):
-        sides = {"1 thread": side(cmd, 1), "1 thread, quiet": side(cmd, 1, str(PRELOAD))}
+        sides = {"1 thread": side(cmd, 1)}
         for tag, lib in libs.items():
+            sides[f"{tag}1 thread, quiet"] = side(cmd, 1, lib)
             sides[f"{tag}steer from {own}"] = side(cmd, own, lib, steer=True)
         out[name] = ("1 thread", sides, True)
     cmd = [str(bins / "omp_triad")]
@@ -113,6 +141,37 @@ def timed(s: dict) -> tuple[float, bytes, int, float, float | None]:
     return wall, r.stdout, r.returncode, cpu, float(own.group(1)) if own else None
 
 
+def paired_median(side: list[float], ref: list[float]) -> float:
+    """The median over rounds of side / reference - 1, in % (runs of one round are paired)."""
+    return 100 * statistics.median(a / b - 1 for a, b in zip(side, ref) if b > 0)
+
+
+def diagnose(s: dict) -> dict | None:
+    """One more run of a side that preloads the library, with ``CORECAST_OUTPUT``: its
+    summary's ``sampler`` object (None where the run wrote none)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "diag.jsonl"
+        env = dict(s["env"], CORECAST_OUTPUT=str(out))
+        subprocess.run(s["argv"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600)
+        if not out.exists():
+            return None
+        for line in out.read_text().splitlines():
+            rec = json.loads(line)
+            if rec.get("event") == "summary":
+                return rec.get("sampler")
+    return None
+
+
+def diag_text(d: dict | None) -> str:
+    """The library's own account of a run, short: windows, model start and runs, uncounted s."""
+    if not d:
+        return "-"
+    started = d.get("model_started_s")
+    model = f"model from {started:.2f} s, {d.get('model_runs')} runs" if started is not None else (
+        f"model out ({d.get('model_runs')} runs)")
+    return f"{d.get('windows')} windows, {model}, uncounted {d.get('sync_uncounted_s', 0):.2f} s"
+
+
 def spread(v: list[float]) -> dict:
     q = statistics.quantiles(v, n=4) if len(v) >= 2 else [v[0]] * 3
     return {"median": statistics.median(v), "q1": q[0], "q3": q[2], "min": min(v), "max": max(v), "runs": len(v)}
@@ -135,7 +194,7 @@ def hotpath(args: argparse.Namespace) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--runs", type=int, default=9)
+    ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--threads", type=int, default=16, help="the programs' own count (NPB, slowdown, triad)")
     ap.add_argument("--npb", default=".dev/npb/bin", help="NPB3.0-omp-C binaries (bt.W, cg.A)")
     ap.add_argument("--bin", default="/tmp/bin", help="omp_slowdown and omp_triad built from examples/")
@@ -164,20 +223,25 @@ def main() -> int:
                 outs[s].add(out)
                 bad[s] += rc != 0
         summary = {s: spread(v) for s, v in times.items()}
+        diags = {s: diagnose(sides[s]) for s in names if "LD_PRELOAD" in sides[s]["env"]}
         print(f"\n{name} (load {load()})")
         # CPU medians: on a loaded or oversubscribed machine wall time hides a 0.1 s cost
         print(f"  {'side':26} {'median':>7} {'q1':>7} {'q3':>7} {'min':>7} {'max':>7}  vs {ref:8}"
-              f" {'cpu':>6} {'own cpu':>7}")
+              f" {'cpu':>6} {'own cpu':>7} {'paired':>7} {'cpu pair':>8}  diag")
         for s, m in summary.items():
             vs = 100 * (m["median"] / summary[ref]["median"] - 1)
             flags = (" EXIT STATUS" if bad[s] else "") + (
                 " OUTPUT DIFFERS" if same_out and outs[s] != outs[ref] else "")
             cpu = statistics.median(cpus[s])
             own = statistics.median(owns[s]) if owns[s] else None
+            paired = paired_median(times[s], times[ref])
+            cpu_paired = paired_median(cpus[s], cpus[ref])
             print(f"  {s:26} {m['median']:7.3f} {m['q1']:7.3f} {m['q3']:7.3f} {m['min']:7.3f} {m['max']:7.3f}"
-                  f"  {vs:+8.1f}% {cpu:6.3f} " + (f"{own:7.3f}" if own is not None else f"{'-':>7}") + flags)
+                  f"  {vs:+8.1f}% {cpu:6.3f} " + (f"{own:7.3f}" if own is not None else f"{'-':>7}")
+                  + f" {paired:+6.1f}% {cpu_paired:+7.1f}%  {diag_text(diags.get(s))}" + flags)
             m.update(vs_ref=vs, failed=bad[s], times=times[s], cpu_median=cpu, cpu=cpus[s],
-                     own_cpu_median=own, own_cpu=owns[s])
+                     own_cpu_median=own, own_cpu=owns[s], paired_pct=paired, cpu_paired_pct=cpu_paired,
+                     diag=diags.get(s))
         record["cases"][name] = {"reference": ref, "sides": summary}
         sys.stdout.flush()
     if "hotpath" in args.cases.split(","):

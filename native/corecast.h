@@ -274,6 +274,13 @@ enum cc_final_outcome cc_sampler_final(const struct cc_sample *s, struct cc_resu
 #define CC_NFATAL 5
 extern const int cc_fatal_signals[CC_NFATAL];
 void cc_sampler_failed(void); /* async-signal-safe */
+/* What the sampler did, for the summary: windows closed, window samples handed to the
+ * model (the exit's not counted), and when steering started the model (-1: never). */
+struct cc_sampler_stats {
+    unsigned long windows, model_runs;
+    double model_started_s;
+};
+struct cc_sampler_stats cc_sampler_stats(void) CC_HIDDEN;
 int cc_sampler_is(int tid); /* ``tid`` is the sampler thread */
 void cc_sampler_after_fork(void);
 void cc_sampler_mark_start(void);

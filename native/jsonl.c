@@ -242,6 +242,15 @@ static void json_summary(struct cc_buf *b, const struct cc_sample *s, const stru
         cc_put(b, ",\"machine_calibration\":%.*s", (int)strnlen(r->machine_json, sizeof r->machine_json),
                r->machine_json);
     cc_put(b, ",\"corecast_cpu_s\":%.6g", cc_own_cpu_s());
+    /* What the sampler did (its windows, the model's window runs and when steering started
+     * it), and how long the sections went uncounted (settle.c), steered or not. */
+    struct cc_sampler_stats st = cc_sampler_stats();
+    cc_put(b, ",\"sampler\":{\"windows\":%lu,\"model_runs\":%lu,\"model_started_s\":", st.windows, st.model_runs);
+    if (st.model_started_s >= 0)
+        cc_put(b, "%.4g", st.model_started_s);
+    else
+        cc_put(b, "null");
+    cc_put(b, ",\"sync_uncounted_s\":%.4g}", cc_settle_uncounted_s(s->elapsed_s));
     if (cc_mpi.initialized)
         cc_put(b, ",\"mpi\":{\"init_s\":%.6g,\"finalize_s\":%.6g}", cc_mpi.init_s, cc_mpi.finalize_s);
     struct cc_load l = cc_load_split();

@@ -157,10 +157,12 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
             cc_put(&b, "\n");
         }
     }
-    if (ok && s->steer && cc_settle_uncounted_s(s->elapsed_s) > 0)
-        cc_put(&b, "corecast: critical sections, atomics and OpenMP locks not counted for %.2f s of the run, once steering had "
-                "settled; their counts there are credited at each region's rate per call at its settled count "
-                "(CORECAST_KEEP_COUNTING=1 counts them all)\n", cc_settle_uncounted_s(s->elapsed_s));
+    if (ok && cc_settle_uncounted_s(s->elapsed_s) > 0)
+        cc_put(&b, "corecast: critical sections, atomics and OpenMP locks not counted for %.2f s of the run, once %s; "
+                "their counts there are credited at each region's rate per call at its %s count "
+                "(CORECAST_KEEP_COUNTING=1 counts them all)\n", cc_settle_uncounted_s(s->elapsed_s),
+               s->steer ? "steering had settled" : "counting them cost more than " CC_COUNT_SHARE_TEXT " of the program's CPU time",
+               s->steer ? "settled" : "own");
     for (int i = 0; cc_cfg.probe && i < s->nregions; i++) {
         const struct cc_region_sample *g = &s->regions[i];
         if (!g->probe_calls || !cc_region_active(g))

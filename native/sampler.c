@@ -23,6 +23,15 @@
 static pthread_t sampler;
 static volatile int sampler_running;
 static volatile int sampler_tid;
+static struct cc_sampler_stats stats = {0, 0, -1}; /* the sampler's own, for the summary */
+
+struct cc_sampler_stats cc_sampler_stats(void) {
+    struct cc_sampler_stats o;
+    o.windows = __atomic_load_n(&stats.windows, __ATOMIC_RELAXED);
+    o.model_runs = __atomic_load_n(&stats.model_runs, __ATOMIC_RELAXED);
+    o.model_started_s = stats.model_started_s;
+    return o;
+}
 
 /* ---- the thread ----------------------------------------------------------------- */
 /* The sampler is the only thread that enters the model in a non-Python host, the exit
@@ -145,7 +154,10 @@ static int steering_may_act(const struct cc_sample *s) {
  * leaves must be worth that much over the region's time so far, which stands for the time
  * still to come (a run that has lasted t is as likely as not to last about t more).  On the
  * 16-core machine a steered NPB bt.W, at its best count with a few % of room, ended 6.9%
- * later than unsteered, the model started 0.2 s into its 0.38 s (benchmarks/steer16). */
+ * later than unsteered, the model started 0.2 s into its 0.38 s (benchmarks/steer16), and
+ * with this rule over the region's whole time so far still 7.2% (#40, 2026-11-27): no step
+ * can act before the model's first window has passed, so that window's share of the time
+ * to come is left out of the room's worth (region_may_pay). */
 #define MODEL_COST_S 0.05
 
 static int region_may_pay(const struct cc_sample *s, const struct cc_region_sample *g) {
@@ -162,7 +174,10 @@ static int region_may_pay(const struct cc_sample *s, const struct cc_region_samp
     if (e <= 0)
         return 1;
     double room = (g->requested - 1.0) / (g->requested * e) - 1.0;
-    return room > STEER_NOISE && room * g->wall_s >= MODEL_COST_S;
+    /* The region's time still to come, as its time so far, less what the first window after
+     * the start takes (steering's first step is that window's answer): the gain comes after. */
+    double ahead = g->wall_s * (s->elapsed_s - s->window_s) / s->elapsed_s;
+    return room > STEER_NOISE && room * ahead >= MODEL_COST_S;
 }
 
 static int steering_may_pay(const struct cc_sample *s) {
@@ -180,14 +195,6 @@ static int team_has_run(const struct cc_sample *s) {
             return 1;
     }
     return 0;
-}
-
-/* No region can pay: each counts as settled at its own count (settle.c's input). */
-static int settle_unsteered(const struct cc_sample *s, struct cc_region *const *refs, double scheduled_s) {
-    static struct cc_result none; /* only the regions' steer_chosen is read */
-    for (int i = 0; i < s->nregions; i++)
-        none.regions[i].steer_chosen = cc_is_omp_region(&s->regions[i]) ? s->regions[i].requested : 0;
-    return cc_settle_window(s, &none, refs, scheduled_s);
 }
 
 /* A convoy's first step, taken here at the short first look instead of after the model's
@@ -225,8 +232,9 @@ static void *sampler_main(void *arg) {
     static struct cc_result result;
     /* With steering the first window is a short one: a convoy shows in it, and every
      * window at the program's count is the convoy's expensive one.  The model starts at the
-     * first window whose answer steering can act on (steering_may_act). */
-    long wait_ms = cc_cfg.steer ? CC_FIRST_LOOK_MS : cc_cfg.window_ms;
+     * first window whose answer steering can act on (steering_may_act).  Without steering
+     * the short first look finds sections whose counting costs (settle.c, cc_settle_counting_costs). */
+    long wait_ms = cc_cfg.steer || (!cc_cfg.probe && !cc_cfg.keep_counting) ? CC_FIRST_LOOK_MS : cc_cfg.window_ms;
     long short_ms = cc_short_window_ms();
     int shorts_left = 0; /* a window that may end early: its short windows still to wait */
     int model_started = 0; /* steering's model runs: from then on, every window */
@@ -255,6 +263,12 @@ static void *sampler_main(void *arg) {
             break;
         static struct cc_region *refs[CC_MAX_REGIONS];
         cc_build_sample(&sample, 0, refs);
+        __atomic_store_n(&stats.windows, stats.windows + 1, __ATOMIC_RELAXED);
+        if (!sample.steer && !cc_cfg.steer && (cc_settle_stopped_s() > 0 || cc_settle_counting_costs(&sample)) &&
+            cc_settle_own_counts(&sample, refs, scheduled_s)) {
+            wait_ms = short_ms;
+            shorts_left = CC_SHORT_PER_WINDOW - 1;
+        }
         /* A window's prediction is read by steering alone, and the NUMA model credits
          * memory-traffic counters window by window; otherwise the exit's sample holds all
          * the model uses (as replay shows).  An interpreter started, or a model run, while
@@ -263,7 +277,7 @@ static void *sampler_main(void *arg) {
          * steering's start cost NPB bt.W 17% there). */
         int steer = sample.steer && (model_started || steering_may_act(&sample));
         if (steer && !model_started && !steering_may_pay(&sample)) {
-            if (sample.elapsed_s * 1000 >= cc_cfg.window_ms && settle_unsteered(&sample, refs, scheduled_s)) {
+            if (sample.elapsed_s * 1000 >= cc_cfg.window_ms && cc_settle_own_counts(&sample, refs, scheduled_s)) {
                 wait_ms = short_ms;
                 shorts_left = CC_SHORT_PER_WINDOW - 1;
             }
@@ -286,8 +300,11 @@ static void *sampler_main(void *arg) {
             cc_model_warmup();
             cc_build_sample(&sample, 0, refs);
         }
+        if (steer && !model_started)
+            stats.model_started_s = sample.elapsed_s;
         model_started |= steer;
         cc_result_clear(&result, sample.nregions);
+        __atomic_store_n(&stats.model_runs, stats.model_runs + 1, __ATOMIC_RELAXED);
         if (cc_model_predict(&sample, &result) == 0 && steer) { /* a NUMA-only window steers nothing */
             /* Each window is one steering interval: its decision holds for the next. */
             for (int i = 0; i < sample.nregions; i++)
@@ -373,5 +390,7 @@ void cc_sampler_after_fork(void) {
     final_state = CC_FINAL_PENDING;
     counters_open = 0;
     sampler_tid = 0;
+    stats.windows = stats.model_runs = 0;
+    stats.model_started_s = -1;
     cc_counters_after_fork();
 }

@@ -1,15 +1,17 @@
-/* Counting that stops once it has served (CORECAST_STEER): a critical section of a few
- * nanoseconds costs as much again through its wrappers, paid on every call for the whole
- * run.  Once steering has settled the regions that run, the counts no longer steer
- * anything; the exit report still wants them.  So at the end of the first window in which
- * every region that ran had settled and ran at its settled count, the sampler snapshots
- * each region's counts, hands the section starts back to the real functions (got.c), and
- * a window later the ends (every timed hold begun before has been released through its
- * wrapper by then).  A region's later calls are credited at its rate per call in that
- * window (its settled team size's), and the report says so.  When a region that steering
- * has not settled runs (a new one, or one that did not run then), the wrappers are taken
- * back, the credit so far is kept, and counting goes on: steering reads its stalls.
- * CORECAST_KEEP_COUNTING=1 keeps every wrapper. */
+/* Counting that stops once it has served: a critical section of a few nanoseconds costs as
+ * much again through its wrappers, paid on every call for the whole run.  Once steering
+ * has settled the regions that run (CORECAST_STEER), or without steering once counting
+ * them costs the program more than a share of its time (cc_settle_counting_costs), the
+ * counts no longer steer anything; the exit report still wants them.  So at the end of
+ * the first window in which every region that ran had settled and ran at its settled
+ * count, the sampler snapshots each region's counts, hands the section starts back to the
+ * real functions (got.c), and a window later the ends (every timed hold begun before has
+ * been released through its wrapper by then).  A region's later calls are credited at its
+ * rate per call in that window (its settled team size's), and the report says so.  When
+ * a region that has not settled runs (a new one, or one that did not run then), the
+ * wrappers are taken back, the credit so far is kept, and counting goes on: steering
+ * reads its stalls, and its rate is measured.  CORECAST_KEEP_COUNTING=1 keeps every
+ * wrapper. */
 #include <string.h>
 #include <time.h>
 
@@ -208,8 +210,6 @@ static void take_back(const struct cc_sample *s) {
 /* 1: the next window should be short (see settle.h). */
 int cc_settle_window(const struct cc_sample *s, const struct cc_result *r, struct cc_region *const *refs,
                      double scheduled_s) {
-    if (!s->steer)
-        return 0;
     /* The hand-back is libgomp's wrappers' (the OMPT path has none to hand back). */
     int may = !cc_cfg.keep_counting && !cc_ompt_on;
     credit_gaps();
@@ -300,4 +300,40 @@ void cc_settle_stepped(struct cc_region *r, double scheduled_s) {
      * settled count and the hand-back need not wait for another one. */
     snap(&r->window_at, r);
     step_scheduled_s = scheduled_s;
+}
+
+/* No region can pay, or nothing steers: each counts as settled at its own count
+ * (settle.c's input), except a region that first ran after the sections were handed back
+ * (none of its sections was counted, and it has no rate to credit them at): settle.c then
+ * takes the wrappers back until it has one. */
+int cc_settle_own_counts(const struct cc_sample *s, struct cc_region *const *refs, double scheduled_s) {
+    static struct cc_result none; /* only the regions' steer_chosen is read */
+    int stopped = cc_settle_stopped_s() > 0;
+    for (int i = 0; i < s->nregions; i++) {
+        const struct cc_region_sample *g = &s->regions[i]; /* the process has no ref */
+        int omp = cc_is_omp_region(g);
+        int unrated = omp && stopped && !refs[i]->stopped_at.calls && g->calls > refs[i]->window_at.calls;
+        none.regions[i].steer_chosen = omp && !unrated ? g->requested : 0;
+    }
+    return cc_settle_window(s, &none, refs, scheduled_s);
+}
+
+/* Counting that costs more than it tells, without steering: every critical section,
+ * atomic and OpenMP lock goes through two wrappers, a few ns each way, which for a section
+ * of a few ns is as much again (omp_slowdown at 1 thread, 16M sections: +25% CPU time on
+ * the 16-core machine, +80% on the 2-core VM).  Where the sections counted so far cost
+ * more than CC_COUNT_SHARE_PCT % of the program's CPU time at COUNT_COST_S each, the regions count
+ * as settled at their own count and settle.c hands the wrappers back once a window gave
+ * each region's rate per call; later calls are credited at that rate (the report says for
+ * how long).  Not with probing (its calls run at other team sizes) or
+ * CORECAST_KEEP_COUNTING; settle.c leaves the OMPT path alone. */
+#define COUNT_COST_S 5e-9 /* per section, start and end: 4.4 ns on the 2-core VM, 6 ns at 16 cores */
+int cc_settle_counting_costs(const struct cc_sample *s) {
+    if (cc_cfg.probe || cc_cfg.keep_counting || s->nregions < 2)
+        return 0;
+    const struct cc_region_sample *p = &s->regions[s->nregions - 1]; /* the process */
+    double taken = 0, cpu = p->cpu_s > 0 ? p->cpu_s : s->elapsed_s;
+    for (int k = 0; k < CC_NSETTLE; k++)
+        taken += (double)p->acquisitions[cc_settle_cats[k]];
+    return taken * COUNT_COST_S > CC_COUNT_SHARE_PCT / 100.0 * cpu;
 }

@@ -1,12 +1,14 @@
-/* Once steering has settled the regions that run, corecast stops counting the sections
- * that cost a program most to count (settle.c): their wrappers are handed back (got.c)
- * and their later counts are credited from each region's calls. */
+/* Once steering has settled the regions that run, or counting them costs the program too
+ * much (sampler.c), corecast stops counting the sections that cost a program most to count
+ * (settle.c): their wrappers are handed back (got.c) and their later counts are credited
+ * from each region's calls. */
 #ifndef CORECAST_SETTLE_H
 #define CORECAST_SETTLE_H
 
 #include "corecast.h"
 
-/* The sampler, after each window's model run with steering: ``refs[i]`` is the region
+/* The sampler, after each window's model run with steering (or, with every region at its
+ * own count, when no model runs): ``refs[i]`` is the region
  * behind ``s->regions[i]``.  1: the next window may end early (see the next function):
  * steering moved a region, or every region settled and the hand-back waits for a window
  * at the settled counts. */
@@ -23,11 +25,21 @@ double cc_settle_stop_scheduled_s(void);
 int cc_gomp_hand_back(int ends, int back);
 /* Whether every watched region made calls enough in this window to end it now. */
 int cc_settle_window_measured(void);
+/* Without steering, section counting stops where it costs more than this share (percent)
+ * of the program's CPU time (cc_settle_counting_costs; the report names it). */
+#define CC_COUNT_SHARE_PCT 1
+#define CC_COUNT_SHARE_TEXT "1%" /* the same, for the report */
 /* A short window: an eighth of CORECAST_WINDOW_MS, at least 10 ms. */
 #define CC_SHORT_PER_WINDOW 8
 static inline long cc_short_window_ms(void) {
     return cc_cfg.window_ms / CC_SHORT_PER_WINDOW > 10 ? cc_cfg.window_ms / CC_SHORT_PER_WINDOW : 10;
 }
+/* No region can pay for steering's model, or nothing steers: cc_settle_window with every
+ * region settled at its own count, but one first run after the hand-back. */
+int cc_settle_own_counts(const struct cc_sample *s, struct cc_region *const *refs, double scheduled_s);
+/* Without steering: counting the sections so far cost more than CC_COUNT_SHARE_PCT % of
+ * the program's CPU time (then cc_settle_own_counts every window). */
+int cc_settle_counting_costs(const struct cc_sample *s);
 /* Elapsed seconds at which counting stopped; 0: it is counting. */
 double cc_settle_stopped_s(void);
 /* Seconds of the run so far (``elapsed_s``) in which sections were not counted. */

@@ -1064,6 +1064,11 @@ MAY_PAY_CASES = [
     ((0.2, 80, 16, 0.2, 0.64, 0), 0),     # the same room over 0.2 s: less than the model costs
     ((1.0, 400, 16, 1.0, 0.16, 0), 0),    # 1% stalled: no room beyond a window's noise
     ((1.0, 400, 16, 0.1, 0.32, 0), 0),    # 17% room over 0.1 s of the region's own time
+    # bt.W-like at 16 threads (31% stalled: 36% room) 0.3 s in, 0.2 s of it the region's:
+    # its first window leaves a third of that to gain in (the rule over the whole 0.2 s let
+    # the model start, and steered bt.W ended 7.2% later)
+    ((0.3, 150, 16, 0.2, 0.99, 0), 0),
+    ((1.2, 600, 16, 0.8, 3.97, 0), 1),    # the same 4 times longer: the room pays
     ((0.2, 80, 16, 0.2, 0.0, 20000), 1),  # takes locks: left to the model, however short
     ((1.0, 2, 16, 1.0, 3.2, 0), 0),       # too few calls per window to measure a step
 ]

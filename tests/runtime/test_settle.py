@@ -1,4 +1,5 @@
-"""Counting that stops once steering has settled (native/settle.c, got.c): the callers'
+"""Counting that stops once steering has settled, or without steering once counting costs
+(native/settle.c, its cc_settle_counting_costs, got.c): the callers'
 slots for the critical-section wrappers are handed back to libgomp, in the program (lazy
 PLT and a data slot) and in a library linked with -z now (a read-only, RELRO slot); the
 output stays the program's, and the counts after the hand-back are credited at the
@@ -128,13 +129,69 @@ def test_keep_counting_keeps_every_wrapper(program, lib, tmp_path):
     assert region["counters"]["acquisitions"]["critical"] == SECTIONS
 
 
-def test_without_steering_nothing_is_handed_back(program, lib, tmp_path):
+def test_without_steering_sections_that_cost_to_count_are_handed_back(program, lib, tmp_path):
+    # One thread, 2000 sections a call and nothing else: counting them costs far more than
+    # 1% of the program's CPU time (native/settle.c, cc_settle_counting_costs: 5 ns a section against
+    # the sections' own few ns; a machine would have to take 500 ns a section to miss it).
+    # The wrappers go back once a window gave the rate, the counts are credited at it, and
+    # no model runs for it.
     out = tmp_path / "cc.jsonl"
     proc = run([program, 2000], env=clean_env(OMP_NUM_THREADS="1"), preload=lib, output=out)
+    assert proc.returncode == 0, proc.stderr
+    assert lines(proc)[1:] == ["main reaches libgomp.so.1", "library reaches libgomp.so.1"]
+    assert "not counted for" in proc.stderr.decode()
+    (region,) = events(read_lines(out), "region")
+    assert "steering" not in region
+    assert region["counters"]["acquisitions"]["critical"] == pytest.approx(2000 * 1000 * 2, rel=0.02)
+    (summary,) = events(read_lines(out), "summary")
+    assert summary["sampler"]["sync_uncounted_s"] > 0 and summary["sampler"]["model_runs"] == 0
+    assert summary["sampler"]["model_started_s"] is None
+
+
+def test_keep_counting_without_steering_counts_them_all(program, lib, tmp_path):
+    out = tmp_path / "cc.jsonl"
+    proc = run([program, 2000], env=clean_env(OMP_NUM_THREADS="1"), preload=lib, output=out, keep_counting="1")
     assert proc.returncode == 0
     assert lines(proc)[1:] == ["main reaches libcorecast_preload.so", "library reaches libcorecast_preload.so"]
     (region,) = events(read_lines(out), "region")
     assert region["counters"]["acquisitions"]["critical"] == 2000 * 1000 * 2
+    (summary,) = events(read_lines(out), "summary")
+    assert summary["sampler"]["sync_uncounted_s"] == 0
+
+
+HEAVY = r"""
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char **argv) {
+    int calls = atoi(argv[1]);
+    double shared = 0;
+    for (int c = 0; c < calls; c++) {
+#pragma omp parallel
+        {
+            double x = c;
+            for (int i = 0; i < 200000; i++) /* ~0.2 ms of work per section */
+                x = x * 0.999999 + 1e-7 * i;
+#pragma omp critical
+            shared += x;
+        }
+    }
+    printf("%.3f\n", shared);
+    return 0;
+}
+"""
+
+
+def test_sections_cheap_to_count_stay_counted(build, lib, tmp_path):
+    # A section per 200000 iterations of work: counting it costs a hundred thousandth of the
+    # time, far below the 1% that hands the wrappers back, on any machine.
+    prog = build("settle_heavy", HEAVY, "-fopenmp")
+    out = tmp_path / "cc.jsonl"
+    proc = run([prog, 600], env=clean_env(OMP_NUM_THREADS="2"), preload=lib, output=out, window_ms="20")
+    assert proc.returncode == 0, proc.stderr
+    (region,) = events(read_lines(out), "region")
+    assert region["counters"]["acquisitions"]["critical"] == 600 * 2
+    (summary,) = events(read_lines(out), "summary")
+    assert summary["sampler"]["sync_uncounted_s"] == 0 and summary["sampler"]["windows"] >= 1
 
 
 def test_a_step_window_ends_once_the_new_count_made_calls_enough(program, lib, tmp_path):
@@ -226,6 +283,21 @@ def test_a_region_steering_has_not_settled_takes_the_sections_back(gcc, build, l
     assert b["counters"]["acquisitions"]["critical"] == pytest.approx(20000 * 1000, rel=0.02)
     assert a["counters"]["acquisitions"]["critical"] == pytest.approx(a["calls"] * 1000, rel=0.02)
     assert lines(steered)[1] == "end: handed back 1"  # and handed back again once B settled
+
+
+def test_without_steering_a_region_first_run_after_the_hand_back_is_counted(build, lib, tmp_path):
+    # Phase A's sections go back (their counting costs); phase B first runs after that, so
+    # it has no rate: the wrappers come back until a window gives B's, and go back again.
+    prog = build("settle_phases", PHASES, "-fopenmp", "-ldl")
+    out = tmp_path / "cc.jsonl"
+    proc = run([prog, 20000], env=clean_env(OMP_NUM_THREADS="1"), preload=lib, output=out, window_ms="50")
+    assert proc.returncode == 0, proc.stderr
+    assert "handed back: 1" in proc.stderr.decode()
+    regions = {r["name"]: r for r in events(read_lines(out), "region")}
+    a, b = regions["phase_a._omp_fn.0"], regions["phase_b._omp_fn.0"]
+    assert b["counters"]["acquisitions"]["critical"] == pytest.approx(20000 * 1000, rel=0.02)
+    assert a["counters"]["acquisitions"]["critical"] == pytest.approx(a["calls"] * 1000, rel=0.02)
+    assert lines(proc)[1] == "end: handed back 1"
 
 
 LOCKS = r"""

@@ -67,7 +67,7 @@ TABLE: tuple = (
             (LIB,), 0, 1, field="probe", set_by_run=True),
     Setting("CORECAST_EXIT_TIMEOUT_MS", "int", 10000, "how long the exit waits for the model, ms",
             (LIB,), 0, 600000, field="exit_timeout_ms"),
-    Setting("CORECAST_KEEP_COUNTING", "flag", 0, "1: keep every wrapper once steering settled",
+    Setting("CORECAST_KEEP_COUNTING", "flag", 0, "1: keep every section wrapper (no hand-back once steering settled or counting costs)",
             (LIB,), 0, 1, field="keep_counting"),
     Setting("CORECAST_DISPLAY_ENV", "flag", 0, "1: print these settings at start, like OMP_DISPLAY_ENV",
             (LIB,), 0, 1, field="display_env"),
