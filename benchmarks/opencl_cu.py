@@ -3,7 +3,7 @@ device time (issue #42), on pocl's CPU device with ``POCL_CPU_MAX_CU_COUNT`` lim
 compute units (``POCL_MAX_PTHREAD_COUNT`` too, pocl 3's name).
 
     python benchmarks/opencl_cu.py [--max-cu N] [--runs 2,4] [--repeat R] [--budget S]
-                                   [--kernels a,b,...] [--json OUT]
+                                   [--kernels a,b,...|all] [--suite DIR] [--json OUT]
 
 * truth: for every count 1..N (default: this machine's cores) and repetition (counts
   interleaved), one child process runs every kernel until its device time reaches a share
@@ -14,7 +14,9 @@ compute units (``POCL_MAX_PTHREAD_COUNT`` too, pocl 3's name).
   cores) gives every kernel's predicted speedups at 1..N with their band;
 * figures: per run count, the median over kernels of |ln(S_pred(N) / S_meas(N))| and the
   band coverage (low <= S_meas(n) <= high over kernels and counts 2..N).  Issue #42's targets:
-  median |ln| <= 0.14 at 16, coverage >= 80%, for at least 6 kernels.
+  median |ln| <= 0.14 at 16, coverage >= 80%, for at least 6 kernels: the two examples and
+  at least four from a public suite, whose figures are printed apart (``examples+suite``)
+  when the in-house kernels ran beside them.
 
 Kernels: ``smooth`` and ``triangle`` from examples/opencl_two_kernels.py, and six written
 here after well-known benchmark kernels (no code taken from any repository): ``triad``
@@ -23,6 +25,18 @@ SGEMM measure), ``reduce`` (a work-group tree reduction in local memory, as SHOC
 Reduction), ``stencil`` (a 5-point Jacobi sweep, as SHOC's Stencil2D), ``conv`` (a 5x5
 2-D convolution, as the vendor SDKs' convolution samples) and ``nbody`` (all-pairs
 gravitation, as the SDKs' n-body samples).
+
+A public suite's kernels (issue #42 asks for them) run with ``--suite DIR``: six kernels of
+PolyBench/ACC's OpenCL version, ``pb.gemm`` (compute-bound), ``pb.conv2d`` and
+``pb.jacobi2d`` (memory-bound stencils), ``pb.mvt`` (memory-bound matrix-vector),
+``pb.atax`` (8 work-groups: fewer than 16 units) and ``pb.covar`` (work-groups of unequal
+work).  Their .cl files are not in this repository: ``benchmarks/opencl_suite.py`` holds
+the citation table (repository, commit, path, kernel, sha256) and exports them from a
+fetched git dir into ``.dev/oclsuite`` (git-ignored); this script reads them from DIR at
+run time, checked against the same sha256 (a missing or changed file: one line, exit 1).
+The host side (sizes, arguments, NDRange: ``_suite_setup``) is written here, sized for
+about 5-50 ms a launch on one core.  A kernel line names a suite kernel by its OpenCL
+function; saved files name it by the suite's name, and ``--rescore`` needs no DIR.
 
 The budget (``--budget``, seconds, default 240) sets each kernel's device time per child
 (the truth gets half of it, the corecast runs the rest); a guard ends a child that hangs.
@@ -40,6 +54,20 @@ pocl (truth and predictions at 1..16 compute units), the recipe of ../shared/dev
     /tmp/v/bin/python benchmarks/opencl_cu.py --max-cu 16 --budget 420 --json $OUT/opencl_cu.json
 
 (about 7 minutes: 16 counts x 8 kernels; ``--budget`` lower for less.)
+
+With the suite (issue #42's done-when: the examples and the suite's kernels; the in-house
+six run too, their figures apart), after ``python benchmarks/opencl_suite.py export``
+here (``fetch github:cavazos-lab/PolyBench-ACC`` first) and the wheels in ``.dev/whl``;
+one call, carry [".dev"], expected to take about 150 s (not yet run there: the budget
+plus each child's start, kernel builds and warm-up launches, which came to 0.85 s a child
+in the 8-kernel run of 2026-11-27, 169 s for ``--budget 140``, and to about 3 s a child
+with 14 kernels on the loaded 2-core VM; here 34 children):
+
+    bash benchmarks/corpus16/setup.sh; /tmp/v/bin/python benchmarks/opencl_cu.py --max-cu 16 \
+        --repeat 2 --budget 100 --suite .dev/oclsuite --json $OUT/opencl_cu_suite.json \
+        | tee $OUT/opencl_cu_suite.txt
+
+or as part of a longer call, ``OCLCU_S=150`` to ``benchmarks/corpus16/device_call.sh``.
 
 The GPU (the machine's NVIDIA card through NVIDIA's OpenCL): NVIDIA's ICD is not
 registered in /etc/OpenCL/vendors (which holds pocl.icd), so name it through a folder of
@@ -72,6 +100,7 @@ work-group):
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import os
@@ -83,9 +112,19 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import opencl_suite  # noqa: E402  (beside this file: the suite's citation table and loader)
 HANG_S = 600  # a child that runs this long is stuck: ended, its count reported missing
+
+
+def _beside(name: str):
+    """A module beside this file, loaded without putting benchmarks/ on sys.path."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().with_name(f"{name}.py"))
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+opencl_suite = _beside("opencl_suite")  # the public suite's citation table and its checked loader
 
 KERNELS = r"""
 __kernel void triad(__global float *a, __global const float *b, __global const float *c, const float s)
