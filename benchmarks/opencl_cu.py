@@ -648,7 +648,7 @@ def main(argv: list[str] | None = None) -> int:
     if bad or not names:
         ap.error(f"unknown kernel {bad[0] if bad else '(none)'}; choose from {','.join(known)}")
     if args.suite:
-        args.suite = str(Path(args.suite).resolve())  # the children's own cwd may differ
+        args.suite = str(Path(args.suite).resolve())  # children and messages name the one tree, whatever the cwd
     try:  # every suite file checked before a child starts: a missing or changed one is one line
         for k in opencl_suite.KERNELS:
             if k.name in names:
