@@ -3,7 +3,7 @@ device time (issue #42), on pocl's CPU device with ``POCL_CPU_MAX_CU_COUNT`` lim
 compute units (``POCL_MAX_PTHREAD_COUNT`` too, pocl 3's name).
 
     python benchmarks/opencl_cu.py [--max-cu N] [--runs 2,4] [--repeat R] [--budget S]
-                                   [--kernels a,b,...] [--json OUT]
+                                   [--kernels a,b,...|all] [--suite DIR] [--json OUT]
 
 * truth: for every count 1..N (default: this machine's cores) and repetition (counts
   interleaved), one child process runs every kernel until its device time reaches a share
@@ -14,7 +14,9 @@ compute units (``POCL_MAX_PTHREAD_COUNT`` too, pocl 3's name).
   cores) gives every kernel's predicted speedups at 1..N with their band;
 * figures: per run count, the median over kernels of |ln(S_pred(N) / S_meas(N))| and the
   band coverage (low <= S_meas(n) <= high over kernels and counts 2..N).  Issue #42's targets:
-  median |ln| <= 0.14 at 16, coverage >= 80%, for at least 6 kernels.
+  median |ln| <= 0.14 at 16, coverage >= 80%, for at least 6 kernels: the two examples and
+  at least four from a public suite, whose figures are printed apart (``examples+suite``)
+  when the in-house kernels ran beside them.
 
 Kernels: ``smooth`` and ``triangle`` from examples/opencl_two_kernels.py, and six written
 here after well-known benchmark kernels (no code taken from any repository): ``triad``
@@ -23,6 +25,18 @@ SGEMM measure), ``reduce`` (a work-group tree reduction in local memory, as SHOC
 Reduction), ``stencil`` (a 5-point Jacobi sweep, as SHOC's Stencil2D), ``conv`` (a 5x5
 2-D convolution, as the vendor SDKs' convolution samples) and ``nbody`` (all-pairs
 gravitation, as the SDKs' n-body samples).
+
+A public suite's kernels (issue #42 asks for them) run with ``--suite DIR``: six kernels of
+PolyBench/ACC's OpenCL version, ``pb.gemm`` (compute-bound), ``pb.conv2d`` and
+``pb.jacobi2d`` (memory-bound stencils), ``pb.mvt`` (memory-bound matrix-vector),
+``pb.atax`` (8 work-groups: fewer than 16 units) and ``pb.covar`` (work-groups of unequal
+work).  Their .cl files are not in this repository: ``benchmarks/opencl_suite.py`` holds
+the citation table (repository, commit, path, kernel, sha256) and exports them from a
+fetched git dir into ``.dev/oclsuite`` (git-ignored); this script reads them from DIR at
+run time, checked against the same sha256 (a missing or changed file: one line, exit 1).
+The host side (sizes, arguments, NDRange: ``_suite_setup``) is written here, sized for
+about 5-50 ms a launch on one core.  A kernel line names a suite kernel by its OpenCL
+function; saved files name it by the suite's name, and ``--rescore`` needs no DIR.
 
 The budget (``--budget``, seconds, default 240) sets each kernel's device time per child
 (the truth gets half of it, the corecast runs the rest); a guard ends a child that hangs.
@@ -40,6 +54,20 @@ pocl (truth and predictions at 1..16 compute units), the recipe of ../shared/dev
     /tmp/v/bin/python benchmarks/opencl_cu.py --max-cu 16 --budget 420 --json $OUT/opencl_cu.json
 
 (about 7 minutes: 16 counts x 8 kernels; ``--budget`` lower for less.)
+
+With the suite (issue #42's done-when: the examples and the suite's kernels; the in-house
+six run too, their figures apart), after ``python benchmarks/opencl_suite.py export``
+here (``fetch github:cavazos-lab/PolyBench-ACC`` first) and the wheels in ``.dev/whl``;
+one call, carry [".dev"], expected to take about 150 s (not yet run there: the budget
+plus each child's start, kernel builds and warm-up launches, which came to 0.85 s a child
+in the 8-kernel run of 2026-11-27, 169 s for ``--budget 140``, and to about 3 s a child
+with 14 kernels on the loaded 2-core VM; here 34 children):
+
+    bash benchmarks/corpus16/setup.sh; /tmp/v/bin/python benchmarks/opencl_cu.py --max-cu 16 \
+        --repeat 2 --budget 100 --suite .dev/oclsuite --json $OUT/opencl_cu_suite.json \
+        | tee $OUT/opencl_cu_suite.txt
+
+or as part of a longer call, ``OCLCU_S=150`` to ``benchmarks/corpus16/device_call.sh``.
 
 The GPU (the machine's NVIDIA card through NVIDIA's OpenCL): NVIDIA's ICD is not
 registered in /etc/OpenCL/vendors (which holds pocl.icd), so name it through a folder of
@@ -72,6 +100,7 @@ work-group):
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import math
 import os
@@ -84,6 +113,18 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 HANG_S = 600  # a child that runs this long is stuck: ended, its count reported missing
+
+
+def _beside(name: str):
+    """A module beside this file, loaded without putting benchmarks/ on sys.path."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).resolve().with_name(f"{name}.py"))
+        sys.modules[name] = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sys.modules[name])
+    return sys.modules[name]
+
+
+opencl_suite = _beside("opencl_suite")  # the public suite's citation table and its checked loader
 
 KERNELS = r"""
 __kernel void triad(__global float *a, __global const float *b, __global const float *c, const float s)
@@ -160,15 +201,44 @@ __kernel void nbody(__global const float4 *pos, __global float4 *acc, const int 
 """
 
 ALL = ("smooth", "triangle", "triad", "sgemm", "reduce", "stencil", "conv", "nbody")
+EXAMPLES = ALL[:2]  # examples/opencl_two_kernels.py's: with the suite's, issue #42's set
+ISSUE_SET = "examples+suite"
 
 
 # ---- the child: every kernel, timed from its profiling events --------------------------
-def _launches(cl, np, ctx, queue, names: list[str]) -> dict:
+def _suite_setup(name: str, buf, np) -> tuple[tuple, tuple, tuple | None]:
+    """A suite kernel's host side, written here (the suite's own hosts are not used): its
+    arguments, global and local size, sized for about 5-50 ms a launch on one core."""
+    f32, i32 = np.float32, np.int32
+    if name == "pb.gemm":  # C = alpha A B + beta C, 256^3: 2-D, 256 work-groups
+        n = 256
+        return (buf(n * n), buf(n * n), buf(n * n), f32(1.5), f32(0.5), i32(n), i32(n), i32(n)), (n, n), (32, 8)
+    if name == "pb.conv2d":  # 3x3 over 4096^2: one read and write per point
+        n = 4096
+        return (buf(n * n), buf(n * n, False), i32(n), i32(n)), (n, n), (32, 8)
+    if name == "pb.jacobi2d":  # a 5-point sweep over 4096^2
+        n = 4096
+        return (buf(n * n), buf(n * n, False), i32(n)), (n, n), (32, 8)
+    if name == "pb.mvt":  # x2 += A^T y2, 2048^2: 32 work-groups of 64
+        n = 2048
+        return (buf(n * n), buf(n), buf(n), i32(n)), (n,), (64,)
+    if name == "pb.atax":  # tmp = A x for 1024 rows of 16384: 8 work-groups of 128, fewer than 16 units
+        rows, cols = 1024, 1 << 14
+        return (buf(rows * cols), buf(cols), buf(rows), i32(rows), i32(cols)), (rows,), (128,)
+    if name == "pb.covar":  # 512 columns of 64 rows: column j does 512 - j dot products, 16 work-groups of 32
+        m, n = 512, 64
+        return (buf(m * m, False), buf(n * m), i32(m), i32(n)), (m,), (32,)
+    raise KeyError(name)
+
+
+def _launches(cl, np, ctx, queue, names: list[str], suite_dir: str | None = None) -> dict:
     """name -> a function that enqueues one launch and returns its event."""
     sys.path.insert(0, str(ROOT / "examples"))
     from opencl_two_kernels import SOURCE  # the example's two kernels, as it runs them
 
-    prog = cl.Program(ctx, SOURCE + KERNELS).build()
+    prog = cl.Program(ctx, SOURCE + KERNELS).build() if any(n in ALL for n in names) else None
+    suite = {k.name: k for k in opencl_suite.KERNELS}
+    built: dict = {}  # one program per suite file: each has its own typedefs
     mf = cl.mem_flags
     rng = np.random.default_rng(1)
     held = []  # set_args keeps no reference: the buffers must outlive the launches
@@ -182,6 +252,16 @@ def _launches(cl, np, ctx, queue, names: list[str]) -> dict:
 
     out = {}
     for name in names:
+        if name in suite:
+            sk = suite[name]
+            if sk.path not in built:
+                built[sk.path] = cl.Program(ctx, opencl_suite.read_source(sk, Path(suite_dir))).build()
+            k = cl.Kernel(built[sk.path], sk.function)
+            args, glob, local = _suite_setup(name, buf, np)
+            k.set_args(*args)
+            out[name] = (lambda k=k, glob=glob, local=local, held=held:
+                         cl.enqueue_nd_range_kernel(queue, k, glob, local))
+            continue
         k = cl.Kernel(prog, name)
         if name == "smooth":  # the example's sizes: 2^17 elements, 16 inner steps
             k.set_args(buf(1 << 17), np.int32(16))
@@ -216,7 +296,7 @@ def _launches(cl, np, ctx, queue, names: list[str]) -> dict:
     return out
 
 
-def child(names: list[str], seconds: float) -> int:
+def child(names: list[str], seconds: float, suite_dir: str | None = None) -> int:
     """Every kernel until its device time reaches ``seconds``; one JSON line on stdout."""
     import numpy as np
     import pyopencl as cl
@@ -225,7 +305,7 @@ def child(names: list[str], seconds: float) -> int:
     queue = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
     dev = ctx.devices[0]
     result = {"device": dev.name.strip(), "compute_units": dev.max_compute_units, "per_launch_s": {}}
-    for name, launch in _launches(cl, np, ctx, queue, names).items():
+    for name, launch in _launches(cl, np, ctx, queue, names, suite_dir).items():
         launch().wait()  # warm-up: the first launch pays for set-up
         times, total = [], 0.0
         while total < seconds and len(times) < 400:
@@ -382,14 +462,19 @@ def _run_child(cmd: list[str], env: dict) -> dict | None:
     return json.loads(lines[-1])
 
 
-def truth(names: list[str], counts: list[int], repeat: int, seconds: float) -> tuple[dict, dict]:
+def _child_cmd(names: list[str], seconds: float, suite_dir: str | None) -> list[str]:
+    return ([sys.executable, __file__, "--child", ",".join(names), "--seconds", str(seconds)]
+            + (["--suite", str(suite_dir)] if suite_dir else []))
+
+
+def truth(names: list[str], counts: list[int], repeat: int, seconds: float,
+          suite_dir: str | None = None) -> tuple[dict, dict]:
     """name -> {count: median device time per launch}, and the device description."""
     seen: dict = {name: {n: [] for n in counts} for name in names}
     device: dict = {}
     for _ in range(repeat):
         for n in counts:  # interleaved: slow drift of the machine hits every count alike
-            res = _run_child([sys.executable, __file__, "--child", ",".join(names), "--seconds", str(seconds)],
-                             _pocl_env(n))
+            res = _run_child(_child_cmd(names, seconds, suite_dir), _pocl_env(n))
             if res is None:
                 continue
             device = {"device": res["device"]}
@@ -398,16 +483,25 @@ def truth(names: list[str], counts: list[int], repeat: int, seconds: float) -> t
     return {name: {n: statistics.median(v) for n, v in per.items() if v} for name, per in seen.items()}, device
 
 
-def predictions(names: list[str], cu: int, target: int, seconds: float) -> dict:
-    """``corecast run`` of the child at ``cu`` compute units: name -> kernel line."""
+def predictions(names: list[str], cu: int, target: int, seconds: float, suite_dir: str | None = None) -> dict:
+    """``corecast run`` of the child at ``cu`` compute units: name -> kernel line (a suite
+    kernel's line, named by its OpenCL function, under the suite's name)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "k.jsonl")
         cmd = [sys.executable, "-m", "corecast", "run", "--quiet", "--target", str(target), "--json-out", out,
-               "--", sys.executable, __file__, "--child", ",".join(names), "--seconds", str(seconds)]
+               "--", *_child_cmd(names, seconds, suite_dir)]
         if _run_child(cmd, _pocl_env(cu)) is None:
             return {}
         lines = [json.loads(x) for x in Path(out).read_text().splitlines() if x.strip()] if os.path.exists(out) else []
-    return {d["name"]: d for d in lines if d.get("event") == "kernel" and d.get("name") in names}
+    return kernel_lines(names, lines)
+
+
+def kernel_lines(names: list[str], lines: list[dict]) -> dict:
+    """name -> the recording's kernel line of that kernel (a suite kernel's by its function)."""
+    by_function = {k.function: k.name for k in opencl_suite.KERNELS if k.name in names}
+    by_function.update({n: n for n in names if n in ALL})
+    return {by_function[d["name"]]: d for d in lines
+            if d.get("event") == "kernel" and d.get("name") in by_function}
 
 
 def compare(meas: dict, line: dict, top: int) -> dict | None:
@@ -428,14 +522,15 @@ def table(names: list[str], meas: dict, lines: dict, runs: list[int], top: int) 
     """Print the measured curves, each run's predictions at ``top`` and the figures; the
     figures per run count."""
     counts = list(range(1, top + 1))
-    head = f"{'kernel':<9} {'T(1) ms':>8} " + " ".join(f"{'S@' + str(n):>6}" for n in counts[1:][:8])
+    width = max([9] + [len(n) for n in names])
+    head = f"{'kernel':<{width}} {'T(1) ms':>8} " + " ".join(f"{'S@' + str(n):>6}" for n in counts[1:][:8])
     for r in runs:
         head += f" | run@{r}: S@{top} pred [band]    |ln|"
     print(head)
     summary: dict = {r: [] for r in runs}
     for name in names:
         m = meas.get(name, {})
-        row = f"{name:<9} {1e3 * m.get(1, float('nan')):>8.2f} "
+        row = f"{name:<{width}} {1e3 * m.get(1, float('nan')):>8.2f} "
         row += " ".join(f"{m[1] / m[n]:>6.2f}" if 1 in m and n in m else f"{'-':>6}" for n in counts[1:][:8])
         for r in runs:
             c = compare(m, lines[r].get(name, {}), top)
@@ -443,16 +538,26 @@ def table(names: list[str], meas: dict, lines: dict, runs: list[int], top: int) 
             row += (f" | {c['pred']:>13.2f} [{c['low']:.2f}-{c['high']:.2f}] {c['abs_ln']:.3f}" if c
                     else f" | {'no prediction':>30}")
         print(row)
+    # Issue #42 counts the two examples and a public suite's kernels: their figures apart
+    # when the in-house kernels ran beside them.
+    suite = {k.name for k in opencl_suite.KERNELS}
+    issue = [i for i, n in enumerate(names) if n in EXAMPLES or n in suite]
     figures = {}
     for r in runs:
-        got = [c for c in summary[r] if c]
-        med = statistics.median(c["abs_ln"] for c in got) if got else float("nan")
-        cases = sum(c["cases"] for c in got)
-        cover = sum(c["held"] for c in got) / cases if cases else float("nan")
-        figures[r] = {"kernels": len(got), "median_abs_ln": med, "coverage": cover, "cases": cases}
-        print(f"run@{r}: {len(got)} kernels: median |ln(pred/meas)| at {top} = {med:.3f} (target <= 0.14), "
-              f"band coverage over counts 2..{top} = {100 * cover:.0f}% of {cases} (target >= 80%)")
+        figures[r] = _figures(summary[r], f"run@{r}", top)
+        if any(names[i] in suite for i in issue) and len(issue) < len(names):
+            figures[r][ISSUE_SET] = _figures([summary[r][i] for i in issue], f"run@{r} ({ISSUE_SET})", top)
     return figures
+
+
+def _figures(compared: list, label: str, top: int) -> dict:
+    got = [c for c in compared if c]
+    med = statistics.median(c["abs_ln"] for c in got) if got else float("nan")
+    cases = sum(c["cases"] for c in got)
+    cover = sum(c["held"] for c in got) / cases if cases else float("nan")
+    print(f"{label}: {len(got)} kernels: median |ln(pred/meas)| at {top} = {med:.3f} (target <= 0.14), "
+          f"band coverage over counts 2..{top} = {100 * cover:.0f}% of {cases} (target >= 80%)")
+    return {"kernels": len(got), "median_abs_ln": med, "coverage": cover, "cases": cases}
 
 
 def repredict(line: dict, target: int) -> dict:
@@ -487,7 +592,8 @@ def rescore(path: str, json_out: str | None, max_group: int | None = None) -> in
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         print(f"opencl_cu: error: cannot rescore {path}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
-    names = [k for k in ALL if k in meas] + sorted(k for k in meas if k not in ALL)
+    known = ALL + tuple(k.name for k in opencl_suite.KERNELS)
+    names = [k for k in known if k in meas] + sorted(k for k in meas if k not in known)
     print(f"opencl_cu --rescore {path}: {saved.get('device', {}).get('device', '?')}, compute units 1..{top}, "
           "measured curves as saved, predictions made again from the saved kernel lines")
     figures = table(names, meas, lines, runs, top)
@@ -503,7 +609,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", default="2,4", help="compute-unit counts of the corecast runs (default 2,4)")
     ap.add_argument("--repeat", type=int, default=3, help="repetitions of the truth (default 3)")
     ap.add_argument("--budget", type=float, default=240.0, help="seconds of device time in all (default 240)")
-    ap.add_argument("--kernels", default=",".join(ALL), help="which kernels (default: all 8)")
+    ap.add_argument("--kernels", help="which kernels, comma-separated, or 'all' (default: all: the 8 here, "
+                                      "and with --suite its 6 too)")
+    ap.add_argument("--suite", metavar="DIR",
+                    help="the public suite's exported tree (python benchmarks/opencl_suite.py export: "
+                         ".dev/oclsuite): its kernels run too, read from there")
     ap.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
     ap.add_argument("--gpu", action="store_true",
                     help="the work-group check on the device pyopencl picks (a GPU: see the docstring)")
@@ -517,17 +627,35 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seconds", type=float, default=0.3, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.child is not None:
-        return child(args.child.split(","), args.seconds)
+        try:
+            return child(args.child.split(","), args.seconds, args.suite)
+        except opencl_suite.SuiteError as exc:
+            print(f"opencl_cu: error: {exc}", file=sys.stderr)
+            return 1
     if args.child_groups:
         return child_groups(args.seconds)
     if args.rescore:
         return rescore(args.rescore, args.json, args.max_group)
     if args.gpu:
         return gpu_check(max(0.05, args.budget / 10), args.json)
-    names = [k for k in args.kernels.split(",") if k]
-    bad = [k for k in names if k not in ALL]
+    suite = [k.name for k in opencl_suite.KERNELS]
+    known = list(ALL) + (suite if args.suite else [])
+    names = known if args.kernels in (None, "all") else [k for k in args.kernels.split(",") if k]
+    bad = [k for k in names if k not in known]
+    if bad and bad[0] in suite:
+        ap.error(f"kernel {bad[0]} is the public suite's: name its exported tree with --suite DIR "
+                 "(python benchmarks/opencl_suite.py export)")
     if bad or not names:
-        ap.error(f"unknown kernel {bad[0] if bad else '(none)'}; choose from {','.join(ALL)}")
+        ap.error(f"unknown kernel {bad[0] if bad else '(none)'}; choose from {','.join(known)}")
+    if args.suite:
+        args.suite = str(Path(args.suite).resolve())  # children and messages name the one tree, whatever the cwd
+    try:  # every suite file checked before a child starts: a missing or changed one is one line
+        for k in opencl_suite.KERNELS:
+            if k.name in names:
+                opencl_suite.read_source(k, Path(args.suite))
+    except opencl_suite.SuiteError as exc:
+        print(f"opencl_cu: error: {exc}", file=sys.stderr)
+        return 1
     if not 1 <= args.max_cu <= 1024 or args.repeat < 1 or args.budget <= 0:
         ap.error("--max-cu must be 1..1024, --repeat at least 1 and --budget positive")
     try:
@@ -544,12 +672,12 @@ def main(argv: list[str] | None = None) -> int:
     truth_s = max(0.05, args.budget / 2 / (len(counts) * args.repeat * len(names)))
     run_s = max(0.25, args.budget / 2 / (len(runs) * len(names)))
     t0 = time.monotonic()
-    meas, device = truth(names, counts, args.repeat, truth_s)
+    meas, device = truth(names, counts, args.repeat, truth_s, args.suite)
     if not device:
         print("opencl_cu: error: no OpenCL device ran the kernels (pocl: apt install pocl-opencl-icd)",
               file=sys.stderr)
         return 1
-    lines = {r: predictions(names, r, args.max_cu, run_s) for r in runs}
+    lines = {r: predictions(names, r, args.max_cu, run_s, args.suite) for r in runs}
     print(f"opencl_cu: {device['device']} (pocl), compute units 1..{args.max_cu} (POCL_CPU_MAX_CU_COUNT), "
           f"{args.repeat} repetitions, {os.cpu_count()} host cores, {time.monotonic() - t0:.0f}s")
     if skipped:

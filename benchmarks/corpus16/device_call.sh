@@ -6,7 +6,10 @@
 # first, its file and stdout to $OUT; 0: skip), C16PRE (a measure.py pass run first, e.g. "--rerecord
 # --record-only --suite bots"), C16ARGS (extra measure.py arguments), and for a local dry
 # run PY (the Python with corecast) and SKIPSETUP.  GPU_S (seconds kept at the end for issue
-# #42's GPU steps; 0, the default: none) needs pyopencl's wheels in .dev/whl.
+# #42's GPU steps; 0, the default: none) needs pyopencl's wheels in .dev/whl.  OCLCU_S (seconds
+# kept before them for issue #42's pocl run at 1..16 compute units with the public suite's
+# kernels, benchmarks/opencl_cu.py --suite; 0, the default: none) needs those wheels and
+# .dev/oclsuite (python benchmarks/opencl_suite.py export).
 T0=$(date +%s); DL=${DL:-575}; STEER_S=${STEER_S:-120}
 export PYTHONUNBUFFERED=1
 : "${OUT:=/tmp/out}"; mkdir -p "$OUT"
@@ -30,18 +33,27 @@ if [ "${CAL:-1}" != 0 ]; then
 fi
 mkdir -p /tmp/c16; [ -f .dev/c16.tgz ] && tar xzf .dev/c16.tgz -C /tmp/c16
 if [ -n "${C16PRE:-}" ]; then
-  B=$(( DL - $(el) - STEER_S - ${GPU_S:-0} - 15 ))
+  B=$(( DL - $(el) - STEER_S - ${GPU_S:-0} - ${OCLCU_S:-0} - 15 ))
   $PY benchmarks/corpus16/measure.py --manifest .dev/corpus16/programs.json --budget $B --timeout 30 --out /tmp/c16 $C16PRE > "$OUT/corpus-pre.log" 2>&1
   tail -2 "$OUT/corpus-pre.log"
 fi
-B=$(( DL - $(el) - STEER_S - ${GPU_S:-0} - 15 ))
+B=$(( DL - $(el) - STEER_S - ${GPU_S:-0} - ${OCLCU_S:-0} - 15 ))
 $PY benchmarks/corpus16/measure.py --manifest .dev/corpus16/programs.json --budget $B --timeout 30 --out /tmp/c16 ${C16ARGS:-} > "$OUT/corpus.log" 2>&1
 cp .dev/commit.txt /tmp/c16/corecast-commit.txt 2>/dev/null
 tar czf "$OUT/c16.tgz" -C /tmp/c16 --exclude=./work .
 tail -3 "$OUT/corpus.log"; echo "corpus done at $(el) s"
-L=$(( DL - $(el) - ${GPU_S:-0} - 5 ))
+L=$(( DL - $(el) - ${GPU_S:-0} - ${OCLCU_S:-0} - 5 ))
 [ $L -gt 20 ] && timeout $L $PY benchmarks/steer_suite.py --runs ${STEER_RUNS:-9} --threads ${STEER_T:-16} --npb .dev/npb/bin --bin /tmp/bin --json-out "$OUT/steer_suite.json" > "$OUT/steer_suite.txt" 2>&1
 echo "steer_suite rc $? at $(el) s"; tail -40 "$OUT/steer_suite.txt"
+# Issue #42 on pocl (the CPU device, /etc/OpenCL/vendors' ICD): the examples, the in-house
+# and the suite's kernels at 1..16 compute units; the budget two thirds of OCLCU_S, the
+# rest the children's starts (opencl_cu.py's docstring).
+if [ "${OCLCU_S:-0}" -gt 0 ]; then
+  L=$(( DL - $(el) - ${GPU_S:-0} - 3 ))
+  timeout $L $PY benchmarks/opencl_cu.py --max-cu 16 --repeat 2 --budget $(( OCLCU_S * 2 / 3 )) \
+    --suite .dev/oclsuite --json "$OUT/opencl_cu_suite.json" > "$OUT/opencl_cu_suite.txt" 2>&1
+  echo "opencl_cu rc $? at $(el) s"; tail -20 "$OUT/opencl_cu_suite.txt"
+fi
 # Issue #42 on the GPU: NVIDIA's ICD named through a folder of its own (it is not in
 # /etc/OpenCL/vendors); the two-kernel example under corecast, then the work-group check.
 if [ "${GPU_S:-0}" -gt 0 ]; then
