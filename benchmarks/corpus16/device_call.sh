@@ -4,7 +4,7 @@
 # setting up .dev/ as the README says.  Knobs: DL (seconds in all), STEER_S (seconds kept
 # for steer_suite; 0: none), CAL (1, the default: `corecast calibrate` on the idle machine
 # first, its file and stdout to $OUT; 0: skip), C16PRE (a measure.py pass run first, e.g. "--rerecord
-# --record-only --suite bots"), C16ARGS (extra measure.py arguments), and for a local dry
+# --record-only --suites bots"), C16ARGS (extra measure.py arguments), and for a local dry
 # run PY (the Python with corecast) and SKIPSETUP.  GPU_S (seconds kept at the end for issue
 # #42's GPU steps; 0, the default: none) needs pyopencl's wheels in .dev/whl.  OCLCU_S (seconds
 # kept before them for issue #42's pocl run at 1..16 compute units with the public suite's

@@ -1,6 +1,6 @@
 """Measure a corpus of parallel programs at several thread counts, in one budgeted call (#43).
 
-    python benchmarks/corpus16/measure.py --budget 480 --out DIR [--only NAME,...]
+    python benchmarks/corpus16/measure.py --budget 480 --out DIR [--only NAME,...] [--suites SUITE,...]
         [--threads 1,2,4,8,16] [--reps 3] [--tiny] [--manifest FILE] [--sources DIR] [--build DIR]
 
 Reads a program manifest (``--manifest``, default ``local/programs.json`` beside this file;
@@ -312,7 +312,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", default="1,2,4,8,16", help="thread counts (default 1,2,4,8,16)")
     ap.add_argument("--reps", type=int, default=3, help="repetitions of each count (default 3)")
     ap.add_argument("--only", default="", help="comma-separated program names (default: all)")
-    ap.add_argument("--suite", default="", help="comma-separated suites (default: all)")
+    ap.add_argument("--suites", "--suite", dest="suites", default="",
+                    help="comma-separated suites (default: all; e.g. only the held-out ones)")
     ap.add_argument("--tiny", action="store_true", help="the programs' tiny sizes (a quick check of the kit)")
     ap.add_argument("--timeout", type=float, default=60.0, help="longest one run may take (default 60 s)")
     ap.add_argument("--manifest", default=str(DEFAULT_MANIFEST), help="program manifest (JSON)")
@@ -336,7 +337,10 @@ def main(argv: list[str] | None = None) -> int:
         unknown = sorted(set(only) - {p.name for p in progs})
         if unknown:
             raise KitError(f"--only: no program named {', '.join(unknown)} in {manifest}")
-        suites = [s for s in args.suite.split(",") if s]
+        suites = [s for s in args.suites.split(",") if s]
+        unknown = sorted(set(suites) - {p.suite for p in progs})
+        if unknown:
+            raise KitError(f"--suites: no suite named {', '.join(unknown)} in {manifest}")
         progs = [p for p in progs if (not only or p.name in only) and (not suites or p.suite in suites)]
         if not progs:
             raise KitError("no program selected")

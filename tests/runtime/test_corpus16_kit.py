@@ -89,7 +89,8 @@ def test_second_call_resumes(first_call):
 
 
 def test_bad_input_is_one_line(tmp_path):
-    for extra in (["--threads", "one,2"], ["--only", "nosuch"], ["--manifest", str(tmp_path / "none.json")]):
+    for extra in (["--threads", "one,2"], ["--only", "nosuch"], ["--suites", "test-omp,nosuch"],
+                  ["--manifest", str(tmp_path / "none.json")]):
         r = subprocess.run([sys.executable, str(KIT), "--manifest", str(MANIFEST), "--out", str(tmp_path / "o"),
                             *extra], capture_output=True, text=True, timeout=60)
         assert r.returncode == 2
@@ -112,3 +113,15 @@ def test_rerecord_redoes_only_other_builds_recordings(first_call):
     assert r.returncode == 0, r.stderr
     assert f"{len(NAMES)} run(s)" in r.stdout  # one recording (at 2) per program
     assert [r for r in finished(out) if r["kind"] == "time"] == times
+
+
+def test_suites_selects_programs(tmp_path, gcc):
+    # a device call measures only the fresh held-out suites this way (README: the next call)
+    for flag in ("--suites", "--suite"):
+        out, build = tmp_path / flag / "out", tmp_path / flag / "build"
+        r = kit(out, build, flag, "test-pthreads", "--build-only")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "1 program(s) built" in r.stdout
+        assert sorted(p.name for p in build.iterdir()) == ["t-pth"]
+        call = json.loads((out / "calls.jsonl").read_text())
+        assert call["programs"] == ["t-pth"]
