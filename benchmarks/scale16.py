@@ -30,7 +30,8 @@ holds, if any.
                                  [--suites A,B | --skip-suites A,B] [--machine FILE] [--json]
 
 DIR defaults to benchmarks/scale16_curves (the scale16 set, a copy of
-../shared/datasets/scale16).
+../shared/datasets/scale16).  corpus16's held-out suites (``bands.DEFAULT_SKIP``) are left
+out unless ``--skip-suites ''`` (with ``--suites`` naming them, for the closing report).
 """
 from __future__ import annotations
 
@@ -203,7 +204,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="", help="comma-separated curve names: these alone")
     ap.add_argument("--skip", default="", help="comma-separated curve names: all but these")
     ap.add_argument("--suites", default="", help="comma-separated suites (a CSV's '# suite:' line): these alone")
-    ap.add_argument("--skip-suites", default="", help="comma-separated suites: all but these")
+    ap.add_argument("--skip-suites", default=None, help="comma-separated suites: all but these (default "
+                    "bands.DEFAULT_SKIP, corpus16's held-out suites; '' for none)")
     ap.add_argument("--machine", metavar="FILE", help="the machine's calibration (corecast calibrate "
                     "on the machine the recordings were made on)")
     ap.add_argument("--json", action="store_true")
@@ -212,6 +214,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"scale16.py: no such directory: {args.directory} (the recordings: benchmarks/scale16_curves, "
               "benchmarks/device16, or a corpus16 output)", file=sys.stderr)
         return 2
+    if args.skip_suites is None:
+        from bands import DEFAULT_SKIP  # the held-out list's one home (bands imports this module)
+        args.skip_suites = DEFAULT_SKIP
     cal = read_calibration(args.machine) if args.machine else None
     counts = [int(c) for c in args.counts.split(",")]
     history = [int(c) for c in args.history.split(",") if c]

@@ -3,11 +3,13 @@ the schema-1 file in tests/data/recordings) against its measured 16-core curve."
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 import shutil
 from pathlib import Path
 
 import pytest
+from benchmark_module import benchmark_module
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDING = ROOT / "tests" / "data" / "recordings" / "schema1-npb-mg.A-4.jsonl"
@@ -37,3 +39,17 @@ def test_error_splits_into_the_sampled_speedup_and_the_gain(tmp_path, with_t1):
     else:  # relative to the sampled count: the gain is the error
         assert row["at_n0"] is None and row["gain"] == pytest.approx(signed, abs=2e-3)
     assert row["basis"].endswith("; bandwidth unmeasured")  # no probes in that run
+
+
+def test_held_out_suites_are_left_out_by_default(tmp_path, capsys):
+    """A curve of a held-out suite (bands.DEFAULT_SKIP) is replayed only when asked for with
+    --skip-suites '': a plain run on corpus16's data never shows its prediction."""
+    (tmp_path / "samples").mkdir()
+    shutil.copy(RECORDING, tmp_path / "samples" / "mg-4.jsonl")
+    rows = "\n".join(f"{n},{t}" for n, t in CURVE.items())
+    (tmp_path / "mg.csv").write_text(f"# suite: gapbs\n# metric: time\nthreads,time\n{rows}\n")
+    with benchmark_module("scale16") as mod:
+        assert mod.main([str(tmp_path), "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["rows"] == []
+        assert mod.main([str(tmp_path), "--json", "--suites", "gapbs", "--skip-suites", ""]) == 0
+        assert [r["curve"] for r in json.loads(capsys.readouterr().out)["rows"]] == ["mg"]
