@@ -38,6 +38,9 @@ from corecast.model.curve.methods import auto
 HERE = Path(__file__).resolve().parent
 SIXTEEN = (HERE / "corpus16" / "data", HERE / "device16", HERE / "scale16_curves")
 FEW_COUNTS = 4
+# Suites kept out of every choice here: the test of the trade decided in docs/accuracy.md
+# (session 22) before their curves were measured.
+DECIDING = {"gapbs", "kastors"}
 # Each member alone, as a rule of one member (``damped`` at both dampings RULE_CHOICES use).
 SINGLES = tuple(auto.Rules(members=(m,)) for m in ("usl", "amdahl", "presca", "plateau", "trend")) + tuple(
     auto.Rules(members=("damped",), damping=d) for d in (0.25, 0.5))
@@ -65,6 +68,8 @@ def sixteen_core(folders=SIXTEEN) -> list[Member]:
     out = []
     for folder in folders:
         for csv in sorted(Path(folder).glob("*.csv")):
+            if suite_of(csv) in DECIDING:
+                continue
             for sp in acc.splits(f"{Path(folder).name}:{csv.stem}", read_measurements(str(csv)), acc.machine_of(csv)):
                 out.append(Member(suite_of(csv), sp, True))
     return out
