@@ -30,6 +30,9 @@ Regions (all times one call's, "work" is thread time):
   o = wall/calls - (busy + imbalance) / (n0 calls).
 * A sample taken with n0 > ``cores`` (the measuring machine's) is deflated by
   f(n0) = n0 / cores first (fitted "cpu_share").
+* **Explicit tasks** (where the recording counts them): libgomp's task queue as one
+  more lock, its service the time spent creating a task, and that time out of T(1)
+  (``_task_queue`` says why; fitted "task_queue").
 
 Processes with plain threads: n0 is the process's team (``team_threads``: the threads
 with at least a quarter of the second busiest thread's CPU time; pool threads that mostly
