@@ -191,8 +191,8 @@ static int take_vacant(void) {
  * moment starts afresh, as in a fresh slot. */
 static void slot_inherit(struct cc_thread *t) {
     /* kept: shard (the slot's), n (the program's counts; regions fold deltas of it),
-     * hold_sampled/hold_samples and mpi_bytes (process totals), task_ticks/taskwait_ticks
-     * (monotonic: a join reads a member's difference), gone_cpu_ns; internal is 0 (such
+     * hold_sampled/hold_samples and mpi_bytes (process totals), taskwait_ticks (monotonic:
+     * a join reads a member's difference of n's task counts), gone_cpu_ns; internal is 0 (such
      * slots are never vacated); snap only means anything while snap_pending is set. */
     t->guard = 0;        /* the exited thread's last calls ran guarded (slot_vacate) */
     t->snap_pending = 0; /* no region open on the new thread */
@@ -321,8 +321,8 @@ void cc_region_totals(const struct cc_region *r, struct cc_counts *out) {
         out->contended[c] = __atomic_load_n(&own[2][c], __ATOMIC_RELAXED);
         out->hold[c] = __atomic_load_n(&own[3][c], __ATOMIC_RELAXED);
     }
-    out->single = __atomic_load_n(&r->single, __ATOMIC_RELAXED);
-    out->loop_calls = __atomic_load_n(&r->loop_calls, __ATOMIC_RELAXED);
+#define TOTAL_OWN(f) out->f = __atomic_load_n(&r->f, __ATOMIC_RELAXED);
+    CC_COUNT_SCALARS(TOTAL_OWN)
     for (int k = 0; k < CC_FOLD_SHARDS; k++) {
         const struct cc_counts *q = &r->shards[k].n;
         for (int c = 0; c < CC_NSTALL; c++) {
@@ -331,8 +331,8 @@ void cc_region_totals(const struct cc_region *r, struct cc_counts *out) {
             out->contended[c] += __atomic_load_n(&q->contended[c], __ATOMIC_RELAXED);
             out->hold[c] += __atomic_load_n(&q->hold[c], __ATOMIC_RELAXED);
         }
-        out->single += __atomic_load_n(&q->single, __ATOMIC_RELAXED);
-        out->loop_calls += __atomic_load_n(&q->loop_calls, __ATOMIC_RELAXED);
+#define TOTAL_SHARD(f) out->f += __atomic_load_n(&q->f, __ATOMIC_RELAXED);
+        CC_COUNT_SCALARS(TOTAL_SHARD)
     }
 }
 

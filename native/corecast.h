@@ -50,7 +50,16 @@ struct cc_counts {
     uint64_t hold[CC_NSTALL]; /* timed hold of critical/atomic/ordered/omp locks */
     uint64_t single;          /* single blocks (until the next barrier) */
     uint64_t loop_calls;
+    /* Explicit tasks (shims/gomp.c): tasks run; ticks in them (outermost task only: a
+     * barrier, a region's end and a single block take these out of their own time, since
+     * libgomp runs queued tasks inside barriers and without this a task-parallel
+     * program's work reads as barrier wait); ticks spent creating them (GOMP_task, less
+     * any task it ran at once), the runtime's share a task's time does not show. */
+    uint64_t tasks, task_ticks, spawn_ticks;
 };
+/* The single counters of struct cc_counts (after the per-category tables), for code that
+ * treats each alike: a region's fold and its totals. */
+#define CC_COUNT_SCALARS(X) X(single) X(loop_calls) X(tasks) X(task_ticks) X(spawn_ticks)
 
 struct cc_thread {
     int tid;
@@ -65,11 +74,9 @@ struct cc_thread {
     /* OpenMP context */
     int depth;
     uint64_t single_t0;
-    /* Explicit tasks (shims/gomp.c): ticks this thread spent running them (outermost task
-     * only) and waiting in taskwait/taskgroup ends.  A barrier, a region's end and a
-     * single block take these out of their own time: libgomp runs queued tasks inside
-     * barriers, so without this a task-parallel program's work reads as barrier wait. */
-    uint64_t task_ticks, taskwait_ticks, single_task0;
+    /* Explicit tasks (the rest is in ``n``): ticks waiting in taskwait/taskgroup ends
+     * outside tasks, which a single block leaves out too. */
+    uint64_t taskwait_ticks, single_task0;
     uint64_t child_ticks; /* tasks run at the current task level (shims/gomp.c) */
     int task_depth;
     int nheld;
@@ -236,6 +243,7 @@ struct cc_region {
      * time, the imbalance measured at the join, and credited sections.  The members'
      * synchronisation counts are in ``shards``; cc_region_totals adds both up. */
     uint64_t calls, wall, busy, single, loop_calls;
+    uint64_t tasks, task_ticks, spawn_ticks; /* explicit tasks the join saw run late (omp_call.c) */
     uint64_t hold[CC_NSTALL];
     uint64_t wait[CC_NSTALL], acq[CC_NSTALL], contended[CC_NSTALL];
     struct cc_fold_shard shards[CC_FOLD_SHARDS];

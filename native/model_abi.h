@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#define CC_ABI_VERSION 7
+#define CC_ABI_VERSION 8
 /* Version of the JSON Lines records (CORECAST_OUTPUT, docs/recording.md) that `corecast
  * replay` reads; 1: the records written before they carried "schema".  Same number:
  * corecast.recording.record.SCHEMA. */
@@ -127,6 +127,12 @@ struct cc_region_sample {
     /* Payload bytes the calls of each category moved (MPI: sent plus received, as the
      * arguments describe them); 0 for categories that move none. */
     unsigned long long bytes[13];
+    /* ABI 8: explicit OpenMP tasks run in it, the thread time in them (outermost task per
+     * thread: nested tasks and the task's own waits inside it), and the thread time spent
+     * creating them (GOMP_task, less tasks it ran at once; 0 on the OMPT path). */
+    unsigned long long tasks;
+    double task_s;
+    double task_spawn_s;
 };
 
 /* Cumulative since the sampler opened the events (CORECAST_NUMA_EVENTS); uncore counts are

@@ -17,10 +17,18 @@ static void fold(struct cc_region *reg, int shard, const struct cc_counts *now, 
     for (int c = 0; c < CC_NSTALL; c++)
         if (now->hold[c] != before->hold[c])
             CC_AADD(r->hold[c], now->hold[c] - before->hold[c]);
-    if (now->single != before->single)
-        CC_AADD(r->single, now->single - before->single);
-    if (now->loop_calls != before->loop_calls)
-        CC_AADD(r->loop_calls, now->loop_calls - before->loop_calls);
+#define FOLD(f)                   \
+    if (now->f != before->f)      \
+        CC_AADD(r->f, now->f - before->f);
+    CC_COUNT_SCALARS(FOLD)
+#undef FOLD
+}
+
+/* A thread's slot number (-1: the overflow slot), and back. */
+static int slot_of(const struct cc_thread *t) {
+    int n;
+    const struct cc_thread *base = cc_thread_slots(&n);
+    return t >= base && t < base + CC_MAX_THREADS ? (int)(t - base) : -1;
 }
 
 void cc_call_begin(struct cc_call *c, void *key, struct cc_thread *t) {
@@ -62,8 +70,9 @@ void cc_member_leave(struct cc_member *m, struct cc_thread *t, uint64_t t1) {
         struct cc_member_end *e = &c->ends[m->id];
         e->end = t1;
         e->busy = t1 - m->t0;
-        e->thr = t;
-        e->task0 = t->task_ticks;
+        e->slot = slot_of(t);
+        e->task0 = t->n.task_ticks;
+        e->tasks0 = (uint32_t)t->n.tasks;
     }
     if (!c->region)
         t->snap_pending = 0;
@@ -119,19 +128,27 @@ void cc_call_finish(struct cc_call *c) {
     int team = c->team < CC_MAX_TEAM ? c->team : CC_MAX_TEAM;
     if (c->team > CC_MAX_TEAM)
         CC_AADD(cc_overflow, c->team - CC_MAX_TEAM);
-    uint64_t idle = 0, busy = 0;
-    int tasks = __atomic_load_n(&cc_tasks_seen, __ATOMIC_RELAXED);
+    uint64_t idle = 0, busy = 0, late_tasks = 0, late_ticks = 0;
+    int tasks = __atomic_load_n(&cc_tasks_seen, __ATOMIC_RELAXED), nslots;
+    struct cc_thread *slots = tasks ? cc_thread_slots(&nslots) : NULL;
     for (int i = 0; i < team; i++) {
         const struct cc_member_end *e = &c->ends[i];
         uint64_t gap = e->end < t2 ? t2 - e->end : 0;
-        if (tasks && e->thr) { /* the join orders the member's task ticks before this read */
-            uint64_t later = __atomic_load_n(&e->thr->task_ticks, __ATOMIC_RELAXED) - e->task0;
+        if (tasks && e->slot >= 0) { /* the join orders the member's task counts before this read */
+            const struct cc_counts *n = &slots[e->slot].n;
+            uint64_t later = __atomic_load_n(&n->task_ticks, __ATOMIC_RELAXED) - e->task0;
+            late_ticks += later;
+            late_tasks += (uint32_t)((uint32_t)__atomic_load_n(&n->tasks, __ATOMIC_RELAXED) - e->tasks0);
             later = later < gap ? later : gap;
             gap -= later;
             busy += later;
         }
         idle += gap;
         busy += e->busy;
+    }
+    if (late_tasks) { /* run in the closing barrier, after the members folded their counts */
+        CC_AADD(r->tasks, late_tasks);
+        CC_AADD(r->task_ticks, late_ticks);
     }
     CC_AADD(r->busy, busy);
     CC_AADD(r->calls, 1);

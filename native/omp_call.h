@@ -27,15 +27,18 @@
 
 /* What one member leaves for the join: where its share ended and how long it ran.  Tasks
  * a member runs after its share ends (in the runtime's closing barrier) are work, not idle
- * time: its thread and its task ticks at the end, read at the join.  Half a cache line
- * each: in arrays per field, eight members' stores met in each line at every region's end
- * (and members 0 and 1 stored into the line every member reads at its start).  Not a
- * whole line each: the call lives on the forking thread's stack, and 64 bytes a member
- * would double it to 16 KiB, too much for a thread made with a small stack. */
+ * time: its thread's slot (-1: none), and its task ticks and task count at the end (the
+ * count's low 32 bits: a difference is all the join needs), read at the join.  Half a
+ * cache line each: in arrays per field, eight members' stores met in each line at every
+ * region's end (and members 0 and 1 stored into the line every member reads at its
+ * start).  Not a whole line each: the call lives on the forking thread's stack, and 64
+ * bytes a member would double it to 16 KiB, too much for a thread made with a small stack. */
 struct cc_member_end {
     uint64_t end, busy, task0;
-    struct cc_thread *thr;
+    int32_t slot;
+    uint32_t tasks0;
 } __attribute__((aligned(32)));
+_Static_assert(sizeof(struct cc_member_end) == 32, "half a cache line per member");
 
 /* Shared by the team: the master fills region/team/t0, each member its own slot of
  * ``ends`` (written before the implicit barrier, read by the master after it: no
@@ -117,7 +120,7 @@ static inline void cc_sample_next(struct cc_thread *t) {
 static inline void cc_close_single(struct cc_thread *t, uint64_t now) {
     if (t->single_t0) {
         /* Tasks the single thread ran, or waited for in taskwait, were parallel work. */
-        uint64_t span = now - t->single_t0, other = t->task_ticks + t->taskwait_ticks - t->single_task0;
+        uint64_t span = now - t->single_t0, other = t->n.task_ticks + t->taskwait_ticks - t->single_task0;
         CC_ADD(cc_counts(t)->single, span > other ? span - other : 0);
         t->single_t0 = 0;
     }
@@ -125,7 +128,7 @@ static inline void cc_close_single(struct cc_thread *t, uint64_t now) {
 
 /* Where a single block starts: its time, and the task time it must not count. */
 static inline void cc_open_single(struct cc_thread *t) {
-    t->single_task0 = t->task_ticks + t->taskwait_ticks;
+    t->single_task0 = t->n.task_ticks + t->taskwait_ticks;
     t->single_t0 = cc_now();
 }
 

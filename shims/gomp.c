@@ -102,9 +102,9 @@ static const char critical_anon, atomic_lock, ordered_turn;
             return g->name();                                                                \
         uint64_t t0 = cc_now();                                                              \
         cc_close_single(t, t0);                                                              \
-        uint64_t k0 = t->task_ticks;                                                         \
+        uint64_t k0 = t->n.task_ticks;                                                       \
         g->name();                                                                           \
-        uint64_t w = cc_now() - t0, k = t->task_ticks - k0; /* tasks run while waiting */    \
+        uint64_t w = cc_now() - t0, k = t->n.task_ticks - k0; /* tasks run while waiting */  \
         cc_note(t, CC_STALL_OMPBARRIER, w > k ? w - k : 0, 0);                               \
     }
 
@@ -167,9 +167,10 @@ bool GOMP_single_start(void) {
 }
 
 /* ---- explicit tasks ----------------------------------------------------------------- *
- * Each task runs through task_trampoline, which times it (outermost task per thread):
- * libgomp runs queued tasks inside barriers and at a region's end, and the wrappers take
- * those ticks out of the wait.  The task's argument block gets a header in front holding
+ * Each task runs through task_trampoline, which counts it and times it (outermost task per
+ * thread): libgomp runs queued tasks inside barriers and at a region's end, and the
+ * wrappers take those ticks out of the wait.  GOMP_task's own time (creating one) is
+ * counted apart: with tasks of a microsecond or less it is where the runtime's time goes.  The task's argument block gets a header in front holding
  * the real function; the program's own block follows, aligned as it asked, and is built
  * by its own copy function (or copied) exactly as libgomp would.  Flags whose blocks
  * libgomp reads or writes itself (detach, in_reduction) and taskloops (whose bounds
@@ -210,8 +211,10 @@ static void task_trampoline(void *arg) {
     t->task_depth--;
     uint64_t el = cc_now() - t0;
     t->child_ticks = outer + el;
+    struct cc_counts *n = cc_counts(t);
+    CC_ADD(n->tasks, 1);
     if (t->task_depth == 0)
-        CC_ADD(t->task_ticks, el);
+        CC_ADD(n->task_ticks, el);
 }
 
 void GOMP_task(cc_outlined_fn fn, void *data, void (*cpyfn)(void *, void *), long arg_size, long arg_align,
@@ -226,8 +229,14 @@ void GOMP_task(cc_outlined_fn fn, void *data, void (*cpyfn)(void *, void *), lon
     long align = arg_align > (long)_Alignof(struct task_head) ? arg_align : (long)_Alignof(struct task_head);
     long pad = ((long)sizeof(struct task_head) + align - 1) / align * align;
     struct task_src src = {fn, cpyfn, data, pad, arg_size};
+    /* Creating it (allocation, the copy, the team's task queue and its lock) is the
+     * runtime's time, not the program's; a task the runtime ran at once (if(0), a full
+     * queue) is the task's. */
+    uint64_t t0 = cc_now(), k0 = t->child_ticks;
     g->GOMP_task(task_trampoline, &src, task_copy, pad + arg_size, align, if_clause, flags, depend, priority,
                  detach);
+    uint64_t el = cc_now() - t0, k = t->child_ticks - k0;
+    CC_ADD(cc_counts(t)->spawn_ticks, el > k ? el - k : 0);
 }
 
 /* Waiting for child tasks: the tasks run meanwhile are work; the rest is a wait (for other

@@ -276,7 +276,7 @@ static void on_sync_region_wait(int kind, int endpoint, ompt_data_t *parallel, o
     uint64_t now = cc_now();
     if (endpoint == ompt_scope_begin) {
         o->barrier_t0 = now;
-        o->barrier_k0 = t->task_ticks;
+        o->barrier_k0 = t->n.task_ticks;
         if (join_or_construct && m && m->open)
             cc_member_leave(m, t, now); /* perhaps the join: the member's work ends here */
         else
@@ -288,7 +288,7 @@ static void on_sync_region_wait(int kind, int endpoint, ompt_data_t *parallel, o
         return; /* its wait is the member's idle time at the join: imbalance */
     if (m && !m->open && join_or_construct)
         cc_member_resume(m, t);
-    uint64_t w = now - o->barrier_t0, k = t->task_ticks - o->barrier_k0; /* tasks run while waiting */
+    uint64_t w = now - o->barrier_t0, k = t->n.task_ticks - o->barrier_k0; /* tasks run while waiting */
     cc_note(t, CC_STALL_OMPBARRIER, w > k ? w - k : 0, 0);
 }
 
@@ -315,7 +315,10 @@ static void on_task_schedule(ompt_data_t *prior, int prior_status, ompt_data_t *
         return;
     uint64_t now = cc_now();
     if (prior && prior->ptr == &explicit_mark && o->task_t0) {
-        CC_ADD(t->task_ticks, now - o->task_t0);
+        struct cc_counts *n = cc_counts(t);
+        CC_ADD(n->task_ticks, now - o->task_t0);
+        if (prior_status == ompt_task_complete)
+            CC_ADD(n->tasks, 1);
         o->task_t0 = 0;
     }
     if (next && next->ptr == &explicit_mark)

@@ -28,6 +28,7 @@ enum { /* callback events */
 enum { ompt_scope_begin = 1, ompt_scope_end = 2 };
 enum { ompt_set_never = 1 }; /* results above it: the callback is (at least sometimes) made */
 enum { ompt_task_initial = 0x1, ompt_task_explicit = 0x4 };
+enum { ompt_task_complete = 1 }; /* ompt_task_status_t: the task ended (its last stretch) */
 typedef struct ompt_frame_s ompt_frame_t;
 enum { ompt_parallel_league = 0x40000000 };
 /* Barrier kinds; 1 and 2 are deprecated in 5.1 but old runtimes (LLVM 14) still send 2

@@ -562,3 +562,53 @@ def test_the_runtime_predictor_takes_the_latency_from_its_window():
     alone = predict_window([fine, proc], 16, 16, 16, {})
     assert "barrier_latency" in preds[0].fitted and "barrier_latency" not in alone[0].fitted
     assert preds[0].speedup[15] < alone[0].speedup[15]
+
+
+# ---- explicit tasks: libgomp's task queue ---------------------------------------------------
+def task_region(tasks, work, spawn, waits=0.0, threads=2, calls=1) -> dict:
+    """A task-parallel region at ``threads``: ``tasks`` tasks doing ``work`` thread-s in all,
+    ``spawn`` thread-s creating them and ``waits`` at taskwaits and barriers."""
+    r = region(threads=threads, busy=work + spawn + waits, calls=calls, omp_barrier=waits,
+               acq={"omp_barrier": tasks // 2})
+    r.update(tasks=tasks, task_s=work + spawn, task_spawn_s=spawn)
+    return r
+
+
+def test_fine_grained_tasks_take_their_creating_time_out_of_one_threads_work():
+    """BOTS knapsack's shape (tasks of 0.2 us, half of it creating their children): T(1) is the work
+    without the creating time, and no team beats the queue, whose service is that time
+    (S(n) <= work / creating time at every n); the band's high end keeps the reading that
+    counted the creating time as work (the prediction before tasks were counted)."""
+    r = task_region(tasks=10_000_000, work=1.0, spawn=1.0, waits=0.5)
+    new = region_contention(r, 16, 16)
+    old = region_contention({k: v for k, v in r.items() if not k.startswith("task")}, 16, 16)
+    assert new.work_s == pytest.approx(1.0, rel=1e-6) and old.work_s == pytest.approx(2.0, rel=1e-6)
+    assert "task_queue" in new.fitted and "tasks of 0.2 us, created in 0.1 us" in new.basis
+    for i, n in enumerate(new.threads):
+        if n > 1:
+            assert new.speedup[i] <= 1.0 / 1.0 * (1 + 1e-9)  # work / creating time
+            assert new.low[i] <= new.speedup[i] < old.speedup[i] <= new.high[i]
+    assert new.speedup[-1] < 0.5 * old.speedup[-1]
+
+
+def test_coarse_tasks_predict_as_before():
+    """Tasks of a millisecond, created in a microsecond: both changes are a sliver."""
+    r = task_region(tasks=1000, work=1.0, spawn=1e-3, waits=0.05)
+    new = region_contention(r, 16, 16)
+    old = region_contention({k: v for k, v in r.items() if not k.startswith("task")}, 16, 16)
+    assert new.speedup == pytest.approx(old.speedup, rel=0.01)
+
+
+def test_recordings_without_task_counters_or_at_one_thread_keep_the_old_model():
+    """No counters (recordings made before they existed), none counted, or a team of one:
+    exactly the model that was."""
+    r = task_region(tasks=10_000_000, work=1.0, spawn=1.0, waits=0.5)
+    plain = {k: v for k, v in r.items() if not k.startswith("task")}
+    base = region_contention(plain, 16, 16)
+    for changed in ({"tasks": 0}, {"task_spawn_s": 0.0}):
+        p = region_contention({**r, **changed}, 16, 16)
+        assert (p.speedup, p.low, p.high, p.basis) == (base.speedup, base.low, base.high, base.basis)
+    one = task_region(tasks=10_000_000, work=1.0, spawn=1.0, threads=1)
+    p = region_contention(one, 16, 16)
+    q = region_contention({k: v for k, v in one.items() if not k.startswith("task")}, 16, 16)
+    assert (p.speedup, p.basis) == (q.speedup, q.basis)

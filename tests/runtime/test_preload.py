@@ -972,6 +972,54 @@ def test_task_work_is_not_barrier_wait(build, lib, tmp_path):
     assert region["counters"]["serial_s"] < 0.2 * busy  # the single block made tasks, it was not serial work
 
 
+
+LATE_TASKS_C = r"""
+#include <stdio.h>
+static double spin(int i) {
+    double s = i;
+    for (int k = 0; k < 2000; k++)
+        s = s * 0.999 + 1e-3;
+    return s;
+}
+int main(void) {
+    double out[100] = {0};
+#pragma omp parallel
+#pragma omp single nowait /* no barrier after it: the tasks run in the region's closing one */
+    for (int i = 0; i < 100; i++) {
+#pragma omp task firstprivate(i) shared(out)
+        out[i] = spin(i);
+    }
+    double s = 0;
+    for (int i = 0; i < 100; i++)
+        s += out[i];
+    printf("%.3f\n", s);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("threads", ["1", "2", "3"])
+def test_tasks_are_counted_exactly(build, lib, tmp_path, threads):
+    """Every explicit task is counted once, in its region and in the process, whichever
+    thread runs it and wherever: in a taskwait, in the barrier after a single block, in the
+    region's closing barrier (after the members folded their counts: the join adds them),
+    at once (if(0), or outside any region: the process's only).  omp_tasks at depth 4: a
+    tree of 2^5 - 2 tasks and 5 more in the single block; and 1 before the region."""
+    tree = build("omp_tasks", EXAMPLES / "omp_tasks.c", "-fopenmp")
+    late = build("omp_late_tasks", LATE_TASKS_C, "-fopenmp")
+    env = clean_env(OMP_NUM_THREADS=threads)
+    for prog, args, in_region, outside in ((tree, ["4", "1000"], 2 ** 5 - 2 + 5, 1), (late, [], 100, 0)):
+        out = tmp_path / f"{prog.name}.jsonl"
+        proc = run([prog, *args], env=env, preload=lib, output=out, quiet="1")
+        assert proc.returncode == 0 and proc.stdout == run([prog, *args], env=env).stdout
+        (region,) = events(read_lines(out), "region")
+        (process,) = events(read_lines(out), "process")
+        assert region["counters"]["tasks"] == in_region, prog.name
+        assert process["counters"]["tasks"] == in_region + outside, prog.name
+        assert region["counters"]["task_s"] > 0 and region["counters"]["task_spawn_s"] > 0
+        assert process["counters"]["task_s"] >= region["counters"]["task_s"]
+
+
 # ---- threads that never call a wrapped function -------------------------------------------
 PHASES_C = r"""
 #include <pthread.h>

@@ -15,7 +15,8 @@ import pytest
 from corecast.model.runtime import kernelmodel
 from corecast.recording import record
 from corecast.recording.abi import STALLS
-from corecast.recording.record import (SCHEMA, TEAM_SHARE, ProcessSample, RegionSample, hardware_from_struct, region_from_struct,
+from corecast.recording.record import (SCHEMA, TEAM_SHARE, ProcessSample, RegionSample, hardware_from_struct, region_from_json,
+                                           region_from_struct,
                                            team_of)
 from corecast.tools.samples import read_recording
 
@@ -61,6 +62,7 @@ def _struct(ffi, name: bytes):
     g.hist[1].threads, g.hist[1].calls, g.hist[1].wall_s = 4, 8, 0.7
     g.hist_probes[0], g.probe_calls = 2, 2
     g.runq_other_s, g.team_threads = 0.05, 4
+    g.tasks, g.task_s, g.task_spawn_s = 12345678901, 2.5, 0.75
     return g
 
 
@@ -82,6 +84,25 @@ def test_the_live_bridge_decodes_exactly_the_record(name):
     for table in ("stalls_s", "acquisitions", "contended", "hold_s", "bytes"):
         assert tuple(sample[table]) == STALLS
     assert sample["hist"] == [(2, 2, 0.3), (4, 8, 0.7)] and sample["probes"] == {2: 2}
+    assert (sample["tasks"], sample["task_s"], sample["task_spawn_s"]) == (12345678901, 2.5, 0.75)
+
+
+def test_task_counters_read_back_and_stay_absent_in_older_lines():
+    """The explicit-task counters are keys added to schema 4: a line that has them gives
+    them exactly, one written before them gives none (the model then reads busy time as
+    before), and a bad value is one clear error."""
+    line = {"event": "region", "schema": 4, "pid": 1, "runtime": "openmp", "name": "f._omp_fn.0",
+            "calls": 2, "threads": 2, "wall_s": 1.0, "stalls_s": {},
+            "counters": {"busy_s": 2.0, "serial_s": 0.0, "tasks": 12345678901, "task_s": 1.5,
+                         "task_spawn_s": 0.25}}
+    sample = region_from_json(line)
+    assert (sample["tasks"], sample["task_s"], sample["task_spawn_s"]) == (12345678901, 1.5, 0.25)
+    for key in ("tasks", "task_s", "task_spawn_s"):
+        del line["counters"][key]
+    assert not {"tasks", "task_s", "task_spawn_s"} & set(region_from_json(line))
+    line["counters"].update(tasks=-1, task_s=1.0, task_spawn_s=0.0)
+    with pytest.raises(ValueError, match="tasks"):
+        region_from_json(line)
 
 
 @pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: f"{p.parent.name}/{p.stem}")

@@ -90,6 +90,10 @@ class RegionSample(_Required, total=False):
     hold_s: dict[str, float]  # thread-s of lock hold time per category; serial_s = sum + single_s
     # Absent in schema-1 and -2 recordings and in kernels' samples:
     bytes: dict[str, int]     # payload bytes moved per category (MPI: sent plus received)
+    # Absent in recordings made before the library counted explicit tasks (added to schema 4):
+    tasks: int                # explicit OpenMP tasks run (libgomp's GOMP_task, or OMPT)
+    task_s: float             # thread-s in them (outermost task per thread: its nested tasks and waits inside)
+    task_spawn_s: float       # thread-s creating them (GOMP_task less tasks it ran at once; OMPT: 0)
 
 
 class ProcessSample(RegionSample, total=False):
@@ -139,6 +143,9 @@ def region_from_struct(ffi: object, g: object, hardware: dict[str, float] | None
         "hist": [(g.hist[i].threads, g.hist[i].calls, g.hist[i].wall_s) for i in range(g.nhist)],
         "probe_calls": g.probe_calls,
         "probes": {g.hist[i].threads: g.hist_probes[i] for i in range(g.nhist) if g.hist_probes[i]},
+        "tasks": g.tasks,
+        "task_s": g.task_s,
+        "task_spawn_s": g.task_spawn_s,
     }
     if ffi.string(g.name) != b"process":
         return region
@@ -233,6 +240,10 @@ def region_from_json(rec: dict) -> RegionSample | ProcessSample:
         region["hold_s"] = _per_category(counters, "hold_s")
     if isinstance(counters.get("bytes"), dict):  # schema 3: payload bytes (MPI)
         region["bytes"] = _per_category(counters, "bytes", int)
+    if "tasks" in counters:  # added to schema 4: explicit tasks
+        region["tasks"] = _int(counters, "tasks")
+        region["task_s"] = _num(counters, "task_s")
+        region["task_spawn_s"] = _num(counters, "task_spawn_s")
     if name != "process":
         return region
     process: ProcessSample = {**region}

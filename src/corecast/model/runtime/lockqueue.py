@@ -92,6 +92,13 @@ class TeamModel:
         self.latency = latency    # the part of i0 that is the barriers' own latency
 
 
+def copy_station(s: Station) -> Station:
+    """A station with its fits, to refit in another model without touching this one's."""
+    c = Station(s.name, s.visits, s.hold, s.wait, s.evidence, s.multi)
+    c.handoff, c.copies, c.cv = s.handoff, s.copies, s.cv
+    return c
+
+
 def copy_model(m: TeamModel, **changes) -> TeamModel:
     c = TeamModel(m.n0, m.cores, m.serial, m.par, m.stations, m.idle, m.overhead, m.latency)
     for k, v in changes.items():
