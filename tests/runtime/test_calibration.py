@@ -258,6 +258,11 @@ def test_calibrate_writes_a_file_runs_use(tmp_path):
     """The compiled kernels, run for real but tiny (--quick): shapes and sanity only."""
     env = clean_env(XDG_CACHE_HOME=str(tmp_path / "cache"))
     out = corecast("calibrate", "--max", "2", "--quick", env=env)
+    if out.returncode == 2 and "the machine was busy" in out.stderr:
+        # a loaded machine is told apart, as calibrate must (one line, no file); the test
+        # of a busy measurement is test_a_busy_measurement_is_one_line_and_no_file
+        assert out.stderr.count("\n") == 1
+        pytest.skip("this machine is busy itself: calibrate said so")
     assert out.returncode == 0, out.stderr
     written = tmp_path / "cache" / "corecast" / "calibration.json"
     assert f"written to {written}" in out.stdout and "threads unbound" in out.stdout
@@ -482,3 +487,15 @@ def test_a_note_cuts_the_basis_between_items_not_inside_a_word():
     assert cut == "contention model: lock queues, imbalance, serial work; no evidence at 1 thread"
     assert with_note("short", "; x") == "short; x"
     assert len(with_note("x" * 200, "; n")) == BASIS_LEN  # no separator: cut where it must
+
+
+def test_a_busy_measurement_is_one_line_and_no_file(tmp_path, monkeypatch):
+    """A team that beats one thread per thread (the 2-core VM under other sessions' load
+    measured 2.09 and 4.94 at 2 threads) is a disturbed measurement: one line, no file,
+    rather than a file the reader refuses."""
+    from corecast.tools import calibrate as cal
+
+    times = iter([1.0] + [3.0, 1.0] * 10)  # the trial, then one thread 3x slower than two
+    monkeypatch.setattr(cal, "_checked", lambda seconds, n, what: next(times))
+    with pytest.raises(cal.CalibrateError, match="the machine was busy: 2 threads ran the compute kernel 3.00x"):
+        cal.measure(2, quick=True)

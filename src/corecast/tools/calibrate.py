@@ -128,6 +128,9 @@ def _checked(seconds: float, threads: int, what: str) -> float:
     return max(seconds, 1e-9)
 
 
+BUSY_EFFICIENCY = 1.5  # a team's per-thread speed over one thread's beyond which the run was disturbed
+
+
 def measure(most: int | None = None, quick: bool = False) -> dict:
     """The calibration of this machine up to ``most`` threads (default: the CPUs this
     process may run on), as the file holds it (``machine.calibration.parse`` reads it)."""
@@ -147,6 +150,13 @@ def measure(most: int | None = None, quick: bool = False) -> dict:
         for n in counts:
             best[n] = min(best[n], _checked(lib.cc_cal_compute(n, iterations), n, "compute"))
     gflops_1 = iterations * lib.cc_cal_flops_per_iteration() / best[1] / 1e9
+    # Each thread does the same work, so a team cannot beat one thread by much; a team
+    # that did (the file's bound is 2) measured a machine busy with something else, and
+    # such a file would be refused when read.  Say so now rather than write it.
+    for n in counts:
+        if best[1] / best[n] > BUSY_EFFICIENCY:
+            raise CalibrateError(f"the machine was busy: {n} threads ran the compute kernel "
+                                 f"{best[1] / best[n]:.2f}x as fast per thread as one; run it on an idle machine")
 
     llc = llc_bytes()
     footprint = QUICK["bytes"] if quick else triad_bytes(llc)
