@@ -32,6 +32,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent / "corpus16"))
+import sources  # noqa: E402  (corpus16/sources.py: the same fetched-mirror layout)
+
 ROOT = Path(__file__).resolve().parents[1]
 REPO = "cavazos-lab/PolyBench-ACC"
 COMMIT = "70ea4ca9047dc4ec9c3ca79b4c91b3b2cc1510e7"
@@ -92,11 +95,11 @@ def read_source(kernel: SuiteKernel, dest: Path) -> str:
 
 
 def git_dir(mirror: Path, repo: str) -> Path:
-    base = mirror / repo.replace("/", "+")
-    for cand in (base / "repo", base / "repo" / ".git", base):
-        if (cand / "HEAD").is_file() and (cand / "objects").is_dir():
-            return cand
-    raise SuiteError(f"{repo}: no git directory under {base} (fetch github:{repo} first)")
+    """The fetched git directory of ``repo`` under ``mirror`` (corpus16/sources.py's)."""
+    try:
+        return sources.git_dir(mirror, repo)
+    except sources.SourceError as exc:
+        raise SuiteError(str(exc)) from None
 
 
 def export(mirror: Path, dest: Path, kernels: tuple[SuiteKernel, ...] = KERNELS) -> list[Path]:
