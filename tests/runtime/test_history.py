@@ -170,3 +170,42 @@ def test_t1_from_busy_time_at_n0_carries_the_machines_loss_there():
     assert "machine_loss" in pred.fitted
     probed = with_hist(region(threads=16, busy=1.6, calls=100), [(16, 100, 0.1), (1, 2, 0.02)])
     assert "machine_loss" not in predict(probed, earlier=[(1, 2, 0.02)]).fitted
+
+
+def test_two_team_sizes_beyond_them_draw_two_laws_without_scipy():
+    """Two team sizes and a target past them (a program that changes its team, --target 64
+    on a small machine): Amdahl's law and a power law through the two points, their
+    geometric mean and the pair as the band, and no fit: scipy stays unloaded (auto over
+    two points took half a second of CPU at the program's exit on the 2-core VM)."""
+    import subprocess
+    import sys
+
+    code = """
+import math, sys
+from corecast.model.runtime.history import RegionHistory, extrapolate
+h = RegionHistory()
+# 1 thread: 10 ms per call; 2 threads: 6 ms (Amdahl: s = 2 ms, p = 8 ms)
+h.update({"hist": [(1, 10, 0.10), (2, 10, 0.06)], "stalls_s": {}})
+pred = extrapolate(h, 64)
+i = pred.threads.index(64)
+amdahl, power = 10 / (2 + 8 / 64), 64 ** math.log2(10 / 6)
+assert math.isclose(pred.low[i], min(amdahl, power), rel_tol=1e-9), pred.low[i]
+assert math.isclose(pred.high[i], max(amdahl, power), rel_tol=1e-9), pred.high[i]
+assert math.isclose(pred.speedup[pred.threads.index(2)], 10 / 6, rel_tol=1e-9)
+assert pred.low[i] < pred.speedup[i] < pred.high[i]
+assert pred.basis.startswith("history: 2 team sizes (1, 2), Amdahl and a power law")
+assert "scipy" not in sys.modules and "numpy" not in sys.modules, sorted(sys.modules)
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_two_team_sizes_whose_line_goes_below_zero_give_no_history():
+    from corecast.model.runtime.history import extrapolate
+
+    h = RegionHistory()
+    # 10 ms at 1 thread, 1 ms at 4 (super-linear): Amdahl's line T(n) = -2 + 12/n goes
+    # below zero, so two points tell nothing it can extend
+    h.update({"hist": [(1, 10, 0.10), (4, 10, 0.01)], "stalls_s": {}})
+    assert extrapolate(h, 64) is None

@@ -119,6 +119,8 @@ def extrapolate(history: RegionHistory, target: int) -> TeamPrediction | None:
     counts = prediction_counts(target)
     if 1 in measured and max(measured) >= max(counts):
         return interpolate(history, counts)
+    if len(measured) == 2:
+        return two_sizes(history, counts)
     load_numeric()  # numpy/scipy: only for regions run at several sizes, beyond them
     from ..curve.prediction import predict
 
@@ -145,6 +147,36 @@ def extrapolate(history: RegionHistory, target: int) -> TeamPrediction | None:
     # ESTIMA names the future bottleneck when it was one of auto's members.
     return TeamPrediction(counts, speedup, low, high, preferred_count(counts, speedup), basis, [],
                           pred.extras.get("future_bottleneck"), work_s=t1 * calls)
+
+
+def two_sizes(history: RegionHistory, counts: list[int]) -> TeamPrediction | None:
+    """Speedups from two team sizes a < b: two points fix a two-parameter law and cannot
+    choose between them, so both are drawn through them, Amdahl's T(n) = s + p/n (the gain
+    saturates) and a power law T(n) = T(a) (n/a)^-k (it goes on), their geometric mean the
+    speedup and the pair the band.  No fit, so no numpy or scipy: auto's members over two
+    points ran scipy at the program's exit for half a second of CPU (``--target 64`` of a
+    program that changes its team size, on the 2-core VM) and fitted nothing two points do
+    not already fix.  None where Amdahl's line puts a time at or below zero."""
+    (a, (ca, wa)), (b, (cb, wb)) = sorted(history.measured().items())
+    ta, tb = wa / ca, wb / cb
+    p = (ta - tb) / (1 / a - 1 / b)
+    serial = ta - p / a
+    k = math.log(ta / tb) / math.log(b / a)
+    amdahl = {n: serial + p / n for n in counts}
+    if min(amdahl.values()) <= 0:
+        return None
+    power = {n: ta * (n / a) ** -k for n in counts}
+    t1 = math.sqrt(amdahl[1] * power[1])
+    speedup, low, high = [], [], []
+    for n in counts:
+        pair = (amdahl[1] / amdahl[n], power[1] / power[n])
+        speedup.append(t1 / math.sqrt(amdahl[n] * power[n]))
+        low.append(min(pair))
+        high.append(max(pair))
+    calls = sum(c for c, _ in history.seen.values())
+    basis = f"history: 2 team sizes ({a}, {b}), Amdahl and a power law through them"
+    return TeamPrediction(counts, speedup, low, high, preferred_count(counts, speedup), basis, [],
+                          work_s=t1 * calls)
 
 
 def interpolate(history: RegionHistory, counts: list[int]) -> TeamPrediction:
