@@ -43,8 +43,10 @@ cp .dev/commit.txt /tmp/c16/corecast-commit.txt 2>/dev/null
 tar czf "$OUT/c16.tgz" -C /tmp/c16 --exclude=./work .
 tail -3 "$OUT/corpus.log"; echo "corpus done at $(el) s"
 L=$(( DL - $(el) - ${GPU_S:-0} - ${OCLCU_S:-0} - 5 ))
-[ "$STEER_S" -gt 0 ] && [ $L -gt 20 ] && timeout $L $PY benchmarks/steer_suite.py --runs ${STEER_RUNS:-9} --threads ${STEER_T:-16} --npb .dev/npb/bin --bin /tmp/bin --json-out "$OUT/steer_suite.json" > "$OUT/steer_suite.txt" 2>&1
-echo "steer_suite rc $? at $(el) s"; tail -40 "$OUT/steer_suite.txt"
+if [ "$STEER_S" -gt 0 ] && [ $L -gt 20 ]; then
+  timeout $L $PY benchmarks/steer_suite.py --runs ${STEER_RUNS:-9} --threads ${STEER_T:-16} --npb .dev/npb/bin --bin /tmp/bin --json-out "$OUT/steer_suite.json" > "$OUT/steer_suite.txt" 2>&1
+  echo "steer_suite rc $? at $(el) s"; tail -40 "$OUT/steer_suite.txt"
+fi
 # Issue #42 on pocl (the CPU device, /etc/OpenCL/vendors' ICD): the examples, the in-house
 # and the suite's kernels at 1..16 compute units; the budget two thirds of OCLCU_S, the
 # rest the children's starts (opencl_cu.py's docstring).
