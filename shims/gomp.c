@@ -170,9 +170,10 @@ bool GOMP_single_start(void) {
  * Each task runs through task_trampoline, which counts it and times it (outermost task per
  * thread): libgomp runs queued tasks inside barriers and at a region's end, and the
  * wrappers take those ticks out of the wait.  GOMP_task's own time (creating one) is
- * counted apart: with tasks of a microsecond or less it is where the runtime's time goes.  The task's argument block gets a header in front holding
- * the real function; the program's own block follows, aligned as it asked, and is built
- * by its own copy function (or copied) exactly as libgomp would.  Flags whose blocks
+ * counted apart: with tasks of a microsecond or less it is where the runtime's time goes.
+ * The task's argument block gets a header in front holding the real function; the
+ * program's own block follows, aligned as it asked, and is built by its own copy function
+ * (or copied) exactly as libgomp would.  Flags whose blocks
  * libgomp reads or writes itself (detach, in_reduction) and taskloops (whose bounds
  * libgomp writes at the block's start) pass straight through. */
 #define TASK_FLAGS_WRAPPED (1u << 0 | 1u << 1 | 1u << 2 | 1u << 3 | 1u << 4 | 1u << 10)

@@ -48,6 +48,15 @@ SAMPLE_WALL = 10  # a sample also ends this many windows (wall clock) after the 
 SCAN_LIMIT = 64   # launches in flight looked at per tick before giving up on the rest
 
 
+def thread_cpu_ns(tid: int) -> int | None:
+    """The CPU time of this process's thread ``tid`` (its CPU clock: the kernel's
+    MAKE_THREAD_CPUCLOCK(tid, CPUCLOCK_SCHED)), or None when it is gone."""
+    try:
+        return time.clock_gettime_ns((~tid << 3) | 6)
+    except OSError:
+        return None
+
+
 class Sampler:
     """The kernels' records, their launches waiting to be resolved, the snapshots of the
     runtime's threads and the thread that takes them."""
@@ -162,9 +171,8 @@ class Sampler:
         tids = self._runtime_tids()
         busy = 0
         for tid in tids:
-            try:
-                v = time.clock_gettime_ns((~tid << 3) | 6)  # the thread's CPU clock
-            except OSError:
+            v = thread_cpu_ns(tid)
+            if v is None:
                 continue  # gone: its last value stays in the sum
             if v > self.cpu_last.get(tid, 0):
                 busy += 1
@@ -299,10 +307,8 @@ class Sampler:
         tids = listed - {t.native_id for t in threading.enumerate()}
 
         def cpu_s(tid: int) -> float | None:
-            try:
-                return time.clock_gettime_ns((~tid << 3) | 6) * 1e-9  # the thread's CPU clock
-            except OSError:
-                return None  # gone
+            ns = thread_cpu_ns(tid)
+            return None if ns is None else ns * 1e-9
 
         runtime = [c for c in map(cpu_s, tids) if c is not None]
         seen.runtime_threads, seen.runtime_cpu_s = len(runtime), sum(runtime)

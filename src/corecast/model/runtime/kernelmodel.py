@@ -265,8 +265,9 @@ def few_groups(pred, groups: int, sampled: int, busy: float | None) -> None:
     """``pred`` (in place) for a kernel of ``groups`` work-groups per launch, sampled at
     ``sampled`` compute units with ``busy`` of them busy on average.
 
-    No more than ``groups`` units are ever busy, so no count gains more.  A work-group runs on one compute unit from its start to its end.  From ``groups``
-    units on, every work-group has a unit of its own and a launch lasts as long as its
+    No more than ``groups`` units are ever busy, so no count gains more.  A work-group runs
+    on one compute unit from its start to its end.  From ``groups`` units on, every
+    work-group has a unit of its own and a launch lasts as long as its
     largest work-group: more units cannot shorten it, so the speedup, band and all, stays
     what it is at ``groups`` (not ``groups`` itself: that holds only when the work-groups
     carry equal work, which the sample does not show).  Below ``groups`` the work per
@@ -275,7 +276,6 @@ def few_groups(pred, groups: int, sampled: int, busy: float | None) -> None:
     multiprocessing timing anomalies", SIAM J. Appl. Math. 1969) then bounds a launch on
     n units by B/n + (1 - 1/n) T0, B the busy compute-unit time (``busy`` x T0): the band's
     low end reaches that speedup, 1 / (1/n + (1 - 1/n) / busy), at counts above the sampled one."""
-    # At most ``groups`` units are ever busy: no count gains more than that.
     pred.speedup = [min(v, groups) for v in pred.speedup]
     pred.low = [min(v, groups) for v in pred.low]
     pred.high = [min(v, groups) for v in pred.high]
