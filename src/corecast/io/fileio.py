@@ -8,7 +8,6 @@ profiled programs (numpy is imported where measurements are built).
 from __future__ import annotations
 
 import errno
-import json
 import math
 import os
 import re
@@ -171,6 +170,8 @@ def parse_json(text: str, path: str | os.PathLike, what: str = "valid JSON", hin
     one line naming the file, the place and "not WHAT", with ``hint`` (what was expected)
     after a second value (e.g. JSON Lines given where one object belongs).  ``line``:
     ``text`` is that line of a JSON Lines file."""
+    import json  # here: `corecast run` reads no JSON before it starts the program
+
     name = shown(path) if line is None else f"{shown(path)}: line {line}"
     try:
         return json.loads(text)
