@@ -170,3 +170,29 @@ def test_target_machine_exit_imports_no_heavy_standard_modules():
     """)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout.splitlines()[-1]) == []
+
+
+def test_target_machine_exit_imports_neither_json_nor_re():
+    # What the model's own interpreter (no site, as native/model/model_glue.c starts it)
+    # does at a --target-machine exit: the bridge, the machine file read, the memory-rate
+    # fit and a node answer's JSON.  The json package, with re and enum, cost that exit
+    # 35M instructions (issue #40).
+    import corecast
+
+    root = os.path.dirname(os.path.dirname(corecast.__file__))
+    code = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {root!r})
+        from corecast.runtime.bridge import predict_sample
+        from corecast.model.machine.numa import path_of
+        from corecast.model.runtime.numa import NumaState, fitted_rates, members
+        state = NumaState(path_of("opteron6380"))
+        assert state.machine is not None, state.error
+        rates, _ = fitted_rates([(1, 0.01), (2, 0.006)], state.machine)
+        print(members(state.machine, [1.0, 1.5], 2, "basis", [], ["llc"], rates, [], {{"teams": [1, 2]}}, None))
+        print(sorted(m for m in sys.modules if m.split(".")[0] in ("json", "re", "enum")))
+    """)
+    r = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, timeout=TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    assert '"preferred_nodes":2' in r.stdout
+    assert ast.literal_eval(r.stdout.splitlines()[-1]) == []
