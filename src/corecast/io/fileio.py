@@ -216,7 +216,7 @@ def _json_c_loads(text: str) -> object:
         from _json import make_scanner
     except ImportError:
         return _UNPARSED
-    if text.startswith("\ufeff"):
+    if not isinstance(text, str) or text.startswith("\ufeff"):
         return _UNPARSED
     start = len(text) - len(text.lstrip(_WHITESPACE))
     try:
