@@ -258,6 +258,13 @@ def process_team(process: ProcessSample, cores: int | None = None) -> int:
     return max(n0, min(math.ceil(ran - CONCURRENCY_SLACK), bound))
 
 
+def repeated_pthread_barriers(process: ProcessSample, n0: int) -> bool:
+    """Whether the process's threads passed its pthread barriers more than once each, on
+    average (``MIN_LATENCY_CALLS`` episodes: what a region's latency bound needs too)."""
+    passed = float((process.get("acquisitions") or {}).get("pthread_barrier", 0) or 0)
+    return n0 >= 2 and passed >= MIN_LATENCY_CALLS * n0
+
+
 def process_contention(process: ProcessSample, target: int, cores: int,
                        target_cores: int | None = None) -> ContentionPrediction:
     """Contention model for a whole process with plain threads, measured on ``cores``
@@ -278,10 +285,10 @@ def process_contention(process: ProcessSample, target: int, cores: int,
     idle = float(st.get("pthread_barrier", 0.0)) / n0 / f0
     work = max(work, 1e-12)
     m = TeamModel(n0, cores, 0.0, work, stations, idle)
-    if float((process.get("acquisitions") or {}).get("pthread_barrier", 0) or 0) >= MIN_LATENCY_CALLS * n0:
-        # Barriers every thread passed more than once: the process's only barrier
-        # population, so its wait per episode bounds their latency (``barrier_latency``)
-        # and all of it is the repeated barriers' (``teamcurve``)
+    if repeated_pthread_barriers(process, n0):
+        # The process's one barrier population: its wait per episode bounds their latency
+        # (as ``barrier_latency``'s smallest does for regions), all of it at barriers
+        # passed again and again (``teamcurve``: it grows as the latest of n threads')
         m.latency, m.repeated = idle, 1.0
         fitted.add("barrier_latency")
     acquired = sum(s.visits for s in stations)

@@ -79,7 +79,7 @@ def _idle(m: TeamModel, n: int, variant: str) -> float:
     # A barrier passed many times per call waits each time for the latest of n threads'
     # delays (wake-ups, cache-line hand-offs), whose size does not shrink with the work:
     # that part grows as the latest of n draws, g (the band's high end keeps it constant)
-    grown = latency * (1.0 - m.repeated) + latency * m.repeated * g
+    grown = latency * (1.0 - m.repeated) + latency * m.repeated * repeated_growth(n, m.n0)
     proportional = spread * (m.n0 / n) * g
     random_spread = spread * math.sqrt(m.n0 / n) * g
     if variant == "high":
@@ -87,6 +87,13 @@ def _idle(m: TeamModel, n: int, variant: str) -> float:
     if variant == "low":
         return max(latency, grown) + max(proportional, random_spread, spread)
     return grown + random_spread
+
+
+def repeated_growth(n: int, n0: int) -> float:
+    """How the latency at barriers passed within a call grows from n0 to n threads: the
+    latest of n threads' delays against n0's, g(n)/g(n0) (``benchmarks/barrier_growth.py``
+    scores it against the alternatives leave-one-suite-out)."""
+    return _growth(n) / _growth(n0)
 
 
 def _overhead(m: TeamModel, n: int, variant: str) -> float:
