@@ -55,13 +55,17 @@ def exit_counts(python: str, triad: str, machine: str | None) -> tuple[int, int]
          f"print(PRELOAD); print(numa.path_of({machine or 'opteron6380'!r}))"],
         capture_output=True, text=True, check=True).stdout.split()
     env = {k: v for k, v in os.environ.items() if not k.startswith("CORECAST_")}
-    env.update(LD_PRELOAD=lib, OMP_NUM_THREADS="2")
+    # valgrind runs the model 20-50 times slower: the exit must wait for it, or the count
+    # stops where the exit gave up (CORECAST_EXIT_TIMEOUT_MS, 10 s by default)
+    env.update(LD_PRELOAD=lib, OMP_NUM_THREADS="2", CORECAST_EXIT_TIMEOUT_MS="600000")
     if machine:
         env.update(CORECAST_TARGET_MACHINE=path, CORECAST_TARGET="64")
     with tempfile.TemporaryDirectory() as tmp:
         base = Path(tmp) / "cg"
-        subprocess.run(["valgrind", "--tool=callgrind", "--separate-threads=yes", f"--callgrind-out-file={base}",
-                        triad, "40", "4"], env=env, capture_output=True)
+        r = subprocess.run(["valgrind", "--tool=callgrind", "--separate-threads=yes", f"--callgrind-out-file={base}",
+                            triad, "40", "4"], env=env, capture_output=True, text=True)
+        if "no predictions" in r.stderr or ("nodes:" not in r.stderr) == bool(machine):
+            raise SystemExit(f"the exit did not predict as asked: {r.stderr[-400:]}")
         for out in sorted(Path(tmp).glob("cg-*")):
             total = inclusive(out, "sampler.c:sampler_main ")
             if total is not None:
