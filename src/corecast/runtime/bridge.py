@@ -165,9 +165,9 @@ def _agreement(res: object, threads_best: int, cores_per_node: int) -> None:
     res.basis = _noted(short, f"; thread best {threads_best}: no memory model")
     why = (f"the thread table's best count ({threads_best} threads, {nodes} node(s)) has no memory model; "
            "the node model adds one and leaves the fork/join term to it")
-    import json  # here only: the bridge's imports are paid inside every profiled program
+    from ..io.fileio import json_text
 
-    res.json += ',"threads_differ":' + json.dumps(why)
+    res.json += ',"threads_differ":' + json_text(why)
 
 
 def _encode_nodes(ffi: object, out: object, res: object) -> None:
