@@ -47,6 +47,36 @@ def test_preferred_beyond_the_measured_range_only_where_the_band_gains():
     assert flat.preferred <= 8
 
 
+def test_an_answer_the_horizon_stopped_says_so(capsys):
+    n = np.arange(1, 9)
+    linear = corecast.predict(n, 100.0 * n, metric="throughput", method="amdahl", upto=32)
+    assert linear.preferred == 32
+    assert sum("bounded by the largest count asked (32)" in w for w in linear.warnings) == 1
+    # Weak scaling (the Caliper LULESH files' main): the work rate keeps rising, so the
+    # fastest count the band supports is wherever the horizon is.
+    ranks, times = [27, 64, 125, 216, 343], [47.238, 55.113, 56.238, 42.838, 52.588]
+    weak = corecast.predict(ranks, times, metric="time", scaling="weak", upto=686)
+    assert weak.fastest == 686 and weak.preferred == 343
+    assert sum("fastest count is bounded by the largest count asked (686)" in w for w in weak.warnings) == 1
+    # Where the band stops vouching before the horizon nothing is said.
+    p = corecast.predict(N, T, metric="time", upto=64)
+    assert not any("largest count asked" in w for w in p.warnings)
+
+
+def test_no_knee_is_claimed_at_the_horizon(tmp_path, capsys):
+    n = np.arange(1, 9)
+    p = corecast.predict(n, 100.0 * n, metric="throughput", method="amdahl", upto=32)
+    assert p.knee is None and p.to_dict()["knee_threads"] is None
+    path = tmp_path / "lin.csv"
+    path.write_text("threads,throughput\n" + "".join(f"{c},{100 * c}\n" for c in n))
+    assert main(["predict", str(path), "--method", "amdahl", "--upto", "32"]) == 0
+    out = capsys.readouterr().out
+    assert "knee: none up to 32" in out and "knee: 32" not in out
+    assert not any(line.endswith("knee") for line in out.splitlines())
+    # A knee inside the counts asked is still named.
+    assert corecast.predict(N, T, metric="time", upto=32).knee == 16
+
+
 def test_sweep_and_predict_share_the_rule():
     from corecast.model.curve.extrapolation import extrapolate
 
@@ -132,6 +162,14 @@ def test_interpolating_members_are_not_scored_as_fits(tmp_path, capsys):
     assert "interpolates: not a fit" in out and "1.0000" not in out.split("fit quality")[1]
 
 
+def test_a_member_that_cannot_be_backtested_has_no_figure():
+    # presca needs 5 counts; up to the cut (8) there are 4: it has no backtest error.
+    p = corecast.predict(N, T, metric="time")
+    assert "presca" in p.reason and "inf" not in p.reason
+    assert "not backtested (cannot be fitted up to 8)" in p.reason
+    assert p.to_dict()["extras"]["backtest"]["presca"] is None
+
+
 def test_a_law_with_residuals_keeps_its_figures():
     p = corecast.predict(N, T, metric="time", method="usl")
     (q,) = p.fit_quality
@@ -187,6 +225,31 @@ def test_plot_format_follows_the_suffix(tmp_path, name, magic):
     path.write_text("threads,time\n" + "".join(f"{n},{t}\n" for n, t in zip(N, T)))
     assert main(["predict", str(path), "--plot", str(tmp_path / name)]) == 0
     assert (tmp_path / name).read_bytes().startswith(magic)
+
+
+@pytest.mark.parametrize("name, magic", [("c.jpg", b"\xff\xd8"), ("c.eps", b"%!PS"), ("c", b"\x89PNG")])
+def test_every_plot_suffix_gets_its_own_format(tmp_path, name, magic):
+    path = tmp_path / "t.csv"
+    path.write_text("threads,time\n" + "".join(f"{n},{t}\n" for n, t in zip(N, T)))
+    assert main(["predict", str(path), "--plot", str(tmp_path / name)]) == 0
+    assert (tmp_path / name).read_bytes().startswith(magic)
+
+
+@pytest.mark.parametrize("command", [["predict", "{csv}"], ["export", "{sweep}", "--extrap", "{out}"]])
+def test_a_plot_suffix_no_format_has_is_one_line(tmp_path, capsys, command):
+    csv = tmp_path / "t.csv"
+    csv.write_text("threads,time\n" + "".join(f"{n},{t}\n" for n, t in zip(N, T)))
+    sweep = tmp_path / "s.json"
+    sweep.write_text(json.dumps({
+        "command": ["prog"], "runtime": "openmp", "failed": [], "warnings": [], "bottleneck": None,
+        "stall_predictions": {}, "preferred_threads": 1,
+        "measured": [{"threads": 1, "time_s": 1.0, "spread_s": 0.0, "stalls_s": {}}],
+        "predictions": [{"threads": 1, "value": 1.0, "low": 0.9, "high": 1.1, "speedup": 1.0}]}))
+    args = [a.format(csv=csv, sweep=sweep, out=tmp_path / "x.jsonl") for a in command]
+    assert main(args + ["--plot", str(tmp_path / "c.txt")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot plot to a .txt file" in err
+    assert not (tmp_path / "c.txt").exists() and not (tmp_path / "x.jsonl").exists()
 
 
 @pytest.mark.parametrize("text", ["threads\ttime\n1\t10\n2\t5.3\n4\t2.9\n",

@@ -348,7 +348,10 @@ def fit_auto(data: Measurements, nmax: float) -> Fit:
                "weighted": "backtest-weighted geometric mean"}[rules.combine if errors else "median"]
         reason = f"{how} of {len(chosen)} models ({', '.join(chosen)}); at {nmax:g} it is closest to {names[closest]}"
     if errors:
-        shown = ", ".join(f"{nm} {errors[f.method]:.0%}" for nm, f in zip(names, fits))
+        # A member that cannot be fitted on the counts up to the cut (presca needs 5) has
+        # no backtest error: "inf%" would read as a measured figure.
+        shown = ", ".join(f"{nm} {errors[f.method]:.0%}" if np.isfinite(errors[f.method])
+                          else f"{nm} not backtested (cannot be fitted up to {cut:g})" for nm, f in zip(names, fits))
         reason += f"; backtest (fitted up to {cut:g}, worst error above): {shown}"
     if per_doubling is not None:
         reason += (f"; the band widens by {per_doubling:.0%} per doubling beyond {curve.counts.max():g} "
