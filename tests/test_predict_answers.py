@@ -86,6 +86,23 @@ def test_sweep_and_predict_share_the_rule():
     assert result["preferred_threads"] == corecast.predict(N, T, metric="time", upto=32).preferred
 
 
+def test_sweep_names_the_fastest_count_as_predict_does():
+    # Its warnings speak of "the fastest count": the report must name one.
+    from corecast.model.curve.extrapolation import extrapolate
+    from corecast.views.sweeptable import format_sweep
+
+    p = corecast.predict(N, T, metric="time", upto=32)
+    assert p.preferred != p.fastest
+    result = {"warnings": [], "command": ["prog"], "runtime": "openmp", "failed": [], "bottleneck": None,
+              "measured": [{"threads": n, "time_s": t, "spread_s": 0.0, "stalls_s": {}} for n, t in zip(N, T)]}
+    extrapolate(result, {n: [t] for n, t in zip(N, T)}, N, [], {n: [{}] for n in N}, 32)
+    assert (result["preferred_threads"], result["fastest_threads"]) == (p.preferred, p.fastest)
+    lines = format_sweep(result).splitlines()
+    assert sum(line.startswith(f"fastest count: {p.fastest} ") for line in lines) == 1
+    row = next(line for line in lines if line.split()[:1] == [str(p.fastest)] and "measured" in line)
+    assert row.endswith("fastest")
+
+
 def test_cli_min_gain(tmp_path, capsys):
     path = tmp_path / "t.csv"
     path.write_text("threads,time\n" + "".join(f"{n},{t}\n" for n, t in zip(N, T)))
@@ -299,3 +316,15 @@ def test_sweep_table_shows_the_measured_speedup_beside_the_models():
     row = next(line for line in format_sweep(result).splitlines() if line.split()[:1] == ["2"]
                and "preferred" in line)
     assert "0.93" in row and "measured 1.11x, preferred" in row
+
+
+def test_sweep_suggests_no_option_it_lacks():
+    # predict's weak-looking warning says "--scaling weak", which corecast sweep has not:
+    # a sweep runs one command at every count (strong scaling).
+    from corecast.model.curve.extrapolation import extrapolate
+
+    counts, times = [1, 2, 4], [0.23, 0.33, 0.31]
+    assert any("--scaling weak" in w for w in corecast.predict(counts, times, metric="time").warnings)
+    result = {"warnings": []}
+    extrapolate(result, {n: [t] for n, t in zip(counts, times)}, counts, [], {n: [{}] for n in counts}, 16)
+    assert result["predictions"] and not any("--scaling" in w for w in result["warnings"])
