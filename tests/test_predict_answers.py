@@ -328,3 +328,19 @@ def test_sweep_suggests_no_option_it_lacks():
     result = {"warnings": []}
     extrapolate(result, {n: [t] for n, t in zip(counts, times)}, counts, [], {n: [{}] for n in counts}, 16)
     assert result["predictions"] and not any("--scaling" in w for w in result["warnings"])
+
+
+def test_the_exit_table_names_the_fastest_count_as_predict_does():
+    # The runtime's count is the fewest threads within 1% of the best predicted speedup:
+    # predict's "fastest", not its "preferred" (nor a third word, "best").
+    from corecast.views.columns import c_header, heading
+    from corecast.views.replayview import table
+    from corecast.tools.replay import replay
+
+    head = heading(16).split()
+    assert "fastest" in head and "best" not in head and "preferred" not in head
+    assert '"fastest"' in c_header()
+    (rep,) = replay(str(DATA / "recordings" / "schema1-npb-mg.A-4.jsonl"), 8)
+    lines = table(rep).splitlines()
+    at = lines[1].index("fastest") + len("fastest")
+    assert any(line[:at].rstrip()[-1:].isdigit() for line in lines[2:])  # the count under its heading
