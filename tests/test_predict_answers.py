@@ -209,6 +209,20 @@ def test_docs_estima_example_runs(tmp_path, capsys):
     path = tmp_path / "e.csv"
     path.write_text("threads,time,stall:lock\n" + block)
     assert main(["predict", str(path), "--method", "estima"]) == 0
+    out = capsys.readouterr().out  # the example shows ESTIMA using its stalls, not its fallback
+    assert "method: estima, chose F=" in out and "extrapolated the time directly" not in out
+    assert main(["predict", str(path)]) == 0
+    assert "stall:* columns unused" not in capsys.readouterr().out
+
+
+def test_auto_says_when_estima_ran_on_the_time_alone(tmp_path, capsys):
+    # A lock wait of 0 at one thread leaves ESTIMA 5 counts for its factor: it falls back
+    # to the time alone, and auto, which keeps it as a member, must say the column went unused.
+    path = tmp_path / "s.csv"
+    path.write_text("threads,time,stall:lock\n1,10.0,0.0\n2,5.3,0.2\n4,2.9,0.4\n8,1.8,0.9\n12,1.5,1.5\n16,1.4,2.3\n")
+    assert main(["predict", str(path)]) == 0
+    warned = [line for line in capsys.readouterr().out.splitlines() if line.startswith("warning: stall:")]
+    assert len(warned) == 1 and "estima ran on the time alone" in warned[0]
 
 
 def test_estima_with_too_few_counts_is_one_line(tmp_path, capsys):
