@@ -358,3 +358,22 @@ def test_the_exit_table_names_the_fastest_count_as_predict_does():
     lines = table(rep).splitlines()
     at = lines[1].index("fastest") + len("fastest")
     assert any(line[:at].rstrip()[-1:].isdigit() for line in lines[2:])  # the count under its heading
+
+
+def test_merge_names_preferred_and_fastest_as_predict_does(monkeypatch):
+    # One run: the one-run model's best was called "preferred"; predict's preferred count
+    # is the one that pays off, and with no band nothing past the largest run is vouched for.
+    from corecast.tools import ranks
+    from corecast.views.mergeview import table, to_dict
+
+    def sample(rank: int) -> "ranks.RankSample":
+        return ranks.RankSample(rank, 100 + rank, "r.jsonl", 1, 1.0, 0.9, {"mpi_p2p": 0.05, "mpi_collective": 0.05},
+                                {"mpi_p2p": 0, "mpi_collective": 0}, 0.0, 0.0)
+
+    monkeypatch.setattr(ranks, "collect_runs", lambda paths, fmt=None: ([ranks.Run(4, [sample(r) for r in range(4)])], []))
+    m = ranks.merge(["r.jsonl"], upto=64)
+    assert m.preferred == 4 and m.fastest > 4
+    d = to_dict(m)
+    assert (d["preferred_ranks"], d["fastest_ranks"]) == (4, m.fastest)
+    text = table(m)
+    assert "preferred: 4 ranks" in text and f"fastest: {m.fastest} ranks" in text and "no band" in text
