@@ -377,3 +377,11 @@ def test_merge_names_preferred_and_fastest_as_predict_does(monkeypatch):
     assert (d["preferred_ranks"], d["fastest_ranks"]) == (4, m.fastest)
     text = table(m)
     assert "preferred: 4 ranks" in text and f"fastest: {m.fastest} ranks" in text and "no band" in text
+
+
+def test_the_smt_note_names_the_first_count_past_the_measured_placement():
+    # The README's --hw-threads 40 --cores 20 on a curve measured up to 16: threads 17-20
+    # still get a core of their own, so the step is past 20, not past 16.
+    p = corecast.predict(N, T, metric="time", upto=64, hw_threads=40, cores=20)
+    (note,) = [w for w in p.warnings if "place threads where no measured count did" in w]
+    assert note.startswith("counts above 20 ")
