@@ -13,21 +13,23 @@ from ..model.curve.entities import Measurements, CurvePrediction
 from ..errors import InputError
 from ..io.fileio import write_file
 
-# Every format the Agg canvas writes (png, svg, pdf, jpg, eps, ...), by suffix: a name
-# with another suffix is an error, never PNG bytes under a misleading name.
+# Every format the Agg canvas writes (png, svg, pdf, jpg, eps, ...), by suffix.  A name
+# with an image suffix it cannot write is an error, never PNG bytes under a misleading
+# name; any other name (``-``, a FIFO, ``plot.out``) gets PNG.
 FORMATS = tuple(FigureCanvasAgg.get_supported_filetypes())
+UNWRITTEN = ("bmp", "ico", "heic", "heif", "jxl", "jp2", "emf", "wmf", "psd", "xcf", "pbm", "pgm", "ppm", "xpm")
 
 
 def image_format(path: str) -> str:
-    """The image format for ``path``'s suffix; PNG for ``-`` and names without one."""
+    """The image format for ``path``'s suffix; PNG for names without an image suffix."""
     name = path.rsplit("/", 1)[-1]
-    if "." not in name.strip("."):
-        return "png"
-    suffix = name.rsplit(".", 1)[1].lower()
-    if suffix not in FORMATS:
+    suffix = name.rsplit(".", 1)[1].lower() if "." in name.strip(".") else ""
+    if suffix in FORMATS:
+        return suffix
+    if suffix in UNWRITTEN:
         raise InputError(f"{path}: cannot plot to a .{suffix} file: name it .png, .svg or .pdf "
                          f"(or {', '.join('.' + f for f in FORMATS if f not in ('png', 'svg', 'pdf'))})")
-    return suffix
+    return "png"
 
 
 AXIS_LABEL = {"time": "time (lower is better)", "throughput": "throughput (higher is better)"}
