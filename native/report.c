@@ -126,7 +126,7 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
             cc_put(&b, "    nodes:");
             for (int k = 0; k < p->nnodes && k < CC_MAX_NODES; k++)
                 cc_put(&b, "%s%d:%.2f", k ? "  " : " ", k + 1, p->node_speedup[k]);
-            cc_put(&b, "  preferred %d", p->preferred_nodes);
+            cc_put(&b, "  fastest %d", p->preferred_nodes); /* the best node count: predict's "fastest" */
             if (p->numa_basis[0]) {
                 char basis[sizeof p->numa_basis + 1];
                 snprintf(basis, sizeof basis, "%.*s", (int)strnlen(p->numa_basis, sizeof p->numa_basis), p->numa_basis);

@@ -212,7 +212,7 @@ def table(prof, rows: list, target: int, cores: int) -> str:
         out.append(line)
         if memory is not None:
             curve = "  ".join(f"{k}:{v:.2f}" for k, v in enumerate(memory.speedup, 1))
-            out.append(f"    nodes: {curve}  preferred {memory.preferred} ({memory.basis})")
+            out.append(f"    nodes: {curve}  fastest {memory.preferred} ({memory.basis})")
     out.append("device: total device time; per launch: device time, queued (queued to start) and "
                "enqueue (host time in the call), means per launch")
     out.extend(time_lines(prof, rows))
