@@ -19,6 +19,7 @@ from ..io import settings
 from ..io.fileio import OutputError, append_lines, printable
 from ..runtime import channel
 from ..model.runtime import kernelmodel
+from ..views import columns
 from ..recording.kernelstats import TICK_S
 from ..recording.record import SCHEMA
 from .warn import warn
@@ -189,7 +190,7 @@ def table(prof, rows: list, target: int, cores: int) -> str:
         out[0] += f" ({'/'.join(kinds)}: its compute units, not this host's {cores} cores)"
     head = (f"{'kernel':<{NAME_WIDTH}} {'launches':>8} {'device':>9} {'per launch':>10} {'queued':>9} "
             f"{'enqueue':>9}  {'stalls (share of CU time)':<30}")
-    head += "".join(f" {'S@' + str(c):>6}" for c in cols) + f" {'best':>5}  bottleneck"
+    head += "".join(f" {'S@' + str(c):>6}" for c in cols) + f" {columns.FASTEST_HEADING:>{columns.FASTEST}}  bottleneck"
     out.append(head)
     for kernel, pred, memory in rows:
         shape = next(iter(kernel.sizes), (None, None))
@@ -209,13 +210,13 @@ def table(prof, rows: list, target: int, cores: int) -> str:
                 v = pred.speedup[pred.threads.index(c)]
             line += f" {v:6.2f}" if v is not None else f" {'-':>6}"
         if pred is not None:
-            line += f" {pred.preferred:>5}  {pred.bottleneck or '-'}"
+            line += f" {pred.preferred:>{columns.FASTEST}}  {pred.bottleneck or '-'}"
         else:
-            line += f" {'-':>5}"
+            line += f" {'-':>{columns.FASTEST}}"
         out.append(line)
         if memory is not None:
             curve = "  ".join(f"{k}:{v:.2f}" for k, v in enumerate(memory.speedup, 1))
-            out.append(f"    nodes: {curve}  preferred {memory.preferred} ({memory.basis})")
+            out.append(f"    nodes: {curve}  fastest {memory.preferred} ({memory.basis})")
     out.append("device: total device time; per launch: device time, queued (queued to start) and "
                "enqueue (host time in the call), means per launch")
     out.extend(time_lines(prof, rows))
