@@ -23,6 +23,7 @@ _lib_write = None  # the preload library's corecast_report_write, False when abs
 LOW_FDS = 10  # the program's descriptors looked at first, as native/channel.c
 PATIENCE_S = 5.0  # a reopened pipe whose reader stalls gets this long, as native/channel.c
 CLONE_FILES = 0x400
+SYS_CLOSE_RANGE = 436  # the same number on every Linux architecture
 
 
 def _library_write():
@@ -40,29 +41,56 @@ def _library_write():
     return _lib_write or None
 
 
+def own_descriptor_table(copy_stderr: bool = False) -> int | None:
+    """The calling thread takes a descriptor table of its own (``unshare(CLONE_FILES)``)
+    holding nothing of the program's, as ``native/channel.c``'s threads do: what it opens
+    then never takes one of the program's numbers or shows in its ``/proc/self/fd``, and
+    its copies of the program's descriptors are closed at once (a pipe's write end kept
+    there would keep its reader from its end of file).  ``copy_stderr``: keeps a copy of
+    fd 2 (close-on-exec, 100 or above).  Returns that copy's number, -1 without one, or
+    None where ``unshare`` is refused (a seccomp filter): the table stays shared."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.unshare(CLONE_FILES) != 0:
+            return None
+    except (OSError, AttributeError, ImportError):
+        return None
+    keep = -1
+    if copy_stderr:
+        import fcntl
+
+        try:
+            keep = fcntl.fcntl(2, fcntl.F_DUPFD_CLOEXEC, 100)
+        except OSError:
+            keep = -1
+    # close_range as a system call: the preload library's close wrappers would take this
+    # thread's closing of fd 2 for the program letting its stderr go.
+    for lo, hi in ((0, keep - 1), (keep + 1, 0xFFFFFFFF)) if keep >= 0 else ((0, 0xFFFFFFFF),):
+        if lo <= hi and libc.syscall(SYS_CLOSE_RANGE, ctypes.c_uint(lo), ctypes.c_uint(hi), ctypes.c_uint(0)):
+            for name in os.listdir("/proc/thread-self/fd"):  # before Linux 5.9
+                if lo <= int(name) <= hi:
+                    try:
+                        os.close(int(name))
+                    except OSError:
+                        pass
+    return keep
+
+
 def _keeper(ready, out: list) -> None:
     """The keeper thread: a descriptor table of its own holding only a copy of fd 2, kept
     until the process ends (a thread's table is not inherited by fork)."""
     import threading
 
     try:
-        import ctypes
-        import fcntl
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.unshare(CLONE_FILES) != 0:  # a seccomp filter: no copy rather than one in the program's table
-            return
-        copy = fcntl.fcntl(2, fcntl.F_DUPFD_CLOEXEC, 100)
-        # The table's copies of the program's descriptors go at once: a pipe's write end
-        # kept here would keep its reader from its end of file.
-        os.closerange(0, copy)
-        os.closerange(copy + 1, 1 << 20)
-        out.append((threading.get_native_id(), copy))
-    except (OSError, AttributeError, ImportError):
-        return  # the thread's end lets its table go
+        copy = own_descriptor_table(copy_stderr=True)
+        if copy is not None and copy >= 0:  # refused: no copy rather than one in the program's table
+            out.append((threading.get_native_id(), copy))
     finally:
         ready.set()
-    threading.Event().wait()
+    if out:
+        threading.Event().wait()
 
 
 def keep() -> None:
