@@ -337,7 +337,7 @@ def test_machine_on_dev_zero_costs_the_runtime_one_warning(monkeypatch, capfd):
     monkeypatch.setattr(bridge, "_numa", None)
     # The warning goes to the report channel: here, with no library and no copy kept by an
     # earlier OpenCL test, that is fd 2 itself.
-    monkeypatch.setattr(channel, "_own", None)
+    monkeypatch.setattr(channel, "_origin", None)
     monkeypatch.setattr(channel, "_lib_write", False)
     capfd.readouterr()
     assert bridge._numa_state() is None

@@ -166,3 +166,36 @@ def test_sweep_runtime_opencl_sets_pocl_max_pthread_count(opencl, tmp_path):
     assert result["runtime"] == "opencl"
     assert [m["threads"] for m in result["measured"]] == [1, 2]
     assert all(m["time_s"] > 0 for m in result["measured"])
+
+
+# The sampling thread reads /proc while the program runs: in a descriptor table of its own,
+# so that what it opens never takes the program's numbers or shows in its /proc/self/fd.
+SAMPLER_TABLE_PY = r"""
+import os, threading
+import numpy as np
+import pyopencl as cl
+ctx = cl.create_some_context(interactive=False)
+queue = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
+k = cl.Program(ctx, "__kernel void twice(__global float *a) { a[get_global_id(0)] *= 2; }").build().twice
+a = np.ones(4096, np.float32)
+buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=a)
+k(queue, a.shape, None, buf)
+queue.finish()
+import time
+sampler = [t for t in threading.enumerate() if t.name == "corecast-opencl"]
+def shared():  # the sampler's table lists every descriptor of the program's
+    return set(os.listdir("/proc/self/fd")) <= set(os.listdir(f"/proc/self/task/{sampler[0].native_id}/fd"))
+deadline = time.monotonic() + 60  # the thread takes its table as it starts: wait for that
+while sampler and shared() and time.monotonic() < deadline:
+    time.sleep(0.01)
+print(len(sampler), "shared" if sampler and shared() else "own")
+"""
+
+
+@pytest.mark.parametrize("how", ["module", "run"])
+def test_the_sampling_thread_has_a_descriptor_table_of_its_own(opencl, tmp_path, how):
+    script = tmp_path / "table.py"
+    script.write_text(SAMPLER_TABLE_PY)
+    proc = measured([script]) if how == "module" else corecast_run([], [script])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == b"1 own\n", proc.stderr

@@ -198,6 +198,9 @@ EXEC_CASES = [
     ("./folder", "Is a directory"),
     ("./bad_interp", "bad interpreter"),  # #!/nonexistent/interp
     ("nox_in_path", "Permission denied"),  # the only match in PATH is not executable
+    ("./elf_cut", "Exec format error"),  # the ELF magic and nothing whole after it
+    ("./elf_magic", "Exec format error"),  # the magic alone: bash does not hand it to sh
+    ("./elf_object", "Exec format error"),  # a relocatable object (.o) with execute permission
     ("./no_shebang", None),  # an executable text file: /bin/sh runs it
     ("./good", None),  # #!/bin/sh
     ("sub/../good", None),  # a relative path with a slash: not searched in PATH
@@ -224,6 +227,12 @@ def exec_folder(tmp_path_factory) -> Path:
     for name, (text, mode) in files.items():
         (root / name).write_text(text)
         os.chmod(root / name, mode)
+    # ELF files exec refuses (ENOEXEC): a header cut short, and a 64-bit little-endian
+    # ET_REL header (e_type 1) with no program headers, as gcc -c writes.
+    elf_object = b"\x7fELF\x02\x01\x01" + bytes(9) + (1).to_bytes(2, "little") + bytes(46)
+    for name, data in {"elf_cut": b"\x7fELFgarbage", "elf_magic": b"\x7fELF", "elf_object": elf_object}.items():
+        (root / name).write_bytes(data)
+        os.chmod(root / name, 0o755)
     return root
 
 
@@ -259,3 +268,13 @@ def test_an_executable_text_file_runs_under_the_library(lib, exec_folder, tmp_pa
 @pytest.mark.parametrize("path", ["/", "/nonexistent/x", "/etc/shadow"])
 def test_why_not_preloadable_never_raises(path):
     assert launcher.why_not_preloadable(path) is None
+
+
+@pytest.mark.parametrize("data", [b"\x7fELF", b"\x7fELFgarbage", b"\x7fELF\x02\x01" + bytes(58),
+                                  b"\x7fELF\x02\x01\x01" + bytes(9) + b"\x02\x00" + bytes(46)],
+                         ids=["magic", "cut", "no-type", "exec-without-headers"])
+def test_why_not_preloadable_leaves_broken_elf_files_to_exec(tmp_path, data):
+    bad = tmp_path / "bad"
+    bad.write_bytes(data)
+    bad.chmod(0o755)
+    assert launcher.why_not_preloadable(str(bad)) is None

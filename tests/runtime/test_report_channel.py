@@ -9,8 +9,10 @@ import fcntl
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -313,3 +315,73 @@ def test_json_out_fifo_read_by_cat(closefd2, lib, tmp_path):
     assert proc.returncode == 0 and b"warning" not in proc.stderr, proc.stderr
     lines = [json.loads(x) for x in data.decode().splitlines()]
     assert lines and lines[-1]["event"] == "summary"
+
+
+# Without the preload library (`python -m corecast.opencl`, CORECAST_OPENCL=1) the channel
+# is Python's: keep() must hold nothing in the program's descriptor table either.
+KEEP_FDS_PY = r"""
+import os
+from corecast.runtime import channel
+def fds():
+    return sorted(int(n) for n in os.listdir("/proc/self/fd"))
+before = fds()
+channel.keep()
+print(before == fds(), flush=True)
+"""
+
+
+def test_python_keep_holds_no_descriptor_in_the_programs_table():
+    proc = subprocess.run([sys.executable, "-c", KEEP_FDS_PY], env=clean_env(), capture_output=True,
+                          timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == b"True\n"
+
+
+KEEP_DAEMON_PY = r"""
+import os, signal, sys
+from corecast.runtime import channel
+channel.keep()
+if os.fork() == 0:  # daemon(3) by hand: a session of its own, /dev/null on 0-2
+    os.setsid()
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    with open(sys.argv[1] + ".tmp", "w") as f:
+        f.write(f"{os.getpid()}\n")
+    os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+    signal.pause()
+    os._exit(0)
+"""
+
+
+def test_python_keep_lets_a_daemon_go_without_the_callers_pipe(tmp_path):
+    """As `x=$(python -m corecast.opencl ./server)`: the caller's stderr pipe ends when the
+    program exits, not when the daemon it forked does (the test kills the daemon)."""
+    pidfile = tmp_path / "daemon.pid"
+    proc = subprocess.Popen([sys.executable, "-c", KEEP_DAEMON_PY, str(pidfile)], env=clean_env(),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        proc.communicate(timeout=60)  # the daemon never ends by itself
+        held = False
+    except subprocess.TimeoutExpired:
+        held = True
+    finally:
+        deadline = time.monotonic() + TIMEOUT
+        while not pidfile.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if pidfile.exists():
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)
+        proc.kill()
+    assert not held, "the daemon held the caller's stderr pipe"
+    assert proc.returncode == 0
+
+
+def test_python_reports_reach_a_stderr_pipe_the_program_closed(tmp_path):
+    """The copy outside the program's table still reaches a pipe no descriptor of the
+    program holds any more (the pipe cannot be reopened by a path)."""
+    script = CHANNEL_PY.replace("os.close(2)", "os.close(2); os.closerange(3, 10)")
+    proc = subprocess.run([sys.executable, "-c", script, str(tmp_path / "data.txt")], env=clean_env(),
+                          capture_output=True, timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "data.txt").read_bytes() == DATA
+    assert proc.stderr == b"corecast: warning: to the original stderr\n"

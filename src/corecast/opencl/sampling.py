@@ -221,6 +221,9 @@ class Sampler:
 
     def _run(self) -> None:
         self.shim.mark_internal()
+        # Its /proc reads in a descriptor table of its own: they must not take the program's
+        # descriptor numbers or show in its /proc/self/fd.
+        channel.own_descriptor_table()
         while not self.stop:
             with self.lock:
                 idle = not self.sampled and not self.starting and len(self.snaps) <= 1

@@ -17,6 +17,7 @@ from ..io.fileio import hostile_symlink
 from .autoload import autoload_env
 
 PT_INTERP = 3
+ET_EXEC, ET_DYN = 2, 3  # ELF e_type: what the loader starts
 
 
 class LaunchError(Exception):
@@ -35,7 +36,8 @@ def library_path() -> str:
 
 def why_not_preloadable(path: str) -> str | None:
     """Why LD_PRELOAD cannot reach ``path`` (setuid/setgid or static), else None (also
-    for what is no regular file or cannot be read: exec itself then says why it fails)."""
+    for what is no regular file, cannot be read or is no whole ELF executable: exec itself
+    then says why it fails, as a shell would)."""
     try:
         st = os.stat(path)
     except OSError:
@@ -49,18 +51,24 @@ def why_not_preloadable(path: str) -> str | None:
             head = f.read(64)
             if head[:4] != b"\x7fELF":
                 return None  # a script: its interpreter gets preloaded
-            is64 = head[4] == 2
-            little = head[5] == 1
-            order = "<" if little else ">"
+            is64 = head[4:5] == b"\x02"
+            order = "<" if head[5:6] == b"\x01" else ">"
+            # A cut-short header or table, or an object file (a .o): no program the
+            # loader would start, so nothing to refuse; exec fails with ENOEXEC.
+            e_type, = struct.unpack_from(order + "H", head, 16)
             if is64:
                 phoff, = struct.unpack_from(order + "Q", head, 32)
                 phentsize, phnum = struct.unpack_from(order + "HH", head, 54)
             else:
                 phoff, = struct.unpack_from(order + "I", head, 28)
                 phentsize, phnum = struct.unpack_from(order + "HH", head, 42)
+            if e_type not in (ET_EXEC, ET_DYN) or phentsize < 4 or phnum == 0:
+                return None
             f.seek(phoff)
             table = f.read(phentsize * phnum)
-    except OSError:
+    except (OSError, struct.error, OverflowError):
+        return None
+    if len(table) < phentsize * phnum:
         return None
     for i in range(phnum):
         p_type, = struct.unpack_from(order + "I", table, i * phentsize)
@@ -259,14 +267,14 @@ def _interpreter(path: str) -> str | None:
 
 
 def _looks_binary(path: str) -> bool:
-    """bash's test before it hands a file without "#!" to a shell: a NUL byte in its
-    first line (of at most 80 bytes)."""
+    """bash's test before it hands a file without "#!" to a shell: the ELF magic (bash
+    5.1 on), or a NUL byte in its first line (of at most 80 bytes)."""
     try:
         with open(path, "rb") as f:
             head = f.read(80)
     except OSError:
         return False
-    return b"\0" in head.split(b"\n", 1)[0]
+    return head.startswith(b"\x7fELF") or b"\0" in head.split(b"\n", 1)[0]
 
 
 def exec_failure(name: str, path: str, err: int | None) -> LaunchError | None:
