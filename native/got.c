@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <elf.h>
 #include <link.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -26,15 +27,20 @@
 #define SLOT_DATA R_AARCH64_GLOB_DAT
 #endif
 
-/* Slots are found inside dl_iterate_phdr (which holds the loader's write lock) and
- * resolved and written after it: cc_resolve's dladdr and dlopen take the loader's other
- * lock, and a thread in dlopen takes the two in the other order. */
+/* Slots are found inside dl_iterate_phdr (which holds the loader's write lock), resolved
+ * outside it (cc_resolve's dladdr and dlopen take the loader's other lock, and a thread in
+ * dlopen takes the two in the other order), and written inside a second walk, only if no
+ * object was unloaded since the first (dlpi_subs): dlclose unlinks an object under the
+ * write lock before it unmaps it, so a slot found in the first walk is still mapped while
+ * the second holds the lock.  Written outside, a dlclose in between could leave the store
+ * to unmapped memory. */
 #define MAX_SLOTS 256
 struct found {
     void **slot;
     int entry;        /* index in the list */
     const void *text; /* the calling object's code: where the real function is resolved */
     void *value;      /* what to write; NULL: nothing */
+    void *expect;     /* what the slot must still hold for the write */
     int prot;         /* the slot's page protection */
 };
 struct job {
@@ -43,6 +49,10 @@ struct job {
     int to_real; /* 1: wrapper -> real function; 0: back again */
     int nfound;
     struct found found[MAX_SLOTS];
+    int writing;              /* 1: the second walk, which writes */
+    unsigned long long subs;  /* objects unloaded before the first walk (dlpi_subs) */
+    int subs_known;
+    int rewritten;            /* slots written; -1: an object was unloaded between the walks */
 };
 
 /* The protection of the mapping that holds ``addr`` (PROT_* bits), or -1. */
@@ -98,9 +108,22 @@ static void scan(struct job *j, const struct dl_phdr_info *info, const ElfW(Rela
     }
 }
 
+static int write_found(struct job *j);
+
 static int each_object(struct dl_phdr_info *info, size_t size, void *arg) {
-    (void)size;
     struct job *j = arg;
+    int known = size >= offsetof(struct dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs;
+    if (j->writing) { /* the loader's count is the same for every object: one look, then stop */
+        if (!j->subs_known || !known || info->dlpi_subs != j->subs)
+            j->rewritten = -1;
+        else
+            j->rewritten = write_found(j);
+        return 1;
+    }
+    if (!j->subs_known && known) {
+        j->subs = info->dlpi_subs;
+        j->subs_known = 1;
+    }
     const ElfW(Dyn) *dyn = NULL;
     const void *text = NULL;
     for (int i = 0; i < info->dlpi_phnum; i++) {
@@ -136,35 +159,57 @@ static int each_object(struct dl_phdr_info *info, size_t size, void *arg) {
     return 0;
 }
 
+static int write_found(struct job *j) {
+    int rewritten = 0;
+    for (int i = 0; i < j->nfound; i++)
+        if (j->found[i].value && __atomic_load_n(j->found[i].slot, __ATOMIC_ACQUIRE) == j->found[i].expect)
+            rewritten += write_slot(j->found[i].slot, j->found[i].value, j->found[i].prot);
+    return rewritten;
+}
+
+/* One attempt: find, resolve, write; -1 where an object was unloaded in between. */
+static int rewrite_once(struct job *j) {
+    j->nfound = 0;
+    j->writing = 0;
+    j->subs_known = 0;
+    dl_iterate_phdr(each_object, j);
+    /* The slow part first (resolving, /proc/self/maps), then the writes in one quick pass:
+     * the callers switch nearly at once, so counts taken just after are consistent. */
+    for (int i = 0; i < j->nfound; i++) {
+        struct found *f = &j->found[i];
+        const struct cc_got_entry *e = &j->list[f->entry];
+        void *real = cc_resolve(e->name, f->text, NULL);
+        f->value = NULL;
+        if (!real || real == e->wrapper)
+            continue;
+        /* Handing back: the slot still holds the wrapper (as the walk found it); taking
+         * back: the slot holds the real function (handed back before).  Checked where it
+         * is written, under the loader's lock, not here: the slot may be gone by now. */
+        f->value = j->to_real ? real : e->wrapper;
+        f->expect = j->to_real ? e->wrapper : real;
+        f->prot = f->value ? prot_of((uintptr_t)f->slot) : -1;
+    }
+    j->writing = 1;
+    j->rewritten = 0; /* no object at all: nothing to write */
+    dl_iterate_phdr(each_object, j);
+    return j->rewritten;
+}
+
 int cc_got_rewrite(const struct cc_got_entry *list, int n, int to_real) {
 #ifdef SLOT_JUMP
     static struct job j; /* the sampler's thread only */
     j.list = list;
     j.n = n;
     j.to_real = to_real;
-    j.nfound = 0;
-    cc_is_ours(NULL); /* finds its own range now, not nested in the walk below */
-    dl_iterate_phdr(each_object, &j);
-    /* The slow part first (resolving, /proc/self/maps), then the writes in one quick pass:
-     * the callers switch nearly at once, so counts taken just after are consistent. */
-    for (int i = 0; i < j.nfound; i++) {
-        struct found *f = &j.found[i];
-        const struct cc_got_entry *e = &list[f->entry];
-        void *real = cc_resolve(e->name, f->text, NULL);
-        f->value = NULL;
-        if (!real || real == e->wrapper)
-            continue;
-        if (to_real)
-            f->value = real;
-        else if (__atomic_load_n(f->slot, __ATOMIC_ACQUIRE) == real) /* handed back before */
-            f->value = e->wrapper;
-        f->prot = f->value ? prot_of((uintptr_t)f->slot) : -1;
+    cc_is_ours(NULL); /* finds its own range now, not nested in the walks below */
+    /* A dlclose between the walks is rare; three tries, then the wrappers stay as they
+     * are (counted, the state before the hand-back) rather than a write to a stale slot. */
+    for (int tries = 0; tries < 3; tries++) {
+        int rewritten = rewrite_once(&j);
+        if (rewritten >= 0)
+            return rewritten;
     }
-    int rewritten = 0;
-    for (int i = 0; i < j.nfound; i++)
-        if (j.found[i].value)
-            rewritten += write_slot(j.found[i].slot, j.found[i].value, j.found[i].prot);
-    return rewritten;
+    return 0;
 #else
     (void)list;
     (void)n;
