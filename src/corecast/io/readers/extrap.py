@@ -12,7 +12,8 @@
 - JSON Lines: ``{"params": {"x": 4}, "callpath": ..., "metric": ..., "value": v}`` per
   repetition (callpath ``<root>`` and metric ``<default>`` when absent, as Extra-P does).
 
-corecast reads files with one parameter, the count; its values must be whole numbers.
+corecast reads files with one parameter, the count; its values must be whole numbers, and
+its name labels the counts (``raw.count_unit_of``).
 """
 from __future__ import annotations
 
