@@ -5,7 +5,7 @@ import numpy as np
 
 from ..model.curve.entities import Measurements, CurvePrediction
 from ..io.fileio import printable
-from ..io.readers.raw import COUNT_UNITS
+from ..model.scaling import COUNT_UNITS
 
 # Grids longer than this show only the interesting rows (see ``_rows_to_show``).
 MAX_FULL_ROWS = 40

@@ -13,7 +13,7 @@
   repetition (callpath ``<root>`` and metric ``<default>`` when absent, as Extra-P does).
 
 corecast reads files with one parameter, the count; its values must be whole numbers, and
-its name labels the counts (``raw.count_unit_of``).
+its name labels the counts (``model.scaling.count_unit_of``).
 """
 from __future__ import annotations
 
@@ -21,9 +21,10 @@ import json
 import re
 
 from ...errors import InputError
+from ...model.scaling import count_unit_of
 from ..fileio import parse_json, quoted
 from .measurements import finite_number
-from .raw import RawSeries, Series, as_count, count_unit_of, named_curves
+from .raw import RawSeries, Series, as_count, named_curves
 from .registry import CURVES, NOT_JSON, Reader, Sniff
 
 FIELDS = ("PARAMETER", "POINTS", "REGION", "METRIC", "DATA")

@@ -25,7 +25,7 @@ class Series:
     metric_name: str | None = None
     source: str = "csv"  # the tool that wrote it: csv (corecast's own) | extrap | caliper
     error: str | None = None
-    count_unit: str = "threads"  # threads | ranks | another of COUNT_UNITS | an Extra-P parameter's name
+    count_unit: str = "threads"  # threads, ranks, or an Extra-P parameter's name (scaling.count_unit_of)
 
     @property
     def label(self) -> str:
@@ -41,23 +41,7 @@ class RawSeries:
     callpath: str
     metric_name: str
     points: list[tuple[float, float]]
-    count_unit: str = "threads"  # "ranks" where the count is an MPI rank count; see count_unit_of
-
-
-# What a count may be said to count (one: many); any other parameter name labels its
-# counts as it is.
-COUNT_UNITS = {"thread": "threads", "rank": "ranks", "process": "processes", "core": "cores", "node": "nodes"}
-
-
-def count_unit_of(parameter: str) -> str:
-    """The unit of a count another tool names ``parameter`` (Extra-P's ``p``, ``x``,
-    ``threads``...): one of ``COUNT_UNITS`` where the name says so, in either number and
-    any case, else the name itself: a thread count only where the file says it is."""
-    low = parameter.strip().lower()
-    for one, many in COUNT_UNITS.items():
-        if low in (one, many):
-            return many
-    return parameter.strip()
+    count_unit: str = "threads"  # "ranks" where the count is an MPI rank count; scaling.count_unit_of
 
 
 def as_count(x: float, where: str) -> float:
