@@ -48,7 +48,7 @@ def test_speedup_relative_to_smallest_count_when_one_is_missing():
     p = corecast.predict([2, 4, 8, 16], [2, 4, 8, 16], metric="throughput", upto=16, method="amdahl")
     assert p.speedup_base == 2
     assert p.speedup[1] == pytest.approx(1.0, rel=1e-6)
-    assert any("relative to 2" in w for w in p.warnings)
+    assert any("relative to count 2" in w for w in p.warnings)
 
 
 def test_repetitions_use_the_median_and_widen_the_band():

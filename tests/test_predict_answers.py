@@ -385,3 +385,113 @@ def test_the_smt_note_names_the_first_count_past_the_measured_placement():
     p = corecast.predict(N, T, metric="time", upto=64, hw_threads=40, cores=20)
     (note,) = [w for w in p.warnings if "place threads where no measured count did" in w]
     assert note.startswith("counts above 20 ")
+
+
+# -- the audit's loose ends: each thing said once, no rounding noise, the count's own name --
+
+def test_the_base_count_is_said_once(capsys):
+    # The report's own line and the prediction's warning both said that speedup is
+    # relative to count 4.
+    assert main(["predict", str(DATA / "extrap" / "json_input_1.JSON")]) == 0
+    said = [line for line in capsys.readouterr().out.splitlines() if "relative to" in line]
+    assert len(said) == 1 and said[0].endswith("relative to count 4")
+
+
+def _sweep_warnings(counts: list[int], times: list[float], stalls: dict[str, list[float]]) -> list[str]:
+    from corecast.model.curve.extrapolation import extrapolate
+
+    per_count = {n: [{k: v[i] for k, v in stalls.items()}] for i, n in enumerate(counts)}
+    result = {"warnings": []}
+    extrapolate(result, {n: [t] for n, t in zip(counts, times)}, counts, list(stalls), per_count, 32)
+    return result["warnings"]
+
+
+def test_sweep_says_once_why_estima_left_the_stalls():
+    # Three counts: auto's "stall:* columns unused: method estima needs at least 6" beside
+    # the sweep's own "ESTIMA needs 6 measured counts, the sweep has 3".
+    warned = _sweep_warnings([1, 2, 4], [10.0, 5.3, 2.9], {"lock": [0.0, 0.2, 0.4]})
+    assert [w for w in warned if "estima" in w.lower()] == [
+        "ESTIMA needs 6 measured counts, the sweep has 3: each stall category was extrapolated on its own "
+        "with method auto (rough)"]
+    # Six counts whose stalls ESTIMA cannot translate to time: its fallback, said once.
+    from corecast.model.curve.methods.estima import TIME_ONLY
+
+    warned = _sweep_warnings([1, 2, 4, 8, 12, 16], [10.0, 5.3, 2.9, 1.8, 1.5, 1.4],
+                             {"lock": [0.0, 0.2, 0.4, 0.9, 1.5, 2.3]})
+    assert sum(TIME_ONLY in w for w in warned) == 1 and not any(w.startswith("stall:*") for w in warned)
+
+
+def test_sweep_prints_a_time_below_the_clock_as_0():
+    from corecast.views.sweeptable import format_sweep
+
+    noise = 4.3368e-19  # a fitted stall curve that reaches 0 up to rounding
+    result = {"command": ["prog"], "runtime": "openmp", "failed": [], "warnings": [], "bottleneck": "lock",
+              "preferred_threads": 1, "fastest_threads": 1,
+              "measured": [{"threads": n, "time_s": 1.0 / n, "spread_s": 0.0, "stalls_s": {"lock": 0.1, "atomic": noise}}
+                           for n in (1, 2)],
+              "predictions": [{"threads": n, "value": 1.0 / n, "low": 0.9 / n, "high": 1.1 / n, "speedup": float(n)}
+                              for n in (1, 2, 3, 4)],
+              "stall_predictions": {"lock": [{"threads": n, "value": 0.1 if n < 4 else noise} for n in (1, 2, 3, 4)],
+                                    "atomic": [{"threads": n, "value": noise} for n in (1, 2, 3, 4)]},
+              "regions": [{"name": "f._omp_fn.0", "share": 0.5, "warnings": [], "bottleneck": None,
+                           "preferred_threads": 1, "fastest_threads": 1,
+                           "measured": [{"threads": n, "time_s": noise} for n in (1, 2)],
+                           "predictions": [{"threads": 4, "value": noise, "speedup": 1.0}]}]}
+    text = format_sweep(result)
+    assert "e-19" not in text
+    assert "atomic" not in text.split("predicted:")[0]  # no measured stall of 0 among the top stalls
+    assert "(predicted lock 0 s, atomic 0 s)" in text
+    row = next(line for line in text.splitlines() if line.startswith("f._omp_fn.0"))
+    assert row.split()[2:5] == ["0", "0", "0"]
+
+
+def test_a_stall_below_the_clock_is_no_bottleneck():
+    from corecast.model.curve.extrapolation import extrapolate
+
+    counts = [1, 2, 4]
+    per_count = {n: [{"lock": v}] for n, v in zip(counts, (3e-10, 4e-10, 5e-10))}
+    result = {"warnings": []}
+    extrapolate(result, {n: [t] for n, t in zip(counts, (1.0, 0.6, 0.4))}, counts, ["lock"], per_count, 8)
+    assert result["bottleneck"] is None
+
+
+@pytest.mark.parametrize("name, unit", [("text_one_parameter_1.txt", "x"), ("text_one_parameter_6.txt", "p"),
+                                        ("json_input_1.JSON", "x"), ("json_new_input1.json", "x")])
+def test_extrap_counts_keep_their_parameter_name(capsys, name, unit):
+    assert main(["predict", str(DATA / "extrap" / name)]) == 0
+    out = capsys.readouterr().out
+    assert "thread" not in out
+    assert any(line.split()[:2] == [unit, "time"] for line in out.splitlines())
+    assert f"each unit of {unit} added up to it" in out
+    assert main(["predict", str(DATA / "extrap" / name), "--json"]) == 0
+    assert {s["count_unit"] for s in json.loads(capsys.readouterr().out)["series"] if "count_unit" in s} == {unit}
+
+
+@pytest.mark.parametrize("parameter, unit", [("threads", "threads"), ("Rank", "ranks"), ("p", "p")])
+def test_extrap_json_lines_say_what_their_count_counts(tmp_path, capsys, parameter, unit):
+    path = tmp_path / "e.jsonl"
+    path.write_text("".join(json.dumps({"params": {parameter: n}, "value": 8.0 / n}) + "\n" for n in (1, 2, 4, 8)))
+    assert main(["predict", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert any(line.split()[:2] == [unit, "time"] for line in out.splitlines())
+    assert ("each thread added" in out) == (unit == "threads")
+
+
+def test_a_weak_tie_names_the_measured_count(capsys):
+    # Weak scaling's work rate 63/33.009 is within the 0.1% tie of 64/33.5: the fewest,
+    # 63, was never measured, 64 was.
+    assert main(["predict", str(DATA / "extrap" / "json_input_1.JSON"), "--scaling", "weak", "--json"]) == 0
+    (d,) = json.loads(capsys.readouterr().out)["series"]
+    assert d["fastest_threads"] == 64
+    assert main(["predict", str(DATA / "extrap" / "json_input_1.JSON"), "--scaling", "weak"]) == 0
+    assert "fastest count: 64 " in capsys.readouterr().out
+
+
+def test_a_tie_names_the_measured_count_before_the_fewest():
+    from corecast.model.curve.preference import fastest_count
+
+    grid = np.arange(1.0, 9.0)
+    perf = np.array([1.0, 1.9, 2.7, 3.4, 3.9, 3.999, 3.9995, 4.0])  # 6..8 tie within 0.1%
+    assert fastest_count(grid, perf, perf, 1.0, 8.0) == 6
+    assert fastest_count(grid, perf, perf, 1.0, 8.0, np.array([1.0, 2.0, 4.0, 8.0])) == 8
+    assert fastest_count(grid, perf, perf, 1.0, 8.0, np.array([1.0, 2.0, 4.0, 7.0, 8.0])) == 7

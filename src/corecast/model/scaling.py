@@ -21,6 +21,21 @@ TYPE_CHECKING = False  # typing costs a profiled program start-up time: annotati
 if TYPE_CHECKING:
     from typing import Sequence
 
+# What a count may be said to count (one: many); any other name another tool gives its
+# count (Extra-P's parameter ``x``) labels the counts as it is.
+COUNT_UNITS = {"thread": "threads", "rank": "ranks", "process": "processes", "core": "cores", "node": "nodes"}
+
+
+def count_unit_of(name: str) -> str:
+    """The ``count_unit`` of counts another tool calls ``name`` (Extra-P's ``p``, ``x``,
+    ``threads``...): one of ``COUNT_UNITS`` where the name is one, in either number and
+    any case, else the name itself: a thread count only where the file says it is."""
+    low = name.strip().lower()
+    for one, many in COUNT_UNITS.items():
+        if low in (one, many):
+            return many
+    return name.strip()
+
 
 class ScalingPrediction:
     """The family's base: members define ``counts``, ``speedup``, ``preferred`` and

@@ -54,6 +54,9 @@ SCHEMAS = (1, 2, 3, 4)  # the versions it reads (docs/recording.md: what each ad
 # cc_region_or_other): outermost, nested.  Never steered or probed.
 OTHER_REGIONS = ("(other regions)", "(other nested regions)")
 TEAM_SHARE = 0.25       # native/sample.c TEAM_SHARE: a team thread's least share of the second busiest's CPU
+# The library's clock counts nanoseconds: a time or stall below one, such as a fitted curve
+# that reaches 0 up to rounding (4.3e-19 s), was never measured and reads as 0.
+CLOCK_RESOLUTION_S = 1e-9
 
 
 class _Required(TypedDict):

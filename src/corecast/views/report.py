@@ -5,6 +5,7 @@ import numpy as np
 
 from ..model.curve.entities import Measurements, CurvePrediction
 from ..io.fileio import printable
+from ..model.scaling import COUNT_UNITS
 
 # Grids longer than this show only the interesting rows (see ``_rows_to_show``).
 MAX_FULL_ROWS = 40
@@ -70,8 +71,9 @@ def format_table(
     lines = _align([header] + rows)
     lines.append("")
     lines.append(f"method: {pred.method}, chose {pred.candidate}: {pred.reason}")
+    many, one = _nouns(pred.count_unit)
     lines.append(f"preferred count: {pred.preferred} (predicted {pred.metric} {_num(pred.value_at(pred.preferred))}; "
-                 f"each {_one(pred.count_unit)} added up to it gains at least {pred.min_gain:.0%} of one)")
+                 f"each {one} added up to it gains at least {pred.min_gain:.0%} of one)")
     if pred.fastest is not None and pred.fastest != pred.preferred:
         lines.append(f"fastest count: {pred.fastest} (predicted {pred.metric} {_num(pred.value_at(pred.fastest))}, "
                      "as far as the band supports)")
@@ -80,15 +82,14 @@ def format_table(
                      "efficiency T(base)/T(n)")
     if pred.knee is None:
         lines.append(f"knee: none up to {int(pred.counts.max())} (no count asked beyond which adding "
-                     f"{pred.count_unit} gains less than {pred.knee_fraction:.0%} of a {_one(pred.count_unit)})")
+                     f"{many} gains less than {pred.knee_fraction:.0%} of a {one})")
     else:
         lines.append(
-            f"knee: {pred.knee} (adding {pred.count_unit} beyond {pred.knee} gains less than "
-            f"{pred.knee_fraction:.0%} of a {_one(pred.count_unit)})"
+            f"knee: {pred.knee} (adding {many} beyond {pred.knee} gains less than "
+            f"{pred.knee_fraction:.0%} of a {one})"
         )
     lines += fit_quality_lines(pred)
-    if pred.speedup_base != 1:
-        lines.append(f"speedup and efficiency are relative to count {pred.speedup_base:g}")
+    # A base count other than 1 is said once, by the prediction's warning.
     lines += [f"warning: {w}" for w in pred.warnings]
     return "\n".join(printable(line) for line in lines) + "\n"  # names from the input file
 
@@ -112,9 +113,13 @@ def fit_quality_lines(pred: CurvePrediction) -> list[str]:
     return [f"fit quality against the {n} measured counts ({pred.metric} in its unit):"] + _align(rows)
 
 
-def _one(unit: str) -> str:
-    """"threads" -> "thread", "ranks" -> "rank"."""
-    return unit[:-1] if unit.endswith("s") else unit
+def _nouns(unit: str) -> tuple[str, str]:
+    """The count unit in prose, many and one: ("threads", "thread"); a parameter that
+    names no unit (Extra-P's ``x``) counts units of itself: ("units of x", "unit of x")."""
+    for one, many in COUNT_UNITS.items():
+        if unit == many:
+            return many, one
+    return f"units of {unit}", f"unit of {unit}"
 
 
 def _by_count(data: Measurements) -> dict[int, tuple[float, float, int]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..io.fileio import printable
+from ..recording.record import CLOCK_RESOLUTION_S
 from .report import _align, _num
 from ..io.sweepresult import MIN_REGION_SHARE
 
@@ -21,8 +22,8 @@ def format_sweep(result: dict, max_rows: int = 24) -> str:
         rows = []
         for m in result["measured"]:
             top = sorted(m["stalls_s"].items(), key=lambda kv: -kv[1])[:3]
-            rows.append([str(m["threads"]), _num(m["time_s"]), _num(m["spread_s"]),
-                         ", ".join(f"{k} {_num(v)}" for k, v in top if v > 0)])
+            rows.append([str(m["threads"]), _seconds(m["time_s"]), _seconds(m["spread_s"]),
+                         ", ".join(f"{k} {_seconds(v)}" for k, v in top if v >= CLOCK_RESOLUTION_S)])
         lines += ["measured:"] + _align([header] + rows) + [""]
     preds = result["predictions"]
     if preds:
@@ -50,9 +51,10 @@ def format_sweep(result: dict, max_rows: int = 24) -> str:
             if prev is not None and n != prev + 1:
                 rows.append(["..."] + [""] * (len(header) - 1))
             prev = n
-            row = [str(n), _num(p["value"]), f"{_num(p['low'])}..{_num(p['high'])}", f"{p['speedup']:.2f}"]
+            row = [str(n), _seconds(p["value"]), f"{_seconds(p['low'])}..{_seconds(p['high'])}",
+                   f"{p['speedup']:.2f}"]
             if bottleneck:
-                row.append(_num(stall_at[bottleneck][n]))
+                row.append(_seconds(stall_at[bottleneck][n]))
             # The model's speedup can differ from what was measured there: show both, so a
             # measured count is never read as slower than it ran.
             seen = f"measured {base_time / measured[n]:.2f}x" if n in measured and base_time else "measured"
@@ -61,18 +63,18 @@ def format_sweep(result: dict, max_rows: int = 24) -> str:
             rows.append(row)
         lines += ["predicted:"] + _align([header] + rows) + [""]
         best = next(p for p in preds if p["threads"] == pref)
-        lines.append(f"preferred count: {pref} (predicted time {_num(best['value'])} s, "
+        lines.append(f"preferred count: {pref} (predicted time {_seconds(best['value'])} s, "
                      f"speedup {best['speedup']:.2f})")
         if fastest is not None and fastest != pref:
             top = next(p for p in preds if p["threads"] == fastest)
-            lines.append(f"fastest count: {fastest} (predicted time {_num(top['value'])} s, "
+            lines.append(f"fastest count: {fastest} (predicted time {_seconds(top['value'])} s, "
                          f"speedup {top['speedup']:.2f}, as far as the band supports)")
         if bottleneck:
             horizon = preds[-1]["threads"]
             ranked = sorted(((rows[-1]["value"], k) for k, rows in result["stall_predictions"].items()),
                             reverse=True)[:3]
             lines.append(f"future bottleneck at {horizon} {unit}: {bottleneck} (predicted "
-                         + ", ".join(f"{k} {_num(v)} s" for v, k in ranked) + ")")
+                         + ", ".join(f"{k} {_seconds(v)} s" for v, k in ranked) + ")")
         else:
             lines.append("future bottleneck: none (no stall category is predicted to grow)")
     lines += _region_lines(result)
@@ -86,6 +88,11 @@ def format_sweep(result: dict, max_rows: int = 24) -> str:
         lines.append(f"model: {result['basis']}")
     lines += [f"warning: {w}" for w in result["warnings"]]
     return "\n".join(printable(line) for line in lines) + "\n"  # command, categories, stderr
+
+
+def _seconds(x: float) -> str:
+    """A time in seconds; 0 below the clock's resolution (a fit's rounding, never measured)."""
+    return "0" if abs(x) < CLOCK_RESOLUTION_S else _num(x)
 
 
 def _cpulist(cpus: Sequence[int]) -> str:
@@ -115,8 +122,8 @@ def _region_lines(result: dict) -> list[str]:
         at = {m["threads"]: m["time_s"] for m in r["measured"]}
         last = r["predictions"][-1] if r["predictions"] else None
         rows.append([r["name"], f"{r['share']:.0%}",
-                     " ".join(_num(at[m["threads"]]) if m["threads"] in at else "-" for m in result["measured"]),
-                     _num(last["value"]) if last else "-", f"{last['speedup']:.2f}" if last else "-",
+                     " ".join(_seconds(at[m["threads"]]) if m["threads"] in at else "-" for m in result["measured"]),
+                     _seconds(last["value"]) if last else "-", f"{last['speedup']:.2f}" if last else "-",
                      str(r["preferred_threads"] or "-"), str(r.get("fastest_threads") or "-"),
                      r["bottleneck"] or "none"])
     lines = ["", f"regions taking at least {MIN_REGION_SHARE:.0%} of the run (own time, summed over processes):"]

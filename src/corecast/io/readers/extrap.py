@@ -12,7 +12,8 @@
 - JSON Lines: ``{"params": {"x": 4}, "callpath": ..., "metric": ..., "value": v}`` per
   repetition (callpath ``<root>`` and metric ``<default>`` when absent, as Extra-P does).
 
-corecast reads files with one parameter, the count; its values must be whole numbers.
+corecast reads files with one parameter, the count; its values must be whole numbers, and
+its name labels the counts (``model.scaling.count_unit_of``).
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import json
 import re
 
 from ...errors import InputError
+from ...model.scaling import count_unit_of
 from ..fileio import parse_json, quoted
 from .measurements import finite_number
 from .raw import RawSeries, Series, as_count, named_curves
@@ -35,6 +37,7 @@ class _Collector:
 
     def __init__(self) -> None:
         self.series: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        self.parameter = ""  # the one parameter's name: what the counts are called
 
     def add(self, callpath: str, metric: str, count: float, values: list[float]) -> None:
         self.series.setdefault((callpath, metric), []).extend((count, v) for v in values)
@@ -42,7 +45,8 @@ class _Collector:
     def result(self, path: str) -> list[RawSeries]:
         if not self.series:
             raise InputError(f"{path}: no measurements (not an Extra-P input file?)")
-        return [RawSeries(c, m, pts) for (c, m), pts in self.series.items()]
+        unit = count_unit_of(self.parameter) if self.parameter.strip() else "count"
+        return [RawSeries(c, m, pts, unit) for (c, m), pts in self.series.items()]
 
 
 def parse(text: str, path: str) -> list[RawSeries]:
@@ -86,6 +90,7 @@ def _parse_text(text: str, path: str) -> list[RawSeries]:
         if name == "PARAMETER":
             params += value.split()
             _one_parameter(params, path)
+            out.parameter = params[0]
         elif name == "POINTS":
             if not params:
                 raise InputError(f"{where}: POINTS before PARAMETER")
@@ -133,6 +138,8 @@ def _legacy(obj: dict, path: str) -> list[RawSeries]:
     names = {kind: {e["id"]: str(e["name"]) for e in _list(obj, kind, path)}
              for kind in ("parameters", "callpaths", "metrics")}
     _one_parameter(list(names["parameters"].values()), path)
+    out = _Collector()
+    (out.parameter,) = names["parameters"].values()
     coords = {}
     for c in _list(obj, "coordinates", path):
         pairs = c["parameter_value_pairs"]
@@ -140,7 +147,6 @@ def _legacy(obj: dict, path: str) -> list[RawSeries]:
             raise InputError(f"{path}: coordinate {c['id']} has {len(pairs)} parameter values, not 1")
         coords[c["id"]] = as_count(finite_number(str(pairs[0]["parameter_value"]), f"{path}: coordinate {c['id']}"),
                                    f"{path}: coordinate {c['id']}")
-    out = _Collector()
     for i, m in enumerate(_list(obj, "measurements", path)):
         where = f"{path}: measurements[{i}]"
         for key, table in (("callpath_id", "callpaths"), ("metric_id", "metrics"), ("coordinate_id", None)):
@@ -153,11 +159,13 @@ def _legacy(obj: dict, path: str) -> list[RawSeries]:
 
 
 def _nested(obj: dict, path: str) -> list[RawSeries]:
-    _one_parameter([str(p) for p in _list(obj, "parameters", path)], path)
+    parameters = [str(p) for p in _list(obj, "parameters", path)]
+    _one_parameter(parameters, path)
     data = obj["measurements"]
     if not isinstance(data, dict):
         raise InputError(f"{path}: \"measurements\" is not an object of callpath: {{metric: [...]}}")
     out = _Collector()
+    out.parameter = parameters[0]
     for callpath, metrics in data.items():
         for metric, entries in metrics.items():
             for i, e in enumerate(entries):
@@ -193,7 +201,7 @@ def _parse_jsonlines(text: str, path: str) -> list[RawSeries]:
         params = rec["params"]
         _one_parameter(list(params), path)
         if param is None:
-            param = next(iter(params))
+            param = out.parameter = str(next(iter(params)))
         elif param not in params:
             raise InputError(f"{where}: parameter {next(iter(params))!r}, earlier lines have {param!r}")
         n = as_count(_value(params[param], where), where)

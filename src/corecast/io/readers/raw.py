@@ -25,7 +25,7 @@ class Series:
     metric_name: str | None = None
     source: str = "csv"  # the tool that wrote it: csv (corecast's own) | extrap | caliper
     error: str | None = None
-    count_unit: str = "threads"  # threads | ranks
+    count_unit: str = "threads"  # threads, ranks, or an Extra-P parameter's name (scaling.count_unit_of)
 
     @property
     def label(self) -> str:
@@ -41,7 +41,7 @@ class RawSeries:
     callpath: str
     metric_name: str
     points: list[tuple[float, float]]
-    count_unit: str = "threads"  # "ranks" where the count is an MPI rank count
+    count_unit: str = "threads"  # "ranks" where the count is an MPI rank count; scaling.count_unit_of
 
 
 def as_count(x: float, where: str) -> float:

@@ -338,7 +338,7 @@ class CurvePrediction(ScalingPrediction):
     fastest: int | None = None
     min_gain: float = 0.25  # the preferred count's threshold (prediction.DEFAULT_MIN_GAIN)
     scaling: str = "strong"  # strong | weak
-    count_unit: str = "threads"  # threads | ranks: what the input's count is
+    count_unit: str = "threads"  # what the input's count is: threads, ranks, or an Extra-P parameter's name
 
     def to_dict(self) -> dict:
         """The JSON contract of ``corecast predict --json``."""

@@ -10,6 +10,7 @@ import statistics
 from typing import Optional, Sequence
 
 from ...errors import InputError
+from ...recording.record import CLOCK_RESOLUTION_S
 
 
 def extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[str],
@@ -19,6 +20,7 @@ def extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[st
     ``result`` (a sweep result object: the whole program's, or one region's; its
     "warnings" list gains the models' warnings).  ``waits``: the counts are MPI rank
     counts and these categories the communication the regression splits off."""
+    from .methods.auto import STALL_COLUMNS
     from .methods.estima import MIN_POINTS
     from .prediction import predict
 
@@ -42,7 +44,9 @@ def extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[st
                    scaling="strong")
     if waits is not None:
         result["basis"] = pred.reason
-    warnings.extend(pred.warnings)
+    # ESTIMA's own run on the categories below says once why it could not use them;
+    # auto's note that its ESTIMA member left the stall columns unused is the same news.
+    warnings.extend(w for w in pred.warnings if not w.startswith(f"{STALL_COLUMNS} unused"))
     result["predictions"] = [
         {"threads": int(n), "value": float(v), "low": float(lo), "high": float(hi), "speedup": float(s)}
         for n, v, lo, hi, s in zip(pred.counts, pred.values, pred.low, pred.high, pred.speedup)
@@ -80,7 +84,7 @@ def extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[st
     if categories:
         at_end = {k: curves[k][-1] for k in categories}
         top = max(at_end, key=lambda k: at_end[k])
-        result["bottleneck"] = top if at_end[top] > 0 else None
+        result["bottleneck"] = top if at_end[top] >= CLOCK_RESOLUTION_S else None
 
 
 def estima_categories(ok: list[int], per_count: dict, categories: list[str],

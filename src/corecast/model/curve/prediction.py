@@ -178,7 +178,7 @@ def predict_measurements(
     base_count = float(curve.counts[base_i])
     base_perf = float(curve.perf[base_i])
     if base_count != 1:
-        warnings.append(f"count 1 not measured: speedup is relative to {base_count:g}")
+        warnings.append(f"count 1 not measured: speedup and efficiency are relative to count {base_count:g}")
     if scaling is None and looks_weak(curve):
         warnings.append(
             f"the time grows with the count ({_g(curve.values[0])} at {base_count:g}, "
@@ -195,8 +195,8 @@ def predict_measurements(
         # Relative to a base count above 1 efficiency says nothing below it (an
         # extrapolated 1-thread time over a 27-rank one is no efficiency of 2700%).
         efficiency = np.where(grid >= base_count, speedup * base_count / grid, np.nan)
-    fastest, note = measured_preferred(fastest_count(grid, rate, rate_low, base_count, top), curve,
-                                       int(grid.max()), weak)
+    fastest = fastest_count(grid, rate, rate_low, base_count, top, curve.counts)
+    fastest, note = measured_preferred(fastest, curve, int(grid.max()), weak)
     if note:
         warnings.append(note)
     preferred = min(preferred_count(grid, rate, rate_low, base_count, top, min_gain), fastest)

@@ -68,7 +68,9 @@ def _supported(grid: np.ndarray, base: float) -> np.ndarray:
     return ok if np.any(ok) else np.ones(len(grid), dtype=bool)
 
 
-FASTEST_TIE = 1e-3  # counts within this share of the best are as fast: the fewest is named
+# Counts within this share of the best are as fast: the fewest measured one is named, or
+# the fewest where none was measured.
+FASTEST_TIE = 1e-3
 
 
 def _fastest_pick(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: float,
@@ -84,12 +86,17 @@ def _fastest_pick(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: flo
     return n, pick
 
 
-def fastest_count(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: float, top: float) -> int:
+def fastest_count(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: float, top: float,
+                  measured: np.ndarray | None = None) -> int:
     """The count of the best predicted performance that the band supports: beyond the
     largest measured count ``top`` only where even the band's low end beats the best
-    predicted up to ``top``."""
+    predicted up to ``top``.  Of the counts that tie for it (``FASTEST_TIE``) a
+    ``measured`` one is named before one the model only interpolates or extrapolates
+    (weak scaling's 64 measured, not 63 a hair below it), else the fewest."""
     n, pick = _fastest_pick(grid, perf, low, base, top)
-    return int(n[np.flatnonzero(pick >= pick.max() * (1 - FASTEST_TIE))[0]])
+    tied = n[pick >= pick.max() * (1 - FASTEST_TIE)]
+    seen = tied[np.isin(tied, measured)] if measured is not None else tied[:0]
+    return int(seen[0] if seen.size else tied[0])
 
 
 def horizon_bound(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: float, top: float,

@@ -62,6 +62,9 @@ from . import estima, trend
 # Members always tried (if they have enough points), then those the columns enable.
 BASE_MEMBERS = ("usl", "amdahl", "presca", "plateau", "trend")
 STALL_MEMBERS = ("estima",)
+# The start of the warning that stall columns went unused (``corecast sweep`` says why
+# ESTIMA could not use them in a line of its own and leaves this one out).
+STALL_COLUMNS = "stall:* columns"
 SIZE_MEMBERS = ("sizemodel", "regression")
 # Laws a rule may continue from the last measured value (``Rules.anchor``, trend.anchored).
 LAWS = ("usl", "amdahl")
@@ -358,7 +361,7 @@ def fit_auto(data: Measurements, nmax: float) -> Fit:
                    f"({rules.band:g} x the members' median backtest error)")
     warnings = []
     # Columns the user gave for a member that could not use them must not vanish silently.
-    for what, names_ in (("stall:* columns", STALL_MEMBERS), ("size:* columns", SIZE_MEMBERS)):
+    for what, names_ in ((STALL_COLUMNS, STALL_MEMBERS), ("size:* columns", SIZE_MEMBERS)):
         unused = [m for m in skipped if m.split(":", 1)[0] in names_]
         # A member that ran but fell back to the time alone used no column either.
         unused += [f"{f.method}: {f.method} ran on the time alone: {estima.TIME_ONLY}" for f in fits
