@@ -79,7 +79,7 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
     }
     char band[24];
     snprintf(band, sizeof band, "band@%d", s->target); /* the target's low-high: what the S@ may be */
-    cc_put(&b, CC_COL_TAIL_HEADING "\n", band, "best", "bottleneck");
+    cc_put(&b, CC_COL_TAIL_HEADING "\n", band, CC_COL_FASTEST_HEADING, "bottleneck");
     for (int i = 0; i < s->nregions; i++) {
         const struct cc_region_sample *g = &s->regions[i];
         if (!cc_region_active(g))
@@ -116,17 +116,17 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
         else
             cc_put(&b, CC_COL_BAND_NONE, "-");
         if (ok && p->npred) {
-            cc_put(&b, CC_COL_BEST, p->preferred);
+            cc_put(&b, CC_COL_FASTEST, p->preferred);
             cc_put_cell(&b, p->bottleneck[0] ? p->bottleneck : "-", -1);
             cc_put(&b, "\n");
         }
         else
-            cc_put(&b, CC_COL_BEST_NONE "\n", "-");
+            cc_put(&b, CC_COL_FASTEST_NONE "\n", "-");
         if (ok && p->nnodes > 0) { /* predicted speedup at 1..nnodes nodes of the target machine */
             cc_put(&b, "    nodes:");
             for (int k = 0; k < p->nnodes && k < CC_MAX_NODES; k++)
                 cc_put(&b, "%s%d:%.2f", k ? "  " : " ", k + 1, p->node_speedup[k]);
-            cc_put(&b, "  preferred %d", p->preferred_nodes);
+            cc_put(&b, "  fastest %d", p->preferred_nodes); /* the best node count: predict's "fastest" */
             if (p->numa_basis[0]) {
                 char basis[sizeof p->numa_basis + 1];
                 snprintf(basis, sizeof basis, "%.*s", (int)strnlen(p->numa_basis, sizeof p->numa_basis), p->numa_basis);

@@ -14,7 +14,8 @@
 #define CC_COL_SPEEDUP_NONE " %6s"
 #define CC_COL_BAND " %5.2f-%-5.2f"
 #define CC_COL_BAND_NONE " %11s"
-#define CC_COL_BEST " %5d  "
-#define CC_COL_BEST_NONE " %5s"
-#define CC_COL_TAIL_HEADING " %11s %5s  %s"
+#define CC_COL_FASTEST " %7d  "
+#define CC_COL_FASTEST_NONE " %7s"
+#define CC_COL_FASTEST_HEADING "fastest"
+#define CC_COL_TAIL_HEADING " %11s %7s  %s"
 #endif

@@ -239,3 +239,62 @@ def test_written_tables_read_back_with_the_same_medians(tmp_path, table, metric,
     for n, value, reps in zip(data.counts, data.values, data.repetitions):
         assert reps == len(table[int(n)])
         assert value == pytest.approx(float(np.median(table[int(n)])), rel=1e-12)
+
+
+# ---------------------------------------------------------------- JSON without the json package
+# fileio's parse_json and json_text go through CPython's C scanner and encoder (the json
+# package imports re and enum, which a --target-machine exit paid): the same values and
+# the same text as the package, and its errors where the input is bad.
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**30, 10**30)
+    | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_json_values)
+def test_json_text_is_compact_strict_json_dumps(value):
+    import json
+
+    from corecast.io.fileio import json_text
+
+    assert json_text(value) == json.dumps(value, separators=(",", ":"), allow_nan=False)
+
+
+def test_json_text_refuses_what_json_dumps_refuses():
+    from corecast.io.fileio import json_text
+
+    with pytest.raises(ValueError):
+        json_text({"speedup": [1.0, float("nan")]})
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        json_text({"x": object()})
+
+
+@settings(max_examples=300, deadline=None)
+@given(_json_values, st.sampled_from([None, 0, 2]), st.sampled_from(["", " ", "\n\t ", "\r\n"]))
+def test_parse_json_reads_what_json_loads_reads(value, indent, pad):
+    import json
+
+    from corecast.io.fileio import parse_json
+
+    text = pad + json.dumps(value, indent=indent) + pad
+    assert json.dumps(parse_json(text, "x.json")) == json.dumps(json.loads(text))
+
+
+@pytest.mark.parametrize("text, words", [
+    ("", "line 1: column 1: not valid JSON: Expecting value"),
+    ("{\"a\": 1,}", "line 1: column 9: not valid JSON: Expecting property name"),
+    ("{} {}", "line 1: more than one JSON value"),
+    ("\ufeff{}", "not valid JSON: Unexpected UTF-8 BOM"),
+    ("[NaN, Infinity]", None),
+])
+def test_parse_json_errors_are_json_loads_errors(text, words):
+    from corecast.io.fileio import parse_json
+
+    if words is None:  # json.loads reads these: so does parse_json
+        assert str(parse_json(text, "x.json")) == "[nan, inf]"
+        return
+    with pytest.raises(InputError) as e:
+        parse_json(text, "x.json")
+    assert str(e.value).startswith("x.json: ") and words in str(e.value)

@@ -47,6 +47,36 @@ def test_preferred_beyond_the_measured_range_only_where_the_band_gains():
     assert flat.preferred <= 8
 
 
+def test_an_answer_the_horizon_stopped_says_so(capsys):
+    n = np.arange(1, 9)
+    linear = corecast.predict(n, 100.0 * n, metric="throughput", method="amdahl", upto=32)
+    assert linear.preferred == 32
+    assert sum("bounded by the largest count asked (32)" in w for w in linear.warnings) == 1
+    # Weak scaling (the Caliper LULESH files' main): the work rate keeps rising, so the
+    # fastest count the band supports is wherever the horizon is.
+    ranks, times = [27, 64, 125, 216, 343], [47.238, 55.113, 56.238, 42.838, 52.588]
+    weak = corecast.predict(ranks, times, metric="time", scaling="weak", upto=686)
+    assert weak.fastest == 686 and weak.preferred == 343
+    assert sum("fastest count is bounded by the largest count asked (686)" in w for w in weak.warnings) == 1
+    # Where the band stops vouching before the horizon nothing is said.
+    p = corecast.predict(N, T, metric="time", upto=64)
+    assert not any("largest count asked" in w for w in p.warnings)
+
+
+def test_no_knee_is_claimed_at_the_horizon(tmp_path, capsys):
+    n = np.arange(1, 9)
+    p = corecast.predict(n, 100.0 * n, metric="throughput", method="amdahl", upto=32)
+    assert p.knee is None and p.to_dict()["knee_threads"] is None
+    path = tmp_path / "lin.csv"
+    path.write_text("threads,throughput\n" + "".join(f"{c},{100 * c}\n" for c in n))
+    assert main(["predict", str(path), "--method", "amdahl", "--upto", "32"]) == 0
+    out = capsys.readouterr().out
+    assert "knee: none up to 32" in out and "knee: 32" not in out
+    assert not any(line.endswith("knee") for line in out.splitlines())
+    # A knee inside the counts asked is still named.
+    assert corecast.predict(N, T, metric="time", upto=32).knee == 16
+
+
 def test_sweep_and_predict_share_the_rule():
     from corecast.model.curve.extrapolation import extrapolate
 
@@ -54,6 +84,23 @@ def test_sweep_and_predict_share_the_rule():
     times = {n: [t] for n, t in zip(N, T)}
     extrapolate(result, times, N, [], {n: [{}] for n in N}, 32)
     assert result["preferred_threads"] == corecast.predict(N, T, metric="time", upto=32).preferred
+
+
+def test_sweep_names_the_fastest_count_as_predict_does():
+    # Its warnings speak of "the fastest count": the report must name one.
+    from corecast.model.curve.extrapolation import extrapolate
+    from corecast.views.sweeptable import format_sweep
+
+    p = corecast.predict(N, T, metric="time", upto=32)
+    assert p.preferred != p.fastest
+    result = {"warnings": [], "command": ["prog"], "runtime": "openmp", "failed": [], "bottleneck": None,
+              "measured": [{"threads": n, "time_s": t, "spread_s": 0.0, "stalls_s": {}} for n, t in zip(N, T)]}
+    extrapolate(result, {n: [t] for n, t in zip(N, T)}, N, [], {n: [{}] for n in N}, 32)
+    assert (result["preferred_threads"], result["fastest_threads"]) == (p.preferred, p.fastest)
+    lines = format_sweep(result).splitlines()
+    assert sum(line.startswith(f"fastest count: {p.fastest} ") for line in lines) == 1
+    row = next(line for line in lines if line.split()[:1] == [str(p.fastest)] and "measured" in line)
+    assert row.endswith("fastest")
 
 
 def test_cli_min_gain(tmp_path, capsys):
@@ -132,6 +179,14 @@ def test_interpolating_members_are_not_scored_as_fits(tmp_path, capsys):
     assert "interpolates: not a fit" in out and "1.0000" not in out.split("fit quality")[1]
 
 
+def test_a_member_that_cannot_be_backtested_has_no_figure():
+    # presca needs 5 counts; up to the cut (8) there are 4: it has no backtest error.
+    p = corecast.predict(N, T, metric="time")
+    assert "presca" in p.reason and "inf" not in p.reason
+    assert "not backtested (cannot be fitted up to 8)" in p.reason
+    assert p.to_dict()["extras"]["backtest"]["presca"] is None
+
+
 def test_a_law_with_residuals_keeps_its_figures():
     p = corecast.predict(N, T, metric="time", method="usl")
     (q,) = p.fit_quality
@@ -154,6 +209,20 @@ def test_docs_estima_example_runs(tmp_path, capsys):
     path = tmp_path / "e.csv"
     path.write_text("threads,time,stall:lock\n" + block)
     assert main(["predict", str(path), "--method", "estima"]) == 0
+    out = capsys.readouterr().out  # the example shows ESTIMA using its stalls, not its fallback
+    assert "method: estima, chose F=" in out and "extrapolated the time directly" not in out
+    assert main(["predict", str(path)]) == 0
+    assert "stall:* columns unused" not in capsys.readouterr().out
+
+
+def test_auto_says_when_estima_ran_on_the_time_alone(tmp_path, capsys):
+    # A lock wait of 0 at one thread leaves ESTIMA 5 counts for its factor: it falls back
+    # to the time alone, and auto, which keeps it as a member, must say the column went unused.
+    path = tmp_path / "s.csv"
+    path.write_text("threads,time,stall:lock\n1,10.0,0.0\n2,5.3,0.2\n4,2.9,0.4\n8,1.8,0.9\n12,1.5,1.5\n16,1.4,2.3\n")
+    assert main(["predict", str(path)]) == 0
+    warned = [line for line in capsys.readouterr().out.splitlines() if line.startswith("warning: stall:")]
+    assert len(warned) == 1 and "estima ran on the time alone" in warned[0]
 
 
 def test_estima_with_too_few_counts_is_one_line(tmp_path, capsys):
@@ -187,6 +256,31 @@ def test_plot_format_follows_the_suffix(tmp_path, name, magic):
     path.write_text("threads,time\n" + "".join(f"{n},{t}\n" for n, t in zip(N, T)))
     assert main(["predict", str(path), "--plot", str(tmp_path / name)]) == 0
     assert (tmp_path / name).read_bytes().startswith(magic)
+
+
+@pytest.mark.parametrize("name, magic", [("c.jpg", b"\xff\xd8"), ("c.eps", b"%!PS"), ("c", b"\x89PNG"), ("c.out", b"\x89PNG")])
+def test_every_plot_suffix_gets_its_own_format(tmp_path, name, magic):
+    path = tmp_path / "t.csv"
+    path.write_text("threads,time\n" + "".join(f"{n},{t}\n" for n, t in zip(N, T)))
+    assert main(["predict", str(path), "--plot", str(tmp_path / name)]) == 0
+    assert (tmp_path / name).read_bytes().startswith(magic)
+
+
+@pytest.mark.parametrize("command", [["predict", "{csv}"], ["export", "{sweep}", "--extrap", "{out}"]])
+def test_a_plot_suffix_no_format_has_is_one_line(tmp_path, capsys, command):
+    csv = tmp_path / "t.csv"
+    csv.write_text("threads,time\n" + "".join(f"{n},{t}\n" for n, t in zip(N, T)))
+    sweep = tmp_path / "s.json"
+    sweep.write_text(json.dumps({
+        "command": ["prog"], "runtime": "openmp", "failed": [], "warnings": [], "bottleneck": None,
+        "stall_predictions": {}, "preferred_threads": 1,
+        "measured": [{"threads": 1, "time_s": 1.0, "spread_s": 0.0, "stalls_s": {}}],
+        "predictions": [{"threads": 1, "value": 1.0, "low": 0.9, "high": 1.1, "speedup": 1.0}]}))
+    args = [a.format(csv=csv, sweep=sweep, out=tmp_path / "x.jsonl") for a in command]
+    assert main(args + ["--plot", str(tmp_path / "c.bmp")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cannot plot to a .bmp file" in err
+    assert not (tmp_path / "c.bmp").exists() and not (tmp_path / "x.jsonl").exists()
 
 
 @pytest.mark.parametrize("text", ["threads\ttime\n1\t10\n2\t5.3\n4\t2.9\n",
@@ -236,3 +330,58 @@ def test_sweep_table_shows_the_measured_speedup_beside_the_models():
     row = next(line for line in format_sweep(result).splitlines() if line.split()[:1] == ["2"]
                and "preferred" in line)
     assert "0.93" in row and "measured 1.11x, preferred" in row
+
+
+def test_sweep_suggests_no_option_it_lacks():
+    # predict's weak-looking warning says "--scaling weak", which corecast sweep has not:
+    # a sweep runs one command at every count (strong scaling).
+    from corecast.model.curve.extrapolation import extrapolate
+
+    counts, times = [1, 2, 4], [0.23, 0.33, 0.31]
+    assert any("--scaling weak" in w for w in corecast.predict(counts, times, metric="time").warnings)
+    result = {"warnings": []}
+    extrapolate(result, {n: [t] for n, t in zip(counts, times)}, counts, [], {n: [{}] for n in counts}, 16)
+    assert result["predictions"] and not any("--scaling" in w for w in result["warnings"])
+
+
+def test_the_exit_table_names_the_fastest_count_as_predict_does():
+    # The runtime's count is the fewest threads within 1% of the best predicted speedup:
+    # predict's "fastest", not its "preferred" (nor a third word, "best").
+    from corecast.views.columns import c_header, heading
+    from corecast.views.replayview import table
+    from corecast.tools.replay import replay
+
+    head = heading(16).split()
+    assert "fastest" in head and "best" not in head and "preferred" not in head
+    assert '"fastest"' in c_header()
+    (rep,) = replay(str(DATA / "recordings" / "schema1-npb-mg.A-4.jsonl"), 8)
+    lines = table(rep).splitlines()
+    at = lines[1].index("fastest") + len("fastest")
+    assert any(line[:at].rstrip()[-1:].isdigit() for line in lines[2:])  # the count under its heading
+
+
+def test_merge_names_preferred_and_fastest_as_predict_does(monkeypatch):
+    # One run: the one-run model's best was called "preferred"; predict's preferred count
+    # is the one that pays off, and with no band nothing past the largest run is vouched for.
+    from corecast.tools import ranks
+    from corecast.views.mergeview import table, to_dict
+
+    def sample(rank: int) -> "ranks.RankSample":
+        return ranks.RankSample(rank, 100 + rank, "r.jsonl", 1, 1.0, 0.9, {"mpi_p2p": 0.05, "mpi_collective": 0.05},
+                                {"mpi_p2p": 0, "mpi_collective": 0}, 0.0, 0.0)
+
+    monkeypatch.setattr(ranks, "collect_runs", lambda paths, fmt=None: ([ranks.Run(4, [sample(r) for r in range(4)])], []))
+    m = ranks.merge(["r.jsonl"], upto=64)
+    assert m.preferred == 4 and m.fastest > 4
+    d = to_dict(m)
+    assert (d["preferred_ranks"], d["fastest_ranks"]) == (4, m.fastest)
+    text = table(m)
+    assert "preferred: 4 ranks" in text and f"fastest: {m.fastest} ranks" in text and "no band" in text
+
+
+def test_the_smt_note_names_the_first_count_past_the_measured_placement():
+    # The README's --hw-threads 40 --cores 20 on a curve measured up to 16: threads 17-20
+    # still get a core of their own, so the step is past 20, not past 16.
+    p = corecast.predict(N, T, metric="time", upto=64, hw_threads=40, cores=20)
+    (note,) = [w for w in p.warnings if "place threads where no measured count did" in w]
+    assert note.startswith("counts above 20 ")

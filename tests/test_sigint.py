@@ -83,7 +83,7 @@ def sleeper(tmp_path) -> Path:
 
 
 def needs_library() -> None:
-    if not PRELOAD.is_file():
+    if not os.path.isfile(PRELOAD):
         pytest.skip(f"the preload library is not built ({PRELOAD})")
 
 

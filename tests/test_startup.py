@@ -3,6 +3,7 @@ and the runtime model imports them only for a fit, with one BLAS thread in its o
 interpreter.  Each check runs in a fresh interpreter (this one has them all loaded)."""
 from __future__ import annotations
 
+import ast
 import importlib.metadata
 import json
 import os
@@ -57,6 +58,36 @@ def test_run_imports_nothing_heavy_up_to_the_exec(tmp_path):
     assert "exec ['true', 'x'] True" in r.stdout
     assert "not reached" not in r.stdout
     assert loaded == []
+
+
+# What `corecast run` must not import before the exec (issue #40: every module there is
+# paid before the program starts): the model, which only the library's own interpreter
+# runs, and the standard modules that cost the launch milliseconds and it has no use for
+# (json: nothing to parse without a machine file; pathlib; shutil, which argparse
+# imports for the terminal's width).
+LAUNCH_UNUSED = ("corecast.runtime.bridge", "corecast.model.runtime", "corecast.model.numa",
+                 "corecast.model.curve", "pathlib", "shutil")
+
+
+@pytest.mark.parametrize("options, unused", [
+    ([], LAUNCH_UNUSED + ("json",)),
+    (["--target-machine", "opteron6380"], LAUNCH_UNUSED),  # the machine file is JSON, checked here
+])
+def test_run_imports_no_model_up_to_the_exec(options, unused):
+    code = textwrap.dedent(f"""
+        import os, sys
+        def stop(path, argv, env):
+            print(sorted(m for m in sys.modules if m.startswith({unused!r})))
+            os._exit(0)
+        os.execve = stop
+        from corecast.cli import main
+        main(["run", *{options!r}, "--", "true"])
+        print("not reached")
+    """)  # not python(): its json import would be counted
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    loaded = ast.literal_eval(r.stdout.splitlines()[-1])
+    assert loaded == [], f"corecast run {' '.join(options)} imported {loaded} before the exec"
 
 
 def test_version_is_the_package_version():
@@ -139,3 +170,29 @@ def test_target_machine_exit_imports_no_heavy_standard_modules():
     """)
     assert r.returncode == 0, r.stderr
     assert json.loads(r.stdout.splitlines()[-1]) == []
+
+
+def test_target_machine_exit_imports_neither_json_nor_re():
+    # What the model's own interpreter (no site, as native/model/model_glue.c starts it)
+    # does at a --target-machine exit: the bridge, the machine file read, the memory-rate
+    # fit and a node answer's JSON.  The json package, with re and enum, cost that exit
+    # 35M instructions (issue #40).
+    import corecast
+
+    root = os.path.dirname(os.path.dirname(corecast.__file__))
+    code = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {root!r})
+        from corecast.runtime.bridge import predict_sample
+        from corecast.model.machine.numa import path_of
+        from corecast.model.runtime.numa import NumaState, fitted_rates, members
+        state = NumaState(path_of("opteron6380"))
+        assert state.machine is not None, state.error
+        rates, _ = fitted_rates([(1, 0.01), (2, 0.006)], state.machine)
+        print(members(state.machine, [1.0, 1.5], 2, "basis", [], ["llc"], rates, [], {{"teams": [1, 2]}}, None))
+        print(sorted(m for m in sys.modules if m.split(".")[0] in ("json", "re", "enum")))
+    """)
+    r = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, timeout=TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    assert '"preferred_nodes":2' in r.stdout
+    assert ast.literal_eval(r.stdout.splitlines()[-1]) == []

@@ -30,7 +30,7 @@ from corecast.cli import main
 from cli_checks import assert_one_line_error
 
 ROOT = Path(__file__).resolve().parents[1]
-TOP_KEYS = {"measured", "predictions", "stall_predictions", "preferred_threads", "bottleneck",
+TOP_KEYS = {"measured", "predictions", "stall_predictions", "preferred_threads", "fastest_threads", "bottleneck",
             "command", "runtime", "warnings", "failed", "regions", "placement"}
 NCPUS = len(os.sched_getaffinity(0))
 
@@ -100,7 +100,7 @@ def gcc() -> str:
     path = shutil.which("gcc")
     if path is None:
         pytest.skip("gcc is not installed")
-    if not PRELOAD.is_file():
+    if not os.path.isfile(PRELOAD):
         pytest.skip(f"the preload library is not built ({PRELOAD})")
     return path
 
@@ -266,7 +266,7 @@ def test_fewer_than_two_successful_counts(capsys, tmp_path, contend):
 
 def test_no_parallel_activity(capsys, tmp_path):
     true = shutil.which("true")
-    if true is None or not PRELOAD.is_file():
+    if true is None or not os.path.isfile(PRELOAD):
         pytest.skip("needs /bin/true and the preload library")
     out_file = tmp_path / "s.json"
     assert main(["sweep", "--threads", "1,2", "--repeat", "1", "--json-out", str(out_file), "--", true]) == 2
@@ -527,7 +527,7 @@ def test_placement_orders(tmp_path):
 
 
 def test_omp_places_reach_the_program(tmp_path):
-    if not PRELOAD.is_file():
+    if not os.path.isfile(PRELOAD):
         pytest.skip("the preload library is not built")
     out = tmp_path / "env.txt"
     cmd = ["sh", "-c", f'printf "%s|%s|%s" "$OMP_PLACES" "$OMP_PROC_BIND" "$OMP_NUM_THREADS" > {out}']
@@ -540,7 +540,7 @@ def test_omp_places_reach_the_program(tmp_path):
 
 
 def test_opencl_count_reaches_pocl_by_both_names(tmp_path):
-    if not PRELOAD.is_file():
+    if not os.path.isfile(PRELOAD):
         pytest.skip("the preload library is not built")
     out = tmp_path / "env.txt"
     cmd = ["sh", "-c", f'printf "%s|%s" "$POCL_CPU_MAX_CU_COUNT" "$POCL_MAX_PTHREAD_COUNT" > {out}']

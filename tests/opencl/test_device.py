@@ -130,7 +130,7 @@ def test_time_line_and_in_order_queue_note():
     prof = Prof(wall_s=5.0, host_wait_s=4.5)
     lines = report.time_lines(prof, [(a, None, None), (b, None, None)])
     assert lines[0].startswith("time: wall 5.0")
-    assert "device busy 4.100s (82% of wall)" in lines[0] and "queue wait 2.000s" in lines[0]
+    assert "device busy 4.100s (82% of wall)" in lines[0] and "queue wait 2.000s summed over 20 launches" in lines[0]
     assert "blocked in OpenCL calls" in lines[0]
     assert lines[1].startswith("in-order queue: 2 kernels (smooth, triangle) ran one after another")
     for k in (a, b):

@@ -1,6 +1,7 @@
 """Fixtures for the runtime tests: gcc, compiling small C programs, the preload library."""
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -54,6 +55,6 @@ def build(gcc, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def lib() -> Path:
-    if not PRELOAD.is_file():
+    if not os.path.isfile(PRELOAD):
         pytest.skip(f"the preload library is not built ({PRELOAD})")
-    return PRELOAD
+    return Path(PRELOAD)

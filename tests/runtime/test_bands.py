@@ -156,3 +156,20 @@ def test_the_benchmark_chose_the_machine_loss_at_the_sampled_count():
     # the shipped constant, or a choice the held-out suites turned down (work_prior.REJECTED)
     assert result["chosen_on_all"] in [evidence.LOSS_PER_DOUBLING, *work_prior.REJECTED]
     assert result["held_out"]["probe_16"]["median_log_error"] < result["no_prior"]["probe_16"]["median_log_error"]
+
+
+def test_the_benchmark_chose_the_barrier_latency_growth():
+    """teamcurve's repeated_growth is what benchmarks/barrier_growth.py chooses on the
+    development recordings (or a choice it records as turned down), and it keeps the
+    guards: scale16 and device16 no worse than the constant latency before it."""
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "barrier_growth.py"), "--json"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import barrier_growth  # noqa: E402
+
+    assert result["in_sample"]["variant"] in [barrier_growth.SHIPPED, *barrier_growth.REJECTED]
+    shipped, before = result["variants"][barrier_growth.SHIPPED], result["variants"]["before"]
+    for guard in barrier_growth.GUARDS:
+        assert shipped["guards"][guard]["median_log_error"] <= before["guards"][guard]["median_log_error"]

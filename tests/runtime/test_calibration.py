@@ -487,6 +487,10 @@ def test_a_note_cuts_the_basis_between_items_not_inside_a_word():
     assert cut == "contention model: lock queues, imbalance, serial work; no evidence at 1 thread"
     assert with_note("short", "; x") == "short; x"
     assert len(with_note("x" * 200, "; n")) == BASIS_LEN  # no separator: cut where it must
+    # A clause after a colon goes whole: cut at a word it read "...: more CPU; 3 runtime ...".
+    device = "waiting on the device (66% of wall): more CPU threads do not shorten it"
+    note = "; 3 runtime threads (1.89s CPU) not the program's"
+    assert with_note(device, note) == "waiting on the device (66% of wall)" + note
 
 
 def test_a_busy_measurement_is_one_line_and_no_file(tmp_path, monkeypatch):

@@ -287,6 +287,11 @@ def test_barrier_latency_is_the_smallest_idle_per_barrier():
     assert barrier_latency([coarse, {**fine, "threads": 1}]) == 0.0
 
 
+def latest_of(n: int, n0: int) -> float:
+    """How the latest of n threads' delays grows against n0's (teamcurve's g)."""
+    return math.sqrt(math.log(n) / math.log(n0))
+
+
 def test_barrier_latency_does_not_shrink_with_the_team():
     fine = barriered(episodes=48, phase=25e-6, wait=5e-6)
     spread = region_contention(fine, target=16, cores=16)
@@ -297,12 +302,46 @@ def test_barrier_latency_does_not_shrink_with_the_team():
     assert latency.speedup[3] == pytest.approx(spread.speedup[3])
     assert latency.speedup[15] < spread.speedup[15]
     work = 4 * 48 * 25e-6
-    assert latency.speedup[15] == pytest.approx(work / (work / 16 + 48 * 5e-6))
+    # The 47 barriers inside each call wait for the latest of 16 threads' delays, which
+    # grow as the latest of n draws; the region's end keeps its latency.
+    assert latency.speedup[15] == pytest.approx(work / (work / 16 + 5e-6 * (1 + 47 * latest_of(16, 4))))
+    # The band's high end is the constant latency (the model before the growth).
+    assert latency.high[15] == pytest.approx(work / (work / 16 + 48 * 5e-6))
+    # Below n0 the latest of fewer threads comes sooner.
+    assert latency.speedup[1] > work / (work / 2 + 48 * 5e-6)
     # A coarse region's wait is mostly spread: the same latency hardly moves it.
     coarse = barriered(episodes=1, phase=30e-3, wait=8e-3, calls=8)
     a = region_contention(coarse, target=16, cores=16)
     b = region_contention(coarse, target=16, cores=16, latency=5e-6)
     assert b.speedup[15] == pytest.approx(a.speedup[15], rel=1e-3)
+
+
+def test_the_region_end_barriers_latency_stays_constant():
+    """One barrier per call, the region's end: its latency is the join's and does not grow
+    with the team (Rodinia's lud and nw: those waits shrank from 2 to 16 threads)."""
+    ends = barriered(episodes=1, phase=200e-6, wait=20e-6, calls=500)
+    pred = region_contention(ends, target=16, cores=16, latency=20e-6)
+    work = 4 * 200e-6
+    assert pred.speedup[15] == pytest.approx(work / (work / 16 + 20e-6))
+
+
+def test_process_pthread_barriers_passed_many_times_grow_with_the_team():
+    """A process whose threads pass a pthread barrier 1000 times: the wait per episode is
+    the latest of n threads' delays (streamcluster's wake-up chain: 7, 10 and 24 us per
+    episode at 2, 4 and 16 threads), not a spread of the work that splitting shrinks."""
+    once = process_contention(process(threads=4, cpu=4.0, wall=1.25, pthread_barrier=1.0,
+                                      acq={"pthread_barrier": 4}), target=16, cores=16)
+    many = process_contention(process(threads=4, cpu=4.0, wall=1.25, pthread_barrier=1.0,
+                                      acq={"pthread_barrier": 4000}), target=16, cores=16)
+    assert_sane(many, 16)
+    for pred in (once, many):
+        assert pred.speedup[3] == pytest.approx(4.0 / 1.25, rel=1e-6)
+    assert "barrier_latency" in many.fitted and "barrier_latency" not in once.fitted
+    # 0.25 s per thread at the barriers: kept as the latest of 16 draws against 4's ...
+    assert many.speedup[15] == pytest.approx(4.0 / (4.0 / 16 + 0.25 * latest_of(16, 4)), rel=1e-6)
+    # ... where a barrier passed once spreads with the work per thread
+    assert once.speedup[15] == pytest.approx(4.0 / (4.0 / 16 + 0.25 * 0.5 * latest_of(16, 4)), rel=1e-6)
+    assert many.high[15] >= 4.0 / (4.0 / 16 + 0.25) - 1e-9  # the constant latency: the band's high
 
 
 def test_dynamic_loop_counter_saturates():

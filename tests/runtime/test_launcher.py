@@ -132,7 +132,7 @@ def test_lib_prints_an_existing_path(lib):
     path = Path(proc.stdout.strip())
     assert proc.stdout.count("\n") == 1
     assert path.is_absolute() and path.is_file()
-    assert path == launcher.library_path()
+    assert path == Path(launcher.library_path())
     assert path.name == "libcorecast_preload.so"
 
 

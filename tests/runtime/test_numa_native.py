@@ -266,7 +266,7 @@ def test_node_predictions_in_report_and_json(program, baseline, build, lib, tmp_
     out = tmp_path / "cc.jsonl"
     proc = run([program], preload=alone / lib.name, output=out)
     assert proc.stdout == baseline.stdout and proc.returncode == 3
-    assert "    nodes: 1:1.00  2:1.93  preferred 2 (fake queue)\n" in proc.stderr.decode()
+    assert "    nodes: 1:1.00  2:1.93  fastest 2 (fake queue)\n" in proc.stderr.decode()
     lines = read_lines(out)
     (process,) = events(lines, "process")
     assert process["preferred_nodes"] == 2

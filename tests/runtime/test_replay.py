@@ -219,3 +219,21 @@ def test_the_library_s_table_and_replay_s_share_one_layout(build, lib, tmp_path)
     rows = [line for line in printed if line.startswith(("omp_critical", "main", "process"))]
     replayed = [line for line in shown if line.startswith(("omp_critical", "main", "process"))]
     assert rows and [row[:measured] for row in rows] == [row[:measured] for row in replayed]
+
+
+def test_a_label_cut_short_ends_in_an_ellipsis_in_both_tables(build, lib, tmp_path):
+    """The library's table (native/text.c's cell) and replay's cut a label too long for its
+    column the same way, and both say so with an ellipsis (#41 item 5)."""
+    from corecast.views import columns
+
+    name = "omp_critical_" + "x" * columns.LABEL  # the label is "REGION (this name)"
+    exe = build(name, EXAMPLES / "omp_critical.c", "-fopenmp", "-lm")
+    out = tmp_path / "run.jsonl"
+    r = run([exe, "40"], preload=lib, output=out, target=8,
+            env={"OMP_NUM_THREADS": "2", "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr
+    printed = (r.stderr.decode() if isinstance(r.stderr, bytes) else r.stderr).splitlines()
+    shown = cli(str(out), "--target", "8").stdout.splitlines()
+    cut = [[line[:columns.LABEL] for line in lines if line.startswith("main.")] for lines in (printed, shown)]
+    assert cut[0] and cut[0] == cut[1]
+    assert all(label.endswith("\u2026") for label in cut[0])

@@ -1,5 +1,5 @@
 """Command line: ``corecast predict FILE ...``, ``demo``, ``run -- CMD``, ``lib``, ``sweep``,
-``numa``, ``machine``, ``calibrate`` and the rest listed in ``SUBCOMMANDS``.
+``numa``, ``machine``, ``calibrate`` and the rest listed by ``subcommands()``.
 
 One module per subcommand group (``predict``: predict, demo; ``run``: run, lib, replay,
 merge; ``calibrate``; ``sweep``: sweep, export; ``tune``: tune-sim; ``numa``: numa, machine), each a pair
@@ -23,19 +23,25 @@ from .. import __version__
 from ..errors import InputError
 from ..io import settings
 from ..io.fileio import DEFAULT_MAX_INPUT_MB
-from . import calibrate, numa, predict, run, sweep, tune
+from . import run
 from .common import EXIT_ERROR, EXIT_INTERRUPTED, CliError, Parser, die_of_sigint, raise_interrupt, sigint_seen
 
 __all__ = ["main", "build_parser", "die_of_sigint", "raise_interrupt", "sigint_seen", "EXIT_ERROR",
-           "EXIT_INTERRUPTED", "SUBCOMMANDS"]
+           "EXIT_INTERRUPTED", "subcommands"]
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
     import argparse
     from typing import Sequence
 
-SUBCOMMANDS = predict.COMMANDS + run.COMMANDS + calibrate.COMMANDS + tune.COMMANDS + sweep.COMMANDS \
-    + numa.COMMANDS
+
+def subcommands() -> list:
+    """Every subcommand's ``add_X``, in the order help lists them.  The other groups'
+    modules are imported here, not with the package: ``corecast run`` and ``lib`` need
+    only their own (see ``LAUNCHERS``)."""
+    from . import calibrate, numa, predict, sweep, tune
+
+    return predict.COMMANDS + run.COMMANDS + calibrate.COMMANDS + tune.COMMANDS + sweep.COMMANDS + numa.COMMANDS
 
 
 # Commands that start a program: their parser declares no other subcommand (the full one
@@ -51,7 +57,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                     f"{settings.MAX_INPUT_MB} MiB (default {DEFAULT_MAX_INPUT_MB}).")
     parser.add_argument("--version", action="version", version=f"corecast {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for add in [LAUNCHERS[command]] if command in LAUNCHERS else SUBCOMMANDS:
+    for add in [LAUNCHERS[command]] if command in LAUNCHERS else subcommands():
         add(sub)
     return parser
 

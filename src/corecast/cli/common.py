@@ -3,7 +3,6 @@ the JSON printer.  Standard library only, so that importing the CLI stays cheap.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import signal
@@ -68,6 +67,30 @@ class Parser(argparse.ArgumentParser):
     when that subcommand is parsed or its help is shown, not when any other one runs."""
 
     _later: Callable[[argparse.ArgumentParser], None] | None = None
+    _checking = False
+
+    def add_argument(self, *args, **kwargs):  # type: ignore[override]
+        self._checking = True
+        try:
+            return super().add_argument(*args, **kwargs)
+        finally:
+            self._checking = False
+
+    def add_subparsers(self, **kwargs):  # type: ignore[override]
+        self._checking = True
+        try:
+            return super().add_subparsers(**kwargs)
+        finally:
+            self._checking = False
+
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # add_argument makes a formatter only to check a metavar against its nargs, and
+        # add_subparsers one to write the subcommands' prog ("corecast", far shorter than
+        # any width): neither reads the terminal's width, and reading it (shutil, with bz2
+        # and lzma) cost every `corecast run` 2.5 ms before the program started.
+        if self._checking:
+            return self.formatter_class(prog=self.prog, width=80)
+        return super()._get_formatter()
 
     def error(self, message: str):  # type: ignore[override]
         raise CliError(f"{message} (see '{self.prog} --help')")
@@ -172,6 +195,8 @@ def command_of(argv: list[str]) -> list[str]:
 
 
 def print_json(obj: dict) -> None:
+    import json  # here: `corecast run` and `lib` print none
+
     # allow_nan=False: the output must be strict JSON for other tools to parse.
     print(json.dumps(obj, allow_nan=False))
 
@@ -204,4 +229,4 @@ def add_output_options(p: argparse.ArgumentParser, json_help: str = "print one J
     """The ``--json`` (and ``--plot``) flags of the subcommands that print a table."""
     p.add_argument("--json", action="store_true", help=json_help)
     if plot:
-        p.add_argument("--plot", metavar="OUT.png", help="also write a plot: PNG, or SVG or PDF for a .svg or .pdf name")
+        p.add_argument("--plot", metavar="OUT.png", help="also write a plot, in its suffix's format (.png, .svg, .pdf, .jpg, ...)")

@@ -3,7 +3,6 @@ what they recorded.  ``run`` and ``lib`` import no numpy or scipy (#11)."""
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from .common import CliError, add_format_option, add_output_options, command_of, count, print_json, whole_in
@@ -133,6 +132,8 @@ def add_merge(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
+    import json
+
     from ..io.fileio import write_file
     from ..views import mergeview
     from ..tools.ranks import merge

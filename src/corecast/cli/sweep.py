@@ -45,7 +45,7 @@ def add_sweep(sub: argparse._SubParsersAction) -> None:
                    "the other), spread (cores round-robin over sockets), none (the first n in numeric "
                    "order); OpenMP programs also get OMP_PLACES and OMP_PROC_BIND (default %(default)s)")
     p.add_argument("--json-out", metavar="FILE", help="write the result as one JSON object")
-    p.add_argument("--plot", metavar="OUT.png", help="also plot measured and predicted times")
+    p.add_argument("--plot", metavar="OUT.png", help="also plot measured and predicted times, in its suffix's format (.png, .svg, .pdf, .jpg, ...)")
     p.add_argument("--html", metavar="OUT.html", help="also write an HTML report")
     p.add_argument("--stall-plugin", metavar="FILE",
                    help="extra stall categories read from stdout/stderr/a file (JSON, or TOML on Python 3.11+)")
@@ -75,6 +75,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             found = False
         if not found:
             raise CliError("--plot and --html need corecast.views.sweepviz, which is not installed")
+    if args.plot:
+        from ..views.plot import image_format
+
+        image_format(args.plot)  # a suffix it cannot write: one line now, not after the sweep
     for path in (args.json_out, args.plot, args.html):
         if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
             raise CliError("its folder does not exist", path)
@@ -126,7 +130,7 @@ def add_export(sub: argparse._SubParsersAction) -> None:
     p.add_argument("file", metavar="SWEEP.json", help="a corecast sweep result")
     p.add_argument("--extrap", metavar="OUT.jsonl", help="write Extra-P JSON Lines input here")
     p.add_argument("--html", metavar="OUT.html", help="write an HTML report here")
-    p.add_argument("--plot", metavar="OUT.png", help="write a plot here: PNG, or SVG or PDF for a .svg or .pdf name")
+    p.add_argument("--plot", metavar="OUT.png", help="write a plot here, in its suffix's format (.png, .svg, .pdf, .jpg, ...)")
     p.set_defaults(func=cmd_export)
 
 
@@ -140,6 +144,10 @@ def cmd_export(args: argparse.Namespace) -> int:
                                                  (args.plot, sweepviz.plot_sweep)) if path]
     if not outputs:
         raise CliError("nothing to export: give --extrap OUT.jsonl, --html OUT.html or --plot OUT.png")
+    if args.plot:
+        from ..views.plot import image_format
+
+        image_format(args.plot)  # a suffix it cannot write: its own line, before any output is written
     try:
         result = load_sweep_json(args.file)  # messages already name the file
     except InputError as e:

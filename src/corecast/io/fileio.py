@@ -3,15 +3,14 @@
 ``readers.measurements``.
 
 Standard library only at import time: the runtime reads machine files with it inside
-profiled programs (numpy is imported where measurements are built).
+profiled programs (numpy is imported where measurements are built).  Kept as one at
+over 400 lines: every rule for a file read or written, and for its JSON text, in one place.
 """
 from __future__ import annotations
 
 import errno
-import json
 import math
 import os
-import re
 import stat
 import sys
 
@@ -43,7 +42,7 @@ STDIO = "-"
 # Paths that name one of this process's open descriptors: written through it (its file
 # offset and append mode are the caller's), as a shell redirection would be.
 _FD_ALIASES = {"/dev/stdin": 0, "/dev/stdout": 1, "/dev/stderr": 2}
-_FD_PATH = re.compile(r"/dev/fd/(\d+)|/proc/(?:self|thread-self|(\d+))/fd/(\d+)")
+_FD_PATH = r"/dev/fd/(\d+)|/proc/(?:self|thread-self|(\d+))/fd/(\d+)"  # compiled where used: see _json_c
 
 
 class OutputError(InputError):
@@ -172,6 +171,11 @@ def parse_json(text: str, path: str | os.PathLike, what: str = "valid JSON", hin
     after a second value (e.g. JSON Lines given where one object belongs).  ``line``:
     ``text`` is that line of a JSON Lines file."""
     name = shown(path) if line is None else f"{shown(path)}: line {line}"
+    value = _json_c_loads(text)
+    if value is not _UNPARSED:
+        return value
+    import json  # what is wrong, in json's words (and `corecast run` reads no JSON)
+
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
@@ -187,13 +191,70 @@ def parse_json(text: str, path: str | os.PathLike, what: str = "valid JSON", hin
         raise InputError(f"{name}: not {what}: {str(e).split(';')[0]}") from None
 
 
+# The json package imports re, and re enum: 35M instructions (10 ms on the 2-core VM) that
+# a --target-machine run paid at its exit, in the model's interpreter, for a machine file
+# and the node answers.  The package's own C scanner and encoder need neither; without
+# them, or for text that is not one valid JSON value, the package does the work.
+_UNPARSED = object()
+_WHITESPACE = " \t\n\r"  # JSON's
+
+
+class _Decoding:
+    """What ``_json.make_scanner`` reads of a decoder: ``json.JSONDecoder()``'s defaults."""
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    parse_float = float
+    parse_int = int
+    parse_constant = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}.__getitem__
+
+
+def _json_c_loads(text: str) -> object:
+    """``json.loads(text)`` through the C scanner alone; ``_UNPARSED`` where it cannot say
+    (no C scanner, a byte order mark, text that is not one JSON value)."""
+    try:
+        from _json import make_scanner
+    except ImportError:
+        return _UNPARSED
+    if not isinstance(text, str) or text.startswith("\ufeff"):
+        return _UNPARSED
+    start = len(text) - len(text.lstrip(_WHITESPACE))
+    try:
+        value, end = make_scanner(_Decoding())(text, start)
+    except (StopIteration, ValueError, RecursionError):
+        return _UNPARSED
+    return value if not text[end:].strip(_WHITESPACE) else _UNPARSED
+
+
+def _unserializable(o: object) -> object:
+    raise TypeError(f"Object of type {o.__class__.__name__} is not JSON serializable")
+
+
+def json_text(value: object) -> str:
+    """``json.dumps(value, separators=(",", ":"), allow_nan=False)``, without importing
+    the json package where CPython's C encoder is there."""
+    try:
+        from _json import encode_basestring_ascii, make_encoder
+
+        encode = make_encoder({}, _unserializable, encode_basestring_ascii, None, ":", ",", False, False, False)
+    except (ImportError, TypeError):  # another Python, or another signature
+        import json
+
+        return json.dumps(value, separators=(",", ":"), allow_nan=False)
+    if isinstance(value, str):
+        return encode_basestring_ascii(value)
+    return "".join(encode(value, 0))
+
+
 def _fd_of(path: str) -> int | None:
     """The descriptor of this process that ``path`` names (/dev/stdout, /dev/fd/N,
     /proc/self/fd/N), directly or through symlinks, or None."""
     for _ in range(40):  # the kernel's limit on symlink hops
         if path in _FD_ALIASES:
             return _FD_ALIASES[path]
-        m = _FD_PATH.fullmatch(path)
+        import re
+
+        m = re.fullmatch(_FD_PATH, path)
         if m and (m[2] is None or int(m[2]) == os.getpid()):
             return int(m[1] or m[3])
         try:

@@ -39,6 +39,7 @@ def empty_result(command: list[str], runtime: str, warnings: list[str], failed: 
         "predictions": [],
         "stall_predictions": {},
         "preferred_threads": None,
+        "fastest_threads": None,
         "bottleneck": None,
         "command": list(command),
         "runtime": runtime,

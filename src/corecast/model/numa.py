@@ -132,12 +132,14 @@ def bus_delay(machine: Machine, rates: Rates, nodes: Sequence[int]) -> float:
 
 def memory_cycles(machine: Machine, rates: Rates, nodes: Sequence[int],
                   others: Sequence[tuple[Rates, int]] = (), cores: int | None = None,
-                  delay: float | None = None) -> float:
+                  delay: float | None = None, ctrl: Sequence[float] | None = None) -> float:
     """``M = sum_m LLC_m R_m``: memory cycles per work cycle of one core of a program on
     ``nodes`` next to ``others`` ((rates, node count) each).  ``cores`` active per node
     (default: all of them) is the bus queue's population; ``delay`` is
-    ``bus_delay(machine, rates, nodes)`` where the caller already has it."""
-    ctrl = controller_delays(machine, [(rates, len(nodes)), *others])
+    ``bus_delay(machine, rates, nodes)`` and ``ctrl`` ``controller_delays`` for these
+    programs, where the caller already has them."""
+    if ctrl is None:
+        ctrl = controller_delays(machine, [(rates, len(nodes)), *others])
     bd = bus_delay(machine, rates, nodes) if delay is None else delay
     c = machine.cores_per_node if cores is None else cores
     total = 0.0
@@ -339,13 +341,19 @@ def fit_rate(machine: Machine, team_times: Sequence[tuple[int, float]],
         b = [r * s for s in share]
         return Rates(b, b, [0.0] * machine.nodes)
 
+    # One program on one node: each controller has that node as its one customer, who
+    # never queues (Q(1, mu, lam) = 1/mu), so the controllers' delays are the same at every
+    # rate and team size.  Solved once here, not per rate and size: a third of the fit's
+    # CPU, which a --target-machine run spends at its exit.
+    ctrl = controller_delays(machine, [(rates(0.0), len(first))])
+
     def error(r: float) -> float:
         logs = []
         rr = rates(r)
         bd = bus_delay(machine, rr, first)  # bus rates alone: the same at every team size
         for k, t in pts:
             rr.mct = [k * v for v in rr.bus]  # k active cores feed the node's controller
-            g = (1.0 + memory_cycles(machine, rr, first, cores=k, delay=bd)) / k
+            g = (1.0 + memory_cycles(machine, rr, first, cores=k, delay=bd, ctrl=ctrl)) / k
             logs.append(math.log(t) - math.log(g))
         mean = sum(logs) / len(logs)
         return math.sqrt(sum((v - mean) ** 2 for v in logs) / len(logs))

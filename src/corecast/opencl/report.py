@@ -19,6 +19,7 @@ from ..io import settings
 from ..io.fileio import OutputError, append_lines, printable
 from ..runtime import channel
 from ..model.runtime import kernelmodel
+from ..views import columns
 from ..recording.kernelstats import TICK_S
 from ..recording.record import SCHEMA
 from .warn import warn
@@ -132,11 +133,14 @@ def _top(lost: dict | None, kernel) -> str:
 
 def timing(prof, rows: list) -> dict:
     """Where the wall time since pyopencl was imported went: the devices' busy time, the
-    launches' queue wait, the host's enqueue cost and its time blocked in OpenCL calls."""
+    launches' queue wait (summed over launches: launches enqueued together wait at the same
+    time, so on a busy in-order queue the sum passes the wall), the host's enqueue cost and
+    its time blocked in OpenCL calls."""
     wall = max((time.monotonic_ns() - prof.started_ns) * 1e-9, 1e-9)
     device = sum(k.device_ns for k, _, _ in rows) * 1e-9
     waited = getattr(prof, "host_wait_ns", 0) * 1e-9
     return {"wall_s": wall, "device_s": device, "queue_s": sum(k.queue_ns for k, _, _ in rows) * 1e-9,
+            "launches": sum(k.launches for k, _, _ in rows),
             "enqueue_s": sum(k.enqueue_ns for k, _, _ in rows) * 1e-9, "host_wait_s": min(waited, wall),
             "host_s": max(wall - waited, 0.0)}
 
@@ -150,7 +154,8 @@ def time_lines(prof, rows: list) -> list[str]:
     t = timing(prof, rows)
     out = [f"time: wall {_s(t['wall_s'])}: device busy {_s(t['device_s'])} "
            f"({100 * min(t['device_s'] / t['wall_s'], 1):.0f}% of wall), queue wait {_s(t['queue_s'])} "
-           f"(queued to start, all launches), host {_s(t['host_s'])} outside OpenCL waits "
+           f"summed over {t['launches']} launches (queued to start; waits overlap, so the sum can pass "
+           f"the wall), host {_s(t['host_s'])} outside OpenCL waits "
            f"(enqueue {_s(t['enqueue_s'])}) + {_s(t['host_wait_s'])} blocked in OpenCL calls"]
     ordered = [k for k, _, _ in rows if k.in_order and k.completed]
     for dev in sorted({k.device for k in ordered}):
@@ -161,7 +166,7 @@ def time_lines(prof, rows: list) -> list[str]:
         if len(ks) >= 2 and queued >= 0.1 * busy > 0:
             names = ", ".join(k.name for k in ks[:4]) + (", ..." if len(ks) > 4 else "")
             out.append(f"in-order queue: {len(ks)} kernels ({names}) ran one after another and their "
-                       f"launches waited {_s(queued)} to start; those that do not depend on each other "
+                       f"launches waited {_s(queued)} to start, summed; those that do not depend on each other "
                        "could overlap on an out-of-order queue or a queue each (corecast does not see "
                        "their arguments)")
     return out
@@ -185,7 +190,7 @@ def table(prof, rows: list, target: int, cores: int) -> str:
         out[0] += f" ({'/'.join(kinds)}: its compute units, not this host's {cores} cores)"
     head = (f"{'kernel':<{NAME_WIDTH}} {'launches':>8} {'device':>9} {'per launch':>10} {'queued':>9} "
             f"{'enqueue':>9}  {'stalls (share of CU time)':<30}")
-    head += "".join(f" {'S@' + str(c):>6}" for c in cols) + f" {'best':>5}  bottleneck"
+    head += "".join(f" {'S@' + str(c):>6}" for c in cols) + f" {columns.FASTEST_HEADING:>{columns.FASTEST}}  bottleneck"
     out.append(head)
     for kernel, pred, memory in rows:
         shape = next(iter(kernel.sizes), (None, None))
@@ -205,13 +210,13 @@ def table(prof, rows: list, target: int, cores: int) -> str:
                 v = pred.speedup[pred.threads.index(c)]
             line += f" {v:6.2f}" if v is not None else f" {'-':>6}"
         if pred is not None:
-            line += f" {pred.preferred:>5}  {pred.bottleneck or '-'}"
+            line += f" {pred.preferred:>{columns.FASTEST}}  {pred.bottleneck or '-'}"
         else:
-            line += f" {'-':>5}"
+            line += f" {'-':>{columns.FASTEST}}"
         out.append(line)
         if memory is not None:
             curve = "  ".join(f"{k}:{v:.2f}" for k, v in enumerate(memory.speedup, 1))
-            out.append(f"    nodes: {curve}  preferred {memory.preferred} ({memory.basis})")
+            out.append(f"    nodes: {curve}  fastest {memory.preferred} ({memory.basis})")
     out.append("device: total device time; per launch: device time, queued (queued to start) and "
                "enqueue (host time in the call), means per launch")
     out.extend(time_lines(prof, rows))

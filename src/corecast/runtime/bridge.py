@@ -155,19 +155,19 @@ def _noted(text: str, note: str, limit: int = 95) -> str:
 
 def _agreement(res: object, threads_best: int, cores_per_node: int) -> None:
     """Says in the node answer why it differs from the thread table's, where it does: the
-    thread table's best count is not within the preferred node count's cores.  The node
+    thread table's fastest count is not within the fastest node count's cores.  The node
     model has a memory model (and leaves the fork/join term, which it would count twice,
     out of its sync part); the thread-level model has neither."""
     nodes = -(-threads_best // cores_per_node)  # the node count that holds the best threads
     if nodes == res.preferred:
         return
     short = res.basis.replace("two-level queue", "queue").replace(" x sync model", " x sync")
-    res.basis = _noted(short, f"; thread best {threads_best}: no memory model")
-    why = (f"the thread table's best count ({threads_best} threads, {nodes} node(s)) has no memory model; "
+    res.basis = _noted(short, f"; thread fastest {threads_best}: no memory model")
+    why = (f"the thread table's fastest count ({threads_best} threads, {nodes} node(s)) has no memory model; "
            "the node model adds one and leaves the fork/join term to it")
-    import json  # here only: the bridge's imports are paid inside every profiled program
+    from ..io.fileio import json_text
 
-    res.json += ',"threads_differ":' + json.dumps(why)
+    res.json += ',"threads_differ":' + json_text(why)
 
 
 def _encode_nodes(ffi: object, out: object, res: object) -> None:

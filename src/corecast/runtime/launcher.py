@@ -6,7 +6,6 @@ import os
 import signal
 import stat
 import struct
-from pathlib import Path
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
@@ -28,8 +27,8 @@ class LaunchError(Exception):
         self.status = status
 
 
-def library_path() -> Path:
-    if not PRELOAD.is_file():
+def library_path() -> str:
+    if not os.path.isfile(PRELOAD):
         raise LaunchError(f"the preload library is missing ({PRELOAD}); reinstall with 'pip install .'")
     return PRELOAD
 
@@ -87,7 +86,7 @@ def preload_env(
     path goes into CORECAST_TARGET_MACHINE and, where this machine's PMU has them, the
     memory-traffic events to count into CORECAST_NUMA_EVENTS (numa_events.plan)."""
     env = dict(env)
-    lib = str(library_path())
+    lib = library_path()
     current = env.get("LD_PRELOAD", "").strip()
     env["LD_PRELOAD"] = f"{current}:{lib}" if current else lib
     autoload_env(env)  # Python programs: pyopencl kernels are measured

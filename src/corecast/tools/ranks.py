@@ -89,7 +89,9 @@ class Run:
 
 @dataclass
 class RankPrediction(ScalingPrediction):
-    """MPI ranks' recordings merged: speedup and time per rank count (no band)."""
+    """MPI ranks' recordings merged: speedup and time per rank count (no band).  As
+    ``predict``'s: ``preferred``, the count that pays off (each rank added up to it gains
+    at least a quarter of one), and ``fastest``, the best predicted count."""
 
     runs: list[Run]
     model: str
@@ -98,6 +100,7 @@ class RankPrediction(ScalingPrediction):
     time_s: list[float]
     preferred: int
     warnings: list[str]
+    fastest: int | None = None
     count_unit = "ranks"
 
     @property
@@ -198,7 +201,7 @@ def merge(paths: list[str], upto: int | None = None, format: str | None = None) 
         warnings += pred.warnings
         return RankPrediction(runs, f"regression over {len(sizes)} rank counts: {pred.reason}", counts,
                               [float(s) for s in pred.speedup], [float(v) for v in pred.values],
-                      int(pred.preferred), warnings)
+                              int(pred.preferred), warnings, pred.fastest)
     run = max(runs, key=lambda r: (r.ranks, -r.time_s))
     if run.compute_total_s <= 0:
         raise InputError(f"the run at {run.ranks} ranks has no compute time left after its MPI waits; "
@@ -213,4 +216,17 @@ def merge(paths: list[str], upto: int | None = None, format: str | None = None) 
     speedup = [t1 / t for t in times]
     best = max(range(len(counts)), key=lambda i: (round(speedup[i], 6), -counts[i]))
     return RankPrediction(runs, f"{ONE_RUN_MODEL} (from the run at {run.ranks} ranks)", counts, speedup, times,
-                          counts[best], warnings)
+                          one_run_preferred(counts, speedup, sizes, counts[best]), warnings, counts[best])
+
+
+def one_run_preferred(counts: list[int], speedup: list[float], sizes: list[int], fastest: int) -> int:
+    """``predict``'s preferred count over the one-run model's curve.  The model has no
+    band, so no count past the largest run is vouched for (``preferred_count`` with a low
+    end of nothing there): the count is one up to the largest run, and at most the fastest."""
+    import numpy as np
+
+    from ..model.curve.preference import preferred_count
+
+    perf = np.asarray(speedup, float)
+    return min(preferred_count(np.asarray(counts, float), perf, np.zeros_like(perf), float(sizes[0]),
+                               float(sizes[-1])), fastest)

@@ -19,7 +19,11 @@ if TYPE_CHECKING:
 LABEL, CALLS, THREADS, TIME, STALLS = 34, 7, 4, 9, 34
 SPEEDUP = 6        # one S@n column
 BAND = 11          # "lo-hi" at the target, each 5 wide
-BEST = 5           # the preferred count
+# The fewest threads within 1% of the best predicted speedup (``bound.preferred_count``):
+# predict's *fastest* count, named so here too.  Not predict's *preferred* count (each
+# thread up to it gains a quarter of one), which needs more than one measured team size.
+FASTEST = 7
+FASTEST_HEADING = "fastest"
 SPEEDUP_COLUMNS = 4  # powers of two from 2 shown before the target's own column
 STALLS_SHOWN = 3     # the top stall categories named in a row
 STALL_MIN_SHARE = 0.005  # a category under this share of the thread time is left out
@@ -31,7 +35,7 @@ def heading(target: int) -> str:
     cols = speedup_columns(target)
     head = f"{'region':<{LABEL}} {'calls':>{CALLS}} {'thr':>{THREADS}} {'time':>{TIME}}  {STALLS_HEADING:<{STALLS}}"
     return (head + "".join(f" {'S@' + str(c):>{SPEEDUP}}" for c in cols)
-            + f" {'band@' + str(target):>{BAND}} {'best':>{BEST}}  bottleneck")
+            + f" {'band@' + str(target):>{BAND}} {FASTEST_HEADING:>{FASTEST}}  bottleneck")
 
 
 def speedup_columns(target: int) -> list[int]:
@@ -64,9 +68,10 @@ def c_header() -> str:
         f'#define CC_COL_SPEEDUP_NONE " %{SPEEDUP}s"',
         f'#define CC_COL_BAND " %{half}.2f-%-{half}.2f"',
         f'#define CC_COL_BAND_NONE " %{BAND}s"',
-        f'#define CC_COL_BEST " %{BEST}d  "',
-        f'#define CC_COL_BEST_NONE " %{BEST}s"',
-        f'#define CC_COL_TAIL_HEADING " %{BAND}s %{BEST}s  %s"',
+        f'#define CC_COL_FASTEST " %{FASTEST}d  "',
+        f'#define CC_COL_FASTEST_NONE " %{FASTEST}s"',
+        f'#define CC_COL_FASTEST_HEADING "{FASTEST_HEADING}"',
+        f'#define CC_COL_TAIL_HEADING " %{BAND}s %{FASTEST}s  %s"',
         "#endif",
     ]
     return "\n".join(lines) + "\n"

@@ -5,6 +5,10 @@ from ..io.fileio import printable
 from ..tools.ranks import WAITS, RankPrediction, Run, prediction_counts
 
 
+def _ranks(n: int) -> str:
+    return f"{n} rank" + ("" if n == 1 else "s")
+
+
 def _share(part: float, whole: float) -> str:
     return f"{100 * part / whole:.0f}%" if whole > 0 else "-"
 
@@ -40,7 +44,11 @@ def table(m: RankPrediction) -> str:
     lines.append("predicted speedup over rank counts (relative to 1 rank):")
     lines.append("  ranks " + " ".join(f"{c:>6}" for c, _ in rows))
     lines.append("  S     " + " ".join(f"{s:>6.2f}" for _, s in rows))
-    lines.append(f"  preferred: {m.preferred} ranks")
+    lines.append(f"  preferred: {_ranks(m.preferred)} (each rank added up to it pays off, as predict's preferred count)")
+    if m.fastest is not None and m.fastest != m.preferred:
+        beyond = m.fastest > max(r.ranks for r in m.runs)
+        lines.append(f"  fastest: {_ranks(m.fastest)} (the best predicted"
+                     + ("; past the largest run, with no band to vouch for it)" if beyond else ")"))
     lines.append(f"  model: {printable(m.model)}")
     lines += [f"warning: {printable(w)}" for w in m.warnings]
     return "\n".join(lines) + "\n"
@@ -64,5 +72,6 @@ def to_dict(m: RankPrediction) -> dict:
         "model": m.model,
         "predicted": [{"ranks": c, "speedup": s, "time_s": t} for c, s, t in zip(m.counts, m.speedup, m.time_s)],
         "preferred_ranks": m.preferred,
+        "fastest_ranks": m.fastest,
         "warnings": m.warnings,
     }

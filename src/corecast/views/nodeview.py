@@ -28,8 +28,11 @@ def sample_report(machine: Machine, prediction: dict, notes: list[str], efficien
         lines.append(f"co-runner on nodes {','.join(map(str, prediction['co_runner']['node_ids']))}")
     lines += ["speedup relative to the program alone on one node:", node_table(prediction["predictions"])]
     k = prediction["preferred_nodes"]
-    within = f" (fewest within {efficiency:.0%} of the best)" if efficiency else ""
-    lines.append(f"preferred: {k} node(s), {k * c} cores{within}")
+    # The best node count is predict's "fastest"; --efficiency asks for a count of its own.
+    if efficiency:
+        lines.append(f"preferred: {k} node(s), {k * c} cores (fewest within {efficiency:.0%} of the fastest)")
+    else:
+        lines.append(f"fastest: {k} node(s), {k * c} cores")
     lines += [f"note: {note}" for note in notes]
     return "\n".join(lines) + "\n"
 
@@ -39,6 +42,6 @@ def replay_report(machine: Machine, regions: list[dict]) -> str:
     lines = [_machine_line(machine)]
     for r in regions:
         curve = "  ".join(f"{p['nodes']}:{p['speedup']:.2f}" for p in r["predictions"])
-        lines.append(printable(f"{r['name']} ({r['object']}): {curve}  preferred {r['preferred_nodes']}"))
+        lines.append(printable(f"{r['name']} ({r['object']}): {curve}  fastest {r['preferred_nodes']}"))
         lines.append(f"  basis: {r['basis']}" + (f"; fitted: {','.join(r['fitted'])}" if r["fitted"] else ""))
     return "\n".join(lines) + "\n"

@@ -10,22 +10,34 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from ..model.curve.entities import Measurements, CurvePrediction
+from ..errors import InputError
 from ..io.fileio import write_file
 
-FORMATS = {".svg": "svg", ".pdf": "pdf"}  # any other name (and "-") gets PNG
+# Every format the Agg canvas writes (png, svg, pdf, jpg, eps, ...), by suffix.  A name
+# with an image suffix it cannot write is an error, never PNG bytes under a misleading
+# name; any other name (``-``, a FIFO, ``plot.out``) gets PNG.
+FORMATS = tuple(FigureCanvasAgg.get_supported_filetypes())
+UNWRITTEN = ("bmp", "ico", "heic", "heif", "jxl", "jp2", "emf", "wmf", "psd", "xcf", "pbm", "pgm", "ppm", "xpm")
 
 
 def image_format(path: str) -> str:
-    """The image format matplotlib writes for ``path``'s suffix: svg, pdf, else png."""
-    return FORMATS.get(path[path.rfind("."):].lower() if "." in path.rsplit("/", 1)[-1] else "", "png")
+    """The image format for ``path``'s suffix; PNG for names without an image suffix."""
+    name = path.rsplit("/", 1)[-1]
+    suffix = name.rsplit(".", 1)[1].lower() if "." in name.strip(".") else ""
+    if suffix in FORMATS:
+        return suffix
+    if suffix in UNWRITTEN:
+        raise InputError(f"{path}: cannot plot to a .{suffix} file: name it .png, .svg or .pdf "
+                         f"(or {', '.join('.' + f for f in FORMATS if f not in ('png', 'svg', 'pdf'))})")
+    return "png"
 
 
 AXIS_LABEL = {"time": "time (lower is better)", "throughput": "throughput (higher is better)"}
 
 
 def plot_prediction(pred: CurvePrediction, path: str, reference: Measurements | None = None) -> None:
-    """Write the plot to ``path`` as PNG, or SVG or PDF by its suffix (``fileio.write_file``: ``-`` is standard
-    output; a failure leaves no half-written file).  ``reference`` adds held-out
+    """Write the plot to ``path`` in the format of its suffix (``image_format``; ``fileio.write_file``: ``-`` is
+    standard output; a failure leaves no half-written file).  ``reference`` adds held-out
     measurements."""
     fig = Figure(figsize=(8, 5), dpi=100)
     FigureCanvasAgg(fig)

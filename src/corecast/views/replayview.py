@@ -50,8 +50,8 @@ def _row(label: str, calls: int, threads: int, wall: float, stalls: str, pred, c
     line += (f" {band[cols[-1]][0]:{half}.2f}-{band[cols[-1]][1]:<{half}.2f}" if cols[-1] in band
              else f" {'-':>{col.BAND}}")
     if pred is None:
-        return line + f" {'-':>{col.BEST}}"
-    return line + f" {pred.preferred:{col.BEST}d}  {printable(pred.bottleneck or '-')}"
+        return line + f" {'-':>{col.FASTEST}}"
+    return line + f" {pred.preferred:{col.FASTEST}d}  {printable(pred.bottleneck or '-')}"
 
 
 def table(rep: ReplayedProcess, machine: str | None = None) -> str:

@@ -78,10 +78,14 @@ def format_table(
     if pred.scaling == "weak":
         lines.append("weak scaling: speedup is the work rate n/T(n) relative to the base count's, "
                      "efficiency T(base)/T(n)")
-    lines.append(
-        f"knee: {pred.knee} (adding {pred.count_unit} beyond {pred.knee} gains less than "
-        f"{pred.knee_fraction:.0%} of a {_one(pred.count_unit)})"
-    )
+    if pred.knee is None:
+        lines.append(f"knee: none up to {int(pred.counts.max())} (no count asked beyond which adding "
+                     f"{pred.count_unit} gains less than {pred.knee_fraction:.0%} of a {_one(pred.count_unit)})")
+    else:
+        lines.append(
+            f"knee: {pred.knee} (adding {pred.count_unit} beyond {pred.knee} gains less than "
+            f"{pred.knee_fraction:.0%} of a {_one(pred.count_unit)})"
+        )
     lines += fit_quality_lines(pred)
     if pred.speedup_base != 1:
         lines.append(f"speedup and efficiency are relative to count {pred.speedup_base:g}")
@@ -130,7 +134,8 @@ def _rows_to_show(counts: np.ndarray, measured: set[int], pred: CurvePrediction)
     # The end of the 1..upto range (extra --at counts may lie beyond it).
     upto = int(counts[np.flatnonzero(counts == np.arange(1, counts.size + 1))[-1]]) if counts[0] == 1 else 0
     keep = measured if len(measured) <= MAX_FULL_ROWS else set()
-    keep |= {pred.preferred, pred.knee, pred.fastest or pred.preferred, upto, int(counts[0]), int(counts[-1])}
+    keep |= {pred.preferred, pred.knee or pred.preferred, pred.fastest or pred.preferred, upto, int(counts[0]),
+             int(counts[-1])}
     keep |= set(pred.requested_at) | {int(round(c)) for c in pred.checkpoints}
     return [i for i, n in enumerate(counts) if n in keep or (n & (n - 1)) == 0]
 

@@ -30,10 +30,12 @@ def format_sweep(result: dict, max_rows: int = 24) -> str:
         # speedups are relative to the smallest measured count, as predict's
         base_time = measured[min(measured)] if measured else None
         pref = result["preferred_threads"]
+        # Results written before the sweep named the fastest count have none.
+        fastest = result.get("fastest_threads")
         shown = preds
         if len(preds) > max_rows:
             last = preds[-1]["threads"]
-            shown = [p for p in preds if p["threads"] in measured or p["threads"] in (pref, last, 1)
+            shown = [p for p in preds if p["threads"] in measured or p["threads"] in (pref, fastest, last, 1)
                      or (p["threads"] & (p["threads"] - 1)) == 0]
         stall_at = {k: {r["threads"]: r["value"] for r in rows}
                     for k, rows in result["stall_predictions"].items()}
@@ -54,13 +56,17 @@ def format_sweep(result: dict, max_rows: int = 24) -> str:
             # The model's speedup can differ from what was measured there: show both, so a
             # measured count is never read as slower than it ran.
             seen = f"measured {base_time / measured[n]:.2f}x" if n in measured and base_time else "measured"
-            row.append(", ".join(label for label, hit in ((seen, n in measured), ("preferred", n == pref))
-                                 if hit))
+            row.append(", ".join(label for label, hit in ((seen, n in measured), ("preferred", n == pref),
+                                                          ("fastest", n == fastest != pref)) if hit))
             rows.append(row)
         lines += ["predicted:"] + _align([header] + rows) + [""]
         best = next(p for p in preds if p["threads"] == pref)
         lines.append(f"preferred count: {pref} (predicted time {_num(best['value'])} s, "
                      f"speedup {best['speedup']:.2f})")
+        if fastest is not None and fastest != pref:
+            top = next(p for p in preds if p["threads"] == fastest)
+            lines.append(f"fastest count: {fastest} (predicted time {_num(top['value'])} s, "
+                         f"speedup {top['speedup']:.2f}, as far as the band supports)")
         if bottleneck:
             horizon = preds[-1]["threads"]
             ranked = sorted(((rows[-1]["value"], k) for k, rows in result["stall_predictions"].items()),
@@ -102,7 +108,8 @@ def _region_lines(result: dict) -> list[str]:
         return []
     horizon = result["predictions"][-1]["threads"] if result["predictions"] else None
     header = ["region", "share", "measured (s) at " + ",".join(str(m["threads"]) for m in result["measured"]),
-              f"predicted at {horizon} (s)" if horizon else "predicted (s)", "speedup", "preferred", "bottleneck"]
+              f"predicted at {horizon} (s)" if horizon else "predicted (s)", "speedup", "preferred", "fastest",
+              "bottleneck"]
     rows = []
     for r in regions:
         at = {m["threads"]: m["time_s"] for m in r["measured"]}
@@ -110,7 +117,8 @@ def _region_lines(result: dict) -> list[str]:
         rows.append([r["name"], f"{r['share']:.0%}",
                      " ".join(_num(at[m["threads"]]) if m["threads"] in at else "-" for m in result["measured"]),
                      _num(last["value"]) if last else "-", f"{last['speedup']:.2f}" if last else "-",
-                     str(r["preferred_threads"] or "-"), r["bottleneck"] or "none"])
+                     str(r["preferred_threads"] or "-"), str(r.get("fastest_threads") or "-"),
+                     r["bottleneck"] or "none"])
     lines = ["", f"regions taking at least {MIN_REGION_SHARE:.0%} of the run (own time, summed over processes):"]
     lines += _align([header + [""] for header in [header]] + [row + [""] for row in rows])
     lines += [f"warning: region {r['name']}: {w}" for r in regions for w in r["warnings"]]

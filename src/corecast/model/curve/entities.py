@@ -365,7 +365,7 @@ class CurvePrediction(ScalingPrediction):
             "min_gain": float(self.min_gain),
             "scaling": self.scaling,
             "count_unit": self.count_unit,
-            "knee_threads": int(self.knee),
+            "knee_threads": None if self.knee is None else int(self.knee),
             "knee_fraction": float(self.knee_fraction),
             "speedup_base": float(self.speedup_base),
             "hardware": None if self.hardware is None else {"hw_threads": self.hardware.hw_threads,

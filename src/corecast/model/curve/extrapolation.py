@@ -36,7 +36,10 @@ def extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[st
             method = "regression"
         else:
             warnings.append("the regression over rank counts needs 3 counts: time extrapolated with auto")
-    pred = predict(counts, times, metric="time", upto=horizon, method=method, stalls=stalls or None)
+    # A sweep runs one command at every count: strong scaling, and it has no --scaling for
+    # predict's weak-looking warning to suggest.
+    pred = predict(counts, times, metric="time", upto=horizon, method=method, stalls=stalls or None,
+                   scaling="strong")
     if waits is not None:
         result["basis"] = pred.reason
     warnings.extend(pred.warnings)
@@ -45,6 +48,7 @@ def extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[st
         for n, v, lo, hi, s in zip(pred.counts, pred.values, pred.low, pred.high, pred.speedup)
     ]
     result["preferred_threads"] = int(pred.preferred)
+    result["fastest_threads"] = None if pred.fastest is None else int(pred.fastest)
 
     grid = [int(n) for n in pred.counts]
     curves: dict[str, list[float]] = {}

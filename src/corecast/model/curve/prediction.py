@@ -15,7 +15,8 @@ from .fitquality import count_params, fit_quality
 from .fitting import rms
 from ..machine.hardware import SMT_YIELD_RANGE, Hardware, oversubscribed
 from .preference import (DEFAULT_MIN_GAIN, PREFERRED_SLACK, SCALINGS, _supported, fastest_count,  # noqa: F401
-                         knee_count, looks_weak, measured_preferred, preferred_count)
+                         horizon_bound, knee_count, looks_weak, measured_preferred,
+                         preferred_count)
 
 # Band: log-space half-width = floor + fit residual + repetition spread, plus GROWTH per
 # e-fold of extrapolation beyond the measured range (calibrated on the benchmark so the
@@ -199,6 +200,12 @@ def predict_measurements(
     if note:
         warnings.append(note)
     preferred = min(preferred_count(grid, rate, rate_low, base_count, top, min_gain), fastest)
+    # Beyond the measured counts both rules stop where the band stops vouching, or at the
+    # last count asked: there the answer is the horizon's, and a larger --upto may move it.
+    bound = horizon_bound(grid, rate, rate_low, base_count, top, preferred)
+    if bound:
+        warnings.append(f"the {bound} count is bounded by the largest count asked ({int(grid.max())}), "
+                        "where the band's low end still gains: a larger --upto may name a larger one")
     named = _supported(grid, base_count)  # the knee too is not placed below the measured counts
     knee = knee_count(grid[named], rate[named], knee_fraction)
     if len(set(curve.counts.tolist())) < 3:

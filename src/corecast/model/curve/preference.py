@@ -68,10 +68,12 @@ def _supported(grid: np.ndarray, base: float) -> np.ndarray:
     return ok if np.any(ok) else np.ones(len(grid), dtype=bool)
 
 
-def fastest_count(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: float, top: float) -> int:
-    """The count of the best predicted performance that the band supports: beyond the
-    largest measured count ``top`` only where even the band's low end beats the best
-    predicted up to ``top``."""
+FASTEST_TIE = 1e-3  # counts within this share of the best are as fast: the fewest is named
+
+
+def _fastest_pick(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: float,
+                  top: float) -> tuple[np.ndarray, np.ndarray]:
+    """The counts that may be named fastest and the performance each competes with."""
     ok = _supported(grid, base)
     n, p, lo = grid[ok], perf[ok], low[ok]
     inside = n <= top
@@ -79,7 +81,30 @@ def fastest_count(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: flo
     pick = np.where(inside | (lo > best_inside), p, -np.inf)
     if not np.any(np.isfinite(pick)):  # nothing asked up to top and the band vouches for none
         pick = lo
-    return int(n[np.flatnonzero(pick >= pick.max() * (1 - 1e-3))[0]])
+    return n, pick
+
+
+def fastest_count(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: float, top: float) -> int:
+    """The count of the best predicted performance that the band supports: beyond the
+    largest measured count ``top`` only where even the band's low end beats the best
+    predicted up to ``top``."""
+    n, pick = _fastest_pick(grid, perf, low, base, top)
+    return int(n[np.flatnonzero(pick >= pick.max() * (1 - FASTEST_TIE))[0]])
+
+
+def horizon_bound(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: float, top: float,
+                  preferred: int) -> str | None:
+    """Which answer, if any, only the horizon stopped: "preferred" when the preferred count
+    is the last count asked beyond ``top`` (the band's low end still gained there), or
+    "fastest" when the last count asked beyond ``top`` still ties for the fastest the
+    band supports.  A larger horizon may then name a larger count."""
+    last = float(grid.max())
+    if last <= top:
+        return None
+    if preferred == last:
+        return "preferred"
+    n, pick = _fastest_pick(grid, perf, low, base, top)
+    return "fastest" if pick[-1] >= pick.max() * (1 - FASTEST_TIE) else None
 
 
 def preferred_count(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: float, top: float,
@@ -102,10 +127,11 @@ def preferred_count(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: f
     return int(at)
 
 
-def knee_count(grid: np.ndarray, perf: np.ndarray, fraction: float) -> int:
+def knee_count(grid: np.ndarray, perf: np.ndarray, fraction: float) -> int | None:
     """The count beyond which one more thread adds less than ``fraction`` of one
-    thread's performance (``perf(n+1) - perf(n) < fraction * perf(1)``)."""
+    thread's performance (``perf(n+1) - perf(n) < fraction * perf(1)``); None when no
+    count asked has one: the last count asked is no knee (nothing beyond it was predicted)."""
     unit = perf[0] / grid[0]
     flat = (grid[1:] == grid[:-1] + 1) & (np.diff(perf) < fraction * unit)
     first = np.flatnonzero(flat)
-    return int(grid[first[0]]) if first.size else int(grid[-1])
+    return int(grid[first[0]]) if first.size else None

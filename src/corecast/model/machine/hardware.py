@@ -139,22 +139,30 @@ class Hardware:
         to ``top`` did: on a busy core (SMT) when no measured count shared one, or (under
         ``sockets``) on another socket.  Only then are models fitted in core units: a
         measured curve that already spans a kind of fill carries what it does."""
+        return self.first_step(top, largest) is not None
+
+    def first_step(self, top: float, largest: float) -> int | None:
+        """The largest count up to which every count puts its threads where the counts up
+        to ``top`` did (``step_ahead``'s boundary: a count above it is the first that does
+        not), or None when no count up to ``largest`` steps ahead."""
         slot, socket = self._order()
         kinds = list(zip((slot == 1).tolist(), socket.tolist()))
         lo, hi = int(min(top, self.hw_threads)), int(min(largest, self.hw_threads))
-        return bool(set(kinds[lo:hi]) - set(kinds[:lo]))
+        seen = set(kinds[:lo])
+        return next((i for i in range(lo, hi) if kinds[i] not in seen), None)
 
     def notes(self, top: float, largest: float, equal_work: bool = False) -> list[str]:
         """What the report says about counts up to ``largest`` predicted from points up to
         ``top`` (``equal_work``: as ``units``)."""
         out = []
-        if self.step_ahead(top, largest):
+        first = self.first_step(top, largest)
+        if first is not None:
             where = f"{self.cores} cores" + (f" in {self.sockets} sockets" if self.sockets > 1 else "")
             span = self.units(np.array([top, largest]), equal_work=equal_work)
             slowest = (", and the time waits for the slowest thread: pinned threads that share a core run at "
                        f"{(1 + SMT_YIELD) / 2:.0%} of a core each, so n threads do the work of n times that"
                        if equal_work else "")
-            out.append(f"counts above {top:g} place threads where no measured count did (filling {self.fill} first "
+            out.append(f"counts above {first} place threads where no measured count did (filling {self.fill} first "
                        f"over {where}): predicted in core units, a thread on a core already busy (SMT) adding "
                        f"{SMT_YIELD:.0%} of what a thread on a core of its own adds{slowest} (the method's counts "
                        f"are those units: {top:g} and {largest:g} threads are {span[0]:.3g} and {span[1]:.3g})")

@@ -21,7 +21,6 @@ the program one warning.
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 
@@ -60,6 +59,8 @@ class Machine:
                 "fill_order": self.fill_order}
 
     def to_json(self) -> str:
+        import json  # here: a profiled program's exit reads machines, never writes one
+
         rows = ",\n    ".join(json.dumps(r) for r in self.bus_delay)
         head = json.dumps({"name": self.name, "cores_per_node": self.cores_per_node,
                            "nodes": self.nodes}, indent=2)[:-2]

@@ -177,8 +177,9 @@ def region_contention(region: RegionSample, target: int, cores: int,
     span = (float(region["busy_s"]) + float(st.get("imbalance", 0.0))) / calls / n0
     overhead = max(float(region.get("wall_s", 0.0)) / calls - span, 0.0) if n0 >= 2 else 0.0
 
+    episodes = barrier_episodes(region)
     m = TeamModel(n0, cores, single / f0, par, stations, idle / n0 / f0, overhead,
-                  latency * barrier_episodes(region) / f0)
+                  latency * episodes / f0, (episodes - 1.0) / episodes)
     if n0 >= 2 and m.idle > 0 and m.latency > 0:
         fitted.add("barrier_latency")
     finish_stations(m, fitted)
@@ -257,6 +258,13 @@ def process_team(process: ProcessSample, cores: int | None = None) -> int:
     return max(n0, min(math.ceil(ran - CONCURRENCY_SLACK), bound))
 
 
+def repeated_pthread_barriers(process: ProcessSample, n0: int) -> bool:
+    """Whether the process's threads passed its pthread barriers more than once each, on
+    average (``MIN_LATENCY_CALLS`` episodes: what a region's latency bound needs too)."""
+    passed = float((process.get("acquisitions") or {}).get("pthread_barrier", 0) or 0)
+    return n0 >= 2 and passed >= MIN_LATENCY_CALLS * n0
+
+
 def process_contention(process: ProcessSample, target: int, cores: int,
                        target_cores: int | None = None) -> ContentionPrediction:
     """Contention model for a whole process with plain threads, measured on ``cores``
@@ -277,6 +285,12 @@ def process_contention(process: ProcessSample, target: int, cores: int,
     idle = float(st.get("pthread_barrier", 0.0)) / n0 / f0
     work = max(work, 1e-12)
     m = TeamModel(n0, cores, 0.0, work, stations, idle)
+    if repeated_pthread_barriers(process, n0):
+        # The process's one barrier population: its wait per episode bounds their latency
+        # (as ``barrier_latency``'s smallest does for regions), all of it at barriers
+        # passed again and again (``teamcurve``: it grows as the latest of n threads')
+        m.latency, m.repeated = idle, 1.0
+        fitted.add("barrier_latency")
     acquired = sum(s.visits for s in stations)
     if q >= 2:
         basis = "contention model: lock queues and Karp-Flatt serial time, oversubscription"

@@ -218,12 +218,14 @@ def not_applied(why: str) -> str:
 
 def with_note(basis: str, note: str) -> str:
     """``basis`` ending in ``note``, cut to fit the C field (``BASIS_LEN``): at its last
-    whole item (", ", "; ") or word that fits, not inside a word."""
+    whole item (", ", "; "), else before a colon's clause, else after the last word that
+    fits, never inside a word (a clause cut at a word can say something else: "waiting on
+    the device (66% of wall): more CPU")."""
     room = BASIS_LEN - len(note)
     if len(basis) <= room:
         return basis + note
     cut = basis[:room]
-    for sep in ("; ", ", ", " "):
+    for sep in ("; ", ", ", ": ", " "):
         at = cut.rfind(sep)
         if at > 0:
             return cut[:at] + note

@@ -79,9 +79,9 @@ class TeamModel:
     """One region's (per call) or one process's model at n0: the serial work, the parallel
     work the stations are solved in, and the barrier idle and team overhead the curve adds."""
 
-    __slots__ = ("n0", "cores", "serial", "par", "stations", "idle", "overhead", "latency")
+    __slots__ = ("n0", "cores", "serial", "par", "stations", "idle", "overhead", "latency", "repeated")
 
-    def __init__(self, n0, cores, serial, par, stations, idle, overhead=0.0, latency=0.0):
+    def __init__(self, n0, cores, serial, par, stations, idle, overhead=0.0, latency=0.0, repeated=0.0):
         self.n0 = n0
         self.cores = cores
         self.serial = serial      # S per call
@@ -90,6 +90,7 @@ class TeamModel:
         self.idle = idle          # i0: barrier idle per thread and call at n0
         self.overhead = overhead  # o: team start/join per call at n0
         self.latency = latency    # the part of i0 that is the barriers' own latency
+        self.repeated = repeated  # of that, the share at barriers passed within a call (not its end)
 
 
 def copy_station(s: Station) -> Station:
@@ -100,7 +101,7 @@ def copy_station(s: Station) -> Station:
 
 
 def copy_model(m: TeamModel, **changes) -> TeamModel:
-    c = TeamModel(m.n0, m.cores, m.serial, m.par, m.stations, m.idle, m.overhead, m.latency)
+    c = TeamModel(m.n0, m.cores, m.serial, m.par, m.stations, m.idle, m.overhead, m.latency, m.repeated)
     for k, v in changes.items():
         setattr(c, k, v)
     return c

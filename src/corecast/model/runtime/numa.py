@@ -20,10 +20,10 @@ Standard library only (imported inside profiled programs).
 """
 from __future__ import annotations
 
-import json
 import math
 import os
 
+from ...io.fileio import json_text
 from ..machine import numa as machines
 from ..numa import Rates, SampleError, fit_rate, parse_sample, predict_nodes
 from ..scaling import ScalingPrediction
@@ -259,8 +259,7 @@ def members(machine: machines.Machine, speedup: list[float], preferred: int, bas
                                                   for k, vals in rates.to_dict().items()},
             "notes": notes, "inputs": inputs,
             "sync": None if sync is None else [round(s, 4) for s in sync]}
-    text = json.dumps({"predicted_nodes": pred, "preferred_nodes": preferred, "numa": numa},
-                      separators=(",", ":"), allow_nan=False)
+    text = json_text({"predicted_nodes": pred, "preferred_nodes": preferred, "numa": numa})
     return text[1:-1]
 
 

@@ -57,7 +57,7 @@ from ..fitting import rms
 from ...machine.hardware import SMT_YIELD_RANGE
 from .registry import METHODS, check_usable, register
 from .laws import fit_usl_falling_pair
-from . import trend
+from . import estima, trend
 
 # Members always tried (if they have enough points), then those the columns enable.
 BASE_MEMBERS = ("usl", "amdahl", "presca", "plateau", "trend")
@@ -348,7 +348,10 @@ def fit_auto(data: Measurements, nmax: float) -> Fit:
                "weighted": "backtest-weighted geometric mean"}[rules.combine if errors else "median"]
         reason = f"{how} of {len(chosen)} models ({', '.join(chosen)}); at {nmax:g} it is closest to {names[closest]}"
     if errors:
-        shown = ", ".join(f"{nm} {errors[f.method]:.0%}" for nm, f in zip(names, fits))
+        # A member that cannot be fitted on the counts up to the cut (presca needs 5) has
+        # no backtest error: "inf%" would read as a measured figure.
+        shown = ", ".join(f"{nm} {errors[f.method]:.0%}" if np.isfinite(errors[f.method])
+                          else f"{nm} not backtested (cannot be fitted up to {cut:g})" for nm, f in zip(names, fits))
         reason += f"; backtest (fitted up to {cut:g}, worst error above): {shown}"
     if per_doubling is not None:
         reason += (f"; the band widens by {per_doubling:.0%} per doubling beyond {curve.counts.max():g} "
@@ -357,6 +360,9 @@ def fit_auto(data: Measurements, nmax: float) -> Fit:
     # Columns the user gave for a member that could not use them must not vanish silently.
     for what, names_ in (("stall:* columns", STALL_MEMBERS), ("size:* columns", SIZE_MEMBERS)):
         unused = [m for m in skipped if m.split(":", 1)[0] in names_]
+        # A member that ran but fell back to the time alone used no column either.
+        unused += [f"{f.method}: {f.method} ran on the time alone: {estima.TIME_ONLY}" for f in fits
+                   if f.method in names_ and estima.TIME_ONLY in f.warnings]
         if unused:
             warnings.append(f"{what} unused: " + "; ".join(m.split(": ", 1)[-1] for m in unused))
     best_bt = min(errors.values()) if errors else None

@@ -33,6 +33,9 @@ MIN_POINTS = 6
 CHECKPOINTS = (2, 4)
 MIN_SUBSET = 3
 ZERO_FRACTION = 1e-6  # a category below this share of the largest one counts as zero
+# The fallback's warning: the fit then used no stall at all (``auto`` says so in its own).
+TIME_ONLY = ("stalls per core could not be translated to time (zero stalls or no realistic factor); "
+             "extrapolated the time directly")
 # Factor choice (see choose_factor): candidates fit the measured time within FIT_SLACK
 # (RMS relative error above the best one's); correlations within CORRELATION_TIE tie.
 FIT_SLACK = 0.02
@@ -280,8 +283,7 @@ def fit_estima(data: Measurements, nmax: float) -> Fit:
         fallback = _time_extrapolation(n, t, nmax)
         if fallback is None:
             raise InputError("method estima found no realistic factor or time extrapolation")
-        warnings.append("stalls per core could not be translated to time (zero stalls or no "
-                        "realistic factor); extrapolated the time directly")
+        warnings.append(TIME_ONLY)
 
         def time_of(q, f=fallback.fit):
             return f(np.asarray(q, float))
