@@ -254,6 +254,7 @@ struct cc_region {
     struct cc_sync_snap {
         int team;
         int watch; /* > 0: its window may end early once it made this many calls (settle.c) */
+        int c_step; /* the window began at sampler.c's convoy step, which no answer has settled */
         uint64_t calls;
         uint64_t wait[CC_NSETTLE], hold[CC_NSETTLE], acq[CC_NSETTLE], contended[CC_NSETTLE];
     } window_at, rate_at, stopped_at, taken_at;

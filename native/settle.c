@@ -227,7 +227,14 @@ int cc_settle_window(const struct cc_sample *s, const struct cc_result *r, struc
     /* A region that steering moves to another count is watched: its window may end after a
      * short window, once it made SHORT_WINDOW_CALLS calls there (a long window at a count that
      * may be much slower is what a step costs); one that settled, until RATE_CALLS calls
-     * at its count give its rate.  After the hand-back the ends follow a short window later. */
+     * at its count give its rate.  After the hand-back the ends follow a short window later.
+     * A convoy stepped in C whose sections the model's first answer did not hand back was
+     * moved too, and its window at the new count goes on as a step's: that answer may not
+     * have measured the step (the model takes a window's team as the one that made most of
+     * its calls, and its first window holds every call since the start; on a loaded 2-core
+     * VM the interpreter's start left the new count fewer calls than the own count's first
+     * window), or no call at the new count had ended yet.  Unwatched, the hand-back came a
+     * whole window after the step (3 of 40 runs with two busy loops beside). */
     int watch = stage == STARTS_BACK;
     for (int i = 0; i < s->nregions; i++) {
         const struct cc_region_sample *g = &s->regions[i];
@@ -235,8 +242,9 @@ int cc_settle_window(const struct cc_sample *s, const struct cc_result *r, struc
             continue;
         struct cc_sync_snap *w = &refs[i]->window_at;
         int next = __atomic_load_n(&refs[i]->steer_threads, __ATOMIC_RELAXED);
-        int stepped = team_of(next, g) != team_of(w->team, g);
+        int stepped = team_of(next, g) != team_of(w->team, g) || (w->c_step && stage == COUNTING);
         snap(w, refs[i]); /* the next window's start */
+        w->c_step = 0;
         w->watch = settled ? RATE_CALLS : stepped ? SHORT_WINDOW_CALLS : 0;
         if (stepped)
             step_scheduled_s = scheduled_s;
@@ -299,6 +307,7 @@ void cc_settle_stepped(struct cc_region *r, double scheduled_s) {
     /* So that the model's first answer, if it settles there, finds a whole window at the
      * settled count and the hand-back need not wait for another one. */
     snap(&r->window_at, r);
+    r->window_at.c_step = 1;
     step_scheduled_s = scheduled_s;
 }
 

@@ -516,12 +516,14 @@ def test_compose_process_keeps_the_region_bottleneck():
 
 
 def test_large_target_is_fast_enough():
+    # CPU time, not wall time: on the loaded 2-core VM this took 1.08 s of wall time for
+    # 0.085 s of CPU (against the limit of 2).
     import time
-    t0 = time.perf_counter()
+    t0 = time.process_time()
     pred = region_contention(locked_region(16, 3e-4, 1e-4, contended=1000,
                                            wait=2 * waiting_time(16, 1 / 3e-4, 1 / 1e-4)),
                           target=4096, cores=4096)
-    assert time.perf_counter() - t0 < 2.0
+    assert time.process_time() - t0 < 2.0
     assert_sane(pred, 4096)
 
 
