@@ -528,6 +528,9 @@ def test_large_target_is_fast_enough():
 
 
 @settings(max_examples=150, deadline=None)
+# Found by hypothesis: run-queue wait as long as the wall, no CPU time (a divide by zero).
+@example(threads=2, cpu=0.0, wall=0.5, stalls={"runqueue": 1.0}, acq={}, contended={}, hold=0.0,
+         hold_samples=0, target=1, cores=2)
 @given(threads=st.integers(1, 300), cpu=st.floats(0.0, 100.0), wall=st.floats(1e-6, 100.0),
        stalls=st.dictionaries(STALL_NAMES, st.floats(0.0, 100.0), max_size=5),
        acq=st.dictionaries(STALL_NAMES, st.integers(0, 10 ** 7), max_size=4),

@@ -277,10 +277,11 @@ def process_contention(process: ProcessSample, target: int, cores: int,
     q = min(n0, cores)
     work = max(float(process.get("cpu_s", 0.0)), 0.0)
     wall = max(float(process["wall_s"]), 1e-12)
+    # (never below 1e-12: a sample of run-queue wait alone, no CPU time, leaves no wall)
     if "runqueue_other" in process:  # the library split other load's delay off
-        wall = max(wall - float(process["runqueue_other"]) / n0, work / q)
+        wall = max(wall - float(process["runqueue_other"]) / n0, work / q, 1e-12)
     elif n0 <= cores:  # run-queue wait with a core free per thread: other load, not the program
-        wall = max(wall - float(st.get("runqueue", 0.0)) / n0, work / q)
+        wall = max(wall - float(st.get("runqueue", 0.0)) / n0, work / q, 1e-12)
     stations = pthread_stations(process, 1.0, q >= 2)
     idle = float(st.get("pthread_barrier", 0.0)) / n0 / f0
     work = max(work, 1e-12)
