@@ -195,11 +195,16 @@ def test_a_law_with_residuals_keeps_its_figures():
 
 # -- 4. silent drops -----------------------------------------------------------------------
 
-def test_auto_says_when_stall_columns_go_unused(tmp_path, capsys):
+def stall_warnings(tmp_path, capsys, rows: str) -> list[str]:
+    """``predict``'s warnings about stall columns for a threads,time,stall:lock file."""
     path = tmp_path / "s.csv"
-    path.write_text("threads,time,stall:lock\n1,10.0,0.0\n2,5.3,0.2\n4,2.9,0.4\n")
+    path.write_text("threads,time,stall:lock\n" + rows)
     assert main(["predict", str(path)]) == 0
-    warned = [line for line in capsys.readouterr().out.splitlines() if line.startswith("warning: stall:")]
+    return [line for line in capsys.readouterr().out.splitlines() if line.startswith("warning: stall:")]
+
+
+def test_auto_says_when_stall_columns_go_unused(tmp_path, capsys):
+    warned = stall_warnings(tmp_path, capsys, "1,10.0,0.0\n2,5.3,0.2\n4,2.9,0.4\n")
     assert len(warned) == 1 and "estima needs at least 6" in warned[0]
 
 
@@ -218,10 +223,7 @@ def test_docs_estima_example_runs(tmp_path, capsys):
 def test_auto_says_when_estima_ran_on_the_time_alone(tmp_path, capsys):
     # A lock wait of 0 at one thread leaves ESTIMA 5 counts for its factor: it falls back
     # to the time alone, and auto, which keeps it as a member, must say the column went unused.
-    path = tmp_path / "s.csv"
-    path.write_text("threads,time,stall:lock\n1,10.0,0.0\n2,5.3,0.2\n4,2.9,0.4\n8,1.8,0.9\n12,1.5,1.5\n16,1.4,2.3\n")
-    assert main(["predict", str(path)]) == 0
-    warned = [line for line in capsys.readouterr().out.splitlines() if line.startswith("warning: stall:")]
+    warned = stall_warnings(tmp_path, capsys, "1,10.0,0.0\n2,5.3,0.2\n4,2.9,0.4\n8,1.8,0.9\n12,1.5,1.5\n16,1.4,2.3\n")
     assert len(warned) == 1 and "estima ran on the time alone" in warned[0]
 
 

@@ -198,6 +198,18 @@ def test_a_cell_cut_short_says_so():
     assert len(cut) == 10 and cut.endswith("\u2026") and cut.startswith("a_functio")
 
 
+
+def printed_and_replayed(build, lib, tmp_path, name: str) -> tuple[list[str], list[str]]:
+    """omp_critical built as ``name``, run under the library at 2 threads (target 8): the
+    lines of the library's own table and of ``corecast replay``'s of the same run."""
+    exe = build(name, EXAMPLES / "omp_critical.c", "-fopenmp", "-lm")
+    out = tmp_path / "run.jsonl"
+    r = run([exe, "40"], preload=lib, output=out, target=8,
+            env={"OMP_NUM_THREADS": "2", "PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr
+    printed = (r.stderr.decode() if isinstance(r.stderr, bytes) else r.stderr).splitlines()
+    return printed, cli(str(out), "--target", "8").stdout.splitlines()
+
 def test_the_library_s_table_and_replay_s_share_one_layout(build, lib, tmp_path):
     """One column table (views/columns.py) lays out both: the generated header the C
     table is printed with is the table's, and a run's printed table and its replay have
@@ -206,13 +218,7 @@ def test_the_library_s_table_and_replay_s_share_one_layout(build, lib, tmp_path)
 
     assert (NATIVE_SOURCE / "report_columns.h").read_text() == columns.c_header(), \
         "native/report_columns.h is stale: run python -m corecast.views.columns"
-    exe = build("omp_critical", EXAMPLES / "omp_critical.c", "-fopenmp", "-lm")
-    out = tmp_path / "run.jsonl"
-    r = run([exe, "40"], preload=lib, output=out, target=8,
-            env={"OMP_NUM_THREADS": "2", "PATH": "/usr/bin:/bin"})
-    assert r.returncode == 0, r.stderr
-    printed = (r.stderr.decode() if isinstance(r.stderr, bytes) else r.stderr).splitlines()
-    shown = cli(str(out), "--target", "8").stdout.splitlines()
+    printed, shown = printed_and_replayed(build, lib, tmp_path, "omp_critical")
     heading = columns.heading(8)
     assert heading in printed and heading in shown
     measured = len(heading.split(" S@")[0])  # label, calls, threads, time, stalls
@@ -227,13 +233,7 @@ def test_a_label_cut_short_ends_in_an_ellipsis_in_both_tables(build, lib, tmp_pa
     from corecast.views import columns
 
     name = "omp_critical_" + "x" * columns.LABEL  # the label is "REGION (this name)"
-    exe = build(name, EXAMPLES / "omp_critical.c", "-fopenmp", "-lm")
-    out = tmp_path / "run.jsonl"
-    r = run([exe, "40"], preload=lib, output=out, target=8,
-            env={"OMP_NUM_THREADS": "2", "PATH": "/usr/bin:/bin"})
-    assert r.returncode == 0, r.stderr
-    printed = (r.stderr.decode() if isinstance(r.stderr, bytes) else r.stderr).splitlines()
-    shown = cli(str(out), "--target", "8").stdout.splitlines()
+    printed, shown = printed_and_replayed(build, lib, tmp_path, name)
     cut = [[line[:columns.LABEL] for line in lines if line.startswith("main.")] for lines in (printed, shown)]
     assert cut[0] and cut[0] == cut[1]
     assert all(label.endswith("\u2026") for label in cut[0])
