@@ -147,19 +147,39 @@ def _open_origin() -> tuple[int | None, bool]:
     return None, False
 
 
-def write(text: str) -> None:
-    """``text`` on the report channel (never raises; nothing when the channel is gone)."""
-    data = text.encode(errors="replace")
-    lib = _library_write()
-    if lib is not None:
-        lib(data, len(data))
-        return
-    fd, temp = _open_origin()
-    if fd is None:
-        return
-    try:
-        import time
+def _past_file_limit(fd: int, n: int) -> bool:
+    """Whether ``n`` more bytes on ``fd`` would cross the file-size limit (``ulimit -f``):
+    the kernel would write part of them and raise SIGXFSZ.  Only regular files have one."""
+    import fcntl
+    import resource
 
+    try:
+        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        if limit == resource.RLIM_INFINITY:
+            return False
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        at = st.st_size if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_APPEND else os.lseek(fd, 0, os.SEEK_CUR)
+    except (OSError, ValueError):
+        return False
+    return at + n > limit
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    """``data`` on ``fd`` whole, or nothing where it would cross the file-size limit, as
+    ``native/write.c``: SIGPIPE (a reader that left) and SIGXFSZ are blocked meanwhile and
+    taken back if this write raised them, where a program that set their default action
+    would have been killed by corecast's line."""
+    if _past_file_limit(fd, len(data)):
+        return
+    import signal
+    import time
+
+    quiet = {signal.SIGPIPE, signal.SIGXFSZ}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, quiet)
+    before = signal.sigpending()
+    try:
         deadline = None
         while data:
             try:
@@ -171,6 +191,26 @@ def write(text: str) -> None:
                 left = deadline - time.monotonic()
                 if left <= 0 or not select.select([], [fd], [], left)[1]:
                     break
+    finally:
+        for sig in quiet - before:
+            if sig in signal.sigpending():
+                signal.sigtimedwait({sig}, 0)
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def write(text: str) -> None:
+    """``text`` on the report channel, whole or not at all (never raises; nothing when the
+    channel is gone)."""
+    data = text.encode(errors="replace")
+    lib = _library_write()
+    if lib is not None:
+        lib(data, len(data))
+        return
+    fd, temp = _open_origin()
+    if fd is None:
+        return
+    try:
+        _write_all(fd, data)
     except OSError:
         pass
     finally:
