@@ -274,14 +274,15 @@ class Sampler:
     def _tick(self) -> None:
         with self.lock:
             opening, self.opening = self.opening, None
-            if opening is not None:  # a launch waits for it: first
+            if opening is not None:  # a launch waits for it: that alone, the rest next tick
                 self._snapshot()
                 opening.set()
+                return
             running = bool(self.sampled)
             self.sampled = [it for it in self.sampled if not self._resolve(it)]
             if self.snaps:
                 self._resolve_pending(before=self.snaps[-1][0])
-            if running and opening is None:
+            if running:
                 self._snapshot()  # after the resolution: it covers what just finished
             self._finalize()
 
