@@ -275,8 +275,10 @@ class Sampler:
         with self.lock:
             opening, self.opening = self.opening, None
             if opening is not None:  # a launch waits for it: that alone, the rest next tick
-                self._snapshot()
-                opening.set()
+                try:
+                    self._snapshot()
+                finally:
+                    opening.set()
                 return
             running = bool(self.sampled)
             self.sampled = [it for it in self.sampled if not self._resolve(it)]
@@ -297,7 +299,8 @@ class Sampler:
         # and their last interval is not closed.
         deadline = time.monotonic() + EXIT_WAIT_S
         while True:
-            sampler = self.thread is not None and self.thread.is_alive()
+            sampler = (self.thread is not None and self.thread.is_alive()
+                       and self.thread is not threading.current_thread())
             with self.lock:
                 if not sampler:
                     self.sampled = [it for it in self.sampled if not self._resolve(it)]

@@ -9,8 +9,9 @@ file, else a copy held by a thread of corecast's in a descriptor table of its ow
 (``unshare(CLONE_FILES)``), reopened through ``/proc/self/task/TID/fd/N`` for one write,
 else the terminal or file it was, reopened by its path.  No descriptor of corecast's is in
 the program's table: ``ls /proc/self/fd`` lists what it lists without corecast, and a
-daemon the program forks holds nothing of the caller's stderr pipe.  Standard library
-only."""
+daemon the program forks holds nothing of the caller's stderr pipe.  Each write is whole
+or none (``io.fileio.past_file_limit``, ``SignalsHeld``).  Standard library and
+``io.fileio`` only."""
 from __future__ import annotations
 
 import os
@@ -147,39 +148,17 @@ def _open_origin() -> tuple[int | None, bool]:
     return None, False
 
 
-def _past_file_limit(fd: int, n: int) -> bool:
-    """Whether ``n`` more bytes on ``fd`` would cross the file-size limit (``ulimit -f``):
-    the kernel would write part of them and raise SIGXFSZ.  Only regular files have one."""
-    import fcntl
-    import resource
-
-    try:
-        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
-        if limit == resource.RLIM_INFINITY:
-            return False
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return False
-        at = st.st_size if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_APPEND else os.lseek(fd, 0, os.SEEK_CUR)
-    except (OSError, ValueError):
-        return False
-    return at + n > limit
-
-
 def _write_all(fd: int, data: bytes) -> None:
-    """``data`` on ``fd`` whole, or nothing where it would cross the file-size limit, as
-    ``native/write.c``: SIGPIPE (a reader that left) and SIGXFSZ are blocked meanwhile and
-    taken back if this write raised them, where a program that set their default action
-    would have been killed by corecast's line."""
-    if _past_file_limit(fd, len(data)):
+    """``data`` on ``fd`` whole, or nothing where it would cross the file-size limit, with
+    no SIGPIPE or SIGXFSZ of its raising (``io.fileio``'s rules for corecast's writes, as
+    ``native/write.c``)."""
+    from ..io.fileio import SignalsHeld, past_file_limit
+
+    if past_file_limit(fd, len(data)):
         return
-    import signal
     import time
 
-    quiet = {signal.SIGPIPE, signal.SIGXFSZ}
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, quiet)
-    before = signal.sigpending()
-    try:
+    with SignalsHeld():
         deadline = None
         while data:
             try:
@@ -191,11 +170,6 @@ def _write_all(fd: int, data: bytes) -> None:
                 left = deadline - time.monotonic()
                 if left <= 0 or not select.select([], [fd], [], left)[1]:
                     break
-    finally:
-        for sig in quiet - before:
-            if sig in signal.sigpending():
-                signal.sigtimedwait({sig}, 0)
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def write(text: str) -> None:
