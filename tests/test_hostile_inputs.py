@@ -189,6 +189,30 @@ def test_append_lines_gives_up_on_a_reader_that_stops_reading(tmp_path, monkeypa
         os.close(reader)
 
 
+APPEND_AT_LIMIT_PY = r"""
+import signal, sys
+from corecast.io.fileio import OutputError, append_lines
+signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # a program that takes the default action back
+try:
+    append_lines(sys.argv[1], ['{"a":1}\n', '{"b":"' + "x" * 100 + '"}\n'])
+except OutputError as exc:
+    print(exc)
+"""
+
+
+def test_append_lines_stops_whole_at_the_file_size_limit(tmp_path):
+    """`ulimit -f` (here 64 bytes) where the first line fits and the second does not: no
+    part of it is written, no SIGXFSZ ends the process, the error says why."""
+    import resource
+
+    out = tmp_path / "j.jsonl"
+    out.write_text('{"program":0}\n')
+    proc = subprocess.run([sys.executable, "-c", APPEND_AT_LIMIT_PY, str(out)], capture_output=True, timeout=60,
+                          preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (64, 64)))
+    assert proc.returncode == 0 and b"File too large" in proc.stdout, proc
+    assert out.read_text() == '{"program":0}\n{"a":1}\n'
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="making someone else's symlink needs root")
 def test_append_lines_refuses_someone_elses_symlink_in_a_sticky_directory(tmp_path):
     shared = tmp_path / "shared"

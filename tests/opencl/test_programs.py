@@ -199,3 +199,45 @@ def test_the_sampling_thread_has_a_descriptor_table_of_its_own(opencl, tmp_path,
     proc = measured([script]) if how == "module" else corecast_run([], [script])
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == b"1 own\n", proc.stderr
+
+
+# Every /proc file corecast opens is opened by its sampling thread, never on a thread of the
+# program's (there a descriptor of corecast's would take a number the program's next open
+# gets without it): an audit hook sees each open and listdir on the thread that makes it,
+# the sampled launches and the exit's resolution included.
+PROC_OPENS_PY = r"""
+import os, sys, threading
+def hook(event, args):
+    if event in ("open", "os.listdir") and isinstance(args[0], str) and args[0].startswith("/proc"):
+        # opened here each time: corecast's thread has a descriptor table of its own
+        log = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_APPEND)
+        os.write(log, f"{threading.current_thread().name} {args[0]}\n".encode())
+        os.close(log)
+sys.addaudithook(hook)  # still there when corecast's exit report runs
+import numpy as np
+import pyopencl as cl
+ctx = cl.create_some_context(interactive=False)
+queue = cl.CommandQueue(ctx, properties=cl.command_queue_properties.PROFILING_ENABLE)
+k = cl.Program(ctx, "__kernel void twice(__global float *a) { a[get_global_id(0)] *= 2; }").build().twice
+a = np.ones(4096, np.float32)
+buf = cl.Buffer(ctx, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=a)
+def launches():
+    for _ in range(8):
+        k(queue, a.shape, None, buf)
+        queue.finish()
+other = threading.Thread(target=launches, name="program-thread")
+other.start()
+other.join()
+launches()
+k(queue, a.shape, None, buf)  # in flight at exit: the exit's resolution
+"""
+
+
+def test_proc_files_are_opened_on_the_sampling_thread_only(opencl, tmp_path):
+    script, out = tmp_path / "opens.py", tmp_path / "opens.txt"
+    script.write_text(PROC_OPENS_PY)
+    proc = measured([script, out], env=clean_env(CORECAST_OUTPUT=str(tmp_path / "rec.jsonl")))
+    assert proc.returncode == 0, proc.stderr
+    opens = [line.split(" ", 1) for line in out.read_text().splitlines()]
+    assert any(name == "corecast-opencl" and "/schedstat" in path for name, path in opens), opens
+    assert [o for o in opens if not o[0].startswith("corecast-")] == []

@@ -385,3 +385,59 @@ def test_python_reports_reach_a_stderr_pipe_the_program_closed(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "data.txt").read_bytes() == DATA
     assert proc.stderr == b"corecast: warning: to the original stderr\n"
+
+
+# Python's channel writes a line whole or not at all, as native/write.c: at `ulimit -f`
+# where stderr is a file, and never with a signal that would end the program (one that set
+# SIGXFSZ's or SIGPIPE's default action back).
+LIMIT_PY = r"""
+import os, signal, sys
+from corecast.runtime import channel
+if sys.argv[1] == "default":
+    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+channel.keep()
+os.write(2, b"program 1\n")
+channel.warn("a" * 20)  # 40 bytes: the file's 50 fit in the limit
+os.write(2, b"program 2\n")
+channel.warn("b" * 40)  # 60 bytes: 120 would cross it
+print("done", flush=True)
+"""
+FSIZE_LIMIT = 100
+
+
+@pytest.mark.parametrize("action", ["ignored", "default"])
+def test_python_report_lines_stop_whole_at_the_file_size_limit(tmp_path, action):
+    import resource
+
+    err = tmp_path / "err.txt"
+    with open(err, "wb") as f:
+        proc = subprocess.run([sys.executable, "-c", LIMIT_PY, action], env=clean_env(), stdout=subprocess.PIPE,
+                              stderr=f, timeout=TIMEOUT,
+                              preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_FSIZE,
+                                                                    (FSIZE_LIMIT, FSIZE_LIMIT)))
+    assert proc.returncode == 0 and proc.stdout == b"done\n", (proc, err.read_bytes())
+    assert err.read_bytes() == b"program 1\ncorecast: warning: " + b"a" * 20 + b"\nprogram 2\n"
+
+
+PIPE_PY = r"""
+import signal
+from corecast.runtime import channel
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+channel.keep()
+channel.warn("to a pipe nobody reads")
+print("done", flush=True)
+"""
+
+
+def test_python_report_line_to_a_pipe_without_reader_leaves_the_status():
+    """A program that takes SIGPIPE's default action back, its stderr a pipe whose reader
+    left: corecast's line is lost, the program is not killed by it."""
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        proc = subprocess.run([sys.executable, "-c", PIPE_PY], env=clean_env(), stdout=subprocess.PIPE,
+                              stderr=w, timeout=TIMEOUT)
+    finally:
+        os.close(w)
+    assert proc.returncode == 0 and proc.stdout == b"done\n"

@@ -379,6 +379,49 @@ def hostile_symlink(path: str) -> bool:
     return bool(shared) and link.st_uid not in (parent.st_uid, os.geteuid())
 
 
+def past_file_limit(fd: int, n: int) -> bool:
+    """Whether ``n`` more bytes on ``fd`` would cross the file-size limit (``ulimit -f``):
+    the kernel would write part of them and raise SIGXFSZ.  Only regular files have one.
+    corecast's own writes check it first, as ``native/write.c``: a line whole or none."""
+    import fcntl
+    import resource
+
+    try:
+        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        if limit == resource.RLIM_INFINITY:
+            return False
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return False
+        at = st.st_size if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_APPEND else os.lseek(fd, 0, os.SEEK_CUR)
+    except (OSError, ValueError):
+        return False
+    return at + n > limit
+
+
+class SignalsHeld:
+    """``with SignalsHeld():`` around corecast's own writes, as ``native/write.c``: SIGPIPE
+    (a reader that left) and SIGXFSZ (``ulimit -f``) blocked on this thread, and taken back
+    if the write raised them, where a program that set their default action back would
+    have been killed by corecast's write."""
+
+    def __enter__(self) -> SignalsHeld:
+        import signal
+
+        self.quiet = {signal.SIGPIPE, signal.SIGXFSZ}
+        self.old = signal.pthread_sigmask(signal.SIG_BLOCK, self.quiet)
+        self.before = signal.sigpending()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+
+        for sig in self.quiet - self.before:
+            if sig in signal.sigpending():
+                signal.sigtimedwait({sig}, 0)
+        signal.pthread_sigmask(signal.SIG_SETMASK, self.old)
+
+
 APPEND_PATIENCE_S = 5.0  # a reader that stops reading gets this long for all the lines
 
 
@@ -386,7 +429,8 @@ def append_lines(path: str | os.PathLike, lines: Iterable[str]) -> None:
     """Append ``lines`` (each ending in a newline) to ``path``, creating it; the one way
     corecast appends JSON Lines, with the preload library's rules for its own output
     (this runs at the exit of profiled programs): O_APPEND and one ``write`` per line, so
-    that lines of several processes never interleave; a FIFO without a reader is an error
+    that lines of several processes never interleave; a line whole or none at ``ulimit -f``
+    and no SIGPIPE or SIGXFSZ of its raising (``SignalsHeld``); a FIFO without a reader is an error
     rather than a wait, and a reader that stops reading gets ``APPEND_PATIENCE_S`` in all;
     a symlink is followed unless ``hostile_symlink``.  Failures are one-line OutputErrors."""
     import select
@@ -405,16 +449,19 @@ def append_lines(path: str | os.PathLike, lines: Iterable[str]) -> None:
         else:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC | os.O_NONBLOCK, 0o666)
         deadline = time.monotonic() + APPEND_PATIENCE_S
-        for line in lines:
-            view = memoryview(_utf8(line))
-            while view:
-                try:
-                    view = view[os.write(fd, view):]
-                except BlockingIOError:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        raise OutputError(f"{shown(path)}: cannot write: its reader stopped reading") from None
-                    select.select([], [fd], [], min(left, 0.2))
+        with SignalsHeld():
+            for line in lines:
+                view = memoryview(_utf8(line))
+                if past_file_limit(fd, len(view)):  # a line whole or none
+                    raise OSError(errno.EFBIG, os.strerror(errno.EFBIG))
+                while view:
+                    try:
+                        view = view[os.write(fd, view):]
+                    except BlockingIOError:
+                        left = deadline - time.monotonic()
+                        if left <= 0:
+                            raise OutputError(f"{shown(path)}: cannot write: its reader stopped reading") from None
+                        select.select([], [fd], [], min(left, 0.2))
     except OSError as exc:
         reason = "no reader on the FIFO" if exc.errno == errno.ENXIO else exc.strerror or exc
         raise OutputError(f"{shown(path)}: cannot write: {reason}") from None

@@ -224,10 +224,7 @@ class Profiler(Sampler):
             g = tuple(a * b for a, b in zip(g, loc))
         sampled = rec.sampling and rec.in_flight_sampled < MAX_SAMPLED_IN_FLIGHT
         if sampled:
-            with self.lock:
-                if not self.sampled and not self.starting:
-                    self._snapshot()  # the interval starts before this launch can
-                self.starting += 1  # until _record: the episode must not end meanwhile
+            self._start_sampled()
         return rec, hidden, sampled, dev_key, (g, loc), in_order
 
     def _hidden_queue(self, queue):

@@ -9,7 +9,9 @@ time of the OpenCL runtime's threads (every thread of the process that Python's
 ``threading`` does not know: pocl's workers), their run-queue wait
 (``/proc/self/task/*/schedstat``: runnable while the CPU ran something else) and, under
 the preload library, their pthread waits, acquisitions and contended acquisitions per
-category.  Each snapshot interval is then one equation: what it added equals, summed over
+category.  That thread takes every snapshot, the first of an episode too (the launch that
+opens it waits for it, ``SNAP_WAIT_S`` at most): their /proc reads stay in its descriptor
+table, never the program's.  Each snapshot interval is then one equation: what it added equals, summed over
 the kernels whose launches ran in it, the kernel's rate (busy compute units, waits per
 second, ...) times its time in the interval (device timestamps mapped to the host clock
 by the offset seen between each event's ``queued`` stamp and the host time of its enqueue
@@ -46,6 +48,11 @@ RESOLVE_EVERY = 256
 EXIT_WAIT_S = 5.0
 SAMPLE_WALL = 10  # a sample also ends this many windows (wall clock) after the first launch
 SCAN_LIMIT = 64   # launches in flight looked at per tick before giving up on the rest
+# The longest a launch that opens an episode waits for the sampling thread's first snapshot.
+# Past it the launch goes ahead and the snapshot comes late: the intervals are still true
+# (they are what the snapshots' own times bound), the episode's first moments are just not
+# covered.  Never the snapshot on the program's thread: it opens /proc files there.
+SNAP_WAIT_S = 0.1
 
 
 def thread_cpu_ns(tid: int) -> int | None:
@@ -85,7 +92,9 @@ class Sampler:
         info = profiling_info
         self._pi = (info.QUEUED, info.SUBMIT, info.START, info.END)
         self.shim = Shim()
-        self.wake = threading.Event()
+        self.wake = threading.Event()    # the idle sampling thread: an episode starts
+        self.asked = threading.Event()   # the ticking sampling thread: a snapshot is asked for
+        self.opening: threading.Event | None = None  # set once the episode's first snapshot is taken
         self.stop = False
         self.thread: threading.Thread | None = None
         try:
@@ -187,6 +196,24 @@ class Sampler:
         shim = self.shim.read(tids | set(self.cpu_last)) if self.shim.available else None
         self.snaps.append((t, cpu, shim, busy, runq))
 
+    def _start_sampled(self) -> None:
+        """A sampled launch is about to start (the program's thread, lock not held).  When
+        it opens an episode (or one is opening), the sampling thread takes the first
+        snapshot before the launch goes on, so that the interval starts before this launch
+        can.  The snapshot opens /proc files: only that thread's descriptor table may hold
+        them."""
+        with self.lock:
+            if not self.sampled and not self.starting and self.opening is None:
+                self.opening = threading.Event()
+            self.starting += 1  # until _record: the episode must not end meanwhile
+            opening = self.opening
+        if opening is None:
+            return
+        self._ensure_thread()
+        self.wake.set()
+        self.asked.set()
+        opening.wait(SNAP_WAIT_S)
+
     def _finalize(self, force: bool = False) -> None:
         """Turn snapshot intervals every launch of which is resolved into least-squares
         sums (all of them with ``force``); lock held."""
@@ -226,22 +253,33 @@ class Sampler:
         channel.own_descriptor_table()
         while not self.stop:
             with self.lock:
-                idle = not self.sampled and not self.starting and len(self.snaps) <= 1
+                idle = (not self.sampled and not self.starting and len(self.snaps) <= 1
+                        and self.opening is None)
                 if idle:  # the episode is over: its intervals are all in the sums
                     self.snaps, self.timeline = [], []
             if idle:
                 self.wake.wait()
                 self.wake.clear()
                 continue
+            self.asked.clear()  # before the tick: a request made during it ends the wait below
             try:
                 self._tick()
             except Exception as exc:
                 self._disable(exc)
+                if self.opening is not None:
+                    self.opening.set()  # no launch waits for a snapshot that will not come
                 return
-            time.sleep(TICK_S)
+            self.asked.wait(TICK_S)
 
     def _tick(self) -> None:
         with self.lock:
+            opening, self.opening = self.opening, None
+            if opening is not None:  # a launch waits for it: that alone, the rest next tick
+                try:
+                    self._snapshot()
+                finally:
+                    opening.set()
+                return
             running = bool(self.sampled)
             self.sampled = [it for it in self.sampled if not self._resolve(it)]
             if self.snaps:
@@ -255,23 +293,28 @@ class Sampler:
         forked child that inherited this profiler)."""
         if os.getpid() != self.pid:
             return []
-        self.stop = True
-        self.wake.set()
-        if self.thread is not None and self.thread is not threading.current_thread():
-            self.thread.join(timeout=1.0)
+        # The sampling thread resolves the sampled launches and takes the snapshots that
+        # close their intervals until they are done: the snapshots' /proc reads stay in its
+        # descriptor table.  Without it (never started, or stopped) they are resolved here,
+        # and their last interval is not closed.
         deadline = time.monotonic() + EXIT_WAIT_S
         while True:
+            sampler = (self.thread is not None and self.thread.is_alive()
+                       and self.thread is not threading.current_thread())
             with self.lock:
-                running = bool(self.sampled)
-                self.sampled = [it for it in self.sampled if not self._resolve(it)]
+                if not sampler:
+                    self.sampled = [it for it in self.sampled if not self._resolve(it)]
                 self._resolve_pending()
-                if running and self.snaps:
-                    self._snapshot()
                 self._finalize()
                 left = len(self.sampled) + len(self.pending)
             if not left or time.monotonic() > deadline:
                 break
             time.sleep(0.001)
+        self.stop = True
+        self.wake.set()
+        self.asked.set()
+        if self.thread is not None and self.thread is not threading.current_thread():
+            self.thread.join(timeout=1.0)
         with self.lock:
             self._finalize(force=True)
             self._solve()
@@ -334,5 +377,7 @@ class Sampler:
         self.tids_at = 0.0
         self.lock = threading.Lock()
         self.wake = threading.Event()
+        self.asked = threading.Event()
+        self.opening = None
         self.thread = None
         self.started_ns = time.monotonic_ns()

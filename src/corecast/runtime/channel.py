@@ -9,8 +9,9 @@ file, else a copy held by a thread of corecast's in a descriptor table of its ow
 (``unshare(CLONE_FILES)``), reopened through ``/proc/self/task/TID/fd/N`` for one write,
 else the terminal or file it was, reopened by its path.  No descriptor of corecast's is in
 the program's table: ``ls /proc/self/fd`` lists what it lists without corecast, and a
-daemon the program forks holds nothing of the caller's stderr pipe.  Standard library
-only."""
+daemon the program forks holds nothing of the caller's stderr pipe.  Each write is whole
+or none (``io.fileio.past_file_limit``, ``SignalsHeld``).  Standard library and
+``io.fileio`` only."""
 from __future__ import annotations
 
 import os
@@ -147,19 +148,17 @@ def _open_origin() -> tuple[int | None, bool]:
     return None, False
 
 
-def write(text: str) -> None:
-    """``text`` on the report channel (never raises; nothing when the channel is gone)."""
-    data = text.encode(errors="replace")
-    lib = _library_write()
-    if lib is not None:
-        lib(data, len(data))
-        return
-    fd, temp = _open_origin()
-    if fd is None:
-        return
-    try:
-        import time
+def _write_all(fd: int, data: bytes) -> None:
+    """``data`` on ``fd`` whole, or nothing where it would cross the file-size limit, with
+    no SIGPIPE or SIGXFSZ of its raising (``io.fileio``'s rules for corecast's writes, as
+    ``native/write.c``)."""
+    from ..io.fileio import SignalsHeld, past_file_limit
 
+    if past_file_limit(fd, len(data)):
+        return
+    import time
+
+    with SignalsHeld():
         deadline = None
         while data:
             try:
@@ -171,6 +170,21 @@ def write(text: str) -> None:
                 left = deadline - time.monotonic()
                 if left <= 0 or not select.select([], [fd], [], left)[1]:
                     break
+
+
+def write(text: str) -> None:
+    """``text`` on the report channel, whole or not at all (never raises; nothing when the
+    channel is gone)."""
+    data = text.encode(errors="replace")
+    lib = _library_write()
+    if lib is not None:
+        lib(data, len(data))
+        return
+    fd, temp = _open_origin()
+    if fd is None:
+        return
+    try:
+        _write_all(fd, data)
     except OSError:
         pass
     finally:
