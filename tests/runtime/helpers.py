@@ -58,6 +58,24 @@ def report_blocks(stderr: bytes) -> int:
 
 # C: whether the program sees corecast's model library mapped (for programs that check that
 # the model did or did not start; needs <stdio.h> and <string.h>).
+# The start of a stand-in for the embedded model library (model_abi.h's three entry
+# points; a test writes corecast_model_predict): started at once, with no reason to give,
+# and ``one_count`` to fill a prediction of 1 thread at speedup 1 under ``basis``.
+FAKE_MODEL_PRELUDE_C = r"""
+#include <stdio.h>
+#include "model_abi.h"
+void corecast_model_configure(const char *root, const char *home, int host_python, void (*cb)(void)) {
+    (void)root; (void)home; (void)host_python; (void)cb;
+}
+const char *corecast_model_start(void) { return 0; }
+static void one_count(struct cc_region_prediction *p, const char *basis) {
+    p->npred = 1;
+    p->threads[0] = p->preferred = 1;
+    p->speedup[0] = p->low[0] = p->high[0] = 1.0;
+    snprintf(p->basis, sizeof p->basis, "%s", basis);
+}
+"""
+
 MODEL_MAPPED_FN_C = r"""
 static int model_mapped(void) {
     char line[4096];

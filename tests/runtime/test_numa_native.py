@@ -14,7 +14,7 @@ import pytest
 from corecast.runtime import numa_events
 from corecast.runtime.numa_events import Event, Plan, encode
 
-from .helpers import NATIVE_SOURCE, clean_env, events, read_lines, run
+from .helpers import FAKE_MODEL_PRELUDE_C, NATIVE_SOURCE, clean_env, events, read_lines, run
 from .test_numa_plan import MALFORMED, PREFIX, struct_hex
 
 PROGRAM_C = r"""
@@ -224,21 +224,12 @@ def test_topology_reaches_the_summary(program, baseline, lib, tmp_path):
 
 # A stand-in for the embedded model: fills the NUMA fields of every region's prediction
 # and echoes the topology it was given, so the report's side is checked without Python.
-FAKE_MODEL_C = r"""
-#include <stdio.h>
-#include "model_abi.h"
-void corecast_model_configure(const char *root, const char *home, int host_python, void (*cb)(void)) {
-    (void)root; (void)home; (void)host_python; (void)cb;
-}
-const char *corecast_model_start(void) { return 0; } /* started: no reason to give */
+FAKE_MODEL_C = FAKE_MODEL_PRELUDE_C + r"""
 int corecast_model_predict(const struct cc_sample *s, struct cc_result *r) {
     r->status = 0;
     for (int i = 0; i < s->nregions; i++) {
         struct cc_region_prediction *p = &r->regions[i];
-        p->npred = 1;
-        p->threads[0] = p->preferred = 1;
-        p->speedup[0] = p->low[0] = p->high[0] = 1.0;
-        snprintf(p->basis, sizeof p->basis, "fake model");
+        one_count(p, "fake model");
         p->nnodes = 2;
         p->node_cores[0] = 8;
         p->node_cores[1] = 16;

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from .helpers import MODEL_MAPPED_FN_C, NATIVE_SOURCE, TIMEOUT, clean_env, events, read_lines, run
+from .helpers import FAKE_MODEL_PRELUDE_C, MODEL_MAPPED_FN_C, NATIVE_SOURCE, TIMEOUT, clean_env, events, read_lines, run
 
 LIBRARY = r"""
 #define _GNU_SOURCE
@@ -258,14 +258,8 @@ int main(int argc, char **argv) {
 # than the own count's first window (it takes a window's team as the one that made most of
 # its calls); a settled one may come before the new count ended a call.  The count a
 # region was stepped to when the first answer came goes into each region's JSON line.
-SCRIPTED_MODEL_C = r"""
-#include <stdio.h>
-#include "model_abi.h"
+SCRIPTED_MODEL_C = FAKE_MODEL_PRELUDE_C + r"""
 static int answers, first_saw = -1;
-void corecast_model_configure(const char *root, const char *home, int host_python, void (*cb)(void)) {
-    (void)root; (void)home; (void)host_python; (void)cb;
-}
-const char *corecast_model_start(void) { return 0; }
 int corecast_model_predict(const struct cc_sample *s, struct cc_result *r) {
     r->status = 0;
     if (s->nregions < 2) /* the interpreter's warm-up (bridge.c): an empty sample */
@@ -275,10 +269,7 @@ int corecast_model_predict(const struct cc_sample *s, struct cc_result *r) {
             first_saw = s->regions[i].steered_to > first_saw ? s->regions[i].steered_to : first_saw;
     for (int i = 0; i < s->nregions; i++) {
         struct cc_region_prediction *p = &r->regions[i];
-        p->npred = 1;
-        p->threads[0] = p->preferred = 1;
-        p->speedup[0] = p->low[0] = p->high[0] = 1.0;
-        snprintf(p->basis, sizeof p->basis, "scripted model");
+        one_count(p, "scripted model");
         if (i < s->nregions - 1) { /* the process is last */
             p->next_threads = 1;
             p->steer_chosen = answers > 0 || FIRST_SETTLES;
