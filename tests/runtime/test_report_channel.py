@@ -387,6 +387,38 @@ def test_python_reports_reach_a_stderr_pipe_the_program_closed(tmp_path):
     assert proc.stderr == b"corecast: warning: to the original stderr\n"
 
 
+# A line that no descriptor of the program's reaches is written by the keeper thread, in
+# its own table: reopened on the program's thread, the copy would take a number in the
+# program's table for the time of the write.
+KEEPER_WRITES_PY = r"""
+import atexit, os, sys, threading
+from corecast.runtime import channel
+opened = []
+def hook(event, args):
+    if event == "open" and isinstance(args[0], str) and args[0].startswith("/proc"):
+        opened.append(threading.current_thread().name)
+sys.addaudithook(hook)
+channel.keep()
+os.close(2)
+os.closerange(3, 10)
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+assert fd == 2
+channel.warn("from the main thread")
+os.write(fd, b"DATA 1234\n")
+atexit.register(lambda: channel.warn("at exit"))
+print(sorted(set(opened)), flush=True)
+"""
+
+
+def test_python_reports_past_the_programs_table_are_opened_by_the_keeper(tmp_path):
+    proc = subprocess.run([sys.executable, "-c", KEEPER_WRITES_PY, str(tmp_path / "data.txt")],
+                          env=clean_env(), stdin=subprocess.DEVNULL, capture_output=True, timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "data.txt").read_bytes() == DATA
+    assert proc.stderr == b"corecast: warning: from the main thread\ncorecast: warning: at exit\n"
+    assert proc.stdout == b"['corecast-channel']\n"
+
+
 # Python's channel writes a line whole or not at all, as native/write.c: at `ulimit -f`
 # where stderr is a file, and never with a signal that would end the program (one that set
 # SIGXFSZ's or SIGPIPE's default action back).

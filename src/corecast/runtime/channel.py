@@ -6,9 +6,9 @@ each write and exports that (``corecast_report_write``); without the library
 Python: the original stderr is known by its identity and found at each write, as
 ``native/channel.c`` does: the program's fd 2 (or another of 0-9) while it is still that
 file, else a copy held by a thread of corecast's in a descriptor table of its own
-(``unshare(CLONE_FILES)``), reopened through ``/proc/self/task/TID/fd/N`` for one write,
-else the terminal or file it was, reopened by its path.  No descriptor of corecast's is in
-the program's table: ``ls /proc/self/fd`` lists what it lists without corecast, and a
+(``unshare(CLONE_FILES)``), which that thread reopens (``/proc/thread-self/fd/N``) and
+writes for the caller, else the terminal or file it was, reopened by its path.  No
+descriptor of corecast's is in the program's table, not even for the time of one write: ``ls /proc/self/fd`` lists what it lists without corecast, and a
 daemon the program forks holds nothing of the caller's stderr pipe.  Each write is whole
 or none (``io.fileio.past_file_limit``, ``SignalsHeld``).  Standard library and
 ``io.fileio`` only."""
@@ -18,7 +18,8 @@ import os
 import stat
 
 _origin: tuple[int, int, str] | None = None  # keep()'s (st_dev, st_ino, path to reopen or "")
-_holder: tuple[int, int] | None = None  # (tid, fd) of the keeper thread's copy
+_jobs = None  # the keeper's queue of (bytes, threading.Event) to write through its copy
+_keeper_pid = -1  # the process whose keeper that is: a fork's child has none
 _lib_write = None  # the preload library's corecast_report_write, False when absent
 
 LOW_FDS = 10  # the program's descriptors looked at first, as native/channel.c
@@ -79,25 +80,42 @@ def own_descriptor_table(copy_stderr: bool = False) -> int | None:
     return keep
 
 
-def _keeper(ready, out: list) -> None:
+def _keeper(ready, out: list, jobs) -> None:
     """The keeper thread: a descriptor table of its own holding only a copy of fd 2, kept
-    until the process ends (a thread's table is not inherited by fork)."""
+    until the process ends (a thread's table is not inherited by fork).  It writes the
+    lines that no descriptor of the program's reaches any more, through that copy reopened
+    in its own table: opened on the writer's thread, the reopened descriptor would take a
+    number in the program's table for the time of the write, where a fork or an open of
+    the program's on another thread could meet it."""
     import threading
 
     try:
         copy = own_descriptor_table(copy_stderr=True)
         if copy is not None and copy >= 0:  # refused: no copy rather than one in the program's table
-            out.append((threading.get_native_id(), copy))
+            out.append(copy)
     finally:
         ready.set()
-    if out:
-        threading.Event().wait()
+    if not out:
+        return
+    while True:
+        data, done = jobs.get()
+        try:
+            fd = _reopen([f"/proc/thread-self/fd/{copy}"])
+            if fd is not None:
+                try:
+                    _write_all(fd, data)
+                finally:
+                    os.close(fd)
+        except OSError:
+            pass
+        finally:
+            done.set()
 
 
 def keep() -> None:
     """Without the preload library: remember the stderr the program has now, and have a
     thread of corecast's keep a copy of it outside the program's descriptor table."""
-    global _origin, _holder
+    global _origin, _jobs, _keeper_pid
     if _origin is not None or _library_write() is not None:
         return
     try:
@@ -114,10 +132,13 @@ def keep() -> None:
     _origin = (st.st_dev, st.st_ino, path)
     import threading
 
-    ready, out = threading.Event(), []
-    threading.Thread(target=_keeper, args=(ready, out), name="corecast-channel", daemon=True).start()
+    import queue
+
+    ready, out, jobs = threading.Event(), [], queue.SimpleQueue()
+    threading.Thread(target=_keeper, args=(ready, out, jobs), name="corecast-channel", daemon=True).start()
     ready.wait(5)
-    _holder = out[0] if out else None
+    if out:
+        _jobs, _keeper_pid = jobs, os.getpid()
 
 
 def _is_origin(fd: int) -> bool:
@@ -128,24 +149,38 @@ def _is_origin(fd: int) -> bool:
     return _origin is not None and (st.st_dev, st.st_ino) == _origin[:2]
 
 
-def _open_origin() -> tuple[int | None, bool]:
-    """A descriptor that writes to the original stderr, and whether the caller closes it."""
-    if _origin is None:
-        return 2, False  # neither the library nor keep(): a plain Python program's stderr
-    for fd in (2, *range(LOW_FDS)):
-        if _is_origin(fd):
-            return fd, False
-    paths = [f"/proc/self/task/{_holder[0]}/fd/{_holder[1]}"] if _holder else []
-    paths += [_origin[2]] if _origin[2] else []
+def _reopen(paths: list[str]) -> int | None:
+    """The first of ``paths`` that opens as the original stderr, in the calling thread's table."""
     for path in paths:
         try:  # non-blocking: a pipe without a reader fails at once; appending: a file's lines stay
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOCTTY | os.O_CLOEXEC | os.O_NONBLOCK)
         except OSError:
             continue
         if _is_origin(fd):
-            return fd, True
+            return fd
         os.close(fd)
-    return None, False
+    return None
+
+
+def _program_origin() -> int | None:
+    """The program's own descriptor of the original stderr, among its low numbers."""
+    for fd in (2, *range(LOW_FDS)):
+        if _is_origin(fd):
+            return fd
+    return None
+
+
+def _by_keeper(data: bytes) -> bool:
+    """``data`` written by the keeper thread through its copy; False where this process has
+    no keeper (refused, or a fork's child, where the keeper thread does not exist)."""
+    if _jobs is None or _keeper_pid != os.getpid():
+        return False
+    import threading
+
+    done = threading.Event()
+    _jobs.put((data, done))
+    done.wait(PATIENCE_S + 1.0)  # its own wait for a stalled reader is PATIENCE_S
+    return True
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -180,9 +215,17 @@ def write(text: str) -> None:
     if lib is not None:
         lib(data, len(data))
         return
-    fd, temp = _open_origin()
-    if fd is None:
-        return
+    if _origin is None:
+        fd, temp = 2, False  # neither the library nor keep(): a plain Python program's stderr
+    else:
+        fd, temp = _program_origin(), False
+        if fd is None:
+            if _by_keeper(data):
+                return
+            # No keeper: the terminal or file it was, by its path, for this one write.
+            fd, temp = _reopen([_origin[2]] if _origin[2] else []), True
+            if fd is None:
+                return
     try:
         _write_all(fd, data)
     except OSError:
