@@ -125,15 +125,18 @@ static int steering_may_act(const struct cc_sample *s) {
 }
 
 /* Steering's rule in C (what the sampler counts): a region can pay for steering only if
- * it is an outermost OpenMP region asked for 2 threads or more, it makes at least
- * CALLS_PER_WINDOW calls per window at its rate so far (a window at another count must
- * measure something), and the stall bound leaves room: own - 1 threads with no stalls
- * against the own count at its measured share E of thread time not stalled,
- * (own - 1) / (own E) - 1, beats the noise of a window, or the region takes locks.
- * These are the model's own "one thread", "nested", "too few calls per window" and "no
- * room to gain" tests (model/runtime/steering.py guard), the last with the stall bound
- * alone: the window model's preferred count comes from the same stalls; and the room must
- * pay for the model's own cost over the region's time so far (MODEL_COST_S).  The bound does
+ * it is an outermost OpenMP region asked for 2 threads or more and the stall bound leaves
+ * room: own - 1 threads with no stalls against the own count at its measured share E of
+ * thread time not stalled, (own - 1) / (own E) - 1, beats the noise of a window, or the
+ * region takes locks.  These are the model's own "one thread", "nested" and "no room to
+ * gain" tests (model/runtime/steering.py guard), the last with the stall bound alone: the
+ * window model's preferred count comes from the same stalls; and the room must pay for the
+ * model's own cost over the region's time so far (MODEL_COST_S), whose windows after the
+ * model's first must hold one step's measurement (measure_windows: steering.py's "too
+ * early", counted in spans).  A region whose calls are too slow for a window's measurement
+ * is measured over several (steering.measure_windows): refused here before, a convoy of
+ * 100 ms calls whose best count is 1 was never steered, nor omp_slowdown 8000 on a loaded
+ * 2-core VM with 50 ms windows (2 calls a window; 2 of 6 runs took 157-195 s).  The bound does
  * not hold where a lock's hand-offs between cores make the work itself slower with more
  * threads (omp_slowdown at 2 threads: 48% of its thread time not stalled, so the bound
  * leaves 4% room, and 1 thread runs it 100x faster), so a region whose lock acquisitions
@@ -145,7 +148,7 @@ static int steering_may_act(const struct cc_sample *s) {
  * threads may hold, for nothing) and the regions count as settled at their own count, so
  * that settle.c hands the section wrappers back.  Checked every window: a region that
  * later can pay starts the model, and settle.c takes the wrappers back. */
-#define CALLS_PER_WINDOW 4 /* steering.CALLS_PER_WINDOW */
+#define CALLS_PER_WINDOW 4 /* steering.CALLS_PER_WINDOW: calls a step's measurement is charged for */
 #define STEER_NOISE 0.03   /* steering.NOISE */
 #define LOCK_SHARE 0.02    /* history.LOCK_SHARE: a region that takes locks */
 #define HANDOFF_S 20e-6    /* a lock's hand-off between cores at its dearest: a futex wake-up */
@@ -159,25 +162,41 @@ static int steering_may_act(const struct cc_sample *s) {
  * can act before the model's first window has passed, so that window's share of the time
  * to come is left out of the room's worth (region_may_pay). */
 #define MODEL_COST_S 0.05
+/* A lock-taking region that held at least this share of the run so far is left to the
+ * model however short the run: a convoy that fills the run, whose every window at the own
+ * count is its expensive one (stepped in C at the short first look, convoy_first_steps).
+ * One that held less must be able to pay for the model with all its time to come, the
+ * most a step can save: 2 threads on a section-heavy region between 20 ms sleeps (1% of
+ * the run) otherwise started it for nothing. */
+#define RUN_SHARE 0.5
+
+/* The windows a step's measurement is charged for (steering.measure_windows): one where
+ * the region makes CALLS_PER_WINDOW calls a window at its rate so far, else as many as
+ * that many calls take (the model's history ends a measurement once the new count made
+ * history.MIN_CALLS calls, half that: room for a count up to twice as slow). */
+static double measure_windows(double per_window) {
+    if (per_window >= CALLS_PER_WINDOW)
+        return 1;
+    double w = CALLS_PER_WINDOW / per_window;
+    return (double)(long)w < w ? (double)(long)w + 1 : w; /* whole windows */
+}
 
 static int region_may_pay(const struct cc_sample *s, const struct cc_region_sample *g) {
-    if (!cc_is_omp_region(g) || g->nested || g->requested < 2 || g->wall_s <= 0 || s->elapsed_s <= 0)
+    if (!cc_is_omp_region(g) || g->nested || g->requested < 2 || g->wall_s <= 0 || s->elapsed_s <= 0 ||
+        g->calls == 0)
         return 0;
-    if ((double)g->calls / s->elapsed_s * s->window_s < CALLS_PER_WINDOW)
-        return 0;
+    /* The region's time still to come, as its time so far, less what the first window after
+     * the start takes (steering's first step is that window's answer): the gain comes after. */
+    double ahead = g->wall_s * (s->elapsed_s - s->window_s) / s->elapsed_s;
     double taken = 0;
     for (size_t k = 0; k < sizeof lock_waits / sizeof lock_waits[0]; k++)
         taken += (double)g->acquisitions[lock_waits[k]];
     if (taken * HANDOFF_S > LOCK_SHARE * g->threads * g->wall_s)
-        return 1;
+        return g->wall_s >= RUN_SHARE * s->elapsed_s || ahead >= MODEL_COST_S;
     double e = not_stalled(g);
-    if (e <= 0)
-        return 1;
-    double room = (g->requested - 1.0) / (g->requested * e) - 1.0;
-    /* The region's time still to come, as its time so far, less what the first window after
-     * the start takes (steering's first step is that window's answer): the gain comes after. */
-    double ahead = g->wall_s * (s->elapsed_s - s->window_s) / s->elapsed_s;
-    return room > STEER_NOISE && room * ahead >= MODEL_COST_S;
+    double room = e > 0 ? (g->requested - 1.0) / (g->requested * e) - 1.0 : 1e9; /* all stalled */
+    double span_s = measure_windows((double)g->calls / s->elapsed_s * s->window_s) * s->window_s;
+    return room > STEER_NOISE && room * ahead >= MODEL_COST_S && s->elapsed_s - s->window_s >= span_s;
 }
 
 static int steering_may_pay(const struct cc_sample *s) {
