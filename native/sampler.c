@@ -132,61 +132,46 @@ static int steering_may_act(const struct cc_sample *s) {
  * gain" tests (model/runtime/steering.py guard), the last with the stall bound alone: the
  * window model's preferred count comes from the same stalls; and the room must pay for the
  * model's own cost over the region's time so far (MODEL_COST_S), whose windows after the
- * model's first must hold one step's measurement (measure_windows: steering.py's "too
- * early", counted in spans).  A region whose calls are too slow for a window's measurement
- * is measured over several (steering.measure_windows): refused here before, a convoy of
- * 100 ms calls whose best count is 1 was never steered, nor omp_slowdown 8000 on a loaded
- * 2-core VM with 50 ms windows (2 calls a window; 2 of 6 runs took 157-195 s).  The bound does
- * not hold where a lock's hand-offs between cores make the work itself slower with more
- * threads (omp_slowdown at 2 threads: 48% of its thread time not stalled, so the bound
- * leaves 4% room, and 1 thread runs it 100x faster), so a region whose lock acquisitions
- * could cost more than LOCK_SHARE of its thread time at HANDOFF_S each is left to the
- * model (counted, not timed: waits and holds are timed on a sample of the acquisitions, and
- * on a loaded VM the same convoy once showed 74% of its thread time not stalled for 1.4 s).
- * While no region can pay, the model
- * does not start (the interpreter and its window runs would take a core the program's
- * threads may hold, for nothing) and the regions count as settled at their own count, so
- * that settle.c hands the section wrappers back.  Checked every window: a region that
- * later can pay starts the model, and settle.c takes the wrappers back. */
-#define CALLS_PER_WINDOW 4 /* steering.CALLS_PER_WINDOW: calls a step's measurement is charged for */
+ * model's first must hold one step's measurement (measure_windows; steering.py's "too
+ * early" in spans: refused here before, calls too slow for one window went unsteered).
+ * The bound does not hold where a lock's hand-offs between cores make the work itself
+ * slower with more threads (omp_slowdown at 2 threads: 48% of its thread time not stalled,
+ * so the bound leaves 4% room, and 1 thread runs it 100x faster), so a region whose lock
+ * acquisitions could cost more than LOCK_SHARE of its thread time at HANDOFF_S each is
+ * left to the model (counted, not timed: waits and holds are timed on a sample of the
+ * acquisitions; a loaded VM once showed that convoy 74% not stalled for 1.4 s).  While no
+ * region can pay, the model does not start (it would take a core the program's threads may
+ * hold, for nothing) and the regions count as settled at their own count (settle.c hands
+ * the section wrappers back); checked every window, a region that later can pay starts it. */
+#define CALLS_PER_WINDOW 4 /* steering.CALLS_PER_WINDOW: calls a step's span is charged for */
 #define STEER_NOISE 0.03   /* steering.NOISE */
 #define LOCK_SHARE 0.02    /* history.LOCK_SHARE: a region that takes locks */
 #define HANDOFF_S 20e-6    /* a lock's hand-off between cores at its dearest: a futex wake-up */
 /* What the model costs the program once started (the interpreter, 15-25 ms of CPU, and a
  * run per window, on a core the program's threads may hold): the room the stall bound
  * leaves must be worth that much over the region's time so far, which stands for the time
- * still to come (a run that has lasted t is as likely as not to last about t more).  On the
- * 16-core machine a steered NPB bt.W, at its best count with a few % of room, ended 6.9%
- * later than unsteered, the model started 0.2 s into its 0.38 s (benchmarks/steer16), and
- * with this rule over the region's whole time so far still 7.2% (#40, 2026-11-27): no step
- * can act before the model's first window has passed, so that window's share of the time
- * to come is left out of the room's worth (region_may_pay). */
+ * still to come (a run that has lasted t is as likely as not to last about t more).  A
+ * steered NPB bt.W at its best count (16 cores) ended 6.9% later than unsteered, the model
+ * started 0.2 s into its 0.38 s (benchmarks/steer16), and with the rule over the region's
+ * whole time still 7.2% (#40): no step acts before the model's first window has passed, so
+ * that window's share of the time to come is left out (region_may_pay). */
 #define MODEL_COST_S 0.05
-/* A lock-taking region that held at least this share of the run so far is left to the
- * model however short the run: a convoy that fills the run, whose every window at the own
- * count is its expensive one (stepped in C at the short first look, convoy_first_steps).
- * One that held less must be able to pay for the model with all its time to come, the
- * most a step can save: 2 threads on a section-heavy region between 20 ms sleeps (1% of
- * the run) otherwise started it for nothing. */
+/* A lock-taking region that held this share of the run is left to the model however short
+ * the run (a convoy); one that held less must pay for it with all its time to come saved. */
 #define RUN_SHARE 0.5
 
-/* The windows a step's measurement is charged for (steering.measure_windows): one where
- * the region makes CALLS_PER_WINDOW calls a window at its rate so far, else as many as
- * that many calls take (the model's history ends a measurement once the new count made
- * history.MIN_CALLS calls, half that: room for a count up to twice as slow). */
+/* Windows a step's measurement is charged for (steering.measure_windows): 1, or as many
+ * whole windows as CALLS_PER_WINDOW calls take at the region's rate so far. */
 static double measure_windows(double per_window) {
-    if (per_window >= CALLS_PER_WINDOW)
-        return 1;
-    double w = CALLS_PER_WINDOW / per_window;
-    return (double)(long)w < w ? (double)(long)w + 1 : w; /* whole windows */
+    double w = per_window >= CALLS_PER_WINDOW ? 1 : CALLS_PER_WINDOW / per_window;
+    return (double)(long)w < w ? (double)(long)w + 1 : w;
 }
 
 static int region_may_pay(const struct cc_sample *s, const struct cc_region_sample *g) {
-    if (!cc_is_omp_region(g) || g->nested || g->requested < 2 || g->wall_s <= 0 || s->elapsed_s <= 0 ||
-        g->calls == 0)
+    if (!cc_is_omp_region(g) || g->nested || g->requested < 2 || g->wall_s <= 0 || s->elapsed_s <= 0 || !g->calls)
         return 0;
-    /* The region's time still to come, as its time so far, less what the first window after
-     * the start takes (steering's first step is that window's answer): the gain comes after. */
+    /* The region's time to come, as its time so far, less the first window after the start
+     * (steering's first step is that window's answer): the gain comes after. */
     double ahead = g->wall_s * (s->elapsed_s - s->window_s) / s->elapsed_s;
     double taken = 0;
     for (size_t k = 0; k < sizeof lock_waits / sizeof lock_waits[0]; k++)
