@@ -3,7 +3,10 @@
  * hand-offs between cores.  `corecast run --steer` should settle on one thread.
  *
  *   gcc -O2 -fopenmp examples/omp_slowdown.c -o omp_slowdown
- *   corecast run --steer -- ./omp_slowdown [calls]
+ *   corecast run --steer -- ./omp_slowdown [calls] [sections per call, default 4000]
+ *
+ * With many sections per call (`omp_slowdown 40 1000000`) each call at 2 threads takes
+ * longer than a sampler window: a convoy of long calls, such as a solver step per call.
  */
 #include <omp.h>
 #include <stdio.h>
@@ -11,10 +14,11 @@
 
 int main(int argc, char **argv) {
     int calls = argc > 1 ? atoi(argv[1]) : 20000;
+    int sections = argc > 2 ? atoi(argv[2]) : 4000;
     long shared = 0;
     for (int c = 0; c < calls; c++) {
 #pragma omp parallel for schedule(static)
-        for (int i = 0; i < 4000; i++) {
+        for (int i = 0; i < sections; i++) {
 #pragma omp critical
             shared += (i ^ c) & 7;
         }

@@ -125,59 +125,63 @@ static int steering_may_act(const struct cc_sample *s) {
 }
 
 /* Steering's rule in C (what the sampler counts): a region can pay for steering only if
- * it is an outermost OpenMP region asked for 2 threads or more, it makes at least
- * CALLS_PER_WINDOW calls per window at its rate so far (a window at another count must
- * measure something), and the stall bound leaves room: own - 1 threads with no stalls
- * against the own count at its measured share E of thread time not stalled,
- * (own - 1) / (own E) - 1, beats the noise of a window, or the region takes locks.
- * These are the model's own "one thread", "nested", "too few calls per window" and "no
- * room to gain" tests (model/runtime/steering.py guard), the last with the stall bound
- * alone: the window model's preferred count comes from the same stalls; and the room must
- * pay for the model's own cost over the region's time so far (MODEL_COST_S).  The bound does
- * not hold where a lock's hand-offs between cores make the work itself slower with more
- * threads (omp_slowdown at 2 threads: 48% of its thread time not stalled, so the bound
- * leaves 4% room, and 1 thread runs it 100x faster), so a region whose lock acquisitions
- * could cost more than LOCK_SHARE of its thread time at HANDOFF_S each is left to the
- * model (counted, not timed: waits and holds are timed on a sample of the acquisitions, and
- * on a loaded VM the same convoy once showed 74% of its thread time not stalled for 1.4 s).
- * While no region can pay, the model
- * does not start (the interpreter and its window runs would take a core the program's
- * threads may hold, for nothing) and the regions count as settled at their own count, so
- * that settle.c hands the section wrappers back.  Checked every window: a region that
- * later can pay starts the model, and settle.c takes the wrappers back. */
-#define CALLS_PER_WINDOW 4 /* steering.CALLS_PER_WINDOW */
+ * it is an outermost OpenMP region asked for 2 threads or more and the stall bound leaves
+ * room: own - 1 threads with no stalls against the own count at its measured share E of
+ * thread time not stalled, (own - 1) / (own E) - 1, beats the noise of a window, or the
+ * region takes locks.  These are the model's own "one thread", "nested" and "no room to
+ * gain" tests (model/runtime/steering.py guard), the last with the stall bound alone: the
+ * window model's preferred count comes from the same stalls; and the room must pay for the
+ * model's own cost over the region's time so far (MODEL_COST_S), whose windows after the
+ * model's first must hold one step's measurement (measure_windows; steering.py's "too
+ * early" in spans: refused here before, calls too slow for one window went unsteered).
+ * The bound does not hold where a lock's hand-offs between cores make the work itself
+ * slower with more threads (omp_slowdown at 2 threads: 48% of its thread time not stalled,
+ * so the bound leaves 4% room, and 1 thread runs it 100x faster), so a region whose lock
+ * acquisitions could cost more than LOCK_SHARE of its thread time at HANDOFF_S each is
+ * left to the model (counted, not timed: waits and holds are timed on a sample of the
+ * acquisitions; a loaded VM once showed that convoy 74% not stalled for 1.4 s).  While no
+ * region can pay, the model does not start (it would take a core the program's threads may
+ * hold, for nothing) and the regions count as settled at their own count (settle.c hands
+ * the section wrappers back); checked every window, a region that later can pay starts it. */
+#define CALLS_PER_WINDOW 4 /* steering.CALLS_PER_WINDOW: calls a step's span is charged for */
 #define STEER_NOISE 0.03   /* steering.NOISE */
 #define LOCK_SHARE 0.02    /* history.LOCK_SHARE: a region that takes locks */
 #define HANDOFF_S 20e-6    /* a lock's hand-off between cores at its dearest: a futex wake-up */
 /* What the model costs the program once started (the interpreter, 15-25 ms of CPU, and a
  * run per window, on a core the program's threads may hold): the room the stall bound
  * leaves must be worth that much over the region's time so far, which stands for the time
- * still to come (a run that has lasted t is as likely as not to last about t more).  On the
- * 16-core machine a steered NPB bt.W, at its best count with a few % of room, ended 6.9%
- * later than unsteered, the model started 0.2 s into its 0.38 s (benchmarks/steer16), and
- * with this rule over the region's whole time so far still 7.2% (#40, 2026-11-27): no step
- * can act before the model's first window has passed, so that window's share of the time
- * to come is left out of the room's worth (region_may_pay). */
+ * still to come (a run that has lasted t is as likely as not to last about t more).  A
+ * steered NPB bt.W at its best count (16 cores) ended 6.9% later than unsteered, the model
+ * started 0.2 s into its 0.38 s (benchmarks/steer16), and with the rule over the region's
+ * whole time still 7.2% (#40): no step acts before the model's first window has passed, so
+ * that window's share of the time to come is left out (region_may_pay). */
 #define MODEL_COST_S 0.05
+/* A lock-taking region that held this share of the run is left to the model however short
+ * the run (a convoy); one that held less must pay for it with all its time to come saved. */
+#define RUN_SHARE 0.5
+
+/* Windows a step's measurement is charged for (steering.measure_windows): 1, or as many
+ * whole windows as CALLS_PER_WINDOW calls take at the region's rate so far. */
+static double measure_windows(double per_window) {
+    double w = per_window >= CALLS_PER_WINDOW ? 1 : CALLS_PER_WINDOW / per_window;
+    return (double)(long)w < w ? (double)(long)w + 1 : w;
+}
 
 static int region_may_pay(const struct cc_sample *s, const struct cc_region_sample *g) {
-    if (!cc_is_omp_region(g) || g->nested || g->requested < 2 || g->wall_s <= 0 || s->elapsed_s <= 0)
+    if (!cc_is_omp_region(g) || g->nested || g->requested < 2 || g->wall_s <= 0 || s->elapsed_s <= 0 || !g->calls)
         return 0;
-    if ((double)g->calls / s->elapsed_s * s->window_s < CALLS_PER_WINDOW)
-        return 0;
+    /* The region's time to come, as its time so far, less the first window after the start
+     * (steering's first step is that window's answer): the gain comes after. */
+    double ahead = g->wall_s * (s->elapsed_s - s->window_s) / s->elapsed_s;
     double taken = 0;
     for (size_t k = 0; k < sizeof lock_waits / sizeof lock_waits[0]; k++)
         taken += (double)g->acquisitions[lock_waits[k]];
     if (taken * HANDOFF_S > LOCK_SHARE * g->threads * g->wall_s)
-        return 1;
+        return g->wall_s >= RUN_SHARE * s->elapsed_s || ahead >= MODEL_COST_S;
     double e = not_stalled(g);
-    if (e <= 0)
-        return 1;
-    double room = (g->requested - 1.0) / (g->requested * e) - 1.0;
-    /* The region's time still to come, as its time so far, less what the first window after
-     * the start takes (steering's first step is that window's answer): the gain comes after. */
-    double ahead = g->wall_s * (s->elapsed_s - s->window_s) / s->elapsed_s;
-    return room > STEER_NOISE && room * ahead >= MODEL_COST_S;
+    double room = e > 0 ? (g->requested - 1.0) / (g->requested * e) - 1.0 : 1e9; /* all stalled */
+    double span_s = measure_windows((double)g->calls / s->elapsed_s * s->window_s) * s->window_s;
+    return room > STEER_NOISE && room * ahead >= MODEL_COST_S && s->elapsed_s - s->window_s >= span_s;
 }
 
 static int steering_may_pay(const struct cc_sample *s) {

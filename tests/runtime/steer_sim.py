@@ -24,6 +24,7 @@ class SimRegion:
         self.teams: list[int] = []  # team of every window
         self.histories: dict = {}
         self.steer = RegionSteer(own)
+        self.in_flight = 0.0  # share of a call the team ran so far (calls longer than a window)
 
     def record(self) -> dict:
         calls = sum(int(c) for c, _ in self.hist.values())
@@ -41,7 +42,11 @@ class SimRegion:
         k = self.team
         span = self.first_window_s if not self.teams else self.window_s
         wall = self.busy * span
-        calls = int(wall / self.per_call(k))
+        if self.teams and self.teams[-1] != k:
+            self.in_flight = 0.0  # the call in flight at a step ended at the old count
+        done = self.in_flight + wall / self.per_call(k)
+        calls = int(done)
+        self.in_flight = done - calls
         self.teams.append(k)
         entry = self.hist.setdefault(k, [0, 0.0])
         entry[0] += calls

@@ -209,3 +209,21 @@ def test_two_team_sizes_whose_line_goes_below_zero_give_no_history():
     # below zero, so two points tell nothing it can extend
     h.update({"hist": [(1, 10, 0.10), (4, 10, 0.01)], "stalls_s": {}})
     assert extrapolate(h, 64) is None
+
+
+def test_a_measurement_spans_windows_until_a_team_made_min_calls():
+    # Calls longer than a window: one call in each of two windows measures 2 threads over
+    # both (before, each window's single call measured nothing, ever); then a new span.
+    h = RegionHistory()
+    r = dict(region(threads=2, busy=0.2, calls=1), stalls_s={})
+    h.update(dict(r, hist=[(2, 1, 0.3)]))
+    assert h.window_team is None and h.span_windows == 1
+    h.update(dict(r, hist=[(2, 2, 0.6)]))
+    assert h.window_team == 2 and h.window_perf == pytest.approx(2 / 0.6) and h.span_windows == 0
+    # A step (new_span) to 1 thread: the old count's call in flight ends in it, 1 thread's
+    # first call does not measure it, its second does, over its own calls only.
+    h.new_span()
+    h.update(dict(r, hist=[(2, 3, 0.9), (1, 1, 0.2)]))
+    assert h.window_team is None and h.span_perf(1) == pytest.approx(5.0)
+    h.update(dict(r, hist=[(2, 3, 0.9), (1, 2, 0.4)]))
+    assert h.window_team == 1 and h.window_perf == pytest.approx(5.0)

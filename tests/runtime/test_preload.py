@@ -1118,15 +1118,25 @@ MAY_PAY_CASES = [
     ((0.3, 150, 16, 0.2, 0.99, 0), 0),
     ((1.2, 600, 16, 0.8, 3.97, 0), 1),    # the same 4 times longer: the room pays
     ((0.2, 80, 16, 0.2, 0.0, 20000), 1),  # takes locks: left to the model, however short
-    ((1.0, 2, 16, 1.0, 3.2, 0), 0),       # too few calls per window to measure a step
+    # 2 calls so far: the time to come (as long again) holds no step's measurement (4 calls)
+    ((1.0, 2, 16, 1.0, 3.2, 0), 0),
+    # calls of 125 ms, 1.6 a window: a step is measured over 3 windows, and 1.8 s to come
+    # hold it (before, refused as too few calls per window)
+    ((2.0, 16, 16, 2.0, 6.4, 0), 1),
+    ((1.0, 8, 2, 1.0, 0.0, 4000), 1),     # the same as a 2-thread lock convoy
+    # a lock-taking region of 0.2 ms calls between 20 ms sleeps, 1% of the run: all its time
+    # to come saved would not pay for the model (before: started)
+    ((0.6, 30, 2, 0.006, 0.0, 30000), 0),
+    ((10.0, 1000, 2, 1.0, 0.0, 10**6), 1),  # 10% of the run, 1 s of it: it can pay
 ]
 
 
 def test_steering_starts_only_where_the_room_pays_for_the_model(gcc, tmp_path):
     """native/sampler.c's region_may_pay, compiled alone on synthetic samples: the stall
     bound's room must beat a window's noise and pay for the model over the region's time."""
-    exe = sampler_rule(gcc, tmp_path, ("CALLS_PER_WINDOW", "STEER_NOISE", "LOCK_SHARE", "HANDOFF_S", "MODEL_COST_S"),
-                       ("not_stalled", "region_may_pay"), """
+    exe = sampler_rule(gcc, tmp_path, ("CALLS_PER_WINDOW", "STEER_NOISE", "LOCK_SHARE", "HANDOFF_S", "MODEL_COST_S",
+                                       "RUN_SHARE"),
+                       ("not_stalled", "measure_windows", "region_may_pay"), """
     s.elapsed_s = atof(argv[1]);
     s.window_s = 0.2;
     g->calls = atoi(argv[2]);

@@ -11,7 +11,8 @@ import subprocess
 
 import pytest
 
-from .helpers import FAKE_MODEL_PRELUDE_C, MODEL_MAPPED_FN_C, NATIVE_SOURCE, TIMEOUT, clean_env, events, read_lines, run
+from .helpers import (EXAMPLES, FAKE_MODEL_PRELUDE_C, MODEL_MAPPED_FN_C, NATIVE_SOURCE, TIMEOUT, clean_env, events,
+                      read_lines, run)
 
 LIBRARY = r"""
 #define _GNU_SOURCE
@@ -514,16 +515,38 @@ def test_steering_that_cannot_pay_keeps_the_model_out_and_hands_the_sections_bac
     assert region["counters"]["acquisitions"]["critical"] == pytest.approx(region["calls"] * 1000, rel=0.02)
 
 
-def test_steering_with_too_few_calls_per_window_keeps_the_model_out(idle_program, lib, tmp_path):
-    # 2 threads, a call every 20 ms or more against 10-ms windows: fewer than the 4 calls a
-    # window needs (steering.CALLS_PER_WINDOW), whatever the load (a loaded machine only
-    # makes the calls slower).  The model starts only for the exit's report.
+def test_a_lock_taking_region_that_holds_little_of_the_run_keeps_the_model_out(idle_program, lib, tmp_path):
+    # 2 threads on 1000 sections a call, a call every 40 ms or more: the region takes locks
+    # (left to the model) but holds a few % of the run, and all its time to come (as long
+    # again as it ran, tens of ms even on a loaded machine) saved would not pay for the
+    # model (sampler.c, RUN_SHARE).  Before, it started the model at its first look: 5 calls
+    # a 200-ms window were enough.  The model starts only for the exit's report.
     out = tmp_path / "cc.jsonl"
-    proc = run([idle_program, 30, 30, 20000], env=clean_env(OMP_NUM_THREADS="2"), preload=lib, output=out,
-               steer="1", window_ms="10")
+    proc = run([idle_program, 10, 10, 40000], env=clean_env(OMP_NUM_THREADS="2"), preload=lib, output=out,
+               steer="1")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.decode().split()[-2:] == ["mapped", "0"]
     (region,) = events(read_lines(out), "region")
     assert region["steering"]["chosen"] is None and region["steering"]["now"] == 0
     (summary,) = events(read_lines(out), "summary")
-    assert summary["model"] == "ok"
+    assert summary["model"] == "ok" and summary["sampler"]["model_started_s"] is None
+
+
+def test_a_convoy_of_calls_longer_than_a_window_is_steered_to_one_thread(build, lib, tmp_path):
+    # omp_slowdown with 5M sections a call: 50-80 ms a call at 2 threads on the 2-core VM
+    # (more under load), fewer than the 4 calls a 100-ms window is charged for; 1 thread
+    # takes half that or less.  Each step is measured over the windows its calls need.
+    # Before, the region was refused in C ("too few calls per window") and the model never
+    # started during the run.  Decided by counts: the count chosen and the calls run there.
+    prog = build("slowdown", EXAMPLES / "omp_slowdown.c", "-fopenmp")
+    out = tmp_path / "cc.jsonl"
+    proc = run([prog, 20, 5000000], env=clean_env(OMP_NUM_THREADS="2"), preload=lib, output=out, steer="1",
+               window_ms="100", quiet="1")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == b"shared 350000000\n"  # 20 calls x 28 per 8 sections
+    (region,) = events(read_lines(out), "region")
+    assert region["steering"]["not_explored"] is None and region["steering"]["chosen"] == 1, region["steering"]
+    at_one = [t["calls"] for t in region["by_team"] if t["threads"] == 1]
+    assert at_one and at_one[0] >= 2
+    (summary,) = events(read_lines(out), "summary")
+    assert summary["sampler"]["model_started_s"] is not None

@@ -29,11 +29,43 @@ def test_efficient_region_is_never_explored():
     assert sim.steer.chosen() is None and sim.steer.steps == 0
 
 
-def test_region_with_few_calls_per_window_is_not_explored():
-    # 10 ms per call at 4 threads: about 18 calls a window... at 50 ms per call, 3.
-    sim = SimRegion(4, lambda k: 0.2 / k, lambda k: 0.6).run(30)
-    assert set(sim.teams) == {4}
-    assert sim.steer.reason == "too few calls per window"
+def dedup(teams):  # the counts a run of windows went through, each once per visit
+    return [t for i, t in enumerate(teams) if i == 0 or teams[i - 1] != t]
+
+
+def test_a_region_too_slow_for_a_window_decides_as_its_short_call_twin():
+    # 50 ms per call at 4 threads (3.6 calls a window, fewer than the 4 a window is charged
+    # for), 200 ms at 1: each step is measured over the span its calls need (2 windows at
+    # the own count's rate), and the counts tried are those of the same region with calls a
+    # hundred times shorter.  It was refused before ("too few calls per window").
+    slow = SimRegion(4, lambda k: 0.2 / k, lambda k: 0.6).run(30)
+    quick = SimRegion(4, lambda k: 0.002 / k, lambda k: 0.6).run(30)
+    assert slow.steer.reason == quick.steer.reason == ""
+    assert dedup(slow.teams) == dedup(quick.teams) and len(set(slow.teams)) > 1
+    assert slow.steer.chosen() == quick.steer.chosen() == 4
+    # each step below 4 lasts its span: 2 windows, against 1 for the short calls
+    assert slow.teams.count(1) + slow.teams.count(2) == 2 * (quick.teams.count(1) + quick.teams.count(2))
+
+
+def test_a_convoy_of_calls_longer_than_a_window_settles_on_one_thread():
+    # 300 ms per call at 2 threads (0.6 a window), 150 ms at 1: the brief's solver step per
+    # call.  It was never explored ("too few calls per window").
+    sim = SimRegion(2, lambda k: 0.15 * k, lambda k: 0.5 if k > 1 else 0.0).run(60)
+    assert sim.steer.reason == "" and sim.steer.chosen() == 1
+    assert sim.teams[-40:] == [1] * 40
+
+
+def test_a_step_slower_than_its_span_ends_at_its_first_call():
+    # 0.1 s per call at 2 threads, 1.0 s at 1: the step to 1 was charged a span of 3 windows
+    # (1.8 calls a window at 2); 1 thread's first call ends in its 6th window (0.18 s of
+    # region time a window), which measures it, and the next window runs 2 again.  Waiting
+    # for its second call would hold 1 thread 11 windows.
+    sim = SimRegion(2, lambda k: 0.1 if k == 2 else 1.0, lambda k: 0.6 if k > 1 else 0.0).run(40)
+    assert 1 in sim.teams
+    first = sim.teams.index(1)
+    at_one = next(i for i, t in enumerate(sim.teams[first:]) if t != 1)
+    assert at_one == 6, sim.teams
+    assert sim.steer.chosen() == 2
 
 
 def test_guard_charges_the_first_step_against_the_gain():

@@ -3,7 +3,10 @@ a region's own measurements at several team sizes.
 
 The C library keeps cumulative calls and wall time per team size; stalls are only kept
 per region, so each window's stall growth is credited to the team size that ran most
-calls in that window (with steering, a window runs one team size).
+calls in that window (with steering, a window runs one team size).  Steering's
+measurement of a team size is a span of windows: it ends at the first window by which one
+team size made ``MIN_CALLS`` calls in it (with many calls per window, every window), so a
+region whose calls are too slow for one window is measured over as many as they take.
 """
 from __future__ import annotations
 
@@ -40,26 +43,41 @@ class RegionHistory:
         self.seen: dict[int, tuple[int, float]] = {}  # team -> cumulative (calls, wall)
         self.stalls_seen: dict[str, float] = {}
         self.stalls_by_team: dict[int, dict[str, float]] = {}
-        self.window_team: int | None = None  # the team that ran this window
-        self.window_perf: float | None = None  # its calls per second of region time
+        self.window_team: int | None = None  # the team a span ending at this window measured
+        self.window_perf: float | None = None  # its calls per second of region time in the span
+        self.span_from: dict[int, tuple[int, float]] = {}  # ``seen`` at the open span's start
+        self.span_windows = 0  # windows in the open span
 
     def update(self, region: RegionSample) -> None:
         best, best_calls = None, 0
-        window_perf = None
         for team, calls, wall in region["hist"]:
-            c0, w0 = self.seen.get(team, (0, 0.0))
-            dcalls, dwall = calls - c0, wall - w0
+            dcalls = calls - self.seen.get(team, (0, 0.0))[0]
             if dcalls > best_calls:
                 best, best_calls = team, dcalls
-                window_perf = dcalls / dwall if dwall > 0 else None
             self.seen[team] = (calls, wall)
-        self.window_team = best if best_calls >= MIN_CALLS else None
-        self.window_perf = window_perf if self.window_team is not None else None
         if best is not None:
             acc = self.stalls_by_team.setdefault(best, {})
             for cat, total in region["stalls_s"].items():
                 acc[cat] = acc.get(cat, 0.0) + total - self.stalls_seen.get(cat, 0.0)
         self.stalls_seen = dict(region["stalls_s"])
+        self.span_windows += 1
+        span = {t: c - self.span_from.get(t, (0, 0.0))[0] for t, (c, _) in self.seen.items()}
+        most = max(span, key=span.get, default=None)
+        self.window_team = most if most is not None and span[most] >= MIN_CALLS else None
+        self.window_perf = self.span_perf(most) if self.window_team is not None else None
+        if self.window_team is not None:
+            self.new_span()
+
+    def span_perf(self, team: int | None) -> float | None:
+        """``team``'s calls per second of region time in the open span (a call or more)."""
+        calls, wall = self.seen.get(team, (0, 0.0))
+        c0, w0 = self.span_from.get(team, (0, 0.0))
+        return (calls - c0) / (wall - w0) if calls > c0 and wall > w0 else None
+
+    def new_span(self) -> None:
+        """Ends the open span: the next measurement starts at this window."""
+        self.span_from = dict(self.seen)
+        self.span_windows = 0
 
     def measured(self) -> dict[int, tuple[int, float]]:
         """team -> (calls, wall) for team sizes with enough calls."""

@@ -10,16 +10,21 @@ only ever shrinks a team, and the C side never applies it inside another team.
 Steering must never cost more than it can gain, so a region is explored only when it can
 pay (``guard``): the program's own count was measured, a smaller team can plausibly be
 faster (the thread time lost to stalls at the own count leaves room for it, or the
-window's contention model prefers fewer threads), and the time the region is expected
-to run on (as long again as it has run: calls so far over elapsed time, times the elapsed
-time) earns back the first step's expected loss several times over.  The search then
-goes back to the best measured count at once after a step that was slower, stops when
-the predicted gain is below the measurement noise or once the window model's preferred
-count, tried first, gained what the model predicted, and keeps the program's own count
-unless the chosen one is measured faster by more than that noise.  The decision is the
-standard library's only (``tuning`` on ``smallfit``): no numpy or scipy in the host.
+window's contention model prefers fewer threads), and the time the region is expected to
+run on (as long again as it has run: calls so far over elapsed time, times the elapsed
+time) earns back the first step's expected loss several times over. A step is measured
+over a span of windows (``history.RegionHistory``): one window where the region makes
+``CALLS_PER_WINDOW`` calls in it, else as many as that many calls take at its rate so far
+(``measure_windows``), and the time to come is counted in spans of that length. The
+search then goes back to the best measured count at once after a step that was slower,
+stops when the predicted gain is below the measurement noise or once the window model's
+preferred count, tried first, gained what the model predicted, and keeps the program's own
+count unless the chosen one is measured faster by more than that noise. The decision is
+the standard library's only (``tuning`` on ``smallfit``): no numpy or scipy in the host.
 """
 from __future__ import annotations
+
+import math
 
 from ..tuning.tuners import OPreSca
 from .bound import TeamPrediction
@@ -32,8 +37,8 @@ if TYPE_CHECKING:
 NOISE = 0.03  # relative window-to-window spread taken as no difference
 EFFICIENCY = 0.8  # thread time not lost to stalls above which a region is left alone
 PAYBACK = 2.0  # expected gain must cover the first step's expected loss this many times
-MIN_WINDOWS = 1  # expected windows still to come for any step (the guard charges the first)
-CALLS_PER_WINDOW = 4  # a window's measurement needs history.MIN_CALLS calls; twice that
+MIN_WINDOWS = 1  # expected spans (measure_windows) still to come for any step (the guard charges the first)
+CALLS_PER_WINDOW = 4  # calls a step's span is charged for: twice the history.MIN_CALLS it needs
 
 
 class RegionSteer:
@@ -45,12 +50,23 @@ class RegionSteer:
         self.reason = "not measured yet"  # why the region was not explored ("" once it was)
         self.expected_gain = 0.0  # the guard's, relative performance
         self.model_gain: float | None = None  # the window model's at its first count, its band's low end
+        self.running = own  # the count the last answer asked for
+        self.span = 1.0  # windows its measurement was charged for (measure_windows at the step)
 
     def step(self, history: RegionHistory, region: RegionSample, pred: TeamPrediction, elapsed_s: float,
              window_s: float) -> int:
         """Feed the last window's measurement; the team size for the next window."""
         if self.settled is not None:
             return self.settled
+        nxt = self._next(history, region, pred, elapsed_s, window_s)
+        if nxt != self.running:  # a step: its measurement starts with the next window
+            history.new_span()
+            self.running = nxt
+            self.span = measure_windows(_outlook(region, elapsed_s, window_s)[0])
+        return nxt
+
+    def _next(self, history: RegionHistory, region: RegionSample, pred: TeamPrediction, elapsed_s: float,
+              window_s: float) -> int:
         if self.tuner is None:
             taken = _taken_in_c(region, self.own)
             verdict = guard(self.own, history.perf(self.own), region, pred, elapsed_s, window_s,
@@ -65,6 +81,8 @@ class RegionSteer:
             seeds = [self.own, first, max(1, self.own // 2), max(1, first // 2)]
             self.tuner = OPreSca(list(range(1, self.own + 1)), seeds=seeds, min_gain=NOISE, go_back=True)
             self.tuner.observe(self.own, history.perf(self.own) or 0.0)
+            if taken:  # the C side's convoy step: its span goes on
+                self.running, self.span = taken, measure_windows(_outlook(region, elapsed_s, window_s)[0])
             if taken and history.window_team == taken and history.window_perf:
                 # the C side's convoy step ran through the interpreter's start: measured
                 self.tuner.observe(taken, history.window_perf)
@@ -77,12 +95,21 @@ class RegionSteer:
                 self.model_gain = min(speed[first] / speed[self.own], low[first] / high[self.own]) - 1.0
         elif history.window_team is not None and history.window_perf:
             self.tuner.observe(history.window_team, history.window_perf)
+        elif history.span_windows >= self.span:
+            # The span the step was charged for has passed with fewer than MIN_CALLS calls at
+            # the count asked for: one call measures it (about twice as slow as the count the
+            # span was sized on, or slower), and waiting for a second costs a span or more at
+            # a count that slow.
+            perf = history.span_perf(self.running)
+            if perf:
+                self.tuner.observe(self.running, perf)
+                history.new_span()
         if self._model_borne_out():
             return self._settle(history)
         nxt = int(self.tuner.next_count())
         if self.tuner.converged:
             return self._settle(history)
-        if not _step_pays(self.tuner, nxt, _outlook(region, elapsed_s, window_s)[1], self.expected_gain):
+        if not _step_pays(self.tuner, nxt, _spans(region, elapsed_s, window_s), self.expected_gain):
             h = self.tuner.history
             return max(h, key=h.get)  # not yet: the best so far, until the run has gone on longer
         if nxt != self.own:
@@ -118,20 +145,20 @@ class RegionSteer:
         return None if self.settled is None else _gain(history, self.settled, self.own)
 
 
-def _step_pays(tuner: OPreSca, nxt: int, windows: float, gain: float) -> bool:
-    """Whether one more window at ``nxt`` can pay: a step below the best measured count b
-    loses at most b / nxt - 1 of a window (linear scaling), against the guard's expected
-    gain over the windows still to come.  The first step was charged by the guard."""
+def _step_pays(tuner: OPreSca, nxt: int, spans: float, gain: float) -> bool:
+    """Whether one more span at ``nxt`` can pay: a step below the best measured count b
+    loses at most b / nxt - 1 of a span (linear scaling), against the guard's expected
+    gain over the spans still to come.  The first step was charged by the guard."""
     h = tuner.history
     if len(h) < 2:
         return True
     b = max(h, key=h.get)
     loss = max(0.0, b / nxt - 1.0) if nxt not in h else 0.0
-    return windows >= MIN_WINDOWS and windows * gain / (1.0 + gain) >= PAYBACK * loss
+    return spans >= MIN_WINDOWS and spans * gain / (1.0 + gain) >= PAYBACK * loss
 
 
 def _step_loss(pred: TeamPrediction, own: int, first: int) -> float:
-    """One window at ``first``, in windows of region time lost, taken pessimistically: the
+    """One span at ``first``, in spans of region time lost, taken pessimistically: the
     own count at the top of its band against ``first`` at the bottom of its band (with
     no prediction there, linear scaling: the worst a region with stalls can do).  A band
     that does not hold its point estimate is widened to it."""
@@ -160,6 +187,21 @@ def _outlook(region: RegionSample, elapsed_s: float, window_s: float) -> tuple[f
     horizon = elapsed_s
     rate = region["calls"] / elapsed_s
     return rate * window_s, horizon / window_s
+
+
+def measure_windows(per_window: float) -> float:
+    """Windows a step's measurement is charged for: one where the region makes
+    ``CALLS_PER_WINDOW`` calls a window, else as many as that many calls take at its rate
+    (native/sampler.c, ``measure_windows``, is the same rule)."""
+    if per_window >= CALLS_PER_WINDOW:
+        return 1
+    return math.ceil(CALLS_PER_WINDOW / per_window) if per_window > 0 else math.inf
+
+
+def _spans(region: RegionSample, elapsed_s: float, window_s: float) -> float:
+    """The spans still to come: the windows to come over the windows a step's span lasts."""
+    per_window, windows = _outlook(region, elapsed_s, window_s)
+    return windows / measure_windows(per_window) if per_window > 0 else 0.0
 
 
 def efficiency(region: RegionSample, own: int | None = None) -> float:
@@ -203,9 +245,10 @@ def guard(own: int, own_perf: float | None, region: RegionSample, pred: TeamPred
     if gain <= NOISE:
         return f"no room to gain ({e:.0%} of thread time busy)"
     first = preferred or max(1, own // 2)
-    per_window, windows = _outlook(region, elapsed_s, window_s)
-    if per_window < CALLS_PER_WINDOW:  # a window at another count would measure nothing
-        return "too few calls per window"
+    # Time to come in spans: a region too slow for a window's measurement is measured over
+    # several (it once was refused here, "too few calls per window", and a convoy of 100 ms
+    # calls whose best count is 1 was never steered).
+    spans = _spans(region, elapsed_s, window_s)
     taken = _taken_in_c(region, own)
     if taken == first and taken_perf:  # the C side's step ran already: its loss is measured
         step_loss = max(0.0, own_perf / taken_perf - 1.0)
@@ -218,10 +261,10 @@ def guard(own: int, own_perf: float | None, region: RegionSample, pred: TeamPred
     # is not undone for being early: going back to the own count would not recover the
     # window, and a history mixed by the undone step read the convoy as efficient (runs
     # of 12-21 s at 2 threads where 1 thread takes 0.5 s, on a loaded 2-core VM).
-    if step_loss > 0 and windows < MIN_WINDOWS and not stepped:
+    if step_loss > 0 and spans < MIN_WINDOWS and not stepped:
         return "too early"
-    # One window at the first count, in windows of region time lost, against the share of
-    # the remaining windows' region time a gain would save.
-    if windows * gain / (1.0 + gain) < PAYBACK * step_loss:
+    # One span at the first count, in spans of region time lost, against the share of the
+    # remaining spans' region time a gain would save.
+    if spans * gain / (1.0 + gain) < PAYBACK * step_loss:
         return "too few calls to pay"
     return first, gain
