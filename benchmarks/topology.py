@@ -71,6 +71,7 @@ and each learned variant with its constant fixed, learned on the other sources.
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -529,6 +530,31 @@ class Scorer:
         return held, chosen
 
 
+def rank_agreement(errors: list[dict], sources: list[str]) -> list[tuple[str, int, int, float, dict]]:
+    """Per regime: the splits scored there, the sources with every voter's error there,
+    the mean Spearman correlation between two such sources' errors of the voters they
+    share (how well one source's ranking of the voters carries to another: what
+    ``reliab`` relies on), and the voters' errors over every source."""
+    from scipy.stats import spearmanr
+
+    out = []
+    everything = reliability(errors, range(len(errors)))
+    for reg in ("in", "smt", "socket", "over"):
+        per = {}
+        for src in sorted(set(sources)):
+            table = reliability(errors, [i for i, s in enumerate(sources) if s == src]).get(reg, {})
+            if len(table) >= 4:
+                per[src] = table
+        rhos = []
+        for a, b in itertools.combinations(per, 2):
+            shared = sorted(set(per[a]) & set(per[b]))
+            if len(shared) >= 4:
+                rhos.append(spearmanr([per[a][n] for n in shared], [per[b][n] for n in shared])[0])
+        out.append((reg, sum(reg in e for e in errors), len(per), float(np.nanmean(rhos)) if rhos else np.nan,
+                    everything.get(reg, {})))
+    return out
+
+
 # The last suggestions, each family held out alone (its variants' prefixes).
 FAMILIES = {"spread pick at SMT and socket": (f"{SHIPPED} + pick smt+socket spread",),
             "growth pick at SMT and socket": (f"{SHIPPED} + pick smt+socket growth",),
@@ -574,6 +600,11 @@ def main(argv=None) -> int:
                     scorer.score(v, i, frozenset((scorer.sources[i],))) for i in everything]))
     if rows:
         print_rows(rows, precise=True)
+    print("\nper regime, the shipped voters' mean |log error| and how alike the sources rank them:")
+    for reg, k, n_src, rho, table in rank_agreement(scorer.errors[False], scorer.sources):
+        shown = ", ".join(f"{nm} {e:.3f}" for nm, e in sorted(table.items(), key=lambda kv: kv[1]))
+        print(f"  {reg:6s} {k:3d} splits, {n_src:2d} sources, mean Spearman between sources "
+              f"{'-' if np.isnan(rho) else f'{rho:.2f}'}: {shown}")
     return 0
 
 
