@@ -77,6 +77,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
+from scipy.stats import spearmanr
 
 from accuracy import CORPUS, Score, aggregate, merit, predict_split, print_rows, score_values, source_of, splits_of
 from corecast.model.curve.entities import InputError
@@ -531,12 +532,10 @@ class Scorer:
 
 
 def rank_agreement(errors: list[dict], sources: list[str]) -> list[tuple[str, int, int, float, dict]]:
-    """Per regime: the splits scored there, the sources with every voter's error there,
-    the mean Spearman correlation between two such sources' errors of the voters they
+    """Per regime: the splits scored there, the sources with four voters' errors there or
+    more, the mean Spearman correlation between two such sources' errors of the voters they
     share (how well one source's ranking of the voters carries to another: what
     ``reliab`` relies on), and the voters' errors over every source."""
-    from scipy.stats import spearmanr
-
     out = []
     everything = reliability(errors, range(len(errors)))
     for reg in ("in", "smt", "socket", "over"):
