@@ -45,6 +45,7 @@ step member):
   kind K as wide as the voters disagree there, C times their spread (max - min, log scale;
   ``growth``: the spread less its value at the boundary), and the pick judged at its low
   end past the boundary only;
+* ``pick K quantile Q``: the same, the band's low end the voters' Q-quantile;
 * ``coreshape Y``: a voter for the per-core shape: past the measured counts, the members'
   median at the cores the threads occupy (SMT yield 0) times 1 + Y x the further hardware
   threads per occupied core (the members are already fitted on core units and continued
@@ -409,7 +410,7 @@ def picked(split, rec: dict, variant: str) -> Score:
     pred = rec["pred"]
     shown = values(split, rec, before.rstrip(" +")) if before else pred.values
     base = score_values(split, shown, pred.low, pred.high) if not before else score_values(split, shown)
-    if rule.split()[1] in ("spread", "growth"):
+    if rule.split()[1] in ("spread", "growth", "quantile"):
         return _spread_pick(split, rec, shown, base, rule)
     kind, gain = rule.split()
     full = split.full
@@ -442,7 +443,8 @@ def _spread_pick(split, rec: dict, shown: np.ndarray, base: Score, rule: str) ->
     """``pick K spread C`` / ``pick K growth C``: every measured count past the first
     unmeasured boundary of kind K is judged at the prediction's log less C times the
     spread of the shipped voters there (``growth``: less their spread at the boundary),
-    the low end of a band as wide as the members disagree."""
+    the low end of a band as wide as the members disagree; ``pick K quantile Q``: less
+    the voters' median less their Q-quantile there (no constant scales the spread)."""
     kind, how, c = rule.split()
     full = split.full
     b = boundary(rec["machine"], float(split.train.counts.max()), KINDS[kind])
@@ -450,7 +452,10 @@ def _spread_pick(split, rec: dict, shown: np.ndarray, base: Score, rule: str) ->
         return base
     rows, _ = voters(rec)
     with np.errstate(all="ignore"):
-        spread = np.nanmax(rows, axis=0) - np.nanmin(rows, axis=0)
+        if how == "quantile":
+            spread, c = np.nanmedian(rows, axis=0) - np.nanquantile(rows, float(c), axis=0), 1.0
+        else:
+            spread = np.nanmax(rows, axis=0) - np.nanmin(rows, axis=0)
     if how == "growth":
         spread = np.maximum(spread - spread[b - 1], 0.0)
     idx = full.counts.astype(int) - 1
@@ -471,6 +476,7 @@ VARIANTS = (["none"] + [f"yield {y:g}" for y in YIELDS] + ["yield 1 x2", "yield 
             # voter; the median trimmed where the voters disagree; per-regime reliability.
             + [f"{SHIPPED} + pick {k} {how} {c:g}" for k in KINDS for how in ("spread", "growth")
                for c in (0.1, 0.15, 0.25, 0.5, 1)]
+            + [f"{SHIPPED} + pick {k} quantile {q:g}" for k in KINDS for q in (0, 0.1, 0.25, 0.4)]
             + [f"{pre}coreshape {y:g}" for y in (0.3, 0.5, 1) for pre in ("", f"{SHIPPED} + ")]
             + [f"{SHIPPED} + trim {where}{t:g}" for t in (0.1, 0.2, 0.4, 0.8) for where in ("", "past ")]
             + [f"{SHIPPED} + reliab {r} {t}" for r in RELIABILITY_REGIMES for t in ("0.02", "0.05", "0.1", "0.2",
@@ -559,6 +565,7 @@ FAMILIES = {"spread pick at SMT and socket": (f"{SHIPPED} + pick smt+socket spre
             "growth pick at SMT and socket": (f"{SHIPPED} + pick smt+socket growth",),
             "spread or growth pick at sockets": (f"{SHIPPED} + pick socket spread", f"{SHIPPED} + pick socket growth"),
             "spread or growth pick at SMT": (f"{SHIPPED} + pick smt spread", f"{SHIPPED} + pick smt growth"),
+            "quantile pick": tuple(f"{SHIPPED} + pick {k} quantile" for k in KINDS),
             "coreshape": ("coreshape", f"{SHIPPED} + coreshape"),
             "trim": (f"{SHIPPED} + trim",),
             **{f"reliab {r}": (f"{SHIPPED} + reliab {r} ",) for r in RELIABILITY_REGIMES}}

@@ -139,3 +139,17 @@ def test_reliability_weighs_each_voter_by_its_error_in_the_counts_regime(topolog
     assert np.allclose(np.log(topology.values(split, rec, "yield 1 + reliab past 0.1", table)[8:]), good[8:])
     # Where the weights do not reach (measured placements, R = past) the median stands.
     assert np.allclose(np.log(topology.values(split, rec, "yield 1 + reliab past 0.1", table)[:8]), good[:8] + 0.5)
+
+
+def test_the_quantile_pick_judges_counts_past_the_boundary_at_a_lower_voter(topology):
+    n = np.arange(1.0, 17)
+    rising = np.log(n)
+    low = np.where(n > 8, np.log(8) - 1.0, rising)
+    rec = _machine_record([rising, rising, low, low], rising, ["a", "b", "c", "d"])
+    split = _split(4, [1, 2, 4, 8, 16], [1, 2, 4, 8, 6])
+    shown = topology.values(split, rec, "yield 1")  # the median of a, b, the step voter, c, d: rising
+    base = topology.score_values(split, shown)
+    assert np.isclose(base.pick_loss, 0.25)
+    # The 0.25-quantile of five voters at 16 is the second lowest, c's or d's: 8 wins.
+    assert topology._spread_pick(split, rec, shown, base, "smt quantile 0.25").pick_loss == 0.0
+    assert np.isclose(topology._spread_pick(split, rec, shown, base, "smt quantile 0.5").pick_loss, 0.25)
