@@ -306,15 +306,18 @@ def loso(all_splits: list[Split], rules: list[auto.Rules] | tuple[auto.Rules, ..
     return overall, per_source, chosen
 
 
-def print_rows(rows: list[tuple], indent: str = "") -> None:
+def print_rows(rows: list[tuple], indent: str = "", precise: bool = False) -> None:
+    """``aggregate``'s rows as a table (``precise``: one more digit on every figure, for
+    variants that differ by less than the table's rounding)."""
     w = max([12] + [len(r[0]) for r in rows])
+    d = 1 if precise else 0
     print(f"{indent}{'method':{w}s} {'splits':>6s} {'median err':>10s} {'max<20%':>8s} {'pick loss':>9s} {'band cover':>10s}")
     for method, k, med, share, loss, cover in rows:
         if k == 0:
             print(f"{indent}{method:{w}s} {k:6d}  (no split has the columns or points it needs)")
             continue
-        shown = f"{cover:10.0%}" if np.isfinite(cover) else f"{'-':>10s}"  # no band: no coverage
-        print(f"{indent}{method:{w}s} {k:6d} {med:10.1%} {share:8.2f} {loss:9.1%} {shown}")
+        shown = f"{cover:10.{d}%}" if np.isfinite(cover) else f"{'-':>10s}"  # no band: no coverage
+        print(f"{indent}{method:{w}s} {k:6d} {med:10.{1 + d}%} {share:8.{2 + d}f} {loss:9.{1 + d}%} {shown}")
 
 
 def main(argv=None) -> int:
