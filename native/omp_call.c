@@ -1,5 +1,6 @@
 /* One call of an OpenMP region: see omp_call.h. */
 #include "omp_call.h"
+#include "boundary.h"
 #include "real.h"
 
 /* Adds what changed in ``now`` since ``before`` to the thread's shard of the region
@@ -38,6 +39,8 @@ void cc_call_begin(struct cc_call *c, void *key, struct cc_thread *t) {
     c->region = cc_region_or_other(key, t->depth > 0);
     if (c->region && t->depth > 0)
         c->region->nested = 1;
+    if (c->region) /* before any member runs: see boundary.c */
+        __atomic_add_fetch(&c->region->inflight, 1, __ATOMIC_SEQ_CST);
 }
 
 void cc_member_resume(struct cc_member *m, struct cc_thread *t) {
@@ -168,6 +171,9 @@ void cc_call_finish(struct cc_call *c) {
            !__atomic_compare_exchange_n(&r->max_threads, &m, c->team, 0, __ATOMIC_RELAXED,
                                         __ATOMIC_RELAXED))
         ;
+    if (!__atomic_sub_fetch(&r->inflight, 1, __ATOMIC_SEQ_CST) &&
+        __builtin_expect(__atomic_load_n(&r->edge_want, __ATOMIC_RELAXED), 0))
+        cc_boundary_take(r);
 }
 
 /* Probing (CORECAST_PROBE): a repeated region runs a few calls at requested/2, /4, ... 1,

@@ -15,25 +15,29 @@
 #include <string.h>
 #include <time.h>
 
+#include "boundary.h"
 #include "got.h"
 #include "sample.h"
 #include "settle.h"
-
-const int cc_settle_cats[CC_NSETTLE] = {CC_STALL_CRITICAL, CC_STALL_ATOMIC, CC_STALL_OMPLOCK};
 
 enum { COUNTING, STARTS_BACK, ENDS_BACK };
 #define SHORT_WINDOW_CALLS 64 /* calls that measure a count well enough to end its window early */
 /* Calls a rate per call rests on: counts move during a call, so a call in flight at either
  * snapshot (up to one call's sections) stays under 1% of it. */
 #define RATE_CALLS 256
-static int stage;
-static double stopped_s;            /* when counting stopped last */
+/* Whole calls a rate between two boundaries rests on (omp_call.c: snapshots at call ends
+ * with none in flight, exact whatever the calls' length).  A region of long calls (20
+ * calls of 25 ms, millions of sections each) never made RATE_CALLS calls in a window,
+ * and its sections stayed counted for the whole run: omp_slowdown 20 5000000 at 1
+ * thread took 0.70 s of user CPU under the quiet library against 0.46 s alone. */
+#define EDGE_CALLS 1
 static double uncounted_s;          /* earlier spans without counting */
 static struct cc_settle_extra kept; /* their credit, for the process (regions hold theirs) */
 static double step_scheduled_s = -1; /* the sampler's scheduled time at the last step */
 static double stop_scheduled_s = -1; /* from it to the last hand-back */
 
 static void snap(struct cc_sync_snap *o, const struct cc_region *r) {
+    *o = (struct cc_sync_snap){0};
     o->calls = __atomic_load_n(&r->calls, __ATOMIC_RELAXED);
     o->team = __atomic_load_n(&r->steer_threads, __ATOMIC_RELAXED); /* for the coming window */
     struct cc_counts n;
@@ -50,6 +54,22 @@ static void snap(struct cc_sync_snap *o, const struct cc_region *r) {
 /* The team a region runs with under steering's cap ``steer`` (0: the program's own). */
 static int team_of(int steer, const struct cc_region_sample *g) {
     return steer > 0 && steer < g->requested ? steer : g->requested;
+}
+
+static int stage;
+static double stopped_s; /* when counting stopped last */
+
+/* An exact span for ``q``'s rate per call at its count now: between two boundaries
+ * EDGE_CALLS or more calls apart, or from the start (zero counts, also exact) where nothing
+ * was ever handed back and every call ran at the program's own team.  1: in ``*a``, ``*b``. */
+static int edge_span(const struct cc_region *q, struct cc_sync_snap *a, struct cc_sync_snap *b) {
+    int n = cc_boundaries_of(q, a, b), steer = __atomic_load_n(&q->steer_threads, __ATOMIC_RELAXED);
+    if (n == 1)
+        *b = *a;
+    if (n && !stopped_s && stage == COUNTING && (steer <= 0 || steer >= q->requested) &&
+        !__atomic_load_n(&q->hist[1].threads, __ATOMIC_ACQUIRE)) /* one team so far */
+        *a = (struct cc_sync_snap){.boundary = 1};
+    return n && b->calls - a->calls >= EDGE_CALLS;
 }
 
 /* Counts per settle category (wait and hold in ticks). */
@@ -107,7 +127,9 @@ static int all_settled(const struct cc_sample *s, const struct cc_result *r, str
         int chosen = r->regions[i].steer_chosen;
         if (!chosen)
             return -1;
-        *measured &= team_of(refs[i]->window_at.team, g) == chosen && g->calls - refs[i]->window_at.calls >= RATE_CALLS;
+        struct cc_sync_snap a, b;
+        *measured &= team_of(refs[i]->window_at.team, g) == chosen &&
+                     (g->calls - refs[i]->window_at.calls >= RATE_CALLS || edge_span(refs[i], &a, &b));
         any = 1;
     }
     return any;
@@ -117,12 +139,27 @@ static void hand_back(const struct cc_sample *s, struct cc_region *const *refs) 
     /* The snapshots precede the rewrite, so the rate's window (from window_at, the window's
      * start at the settled count, kept in rate_at) was all counted.  The rewrite takes
      * milliseconds, and the sampler may lose its core in it: the calls made meanwhile are
-     * counted in part, and credit_of credits what they and later calls were not. */
-    for (int i = 0; i < s->nregions; i++)
-        if (cc_is_omp_region(&s->regions[i])) {
-            refs[i]->rate_at = refs[i]->window_at;
-            snap(&refs[i]->stopped_at, refs[i]);
+     * counted in part, and credit_of credits what they and later calls were not.  A region
+     * of fewer calls takes its rate between boundaries (the latest, before the rewrite, is
+     * where its credit starts). */
+    for (int i = 0; i < s->nregions; i++) {
+        struct cc_region *q = refs[i];
+        struct cc_sync_snap a, b;
+        if (!cc_is_omp_region(&s->regions[i]))
+            continue;
+        if (s->regions[i].calls - q->window_at.calls < RATE_CALLS && edge_span(q, &a, &b)) {
+            q->rate_at = a;
+            q->stopped_at = b;
+        } else {
+            q->rate_at = q->window_at;
+            snap(&q->stopped_at, q);
         }
+    }
+    int n;
+    struct cc_region *all = cc_regions(&n);
+    for (int i = 0; i < n; i++)
+        if (__atomic_load_n(&all[i].edge_want, __ATOMIC_RELAXED))
+            cc_boundary_restart(&all[i], 0);
     cc_gomp_hand_back(0, 1);
     if (cc_cfg.slow_rewrite) /* tests: the sampler loses its core as the rewrite ends */
         nanosleep(&(struct timespec){0, 30 * 1000 * 1000}, NULL);
@@ -134,6 +171,7 @@ static void hand_back(const struct cc_sample *s, struct cc_region *const *refs) 
  * base moves with them, so that the window's own rate leaves the credit out. */
 static void keep(struct cc_region *q, const struct credit *c) {
     struct cc_sync_snap *w = &q->window_at;
+    cc_boundary_restart(q, __atomic_load_n(&q->edge_want, __ATOMIC_RELAXED));
     for (int k = 0; k < CC_NSETTLE; k++) {
         int cat = cc_settle_cats[k];
         uint64_t acq = (uint64_t)(c->acq[k] + 0.5), contended = (uint64_t)(c->contended[k] + 0.5);
@@ -164,16 +202,19 @@ static void credit_gaps(void) {
         struct cc_region *q = &all[i];
         if (!q->gap_calls)
             continue;
-        struct cc_sync_snap now;
+        struct cc_sync_snap now, ea, eb;
+        const struct cc_sync_snap *a = &q->taken_at, *b = &now;
         if (counting)
             snap(&now, q);
-        else
-            now = q->stopped_at;
-        uint64_t span = now.calls > q->taken_at.calls ? now.calls - q->taken_at.calls : 0;
-        if (!span || (counting && span < RATE_CALLS))
+        else if ((now = q->stopped_at).boundary) /* handed back at boundaries: their rate */
+            a = &q->rate_at;
+        uint64_t span = b->calls > a->calls ? b->calls - a->calls : 0;
+        if (counting && span < RATE_CALLS && edge_span(q, &ea, &eb))
+            a = &ea, b = &eb;
+        else if (!span || (counting && span < RATE_CALLS))
             continue;
         struct credit c;
-        credit_at_rate(&c, (double)q->gap_calls, &q->taken_at, &now);
+        credit_at_rate(&c, (double)q->gap_calls, a, b);
         keep(q, &c);
         q->gap_calls = 0;
     }
@@ -242,7 +283,9 @@ int cc_settle_window(const struct cc_sample *s, const struct cc_result *r, struc
             continue;
         struct cc_sync_snap *w = &refs[i]->window_at;
         int next = __atomic_load_n(&refs[i]->steer_threads, __ATOMIC_RELAXED);
-        int stepped = team_of(next, g) != team_of(w->team, g) || (w->c_step && stage == COUNTING);
+        int moved = team_of(next, g) != team_of(w->team, g), stepped = moved || (w->c_step && stage == COUNTING);
+        if (moved) /* boundaries at the old count are no rate for the new one */
+            cc_boundary_restart(refs[i], __atomic_load_n(&refs[i]->edge_want, __ATOMIC_RELAXED));
         snap(w, refs[i]); /* the next window's start */
         w->c_step = 0;
         w->watch = settled ? RATE_CALLS : stepped ? SHORT_WINDOW_CALLS : 0;
@@ -256,11 +299,18 @@ int cc_settle_window(const struct cc_sample *s, const struct cc_result *r, struc
 int cc_settle_window_measured(void) {
     int n;
     const struct cc_region *r = cc_regions(&n);
+    struct cc_sync_snap a, b;
     for (int i = 0; i < n; i++)
         if (r[i].window_at.watch && __atomic_load_n(&r[i].fn, __ATOMIC_ACQUIRE) &&
-            __atomic_load_n(&r[i].calls, __ATOMIC_RELAXED) - r[i].window_at.calls < (uint64_t)r[i].window_at.watch)
+            __atomic_load_n(&r[i].calls, __ATOMIC_RELAXED) - r[i].window_at.calls < (uint64_t)r[i].window_at.watch &&
+            (r[i].window_at.watch != RATE_CALLS || !edge_span(&r[i], &a, &b)))
             return 0;
     return 1;
+}
+
+int cc_settle_look(double elapsed_s) {
+    return cc_boundaries_ask(!cc_cfg.keep_counting && !cc_ompt_on && !cc_cfg.probe && stage == COUNTING, elapsed_s,
+                             RATE_CALLS);
 }
 
 double cc_settle_stopped_s(void) {
@@ -308,6 +358,7 @@ void cc_settle_stepped(struct cc_region *r, double scheduled_s) {
      * settled count and the hand-back need not wait for another one. */
     snap(&r->window_at, r);
     r->window_at.c_step = 1;
+    cc_boundary_restart(r, __atomic_load_n(&r->edge_want, __ATOMIC_RELAXED)); /* a new count */
     step_scheduled_s = scheduled_s;
 }
 
