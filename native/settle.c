@@ -25,11 +25,8 @@ enum { COUNTING, STARTS_BACK, ENDS_BACK };
 /* Calls a rate per call rests on: counts move during a call, so a call in flight at either
  * snapshot (up to one call's sections) stays under 1% of it. */
 #define RATE_CALLS 256
-/* Whole calls a rate between two boundaries rests on (omp_call.c: snapshots at call ends
- * with none in flight, exact whatever the calls' length).  A region of long calls (20
- * calls of 25 ms, millions of sections each) never made RATE_CALLS calls in a window,
- * and its sections stayed counted for the whole run: omp_slowdown 20 5000000 at 1
- * thread took 0.70 s of user CPU under the quiet library against 0.46 s alone. */
+/* Whole calls a rate between two boundaries rests on (boundary.c: exact at any call length;
+ * long calls never made RATE_CALLS in a window, and stayed counted for the whole run). */
 #define EDGE_CALLS 1
 static double uncounted_s;          /* earlier spans without counting */
 static struct cc_settle_extra kept; /* their credit, for the process (regions hold theirs) */
@@ -58,10 +55,8 @@ static int team_of(int steer, const struct cc_region_sample *g) {
 
 static int stage;
 static double stopped_s; /* when counting stopped last */
-
-/* An exact span for ``q``'s rate per call at its count now: between two boundaries
- * EDGE_CALLS or more calls apart, or from the start (zero counts, also exact) where nothing
- * was ever handed back and every call ran at the program's own team.  1: in ``*a``, ``*b``. */
+/* 1: an exact span for ``q``'s rate per call now in ``*a``, ``*b``: two boundaries, or the
+ * start (zero counts) where nothing was handed back yet and every call ran at one team. */
 static int edge_span(const struct cc_region *q, struct cc_sync_snap *a, struct cc_sync_snap *b) {
     int n = cc_boundaries_of(q, a, b), steer = __atomic_load_n(&q->steer_threads, __ATOMIC_RELAXED);
     if (n == 1)
@@ -90,6 +85,14 @@ static void credit_at_rate(struct credit *out, double calls, const struct cc_syn
 }
 
 static double at_least_0(double x) { return x > 0 ? x : 0; }
+static void less_counted(struct credit *c, const struct cc_sync_snap *a, const struct cc_sync_snap *b) {
+    for (int k = 0; k < CC_NSETTLE; k++) {
+        c->acq[k] = at_least_0(c->acq[k] - (double)(b->acq[k] - a->acq[k]));
+        c->contended[k] = at_least_0(c->contended[k] - (double)(b->contended[k] - a->contended[k]));
+        c->wait[k] = at_least_0(c->wait[k] - (double)(b->wait[k] - a->wait[k]));
+        c->hold[k] = at_least_0(c->hold[k] - (double)(b->hold[k] - a->hold[k]));
+    }
+}
 
 /* What ``r``'s ``calls`` beyond its stopped_at snapshot stand for and were not counted: at
  * its rate per call in the window before it, less what was counted since.  0: nothing to
@@ -105,12 +108,7 @@ static int credit_of(const struct cc_region *r, uint64_t calls, struct credit *o
     /* Calls in flight at the rewrite, and those made while it ran, were counted in part. */
     struct cc_sync_snap now;
     snap(&now, r);
-    for (int k = 0; k < CC_NSETTLE; k++) {
-        out->acq[k] = at_least_0(out->acq[k] - (double)(now.acq[k] - b->acq[k]));
-        out->contended[k] = at_least_0(out->contended[k] - (double)(now.contended[k] - b->contended[k]));
-        out->wait[k] = at_least_0(out->wait[k] - (double)(now.wait[k] - b->wait[k]));
-        out->hold[k] = at_least_0(out->hold[k] - (double)(now.hold[k] - b->hold[k]));
-    }
+    less_counted(out, b, &now);
     return 1;
 }
 
@@ -208,13 +206,16 @@ static void credit_gaps(void) {
             snap(&now, q);
         else if ((now = q->stopped_at).boundary) /* handed back at boundaries: their rate */
             a = &q->rate_at;
-        uint64_t span = b->calls > a->calls ? b->calls - a->calls : 0;
-        if (counting && span < RATE_CALLS && edge_span(q, &ea, &eb))
+        if (counting && b->calls - a->calls < RATE_CALLS && edge_span(q, &ea, &eb))
             a = &ea, b = &eb;
-        else if (!span || (counting && span < RATE_CALLS))
+        uint64_t span = b->calls > a->calls ? b->calls - a->calls : 0;
+        if (!span || (counting && span < RATE_CALLS && !a->boundary))
             continue;
         struct credit c;
-        credit_at_rate(&c, (double)q->gap_calls, a, b);
+        static const struct cc_sync_snap none; /* a boundary's calls, less what was counted */
+        credit_at_rate(&c, (double)(a->boundary ? a->calls : q->gap_calls), a, b);
+        if (a->boundary)
+            less_counted(&c, &none, a);
         keep(q, &c);
         q->gap_calls = 0;
     }

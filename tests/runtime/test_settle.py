@@ -550,3 +550,92 @@ def test_a_convoy_of_calls_longer_than_a_window_is_steered_to_one_thread(build, 
     assert at_one and at_one[0] >= 2
     (summary,) = events(read_lines(out), "summary")
     assert summary["sampler"]["model_started_s"] is not None
+
+
+
+# Regions of long calls (native/boundary.c): too few calls a window for a window's rate
+# (RATE_CALLS, 256), their rate per call is taken between call ends with none in flight.
+# Before, their sections stayed counted for the whole run (sync_uncounted_s 0).
+LONG = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+void GOMP_critical_start(void);
+static __attribute__((noinline)) int handed_back(void) {
+    Dl_info info;
+    return dladdr((void *)&GOMP_critical_start, &info) && info.dli_fname && strstr(info.dli_fname, "libgomp");
+}
+static long phase_b(int sections, long *shared) {
+    long taken = 0;
+#pragma omp parallel for schedule(static) reduction(+ : taken)
+    for (int i = 0; i < sections; i++) {
+#pragma omp critical
+        *shared += i & 3;
+        taken++;
+    }
+    return taken;
+}
+int main(int argc, char **argv) {
+    /* Calls of argv[3] sections until the sections are handed back (at least argv[1], at
+     * most argv[2]), then argv[4] calls of a second region; the program's own count of
+     * each region's sections on the last line. */
+    int least = atoi(argv[1]), most = atoi(argv[2]), sections = atoi(argv[3]), c = 0;
+    int b_calls = argc > 4 ? atoi(argv[4]) : 0;
+    long shared = 0, taken = 0, taken_b = 0;
+    for (; c < most && (c < least || !handed_back()); c++) {
+#pragma omp parallel for schedule(static) reduction(+ : taken)
+        for (int i = 0; i < sections; i++) {
+#pragma omp critical
+            shared += (i ^ c) & 7;
+            taken++;
+        }
+    }
+    fprintf(stderr, "phase A handed back: %d\n", handed_back());
+    for (int k = 0; k < b_calls; k++)
+        taken_b += phase_b(sections, &shared);
+    printf("sum %ld handed back %d\nsections %ld %ld\n", shared, handed_back(), taken, taken_b);
+    return 0;
+}
+"""
+LONG_SECTIONS = 2_000_000  # 10-40 ms a call at 1 thread: a few calls a 50-ms window
+
+
+def long_calls(build, lib, out, least, most, b_calls=0, threads="1", **settings):
+    """The long-call program's run: whether its sections were handed back at the end, and
+    its own count of each region's sections."""
+    prog = build("settle_long", LONG, "-fopenmp", "-ldl")
+    proc = run([prog, least, most, LONG_SECTIONS, b_calls], env=clean_env(OMP_NUM_THREADS=threads), preload=lib,
+               output=out, window_ms="50", **settings)
+    assert proc.returncode == 0, proc.stderr
+    first, second = lines(proc)
+    return proc, first.split()[-1] == "1", [int(n) for n in second.split()[1:]]
+
+
+def test_without_steering_a_region_of_long_calls_is_handed_back(build, lib, tmp_path):
+    # One thread: counting 2M sections a call costs, and no window holds 256 calls.  The
+    # program runs until it sees its sections handed back (at most 40 calls); the credit
+    # rests on whole calls, so the region's count is the program's own within 1%.
+    out = tmp_path / "cc.jsonl"
+    proc, handed, (taken, _) = long_calls(build, lib, out, 4, 40)
+    assert handed, proc.stderr
+    (region,) = events(read_lines(out), "region")
+    assert taken == region["calls"] * LONG_SECTIONS
+    assert region["counters"]["acquisitions"]["critical"] == pytest.approx(taken, rel=0.01)
+    (summary,) = events(read_lines(out), "summary")
+    assert summary["sampler"]["sync_uncounted_s"] > 0
+
+
+def test_a_region_of_long_calls_first_run_after_the_hand_back_is_credited_and_handed_back(build, lib, tmp_path):
+    # Without steering: phase A's sections go back; phase B (another region, as long a call)
+    # first runs uncounted, takes the wrappers back, gets its rate from its call ends, its
+    # uncounted calls are credited at it, and the sections go back again.
+    out = tmp_path / "cc.jsonl"
+    proc, handed, (taken_a, taken_b) = long_calls(build, lib, out, 4, 40, b_calls=30)
+    assert "phase A handed back: 1" in proc.stderr.decode() and handed, proc.stderr
+    regions = {r["name"]: r for r in events(read_lines(out), "region")}
+    a, b = regions["main._omp_fn.0"], regions["phase_b._omp_fn.0"]
+    assert taken_b == 30 * LONG_SECTIONS and b["calls"] == 30
+    assert b["counters"]["acquisitions"]["critical"] == pytest.approx(taken_b, rel=0.01)
+    assert a["counters"]["acquisitions"]["critical"] == pytest.approx(taken_a, rel=0.01)
