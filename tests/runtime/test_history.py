@@ -201,6 +201,39 @@ print("ok")
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
 
 
+def test_steered_sizes_without_one_thread_are_interpolated_without_scipy():
+    """Steering on the machine it ran on that stopped short of 1 thread (16, 8 and 4 of 16
+    cores): the history reaches the target, so the exit report needs no fit with scipy
+    (half a second of CPU after the program's own end, where it ran auto); T(1) and the
+    counts below 4 come from Amdahl's law and a power law fitted to the three sizes, their
+    geometric mean and the pair in the band; measured counts stay measured."""
+    import subprocess
+    import sys
+
+    code = """
+import math, sys
+from corecast.model.runtime.history import RegionHistory, extrapolate, two_laws
+h = RegionHistory()
+# Amdahl's law with s = 2 ms, p = 40 ms: 12, 7 and 4.5 ms per call at 4, 8 and 16 threads
+h.update({"hist": [(4, 10, 0.120), (8, 10, 0.070), (16, 10, 0.045)], "stalls_s": {}})
+pred = extrapolate(h, 16)
+amdahl, power = two_laws({4: 0.012, 8: 0.007, 16: 0.0045})
+assert math.isclose(amdahl["serial"], 0.002, rel_tol=1e-9) and math.isclose(amdahl["p"], 0.040, rel_tol=1e-9)
+power1 = math.exp(power["log_c"])
+t1 = math.sqrt(0.042 * power1)
+i = pred.threads.index(16)
+assert math.isclose(pred.speedup[i], t1 / 0.0045, rel_tol=1e-9), pred.speedup[i]
+assert math.isclose(pred.low[i], min(0.042, power1) / 0.0045, rel_tol=1e-9)
+assert math.isclose(pred.high[i], max(0.042, power1) / 0.0045, rel_tol=1e-9)
+assert pred.threads[0] == 1 and pred.speedup[0] == 1.0
+assert pred.basis == "history: measured at 3 team sizes, interpolated between; below 4, Amdahl and a power law"
+assert "scipy" not in sys.modules and "numpy" not in sys.modules, sorted(sys.modules)
+print("ok")
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
 def test_two_team_sizes_whose_line_goes_below_zero_give_no_history():
     from corecast.model.runtime.history import extrapolate
 

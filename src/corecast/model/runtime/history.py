@@ -135,7 +135,7 @@ def extrapolate(history: RegionHistory, target: int) -> TeamPrediction | None:
     if len(measured) < 2:
         return None
     counts = prediction_counts(target)
-    if 1 in measured and max(measured) >= max(counts):
+    if max(measured) >= max(counts) and (1 in measured or len(measured) >= 3):
         return interpolate(history, counts)
     if len(measured) == 2:
         return two_sizes(history, counts)
@@ -167,6 +167,30 @@ def extrapolate(history: RegionHistory, target: int) -> TeamPrediction | None:
                           pred.extras.get("future_bottleneck"), work_s=t1 * calls)
 
 
+def two_laws(per_call: dict[int, float]) -> tuple[dict[str, float], dict[str, float]] | None:
+    """Amdahl's law T(n) = s + p/n and a power law T(n) = c n^-k, each fitted by least
+    squares to a region's time per call at its team sizes (linear in 1/n, and in log n for
+    the power law: closed forms, no numpy or scipy).  Through two sizes both are exact;
+    None below two.  Amdahl's line may reach zero or below: callers check its times."""
+    xs = list(per_call)
+    if len(xs) < 2:
+        return None
+
+    def line(u: list[float], v: list[float]) -> tuple[float, float]:  # v = a + b u
+        mu, mv = sum(u) / len(u), sum(v) / len(v)
+        b = sum((x - mu) * (y - mv) for x, y in zip(u, v)) / sum((x - mu) ** 2 for x in u)
+        return mv - b * mu, b
+
+    serial, p = line([1 / n for n in xs], [per_call[n] for n in xs])
+    c, minus_k = line([math.log(n) for n in xs], [math.log(per_call[n]) for n in xs])
+    return {"serial": serial, "p": p}, {"log_c": c, "k": -minus_k}
+
+
+def _law_times(laws: tuple[dict[str, float], dict[str, float]], n: float) -> tuple[float, float]:
+    amdahl, power = laws
+    return amdahl["serial"] + amdahl["p"] / n, math.exp(power["log_c"] - power["k"] * math.log(n))
+
+
 def two_sizes(history: RegionHistory, counts: list[int]) -> TeamPrediction | None:
     """Speedups from two team sizes a < b: two points fix a two-parameter law and cannot
     choose between them, so both are drawn through them, Amdahl's T(n) = s + p/n (the gain
@@ -175,20 +199,19 @@ def two_sizes(history: RegionHistory, counts: list[int]) -> TeamPrediction | Non
     points ran scipy at the program's exit for half a second of CPU (``--target 64`` of a
     program that changes its team size, on the 2-core VM) and fitted nothing two points do
     not already fix.  None where Amdahl's line puts a time at or below zero."""
-    (a, (ca, wa)), (b, (cb, wb)) = sorted(history.measured().items())
-    ta, tb = wa / ca, wb / cb
-    p = (ta - tb) / (1 / a - 1 / b)
-    serial = ta - p / a
-    k = math.log(ta / tb) / math.log(b / a)
-    amdahl = {n: serial + p / n for n in counts}
-    if min(amdahl.values()) <= 0:
+    measured = history.measured()
+    a, b = sorted(measured)
+    laws = two_laws({t: w / c for t, (c, w) in measured.items()})
+    times = {n: _law_times(laws, n) for n in counts}
+    if min(t for pair in times.values() for t in pair) <= 0:
         return None
-    power = {n: ta * (n / a) ** -k for n in counts}
-    t1 = math.sqrt(amdahl[1] * power[1])
+    amdahl1, power1 = times[1]
+    t1 = math.sqrt(amdahl1 * power1)
     speedup, low, high = [], [], []
     for n in counts:
-        pair = (amdahl[1] / amdahl[n], power[1] / power[n])
-        speedup.append(t1 / math.sqrt(amdahl[n] * power[n]))
+        amdahl, power = times[n]
+        pair = (amdahl1 / amdahl, power1 / power)
+        speedup.append(t1 / math.sqrt(amdahl * power))
         low.append(min(pair))
         high.append(max(pair))
     calls = sum(c for c, _ in history.seen.values())
@@ -197,32 +220,48 @@ def two_sizes(history: RegionHistory, counts: list[int]) -> TeamPrediction | Non
                           work_s=t1 * calls)
 
 
-def interpolate(history: RegionHistory, counts: list[int]) -> TeamPrediction:
-    """Speedups where the region's own measurements span every predicted count (1 to the
-    target, as after steering on the machine it ran on): measured where measured, between
-    two measured sizes a power law through them, and no fit (the exit of a steered
-    program needs neither numpy nor scipy).  An interpolated count's band spans its two
-    neighbours' speedups."""
+def interpolate(history: RegionHistory, counts: list[int]) -> TeamPrediction | None:
+    """Speedups where the region's own measurements reach the largest predicted count (as
+    after steering on the machine it ran on): measured where measured, between two measured
+    sizes a power law through them, and no fit with numpy or scipy (the exit of a steered
+    program must not load them: half a second of CPU after the program's own end).  An
+    interpolated count's band spans its two neighbours' speedups.  Where 1 thread was not
+    measured (steering that stopped at 4 of 16), T(1) and the counts below the smallest
+    size come from Amdahl's law and a power law fitted to the sizes (``two_laws``): their
+    geometric mean, and the pair in the band.  None where Amdahl's line has nothing
+    positive to extend."""
     measured = history.measured()
     teams = sorted(measured)
     per_call = {t: measured[t][1] / measured[t][0] for t in teams}
-    t1 = per_call[1]
+    below: dict[int, tuple[float, float]] = {}  # n -> the two laws' times, where not measured
+    if 1 not in per_call:
+        laws = two_laws(per_call)
+        below = {n: _law_times(laws, n) for n in counts if n < teams[0]}
+        if not below or min(t for pair in below.values() for t in pair) <= 0:
+            return None
+    t1s = below[1] if below else (per_call[1], per_call[1])
+    t1 = math.sqrt(t1s[0] * t1s[1])
     speedup, low, high = [], [], []
     for n in counts:
-        if n in per_call:
+        if n in below:
+            s = t1 / math.sqrt(below[n][0] * below[n][1])
+            lo, hi = sorted((t1s[0] / below[n][0], t1s[1] / below[n][1]))
+        elif n in per_call:
             s = t1 / per_call[n]
-            lo = hi = s
+            lo, hi = sorted((t1s[0] / per_call[n], t1s[1] / per_call[n]))
         else:
             a = max(t for t in teams if t < n)
             b = min(t for t in teams if t > n)
             f = math.log(n / a) / math.log(b / a)
             s = t1 / (per_call[a] ** (1 - f) * per_call[b] ** f)
-            lo, hi = sorted((t1 / per_call[a], t1 / per_call[b]))
+            lo, hi = sorted((min(t1s) / per_call[a], max(t1s) / per_call[b]))
         speedup.append(s)
         low.append(min(lo, s))
         high.append(max(hi, s))
     calls = sum(c for c, _ in history.seen.values())
     basis = f"history: measured at {len(teams)} team sizes, interpolated between"
+    if below:
+        basis += f"; below {teams[0]}, Amdahl and a power law"
     return TeamPrediction(counts, speedup, low, high, preferred_count(counts, speedup), basis, [],
                           work_s=t1 * calls)
 
