@@ -262,6 +262,9 @@ struct cc_region {
         uint64_t wait[CC_NSETTLE], hold[CC_NSETTLE], acq[CC_NSETTLE], contended[CC_NSETTLE];
     } window_at, rate_at, stopped_at, taken_at;
     uint64_t gap_calls; /* calls run uncounted before the wrappers were taken back, to credit */
+    /* Calls were in flight when the wrappers were taken back: their credit runs from stopped_at
+     * to the region's next boundary (settle.c), where they have ended. */
+    int owed;
     /* Boundaries (boundary.c): calls begun and not finished; whether settle.c asks for
      * them; their generation; odd while one is written; the first and the latest. */
     int inflight, edge_want;
