@@ -2,16 +2,16 @@
  * calls keep the error of a call in flight at either snapshot under 1%), its rate per call
  * is taken between two of its calls' ends instead.  The sampler's snapshots fall inside
  * calls, and a member folds its counts in at its leave, before the call is counted; at a
- * call's end that leaves no call of the region in flight (``inflight``, omp_call.c) the
+ * call's end that leaves no call of the region in flight (``begun`` == ``calls``, omp_call.c) the
  * counts are those of the ended calls exactly.  While settle.c asks (``edge_want``), that
  * end copies them (a few hundred loads, once a call: the sections' own path is unchanged):
  * the first since ``edge_gen`` last moved and the latest, under ``edge_seq`` (odd while
  * written; the sampler's reads retry). */
 #include "boundary.h"
 
-/* A call that began meanwhile (``inflight``) or ended (``calls``) voids the copy; a second
- * writer skips.  The caller's decrement of ``inflight`` to 0, the last, orders every ended
- * call's folds before these reads. */
+/* A call that began meanwhile (``begun``) or ended (``calls``) voids the copy; a second
+ * writer skips.  The caller's increment of ``calls`` to ``begun``, the last, orders every
+ * ended call's folds before these reads. */
 void cc_boundary_take(struct cc_region *r) {
     unsigned seq = __atomic_load_n(&r->edge_seq, __ATOMIC_RELAXED);
     if ((seq & 1) || !__atomic_compare_exchange_n(&r->edge_seq, &seq, seq + 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
@@ -34,7 +34,7 @@ void cc_boundary_take(struct cc_region *r) {
         }
     }
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (!__atomic_load_n(&r->inflight, __ATOMIC_RELAXED) && __atomic_load_n(&r->calls, __ATOMIC_RELAXED) == calls) {
+    if (__atomic_load_n(&r->begun, __ATOMIC_RELAXED) == calls && __atomic_load_n(&r->calls, __ATOMIC_RELAXED) == calls) {
         int first = !r->edge_first.calls || r->edge_first.gen != s.gen;
         *(first ? &r->edge_first : &r->edge_last) = s;
     }
@@ -80,7 +80,7 @@ int cc_boundaries_ask(int may, double elapsed_s, double few) {
         int want = may && per_window < few;
         if (want != __atomic_load_n(&q->edge_want, __ATOMIC_RELAXED))
             cc_boundary_restart(q, want);
-        first |= want && !calls && __atomic_load_n(&q->inflight, __ATOMIC_RELAXED) > 0;
+        first |= want && !calls && __atomic_load_n(&q->begun, __ATOMIC_RELAXED) > 0;
     }
     last_s = elapsed_s;
     return first;

@@ -265,9 +265,11 @@ struct cc_region {
     /* Calls were in flight when the wrappers were taken back: their credit runs from stopped_at
      * to the region's next boundary (settle.c), where they have ended. */
     int owed;
-    /* Boundaries (boundary.c): calls begun and not finished; whether settle.c asks for
-     * them; their generation; odd while one is written; the first and the latest. */
-    int inflight, edge_want;
+    /* Boundaries (boundary.c): calls begun (less ``calls``: those in flight); whether
+     * settle.c asks for them; their generation; odd while one is written; the first and
+     * the latest. */
+    uint64_t begun;
+    int edge_want;
     unsigned edge_gen, edge_seq;
     struct cc_sync_snap edge_first, edge_last;
     uint64_t look_calls; /* settle.c: calls at its last look */

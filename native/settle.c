@@ -226,9 +226,9 @@ static void take_back(const struct cc_sample *s) {
          * in 3 of 30 steered runs, handed back at the own count and taken back as the model
          * started).  Their credit waits for the region's next boundary (credit_owed), or
          * runs on from stopped_at (credit_of) if the next hand-back comes first. */
-        int inflight = __atomic_load_n(&q->inflight, __ATOMIC_SEQ_CST) > 0;
+        uint64_t calls = __atomic_load_n(&q->calls, __ATOMIC_SEQ_CST); /* then begun: none ends unseen */
+        int inflight = __atomic_load_n(&q->begun, __ATOMIC_SEQ_CST) > calls;
         int owed = q->stopped_at.boundary && q->stopped_at.calls && inflight;
-        uint64_t calls = __atomic_load_n(&q->calls, __ATOMIC_RELAXED); /* after: none ends unseen */
         if (owed)
             cc_boundary_restart(q, 1);
         else if (credit_of(q, calls, &c))
