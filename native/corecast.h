@@ -210,7 +210,8 @@ struct cc_hist {
 };
 
 #define CC_NSETTLE 3 /* categories settle.c stops counting: critical (with ordered), atomic, OpenMP locks */
-extern const int cc_settle_cats[CC_NSETTLE];
+/* Here, not in settle.c: omp_call.c's boundary snapshots read them too. */
+static const int cc_settle_cats[CC_NSETTLE] = {CC_STALL_CRITICAL, CC_STALL_ATOMIC, CC_STALL_OMPLOCK};
 
 /* What a region's members fold in at the end of each call goes into one of
  * CC_FOLD_SHARDS copies of the counters, picked by the thread's slot, each in cache lines
@@ -255,10 +256,23 @@ struct cc_region {
         int team;
         int watch; /* > 0: its window may end early once it made this many calls (settle.c) */
         int c_step; /* the window began at sampler.c's convoy step, which no answer has settled */
+        unsigned gen; /* a boundary's: the edge_gen it was taken in */
+        int boundary; /* taken at a call's end with no call of the region in flight (omp_call.c) */
         uint64_t calls;
         uint64_t wait[CC_NSETTLE], hold[CC_NSETTLE], acq[CC_NSETTLE], contended[CC_NSETTLE];
     } window_at, rate_at, stopped_at, taken_at;
     uint64_t gap_calls; /* calls run uncounted before the wrappers were taken back, to credit */
+    /* Calls were in flight when the wrappers were taken back: their credit runs from stopped_at
+     * to the region's next boundary (settle.c), where they have ended. */
+    int owed;
+    /* Boundaries (boundary.c): calls begun (less ``calls``: those in flight); whether
+     * settle.c asks for them; their generation; odd while one is written; the first and
+     * the latest. */
+    uint64_t begun;
+    int edge_want;
+    unsigned edge_gen, edge_seq;
+    struct cc_sync_snap edge_first, edge_last;
+    uint64_t look_calls; /* settle.c: calls at its last look */
     char name[CC_NAME_LEN], object[CC_NAME_LEN]; /* filled at report time */
     char parent[CC_NAME_LEN];                    /* call sites: the function holding it */
 };

@@ -267,6 +267,7 @@ static void *sampler_main(void *arg) {
             break;
         static struct cc_region *refs[CC_MAX_REGIONS];
         cc_build_sample(&sample, 0, refs);
+        int first_call = cc_settle_look(sample.elapsed_s);
         __atomic_store_n(&stats.windows, stats.windows + 1, __ATOMIC_RELAXED);
         if (!sample.steer && !cc_cfg.steer && (cc_settle_stopped_s() > 0 || cc_settle_counting_costs(&sample)) &&
             cc_settle_own_counts(&sample, refs, scheduled_s)) {
@@ -288,12 +289,11 @@ static void *sampler_main(void *arg) {
             steer = 0;
         }
         if (!sample.numa.measured && !steer) {
-            /* The first look finds a team that has not run 2 calls yet on a loaded machine
-             * (its threads wait for CPUs): look again after another short window instead of
-             * a whole one, or a convoy runs a whole window at its own count (on a loaded
-             * 2-core VM, half of the steered omp_slowdown runs ended 0.2 s later). */
-            if (sample.steer && !model_started && sample.elapsed_s * 1000 < cc_cfg.window_ms &&
-                !team_has_run(&sample))
+            /* A team without 2 calls yet (a loaded machine), or a first call still running
+             * (its end may give a hand-back's rate): look again after a short window (a whole
+             * one at its own count slowed half of the steered omp_slowdown runs by 0.2 s). */
+            if (sample.elapsed_s * 1000 < cc_cfg.window_ms &&
+                (sample.steer ? !model_started && !team_has_run(&sample) : first_call))
                 wait_ms = CC_FIRST_LOOK_MS;
             continue;
         }

@@ -25,6 +25,11 @@ double cc_settle_stop_scheduled_s(void);
 int cc_gomp_hand_back(int ends, int back);
 /* Whether every watched region made calls enough in this window to end it now. */
 int cc_settle_window_measured(void);
+/* Every window (``elapsed_s``: the sample's): while a hand-back may come, asks the ends of
+ * calls of each region making fewer than RATE_CALLS calls a window for boundaries (a rate
+ * from a few calls).  1: such a region's first call has not ended yet (look again soon: its
+ * end may give the rate). */
+int cc_settle_look(double elapsed_s);
 /* Without steering, section counting stops where it costs more than this share (percent)
  * of the program's CPU time (cc_settle_counting_costs; the report names it). */
 #define CC_COUNT_SHARE_PCT 1
