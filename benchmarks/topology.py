@@ -15,7 +15,8 @@ voters or other weights, or the same prediction with another pick:
 * ``pick K T``: the pick (the best predicted measured count, ``accuracy.score_values``)
   stays at or below that first boundary of kind K unless the best predicted past it
   gains more than T over the best up to it (``band``: unless the band's low end there
-  beats it).
+  beats it); K ``over``: the boundary is the hardware threads (added when ibr showed
+  picks one count past them, #41).
 
 The variants below start from the shipped rule (the step member at yield 1):
 
@@ -86,7 +87,9 @@ from corecast.model.machine.hardware import SMT_YIELD_RANGE, Hardware
 from corecast.model.curve.methods import auto, trend
 
 BASE = replace(auto.DEFAULT_RULES, smt_member=None)
-KINDS = {"smt": ("smt",), "socket": ("socket",), "smt+socket": ("smt", "socket")}
+# ``over``: the hardware threads themselves (counts past them time-share the machine;
+# ibr's maps lose up to half their throughput one count past them).
+KINDS = {"smt": ("smt",), "socket": ("socket",), "smt+socket": ("smt", "socket"), "over": ("over",)}
 GAINS = (0.05, 0.1, 0.2, 0.3, 0.5, "band")
 # The step member's yields asked (SMT_YIELD_RANGE's ends and two between).
 YIELDS = (*SMT_YIELD_RANGE, 0.5, 0.7)
@@ -95,7 +98,8 @@ SHIPPED = "yield 1"
 
 def boundary(hw: Hardware | None, top: float, kinds: tuple[str, ...]) -> int | None:
     """The last count before the first one above ``top`` that puts a thread where no
-    count up to ``top`` did, of ``kinds``; None: no such count up to the hardware threads."""
+    count up to ``top`` did, of ``kinds`` (``over``: the hardware threads); None: no such
+    count up to the hardware threads."""
     if hw is None or top >= hw.hw_threads:
         return None
     slot, socket = hw._order()
@@ -103,7 +107,7 @@ def boundary(hw: Hardware | None, top: float, kinds: tuple[str, ...]) -> int | N
     for c in range(int(top) + 1, hw.hw_threads + 1):
         if ("smt" in kinds and slot[c - 1] > 1 and not shared) or ("socket" in kinds and socket[c - 1] > last):
             return c - 1
-    return None
+    return hw.hw_threads if "over" in kinds else None
 
 
 def _log(rows: list[np.ndarray]) -> np.ndarray:
@@ -565,9 +569,10 @@ FAMILIES = {"spread pick at SMT and socket": (f"{SHIPPED} + pick smt+socket spre
             "growth pick at SMT and socket": (f"{SHIPPED} + pick smt+socket growth",),
             "spread or growth pick at sockets": (f"{SHIPPED} + pick socket spread", f"{SHIPPED} + pick socket growth"),
             "spread or growth pick at SMT": (f"{SHIPPED} + pick smt spread", f"{SHIPPED} + pick smt growth"),
-            "quantile pick": tuple(f"{SHIPPED} + pick {k} quantile" for k in KINDS),
+            "quantile pick": tuple(f"{SHIPPED} + pick {k} quantile" for k in KINDS if k != "over"),
             "coreshape": ("coreshape", f"{SHIPPED} + coreshape"),
             "trim": (f"{SHIPPED} + trim",),
+            "pick past the hardware threads": (f"{SHIPPED} + pick over",),
             **{f"reliab {r}": (f"{SHIPPED} + reliab {r} ",) for r in RELIABILITY_REGIMES}}
 
 

@@ -31,6 +31,14 @@ def test_the_boundary_is_the_first_placement_no_measured_count_had(topology):
     assert topology.boundary(by_socket, 14, ("smt", "socket")) == 20
 
 
+def test_the_over_boundary_is_the_hardware_threads(topology):
+    by_socket = Hardware(40, 20, sockets=2, fill="sockets")
+    assert topology.boundary(by_socket, 25, ("over",)) == 40  # past the sockets: the hardware threads
+    assert topology.boundary(by_socket, 6, ("over",)) == 40
+    assert topology.boundary(by_socket, 40, ("over",)) is None  # 40 measured: nothing new ahead
+    assert topology.boundary(None, 6, ("over",)) is None
+
+
 def test_weighted_median_is_the_median_with_equal_weights_and_skips_zero_weights(topology):
     rng = np.random.default_rng(3)
     for rows in range(1, 7):

@@ -357,7 +357,46 @@ def ralloc(m: Path) -> None:
                   (80, 40, 2, "sockets"))
 
 
-SOURCES = (plsf, orcgc, ascylib, mariadb, folly, percona, perfbook, locks, lfca, concmap, supermalloc, ralloc)
+# -- urcs-sync/Interval-Based-Reclamation: memory reclamation under four lock-free maps ------
+# (PPoPP 2018 paper's experiment program; the same Rochester group as ralloc, another
+# machine, harness and pinning code)
+IBR = ("urcs-sync/Interval-Based-Reclamation", "10c25f9af13cae8e8cce958ace674281a8a8c7b4")
+IBR_FILES = ("list", "hashmap", "bonsai", "natarajan")
+
+
+def ibr(m: Path) -> None:
+    # Every row names the machine (column machine) and its PUs (column cores, which
+    # ext/parharness/TestConfig.cpp fills with hwloc's count of PUs); the empty affinity
+    # column is the harness's default, buildDefaultAffinity: one socket's cores, then their
+    # further PUs, then the next socket.
+    machine = ("'node2x18a.cs.rochester.edu' (the rows' machine column): 2 sockets x 18 cores per its name, "
+               "72 PUs per the rows' cores column (hwloc's PU count in ext/parharness/TestConfig.cpp); the rows' "
+               "empty affinity column is that file's default pinning, which fills one socket's cores, then "
+               "their further PUs, then the next socket")
+    for f in IBR_FILES:
+        path = f"data/history_data/{f}_result.csv"
+        header, *lines = git_show(m, *IBR, path).splitlines()
+        cols = header.split(",")
+        rows = [dict(zip(cols, ln.split(","))) for ln in lines if ln.strip()]
+        assert {(r["machine"], r["cores"], r["affinity"]) for r in rows} == {("node2x18a.cs.rochester.edu", "72", "")}
+        (interval,) = {r["interval"] for r in rows}
+        for env in sorted({r["environment"] for r in rows}):
+            runs: dict[int, list[int]] = {}
+            for r in rows:
+                if r["environment"] == env:
+                    runs.setdefault(int(r["threads"]), []).append(int(r["ops"]))
+            (rideable,) = {r["rideable"] for r in rows if r["environment"] == env}
+            (repeats,) = {len(v) for v in runs.values()}  # every count was run equally often
+            tracker = env.removeprefix("tracker=")
+            write(f"ibr__node2x18a_{f}_{tracker.lower()}",
+                  f"github {IBR[0]} {path} @{IBR[1]} (rows {env}, column ops)", "throughput", machine,
+                  f"{rideable} (insert 50%, remove 50%, key range 100000) under the {tracker} tracker; "
+                  f"value=operations/s, the largest ops of the {repeats} runs per count over the {interval} s "
+                  "interval, as data/scripts/genfigs.R plots it (ops_max)",
+                  [(n, max(v) / int(interval)) for n, v in sorted(runs.items())], (72, 36, 2, "sockets"))
+
+
+SOURCES = (plsf, orcgc, ascylib, mariadb, folly, percona, perfbook, locks, lfca, concmap, supermalloc, ralloc, ibr)
 
 INDEX_HEAD = """# Corpus of measured scalability curves (issue 15)
 
@@ -379,8 +418,13 @@ then the next socket). `accuracy.py` passes them to `predict` (`--hw-threads`, `
 
 The source of a curve (its LOSO group) is the part of the file name before `__`.
 `2plsf` and `orcgc` are separate repositories (different papers and machines) of the same
-GitHub owner, pramalhe; every other source is independent of the rest. The last three
-(concmap, supermalloc, ralloc) were added after auto's rule was chosen on the first nine.
+GitHub owner, pramalhe; `ralloc` and `ibr` are separate repositories (different papers,
+machines and pinning code) of the same group, urcs-sync (University of Rochester); every other
+source is independent of the rest. The last four (concmap, supermalloc, ralloc, ibr) were
+added after auto's rule was chosen on the first nine; ibr (#41) because ralloc was the only
+source whose threads cross a socket boundary in an order the source states, chosen for that
+(2 or more sockets, sockets, cores, SMT and pinning order stated by the source, counts on both
+sides of the boundary) before any method was run on it.
 
 | source | repository | what | curves |
 |---|---|---|---|
@@ -396,6 +440,7 @@ GitHub owner, pramalhe; every other source is independent of the rest. The last 
 | concmap | xacrimon/conc-map-bench | Rust concurrent maps (CHashMap, crossbeam SkipMap, DashMap, evmap, Flurry) under three workloads, on a 16-core, 32-thread AWS M7i and an 8-core, 16-thread Ryzen 7 4800HS | {concmap} |
 | supermalloc | kuszmaul/SuperMalloc | malloc-test (K producers and K consumers) under dlmalloc, Hoard, jemalloc, tbbmalloc and SuperMalloc, 1-32 producers on a 2-socket, 16-core E5-2665 (ISMM 2015 paper's data) | {supermalloc} |
 | ralloc | urcs-sync/ralloc | threadtest, shbench, prod-con and Larson under Ralloc, Makalu, jemalloc, LRMalloc and PMDK, 1-88 threads on a 2-socket, 40-core, 80-thread machine (ISMM 2020 paper's data) | {ralloc} |
+| ibr | urcs-sync/Interval-Based-Reclamation | a linked list, a hash map, Bonsai and Natarajan trees (50% inserts, 50% removes) under eight memory-reclamation trackers (epochs, hazard pointers and eras, interval-based), 1-100 threads on a 2-socket, 36-core, 72-thread machine (PPoPP 2018 paper's experiment program, `data/history_data`) | {ibr} |
 
 | file | source | metric | machine | hardware threads / cores | points | range | best at | notes |
 |---|---|---|---|---|---|---|---|---|
