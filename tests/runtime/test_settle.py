@@ -532,22 +532,22 @@ def test_a_lock_taking_region_that_holds_little_of_the_run_keeps_the_model_out(i
     assert summary["model"] == "ok" and summary["sampler"]["model_started_s"] is None
 
 
-def test_a_convoy_of_calls_longer_than_a_window_is_steered_to_one_thread(build, lib, tmp_path):
+def test_a_convoy_of_calls_longer_than_a_window_starts_the_model(build, lib, tmp_path):
     # omp_slowdown with 5M sections a call: 50-80 ms a call at 2 threads on the 2-core VM
     # (more under load), fewer than the 4 calls a 100-ms window is charged for; 1 thread
     # takes half that or less.  Each step is measured over the windows its calls need.
     # Before, the region was refused in C ("too few calls per window") and the model never
-    # started during the run.  Decided by counts: the count chosen and the calls run there.
+    # started during the run.  Which count the model then chooses rests on the two counts'
+    # measured speeds, which a loaded machine changes (2 threads chosen in about 1 run of 8
+    # beside two busy loops), so this checks only that the C rule let the model start: its
+    # lock rule counts acquisitions, not time.  The choice itself is tested on simulated
+    # windows (test_steer_decisions: a convoy of 300 ms calls settles on 1 thread).
     prog = build("slowdown", EXAMPLES / "omp_slowdown.c", "-fopenmp")
     out = tmp_path / "cc.jsonl"
     proc = run([prog, 20, 5000000], env=clean_env(OMP_NUM_THREADS="2"), preload=lib, output=out, steer="1",
                window_ms="100", quiet="1")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == b"shared 350000000\n"  # 20 calls x 28 per 8 sections
-    (region,) = events(read_lines(out), "region")
-    assert region["steering"]["not_explored"] is None and region["steering"]["chosen"] == 1, region["steering"]
-    at_one = [t["calls"] for t in region["by_team"] if t["threads"] == 1]
-    assert at_one and at_one[0] >= 2
     (summary,) = events(read_lines(out), "summary")
     assert summary["sampler"]["model_started_s"] is not None
 
