@@ -5,7 +5,8 @@ its best fixed count.  Every case runs its sides in rounds whose order rotates
 (quartiles, min, max) and the median against the case's reference side.
 
     python benchmarks/steer_suite.py [--runs 15] [--threads 16] [--npb DIR] [--bin DIR]
-        [--base VENV] [--npb-programs bt.W,cg.A] [--cases npb,slowdown,convoy,triad,hotpath] [--json-out FILE]
+        [--base VENV] [--npb-programs bt.W,cg.A] [--cases npb,slowdown,convoy,longcall,triad,hotpath]
+        [--json-out FILE]
 
 Cases (``--threads T``; NPB binaries in ``--npb``, the examples built in ``--bin``):
 - ``npb``: bt.W, cg.A (``--npb-programs``; at their best count, T): no corecast, the quiet library
@@ -14,6 +15,8 @@ Cases (``--threads T``; NPB binaries in ``--npb``, the examples built in ``--bin
   (its best fixed count) and with the quiet library (the library's own share);
 - ``convoy``: ``omp_slowdown 20000`` on 2 CPUs (``taskset -c 0,1``), steered from 2
   against 1 thread (the 2-core convoy);
+- ``longcall``: ``omp_slowdown 20 5000000`` (20 calls of 5M sections: a few calls a
+  window, rated between call ends, ``native/boundary.c``) with ``slowdown``'s sides;
 - ``triad``: ``omp_triad`` without corecast, under ``corecast run`` and under ``corecast
   run --target-machine opteron6380`` (reports to /dev/null);
 - ``hotpath``: ``benchmarks/hotpath.py --threads T --runs R`` (with ``--base``: its base
@@ -46,13 +49,15 @@ compare with in ``.dev/base`` (``git archive BASE | tar -x -C .dev/base``):
     /tmp/vb/bin/pip install -q --no-index --no-deps .dev/whl/*.whl &&
     /tmp/vb/bin/pip install -q --no-index --no-deps --no-build-isolation .dev/base && B="--base /tmp/vb";
     timeout 500 /tmp/v/bin/python benchmarks/steer_suite.py --runs 15 --threads 16 --npb .dev/npb/bin
-    --bin /tmp/bin --cases npb,slowdown,convoy,triad $B --json-out $OUT/steer_suite.json
+    --bin /tmp/bin --cases npb,slowdown,convoy,longcall,triad $B --json-out $OUT/steer_suite.json
     > $OUT/steer_suite.txt 2>&1; tail -70 $OUT/steer_suite.txt
 
 (one line; the ``hotpath`` case, measured twice on 2026-11-27, is left out to keep it within
 the call).  About 6 minutes with a base: bt.W 15 x 5 runs of 0.45 s, cg.A 15 x 5 of 0.25 s,
 omp_slowdown 15 x 5 of 0.4 s, the convoy 15 x 5 of 1.8 s, omp_triad 15 x 5 of 0.8 s, and
-the diagnostic runs.
+the diagnostic runs; ``longcall`` adds 15 x 5 runs of about 0.5 s at 1 thread (2-core VM)
+and its steered sides, whose first call runs whole at 16 threads (not measured yet: if the
+call runs out, ``--runs 11``).
 """
 from __future__ import annotations
 
@@ -109,7 +114,8 @@ def cases(args: argparse.Namespace) -> dict[str, tuple[str, dict[str, dict], boo
             sides[f"{tag}steer"] = side(cmd, t, lib, steer=True)
         out[name] = ("none", sides, False)
     for name, cmd, own in (("slowdown", [str(bins / "omp_slowdown"), "4000"], t),
-                           ("convoy", ["taskset", "-c", "0,1", str(bins / "omp_slowdown"), "20000"], 2)):
+                           ("convoy", ["taskset", "-c", "0,1", str(bins / "omp_slowdown"), "20000"], 2),
+                           ("longcall", [str(bins / "omp_slowdown"), "20", "5000000"], t)):
         sides = {"1 thread": side(cmd, 1)}
         for tag, lib in libs.items():
             sides[f"{tag}1 thread, quiet"] = side(cmd, 1, lib)
@@ -200,7 +206,7 @@ def main() -> int:
     ap.add_argument("--bin", default="/tmp/bin", help="omp_slowdown and omp_triad built from examples/")
     ap.add_argument("--base", help="a venv with another corecast build: its sides run in the same rounds")
     ap.add_argument("--npb-programs", default="bt.W,cg.A", help="NPB binaries timed like bt.W and cg.A")
-    ap.add_argument("--cases", default="npb,slowdown,convoy,triad,hotpath")
+    ap.add_argument("--cases", default="npb,slowdown,convoy,longcall,triad,hotpath")
     ap.add_argument("--json-out", help="write every run's time and the summaries here")
     args = ap.parse_args()
     record: dict = {"threads": args.threads, "runs": args.runs, "cpus": os.cpu_count(), "load_before": load(),

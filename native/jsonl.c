@@ -86,6 +86,8 @@ static void json_region(struct cc_buf *b, const struct cc_sample *s, const struc
     cc_put(b, ",\"calls\":%llu,\"threads\":%d,", g->calls, g->threads);
     if (!process)
         cc_put(b, "\"nested\":%s,\"requested\":%d,", g->nested ? "true" : "false", g->requested);
+    if (!process && cc_sample_uncredited_calls(s, g)) /* the counts leave these calls' sections out */
+        cc_put(b, "\"sync_uncredited_calls\":%llu,", cc_sample_uncredited_calls(s, g));
     cc_put(b, "\"wall_s\":%.6g,\"stalls_s\":{", g->wall_s);
     int first = 1;
     for (int c = 0; c < CC_NSTALL; c++) {

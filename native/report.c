@@ -8,6 +8,7 @@
 #include "corecast.h"
 #include "report.h"
 #include "report_columns.h"
+#include "sample.h"
 #include "settle.h"
 
 /* The top stall categories of a region as "imbalance 12%, critical 3%". */
@@ -163,6 +164,15 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
                 "(CORECAST_KEEP_COUNTING=1 counts them all)\n", cc_settle_uncounted_s(s->elapsed_s),
                s->steer ? "steering had settled" : "counting them cost more than " CC_COUNT_SHARE_TEXT " of the program's CPU time",
                s->steer ? "settled" : "own");
+    for (int i = 0; ok && i < s->nregions; i++) /* no rate to credit them at: said, not guessed */
+        if (cc_sample_uncredited_calls(s, &s->regions[i])) {
+            cc_put(&b, "corecast: ");
+            cc_put_cell(&b, s->regions[i].name, -1);
+            cc_put(&b, ": the critical sections, atomics and OpenMP locks of %llu of its %llu calls were not counted "
+                   "(or in part) and are not in its counts: it ran first uncounted and the program ended before its "
+                   "calls gave a rate to credit them at\n", cc_sample_uncredited_calls(s, &s->regions[i]),
+                   s->regions[i].calls);
+        }
     for (int i = 0; cc_cfg.probe && i < s->nregions; i++) {
         const struct cc_region_sample *g = &s->regions[i];
         if (!g->probe_calls || !cc_region_active(g))

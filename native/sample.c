@@ -58,7 +58,16 @@ static void name_callsite(struct cc_region *r) {
     snprintf(r->name, sizeof r->name, "%.*s._omp_fn.%d", (int)sizeof r->name - 16, r->parent, k);
 }
 
-static void fill_region(struct cc_region_sample *o, struct cc_region *r, struct cc_settle_extra *credited) {
+/* The final sample's calls of each region neither counted nor credited (settle.c). */
+static unsigned long long uncredited[CC_MAX_REGIONS];
+
+unsigned long long cc_sample_uncredited_calls(const struct cc_sample *s, const struct cc_region_sample *g) {
+    long i = g - s->regions;
+    return s->final && i >= 0 && i < CC_MAX_REGIONS ? uncredited[i] : 0;
+}
+
+static unsigned long long fill_region(struct cc_region_sample *o, struct cc_region *r, struct cc_settle_extra *credited,
+                                      int final) {
     int other = cc_region_other(r);
     if (other) {
         if (!r->name[0]) { /* the rest of the program's regions (core.c): named by the program */
@@ -118,7 +127,7 @@ static void fill_region(struct cc_region_sample *o, struct cc_region *r, struct 
         o->acquisitions[c] = n.acq[c];
         o->contended[c] = n.contended[c];
     }
-    cc_settle_extend(o, r, credited);
+    return cc_settle_extend(o, r, credited, final);
 }
 
 /* A plain-threads process's team: the threads that did its work.  Pool threads that
@@ -255,7 +264,10 @@ void cc_build_sample(struct cc_sample *s, int final, struct cc_region **refs) {
         if (refs)
             refs[s->nregions] = &r[i];
         memset(&s->regions[s->nregions], 0, sizeof s->regions[0]);
-        fill_region(&s->regions[s->nregions++], &r[i], &credited);
+        unsigned long long u = fill_region(&s->regions[s->nregions], &r[i], &credited, final);
+        if (final)
+            uncredited[s->nregions] = u;
+        s->nregions++;
         has_omp = 1;
     }
     memset(&s->regions[s->nregions], 0, sizeof s->regions[0]);

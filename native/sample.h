@@ -10,6 +10,10 @@
 /* Fills ``s`` from the live counters (``final``: the exit's sample); ``refs`` (may be
  * NULL) receives the region behind each sample entry. */
 void cc_build_sample(struct cc_sample *s, int final, struct cc_region **refs);
+/* Of the exit's sample (else 0): region ``g``'s calls whose sections were not counted (or
+ * in part) and are not credited: it first ran uncounted and had no rate when the program
+ * ended (settle.c); its counts leave them out. */
+unsigned long long cc_sample_uncredited_calls(const struct cc_sample *s, const struct cc_region_sample *g);
 
 /* An OpenMP region's entry of a sample (not the process's, which comes last). */
 static inline int cc_is_omp_region(const struct cc_region_sample *g) {

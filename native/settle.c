@@ -132,60 +132,46 @@ static void hand_back(const struct cc_sample *s, struct cc_region *const *refs) 
     __atomic_store_n(&stage, STARTS_BACK, __ATOMIC_RELEASE); /* the snapshots first */
 }
 
-/* Adds ``c`` to a region's counters for good, and to what the process keeps; the window's
- * base moves with them, so that the window's own rate leaves the credit out. */
-static void keep(struct cc_region *q, const struct credit *c) {
-    struct cc_sync_snap *w = &q->window_at;
-    cc_boundary_restart(q, __atomic_load_n(&q->edge_want, __ATOMIC_RELAXED));
-    for (int k = 0; k < CC_NSETTLE; k++) {
-        int cat = cc_settle_cats[k];
-        uint64_t acq = (uint64_t)(c->acq[k] + 0.5), contended = (uint64_t)(c->contended[k] + 0.5);
-        uint64_t wait = (uint64_t)(c->wait[k] + 0.5), hold = (uint64_t)(c->hold[k] + 0.5);
-        CC_AADD(q->acq[cat], acq);
-        CC_AADD(q->contended[cat], contended);
-        CC_AADD(q->wait[cat], wait);
-        CC_AADD(q->hold[cat], hold);
-        w->acq[k] += acq;
-        w->contended[k] += contended;
-        w->wait[k] += wait;
-        w->hold[k] += hold;
-        kept.acq[k] += c->acq[k];
-        kept.contended[k] += c->contended[k];
-        kept.wait_s[k] += cc_ticks_to_s((uint64_t)(c->wait[k] + 0.5));
-        kept.hold_s[k] += cc_ticks_to_s((uint64_t)(c->hold[k] + 0.5));
-    }
-}
-
 /* A region that first ran while nothing was counted: its calls then, credited once at its
  * rate per call since the wrappers were taken back (RATE_CALLS calls, or as many as were
- * counted before the next hand-back). */
+ * counted before the next hand-back, or whole calls between boundaries).  ``fin``: the
+ * exit's snapshot (a boundary where no call was in flight).  0: no rate yet. */
+static int gap_credit(const struct cc_region *q, int counting, const struct cc_sync_snap *fin, struct credit *c) {
+    struct cc_sync_snap now, ea, eb;
+    const struct cc_sync_snap *a = &q->taken_at, *b = &now;
+    if (fin)
+        now = *fin;
+    else if (counting)
+        snap(&now, q);
+    else if ((now = q->stopped_at).boundary) /* handed back at boundaries: their rate */
+        a = &q->rate_at;
+    if (counting && b->calls - a->calls < RATE_CALLS) {
+        int n = cc_boundaries_of(q, &ea, &eb); /* at the exit, the first to the last call's end */
+        if (n && fin && fin->boundary && fin->calls - ea.calls >= EDGE_CALLS)
+            a = &ea;
+        else if (edge_span(q, &ea, &eb))
+            a = &ea, b = &eb;
+    }
+    uint64_t span = b->calls > a->calls ? b->calls - a->calls : 0;
+    if (!span || (counting && span < RATE_CALLS && !a->boundary))
+        return 0;
+    static const struct cc_sync_snap none; /* a boundary's calls, less what was counted */
+    credit_at_rate(c, (double)(a->boundary ? a->calls : q->gap_calls), a, b);
+    if (a->boundary)
+        less_counted(c, &none, a);
+    return 1;
+}
+
 static void credit_gaps(void) {
     int n;
     struct cc_region *all = cc_regions(&n);
     int counting = __atomic_load_n(&stage, __ATOMIC_ACQUIRE) == COUNTING;
-    for (int i = 0; i < n; i++) {
-        struct cc_region *q = &all[i];
-        if (!q->gap_calls)
-            continue;
-        struct cc_sync_snap now, ea, eb;
-        const struct cc_sync_snap *a = &q->taken_at, *b = &now;
-        if (counting)
-            snap(&now, q);
-        else if ((now = q->stopped_at).boundary) /* handed back at boundaries: their rate */
-            a = &q->rate_at;
-        if (counting && b->calls - a->calls < RATE_CALLS && edge_span(q, &ea, &eb))
-            a = &ea, b = &eb;
-        uint64_t span = b->calls > a->calls ? b->calls - a->calls : 0;
-        if (!span || (counting && span < RATE_CALLS && !a->boundary))
-            continue;
-        struct credit c;
-        static const struct cc_sync_snap none; /* a boundary's calls, less what was counted */
-        credit_at_rate(&c, (double)(a->boundary ? a->calls : q->gap_calls), a, b);
-        if (a->boundary)
-            less_counted(&c, &none, a);
-        keep(q, &c);
-        q->gap_calls = 0;
-    }
+    struct credit c;
+    for (int i = 0; i < n; i++)
+        if (all[i].gap_calls && gap_credit(&all[i], counting, NULL, &c)) {
+            keep(&all[i], &c, &kept);
+            all[i].gap_calls = 0;
+        }
 }
 
 /* take_back's calls in flight: credited from stopped_at to the region's first boundary
@@ -200,7 +186,7 @@ static void credit_owed(void) {
         if (!q->owed || !cc_boundaries_of(q, &e, &last))
             continue;
         if (credit_to(q, e.calls, &e, &c))
-            keep(q, &c);
+            keep(q, &c, &kept);
         q->owed = 0;
         q->stopped_at.calls = 0;
     }
@@ -232,9 +218,14 @@ static void take_back(const struct cc_sample *s) {
         if (owed)
             cc_boundary_restart(q, 1);
         else if (credit_of(q, calls, &c))
-            keep(q, &c);
-        else if (!q->stopped_at.calls && (calls || inflight)) /* first ran (or runs) after the stop */
+            keep(q, &c, &kept);
+        else if (!q->stopped_at.calls && (calls || inflight)) { /* first ran (or runs) after the stop */
             q->gap_calls = calls + inflight; /* credit_gaps: exact from a boundary */
+            /* Long calls take boundaries from now: the look asks a window later, and a program
+             * that ended before two were taken left its first calls uncredited. */
+            double dt = s->elapsed_s - stopped_s, per_window = dt > 0 ? q->gap_calls / dt * cc_cfg.window_ms / 1e3 : 0;
+            cc_boundary_restart(q, per_window < RATE_CALLS);
+        }
         snap(&q->taken_at, q);
         q->stopped_at.calls = owed ? q->stopped_at.calls : 0;
         q->owed = owed;
@@ -318,23 +309,23 @@ double cc_settle_uncounted_s(double elapsed_s) {
     return uncounted_s + (cc_settle_stopped_s() > 0 ? elapsed_s - stopped_s : 0.0);
 }
 
-void cc_settle_extend(struct cc_region_sample *o, const struct cc_region *r, struct cc_settle_extra *extra) {
+unsigned long long cc_settle_extend(struct cc_region_sample *o, const struct cc_region *r, struct cc_settle_extra *extra,
+                                    int final) {
     struct credit c;
-    if ((__atomic_load_n(&stage, __ATOMIC_ACQUIRE) < STARTS_BACK && !r->owed) || !credit_of(r, o->calls, &c))
-        return;
-    for (int k = 0; k < CC_NSETTLE; k++) {
-        int cat = cc_settle_cats[k];
-        double wait = cc_ticks_to_s((uint64_t)(c.wait[k] + 0.5)), hold = cc_ticks_to_s((uint64_t)(c.hold[k] + 0.5));
-        o->acquisitions[cat] += (unsigned long long)(c.acq[k] + 0.5);
-        o->contended[cat] += (unsigned long long)(c.contended[k] + 0.5);
-        o->stall_s[cat] += wait;
-        o->hold_s[cat] += hold;
-        o->serial_s += hold;
-        extra->acq[k] += c.acq[k];
-        extra->contended[k] += c.contended[k];
-        extra->wait_s[k] += wait;
-        extra->hold_s[k] += hold;
-    }
+    unsigned long long unrated = 0;
+    int st = __atomic_load_n(&stage, __ATOMIC_ACQUIRE);
+    if (final && r->gap_calls) { /* the exit came before credit_gaps had a rate: up to now */
+        struct cc_sync_snap fin;
+        snap_end(&fin, r);
+        if (gap_credit(r, st == COUNTING, st == COUNTING ? &fin : NULL, &c))
+            add_credit(o, &c, extra);
+        else
+            unrated = r->gap_calls;
+    } else if (final && st >= STARTS_BACK && !r->stopped_at.calls && !r->owed)
+        unrated = o->calls; /* it first ran after the hand-back: none of it counted */
+    if ((st >= STARTS_BACK || r->owed) && credit_of(r, o->calls, &c))
+        add_credit(o, &c, extra);
+    return unrated;
 }
 
 void cc_settle_extend_process(struct cc_region_sample *o, const struct cc_settle_extra *extra) {

@@ -56,7 +56,11 @@ double cc_settle_uncounted_s(double elapsed_s);
 struct cc_settle_extra {
     double acq[CC_NSETTLE], contended[CC_NSETTLE], wait_s[CC_NSETTLE], hold_s[CC_NSETTLE];
 };
-void cc_settle_extend(struct cc_region_sample *o, const struct cc_region *r, struct cc_settle_extra *extra);
+/* At the ``final`` sample a region's calls are credited as far as a rate allows: the calls
+ * that first ran uncounted with no rate to credit them at (none of the region's calls ended
+ * while counted, or too few for the rate's accuracy) are returned, else 0. */
+unsigned long long cc_settle_extend(struct cc_region_sample *o, const struct cc_region *r,
+                                    struct cc_settle_extra *extra, int final);
 /* The same sums, added to the process's sample. */
 void cc_settle_extend_process(struct cc_region_sample *o, const struct cc_settle_extra *extra);
 

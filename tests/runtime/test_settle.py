@@ -585,10 +585,12 @@ static int more(int c, int least, int after) {
 }
 int main(int argc, char **argv) {
     /* Calls of argv[3] sections until the sections are handed back (at least argv[1], at
-     * most argv[2]) and argv[5] more, then argv[4] calls of a second region; the program's
-     * own count of each region's sections on the last line. */
+     * most argv[2]) and argv[5] more, then argv[4] calls of a second region (with argv[6],
+     * at most argv[6] more once it sees the sections taken back); the program's own count
+     * of each region's sections on the last line. */
     int least = atoi(argv[1]), most = atoi(argv[2]), sections = atoi(argv[3]), c = 0;
     int b_calls = argc > 4 ? atoi(argv[4]) : 0, after = argc > 5 ? atoi(argv[5]) : 0;
+    int b_after = argc > 6 ? atoi(argv[6]) : -1, back_at = -1;
     long shared = 0, taken = 0, taken_b = 0;
     for (; c < most && more(c, least, after); c++) {
 #pragma omp parallel for schedule(static) reduction(+ : taken)
@@ -599,8 +601,12 @@ int main(int argc, char **argv) {
         }
     }
     fprintf(stderr, "phase A handed back: %d\n", seen_at >= 0);
-    for (int k = 0; k < b_calls; k++)
+    for (int k = 0; k < b_calls && (b_after < 0 || back_at < 0 || k < back_at + b_after); k++) {
         taken_b += phase_b(sections, &shared);
+        if (back_at < 0 && !handed_back())
+            back_at = k + 1;
+    }
+    fprintf(stderr, "phase B taken back: %d\n", back_at >= 0);
     printf("sum %ld handed back %d\nsections %ld %ld\n", shared, handed_back(), taken, taken_b);
     return 0;
 }
@@ -608,12 +614,12 @@ int main(int argc, char **argv) {
 LONG_SECTIONS = 2_000_000  # 10-40 ms a call at 1 thread: a few calls a 50-ms window
 
 
-def long_calls(build, lib, out, least, most, b_calls=0, threads="1", after=0, **settings):
+def long_calls(build, lib, out, least, most, b_calls=0, threads="1", after=0, b_after=-1, **settings):
     """The long-call program's run: whether its sections were handed back at the end, and
     its own count of each region's sections."""
     prog = build("settle_long", LONG, "-fopenmp", "-ldl")
-    proc = run([prog, least, most, LONG_SECTIONS, b_calls, after], env=clean_env(OMP_NUM_THREADS=threads), preload=lib,
-               output=out, window_ms="50", **settings)
+    proc = run([prog, least, most, LONG_SECTIONS, b_calls, after, b_after], env=clean_env(OMP_NUM_THREADS=threads),
+               preload=lib, output=out, window_ms="50", **settings)
     assert proc.returncode == 0, proc.stderr
     first, second = lines(proc)
     return proc, first.split()[-1] == "1", [int(n) for n in second.split()[1:]]
@@ -645,6 +651,40 @@ def test_a_region_of_long_calls_first_run_after_the_hand_back_is_credited_and_ha
     assert taken_b == 30 * LONG_SECTIONS and b["calls"] == 30
     assert b["counters"]["acquisitions"]["critical"] == pytest.approx(taken_b, rel=0.01)
     assert a["counters"]["acquisitions"]["critical"] == pytest.approx(taken_a, rel=0.01)
+
+
+def test_a_region_first_run_after_the_hand_back_that_ends_before_its_rate_is_credited_at_exit(build, lib, tmp_path):
+    # Phase B first runs uncounted, takes the wrappers back, and the program ends one call
+    # after it sees them back: too soon for a window to find B's rate (its boundaries were
+    # asked a window after the take-back), so its first calls went uncredited (9.2-9.8 of
+    # 10 calls in 3 of 40 runs, once 7.0).  Now its call ends are boundaries from the
+    # take-back, and the exit credits them from the first to the program's end.
+    out = tmp_path / "cc.jsonl"
+    proc, _, (taken_a, taken_b) = long_calls(build, lib, out, 4, 40, b_calls=40, b_after=1)
+    err = proc.stderr.decode()
+    assert "phase A handed back: 1" in err and "phase B taken back: 1" in err, err
+    regions = {r["name"]: r for r in events(read_lines(out), "region")}
+    a, b = regions["main._omp_fn.0"], regions["phase_b._omp_fn.0"]
+    assert taken_b == b["calls"] * LONG_SECTIONS and "sync_uncredited_calls" not in b
+    assert b["counters"]["acquisitions"]["critical"] == pytest.approx(taken_b, rel=0.01)
+    assert a["counters"]["acquisitions"]["critical"] == pytest.approx(taken_a, rel=0.01)
+
+
+def test_a_region_that_never_had_a_rate_is_said_uncredited_at_exit(build, lib, tmp_path):
+    # One call of phase B after the hand-back: it is in no sample until it ended, so nothing
+    # takes the wrappers back for it, and none of its sections is counted.  No rate is
+    # invented: the JSON and the report say the call is left out.
+    out = tmp_path / "cc.jsonl"
+    proc, _, (taken_a, taken_b) = long_calls(build, lib, out, 4, 40, b_calls=1)
+    err = proc.stderr.decode()
+    assert "phase A handed back: 1" in err, err
+    regions = {r["name"]: r for r in events(read_lines(out), "region")}
+    a, b = regions["main._omp_fn.0"], regions["phase_b._omp_fn.0"]
+    assert taken_b == LONG_SECTIONS and b["calls"] == 1 and b["sync_uncredited_calls"] == 1
+    assert b["counters"]["acquisitions"]["critical"] == 0
+    assert "sync_uncredited_calls" not in a
+    assert a["counters"]["acquisitions"]["critical"] == pytest.approx(taken_a, rel=0.01)
+    assert "phase_b._omp_fn.0: the critical sections, atomics and OpenMP locks of 1 of its 1 calls" in err
 
 
 def test_a_steered_convoy_of_long_calls_is_credited_within_1_percent(build, lib, tmp_path):
