@@ -24,7 +24,7 @@ def test_auto_beats_every_peer_on_the_shared_curves():
     rows = {r[0]: r for r in bench.summarise(splits, list(bench.PEERS))}
     auto = rows.pop("auto")
     assert auto[1] == len(splits)
-    for name, (_, k, med, share, loss, _) in rows.items():
+    for name, (_, k, med, share, loss, *_) in rows.items():
         if k == 0:
             continue
         assert auto[2] < med, f"median error: auto {auto[2]:.3f} vs {name} {med:.3f}"
