@@ -5,6 +5,10 @@ M/4 and M/2 (splits with at least 4 training points), test on the measured count
 (m, 2m].  Per method: the median over splits of the median relative error, the share of
 splits whose maximum relative error is below 20%, and the mean loss from running at the
 count the method would pick among all measured counts, 1 - perf(chosen)/perf(best).
+That pick is the argmax of the prediction at the measured counts, which ``predict`` never
+names; the last columns score the counts it does name, ``fastest`` and ``preferred``, the
+same way (see ``named_loss``), and the share of those names that fall between measured
+counts.
 
     python benchmarks/accuracy.py [--datasets DIR] [--methods auto,presca,...] [--verbose]
     python benchmarks/accuracy.py --loso [--datasets benchmarks/data] [--no-topology]
@@ -84,6 +88,11 @@ class Score:
     max_error: float
     pick_loss: float
     coverage: float  # share of test points inside the band
+    # The loss at the counts predict names (nan where the prediction names none, e.g. a
+    # curve scored from bare values), and how many of the two were not measured counts.
+    fastest_loss: float = np.nan
+    preferred_loss: float = np.nan
+    off_grid: float = np.nan  # share of {fastest, preferred} that are not measured counts
 
 
 def predict_split(split: Split, method: str, rules: auto.Rules = auto.DEFAULT_RULES) -> CurvePrediction:
@@ -96,13 +105,29 @@ def predict_split(split: Split, method: str, rules: auto.Rules = auto.DEFAULT_RU
 
 def score(split: Split, method: str, rules: auto.Rules = auto.DEFAULT_RULES) -> Score:
     pred = predict_split(split, method, rules)
-    return score_values(split, pred.values, pred.low, pred.high)
+    return score_values(split, pred.values, pred.low, pred.high, pred.fastest, pred.preferred)
+
+
+def named_loss(full: Measurements, named: int) -> float:
+    """1 - perf(named)/perf(best measured), the pick loss of running at a count ``predict``
+    named.  A named count that was not measured is scored at the nearest measured count at
+    or below it (the smallest measured count if none is): the named count is a promise that
+    this many threads pay, and the measured count below it is the most that promise is known
+    to deliver without running more threads than named; interpolating would credit it with
+    part of a larger count's value, which a drop just past the named count (a socket, the
+    hardware threads) makes wrong."""
+    counts = full.counts
+    below = np.flatnonzero(counts <= named)
+    i = below[np.argmax(counts[below])] if below.size else int(np.argmin(counts))
+    return float(1 - full.perf[i] / full.perf.max())
 
 
 def score_values(split: Split, values: np.ndarray, low: np.ndarray | None = None,
-                 high: np.ndarray | None = None) -> Score:
+                 high: np.ndarray | None = None, fastest: int | None = None,
+                 preferred: int | None = None) -> Score:
     """The figures of a predicted curve ``values`` (the split's metric at counts 1, 2, ...,
-    its largest); without a band the coverage is nan."""
+    its largest); without a band the coverage is nan, without the named ``fastest`` and
+    ``preferred`` counts their losses are nan."""
     full = split.full
     idx = full.counts.astype(int) - 1
     values = np.asarray(values, float)[idx]
@@ -114,7 +139,11 @@ def score_values(split: Split, values: np.ndarray, low: np.ndarray | None = None
     perf_pred = full.perf * 0 + (values if full.metric == "throughput" else 1 / values)
     chosen = int(np.argmax(perf_pred))
     loss = 1 - full.perf[chosen] / full.perf.max()
-    return Score(float(np.median(rel)), float(rel.max()), float(loss), cover)
+    named = [c for c in (fastest, preferred) if c is not None]
+    return Score(float(np.median(rel)), float(rel.max()), float(loss), cover,
+                 np.nan if fastest is None else named_loss(full, fastest),
+                 np.nan if preferred is None else named_loss(full, preferred),
+                 float(np.mean([c not in full.counts for c in named])) if named else np.nan)
 
 
 def load_all(folder: Path) -> list[tuple[str, Measurements, Machine]]:
@@ -156,16 +185,24 @@ def scores_of(all_splits: list[Split], method: str, rules: auto.Rules = auto.DEF
         s = try_score(sp, method, rules, verbose)
         if s is not None and verbose:
             print(f"  {method:10s} {sp.curve:55s} m={sp.m:4g} med={s.median_error:6.1%} "
-                  f"max={s.max_error:6.1%} loss={s.pick_loss:6.1%} cover={s.coverage:4.0%}")
+                  f"max={s.max_error:6.1%} loss={s.pick_loss:6.1%} cover={s.coverage:4.0%} "
+                  f"fastest loss={s.fastest_loss:6.1%} pref loss={s.preferred_loss:6.1%}")
         out.append(s)
     return out
 
 
+def _mean(values: list[float]) -> float:
+    finite = [v for v in values if np.isfinite(v)]
+    return float(np.mean(finite)) if finite else np.nan
+
+
 def aggregate(method: str, scores: list[Score | None]) -> tuple:
-    """(method, splits scored, median error, share max<20%, mean pick loss, band cover)."""
+    """(method, splits scored, median error, share max<20%, mean pick loss, band cover,
+    mean loss at the named fastest count, at the named preferred count, share of named
+    counts not measured)."""
     scores = [s for s in scores if s is not None]
     if not scores:
-        return (method, 0, np.nan, np.nan, np.nan, np.nan)
+        return (method, 0, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan)
     return (
         method,
         len(scores),
@@ -173,6 +210,9 @@ def aggregate(method: str, scores: list[Score | None]) -> tuple:
         float(np.mean([s.max_error < 0.2 for s in scores])),
         float(np.mean([s.pick_loss for s in scores])),
         float(np.mean([s.coverage for s in scores])),
+        _mean([s.fastest_loss for s in scores]),
+        _mean([s.preferred_loss for s in scores]),
+        _mean([s.off_grid for s in scores]),
     )
 
 
@@ -201,10 +241,10 @@ def admissible(guard_splits: list[Split], rules: tuple[auto.Rules, ...] = auto.R
     ``guard_splits`` on any figure, and every rule's row there (the median's first)."""
     rows = {r: aggregate(r.label(), [try_score(sp, "auto", r) for sp in guard_splits])
             for r in dict.fromkeys((auto.Rules(), *rules))}
-    _, _, med, share, loss, _ = rows[auto.Rules()]
+    _, _, med, share, loss, *_ = rows[auto.Rules()]
     ok = []
     for r in rules:
-        _, _, m, sh, lo, _ = rows[r]
+        _, _, m, sh, lo, *_ = rows[r]
         if m <= med and sh >= share and lo <= loss:
             ok.append(r)
     return ok, list(rows.values())
@@ -311,13 +351,18 @@ def print_rows(rows: list[tuple], indent: str = "", precise: bool = False) -> No
     variants that differ by less than the table's rounding)."""
     w = max([12] + [len(r[0]) for r in rows])
     d = 1 if precise else 0
-    print(f"{indent}{'method':{w}s} {'splits':>6s} {'median err':>10s} {'max<20%':>8s} {'pick loss':>9s} {'band cover':>10s}")
-    for method, k, med, share, loss, cover in rows:
+    print(f"{indent}{'method':{w}s} {'splits':>6s} {'median err':>10s} {'max<20%':>8s} {'pick loss':>9s} {'band cover':>10s}"
+          f" {'fastest loss':>12s} {'pref loss':>9s} {'unmeasured':>10s}")
+    for method, k, med, share, loss, cover, fast, pref, off in rows:
         if k == 0:
             print(f"{indent}{method:{w}s} {k:6d}  (no split has the columns or points it needs)")
             continue
-        shown = f"{cover:10.{d}%}" if np.isfinite(cover) else f"{'-':>10s}"  # no band: no coverage
-        print(f"{indent}{method:{w}s} {k:6d} {med:10.{1 + d}%} {share:8.{2 + d}f} {loss:9.{1 + d}%} {shown}")
+
+        def cell(v: float, width: int, fmt: str) -> str:  # nan: nothing to score (no band, no name)
+            return f"{v:{width}{fmt}}" if np.isfinite(v) else f"{'-':>{width}s}"
+        print(f"{indent}{method:{w}s} {k:6d} {med:10.{1 + d}%} {share:8.{2 + d}f} {loss:9.{1 + d}%} "
+              f"{cell(cover, 10, f'.{d}%')} {cell(fast, 12, f'.{1 + d}%')} {cell(pref, 9, f'.{1 + d}%')} "
+              f"{cell(off, 10, f'.{d}%')}")
 
 
 def main(argv=None) -> int:

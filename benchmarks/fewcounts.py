@@ -94,7 +94,7 @@ def choose(table: dict[auto.Rules, list[Score | None]], index: list[int], domina
     rules no worse there than the shipped rule on every figure (which always is)."""
     rows = {r: aggregate("", [v[i] for i in index]) for r, v in table.items()}
     ship = rows[auto.DEFAULT_RULES]
-    ok = [r for r, (_, _, med, share, loss, _) in rows.items()
+    ok = [r for r, (_, _, med, share, loss, *_) in rows.items()
           if not dominate or (med <= ship[2] and share >= ship[3] and loss <= ship[4])]
     return max(ok, key=lambda r: merit(rows[r]))
 

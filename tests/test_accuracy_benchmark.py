@@ -24,7 +24,7 @@ def test_auto_beats_every_peer_on_the_shared_curves():
     rows = {r[0]: r for r in bench.summarise(splits, list(bench.PEERS))}
     auto = rows.pop("auto")
     assert auto[1] == len(splits)
-    for name, (_, k, med, share, loss, _) in rows.items():
+    for name, (_, k, med, share, loss, *_) in rows.items():
         if k == 0:
             continue
         assert auto[2] < med, f"median error: auto {auto[2]:.3f} vs {name} {med:.3f}"
@@ -184,3 +184,44 @@ def test_a_curve_is_predicted_for_the_machine_its_provenance_names(tmp_path):
     bare = {sp.curve: sp for sp in bench.splits_of(tmp_path, topology=False)}
     assert all(sp.machine == bench.NO_MACHINE for sp in bare.values())
     assert bench.predict_split(bare["a__known"], "auto").hardware is None
+
+
+def test_named_losses_score_the_counts_predict_names():
+    """The fastest and preferred losses are the measured value at the count predict names
+    against the best measured, a name between measured counts taken at the measured count
+    below it; the argmax pick loss beside them is unchanged."""
+    bench = _bench()
+    n = np.array([1.0, 2, 4, 6, 8, 12, 16])
+    x = np.array([10.0, 19, 36, 50, 60, 45, 40])  # best measured: 60 at 8
+    data = bench.Measurements.from_samples(n, x)
+    sp = bench.Split("s__c", data.subset(np.flatnonzero(n <= 4)), data, 4.0)
+    values = np.interp(np.arange(1, 17), n, x)  # a perfect prediction: the argmax is 8
+    s = bench.score_values(sp, values, fastest=4, preferred=7)
+    assert s.pick_loss == pytest.approx(0.0)
+    assert s.fastest_loss == pytest.approx(1 - 36 / 60)
+    assert s.preferred_loss == pytest.approx(1 - 50 / 60)  # 7 was not measured: scored at 6
+    assert s.off_grid == 0.5
+    # A time curve: the loss is on performance, 1 / time.
+    timed = bench.Measurements.from_samples(n, 1 / x, metric="time")
+    st = bench.score_values(bench.Split("s__t", timed.subset(np.flatnonzero(n <= 4)), timed, 4.0),
+                            1 / values, fastest=12, preferred=12)
+    assert st.fastest_loss == st.preferred_loss == pytest.approx(1 - 45 / 60) and st.off_grid == 0.0
+    # Without names (a bare curve) the new figures are nan, and aggregate skips them.
+    bare = bench.score_values(sp, values)
+    assert np.isnan(bare.fastest_loss) and np.isnan(bare.preferred_loss) and np.isnan(bare.off_grid)
+    row = bench.aggregate("m", [s, st, bare, None])
+    assert row[:2] == ("m", 3) and row[4] == pytest.approx(0.0)
+    assert row[6] == pytest.approx(((1 - 36 / 60) + (1 - 45 / 60)) / 2)
+    assert row[7] == pytest.approx(((1 - 50 / 60) + (1 - 45 / 60)) / 2)
+    assert row[8] == pytest.approx(0.25)
+
+
+def test_score_hands_the_predictions_named_counts_to_the_losses():
+    bench = _bench()
+    n = np.arange(1.0, 17.0)
+    data = bench.Measurements.from_samples(n, np.where(n <= 12, 10 * n, 60.0))
+    sp = bench.Split("s__c", data.subset(np.flatnonzero(n <= 8)), data, 8.0)
+    pred = bench.predict_split(sp, "auto")
+    s = bench.score(sp, "auto")
+    assert s.fastest_loss == pytest.approx(1 - data.perf[int(pred.fastest) - 1] / 120)
+    assert s.preferred_loss == pytest.approx(1 - data.perf[int(pred.preferred) - 1] / 120)
