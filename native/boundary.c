@@ -9,18 +9,6 @@
  * written; the sampler's reads retry). */
 #include "boundary.h"
 
-void cc_sync_counts(struct cc_sync_snap *o, const struct cc_region *r) {
-    struct cc_counts n;
-    cc_region_totals(r, &n);
-    for (int k = 0; k < CC_NSETTLE; k++) {
-        int c = cc_settle_cats[k];
-        o->wait[k] = n.wait[c];
-        o->hold[k] = n.hold[c];
-        o->acq[k] = n.acq[c];
-        o->contended[k] = n.contended[c];
-    }
-}
-
 /* A call that began meanwhile (``begun``) or ended (``calls``) voids the copy; a second
  * writer skips.  The caller's increment of ``calls`` to ``begun``, the last, orders every
  * ended call's folds before these reads. */
@@ -31,7 +19,20 @@ void cc_boundary_take(struct cc_region *r) {
     uint64_t calls = __atomic_load_n(&r->calls, __ATOMIC_RELAXED);
     struct cc_sync_snap s = {.calls = calls, .boundary = 1};
     s.gen = __atomic_load_n(&r->edge_gen, __ATOMIC_ACQUIRE);
-    cc_sync_counts(&s, r);
+    for (int k = 0; k < CC_NSETTLE; k++) {
+        int cat = cc_settle_cats[k];
+        s.acq[k] = __atomic_load_n(&r->acq[cat], __ATOMIC_RELAXED);
+        s.contended[k] = __atomic_load_n(&r->contended[cat], __ATOMIC_RELAXED);
+        s.wait[k] = __atomic_load_n(&r->wait[cat], __ATOMIC_RELAXED);
+        s.hold[k] = __atomic_load_n(&r->hold[cat], __ATOMIC_RELAXED);
+        for (int i = 0; i < CC_FOLD_SHARDS; i++) {
+            const struct cc_counts *q = &r->shards[i].n;
+            s.acq[k] += __atomic_load_n(&q->acq[cat], __ATOMIC_RELAXED);
+            s.contended[k] += __atomic_load_n(&q->contended[cat], __ATOMIC_RELAXED);
+            s.wait[k] += __atomic_load_n(&q->wait[cat], __ATOMIC_RELAXED);
+            s.hold[k] += __atomic_load_n(&q->hold[cat], __ATOMIC_RELAXED);
+        }
+    }
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
     if (__atomic_load_n(&r->begun, __ATOMIC_RELAXED) == calls && __atomic_load_n(&r->calls, __ATOMIC_RELAXED) == calls) {
         int first = !r->edge_first.calls || r->edge_first.gen != s.gen;

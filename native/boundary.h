@@ -6,8 +6,6 @@
 
 #include "corecast.h"
 
-/* ``r``'s settle counts (its own and its shards', cc_region_totals) into ``o``. */
-void cc_sync_counts(struct cc_sync_snap *o, const struct cc_region *r) CC_HIDDEN;
 /* omp_call.c, at the end of a call of ``r`` that left none in flight, while asked. */
 void cc_boundary_take(struct cc_region *r) CC_HIDDEN;
 /* ``q``'s boundaries start afresh (its team or counts changed); ``want``: whether its

@@ -12,7 +12,15 @@ static inline void snap(struct cc_sync_snap *o, const struct cc_region *r) {
     *o = (struct cc_sync_snap){0};
     o->calls = __atomic_load_n(&r->calls, __ATOMIC_RELAXED);
     o->team = __atomic_load_n(&r->steer_threads, __ATOMIC_RELAXED); /* for the coming window */
-    cc_sync_counts(o, r);
+    struct cc_counts n;
+    cc_region_totals(r, &n);
+    for (int k = 0; k < CC_NSETTLE; k++) {
+        int c = cc_settle_cats[k];
+        o->wait[k] = n.wait[c];
+        o->hold[k] = n.hold[c];
+        o->acq[k] = n.acq[c];
+        o->contended[k] = n.contended[c];
+    }
 }
 
 /* snap, marked a boundary where no call of ``r`` was in flight (boundary.c's test). */
