@@ -11,7 +11,8 @@
 
 /* A call that began meanwhile (``begun``) or ended (``calls``) voids the copy; a second
  * writer skips.  The caller's increment of ``calls`` to ``begun``, the last, orders every
- * ended call's folds before these reads. */
+ * ended call's folds before these reads.  The shards are summed here, not through
+ * cc_region_totals: core.c calls into this file, and the native layers allow no loop. */
 void cc_boundary_take(struct cc_region *r) {
     unsigned seq = __atomic_load_n(&r->edge_seq, __ATOMIC_RELAXED);
     if ((seq & 1) || !__atomic_compare_exchange_n(&r->edge_seq, &seq, seq + 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
