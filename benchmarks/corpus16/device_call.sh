@@ -68,6 +68,9 @@ if [ "${GPU_S:-0}" -gt 0 ]; then
   [ $G -gt 10 ] && timeout $G $PY benchmarks/opencl_cu.py --gpu --budget 20 --json "$OUT/gpu_groups.json" > "$OUT/gpu_groups.txt" 2>&1
   echo "gpu groups rc $? at $(el) s"; tail -30 "$OUT/gpu_groups.txt"
 fi
-# The device hands back at most 8 files from $OUT: everything but the corpus in one tarball.
-( cd "$OUT" && tar czf results.tgz --exclude=results.tgz --exclude=c16.tgz . \
-    && find . -maxdepth 1 -type f ! -name results.tgz ! -name c16.tgz -delete )
+# The device hands back at most 8 files from $OUT: everything but the corpus in one tarball,
+# written outside $OUT (a tarball written into the folder it reads changes that folder as
+# tar reads it: tar exits 1, "file changed as we read it", and nothing was deleted).
+tar czf /tmp/results.tgz -C "$OUT" --exclude=c16.tgz . \
+  && find "$OUT" -maxdepth 1 -type f ! -name c16.tgz -delete && mv /tmp/results.tgz "$OUT/results.tgz"
+ls -la "$OUT"
