@@ -689,7 +689,7 @@ def test_model_waits_for_the_exit_unless_steering_can_pay(build, lib, tmp_path, 
     """A window's prediction is read by steering alone, so without it the model (an
     interpreter, then a model run per window) stays out of the run: 300 ms of 10-ms windows
     pass without it, and the exit still predicts.  With steering it stays out as well
-    while no region can pay (native/sampler.c, region_may_pay): here one call of one
+    while no region can pay (native/steer_start.c, region_may_pay): here one call of one
     region, too few per window.  That steering starts it when it can act is
     test_steering_starts_the_model_when_it_can_act's."""
     prog = build("model_mapped", MODEL_MAPPED_C, "-fopenmp")
@@ -764,18 +764,35 @@ FIRST_LOOK_CASES = [
     ((0.01, 1, 2, 2, 0.01, 0.015, 0.0, 0), 0),    # one call is no history yet
     ((0.01, 2, 1, 1, 0.01, 0.008, 0.0, 0), 0),    # a team of one asked for: nothing to step down
     ((0.25, 2, 2, 2, 0.01, 0.0, 0.0, 0), 1),      # a whole window has passed: any region
+    # libgomp's critical section on a loaded 2-core VM: 4000 sections a call, no wait the
+    # wrappers see, 29% of thread time idle at the barrier.  50 ms in, the run has lasted
+    # the model's cost: the model starts (before, it waited for the whole window, 0.23 s)
+    ((0.051, 4, 2, 2, 0.044, 0.0004, 0.025, 16000), 1),
+    ((0.023, 2, 2, 2, 0.020, 0.0002, 0.010, 8000), 0),   # 23 ms in: less than the model costs
+    ((0.051, 4, 2, 2, 0.044, 0.0004, 0.004, 16000), 0),  # 95% not stalled: steering leaves it
+    ((0.100, 4, 2, 2, 0.040, 0.0004, 0.025, 16000), 0),  # 40% of the run: not the run's
+    ((0.051, 4, 2, 2, 0.044, 0.0, 0.025, 4), 0),         # a lock a call: no hand-off can cost
+]
+
+# The same samples -> milliseconds to the next look before the first whole window (a
+# lock-bound region's start waits for the model's cost; 0: no region waits for a look).
+NEXT_LOOK_CASES = [
+    ((0.023, 2, 2, 2, 0.020, 0.0002, 0.010, 8000), 28),
+    ((0.045, 4, 2, 2, 0.040, 0.0004, 0.020, 16000), 10),  # never sooner than the first look's
+    ((0.023, 2, 2, 2, 0.020, 0.0002, 0.001, 8000), 0),    # 97% not stalled
+    ((0.023, 2, 2, 2, 0.020, 0.0, 0.010, 0), 0),          # no lock
 ]
 
 
 def sampler_rule(gcc: str, tmp_path: Path, defines: tuple[str, ...], functions: tuple[str, ...],
                  fill: str, call: str) -> Path:
-    """native/sampler.c's ``functions`` (with its ``lock_waits`` and ``defines``) compiled
+    """native/steer_start.c's ``functions`` (with its ``lock_waits`` and ``defines``) compiled
     alone into a program that fills one OpenMP region of a sample from its arguments
     (``fill``: C statements on ``s`` and ``g``) and prints ``call``'s value."""
-    source = (ROOT / "native" / "sampler.c").read_text()
+    source = (ROOT / "native" / "steer_start.c").read_text() + (ROOT / "native" / "steer_start.h").read_text()
     waits = re.search(r"^static const int lock_waits\[\].*?;\n", source, re.S | re.M).group(0)
     macros = "\n".join(re.search(rf"^#define {name} .*$", source, re.M).group(0) for name in defines)
-    funcs = "".join(re.search(rf"^static \w+ {name}\(.*?^}}\n", source, re.S | re.M).group(0)
+    funcs = "".join(re.search(rf"^(?:static )?\w+ {name}\(.*?^}}\n", source, re.S | re.M).group(0)
                     for name in functions)
     harness = tmp_path / "rule.c"
     harness.write_text(f"""#include <stdio.h>
@@ -813,9 +830,7 @@ def answers(exe: Path, case: tuple) -> int:
     return int(subprocess.run([str(exe), *map(repr, case)], capture_output=True, text=True, check=True).stdout)
 
 
-def test_the_first_look_starts_the_model_for_a_convoy_only(gcc, tmp_path):
-    """native/sampler.c's steering_may_act, compiled alone on synthetic samples."""
-    exe = sampler_rule(gcc, tmp_path, ("CONVOY_SHARE",), ("not_stalled", "is_convoy", "steering_may_act"), """
+FIRST_LOOK_FILL = """
     s.elapsed_s = atof(argv[1]);
     g->calls = atoi(argv[2]);
     g->requested = atoi(argv[3]);
@@ -823,9 +838,28 @@ def test_the_first_look_starts_the_model_for_a_convoy_only(gcc, tmp_path):
     g->wall_s = atof(argv[5]);
     g->stall_s[CC_STALL_CRITICAL] = atof(argv[6]);
     g->stall_s[CC_STALL_OMPBARRIER] = atof(argv[7]);
-    g->acquisitions[CC_STALL_CRITICAL] = strtoull(argv[8], NULL, 10);""", "steering_may_act(&s)")
+    g->acquisitions[CC_STALL_CRITICAL] = strtoull(argv[8], NULL, 10);"""
+FIRST_LOOK_RULES = ("not_stalled", "is_convoy", "hands_off", "lock_bound")
+FIRST_LOOK_DEFINES = ("CONVOY_SHARE", "LOCK_SHARE", "HANDOFF_S", "MODEL_COST_S", "RUN_SHARE", "STEER_EFFICIENCY",
+                      "CC_FIRST_LOOK_MS")
+
+
+def test_the_first_look_starts_the_model_for_a_convoy_only(gcc, tmp_path):
+    """native/steer_start.c's cc_steering_may_act, compiled alone on synthetic samples."""
+    exe = sampler_rule(gcc, tmp_path, FIRST_LOOK_DEFINES, FIRST_LOOK_RULES + ("cc_steering_may_act",),
+                       FIRST_LOOK_FILL, "cc_steering_may_act(&s)")
     for case, starts in FIRST_LOOK_CASES:
         assert answers(exe, case) == starts, case
+
+
+def test_a_lock_bound_region_is_looked_at_again_once_the_model_could_pay(gcc, tmp_path):
+    """native/steer_start.c's cc_next_lock_look_ms: before the first whole window, a region
+    that may start the model once the run has lasted its cost is looked at then, not a
+    whole window later."""
+    exe = sampler_rule(gcc, tmp_path, FIRST_LOOK_DEFINES, FIRST_LOOK_RULES + ("cc_next_lock_look_ms",),
+                       FIRST_LOOK_FILL, "(int)cc_next_lock_look_ms(&s)")
+    for case, ms in NEXT_LOOK_CASES:
+        assert answers(exe, case) == ms, case
 
 
 # ---- descriptors: the sampler keeps its own table ----------------------------------------
@@ -1104,7 +1138,7 @@ def test_every_kind_of_task_keeps_its_output(tmp_path, lib):
             assert proc.returncode == 0 and proc.stdout == plain.stdout
 
 
-# Samples for steering's "can it pay" rule (native/sampler.c, region_may_pay): (elapsed s,
+# Samples for steering's "can it pay" rule (native/steer_start.c, region_may_pay): (elapsed s,
 # calls, threads asked, wall s, barrier-wait s, critical acquisitions) -> whether the
 # model may start.  16 threads, 200-ms windows.
 MAY_PAY_CASES = [
@@ -1132,11 +1166,11 @@ MAY_PAY_CASES = [
 
 
 def test_steering_starts_only_where_the_room_pays_for_the_model(gcc, tmp_path):
-    """native/sampler.c's region_may_pay, compiled alone on synthetic samples: the stall
+    """native/steer_start.c's region_may_pay, compiled alone on synthetic samples: the stall
     bound's room must beat a window's noise and pay for the model over the region's time."""
     exe = sampler_rule(gcc, tmp_path, ("CALLS_PER_WINDOW", "STEER_NOISE", "LOCK_SHARE", "HANDOFF_S", "MODEL_COST_S",
                                        "RUN_SHARE"),
-                       ("not_stalled", "measure_windows", "region_may_pay"), """
+                       ("not_stalled", "measure_windows", "hands_off", "region_may_pay"), """
     s.elapsed_s = atof(argv[1]);
     s.window_s = 0.2;
     g->calls = atoi(argv[2]);

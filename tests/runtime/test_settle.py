@@ -228,7 +228,7 @@ def test_a_step_window_ends_once_the_new_count_made_calls_enough(program, lib, t
 
 
 # A convoy from its first call: its team started before (start_team), three threads on one
-# lock, so that sampler.c steps it in C at its first look (two threads' first calls may
+# lock, so that steer_start.c steps it in C at its first look (two threads' first calls may
 # not look a convoy yet).
 CONVOY = r"""
 #include <stdio.h>
@@ -265,7 +265,7 @@ int corecast_model_predict(const struct cc_sample *s, struct cc_result *r) {
     r->status = 0;
     if (s->nregions < 2) /* the interpreter's warm-up (bridge.c): an empty sample */
         return 0;
-    if (first_saw < 0) /* the team of the region sampler.c stepped, if any */
+    if (first_saw < 0) /* the team of the region steer_start.c stepped, if any */
         for (int i = first_saw = 0; i < s->nregions - 1; i++)
             first_saw = s->regions[i].steered_to > first_saw ? s->regions[i].steered_to : first_saw;
     for (int i = 0; i < s->nregions; i++) {
@@ -453,7 +453,7 @@ def test_openmp_locks_are_handed_back_too(build, lib, tmp_path):
     assert region["counters"]["acquisitions"]["omp_lock"] == pytest.approx(calls * 1000, rel=0.02)
 
 
-# Steering that cannot pay (native/sampler.c, region_may_pay): the model stays out and the
+# Steering that cannot pay (native/steer_start.c, region_may_pay): the model stays out and the
 # section wrappers go back to libgomp, decided in C from the sampler's counts.
 IDLE = r"""
 #define _GNU_SOURCE
@@ -519,7 +519,7 @@ def test_a_lock_taking_region_that_holds_little_of_the_run_keeps_the_model_out(i
     # 2 threads on 1000 sections a call, a call every 40 ms or more: the region takes locks
     # (left to the model) but holds a few % of the run, and all its time to come (as long
     # again as it ran, tens of ms even on a loaded machine) saved would not pay for the
-    # model (sampler.c, RUN_SHARE).  Before, it started the model at its first look: 5 calls
+    # model (steer_start.c, RUN_SHARE).  Before, it started the model at its first look: 5 calls
     # a 200-ms window were enough.  The model starts only for the exit's report.
     out = tmp_path / "cc.jsonl"
     proc = run([idle_program, 10, 10, 40000], env=clean_env(OMP_NUM_THREADS="2"), preload=lib, output=out,

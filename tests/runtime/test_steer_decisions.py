@@ -191,7 +191,7 @@ def test_a_borne_out_model_settles_without_the_tuners_other_seeds():
 
 
 def test_a_convoy_stepped_in_c_settles_at_the_models_first_answer():
-    # native/sampler.c steps a convoy down at the short first look and starts the model
+    # native/steer_start.c steps a convoy down at the short first look and starts the model
     # after: its first answer reads the first look at 2 threads (10 ms) and the interpreter's
     # start at 1 thread (50 ms), counts that measured 1 thread 20x faster.  The region's
     # 1-thread calls wait for no one: its efficiency is its own count's (30%), and the

@@ -169,7 +169,7 @@ def _step_loss(pred: TeamPrediction, own: int, first: int) -> float:
 
 
 def _taken_in_c(region: RegionSample, own: int) -> int | None:
-    """The count native/sampler.c stepped a convoy to before the model's first answer."""
+    """The count native/steer_start.c stepped a convoy to before the model's first answer."""
     steered = int(region.get("steered_to") or 0)
     return steered if 1 <= steered < own else None
 
@@ -192,7 +192,7 @@ def _outlook(region: RegionSample, elapsed_s: float, window_s: float) -> tuple[f
 def measure_windows(per_window: float) -> float:
     """Windows a step's measurement is charged for: one where the region makes
     ``CALLS_PER_WINDOW`` calls a window, else as many as that many calls take at its rate
-    (native/sampler.c, ``measure_windows``, is the same rule)."""
+    (native/steer_start.c, ``measure_windows``, is the same rule)."""
     if per_window >= CALLS_PER_WINDOW:
         return 1
     return math.ceil(CALLS_PER_WINDOW / per_window) if per_window > 0 else math.inf
@@ -257,7 +257,7 @@ def guard(own: int, own_perf: float | None, region: RegionSample, pred: TeamPred
     # A step that can lose must wait until the run has gone on for a window; one that
     # cannot (even the band's worst case has it faster) is taken at once: on a convoy every
     # window at the own count is the expensive one.  A convoy's step the C side took at the
-    # short first look (native/sampler.c: steered_to below the own count before any answer)
+    # short first look (native/steer_start.c: steered_to below the own count before any answer)
     # is not undone for being early: going back to the own count would not recover the
     # window, and a history mixed by the undone step read the convoy as efficient (runs
     # of 12-21 s at 2 threads where 1 thread takes 0.5 s, on a loaded 2-core VM).
