@@ -11,7 +11,10 @@
 #include "sample.h"
 #include "settle.h"
 
-/* The top stall categories of a region as "imbalance 12%, critical 3%". */
+/* The top stall categories of a region as "imbalance 12%, critical 3%": whole
+ * categories only, as many as fit the column; where one is left out, as many as fit
+ * before ", ..." (one cell), so that no share is cut off behind its name
+ * (views/columns.py's stall_cell). */
 static void top_stalls(char *out, size_t n, const struct cc_region_sample *g) {
     /* Shares of the thread time: the team times the wall time, or, where threads beyond
      * the region's team worked or waited too (a process's pool, team sizes that varied),
@@ -24,6 +27,8 @@ static void top_stalls(char *out, size_t n, const struct cc_region_sample *g) {
     if (waited > total)
         total = waited;
     int used[CC_NSTALL] = {0};
+    size_t ends[CC_STALLS_SHOWN + 1]; /* the text's length after each part kept */
+    int kept = 0;
     out[0] = 0;
     size_t len = 0;
     for (int k = 0; k < CC_STALLS_SHOWN; k++) {
@@ -34,8 +39,20 @@ static void top_stalls(char *out, size_t n, const struct cc_region_sample *g) {
         if (best < 0 || total <= 0 || g->stall_s[best] / total < CC_STALL_MIN_SHARE)
             break;
         used[best] = 1;
-        len += snprintf(out + len, len < n ? n - len : 0, "%s%s %.0f%%", k ? ", " : "",
-                        CC_STALL_NAMES[best], 100 * g->stall_s[best] / total);
+        char part[64];
+        int plen = snprintf(part, sizeof part, "%s%s %.0f%%", kept ? ", " : "", CC_STALL_NAMES[best],
+                            100 * g->stall_s[best] / total);
+        if (plen >= 0 && len + (size_t)plen <= CC_COL_STALLS && len + (size_t)plen < n) {
+            memcpy(out + len, part, (size_t)plen + 1);
+            len += (size_t)plen;
+            ends[kept++] = len;
+            continue;
+        }
+        while (kept > 0 && ends[kept - 1] + 3 > CC_COL_STALLS) /* ", " and the ellipsis */
+            kept--;
+        len = kept ? ends[kept - 1] : 0;
+        snprintf(out + len, len < n ? n - len : 0, "%s\xe2\x80\xa6", kept ? ", " : "");
+        return;
     }
     if (!out[0])
         snprintf(out, n, "-");

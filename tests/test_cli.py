@@ -195,6 +195,15 @@ def test_bad_input_gives_one_line_and_exit_2(capsys, tmp_path, time_csv, bad_fil
     assert words.format(**names) in err
 
 
+@pytest.mark.parametrize("argv", [["predict", "{ok}", "--uptoo", "5"], ["run", "--targt", "4", "--", "true"],
+                                  ["lib", "extra"], ["replay", "x.jsonl", "--bogus"]])
+def test_unknown_option_points_at_the_subcommands_help(capsys, time_csv, argv):
+    # 'corecast --help' lists no subcommand's options: the line must name the one that does.
+    argv = [a.format(ok=time_csv) for a in argv]
+    err = assert_one_line_error(capsys, argv)
+    assert "unrecognized arguments" in err and f"(see 'corecast {argv[0]} --help')" in err
+
+
 def test_no_subcommand(capsys):
     assert_one_line_error(capsys, [])
     assert_one_line_error(capsys, ["nosuch"])

@@ -63,6 +63,18 @@ def test_an_answer_the_horizon_stopped_says_so(capsys):
     assert not any("largest count asked" in w for w in p.warnings)
 
 
+def test_a_horizon_below_the_measured_counts_says_it_bounds_the_preferred_count():
+    # Measured to 16, asked to 8: the preferred count is 8 only because nothing past it
+    # was asked (it is 12 or so otherwise), and the answer must say so.
+    whole = corecast.predict(N, T, metric="time", upto=16)
+    cut = corecast.predict(N, T, metric="time", upto=8)
+    assert cut.preferred == 8 < whole.preferred
+    said = [w for w in cut.warnings if "bounded by the largest count asked (8)" in w]
+    assert len(said) == 1 and "below the largest measured (16)" in said[0]
+    # Asked over every measured count, nothing is said.
+    assert not any("largest count asked" in w for w in whole.warnings)
+
+
 def test_no_knee_is_claimed_at_the_horizon(tmp_path, capsys):
     n = np.arange(1, 9)
     p = corecast.predict(n, 100.0 * n, metric="throughput", method="amdahl", upto=32)

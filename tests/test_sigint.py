@@ -166,3 +166,20 @@ def test_ctrl_c_stops_a_shell_loop_over_corecast_run(tmp_path):
     out, err = proc.communicate(timeout=TIMEOUT)
     assert out == b"", "the loop went on after Ctrl-C"
     assert proc.returncode == -signal.SIGINT, err
+
+
+def test_every_page_gives_ctrl_c_the_status_it_has():
+    """The pages that say what Ctrl-C does say what the tests above hold: killed by
+    SIGINT (130 in a shell), never an ordinary error status."""
+    import re
+
+    root = Path(__file__).resolve().parents[1]
+    pages = [root / "README.md", *sorted((root / "docs").glob("*.md"))]
+    said = []
+    for page in pages:
+        text = " ".join(page.read_text().split())
+        for m in re.finditer(r"Ctrl-C ends [^.]*?\binterrupted\b[^.]*", text):
+            said.append((page.name, m.group(0)))
+    assert said, "no page says what Ctrl-C does"
+    for name, sentence in said:
+        assert "130" in sentence and "exit 2" not in sentence, (name, sentence)

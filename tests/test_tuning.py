@@ -356,6 +356,19 @@ def test_tune_sim_noise_seed_and_table(capsys, curve_csv, tmp_path):
     assert doc["opresca"]["chosen"] == 4 and doc["binsearch"]["chosen"] == 4
 
 
+def test_tune_sim_table_gives_both_losses_in_one_unit(capsys, curve_csv):
+    # Both are fractions of the best performance: "0.0%" beside "0.81" read as 0.81%.
+    assert main(["tune-sim", curve_csv, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert main(["tune-sim", curve_csv]) == 0
+    rows = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()
+            if line.startswith(("OPreSca", "Binsearch"))}
+    for label, name in (("OPreSca", "opresca"), ("Binsearch", "binsearch")):
+        final, summed = rows[label][3], rows[label][4]
+        assert final.endswith("%") and summed.endswith("%")
+        assert float(summed.rstrip("%")) == pytest.approx(100 * doc[name]["sum_loss"], abs=0.05)
+
+
 @pytest.mark.parametrize(
     "args, needle",
     [

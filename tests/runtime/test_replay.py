@@ -237,3 +237,76 @@ def test_a_label_cut_short_ends_in_an_ellipsis_in_both_tables(build, lib, tmp_pa
     cut = [[line[:columns.LABEL] for line in lines if line.startswith("main.")] for lines in (printed, shown)]
     assert cut[0] and cut[0] == cut[1]
     assert all(label.endswith("\u2026") for label in cut[0])
+
+
+# Three waits whose names and shares never fit the stalls column together, whichever
+# comes first: a barrier, a semaphore and a condition variable, each released 100 ms late.
+THREE_WAITS = r"""
+#include <pthread.h>
+#include <semaphore.h>
+#include <unistd.h>
+static pthread_barrier_t bar;
+static sem_t sem;
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static int ready;
+static void *late(void *a) {
+    (void)a;
+    usleep(100000);
+    pthread_barrier_wait(&bar);
+    pthread_mutex_lock(&m);
+    while (!ready) pthread_cond_wait(&cv, &m);
+    pthread_mutex_unlock(&m);
+    return 0;
+}
+static void *waiter(void *a) { (void)a; pthread_barrier_wait(&bar); sem_wait(&sem); return 0; }
+int main(void) {
+    pthread_t t[2];
+    pthread_barrier_init(&bar, 0, 3);
+    sem_init(&sem, 0, 0);
+    pthread_create(&t[0], 0, late, 0);
+    pthread_create(&t[1], 0, waiter, 0);
+    pthread_barrier_wait(&bar);
+    usleep(100000);
+    sem_post(&sem);
+    usleep(100000);
+    pthread_mutex_lock(&m);
+    ready = 1;
+    pthread_cond_signal(&cv);
+    pthread_mutex_unlock(&m);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], 0);
+    return 0;
+}
+"""
+
+
+def test_a_stalls_cell_keeps_whole_categories_in_both_tables(build, lib, tmp_path):
+    """Three categories too long for the column together: both tables show the ones that
+    fit whole, with their shares, and an ellipsis for the rest, never a name whose share
+    was cut off ("semaphore 11%, con\u2026")."""
+    from corecast.views import columns
+
+    exe = build("three_waits", THREE_WAITS, "-pthread")
+    out = tmp_path / "run.jsonl"
+    r = run([exe], preload=lib, output=out, target=8, env={"PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr
+    printed = (r.stderr.decode() if isinstance(r.stderr, bytes) else r.stderr).splitlines()
+    shown = cli(str(out), "--target", "8").stdout.splitlines()
+    start = columns.LABEL + columns.CALLS + columns.THREADS + columns.TIME + 5
+    cells = [[line[start:start + columns.STALLS].rstrip() for line in lines if line.startswith("process")]
+             for lines in (printed, shown)]
+    assert cells[0] and cells[0] == cells[1], (printed, shown)
+    whole = re.compile(r"^[a-z_]+ \d+%(, [a-z_]+ \d+%)*(, \u2026)?$")
+    assert all(whole.match(cell) for cell in cells[0]), cells
+    assert cells[0][0].endswith(", \u2026")  # the three never fit together
+
+
+def test_the_stall_cell_rule():
+    from corecast.views.columns import stall_cell
+
+    assert stall_cell([]) == "-"
+    assert stall_cell(["imbalance 12%", "critical 3%"]) == "imbalance 12%, critical 3%"
+    assert stall_cell(["semaphore 19%", "mutex 18%", "rwlock 12%"], 34) == "semaphore 19%, mutex 18%, \u2026"
+    assert stall_cell(["a 1%", "b 2%"], 9) == "a 1%, \u2026"  # "a 1%, b 2%" is 10
+    # Two fit, but not with the ellipsis after them: the second gives way to it.
+    assert stall_cell(["pthread_barrier 22%", "condvar 22%", "semaphore 11%"], 34) == "pthread_barrier 22%, \u2026"

@@ -107,6 +107,22 @@ class Parser(argparse.ArgumentParser):
         self._declare()
         return super().parse_known_args(args, namespace)
 
+    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+        # argparse hands a subcommand's unknown arguments up to the top parser, whose
+        # error would point at 'corecast --help', which does not list the subcommand's
+        # options: name the subcommand's own help instead.
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            owner = self._subcommand(getattr(parsed, "command", None)) or self
+            owner.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
+
+    def _subcommand(self, name: str | None) -> argparse.ArgumentParser | None:
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction) and name in action.choices:
+                return action.choices[name]
+        return None
+
     def format_usage(self) -> str:
         self._declare()
         return super().format_usage()

@@ -15,8 +15,8 @@ def add_tune_sim(sub: argparse._SubParsersAction) -> None:
         description="Simulate online thread-count selection with the measured curve as the oracle: "
         "the candidates are the counts in FILE, each interval returns the measured performance "
         "at the chosen count (times 1 + NOISE * N(0,1)). steps: intervals until convergence, the "
-        "convergence interval included; loss: 1 - perf(chosen)/perf(best measured); summed loss "
-        "adds every step's loss.",
+        "convergence interval included; loss: 1 - perf(chosen)/perf(best measured), in percent; "
+        "summed loss adds every step's loss (so it may pass 100%).",
     )
     p.declare_later(_tune_sim_arguments)
     p.set_defaults(func=cmd_tune_sim)
@@ -65,7 +65,7 @@ def cmd_tune_sim(args: argparse.Namespace) -> int:
     for name, label in (("opresca", "OPreSca"), ("binsearch", "Binsearch")):
         r = results[name]
         tried = " ".join(str(c) for c, _, _ in paths[name])
-        print(f"{label:10s} {r['steps']:5d} {r['chosen']:6d} {r['final_loss']:10.1%} {r['sum_loss']:11.2f}  {tried}")
+        print(f"{label:10s} {r['steps']:5d} {r['chosen']:6d} {r['final_loss']:10.1%} {r['sum_loss']:11.1%}  {tried}")
     return 0
 
 

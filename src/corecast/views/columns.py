@@ -30,6 +30,22 @@ STALL_MIN_SHARE = 0.005  # a category under this share of the thread time is lef
 STALLS_HEADING = "stalls (share of thread time)"
 
 
+def stall_cell(parts: Sequence[str], width: int = STALLS) -> str:
+    """The stalls cell from its parts ("imbalance 12%", largest first): whole parts only,
+    as many as fit ``width``; where one is left out, as many as fit before ", …", so
+    that no share is cut off behind its name (``native/report.c``'s ``top_stalls`` does
+    the same)."""
+    kept: list[str] = []
+    for part in parts:
+        if len(", ".join(kept + [part])) <= width:
+            kept.append(part)
+            continue
+        while kept and len(", ".join(kept)) + 3 > width:  # ", " and the ellipsis's one cell
+            kept.pop()
+        return ", ".join(kept + ["…"])
+    return ", ".join(kept) or "-"
+
+
 def heading(target: int) -> str:
     """The table's column line, without its newline."""
     cols = speedup_columns(target)

@@ -17,7 +17,7 @@ def _stalls(region: RegionSample) -> str:
     total = max(total, float(region.get("busy_s", 0.0)), sum(region["stalls_s"].values()))
     parts = sorted(((v, c) for c, v in region["stalls_s"].items() if v > 0), reverse=True)[:col.STALLS_SHOWN]
     shown = [f"{c} {100 * v / total:.0f}%" for v, c in parts if total > 0 and v / total >= col.STALL_MIN_SHARE]
-    return ", ".join(shown) or "-"
+    return col.stall_cell(shown)
 
 
 def _cell(text: str, width: int) -> str:

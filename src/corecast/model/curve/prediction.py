@@ -203,7 +203,10 @@ def predict_measurements(
     # Beyond the measured counts both rules stop where the band stops vouching, or at the
     # last count asked: there the answer is the horizon's, and a larger --upto may move it.
     bound = horizon_bound(grid, rate, rate_low, base_count, top, preferred)
-    if bound:
+    if bound and grid.max() < top:
+        warnings.append(f"the {bound} count is bounded by the largest count asked ({int(grid.max())}), "
+                        f"below the largest measured ({top:g}): a larger --upto may name a larger one")
+    elif bound:
         warnings.append(f"the {bound} count is bounded by the largest count asked ({int(grid.max())}), "
                         "where the band's low end still gains: a larger --upto may name a larger one")
     named = _supported(grid, base_count)  # the knee too is not placed below the measured counts

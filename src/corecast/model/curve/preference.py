@@ -104,8 +104,12 @@ def horizon_bound(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: flo
     """Which answer, if any, only the horizon stopped: "preferred" when the preferred count
     is the last count asked beyond ``top`` (the band's low end still gained there), or
     "fastest" when the last count asked beyond ``top`` still ties for the fastest the
-    band supports.  A larger horizon may then name a larger count."""
+    band supports.  A larger horizon may then name a larger count.  A horizon below
+    ``top`` bounds the preferred count too where it is the last count asked: the measured
+    counts beyond it were not asked about."""
     last = float(grid.max())
+    if last < top and preferred == last:
+        return "preferred"
     if last <= top:
         return None
     if preferred == last:
