@@ -256,10 +256,25 @@ def test_export_extrap_keeps_repetitions():
                   {"time_s": 2.1, "stalls_s": {"lock": 0.0}}]},
         {"threads": 2, "time_s": 1.1, "spread_s": 0.0, "stalls_s": {"lock": 0.1},
          "runs": [{"time_s": 1.1, "stalls_s": {"lock": 0.1}}]}]}
-    times = [(r["params"]["p"], r["value"]) for r in extrap_records(result) if r["metric"] == "time"]
+    times = [(r["params"]["threads"], r["value"]) for r in extrap_records(result) if r["metric"] == "time"]
     assert times == [(1, 1.9), (1, 2.0), (1, 2.1), (2, 1.1)]
     stalls = [r for r in extrap_records(result) if r["metric"] == "stall:lock"]
     assert len(stalls) == 4
+
+
+@pytest.mark.parametrize("count, words", [(None, "each thread added"), ("ranks", "each rank added")])
+def test_an_exported_sweep_names_what_it_counted(tmp_path, capsys, count, words):
+    # Exported with Extra-P's customary "p", predict read it back as "units of p".
+    from corecast.views.sweepviz import export_extrap
+
+    result = {"measured": [{"threads": n, "time_s": 8.0 / n + 0.1} for n in (1, 2, 4, 8)]}
+    if count:
+        result["count"] = count
+    path = tmp_path / "sweep.jsonl"
+    export_extrap(result, str(path))
+    assert main(["predict", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert words in out and "units of p" not in out
 
 
 # -- 5. small things ---------------------------------------------------------------------

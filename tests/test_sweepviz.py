@@ -192,12 +192,12 @@ def test_extrap_lines(tmp_path, result):
     lines = read_jsonl(out)
     assert len(lines) == len(MEASURED_COUNTS) * (1 + 2)  # time + one line per stall category
     assert all(set(r) == EXTRAP_KEYS for r in lines)
-    assert all(list(r["params"]) == ["p"] and isinstance(r["params"]["p"], int) for r in lines)
+    assert all(list(r["params"]) == ["threads"] and isinstance(r["params"]["threads"], int) for r in lines)
     assert {r["callpath"] for r in lines} == {"main"}
     assert {r["metric"] for r in lines} == {"time", "stall:imbalance", "stall:lock"}
-    times = {r["params"]["p"]: r["value"] for r in lines if r["metric"] == "time"}
+    times = {r["params"]["threads"]: r["value"] for r in lines if r["metric"] == "time"}
     assert times == {n: pytest.approx(_time(n)) for n in MEASURED_COUNTS}
-    locks = {r["params"]["p"]: r["value"] for r in lines if r["metric"] == "stall:lock"}
+    locks = {r["params"]["threads"]: r["value"] for r in lines if r["metric"] == "stall:lock"}
     assert locks == {n: pytest.approx(_stalls(n)["lock"]) for n in MEASURED_COUNTS}
     # Predictions and failed runs are not measurements.
     assert 16 not in times and max(times) == max(MEASURED_COUNTS)
@@ -207,7 +207,7 @@ def test_extrap_repetitions_and_runs_without_stalls(result):
     result["measured"] = [{"threads": 2, "time_s": 5.0}, {"threads": 2, "time_s": 5.2},
                           {"threads": 4.0, "time_s": 3.0, "stalls_s": {}}]
     records = extrap_records(result)
-    assert [(r["params"]["p"], r["metric"], r["value"]) for r in records] == [
+    assert [(r["params"]["threads"], r["metric"], r["value"]) for r in records] == [
         (2, "time", 5.0), (2, "time", 5.2), (4, "time", 3.0)]
 
 
@@ -396,7 +396,7 @@ def test_plot_has_a_facet_per_region(tmp_path, result):
 def test_extrap_region_callpaths(result):
     records = extrap_records(with_regions(result))
     region = [r for r in records if r["callpath"] == "main->main._omp_fn.1"]
-    assert [r["params"]["p"] for r in region] == [e["threads"] for e in result["measured"]]
+    assert [r["params"]["threads"] for r in region] == [e["threads"] for e in result["measured"]]
     assert [r["value"] for r in region] == pytest.approx([e["time_s"] * 0.3 for e in result["measured"]])
     assert all(r["metric"] == "time" for r in region)
 

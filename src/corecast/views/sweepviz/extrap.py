@@ -6,8 +6,10 @@ import json
 from ...io.fileio import write_file
 from ...io.sweepresult import SOURCE, check_sweep, regions_of
 
-# One parameter, the thread count; the whole program is one callpath.
-EXTRAP_PARAMETER = "p"
+# One parameter, named after what the sweep counted ("threads", or "ranks" for a launcher's
+# sweep: the result's "count"), so that Extra-P's models and `corecast predict` of the file
+# speak of threads or ranks; the whole program is one callpath.
+EXTRAP_PARAMETER = "threads"
 EXTRAP_CALLPATH = "main"
 EXTRAP_REGION_CALLPATH = "main->{}"  # a region's own time, as a child of main
 EXTRAP_TIME_METRIC = "time"
@@ -19,22 +21,24 @@ def extrap_records(result: dict, source: str = SOURCE) -> list[dict]:
     count's median where a result has none; failed runs and predictions are not
     measurements and are left out).
 
-    Every run gives ``{"params": {"p": threads}, "callpath": "main", "metric": "time",
+    Every run gives ``{"params": {"threads": n}, "callpath": "main", "metric": "time",
     "value": time_s}`` and, per stall category it lists, the same with
     ``"metric": "stall:CATEGORY"`` and the stall seconds.  Runs repeating a count become
     repetitions in Extra-P.  Stalls are metrics, not child callpaths: they are thread
     time summed over the team at the same code location, not a region inside ``main``'s
     wall time (at many threads they exceed it), and Extra-P models every
     (callpath, metric) pair on its own either way.  Each region of ``regions`` adds
-    callpath ``main->REGION``, metric ``time``, with the region's own time per count.
+    callpath ``main->REGION``, metric ``time``, with the region's own time per count.  The
+    parameter is ``ranks`` where the sweep counted ranks (``"count"``).
     """
     check_sweep(result, source)
+    name = parameter_of(result)
     records = []
     for e in result["measured"]:
         # A result that kept its repetitions ("runs") gives a line per run; an older one
         # has only the per-count median.
         for run in e.get("runs") or [e]:
-            params = {EXTRAP_PARAMETER: _as_int(e["threads"])}
+            params = {name: _as_int(e["threads"])}
             records.append({"params": params, "callpath": EXTRAP_CALLPATH, "metric": EXTRAP_TIME_METRIC,
                             "value": float(run["time_s"])})
             for cat in sorted(run.get("stalls_s") or {}):
@@ -42,10 +46,17 @@ def extrap_records(result: dict, source: str = SOURCE) -> list[dict]:
                                 "metric": EXTRAP_STALL_METRIC.format(cat), "value": float(run["stalls_s"][cat])})
     for r in regions_of(result.get("regions"), source):
         for e in r["measured"]:
-            records.append({"params": {EXTRAP_PARAMETER: _as_int(e["threads"])},
+            records.append({"params": {name: _as_int(e["threads"])},
                             "callpath": EXTRAP_REGION_CALLPATH.format(r["name"]),
                             "metric": EXTRAP_TIME_METRIC, "value": float(e["time_s"])})
     return records
+
+
+def parameter_of(result: dict) -> str:
+    """The exported parameter's name: what the sweep counted (``"count"``: "ranks" for a
+    launcher's sweep), else threads."""
+    count = result.get("count")
+    return count if isinstance(count, str) and count.isidentifier() else EXTRAP_PARAMETER
 
 
 def export_extrap(result: dict, path: str) -> None:
