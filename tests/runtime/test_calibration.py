@@ -503,3 +503,50 @@ def test_a_busy_measurement_is_one_line_and_no_file(tmp_path, monkeypatch):
     monkeypatch.setattr(cal, "_checked", lambda seconds, n, what: next(times))
     with pytest.raises(cal.CalibrateError, match="the machine was busy: 2 threads ran the compute kernel 3.00x"):
         cal.measure(2, quick=True)
+
+
+def test_a_kernel_run_that_waited_for_cpus_is_refused():
+    """disturbed() on synthetic measurements: a kept run whose threads waited for a CPU
+    over BUSY_WAIT of their time is the busy machine's curve; one that did not is this
+    machine's.  (Before, only a team faster than one thread was told apart, and a loaded
+    2-core VM wrote e_c(2) = 0.51.)"""
+    from corecast.tools.calibrate import BUSY_WAIT, disturbed
+
+    best = {1: 1.0, 2: 1.9}  # two threads 1.9x slower per thread than one
+    quiet = {"compute": {1: 0.0, 2: 0.02}, "bandwidth": {1: 0.0, 2: 0.01}}
+    assert disturbed(best, quiet) is None
+    busy = {"compute": {1: 0.0, 2: 0.45}, "bandwidth": {1: 0.0, 2: 0.01}}
+    assert disturbed(best, busy) == ("at 2 threads the compute kernel's threads waited 45% of their time "
+                                     "for a CPU other load held")
+    assert "bandwidth kernel" in disturbed(best, {"bandwidth": {1: BUSY_WAIT + 0.01}})
+    assert disturbed(best, {"bandwidth": {1: BUSY_WAIT}}) is None
+    assert "ran the compute kernel 3.00x" in disturbed({1: 3.0, 2: 1.0}, quiet)
+
+
+def test_the_kernels_time_what_their_threads_waited_for_a_cpu():
+    """The compiled kernels' own account (schedstat's run delay): two threads confined to
+    one CPU take turns, so each spends about half its time waiting for it, whatever else
+    the machine runs (more
+    load only adds waiting).  One thread per CPU of its own is not asserted: load decides."""
+    if not os.access("/proc/thread-self/schedstat", os.R_OK):
+        pytest.skip("no schedstat: the kernels cannot tell their run delay")
+    code = r"""
+import ctypes, os, sys
+from corecast._native import CALIBRATE
+os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+lib = ctypes.CDLL(str(CALIBRATE))
+lib.cc_cal_compute.argtypes = [ctypes.c_int, ctypes.c_long]
+lib.cc_cal_compute.restype = ctypes.c_double
+lib.cc_cal_triad.argtypes = [ctypes.c_int, ctypes.c_long, ctypes.c_int]
+lib.cc_cal_triad.restype = ctypes.c_double
+lib.cc_cal_waited.restype = ctypes.c_double
+assert lib.cc_cal_compute(2, 20_000_000) > 0
+compute = lib.cc_cal_waited()
+assert lib.cc_cal_triad(2, 4_000_000, 2) > 0
+print(compute, lib.cc_cal_waited())
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env=clean_env(OMP_WAIT_POLICY="passive"))
+    assert out.returncode == 0, out.stderr
+    compute, triad = map(float, out.stdout.split())
+    assert compute > 0.25 and triad > 0.25
