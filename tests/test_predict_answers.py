@@ -115,6 +115,43 @@ def test_sweep_names_the_fastest_count_as_predict_does():
     assert row.endswith("fastest")
 
 
+def test_a_fastest_count_taken_from_the_measurements_says_so_in_predict_and_sweep(tmp_path, capsys):
+    # A 3-count sweep on a 2-core VM (examples/omp_two_regions.c at 1,2,4): the model's
+    # optimum 1 was measured slower than 4, so 4 is named for its measurement; its line must
+    # give the measured time and claim no band support, in the same words in both commands.
+    from corecast.model.curve.extrapolation import extrapolate
+    from corecast.views.sweeptable import format_sweep
+
+    counts, times = [1, 2, 4], [0.38511, 0.62922, 0.33308]
+    p = corecast.predict(counts, times, metric="time", upto=16)
+    assert (p.preferred, p.fastest, p.fastest_measured) == (1, 4, True)
+    assert p.value_at(4) != pytest.approx(0.33308, rel=1e-3)  # the model's time is not the measured one
+    said = "fastest count: 4 (the best measured: time 0.33308"
+    csv = tmp_path / "c.csv"
+    csv.write_text("threads,time\n" + "".join(f"{n},{t}\n" for n, t in zip(counts, times)))
+    assert main(["predict", str(csv), "--upto", "16"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("fastest count:"))
+    assert line.startswith(said) and "band" not in line
+    result = {"warnings": [], "command": ["prog"], "runtime": "openmp", "failed": [], "bottleneck": None,
+              "measured": [{"threads": n, "time_s": t, "spread_s": 0.0, "stalls_s": {}}
+                           for n, t in zip(counts, times)]}
+    extrapolate(result, {n: [t] for n, t in zip(counts, times)}, counts, [], {n: [{}] for n in counts}, 16)
+    assert result["fastest_measured"] is True
+    line = next(x for x in format_sweep(result).splitlines() if x.startswith("fastest count:"))
+    assert line.startswith(said + " s, speedup 1.16;") and "band" not in line
+    # A fastest count the model chose keeps its words, in both.
+    p = corecast.predict(N, T, metric="time", upto=32)
+    assert p.fastest != p.preferred and not p.fastest_measured
+    assert main(["predict", str(_csv(tmp_path, N, T)), "--upto", "32"]) == 0
+    assert f"fastest count: {p.fastest} (predicted time " in capsys.readouterr().out
+
+
+def _csv(tmp_path, counts, times) -> Path:
+    path = tmp_path / "t.csv"
+    path.write_text("threads,time\n" + "".join(f"{n},{t}\n" for n, t in zip(counts, times)))
+    return path
+
+
 def test_cli_min_gain(tmp_path, capsys):
     path = tmp_path / "t.csv"
     path.write_text("threads,time\n" + "".join(f"{n},{t}\n" for n, t in zip(N, T)))

@@ -30,7 +30,8 @@ from corecast.cli import main
 from cli_checks import assert_one_line_error
 
 ROOT = Path(__file__).resolve().parents[1]
-TOP_KEYS = {"measured", "predictions", "stall_predictions", "preferred_threads", "fastest_threads", "bottleneck",
+TOP_KEYS = {"measured", "predictions", "stall_predictions", "preferred_threads", "fastest_threads",
+            "fastest_measured", "bottleneck",
             "command", "runtime", "warnings", "failed", "regions", "placement"}
 NCPUS = len(os.sched_getaffinity(0))
 

@@ -75,8 +75,9 @@ def format_table(
     lines.append(f"preferred count: {pred.preferred} (predicted {pred.metric} {_num(pred.value_at(pred.preferred))}; "
                  f"each {one} added up to it gains at least {pred.min_gain:.0%} of one)")
     if pred.fastest is not None and pred.fastest != pred.preferred:
-        lines.append(f"fastest count: {pred.fastest} (predicted {pred.metric} {_num(pred.value_at(pred.fastest))}, "
-                     "as far as the band supports)")
+        best = _by_count(pred.measured.at_target_size()).get(pred.fastest) if pred.fastest_measured else None
+        value = best[0] if best else pred.value_at(pred.fastest)
+        lines.append(fastest_line(pred.fastest, best is not None, f"{pred.metric} {_num(value)}"))
     if pred.scaling == "weak":
         lines.append("weak scaling: speedup is the work rate n/T(n) relative to the base count's, "
                      "efficiency T(base)/T(n)")
@@ -92,6 +93,17 @@ def format_table(
     # A base count other than 1 is said once, by the prediction's warning.
     lines += [f"warning: {w}" for w in pred.warnings]
     return "\n".join(printable(line) for line in lines) + "\n"  # names from the input file
+
+
+def fastest_line(count: int, measured: bool, value: str) -> str:
+    """The fastest count's line, in the words ``predict`` and ``sweep`` share: ``value``
+    (e.g. "time 0.33 s") is what was measured there when the count is the best measured
+    one (``CurvePrediction.fastest_measured``: the model's optimum was measured slower,
+    so the band vouched for nothing), else the prediction there."""
+    if measured:
+        return (f"fastest count: {count} (the best measured: {value}; "
+                "the model's optimum was measured slower)")
+    return f"fastest count: {count} (predicted {value}, as far as the band supports)"
 
 
 def fit_quality_lines(pred: CurvePrediction) -> list[str]:
