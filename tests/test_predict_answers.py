@@ -546,3 +546,17 @@ def test_a_tie_names_the_measured_count_before_the_fewest():
     assert fastest_count(grid, perf, perf, 1.0, 8.0) == 6
     assert fastest_count(grid, perf, perf, 1.0, 8.0, np.array([1.0, 2.0, 4.0, 8.0])) == 8
     assert fastest_count(grid, perf, perf, 1.0, 8.0, np.array([1.0, 2.0, 4.0, 7.0, 8.0])) == 7
+
+
+def test_a_small_efficiency_never_reads_as_zero(tmp_path, capsys):
+    # A time that grows twentyfold per doubling: 0.2% efficiency at 2 threads, below 0.1% at 4.
+    from corecast.views.report import percent
+
+    p = corecast.predict([1, 2, 4], [1, 20, 400], metric="time", upto=8)
+    assert 0.001 <= p.efficiency[1] < 0.005 and 0 < p.efficiency[3] < 0.001
+    assert main(["predict", str(_csv(tmp_path, [1, 2, 4], [1, 20, 400])), "--upto", "8"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:9]]
+    assert [r[4] for r in rows] == [percent(e) for e in p.efficiency]
+    assert rows[1][4] == f"{p.efficiency[1]:.1%}" and rows[3][4] == "<0.1%"
+    assert not any(r[4] == "0%" for r in rows)
+    assert (percent(0), percent(0.25), percent(0.002), percent(0.0004)) == ("0%", "25%", "0.2%", "<0.1%")

@@ -47,7 +47,7 @@ def format_table(
             _num(pred.values[i]),
             f"{_num(pred.low[i])}..{_num(pred.high[i])}",
             f"{pred.speedup[i]:.2f}",
-            f"{pred.efficiency[i]:.0%}" if np.isfinite(pred.efficiency[i]) else "-",
+            percent(pred.efficiency[i]) if np.isfinite(pred.efficiency[i]) else "-",
         ]
         if seen:
             row.append(_measured_cell(seen.get(n)))
@@ -162,8 +162,19 @@ def _measured_cell(m: tuple[float, float, int] | None) -> str:
         return ""
     value, spread, reps = m
     if reps > 1:
-        return f"{_num(value)} ±{spread:.0%} ({reps} runs)"
+        return f"{_num(value)} ±{percent(spread)} ({reps} runs)"
     return _num(value)
+
+
+def percent(share: float) -> str:
+    """A share as a whole percentage, but one that is not zero never reads as 0%: a real
+    0.2% efficiency is 0.2%, and below 0.1% it is <0.1%."""
+    share = float(share)
+    if share == 0 or abs(share) >= 0.01:
+        return f"{share:.0%}"
+    if abs(share) >= 0.001:
+        return f"{share:.1%}"
+    return "<0.1%" if share > 0 else ">-0.1%"
 
 
 def _num(x: float) -> str:
