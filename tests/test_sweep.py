@@ -338,6 +338,12 @@ def test_plot_without_sweepviz_fails_before_running(capsys, tmp_path, monkeypatc
     assert "sweepviz" in err
 
 
+def test_a_plot_suffix_no_format_has_fails_before_running(capsys, tmp_path):
+    # --plot x.xyz once wrote PNG bytes under that name, after the whole sweep.
+    err = assert_one_line_error(capsys, ["sweep", "--plot", str(tmp_path / "x.xyz"), "--", "no-such-program-x"])
+    assert "cannot plot to a .xyz file" in err and not (tmp_path / "x.xyz").exists()
+
+
 def test_plot_and_html_get_the_result(capsys, tmp_path, monkeypatch, omp_critical):
     calls = []
     fake = types.ModuleType("corecast.views.sweepviz")

@@ -14,22 +14,21 @@ from ..errors import InputError
 from ..io.fileio import write_file
 
 # Every format the Agg canvas writes (png, svg, pdf, jpg, eps, ...), by suffix.  A name
-# with an image suffix it cannot write is an error, never PNG bytes under a misleading
-# name; any other name (``-``, a FIFO, ``plot.out``) gets PNG.
+# with any other suffix (.bmp, .xyz, .out) is an error, never PNG bytes under a misleading
+# name; a name without one (``-``, a FIFO such as /dev/fd/3) gets PNG.
 FORMATS = tuple(FigureCanvasAgg.get_supported_filetypes())
-UNWRITTEN = ("bmp", "ico", "heic", "heif", "jxl", "jp2", "emf", "wmf", "psd", "xcf", "pbm", "pgm", "ppm", "xpm")
 
 
 def image_format(path: str) -> str:
-    """The image format for ``path``'s suffix; PNG for names without an image suffix."""
+    """The image format for ``path``'s suffix; PNG for names without a suffix."""
     name = path.rsplit("/", 1)[-1]
     suffix = name.rsplit(".", 1)[1].lower() if "." in name.strip(".") else ""
+    if not suffix:
+        return "png"
     if suffix in FORMATS:
         return suffix
-    if suffix in UNWRITTEN:
-        raise InputError(f"{path}: cannot plot to a .{suffix} file: name it .png, .svg or .pdf "
-                         f"(or {', '.join('.' + f for f in FORMATS if f not in ('png', 'svg', 'pdf'))})")
-    return "png"
+    raise InputError(f"{path}: cannot plot to a .{suffix} file: name it .png, .svg or .pdf "
+                     f"(or {', '.join('.' + f for f in FORMATS if f not in ('png', 'svg', 'pdf'))})")
 
 
 AXIS_LABEL = {"time": "time (lower is better)", "throughput": "throughput (higher is better)"}
