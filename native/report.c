@@ -203,9 +203,9 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
                 cc_put(&b, "%s%d", sizes++ ? "," : " ", g->hist[k].threads);
                 one = g->hist[k].threads == 1;
             }
-        cc_put(&b, " thread%s (the program's own: %d), estimated cost %+.2g%% of its time\n",
-            sizes == 1 && one ? "" : "s", g->requested,
-            100 * g->probe_extra_s / (g->wall_s - g->probe_extra_s));
+        cc_put(&b, " thread%s (the program's own: %d), ", sizes == 1 && one ? "" : "s", g->requested);
+        cc_put_cost(&b, 100 * g->probe_extra_s / (g->wall_s - g->probe_extra_s));
+        cc_put(&b, " of its time\n");
     }
     if ((cc_cfg.steer || cc_cfg.probe) && cc_ompt_on && !cc_ompt_team_control()) {
         cc_put(&b, "%s is not available for ", cc_cfg.steer ? "steering" : "probing");

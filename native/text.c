@@ -128,6 +128,15 @@ void cc_put(struct cc_buf *b, const char *fmt, ...) {
         b->len = sizeof b->data - 1;
 }
 
+/* What probing changed of a region's time, in percent: a negative change (the smaller
+ * teams ran faster) is a saving, not a negative cost. */
+void cc_put_cost(struct cc_buf *b, double percent) {
+    if (percent < 0)
+        cc_put(b, "estimated saving %.2g%%", -percent);
+    else
+        cc_put(b, "estimated cost %.2g%%", percent);
+}
+
 /* A JSON string of a name from outside (valid UTF-8 whatever its bytes). */
 void cc_put_str(struct cc_buf *b, const char *s) {
     char tmp[6 * 1024 + 3];

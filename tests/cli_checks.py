@@ -9,7 +9,7 @@ from corecast.cli import main
 TOP_KEYS = {
     "method", "metric", "candidate", "reason", "predictions", "preferred_threads", "knee_threads",
     "knee_fraction", "speedup_base", "checkpoints", "params", "extras", "fit_quality", "warnings", "hardware",
-    "fastest_threads", "min_gain", "scaling", "count_unit",
+    "fastest_threads", "fastest_measured", "min_gain", "scaling", "count_unit",
 }
 
 

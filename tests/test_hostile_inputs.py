@@ -289,6 +289,18 @@ def test_limit_is_set_by_the_environment(tmp_path, monkeypatch, capsys):
     assert main(["predict", str(big)]) == 0
 
 
+def test_the_limit_is_said_as_it_was_set(tmp_path, monkeypatch, capsys):
+    # 1e-9 MiB is one byte: the message once gave it back as "9.537e-07 MiB".
+    small = tmp_path / "small.csv"
+    small.write_text("threads,time\n1,1\n2,0.6\n")
+    monkeypatch.setenv(settings.MAX_INPUT_MB, "1e-9")
+    err = assert_one_line_error(capsys, ["predict", str(small)])
+    assert f"{small}: larger than the input limit of 1e-9 MiB, 1 byte (set {settings.MAX_INPUT_MB}" in err
+    assert "e-07" not in err
+    monkeypatch.setenv(settings.MAX_INPUT_MB, " 0.00002 ")  # 21 bytes, as given less the blanks
+    assert "input limit of 0.00002 MiB, 21 bytes (set" in assert_one_line_error(capsys, ["predict", str(small)])
+
+
 def test_limit_holds_for_streams_without_a_size(tmp_path, monkeypatch):
     monkeypatch.setenv(settings.MAX_INPUT_MB, "0.001")  # 1048 bytes
     with fifo_feeding(tmp_path / "f", b"x" * 5000) as fifo:

@@ -115,6 +115,42 @@ def test_sweep_names_the_fastest_count_as_predict_does():
     assert row.endswith("fastest")
 
 
+def test_a_fastest_count_taken_from_the_measurements_says_so_in_predict_and_sweep(tmp_path, capsys):
+    # A 3-count sweep on a 2-core VM (examples/omp_two_regions.c at 1,2,4): the model's
+    # optimum 1 was measured slower than 4, so 4 is named for its measurement; its line must
+    # give the measured time and claim no band support, in the same words in both commands.
+    from corecast.model.curve.extrapolation import extrapolate
+    from corecast.views.sweeptable import format_sweep
+
+    counts, times = [1, 2, 4], [0.38511, 0.62922, 0.33308]
+    p = corecast.predict(counts, times, metric="time", upto=16)
+    assert (p.preferred, p.fastest) == (1, 4)
+    assert p.value_at(4) != pytest.approx(0.33308, rel=1e-3)  # the model's time is not the measured one
+    said = "fastest count: 4 (the best measured: time 0.33308"
+    assert main(["predict", str(_csv(tmp_path, counts, times)), "--upto", "16"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("fastest count:"))
+    assert line.startswith(said) and "band" not in line
+    assert p.fastest_measured
+    result = {"warnings": [], "command": ["prog"], "runtime": "openmp", "failed": [], "bottleneck": None,
+              "measured": [{"threads": n, "time_s": t, "spread_s": 0.0, "stalls_s": {}}
+                           for n, t in zip(counts, times)]}
+    extrapolate(result, {n: [t] for n, t in zip(counts, times)}, counts, [], {n: [{}] for n in counts}, 16)
+    assert result["fastest_measured"] is True
+    line = next(x for x in format_sweep(result).splitlines() if x.startswith("fastest count:"))
+    assert line.startswith(said + " s, speedup 1.16;") and "band" not in line
+    # A fastest count the model chose keeps its words, in both.
+    p = corecast.predict(N, T, metric="time", upto=32)
+    assert p.fastest != p.preferred and not p.fastest_measured
+    assert main(["predict", str(_csv(tmp_path, N, T)), "--upto", "32"]) == 0
+    assert f"fastest count: {p.fastest} (predicted time " in capsys.readouterr().out
+
+
+def _csv(tmp_path, counts, times) -> Path:
+    path = tmp_path / "t.csv"
+    path.write_text("threads,time\n" + "".join(f"{n},{t}\n" for n, t in zip(counts, times)))
+    return path
+
+
 def test_cli_min_gain(tmp_path, capsys):
     path = tmp_path / "t.csv"
     path.write_text("threads,time\n" + "".join(f"{n},{t}\n" for n, t in zip(N, T)))
@@ -287,7 +323,7 @@ def test_plot_format_follows_the_suffix(tmp_path, name, magic):
     assert (tmp_path / name).read_bytes().startswith(magic)
 
 
-@pytest.mark.parametrize("name, magic", [("c.jpg", b"\xff\xd8"), ("c.eps", b"%!PS"), ("c", b"\x89PNG"), ("c.out", b"\x89PNG")])
+@pytest.mark.parametrize("name, magic", [("c.jpg", b"\xff\xd8"), ("c.eps", b"%!PS"), ("c", b"\x89PNG"), ("C.SVG", b"<?xml")])
 def test_every_plot_suffix_gets_its_own_format(tmp_path, name, magic):
     path = tmp_path / "t.csv"
     path.write_text("threads,time\n" + "".join(f"{n},{t}\n" for n, t in zip(N, T)))
@@ -295,8 +331,9 @@ def test_every_plot_suffix_gets_its_own_format(tmp_path, name, magic):
     assert (tmp_path / name).read_bytes().startswith(magic)
 
 
+@pytest.mark.parametrize("suffix", ["bmp", "xyz", "out"])
 @pytest.mark.parametrize("command", [["predict", "{csv}"], ["export", "{sweep}", "--extrap", "{out}"]])
-def test_a_plot_suffix_no_format_has_is_one_line(tmp_path, capsys, command):
+def test_a_plot_suffix_no_format_has_is_one_line(tmp_path, capsys, command, suffix):
     csv = tmp_path / "t.csv"
     csv.write_text("threads,time\n" + "".join(f"{n},{t}\n" for n, t in zip(N, T)))
     sweep = tmp_path / "s.json"
@@ -306,10 +343,12 @@ def test_a_plot_suffix_no_format_has_is_one_line(tmp_path, capsys, command):
         "measured": [{"threads": 1, "time_s": 1.0, "spread_s": 0.0, "stalls_s": {}}],
         "predictions": [{"threads": 1, "value": 1.0, "low": 0.9, "high": 1.1, "speedup": 1.0}]}))
     args = [a.format(csv=csv, sweep=sweep, out=tmp_path / "x.jsonl") for a in command]
-    assert main(args + ["--plot", str(tmp_path / "c.bmp")]) == 2
+    # .xyz and .out once got PNG bytes under their names; only .bmp and a few other image
+    # suffixes were refused.
+    assert main(args + ["--plot", str(tmp_path / f"c.{suffix}")]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "cannot plot to a .bmp file" in err
-    assert not (tmp_path / "c.bmp").exists() and not (tmp_path / "x.jsonl").exists()
+    assert err.count("\n") == 1 and f"cannot plot to a .{suffix} file: name it .png, .svg or .pdf" in err
+    assert not (tmp_path / f"c.{suffix}").exists() and not (tmp_path / "x.jsonl").exists()
 
 
 @pytest.mark.parametrize("text", ["threads\ttime\n1\t10\n2\t5.3\n4\t2.9\n",
@@ -524,3 +563,18 @@ def test_a_tie_names_the_measured_count_before_the_fewest():
     assert fastest_count(grid, perf, perf, 1.0, 8.0) == 6
     assert fastest_count(grid, perf, perf, 1.0, 8.0, np.array([1.0, 2.0, 4.0, 8.0])) == 8
     assert fastest_count(grid, perf, perf, 1.0, 8.0, np.array([1.0, 2.0, 4.0, 7.0, 8.0])) == 7
+
+
+def test_a_small_efficiency_never_reads_as_zero(tmp_path, capsys):
+    # A time that grows twentyfold per doubling: 0.2% efficiency at 2 threads, below 0.1% at 4.
+    p = corecast.predict([1, 2, 4], [1, 20, 400], metric="time", upto=8)
+    assert 0.001 <= p.efficiency[1] < 0.005 and 0 < p.efficiency[3] < 0.001
+    assert main(["predict", str(_csv(tmp_path, [1, 2, 4], [1, 20, 400])), "--upto", "8"]) == 0
+    rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:9]]
+    assert not any(r[4] == "0%" for r in rows)
+    from corecast.views.report import percent
+
+    assert [r[4] for r in rows] == [percent(e) for e in p.efficiency]
+    assert rows[1][4] == f"{p.efficiency[1]:.1%}" and rows[3][4] == "<0.1%"
+    assert not any(r[4] == "0%" for r in rows)
+    assert (percent(0), percent(0.25), percent(0.002), percent(0.0004)) == ("0%", "25%", "0.2%", "<0.1%")

@@ -30,7 +30,8 @@ from corecast.cli import main
 from cli_checks import assert_one_line_error
 
 ROOT = Path(__file__).resolve().parents[1]
-TOP_KEYS = {"measured", "predictions", "stall_predictions", "preferred_threads", "fastest_threads", "bottleneck",
+TOP_KEYS = {"measured", "predictions", "stall_predictions", "preferred_threads", "fastest_threads",
+            "fastest_measured", "bottleneck",
             "command", "runtime", "warnings", "failed", "regions", "placement"}
 NCPUS = len(os.sched_getaffinity(0))
 
@@ -335,6 +336,12 @@ def test_plot_without_sweepviz_fails_before_running(capsys, tmp_path, monkeypatc
     monkeypatch.setitem(sys.modules, "corecast.views.sweepviz", None)  # as if the module were missing
     err = assert_one_line_error(capsys, ["sweep", "--plot", str(tmp_path / "a.png"), "--", "no-such-program-x"])
     assert "sweepviz" in err
+
+
+def test_a_plot_suffix_no_format_has_fails_before_running(capsys, tmp_path):
+    # --plot x.xyz once wrote PNG bytes under that name, after the whole sweep.
+    err = assert_one_line_error(capsys, ["sweep", "--plot", str(tmp_path / "x.xyz"), "--", "no-such-program-x"])
+    assert "cannot plot to a .xyz file" in err and not (tmp_path / "x.xyz").exists()
 
 
 def test_plot_and_html_get_the_result(capsys, tmp_path, monkeypatch, omp_critical):

@@ -656,3 +656,15 @@ def test_recordings_without_task_counters_or_at_one_thread_keep_the_old_model():
     p = region_contention(one, 16, 16)
     q = region_contention({k: v for k, v in one.items() if not k.startswith("task")}, 16, 16)
     assert (p.speedup, p.basis) == (q.speedup, q.basis)
+
+
+def test_task_durations_in_the_basis_read_without_an_exponent():
+    """Tasks of 350 us (omp_tasks' leaves) once read "tasks of 3.5e+02 us"; a millisecond
+    reads in ms.  Only the text: the numbers are the model's as before."""
+    r = task_region(tasks=1000, work=0.349, spawn=0.001, waits=0.05)
+    p = region_contention(r, 16, 16)
+    assert "task_queue" in p.fitted and "tasks of 350 us, created in 1 us" in p.basis and "e+" not in p.basis
+    from corecast.model.runtime.contention import duration
+
+    assert [duration(s) for s in (2.7e-7, 3.5e-4, 1.2e-3, 9.997e-4, 2.5)] == [
+        "0.27 us", "350 us", "1.2 ms", "1 ms", "2.5 s"]

@@ -274,6 +274,23 @@ def test_merge_one_run_model(tmp_path):
     assert run_["per_rank"][0]["bytes"] == {"mpi_p2p": 80, "mpi_collective": 0}
 
 
+def test_merge_names_its_wait_columns_as_the_stall_categories(tmp_path):
+    # One name per concept: the column of collective waits once read "mpi_coll".
+    from corecast.recording.abi import MPI_WAITS, STALLS
+
+    f = tmp_path / "a.jsonl"
+    f.write_text(_rank_lines(0, 2, 1.0, 0.1, 0.3, 10) + _rank_lines(1, 2, 1.0, 0.05, 0.15, 11))
+    r = merge(str(f))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    i = next(i for i, line in enumerate(lines) if line.split()[:2] == ["rank", "pid"])
+    head, row = lines[i], lines[i + 1]
+    assert set(MPI_WAITS) <= set(STALLS) and [k for k in head.split() if k.startswith("mpi")] == list(MPI_WAITS)
+    for k, wait in zip(MPI_WAITS, ("0.100s", "0.300s")):  # rank 0's waits, each ending under its name
+        end = head.index(k) + len(k)
+        assert row[end - len(wait):end] == wait, (head, row)
+
+
 def test_merge_regression_over_rank_counts_and_errors(tmp_path):
     files = []
     for ranks in (1, 2, 4, 8):

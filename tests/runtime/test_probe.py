@@ -4,12 +4,14 @@ cost cap (checked on the library's own counters, never on wall-clock comparisons
 the program's output stays the same."""
 from __future__ import annotations
 
+import ctypes
+
 import pytest
 
 from corecast.runtime import launcher
 from corecast.model.runtime.history import BASIS_LEN, probe_basis
 
-from .helpers import EXAMPLES, clean_env, corecast_run, events, read_lines, run
+from .helpers import EXAMPLES, NATIVE_SOURCE, clean_env, corecast_run, events, read_lines, run
 
 CAP = 0.03  # shims/gomp.c PROBE_COST_PCT
 PER_SIZE = 2  # shims/gomp.c PROBE_CALLS
@@ -144,3 +146,19 @@ def test_probe_basis_fits_the_c_field(basis):
     assert text.startswith(basis[:40])
     if len(basis) < 50:
         assert text == basis + " (probes: 6 calls at 1,2,4 threads)"
+
+
+COST_C = r"""
+#include "text.c"
+static struct cc_buf buf;
+const char *cost(double percent) { buf.len = 0; cc_put_cost(&buf, percent); buf.data[buf.len] = 0; return buf.data; }
+"""
+
+
+def test_a_probe_that_saved_time_says_saving_not_a_negative_cost(build):
+    # Smaller teams can run a probed call faster than the program's own (a loaded machine,
+    # a region that scales badly): the report's probed line once said "estimated cost -0.82%".
+    so = ctypes.CDLL(str(build("probe_cost.so", COST_C, "-shared", "-fPIC", f"-I{NATIVE_SOURCE}")))
+    so.cost.restype, so.cost.argtypes = ctypes.c_char_p, [ctypes.c_double]
+    assert so.cost(-0.82) == b"estimated saving 0.82%"
+    assert so.cost(1.5) == b"estimated cost 1.5%" and so.cost(0.0) == b"estimated cost 0%"

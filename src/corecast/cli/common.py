@@ -245,4 +245,4 @@ def add_output_options(p: argparse.ArgumentParser, json_help: str = "print one J
     """The ``--json`` (and ``--plot``) flags of the subcommands that print a table."""
     p.add_argument("--json", action="store_true", help=json_help)
     if plot:
-        p.add_argument("--plot", metavar="OUT.png", help="also write a plot, in its suffix's format (.png, .svg, .pdf, .jpg, ...)")
+        p.add_argument("--plot", metavar="OUT.png", help="also write a plot, in its suffix's format (.png, .svg, .pdf, .jpg, ...; another suffix is an error, none is PNG)")

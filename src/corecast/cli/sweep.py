@@ -45,7 +45,7 @@ def add_sweep(sub: argparse._SubParsersAction) -> None:
                    "the other), spread (cores round-robin over sockets), none (the first n in numeric "
                    "order); OpenMP programs also get OMP_PLACES and OMP_PROC_BIND (default %(default)s)")
     p.add_argument("--json-out", metavar="FILE", help="write the result as one JSON object")
-    p.add_argument("--plot", metavar="OUT.png", help="also plot measured and predicted times, in its suffix's format (.png, .svg, .pdf, .jpg, ...)")
+    p.add_argument("--plot", metavar="OUT.png", help="also plot measured and predicted times, in its suffix's format (.png, .svg, .pdf, .jpg, ...; another suffix is an error)")
     p.add_argument("--html", metavar="OUT.html", help="also write an HTML report")
     p.add_argument("--stall-plugin", metavar="FILE",
                    help="extra stall categories read from stdout/stderr/a file (JSON, or TOML on Python 3.11+)")

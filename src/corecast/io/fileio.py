@@ -83,8 +83,21 @@ def input_limit() -> int:
 
 
 def _too_large(path: str, limit: int) -> InputError:
-    return InputError(f"{shown(path)}: larger than the input limit of {limit / (1 << 20):.4g} MiB "
+    return InputError(f"{shown(path)}: larger than the input limit of {_limit_text(limit)} "
                       f"(set {settings.MAX_INPUT_MB} to raise it)")
+
+
+def _limit_text(limit: int) -> str:
+    """The limit as ``CORECAST_MAX_INPUT_MB`` gave it (1e-9 MiB, not the 9.537e-07 MiB that
+    its one byte is), with the bytes where it is under a KiB; a limit that setting did not
+    give, in MiB."""
+    given = printable(settings.text(settings.MAX_INPUT_MB).strip())
+    try:
+        from_setting = math.ceil(settings.positive(settings.MAX_INPUT_MB) * (1 << 20)) == limit
+    except ValueError:
+        from_setting = False
+    text = f"{given} MiB" if given and from_setting and len(given) <= 24 else f"{limit / (1 << 20):.4g} MiB"
+    return text + (f", {limit} byte{'' if limit == 1 else 's'}" if limit < 1 << 10 else "")
 
 
 def _read_error(path: str, exc: OSError) -> InputError:

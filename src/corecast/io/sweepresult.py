@@ -40,6 +40,7 @@ def empty_result(command: list[str], runtime: str, warnings: list[str], failed: 
         "stall_predictions": {},
         "preferred_threads": None,
         "fastest_threads": None,
+        "fastest_measured": False,
         "bottleneck": None,
         "command": list(command),
         "runtime": runtime,

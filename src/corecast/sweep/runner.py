@@ -187,7 +187,7 @@ def run_sweep(
                     waits=None if launch is None else WAITS)
     except InputError as exc:
         result.update(predictions=[], stall_predictions={}, preferred_threads=None, fastest_threads=None,
-                      bottleneck=None)
+                      fastest_measured=False, bottleneck=None)
         raise SweepError(f"cannot predict from the measurements: {exc}", result) from None
     result["regions"] = region_curves(runs, ok, result["measured"], horizon)
     return result
@@ -214,7 +214,7 @@ def region_curves(runs: dict, ok: list[int], measured: list[dict], horizon: int)
              "spread_s": float((max(times[n]) - min(times[n])) / 2.0),
              "stalls_s": {k: float(statistics.median([s.get(k, 0.0) for s in per_count[n]])) for k in categories}}
             for n in at], "predictions": [], "stall_predictions": {}, "preferred_threads": None,
-            "fastest_threads": None, "bottleneck": None, "warnings": []}
+            "fastest_threads": None, "fastest_measured": False, "bottleneck": None, "warnings": []}
         if len(at) < MIN_COUNTS or min(statistics.median(times[n]) for n in at) <= 0:
             region["warnings"].append(f"measured at {len(at)} count(s) with a positive time; not predicted")
         else:

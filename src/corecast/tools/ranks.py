@@ -33,9 +33,10 @@ from typing import Iterable
 from ..errors import InputError
 from ..io.fileio import shown
 from ..model.scaling import ScalingPrediction
+from ..recording.abi import MPI_WAITS
 from .samples import RecordedProcess, read_recording
 
-WAITS = ("mpi_p2p", "mpi_collective")
+WAITS = MPI_WAITS  # the stall categories' names (recording.abi.STALLS): the columns' too
 ONE_RUN_MODEL = ("one run: compute shared by p ranks with the measured imbalance, point-to-point "
                  "wait constant, collective wait growing with log2 p")
 

@@ -21,16 +21,21 @@ def _bytes(n: int) -> str:
     return ""
 
 
+def _wide(name: str) -> int:
+    """A wait column's width: its category's name, or a time such as 12345.678s."""
+    return max(9, len(name))
+
+
 def _run_table(run: Run) -> list[str]:
     slow = run.slowest
     lines = [f"run at {run.ranks} ranks: {run.time_s:.3f}s (MPI phase of the slowest rank), slowest rank "
              f"{slow.rank} (most compute: {slow.compute_s:.3f}s, imbalance max/mean {run.imbalance:.2f})",
-             f"{'rank':>5} {'pid':>8} {'thr':>4} {'time':>9} {'compute':>9} {'mpi_p2p':>9} {'mpi_coll':>9} "
-             f"{'wait':>5} {'bytes':>11}  file"]
+             f"{'rank':>5} {'pid':>8} {'thr':>4} {'time':>9} {'compute':>9} "
+             + "".join(f"{k:>{_wide(k)}} " for k in WAITS) + f"{'wait':>5} {'bytes':>11}  file"]
     for r in run.per_rank:
         lines.append(f"{r.rank:>5} {r.pid:>8} {r.threads:>4} {r.wall_s:>8.3f}s {r.compute_s:>8.3f}s "
-                     f"{r.waits_s['mpi_p2p']:>8.3f}s {r.waits_s['mpi_collective']:>8.3f}s "
-                     f"{_share(r.wait_s, r.wall_s):>5} {_bytes(sum(r.bytes.values())):>11}  "
+                     + "".join(f"{r.waits_s[k]:>{_wide(k) - 1}.3f}s " for k in WAITS)
+                     + f"{_share(r.wait_s, r.wall_s):>5} {_bytes(sum(r.bytes.values())):>11}  "
                      f"{printable(r.source)}")
     return lines
 

@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import io
+import os
+import stat
 
 import numpy as np
 # The object-oriented API (Figure + Agg canvas) never touches pyplot's global state or
@@ -14,22 +16,31 @@ from ..errors import InputError
 from ..io.fileio import write_file
 
 # Every format the Agg canvas writes (png, svg, pdf, jpg, eps, ...), by suffix.  A name
-# with an image suffix it cannot write is an error, never PNG bytes under a misleading
-# name; any other name (``-``, a FIFO, ``plot.out``) gets PNG.
+# with any other suffix (.bmp, .xyz, .out) is an error, never PNG bytes under a misleading
+# name; a name without one (``-``, /dev/fd/3) gets PNG, and so does a FIFO or device that
+# exists, whatever its name: no file is named there.
 FORMATS = tuple(FigureCanvasAgg.get_supported_filetypes())
-UNWRITTEN = ("bmp", "ico", "heic", "heif", "jxl", "jp2", "emf", "wmf", "psd", "xcf", "pbm", "pgm", "ppm", "xpm")
 
 
 def image_format(path: str) -> str:
-    """The image format for ``path``'s suffix; PNG for names without an image suffix."""
+    """The image format for ``path``'s suffix; PNG for names without a suffix and for a
+    FIFO or device."""
     name = path.rsplit("/", 1)[-1]
     suffix = name.rsplit(".", 1)[1].lower() if "." in name.strip(".") else ""
     if suffix in FORMATS:
         return suffix
-    if suffix in UNWRITTEN:
-        raise InputError(f"{path}: cannot plot to a .{suffix} file: name it .png, .svg or .pdf "
-                         f"(or {', '.join('.' + f for f in FORMATS if f not in ('png', 'svg', 'pdf'))})")
-    return "png"
+    if not suffix or _special(path):
+        return "png"
+    raise InputError(f"{path}: cannot plot to a .{suffix} file: name it .png, .svg or .pdf "
+                     f"(or {', '.join('.' + f for f in FORMATS if f not in ('png', 'svg', 'pdf'))})")
+
+
+def _special(path: str) -> bool:
+    """Whether ``path`` is something other than a regular file: a FIFO, a device."""
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except (OSError, ValueError):
+        return False
 
 
 AXIS_LABEL = {"time": "time (lower is better)", "throughput": "throughput (higher is better)"}

@@ -47,7 +47,7 @@ def format_table(
             _num(pred.values[i]),
             f"{_num(pred.low[i])}..{_num(pred.high[i])}",
             f"{pred.speedup[i]:.2f}",
-            f"{pred.efficiency[i]:.0%}" if np.isfinite(pred.efficiency[i]) else "-",
+            percent(pred.efficiency[i]) if np.isfinite(pred.efficiency[i]) else "-",
         ]
         if seen:
             row.append(_measured_cell(seen.get(n)))
@@ -75,8 +75,9 @@ def format_table(
     lines.append(f"preferred count: {pred.preferred} (predicted {pred.metric} {_num(pred.value_at(pred.preferred))}; "
                  f"each {one} added up to it gains at least {pred.min_gain:.0%} of one)")
     if pred.fastest is not None and pred.fastest != pred.preferred:
-        lines.append(f"fastest count: {pred.fastest} (predicted {pred.metric} {_num(pred.value_at(pred.fastest))}, "
-                     "as far as the band supports)")
+        best = _by_count(pred.measured.at_target_size()).get(pred.fastest) if pred.fastest_measured else None
+        value = best[0] if best else pred.value_at(pred.fastest)
+        lines.append(fastest_line(pred.fastest, best is not None, f"{pred.metric} {_num(value)}"))
     if pred.scaling == "weak":
         lines.append("weak scaling: speedup is the work rate n/T(n) relative to the base count's, "
                      "efficiency T(base)/T(n)")
@@ -92,6 +93,17 @@ def format_table(
     # A base count other than 1 is said once, by the prediction's warning.
     lines += [f"warning: {w}" for w in pred.warnings]
     return "\n".join(printable(line) for line in lines) + "\n"  # names from the input file
+
+
+def fastest_line(count: int, measured: bool, value: str) -> str:
+    """The fastest count's line, in the words ``predict`` and ``sweep`` share: ``value``
+    (e.g. "time 0.33 s") is what was measured there when the count is the best measured
+    one (``CurvePrediction.fastest_measured``: the model's optimum was measured slower,
+    so the band vouched for nothing), else the prediction there."""
+    if measured:
+        return (f"fastest count: {count} (the best measured: {value}; "
+                "the model's optimum was measured slower)")
+    return f"fastest count: {count} (predicted {value}, as far as the band supports)"
 
 
 def fit_quality_lines(pred: CurvePrediction) -> list[str]:
@@ -150,8 +162,19 @@ def _measured_cell(m: tuple[float, float, int] | None) -> str:
         return ""
     value, spread, reps = m
     if reps > 1:
-        return f"{_num(value)} ±{spread:.0%} ({reps} runs)"
+        return f"{_num(value)} ±{percent(spread)} ({reps} runs)"
     return _num(value)
+
+
+def percent(share: float) -> str:
+    """A share as a whole percentage, but one that is not zero never reads as 0%: a real
+    0.2% efficiency is 0.2%, and below 0.1% it is <0.1%."""
+    share = float(share)
+    if share == 0 or abs(share) >= 0.01:
+        return f"{share:.0%}"
+    if abs(share) >= 0.001:
+        return f"{share:.1%}"
+    return "<0.1%" if share > 0 else ">-0.1%"
 
 
 def _num(x: float) -> str:

@@ -6,7 +6,7 @@ from typing import Sequence
 
 from ..io.fileio import printable
 from ..recording.record import CLOCK_RESOLUTION_S
-from .report import _align, _num
+from .report import _align, _num, fastest_line
 from ..io.sweepresult import MIN_REGION_SHARE
 
 
@@ -66,9 +66,13 @@ def format_sweep(result: dict, max_rows: int = 24) -> str:
         lines.append(f"preferred count: {pref} (predicted time {_seconds(best['value'])} s, "
                      f"speedup {best['speedup']:.2f})")
         if fastest is not None and fastest != pref:
-            top = next(p for p in preds if p["threads"] == fastest)
-            lines.append(f"fastest count: {fastest} (predicted time {_seconds(top['value'])} s, "
-                         f"speedup {top['speedup']:.2f}, as far as the band supports)")
+            if result.get("fastest_measured") and fastest in measured and base_time:
+                value = f"time {_seconds(measured[fastest])} s, speedup {base_time / measured[fastest]:.2f}"
+                lines.append(fastest_line(fastest, True, value))
+            else:
+                top = next(p for p in preds if p["threads"] == fastest)
+                lines.append(fastest_line(fastest, False, f"time {_seconds(top['value'])} s, "
+                                                          f"speedup {top['speedup']:.2f}"))
         if bottleneck:
             horizon = preds[-1]["threads"]
             ranked = sorted(((rows[-1]["value"], k) for k, rows in result["stall_predictions"].items()),

@@ -336,6 +336,9 @@ class CurvePrediction(ScalingPrediction):
     # The count of the best predicted performance the band supports (``preferred`` is the
     # one that pays off, at most this); None where not computed.
     fastest: int | None = None
+    # True where ``fastest`` is the best measured count because the model's optimum was
+    # measured slower (``preference.measured_preferred``): a measurement, not the band's.
+    fastest_measured: bool = False
     min_gain: float = 0.25  # the preferred count's threshold (prediction.DEFAULT_MIN_GAIN)
     scaling: str = "strong"  # strong | weak
     count_unit: str = "threads"  # what the input's count is: threads, ranks, or an Extra-P parameter's name
@@ -362,6 +365,7 @@ class CurvePrediction(ScalingPrediction):
             ],
             "preferred_threads": int(self.preferred),
             "fastest_threads": None if self.fastest is None else int(self.fastest),
+            "fastest_measured": bool(self.fastest_measured),
             "min_gain": float(self.min_gain),
             "scaling": self.scaling,
             "count_unit": self.count_unit,

@@ -53,6 +53,7 @@ def extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[st
     ]
     result["preferred_threads"] = int(pred.preferred)
     result["fastest_threads"] = None if pred.fastest is None else int(pred.fastest)
+    result["fastest_measured"] = bool(pred.fastest_measured)
 
     grid = [int(n) for n in pred.counts]
     curves: dict[str, list[float]] = {}

@@ -242,6 +242,7 @@ def predict_measurements(
         speedup_base=base_count,
         preferred=preferred,
         fastest=fastest,
+        fastest_measured=note is not None,
         min_gain=min_gain,
         scaling=scaling,
         knee=knee,

@@ -192,8 +192,8 @@ def region_contention(region: RegionSample, target: int, cores: int,
         return predict_curves(models, target, calls, basis, ordered_fits(fitted))
     q, spawn = queued
     tasks = float(region["tasks"])
-    basis = (f"contention model: task queue (tasks of {_us(float(region['task_s']) / tasks)}, "
-             f"created in {_us(float(region['task_spawn_s']) / tasks)}), imbalance, serial work")
+    basis = (f"contention model: task queue (tasks of {duration(float(region['task_s']) / tasks)}, "
+             f"created in {duration(float(region['task_spawn_s']) / tasks)}), imbalance, serial work")
     pred = predict_curves({"central": q, "low": q, "high": q}, target, calls, basis, ordered_fits(fitted))
     t1 = pred.work_s / calls
     keep = max(t1 - spawn, 1e-12) / t1 if t1 > 0 else 1.0
@@ -206,8 +206,17 @@ def region_contention(region: RegionSample, target: int, cores: int,
     return pred
 
 
-def _us(seconds: float) -> str:
-    return f"{seconds * 1e6:.2g} us"
+def duration(seconds: float) -> str:
+    """A duration for the basis text, to two significant digits in the unit that needs no
+    exponent: 0.27 us, 350 us, 1.2 ms, 3 s (``.2g`` alone wrote 350 us as 3.5e+02 us)."""
+    if not (math.isfinite(seconds) and seconds > 0):
+        return f"{seconds:g} s"
+    rounded = float(f"{seconds:.2g}")  # first, so that 999.7 us reads 1 ms, not 1000 us
+    unit, scale = next(((u, s) for u, s in (("s", 1.0), ("ms", 1e-3)) if rounded >= s), ("us", 1e-6))
+    value = rounded / scale
+    digits = max(0, 1 - math.floor(math.log10(value)))
+    text = f"{value:.{digits}f}"
+    return f"{text.rstrip('0').rstrip('.') if '.' in text else text} {unit}"
 
 
 def _task_queue(region: RegionSample, m: TeamModel, calls: int, f0: float,
