@@ -266,8 +266,9 @@ def test_steering_shrinks_a_clang_team(both, build, lib, tmp_path):
 def test_steering_runs_the_model_on_a_clang_program(both, lib, tmp_path):
     """The real model steers a clang region: it starts, and its steering record names the
     program's own count.  What it decides rests on measured stalls that load changes
-    (2 of 20 runs beside two busy loops kept 2 threads: 'no room to gain (63% of thread
-    time busy)'), so only the counts that hold under any load are checked."""
+    (the clang convoy kept 2 threads in 2 of 20 test runs beside two busy loops, and in 5 of
+    12 runs on a machine at load 5-6: 'no room to gain (63-70% of thread time busy)'), so
+    only the counts that hold under any load are checked."""
     prog = both("omp_slowdown", EXAMPLES / "omp_slowdown.c")["clang"]
     proc, lines = measure(prog, ["8000"], lib, tmp_path / "cc.jsonl", steer="1", window_ms="50")
     assert "steering is not available" not in proc.stderr.decode()
