@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -56,6 +57,15 @@ def report_blocks(stderr: bytes) -> int:
     return stderr.decode(errors="replace").count(REPORT_HEAD)
 
 
+def beside_model(lib: Path, model: Path, folder: Path) -> Path:
+    """A copy of the preload library in ``folder`` with ``model`` beside it as the model
+    library it loads (a stand-in that answers without Python); the copy's path."""
+    folder.mkdir(exist_ok=True)
+    shutil.copy2(lib, folder / lib.name)
+    shutil.copy2(model, folder / "libcorecast_model.so")
+    return folder / lib.name
+
+
 # C: whether the program sees corecast's model library mapped (for programs that check that
 # the model did or did not start; needs <stdio.h> and <string.h>).
 # The start of a stand-in for the embedded model library (model_abi.h's three entry
@@ -86,5 +96,34 @@ static int model_mapped(void) {
     if (m)
         fclose(m);
     return found;
+}
+"""
+
+# The model's answers scripted: every region to 1 thread, settled from the second answer on,
+# or from the first with -DFIRST_SETTLES=1.  An unsettled first answer after a convoy step
+# in C is the real model's where the interpreter's start left the new count fewer calls
+# than the own count's first window (it takes a window's team as the one that made most of
+# its calls); a settled one may come before the new count ended a call.  The count a
+# region was stepped to when the first answer came goes into each region's JSON line.
+SCRIPTED_MODEL_C = FAKE_MODEL_PRELUDE_C + r"""
+static int answers, first_saw = -1;
+int corecast_model_predict(const struct cc_sample *s, struct cc_result *r) {
+    r->status = 0;
+    if (s->nregions < 2) /* the interpreter's warm-up (bridge.c): an empty sample */
+        return 0;
+    if (first_saw < 0) /* the team of the region steer_start.c stepped, if any */
+        for (int i = first_saw = 0; i < s->nregions - 1; i++)
+            first_saw = s->regions[i].steered_to > first_saw ? s->regions[i].steered_to : first_saw;
+    for (int i = 0; i < s->nregions; i++) {
+        struct cc_region_prediction *p = &r->regions[i];
+        one_count(p, "scripted model");
+        if (i < s->nregions - 1) { /* the process is last */
+            p->next_threads = 1;
+            p->steer_chosen = answers > 0 || FIRST_SETTLES;
+            snprintf(p->numa_json, sizeof p->numa_json, "\"first_answer_saw_steered_to\":%d", first_saw);
+        }
+    }
+    answers++;
+    return 0;
 }
 """

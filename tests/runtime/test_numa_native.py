@@ -7,14 +7,13 @@ exit status; a role whose events cannot all be counted stays unmeasured (no inve
 values).  The decoder's verdict on each malformed value: test_numa_plan.py."""
 from __future__ import annotations
 
-import shutil
 
 import pytest
 
 from corecast.runtime import numa_events
 from corecast.runtime.numa_events import Event, Plan, encode
 
-from .helpers import FAKE_MODEL_PRELUDE_C, NATIVE_SOURCE, clean_env, events, read_lines, run
+from .helpers import FAKE_MODEL_PRELUDE_C, NATIVE_SOURCE, beside_model, clean_env, events, read_lines, run
 from .test_numa_plan import MALFORMED, PREFIX, struct_hex
 
 PROGRAM_C = r"""
@@ -250,12 +249,9 @@ int corecast_model_predict(const struct cc_sample *s, struct cc_result *r) {
 
 def test_node_predictions_in_report_and_json(program, baseline, build, lib, tmp_path):
     fake = build("fake_model.so", FAKE_MODEL_C, "-shared", "-fPIC", f"-I{NATIVE_SOURCE}")
-    alone = tmp_path / "alone"
-    alone.mkdir()
-    shutil.copy2(lib, alone / lib.name)
-    shutil.copy2(fake, alone / "libcorecast_model.so")
+    preload = beside_model(lib, fake, tmp_path / "alone")
     out = tmp_path / "cc.jsonl"
-    proc = run([program], preload=alone / lib.name, output=out)
+    proc = run([program], preload=preload, output=out)
     assert proc.stdout == baseline.stdout and proc.returncode == 3
     assert "    nodes: 1:1.00  2:1.93  fastest 2 (fake queue)\n" in proc.stderr.decode()
     lines = read_lines(out)

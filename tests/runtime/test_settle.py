@@ -6,13 +6,12 @@ output stays the program's, and the counts after the hand-back are credited at t
 settled rate, close to the exact ones.  CORECAST_KEEP_COUNTING=1 keeps every wrapper."""
 from __future__ import annotations
 
-import shutil
 import subprocess
 
 import pytest
 
-from .helpers import (EXAMPLES, FAKE_MODEL_PRELUDE_C, MODEL_MAPPED_FN_C, NATIVE_SOURCE, TIMEOUT, clean_env, events,
-                      read_lines, run)
+from .helpers import (EXAMPLES, MODEL_MAPPED_FN_C, NATIVE_SOURCE, SCRIPTED_MODEL_C, TIMEOUT, beside_model, clean_env,
+                      events, read_lines, run)
 
 LIBRARY = r"""
 #define _GNU_SOURCE
@@ -253,36 +252,6 @@ int main(int argc, char **argv) {
 }
 """
 
-# The model's answers scripted: every region to 1 thread, settled from the second answer on,
-# or from the first with -DFIRST_SETTLES=1.  An unsettled first answer after a convoy step
-# in C is the real model's where the interpreter's start left the new count fewer calls
-# than the own count's first window (it takes a window's team as the one that made most of
-# its calls); a settled one may come before the new count ended a call.  The count a
-# region was stepped to when the first answer came goes into each region's JSON line.
-SCRIPTED_MODEL_C = FAKE_MODEL_PRELUDE_C + r"""
-static int answers, first_saw = -1;
-int corecast_model_predict(const struct cc_sample *s, struct cc_result *r) {
-    r->status = 0;
-    if (s->nregions < 2) /* the interpreter's warm-up (bridge.c): an empty sample */
-        return 0;
-    if (first_saw < 0) /* the team of the region steer_start.c stepped, if any */
-        for (int i = first_saw = 0; i < s->nregions - 1; i++)
-            first_saw = s->regions[i].steered_to > first_saw ? s->regions[i].steered_to : first_saw;
-    for (int i = 0; i < s->nregions; i++) {
-        struct cc_region_prediction *p = &r->regions[i];
-        one_count(p, "scripted model");
-        if (i < s->nregions - 1) { /* the process is last */
-            p->next_threads = 1;
-            p->steer_chosen = answers > 0 || FIRST_SETTLES;
-            snprintf(p->numa_json, sizeof p->numa_json, "\"first_answer_saw_steered_to\":%d", first_saw);
-        }
-    }
-    answers++;
-    return 0;
-}
-"""
-
-
 @pytest.mark.parametrize("first_settles", [0, 1])
 def test_a_convoy_stepped_in_c_ends_its_window_early_whatever_the_first_answer(build, lib, tmp_path, first_settles):
     # The convoy is stepped to 1 thread in C at the first look.  Unless the model's first
@@ -297,10 +266,7 @@ def test_a_convoy_stepped_in_c_ends_its_window_early_whatever_the_first_answer(b
     prog = build("settle_convoy", CONVOY, "-fopenmp")
     scripted = build(f"scripted_model{first_settles}.so", SCRIPTED_MODEL_C, "-shared", "-fPIC",
                      f"-I{NATIVE_SOURCE}", f"-DFIRST_SETTLES={first_settles}")
-    alone = tmp_path / "alone"
-    alone.mkdir()
-    shutil.copy2(lib, alone / lib.name)
-    shutil.copy2(scripted, alone / "libcorecast_model.so")
+    preload = beside_model(lib, scripted, tmp_path / "alone")
     # Whether a look before the model's start finds the convoy depends on load (its stall
     # share is near the line: on the 2-core VM with 4 busy loops and I/O beside, all three
     # runs missed it in 1 of 12 repeats, and the test skipped): up to three runs, each of
@@ -308,7 +274,7 @@ def test_a_convoy_stepped_in_c_ends_its_window_early_whatever_the_first_answer(b
     stepped_in_c = []
     for attempt in range(3):
         out = tmp_path / f"cc{attempt}.jsonl"
-        proc = run([prog, 60000], env=clean_env(OMP_NUM_THREADS="3"), preload=alone / lib.name, output=out,
+        proc = run([prog, 60000], env=clean_env(OMP_NUM_THREADS="3"), preload=preload, output=out,
                    steer="1", window_ms="400", quiet="1")
         assert proc.returncode == 0, proc.stderr
         (region,) = [r for r in events(read_lines(out), "region") if r["calls"] == 60000]  # not start_team's
