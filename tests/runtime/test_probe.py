@@ -84,7 +84,10 @@ def test_cost_cap_stops_the_costlier_sizes(repeat, lib, tmp_path):
         r = regions(out)[name]
         teams = by_team(r)
         assert set(teams) == {4, 2}
-        assert teams[2]["probe_calls"] == r["probe_calls"] == 1
+        # One probe at 2 with calls of even length; a loaded machine that slows the calls
+        # after the first probe lets a second fit the same 3%: the cap itself is what
+        # assert_cap_honoured checks, whatever the calls took.
+        assert teams[2]["probe_calls"] == r["probe_calls"] >= 1
         assert_cap_honoured(r)
 
 

@@ -437,12 +437,13 @@ static __attribute__((noinline)) int handed_back(void) {
 }
 int main(int argc, char **argv) {
     /* Calls until the sections are handed back (at least argv[1], at most argv[2]), each
-     * followed by a pause of argv[3] microseconds. */
+     * followed by a pause of argv[3] microseconds; argv[4] sections a call (1000). */
     int least = atoi(argv[1]), most = atoi(argv[2]), pause_us = atoi(argv[3]), c = 0;
+    int sections = argc > 4 ? atoi(argv[4]) : 1000;
     long shared = 0;
     for (; c < most && (c < least || !handed_back()); c++) {
 #pragma omp parallel for schedule(static)
-        for (int i = 0; i < 1000; i++) {
+        for (int i = 0; i < sections; i++) {
 #pragma omp critical
             shared += (i ^ c) & 7;
         }
@@ -482,20 +483,29 @@ def test_steering_that_cannot_pay_keeps_the_model_out_and_hands_the_sections_bac
 
 
 def test_a_lock_taking_region_that_holds_little_of_the_run_keeps_the_model_out(idle_program, lib, tmp_path):
-    # 2 threads on 1000 sections a call, a call every 40 ms or more: the region takes locks
-    # (left to the model) but holds a few % of the run, and all its time to come (as long
-    # again as it ran, tens of ms even on a loaded machine) saved would not pay for the
-    # model (steer_start.c, RUN_SHARE).  Before, it started the model at its first look: 5 calls
-    # a 200-ms window were enough.  The model starts only for the exit's report.
+    # 2 threads on 10 sections a call, a call every 100 ms: the region takes locks (left to
+    # the model) but holds a sliver of the run, and all its time to come (as long again as
+    # it ran) saved would not pay for the model (steer_start.c, RUN_SHARE, MODEL_COST_S).
+    # Before, it started the model at its first whole window (a lock-taking region was left
+    # to the model however little of the run it held).  The model starts only for the
+    # exit's report.
     out = tmp_path / "cc.jsonl"
-    proc = run([idle_program, 10, 10, 40000], env=clean_env(OMP_NUM_THREADS="2"), preload=lib, output=out,
+    proc = run([idle_program, 6, 6, 100000, 10], env=clean_env(OMP_NUM_THREADS="2"), preload=lib, output=out,
                steer="1")
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.decode().split()[-2:] == ["mapped", "0"]
     (region,) = events(read_lines(out), "region")
-    assert region["steering"]["chosen"] is None and region["steering"]["now"] == 0
     (summary,) = events(read_lines(out), "summary")
-    assert summary["model"] == "ok" and summary["sampler"]["model_started_s"] is None
+    assert summary["model"] == "ok"
+    # The premise is the region's small share, and a loaded machine stretches its calls
+    # (the team's wake-ups wait for CPUs) but not the pauses.  Under 50 ms in all (about 20
+    # on the idle 2-core VM) it can never hold half the run at a look (2 calls by 100 ms,
+    # 3 by 200), nor have 50 ms to come at a whole window's look (0.6 s in all); above
+    # that the premise did not hold, and the model may rightly start.
+    if region["wall_s"] >= 0.05:
+        pytest.skip(f"a loaded machine stretched the region's 6 calls to {region['wall_s']:.3f} s: not a sliver")
+    assert proc.stdout.decode().split()[-2:] == ["mapped", "0"]
+    assert region["steering"]["chosen"] is None and region["steering"]["now"] == 0
+    assert summary["sampler"]["model_started_s"] is None
 
 
 def test_a_convoy_of_calls_longer_than_a_window_starts_the_model(build, lib, tmp_path):
