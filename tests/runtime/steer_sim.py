@@ -12,8 +12,10 @@ class SimRegion:
     """``per_call(k)``: seconds per call at team k; ``stall_share(k)``: share of the thread
     time lost to ``category`` stalls at team k.  The region fills ``busy`` of every window."""
 
-    def __init__(self, own, per_call, stall_share, category="critical", window_s=0.2, busy=0.9, first_window_s=None):
+    def __init__(self, own, per_call, stall_share, category="critical", window_s=0.2, busy=0.9, first_window_s=None,
+                 acquisitions=0):
         self.own, self.per_call, self.stall_share, self.category = own, per_call, stall_share, category
+        self.acquisitions = acquisitions  # critical sections entered per call, at any team
         self.window_s, self.busy = window_s, busy
         # The runtime's first window is shorter than the rest (native/sampler.c).
         self.first_window_s = window_s if first_window_s is None else first_window_s
@@ -33,7 +35,8 @@ class SimRegion:
             "name": "main._omp_fn.0", "object": "sim", "runtime": "openmp", "threads": self.own,
             "calls": calls, "wall_s": wall, "requested": self.own,
             "stalls_s": {self.category: self.stalls},
-            "counters": {"busy_s": self.own * wall - self.stalls, "serial_s": 0.0},
+            "counters": {"busy_s": self.own * wall - self.stalls, "serial_s": 0.0,
+                         "acquisitions": {"critical": self.acquisitions * calls}},
             "by_team": [{"threads": t, "calls": int(c), "wall_s": w} for t, (c, w) in sorted(self.hist.items())],
         })
 

@@ -138,6 +138,47 @@ def test_a_step_that_cannot_lose_is_taken_in_the_short_first_window():
     assert sim.team == 16 and sim.steer.reason in ("too early", "too few calls to pay")
 
 
+# libomp's critical section in omp_slowdown at 2 threads on the 2-core VM: 70% of thread
+# time busy, 4000 sections a call, 1 thread 8x faster.  The stall bound said "no room to
+# gain", and the window model, seeing no lock waits, did not prefer 1 either: 24.7 s where
+# 1 thread took 3.0 s (1 run in 3 at load 1).
+CLANG_CONVOY = {1: 0.15e-3, 2: 1.2e-3}
+
+
+def test_a_convoy_whose_hand_offs_no_stall_shows_is_tried_at_fewer_threads():
+    sim = SimRegion(2, CLANG_CONVOY.get, lambda k: 0.3 if k > 1 else 0.0, category="imbalance",
+                    acquisitions=4000).run(30)
+    assert sim.steer.reason == "" and sim.steer.chosen() == 1
+    assert sim.teams[-25:] == [1] * 25
+    # without its lock acquisitions the same region is left alone: nothing says the
+    # bound does not hold
+    plain = SimRegion(2, CLANG_CONVOY.get, lambda k: 0.3 if k > 1 else 0.0, category="imbalance").run(30)
+    assert plain.steer.reason.startswith("no room to gain") and set(plain.teams) == {2}
+
+
+def test_a_lock_dense_region_that_scales_pays_one_window_at_a_smaller_team():
+    # Striped locks, 2000 a call, 30% of thread time at the end barrier, perfect scaling:
+    # the trial costs one window at half the team, then the own count is kept.
+    for own in (2, 16):
+        sim = SimRegion(own, scaling, lambda k: 0.3 if k > 1 else 0.0, category="imbalance",
+                        acquisitions=2000).run(60)
+        assert sim.steer.chosen() == own
+        assert sum(t != own for t in sim.teams) == 1
+
+
+def test_hand_offs_are_unbounded_only_where_a_lock_every_call_could_take_all_the_time():
+    from corecast.model.runtime.steering import handoffs_unbounded
+
+    def region(acquisitions, calls=100, threads=2, wall_s=0.1, category="critical"):
+        return {"acquisitions": {category: acquisitions}, "calls": calls, "threads": threads, "wall_s": wall_s}
+
+    assert handoffs_unbounded(region(10_000))          # 20 us each: all of 2 x 0.1 s
+    assert not handoffs_unbounded(region(9_000))       # 90% of it: the bound may hold
+    assert not handoffs_unbounded(region(50, calls=100, wall_s=1e-4))  # fewer than a lock a call
+    assert not handoffs_unbounded(region(10_000, category="omp_barrier"))  # a barrier is no lock
+    assert handoffs_unbounded(region(10_000, category="omp_lock"))
+
+
 def test_gain_below_noise_keeps_the_own_count():
     # 1 thread is 1% faster than 2: not worth a move.
     sim = SimRegion(2, lambda k: 1e-3 * (1.0 if k == 2 else 0.99), lambda k: 0.55 if k > 1 else 0.0).run(20)

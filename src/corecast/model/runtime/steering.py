@@ -39,6 +39,14 @@ EFFICIENCY = 0.8  # thread time not lost to stalls above which a region is left 
 PAYBACK = 2.0  # expected gain must cover the first step's expected loss this many times
 MIN_WINDOWS = 1  # expected spans (measure_windows) still to come for any step (the guard charges the first)
 CALLS_PER_WINDOW = 4  # calls a step's span is charged for: twice the history.MIN_CALLS it needs
+# A lock's hand-off between cores at its dearest (a futex wake-up), and the stall
+# categories that take a lock: native/steer_start.c's HANDOFF_S and lock_waits.
+HANDOFF_S = 20e-6
+LOCKS = ("mutex", "rwlock", "critical", "atomic", "omp_lock")
+# The gain a trial step is reckoned to find where hand-offs could take all the threads'
+# time (handoffs_unbounded): nothing measures them, so nothing bounds the gain; a doubling
+# makes the trial wait until the time to come pays for it twice over (PAYBACK).
+HANDOFF_TRIAL_GAIN = 1.0
 
 
 class RegionSteer:
@@ -157,6 +165,16 @@ def _step_pays(tuner: OPreSca, nxt: int, spans: float, gain: float) -> bool:
     return spans >= MIN_WINDOWS and spans * gain / (1.0 + gain) >= PAYBACK * loss
 
 
+def handoffs_unbounded(region: RegionSample) -> bool:
+    """Whether a hand-off per lock acquisition at its dearest (``HANDOFF_S``) would take
+    at least all of the region's thread time: it takes a lock every call, and its time per
+    acquisition is within what hand-offs alone can cost.  The wrappers time waits for a
+    lock, not its cache line's moves between cores or a wake-up's latency, so no stall
+    shows that cost and the stall bound says nothing about a smaller team."""
+    taken = sum(int(region["acquisitions"].get(k, 0)) for k in LOCKS)
+    return taken >= region["calls"] > 0 and taken * HANDOFF_S >= region["threads"] * region["wall_s"] > 0
+
+
 def _step_loss(pred: TeamPrediction, own: int, first: int) -> float:
     """One span at ``first``, in spans of region time lost, taken pessimistically: the
     own count at the top of its band against ``first`` at the bottom of its band (with
@@ -242,6 +260,12 @@ def guard(own: int, own_perf: float | None, region: RegionSample, pred: TeamPred
     g_model = speed[preferred] / at_own - 1.0 if preferred and at_own else 0.0
     g_bound = (own - 1) / (own * e) - 1.0 if e > 0 else 1.0
     gain = max(g_model, g_bound)
+    if gain <= NOISE and handoffs_unbounded(region):
+        # The stall bound assumes the work stays the same with fewer threads; a lock's
+        # hand-offs make the work itself slower with more (libomp's critical section in
+        # omp_slowdown at 2 threads on the 2-core VM: 60-70% of thread time busy, "no
+        # room", and 24.7 s where 1 thread took 3.0 s, in 1 of 3 runs at load 1).
+        gain = HANDOFF_TRIAL_GAIN
     if gain <= NOISE:
         return f"no room to gain ({e:.0%} of thread time busy)"
     first = preferred or max(1, own // 2)
