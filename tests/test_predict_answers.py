@@ -444,7 +444,77 @@ def test_merge_names_preferred_and_fastest_as_predict_does(monkeypatch):
     d = to_dict(m)
     assert (d["preferred_ranks"], d["fastest_ranks"]) == (4, m.fastest)
     text = table(m)
-    assert "preferred: 4 ranks" in text and f"fastest: {m.fastest} ranks" in text and "no band" in text
+    assert "preferred: 4 ranks" in text and "no band" in text
+    assert f"  fastest count: {m.fastest} (predicted time " in text and not m.fastest_measured
+
+
+def _merged(monkeypatch, times: list[float]):
+    """``ranks.merge`` of one run per world size 1, 2, 4, ..., each rank's MPI phase the
+    size's time (0.1 s of it MPI wait)."""
+    from corecast.tools import ranks
+
+    def sample(rank: int, wall: float) -> "ranks.RankSample":
+        return ranks.RankSample(rank, 100 + rank, "r.jsonl", 1, wall, wall - 0.1,
+                                {"mpi_p2p": 0.05, "mpi_collective": 0.05}, {"mpi_p2p": 0, "mpi_collective": 0},
+                                0.0, 0.0)
+
+    runs = [ranks.Run(2 ** i, [sample(r, t) for r in range(2 ** i)]) for i, t in enumerate(times)]
+    monkeypatch.setattr(ranks, "collect_runs", lambda paths, fmt=None: (runs, []))
+    return ranks.merge(["r.jsonl"], upto=64)
+
+
+def test_merge_names_a_measured_fastest_count_in_predicts_words(monkeypatch):
+    # The regression's optimum (6 ranks) was measured slower than 8: merge called 8 "the
+    # best predicted" where predict and sweep say it is the best measured, with its time (#41).
+    from corecast.views.mergeview import table, to_dict
+
+    m = _merged(monkeypatch, [8.0, 4.2, 2.5, 2.0, 3.5])
+    lines = table(m).splitlines()
+    assert not any("best predicted" in line for line in lines)
+    assert "  fastest count: 8 (the best measured: time 2.000 s; the model's optimum was measured slower)" in lines
+    assert (m.preferred, m.fastest, m.fastest_measured) == (4, 8, True)
+    assert to_dict(m)["fastest_measured"] is True
+
+
+def test_predict_never_prints_a_tiny_speedup_as_zero(tmp_path, capsys):
+    # A time growing with the count: at 16 threads and past it the speedup is a few
+    # thousandths, and the table printed 0.00 there, as if nothing ran at all.
+    counts, times = [1, 2, 4, 8], [1.0, 3.0, 20.0, 150.0]
+    p = corecast.predict(counts, times, metric="time", upto=64)
+    assert 0 < min(p.speedup) < 0.005
+    assert main(["predict", str(_csv(tmp_path, counts, times)), "--upto", "64"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    col = out[0].split().index("speedup") - 1  # the heading "band low..high" is one cell in a row
+    rows = [row.split() for row in out[1:out.index("")] if row.split()[0].isdigit()]
+    cells = {int(row[0]): row[col] for row in rows}
+    assert all(float(c.lstrip("<")) > 0 for c in cells.values()), cells
+    from corecast.views.report import speedup_cell
+
+    assert cells[16] == speedup_cell(p.speedup[list(p.counts).index(16)]) != "0.00"
+    assert cells[1] == "1.00"  # two decimals as before where they say something
+    assert [speedup_cell(x) for x in (0.004, 0.0004, 0.0, 0.37, 12.345)] == ["0.004", "<0.001", "0.00", "0.37", "12.35"]
+
+
+def test_a_preferred_count_the_best_measured_one_capped_says_so(tmp_path, capsys, monkeypatch):
+    # The best measured count (6) caps the rule's preferred count (7): the line claimed
+    # that each thread added up to 6 gains at least 25% of one, which the rule never said.
+    from corecast.views.mergeview import table
+
+    counts, times = [1, 2, 4, 6, 8], [1.0, 0.5, 0.26, 0.18, 0.2]
+    assert main(["predict", str(_csv(tmp_path, counts, times)), "--method", "usl", "--upto", "16"]) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("preferred count:")]
+    assert line == "preferred count: 6 (the best measured count, below the model's preferred 7; measured time 0.18)"
+    p = corecast.predict(counts, times, metric="time", upto=16, method="usl")
+    assert (p.preferred, p.fastest, p.fastest_measured, p.model_preferred) == (6, 6, True, 7)
+    # merge: the regression's preferred 9 ranks capped by the 8 measured fastest
+    m = _merged(monkeypatch, [8.0, 4.0, 2.0, 1.05, 1.2])
+    assert "  preferred: 8 ranks (the best measured count, below the model's preferred 9)" in table(m).splitlines()
+    assert (m.preferred, m.fastest, m.model_preferred) == (8, 8, 9)
+    # A preferred count the rule chose keeps the rule's words.
+    p = corecast.predict(N, T, metric="time", upto=32)
+    assert p.model_preferred is None
+    assert main(["predict", str(_csv(tmp_path, N, T)), "--upto", "32"]) == 0
+    assert "gains at least 25% of one)" in capsys.readouterr().out
 
 
 def test_the_smt_note_names_the_first_count_past_the_measured_placement():

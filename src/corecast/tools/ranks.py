@@ -90,9 +90,12 @@ class Run:
 
 @dataclass
 class RankPrediction(ScalingPrediction):
-    """MPI ranks' recordings merged: speedup and time per rank count (no band).  As
-    ``predict``'s: ``preferred``, the count that pays off (each rank added up to it gains
-    at least a quarter of one), and ``fastest``, the best predicted count."""
+    """MPI ranks' recordings merged: speedup and time per rank count, and the regression's
+    band (``band``; the one-run model has none).  As ``predict``'s: ``preferred``, the count
+    that pays off (each rank added up to it gains at least a quarter of one), ``fastest``,
+    the best predicted count, or the best measured one where ``fastest_measured`` (the
+    model's optimum was measured slower), and ``model_preferred``, the rule's preferred
+    count where that measured one capped it (``CurvePrediction``'s fields)."""
 
     runs: list[Run]
     model: str
@@ -102,11 +105,20 @@ class RankPrediction(ScalingPrediction):
     preferred: int
     warnings: list[str]
     fastest: int | None = None
+    fastest_measured: bool = False
+    model_preferred: int | None = None
+    band: tuple[list[float], list[float]] | None = None
+    # The regression's input: the slowest rank's time per world size, repetitions folded
+    # as it folds them (empty for the one-run model).
+    measured_s: dict[int, float] = field(default_factory=dict)
     count_unit = "ranks"
 
     @property
     def basis(self) -> str:
         return self.model
+
+    def speedup_band(self) -> tuple[list[float], list[float]] | None:
+        return self.band
 
 
 def rank_sample(proc: RecordedProcess, source: str) -> RankSample:
@@ -200,9 +212,13 @@ def merge(paths: list[str], upto: int | None = None, format: str | None = None) 
                        stalls={k: [sum(s.waits_s[k] for s in r.per_rank) for r in runs] for k in WAITS})
         counts = [int(c) for c in pred.counts]
         warnings += pred.warnings
+        low, high = pred.speedup_band()
+        seen = pred.measured.at_target_size()
         return RankPrediction(runs, f"regression over {len(sizes)} rank counts: {pred.reason}", counts,
                               [float(s) for s in pred.speedup], [float(v) for v in pred.values],
-                              int(pred.preferred), warnings, pred.fastest)
+                              int(pred.preferred), warnings, pred.fastest, pred.fastest_measured,
+                              pred.model_preferred, ([float(x) for x in low], [float(x) for x in high]),
+                              {int(n): float(t) for n, t in zip(seen.counts, seen.values)})
     run = max(runs, key=lambda r: (r.ranks, -r.time_s))
     if run.compute_total_s <= 0:
         raise InputError(f"the run at {run.ranks} ranks has no compute time left after its MPI waits; "

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from ..io.fileio import printable
+from .report import capped_preferred_words, fastest_line
 from ..tools.ranks import WAITS, RankPrediction, Run, prediction_counts
 
 
@@ -49,11 +50,21 @@ def table(m: RankPrediction) -> str:
     lines.append("predicted speedup over rank counts (relative to 1 rank):")
     lines.append("  ranks " + " ".join(f"{c:>6}" for c, _ in rows))
     lines.append("  S     " + " ".join(f"{s:>6.2f}" for _, s in rows))
-    lines.append(f"  preferred: {_ranks(m.preferred)} (each rank added up to it pays off, as predict's preferred count)")
+    if m.model_preferred is not None:
+        lines.append(f"  preferred: {_ranks(m.preferred)} ({capped_preferred_words(m.model_preferred)})")
+    else:
+        lines.append(f"  preferred: {_ranks(m.preferred)} (each rank added up to it pays off, "
+                     "as predict's preferred count)")
     if m.fastest is not None and m.fastest != m.preferred:
+        if m.fastest_measured:
+            value = m.measured_s[m.fastest]
+        else:
+            value = m.time_s[m.counts.index(m.fastest)]
+        # Without a band nothing vouches for a count past the largest run.
         beyond = m.fastest > max(r.ranks for r in m.runs)
-        lines.append(f"  fastest: {_ranks(m.fastest)} (the best predicted"
-                     + ("; past the largest run, with no band to vouch for it)" if beyond else ")"))
+        unbanded = {"support": "past the largest run, with no band to vouch for it" if beyond else None}
+        lines.append("  " + fastest_line(m.fastest, m.fastest_measured, f"time {value:.3f} s",
+                                         **({} if m.speedup_band() is not None else unbanded)))
     lines.append(f"  model: {printable(m.model)}")
     lines += [f"warning: {printable(w)}" for w in m.warnings]
     return "\n".join(lines) + "\n"
@@ -78,5 +89,6 @@ def to_dict(m: RankPrediction) -> dict:
         "predicted": [{"ranks": c, "speedup": s, "time_s": t} for c, s, t in zip(m.counts, m.speedup, m.time_s)],
         "preferred_ranks": m.preferred,
         "fastest_ranks": m.fastest,
+        "fastest_measured": m.fastest_measured,
         "warnings": m.warnings,
     }

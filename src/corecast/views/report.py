@@ -46,7 +46,7 @@ def format_table(
             str(n),
             _num(pred.values[i]),
             f"{_num(pred.low[i])}..{_num(pred.high[i])}",
-            f"{pred.speedup[i]:.2f}",
+            speedup_cell(pred.speedup[i]),
             percent(pred.efficiency[i]) if np.isfinite(pred.efficiency[i]) else "-",
         ]
         if seen:
@@ -72,8 +72,15 @@ def format_table(
     lines.append("")
     lines.append(f"method: {pred.method}, chose {pred.candidate}: {pred.reason}")
     many, one = _nouns(pred.count_unit)
-    lines.append(f"preferred count: {pred.preferred} (predicted {pred.metric} {_num(pred.value_at(pred.preferred))}; "
-                 f"each {one} added up to it gains at least {pred.min_gain:.0%} of one)")
+    if pred.model_preferred is not None:
+        best = _by_count(pred.measured.at_target_size()).get(pred.preferred)
+        value = f"measured {pred.metric} {_num(best[0])}" if best else \
+            f"predicted {pred.metric} {_num(pred.value_at(pred.preferred))}"
+        lines.append(f"preferred count: {pred.preferred} ({capped_preferred_words(pred.model_preferred)}; {value})")
+    else:
+        lines.append(f"preferred count: {pred.preferred} (predicted {pred.metric} "
+                     f"{_num(pred.value_at(pred.preferred))}; each {one} added up to it gains at least "
+                     f"{pred.min_gain:.0%} of one)")
     if pred.fastest is not None and pred.fastest != pred.preferred:
         best = _by_count(pred.measured.at_target_size()).get(pred.fastest) if pred.fastest_measured else None
         value = best[0] if best else pred.value_at(pred.fastest)
@@ -95,15 +102,34 @@ def format_table(
     return "\n".join(printable(line) for line in lines) + "\n"  # names from the input file
 
 
-def fastest_line(count: int, measured: bool, value: str) -> str:
-    """The fastest count's line, in the words ``predict`` and ``sweep`` share: ``value``
-    (e.g. "time 0.33 s") is what was measured there when the count is the best measured
-    one (``CurvePrediction.fastest_measured``: the model's optimum was measured slower,
-    so the band vouched for nothing), else the prediction there."""
+def fastest_line(count: int, measured: bool, value: str,
+                 support: str | None = "as far as the band supports") -> str:
+    """The fastest count's line, in the words ``predict``, ``sweep`` and ``merge`` share:
+    ``value`` (e.g. "time 0.33 s") is what was measured there when the count is the best
+    measured one (``CurvePrediction.fastest_measured``: the model's optimum was measured
+    slower, so the band vouched for nothing), else the prediction there, qualified by
+    ``support`` (what vouches for it; a model without a band says so, or None)."""
     if measured:
         return (f"fastest count: {count} (the best measured: {value}; "
                 "the model's optimum was measured slower)")
-    return f"fastest count: {count} (predicted {value}, as far as the band supports)"
+    return f"fastest count: {count} (predicted {value}" + (f", {support})" if support else ")")
+
+
+def capped_preferred_words(model_preferred: int) -> str:
+    """Why a preferred count is what it is when the best measured count capped it (the
+    marginal-gain rule named ``model_preferred``, past it): the rule's words would not hold."""
+    return f"the best measured count, below the model's preferred {model_preferred}"
+
+
+def speedup_cell(speedup: float) -> str:
+    """A speedup to two decimals, but one that is not zero never reads as 0.00 (as
+    ``percent`` for shares): 0.004 is 0.004, and below 0.001 it is <0.001."""
+    speedup = float(speedup)
+    if not np.isfinite(speedup) or speedup == 0 or abs(speedup) >= 0.01:
+        return f"{speedup:.2f}"
+    if abs(speedup) >= 0.001:
+        return f"{speedup:.3f}"
+    return "<0.001" if speedup > 0 else ">-0.001"
 
 
 def fit_quality_lines(pred: CurvePrediction) -> list[str]:

@@ -199,7 +199,8 @@ def predict_measurements(
     fastest, note = measured_preferred(fastest, curve, int(grid.max()), weak)
     if note:
         warnings.append(note)
-    preferred = min(preferred_count(grid, rate, rate_low, base_count, top, min_gain), fastest)
+    by_rule = preferred_count(grid, rate, rate_low, base_count, top, min_gain)
+    preferred = min(by_rule, fastest)
     # Beyond the measured counts both rules stop where the band stops vouching, or at the
     # last count asked: there the answer is the horizon's, and a larger --upto may move it.
     bound = horizon_bound(grid, rate, rate_low, base_count, top, preferred)
@@ -243,6 +244,7 @@ def predict_measurements(
         preferred=preferred,
         fastest=fastest,
         fastest_measured=note is not None,
+        model_preferred=by_rule if note is not None and by_rule > fastest else None,
         min_gain=min_gain,
         scaling=scaling,
         knee=knee,
