@@ -147,12 +147,13 @@ static void *sampler_main(void *arg) {
             /* A team without 2 calls yet (a loaded machine), or a first call still running
              * (its end may give a hand-back's rate): look again after a short window (a whole
              * one at its own count slowed half of the steered omp_slowdown runs by 0.2 s). */
+            long lock_look = sample.steer && !model_started && sample.elapsed_s * 1000 < cc_cfg.window_ms
+                                 ? cc_next_lock_look_ms(&sample) : 0;
             if (sample.elapsed_s * 1000 < cc_cfg.window_ms &&
                 (sample.steer ? !model_started && !cc_team_has_run(&sample) : first_call))
                 wait_ms = CC_FIRST_LOOK_MS;
-            else if (sample.steer && !model_started && sample.elapsed_s * 1000 < cc_cfg.window_ms &&
-                     cc_next_lock_look_ms(&sample))
-                wait_ms = cc_next_lock_look_ms(&sample);
+            else if (lock_look)
+                wait_ms = lock_look;
             continue;
         }
         if (steer && !model_started && cc_convoy_first_steps(&sample, refs, scheduled_s)) {

@@ -83,13 +83,18 @@ static double measure_windows(double per_window) {
     return (double)(long)w < w ? (double)(long)w + 1 : w;
 }
 
+/* A region's lock acquisitions, every category that takes a lock. */
+static unsigned long long lock_taken(const struct cc_region_sample *g) {
+    unsigned long long taken = 0;
+    for (size_t k = 0; k < sizeof lock_waits / sizeof lock_waits[0]; k++)
+        taken += g->acquisitions[lock_waits[k]];
+    return taken;
+}
+
 /* Whether a region's lock acquisitions, at a hand-off's dearest, could cost more than
  * LOCK_SHARE of its thread time. */
 static int hands_off(const struct cc_region_sample *g) {
-    double taken = 0;
-    for (size_t k = 0; k < sizeof lock_waits / sizeof lock_waits[0]; k++)
-        taken += (double)g->acquisitions[lock_waits[k]];
-    return taken * HANDOFF_S > LOCK_SHARE * g->threads * g->wall_s;
+    return (double)lock_taken(g) * HANDOFF_S > LOCK_SHARE * g->threads * g->wall_s;
 }
 
 static int region_may_pay(const struct cc_sample *s, const struct cc_region_sample *g) {
@@ -118,10 +123,7 @@ static int region_may_pay(const struct cc_sample *s, const struct cc_region_samp
 static int lock_bound(const struct cc_region_sample *g) {
     if (!cc_is_omp_region(g) || g->nested || g->requested < 2 || g->calls < 2)
         return 0;
-    unsigned long long taken = 0;
-    for (size_t k = 0; k < sizeof lock_waits / sizeof lock_waits[0]; k++)
-        taken += g->acquisitions[lock_waits[k]];
-    return taken >= g->calls && hands_off(g) && not_stalled(g) < STEER_EFFICIENCY;
+    return lock_taken(g) >= g->calls && hands_off(g) && not_stalled(g) < STEER_EFFICIENCY;
 }
 
 /* Whether steering can act on a model run at this window end.  The model (an interpreter,

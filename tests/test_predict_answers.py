@@ -495,6 +495,31 @@ def test_predict_never_prints_a_tiny_speedup_as_zero(tmp_path, capsys):
     assert [speedup_cell(x) for x in (0.004, 0.0004, 0.0, 0.37, 12.345)] == ["0.004", "<0.001", "0.00", "0.37", "12.35"]
 
 
+def test_sweep_and_merge_never_print_a_tiny_speedup_as_zero(monkeypatch):
+    # The same rule as predict's table in sweep's and merge's speedup cells: both printed
+    # two decimals, 0.00 where the time grows a hundredfold.
+    from corecast.model.curve.extrapolation import extrapolate
+    from corecast.views.mergeview import table
+    from corecast.views.report import speedup_cell
+    from corecast.views.sweeptable import format_sweep
+
+    counts, times = [1, 2, 4, 8], [1.0, 3.0, 20.0, 150.0]
+    result = {"warnings": [], "command": ["prog"], "runtime": "openmp", "failed": [], "bottleneck": None,
+              "measured": [{"threads": n, "time_s": t, "spread_s": 0.0, "stalls_s": {}} for n, t in zip(counts, times)]}
+    extrapolate(result, {n: [t] for n, t in zip(counts, times)}, counts, [], {n: [{}] for n in counts}, 64)
+    tiny = [p for p in result["predictions"] if p["speedup"] < 0.01]
+    assert tiny
+    rows = {line.split()[0]: line.split() for line in format_sweep(result, max_rows=200).splitlines()
+            if line.split()[:1] and line.split()[0].isdigit()}
+    for p in tiny:
+        if str(p["threads"]) in rows:
+            assert speedup_cell(p["speedup"]) in rows[str(p["threads"])] and "0.00" != speedup_cell(p["speedup"])
+    s_row = next(line for line in table(_merged(monkeypatch, [1.0, 3.0, 20.0, 150.0, 1200.0])).splitlines()
+                 if line.startswith("  S "))
+    cells = s_row.split()[1:]
+    assert "0.00" not in cells and any(c == "<0.001" or c.startswith("0.00") for c in cells)
+
+
 def test_a_preferred_count_the_best_measured_one_capped_says_so(tmp_path, capsys, monkeypatch):
     # The best measured count (6) caps the rule's preferred count (7): the line claimed
     # that each thread added up to 6 gains at least 25% of one, which the rule never said.

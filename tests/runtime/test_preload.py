@@ -792,7 +792,7 @@ def sampler_rule(gcc: str, tmp_path: Path, defines: tuple[str, ...], functions: 
     source = (ROOT / "native" / "steer_start.c").read_text() + (ROOT / "native" / "steer_start.h").read_text()
     waits = re.search(r"^static const int lock_waits\[\].*?;\n", source, re.S | re.M).group(0)
     macros = "\n".join(re.search(rf"^#define {name} .*$", source, re.M).group(0) for name in defines)
-    funcs = "".join(re.search(rf"^(?:static )?\w+ {name}\(.*?^}}\n", source, re.S | re.M).group(0)
+    funcs = "".join(re.search(rf"^(?:static )?[\w ]+? {name}\(.*?^}}\n", source, re.S | re.M).group(0)
                     for name in functions)
     harness = tmp_path / "rule.c"
     harness.write_text(f"""#include <stdio.h>
@@ -839,7 +839,7 @@ FIRST_LOOK_FILL = """
     g->stall_s[CC_STALL_CRITICAL] = atof(argv[6]);
     g->stall_s[CC_STALL_OMPBARRIER] = atof(argv[7]);
     g->acquisitions[CC_STALL_CRITICAL] = strtoull(argv[8], NULL, 10);"""
-FIRST_LOOK_RULES = ("not_stalled", "is_convoy", "hands_off", "lock_bound")
+FIRST_LOOK_RULES = ("not_stalled", "is_convoy", "lock_taken", "hands_off", "lock_bound")
 FIRST_LOOK_DEFINES = ("CONVOY_SHARE", "LOCK_SHARE", "HANDOFF_S", "MODEL_COST_S", "RUN_SHARE", "STEER_EFFICIENCY",
                       "CC_FIRST_LOOK_MS")
 
@@ -1170,7 +1170,7 @@ def test_steering_starts_only_where_the_room_pays_for_the_model(gcc, tmp_path):
     bound's room must beat a window's noise and pay for the model over the region's time."""
     exe = sampler_rule(gcc, tmp_path, ("CALLS_PER_WINDOW", "STEER_NOISE", "LOCK_SHARE", "HANDOFF_S", "MODEL_COST_S",
                                        "RUN_SHARE"),
-                       ("not_stalled", "measure_windows", "hands_off", "region_may_pay"), """
+                       ("not_stalled", "measure_windows", "lock_taken", "hands_off", "region_may_pay"), """
     s.elapsed_s = atof(argv[1]);
     s.window_s = 0.2;
     g->calls = atoi(argv[2]);

@@ -15,6 +15,8 @@ MPI_WAITS = ("mpi_p2p", "mpi_collective")
 THREAD_STALLS = tuple(s for s in STALLS if s not in MPI_WAITS)
 # Thread synchronisation: the thread stalls less load imbalance and run-queue wait.
 SYNC_WAITS = tuple(s for s in THREAD_STALLS if s not in ("imbalance", "runqueue"))
+# The categories that take a lock (native/steer_start.c's lock_waits): pthreads' and OpenMP's.
+LOCKS = ("mutex", "rwlock", "critical", "atomic", "omp_lock")
 
 # CC_COUNTER_NAMES (core.c) in CC_CTR_* order; the hardware ones are perf's, read only
 # where a PMU is exposed (bit i of cc_sample.counters_measured: counter i was read).

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ..io.fileio import printable
-from .report import capped_preferred_words, fastest_line
+from .report import capped_preferred_words, fastest_line, speedup_cell
 from ..tools.ranks import WAITS, RankPrediction, Run, prediction_counts
 
 
@@ -49,7 +49,7 @@ def table(m: RankPrediction) -> str:
     rows = [(c, s) for c, s in zip(m.counts, m.speedup) if c in wanted]
     lines.append("predicted speedup over rank counts (relative to 1 rank):")
     lines.append("  ranks " + " ".join(f"{c:>6}" for c, _ in rows))
-    lines.append("  S     " + " ".join(f"{s:>6.2f}" for _, s in rows))
+    lines.append("  S     " + " ".join(f"{speedup_cell(s):>6}" for _, s in rows))
     if m.model_preferred is not None:
         lines.append(f"  preferred: {_ranks(m.preferred)} ({capped_preferred_words(m.model_preferred)})")
     else:

@@ -6,7 +6,7 @@ from typing import Sequence
 
 from ..io.fileio import printable
 from ..recording.record import CLOCK_RESOLUTION_S
-from .report import _align, _num, fastest_line
+from .report import _align, _num, fastest_line, speedup_cell
 from ..io.sweepresult import MIN_REGION_SHARE
 
 
@@ -52,7 +52,7 @@ def format_sweep(result: dict, max_rows: int = 24) -> str:
                 rows.append(["..."] + [""] * (len(header) - 1))
             prev = n
             row = [str(n), _seconds(p["value"]), f"{_seconds(p['low'])}..{_seconds(p['high'])}",
-                   f"{p['speedup']:.2f}"]
+                   speedup_cell(p['speedup'])]
             if bottleneck:
                 row.append(_seconds(stall_at[bottleneck][n]))
             # The model's speedup can differ from what was measured there: show both, so a

@@ -28,6 +28,7 @@ import math
 
 from ..tuning.tuners import OPreSca
 from .bound import TeamPrediction
+from ...recording.abi import LOCKS
 from .history import RegionHistory
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
@@ -39,10 +40,8 @@ EFFICIENCY = 0.8  # thread time not lost to stalls above which a region is left 
 PAYBACK = 2.0  # expected gain must cover the first step's expected loss this many times
 MIN_WINDOWS = 1  # expected spans (measure_windows) still to come for any step (the guard charges the first)
 CALLS_PER_WINDOW = 4  # calls a step's span is charged for: twice the history.MIN_CALLS it needs
-# A lock's hand-off between cores at its dearest (a futex wake-up), and the stall
-# categories that take a lock: native/steer_start.c's HANDOFF_S and lock_waits.
+# A lock's hand-off between cores at its dearest (a futex wake-up): native/steer_start.c's HANDOFF_S.
 HANDOFF_S = 20e-6
-LOCKS = ("mutex", "rwlock", "critical", "atomic", "omp_lock")
 # The gain a trial step is reckoned to find where hand-offs could take all the threads'
 # time (handoffs_unbounded): nothing measures them, so nothing bounds the gain; a doubling
 # makes the trial wait until the time to come pays for it twice over (PAYBACK).
