@@ -24,7 +24,8 @@ and damped) have nothing to choose.  A rule is a candidate only if, on the share
 (``--datasets`` of the plain run, never scored by ``--loso``), it is no worse than the plain
 median of every member on any of the three figures: the corpus is mostly contention
 curves, and a rule fitted to them alone gave up accuracy on the near-linear shared ones.
-The rule chosen this way on all sources is what ``auto.DEFAULT_RULES`` ships.
+The rule chosen this way on all sources is what ``auto.MAIN_RULES`` ships (``auto.DEFAULT_RULES``
+adds the few-count rule benchmarks/fewcounts.py chose for curves of 4 counts or fewer).
 """
 from __future__ import annotations
 
@@ -272,7 +273,7 @@ def loso(all_splits: list[Split], rules: list[auto.Rules] | tuple[auto.Rules, ..
          guard: list[Split] | None = None, held_out: list | None = None,
          ) -> tuple[list[tuple], dict[str, list[tuple]], dict[str, str]]:
     """Leave-one-source-out: overall rows, per-source rows and the rule chosen per source
-    (under the key ``"*"``: the rule chosen on every source, what ``auto.DEFAULT_RULES``
+    (under the key ``"*"``: the rule chosen on every source, what ``auto.MAIN_RULES``
     should be).  ``held_out``, when given, receives auto's held-out score of every split
     (benchmarks/fewcounts.py joins them with a second rule's).
 
@@ -285,9 +286,9 @@ def loso(all_splits: list[Split], rules: list[auto.Rules] | tuple[auto.Rules, ..
     # Split by split, every rule in turn: auto keeps the split's member fits between rules
     # (the shipped rule's band variants too: they are the ones calibrated in practice).
     by_rule: dict[auto.Rules, list[Score | None]] = {r: [] for r in rules}
-    shipped_bands = [replace(auto.DEFAULT_RULES, band=b) for b in auto.BAND_CHOICES]
+    shipped_bands = [replace(auto.MAIN_RULES, band=b) for b in auto.BAND_CHOICES]
     memo: dict[auto.Rules, list[Score | None]] = {r: [] for r in shipped_bands}
-    scored = list(dict.fromkeys([*rules, auto.DEFAULT_RULES, *shipped_bands]))
+    scored = list(dict.fromkeys([*rules, auto.MAIN_RULES, *shipped_bands]))
     for sp in all_splits:
         for r in scored:
             s = try_score(sp, "auto", r)
@@ -320,8 +321,8 @@ def loso(all_splits: list[Split], rules: list[auto.Rules] | tuple[auto.Rules, ..
 
     peers = {m: scores_of(all_splits, m) for m in LOSO_PEERS}
     held_out_auto: list[Score | None] = [None] * len(all_splits)
-    default = f"auto[{auto.DEFAULT_RULES.label()}, band {auto.DEFAULT_RULES.band:g}]"  # shipped, fixed beforehand
-    default_scores = memo[auto.DEFAULT_RULES]
+    default = f"auto[{auto.MAIN_RULES.label()}, band {auto.MAIN_RULES.band:g}]"  # shipped, fixed beforehand
+    default_scores = memo[auto.MAIN_RULES]
     chosen, per_source = {}, {}
     for src in sources:
         mine = [i for i, sp in enumerate(all_splits) if split_source[i] == src]
@@ -408,7 +409,7 @@ def main(argv=None) -> int:
         print("\nall sources, each scored while held out:")
         print_rows(overall)
         print(f"\nrule chosen on all sources: {chosen['*']} "
-              f"(shipped: {auto.DEFAULT_RULES.label()}, band {auto.DEFAULT_RULES.band:g})")
+              f"(shipped: {auto.MAIN_RULES.label()}, band {auto.MAIN_RULES.band:g})")
     else:
         print_rows(summarise(all_splits, names, args.verbose))
     if args.timing:

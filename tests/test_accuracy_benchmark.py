@@ -41,14 +41,14 @@ def test_held_out_source_never_chooses_its_own_rule(monkeypatch):
     bench = _bench()
     good, bad = bench.Score(0.01, 0.05, 0.0, 1.0), bench.Score(0.5, 0.9, 0.5, 0.0)
     special = bench.auto.RULE_CHOICES[1]  # best only on source "a"
-    shipped = f"{bench.auto.DEFAULT_RULES.label()}, band 0"  # good covers all: the narrowest band
+    shipped = f"{bench.auto.MAIN_RULES.label()}, band 0"  # good covers all: the narrowest band
 
-    def fake(sp, method, rules=bench.auto.DEFAULT_RULES, verbose=False):
+    def fake(sp, method, rules=bench.auto.MAIN_RULES, verbose=False):
         if method != "auto":
             return bad
         if bench.source_of(sp) == "a":
             return good if _same_curve(rules, special) else bad
-        return good if _same_curve(rules, bench.auto.DEFAULT_RULES) else bad
+        return good if _same_curve(rules, bench.auto.MAIN_RULES) else bad
 
     monkeypatch.setattr(bench, "try_score", fake)
     splits = [bench.Split(f"{src}__curve{i}", None, None, 8.0) for src, i in
@@ -58,7 +58,7 @@ def test_held_out_source_never_chooses_its_own_rule(monkeypatch):
     assert chosen["a"] == shipped
     assert per_source["a"][0][3] == 0.0  # share under 20% of auto on "a"
     # With "a" among the others, no band holds there (coverage 0): the widest.
-    widest = f"{bench.auto.DEFAULT_RULES.label()}, band {bench.auto.BAND_CHOICES[-1]:g}"
+    widest = f"{bench.auto.MAIN_RULES.label()}, band {bench.auto.BAND_CHOICES[-1]:g}"
     assert chosen["b"] == chosen["c"] == widest
     assert per_source["b"][0][3] == 1.0
     assert overall[0][1] == 5 and overall[0][3] == 0.8
@@ -70,7 +70,7 @@ def test_rules_worse_than_the_median_on_the_guard_curves_are_not_candidates(monk
     better, worse_loss = bench.auto.RULE_CHOICES[1], bench.auto.RULE_CHOICES[2]
     base = bench.Score(0.10, 0.15, 0.05, 0.8)
 
-    def fake(sp, method, rules=bench.auto.DEFAULT_RULES, verbose=False):
+    def fake(sp, method, rules=bench.auto.MAIN_RULES, verbose=False):
         if rules == better:
             return bench.Score(0.05, 0.10, 0.05, 0.8)
         if rules == worse_loss:  # better error, worse pick: still not a candidate
@@ -152,7 +152,7 @@ def test_ceiling_scores_hindsight_choices_of_the_members():
         splits.append(bench.Split(f"{src}__c", data.subset(np.flatnonzero(n <= 8)), data, 8.0))
     rows, chosen = selection.ceiling(splits)
     assert set(chosen) == {"a", "b"}
-    assert all(set(sub) <= set(bench.auto.DEFAULT_RULES.members) for sub in chosen.values())
+    assert all(set(sub) <= set(bench.auto.MAIN_RULES.members) for sub in chosen.values())
     assert rows["auto (shipped rule)"] == bench.aggregate("auto", [bench.try_score(sp, "auto") for sp in splits])
     per_split = rows["best member per split"]
     assert per_split[1] == 2 and per_split[3] == 1.0 and per_split[2] < 1e-6

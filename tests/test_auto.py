@@ -31,6 +31,34 @@ def test_median_of_members_lies_between_them():
     assert "median" in fit.reason
 
 
+@pytest.mark.parametrize("counts, members", [
+    ((1, 2, 4, 8), auto.FEW_COUNT_RULES.members),  # a 16-core machine's curve up to 8
+    ((1, 2, 3, 4), auto.FEW_COUNT_RULES.members),
+    ((1, 2, 4, 6, 8), auto.MAIN_RULES.members),  # 5 counts: the main rule
+    ((1, 2, 2, 4, 4, 8, 8), auto.FEW_COUNT_RULES.members),  # repetitions are not counts
+])
+def test_curves_of_few_counts_take_their_own_rule(counts, members):
+    """4 distinct counts or fewer (but enough for a recent trend): the few-count rule's
+    members, the two laws anchored; more: the main rule's (benchmarks/fewcounts.py)."""
+    n = np.asarray(counts, float)
+    fit = auto.fit_auto(Measurements.from_samples(n, usl(n, [10.0, 0.03, 0.003])), 32)
+    fitted = [m.split(":")[0] for m in fit.extras["members"]]  # presca needs more counts than these
+    assert set(fitted) <= set(members) and {"usl", "trend" if "trend" in members else "amdahl"} <= set(fitted)
+    assert fit.extras["rules"] == (auto.FEW_COUNT_RULES if len(set(counts)) <= auto.FEW_COUNTS else auto.MAIN_RULES).label()
+
+
+def test_the_few_count_rule_can_be_left_out():
+    """``MAIN_RULES`` (the rule alone, as benchmarks compare it) predicts a 4-count curve as
+    the main rule does."""
+    n = np.array([1.0, 2.0, 4.0, 8.0])
+    data = Measurements.from_samples(n, usl(n, [10.0, 0.03, 0.003]))
+    with auto.using(auto.MAIN_RULES):
+        fit = auto.fit_auto(data, 32)
+    assert fit.extras["rules"] == auto.MAIN_RULES.label()
+    assert "damped" in " ".join(fit.extras["members"])
+    assert "few" not in auto.MAIN_RULES.label() and "4 counts or fewer" in auto.DEFAULT_RULES.label()
+
+
 def test_exact_usl_curve_is_extrapolated_well():
     n = np.arange(1.0, 13.0)
     x = usl(n, [10.0, 0.03, 0.001])

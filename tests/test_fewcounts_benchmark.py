@@ -2,6 +2,8 @@
 its second rule is chosen for a group without that group's splits."""
 from pathlib import Path
 
+import pytest
+
 import numpy as np
 from benchmark_module import benchmark_module, load_benchmark
 
@@ -62,7 +64,7 @@ def test_held_out_group_never_chooses_its_own_rule(monkeypatch):
 
 def test_dominate_keeps_the_shipped_rule_unless_another_is_no_worse_on_every_figure(monkeypatch):
     bench = _bench()
-    shipped = bench.auto.DEFAULT_RULES
+    shipped = bench.auto.MAIN_RULES
     sharper, dominating = bench.CANDIDATES[1], bench.CANDIDATES[2]
     assert shipped not in (sharper, dominating)
 
@@ -101,3 +103,30 @@ def test_accuracy_loso_hands_back_each_splits_held_out_score(monkeypatch):
     acc.loso(splits, held_out=held)
     # "a" alone scores well with `special`; held out it gets the others' rule.
     assert held == [bad, good, good, good]
+
+
+@pytest.mark.parametrize("second_error, verdict", [(0.10, "verdict: ships"), (0.30, "verdict: does not ship")])
+def test_decide_scores_the_second_rule_on_the_deciding_splits_only(monkeypatch, capsys, second_error, verdict):
+    """--decide: the second rule is chosen on the other curves' selected splits and set
+    against the main rule on the DECIDING suites' splits trained on 1..8 only."""
+    bench = _bench()
+    curve = (1, 2, 4, 8, 16)
+    other = [bench.Member("npb", _split(bench, curve, 8.0), True), bench.Member("bots", _split(bench, curve, 8.0), True)]
+    deciding = [bench.Member("gapbs", _split(bench, curve, m), True) for m in (4.0, 8.0)]
+    monkeypatch.setattr(bench, "sixteen_core", lambda folders, deciding_=False, **kw: deciding if kw.get("deciding") else other)
+    monkeypatch.setattr(bench, "corpus", lambda folder: [])
+    seen = []
+
+    def fake(sp, method, rules=None, verbose=False):
+        seen.append((sp.m, rules))
+        if rules == bench.auto.MAIN_RULES:
+            return bench.Score(0.20, 0.25, 0.0, 1.0)
+        return bench.Score(second_error, 0.15, 0.0, 1.0) if rules == bench.CANDIDATES[0] else bench.Score(0.5, 0.9, 0.5, 0.0)
+
+    monkeypatch.setattr(bench, "try_score", fake)
+    assert bench.decide([], Path(".")) == 0
+    out = capsys.readouterr().out
+    assert "the test: 1 splits of gapbs" in out and out.count(verdict) == 1 + (second_error < 0.2)
+    assert ("the choice is the main rule itself" in out) == (second_error > 0.2)  # --dominate's
+    # the deciding split trained on 1..4 is never scored
+    assert all(m == 8.0 for m, _ in seen)

@@ -26,7 +26,8 @@ member is the best one beyond the measured range in about a quarter of the split
 than cores) beyond the counts a backtest sees; the last two are the machine's, which
 ``predict`` applies to every method when it is given (corecast.model.machine.hardware).
 ``benchmarks/accuracy.py --loso`` chooses among ``RULE_CHOICES`` on the other sources and
-scores the choice on the held-out one; ``DEFAULT_RULES`` is its choice on all sources.
+scores the choice on the held-out one; ``MAIN_RULES`` is its choice on all sources, and
+``DEFAULT_RULES`` is it with ``FEW_COUNT_RULES`` for curves of few counts (below).
 
 The backtest does say how far off a doubling of the count can be: beyond the measured
 range the band widens per doubling by ``Rules.band`` times the members' median backtest
@@ -40,6 +41,17 @@ figure for what such a thread adds.  ``Rules.smt_member`` adds one more voter to
 median: the members' median asked at another yield of SMT_YIELD_RANGE (``predict`` asks
 ``Fit.perf_with``), so a single guess of the yield does not decide every member at once.
 Chosen like the rest of the rule, leave one source out (docs/accuracy.md).
+
+Curves of FEW_COUNTS distinct counts or fewer (a 16-core machine's 1, 2, 4, 8) are
+combined by a rule of their own, ``FEW_COUNT_RULES``: there a law of three parameters
+(USL; Gunther, "Guerrilla Capacity Planning", 2007) keeps one degree of freedom and the
+backtest fits the members on three counts, so the main rule's continuation members and
+band say little.  It was chosen leave one suite out on the 16-core curves and the
+corpus's few-count splits, and shipped after a test fixed before its deciding suites
+were measured (GAP and KASTORS, docs/accuracy.md).
+
+Kept as one at over 400 lines: the members, the rules that combine them and the rules'
+choices are one method; its benchmarks reach all three through this module.
 """
 from __future__ import annotations
 
@@ -47,7 +59,7 @@ import contextlib
 import hashlib
 from collections import OrderedDict
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterator
 
 import numpy as np
@@ -76,6 +88,8 @@ BACKTEST_MIN_HEAD = 3  # counts a backtest fit needs below the cut
 # BAND_CHOICES for it).
 BAND_RATE = 0.8
 BAND_CHOICES = (0.0, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0)
+# Distinct measured counts at or below which ``Rules.few_counts`` combines a curve.
+FEW_COUNTS = 4
 
 
 @dataclass(frozen=True)
@@ -102,6 +116,15 @@ class Rules:
     band: float = 0.0
     anchor: bool = False
     smt_member: float | None = None
+    # The rule curves of FEW_COUNTS distinct counts or fewer are combined by (None: this one).
+    few_counts: Rules | None = None
+
+    def for_curve(self, curve: Measurements) -> Rules:
+        """The rule ``curve`` is combined by: ``few_counts`` on FEW_COUNTS counts or fewer,
+        else this one without it."""
+        if self.few_counts is None:
+            return self
+        return self.few_counts if len(set(curve.counts.tolist())) <= FEW_COUNTS else replace(self, few_counts=None)
 
     def combine_label(self) -> str:
         return {"median": "median", "best": f"best{self.k}", "weighted": f"weighted(tau={self.tau:g})"}[self.combine]
@@ -111,7 +134,11 @@ class Rules:
                  f"{m}(anchored)" if self.anchor and m in LAWS else m for m in self.members]
         how = self.combine_label()
         label = how if self.members == BASE_MEMBERS and not self.anchor else f"{how} of {'+'.join(names)}"
-        return label if self.smt_member is None else f"{label}, step member at SMT yield {self.smt_member:g}"
+        if self.smt_member is not None:
+            label += f", step member at SMT yield {self.smt_member:g}"
+        if self.few_counts is not None:
+            label += f"; on {FEW_COUNTS} counts or fewer: {self.few_counts.label()}"
+        return label
 
     def base_for(self, curve: Measurements) -> tuple[str, ...]:
         """The members combined on ``curve``: a curve too short for a recent trend (2-3
@@ -131,8 +158,13 @@ def _short(curve: Measurements) -> bool:
 # What benchmarks/accuracy.py --loso chooses on every source of the corpus (and on every
 # source's complement), among the rules no worse than Rules() on the shared curves; its
 # band is the narrowest of BAND_CHOICES holding BAND_RATE of the values in every source.
-DEFAULT_RULES = Rules(members=("usl", "presca", "plateau", "trend", "damped"), damping=0.5, band=2.0, anchor=True,
-                      smt_member=SMT_YIELD_RANGE[1])
+MAIN_RULES = Rules(members=("usl", "presca", "plateau", "trend", "damped"), damping=0.5, band=2.0, anchor=True,
+                   smt_member=SMT_YIELD_RANGE[1])
+# What benchmarks/fewcounts.py chooses (by accuracy.merit) on the splits of FEW_COUNTS
+# counts or fewer, leaving one suite out; presca cannot fit 4 counts, so on a 16-core
+# curve it is the two anchored laws' geometric mean.  With the main rule's band.
+FEW_COUNT_RULES = Rules(members=("usl", "amdahl", "presca"), band=MAIN_RULES.band, anchor=True)
+DEFAULT_RULES = replace(MAIN_RULES, few_counts=FEW_COUNT_RULES)
 # The rules benchmarks/accuracy.py --loso chooses among (on the sources it does not score):
 # member sets, then backtest-driven selection.  The first member-restricted one is auto as
 # it was before plateau and trend joined.
@@ -317,8 +349,8 @@ def _widened(perf, low, high, top: float, per_doubling: float):
 
 @register("auto", "per-count median of USL, PreSca, plateau, trend, damped (+ESTIMA, size models)", 2)
 def fit_auto(data: Measurements, nmax: float) -> Fit:
-    rules = _rules.get()
     curve = data.at_target_size()
+    rules = _rules.get().for_curve(curve)
     # Two points that fall: Amdahl cannot follow them; contention (USL) can.
     falling = fit_usl_falling_pair(curve) if len(curve) == 2 and curve.perf[1] < curve.perf[0] else None
     if falling is not None:
