@@ -291,7 +291,8 @@ void cc_sampler_stop(void);
 /* The exit prediction, made by the sampler thread.  Unless ANSWERED, ``r`` stays the
  * sampler's (it may still write there). */
 enum cc_final_outcome { CC_FINAL_PENDING, CC_FINAL_ANSWERED, CC_FINAL_FAULTED, CC_FINAL_TIMEOUT, CC_FINAL_NO_SAMPLER,
-                        CC_FINAL_HELD /* the exiting thread holds the Python host's interpreter */ };
+                        CC_FINAL_HELD, /* the exiting thread holds the Python host's interpreter */
+                        CC_FINAL_UNREAD /* nobody reads the exit's prediction: the sampler is not awaited */ };
 enum cc_final_outcome cc_sampler_final(const struct cc_sample *s, struct cc_result *r, int timeout_ms);
 /* The fatal signals of corecast's exit guard (lifecycle.c); the sampler leaves them unblocked. */
 #define CC_NFATAL 5
