@@ -67,6 +67,12 @@ model unchanged.  The inflation the held-out GAP kernels show at 2 threads has n
 counterpart in the development suites, and none of the recording's counters tells it
 apart; it needs a measurement at a smaller team (a ``--probe`` call at 1 thread anchors T(1):
 ``history.anchor_t1``) or a hardware counter the 16-core machine does not expose.
+
+Held out, replayed once after this was committed (phoenix, miniapps, pyhost, gapbs,
+kastors; the model unchanged, so before and after are the same figures): S(16) from 2
+threads median |ln err| 0.358, worst 0.633 (19); from 4, 0.289, worst 0.609 (19); from 2
+and 4, 0.296, within 20% 36.8%; --probe 16, 0.150, worst 0.437, within 20% 52.6% (19);
+``bands.py --apply`` coverage 76.3%, median high/low 2.07, interval score 1.246.
 """
 from __future__ import annotations
 
@@ -237,6 +243,18 @@ def loso_overhead(data: list[dict]) -> tuple[dict, dict[str, float]]:
     return score(pairs), chosen
 
 
+def choose(candidates: dict[str, dict], references: tuple[dict, ...]) -> str:
+    """The candidate with the best held-out median, if it beats every reference (no
+    correction; a constant one, the machine loss at n0 that work_prior.py already chooses)
+    in the median by more than one recording moves it (0.01), without a worse worst case
+    or at-n0 part; else "none"."""
+    best = min(candidates, key=lambda k: candidates[k]["median_log_error"])
+    h = candidates[best]
+    wins = all(h["median_log_error"] < ref["median_log_error"] - 0.01 and h["worst"] <= ref["worst"]
+               and h["median_at_n0"] <= ref["median_at_n0"] for ref in references)
+    return best if wins else "none"
+
+
 def analyse(dirs: list[Path], counts: list[int], suites) -> dict:
     data = rows(dirs, counts, suites)
     keys = [k for k in data[0] if k not in ("curve", "dir", "n0", "suite", "at_n0", "signed")
@@ -246,23 +264,17 @@ def analyse(dirs: list[Path], counts: list[int], suites) -> dict:
     intercept = score([(r, statistics.mean(max(-CLIP, min(CLIP, t["at_n0"])) for t in data
                                           if t["suite"] != r["suite"])) for r in data])
     linear = {k: loso_linear(data, k) for k in keys}
-    held_overhead, chosen = loso_overhead(data)
+    held_overhead, by_suite = loso_overhead(data)
     candidates = {**{f"linear {k}": v for k, v in linear.items()}, "overhead": held_overhead}
-    best = min(candidates, key=lambda k: candidates[k]["median_log_error"])
-    # a signal is chosen only where it beats, held out, both no correction and a constant
-    # one (the machine loss at n0 that work_prior.py already chooses) in the median by
-    # more than one recording moves it, without a worse worst case or at-n0 part
-    wins = all(candidates[best]["median_log_error"] < ref["median_log_error"] - 0.01
-               and candidates[best]["worst"] <= ref["worst"]
-               and candidates[best]["median_at_n0"] <= ref["median_at_n0"] for ref in (none, intercept))
+    chosen = choose(candidates, (none, intercept))
     return {"recordings": len(data), "suites": sorted({r["suite"] for r in data}),
             "at_n0_median": round(statistics.median(r["at_n0"] for r in data), 4),
             "no_stall_seen": {"recordings": len(quiet),
                               "at_n0_median": round(statistics.median(r["at_n0"] for r in quiet), 4)
                               if quiet else None},
             "correlations": {k: correlations(data, k) for k in keys},
-            "held_out": {"none": none, "constant": intercept, **candidates}, "overhead_us_by_left_out_suite": chosen,
-            "chosen": best if wins else "none"}
+            "held_out": {"none": none, "constant": intercept, **candidates}, "overhead_us_by_left_out_suite": by_suite,
+            "chosen": chosen}
 
 
 def main(argv: list[str] | None = None) -> int:
