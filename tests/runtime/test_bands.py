@@ -173,3 +173,30 @@ def test_the_benchmark_chose_the_barrier_latency_growth():
     shipped, before = result["variants"][barrier_growth.SHIPPED], result["variants"]["before"]
     for guard in barrier_growth.GUARDS:
         assert shipped["guards"][guard]["median_log_error"] <= before["guards"][guard]["median_log_error"]
+
+
+def test_no_recorded_signal_predicts_the_inflation_at_the_sampled_count():
+    """benchmarks/inflation_signals.py (#38): on the development recordings no signal a
+    recording holds corrects T(1) better held out than none, and the model applies none."""
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "inflation_signals.py"), "--json"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["chosen"] == "none"
+    assert result["recordings"] >= 100 and not {"gapbs", "kastors", "phoenix"} & set(result["suites"])
+
+
+def test_inflation_signals_chooses_a_signal_that_predicts_the_error():
+    """The selection can say yes: a signal that sets at_n0 across suites is found, fitted
+    on the other suites, and chosen over no correction and a constant one."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import inflation_signals as inf  # noqa: E402
+
+    rows = [{"suite": f"s{k % 4}", "x": 0.1 * k, "at_n0": 0.03 * k, "signed": 0.03 * k + 0.01}
+            for k in range(16)]
+    candidates = {"linear x": inf.loso_linear(rows, "x")}
+    assert candidates["linear x"]["median_at_n0"] < 1e-9
+    none = inf.score([(r, 0.0) for r in rows])
+    constant = inf.score([(r, 0.2) for r in rows])
+    assert inf.choose(candidates, (none, constant)) == "linear x"
+    assert inf.choose({"linear x": none}, (none, constant)) == "none"
