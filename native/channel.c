@@ -1,4 +1,5 @@
-/* The report channel: where corecast's table and warnings go, the stderr the program
+/* The report channel (over 400 lines: its three steps share the original's identity and
+ * the holder's copy): where corecast's table and warnings go, the stderr the program
  * started with, without a descriptor of corecast's in the program's table.
  *
  * A descriptor of ours there is the program's business: `ls /proc/self/fd` lists it, a
@@ -8,8 +9,12 @@
  * taken at start-up or from `corecast run`'s CORECAST_STDERR) and found at each write:
  *   1. the program's fd 2, or another of its low descriptors, while it is still that file;
  *   2. else a copy kept by a thread of ours in a descriptor table of its own (the sampler,
- *      or a keeper started when the program lets its last stderr go): reopened through
- *      /proc/self/task/TID/fd/N for the time of one write;
+ *      or a keeper started when the program lets its last stderr go): written by that
+ *      thread when it is free to (the holder's mailbox), so that the write moves the
+ *      description's offset as the program's own lines did; else reopened through
+ *      /proc/self/task/TID/fd/N for the time of one write (a description of its own:
+ *      appended, but a shell's later line into a `2>log` opened without O_APPEND goes at
+ *      the old offset, over it);
  *   3. else the terminal or file the stderr was, reopened by its path.
  * A program that put a data file on fd 2 (xz, sort --parallel) never gets our lines in
  * it, and a copy in another table is not inherited by fork.
@@ -46,6 +51,13 @@ static char origin_path[256]; /* a terminal's or regular file's path, for step 3
 static pid_t channel_pid;  /* the image whose start-up this was: not a fork or vfork child */
 static volatile int holder_tid, holder_fd = -1; /* step 2's copy: its thread and number there */
 static int keeper_started;
+/* The holder's mailbox (step 2): one write at a time, copied in, so that a writer that
+ * stops waiting leaves nothing of its own behind.  ``serving``: the holder waits for mail
+ * (the keeper always; the sampler once its windows are over). */
+enum { MAIL_IDLE, MAIL_FILLING, MAIL_POSTED, MAIL_WRITING };
+static int mail_state, serving; /* futex word; flag */
+static char mail[16384];
+static size_t mail_n;
 static locale_t c_locale;
 static __thread int own_table __attribute__((tls_model("initial-exec"))); /* this thread's table is ours */
 
@@ -150,14 +162,63 @@ int cc_report_channel_open(void) {
     return fd >= 0;
 }
 
+static long futex_word(int *word, int op, int val, double timeout_s) {
+    struct timespec ts = {(time_t)timeout_s, (long)((timeout_s - (time_t)timeout_s) * 1e9)};
+    return syscall(SYS_futex, word, op, val, timeout_s >= 0 ? &ts : NULL, NULL, 0);
+}
+
+static double mono_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* Step 2 through the holder: returns how many of the ``n`` bytes it wrote (0: the holder
+ * is not serving, the mailbox is taken, a signal handler's write interrupted ours, or the
+ * holder did not take the mail within PATIENCE_S; the caller reopens for the rest). */
+static size_t mail_write(const char *p, size_t n) {
+    size_t done = 0;
+    while (done < n) {
+        int idle = MAIL_IDLE;
+        if (!__atomic_load_n(&serving, __ATOMIC_ACQUIRE) ||
+            !__atomic_compare_exchange_n(&mail_state, &idle, MAIL_FILLING, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            return done;
+        size_t k = n - done < sizeof mail ? n - done : sizeof mail;
+        memcpy(mail, p + done, k);
+        mail_n = k;
+        __atomic_store_n(&mail_state, MAIL_POSTED, __ATOMIC_RELEASE);
+        futex_word(&mail_state, FUTEX_WAKE_PRIVATE, 1 << 30, -1);
+        double deadline = mono_s() + PATIENCE_S;
+        int st;
+        while ((st = __atomic_load_n(&mail_state, __ATOMIC_ACQUIRE)) != MAIL_IDLE) {
+            double left = deadline - mono_s();
+            if (left <= 0) {
+                int posted = MAIL_POSTED; /* not taken: withdrawn, to be written elsewhere */
+                if (__atomic_compare_exchange_n(&mail_state, &posted, MAIL_IDLE, 0, __ATOMIC_ACQ_REL,
+                                                __ATOMIC_ACQUIRE))
+                    return done;
+                return done + k; /* taken, not written yet: the holder ends it alone */
+            }
+            futex_word(&mail_state, FUTEX_WAIT_PRIVATE, st, left);
+        }
+        done += k;
+    }
+    return done;
+}
+
 void cc_report_write(const char *p, size_t n) {
     int saved = errno, temp;
     int fd = channel_open(&temp);
-    if (fd >= 0) {
-        cc_write_all(fd, p, n, temp ? PATIENCE_S : 1e9);
-        if (temp)
-            close(fd);
+    /* Not the program's descriptor, nor the holder's own (a socket cannot be reopened). */
+    if ((fd < 0 || temp) && holder_fd >= 0 && holder_tid != (int)syscall(SYS_gettid)) {
+        size_t sent = mail_write(p, n);
+        p += sent;
+        n -= sent;
     }
+    if (fd >= 0 && n > 0)
+        cc_write_all(fd, p, n, temp ? PATIENCE_S : 1e9);
+    if (fd >= 0 && temp)
+        close(fd);
     errno = saved;
 }
 
@@ -261,7 +322,8 @@ static void *keeper_main(void *arg) {
     cc_own_descriptor_table(NULL, 0);
     __atomic_store_n(&keeper_ready, 1, __ATOMIC_RELEASE);
     syscall(SYS_futex, &keeper_ready, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-    for (;;) /* holds the copy until the process ends */
+    cc_channel_serve(); /* holds the copy until the process ends */
+    for (;;)
         pause();
     return NULL;
 }
@@ -335,6 +397,30 @@ void cc_channel_window_check(void) {
 /* Whether the calling thread keeps the channel's copy: it must then outlive the report. */
 int cc_channel_held_here(void) { return holder_tid == (int)syscall(SYS_gettid) && holder_fd >= 0; }
 
+void cc_channel_serving(void) {
+    if (cc_channel_held_here())
+        __atomic_store_n(&serving, 1, __ATOMIC_RELEASE);
+}
+
+/* The holder, with nothing else to do: writes the mail it is sent, for as long as the
+ * process lives (returns at once in a thread that holds no copy).  A write that blocks (a stalled pipe reader) blocks here, as the
+ * program's own would, while the writer stops waiting after PATIENCE_S. */
+void cc_channel_serve(void) {
+    if (!cc_channel_held_here())
+        return;
+    cc_channel_serving();
+    for (;;) {
+        int posted = MAIL_POSTED;
+        if (__atomic_compare_exchange_n(&mail_state, &posted, MAIL_WRITING, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+            cc_write_all(holder_fd, mail, mail_n, 1e9);
+            __atomic_store_n(&mail_state, MAIL_IDLE, __ATOMIC_RELEASE);
+            futex_word(&mail_state, FUTEX_WAKE_PRIVATE, 1 << 30, -1);
+            continue;
+        }
+        futex_word(&mail_state, FUTEX_WAIT_PRIVATE, posted, -1);
+    }
+}
+
 void cc_channel_after_fork(void) {
     /* The child has no thread of ours and reports to its own fd 2 while that is the
      * original; it starts no keeper (a daemon detaching must not hold the caller's pipe). */
@@ -342,4 +428,6 @@ void cc_channel_after_fork(void) {
     holder_fd = -1;
     keeper_started = 1;
     keeper_ready = 0;
+    serving = 0;
+    mail_state = MAIL_IDLE;
 }

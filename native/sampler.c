@@ -114,6 +114,7 @@ static void *sampler_main(void *arg) {
             double t0 = cc_thread_cpu_s();
             cc_model_predict(final_sample, final_result);
             cc_own_cpu_add(cc_thread_cpu_s() - t0);
+            cc_channel_serving(); /* the report that follows may come by mail */
             __atomic_store_n(&final_state, CC_FINAL_ANSWERED, __ATOMIC_RELEASE);
             futex(&final_state, FUTEX_WAKE_PRIVATE, 1, NULL);
             break;
@@ -182,8 +183,7 @@ static void *sampler_main(void *arg) {
     }
     /* The exit report, written after this answer, may reach the original stderr only
      * through this thread's copy: the table must live until the process ends. */
-    while (cc_channel_held_here())
-        pause();
+    cc_channel_serve();
     return NULL;
 }
 

@@ -473,3 +473,55 @@ def test_python_report_line_to_a_pipe_without_reader_leaves_the_status():
     finally:
         os.close(w)
     assert proc.returncode == 0 and proc.stdout == b"done\n"
+
+
+# A region (the sampler starts and keeps a copy of stderr), then a line on stderr, which
+# the program then lets go of with fclose, as programs that close their streams do.
+FCLOSE_AFTER_C = r"""
+#include <stdio.h>
+int main(void) {
+    double s = 0;
+#pragma omp parallel for reduction(+ : s)
+    for (int i = 0; i < 1000000; i++) s += i * 0.5;
+    fprintf(stderr, "program line\n");
+    fclose(stderr);
+    printf("%g\n", s);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("holder", ["keeper", "sampler"])
+def test_a_log_the_program_let_go_of_keeps_the_report_beside_later_writes(build, lib, tmp_path, holder):
+    """`2>log` opens the log without O_APPEND: the shell's next line goes at the offset the
+    program's description reached.  A report appended through a reopened copy (a description
+    of its own) was then covered by it ("shell after" over "corecast: pi"); written through
+    the copy a thread of ours keeps, it moves that offset as the program's own lines do."""
+    exe = (build("close_and_exit", CLOSE_AND_EXIT_C, "-pthread") if holder == "keeper"
+           else build("fclose_after", FCLOSE_AFTER_C, "-fopenmp"))
+    log = tmp_path / "log"
+    env = clean_env(LD_PRELOAD=str(lib), OMP_NUM_THREADS="2")
+    proc = subprocess.run(["sh", "-c", f"'{exe}' >/dev/null; echo 'shell after' >&2"], env=env,
+                          stderr=log.open("wb"), timeout=TIMEOUT)
+    assert proc.returncode == 0
+    text = log.read_bytes()
+    assert report_blocks(text) == 1, text[:200]
+    assert text.startswith(b"program line\ncorecast: pid " if holder == "sampler" else b"corecast: pid ")
+    assert text.endswith(b"\nshell after\n")
+
+
+def test_a_socket_stderr_the_program_let_go_of_still_gets_the_report(build, lib, tmp_path):
+    """A socket cannot be reopened through /proc: the report reaches it only through the
+    copy a thread of ours keeps (the keeper here: the program closes fd 2 first)."""
+    import socket
+
+    exe = build("close_and_exit", CLOSE_AND_EXIT_C, "-pthread")
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        proc = subprocess.run([exe], env=clean_env(LD_PRELOAD=str(lib)), stderr=theirs.fileno(),
+                              stdout=subprocess.DEVNULL, timeout=TIMEOUT)
+        theirs.close()
+        ours.settimeout(TIMEOUT)
+        text = b"".join(iter(lambda: ours.recv(65536), b""))
+    assert proc.returncode == 0
+    assert report_blocks(text) == 1, text[:200]
