@@ -160,6 +160,17 @@ def leave_one_suite_out(rows: list[dict]) -> tuple[dict, list[dict]]:
     return score(pooled, None, None), per_suite
 
 
+def recording_dirs(given: list[Path], prog: str) -> list[Path] | None:
+    """The directories given (DEFAULT_DIRS without any), or None after one line naming
+    those that are missing."""
+    dirs = given or DEFAULT_DIRS
+    missing = [str(d) for d in dirs if not d.is_dir()]
+    if missing:
+        print(f"{prog}: no such directory: {', '.join(missing)}", file=sys.stderr)
+        return None
+    return dirs
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dirs", nargs="*", type=Path, help="curve directories (default: scale16 and device16)")
@@ -170,10 +181,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="choose nothing: score spread.py's constants on these recordings (the held-out report)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    dirs = args.dirs or DEFAULT_DIRS
-    missing = [str(d) for d in dirs if not d.is_dir()]
-    if missing:
-        print(f"bands.py: no such directory: {', '.join(missing)}", file=sys.stderr)
+    dirs = recording_dirs(args.dirs, "bands.py")
+    if dirs is None:
         return 2
     rows = points(dirs, scale16.suite_filter(args.suites, args.skip_suites))
     if not rows:

@@ -283,10 +283,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--counts", default="2,4")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    dirs = args.dirs or bands.DEFAULT_DIRS
-    missing = [str(d) for d in dirs if not d.is_dir()]
-    if missing:
-        print(f"inflation_signals.py: no such directory: {', '.join(missing)}", file=sys.stderr)
+    dirs = bands.recording_dirs(args.dirs, "inflation_signals.py")
+    if dirs is None:
         return 2
     try:
         counts = [int(c) for c in args.counts.split(",")]

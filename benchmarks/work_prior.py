@@ -87,10 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-suites", default=bands.DEFAULT_SKIP)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    dirs = args.dirs or bands.DEFAULT_DIRS
-    missing = [str(d) for d in dirs if not d.is_dir()]
-    if missing:
-        print(f"work_prior.py: no such directory: {', '.join(missing)}", file=sys.stderr)
+    dirs = bands.recording_dirs(args.dirs, "work_prior.py")
+    if dirs is None:
         return 2
     by_c = errors(dirs, scale16.suite_filter(args.suites, args.skip_suites))
     suites = sorted({r["suite"] for r in by_c[0.0]})
