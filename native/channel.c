@@ -431,6 +431,10 @@ void cc_channel_window_check(void) {
     }
 }
 
+/* Whether the calling thread has a descriptor table of its own (what it opens is not in
+ * the program's). */
+int cc_own_table_here(void) { return own_table; }
+
 /* Whether the calling thread keeps the channel's copy: it must then outlive the report. */
 int cc_channel_held_here(void) { return holder_tid == (int)syscall(SYS_gettid) && holder_fd >= 0; }
 
