@@ -162,8 +162,11 @@ MAIN_RULES = Rules(members=("usl", "presca", "plateau", "trend", "damped"), damp
                    smt_member=SMT_YIELD_RANGE[1])
 # What benchmarks/fewcounts.py chooses (by accuracy.merit) on the splits of FEW_COUNTS
 # counts or fewer, leaving one suite out; presca cannot fit 4 counts, so on a 16-core
-# curve it is the two anchored laws' geometric mean.  With the main rule's band.
-FEW_COUNT_RULES = Rules(members=("usl", "amdahl", "presca"), band=MAIN_RULES.band, anchor=True)
+# curve it is the two anchored laws' geometric mean.  With the main rule's band and step
+# member (a 2-3 count curve is then predicted as by the main rule, and LFCA's splits, whose
+# threads ahead share cores, keep the SMT vote: benchmarks/fewcounts.py).
+FEW_COUNT_RULES = Rules(members=("usl", "amdahl", "presca"), band=MAIN_RULES.band, anchor=True,
+                        smt_member=MAIN_RULES.smt_member)
 DEFAULT_RULES = replace(MAIN_RULES, few_counts=FEW_COUNT_RULES)
 # The rules benchmarks/accuracy.py --loso chooses among (on the sources it does not score):
 # member sets, then backtest-driven selection.  The first member-restricted one is auto as
