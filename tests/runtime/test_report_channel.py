@@ -387,9 +387,9 @@ def test_python_reports_reach_a_stderr_pipe_the_program_closed(tmp_path):
     assert proc.stderr == b"corecast: warning: to the original stderr\n"
 
 
-# A line that no descriptor of the program's reaches is written by the keeper thread, in
-# its own table: reopened on the program's thread, the copy would take a number in the
-# program's table for the time of the write.
+# A line that no descriptor of the program's reaches is written by the keeper thread
+# through its copy, in its own table: reopened on the program's thread, the copy would
+# take a number in the program's table for the time of the write.  Nothing is reopened.
 KEEPER_WRITES_PY = r"""
 import atexit, os, sys, threading
 from corecast.runtime import channel
@@ -416,7 +416,7 @@ def test_python_reports_past_the_programs_table_are_opened_by_the_keeper(tmp_pat
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "data.txt").read_bytes() == DATA
     assert proc.stderr == b"corecast: warning: from the main thread\ncorecast: warning: at exit\n"
-    assert proc.stdout == b"['corecast-channel']\n"
+    assert proc.stdout == b"[]\n"
 
 
 # Python's channel writes a line whole or not at all, as native/write.c: at `ulimit -f`
@@ -590,3 +590,38 @@ def test_report_lines_written_at_once_by_several_threads_are_all_kept(build, lib
     expected = {f"line {t} {i}".encode() for t in range(4) for i in range(300)}
     assert len(lines) == len(expected) and set(lines) == expected, (len(lines), sorted(expected - set(lines))[:5])
     assert report_blocks(text) == 1, text[-300:]
+
+
+# Without the library: the program lets its stderr go, then a report line comes.
+PY_LET_GO_PY = r"""
+import os
+from corecast.runtime import channel
+channel.keep()
+os.close(2)
+channel.warn("report")
+"""
+
+
+@pytest.mark.parametrize("stderr_kind", ["log", "socket"])
+def test_python_reports_to_a_stderr_the_program_let_go_of_keep_beside_later_writes(tmp_path, stderr_kind):
+    """docs/promise.md: without the library the Python channel writes through its keeper
+    as native/channel.c's holder does, through the copy itself: a `2>log` opened without
+    O_APPEND then has its offset moved past the line (the shell's next line went over the
+    line appended through a reopened copy), and a socket, which cannot be reopened, gets it."""
+    import socket
+
+    if stderr_kind == "log":
+        log = tmp_path / "log"
+        cmd = f"'{sys.executable}' -c '{PY_LET_GO_PY}'; echo 'shell after' >&2"
+        proc = subprocess.run(["sh", "-c", cmd], env=clean_env(), stderr=log.open("wb"), timeout=TIMEOUT)
+        assert proc.returncode == 0
+        assert log.read_bytes() == b"corecast: warning: report\nshell after\n"
+        return
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        proc = subprocess.Popen([sys.executable, "-c", PY_LET_GO_PY], env=clean_env(), stderr=theirs.fileno())
+        theirs.close()
+        ours.settimeout(TIMEOUT)
+        text = b"".join(iter(lambda: ours.recv(65536), b""))
+        assert proc.wait(timeout=TIMEOUT) == 0
+    assert text == b"corecast: warning: report\n"
