@@ -251,3 +251,17 @@ def test_curves_of_few_counts_keep_the_step_member_past_an_unmeasured_smt_bounda
         with auto.using(auto.MAIN_RULES):
             main = corecast.predict(n, values, **smt)
         assert np.allclose(p.values, main.values) and np.allclose(p.low, main.low)
+
+
+def test_an_even_median_is_said_to_lie_between_its_middle_members():
+    """A median of an even number of members is the geometric mean of the middle two, as
+    far from one as from the other: 'closest to' one of them was float rounding's pick.
+    On 4 counts the few-count rule always combines 2 (presca cannot fit 4 counts)."""
+    n = np.array([1.0, 2.0, 4.0, 8.0])
+    y = usl(n, [10.0, 0.03, 0.003]) * (1 + 0.03 * np.sin(n))
+    fit = auto.fit_auto(Measurements.from_samples(n, y), 32)
+    assert len(fit.extras["chosen"]) == 2
+    assert "closest to" not in fit.reason and "midway between" in fit.reason, fit.reason
+    at = np.log([m.perf(np.array([32.0]))[0] for m in fit.members])
+    mid = np.sort(at)[len(at) // 2 - 1: len(at) // 2 + 1]
+    assert np.isclose(np.log(fit.perf(np.array([32.0]))[0]), mid.mean())

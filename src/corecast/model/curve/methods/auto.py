@@ -385,6 +385,13 @@ def fit_auto(data: Measurements, nmax: float) -> Fit:
         how = {"median": "per-count median", "best": f"per-count median of the {rules.k} best-backtested",
                "weighted": "backtest-weighted geometric mean"}[rules.combine if errors else "median"]
         reason = f"{how} of {len(chosen)} models ({', '.join(chosen)}); at {nmax:g} it is closest to {names[closest]}"
+        used = np.flatnonzero((weights > 0) & np.isfinite(at_end[:, 1]))
+        if how != "backtest-weighted geometric mean" and len(used) % 2 == 0:
+            # An even median is the middle two's geometric mean, as far from one as from
+            # the other: "closest to" would name float rounding's pick.
+            a, b = used[np.argsort(at_end[used, 1], kind="stable")][len(used) // 2 - 1: len(used) // 2 + 1]
+            reason = (f"{how} of {len(chosen)} models ({', '.join(chosen)}); at {nmax:g} it lies midway "
+                      f"between {names[a]} and {names[b]}")
     if errors:
         # A member that cannot be fitted on the counts up to the cut (presca needs 5) has
         # no backtest error: "inf%" would read as a measured figure.
