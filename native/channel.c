@@ -157,13 +157,20 @@ static int channel_open(int *temp, int reopen) {
     return -1;
 }
 
+/* A holder that is not the calling thread, in this process: a child forked by the system
+ * call (no atfork handler cleared the holder) inherits the mailbox, not the thread that
+ * serves it, and waited the writer's whole patience for it. */
+static int holder_here(void) {
+    return holder_fd >= 0 && holder_tid != (int)syscall(SYS_gettid) && getpid() == channel_pid;
+}
+
 int cc_report_channel_open(void) {
     int temp, fd = channel_open(&temp, 0);
     if (fd >= 0)
         return 1;
     /* The holder writes it (a socket, which cannot be reopened, included); no reopening
      * to ask, which would put a copy in the program's table (cc_report_write). */
-    if (holder_fd >= 0 && holder_tid != (int)syscall(SYS_gettid) && __atomic_load_n(&serving, __ATOMIC_ACQUIRE))
+    if (holder_here() && __atomic_load_n(&serving, __ATOMIC_ACQUIRE))
         return 1;
     fd = channel_open(&temp, 1);
     if (temp)
@@ -242,7 +249,7 @@ void cc_report_write(const char *p, size_t n) {
      * thread, the copy takes a number in the program's table, where another thread writing
      * at once took it for the program's own fd 2 and wrote to it after it was closed (or
      * to the program's next file there). */
-    if (fd < 0 && holder_fd >= 0 && holder_tid != (int)syscall(SYS_gettid)) {
+    if (fd < 0 && holder_here()) {
         size_t sent = mail_write(p, n);
         p += sent;
         n -= sent;

@@ -625,3 +625,50 @@ def test_python_reports_to_a_stderr_the_program_let_go_of_keep_beside_later_writ
         text = b"".join(iter(lambda: ours.recv(65536), b""))
         assert proc.wait(timeout=TIMEOUT) == 0
     assert text == b"corecast: warning: report\n"
+
+
+# Closes stderr (a keeper takes the copy), then forks by the system call, as programs
+# that fork without the C library's fork do (no atfork handler runs in the child): the
+# child writes a report line and says how long that took.
+RAW_FORK_REPORT_C = r"""
+#include <dlfcn.h>
+#include <stdio.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+int main(void) {
+    int (*report_write)(const char *, size_t) =
+        (int (*)(const char *, size_t))dlsym(RTLD_DEFAULT, "corecast_report_write");
+    if (!report_write)
+        return 3;
+    close(2);
+    pid_t pid = (pid_t)syscall(SYS_fork);
+    if (pid == 0) {
+        struct timespec a, b;
+        clock_gettime(CLOCK_MONOTONIC, &a);
+        report_write("child line\n", 11);
+        clock_gettime(CLOCK_MONOTONIC, &b);
+        printf("%.3f\n", (double)(b.tv_sec - a.tv_sec) + (b.tv_nsec - a.tv_nsec) * 1e-9);
+        fflush(stdout);
+        syscall(SYS_exit_group, 0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+"""
+
+
+def test_a_child_forked_by_the_system_call_does_not_wait_for_the_parents_holder(build, lib, tmp_path):
+    """A child forked without the C library's fork inherits the mailbox's state but not
+    the thread that serves it: its line waited the writer's whole patience (5 s) for a
+    holder that does not exist there before it was written another way."""
+    exe = build("raw_fork_report", RAW_FORK_REPORT_C, "-ldl")
+    log = tmp_path / "log"
+    with log.open("wb") as f:
+        proc = subprocess.run([exe], env=clean_env(LD_PRELOAD=str(lib)), stderr=f, capture_output=False,
+                              stdout=subprocess.PIPE, timeout=TIMEOUT)
+    assert proc.returncode == 0
+    assert float(proc.stdout) < 2.5, proc.stdout  # 5 s: the patience for a holder that is not there
+    assert b"child line\n" in log.read_bytes()
