@@ -48,8 +48,13 @@ DECIDING = {"gapbs", "kastors"}
 # Each member alone, as a rule of one member (``damped`` at both dampings RULE_CHOICES use).
 SINGLES = tuple(auto.Rules(members=(m,)) for m in ("usl", "amdahl", "presca", "plateau", "trend")) + tuple(
     auto.Rules(members=("damped",), damping=d) for d in (0.25, 0.5))
-# With the main rule's band, so that their band cover compares with its.
-CANDIDATES = tuple(dict.fromkeys(replace(r, band=auto.MAIN_RULES.band) for r in auto.RULE_CHOICES + SINGLES))
+# With the main rule's band, so that their band cover compares with its, and its step
+# member where they have none (where threads ahead share cores no measured count shared:
+# LFCA's splits, 4 cores of 8 hardware threads), which the main rule was chosen with.
+CANDIDATES = tuple(dict.fromkeys(
+    replace(r, band=auto.MAIN_RULES.band,
+            smt_member=auto.MAIN_RULES.smt_member if r.smt_member is None else r.smt_member)
+    for r in auto.RULE_CHOICES + SINGLES))
 
 
 def few(split: Split) -> bool:

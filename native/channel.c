@@ -54,8 +54,8 @@ static int keeper_started;
 /* The holder's mailbox (step 2): one write at a time, copied in, so that a writer that
  * stops waiting leaves nothing of its own behind.  ``serving``: the holder waits for mail
  * (the keeper always; the sampler once its windows are over). */
-enum { MAIL_IDLE, MAIL_FILLING, MAIL_POSTED, MAIL_WRITING };
-static int mail_state, serving; /* futex word; flag */
+enum { MAIL_IDLE, MAIL_FILLING, MAIL_POSTED, MAIL_WRITING }; /* the low 2 bits; above: the writer's tid */
+static int mail_state, serving, mail_stalled; /* futex word; flags (stalled: a writer left its mail in a write that blocks) */
 static char mail[16384];
 static size_t mail_n;
 static locale_t c_locale;
@@ -112,8 +112,8 @@ void cc_channel_init(void) {
 }
 
 /* A descriptor of the calling thread's table that writes to the original stderr; *temp
- * says the caller must close it. */
-static int channel_open(int *temp) {
+ * says the caller must close it.  ``reopen`` 0: steps 1 and the holder's own copy only. */
+static int channel_open(int *temp, int reopen) {
     *temp = 0;
     if (!known)
         return -1;
@@ -126,6 +126,8 @@ static int channel_open(int *temp) {
     for (int fd = 0; fd < LOW_FDS; fd++)
         if (fd != 2 && writes_origin(fd))
             return fd;
+    if (!reopen)
+        return -1;
     char path[64], *p = path;
     const char *paths[2] = {NULL, origin_path[0] ? origin_path : NULL};
     if (htid > 0 && hfd >= 0) {
@@ -155,8 +157,22 @@ static int channel_open(int *temp) {
     return -1;
 }
 
+/* A holder that is not the calling thread, in this process: a child forked by the system
+ * call (no atfork handler cleared the holder) inherits the mailbox, not the thread that
+ * serves it, and waited the writer's whole patience for it. */
+static int holder_here(void) {
+    return holder_fd >= 0 && holder_tid != (int)syscall(SYS_gettid) && getpid() == channel_pid;
+}
+
 int cc_report_channel_open(void) {
-    int temp, fd = channel_open(&temp);
+    int temp, fd = channel_open(&temp, 0);
+    if (fd >= 0)
+        return 1;
+    /* The holder writes it (a socket, which cannot be reopened, included); no reopening
+     * to ask, which would put a copy in the program's table (cc_report_write). */
+    if (holder_here() && __atomic_load_n(&serving, __ATOMIC_ACQUIRE))
+        return 1;
+    fd = channel_open(&temp, 1);
     if (temp)
         close(fd);
     return fd >= 0;
@@ -174,30 +190,49 @@ static double mono_s(void) {
 }
 
 /* Step 2 through the holder: returns how many of the ``n`` bytes it wrote (0: the holder
- * is not serving, the mailbox is taken, a signal handler's write interrupted ours, or the
- * holder did not take the mail within PATIENCE_S; the caller reopens for the rest). */
+ * is not serving or is stuck in an earlier write, a signal handler's write interrupted this
+ * thread's own, or the mail was not taken within PATIENCE_S; the caller reopens for the
+ * rest).  Another writer's mail goes first: one that went around it through a reopened
+ * description appended where the holder's next write at the shared offset covered it (or,
+ * on a socket, was not written at all).  The state word names its writer, so a writer
+ * whose mail was written while it slept never mistakes the next writer's for its own. */
 static size_t mail_write(const char *p, size_t n) {
+    int self = (int)syscall(SYS_gettid);
     size_t done = 0;
+    double deadline = mono_s() + PATIENCE_S;
     while (done < n) {
-        int idle = MAIL_IDLE;
-        if (!__atomic_load_n(&serving, __ATOMIC_ACQUIRE) ||
-            !__atomic_compare_exchange_n(&mail_state, &idle, MAIL_FILLING, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-            return done;
+        int st;
+        for (;;) { /* our turn */
+            if (!__atomic_load_n(&serving, __ATOMIC_ACQUIRE))
+                return done;
+            st = MAIL_IDLE;
+            if (__atomic_compare_exchange_n(&mail_state, &st, self << 2 | MAIL_FILLING, 0, __ATOMIC_ACQ_REL,
+                                            __ATOMIC_ACQUIRE))
+                break;
+            double left = deadline - mono_s();
+            if (st >> 2 == self || __atomic_load_n(&mail_stalled, __ATOMIC_ACQUIRE) || left <= 0)
+                return done;
+            futex_word(&mail_state, FUTEX_WAIT_PRIVATE, st, left);
+        }
         size_t k = n - done < sizeof mail ? n - done : sizeof mail;
         memcpy(mail, p + done, k);
         mail_n = k;
-        __atomic_store_n(&mail_state, MAIL_POSTED, __ATOMIC_RELEASE);
+        int mine = self << 2 | MAIL_POSTED;
+        __atomic_store_n(&mail_state, mine, __ATOMIC_RELEASE);
         futex_word(&mail_state, FUTEX_WAKE_PRIVATE, 1 << 30, -1);
-        double deadline = mono_s() + PATIENCE_S;
-        int st;
-        while ((st = __atomic_load_n(&mail_state, __ATOMIC_ACQUIRE)) != MAIL_IDLE) {
+        while ((st = __atomic_load_n(&mail_state, __ATOMIC_ACQUIRE)) >> 2 == self) {
             double left = deadline - mono_s();
             if (left <= 0) {
-                int posted = MAIL_POSTED; /* not taken: withdrawn, to be written elsewhere */
+                int posted = mine; /* not taken: withdrawn, to be written elsewhere */
                 if (__atomic_compare_exchange_n(&mail_state, &posted, MAIL_IDLE, 0, __ATOMIC_ACQ_REL,
-                                                __ATOMIC_ACQUIRE))
+                                                __ATOMIC_ACQUIRE)) {
+                    futex_word(&mail_state, FUTEX_WAKE_PRIVATE, 1 << 30, -1);
                     return done;
-                return done + k; /* taken, not written yet: the holder ends it alone */
+                }
+                /* Taken, not written yet (a stalled reader): the holder ends it alone, and
+                 * later writers do not wait for it. */
+                __atomic_store_n(&mail_stalled, 1, __ATOMIC_RELEASE);
+                return done + k;
             }
             futex_word(&mail_state, FUTEX_WAIT_PRIVATE, st, left);
         }
@@ -208,13 +243,19 @@ static size_t mail_write(const char *p, size_t n) {
 
 void cc_report_write(const char *p, size_t n) {
     int saved = errno, temp;
-    int fd = channel_open(&temp);
-    /* Not the program's descriptor, nor the holder's own (a socket cannot be reopened). */
-    if ((fd < 0 || temp) && holder_fd >= 0 && holder_tid != (int)syscall(SYS_gettid)) {
+    int fd = channel_open(&temp, 0);
+    /* Not the program's descriptor, nor the holder's own (a socket cannot be reopened):
+     * the mail first, and a reopened copy only for what it did not write.  Reopened on this
+     * thread, the copy takes a number in the program's table, where another thread writing
+     * at once took it for the program's own fd 2 and wrote to it after it was closed (or
+     * to the program's next file there). */
+    if (fd < 0 && holder_here()) {
         size_t sent = mail_write(p, n);
         p += sent;
         n -= sent;
     }
+    if (fd < 0 && n > 0)
+        fd = channel_open(&temp, 1);
     if (fd >= 0 && n > 0)
         cc_write_all(fd, p, n, temp ? PATIENCE_S : 1e9);
     if (fd >= 0 && temp)
@@ -320,6 +361,9 @@ static void *keeper_main(void *arg) {
     struct cc_thread *t = cc_self_internal(); /* not one of the program's threads in any figure */
     t->guard = 1;
     cc_own_descriptor_table(NULL, 0);
+    /* Serving before the program goes on: a line written before this thread reached its
+     * loop went around it, appended where the mail after it was written over it. */
+    cc_channel_serving();
     __atomic_store_n(&keeper_ready, 1, __ATOMIC_RELEASE);
     syscall(SYS_futex, &keeper_ready, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
     cc_channel_serve(); /* holds the copy until the process ends */
@@ -394,6 +438,10 @@ void cc_channel_window_check(void) {
     }
 }
 
+/* Whether the calling thread has a descriptor table of its own (what it opens is not in
+ * the program's). */
+int cc_own_table_here(void) { return own_table; }
+
 /* Whether the calling thread keeps the channel's copy: it must then outlive the report. */
 int cc_channel_held_here(void) { return holder_tid == (int)syscall(SYS_gettid) && holder_fd >= 0; }
 
@@ -410,14 +458,18 @@ void cc_channel_serve(void) {
         return;
     cc_channel_serving();
     for (;;) {
-        int posted = MAIL_POSTED;
-        if (__atomic_compare_exchange_n(&mail_state, &posted, MAIL_WRITING, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-            cc_write_all(holder_fd, mail, mail_n, 1e9);
-            __atomic_store_n(&mail_state, MAIL_IDLE, __ATOMIC_RELEASE);
-            futex_word(&mail_state, FUTEX_WAKE_PRIVATE, 1 << 30, -1);
+        int st = __atomic_load_n(&mail_state, __ATOMIC_ACQUIRE);
+        if ((st & 3) != MAIL_POSTED) {
+            futex_word(&mail_state, FUTEX_WAIT_PRIVATE, st, -1);
             continue;
         }
-        futex_word(&mail_state, FUTEX_WAIT_PRIVATE, posted, -1);
+        if (!__atomic_compare_exchange_n(&mail_state, &st, (st & ~3) | MAIL_WRITING, 0, __ATOMIC_ACQ_REL,
+                                         __ATOMIC_ACQUIRE))
+            continue; /* withdrawn meanwhile */
+        cc_write_all(holder_fd, mail, mail_n, 1e9);
+        __atomic_store_n(&mail_stalled, 0, __ATOMIC_RELEASE);
+        __atomic_store_n(&mail_state, MAIL_IDLE, __ATOMIC_RELEASE);
+        futex_word(&mail_state, FUTEX_WAKE_PRIVATE, 1 << 30, -1);
     }
 }
 
@@ -430,4 +482,5 @@ void cc_channel_after_fork(void) {
     keeper_ready = 0;
     serving = 0;
     mail_state = MAIL_IDLE;
+    mail_stalled = 0;
 }

@@ -343,6 +343,7 @@ int cc_own_descriptor_table(const int *keep, int n);
 void cc_channel_before_release(int lo, int hi);
 void cc_channel_window_check(void);
 int cc_channel_held_here(void);
+int cc_own_table_here(void);
 void cc_channel_serving(void);
 void cc_channel_serve(void);
 void cc_channel_after_fork(void);

@@ -3,6 +3,7 @@
  * image come here from their wrappers (shims/process.c). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -57,6 +58,35 @@ static void reset_after_fork(void) {
  * the program's status.  Faults on the program's threads get their own handling back. */
 static struct sigaction guard_old[CC_NFATAL];
 static volatile int guard_status, guard_tid, guard_on;
+static volatile int reported_tid; /* the thread that made the report, once it is over */
+
+/* Whether thread ``tid`` is blocked in a futex wait (a lock, perhaps one the faulted
+ * sampler holds), or that cannot be told (1).  From the guard's handler: async-signal-safe,
+ * and only in a table of our own (the file opened is not one of the program's numbers). */
+static int blocked_on_futex(int tid) {
+    if (!cc_own_table_here())
+        return 1;
+    char path[48] = "/proc/self/task/", *p = path + 16, digits[12];
+    int k = 0;
+    do
+        digits[k++] = (char)('0' + tid % 10);
+    while ((tid /= 10) > 0);
+    while (k)
+        *p++ = digits[--k];
+    memcpy(p, "/syscall", 9);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 1;
+    char buf[24];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 1;
+    long nr = 0;
+    for (ssize_t i = 0; i < n && buf[i] >= '0' && buf[i] <= '9'; i++)
+        nr = nr * 10 + (buf[i] - '0');
+    return buf[0] >= '0' && buf[0] <= '9' && nr == SYS_futex; /* "running": it goes on */
+}
 
 static void guard_restore(void) {
     if (!__atomic_exchange_n(&guard_on, 0, __ATOMIC_ACQ_REL))
@@ -74,9 +104,17 @@ static void guard_handler(int sig, siginfo_t *si, void *ctx) {
         cc_report_write(msg, sizeof msg - 1); /* async-signal-safe */
         if (tid != guard_tid) {
             cc_sampler_failed();
-            for (int i = 0; i < 100; i++) { /* 10 s: the exiting thread normally ends us first */
+            /* The exiting thread normally ends us first.  Ended here, with the program's
+             * status, after 10 s in which it has not: in case the fault left a lock held
+             * that it waits for.  Once the report is over (a quiet exit left the sampler in
+             * a window's model run), the program's own exit handlers may run longer than
+             * that: only 10 s of it waiting on a futex end it, not a handler that sleeps or
+             * writes (its output and the handlers after it would be cut). */
+            for (int waited = 0; waited < 100;) {
                 struct timespec step = {0, 100000000L};
                 nanosleep(&step, NULL);
+                int after = reported_tid;
+                waited = after && !blocked_on_futex(after) ? 0 : waited + 1;
             }
         }
         syscall(SYS_exit_group, guard_status);
@@ -197,8 +235,10 @@ void cc_exit_report(int status, int flush) {
     uselocale(was);
     if (o == CC_FINAL_ANSWERED || o == CC_FINAL_NO_SAMPLER)
         guard_restore(); /* the model is done: nothing of ours runs any more */
-    else
+    else {
+        reported_tid = guard_tid;
         guard_tid = 0; /* only the sampler, still in the model, stays guarded */
+    }
     t->guard--;
 }
 

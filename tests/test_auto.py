@@ -232,3 +232,36 @@ def test_the_step_member_votes_only_past_an_unmeasured_smt_boundary():
     assert np.all(with_step.values[past] <= whole_core.values[past] * (1 + 1e-9))
     assert np.all((with_step.low <= with_step.values) & (with_step.values <= with_step.high))
     assert "SMT yield 1 vote" in with_step.reason and "SMT yield" not in without.reason
+
+
+@pytest.mark.parametrize("counts", [(1, 2, 4, 8), (1, 2, 4), (1, 2)])
+def test_curves_of_few_counts_keep_the_step_member_past_an_unmeasured_smt_boundary(counts):
+    """The few-count rule was chosen on curves that never crossed an SMT boundary (the
+    16-core machine's to 16); it dropped the main rule's step member with the rest, so
+    on 8 cores of 16 hardware threads a 4-count curve's threads ahead no longer had the
+    members asked at SMT yield 1 voting (LFCA's 6 few-count splits, 4 cores of 8 threads,
+    lose accuracy without it), and a 2-3 count curve, which every rule predicts alike,
+    was predicted otherwise than by the main rule."""
+    n = np.asarray(counts, float)
+    values = 100.0 * n / (1 + 0.02 * (n - 1))
+    smt = dict(metric="throughput", upto=16, hw_threads=16, cores=8)
+    p = corecast.predict(n, values, **smt)
+    assert "SMT yield 1 vote" in p.reason or p.candidate == "amdahl"  # 2 counts: amdahl alone
+    if len(counts) < 4:
+        with auto.using(auto.MAIN_RULES):
+            main = corecast.predict(n, values, **smt)
+        assert np.allclose(p.values, main.values) and np.allclose(p.low, main.low)
+
+
+def test_an_even_median_is_said_to_lie_between_its_middle_members():
+    """A median of an even number of members is the geometric mean of the middle two, as
+    far from one as from the other: 'closest to' one of them was float rounding's pick.
+    On 4 counts the few-count rule always combines 2 (presca cannot fit 4 counts)."""
+    n = np.array([1.0, 2.0, 4.0, 8.0])
+    y = usl(n, [10.0, 0.03, 0.003]) * (1 + 0.03 * np.sin(n))
+    fit = auto.fit_auto(Measurements.from_samples(n, y), 32)
+    assert len(fit.extras["chosen"]) == 2
+    assert "closest to" not in fit.reason and "midway between" in fit.reason, fit.reason
+    at = np.log([m.perf(np.array([32.0]))[0] for m in fit.members])
+    mid = np.sort(at)[len(at) // 2 - 1: len(at) // 2 + 1]
+    assert np.isclose(np.log(fit.perf(np.array([32.0]))[0]), mid.mean())

@@ -199,3 +199,57 @@ def test_a_quiet_exit_does_not_wait_for_a_model_nobody_reads(build, lib, tmp_pat
     if not mark.exists():
         pytest.skip("the model was not entered within the program's 60000 rounds")
     assert r.returncode == 5 and r.stdout == b"entered=1\n", r.stderr
+
+
+# A model whose window run is entered (the file CC_TEST_MARK), waits for the program's
+# last exit handler to start (the file CC_TEST_GO), then faults.
+FAULT_AFTER_GO_MODEL_C = FAKE_MODEL_PRELUDE_C + r"""
+#include <fcntl.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+int corecast_model_predict(const struct cc_sample *s, struct cc_result *r) {
+    (void)s;
+    r->status = 0;
+    close(open(getenv("CC_TEST_MARK"), O_CREAT | O_WRONLY, 0600));
+    for (int i = 0; i < 600 && access(getenv("CC_TEST_GO"), F_OK) != 0; i++) {
+        struct timespec step = {0, 100000000L};
+        nanosleep(&step, 0);
+    }
+    *(volatile int *)0 = 1;
+    return 0;
+}
+"""
+
+# The convoy above, with an exit handler registered before any parallel activity (so it
+# runs after corecast's report): it lets the model fault, waits past the guard's 10 s bound
+# for a faulted sampler, then writes a buffered line.
+CONVOY_LATE_HANDLER_C = CONVOY_UNTIL_MARK_C.replace("int main(void) {", r"""
+#include <fcntl.h>
+#include <time.h>
+static void late(void) {
+    close(open(getenv("CC_TEST_GO"), O_CREAT | O_WRONLY, 0600));
+    struct timespec step = {LATE_S, 0};
+    nanosleep(&step, 0);
+    printf("late\n");
+}
+int main(void) {
+    atexit(late);""")
+
+
+def test_a_model_left_by_a_quiet_exit_that_faults_later_keeps_output_and_status(build, lib, tmp_path):
+    """The quiet exit leaves the sampler in a window's model run under the guard: a fault
+    there while the program's own exit handlers still run must not end the program, cut
+    its output or change its status.  The faulted sampler ended the process with the
+    program's status 10 s on (the bound for a fault that left a lock held), before a
+    handler that sleeps longer wrote its line; now only an exiting thread blocked on a
+    futex for those 10 s is ended so."""
+    model = build("fault_after_go_model.so", FAULT_AFTER_GO_MODEL_C, "-shared", "-fPIC", f"-I{NATIVE_SOURCE}")
+    beside = beside_model(lib, model, tmp_path / "lib")
+    prog = build("convoy_late_handler", CONVOY_LATE_HANDLER_C, "-fopenmp", "-DLATE_S=12")
+    mark = tmp_path / "entered"
+    env = clean_env(OMP_NUM_THREADS="2", CC_TEST_MARK=str(mark), CC_TEST_GO=str(tmp_path / "go"))
+    r = run([prog], env=env, preload=beside, quiet="1", steer="1", window_ms="20", exit_timeout_ms="600000")
+    if not mark.exists():
+        pytest.skip("the model was not entered within the program's 60000 rounds")
+    assert r.returncode == 5 and r.stdout == b"entered=1\nlate\n", r.stderr

@@ -6,9 +6,8 @@ each write and exports that (``corecast_report_write``); without the library
 Python: the original stderr is known by its identity and found at each write, as
 ``native/channel.c`` does: the program's fd 2 (or another of 0-9) while it is still that
 file, else a copy held by a thread of corecast's in a descriptor table of its own
-(``unshare(CLONE_FILES)``), which that thread reopens (``/proc/thread-self/fd/N``) and
-writes for the caller, else the terminal or file it was, reopened by its path.  No
-descriptor of corecast's is in the program's table, not even for the time of one write: ``ls /proc/self/fd`` lists what it lists without corecast, and a
+(``unshare(CLONE_FILES)``), through which that thread writes for the caller, else the
+terminal or file it was, reopened by its path.  No descriptor of corecast's is in the program's table, not even for the time of one write: ``ls /proc/self/fd`` lists what it lists without corecast, and a
 daemon the program forks holds nothing of the caller's stderr pipe.  Each write is whole
 or none (``io.fileio.past_file_limit``, ``SignalsHeld``).  Standard library and
 ``io.fileio`` only."""
@@ -21,6 +20,7 @@ _origin: tuple[int, int, str] | None = None  # keep()'s (st_dev, st_ino, path to
 _jobs = None  # the keeper's queue of (bytes, threading.Event) to write through its copy
 _keeper_pid = -1  # the process whose keeper that is: a fork's child has none
 _lib_write = None  # the preload library's corecast_report_write, False when absent
+_stalled = False  # a writer stopped waiting for the keeper (a stalled reader holds its write)
 
 LOW_FDS = 10  # the program's descriptors looked at first, as native/channel.c
 PATIENCE_S = 5.0  # a reopened pipe whose reader stalls gets this long, as native/channel.c
@@ -83,12 +83,13 @@ def own_descriptor_table(copy_stderr: bool = False) -> int | None:
 def _keeper(ready, out: list, jobs) -> None:
     """The keeper thread: a descriptor table of its own holding only a copy of fd 2, kept
     until the process ends (a thread's table is not inherited by fork).  It writes the
-    lines that no descriptor of the program's reaches any more, through that copy reopened
-    in its own table: opened on the writer's thread, the reopened descriptor would take a
-    number in the program's table for the time of the write, where a fork or an open of
-    the program's on another thread could meet it."""
-    import threading
-
+    lines that no descriptor of the program's reaches any more through that copy, as
+    native/channel.c's holder does: the copy shares the program's description, so a
+    ``2>log`` opened without O_APPEND has its offset moved past the line (a reopened copy
+    appended it where the shell's next line went over it), and a socket, which cannot be
+    reopened, gets it.  A write that blocks (a stalled reader) blocks here; the writer
+    stops waiting after PATIENCE_S."""
+    global _stalled
     try:
         copy = own_descriptor_table(copy_stderr=True)
         if copy is not None and copy >= 0:  # refused: no copy rather than one in the program's table
@@ -100,15 +101,11 @@ def _keeper(ready, out: list, jobs) -> None:
     while True:
         data, done = jobs.get()
         try:
-            fd = _reopen([f"/proc/thread-self/fd/{copy}"])
-            if fd is not None:
-                try:
-                    _write_all(fd, data)
-                finally:
-                    os.close(fd)
+            _write_all(copy, data)
         except OSError:
             pass
         finally:
+            _stalled = False
             done.set()
 
 
@@ -177,9 +174,13 @@ def _by_keeper(data: bytes) -> bool:
         return False
     import threading
 
+    global _stalled
+    if _stalled:  # stuck in a write a stalled reader holds: not waited for again
+        return False
     done = threading.Event()
     _jobs.put((data, done))
-    done.wait(PATIENCE_S + 1.0)  # its own wait for a stalled reader is PATIENCE_S
+    if not done.wait(PATIENCE_S):
+        _stalled = True  # the line is still written once the reader reads again
     return True
 
 

@@ -162,8 +162,11 @@ MAIN_RULES = Rules(members=("usl", "presca", "plateau", "trend", "damped"), damp
                    smt_member=SMT_YIELD_RANGE[1])
 # What benchmarks/fewcounts.py chooses (by accuracy.merit) on the splits of FEW_COUNTS
 # counts or fewer, leaving one suite out; presca cannot fit 4 counts, so on a 16-core
-# curve it is the two anchored laws' geometric mean.  With the main rule's band.
-FEW_COUNT_RULES = Rules(members=("usl", "amdahl", "presca"), band=MAIN_RULES.band, anchor=True)
+# curve it is the two anchored laws' geometric mean.  With the main rule's band and step
+# member (a 2-3 count curve is then predicted as by the main rule, and LFCA's splits, whose
+# threads ahead share cores, keep the SMT vote: benchmarks/fewcounts.py).
+FEW_COUNT_RULES = Rules(members=("usl", "amdahl", "presca"), band=MAIN_RULES.band, anchor=True,
+                        smt_member=MAIN_RULES.smt_member)
 DEFAULT_RULES = replace(MAIN_RULES, few_counts=FEW_COUNT_RULES)
 # The rules benchmarks/accuracy.py --loso chooses among (on the sources it does not score):
 # member sets, then backtest-driven selection.  The first member-restricted one is auto as
@@ -382,6 +385,13 @@ def fit_auto(data: Measurements, nmax: float) -> Fit:
         how = {"median": "per-count median", "best": f"per-count median of the {rules.k} best-backtested",
                "weighted": "backtest-weighted geometric mean"}[rules.combine if errors else "median"]
         reason = f"{how} of {len(chosen)} models ({', '.join(chosen)}); at {nmax:g} it is closest to {names[closest]}"
+        used = np.flatnonzero((weights > 0) & np.isfinite(at_end[:, 1]))
+        if how != "backtest-weighted geometric mean" and len(used) % 2 == 0:
+            # An even median is the middle two's geometric mean, as far from one as from
+            # the other: "closest to" would name float rounding's pick.
+            a, b = used[np.argsort(at_end[used, 1], kind="stable")][len(used) // 2 - 1: len(used) // 2 + 1]
+            reason = (f"{how} of {len(chosen)} models ({', '.join(chosen)}); at {nmax:g} it lies midway "
+                      f"between {names[a]} and {names[b]}")
     if errors:
         # A member that cannot be fitted on the counts up to the cut (presca needs 5) has
         # no backtest error: "inf%" would read as a measured figure.
