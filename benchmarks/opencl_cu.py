@@ -472,9 +472,13 @@ def truth(names: list[str], counts: list[int], repeat: int, seconds: float,
     """name -> {count: median device time per launch}, and the device description."""
     seen: dict = {name: {n: [] for n in counts} for name in names}
     device: dict = {}
+    t0, done = time.monotonic(), 0
     for _ in range(repeat):
         for n in counts:  # interleaved: slow drift of the machine hits every count alike
             res = _run_child(_child_cmd(names, seconds, suite_dir), _pocl_env(n))
+            done += 1  # a call cut short by its time limit shows how far it got
+            print(f"opencl_cu: truth {done}/{repeat * len(counts)} ({n} compute units), "
+                  f"{time.monotonic() - t0:.0f}s", file=sys.stderr, flush=True)
             if res is None:
                 continue
             device = {"device": res["device"]}
@@ -677,6 +681,9 @@ def main(argv: list[str] | None = None) -> int:
         print("opencl_cu: error: no OpenCL device ran the kernels (pocl: apt install pocl-opencl-icd)",
               file=sys.stderr)
         return 1
+    if args.json:  # the measured curves first: a call cut short in the runs keeps them
+        Path(args.json).write_text(json.dumps({"device": device, "max_cu": args.max_cu, "measured": meas},
+                                              indent=1))
     lines = {r: predictions(names, r, args.max_cu, run_s, args.suite) for r in runs}
     print(f"opencl_cu: {device['device']} (pocl), compute units 1..{args.max_cu} (POCL_CPU_MAX_CU_COUNT), "
           f"{args.repeat} repetitions, {os.cpu_count()} host cores, {time.monotonic() - t0:.0f}s")
