@@ -55,7 +55,8 @@ static int keeper_started;
  * stops waiting leaves nothing of its own behind.  ``serving``: the holder waits for mail
  * (the keeper always; the sampler once its windows are over). */
 enum { MAIL_IDLE, MAIL_FILLING, MAIL_POSTED, MAIL_WRITING }; /* the low 2 bits; above: the writer's tid */
-static int mail_state, serving, mail_stalled; /* futex word; flags (stalled: a writer left its mail in a write that blocks) */
+/* futex word; flags (stalled: a writer left its mail in a write that blocks) */
+static int mail_state, serving, mail_stalled;
 static char mail[16384];
 static size_t mail_n;
 static locale_t c_locale;
@@ -451,8 +452,9 @@ void cc_channel_serving(void) {
 }
 
 /* The holder, with nothing else to do: writes the mail it is sent, for as long as the
- * process lives (returns at once in a thread that holds no copy).  A write that blocks (a stalled pipe reader) blocks here, as the
- * program's own would, while the writer stops waiting after PATIENCE_S. */
+ * process lives (returns at once in a thread that holds no copy).  A write that blocks (a
+ * stalled pipe reader) blocks here, as the program's own would, while the writer stops
+ * waiting after PATIENCE_S. */
 void cc_channel_serve(void) {
     if (!cc_channel_held_here())
         return;
