@@ -26,7 +26,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/futex.h>
 #include <locale.h>
 #include <poll.h>
 #include <sched.h>
@@ -42,6 +41,7 @@
 #include <unistd.h>
 
 #include "corecast.h"
+#include "futex.h"
 #include "real.h"
 
 static int known;          /* the original stderr's identity is known */
@@ -74,16 +74,6 @@ static int writes_origin(int fd) {
         return 0;
     int fl = fcntl(fd, F_GETFL);
     return fl >= 0 && (fl & O_ACCMODE) != O_RDONLY;
-}
-
-static void put_int(char **p, long v) {
-    char tmp[24];
-    int n = 0;
-    do
-        tmp[n++] = (char)('0' + v % 10);
-    while ((v /= 10) > 0);
-    while (n)
-        *(*p)++ = tmp[--n];
 }
 
 void cc_channel_init(void) {
@@ -134,10 +124,10 @@ static int channel_open(int *temp, int reopen) {
     if (htid > 0 && hfd >= 0) {
         memcpy(p, "/proc/self/task/", 16);
         p += 16;
-        put_int(&p, htid);
+        cc_put_decimal(&p, htid);
         memcpy(p, "/fd/", 4);
         p += 4;
-        put_int(&p, hfd);
+        cc_put_decimal(&p, hfd);
         *p = 0;
         paths[0] = path;
     }
@@ -179,17 +169,6 @@ int cc_report_channel_open(void) {
     return fd >= 0;
 }
 
-static long futex_word(int *word, int op, int val, double timeout_s) {
-    struct timespec ts = {(time_t)timeout_s, (long)((timeout_s - (time_t)timeout_s) * 1e9)};
-    return syscall(SYS_futex, word, op, val, timeout_s >= 0 ? &ts : NULL, NULL, 0);
-}
-
-static double mono_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* Step 2 through the holder: returns how many of the ``n`` bytes it wrote (0: the holder
  * is not serving or is stuck in an earlier write, a signal handler's write interrupted this
  * thread's own, or the mail was not taken within PATIENCE_S; the caller reopens for the
@@ -200,7 +179,7 @@ static double mono_s(void) {
 static size_t mail_write(const char *p, size_t n) {
     int self = (int)syscall(SYS_gettid);
     size_t done = 0;
-    double deadline = mono_s() + PATIENCE_S;
+    double deadline = cc_mono_s() + PATIENCE_S;
     while (done < n) {
         int st;
         for (;;) { /* our turn */
@@ -210,24 +189,24 @@ static size_t mail_write(const char *p, size_t n) {
             if (__atomic_compare_exchange_n(&mail_state, &st, self << 2 | MAIL_FILLING, 0, __ATOMIC_ACQ_REL,
                                             __ATOMIC_ACQUIRE))
                 break;
-            double left = deadline - mono_s();
+            double left = deadline - cc_mono_s();
             if (st >> 2 == self || __atomic_load_n(&mail_stalled, __ATOMIC_ACQUIRE) || left <= 0)
                 return done;
-            futex_word(&mail_state, FUTEX_WAIT_PRIVATE, st, left);
+            cc_futex(&mail_state, FUTEX_WAIT_PRIVATE, st, left);
         }
         size_t k = n - done < sizeof mail ? n - done : sizeof mail;
         memcpy(mail, p + done, k);
         mail_n = k;
         int mine = self << 2 | MAIL_POSTED;
         __atomic_store_n(&mail_state, mine, __ATOMIC_RELEASE);
-        futex_word(&mail_state, FUTEX_WAKE_PRIVATE, 1 << 30, -1);
+        cc_futex(&mail_state, FUTEX_WAKE_PRIVATE, 1 << 30, -1);
         while ((st = __atomic_load_n(&mail_state, __ATOMIC_ACQUIRE)) >> 2 == self) {
-            double left = deadline - mono_s();
+            double left = deadline - cc_mono_s();
             if (left <= 0) {
                 int posted = mine; /* not taken: withdrawn, to be written elsewhere */
                 if (__atomic_compare_exchange_n(&mail_state, &posted, MAIL_IDLE, 0, __ATOMIC_ACQ_REL,
                                                 __ATOMIC_ACQUIRE)) {
-                    futex_word(&mail_state, FUTEX_WAKE_PRIVATE, 1 << 30, -1);
+                    cc_futex(&mail_state, FUTEX_WAKE_PRIVATE, 1 << 30, -1);
                     return done;
                 }
                 /* Taken, not written yet (a stalled reader): the holder ends it alone, and
@@ -235,7 +214,7 @@ static size_t mail_write(const char *p, size_t n) {
                 __atomic_store_n(&mail_stalled, 1, __ATOMIC_RELEASE);
                 return done + k;
             }
-            futex_word(&mail_state, FUTEX_WAIT_PRIVATE, st, left);
+            cc_futex(&mail_state, FUTEX_WAIT_PRIVATE, st, left);
         }
         done += k;
     }
@@ -366,7 +345,7 @@ static void *keeper_main(void *arg) {
      * loop went around it, appended where the mail after it was written over it. */
     cc_channel_serving();
     __atomic_store_n(&keeper_ready, 1, __ATOMIC_RELEASE);
-    syscall(SYS_futex, &keeper_ready, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+    cc_futex(&keeper_ready, FUTEX_WAKE_PRIVATE, 1, -1);
     cc_channel_serve(); /* holds the copy until the process ends */
     for (;;)
         pause();
@@ -406,9 +385,8 @@ void cc_channel_before_release(int lo, int hi) {
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (r == 0) {
-        struct timespec step = {1, 0};
         while (!__atomic_load_n(&keeper_ready, __ATOMIC_ACQUIRE))
-            syscall(SYS_futex, &keeper_ready, FUTEX_WAIT_PRIVATE, 0, &step, NULL, 0);
+            cc_futex(&keeper_ready, FUTEX_WAIT_PRIVATE, 0, 1.0);
     }
     errno = saved;
 }
@@ -426,7 +404,7 @@ void cc_channel_window_check(void) {
         char path[40], *p = path;
         memcpy(p, "/proc/self/fd/", 14);
         p += 14;
-        put_int(&p, fd);
+        cc_put_decimal(&p, fd);
         *p = 0;
         struct stat st;
         seen = stat(path, &st) == 0 && is_origin(&st);
@@ -462,7 +440,7 @@ void cc_channel_serve(void) {
     for (;;) {
         int st = __atomic_load_n(&mail_state, __ATOMIC_ACQUIRE);
         if ((st & 3) != MAIL_POSTED) {
-            futex_word(&mail_state, FUTEX_WAIT_PRIVATE, st, -1);
+            cc_futex(&mail_state, FUTEX_WAIT_PRIVATE, st, -1);
             continue;
         }
         if (!__atomic_compare_exchange_n(&mail_state, &st, (st & ~3) | MAIL_WRITING, 0, __ATOMIC_ACQ_REL,
@@ -471,7 +449,7 @@ void cc_channel_serve(void) {
         cc_write_all(holder_fd, mail, mail_n, 1e9);
         __atomic_store_n(&mail_stalled, 0, __ATOMIC_RELEASE);
         __atomic_store_n(&mail_state, MAIL_IDLE, __ATOMIC_RELEASE);
-        futex_word(&mail_state, FUTEX_WAKE_PRIVATE, 1 << 30, -1);
+        cc_futex(&mail_state, FUTEX_WAKE_PRIVATE, 1 << 30, -1);
     }
 }
 

@@ -6,7 +6,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/futex.h>
 #include <linux/perf_event.h>
 #include <sched.h>
 #include <stdio.h>
@@ -19,6 +18,7 @@
 #include <unistd.h>
 
 #include "corecast.h"
+#include "futex.h"
 
 static int perf_fd[CC_NCTR] = {-1, -1, -1, -1, -1, -1, -1, -1};
 
@@ -106,13 +106,13 @@ static void tasks_lock(void) {
     if (c != 2)
         c = __atomic_exchange_n(&tasks_busy, 2, __ATOMIC_ACQUIRE);
     while (c != 0) {
-        syscall(SYS_futex, &tasks_busy, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
+        cc_futex(&tasks_busy, FUTEX_WAIT_PRIVATE, 2, -1);
         c = __atomic_exchange_n(&tasks_busy, 2, __ATOMIC_ACQUIRE);
     }
 }
 static void tasks_unlock(void) {
     if (__atomic_exchange_n(&tasks_busy, 0, __ATOMIC_RELEASE) == 2)
-        syscall(SYS_futex, &tasks_busy, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+        cc_futex(&tasks_busy, FUTEX_WAKE_PRIVATE, 1, -1);
 }
 
 static void fold_gone(const struct task_stat *t) {

@@ -66,13 +66,8 @@ static volatile int reported_tid; /* the thread that made the report, once it is
 static int blocked_on_futex(int tid) {
     if (!cc_own_table_here())
         return 1;
-    char path[48] = "/proc/self/task/", *p = path + 16, digits[12];
-    int k = 0;
-    do
-        digits[k++] = (char)('0' + tid % 10);
-    while ((tid /= 10) > 0);
-    while (k)
-        *p++ = digits[--k];
+    char path[48] = "/proc/self/task/", *p = path + 16;
+    cc_put_decimal(&p, tid);
     memcpy(p, "/syscall", 9);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)

@@ -4,7 +4,6 @@
  * while it calls the model) never reach the counters. */
 #define _GNU_SOURCE
 #include <dirent.h>
-#include <linux/futex.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -16,6 +15,7 @@
 #include <unistd.h>
 
 #include "corecast.h"
+#include "futex.h"
 #include "real.h"
 #include "sample.h"
 #include "settle.h"
@@ -45,10 +45,6 @@ static int final_state;    /* futex word: an enum cc_final_outcome */
 static const struct cc_sample *final_sample;
 static struct cc_result *final_result;
 
-static long futex(int *word, int op, int val, const struct timespec *timeout) {
-    return syscall(SYS_futex, word, op, val, timeout, NULL, 0);
-}
-
 /* Sleeps until ``*word`` != ``seen`` or ``ms`` have passed; returns the word's value. */
 static int wait_change(int *word, int seen, long ms) {
     double deadline = cc_mono_s() + ms / 1000.0;
@@ -57,8 +53,7 @@ static int wait_change(int *word, int seen, long ms) {
         double left = deadline - cc_mono_s();
         if (now != seen || left <= 0)
             return now;
-        struct timespec ts = {(time_t)left, (long)((left - (time_t)left) * 1e9)};
-        futex(word, FUTEX_WAIT_PRIVATE, seen, &ts);
+        cc_futex(word, FUTEX_WAIT_PRIVATE, seen, left);
     }
 }
 
@@ -76,7 +71,7 @@ static void own_descriptor_table(void) {
     int keep[64], n = cc_counters_fds(keep, 63);
     cc_own_descriptor_table(keep, n);
     __atomic_store_n(&table_ready, 1, __ATOMIC_RELEASE);
-    futex(&table_ready, FUTEX_WAKE_PRIVATE, 1, NULL);
+    cc_futex(&table_ready, FUTEX_WAKE_PRIVATE, 1, -1);
 }
 
 static void *sampler_main(void *arg) {
@@ -116,7 +111,7 @@ static void *sampler_main(void *arg) {
             cc_own_cpu_add(cc_thread_cpu_s() - t0);
             cc_channel_serving(); /* the report that follows may come by mail */
             __atomic_store_n(&final_state, CC_FINAL_ANSWERED, __ATOMIC_RELEASE);
-            futex(&final_state, FUTEX_WAKE_PRIVATE, 1, NULL);
+            cc_futex(&final_state, FUTEX_WAKE_PRIVATE, 1, -1);
             break;
         }
         if (cmd == CMD_STOP)
@@ -213,7 +208,7 @@ void cc_sampler_start(void) {
     }
     cc_counters_open(); /* after the sampler started: inherited counters do not count it */
     __atomic_store_n(&counters_open, 1, __ATOMIC_RELEASE);
-    futex(&counters_open, FUTEX_WAKE_PRIVATE, 1, NULL);
+    cc_futex(&counters_open, FUTEX_WAKE_PRIVATE, 1, -1);
     /* The program goes on once the sampler holds its copy of the report channel (or after
      * 100 ms): a program that lets its stderr go through stdio (fclose(stderr) closes fd 2
      * inside libc, where no wrapper sees it) before a starved sampler ran lost its report
@@ -228,7 +223,7 @@ int cc_sampler_is(int tid) { return sampler_running && tid == sampler_tid; }
  * come (async-signal-safe: a store and a wake). */
 void cc_sampler_failed(void) {
     __atomic_store_n(&final_state, CC_FINAL_FAULTED, __ATOMIC_RELEASE);
-    futex(&final_state, FUTEX_WAKE_PRIVATE, 1, NULL);
+    cc_futex(&final_state, FUTEX_WAKE_PRIVATE, 1, -1);
 }
 
 enum cc_final_outcome cc_sampler_final(const struct cc_sample *s, struct cc_result *r, int timeout_ms) {
@@ -237,14 +232,14 @@ enum cc_final_outcome cc_sampler_final(const struct cc_sample *s, struct cc_resu
     final_sample = s;
     final_result = r;
     __atomic_store_n(&sampler_cmd, CMD_FINAL, __ATOMIC_SEQ_CST);
-    futex(&sampler_cmd, FUTEX_WAKE_PRIVATE, 1, NULL);
+    cc_futex(&sampler_cmd, FUTEX_WAKE_PRIVATE, 1, -1);
     enum cc_final_outcome o = wait_change(&final_state, CC_FINAL_PENDING, timeout_ms);
     return o == CC_FINAL_PENDING ? CC_FINAL_TIMEOUT : o;
 }
 
 void cc_sampler_stop(void) {
     __atomic_store_n(&sampler_cmd, CMD_STOP, __ATOMIC_SEQ_CST);
-    futex(&sampler_cmd, FUTEX_WAKE_PRIVATE, 1, NULL);
+    cc_futex(&sampler_cmd, FUTEX_WAKE_PRIVATE, 1, -1);
 }
 
 void cc_sampler_after_fork(void) {

@@ -150,3 +150,15 @@ void cc_put_cell(struct cc_buf *b, const char *s, int width) {
     cc_printable_cell(tmp, sizeof tmp, s, width);
     cc_put(b, "%s", tmp);
 }
+
+/* A non-negative number's decimal digits at ``*p``, advanced past them; no stdio, so the
+ * exit guard's handler may build /proc paths with it. */
+void cc_put_decimal(char **p, long v) {
+    char tmp[24];
+    int n = 0;
+    do
+        tmp[n++] = (char)('0' + v % 10);
+    while ((v /= 10) > 0);
+    while (n)
+        *(*p)++ = tmp[--n];
+}

@@ -64,15 +64,15 @@ def format_sweep(result: dict, max_rows: int = 24) -> str:
         lines += ["predicted:"] + _align([header] + rows) + [""]
         best = next(p for p in preds if p["threads"] == pref)
         lines.append(f"preferred count: {pref} (predicted time {_seconds(best['value'])} s, "
-                     f"speedup {best['speedup']:.2f})")
+                     f"speedup {speedup_cell(best['speedup'])})")
         if fastest is not None and fastest != pref:
             if result.get("fastest_measured") and fastest in measured and base_time:
-                value = f"time {_seconds(measured[fastest])} s, speedup {base_time / measured[fastest]:.2f}"
+                value = f"time {_seconds(measured[fastest])} s, speedup {speedup_cell(base_time / measured[fastest])}"
                 lines.append(fastest_line(fastest, True, value))
             else:
                 top = next(p for p in preds if p["threads"] == fastest)
                 lines.append(fastest_line(fastest, False, f"time {_seconds(top['value'])} s, "
-                                                          f"speedup {top['speedup']:.2f}"))
+                                                          f"speedup {speedup_cell(top['speedup'])}"))
         if bottleneck:
             horizon = preds[-1]["threads"]
             ranked = sorted(((rows[-1]["value"], k) for k, rows in result["stall_predictions"].items()),
@@ -127,7 +127,7 @@ def _region_lines(result: dict) -> list[str]:
         last = r["predictions"][-1] if r["predictions"] else None
         rows.append([r["name"], f"{r['share']:.0%}",
                      " ".join(_seconds(at[m["threads"]]) if m["threads"] in at else "-" for m in result["measured"]),
-                     _seconds(last["value"]) if last else "-", f"{last['speedup']:.2f}" if last else "-",
+                     _seconds(last["value"]) if last else "-", speedup_cell(last['speedup']) if last else "-",
                      str(r["preferred_threads"] or "-"), str(r.get("fastest_threads") or "-"),
                      r["bottleneck"] or "none"])
     lines = ["", f"regions taking at least {MIN_REGION_SHARE:.0%} of the run (own time, summed over processes):"]
