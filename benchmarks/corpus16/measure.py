@@ -1,7 +1,8 @@
 """Measure a corpus of parallel programs at several thread counts, in one budgeted call (#43).
 
     python benchmarks/corpus16/measure.py --budget 480 --out DIR [--only NAME,...] [--suites SUITE,...]
-        [--threads 1,2,4,8,16] [--reps 3] [--tiny] [--manifest FILE] [--sources DIR] [--build DIR]
+        [--threads 1,2,4,8,16] [--reps 3] [--samples 2,4] [--tiny] [--manifest FILE] [--sources DIR]
+        [--build DIR]
 
 Reads a program manifest (``--manifest``, default ``local/programs.json`` beside this file;
 see README.md for its fields), then
@@ -12,8 +13,8 @@ see README.md for its fields), then
   ``{threads}`` in its command line), interleaved: repetition by repetition, every program
   and every count once per repetition, the counts in alternating order;
 * after the first repetition, records ``corecast run --target 16 --json-out
-  DIR/samples/NAME-N.jsonl`` at 2 and 4 threads and a ``--probe`` recording at 16 (those of
-  2, 4, 16 that are in ``--threads``);
+  DIR/samples/NAME-N.jsonl`` at 2 and 4 threads (``--samples``) and a ``--probe`` recording
+  at 16 (those in ``--threads``);
 * writes ``lscpu.txt``, ``corecast-commit.txt`` and ``compiler.txt`` into DIR.
 
 ``--record-only`` skips the timed runs; ``--rerecord`` redoes the recordings that another
@@ -281,11 +282,12 @@ def write_meta(out: Path, call: int) -> str:
 
 # ---------------------------------------------------------------- the plan
 
-def plan(progs: list[Program], counts: list[int], reps: int) -> list[tuple[str, Program, int, int]]:
+def plan(progs: list[Program], counts: list[int], reps: int,
+         sample_counts: tuple[int, ...] = SAMPLE_COUNTS) -> list[tuple[str, Program, int, int]]:
     """(kind, program, threads, rep) in the order they run: repetition 0 of every program
     and count, then the recordings, then the other repetitions; counts alternate in order."""
     steps: list[tuple[str, Program, int, int]] = []
-    samples = [n for n in (*SAMPLE_COUNTS, PROBE_COUNT) if n in counts]
+    samples = [n for n in (*sample_counts, PROBE_COUNT) if n in counts]
     for rep in range(reps):
         order = counts if rep % 2 == 0 else counts[::-1]
         for prog in progs:
@@ -295,13 +297,13 @@ def plan(progs: list[Program], counts: list[int], reps: int) -> list[tuple[str, 
     return steps
 
 
-def parse_counts(text: str) -> list[int]:
+def parse_counts(text: str, flag: str = "--threads") -> list[int]:
     try:
         counts = sorted({int(c) for c in text.split(",") if c.strip()})
     except ValueError:
-        raise KitError(f"--threads {text!r}: not a comma-separated list of whole numbers") from None
+        raise KitError(f"{flag} {text!r}: not a comma-separated list of whole numbers") from None
     if not counts or counts[0] < 1:
-        raise KitError(f"--threads {text!r}: counts must be 1 or more")
+        raise KitError(f"{flag} {text!r}: counts must be 1 or more")
     return counts
 
 
@@ -323,6 +325,9 @@ def main(argv: list[str] | None = None) -> int:
                     "folder, or build-tiny/ with --tiny)")
     ap.add_argument("--build-only", action="store_true", help="build and stop")
     ap.add_argument("--record-only", action="store_true", help="only the corecast recordings, no timed runs")
+    ap.add_argument("--samples", default=",".join(map(str, SAMPLE_COUNTS)),
+                    help="counts of the plain recordings (default 2,4; 1 gives scale16.py --history 1 "
+                    "the one-thread calls a --probe run would measure), those in --threads")
     ap.add_argument("--rerecord", action="store_true", help="redo recordings made by another corecast build "
                     "(after a change to the library; the curves stay)")
     args = ap.parse_args(argv)
@@ -330,6 +335,7 @@ def main(argv: list[str] | None = None) -> int:
     deadline = start + args.budget
     try:
         counts = parse_counts(args.threads)
+        sample_counts = tuple(parse_counts(args.samples, "--samples"))
         manifest = Path(args.manifest).resolve()
         build = Path(args.build) if args.build else HERE / ("build-tiny" if args.tiny else "build")
         progs = load_manifest(manifest, Path(args.sources) if args.sources else None, build.resolve(), args.tiny)
@@ -375,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
         rec = log.done.get((kind, name, n, rep))
         return rec is not None and not (kind == "sample" and args.rerecord and rec.get("lib") != lib)
 
-    steps = [s for s in plan(progs, counts, args.reps) if s[0] == "sample" or not args.record_only]
+    steps = [s for s in plan(progs, counts, args.reps, sample_counts) if s[0] == "sample" or not args.record_only]
     for kind, prog, n, rep in steps:
         if done(kind, prog.name, n, rep) or prog.name in bad:
             continue

@@ -115,6 +115,23 @@ def test_rerecord_redoes_only_other_builds_recordings(first_call):
     assert [r for r in finished(out) if r["kind"] == "time"] == times
 
 
+def test_samples_records_at_one_thread_only_what_is_missing(first_call):
+    # the one-thread recordings scale16.py --history 1 reads, added to a measured corpus
+    out, build, _ = first_call
+    times = [r for r in finished(out) if r["kind"] == "time"]
+    r = kit(out, build, "--record-only", "--samples", "1,2")
+    assert r.returncode == 0, r.stderr
+    assert f"{len(NAMES)} run(s)" in r.stdout  # the ones at 2 exist already
+    for name in NAMES:
+        events = [json.loads(ln)["event"] for ln in (out / "samples" / f"{name}-1.jsonl").read_text().splitlines()]
+        assert "process" in events
+    assert [r for r in finished(out) if r["kind"] == "time"] == times
+    bad = subprocess.run([sys.executable, str(KIT), "--manifest", str(MANIFEST), "--out", str(out),
+                          "--samples", "two"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and bad.stderr.strip().splitlines() == [
+        "corpus16: error: --samples 'two': not a comma-separated list of whole numbers"], bad.stderr
+
+
 def test_suites_selects_programs(tmp_path, gcc):
     # a device call measures only the fresh held-out suites this way (README: the next call)
     for flag in ("--suites", "--suite"):
