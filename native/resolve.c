@@ -50,6 +50,9 @@ void cc_libc_init(void) {
     R(dup3);
     R(close_range);
     R(closefrom);
+    R(fclose);
+    R(freopen);
+    R(freopen64);
     R(pthread_create);
     /* Last: CC_LIBC() tests this one to know the table is complete. */
     __atomic_store_n(&cc_libc.pthread_mutex_lock, cc_resolve_next("pthread_mutex_lock", NULL),
