@@ -399,10 +399,10 @@ void cc_channel_before_release(int lo, int hi) {
     errno = saved;
 }
 
-/* The sampler, each window: a copy it keeps must not outlive the program's own by long.  A
- * program that let go of its stderr (a server closing 0-2) would otherwise keep a pipe's
- * reader from its end of file.  Two windows in a row without it: one is the grace for a
- * program that closes its stderr just before it exits (xz). */
+/* The sampler, each whole window: a copy it keeps must not outlive the program's own by
+ * long.  A program that let go of its stderr (a server closing 0-2) would otherwise keep a
+ * pipe's reader from its end of file.  Two windows in a row without it: one is the grace
+ * for a program that closes its stderr just before it exits (xz). */
 void cc_channel_window_check(void) {
     static int missing;
     if (holder_tid != (int)syscall(SYS_gettid) || holder_fd < 0)

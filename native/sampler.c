@@ -99,7 +99,6 @@ static void *sampler_main(void *arg) {
     for (;;) {
         int cmd = wait_change(&sampler_cmd, CMD_NONE, wait_ms);
         scheduled_s += wait_ms / 1000.0;
-        cc_channel_window_check();
         if (cmd == CMD_NONE && shorts_left > 0 && !cc_settle_window_measured()) {
             shorts_left--;
             continue; /* wait_ms is still a short window */
@@ -119,6 +118,9 @@ static void *sampler_main(void *arg) {
         }
         if (cmd == CMD_STOP)
             break;
+        /* At whole windows only: a short one (settle.c) or the exit's command is no grace
+         * for a program that closed its stderr just before it exits (xz). */
+        cc_channel_window_check();
         static struct cc_region *refs[CC_MAX_REGIONS];
         cc_build_sample(&sample, 0, refs);
         int first_call = cc_settle_look(sample.elapsed_s);
