@@ -19,7 +19,9 @@
 - start-up (``--startup``, also printed first by a full run): wall ms of bare
   ``python3 -c pass`` and, side by side, ``corecast --version``, ``corecast lib``,
   ``corecast run -- true`` (target: at most 60 ms over bare Python), ``true`` without and
-  with LD_PRELOAD (the preload library's fixed cost per process), and the model's start:
+  with LD_PRELOAD (the preload library's fixed cost per process), an empty OpenMP region at
+  1 and 2 threads without and with the quiet library (its fixed cost per OpenMP process:
+  the start at the first region, the sampler's thread, the exit), and the model's start:
   the CPU time of a process importing the runtime bridge (the embedded interpreter's first
   import, minus bare Python), and of two OpenMP examples run with the model (JSON output
   file) minus the same run with CORECAST_QUIET=1 (the model is then never started):
@@ -150,6 +152,11 @@ def startup(runs: int, lib: str, tmp: Path) -> None:
     triad = compile_c(EXAMPLES / "omp_triad.c", tmp / "omp_triad", "-fopenmp")
     critical = compile_c(EXAMPLES / "omp_critical.c", tmp / "omp_critical", "-fopenmp")
     out = str(tmp / "out.jsonl")
+    # One empty parallel region: the quiet library's fixed cost per OpenMP process (its start
+    # at the first region, the sampler's thread, the exit), where tiny and short programs pay it.
+    (tmp / "omp_tiny.c").write_text("#include <omp.h>\nvolatile int sink;\nint main(void) {\n"
+                                    "#pragma omp parallel\n    sink = omp_get_thread_num();\n    return 0;\n}\n")
+    tiny = compile_c(tmp / "omp_tiny.c", tmp / "omp_tiny", "-fopenmp")
     # (label, command, environment changes, what the row reports)
     cases = [
         ("python3 -c pass", [py, "-c", "pass"], {}, "wall"),
@@ -158,6 +165,12 @@ def startup(runs: int, lib: str, tmp: Path) -> None:
         ("corecast run -- true", [corecast, "run", "--", "true"], {}, "wall"),
         ("true", ["true"], {}, "wall"),
         ("LD_PRELOAD=lib true", ["true"], {"LD_PRELOAD": lib}, "wall"),
+        ("omp_tiny, 1 thread", [tiny], {"OMP_NUM_THREADS": "1"}, "wall"),
+        ("omp_tiny, 1 thread, CORECAST_QUIET=1", [tiny], {"OMP_NUM_THREADS": "1", "LD_PRELOAD": lib,
+                                                          "CORECAST_QUIET": "1"}, "wall"),
+        ("omp_tiny, 2 threads", [tiny], {"OMP_NUM_THREADS": "2"}, "wall"),
+        ("omp_tiny, 2 threads, CORECAST_QUIET=1", [tiny], {"OMP_NUM_THREADS": "2", "LD_PRELOAD": lib,
+                                                           "CORECAST_QUIET": "1"}, "wall"),
         ("python3 -c 'import corecast.runtime.bridge'",
          [py, "-c", "import corecast.runtime.bridge"], {}, "cpu"),
         ("omp_triad 40 8, CORECAST_QUIET=1 (no model)", [triad, "40", "8"],
@@ -196,6 +209,10 @@ def startup(runs: int, lib: str, tmp: Path) -> None:
             note = f"{(wall - bare_wall) * 1e3:+.1f} ms wall over python3 -c pass"
         elif label == "LD_PRELOAD=lib true":
             note = f"{(wall - med['true'][0]) * 1e3:+.1f} ms wall over true (fixed cost per process)"
+        elif label.startswith("omp_tiny") and label.endswith("QUIET=1"):
+            plain = med[label.removesuffix(", CORECAST_QUIET=1")]
+            note = (f"{(wall - plain[0]) * 1e3:+.1f} ms wall, {(cpu - plain[1]) * 1e3:+.1f} ms CPU "
+                    "(fixed cost per OpenMP process)")
         elif kind == "cpu" and label.startswith("python3"):
             note = f"{(cpu - bare_cpu) * 1e3:+.1f} ms CPU over python3 -c pass (embedded model import)"
         elif "model on" in label:

@@ -50,6 +50,10 @@ static ino_t origin_ino;
 static char origin_path[256]; /* a terminal's or regular file's path, for step 3 */
 static pid_t channel_pid;  /* the image whose start-up this was: not a fork or vfork child */
 static volatile int holder_tid, holder_fd = -1; /* step 2's copy: its thread and number there */
+/* One copy at most: the sampler, which no longer holds the program up until it has one, and
+ * a keeper started meanwhile both find the original on their fd 2.  The first to claim
+ * keeps it (a second copy would hold a pipe's reader off its end of file unwatched). */
+static int holder_claimed;
 static int keeper_started;
 /* The holder's mailbox (step 2): one write at a time, copied in, so that a writer that
  * stops waiting leaves nothing of its own behind.  ``serving``: the holder waits for mail
@@ -319,11 +323,14 @@ int cc_own_descriptor_table(const int *keep, int n) {
     if (unshare(CLONE_FILES) != 0)
         return 0;
     own_table = 1; /* closing here is not the program letting go of anything */
-    int copy = -1;
-    if (holder_tid == 0 && getpid() == channel_pid && writes_origin(2)) {
+    int copy = -1, unclaimed = 0;
+    if (holder_tid == 0 && getpid() == channel_pid && writes_origin(2) &&
+        __atomic_compare_exchange_n(&holder_claimed, &unclaimed, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
         copy = fcntl(2, F_DUPFD_CLOEXEC, 100);
         if (copy >= 0)
             all[k++] = copy;
+        else
+            __atomic_store_n(&holder_claimed, 0, __ATOMIC_RELEASE);
     }
     close_all_but(all, k);
     if (copy >= 0) {
@@ -357,7 +364,8 @@ static void *keeper_main(void *arg) {
  * takes one first (closefd2-like programs that close fd 2 before any thread).  Only in the
  * image that started: a forked child (a daemon detaching) keeps nothing. */
 void cc_channel_before_release(int lo, int hi) {
-    if (!known || own_table || holder_tid || keeper_started || lo > 2 || hi < 2 || getpid() != channel_pid)
+    if (!known || own_table || holder_tid || __atomic_load_n(&holder_claimed, __ATOMIC_ACQUIRE) || keeper_started ||
+        lo > 2 || hi < 2 || getpid() != channel_pid)
         return;
     int saved = errno;
     if (!writes_origin(2)) {
@@ -391,10 +399,10 @@ void cc_channel_before_release(int lo, int hi) {
     errno = saved;
 }
 
-/* The sampler, each window: a copy it keeps must not outlive the program's own by long.  A
- * program that let go of its stderr (a server closing 0-2) would otherwise keep a pipe's
- * reader from its end of file.  Two windows in a row without it: one is the grace for a
- * program that closes its stderr just before it exits (xz). */
+/* The sampler, each whole window: a copy it keeps must not outlive the program's own by
+ * long.  A program that let go of its stderr (a server closing 0-2) would otherwise keep a
+ * pipe's reader from its end of file.  Two windows in a row without it: one is the grace
+ * for a program that closes its stderr just before it exits (xz). */
 void cc_channel_window_check(void) {
     static int missing;
     if (holder_tid != (int)syscall(SYS_gettid) || holder_fd < 0)
@@ -414,7 +422,16 @@ void cc_channel_window_check(void) {
         __atomic_store_n(&holder_tid, 0, __ATOMIC_RELEASE);
         close(holder_fd);
         holder_fd = -1;
+        __atomic_store_n(&holder_claimed, 0, __ATOMIC_RELEASE);
     }
+}
+
+int cc_channel_origin_released(void) {
+    int saved = errno, held = 0;
+    for (int fd = 0; fd < LOW_FDS && !held; fd++)
+        held = writes_origin(fd);
+    errno = saved;
+    return !held;
 }
 
 /* Whether the calling thread has a descriptor table of its own (what it opens is not in
@@ -458,6 +475,7 @@ void cc_channel_after_fork(void) {
      * original; it starts no keeper (a daemon detaching must not hold the caller's pipe). */
     holder_tid = 0;
     holder_fd = -1;
+    holder_claimed = 0;
     keeper_started = 1;
     keeper_ready = 0;
     serving = 0;

@@ -153,7 +153,9 @@ struct cc_config {
     int exit_timeout_ms; /* how long the exit waits for the model */
     int launch_pid;      /* CORECAST_LAUNCH_PID: the process `corecast run` started (0: none) */
     int keep_counting;   /* CORECAST_KEEP_COUNTING: no hand-back once steering settled (settle.c) */
-    int slow_rewrite;    /* tests only, CORECAST_TEST_FAULT=slow_rewrite: settle.c's hand-back stalls */
+    /* tests only, CORECAST_TEST_FAULT: settle.c's hand-back stalls; the sampler takes its
+     * descriptor table only once the program let its stderr go (a starved sampler) */
+    int slow_rewrite, slow_table;
     char output[1024];   /* CORECAST_OUTPUT as given: may hold {rank} and {pid} */
     int rank, ranks;     /* from the MPI launcher's environment; -1, 0: not launched so */
 };
@@ -341,6 +343,7 @@ int cc_write_all(int fd, const char *p, size_t n, double patience_s);
 locale_t cc_c_locale(void);
 int cc_own_descriptor_table(const int *keep, int n);
 void cc_channel_before_release(int lo, int hi);
+int cc_channel_origin_released(void); /* no low descriptor of the program is the original stderr */
 void cc_channel_window_check(void);
 int cc_channel_held_here(void);
 int cc_own_table_here(void);

@@ -188,20 +188,29 @@ void cc_exit_report(int status, int flush) {
     }
     if (status >= 0)
         guard_install(status);
+    /* Nobody reads the exit's sample or prediction (quiet, no output: bridge.c runs no model
+     * for it), so a sampler still in a window's model run (steering's interpreter start, tens
+     * of ms on a core the team needed: NPB bt.W steered at 16 threads ended 10% later when
+     * the model started near its end, benchmarks/steer16) is left there under the guard, as
+     * a model that does not answer is, instead of awaited; nor is the sample built (every
+     * thread's /proc files, the regions' names).  An unknown status has no guard. */
+    int unread = cc_cfg.quiet && !cc_cfg.output[0] && status >= 0;
+    if (unread && !cc_holds_python()) {
+        cc_sampler_stop();
+        if (flush)
+            flush_program_streams();
+        cc_report_unread();
+        reported_tid = guard_tid;
+        guard_tid = 0; /* only the sampler, perhaps still in the model, stays guarded */
+        t->guard--;
+        return;
+    }
     double cpu0 = cc_thread_cpu_s(); /* from here to the report, this thread works for corecast */
     static struct cc_sample sample;
     static struct cc_result result, answer;
     cc_build_sample(&sample, 1, NULL);
     cc_result_clear(&result, sample.nregions);
     cc_result_clear(&answer, sample.nregions);
-    /* Nobody reads the exit's prediction (quiet, no output: bridge.c runs no model for it),
-     * so a sampler still in a window's model run (steering's interpreter start, tens of ms
-     * on a core the team needed: NPB bt.W steered at 16 threads ended 10% later when the
-     * model started near its end, benchmarks/steer16) is left there under the guard, as a
-     * model that does not answer is, instead of awaited.  An unknown status has no guard. */
-    int unread = cc_cfg.quiet && !cc_cfg.output[0] && status >= 0;
-    if (unread)
-        cc_sampler_stop();
     enum cc_final_outcome o = cc_holds_python() ? CC_FINAL_HELD
                               : unread          ? CC_FINAL_UNREAD
                                                 : cc_sampler_final(&sample, &answer, cc_cfg.exit_timeout_ms);

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <semaphore.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <time.h>
 
 struct cc_real_libc {
@@ -45,6 +46,9 @@ struct cc_real_libc {
     int (*dup3)(int, int, int);
     int (*close_range)(unsigned, unsigned, int);
     void (*closefrom)(int);
+    int (*fclose)(FILE *);
+    FILE *(*freopen)(const char *, const char *, FILE *);
+    FILE *(*freopen64)(const char *, const char *, FILE *);
 };
 extern struct cc_real_libc cc_libc;
 void cc_libc_init(void);

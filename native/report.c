@@ -269,12 +269,17 @@ void cc_report_serial(void) {
     cc_write_json_serial(elapsed);
 }
 
-void cc_report(const struct cc_sample *s, const struct cc_result *r) {
+/* What a quiet exit with no output still says: the warnings, never the table or records. */
+void cc_report_unread(void) {
     const char *unmeasured = cc_unmeasured_omp_runtime();
     if (unmeasured) /* never a silent threads-only report for an OpenMP program */
         cc_warn("the OpenMP runtime %s did not start corecast's OMPT tool (OMP_TOOL=disabled, or a runtime "
                 "without OMPT): its regions, team sizes and OpenMP waits are not measured, only its threads",
                 unmeasured);
+}
+
+void cc_report(const struct cc_sample *s, const struct cc_result *r) {
+    cc_report_unread();
     if (!cc_cfg.quiet)
         write_table(s, r);
     cc_write_json(s, r);

@@ -7,6 +7,7 @@
 
 void cc_report(const struct cc_sample *s, const struct cc_result *r);
 void cc_report_serial(void); /* exit without parallel activity */
+void cc_report_unread(void); /* a quiet exit with no output: its warnings alone */
 
 /* ---- shared by report.c and jsonl.c ------------------------------------------------ */
 /* A sample entry worth a line: the region ran. */

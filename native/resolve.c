@@ -50,6 +50,9 @@ void cc_libc_init(void) {
     R(dup3);
     R(close_range);
     R(closefrom);
+    R(fclose);
+    R(freopen);
+    R(freopen64);
     R(pthread_create);
     /* Last: CC_LIBC() tests this one to know the table is complete. */
     __atomic_store_n(&cc_libc.pthread_mutex_lock, cc_resolve_next("pthread_mutex_lock", NULL),
@@ -104,22 +107,32 @@ int cc_is_ours(const void *p) {
     return (const char *)p >= self_lo && (const char *)p < self_hi;
 }
 
-void *cc_resolve(const char *name, const void *caller, const void *self) {
-    (void)self;
+/* The caller's object, opened again (RTLD_NOLOAD), for its own dependency tree: finds a
+ * wheel's private libgomp.  None for the main program (dladdr names it by argv[0], and
+ * the loader would open and read that file only to find nothing: once per symbol). */
+static void *caller_object(const void *caller) {
     Dl_info info;
-    void *p = NULL;
-    if (caller && dladdr(caller, &info) && info.dli_fname && info.dli_fname[0]) {
-        /* The caller's own dependency tree: finds a wheel's private libgomp.  The main
-         * program has an empty link-map name, so it falls through to RTLD_NEXT. */
-        void *h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
-        if (h) {
-            p = dlsym(h, name);
-            dlclose(h);
-        }
-    }
+    struct link_map *map = NULL;
+    if (!caller || !dladdr1(caller, &info, (void **)&map, RTLD_DL_LINKMAP) || !info.dli_fname ||
+        !info.dli_fname[0] || !map || !map->l_name || !map->l_name[0])
+        return NULL;
+    return dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
+}
+
+static void *resolve_in(void *object, const char *name) {
+    void *p = object ? dlsym(object, name) : NULL;
     if (!p || cc_is_ours(p))
         p = dlsym(RTLD_NEXT, name);
     return (p && !cc_is_ours(p)) ? p : NULL;
+}
+
+void *cc_resolve(const char *name, const void *caller, const void *self) {
+    (void)self;
+    void *object = caller_object(caller);
+    void *p = resolve_in(object, name);
+    if (object)
+        dlclose(object);
+    return p;
 }
 
 /* ---- libgomp views ---------------------------------------------------------------- */
@@ -158,10 +171,13 @@ static struct cc_gomp fallback_view;
 static int fallback_ready;
 
 static void fill_view(struct cc_gomp *v, const void *caller) {
+    void *object = caller_object(caller); /* once for the table, not once per function */
     for (size_t i = 0; i < sizeof gomp_table / sizeof gomp_table[0]; i++) {
-        void *p = cc_resolve(gomp_table[i].name, caller, NULL);
+        void *p = resolve_in(object, gomp_table[i].name);
         memcpy((char *)v + gomp_table[i].offset, &p, sizeof p);
     }
+    if (object)
+        dlclose(object);
 }
 
 /* cc_gomp_for's slow path, once per calling object (and for callers in no object).  A

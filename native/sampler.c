@@ -68,6 +68,9 @@ static int table_ready;   /* futex word: the sampler has its table (and the chan
 
 static void own_descriptor_table(void) {
     wait_change(&counters_open, 0, 1000);
+    if (cc_cfg.slow_table) /* tests: a sampler starved until the program let its stderr go */
+        for (int i = 0; i < 10000 && !cc_channel_origin_released(); i++)
+            usleep(1000);
     int keep[64], n = cc_counters_fds(keep, 63);
     cc_own_descriptor_table(keep, n);
     __atomic_store_n(&table_ready, 1, __ATOMIC_RELEASE);
@@ -96,7 +99,6 @@ static void *sampler_main(void *arg) {
     for (;;) {
         int cmd = wait_change(&sampler_cmd, CMD_NONE, wait_ms);
         scheduled_s += wait_ms / 1000.0;
-        cc_channel_window_check();
         if (cmd == CMD_NONE && shorts_left > 0 && !cc_settle_window_measured()) {
             shorts_left--;
             continue; /* wait_ms is still a short window */
@@ -116,6 +118,9 @@ static void *sampler_main(void *arg) {
         }
         if (cmd == CMD_STOP)
             break;
+        /* At whole windows only: a short one (settle.c) or the exit's command is no grace
+         * for a program that closed its stderr just before it exits (xz). */
+        cc_channel_window_check();
         static struct cc_region *refs[CC_MAX_REGIONS];
         cc_build_sample(&sample, 0, refs);
         int first_call = cc_settle_look(sample.elapsed_s);
@@ -209,12 +214,14 @@ void cc_sampler_start(void) {
     cc_counters_open(); /* after the sampler started: inherited counters do not count it */
     __atomic_store_n(&counters_open, 1, __ATOMIC_RELEASE);
     cc_futex(&counters_open, FUTEX_WAKE_PRIVATE, 1, -1);
-    /* The program goes on once the sampler holds its copy of the report channel (or after
-     * 100 ms): a program that lets its stderr go through stdio (fclose(stderr) closes fd 2
-     * inside libc, where no wrapper sees it) before a starved sampler ran lost its report
-     * (xz -T2 under a loaded CI machine). */
+    /* The sampler's start (its own table, a copy of the report channel) runs best before
+     * the program's team takes the cores, but the program waits for it 1 ms at most: on a
+     * busy machine the new thread's first run came 3-10 ms later (a 2-core VM), all of it
+     * the program's time.  A program that lets its stderr go meanwhile does so through a
+     * wrapper (close, dup2, fclose, freopen: shims/process.c) that has a keeper take the
+     * copy; a 100 ms wait here still lost xz's report on a loaded CI machine. */
     if (r == 0)
-        wait_change(&table_ready, 0, 100);
+        wait_change(&table_ready, 0, 1);
 }
 
 int cc_sampler_is(int tid) { return sampler_running && tid == sampler_tid; }

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <unistd.h> /* environ */
 
 #include "../native/corecast.h"
@@ -147,6 +148,28 @@ int close_range(unsigned lo, unsigned hi, int flags) {
         return -1;
     }
     return real(lo, hi, flags);
+}
+
+/* The C library's own closes are not calls through the wrappers above: fclose(stderr) and
+ * freopen of it close fd 2 inside libc (xz closes its stderr so before it exits). */
+static void before_stream_release(FILE *f) {
+    if (f && fileno_unlocked(f) == 2)
+        cc_channel_before_release(2, 2);
+}
+
+int fclose(FILE *f) {
+    before_stream_release(f);
+    return CC_LIBC(fclose)(f);
+}
+
+FILE *freopen(const char *path, const char *mode, FILE *f) {
+    before_stream_release(f);
+    return CC_LIBC(freopen)(path, mode, f);
+}
+
+FILE *freopen64(const char *path, const char *mode, FILE *f) {
+    before_stream_release(f);
+    return CC_LIBC(freopen64)(path, mode, f);
 }
 
 void closefrom(int lo) {
