@@ -52,12 +52,13 @@ def as_count(x: float, where: str) -> float:
     return float(x)
 
 
-def one_curve(data: "Measurements", path: str, callpath: str | None, profile_metric: str | None) -> list[Series]:
+def one_curve(data: "Measurements", path: str, callpath: str | None, profile_metric: str | None,
+              count_unit: str = "threads") -> list[Series]:
     """A corecast file's one curve; the options that pick among named curves are refused."""
     if callpath or profile_metric:
         raise InputError(f"{path}: --callpath and --profile-metric are for Extra-P "
                          "and Caliper inputs, this is a corecast CSV or sweep result")
-    return [Series(data)]
+    return [Series(data, count_unit=count_unit)]
 
 
 def named_curves(raw: list[RawSeries], source: str, path: str, metric: str | None,
