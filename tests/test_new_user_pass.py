@@ -121,6 +121,7 @@ def test_sweep_regions_keep_their_runs(monkeypatch):
                          regions={"f._omp_fn.0": (0.8 * wall, {"imbalance": 0.01})})
     fake_run.calls = 0
     monkeypatch.setattr(runner, "run_once", fake_run)
+    monkeypatch.setattr(runner, "check_command", lambda command: None)  # no program is started
     result = runner.run_sweep(["true"], threads=[1, 2, 4], repeat=2, placement="none")
     (region,) = result["regions"]
     for entry in region["measured"]:
