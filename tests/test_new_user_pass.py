@@ -147,3 +147,25 @@ def test_merge_one_run_fastest_at_the_horizon_says_so(monkeypatch):
     # Where the model's optimum lies inside the counts asked, nothing is said.
     far = ranks.merge(["r.jsonl"], upto=100_000)
     assert far.fastest < 100_000 and not any("bounded" in w for w in far.warnings)
+
+
+def test_autos_reason_does_not_say_a_widening_band_widens_by_0_percent():
+    # Amdahl's exact throughputs: the members backtest at 0%, yet predict widens the band
+    # beyond 8 (its distance rule); the reason said "the band widens by 0% per doubling".
+    n = [1, 2, 4, 8]
+    p = corecast.predict(n, [100, 190, 350, 600], metric="throughput", upto=16)
+    i8, i16 = list(p.counts).index(8), list(p.counts).index(16)
+    assert p.high[i16] / p.low[i16] > 1.2 * p.high[i8] / p.low[i8]  # it widens
+    assert "widens by 0%" not in p.reason and "does not widen the band beyond 8" in p.reason
+    wide = corecast.predict(N, T, metric="time", upto=32)
+    assert "the band widens by at least 23% per doubling beyond 16" in wide.reason
+
+
+@pytest.mark.parametrize("text", ["threads,time\n1,10\n2,5.5\n4,3\n",
+                                  "PARAMETER p\nPOINTS 1 2 4\nREGION r\nMETRIC time\nDATA 10\nDATA 5.5\nDATA 3\n"])
+def test_count_attribute_is_refused_where_it_means_nothing(tmp_path, capsys, text):
+    # --callpath was refused for a CSV; --count-attribute was silently ignored.
+    path = tmp_path / "in.txt"
+    path.write_text(text)
+    err = assert_one_line_error(capsys, ["predict", str(path), "--count-attribute", "omp.num.threads"])
+    assert "--count-attribute is for Caliper inputs" in err

@@ -24,7 +24,7 @@ from ...errors import InputError
 from ...model.scaling import count_unit_of
 from ..fileio import parse_json, quoted
 from .measurements import finite_number
-from .raw import RawSeries, Series, as_count, named_curves
+from .raw import RawSeries, Series, as_count, named_curves, no_count_attribute
 from .registry import CURVES, NOT_JSON, Reader, Sniff
 
 FIELDS = ("PARAMETER", "POINTS", "REGION", "METRIC", "DATA")
@@ -228,6 +228,7 @@ def _load(parser):
     def load(files: list[tuple[str, str]], metric: str | None = None, callpath: str | None = None,
              profile_metric: str | None = None, count_attribute: str | None = None) -> list[Series]:
         ((name, text),) = files
+        no_count_attribute(name, count_attribute, "an Extra-P input")
         return named_curves(parser(text, name), "extrap", name, metric, callpath, profile_metric)
     return load
 
