@@ -169,3 +169,14 @@ def test_count_attribute_is_refused_where_it_means_nothing(tmp_path, capsys, tex
     path.write_text(text)
     err = assert_one_line_error(capsys, ["predict", str(path), "--count-attribute", "omp.num.threads"])
     assert "--count-attribute is for Caliper inputs" in err
+
+
+def test_replay_target_is_bounded_as_runs_is(capsys):
+    # --target 100000000 was accepted and ran for about 9 minutes on a 2-core VM; the
+    # library it replays predicts up to 1024 threads.
+    recording = str(Path(__file__).parent / "data" / "recordings" / "schema1-omp_slowdown-2.jsonl")
+    err = assert_one_line_error(capsys, ["replay", "--target", "100000000", recording])
+    assert "--target" in err and "1024" in err
+    assert main(["replay", "--target", "1024", "--json", recording]) == 0
+    (proc,) = json.loads(capsys.readouterr().out)["processes"]
+    assert proc["target"] == 1024
