@@ -160,7 +160,7 @@ def test_band_widens_per_doubling_by_the_members_median_backtest_error():
         assert lo <= mid * np.exp(-per_doubling * doublings) * (1 + 1e-9)
         assert hi >= mid * np.exp(per_doubling * doublings) * (1 - 1e-9)
         assert lo <= narrow.low(at)[k] and hi >= narrow.high(at)[k]
-    assert f"widens by {per_doubling:.0%} per doubling" in wide.reason
+    assert f"widens by at least {per_doubling:.0%} per doubling" in wide.reason
 
 
 def test_anchored_rules_continue_the_laws_from_the_last_measured_value():

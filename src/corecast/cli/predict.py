@@ -105,7 +105,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     options = dict(upto=args.upto, at=args.at, method=args.method, knee_fraction=args.knee_fraction,
                    hardware=hardware, min_gain=args.min_gain, scaling=args.scaling)
     if series[0].callpath is None:  # a corecast CSV or sweep result: one curve
-        pred = _predict(series[0].data, args.file[0], **options)
+        pred = _predict(series[0].data, args.file[0], count_unit=series[0].count_unit, **options)
         # Plot before printing so a failed plot does not leave a half-reported success.
         if args.plot:
             _plot(pred, args.plot)

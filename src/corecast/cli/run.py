@@ -78,12 +78,13 @@ def cmd_lib(args: argparse.Namespace) -> int:
 
 
 def _recording_parser(sub: argparse._SubParsersAction, name: str, help: str, description: str,
-                      horizon: tuple[str, str], json_help: str) -> argparse.ArgumentParser:
+                      horizon: tuple[str, str], json_help: str, horizon_type=count) -> argparse.ArgumentParser:
     """replay and merge read JSON Lines a run wrote and print a table or JSON: their
-    common flags (``horizon``: the flag and help of the count to predict up to)."""
+    common flags (``horizon``: the flag and help of the count to predict up to, parsed by
+    ``horizon_type``)."""
     p = sub.add_parser(name, help=help, description=description)
     flag, horizon_help = horizon
-    p.add_argument(flag, type=count, help=horizon_help)
+    p.add_argument(flag, type=horizon_type, help=horizon_help)
     add_output_options(p, json_help)
     p.declare_later(lambda p: add_format_option(p, "recording"))
     return p
@@ -95,8 +96,11 @@ def add_replay(sub: argparse._SubParsersAction) -> None:
         "Re-run the runtime model on the samples in RUN.jsonl (written by corecast run "
         "--json-out or CORECAST_OUTPUT) through the predictor the library uses, and print the exit "
         "report's table (or JSON). Every record version corecast has written is read.",
-        ("--target", "predict up to N threads (default: the recorded target)"),
-        "one JSON object: {\"processes\": [...]}")
+        ("--target", f"predict up to N threads, at most {TARGET_RANGE[1]} as corecast run's "
+                     "(default: the recorded target)"),
+        "one JSON object: {\"processes\": [...]}",
+        # the library's predictor, bounded as corecast run's (--target 100000000 ran for minutes)
+        whole_in(*TARGET_RANGE))
     p.add_argument("--machine", metavar="FILE",
                    help="the recording machine's calibration (written by corecast calibrate there), "
                         "instead of the one the run recorded: its compute or bandwidth curve is put into "

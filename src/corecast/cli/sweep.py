@@ -123,9 +123,9 @@ def add_export(sub: argparse._SubParsersAction) -> None:
         "export",
         help="convert a 'corecast sweep' result: Extra-P input, HTML report, PNG",
         description="Read SWEEP.json (what 'corecast sweep --json-out' writes) and write any of: "
-        "Extra-P JSON Lines (one line per measured run: parameter p = threads, callpath main, "
-        "metric time, plus metric stall:NAME per stall category), a self-contained HTML report, "
-        "a PNG plot.",
+        "Extra-P JSON Lines (one line per measured run: parameter threads, or ranks for a launcher's "
+        "sweep; callpath main, metric time, plus metric stall:NAME per stall category; callpath "
+        "main->REGION per region), a self-contained HTML report, a plot.",
     )
     p.add_argument("file", metavar="SWEEP.json", help="a corecast sweep result")
     p.add_argument("--extrap", metavar="OUT.jsonl", help="write Extra-P JSON Lines input here")

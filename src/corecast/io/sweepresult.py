@@ -179,7 +179,7 @@ class SweepResult:
         failed = result.get("failed") or []
         return cls(
             measured=measured,
-            unit="ranks" if result.get("count") == "ranks" else "threads",
+            unit=count_unit(result),
             predictions=_points(result.get("predictions"), "predictions", source,
                                 ("value", "low", "high", "speedup")),
             stall_predictions=stall_predictions,
@@ -226,6 +226,12 @@ class SweepResult:
         counts += [p["threads"] for pts in self.stall_predictions.values() for p in pts]
         counts += [n for n in (json_number(f.get("threads")) for f in self.failed) if n is not None and n >= 1]
         return counts
+
+
+def count_unit(result: dict) -> str:
+    """What a sweep result's counts are: "ranks" for a launcher's sweep (its ``"count"``),
+    else threads."""
+    return "ranks" if result.get("count") == "ranks" else "threads"
 
 
 def _name(x: object) -> Optional[str]:

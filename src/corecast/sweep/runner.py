@@ -212,7 +212,10 @@ def region_curves(runs: dict, ok: list[int], measured: list[dict], horizon: int)
         region = {"name": name, "share": float(share), "measured": [
             {"threads": n, "time_s": float(statistics.median(times[n])),
              "spread_s": float((max(times[n]) - min(times[n])) / 2.0),
-             "stalls_s": {k: float(statistics.median([s.get(k, 0.0) for s in per_count[n]])) for k in categories}}
+             "stalls_s": {k: float(statistics.median([s.get(k, 0.0) for s in per_count[n]])) for k in categories},
+             # every repetition, as the whole program's entries keep them (Extra-P's export)
+             "runs": [{"time_s": float(t), "stalls_s": {k: float(s.get(k, 0.0)) for k in categories}}
+                      for t, s in zip(times[n], per_count[n])]}
             for n in at], "predictions": [], "stall_predictions": {}, "preferred_threads": None,
             "fastest_threads": None, "fastest_measured": False, "bottleneck": None, "warnings": []}
         if len(at) < MIN_COUNTS or min(statistics.median(times[n]) for n in at) <= 0:

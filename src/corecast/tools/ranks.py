@@ -232,6 +232,9 @@ def merge(paths: list[str], upto: int | None = None, format: str | None = None) 
     t1 = times[0]
     speedup = [t1 / t for t in times]
     best = max(range(len(counts)), key=lambda i: (round(speedup[i], 6), -counts[i]))
+    if counts[best] == counts[-1] > run.ranks:  # still gaining where the counts asked stop
+        warnings.append(f"the fastest count is bounded by the largest count asked ({counts[-1]}), where the "
+                        "one-run model still gains: a larger --upto may name a larger one")
     return RankPrediction(runs, f"{ONE_RUN_MODEL} (from the run at {run.ranks} ranks)", counts, speedup, times,
                           one_run_preferred(counts, speedup, sizes, counts[best]), warnings, counts[best])
 

@@ -24,7 +24,7 @@ from ...errors import InputError
 from ...model.scaling import count_unit_of
 from ..fileio import parse_json, quoted
 from .measurements import finite_number
-from .raw import RawSeries, Series, as_count, named_curves
+from .raw import RawSeries, Series, as_count, named_curves, no_count_attribute
 from .registry import CURVES, NOT_JSON, Reader, Sniff
 
 FIELDS = ("PARAMETER", "POINTS", "REGION", "METRIC", "DATA")
@@ -77,6 +77,15 @@ def _parse_text(text: str, path: str) -> list[RawSeries]:
     params: list[str] = []
     points: list[float] = []
     callpath, metric, index = "", "", 0
+    last_data = 0  # the line of the block's last DATA line
+
+    def block_done() -> None:
+        # A block of DATA lines gives every point its values: one missing would drop that
+        # point from the curve without a word (more lines than points is refused below).
+        if 0 < index < len(points):
+            raise InputError(f"{path}: line {last_data}: {index} DATA line{'s' if index != 1 else ''} for the "
+                             f"{len(points)} POINTS of {callpath or '(no region)'} [{metric or 'no metric'}]")
+
     for no, raw in enumerate(text.splitlines(), 1):
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -101,6 +110,7 @@ def _parse_text(text: str, path: str) -> list[RawSeries]:
         elif name in ("REGION", "METRIC"):
             if not value:
                 raise InputError(f"{where}: {name} without a name")
+            block_done()
             callpath, metric = (value, metric) if name == "REGION" else (callpath, value)
             index = 0  # the DATA lines that follow start at the first point again
         else:
@@ -110,7 +120,8 @@ def _parse_text(text: str, path: str) -> list[RawSeries]:
             if not values:
                 raise InputError(f"{where}: DATA without a value")
             out.add(callpath, metric, points[index], values)
-            index += 1
+            index, last_data = index + 1, no
+    block_done()
     return out.result(path)
 
 
@@ -217,6 +228,7 @@ def _load(parser):
     def load(files: list[tuple[str, str]], metric: str | None = None, callpath: str | None = None,
              profile_metric: str | None = None, count_attribute: str | None = None) -> list[Series]:
         ((name, text),) = files
+        no_count_attribute(name, count_attribute, "an Extra-P input")
         return named_curves(parser(text, name), "extrap", name, metric, callpath, profile_metric)
     return load
 

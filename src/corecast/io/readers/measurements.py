@@ -339,13 +339,20 @@ def sweep_measurements(result: dict, path: str, metric: str | None = None) -> Me
 def _load_csv(files: list[tuple[str, str]], metric: str | None = None, callpath: str | None = None,
               profile_metric: str | None = None, count_attribute: str | None = None) -> list[Series]:
     ((name, text),) = files
-    return one_curve(parse_csv_measurements(text, name, metric), name, callpath, profile_metric)
+    return one_curve(parse_csv_measurements(text, name, metric), name, callpath, profile_metric,
+                     count_attribute=count_attribute)
 
 
 def _load_sweep(files: list[tuple[str, str]], metric: str | None = None, callpath: str | None = None,
                 profile_metric: str | None = None, count_attribute: str | None = None) -> list[Series]:
+    from ..sweepresult import count_unit, parse_sweep_json
+
     ((name, text),) = files
-    return one_curve(parse_sweep_measurements(text, name, metric), name, callpath, profile_metric)
+    _check_metric(metric)
+    result = parse_sweep_json(text, name)
+    # A launcher's sweep counted ranks: its curve is labelled so, as merge's is.
+    return one_curve(sweep_measurements(result, name, metric), name, callpath, profile_metric,
+                     count_unit(result), count_attribute)
 
 
 SWEEP = Reader(

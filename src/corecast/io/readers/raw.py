@@ -52,12 +52,22 @@ def as_count(x: float, where: str) -> float:
     return float(x)
 
 
-def one_curve(data: "Measurements", path: str, callpath: str | None, profile_metric: str | None) -> list[Series]:
+def one_curve(data: "Measurements", path: str, callpath: str | None, profile_metric: str | None,
+              count_unit: str = "threads", count_attribute: str | None = None) -> list[Series]:
     """A corecast file's one curve; the options that pick among named curves are refused."""
     if callpath or profile_metric:
         raise InputError(f"{path}: --callpath and --profile-metric are for Extra-P "
                          "and Caliper inputs, this is a corecast CSV or sweep result")
-    return [Series(data)]
+    no_count_attribute(path, count_attribute, "a corecast CSV or sweep result")
+    return [Series(data, count_unit=count_unit)]
+
+
+def no_count_attribute(path: str, count_attribute: str | None, what: str) -> None:
+    """``--count-attribute`` refused for a file whose count column is fixed (``what``
+    names the file's kind): ignored, it would look obeyed."""
+    if count_attribute:
+        raise InputError(f"{path}: --count-attribute is for Caliper inputs, this is {what} "
+                         "(its count is its first column or parameter)")
 
 
 def named_curves(raw: list[RawSeries], source: str, path: str, metric: str | None,

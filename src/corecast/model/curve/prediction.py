@@ -100,7 +100,10 @@ def predict_measurements(
     fitted = scaled.binned(MAX_FIT_POINTS_STALLS if data.stalls else MAX_FIT_POINTS)
     curve = scaled.at_target_size()
     top = float(curve.counts.max())
-    upto = int(upto) if upto is not None else int(2 * top)
+    if top > MAX_COUNT:  # said in the user's terms, not as the default horizon's 2 x top
+        raise InputError(f"counts above {MAX_COUNT} are not predicted (measured at {top:g})")
+    # The default horizon, twice the largest measured count, stops at the grid's limit.
+    upto = int(upto) if upto is not None else min(int(2 * top), MAX_COUNT)
     at = [int(a) for a in at]
     if upto < 1:
         raise InputError(f"the largest count to predict must be at least 1, got {upto}")
@@ -203,13 +206,17 @@ def predict_measurements(
     preferred = min(by_rule, fastest)
     # Beyond the measured counts both rules stop where the band stops vouching, or at the
     # last count asked: there the answer is the horizon's, and a larger --upto may move it.
-    bound = horizon_bound(grid, rate, rate_low, base_count, top, preferred)
-    if bound and grid.max() < top:
-        warnings.append(f"the {bound} count is bounded by the largest count asked ({int(grid.max())}), "
-                        f"below the largest measured ({top:g}): a larger --upto may name a larger one")
-    elif bound:
-        warnings.append(f"the {bound} count is bounded by the largest count asked ({int(grid.max())}), "
-                        "where the band's low end still gains: a larger --upto may name a larger one")
+    for what, at_end, after in horizon_bound(grid, rate, rate_low, base_count, top, preferred):
+        if after is not None:  # --at past --upto: the counts between were never asked
+            where = f"by the counts asked ({at_end}; none between {at_end} and {after} was asked)"
+        else:
+            where = f"by the largest count asked ({at_end})"
+        if grid.max() < top:
+            warnings.append(f"the {what} count is bounded {where}, below the largest measured ({top:g}): "
+                            "a larger --upto may name a larger one")
+        else:
+            warnings.append(f"the {what} count is bounded {where}, where the band's low end still gains: "
+                            "a larger --upto may name a larger one")
     named = _supported(grid, base_count)  # the knee too is not placed below the measured counts
     knee = knee_count(grid[named], rate[named], knee_fraction)
     if len(set(curve.counts.tolist())) < 3:

@@ -100,22 +100,36 @@ def fastest_count(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: flo
 
 
 def horizon_bound(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: float, top: float,
-                  preferred: int) -> str | None:
-    """Which answer, if any, only the horizon stopped: "preferred" when the preferred count
-    is the last count asked beyond ``top`` (the band's low end still gained there), or
-    "fastest" when the last count asked beyond ``top`` still ties for the fastest the
-    band supports.  A larger horizon may then name a larger count.  A horizon below
-    ``top`` bounds the preferred count too where it is the last count asked: the measured
-    counts beyond it were not asked about."""
+                  preferred: int) -> list[tuple[str, int, int | None]]:
+    """The answers only the horizon stopped, each as (``"preferred"`` or ``"fastest"``,
+    the count, the next count asked or None): the preferred count when it is an end of
+    the counts asked beyond ``top`` (the band's low end still gained there), the fastest
+    when such an end still ties for the fastest the band supports (and is not the
+    preferred count's end, said already).  An end is the last count asked or one whose
+    successor was not asked (``--at 1000`` past ``--upto 32``: nothing between 32 and
+    1000 was asked).  A larger horizon may then name a larger count.  A horizon below
+    ``top`` bounds the preferred count too where it is the last count asked: the
+    measured counts beyond it were not asked about."""
     last = float(grid.max())
     if last < top and preferred == last:
-        return "preferred"
+        return [("preferred", int(last), None)]
     if last <= top:
-        return None
-    if preferred == last:
-        return "preferred"
+        return []
+
+    def after(count: float) -> int | None:
+        later = grid[grid > count]
+        return int(later.min()) if later.size else None
+
+    def is_end(count: float) -> bool:
+        nxt = after(count)
+        return count > top and (nxt is None or nxt > count + 1)
+
+    bounds = [("preferred", int(preferred), after(preferred))] if is_end(preferred) else []
     n, pick = _fastest_pick(grid, perf, low, base, top)
-    return "fastest" if pick[-1] >= pick.max() * (1 - FASTEST_TIE) else None
+    tied = [c for c in n[pick >= pick.max() * (1 - FASTEST_TIE)] if is_end(c) and c != preferred]
+    if tied:
+        bounds.append(("fastest", int(tied[0]), after(tied[0])))
+    return bounds
 
 
 def preferred_count(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: float, top: float,

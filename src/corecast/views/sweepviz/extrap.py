@@ -28,7 +28,8 @@ def extrap_records(result: dict, source: str = SOURCE) -> list[dict]:
     time summed over the team at the same code location, not a region inside ``main``'s
     wall time (at many threads they exceed it), and Extra-P models every
     (callpath, metric) pair on its own either way.  Each region of ``regions`` adds
-    callpath ``main->REGION``, metric ``time``, with the region's own time per count.  The
+    callpath ``main->REGION``, metric ``time``, with the region's own time per run (per
+    count where its entry has no ``runs``).  The
     parameter is ``ranks`` where the sweep counted ranks (``"count"``).
     """
     check_sweep(result, source)
@@ -46,9 +47,10 @@ def extrap_records(result: dict, source: str = SOURCE) -> list[dict]:
                                 "metric": EXTRAP_STALL_METRIC.format(cat), "value": float(run["stalls_s"][cat])})
     for r in regions_of(result.get("regions"), source):
         for e in r["measured"]:
-            records.append({"params": {name: _as_int(e["threads"])},
-                            "callpath": EXTRAP_REGION_CALLPATH.format(r["name"]),
-                            "metric": EXTRAP_TIME_METRIC, "value": float(e["time_s"])})
+            for run in e.get("runs") or [e]:  # a line per run, as the whole program's
+                records.append({"params": {name: _as_int(e["threads"])},
+                                "callpath": EXTRAP_REGION_CALLPATH.format(r["name"]),
+                                "metric": EXTRAP_TIME_METRIC, "value": float(run["time_s"])})
     return records
 
 

@@ -398,9 +398,14 @@ def fit_auto(data: Measurements, nmax: float) -> Fit:
         shown = ", ".join(f"{nm} {errors[f.method]:.0%}" if np.isfinite(errors[f.method])
                           else f"{nm} not backtested (cannot be fitted up to {cut:g})" for nm, f in zip(names, fits))
         reason += f"; backtest (fitted up to {cut:g}, worst error above): {shown}"
-    if per_doubling is not None:
-        reason += (f"; the band widens by {per_doubling:.0%} per doubling beyond {curve.counts.max():g} "
-                   f"({rules.band:g} x the members' median backtest error)")
+    # predict widens every band with the distance too (prediction.band): this is a floor
+    # on top of that, so "by 0%" would misstate a band that visibly widens.
+    if per_doubling is not None and round(per_doubling, 2) > 0:
+        reason += (f"; the band widens by at least {per_doubling:.0%} per doubling beyond "
+                   f"{curve.counts.max():g} ({rules.band:g} x the members' median backtest error)")
+    elif per_doubling is not None:
+        reason += (f"; the members' median backtest error is 0%: it does not widen the band beyond "
+                   f"{curve.counts.max():g}")
     warnings = []
     # Columns the user gave for a member that could not use them must not vanish silently.
     for what, names_ in ((STALL_COLUMNS, STALL_MEMBERS), ("size:* columns", SIZE_MEMBERS)):
