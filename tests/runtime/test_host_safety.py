@@ -242,6 +242,43 @@ def test_ls_proc_self_fd_lists_what_a_plain_run_lists(lib):
     assert measured.returncode == 0 and measured.stdout == plain.stdout
 
 
+# ---- signals --------------------------------------------------------------------------------
+SIGBLOCK_C = r"""
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+static void *work(void *arg) { volatile long x = 0; for (long i = 0; i < 20000000; i++) x += i; return arg; }
+int main(int argc, char **argv) {
+    int sig = atoi(argv[1]);
+    sigset_t all, pending;
+    sigfillset(&all);
+    sigprocmask(SIG_SETMASK, &all, NULL); /* every signal left pending */
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, work, NULL);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    kill(getpid(), sig); /* sent to the process: a thread that does not block it takes it */
+    usleep(20000);
+    sigpending(&pending);
+    printf("pending %d\n", sigismember(&pending, sig));
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGABRT, signal.SIGSEGV, signal.SIGTERM], ids=lambda s: s.name)
+def test_a_program_that_blocks_every_signal_keeps_them_pending(build, lib, sig):
+    """A signal sent to a program that blocks them all stays pending: the sampler, the one
+    thread left that did not block SIGABRT and the faults (kept for the exit guard), took a
+    `kill -ABRT` or `kill -SEGV` and ended the program (status 134, 139)."""
+    exe = build("sigblock", SIGBLOCK_C, "-pthread")
+    plain = run([exe, int(sig)])
+    measured = run([exe, int(sig)], preload=lib)
+    assert plain.returncode == measured.returncode == 0, measured.stderr
+    assert measured.stdout == plain.stdout == b"pending 1\n"
+
+
 # ---- locales ----------------------------------------------------------------------------------
 LOCALE_C = r"""
 #include <locale.h>
