@@ -259,18 +259,27 @@ static void read_schedstat(int baseline) {
         memset(&gone, 0, sizeof gone);
     unsigned now_read = ++reads;
     int internal[MAX_INTERNAL], ninternal = internal_tids(internal);
-    DIR *d = opendir("/proc/self/task");
-    struct dirent *e;
+    /* Listed with getdents64 into a buffer of ours: opendir's malloc gave the sampler a
+     * malloc arena of its own, 64 MB of address space reserved (128 MB at its peak) that a
+     * program under `ulimit -v` could no longer allocate. */
+    int dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    char dents[4096] __attribute__((aligned(8)));
+    long got = 0, at = 0;
     /* The directory read to its end: what it lacks has left.  Only where slots are handed
      * on: a slot keeps its exited threads' CPU time then (cc_slot_cpu_s), else the task's
      * entry is where it stays. */
-    int listed = d != NULL && cc_slots_reused();
+    int listed = dir >= 0 && cc_slots_reused();
     for (;;) {
-        errno = 0;
-        if (!d || !(e = readdir(d))) {
-            listed = listed && errno == 0;
-            break;
+        if (at >= got) {
+            got = dir < 0 ? -1 : syscall(SYS_getdents64, dir, dents, sizeof dents);
+            at = 0;
+            if (got <= 0) {
+                listed = listed && got == 0;
+                break;
+            }
         }
+        const struct dirent64 *e = (const struct dirent64 *)(dents + at);
+        at += e->d_reclen;
         int tid = atoi(e->d_name);
         if (tid <= 0)
             continue;
@@ -331,8 +340,8 @@ static void read_schedstat(int baseline) {
                 tasks[i].migrations = strtoull(m + 1, NULL, 10);
         }
     }
-    if (d)
-        closedir(d);
+    if (dir >= 0)
+        close(dir);
     for (int i = 0; listed && i < ntasks;) {
         if (tasks[i].seen == now_read) {
             i++;

@@ -208,6 +208,8 @@ static void *sampler_main(void *arg) {
     return NULL;
 }
 
+#define SAMPLER_STACK ((size_t)1 << 20)
+
 void cc_sampler_start(void) {
     if (sampler_running)
         return;
@@ -218,10 +220,18 @@ void cc_sampler_start(void) {
     sigset_t all, old;
     sigfillset(&all); /* the sampler never takes one of the program's signals (model_run) */
     pthread_sigmask(SIG_SETMASK, &all, &old);
+    /* A stack of 1 MB at most (the model's interpreter runs in it, also in 64 kB): the
+     * default, `ulimit -s` (8 MB), is address space a program under `ulimit -v` lost. */
+    pthread_attr_t attr;
+    size_t stack = 0;
+    pthread_attr_init(&attr);
+    if (pthread_attr_getstacksize(&attr, &stack) == 0 && stack > SAMPLER_STACK)
+        pthread_attr_setstacksize(&attr, SAMPLER_STACK);
     struct cc_thread *t = cc_self();
     t->guard++;
-    int r = CC_LIBC(pthread_create)(&sampler, NULL, sampler_main, NULL);
+    int r = CC_LIBC(pthread_create)(&sampler, &attr, sampler_main, NULL);
     t->guard--;
+    pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (r == 0) {
         pthread_detach(sampler);
