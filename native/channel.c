@@ -323,16 +323,24 @@ int cc_own_descriptor_table(const int *keep, int n) {
     if (unshare(CLONE_FILES) != 0)
         return 0;
     own_table = 1; /* closing here is not the program letting go of anything */
-    int copy = -1, unclaimed = 0;
-    if (holder_tid == 0 && getpid() == channel_pid && writes_origin(2) &&
-        __atomic_compare_exchange_n(&holder_claimed, &unclaimed, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    int unclaimed = 0, copy = -1;
+    int take = holder_tid == 0 && getpid() == channel_pid && writes_origin(2) &&
+               __atomic_compare_exchange_n(&holder_claimed, &unclaimed, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+    if (take)
+        all[k++] = 2;
+    close_all_but(all, k);
+    if (take) {
+        /* Above the low numbers where the limit allows; under `ulimit -n 64` 100 was refused
+         * and a program that then let its stderr go lost its report. */
         copy = fcntl(2, F_DUPFD_CLOEXEC, 100);
-        if (copy >= 0)
-            all[k++] = copy;
-        else
+        if (copy < 0)
+            copy = fcntl(2, F_DUPFD_CLOEXEC, LOW_FDS);
+        if (copy < 0)
+            copy = fcntl(2, F_DUPFD_CLOEXEC, 3);
+        close(2);
+        if (copy < 0)
             __atomic_store_n(&holder_claimed, 0, __ATOMIC_RELEASE);
     }
-    close_all_but(all, k);
     if (copy >= 0) {
         holder_fd = copy;
         __atomic_store_n(&holder_tid, (int)syscall(SYS_gettid), __ATOMIC_RELEASE);

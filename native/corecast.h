@@ -153,9 +153,7 @@ struct cc_config {
     int exit_timeout_ms; /* how long the exit waits for the model */
     int launch_pid;      /* CORECAST_LAUNCH_PID: the process `corecast run` started (0: none) */
     int keep_counting;   /* CORECAST_KEEP_COUNTING: no hand-back once steering settled (settle.c) */
-    /* tests only, CORECAST_TEST_FAULT: settle.c's hand-back stalls; the sampler takes its
-     * descriptor table only once the program let its stderr go (a starved sampler) */
-    int slow_rewrite, slow_table;
+    int slow_rewrite, slow_table; /* tests, CORECAST_TEST_FAULT: a stalled hand-back, a starved sampler */
     char output[1024];   /* CORECAST_OUTPUT as given: may hold {rank} and {pid} */
     int rank, ranks;     /* from the MPI launcher's environment; -1, 0: not launched so */
 };
@@ -295,7 +293,7 @@ void cc_sampler_stop(void);
 enum cc_final_outcome { CC_FINAL_PENDING, CC_FINAL_ANSWERED, CC_FINAL_FAULTED, CC_FINAL_TIMEOUT, CC_FINAL_NO_SAMPLER,
                         CC_FINAL_HELD, /* the exiting thread holds the Python host's interpreter */
                         CC_FINAL_UNREAD /* nobody reads the exit's prediction: the sampler is not awaited */ };
-enum cc_final_outcome cc_sampler_final(const struct cc_sample *s, struct cc_result *r, int timeout_ms);
+enum cc_final_outcome cc_sampler_final(struct cc_sample *s, struct cc_result *r, int timeout_ms);
 /* The fatal signals of corecast's exit guard (lifecycle.c); the sampler leaves them unblocked. */
 #define CC_NFATAL 5
 extern const int cc_fatal_signals[CC_NFATAL];
@@ -315,6 +313,8 @@ void cc_counters_open(void) CC_HIDDEN;       /* at the first activity */
 void cc_counters_after_fork(void) CC_HIDDEN; /* a child counts afresh */
 void cc_counters_sampler_is(int tid) CC_HIDDEN; /* its CPU time is corecast's */
 int cc_counters_fds(int *out, int max) CC_HIDDEN; /* the open counter descriptors (PMU, NUMA) */
+void cc_counters_moved(void) CC_HIDDEN; /* the sampler's table holds them: out of the program's */
+void cc_counters_read_held(struct cc_sample *s) CC_HIDDEN; /* PMU, NUMA: where this table holds them */
 void cc_sampler_read_counters(struct cc_sample *s); /* fills counters + runqueue */
 /* NUMA topology and memory-traffic counters (numa.c, the plan in CORECAST_NUMA_EVENTS):
  * opened with the sampler's counters, read with them (cumulative), closed in a forked child. */
@@ -323,6 +323,7 @@ void cc_numa_open(void);
 void cc_numa_read(struct cc_numa_counts *n);
 void cc_numa_after_fork(void);
 int cc_numa_fds(int *out, int max); /* the open NUMA event descriptors */
+void cc_numa_moved(void); /* closed in the program's table (counters.c's cc_counters_moved) */
 /* CORECAST_NUMA_EVENTS's value into *p (numa_plan.c); NULL if it is a plan this library
  * reads, else what is wrong with it (*p is then not to be used). */
 const char *cc_numa_plan_decode(const char *text, struct cc_numa_plan *p) CC_HIDDEN;

@@ -21,6 +21,12 @@
 #include "futex.h"
 
 static int perf_fd[CC_NCTR] = {-1, -1, -1, -1, -1, -1, -1, -1};
+/* The counters are opened in the program's table (by its thread: inherit follows the
+ * threads it creates) and, once the sampler has them in its own table, closed there: 3
+ * and 4 taken from the program's numbers, and the exit's read of a number the program
+ * had since closed and reused would have read its file.  From then on only the sampler
+ * reads them. */
+static int moved;
 
 /* ---- hardware counters ------------------------------------------------------------ */
 /* Software figures (task clock, context switches, migrations, page faults) come from
@@ -64,7 +70,7 @@ static void open_counters(void) {
 
 static void close_counters(void) {
     for (int i = 0; i < CC_NCTR; i++) {
-        if (perf_fd[i] >= 0)
+        if (perf_fd[i] >= 0 && !moved) /* moved: the number is the program's again */
             close(perf_fd[i]);
         perf_fd[i] = -1;
     }
@@ -253,18 +259,27 @@ static void read_schedstat(int baseline) {
         memset(&gone, 0, sizeof gone);
     unsigned now_read = ++reads;
     int internal[MAX_INTERNAL], ninternal = internal_tids(internal);
-    DIR *d = opendir("/proc/self/task");
-    struct dirent *e;
+    /* Listed with getdents64 into a buffer of ours: opendir's malloc gave the sampler a
+     * malloc arena of its own, 64 MB of address space reserved (128 MB at its peak) that a
+     * program under `ulimit -v` could no longer allocate. */
+    int dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    char dents[4096] __attribute__((aligned(8)));
+    long got = 0, at = 0;
     /* The directory read to its end: what it lacks has left.  Only where slots are handed
      * on: a slot keeps its exited threads' CPU time then (cc_slot_cpu_s), else the task's
      * entry is where it stays. */
-    int listed = d != NULL && cc_slots_reused();
+    int listed = dir >= 0 && cc_slots_reused();
     for (;;) {
-        errno = 0;
-        if (!d || !(e = readdir(d))) {
-            listed = listed && errno == 0;
-            break;
+        if (at >= got) {
+            got = dir < 0 ? -1 : syscall(SYS_getdents64, dir, dents, sizeof dents);
+            at = 0;
+            if (got <= 0) {
+                listed = listed && got == 0;
+                break;
+            }
         }
+        const struct dirent64 *e = (const struct dirent64 *)(dents + at);
+        at += e->d_reclen;
         int tid = atoi(e->d_name);
         if (tid <= 0)
             continue;
@@ -325,8 +340,8 @@ static void read_schedstat(int baseline) {
                 tasks[i].migrations = strtoull(m + 1, NULL, 10);
         }
     }
-    if (d)
-        closedir(d);
+    if (dir >= 0)
+        close(dir);
     for (int i = 0; listed && i < ntasks;) {
         if (tasks[i].seen == now_read) {
             i++;
@@ -402,16 +417,22 @@ struct cc_load cc_load_split(void) {
 
 static struct rusage usage_at_start;
 
-void cc_sampler_read_counters(struct cc_sample *s) {
-    read_schedstat(0);
-    s->counters_measured = 0;
-    for (int i = 0; i < CC_NCTR; i++) {
+/* The PMU and NUMA counts, where this thread's table holds the counters. */
+void cc_counters_read_held(struct cc_sample *s) {
+    for (int i = 0; i < CC_NCTR && (!moved || cc_own_table_here()); i++) {
         uint64_t v;
         if (perf_fd[i] >= 0 && read(perf_fd[i], &v, sizeof v) == (ssize_t)sizeof v) {
             s->counters[i] = (double)v;
             s->counters_measured |= 1u << i;
         }
     }
+    cc_numa_read(&s->numa);
+}
+
+void cc_sampler_read_counters(struct cc_sample *s) {
+    read_schedstat(0);
+    s->counters_measured = 0;
+    cc_counters_read_held(s);
     uint64_t exec_ns = __atomic_load_n(&sums.exec_ns, __ATOMIC_RELAXED);
     uint64_t migrations = __atomic_load_n(&sums.migrations, __ATOMIC_RELAXED);
     struct rusage ru;
@@ -425,7 +446,6 @@ void cc_sampler_read_counters(struct cc_sample *s) {
     s->counters_measured |= 1u << CC_CTR_TASK_CLOCK | 1u << CC_CTR_MIGRATIONS |
                             1u << CC_CTR_CTX_SWITCHES | 1u << CC_CTR_PAGE_FAULTS;
     s->cpus_allowed = load.allowed;
-    cc_numa_read(&s->numa);
 }
 
 /* CPU time before this image started: exec keeps the process's rusage (corecast run
@@ -453,6 +473,16 @@ void cc_counters_open(void) {
     cc_numa_open();
 }
 
+void cc_counters_moved(void) {
+    int saved = errno;
+    for (int i = 0; i < CC_NCTR; i++)
+        if (perf_fd[i] >= 0)
+            close(perf_fd[i]);
+    moved = 1;
+    cc_numa_moved();
+    errno = saved;
+}
+
 int cc_counters_fds(int *out, int max) {
     int n = 0;
     for (int i = 0; i < CC_NCTR && n < max; i++)
@@ -474,4 +504,5 @@ void cc_counters_after_fork(void) {
     sampler_tid = 0;
     close_counters(); /* they count the parent */
     cc_numa_after_fork();
+    moved = 0;
 }

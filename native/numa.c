@@ -14,8 +14,8 @@
  * counts are scaled by time enabled / time running and ``multiplexed`` is set.
  *
  * cc_numa_open runs where the sampler opens its counters (the first active thread, so
- * inherited events follow the threads it creates), cc_numa_read on the sampler thread and
- * at exit: no FILE streams, no malloc, the program's errno kept. */
+ * inherited events follow the threads it creates), cc_numa_read on the sampler thread (and
+ * at exit where there is none): no FILE streams, no malloc, the program's errno kept. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
@@ -40,6 +40,7 @@ static int topo_read;
 static int topo_nodes, topo_cpus[CC_MAX_NODES];
 static cpu_set_t topo_set[CC_MAX_NODES];
 static int ready;    /* events opened (or tried): cc_numa_read may look */
+static int moved;    /* the sampler's table holds them, the program's no longer (counters.c) */
 
 /* ---- topology ------------------------------------------------------------------------ */
 static int read_text(const char *path, char *buf, size_t n) {
@@ -180,6 +181,13 @@ void cc_numa_open(void) {
     errno = saved;
 }
 
+void cc_numa_moved(void) {
+    for (uint32_t i = 0; i < plan.n; i++)
+        if (fds[i] >= 0)
+            close(fds[i]);
+    moved = 1;
+}
+
 int cc_numa_fds(int *out, int max) {
     int n = 0;
     for (uint32_t i = 0; i < plan.n && n < max; i++)
@@ -191,6 +199,7 @@ int cc_numa_fds(int *out, int max) {
 void cc_numa_read(struct cc_numa_counts *o) {
     if (!__atomic_load_n(&ready, __ATOMIC_ACQUIRE))
         return; /* nodes 0: not known yet */
+    int here = !moved || cc_own_table_here(); /* else the events are unread (the sampler's) */
     int saved = errno;
     o->nodes = topo_nodes;
     for (int n = 0; n < CC_MAX_NODES; n++)
@@ -201,7 +210,7 @@ void cc_numa_read(struct cc_numa_counts *o) {
     int planned[CC_NUMA_NROLES] = {0}, failed[CC_NUMA_NROLES] = {0}, scaled[CC_NUMA_NROLES] = {0};
     for (uint32_t i = 0; i < plan.n; i++) {
         const struct cc_numa_event *e = &plan.ev[i];
-        if (fds[i] == -2)
+        if (fds[i] == -2 || !here)
             continue;
         planned[e->role]++;
         uint64_t v[3]; /* value, time enabled, time running */
@@ -239,9 +248,10 @@ void cc_numa_read(struct cc_numa_counts *o) {
 /* A forked child: the counters count the parent. */
 void cc_numa_after_fork(void) {
     for (uint32_t i = 0; i < plan.n; i++) {
-        if (fds[i] >= 0)
+        if (fds[i] >= 0 && !moved) /* moved: the number is the program's again */
             close(fds[i]);
         fds[i] = -1;
     }
+    moved = 0;
     __atomic_store_n(&ready, 0, __ATOMIC_RELEASE);
 }

@@ -42,7 +42,7 @@ struct cc_sampler_stats cc_sampler_stats(void) {
 enum { CMD_NONE, CMD_FINAL, CMD_STOP };
 static int sampler_cmd;    /* futex word: what the exiting thread asks */
 static int final_state;    /* futex word: an enum cc_final_outcome */
-static const struct cc_sample *final_sample;
+static struct cc_sample *final_sample; /* its PMU and NUMA counts added here */
 static struct cc_result *final_result;
 
 /* Sleeps until ``*word`` != ``seen`` or ``ms`` have passed; returns the word's value. */
@@ -64,7 +64,8 @@ static int wait_change(int *word, int seen, long ms) {
  * close the model's.  So the sampler gets a table of its own (channel.c), once the
  * counters it reads are open, with the counters and a copy of the report channel. */
 static int counters_open; /* futex word: cc_sampler_start opened the counters */
-static int table_ready;   /* futex word: the sampler has its table (and the channel's copy) */
+enum { TABLE_PENDING, TABLE_OWN, TABLE_SHARED };
+static int table_ready;   /* futex word: the sampler's table (and the channel's copy), or none */
 
 static void own_descriptor_table(void) {
     wait_change(&counters_open, 0, 1000);
@@ -72,9 +73,30 @@ static void own_descriptor_table(void) {
         for (int i = 0; i < 10000 && !cc_channel_origin_released(); i++)
             usleep(1000);
     int keep[64], n = cc_counters_fds(keep, 63);
-    cc_own_descriptor_table(keep, n);
-    __atomic_store_n(&table_ready, 1, __ATOMIC_RELEASE);
+    int own = cc_own_descriptor_table(keep, n);
+    __atomic_store_n(&table_ready, own ? TABLE_OWN : TABLE_SHARED, __ATOMIC_RELEASE);
     cc_futex(&table_ready, FUTEX_WAKE_PRIVATE, 1, -1);
+}
+
+/* The sampler blocks every signal, so that none sent to the process lands on it: a program
+ * that blocks them all (to take them with sigwait, or to leave them pending) was ended by
+ * a `kill -ABRT` or `kill -SEGV` that found the sampler the only thread to take it.  In
+ * the model a fault must still reach the exit guard (lifecycle.c): a blocked one would be
+ * forced to its default action.  abort() unblocks SIGABRT itself. */
+static void faults_deliverable(int yes) {
+    sigset_t faults;
+    sigemptyset(&faults);
+    for (int i = 0; i < CC_NFATAL; i++)
+        if (cc_fatal_signals[i] != SIGABRT)
+            sigaddset(&faults, cc_fatal_signals[i]);
+    pthread_sigmask(yes ? SIG_UNBLOCK : SIG_BLOCK, &faults, NULL);
+}
+
+static int model_run(const struct cc_sample *s, struct cc_result *r) {
+    faults_deliverable(1);
+    int rc = cc_model_predict(s, r);
+    faults_deliverable(0);
+    return rc;
 }
 
 static void *sampler_main(void *arg) {
@@ -109,7 +131,9 @@ static void *sampler_main(void *arg) {
             /* The exit report read this thread's schedstat before: the last model run's
              * CPU time is added as corecast's own here. */
             double t0 = cc_thread_cpu_s();
-            cc_model_predict(final_sample, final_result);
+            /* The counters this table holds (the exiting thread's read them not). */
+            cc_counters_read_held(final_sample);
+            model_run(final_sample, final_result);
             cc_own_cpu_add(cc_thread_cpu_s() - t0);
             cc_channel_serving(); /* the report that follows may come by mail */
             __atomic_store_n(&final_state, CC_FINAL_ANSWERED, __ATOMIC_RELEASE);
@@ -161,7 +185,9 @@ static void *sampler_main(void *arg) {
             /* The interpreter starts first (tens of ms, the program at the new count
              * meanwhile); the model's first answer then reads that time too: its window at
              * the new count decides at once (steering.py), no second run needed. */
+            faults_deliverable(1);
             cc_model_warmup();
+            faults_deliverable(0);
             cc_build_sample(&sample, 0, refs);
         }
         if (steer && !model_started)
@@ -169,7 +195,7 @@ static void *sampler_main(void *arg) {
         model_started |= steer;
         cc_result_clear(&result, sample.nregions);
         __atomic_store_n(&stats.model_runs, stats.model_runs + 1, __ATOMIC_RELAXED);
-        if (cc_model_predict(&sample, &result) == 0 && steer) { /* a NUMA-only window steers nothing */
+        if (model_run(&sample, &result) == 0 && steer) { /* a NUMA-only window steers nothing */
             /* Each window is one steering interval: its decision holds for the next. */
             for (int i = 0; i < sample.nregions; i++)
                 if (cc_is_omp_region(&sample.regions[i]) && result.regions[i].next_threads > 0)
@@ -187,6 +213,8 @@ static void *sampler_main(void *arg) {
     return NULL;
 }
 
+#define SAMPLER_STACK ((size_t)1 << 20)
+
 void cc_sampler_start(void) {
     if (sampler_running)
         return;
@@ -195,17 +223,20 @@ void cc_sampler_start(void) {
     counters_open = 0;
     table_ready = 0;
     sigset_t all, old;
-    sigfillset(&all);
-    /* The sampler must never take one of the program's signals; the synchronous ones stay
-     * deliverable so that a fault in the model reaches corecast's exit guard (lifecycle.c)
-     * instead of being forced to its default action. */
-    for (int i = 0; i < CC_NFATAL; i++)
-        sigdelset(&all, cc_fatal_signals[i]);
+    sigfillset(&all); /* the sampler never takes one of the program's signals (model_run) */
     pthread_sigmask(SIG_SETMASK, &all, &old);
+    /* A stack of 1 MB at most (the model's interpreter runs in it, also in 64 kB): the
+     * default, `ulimit -s` (8 MB), is address space a program under `ulimit -v` lost. */
+    pthread_attr_t attr;
+    size_t stack = 0;
+    pthread_attr_init(&attr);
+    if (pthread_attr_getstacksize(&attr, &stack) == 0 && stack > SAMPLER_STACK)
+        pthread_attr_setstacksize(&attr, SAMPLER_STACK);
     struct cc_thread *t = cc_self();
     t->guard++;
-    int r = CC_LIBC(pthread_create)(&sampler, NULL, sampler_main, NULL);
+    int r = CC_LIBC(pthread_create)(&sampler, &attr, sampler_main, NULL);
     t->guard--;
+    pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (r == 0) {
         pthread_detach(sampler);
@@ -219,9 +250,11 @@ void cc_sampler_start(void) {
      * busy machine the new thread's first run came 3-10 ms later (a 2-core VM), all of it
      * the program's time.  A program that lets its stderr go meanwhile does so through a
      * wrapper (close, dup2, fclose, freopen: shims/process.c) that has a keeper take the
-     * copy; a 100 ms wait here still lost xz's report on a loaded CI machine. */
-    if (r == 0)
-        wait_change(&table_ready, 0, 1);
+     * copy.  Where counters were opened (a PMU, the NUMA plan) it waits up to 100 ms: their
+     * descriptors leave the program's table once the sampler's holds them. */
+    int fds[64];
+    if (r == 0 && wait_change(&table_ready, TABLE_PENDING, cc_counters_fds(fds, 64) ? 100 : 1) == TABLE_OWN)
+        cc_counters_moved();
 }
 
 int cc_sampler_is(int tid) { return sampler_running && tid == sampler_tid; }
@@ -233,7 +266,7 @@ void cc_sampler_failed(void) {
     cc_futex(&final_state, FUTEX_WAKE_PRIVATE, 1, -1);
 }
 
-enum cc_final_outcome cc_sampler_final(const struct cc_sample *s, struct cc_result *r, int timeout_ms) {
+enum cc_final_outcome cc_sampler_final(struct cc_sample *s, struct cc_result *r, int timeout_ms) {
     if (!sampler_running)
         return CC_FINAL_NO_SAMPLER;
     final_sample = s;

@@ -260,3 +260,54 @@ def test_node_predictions_in_report_and_json(program, baseline, build, lib, tmp_
     # The sample the model received carried the machine's topology.
     assert process["seen_numa"] == {"nodes": numa_of(lines)["nodes"], "node_cpus": numa_of(lines)["node_cpus"]}
     assert process["inputs"]["measured"]  # the members were spliced in before "inputs"
+
+
+# ---- the counters hold no number of the program's ------------------------------------------------
+CLOSER_C = r"""
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+static int data_fd = -1;
+static void *work(void *arg) { volatile long x = 0; for (long i = 0; i < 20000000; i++) x += i; return arg; }
+static void offset_at_end(void) { printf("offset %ld\n", (long)lseek(data_fd, 0, SEEK_CUR)); }
+int main(int argc, char **argv) {
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, work, NULL);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.' && atoi(e->d_name) != dirfd(d)) printf("fd %s\n", e->d_name);
+    closedir(d);
+    for (int fd = 3; fd < 1024; fd++) close(fd); /* a daemon's close loop */
+    data_fd = open(argv[1], O_RDONLY);
+    printf("data fd %d\n", data_fd);
+    atexit(offset_at_end); /* after the exit report */
+    return 0;
+}
+"""
+
+
+def test_counters_are_not_in_the_programs_descriptor_table(build, lib, tmp_path, software_events):
+    """The counters are opened on the program's thread (inherited events follow the threads
+    it creates), then held in the sampler's table only: before, the program's table kept
+    them (fds 3 and 4 listed, its next file at 5), and after a close loop and an open that
+    reused the number, the exit's read took 24 bytes of the program's file (offset 24)."""
+    if not software_events[0]:
+        pytest.skip("perf_event_open of software events is refused here")
+    exe = build("numa_closer", CLOSER_C, "-pthread")
+    data = tmp_path / "data"
+    data.write_bytes(bytes(range(100)))
+    plain = run([exe, data])
+    value = encode(Plan(source="sw", events=[Event("cycles", -1, PERF_TYPE_SOFTWARE, SW_TASK_CLOCK),
+                                             Event("llc", -1, PERF_TYPE_SOFTWARE, SW_TASK_CLOCK)]))
+    out = tmp_path / "cc.jsonl"
+    measured = run([exe, data], env=clean_env(CORECAST_NUMA_EVENTS=value), preload=lib, output=out)
+    assert plain.returncode == measured.returncode == 0, measured.stderr
+    assert b"offset 0\n" in plain.stdout
+    assert measured.stdout == plain.stdout
+    # The sampler still counts them, and the exit's sample has them (read on its thread).
+    assert numa_of(read_lines(out))["measured"] == ["cycles", "llc"]

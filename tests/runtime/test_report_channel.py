@@ -97,6 +97,42 @@ def test_closefd2_data_untouched_with_bare_preload(closefd2, lib, tmp_path):
     assert b"corecast: own CPU" in proc.stderr
 
 
+LATE_CLOSE_C = r"""
+/* Lets its stderr go after its first team (the sampler holds the copy by then). */
+#include <fcntl.h>
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+static void *work(void *a) { volatile double s = 0; for (int i = 0; i < 3000000; i++) s += i; return a; }
+static void team(void) {
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], 0, work, 0);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], 0);
+}
+int main(int argc, char **argv) {
+    team();
+    close(2);
+    int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644); /* lands on fd 2 */
+    team();
+    return write(fd, "DATA 1234\n", 10) == 10 ? 0 : 1;
+}
+"""
+
+
+@pytest.mark.parametrize("when", ["before threads", "after threads"])
+def test_a_program_that_lets_stderr_go_under_a_low_descriptor_limit_gets_its_report(closefd2, build, lib,
+                                                                                  tmp_path, when):
+    """`ulimit -n 64`: the keeper's or the sampler's copy of the stderr went to number 100 or
+    above, which the limit refuses, so there was none and the report was lost."""
+    exe = closefd2 if when == "before threads" else build("late_close", LATE_CLOSE_C, "-pthread")
+    data = tmp_path / "data.txt"
+    proc = subprocess.run(["sh", "-c", 'ulimit -n 64 && exec "$@"', "sh", str(exe), str(data)],
+                          env={**clean_env(), "LD_PRELOAD": str(lib)}, capture_output=True, timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr
+    assert data.read_bytes() == DATA
+    assert report_blocks(proc.stderr) == 1
+
+
 DATA_THEN_EXEC_C = r"""
 #include <fcntl.h>
 #include <pthread.h>
