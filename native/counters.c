@@ -417,16 +417,59 @@ struct cc_load cc_load_split(void) {
 
 static struct rusage usage_at_start;
 
-/* The PMU and NUMA counts, where this thread's table holds the counters. */
+/* The sampler's latest PMU and NUMA counts, for a thread whose table no longer holds the
+ * counters: an exit the sampler does not answer (a Python host's os._exit, a model past the
+ * timeout) reported none of them at all.  A sequence lock: odd while the sampler writes. */
+static struct {
+    unsigned seq;
+    unsigned measured; /* bits of the PMU counters among counters_measured */
+    double counters[CC_NCTR];
+    struct cc_numa_counts numa;
+} last;
+
+/* The PMU and NUMA counts, where this thread's table holds the counters; else the last
+ * ones the sampler read there (as of its last window). */
 void cc_counters_read_held(struct cc_sample *s) {
-    for (int i = 0; i < CC_NCTR && (!moved || cc_own_table_here()); i++) {
+    if (moved && !cc_own_table_here()) {
+        cc_numa_read(&s->numa); /* the topology; the events stay unmeasured unless copied */
+        for (int tries = 0; tries < 100; tries++) {
+            unsigned seq = __atomic_load_n(&last.seq, __ATOMIC_ACQUIRE);
+            if (seq == 0 || seq & 1)
+                continue; /* never read yet, or being written */
+            unsigned measured = last.measured;
+            double counters[CC_NCTR];
+            struct cc_numa_counts numa = last.numa;
+            memcpy(counters, last.counters, sizeof counters);
+            __atomic_thread_fence(__ATOMIC_ACQUIRE);
+            if (__atomic_load_n(&last.seq, __ATOMIC_RELAXED) != seq)
+                continue;
+            for (int i = 0; i < CC_NCTR; i++)
+                if (measured & 1u << i)
+                    s->counters[i] = counters[i];
+            s->counters_measured |= measured;
+            s->numa = numa;
+            break;
+        }
+        return;
+    }
+    unsigned measured = 0;
+    for (int i = 0; i < CC_NCTR; i++) {
         uint64_t v;
         if (perf_fd[i] >= 0 && read(perf_fd[i], &v, sizeof v) == (ssize_t)sizeof v) {
             s->counters[i] = (double)v;
-            s->counters_measured |= 1u << i;
+            measured |= 1u << i;
         }
     }
+    s->counters_measured |= measured;
     cc_numa_read(&s->numa);
+    if (moved) { /* this is the sampler's table: what others may report */
+        __atomic_store_n(&last.seq, last.seq + 1, __ATOMIC_RELAXED);
+        __atomic_thread_fence(__ATOMIC_RELEASE);
+        last.measured = measured;
+        memcpy(last.counters, s->counters, sizeof last.counters);
+        last.numa = s->numa;
+        __atomic_store_n(&last.seq, last.seq + 1, __ATOMIC_RELEASE);
+    }
 }
 
 void cc_sampler_read_counters(struct cc_sample *s) {
@@ -505,4 +548,5 @@ void cc_counters_after_fork(void) {
     close_counters(); /* they count the parent */
     cc_numa_after_fork();
     moved = 0;
+    memset(&last, 0, sizeof last); /* the parent's */
 }

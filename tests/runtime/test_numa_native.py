@@ -8,6 +8,8 @@ values).  The decoder's verdict on each malformed value: test_numa_plan.py."""
 from __future__ import annotations
 
 
+import sys
+
 import pytest
 
 from corecast.runtime import numa_events
@@ -310,4 +312,49 @@ def test_counters_are_not_in_the_programs_descriptor_table(build, lib, tmp_path,
     assert b"offset 0\n" in plain.stdout
     assert measured.stdout == plain.stdout
     # The sampler still counts them, and the exit's sample has them (read on its thread).
+    assert numa_of(read_lines(out))["measured"] == ["cycles", "llc"]
+
+
+# Its threads work until corecast's sampler (a thread Python did not start) has waited
+# out a few windows (each wait one voluntary switch), not for some time.
+OS_EXIT_PY = r"""
+import os, threading, time
+done = threading.Event()
+def work():
+    x = 0
+    while not done.is_set():
+        x += 1
+threads = [threading.Thread(target=work) for _ in range(2)]
+[t.start() for t in threads]
+ours = {threading.get_native_id()} | {t.native_id for t in threads}
+def waits(tid):
+    try:
+        with open(f"/proc/self/task/{tid}/status") as f:
+            return max([int(ln.split()[1]) for ln in f if ln.startswith("voluntary_ctxt_switches")] + [0])
+    except OSError:
+        return 0
+for _ in range(3000):
+    if any(waits(int(t)) >= 5 for t in os.listdir("/proc/self/task") if int(t) not in ours):
+        break
+    time.sleep(0.01)
+done.set()
+[t.join() for t in threads]
+os._exit(3)
+"""
+
+
+def test_counters_reach_a_report_the_sampler_does_not_answer(lib, tmp_path, software_events):
+    """A report the sampler does not answer (os._exit in a Python host: the model is not
+    run) still has the counters' counts: once they left the program's table, the exiting
+    thread could no longer read them, and the summary said none were measured."""
+    if not software_events[0]:
+        pytest.skip("perf_event_open of software events is refused here")
+    script = tmp_path / "leave.py"
+    script.write_text(OS_EXIT_PY)
+    value = encode(Plan(source="sw", events=[Event("cycles", -1, PERF_TYPE_SOFTWARE, SW_TASK_CLOCK),
+                                             Event("llc", -1, PERF_TYPE_SOFTWARE, SW_TASK_CLOCK)]))
+    out = tmp_path / "cc.jsonl"
+    r = run([sys.executable, script], env=clean_env(CORECAST_NUMA_EVENTS=value), preload=lib, output=out)
+    assert r.returncode == 3, r.stderr
+    assert b"the program left Python without its atexit" in r.stderr
     assert numa_of(read_lines(out))["measured"] == ["cycles", "llc"]
