@@ -372,8 +372,9 @@ static void *keeper_main(void *arg) {
  * takes one first (closefd2-like programs that close fd 2 before any thread).  Only in the
  * image that started: a forked child (a daemon detaching) keeps nothing. */
 void cc_channel_before_release(int lo, int hi) {
-    if (!known || own_table || holder_tid || __atomic_load_n(&holder_claimed, __ATOMIC_ACQUIRE) || keeper_started ||
-        lo > 2 || hi < 2 || getpid() != channel_pid)
+    /* Disabled: nothing will be reported, so nothing is kept for it. */
+    if (!known || cc_cfg.disabled || own_table || holder_tid || __atomic_load_n(&holder_claimed, __ATOMIC_ACQUIRE) ||
+        keeper_started || lo > 2 || hi < 2 || getpid() != channel_pid)
         return;
     int saved = errno;
     if (!writes_origin(2)) {

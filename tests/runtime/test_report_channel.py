@@ -743,3 +743,34 @@ def test_a_child_forked_by_the_system_call_does_not_wait_for_the_parents_holder(
     assert proc.returncode == 0
     assert float(proc.stdout) < 2.5, proc.stdout  # 5 s: the patience for a holder that is not there
     assert b"child line\n" in log.read_bytes()
+
+
+# A program that lets its stderr go (xz: fclose(stderr) before it exits), then says how many
+# threads it has and whether its stderr's pipe is still held by anyone but it.
+FCLOSE_THEN_COUNT_C = r"""
+#include <dirent.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(void) {
+    fclose(stderr);
+    int n = 0;
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += e->d_name[0] != '.';
+    closedir(d);
+    printf("threads %d\n", n);
+    return 0;
+}
+"""
+
+
+def test_disabled_library_keeps_no_copy_of_stderr(build, lib, tmp_path):
+    """CORECAST_DISABLE=1: nothing will be reported, so letting stderr go starts no keeper
+    thread holding a copy of it (a pipe's reader would wait on it until the process ends)."""
+    exe = build("fclose_then_count", FCLOSE_THEN_COUNT_C)
+    plain = run([exe])
+    disabled = run([exe], env=clean_env(CORECAST_DISABLE="1"), preload=lib)
+    assert plain.returncode == disabled.returncode == 0, disabled.stderr
+    assert plain.stdout == b"threads 1\n"
+    assert disabled.stdout == plain.stdout
