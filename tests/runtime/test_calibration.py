@@ -214,6 +214,27 @@ def test_replay_with_the_machine_file(tmp_path):
     assert proc["predicted"][-1]["speedup"] == pytest.approx(calibrated.process[1].speedup[15], rel=1e-3)
 
 
+def test_replay_says_when_the_machine_file_may_not_describe_the_recordings_machine(tmp_path):
+    """A --quick calibration measures nothing, and one measured on 2 CPUs is not the
+    16-core recording's machine: replay still uses the file (the user named it), and says
+    so in the table and the JSON, as predict's warnings do."""
+    same, other = tmp_path / "same.json", tmp_path / "other.json"
+    same.write_text(calibration(16))
+    doc = json.loads(calibration(2))
+    doc["quick"] = True
+    other.write_text(json.dumps(doc))
+    assert replay(str(RECORDING), 16, str(same))[0].warnings == []
+    table = corecast("replay", "--machine", str(other), "--target", "16", str(RECORDING))
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    assert lines[1].startswith("warning: the machine calibration is a --quick one")
+    assert lines[2] == ("warning: the machine calibration was measured on 2 CPUs, the recording's machine "
+                        "had 16: its curves may be another machine's")
+    out = corecast("replay", "--machine", str(other), "--target", "16", "--json", str(RECORDING))
+    assert len(json.loads(out.stdout)["processes"][0]["warnings"]) == 2
+    assert machine.parse(machine.parse(json.dumps(doc)).to_json()).quick  # a run records it as such
+
+
 @pytest.mark.parametrize("content", ["{}", None, json.dumps({machine.KEY: 1, "machine": {"cpus": 1, "cpu_model": ""},
                                                               "efficiency": [[1, 1.0]]})])
 def test_replay_with_a_bad_machine_file_is_one_line(tmp_path, content):

@@ -30,6 +30,7 @@ class ReplayedProcess:
     predicted_cores: int
     predictions: list[TeamPrediction]        # one per recorded region, process last
     kernels: list[tuple] = field(default_factory=list)  # (KernelStats, prediction or None)
+    warnings: list[str] = field(default_factory=list)   # what the predictions rest on that may not hold
 
     @property
     def process(self) -> tuple[RegionSample, TeamPrediction] | None:
@@ -58,7 +59,22 @@ def replay_process(proc: RecordedProcess, target: int | None = None,
         from ..model.runtime import kernelmodel
 
         kernels = [(k, kernelmodel.predict(k, target, cores)) for k in proc.kernels]
-    return ReplayedProcess(proc, target, target, preds, kernels)
+    return ReplayedProcess(proc, target, target, preds, kernels, calibration_warnings(machine, proc))
+
+
+def calibration_warnings(machine: Calibration | None, proc: RecordedProcess) -> list[str]:
+    """Why a machine calibration may not describe the recording's machine: a ``--quick`` one
+    measures nothing, and one measured on another number of CPUs is another machine's."""
+    if machine is None:
+        return []
+    out = []
+    if machine.quick:
+        out.append("the machine calibration is a --quick one (tiny runs that check the kernels): "
+                   "its figures mean nothing")
+    if proc.cores and machine.cpus != proc.cores:
+        out.append(f"the machine calibration was measured on {machine.cpus} CPUs, the recording's "
+                   f"machine had {proc.cores}: its curves may be another machine's")
+    return out
 
 
 def replay(path: str, target: int | None = None, machine: str | None = None,

@@ -64,6 +64,7 @@ def table(rep: ReplayedProcess, machine: str | None = None) -> str:
            f"up to {rep.target} threads on {article(rep.predicted_cores)} {rep.predicted_cores}-core machine (target)"
            + (f", calibrated ({printable(machine)})" if machine else ", calibrated (recorded)"
               if getattr(proc, "calibration", None) else "")]
+    out += [f"warning: {printable(w)}" for w in rep.warnings]
     out.append(col.heading(rep.target))
     for region, pred in zip(proc.regions, rep.predictions):
         if region["calls"] <= 0 or region["wall_s"] <= 0:
@@ -124,6 +125,7 @@ def to_dict(reps: list[ReplayedProcess]) -> dict:
                  "basis": proc[1].basis if proc else "",
                  "future_bottleneck": proc[1].bottleneck if proc else None,
                  "serial_run": serial_run(rep),
+                 "warnings": list(rep.warnings),
                  "regions": regions}
         procs.append(entry)
     return {"processes": procs}

@@ -68,15 +68,16 @@ class Calibration:
     ``cpu_model``: ``compute`` (e_c) and ``bandwidth`` (e_b, from ``gbps``, the triad's
     aggregate GB/s at its counts), either None when not measured."""
 
-    __slots__ = ("compute", "bandwidth", "gbps", "cpus", "cpu_model")
+    __slots__ = ("compute", "bandwidth", "gbps", "cpus", "cpu_model", "quick")
 
     def __init__(self, compute: Curve | None, bandwidth: Curve | None, cpus: int, cpu_model: str,
-                 gbps: list[float] | None = None) -> None:
+                 gbps: list[float] | None = None, quick: bool = False) -> None:
         self.compute = compute
         self.bandwidth = bandwidth
         self.gbps = gbps or []
         self.cpus = cpus
         self.cpu_model = cpu_model
+        self.quick = quick  # `corecast calibrate --quick`: tiny runs that check the kernels, not figures
 
     def curve(self, kind: str) -> Curve | None:
         """The curve named ``kind`` ("compute" or "bandwidth"), None when not measured."""
@@ -87,6 +88,8 @@ class Calibration:
         import json
 
         doc: dict = {KEY: SCHEMA, "machine": {"cpus": self.cpus, "cpu_model": self.cpu_model}}
+        if self.quick:
+            doc["quick"] = True
         if self.compute is not None:
             doc["compute"] = {"efficiency": [[n, round(e, 4)] for n, e in
                                              zip(self.compute.counts, self.compute.efficiency)]}
@@ -128,7 +131,7 @@ def from_dict(doc: object) -> Calibration:
         bandwidth = Curve(counts, [g / (n * gbps[0]) for n, g in zip(counts, gbps)])
     if compute is None and bandwidth is None:
         raise CalibrationError('neither "compute" nor "bandwidth" is there')
-    return Calibration(compute, bandwidth, machine["cpus"], machine["cpu_model"], gbps)
+    return Calibration(compute, bandwidth, machine["cpus"], machine["cpu_model"], gbps, doc.get("quick") is True)
 
 
 def _rows(part: object, name: str, key: str, most: float) -> tuple[list[int], list[float]]:
