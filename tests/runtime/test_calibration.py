@@ -183,6 +183,10 @@ def test_a_run_uses_its_own_machines_file_only(tmp_path):
     assert cal is None and f"measured on {here + 1} CPUs" in note
     cal, note = machine.for_this_machine(here, str(tmp_path / "missing.json"), str(default))
     assert cal is None and "missing.json" in note
+    quick = tmp_path / "quick.json"  # `corecast calibrate --quick` writes the default file too
+    quick.write_text(json.dumps({**json.loads(ours.read_text()), "quick": True}))
+    cal, note = machine.for_this_machine(here, str(quick), str(default))
+    assert cal is None and "measured with --quick" in note
     # unset: the default path, when there is a file there ($XDG_CACHE_HOME is the test's own)
     assert machine.for_this_machine(here, None, str(default)) == (None, "")
     default.parent.mkdir(parents=True, exist_ok=True)

@@ -209,7 +209,7 @@ def for_this_machine(cpus: int, path: str | None, default: str) -> tuple[Calibra
     """The calibration a run on this machine (``cpus`` online CPUs) uses, and a note when a
     file was there but not used: ``path`` (CORECAST_MACHINE_FILE; empty: none), else
     ``default`` when it exists.  A file measured on another machine (another CPU count or
-    processor) is not used."""
+    processor), or with ``--quick``, is not used."""
     if path is None:
         path = default
         if not os.path.isfile(path):
@@ -220,6 +220,9 @@ def for_this_machine(cpus: int, path: str | None, default: str) -> tuple[Calibra
         cal = read(path)
     except CalibrationError as exc:
         return None, f"machine calibration not used: {exc}"
+    if cal.quick:  # `corecast calibrate --quick` writes the default file too unless told -o
+        return None, (f"machine calibration not used: {path} was measured with --quick (tiny runs: "
+                      "its figures mean nothing); run corecast calibrate again")
     here = cpu_model()
     if cal.cpus != cpus or cal.cpu_model != here:
         return None, (f"machine calibration not used: {path} was measured on {cal.cpus} CPUs "
