@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #ifndef CORECAST_PYTHON
@@ -21,7 +22,19 @@
 /* sys.argv[0] as the console script would set it: usage lines say "corecast". */
 static const char START[] = "import sys; sys.argv[0] = 'corecast'; from corecast.__main__ import console; console()";
 
+/* CPython does not start in a 64 KiB stack (it dies of SIGSEGV before any line of ours);
+ * every corecast command ran in 128 KiB. */
+#define MIN_STACK_KIB 128
+
 int main(int argc, char **argv) {
+    struct rlimit stack;
+    if (getrlimit(RLIMIT_STACK, &stack) == 0 && stack.rlim_cur != RLIM_INFINITY &&
+        stack.rlim_cur < (rlim_t)MIN_STACK_KIB * 1024) {
+        fprintf(stderr, "corecast: the stack limit (ulimit -s %lu) is below the %d KiB Python needs to start; "
+                        "raise it, or preload the library yourself: LD_PRELOAD=<corecast lib's path> PROGRAM\n",
+                (unsigned long)(stack.rlim_cur / 1024), MIN_STACK_KIB);
+        return 2;
+    }
     sigset_t intr;
     sigemptyset(&intr);
     sigaddset(&intr, SIGINT);
