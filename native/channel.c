@@ -80,6 +80,14 @@ static int writes_origin(int fd) {
     return fl >= 0 && (fl & O_ACCMODE) != O_RDONLY;
 }
 
+/* One of the program's low descriptors outside [lo, hi] is the original stderr. */
+static int origin_held_outside(int lo, int hi) {
+    for (int fd = 0; fd < LOW_FDS; fd++)
+        if ((fd < lo || fd > hi) && writes_origin(fd))
+            return 1;
+    return 0;
+}
+
 void cc_channel_init(void) {
     int saved = errno;
     channel_pid = getpid();
@@ -381,11 +389,10 @@ void cc_channel_before_release(int lo, int hi) {
         errno = saved;
         return;
     }
-    for (int fd = 0; fd < LOW_FDS; fd++)
-        if ((fd < lo || fd > hi) && writes_origin(fd)) {
-            errno = saved;
-            return; /* the program still has it */
-        }
+    if (origin_held_outside(lo, hi)) {
+        errno = saved;
+        return; /* the program still has it */
+    }
     keeper_started = 1;
     sigset_t all, old;
     sigfillset(&all);
@@ -436,9 +443,7 @@ void cc_channel_window_check(void) {
 }
 
 int cc_channel_origin_released(void) {
-    int saved = errno, held = 0;
-    for (int fd = 0; fd < LOW_FDS && !held; fd++)
-        held = writes_origin(fd);
+    int saved = errno, held = origin_held_outside(-1, -1);
     errno = saved;
     return !held;
 }

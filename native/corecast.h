@@ -291,8 +291,7 @@ void cc_sampler_stop(void);
 /* The exit prediction, made by the sampler thread.  Unless ANSWERED, ``r`` stays the
  * sampler's (it may still write there). */
 enum cc_final_outcome { CC_FINAL_PENDING, CC_FINAL_ANSWERED, CC_FINAL_FAULTED, CC_FINAL_TIMEOUT, CC_FINAL_NO_SAMPLER,
-                        CC_FINAL_HELD, /* the exiting thread holds the Python host's interpreter */
-                        CC_FINAL_UNREAD /* nobody reads the exit's prediction: the sampler is not awaited */ };
+                        CC_FINAL_HELD /* the exiting thread holds the Python host's interpreter */ };
 enum cc_final_outcome cc_sampler_final(struct cc_sample *s, struct cc_result *r, int timeout_ms);
 /* The fatal signals of corecast's exit guard (lifecycle.c); the sampler leaves them unblocked. */
 #define CC_NFATAL 5
@@ -393,7 +392,7 @@ const char *cc_library_file(void) CC_HIDDEN; /* this library's path as loaded; N
 
 /* Resolving real functions: in the caller's own library first (wheels load private
  * libgomp copies RTLD_LOCAL), then RTLD_NEXT. */
-void *cc_resolve(const char *name, const void *caller, const void *self);
+void *cc_resolve(const char *name, const void *caller);
 void *cc_resolve_next(const char *name, const char *version);
 int cc_is_ours(const void *p); /* ``p`` lies in the preload library */
 

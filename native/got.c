@@ -178,7 +178,7 @@ static int rewrite_once(struct job *j) {
     for (int i = 0; i < j->nfound; i++) {
         struct found *f = &j->found[i];
         const struct cc_got_entry *e = &j->list[f->entry];
-        void *real = cc_resolve(e->name, f->text, NULL);
+        void *real = cc_resolve(e->name, f->text);
         f->value = NULL;
         if (!real || real == e->wrapper)
             continue;

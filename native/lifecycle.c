@@ -194,8 +194,7 @@ void cc_exit_report(int status, int flush) {
      * the model started near its end, benchmarks/steer16) is left there under the guard, as
      * a model that does not answer is, instead of awaited; nor is the sample built (every
      * thread's /proc files, the regions' names).  An unknown status has no guard. */
-    int unread = cc_cfg.quiet && !cc_cfg.output[0] && status >= 0;
-    if (unread && !cc_holds_python()) {
+    if (cc_cfg.quiet && !cc_cfg.output[0] && status >= 0 && !cc_holds_python()) {
         cc_sampler_stop();
         if (flush)
             flush_program_streams();
@@ -212,7 +211,6 @@ void cc_exit_report(int status, int flush) {
     cc_result_clear(&result, sample.nregions);
     cc_result_clear(&answer, sample.nregions);
     enum cc_final_outcome o = cc_holds_python() ? CC_FINAL_HELD
-                              : unread          ? CC_FINAL_UNREAD
                                                 : cc_sampler_final(&sample, &answer, cc_cfg.exit_timeout_ms);
     if (o == CC_FINAL_NO_SAMPLER) /* a forked child, a failed start: predict here */
         cc_model_predict(&sample, &result);
@@ -222,8 +220,6 @@ void cc_exit_report(int status, int flush) {
         result.status = -1;
         if (o == CC_FINAL_FAULTED)
             snprintf(result.note, sizeof result.note, "the model failed with a fatal signal");
-        else if (o == CC_FINAL_UNREAD)
-            snprintf(result.note, sizeof result.note, "not needed (quiet, no output)");
         else if (o == CC_FINAL_HELD)
             snprintf(result.note, sizeof result.note, "the program left Python without its atexit "
                                                       "(os._exit or os.exec*): the model was not run");

@@ -126,8 +126,7 @@ static void *resolve_in(void *object, const char *name) {
     return (p && !cc_is_ours(p)) ? p : NULL;
 }
 
-void *cc_resolve(const char *name, const void *caller, const void *self) {
-    (void)self;
+void *cc_resolve(const char *name, const void *caller) {
     void *object = caller_object(caller);
     void *p = resolve_in(object, name);
     if (object)

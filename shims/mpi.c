@@ -24,7 +24,7 @@ typedef void *mpi_h;
 /* The real entry point for ``name`` ("PMPI_Recv"), in the caller's MPI library.  MPI
  * guarantees PMPI_* names: one missing is not an MPI library this shim can serve. */
 static void *pmpi(const char *name, const void *caller) {
-    void *p = cc_resolve(name, caller, NULL);
+    void *p = cc_resolve(name, caller);
     if (!p) {
         cc_warn("%s not found in the program's MPI library; run it without corecast", name);
         abort();
