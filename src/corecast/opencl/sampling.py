@@ -38,7 +38,7 @@ import time
 
 from ..io import settings
 from ..runtime import channel
-from ..runtime.devicewait import HostSeen
+from ..recording.kernelstats import HostSeen
 from ..recording.kernelstats import TICK_S, KernelStats
 from .rates import add_interval, solve_rates
 from .shim import Shim
@@ -323,7 +323,7 @@ class Sampler:
         return kernels
 
     def device_wait(self) -> HostSeen | None:
-        """What the process prediction needs of this host (``runtime.devicewait.HostSeen``):
+        """What the process prediction needs of this host (``recording.kernelstats.HostSeen``):
         the busy time of the devices that are not CPUs, the time the program waited in
         blocking OpenCL calls, and the runtime's threads; None when no kernel ran.
         Finished launches are resolved first."""

@@ -272,37 +272,14 @@ def _injected_fault(sample: object) -> None:
 
 def _opencl_host(regions: list[RegionSample], preds: list[TeamPrediction],
                  predict: Callable[[RegionSample], TeamPrediction]) -> list[TeamPrediction]:
-    """An OpenCL host's process prediction (``devicewait``: what the OpenCL layer saw).
-    Its runtime's threads (those the interpreter did not start: the OpenCL runtime's and
-    driver's, a BLAS pool's) are not the program's parallelism.  A host that waited on a
-    device that is not a CPU for most of its wall time says "waiting on the device"; a
-    plain-threads host whose own code ran on one thread says so ("serial host"); one with
-    threads of its own is predicted again from them alone (``predict``: the process's
-    predictor for this sample)."""
+    """An OpenCL host's process prediction (``model.runtime.openclhost``), where the OpenCL
+    layer registered what it saw (``devicewait``); ``preds`` as they are without it."""
     seen = devicewait.measured()
     if seen is None:
         return preds
-    from ..model.runtime.evidence import with_note
-    from ..model.runtime.kernelmodel import (DEVICE_BOUND, device_bound_process, device_wait_share,
-                                             program_process, runtime_note, serial_host, serial_host_process)
+    from ..model.runtime.openclhost import host_predictions
 
-    out = list(preds)
-    composed = any(r["name"] != "process" and not r.get("nested") for r in regions)
-    for i, region in enumerate(regions):
-        if region["name"] != "process":
-            continue
-        share = device_wait_share(float(region["wall_s"]), seen.device_s, seen.wait_s)
-        if share >= DEVICE_BOUND:
-            out[i] = device_bound_process(preds[i], share)
-            out[i].basis = with_note(out[i].basis, runtime_note(seen))
-        elif seen.runtime_threads and not composed:
-            own = program_process(region, seen)
-            if serial_host(own, seen):
-                out[i] = serial_host_process(preds[i], share, seen)
-            else:
-                out[i] = predict(own)
-                out[i].basis = with_note(out[i].basis, runtime_note(seen))
-    return out
+    return host_predictions(regions, preds, seen, predict)
 
 
 def predict_sample(ffi: object, sample: object, result: object) -> int:
