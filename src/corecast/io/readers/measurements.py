@@ -293,22 +293,16 @@ def _check_metric(metric: str | None) -> None:
 
 
 def parse_sweep_measurements(text: str, name: str, metric: str | None = None) -> Measurements:
-    """The sweep result ``text`` read from ``name``, as ``read_sweep_measurements``."""
+    """The sweep result ``text`` read from ``name`` (``sweep_measurements``)."""
     from ..sweepresult import parse_sweep_json
 
     _check_metric(metric)
     return sweep_measurements(parse_sweep_json(text, name), name, metric)
 
 
-def read_sweep_measurements(path: str, metric: str | None = None) -> Measurements:
-    """A sweep result's "measured" runs as time ``Measurements`` with stall columns."""
-    from ..sweepresult import load_sweep_json
-
-    return sweep_measurements(load_sweep_json(path), shown(path), metric)
-
-
 def sweep_measurements(result: dict, path: str, metric: str | None = None) -> Measurements:
-    """``read_sweep_measurements`` of a checked sweep result read from ``path``."""
+    """A checked sweep result's "measured" runs (read from ``path``) as time
+    ``Measurements`` with stall columns."""
     from ...model.curve.entities import Measurements  # numpy: only once measurements are built
 
     if metric is not None and metric != "time":
