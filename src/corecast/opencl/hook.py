@@ -26,6 +26,12 @@ import sys
 from ..io import settings
 from .warn import warn
 
+TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
+if TYPE_CHECKING:
+    from typing import Mapping
+
+    from .profile import Profiler
+
 PRELOAD_NAME = "libcorecast_preload"  # without the flag: instrument under the preload library
 TARGET = "pyopencl"
 
@@ -220,12 +226,12 @@ def uninstrument() -> None:
         devicewait.register(None)
 
 
-def profiler():
+def profiler() -> Profiler | None:
     """The running ``Profiler`` (None before pyopencl was imported under instrumentation)."""
     return _profiler
 
 
-def wanted(environ=None) -> bool:
+def wanted(environ: Mapping[str, str] | None = None) -> bool:
     """Whether the autoload should instrument a process with this environment:
     ``CORECAST_OPENCL=1`` or ``0`` says so; unset, the preload library in ``LD_PRELOAD``
     (``corecast run``, ``corecast sweep``) does."""

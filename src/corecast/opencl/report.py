@@ -24,6 +24,13 @@ from ..recording.kernelstats import TICK_S
 from ..recording.record import SCHEMA
 from .warn import warn
 
+TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
+if TYPE_CHECKING:
+    from ..model.runtime.bound import TeamPrediction
+    from ..model.runtime.numa import NumaRegionPrediction
+    from ..recording.kernelstats import KernelStats
+    from .profile import Profiler
+
 NAME_WIDTH = 34
 
 
@@ -65,7 +72,8 @@ def _shapes(kernel, index: int) -> list:
     return seen
 
 
-def kernel_line(prof, kernel, pred, memory) -> dict:
+def kernel_line(prof: Profiler, kernel: KernelStats, pred: TeamPrediction | None,
+                memory: NumaRegionPrediction | None) -> dict:
     """The JSON object of one kernel."""
     lost = kernelmodel.stalls(kernel)
     s = kernel.sample
@@ -131,7 +139,7 @@ def _top(lost: dict | None, kernel) -> str:
     return ("* " if kernelmodel.short_launches(kernel) else "") + (", ".join(parts) or "-")
 
 
-def timing(prof, rows: list) -> dict:
+def timing(prof: Profiler, rows: list) -> dict:
     """Where the wall time since pyopencl was imported went: the devices' busy time, the
     launches' queue wait (summed over launches: launches enqueued together wait at the same
     time, so on a busy in-order queue the sum passes the wall), the host's enqueue cost and
@@ -149,7 +157,7 @@ def _s(v: float) -> str:
     return _ms(v * 1e9)
 
 
-def time_lines(prof, rows: list) -> list[str]:
+def time_lines(prof: Profiler, rows: list) -> list[str]:
     """The time line, and a note when an in-order queue ran kernels one after another."""
     t = timing(prof, rows)
     out = [f"time: wall {_s(t['wall_s'])}: device busy {_s(t['device_s'])} "
@@ -172,7 +180,7 @@ def time_lines(prof, rows: list) -> list[str]:
     return out
 
 
-def table(prof, rows: list, target: int, cores: int) -> str:
+def table(prof: Profiler, rows: list, target: int, cores: int) -> str:
     cols, n = [], 2
     while n < target and len(cols) < 4:
         cols.append(n)
@@ -259,7 +267,7 @@ def write_lines(path: str, lines: list[dict]) -> None:
         warn(f"{exc}; no JSON Lines")
 
 
-def report(prof, kernels: list) -> None:
+def report(prof: Profiler, kernels: list[KernelStats]) -> None:
     asked, cores, quiet, output = run_settings()
     if quiet and not output:
         return

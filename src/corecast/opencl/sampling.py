@@ -38,8 +38,7 @@ import time
 
 from ..io import settings
 from ..runtime import channel
-from ..recording.kernelstats import HostSeen
-from ..recording.kernelstats import TICK_S, KernelStats
+from ..recording.kernelstats import TICK_S, HostSeen, KernelStats
 from .rates import add_interval, solve_rates
 from .shim import Shim
 from .warn import warn
@@ -68,7 +67,7 @@ class Sampler:
     """The kernels' records, their launches waiting to be resolved, the snapshots of the
     runtime's threads and the thread that takes them."""
 
-    def __init__(self, profiling_info) -> None:
+    def __init__(self, profiling_info: type) -> None:  # pyopencl.profiling_info
         self.pid = os.getpid()
         self.window_ns = settings.integer(settings.WINDOW_MS, warn=channel.warn_setting) * 1_000_000
         self.started_ns = time.monotonic_ns()

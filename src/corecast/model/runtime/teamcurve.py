@@ -56,8 +56,9 @@ class ContentionPrediction(TeamPrediction):
 
     __slots__ = ("losses",)
 
-    def __init__(self, threads, speedup, low, high, preferred, basis, fitted=None,
-                 bottleneck=None, losses=None, work_s=0.0):
+    def __init__(self, threads: list[int], speedup: list[float], low: list[float], high: list[float],
+                 preferred: int, basis: str, fitted: list[str] | None = None, bottleneck: str | None = None,
+                 losses: dict[str, float] | None = None, work_s: float = 0.0) -> None:
         super().__init__(threads, speedup, low, high, preferred, basis, fitted, bottleneck, work_s)
         self.losses = losses or {}
 
