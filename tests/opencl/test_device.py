@@ -50,7 +50,7 @@ def test_few_work_groups_bound_the_gpu_prediction_and_are_named():
     assert pred.threads[-1] == UNITS and {2, 4, 8, 16, 32, 64, 128} <= set(pred.threads)
     at = dict(zip(pred.threads, pred.speedup))
     assert at[2] == pytest.approx(2.0) and at[4] == pytest.approx(4.0) and at[UNITS] == pytest.approx(4.0)
-    assert pred.preferred == 4 and pred.bottleneck == "work_groups"
+    assert pred.fastest == 4 and pred.bottleneck == "work_groups"
     assert "4 work-groups per launch on 132 compute units" in pred.basis
     assert "work-group size 16 of at most 1024" in pred.basis
     assert "idle time inside launches is not measured" in pred.basis
@@ -174,7 +174,7 @@ def test_a_host_that_waits_on_the_device_says_so(monkeypatch):
     assert p.basis.startswith("waiting on the device (82% of wall)")
     assert p.bottleneck == "waiting on device 82% of wall" and len(p.bottleneck) < 32  # the C field
     assert len(p.basis) < 96
-    assert p.speedup == [1.0] * 16 and p.preferred == 1
+    assert p.speedup == [1.0] * 16 and p.fastest == 1
     assert p.high[-1] == pytest.approx(1 / (0.82 + 0.18 / 16)) and p.low == [1.0] * 16
 
 
@@ -206,7 +206,7 @@ def test_a_host_busy_on_one_thread_beside_runtime_threads_is_a_serial_host(monke
     pred = cpu_prediction()
     monkeypatch.setattr(devicewait, "_source", lambda: seen(0.0519, 0.0509, **H200_RUNTIME))
     p = bridge._opencl_host([region], [pred], no_predictor)[0]
-    assert p.speedup == [1.0] * 16 and p.low == p.high == [1.0] * 16 and p.preferred == 1
+    assert p.speedup == [1.0] * 16 and p.low == p.high == [1.0] * 16 and p.fastest == 1
     assert p.bottleneck == "serial host"
     assert p.basis == "one program thread (on the device 3% of wall); 21 runtime threads (1.92s CPU) not the program's"
     assert len(p.basis) < 96

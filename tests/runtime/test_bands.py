@@ -63,7 +63,7 @@ def test_one_busy_thread_claims_no_gain():
     p["team_threads"] = 1
     pred = process_contention(p, target=8, cores=8)
     assert pred.speedup == pytest.approx([1.0] * len(pred.threads))
-    assert pred.preferred == 1
+    assert pred.fastest == 1
     assert pred.high[-1] == pytest.approx(8.0)
     assert "no evidence" in pred.basis
 

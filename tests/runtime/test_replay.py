@@ -51,13 +51,13 @@ def test_schema1_recordings_replay(path):
             assert p.speedup[0] == pytest.approx(1.0)
             assert all(lo <= s * (1 + 1e-9) and s <= hi * (1 + 1e-9)
                        for lo, s, hi in zip(p.low, p.speedup, p.high))
-            assert 1 <= p.preferred <= 16
+            assert 1 <= p.fastest <= 16
     r = cli(str(path), "--target", "16", "--json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert len(out["processes"]) == len(reps)
     for proc in out["processes"]:
-        assert {"pid", "threads", "predicted", "preferred_threads", "basis", "regions"} <= set(proc)
+        assert {"pid", "threads", "predicted", "fastest_threads", "basis", "regions"} <= set(proc)
     table = cli(str(path), "--target", "16")
     assert table.returncode == 0 and "corecast replay: pid" in table.stdout and "S@16" in table.stdout
 
@@ -105,7 +105,7 @@ def test_fresh_recording_replays_to_what_the_run_printed(build, lib, tmp_path):
         pred = by_name[d["name"]]
         assert [p["threads"] for p in d["predicted"]] == pred.threads
         assert [p["speedup"] for p in d["predicted"]] == pytest.approx(pred.speedup, rel=1e-3, abs=1e-3)
-        assert d["preferred_threads"] == pred.preferred
+        assert d["fastest_threads"] == pred.fastest
         assert d["basis"] == pred.basis[:95]
 
 

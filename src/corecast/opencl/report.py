@@ -112,18 +112,18 @@ def kernel_line(prof: Profiler, kernel: KernelStats, pred: TeamPrediction | None
         },
         "in_order_launches": kernel.in_order,
         "limits": kernelmodel.limits(kernel),
-        "predicted": [], "preferred_threads": None, "basis": "", "future_bottleneck": None,
+        "predicted": [], "fastest_threads": None, "basis": "", "future_bottleneck": None,
         "inputs": {"measured": measured, "fitted": []},
     }
     if pred is not None:
         line["predicted"] = [{"threads": int(n), "speedup": round(float(v), 4), "low": round(float(lo), 4),
                               "high": round(float(hi), 4)}
                              for n, v, lo, hi in zip(pred.threads, pred.speedup, pred.low, pred.high)]
-        line["preferred_threads"] = int(pred.preferred)
+        line["fastest_threads"] = int(pred.fastest)
         line["basis"] = pred.basis
         line["future_bottleneck"] = pred.bottleneck
         line["inputs"]["fitted"] = list(pred.fitted)
-    if memory is not None:  # predicted_nodes, preferred_nodes, numa: as for OpenMP regions
+    if memory is not None:  # predicted_nodes, fastest_nodes, numa: as for OpenMP regions
         line.update(json.loads("{" + memory.json + "}"))
     return line
 
@@ -218,13 +218,13 @@ def table(prof: Profiler, rows: list, target: int, cores: int) -> str:
                 v = pred.speedup[pred.threads.index(c)]
             line += f" {v:6.2f}" if v is not None else f" {'-':>6}"
         if pred is not None:
-            line += f" {pred.preferred:>{columns.FASTEST}}  {pred.bottleneck or '-'}"
+            line += f" {pred.fastest:>{columns.FASTEST}}  {pred.bottleneck or '-'}"
         else:
             line += f" {'-':>{columns.FASTEST}}"
         out.append(line)
         if memory is not None:
             curve = "  ".join(f"{k}:{v:.2f}" for k, v in enumerate(memory.speedup, 1))
-            out.append(f"    nodes: {curve}  fastest {memory.preferred} ({memory.basis})")
+            out.append(f"    nodes: {curve}  fastest {memory.fastest} ({memory.basis})")
     out.append("device: total device time; per launch: device time, queued (queued to start) and "
                "enqueue (host time in the call), means per launch")
     out.extend(time_lines(prof, rows))

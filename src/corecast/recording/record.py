@@ -48,8 +48,8 @@ else:
             cls.__required_keys__ = cls.__required_keys__ | (own if total else frozenset())
             cls.__optional_keys__ = cls.__optional_keys__ | (frozenset() if total else own)
 
-SCHEMA = 4              # the version this library writes (CC_SAMPLE_SCHEMA in native/model_abi.h)
-SCHEMAS = (1, 2, 3, 4)  # the versions it reads (docs/recording.md: what each added)
+SCHEMA = 5              # the version this library writes (CC_SAMPLE_SCHEMA in native/model_abi.h)
+SCHEMAS = (1, 2, 3, 4, 5)  # the versions it reads (docs/recording.md: what each added)
 # The regions past the library's region table, counted together (native/core.c
 # cc_region_or_other): outermost, nested.  Never steered or probed.
 OTHER_REGIONS = ("(other regions)", "(other nested regions)")

@@ -35,7 +35,7 @@ def _encode(ffi: object, out: object, pred: TeamPrediction) -> None:
         out.speedup[i] = pred.speedup[i]
         out.low[i] = pred.low[i]
         out.high[i] = pred.high[i]
-    out.preferred = pred.preferred
+    out.fastest = pred.fastest
     _put(ffi, out.basis, pred.basis)
     _put(ffi, out.fitted, ",".join(pred.fitted))
     _put(ffi, out.bottleneck, pred.bottleneck or "")
@@ -159,7 +159,7 @@ def _agreement(res: object, threads_best: int, cores_per_node: int) -> None:
     model has a memory model (and leaves the fork/join term, which it would count twice,
     out of its sync part); the thread-level model has neither."""
     nodes = -(-threads_best // cores_per_node)  # the node count that holds the best threads
-    if nodes == res.preferred:
+    if nodes == res.fastest:
         return
     short = res.basis.replace("two-level queue", "queue").replace(" x sync model", " x sync")
     res.basis = _noted(short, f"; thread fastest {threads_best}: no memory model")
@@ -176,7 +176,7 @@ def _encode_nodes(ffi: object, out: object, res: object) -> None:
     for i in range(n):
         out.node_cores[i] = res.cores[i]
         out.node_speedup[i] = res.speedup[i]
-    out.preferred_nodes = res.preferred
+    out.fastest_nodes = res.fastest
     _put(ffi, out.numa_basis, res.basis)
     _put(ffi, out.numa_json, res.json)
 
@@ -232,7 +232,7 @@ def _predict_nodes(ffi: object, sample: object, regions: list[RegionSample], res
                                    limit=len(result.regions[i].numa_json) - 1)
         if res is not None:
             if preds is not None and len(res.json) < len(result.regions[i].numa_json) - 400:
-                _agreement(res, preds[i].preferred, state.machine.cores_per_node)
+                _agreement(res, preds[i].fastest, state.machine.cores_per_node)
             _encode_nodes(ffi, result.regions[i], res)
 
 

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 LABEL, CALLS, THREADS, TIME, STALLS = 34, 7, 4, 9, 34
 SPEEDUP = 6        # one S@n column
 BAND = 11          # "lo-hi" at the target, each 5 wide
-# The fewest threads within 1% of the best predicted speedup (``bound.preferred_count``):
+# The fewest threads within 1% of the best predicted speedup (``bound.fastest_count``):
 # predict's *fastest* count, named so here too.  Not predict's *preferred* count (each
 # thread up to it gains a quarter of one), which needs more than one measured team size.
 FASTEST = 7

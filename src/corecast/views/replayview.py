@@ -51,7 +51,7 @@ def _row(label: str, calls: int, threads: int, wall: float, stalls: str, pred, c
              else f" {'-':>{col.BAND}}")
     if pred is None:
         return line + f" {'-':>{col.FASTEST}}"
-    return line + f" {pred.preferred:{col.FASTEST}d}  {printable(pred.bottleneck or '-')}"
+    return line + f" {pred.fastest:{col.FASTEST}d}  {printable(pred.bottleneck or '-')}"
 
 
 def table(rep: ReplayedProcess, machine: str | None = None) -> str:
@@ -102,7 +102,7 @@ def _curve(pred) -> list[dict]:
 def _entry(name: str, obj: str, runtime: str, calls: int, threads: int, wall: float, pred) -> dict:
     return {"name": name, "object": obj, "runtime": runtime, "calls": calls, "threads": threads,
             "wall_s": wall, "predicted": _curve(pred) if pred is not None else [],
-            "preferred_threads": pred.preferred if pred is not None else None,
+            "fastest_threads": pred.fastest if pred is not None else None,
             "basis": pred.basis if pred is not None else "",
             "future_bottleneck": pred.bottleneck if pred is not None else None,
             "fitted": list(pred.fitted) if pred is not None else []}
@@ -121,7 +121,7 @@ def to_dict(reps: list[ReplayedProcess]) -> dict:
                  "threads": proc[0]["threads"] if proc else None,
                  "wall_s": proc[0]["wall_s"] if proc else None,
                  "predicted": _curve(proc[1]) if proc else [],
-                 "preferred_threads": proc[1].preferred if proc else None,
+                 "fastest_threads": proc[1].fastest if proc else None,
                  "basis": proc[1].basis if proc else "",
                  "future_bottleneck": proc[1].bottleneck if proc else None,
                  "serial_run": serial_run(rep),

@@ -179,7 +179,7 @@ def resident_low(groups: int, n: int, resident: int) -> float:
 
 def device_predict(kernel: KernelStats, target: int) -> TeamPrediction:
     """A non-CPU device's kernel at 1..target compute units (see the module's text)."""
-    from .bound import TeamPrediction, prediction_counts, preferred_count
+    from .bound import TeamPrediction, prediction_counts, fastest_count
 
     # The table's columns (powers of two) among the counts, also past 64 counts.
     counts = sorted(set(prediction_counts(target)) | {1 << k for k in range(target.bit_length())
@@ -220,7 +220,7 @@ def device_predict(kernel: KernelStats, target: int) -> TeamPrediction:
         bottleneck = "work_groups"
     elif groups is None:
         bottleneck = "unobserved"
-    return TeamPrediction(counts, speedup, low, high, preferred_count(counts, speedup), basis,
+    return TeamPrediction(counts, speedup, low, high, fastest_count(counts, speedup), basis,
                           ["work_groups"] if groups is not None else [], bottleneck)
 
 
@@ -232,7 +232,7 @@ def predict(kernel: KernelStats, target: int, cores: int) -> TeamPrediction | No
         return None
     if kernel.device_type != "cpu":
         return device_predict(kernel, target)
-    from .bound import preferred_count
+    from .bound import fastest_count
     from .predictor import predict_region_threads
     from .spread import widen
 
@@ -248,7 +248,7 @@ def predict(kernel: KernelStats, target: int, cores: int) -> TeamPrediction | No
     groups = work_groups(kernel)
     if groups is not None and groups < max(pred.threads):
         few_groups(pred, groups, int(kernel.compute_units), parallelism(kernel))
-        pred.preferred = preferred_count(pred.threads, pred.speedup)
+        pred.fastest = fastest_count(pred.threads, pred.speedup)
         pred.basis += f"; {groups} work-groups per launch: no gain past {groups} compute units"
         if pred.threads[-1] > groups:
             pred.bottleneck = "work_groups"
