@@ -151,6 +151,8 @@ def test_huge_times_print_compactly(tmp_path):
     ('{"event":"summary","pid":1,"cores":2,"target":2,"elapsed_s":1}\n', "no region, process or kernel records"),
     ("", "no region, process or kernel records"),
     ('{"event":"region","schema":99,"pid":1}\n', "schema 99 is not one this corecast reads"),
+    ('{"event":"region","schema":0,"pid":1}\n', "schema 0 is not one this corecast reads (1, 2, 3, 4); no corecast"),
+    ('{"event":"region","schema":"4","pid":1}\n', "schema '4' is not one this corecast reads (1, 2, 3, 4); no corecast"),
     ('{"event":"region","pid":1,"name":"f","threads":2}\n', "line 1: not a corecast region record"),
     ('{"event":"region","pid":1,"name":"f","threads":-2,"calls":1,"wall_s":1,"counters":{}}\n',
      "threads is -2"),

@@ -167,8 +167,10 @@ def schema_of(rec: dict) -> int:
     """The schema a line was written in (schema 1 lines have no ``"schema"`` key)."""
     v = rec.get("schema", 1)
     if isinstance(v, bool) or not isinstance(v, int) or v not in SCHEMAS:
-        raise ValueError(f"schema {v!r} is not one this corecast reads ({', '.join(map(str, SCHEMAS))}); "
-                         "a newer corecast wrote it")
+        # only a larger whole number is a newer corecast's; 0, -1 or "4" are no one's
+        why = "a newer corecast wrote it" if isinstance(v, int) and not isinstance(v, bool) \
+            and v > max(SCHEMAS) else "no corecast writes it"
+        raise ValueError(f"schema {v!r} is not one this corecast reads ({', '.join(map(str, SCHEMAS))}); {why}")
     return v
 
 

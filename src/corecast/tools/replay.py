@@ -109,9 +109,15 @@ def replay_nodes(path: str, machine: Machine, efficiency: float | None = None,
     from ..model.numa import preferred_nodes
     from ..model.runtime.numa import interpolate, node_prediction
     from ..io.readers import RECORDING, read
+    from ..recording.record import schema_of
 
     regions = []
     for no, event in read([path], RECORDING, format):
+        if isinstance(event, dict) and "event" in event:
+            try:  # every line of a schema this corecast reads, as replay and merge ask
+                schema_of(event)
+            except ValueError as exc:
+                raise InputError(f"{shown(path)}: line {no}: {exc}") from None
         # region, process and kernel events with node predictions (the summary's "numa"
         # is the recording machine's topology)
         if (not isinstance(event, dict) or not isinstance(event.get("numa"), dict)
