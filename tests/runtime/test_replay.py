@@ -83,6 +83,20 @@ def test_schema1_kernel_line_replays_through_the_kernel_predictor():
     assert pred.threads == [1, 2, 3, 4] and pred.basis.startswith("contention model on the kernel's sample")
 
 
+def test_an_opencl_host_s_process_line_says_replay_cannot_leave_the_runtime_out():
+    """examples/opencl_two_kernels.py on pocl: the run's process line said 'serial host'
+    (S@2 1.00, band 1.00-1.00, its 3 runtime threads left out); replay, without what the
+    OpenCL layer saw, predicted all 5 threads (0.95, band 0.84-1.01) and said nothing of it."""
+    path = RECORDINGS / "schema4-opencl-host-pocl.jsonl"
+    rep = replay(str(path))[0]
+    assert rep.kernels and rep.process is not None
+    assert any("OpenCL host" in w for w in rep.warnings), rep.warnings
+    r = cli(str(path))
+    assert r.returncode == 0 and "warning: an OpenCL host: its process line" in r.stdout
+    plain = replay(str(RECORDINGS / "schema1-opencl-kernel.jsonl"))[0]  # kernels alone: nothing to say
+    assert not plain.warnings
+
+
 def test_fresh_recording_replays_to_what_the_run_printed(build, lib, tmp_path):
     """Schema 2, written by this library: replay goes through the same predictor, so it
     gives the run's own predictions (rounded as the JSON rounds them)."""
