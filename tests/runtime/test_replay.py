@@ -136,6 +136,20 @@ def test_serial_program_replays_as_a_serial_run(tmp_path):
     assert json.loads(cli(str(path), "--json").stdout)["processes"][0]["serial_run"] is True
 
 
+def test_a_huge_stall_is_a_share_not_inf(tmp_path):
+    """A record's absurd stall (1e308 s: a tampered recording) is at most 100% of the
+    thread time; 100 x 1e308 overflowed before the division and printed 'mutex inf%'."""
+    line = {"event": "process", "schema": SCHEMA, "pid": 7, "runtime": "pthreads", "name": "process",
+            "object": "p", "calls": 1, "threads": 2, "wall_s": 1.0, "stalls_s": {"mutex": 1e308},
+            "counters": {"busy_s": 2.0, "serial_s": 0, "cpu_s": 2.0, "loop_calls": 0, "hold_sampled_s": 0,
+                         "hold_samples": 0, "acquisitions": {}, "contended": {}}}
+    path = tmp_path / "huge.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    r = cli(str(path))
+    assert r.returncode == 0, r.stderr
+    assert "mutex 100%" in r.stdout and "inf" not in r.stdout, r.stdout
+
+
 def test_huge_times_print_compactly(tmp_path):
     """A record's absurd wall time (1e308: a tampered or broken recording) is a short
     column, not 300 digits; ordinary times keep the library's milliseconds."""
