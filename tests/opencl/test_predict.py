@@ -6,7 +6,7 @@ import json
 import pytest
 
 from corecast.io import settings
-from corecast.opencl.report import kernel_line, write_lines
+from corecast.opencl.report import KERNEL_STALLS, _top, kernel_line, write_lines
 from corecast.model.runtime import kernelmodel as predict
 from corecast.recording.kernelstats import KernelStats
 
@@ -207,3 +207,13 @@ def test_a_cpu_devices_kernel_gets_the_empirical_band_regions_get():
     assert pred.low[-1] <= s * math.exp(spread.LOW_PER_DOUBLING * 4) * (1 + 1e-9)
     assert pred.high[-1] >= s * math.exp(spread.HIGH_PER_DOUBLING * 4) * (1 - 1e-9)
     assert pred.high[-1] / pred.low[-1] > 1.5
+
+
+def test_the_kernel_table_names_stalls_whole_as_the_exit_table_does():
+    """A kernel's stall cell keeps whole categories and says where one was left out
+    (``views.columns.stall_cell``): it was cut at 30 characters, 'runqueue 70%,
+    imbalance 8%, co' on examples/opencl_two_kernels.py."""
+    k = kernel(cpu_s=0.0, device_s=1.0, units=2)
+    cell = _top({"runqueue": 1.4, "imbalance": 0.16, "condvar": 0.12}, k)
+    assert cell == "runqueue 70%, imbalance 8%, …" and len(cell) <= KERNEL_STALLS
+    assert _top({"runqueue": 1.4, "imbalance": 0.16}, k) == "runqueue 70%, imbalance 8%"

@@ -83,6 +83,20 @@ def test_schema1_kernel_line_replays_through_the_kernel_predictor():
     assert pred.threads == [1, 2, 3, 4] and pred.basis.startswith("contention model on the kernel's sample")
 
 
+def test_an_opencl_host_s_process_line_says_replay_cannot_leave_the_runtime_out():
+    """examples/opencl_two_kernels.py on pocl: the run's process line said 'serial host'
+    (S@2 1.00, band 1.00-1.00, its 3 runtime threads left out); replay, without what the
+    OpenCL layer saw, predicted all 5 threads (0.95, band 0.84-1.01) and said nothing of it."""
+    path = RECORDINGS / "schema4-opencl-host-pocl.jsonl"
+    rep = replay(str(path))[0]
+    assert rep.kernels and rep.process is not None
+    assert any("OpenCL host" in w for w in rep.warnings), rep.warnings
+    r = cli(str(path))
+    assert r.returncode == 0 and "warning: an OpenCL host: its process line" in r.stdout
+    plain = replay(str(RECORDINGS / "schema1-opencl-kernel.jsonl"))[0]  # kernels alone: nothing to say
+    assert not plain.warnings
+
+
 def test_fresh_recording_replays_to_what_the_run_printed(build, lib, tmp_path):
     """Schema 2, written by this library: replay goes through the same predictor, so it
     gives the run's own predictions (rounded as the JSON rounds them)."""
@@ -122,6 +136,20 @@ def test_serial_program_replays_as_a_serial_run(tmp_path):
     assert json.loads(cli(str(path), "--json").stdout)["processes"][0]["serial_run"] is True
 
 
+def test_a_huge_stall_is_a_share_not_inf(tmp_path):
+    """A record's absurd stall (1e308 s: a tampered recording) is at most 100% of the
+    thread time; 100 x 1e308 overflowed before the division and printed 'mutex inf%'."""
+    line = {"event": "process", "schema": SCHEMA, "pid": 7, "runtime": "pthreads", "name": "process",
+            "object": "p", "calls": 1, "threads": 2, "wall_s": 1.0, "stalls_s": {"mutex": 1e308},
+            "counters": {"busy_s": 2.0, "serial_s": 0, "cpu_s": 2.0, "loop_calls": 0, "hold_sampled_s": 0,
+                         "hold_samples": 0, "acquisitions": {}, "contended": {}}}
+    path = tmp_path / "huge.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    r = cli(str(path))
+    assert r.returncode == 0, r.stderr
+    assert "mutex 100%" in r.stdout and "inf" not in r.stdout, r.stdout
+
+
 def test_huge_times_print_compactly(tmp_path):
     """A record's absurd wall time (1e308: a tampered or broken recording) is a short
     column, not 300 digits; ordinary times keep the library's milliseconds."""
@@ -151,6 +179,8 @@ def test_huge_times_print_compactly(tmp_path):
     ('{"event":"summary","pid":1,"cores":2,"target":2,"elapsed_s":1}\n', "no region, process or kernel records"),
     ("", "no region, process or kernel records"),
     ('{"event":"region","schema":99,"pid":1}\n', "schema 99 is not one this corecast reads"),
+    ('{"event":"region","schema":0,"pid":1}\n', "schema 0 is not one this corecast reads (1, 2, 3, 4); no corecast"),
+    ('{"event":"region","schema":"4","pid":1}\n', "schema '4' is not one this corecast reads (1, 2, 3, 4); no corecast"),
     ('{"event":"region","pid":1,"name":"f","threads":2}\n', "line 1: not a corecast region record"),
     ('{"event":"region","pid":1,"name":"f","threads":-2,"calls":1,"wall_s":1,"counters":{}}\n',
      "threads is -2"),

@@ -237,7 +237,7 @@ def wanted(environ: Mapping[str, str] | None = None) -> bool:
     (``corecast run``, ``corecast sweep``) does."""
     environ = os.environ if environ is None else environ
     flag = environ.get(settings.OPENCL, "").strip()
-    if flag:
+    if flag in ("0", "1"):  # another value is the default's (the sitecustomize warned)
         return flag == "1"
     return PRELOAD_NAME in environ.get("LD_PRELOAD", "")
 

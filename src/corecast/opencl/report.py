@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from .profile import Profiler
 
 NAME_WIDTH = 34
+KERNEL_STALLS = 30  # the stalls cell's width in the kernel table
 
 
 def _num(v: float) -> float:
@@ -133,10 +134,12 @@ def _top(lost: dict | None, kernel) -> str:
         return "not measured" if kernel.device_type == "cpu" else "-"
     total = kernel.compute_units * kernel.device_ns * 1e-9
     parts = []
-    for c, v in sorted(lost.items(), key=lambda kv: -kv[1])[:3]:
-        if total > 0 and v / total >= 0.005:
+    for c, v in sorted(lost.items(), key=lambda kv: -kv[1])[:columns.STALLS_SHOWN]:
+        if total > 0 and v / total >= columns.STALL_MIN_SHARE:
             parts.append(f"{c} {100 * v / total:.0f}%")
-    return ("* " if kernelmodel.short_launches(kernel) else "") + (", ".join(parts) or "-")
+    mark = "* " if kernelmodel.short_launches(kernel) else ""
+    # the exit table's rule: whole categories, "…" where one was left out, never a name cut
+    return mark + columns.stall_cell(parts, KERNEL_STALLS - len(mark))
 
 
 def timing(prof: Profiler, rows: list) -> dict:
@@ -197,7 +200,7 @@ def table(prof: Profiler, rows: list, target: int, cores: int) -> str:
     if kinds:
         out[0] += f" ({'/'.join(kinds)}: its compute units, not this host's {cores} cores)"
     head = (f"{'kernel':<{NAME_WIDTH}} {'launches':>8} {'device':>9} {'per launch':>10} {'queued':>9} "
-            f"{'enqueue':>9}  {'stalls (share of CU time)':<30}")
+            f"{'enqueue':>9}  {'stalls (share of CU time)':<{KERNEL_STALLS}}")
     head += "".join(f" {'S@' + str(c):>6}" for c in cols) + f" {columns.FASTEST_HEADING:>{columns.FASTEST}}  bottleneck"
     out.append(head)
     for kernel, pred, memory in rows:
@@ -211,7 +214,7 @@ def table(prof: Profiler, rows: list, target: int, cores: int) -> str:
         line = (f"{label[:NAME_WIDTH]:<{NAME_WIDTH}} {kernel.launches:>8} {_ms(kernel.device_ns):>9} "
                 f"{_ms(kernel.device_ns / done):>10} {_ms(kernel.queue_ns / done):>9} "
                 f"{_ms(kernel.enqueue_ns / max(kernel.launches, 1)):>9}  "
-                f"{_top(kernelmodel.stalls(kernel), kernel)[:30]:<30}")
+                f"{_top(kernelmodel.stalls(kernel), kernel):<{KERNEL_STALLS}}")
         for c in cols:
             v = None
             if pred is not None and c in pred.threads:

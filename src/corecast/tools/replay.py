@@ -7,7 +7,9 @@ would have printed with this model.  Differences from the live run, all small: t
 history credits each window's stalls to the team size that ran most in that window,
 replay credits the whole run's to the team size that ran most calls; steering is not
 replayed, and node-count predictions (``--target-machine``) only by ``replay_nodes``
-(``corecast numa --replay``), on a machine of the caller's choice.
+(``corecast numa --replay``), on a machine of the caller's choice.  An OpenCL host's
+process line is predicted from all its threads (a warning says so): what the OpenCL layer
+saw of the runtime's threads and the device waits is not recorded.
 """
 from __future__ import annotations
 
@@ -59,7 +61,13 @@ def replay_process(proc: RecordedProcess, target: int | None = None,
         from ..model.runtime import kernelmodel
 
         kernels = [(k, kernelmodel.predict(k, target, cores)) for k in proc.kernels]
-    return ReplayedProcess(proc, target, target, preds, kernels, calibration_warnings(machine, proc))
+    warnings = calibration_warnings(machine, proc)
+    if proc.kernels and any(r["name"] == "process" for r in proc.regions):
+        # what the OpenCL layer saw of its host (runtime.devicewait) is not in the recording
+        warnings.append("an OpenCL host: its process line is predicted from every thread the library "
+                        "saw; the run's own left out the OpenCL runtime's threads and its device waits, "
+                        "which the recording does not hold, so the two may differ")
+    return ReplayedProcess(proc, target, target, preds, kernels, warnings)
 
 
 def calibration_warnings(machine: Calibration | None, proc: RecordedProcess) -> list[str]:
@@ -109,9 +117,15 @@ def replay_nodes(path: str, machine: Machine, efficiency: float | None = None,
     from ..model.numa import preferred_nodes
     from ..model.runtime.numa import interpolate, node_prediction
     from ..io.readers import RECORDING, read
+    from ..recording.record import schema_of
 
     regions = []
     for no, event in read([path], RECORDING, format):
+        if isinstance(event, dict) and "event" in event:
+            try:  # every line of a schema this corecast reads, as replay and merge ask
+                schema_of(event)
+            except ValueError as exc:
+                raise InputError(f"{shown(path)}: line {no}: {exc}") from None
         # region, process and kernel events with node predictions (the summary's "numa"
         # is the recording machine's topology)
         if (not isinstance(event, dict) or not isinstance(event.get("numa"), dict)

@@ -16,7 +16,8 @@ def _stalls(region: RegionSample) -> str:
     # As the library's table: no share of the thread time passes 100% (native/report.c).
     total = max(total, float(region.get("busy_s", 0.0)), sum(region["stalls_s"].values()))
     parts = sorted(((v, c) for c, v in region["stalls_s"].items() if v > 0), reverse=True)[:col.STALLS_SHOWN]
-    shown = [f"{c} {100 * v / total:.0f}%" for v, c in parts if total > 0 and v / total >= col.STALL_MIN_SHARE]
+    # the share first: 100 x a huge stall would overflow to inf before the division
+    shown = [f"{c} {100 * (v / total):.0f}%" for v, c in parts if total > 0 and v / total >= col.STALL_MIN_SHARE]
     return col.stall_cell(shown)
 
 

@@ -337,12 +337,28 @@ def _load_csv(files: list[tuple[str, str]], metric: str | None = None, callpath:
                      count_attribute=count_attribute)
 
 
+def _not_a_recording(text: str, name: str) -> None:
+    """A run's recording (JSON Lines whose first line has ``event``) is replay's input,
+    not a curve: say so instead of what a sweep result lacks."""
+    import json
+
+    first = text.lstrip().split("\n", 1)[0]
+    try:
+        obj = json.loads(first)
+    except (ValueError, RecursionError):  # the sweep reader's parser says what is wrong
+        return
+    if isinstance(obj, dict) and "event" in obj:
+        raise InputError(f"{name}: a run's recording (corecast run --json-out), one team size, not "
+                         "measurements at several counts: 'corecast replay' predicts from it")
+
+
 def _load_sweep(files: list[tuple[str, str]], metric: str | None = None, callpath: str | None = None,
                 profile_metric: str | None = None, count_attribute: str | None = None) -> list[Series]:
     from ..sweepresult import count_unit, parse_sweep_json
 
     ((name, text),) = files
     _check_metric(metric)
+    _not_a_recording(text, name)
     result = parse_sweep_json(text, name)
     # A launcher's sweep counted ranks: its curve is labelled so, as merge's is.
     return one_curve(sweep_measurements(result, name, metric), name, callpath, profile_metric,
