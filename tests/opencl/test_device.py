@@ -112,6 +112,25 @@ def test_report_table_predicts_to_the_devices_units(monkeypatch):
     assert "triangle: work-group bound" in text and "smooth: work-group bound" in text
 
 
+def test_the_kernel_table_shows_the_band_at_the_target(monkeypatch):
+    """Each kernel row has the exit table's (and replay's) band@N column: how far the
+    prediction at the device's units may be off, which a GPU cannot show from inside a
+    launch.  The kernel table had none, while replay of the same run printed it."""
+    shown = []
+    monkeypatch.setattr(report.channel, "write", shown.append)
+    for name in ("CORECAST_TARGET", "CORECAST_OUTPUT", "CORECAST_QUIET"):
+        monkeypatch.delenv(name, raising=False)
+    k = gpu_kernel(name="smooth", shape=((1 << 20,), (256,)))
+    report.report(Prof(), [k])
+    pred = kernelmodel.predict(k, UNITS, 2)
+    head, row = [line for line in shown[0].splitlines() if line.startswith(("kernel ", "smooth"))]
+    assert f"band@{UNITS}" in head
+    i = pred.threads.index(UNITS)
+    assert f"{pred.low[i]:5.2f}-{pred.high[i]:<5.2f}" in row
+    assert head.index(f"band@{UNITS}") + len(f"band@{UNITS}") == head.index(" fastest")  # right-aligned over the cell
+    assert pred.low[i] < pred.high[i]
+
+
 def test_kernel_line_carries_the_limits_and_replays():
     k = gpu_kernel()
     line = json.loads(json.dumps(report.kernel_line(Prof(), k, kernelmodel.predict(k, UNITS, 2), None),

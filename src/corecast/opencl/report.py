@@ -183,6 +183,15 @@ def time_lines(prof: Profiler, rows: list) -> list[str]:
     return out
 
 
+def _band_cell(pred: TeamPrediction | None, target: int) -> str:
+    """The band at the target, as the exit table's and replay's ``band@N`` column."""
+    half = (columns.BAND - 1) // 2
+    if pred is None or target not in pred.threads:
+        return f" {'-':>{columns.BAND}}"
+    i = pred.threads.index(target)
+    return f" {pred.low[i]:{half}.2f}-{pred.high[i]:<{half}.2f}"
+
+
 def table(prof: Profiler, rows: list, target: int, cores: int) -> str:
     cols, n = [], 2
     while n < target and len(cols) < 4:
@@ -201,7 +210,8 @@ def table(prof: Profiler, rows: list, target: int, cores: int) -> str:
         out[0] += f" ({'/'.join(kinds)}: its compute units, not this host's {cores} cores)"
     head = (f"{'kernel':<{NAME_WIDTH}} {'launches':>8} {'device':>9} {'per launch':>10} {'queued':>9} "
             f"{'enqueue':>9}  {'stalls (share of CU time)':<{KERNEL_STALLS}}")
-    head += "".join(f" {'S@' + str(c):>6}" for c in cols) + f" {columns.FASTEST_HEADING:>{columns.FASTEST}}  bottleneck"
+    head += ("".join(f" {'S@' + str(c):>6}" for c in cols) + f" {'band@' + str(target):>{columns.BAND}}"
+             f" {columns.FASTEST_HEADING:>{columns.FASTEST}}  bottleneck")
     out.append(head)
     for kernel, pred, memory in rows:
         shape = next(iter(kernel.sizes), (None, None))
@@ -220,6 +230,7 @@ def table(prof: Profiler, rows: list, target: int, cores: int) -> str:
             if pred is not None and c in pred.threads:
                 v = pred.speedup[pred.threads.index(c)]
             line += f" {v:6.2f}" if v is not None else f" {'-':>6}"
+        line += _band_cell(pred, target)
         if pred is not None:
             line += f" {pred.fastest:>{columns.FASTEST}}  {pred.bottleneck or '-'}"
         else:
