@@ -83,6 +83,20 @@ def test_schema1_kernel_line_replays_through_the_kernel_predictor():
     assert pred.threads == [1, 2, 3, 4] and pred.basis.startswith("contention model on the kernel's sample")
 
 
+def test_replay_shows_a_kernels_stalls_as_the_run_did():
+    """The kernel row's stall cell is the live kernel table's (the compute units' lost
+    time by category, views.columns.kernel_stall_cell); replay printed '-' there."""
+    from corecast.model.runtime.kernelmodel import stalls
+    from corecast.opencl.report import _top
+
+    path = RECORDINGS / "schema4-opencl-host-pocl.jsonl"
+    rep = replay(str(path))[0]
+    rows = {line.split(" (")[0]: line for line in cli(str(path)).stdout.splitlines()}
+    for kernel, _ in rep.kernels:
+        live = _top(stalls(kernel), kernel)
+        assert live.startswith("runqueue") and live in rows[kernel.name], (live, rows[kernel.name])
+
+
 def test_an_opencl_host_s_process_line_says_replay_cannot_leave_the_runtime_out():
     """examples/opencl_two_kernels.py on pocl: the run's process line said 'serial host'
     (S@2 1.00, band 1.00-1.00, its 3 runtime threads left out); replay, without what the
@@ -179,8 +193,8 @@ def test_huge_times_print_compactly(tmp_path):
     ('{"event":"summary","pid":1,"cores":2,"target":2,"elapsed_s":1}\n', "no region, process or kernel records"),
     ("", "no region, process or kernel records"),
     ('{"event":"region","schema":99,"pid":1}\n', "schema 99 is not one this corecast reads"),
-    ('{"event":"region","schema":0,"pid":1}\n', "schema 0 is not one this corecast reads (1, 2, 3, 4); no corecast"),
-    ('{"event":"region","schema":"4","pid":1}\n', "schema '4' is not one this corecast reads (1, 2, 3, 4); no corecast"),
+    ('{"event":"region","schema":0,"pid":1}\n', f"schema 0 is not one this corecast reads ({', '.join(map(str, SCHEMAS))}); no corecast"),
+    ('{"event":"region","schema":"4","pid":1}\n', f"schema '4' is not one this corecast reads ({', '.join(map(str, SCHEMAS))}); no corecast"),
     ('{"event":"region","pid":1,"name":"f","threads":2}\n', "line 1: not a corecast region record"),
     ('{"event":"region","pid":1,"name":"f","threads":-2,"calls":1,"wall_s":1,"counters":{}}\n',
      "threads is -2"),

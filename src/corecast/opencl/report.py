@@ -130,16 +130,9 @@ def kernel_line(prof: Profiler, kernel: KernelStats, pred: TeamPrediction | None
 
 
 def _top(lost: dict | None, kernel) -> str:
-    if lost is None:
-        return "not measured" if kernel.device_type == "cpu" else "-"
-    total = kernel.compute_units * kernel.device_ns * 1e-9
-    parts = []
-    for c, v in sorted(lost.items(), key=lambda kv: -kv[1])[:columns.STALLS_SHOWN]:
-        if total > 0 and v / total >= columns.STALL_MIN_SHARE:
-            parts.append(f"{c} {100 * v / total:.0f}%")
-    mark = "* " if kernelmodel.short_launches(kernel) else ""
     # the exit table's rule: whole categories, "…" where one was left out, never a name cut
-    return mark + columns.stall_cell(parts, KERNEL_STALLS - len(mark))
+    return columns.kernel_stall_cell(lost, kernel.compute_units, kernel.device_ns * 1e-9,
+                                     kernel.device_type == "cpu", KERNEL_STALLS, kernelmodel.short_launches(kernel))
 
 
 def timing(prof: Profiler, rows: list) -> dict:

@@ -33,6 +33,8 @@ class ReplayedProcess:
     predictions: list[TeamPrediction]        # one per recorded region, process last
     kernels: list[tuple] = field(default_factory=list)  # (KernelStats, prediction or None)
     warnings: list[str] = field(default_factory=list)   # what the predictions rest on that may not hold
+    # per kernel, its compute units' lost time per category (kernelmodel.stalls; None: not measured)
+    kernel_stalls: list[dict | None] = field(default_factory=list)
 
     @property
     def process(self) -> tuple[RegionSample, TeamPrediction] | None:
@@ -56,18 +58,19 @@ def replay_process(proc: RecordedProcess, target: int | None = None,
     measured = proc.cpus_allowed if 0 < proc.cpus_allowed < cores else cores
     preds = predict_window(proc.regions, target, max(1, measured), target,
                            {} if histories is None else histories, machine=machine) if proc.regions else []
-    kernels = []
+    kernels, lost = [], []
     if proc.kernels:
         from ..model.runtime import kernelmodel
 
         kernels = [(k, kernelmodel.predict(k, target, cores)) for k in proc.kernels]
+        lost = [kernelmodel.stalls(k) for k in proc.kernels]
     warnings = calibration_warnings(machine, proc)
     if proc.kernels and any(r["name"] == "process" for r in proc.regions):
         # what the OpenCL layer saw of its host (runtime.devicewait) is not in the recording
         warnings.append("an OpenCL host: its process line is predicted from every thread the library "
                         "saw; the run's own left out the OpenCL runtime's threads and its device waits, "
                         "which the recording does not hold, so the two may differ")
-    return ReplayedProcess(proc, target, target, preds, kernels, warnings)
+    return ReplayedProcess(proc, target, target, preds, kernels, warnings, lost)
 
 
 def calibration_warnings(machine: Calibration | None, proc: RecordedProcess) -> list[str]:

@@ -72,9 +72,11 @@ def table(rep: ReplayedProcess, machine: str | None = None) -> str:
             continue
         out.append(_row(_label(region), region["calls"], region["threads"], region["wall_s"],
                         _stalls(region), pred, cols))
-    for k, pred in rep.kernels:
+    for i, (k, pred) in enumerate(rep.kernels):
+        lost = rep.kernel_stalls[i] if i < len(rep.kernel_stalls) else None
+        stalls = col.kernel_stall_cell(lost, k.compute_units, k.device_ns * 1e-9, k.device_type == "cpu", col.STALLS)
         out.append(_row(f"{k.name} ({k.device})", k.launches, k.compute_units, k.device_ns * 1e-9,
-                        "-", pred, cols))
+                        stalls, pred, cols))
     basis = rep.predictions[0].basis if rep.predictions else (rep.kernels[0][1].basis if rep.kernels
                                                                and rep.kernels[0][1] else "")
     out.append(f"speedups: {printable(basis or 'predicted')}")
