@@ -404,7 +404,7 @@ void cc_channel_before_release(int lo, int hi) {
     pthread_t th;
     struct cc_thread *t = cc_self();
     t->guard++;
-    int r = CC_LIBC(pthread_create)(&th, &attr, keeper_main, NULL);
+    int r = cc_own_thread_create(&th, &attr, keeper_main, NULL);
     t->guard--;
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);

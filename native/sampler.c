@@ -210,6 +210,8 @@ static void *sampler_main(void *arg) {
     /* The exit report, written after this answer, may reach the original stderr only
      * through this thread's copy: the table must live until the process ends. */
     cc_channel_serve();
+    for (;;) /* the process is ending: see cc_own_thread_create */
+        pause();
     return NULL;
 }
 
@@ -234,7 +236,7 @@ void cc_sampler_start(void) {
         pthread_attr_setstacksize(&attr, SAMPLER_STACK);
     struct cc_thread *t = cc_self();
     t->guard++;
-    int r = CC_LIBC(pthread_create)(&sampler, &attr, sampler_main, NULL);
+    int r = cc_own_thread_create(&sampler, &attr, sampler_main, NULL);
     t->guard--;
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -1,0 +1,55 @@
+"""The program's threads live and end as they would without corecast: corecast's own threads
+(the sampler, the keeper) never keep a process alive that the C library would end, never
+take a resource the program counts on, and cancellation still cancels.  Each case runs
+the same program without and with corecast and compares."""
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from .helpers import clean_env
+
+# The programs below end at once; a hang is what these limits catch (never a speed check).
+HANG = 60
+
+PTHREAD_EXIT_MAIN_C = r"""
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static int alive = 2;
+static long total;
+static void at_end(void) { printf("atexit ran, total %ld\n", total); }
+static void *worker(void *arg) {
+    for (int i = 0; i < 100000; i++) { pthread_mutex_lock(&mu); total += (long)arg; pthread_mutex_unlock(&mu); }
+    usleep(100000); /* main has left by now */
+    pthread_mutex_lock(&mu);
+    if (--alive == 0) printf("last thread ends\n");
+    pthread_mutex_unlock(&mu);
+    return NULL;
+}
+int main(void) {
+    atexit(at_end);
+    pthread_t t[2];
+    for (long i = 0; i < 2; i++) pthread_create(&t[i], NULL, worker, (void *)(i + 1));
+    pthread_exit(NULL); /* the process ends, with exit(0), when its last thread does */
+}
+"""
+
+
+@pytest.mark.parametrize("quiet", ["0", "1"])
+def test_main_leaving_by_pthread_exit_still_ends_the_process(build, lib, quiet):
+    """main calls pthread_exit; glibc ends the process as its last thread ends, by counting
+    the threads pthread_create made.  The sampler, counted and never ending, kept the
+    process alive after the program's last thread (forever, and past a SIGTERM too: it
+    blocks every signal)."""
+    exe = build("pthread_exit_main", PTHREAD_EXIT_MAIN_C, "-pthread")
+    plain = subprocess.run([str(exe)], env=clean_env(), capture_output=True, timeout=HANG)
+    measured = subprocess.run([str(exe)], env=clean_env(LD_PRELOAD=str(lib), CORECAST_QUIET=quiet),
+                              capture_output=True, timeout=HANG)
+    assert plain.returncode == measured.returncode == 0, measured.stderr
+    assert measured.stdout == plain.stdout == b"last thread ends\natexit ran, total 300000\n"
+    if quiet == "0":
+        assert b"corecast: pid " in measured.stderr
