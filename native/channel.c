@@ -248,8 +248,12 @@ void cc_report_write(const char *p, size_t n) {
     }
     if (fd < 0 && n > 0)
         fd = channel_open(&temp, 1);
-    if (fd >= 0 && n > 0)
-        cc_write_all(fd, p, n, temp ? PATIENCE_S : 1e9);
+    /* A stalled reader gets PATIENCE_S once: on the program's own descriptor too, which
+     * blocks in write() as the program's would, unless it is O_NONBLOCK, where the program
+     * gives up at once and waiting for ever held up its exit. */
+    static int stalled;
+    if (fd >= 0 && n > 0 && cc_write_all(fd, p, n, stalled ? 0 : PATIENCE_S) != 0 && errno == EAGAIN)
+        __atomic_store_n(&stalled, 1, __ATOMIC_RELAXED);
     if (fd >= 0 && temp)
         close(fd);
     errno = saved;

@@ -1,9 +1,10 @@
-"""The program's threads live and end as they would without corecast: corecast's own threads
-(the sampler, the keeper) never keep a process alive that the C library would end, never
-take a resource the program counts on, and cancellation still cancels.  Each case runs
-the same program without and with corecast and compares."""
+"""Edges of the promise (docs/promise.md) that hostsafe28's hunt found: a process that the C
+library ends when its last thread does, a stderr pipe that is full and non-blocking.  Each
+case runs the same program without and with corecast and compares."""
 from __future__ import annotations
 
+import fcntl
+import os
 import subprocess
 
 import pytest
@@ -53,3 +54,48 @@ def test_main_leaving_by_pthread_exit_still_ends_the_process(build, lib, quiet):
     assert measured.stdout == plain.stdout == b"last thread ends\natexit ran, total 300000\n"
     if quiet == "0":
         assert b"corecast: pid " in measured.stderr
+
+
+STDERR_LINE_C = r"""
+#include <pthread.h>
+#include <stdio.h>
+static void *work(void *arg) { volatile long x = 0; for (long i = 0; i < 2000000; i++) x += i; return arg; }
+int main(void) {
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, work, NULL);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    fprintf(stderr, "the program's line\n"); /* EAGAIN: lost, as the pipe is full */
+    printf("done\n");
+    return 3;
+}
+"""
+
+
+def full_nonblocking_pipe() -> tuple[int, int]:
+    """A pipe whose write end is O_NONBLOCK (a reader such as node sets it) and full."""
+    r, w = os.pipe()
+    fcntl.fcntl(w, fcntl.F_SETFL, os.O_NONBLOCK)
+    try:
+        while True:
+            os.write(w, b"x" * 4096)
+    except BlockingIOError:
+        pass
+    return r, w
+
+
+def test_a_full_nonblocking_stderr_pipe_does_not_hold_up_the_exit(build, lib):
+    """The program's own writes into a full O_NONBLOCK stderr fail with EAGAIN and it exits;
+    the report waited for room for ever (its patience with the program's descriptor was
+    unbounded), so the program never ended.  It gets 5 s now, once."""
+    exe = build("stderr_line", STDERR_LINE_C, "-pthread")
+    results = []
+    for env in (clean_env(), clean_env(LD_PRELOAD=str(lib))):
+        r, w = full_nonblocking_pipe()
+        try:
+            results.append(subprocess.run([str(exe)], env=env, stdout=subprocess.PIPE, stderr=w, timeout=HANG))
+        finally:
+            os.close(r)
+            os.close(w)
+    plain, measured = results
+    assert plain.returncode == measured.returncode == 3
+    assert measured.stdout == plain.stdout == b"done\n"
