@@ -49,6 +49,8 @@ struct cc_real_libc {
     int (*fclose)(FILE *);
     FILE *(*freopen)(const char *, const char *, FILE *);
     FILE *(*freopen64)(const char *, const char *, FILE *);
+    int (*prctl)(int, ...);
+    long (*syscall)(long, ...);
 };
 extern struct cc_real_libc cc_libc;
 void cc_libc_init(void);

@@ -54,6 +54,8 @@ void cc_libc_init(void) {
     R(freopen);
     R(freopen64);
     R(pthread_create);
+    R(prctl);
+    R(syscall);
     /* Last: CC_LIBC() tests this one to know the table is complete. */
     __atomic_store_n(&cc_libc.pthread_mutex_lock, cc_resolve_next("pthread_mutex_lock", NULL),
                      __ATOMIC_RELEASE);

@@ -99,3 +99,56 @@ def test_a_full_nonblocking_stderr_pipe_does_not_hold_up_the_exit(build, lib):
     plain, measured = results
     assert plain.returncode == measured.returncode == 3
     assert measured.stdout == plain.stdout == b"done\n"
+
+
+SECCOMP_C = r"""
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+static void *work(void *arg) { volatile long x = 0; for (long i = 0; i < 2000000; i++) x += i; return arg; }
+static void phase(void) {
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, work, NULL);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+}
+int main(int argc, char **argv) {
+    phase();
+    /* A sandbox for the rest of the run: openat ends the process, everything else is allowed. */
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_openat, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {4, f};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) { perror("no_new_privs"); return 9; }
+    int r = !strcmp(argv[1], "all")   /* every thread, through the seccomp system call */
+        ? (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog)
+        : prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0); /* this thread only */
+    if (r) { perror("seccomp"); return 9; }
+    phase();
+    printf("sandboxed phase done\n");
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("threads", ["all", "main"])
+def test_a_program_that_restricts_its_system_calls_is_not_killed_by_corecasts(build, lib, threads):
+    """A program that installs a seccomp filter allowing all it needs (here all but openat)
+    was killed with SIGSYS by corecast's calls: the sampler's /proc reads, the exit
+    report's.  corecast now stops before the filter is installed, and says so in one line."""
+    exe = build("seccomp_sandbox", SECCOMP_C, "-pthread")
+    plain = subprocess.run([str(exe), threads], env=clean_env(), capture_output=True, timeout=HANG)
+    measured = subprocess.run([str(exe), threads], env=clean_env(LD_PRELOAD=str(lib)), capture_output=True,
+                              timeout=HANG)
+    assert plain.returncode == measured.returncode == 0, (plain.stderr, measured.stderr)
+    assert measured.stdout == plain.stdout == b"sandboxed phase done\n"
+    assert measured.stderr.count(b"corecast: warning: the program restricts its system calls (seccomp)") == 1
