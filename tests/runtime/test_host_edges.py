@@ -1,6 +1,7 @@
 """Edges of the promise (docs/promise.md) that hostsafe28's hunt found: a process that the C
-library ends when its last thread does, a stderr pipe that is full and non-blocking.  Each
-case runs the same program without and with corecast and compares."""
+library ends when its last thread does, a stderr pipe that is full and non-blocking, a
+program that restricts its own system calls.  Each case runs the same program without and
+with corecast and compares."""
 from __future__ import annotations
 
 import fcntl
