@@ -248,8 +248,12 @@ void cc_report_write(const char *p, size_t n) {
     }
     if (fd < 0 && n > 0)
         fd = channel_open(&temp, 1);
-    if (fd >= 0 && n > 0)
-        cc_write_all(fd, p, n, temp ? PATIENCE_S : 1e9);
+    /* A stalled reader gets PATIENCE_S once: on the program's own descriptor too, which
+     * blocks in write() as the program's would, unless it is O_NONBLOCK, where the program
+     * gives up at once and waiting for ever held up its exit. */
+    static int stalled;
+    if (fd >= 0 && n > 0 && cc_write_all(fd, p, n, stalled ? 0 : PATIENCE_S) != 0 && errno == EAGAIN)
+        __atomic_store_n(&stalled, 1, __ATOMIC_RELAXED);
     if (fd >= 0 && temp)
         close(fd);
     errno = saved;
@@ -404,7 +408,7 @@ void cc_channel_before_release(int lo, int hi) {
     pthread_t th;
     struct cc_thread *t = cc_self();
     t->guard++;
-    int r = CC_LIBC(pthread_create)(&th, &attr, keeper_main, NULL);
+    int r = cc_own_thread_create(&th, &attr, keeper_main, NULL);
     t->guard--;
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -288,6 +288,7 @@ struct cc_region *cc_regions(int *n);
 /* ---- sampler, model, report ---------------------------------------------------- */
 void cc_sampler_start(void);
 void cc_sampler_stop(void);
+void cc_sampler_park(int timeout_ms); /* stops it, awaits the end of its window */
 /* The exit prediction, made by the sampler thread.  Unless ANSWERED, ``r`` stays the
  * sampler's (it may still write there). */
 enum cc_final_outcome { CC_FINAL_PENDING, CC_FINAL_ANSWERED, CC_FINAL_FAULTED, CC_FINAL_TIMEOUT, CC_FINAL_NO_SAMPLER,

@@ -42,6 +42,7 @@ struct cc_sampler_stats cc_sampler_stats(void) {
 enum { CMD_NONE, CMD_FINAL, CMD_STOP };
 static int sampler_cmd;    /* futex word: what the exiting thread asks */
 static int final_state;    /* futex word: an enum cc_final_outcome */
+static int parked;         /* futex word: the sampler's windows are over */
 static struct cc_sample *final_sample; /* its PMU and NUMA counts added here */
 static struct cc_result *final_result;
 
@@ -209,7 +210,11 @@ static void *sampler_main(void *arg) {
     }
     /* The exit report, written after this answer, may reach the original stderr only
      * through this thread's copy: the table must live until the process ends. */
+    __atomic_store_n(&parked, 1, __ATOMIC_RELEASE);
+    cc_futex(&parked, FUTEX_WAKE_PRIVATE, 1, -1);
     cc_channel_serve();
+    for (;;) /* the process is ending: see cc_own_thread_create */
+        pause();
     return NULL;
 }
 
@@ -234,7 +239,7 @@ void cc_sampler_start(void) {
         pthread_attr_setstacksize(&attr, SAMPLER_STACK);
     struct cc_thread *t = cc_self();
     t->guard++;
-    int r = CC_LIBC(pthread_create)(&sampler, &attr, sampler_main, NULL);
+    int r = cc_own_thread_create(&sampler, &attr, sampler_main, NULL);
     t->guard--;
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -282,11 +287,20 @@ void cc_sampler_stop(void) {
     cc_futex(&sampler_cmd, FUTEX_WAKE_PRIVATE, 1, -1);
 }
 
+/* Stops the sampler and waits up to ``timeout_ms`` for it to be done with its window. */
+void cc_sampler_park(int timeout_ms) {
+    if (!sampler_running)
+        return;
+    cc_sampler_stop();
+    wait_change(&parked, 0, timeout_ms);
+}
+
 void cc_sampler_after_fork(void) {
     sampler_running = 0;
     sampler_cmd = CMD_NONE;
     final_state = CC_FINAL_PENDING;
     counters_open = 0;
+    parked = 0;
     sampler_tid = 0;
     stats.windows = stats.model_runs = 0;
     stats.model_started_s = -1;
