@@ -422,13 +422,14 @@ void cc_channel_before_release(int lo, int hi) {
 /* The sampler, each whole window: a copy it keeps must not outlive the program's own by
  * long.  A program that let go of its stderr (a server closing 0-2) would otherwise keep a
  * pipe's reader from its end of file.  Two windows in a row without it: one is the grace
- * for a program that closes its stderr just before it exits (xz). */
-void cc_channel_window_check(void) {
+ * for a program that closes its stderr just before it exits (xz).  ``let_go``: at once
+ * (no report will come: the program restricts its system calls, lifecycle.c). */
+void cc_channel_window_check(int let_go) {
     static int missing;
     if (holder_tid != (int)syscall(SYS_gettid) || holder_fd < 0)
         return;
     int seen = 0;
-    for (int fd = 0; fd < LOW_FDS && !seen; fd++) {
+    for (int fd = 0; fd < LOW_FDS && !seen && !let_go; fd++) {
         char path[40], *p = path;
         memcpy(p, "/proc/self/fd/", 14);
         p += 14;
@@ -437,7 +438,7 @@ void cc_channel_window_check(void) {
         struct stat st;
         seen = stat(path, &st) == 0 && is_origin(&st);
     }
-    missing = seen ? 0 : missing + 1;
+    missing = seen ? 0 : let_go ? 2 : missing + 1;
     if (missing >= 2) {
         __atomic_store_n(&holder_tid, 0, __ATOMIC_RELEASE);
         close(holder_fd);

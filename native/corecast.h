@@ -345,7 +345,7 @@ locale_t cc_c_locale(void);
 int cc_own_descriptor_table(const int *keep, int n);
 void cc_channel_before_release(int lo, int hi);
 int cc_channel_origin_released(void); /* no low descriptor of the program is the original stderr */
-void cc_channel_window_check(void);
+void cc_channel_window_check(int let_go); /* let_go: drop the copy now */
 int cc_channel_held_here(void);
 int cc_own_table_here(void);
 void cc_channel_serving(void);

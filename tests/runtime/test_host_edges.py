@@ -7,6 +7,7 @@ from __future__ import annotations
 import fcntl
 import os
 import subprocess
+import threading
 
 import pytest
 
@@ -153,3 +154,36 @@ def test_a_program_that_restricts_its_system_calls_is_not_killed_by_corecasts(bu
     assert plain.returncode == measured.returncode == 0, (plain.stderr, measured.stderr)
     assert measured.stdout == plain.stdout == b"sandboxed phase done\n"
     assert measured.stderr.count(b"corecast: warning: the program restricts its system calls (seccomp)") == 1
+
+
+SECCOMP_THEN_LET_GO_C = SECCOMP_C.replace(
+    '    phase();\n    printf("sandboxed phase done\\n");\n    return 0;',
+    '    phase();\n    close(2); /* a server detaching: its stderr pipe\'s reader may end */\n'
+    '    printf("stderr closed\\n");\n    fflush(stdout);\n    char c;\n'
+    '    while (read(0, &c, 1) > 0) {}\n    return 0;')
+
+
+def test_a_restricted_program_that_lets_stderr_go_leaves_no_copy_of_it(build, lib):
+    """After the program restricts its system calls, corecast reports nothing, so the copy
+    of stderr the sampler kept for the report goes too: a program that then closes its
+    stderr and runs on lets the pipe's reader reach its end of file, as without corecast
+    (the sampler, parked for good, had kept the copy until the process ended)."""
+    assert "close(2)" in SECCOMP_THEN_LET_GO_C  # the premise: the program text was changed
+    exe = build("seccomp_let_go", SECCOMP_THEN_LET_GO_C, "-pthread")
+    for env in (clean_env(), clean_env(LD_PRELOAD=str(lib))):
+        p = subprocess.Popen([str(exe), "main"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        try:
+            assert p.stdout.readline() == b"stderr closed\n"
+            # The program is still running (it waits on stdin): its stderr must be at its end.
+            got: list[bytes] = []
+            reader = threading.Thread(target=lambda: got.append(p.stderr.read()), daemon=True)
+            reader.start()
+            reader.join(HANG)
+            assert got and p.poll() is None, "stderr still open while the program runs"
+            err = got[0]
+        finally:
+            p.stdin.close()
+            p.wait(timeout=HANG)
+        assert p.returncode == 0
+        assert b"Traceback" not in err
