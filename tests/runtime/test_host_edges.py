@@ -187,3 +187,50 @@ def test_a_restricted_program_that_lets_stderr_go_leaves_no_copy_of_it(build, li
             p.wait(timeout=HANG)
         assert p.returncode == 0
         assert b"Traceback" not in err
+
+
+SECCOMP_PROBE_C = r"""
+#include <errno.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+static void *work(void *arg) { volatile long x = 0; for (long i = 0; i < 2000000; i++) x += i; return arg; }
+static void phase(void) {
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, work, NULL);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+}
+int main(void) {
+    phase();
+    /* libseccomp's seccomp_api_get and systemd ask the kernel what it supports by calls that
+     * cannot install a filter: no filter (EFAULT), strict mode with flags or arguments
+     * (EINVAL), a mode prctl does not know (EINVAL). */
+    int probes[] = {
+        (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, NULL) == -1 && errno == EFAULT,
+        (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_STRICT, 1, NULL) == -1 && errno == EINVAL,
+        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, 0, 0, 0) == -1 && errno == EFAULT,
+        prctl(PR_SET_SECCOMP, 7, 0, 0, 0) == -1 && errno == EINVAL,
+    };
+    for (int i = 0; i < 4; i++) printf("%d", probes[i]);
+    printf("\n");
+    phase();
+    return 0;
+}
+"""
+
+
+def test_asking_what_seccomp_supports_is_no_restriction(build, lib):
+    """A program that only probes seccomp (libseccomp's seccomp_api_get makes these calls,
+    each refused by the kernel, nothing installed) is measured and reported as any other:
+    corecast stopped for good at the first probe, said the program restricted its system
+    calls, and reported nothing."""
+    exe = build("seccomp_probe", SECCOMP_PROBE_C, "-pthread")
+    plain = subprocess.run([str(exe)], env=clean_env(), capture_output=True, timeout=HANG)
+    measured = subprocess.run([str(exe)], env=clean_env(LD_PRELOAD=str(lib)), capture_output=True, timeout=HANG)
+    assert plain.returncode == measured.returncode == 0
+    assert measured.stdout == plain.stdout == b"1111\n"
+    assert b"seccomp" not in measured.stderr, measured.stderr
+    assert b"corecast: pid " in measured.stderr, measured.stderr
