@@ -367,6 +367,7 @@ void cc_put(struct cc_buf *b, const char *fmt, ...) __attribute__((format(printf
 void cc_put_str(struct cc_buf *b, const char *s) CC_HIDDEN;
 void cc_put_cell(struct cc_buf *b, const char *s, int width) CC_HIDDEN;
 void cc_put_cost(struct cc_buf *b, double percent) CC_HIDDEN; /* "estimated cost 0.8%" or "saving" */
+void cc_put_steering(struct cc_buf *b, int own, int now, int chosen, int steps, double gain, const char *reason) CC_HIDDEN;
 void cc_put_decimal(char **p, long v) CC_HIDDEN; /* async-signal-safe digits, for /proc paths */
 void cc_symbol_name(const void *addr, char *name, size_t nsize, char *object, size_t osize);
 /* The program's CPU time (corecast's own left out) and run-queue wait, the latter split

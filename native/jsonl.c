@@ -171,9 +171,10 @@ static void json_region(struct cc_buf *b, const struct cc_sample *s, const struc
          * since when if they still were at the end */
         if (cc_settle_uncounted_s(s->elapsed_s) > 0)
             cc_put(b, ",\"sync_uncounted_s\":%.4g", cc_settle_uncounted_s(s->elapsed_s));
-        if (cc_settle_stopped_s() > 0)
-            cc_put(b, ",\"sync_counted_until_s\":%.4g", cc_settle_stopped_s());
-        if (cc_settle_stopped_s() > 0 && cc_settle_stop_scheduled_s() >= 0) /* sampler time, step to stop */
+        double stopped = cc_settle_stopped_by_s(s->elapsed_s);
+        if (stopped > 0)
+            cc_put(b, ",\"sync_counted_until_s\":%.4g", stopped);
+        if (stopped > 0 && cc_settle_stop_scheduled_s() >= 0) /* sampler time, step to stop */
             cc_put(b, ",\"sync_stop_scheduled_s\":%.4g", cc_settle_stop_scheduled_s());
         cc_put(b, "}");
     }

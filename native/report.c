@@ -160,20 +160,14 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
         const struct cc_region_prediction *p = &r->regions[i];
         if (!strcmp(g->name, "process") || !cc_region_active(g))
             continue;
-        if (p->steer_chosen) {
-            cc_put(&b, "steering ");
-            cc_put_cell(&b, g->name, -1);
-            cc_put(&b, ": %d threads (the program's own: %d) after %d steps, measured %+.0f%%\n", p->steer_chosen,
-                g->requested, p->steer_steps, 100 * p->steer_gain);
-        } else if (p->steer_reason[0]) {
-            char why[sizeof p->steer_reason + 1];
-            snprintf(why, sizeof why, "%.*s", (int)strnlen(p->steer_reason, sizeof p->steer_reason), p->steer_reason);
-            cc_put(&b, "steering ");
-            cc_put_cell(&b, g->name, -1);
-            cc_put(&b, ": not explored, %d threads kept: ", g->requested > 0 ? g->requested : g->threads);
-            cc_put_cell(&b, why, -1);
-            cc_put(&b, "\n");
-        }
+        char why[sizeof p->steer_reason + 1];
+        snprintf(why, sizeof why, "%.*s", (int)strnlen(p->steer_reason, sizeof p->steer_reason), p->steer_reason);
+        cc_put(&b, "steering ");
+        cc_put_cell(&b, g->name, -1);
+        cc_put(&b, ": ");
+        cc_put_steering(&b, g->requested > 0 ? g->requested : g->threads, g->steered_to, p->steer_chosen,
+                        p->steer_steps, p->steer_gain, why);
+        cc_put(&b, "\n");
     }
     if (ok && cc_settle_uncounted_s(s->elapsed_s) > 0)
         cc_put(&b, "corecast: critical sections, atomics and OpenMP locks not counted for %.2f s of the run, once %s; "

@@ -183,6 +183,7 @@ static void *sampler_main(void *arg) {
                 wait_ms = lock_look;
             continue;
         }
+        double look_s = sample.elapsed_s; /* when the model starts: before its interpreter's start */
         if (steer && !model_started && cc_convoy_first_steps(&sample, refs, scheduled_s)) {
             /* The interpreter starts first (tens of ms, the program at the new count
              * meanwhile); the model's first answer then reads that time too: its window at
@@ -193,7 +194,7 @@ static void *sampler_main(void *arg) {
             cc_build_sample(&sample, 0, refs);
         }
         if (steer && !model_started)
-            stats.model_started_s = sample.elapsed_s;
+            stats.model_started_s = look_s;
         model_started |= steer;
         cc_result_clear(&result, sample.nregions);
         __atomic_store_n(&stats.model_runs, stats.model_runs + 1, __ATOMIC_RELAXED);

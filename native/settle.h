@@ -47,6 +47,8 @@ int cc_settle_own_counts(const struct cc_sample *s, struct cc_region *const *ref
 int cc_settle_counting_costs(const struct cc_sample *s);
 /* Elapsed seconds at which counting stopped; 0: it is counting. */
 double cc_settle_stopped_s(void);
+/* cc_settle_stopped_s where counting stopped by ``elapsed_s`` (a sample's); else 0. */
+double cc_settle_stopped_by_s(double elapsed_s);
 /* Seconds of the run so far (``elapsed_s``) in which sections were not counted. */
 double cc_settle_uncounted_s(double elapsed_s);
 /* Adds to a region's sample the counts of its calls since counting stopped, at the rate

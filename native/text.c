@@ -137,6 +137,20 @@ void cc_put_cost(struct cc_buf *b, double percent) {
         cc_put(b, "estimated cost %.2g%%", percent);
 }
 
+/* What steering did to a region, for its report line (without the name): the count it
+ * settled on, why it never explored, or, where the run ended first, the count its last
+ * step left in force: a region run mostly at fewer threads than it asked for had no line
+ * when it was still exploring at the exit.  ``now``: the cap in force (0: none). */
+void cc_put_steering(struct cc_buf *b, int own, int now, int chosen, int steps, double gain, const char *reason) {
+    if (chosen)
+        cc_put(b, "%d threads (the program's own: %d) after %d steps, measured %+.0f%%", chosen, own, steps, 100 * gain);
+    else if (reason[0] && (!now || now == own))
+        cc_put(b, "not explored, %d threads kept: %s", own, reason);
+    else
+        cc_put(b, "still exploring at the end: %d threads (the program's own: %d) after %d steps", now ? now : own,
+               own, steps);
+}
+
 /* A JSON string of a name from outside (valid UTF-8 whatever its bytes). */
 void cc_put_str(struct cc_buf *b, const char *s) {
     char tmp[6 * 1024 + 3];

@@ -2,7 +2,9 @@
 fewer threads, the program's output stays the same, and steering never adds threads."""
 from __future__ import annotations
 
-from .helpers import EXAMPLES, clean_env, events, read_lines, run
+import ctypes
+
+from .helpers import EXAMPLES, NATIVE_SOURCE, clean_env, events, read_lines, run
 
 CALLS = "8000"
 
@@ -54,3 +56,83 @@ def test_without_steering_the_team_is_the_programs(build, lib, tmp_path):
     (region,) = events(read_lines(out), "region")
     assert {t["threads"] for t in region["by_team"]} == {2}
     assert "steering" not in region
+
+
+STEP_THEN_EXIT = r"""
+/* A critical-section convoy that ends 20 calls after steering first ran it at fewer threads
+ * than it asked for: its exit falls while steering's model is still starting. */
+#include <omp.h>
+#include <stdio.h>
+
+int main(void) {
+    int seen = 0, c = 0;
+    long shared = 0;
+    for (; c < 200000 && seen < 20; c++) {
+        int team = 0;
+#pragma omp parallel
+        {
+#pragma omp single
+            team = omp_get_num_threads();
+#pragma omp for schedule(static)
+            for (int i = 0; i < 4000; i++) {
+#pragma omp critical
+                shared += (i ^ c) & 7;
+            }
+        }
+        seen += team < omp_get_max_threads();
+    }
+    printf("stepped %d\n", seen);
+    return 0;
+}
+"""
+
+
+def test_a_hand_back_after_the_exits_sample_leaves_that_sample_counted(build, lib, tmp_path):
+    # The exit builds its sample, then waits for the sampler's window still in the model
+    # (the convoy's interpreter start); that window's answer may hand the section wrappers
+    # back after the exit's sample.  The summary then said -0.01 to -0.04 s were not counted,
+    # the region that counting stopped after the run's end, and the model started after the
+    # program had ended (it was stamped after its interpreter's start), in 6 of 6 runs.
+    prog = build("step_then_exit", STEP_THEN_EXIT, "-fopenmp")
+    out = tmp_path / "cc.jsonl"
+    proc = run([prog], env=clean_env(OMP_NUM_THREADS="2"), preload=lib, output=out, steer="1")
+    assert proc.returncode == 0, proc.stderr
+    lines = read_lines(out)
+    (summary,) = events(lines, "summary")
+    (region,) = events(lines, "region")
+    end = summary["elapsed_s"]
+    assert proc.stdout == b"stepped 20\n"  # the program saw the step
+    assert summary["sampler"]["sync_uncounted_s"] >= 0
+    assert region["steering"].get("sync_uncounted_s", 0) >= 0
+    assert region["steering"].get("sync_counted_until_s", 0) <= end
+    assert 0 < summary["sampler"]["model_started_s"] <= end
+    assert "not counted for -" not in proc.stderr.decode()
+    assert region["steering"]["now"] == 1
+
+
+STEER_LINE_C = r"""
+#include "text.c"
+static struct cc_buf buf;
+const char *line(int own, int now, int chosen, int steps, double gain, const char *why) {
+    buf.len = 0;
+    cc_put_steering(&buf, own, now, chosen, steps, gain, why);
+    buf.data[buf.len] = 0;
+    return buf.data;
+}
+"""
+
+
+def test_a_region_still_exploring_at_the_end_has_a_steering_line(build):
+    # A region steering ran at fewer threads, whose search had not settled when the program
+    # ended (omp_slowdown 300: 291 of its 300 calls at 1 thread of 2), had no line at all:
+    # the report named only settled and never-explored regions.
+    so = ctypes.CDLL(str(build("steer_line.so", STEER_LINE_C, "-shared", "-fPIC", f"-I{NATIVE_SOURCE}")))
+    so.line.restype = ctypes.c_char_p
+    so.line.argtypes = [ctypes.c_int] * 4 + [ctypes.c_double, ctypes.c_char_p]
+    assert so.line(2, 1, 0, 1, 0.0, b"") == b"still exploring at the end: 1 threads (the program's own: 2) after 1 steps"
+    # a convoy's first step (taken in C) in force, never measured by a window of the model
+    assert so.line(4, 2, 0, 0, 0.0, b"not measured yet") == \
+        b"still exploring at the end: 2 threads (the program's own: 4) after 0 steps"
+    assert so.line(2, 1, 1, 1, 2.5, b"") == b"1 threads (the program's own: 2) after 1 steps, measured +250%"
+    assert so.line(2, 0, 0, 0, 0.0, b"too early") == b"not explored, 2 threads kept: too early"
+    assert so.line(2, 2, 0, 0, 0.0, b"too early") == b"not explored, 2 threads kept: too early"
