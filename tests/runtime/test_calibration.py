@@ -321,6 +321,22 @@ def test_calibrate_with_fewer_threads_than_asked_is_one_line(tmp_path):
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "fewer than 2 threads" in out.stderr
 
 
+def test_calibrate_into_a_missing_folder_says_so_before_measuring(tmp_path, monkeypatch, capsys):
+    # Like sweep's outputs: the whole measurement ran first, then "cannot write the
+    # calibration: No such file or directory".
+    from corecast import cli
+    from corecast.tools import calibrate as cal
+
+    def measured(*args, **kwargs):
+        raise AssertionError("measured before the output's folder was checked")
+
+    monkeypatch.setattr(cal, "measure", measured)
+    path = tmp_path / "missing" / "c.json"
+    assert cli.main(["calibrate", "--max", "1", "--quick", "-o", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err == f"corecast: error: {path}: its folder does not exist\n"
+
+
 def test_calibrate_into_a_folder_is_one_line(tmp_path):
     out = corecast("calibrate", "--max", "1", "--quick", "-o", str(tmp_path))
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "Traceback" not in out.stderr

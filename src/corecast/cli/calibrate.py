@@ -46,6 +46,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise CliError(f"cannot make the folder for the calibration: {exc.strerror or exc}",
                            os.path.dirname(path)) from None
+    elif path != STDIO and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+        raise CliError("its folder does not exist", path)  # one line now, not after the measurement
     try:
         cal = measure(args.max, quick=args.quick)
     except CalibrateError as exc:
