@@ -214,6 +214,29 @@ def test_an_unexplored_region_keeps_its_count_and_says_why():
     assert steer.reason == "not measured yet" and steer.chosen() is None
 
 
+def test_a_region_no_window_reached_says_why_at_the_exit():
+    # The C side starts no model where no region can pay for it, so the exit's answer is
+    # the first the model sees: an efficient region measured over the whole run (a compute
+    # loop at 2 threads, 0.6 s; each rank of mpi_omp_hybrid) read "not measured yet".
+    from corecast.model.runtime.predictor import predict_window
+
+    def at_exit(per_call, stall_share, category):
+        sim = SimRegion(16, per_call, stall_share, category=category)
+        calls = 1000
+        sim.hist = {16: [calls, calls * per_call(16)]}
+        sim.stalls = stall_share(16) * 16 * calls * per_call(16)
+        region = sim.record()
+        (pred,) = predict_window([region], 16, 16, 16, sim.histories, final=True)
+        steer = RegionSteer(16)
+        steer.judge_at_exit(sim.histories[("main._omp_fn.0", "sim")], region, pred, 1.0, 0.2)
+        return steer
+
+    steer = at_exit(scaling, lambda k: 0.02, "imbalance")
+    assert steer.reason.startswith("efficient (") and steer.chosen() is None and steer.steps == 0
+    convoy_steer = at_exit(convoy, lambda k: 0.6, "critical")
+    assert convoy_steer.reason == "no window reached the model"  # the guard would explore it
+
+
 def test_a_borne_out_model_settles_without_the_tuners_other_seeds():
     # omp_slowdown as measured on 16 cores (benchmarks/device16: 0.28 s at 1 thread, 3.8 s
     # at 16).  The model prefers 1; once 1 thread is measured faster than the model said,

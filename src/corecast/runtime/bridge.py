@@ -68,6 +68,8 @@ def _steer(ffi: object, region: RegionSample, pred: TeamPrediction, sample: obje
     steer = _steering.get(key)
     if steer is None:
         steer = _steering[key] = RegionSteer(region["requested"])
+        if sample.final:  # no window's answer reached it
+            steer.judge_at_exit(history, region, pred, sample.elapsed_s, sample.window_s)
     if not sample.final:
         out.next_threads = steer.step(history, region, pred, sample.elapsed_s, sample.window_s)
     out.steer_chosen = steer.chosen() or 0

@@ -123,6 +123,18 @@ class RegionSteer:
             self.steps += 1
         return nxt
 
+    def judge_at_exit(self, history: RegionHistory, region: RegionSample, pred: TeamPrediction, elapsed_s: float,
+                      window_s: float) -> None:
+        """Why a region that no window's answer reached was not explored, by the guard's
+        rule over the whole run: the C side started no model (native/steer_start.c found no
+        region that could pay for it), or the run ended before its first answer.  Its reason
+        read "not measured yet" for a region measured over the whole run (a compute loop at
+        2 threads, 0.6 s; each rank of mpi_omp_hybrid)."""
+        if self.tuner is not None or self.steps:
+            return
+        verdict = guard(self.own, history.perf(self.own), region, pred, elapsed_s, window_s)
+        self.reason = verdict if isinstance(verdict, str) else "no window reached the model"
+
     def _model_borne_out(self) -> bool:
         """Whether the best measured count gained at least what the window model predicted
         for its fastest count, tried first (the low end of its band, within noise): the
