@@ -504,6 +504,26 @@ def test_regions_below_share_are_left_out():
     assert big["predictions"][-1]["threads"] == 8 and big["bottleneck"] == "imbalance"
 
 
+def test_a_region_not_predicted_names_no_bottleneck():
+    # A region that ran at one count only (a phase a program runs only with 2 threads or
+    # more) is listed unpredicted: its bottleneck cell read "none", as for a region whose
+    # every category was predicted below the clock's resolution.
+    from corecast.views.sweeptable import _region_lines
+
+    measured = [{"threads": 1, "time_s": 1.0}, {"threads": 2, "time_s": 0.6}]
+    predicted = [{"threads": 4, "value": 0.5, "speedup": 2.0}]
+    regions = [{"name": "b._omp_fn.0", "share": 0.44, "measured": [{"threads": 2, "time_s": 0.1}],
+                "predictions": [], "preferred_threads": None, "fastest_threads": None, "bottleneck": None,
+                "warnings": ["measured at 1 count(s) with a positive time; not predicted"]},
+               {"name": "a._omp_fn.0", "share": 0.5, "measured": measured, "predictions": predicted,
+                "preferred_threads": 2, "fastest_threads": 4, "bottleneck": None, "warnings": []}]
+    lines = _region_lines({"regions": regions, "measured": measured, "predictions": predicted})
+    (b,) = [line for line in lines if line.lstrip().startswith("b._omp_fn.0")]
+    (a,) = [line for line in lines if line.lstrip().startswith("a._omp_fn.0")]
+    assert b.split()[-1] == "-" and "none" not in b
+    assert a.split()[-1] == "none"
+
+
 def fake_topology(root: Path, cpus: dict[int, tuple[int, int, str]]) -> str:
     """cpu -> (package, core, thread_siblings_list) under root/devices/system/cpu."""
     for cpu, (package, core, siblings) in cpus.items():

@@ -129,7 +129,7 @@ def _region_lines(result: dict) -> list[str]:
                      " ".join(_seconds(at[m["threads"]]) if m["threads"] in at else "-" for m in result["measured"]),
                      _seconds(last["value"]) if last else "-", speedup_cell(last['speedup']) if last else "-",
                      str(r["preferred_threads"] or "-"), str(r.get("fastest_threads") or "-"),
-                     r["bottleneck"] or "none"])
+                     r["bottleneck"] or ("none" if last else "-")])  # none predicted, or no prediction
     lines = ["", f"regions taking at least {MIN_REGION_SHARE:.0%} of the run (own time, summed over processes):"]
     lines += _align([header + [""] for header in [header]] + [row + [""] for row in rows])
     lines += [f"warning: region {r['name']}: {w}" for r in regions for w in r["warnings"]]
