@@ -391,7 +391,6 @@ double cc_slot_cpu_s(const struct cc_thread *t) CC_HIDDEN;
 int cc_host_is_python(void);
 int cc_holds_python(void); /* the calling thread holds the Python host's interpreter */
 const char *cc_library_file(void) CC_HIDDEN; /* this library's path as loaded; NULL: unknown */
-
 /* Resolving real functions: in the caller's own library first (wheels load private
  * libgomp copies RTLD_LOCAL), then RTLD_NEXT. */
 void *cc_resolve(const char *name, const void *caller);

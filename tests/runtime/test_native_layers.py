@@ -186,7 +186,8 @@ def test_no_call_loop():
 
 
 def test_files_under_400_lines_or_say_why():
-    for f in sources():
+    headers = sorted(p for d in DIRS for p in (ROOT / d).glob("*.h"))  # corecast.h reached 401 unseen
+    for f in sources() + headers:
         lines = f.read_text().splitlines()
         if len(lines) > MAX_LINES:
             assert "over 400 lines" in "\n".join(lines[:3]), f"{_rel(f)}: {len(lines)} lines, no reason given"
