@@ -283,6 +283,43 @@ def test_target_8_gives_8_predictions(omp_critical, omp_baseline, lib, tmp_path)
     assert "up to 8 threads" in proc.stderr.decode()
 
 
+def exit_table(stderr: bytes, bottlenecks: dict[str, str]) -> tuple[list[int], dict[str, list[str]]]:
+    """The exit table's S@ counts and, for each row label in ``bottlenecks`` (label ->
+    its bottleneck, which ends the row), the row's cells after the stalls: the S@ values,
+    the band and the fastest count."""
+    lines = stderr.decode().splitlines()
+    head = next(line for line in lines if "band@" in line)
+    counts = [int(cell[2:]) for cell in head.split() if cell.startswith("S@")]
+    rows = {}
+    for label, bottleneck in bottlenecks.items():
+        (line,) = [line for line in lines if line.startswith(label + " ")]
+        assert line.rstrip().endswith(" " + bottleneck), line
+        rows[label] = line.rstrip()[:-len(bottleneck)].split()[-(len(counts) + 2):]
+    return counts, rows
+
+
+def test_the_exit_table_shows_the_json_lines_numbers(omp_critical, lib, tmp_path):
+    """The table (report.c) and the JSON Lines (jsonl.c) print one result: each S@ cell,
+    the band at the target and the fastest count are the JSON's, to the digits shown
+    (the table's 2 decimals, the JSON's 4 significant digits)."""
+    out = tmp_path / "cc.jsonl"
+    proc = corecast_run(["--target", "16", "--json-out", str(out)], [omp_critical, OMP_ITERATIONS],
+                        env=clean_env(**OMP_ENV))
+    assert proc.returncode == 0, proc.stderr
+    lines = events(read_lines(out), "region") + events(read_lines(out), "process")
+    labels = {("process (openmp)" if d["name"] == "process" else f"{d['name']} ({d['object']})"): d for d in lines}
+    counts, rows = exit_table(proc.stderr, {label: d["future_bottleneck"] for label, d in labels.items()})
+    assert counts == [2, 4, 8, 16] and len(rows) == 2
+    shown = lambda x: pytest.approx(x, abs=0.0051 + 5e-4 * abs(x))  # noqa: E731
+    for label, d in labels.items():
+        *speedups, band, fastest = rows[label]
+        at = {p["threads"]: p for p in d["predicted"]}
+        assert [float(c) for c in speedups] == [shown(at[n]["speedup"]) for n in counts], label
+        low, high = (float(c) for c in band.split("-"))
+        assert (low, high) == (shown(at[16]["low"]), shown(at[16]["high"])) and low < high, label
+        assert int(fastest) == d["preferred_threads"], label
+
+
 def test_quiet_writes_json_but_no_report(omp_critical, omp_baseline, lib, tmp_path):
     out = tmp_path / "cc.jsonl"
     proc = corecast_run(["--quiet", "--json-out", str(out)], [omp_critical, OMP_ITERATIONS],
