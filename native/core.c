@@ -20,26 +20,21 @@
 
 #include "corecast.h"
 
-_Static_assert(sizeof(((struct cc_sample *)0)->regions) / sizeof(struct cc_region_sample) ==
-                   CC_MAX_REGIONS, "model_abi.h: regions[] must hold CC_MAX_REGIONS");
-_Static_assert(sizeof(((struct cc_region_sample *)0)->stall_s) / sizeof(double) == CC_NSTALL,
-               "model_abi.h: stall_s[] must hold CC_NSTALL");
-_Static_assert(sizeof(((struct cc_sample *)0)->counters) / sizeof(double) == CC_NCTR,
-               "model_abi.h: counters[] must hold CC_NCTR");
-_Static_assert(sizeof(((struct cc_region_prediction *)0)->threads) / sizeof(int) == CC_MAX_PRED,
-               "model_abi.h: threads[] must hold CC_MAX_PRED");
-_Static_assert(sizeof(((struct cc_numa_counts *)0)->node_cpus) / sizeof(int) == CC_MAX_NODES,
-               "model_abi.h: node_cpus[] must hold CC_MAX_NODES");
-_Static_assert(sizeof(((struct cc_numa_counts *)0)->bus) / sizeof(double) == CC_MAX_NODES,
-               "model_abi.h: bus[] must hold CC_MAX_NODES");
-_Static_assert(sizeof(((struct cc_numa_counts *)0)->mct) / sizeof(double) == CC_MAX_NODES,
-               "model_abi.h: mct[] must hold CC_MAX_NODES");
-_Static_assert(sizeof(((struct cc_region_prediction *)0)->node_cores) / sizeof(int) == CC_MAX_NODES,
-               "model_abi.h: node_cores[] must hold CC_MAX_NODES");
-_Static_assert(sizeof(((struct cc_region_prediction *)0)->node_speedup) / sizeof(double) == CC_MAX_NODES,
-               "model_abi.h: node_speedup[] must hold CC_MAX_NODES");
-_Static_assert(sizeof(((struct cc_region_prediction *)0)->numa_json) == CC_NUMA_JSON,
-               "model_abi.h: numa_json[] must hold CC_NUMA_JSON");
+/* The arrays model_abi.h declares hold what the code indexes them with. */
+#define CC_HOLDS(type, field, n)                                                              \
+    _Static_assert(sizeof(((type *)0)->field) / sizeof(((type *)0)->field[0]) == (n),         \
+                   "model_abi.h: " #field "[] must hold " #n)
+CC_HOLDS(struct cc_sample, regions, CC_MAX_REGIONS);
+CC_HOLDS(struct cc_region_sample, stall_s, CC_NSTALL);
+CC_HOLDS(struct cc_sample, counters, CC_NCTR);
+CC_HOLDS(struct cc_region_prediction, threads, CC_MAX_PRED);
+CC_HOLDS(struct cc_numa_counts, node_cpus, CC_MAX_NODES);
+CC_HOLDS(struct cc_numa_counts, bus, CC_MAX_NODES);
+CC_HOLDS(struct cc_numa_counts, mct, CC_MAX_NODES);
+CC_HOLDS(struct cc_region_prediction, node_cores, CC_MAX_NODES);
+CC_HOLDS(struct cc_region_prediction, node_speedup, CC_MAX_NODES);
+CC_HOLDS(struct cc_region_prediction, numa_json, CC_NUMA_JSON);
+#undef CC_HOLDS
 _Static_assert(CC_NUMA_MCT + 1 == CC_NUMA_NROLES, "corecast.h: CC_NUMA_NROLES must cover CC_NUMA_*");
 
 const char *const CC_STALL_NAMES[CC_NSTALL] = {

@@ -288,6 +288,7 @@ struct cc_region *cc_regions(int *n);
 /* ---- sampler, model, report ---------------------------------------------------- */
 void cc_sampler_start(void);
 void cc_sampler_stop(void);
+void cc_sampler_park(int timeout_ms); /* stops it, awaits the end of its window */
 /* The exit prediction, made by the sampler thread.  Unless ANSWERED, ``r`` stays the
  * sampler's (it may still write there). */
 enum cc_final_outcome { CC_FINAL_PENDING, CC_FINAL_ANSWERED, CC_FINAL_FAULTED, CC_FINAL_TIMEOUT, CC_FINAL_NO_SAMPLER,
@@ -344,7 +345,7 @@ locale_t cc_c_locale(void);
 int cc_own_descriptor_table(const int *keep, int n);
 void cc_channel_before_release(int lo, int hi);
 int cc_channel_origin_released(void); /* no low descriptor of the program is the original stderr */
-void cc_channel_window_check(void);
+void cc_channel_window_check(int let_go); /* let_go: drop the copy now */
 int cc_channel_held_here(void);
 int cc_own_table_here(void);
 void cc_channel_serving(void);

@@ -129,9 +129,9 @@ static void json_region(struct cc_buf *b, const struct cc_sample *s, const struc
     for (int i = 0; i < np && i < CC_MAX_PRED; i++)
         cc_put(b, "%s{\"threads\":%d,\"speedup\":%.4g,\"low\":%.4g,\"high\":%.4g}", i ? "," : "",
             p->threads[i], p->speedup[i], p->low[i], p->high[i]);
-    cc_put(b, "],\"preferred_threads\":");
+    cc_put(b, "],\"fastest_threads\":");
     if (np)
-        cc_put(b, "%d,\"basis\":", p->preferred);
+        cc_put(b, "%d,\"basis\":", p->fastest);
     else
         cc_put(b, "null,\"basis\":");
     cc_put_str(b, np ? p->basis : "");

@@ -266,6 +266,22 @@ void cc_exec_report(char *const envp[]) {
     cc_final();
 }
 
+/* A seccomp filter may end the process at any call it forbids, and corecast's are not the
+ * program's (its /proc reads, perf_event_open, the descriptor table's unshare, the model's
+ * imports): a filter that allowed all the program needed killed it with SIGSYS at the
+ * sampler's next window or at the exit report.  So nothing of corecast's runs once the
+ * program restricts itself: a line says so, the sampler stops (awaited as the exit awaits
+ * its answer: a model run is not cut short) and the exit reports nothing. */
+void cc_before_restrict(void) {
+    if (!cc_ready || cc_cfg.disabled || getpid() != cc_pid) /* a vfork child shares our memory */
+        return;
+    cc_warn("the program restricts its system calls (seccomp) from here: corecast stops measuring "
+            "and reports nothing for this process");
+    cc_sampler_park(cc_cfg.exit_timeout_ms);
+    cc_cfg.disabled = 1; /* every wrapper passes straight through, the exit says nothing */
+    __atomic_store_n(&cc_active, 0, __ATOMIC_SEQ_CST);
+}
+
 static void final_at_exit(void) { cc_final(); }
 
 static void final_on_exit(int status, void *arg) {

@@ -12,5 +12,7 @@ void cc_final(void); /* cc_exit_report(-1, 0) */
 /* An exec of this image with ``envp``: its report, unless nothing ran in parallel and the
  * next image, the same pid, is preloaded too (then that one speaks for the pid). */
 void cc_exec_report(char *const envp[]) __attribute__((visibility("hidden")));
+/* The program is about to restrict its system calls (seccomp): corecast stops for good. */
+void cc_before_restrict(void) __attribute__((visibility("hidden")));
 
 #endif

@@ -11,7 +11,7 @@
 /* Version of the JSON Lines records (CORECAST_OUTPUT, docs/recording.md) that `corecast
  * replay` reads; 1: the records written before they carried "schema".  Same number:
  * corecast.recording.record.SCHEMA. */
-#define CC_SAMPLE_SCHEMA 4
+#define CC_SAMPLE_SCHEMA 5
 #define CC_MAX_REGIONS 128
 #define CC_MAX_PRED 64
 #define CC_NAME_LEN 96
@@ -175,7 +175,7 @@ struct cc_region_prediction {
     double speedup[64];
     double low[64];
     double high[64];
-    int preferred;
+    int fastest;              /* fewest threads within 1% of the best speedup */
     char basis[96];           /* how it was predicted, e.g. "bound: Amdahl/work-span" */
     char fitted[96];          /* comma-separated inputs the model fitted, not measured */
     char bottleneck[32];      /* stall category expected to dominate at the target */
@@ -186,10 +186,10 @@ struct cc_region_prediction {
     int nnodes;
     int node_cores[16];       /* cores at 1..nnodes nodes */
     double node_speedup[16];  /* relative to the region alone on one node */
-    int preferred_nodes;
+    int fastest_nodes;
     char numa_basis[96];      /* e.g. "two-level queue, fitted: bus,llc,mct" */
     /* JSON object members for the region's event, written by the model, e.g.
-     * "predicted_nodes":[...],"preferred_nodes":4,"numa":{...}; "" if none. */
+     * "predicted_nodes":[...],"fastest_nodes":4,"numa":{...}; "" if none. */
     char numa_json[4096];
     /* Steering (ABI 5): windows run at a count other than the program's own while
      * exploring, and why a steered region was never explored ("" once it was). */

@@ -49,10 +49,15 @@ struct cc_real_libc {
     int (*fclose)(FILE *);
     FILE *(*freopen)(const char *, const char *, FILE *);
     FILE *(*freopen64)(const char *, const char *, FILE *);
+    int (*prctl)(int, ...);
+    long (*syscall)(long, ...);
 };
 extern struct cc_real_libc cc_libc;
 void cc_libc_init(void);
 #define CC_LIBC(name) (__builtin_expect(cc_libc.name != 0, 1) ? cc_libc.name : (cc_libc_init(), cc_libc.name))
+/* A thread of corecast's (the sampler, the keeper): it never keeps the process alive, and
+ * never returns. */
+int cc_own_thread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
 
 typedef void (*cc_outlined_fn)(void *);
 

@@ -134,7 +134,7 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
         else
             cc_put(&b, CC_COL_BAND_NONE, "-");
         if (ok && p->npred) {
-            cc_put(&b, CC_COL_FASTEST, p->preferred);
+            cc_put(&b, CC_COL_FASTEST, p->fastest);
             cc_put_cell(&b, p->bottleneck[0] ? p->bottleneck : "-", -1);
             cc_put(&b, "\n");
         }
@@ -144,7 +144,7 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
             cc_put(&b, "    nodes:");
             for (int k = 0; k < p->nnodes && k < CC_MAX_NODES; k++)
                 cc_put(&b, "%s%d:%.2f", k ? "  " : " ", k + 1, p->node_speedup[k]);
-            cc_put(&b, "  fastest %d", p->preferred_nodes); /* the best node count: predict's "fastest" */
+            cc_put(&b, "  fastest %d", p->fastest_nodes);
             if (p->numa_basis[0]) {
                 char basis[sizeof p->numa_basis + 1];
                 snprintf(basis, sizeof basis, "%.*s", (int)strnlen(p->numa_basis, sizeof p->numa_basis), p->numa_basis);

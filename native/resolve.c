@@ -54,11 +54,40 @@ void cc_libc_init(void) {
     R(freopen);
     R(freopen64);
     R(pthread_create);
+    R(prctl);
+    R(syscall);
     /* Last: CC_LIBC() tests this one to know the table is complete. */
     __atomic_store_n(&cc_libc.pthread_mutex_lock, cc_resolve_next("pthread_mutex_lock", NULL),
                      __ATOMIC_RELEASE);
 #undef R
 #undef RV
+}
+
+/* ---- corecast's own threads ------------------------------------------------------- */
+/* When main leaves by pthread_exit, glibc ends the process with exit(0) as the last thread
+ * ends, by its count of the threads pthread_create made (__nptl_nthreads, private to glibc
+ * as the _IO_list_all lifecycle.c reads is).  The sampler and the keeper never end: counted,
+ * they kept such a program from ever exiting, and, blocking every signal, from a SIGTERM
+ * too.  So they are taken off that count; another C library: as before. */
+static unsigned *thread_count(void) {
+    static unsigned *count;
+    static int looked;
+    if (!__atomic_load_n(&looked, __ATOMIC_ACQUIRE)) {
+        __atomic_store_n(&count, (unsigned *)dlsym(RTLD_DEFAULT, "__nptl_nthreads"), __ATOMIC_RELAXED);
+        __atomic_store_n(&looked, 1, __ATOMIC_RELEASE);
+    }
+    return __atomic_load_n(&count, __ATOMIC_RELAXED);
+}
+
+/* Called by a program thread, which stays counted meanwhile: the count cannot reach 0.
+ * Ours never return: ending, glibc would count one off again and, at 0, run the program's
+ * exit on it (in its own descriptor table) while the program's last thread exits. */
+int cc_own_thread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg) {
+    unsigned *count = thread_count();
+    int r = CC_LIBC(pthread_create)(th, attr, fn, arg);
+    if (r == 0 && count)
+        __atomic_sub_fetch(count, 1, __ATOMIC_ACQ_REL);
+    return r;
 }
 
 /* ---- object ranges ----------------------------------------------------------------- */

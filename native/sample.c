@@ -134,8 +134,12 @@ static unsigned long long fill_region(struct cc_region_sample *o, struct cc_regi
  * mostly wait (pigz's reader and writer, idle workers) are not: a thread counts when its
  * CPU time is at least TEAM_SHARE of the second busiest thread's (not the busiest: a
  * leader that also runs the serial part would push its workers out).  Threads that ended
- * before the sampler saw them count.  0 when fewer than two CPU times are known. */
+ * before the sampler saw them count.  0 when fewer than two CPU times are known.  1 when
+ * the second busiest did under ONE_THREAD_SHARE of the busiest's and none ended unseen:
+ * helpers that only wait (an MPI library's progress thread: 0.2%; a pool never fed:
+ * microseconds) are no team, and the model says it has no evidence of one (issue #38). */
 #define TEAM_SHARE 0.25
+#define ONE_THREAD_SHARE 0.01
 
 /* ``unseen`` threads ran without a slot (they never called a wrapped function): they
  * share what the process's CPU time ``cpu_s`` holds beyond the listed threads'. */
@@ -163,7 +167,11 @@ static int team_of(const struct cc_thread *t, int k, int unseen, double cpu_s) {
             second = c;
         }
     }
-    if (known < 2 || second <= 0)
+    if (known < 2 || first <= 0)
+        return 0;
+    if (second < ONE_THREAD_SHARE * first && known == n)
+        return 1;
+    if (second <= 0)
         return 0;
     int team = 0;
     for (int i = 0; i < n; i++)

@@ -42,6 +42,8 @@ struct cc_sampler_stats cc_sampler_stats(void) {
 enum { CMD_NONE, CMD_FINAL, CMD_STOP };
 static int sampler_cmd;    /* futex word: what the exiting thread asks */
 static int final_state;    /* futex word: an enum cc_final_outcome */
+static int parked;         /* futex word: the sampler's windows are over */
+static int for_good;       /* parked for good (cc_sampler_park): no report will come */
 static struct cc_sample *final_sample; /* its PMU and NUMA counts added here */
 static struct cc_result *final_result;
 
@@ -144,7 +146,7 @@ static void *sampler_main(void *arg) {
             break;
         /* At whole windows only: a short one (settle.c) or the exit's command is no grace
          * for a program that closed its stderr just before it exits (xz). */
-        cc_channel_window_check();
+        cc_channel_window_check(0);
         static struct cc_region *refs[CC_MAX_REGIONS];
         cc_build_sample(&sample, 0, refs);
         int first_call = cc_settle_look(sample.elapsed_s);
@@ -208,8 +210,16 @@ static void *sampler_main(void *arg) {
         }
     }
     /* The exit report, written after this answer, may reach the original stderr only
-     * through this thread's copy: the table must live until the process ends. */
+     * through this thread's copy: the table must live until the process ends.  Parked for
+     * good, it lets the copy go before the program's filter is in: a program that lets its
+     * stderr go later must not find a pipe's reader kept from its end of file. */
+    if (__atomic_load_n(&for_good, __ATOMIC_ACQUIRE))
+        cc_channel_window_check(1);
+    __atomic_store_n(&parked, 1, __ATOMIC_RELEASE);
+    cc_futex(&parked, FUTEX_WAKE_PRIVATE, 1, -1);
     cc_channel_serve();
+    for (;;) /* the process is ending: see cc_own_thread_create */
+        pause();
     return NULL;
 }
 
@@ -234,7 +244,7 @@ void cc_sampler_start(void) {
         pthread_attr_setstacksize(&attr, SAMPLER_STACK);
     struct cc_thread *t = cc_self();
     t->guard++;
-    int r = CC_LIBC(pthread_create)(&sampler, &attr, sampler_main, NULL);
+    int r = cc_own_thread_create(&sampler, &attr, sampler_main, NULL);
     t->guard--;
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -282,11 +292,21 @@ void cc_sampler_stop(void) {
     cc_futex(&sampler_cmd, FUTEX_WAKE_PRIVATE, 1, -1);
 }
 
+/* Stops the sampler and waits up to ``timeout_ms`` for it to be done with its window. */
+void cc_sampler_park(int timeout_ms) {
+    if (!sampler_running)
+        return;
+    __atomic_store_n(&for_good, 1, __ATOMIC_RELEASE);
+    cc_sampler_stop();
+    wait_change(&parked, 0, timeout_ms);
+}
+
 void cc_sampler_after_fork(void) {
     sampler_running = 0;
     sampler_cmd = CMD_NONE;
     final_state = CC_FINAL_PENDING;
     counters_open = 0;
+    parked = for_good = 0;
     sampler_tid = 0;
     stats.windows = stats.model_runs = 0;
     stats.model_started_s = -1;

@@ -159,8 +159,8 @@ def test_plugin_reducers_on_text(reducer, expected):
 def test_plugin_reads_a_file(tmp_path):
     report = tmp_path / "stm.log"
     report.write_text(REPORT)
-    plugin = StallPlugin("aborts", r"aborted cycles = ([0-9.e+]+)", "max", path=str(report))
-    assert plugin.read() == 1500.0
+    plugin = StallPlugin("aborts", "file", r"aborted cycles = ([0-9.e+]+)", "max", path=str(report))
+    assert plugin.read(path=plugin.path) == 1500.0
     assert plugin.read(text="aborted cycles = 7") == 7.0  # captured stdout instead
 
 

@@ -1,6 +1,6 @@
 """The prediction family (corecast.model.scaling): every model's answer is a ScalingPrediction
-with counts, a speedup at each, a band or None, a preferred count among the counts and a
-basis; the runtime's members import without numpy."""
+with counts, a speedup at each, a band or None, a named count among the counts (each
+name with one meaning: ``fastest``, ``preferred``) and a basis; the runtime's members import without numpy."""
 from __future__ import annotations
 
 import subprocess
@@ -39,7 +39,8 @@ def test_each_model_answers_with_a_member_of_the_family():
         assert isinstance(pred, kind) and isinstance(pred, ScalingPrediction)
         counts = [int(n) for n in pred.counts]
         assert len(counts) == len(pred.speedup) > 1 and counts == sorted(counts)
-        assert pred.preferred in counts, kind.__name__
+        named = [getattr(pred, name) for name in ("fastest", "preferred") if hasattr(pred, name)]
+        assert named and all(n is None or n in counts for n in named), kind.__name__
         assert isinstance(pred.basis, str) and pred.basis
         assert isinstance(pred.count_unit, str)
         band = pred.speedup_band()
@@ -65,3 +66,14 @@ def test_runtime_members_import_without_numpy():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"
+
+
+def test_the_runtime_names_its_best_count_fastest():
+    """The runtime's members name the fewest threads within 1% of the best speedup
+    ``fastest``, as predict's JSON and tables do; ``preferred`` is predict's other count
+    (each thread added pays) and would read as that."""
+    for pred in (region_bound(REGION, 16), region_contention(REGION, 16, 16)):
+        assert not hasattr(pred, "preferred")
+        best = max(pred.speedup)
+        i = pred.threads.index(pred.fastest)
+        assert pred.speedup[i] >= 0.99 * best and all(s < 0.99 * best for s in pred.speedup[:i])

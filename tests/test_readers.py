@@ -239,3 +239,13 @@ def test_fit_quality_in_far_off_units(unit):
         q = fit_quality(p * unit, y * unit, params=2)
     assert q["adj_r2"] == pytest.approx(ref["adj_r2"]) and q["smape"] == pytest.approx(ref["smape"])
     assert q["rss"] == (np.inf if unit > 1 else pytest.approx(0.0))
+
+
+def test_predict_on_a_recording_says_replay_reads_it(capsys, tmp_path):
+    """A run's JSON Lines given to predict: it said 'line 2: more than one JSON value;
+    expected a corecast sweep result', which sends a new user looking for a sweep."""
+    rec = tmp_path / "cc.jsonl"
+    rec.write_text(json.dumps({"event": "region", "schema": 4, "pid": 1}) + "\n"
+                   + json.dumps({"event": "summary", "schema": 4, "pid": 1}) + "\n")
+    err = assert_one_line_error(capsys, ["predict", str(rec)])
+    assert "a run's recording" in err and "corecast replay" in err, err

@@ -194,5 +194,5 @@ def test_target_machine_exit_imports_neither_json_nor_re():
     """)
     r = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, timeout=TIMEOUT)
     assert r.returncode == 0, r.stderr
-    assert '"preferred_nodes":2' in r.stdout
+    assert '"fastest_nodes":2' in r.stdout
     assert ast.literal_eval(r.stdout.splitlines()[-1]) == []

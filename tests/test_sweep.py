@@ -456,7 +456,7 @@ def test_format_sweep_lists_failures_and_warnings():
 
 
 def test_run_sweep_api(contend, tmp_path):
-    plug = sweep.PluginSpec("gc", "stdout", r"gc=([0-9.]+)", "max")
+    plug = sweep.StallPlugin("gc", "stdout", r"gc=([0-9.]+)", "max")
     result = sweep.run_sweep([str(contend), "{threads}", str(NCPUS), "gc", str(tmp_path / "gc.log")],
                              threads=[2, 1], repeat=1, upto=4, runtime="pthreads", plugins=[plug])
     check_contract(result, [1, 2], 4)

@@ -130,6 +130,41 @@ def test_replay(capsys, tmp_path):
         capsys, ["numa", "--machine", "opteron6380", "--replay", str(empty)])
 
 
+def test_replay_names_the_count_it_prints(capsys, tmp_path):
+    """Without --efficiency the replayed node count is the fastest and is printed so; with
+    it, the fewest nodes within that share of it, printed as preferred (as the sample
+    report names them).  It was printed as 'fastest' either way."""
+    event = {"event": "region", "name": "loop", "object": "prog",
+             "predicted_nodes": [{"nodes": 1, "cores": 16, "speedup": 1.0}],
+             "numa": {"inputs": {"team_times": [[1, 1.0], [2, 0.55]]}}}
+    path = tmp_path / "run.jsonl"
+    path.write_text(json.dumps(event) + "\n")
+    best = run_json(capsys, "numa", "--machine", "opteron6380", "--replay", str(path), "--json")
+    within = run_json(capsys, "numa", "--machine", "opteron6380", "--replay", str(path), "--json",
+                      "--efficiency", "0.5")
+    k, k_eff = best["regions"][0]["preferred_nodes"], within["regions"][0]["preferred_nodes"]
+    assert k_eff < k  # the premise: the efficiency names another count
+    assert main(["numa", "--machine", "opteron6380", "--replay", str(path)]) == 0
+    assert f"fastest {k}\n" in capsys.readouterr().out
+    assert main(["numa", "--machine", "opteron6380", "--replay", str(path), "--efficiency", "0.5"]) == 0
+    text = capsys.readouterr().out
+    assert f"preferred (within 50%) {k_eff}\n" in text and "fastest" not in text
+
+
+def test_replay_refuses_a_newer_schema(capsys, tmp_path):
+    """numa --replay reads what replay and merge read: a line of a schema this corecast
+    does not know is one error naming it, not predicted as if it were understood."""
+    event = {"event": "region", "schema": 99, "name": "loop", "object": "prog",
+             "predicted_nodes": [{"nodes": 1, "cores": 16, "speedup": 1.0}],
+             "numa": {"inputs": {"team_times": [[1, 1.0], [2, 0.6]]}, "sync": [1.0, 2.0]}}
+    path = tmp_path / "newer.jsonl"
+    path.write_text(json.dumps(event) + "\n")
+    err = assert_one_line_error(capsys, ["numa", "--machine", "opteron6380", "--replay", str(path)])
+    assert "line 1" in err and "schema 99" in err and "newer corecast" in err, err
+    assert main(["replay", str(path)]) == 2  # as replay refuses it
+    capsys.readouterr()
+
+
 def test_machine_commands(capsys, tmp_path):
     assert main(["machine", "presets"]) == 0
     out = capsys.readouterr().out

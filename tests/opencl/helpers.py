@@ -15,7 +15,7 @@ TIMEOUT = 300  # a guard against hangs, never a speed check
 SMALL = ["16384", "4"]  # elements, launches per kernel: quick, still positive device times
 LAUNCHES = 4
 REPORT_HEAD = "corecast: opencl, pid "
-CONTRACT = ("event", "runtime", "name", "calls", "wall_s", "stalls_s", "predicted", "preferred_threads")
+CONTRACT = ("event", "runtime", "name", "calls", "wall_s", "stalls_s", "predicted", "fastest_threads")
 
 
 def clean_env(**extra: str) -> dict[str, str]:

@@ -50,7 +50,7 @@ def test_few_work_groups_bound_the_gpu_prediction_and_are_named():
     assert pred.threads[-1] == UNITS and {2, 4, 8, 16, 32, 64, 128} <= set(pred.threads)
     at = dict(zip(pred.threads, pred.speedup))
     assert at[2] == pytest.approx(2.0) and at[4] == pytest.approx(4.0) and at[UNITS] == pytest.approx(4.0)
-    assert pred.preferred == 4 and pred.bottleneck == "work_groups"
+    assert pred.fastest == 4 and pred.bottleneck == "work_groups"
     assert "4 work-groups per launch on 132 compute units" in pred.basis
     assert "work-group size 16 of at most 1024" in pred.basis
     assert "idle time inside launches is not measured" in pred.basis
@@ -110,6 +110,25 @@ def test_report_table_predicts_to_the_devices_units(monkeypatch):
     assert "predicted speedup up to 132 compute units (gpu: its compute units" in text
     assert "S@132" in text and "work_groups" in text
     assert "triangle: work-group bound" in text and "smooth: work-group bound" in text
+
+
+def test_the_kernel_table_shows_the_band_at_the_target(monkeypatch):
+    """Each kernel row has the exit table's (and replay's) band@N column: how far the
+    prediction at the device's units may be off, which a GPU cannot show from inside a
+    launch.  The kernel table had none, while replay of the same run printed it."""
+    shown = []
+    monkeypatch.setattr(report.channel, "write", shown.append)
+    for name in ("CORECAST_TARGET", "CORECAST_OUTPUT", "CORECAST_QUIET"):
+        monkeypatch.delenv(name, raising=False)
+    k = gpu_kernel(name="smooth", shape=((1 << 20,), (256,)))
+    report.report(Prof(), [k])
+    pred = kernelmodel.predict(k, UNITS, 2)
+    head, row = [line for line in shown[0].splitlines() if line.startswith(("kernel ", "smooth"))]
+    assert f"band@{UNITS}" in head
+    i = pred.threads.index(UNITS)
+    assert f"{pred.low[i]:5.2f}-{pred.high[i]:<5.2f}" in row
+    assert head.index(f"band@{UNITS}") + len(f"band@{UNITS}") == head.index(" fastest")  # right-aligned over the cell
+    assert pred.low[i] < pred.high[i]
 
 
 def test_kernel_line_carries_the_limits_and_replays():
@@ -174,7 +193,7 @@ def test_a_host_that_waits_on_the_device_says_so(monkeypatch):
     assert p.basis.startswith("waiting on the device (82% of wall)")
     assert p.bottleneck == "waiting on device 82% of wall" and len(p.bottleneck) < 32  # the C field
     assert len(p.basis) < 96
-    assert p.speedup == [1.0] * 16 and p.preferred == 1
+    assert p.speedup == [1.0] * 16 and p.fastest == 1
     assert p.high[-1] == pytest.approx(1 / (0.82 + 0.18 / 16)) and p.low == [1.0] * 16
 
 
@@ -206,7 +225,7 @@ def test_a_host_busy_on_one_thread_beside_runtime_threads_is_a_serial_host(monke
     pred = cpu_prediction()
     monkeypatch.setattr(devicewait, "_source", lambda: seen(0.0519, 0.0509, **H200_RUNTIME))
     p = bridge._opencl_host([region], [pred], no_predictor)[0]
-    assert p.speedup == [1.0] * 16 and p.low == p.high == [1.0] * 16 and p.preferred == 1
+    assert p.speedup == [1.0] * 16 and p.low == p.high == [1.0] * 16 and p.fastest == 1
     assert p.bottleneck == "serial host"
     assert p.basis == "one program thread (on the device 3% of wall); 21 runtime threads (1.92s CPU) not the program's"
     assert len(p.basis) < 96

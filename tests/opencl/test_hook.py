@@ -48,6 +48,18 @@ def test_the_preload_library_asks_for_it_unless_told_not_to():
     assert run([sys.executable, "-c", STATE], env=env).stdout == b"False False\n"
 
 
+def test_a_bad_flag_is_one_warning_and_the_default():
+    """CORECAST_OPENCL=maybe under the library turned the instrumentation off without a
+    word; as every flag, it is one warning and the default (instrumented under the library)."""
+    env = with_autoload(LD_PRELOAD=str(PRELOAD), CORECAST_QUIET="1", CORECAST_OPENCL="maybe")
+    r = run([sys.executable, "-c", STATE], env=env)
+    assert r.returncode == 0 and r.stdout == b"False True\n", text(r.stderr)
+    assert text(r.stderr) == ("corecast: warning: CORECAST_OPENCL=maybe is not a whole number in [0, 1]; "
+                              "using the default\n")
+    off = run([sys.executable, "-c", STATE], env=with_autoload(CORECAST_OPENCL="2"))
+    assert off.stdout == b"False False\n" and text(off.stderr).count("\n") == 1
+
+
 def test_autoload_runs_the_sitecustomize_it_shadows(tmp_path):
     other = tmp_path / "other"
     other.mkdir()

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from corecast.io import settings
-from corecast.opencl.report import kernel_line, write_lines
+from corecast.opencl.report import KERNEL_STALLS, _top, kernel_line, write_lines
 from corecast.model.runtime import kernelmodel as predict
 from corecast.recording.kernelstats import KernelStats
 
@@ -33,7 +33,7 @@ def test_busy_compute_units_scale_linearly_up_to_the_cores():
     assert pred.threads == list(range(1, 9))
     assert pred.speedup[0] == pytest.approx(1.0)
     assert pred.speedup[-1] == pytest.approx(8.0, rel=0.02)
-    assert pred.preferred == 8
+    assert pred.fastest == 8
     assert predict.sample_stalls(kernel(cpu_s=0.8))["imbalance"] == pytest.approx(0.0, abs=1e-9)
 
 
@@ -73,7 +73,7 @@ def test_work_groups_cap_the_speedup():
     assert predict.work_groups(k) == 4
     pred = predict.predict(k, target=8, cores=8)
     assert max(pred.speedup) <= 4.0 + 1e-9 and max(pred.high) <= 4.0 + 1e-9
-    assert pred.preferred == 4 and pred.bottleneck == "work_groups"
+    assert pred.fastest == 4 and pred.bottleneck == "work_groups"
     assert predict.work_groups(kernel(shape=((100, 10), (16, 4)))) == 7 * 3
 
 
@@ -87,7 +87,7 @@ def test_past_its_work_groups_a_kernel_gains_nothing_even_when_they_are_unequal(
     at = {n: (v, lo, hi) for n, v, lo, hi in zip(pred.threads, pred.speedup, pred.low, pred.high)}
     assert at[16] == at[4] and at[8] == at[4]
     assert at[4][1] <= 2.27 <= at[4][2] and at[16][0] == pytest.approx(2.27, rel=0.1)
-    assert pred.bottleneck == "work_groups" and pred.preferred <= 4
+    assert pred.bottleneck == "work_groups" and pred.fastest <= 4
     assert "4 work-groups per launch: no gain past 4 compute units" in pred.basis
 
 
@@ -131,7 +131,7 @@ def test_kernel_line_is_strict_json_with_the_contract_fields(tmp_path):
     assert back["event"] == "kernel" and back["runtime"] == "opencl" and back["calls"] == 10
     assert back["wall_s"] == pytest.approx(0.2) and back["threads"] == 4
     assert [p["threads"] for p in back["predicted"]] == [1, 2, 3, 4]
-    assert back["preferred_threads"] == pred.preferred
+    assert back["fastest_threads"] == pred.fastest
     assert set(back["stalls_s"]) == set(predict.SHOWN)
     assert "runtime_waits" in back["inputs"]["measured"] and "predicted_nodes" not in back
     out = tmp_path / "x.jsonl"
@@ -188,7 +188,7 @@ def test_node_counts_on_a_target_machine(monkeypatch):
     line = kernel_line(FakeProfiler, k, predict.predict(k, 4, 4), nodes)
     back = json.loads(json.dumps(line, allow_nan=False))
     assert [p["nodes"] for p in back["predicted_nodes"]] == [1, 2]
-    assert back["preferred_nodes"] == nodes.preferred and back["numa"]["machine"].startswith("two-socket")
+    assert back["fastest_nodes"] == nodes.fastest and back["numa"]["machine"].startswith("two-socket")
     assert predict.memory_model(kernel(kind="gpu"), "two-socket") is None
     with pytest.raises(ValueError, match="no such file"):
         predict.memory_model(kernel(), "/nonexistent/m.json")
@@ -207,3 +207,13 @@ def test_a_cpu_devices_kernel_gets_the_empirical_band_regions_get():
     assert pred.low[-1] <= s * math.exp(spread.LOW_PER_DOUBLING * 4) * (1 + 1e-9)
     assert pred.high[-1] >= s * math.exp(spread.HIGH_PER_DOUBLING * 4) * (1 - 1e-9)
     assert pred.high[-1] / pred.low[-1] > 1.5
+
+
+def test_the_kernel_table_names_stalls_whole_as_the_exit_table_does():
+    """A kernel's stall cell keeps whole categories and says where one was left out
+    (``views.columns.stall_cell``): it was cut at 30 characters, 'runqueue 70%,
+    imbalance 8%, co' on examples/opencl_two_kernels.py."""
+    k = kernel(cpu_s=0.0, device_s=1.0, units=2)
+    cell = _top({"runqueue": 1.4, "imbalance": 0.16, "condvar": 0.12}, k)
+    assert cell == "runqueue 70%, imbalance 8%, …" and len(cell) <= KERNEL_STALLS
+    assert _top({"runqueue": 1.4, "imbalance": 0.16}, k) == "runqueue 70%, imbalance 8%"

@@ -35,7 +35,7 @@ def check_kernel_lines(lines: list[dict], launches: int = LAUNCHES) -> dict[str,
         assert k["predicted"][0]["speedup"] == pytest.approx(1.0)
         for p in k["predicted"]:
             assert 0 < p["low"] <= p["speedup"] <= p["high"]
-        assert 1 <= k["preferred_threads"] <= TARGET
+        assert 1 <= k["fastest_threads"] <= TARGET
         assert isinstance(k["stalls_s"], dict)
     assert found["triangle"]["global_sizes"] == [[64]] and found["triangle"]["local_sizes"] == [[16]]
     assert found["smooth"]["global_sizes"] == [[int(SMALL[0])]] and found["smooth"]["local_sizes"] == [None]

@@ -80,7 +80,7 @@ void corecast_model_configure(const char *root, const char *home, int host_pytho
 const char *corecast_model_start(void) { return 0; }
 static void one_count(struct cc_region_prediction *p, const char *basis) {
     p->npred = 1;
-    p->threads[0] = p->preferred = 1;
+    p->threads[0] = p->fastest = 1;
     p->speedup[0] = p->low[0] = p->high[0] = 1.0;
     snprintf(p->basis, sizeof p->basis, "%s", basis);
 }

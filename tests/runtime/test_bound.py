@@ -5,7 +5,7 @@ import pytest
 
 from corecast.recording.abi import THREAD_STALLS as STALLS
 from corecast.model.runtime.bound import (
-    PREFERRED_SHARE,
+    FASTEST_SHARE,
     prediction_counts,
     process_bound,
     region_bound,
@@ -34,7 +34,7 @@ def assert_band(pred) -> None:
         assert hi >= c - 1e-12 and c >= lo - 1e-12
 
 
-# ---- counts and preferred -------------------------------------------------------------------
+# ---- counts and fastest ---------------------------------------------------------------------
 def test_prediction_counts_every_count_up_to_64():
     assert prediction_counts(1) == [1]
     assert prediction_counts(8) == list(range(1, 9))
@@ -56,7 +56,7 @@ def test_no_serial_no_imbalance_is_linear():
     assert pred.speedup == pytest.approx(list(range(1, 17)))
     assert pred.low == pytest.approx(pred.speedup)
     assert pred.high == pytest.approx(pred.speedup)
-    assert pred.preferred == 16
+    assert pred.fastest == 16
     assert pred.basis.startswith("bound:")
 
 
@@ -65,7 +65,7 @@ def test_all_serial_is_flat():
     assert pred.speedup == pytest.approx([1.0] * 8)
     assert pred.high == pytest.approx([1.0] * 8)
     assert pred.low == pytest.approx([1.0] * 8)
-    assert pred.preferred == 1
+    assert pred.fastest == 1
 
 
 def test_serial_work_is_amdahl():
@@ -99,7 +99,7 @@ def test_band_ordering_over_many_shapes():
                 assert pred.speedup[0] == pytest.approx(1.0)
                 assert all(s > 0 for s in pred.low)
                 assert_band(pred)
-                assert 1 <= pred.preferred <= 32
+                assert 1 <= pred.fastest <= 32
 
 
 def test_sync_waits_are_not_work():
@@ -109,11 +109,11 @@ def test_sync_waits_are_not_work():
     assert region_work(r) == pytest.approx(3.0)
 
 
-def test_preferred_is_fewest_threads_near_the_best():
+def test_fastest_is_fewest_threads_near_the_best():
     pred = region_bound(region(threads=4, busy=4.0, serial=2.0), target=64)
     best = max(pred.speedup)
-    assert pred.speedup[pred.threads.index(pred.preferred)] >= PREFERRED_SHARE * best
-    assert all(s < PREFERRED_SHARE * best for n, s in zip(pred.threads, pred.speedup) if n < pred.preferred)
+    assert pred.speedup[pred.threads.index(pred.fastest)] >= FASTEST_SHARE * best
+    assert all(s < FASTEST_SHARE * best for n, s in zip(pred.threads, pred.speedup) if n < pred.fastest)
 
 
 # ---- plain-thread processes (Karp-Flatt) -------------------------------------------------
@@ -127,7 +127,7 @@ def test_karp_flatt_no_parallelism_is_flat():
 def test_karp_flatt_full_parallelism_is_linear():
     pred = process_bound(process(threads=4, wall=2.0, cpu=8.0), target=8, cores=4)
     assert pred.speedup == pytest.approx(list(range(1, 9)))
-    assert pred.preferred == 8
+    assert pred.fastest == 8
     assert_band(pred)
 
 

@@ -72,11 +72,11 @@ def assert_sane(pred, target=None) -> None:
     assert pred.low[0] == pytest.approx(1.0) and pred.high[0] == pytest.approx(1.0)
     for lo, c, hi in zip(pred.low, pred.speedup, pred.high):
         assert 0 < lo <= c <= hi and math.isfinite(hi)
-    assert pred.preferred in pred.threads
+    assert pred.fastest in pred.threads
     best = max(pred.speedup)
-    i = pred.threads.index(pred.preferred)
-    assert pred.speedup[i] >= bound.PREFERRED_SHARE * best
-    assert all(s < bound.PREFERRED_SHARE * best for s in pred.speedup[:i])
+    i = pred.threads.index(pred.fastest)
+    assert pred.speedup[i] >= bound.FASTEST_SHARE * best
+    assert all(s < bound.FASTEST_SHARE * best for s in pred.speedup[:i])
     assert pred.basis.startswith("contention model:") and len(pred.basis) < 96
     assert len(",".join(pred.fitted)) < 96
 
@@ -88,7 +88,7 @@ def test_no_stalls_is_linear_up_to_cores():
     assert pred.speedup == pytest.approx(list(range(1, 17)))
     assert pred.low == pytest.approx(pred.speedup)
     assert pred.high == pytest.approx(pred.speedup)
-    assert pred.preferred == 16
+    assert pred.fastest == 16
     assert pred.bottleneck is None
     assert pred.fitted == []
 
@@ -97,7 +97,7 @@ def test_oversubscription_flattens():
     pred = region_contention(region(threads=4, busy=4.0), target=32, cores=8)
     assert_sane(pred, 32)
     assert pred.speedup == pytest.approx([min(n, 8) for n in range(1, 33)])
-    assert pred.preferred == 8
+    assert pred.fastest == 8
     assert pred.bottleneck == "runqueue"
 
 
@@ -126,7 +126,7 @@ def test_fully_locked_loop_gains_nothing():
     assert_sane(pred, 64)
     assert pred.speedup == pytest.approx([1.0] * 64, abs=1e-9)
     assert pred.high == pytest.approx([1.0] * 64, abs=1e-9)
-    assert pred.preferred == 1
+    assert pred.fastest == 1
     assert pred.bottleneck == "critical"
 
 
@@ -157,7 +157,7 @@ def test_hot_lock_saturates(n0):
     handoff = HANDOFF_PRIOR_S * 64 if n0 == 1 else 0.0
     assert pred.low[-1] == pytest.approx((think + hold) / (1.25 * hold + handoff), rel=0.01)
     assert pred.bottleneck == "critical"
-    assert pred.preferred < 16  # nothing to gain once the lock saturates
+    assert pred.fastest < 16  # nothing to gain once the lock saturates
     assert "think_time" in pred.fitted
 
 
@@ -580,7 +580,7 @@ def test_sampled_waits_beyond_the_threads_time_are_shrunk_to_fit():
     # T(1) is at least the holds: the speedup at n0 stays a slowdown of the order measured
     assert 0.05 < pred.speedup[1] < 0.6
     assert pred.speedup[-1] < pred.speedup[1]  # hand-offs grow with the contenders
-    assert pred.preferred == 1
+    assert pred.fastest == 1
 
 
 def test_handoff_grows_with_the_contenders_within_its_band():

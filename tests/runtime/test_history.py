@@ -132,7 +132,7 @@ def test_history_spanning_every_count_is_interpolated_without_a_fit(monkeypatch)
     assert pred.speedup[0] == 1.0 and pred.speedup[1] == pytest.approx(1.6) and pred.speedup[3] == pytest.approx(2.5)
     # 3: between 2 and 4, on the power law through them, its band spanning theirs
     assert 1.6 < pred.speedup[2] < 2.5 and pred.low[2] == pytest.approx(1.6) and pred.high[2] == pytest.approx(2.5)
-    assert pred.preferred == 4 and pred.basis.startswith("history: measured at 3 team sizes")
+    assert pred.fastest == 4 and pred.basis.startswith("history: measured at 3 team sizes")
     # Beyond the measured sizes it still fits (and loads numpy there).
     with pytest.raises(AssertionError):
         hist_mod.extrapolate(h, 8)

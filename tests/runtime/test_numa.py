@@ -76,7 +76,7 @@ def test_counter_sample_drives_the_prediction():
     assert numa["numa"]["measured"] == ["cycles", "llc", "bus"] and numa["numa"]["fitted"] == []
     assert "per-node counts recorded on another node layout" in " ".join(numa["numa"]["notes"])
     assert res.speedup[0] == pytest.approx(1.0) and res.speedup[-1] < 8
-    assert numa["preferred_nodes"] == res.preferred
+    assert numa["fastest_nodes"] == res.fastest
     assert [p["cores"] for p in numa["predicted_nodes"]] == [8 * k for k in range(1, 9)]
 
 
@@ -176,7 +176,7 @@ def test_run_with_target_machine(build, tmp_path):
     (region,) = events(read_lines(out), "region")
     assert [p["nodes"] for p in region["predicted_nodes"]] == [1, 2]
     assert [p["cores"] for p in region["predicted_nodes"]] == [16, 32]
-    assert region["preferred_nodes"] in (1, 2)
+    assert region["fastest_nodes"] in (1, 2)
     numa = region["numa"]
     if len(region["by_team"]) >= 2:  # team sizes 1..cores: the memory rate is fitted
         assert numa["fitted"] == ["llc", "bus", "mct"] and numa["inputs"]["team_times"]

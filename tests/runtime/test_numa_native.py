@@ -236,10 +236,10 @@ int corecast_model_predict(const struct cc_sample *s, struct cc_result *r) {
         p->node_cores[1] = 16;
         p->node_speedup[0] = 1.0;
         p->node_speedup[1] = 1.93;
-        p->preferred_nodes = 2;
+        p->fastest_nodes = 2;
         snprintf(p->numa_basis, sizeof p->numa_basis, "fake queue");
         int n = snprintf(p->numa_json, sizeof p->numa_json,
-                         "\"preferred_nodes\":2,\"seen_numa\":{\"nodes\":%d,\"node_cpus\":[", s->numa.nodes);
+                         "\"fastest_nodes\":2,\"seen_numa\":{\"nodes\":%d,\"node_cpus\":[", s->numa.nodes);
         for (int k = 0; k < s->numa.nodes && k < CC_MAX_NODES; k++)
             n += snprintf(p->numa_json + n, sizeof p->numa_json - n, "%s%d", k ? "," : "", s->numa.node_cpus[k]);
         snprintf(p->numa_json + n, sizeof p->numa_json - n, "]}");
@@ -258,7 +258,7 @@ def test_node_predictions_in_report_and_json(program, baseline, build, lib, tmp_
     assert "    nodes: 1:1.00  2:1.93  fastest 2 (fake queue)\n" in proc.stderr.decode()
     lines = read_lines(out)
     (process,) = events(lines, "process")
-    assert process["preferred_nodes"] == 2
+    assert process["fastest_nodes"] == 2
     # The sample the model received carried the machine's topology.
     assert process["seen_numa"] == {"nodes": numa_of(lines)["nodes"], "node_cpus": numa_of(lines)["node_cpus"]}
     assert process["inputs"]["measured"]  # the members were spliced in before "inputs"

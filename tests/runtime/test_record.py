@@ -15,7 +15,7 @@ import pytest
 from corecast.model.runtime import kernelmodel
 from corecast.recording import record
 from corecast.recording.abi import STALLS
-from corecast.recording.record import (SCHEMA, TEAM_SHARE, ProcessSample, RegionSample, hardware_from_struct, region_from_json,
+from corecast.recording.record import (ONE_THREAD_SHARE, SCHEMA, TEAM_SHARE, ProcessSample, RegionSample, hardware_from_struct, region_from_json,
                                            region_from_struct,
                                            team_of)
 from corecast.tools.samples import read_recording
@@ -143,6 +143,7 @@ def test_team_rule_leaves_out_threads_that_mostly_wait():
     assert team_of([2.9, 0.5, 0.5, 0.5]) == 4                # fork/join: the leader also runs the serial part
     assert team_of([0.36, None, None]) == 0                  # one known CPU time: unknown
     assert team_of([0.01, None, 0.2, 0.2]) == 3              # an ended thread counts
+    assert team_of([0.79, 0.0015]) == 1                      # MPI rank and progress thread: one worked
 
 
 # (CPU times, unknown as None) -> the team; the C and the Python rule must agree on each.
@@ -151,7 +152,13 @@ TEAM_CASES = [
     [2.9, 0.5, 0.5, 0.5],          # fork/join: the leader also runs the serial part
     [0.36, None, None],            # one known CPU time: unknown
     [0.01, None, 0.2, 0.2],        # an ended thread counts
-    [1.0, 0.0, 0.0],               # the second busiest idle: unknown
+    [1.0, 0.0, 0.0],               # the helpers idle: the busiest alone
+    [0.79, 0.0015],                # an MPI rank beside its library's progress thread
+    [0.33, 3.8e-5, 4.6e-5, 1e-5],  # a main thread beside helpers waiting on a condvar
+    [1.0, 0.0, None],              # one ended unseen: it may have worked, unknown
+    [1.0, 0.0099, None, 0.5],      # an ended thread and a busy one: the share rule
+    [1.0, 0.0101],                 # just over ONE_THREAD_SHARE: a team of two
+    [0.0, 0.0],                    # nobody busy: unknown
     [],
     [0.5],
     [1.0, 1.0, 0.25, 0.2499],      # exactly TEAM_SHARE of the second counts
@@ -165,12 +172,15 @@ def test_team_rule_is_the_library_s(gcc, tmp_path):
     source = (ROOT / "native" / "sample.c").read_text()
     share = re.search(r"#define TEAM_SHARE (\S+)", source).group(1)
     assert float(share) == TEAM_SHARE
+    alone = re.search(r"#define ONE_THREAD_SHARE (\S+)", source).group(1)
+    assert float(alone) == ONE_THREAD_SHARE
     func = re.search(r"^static int team_of\(.*?^}\n", source, re.S | re.M).group(0)
     harness = tmp_path / "team.c"
     harness.write_text(f"""#include <stdio.h>
 #include <stdlib.h>
 #define CC_MAX_THREADS 64
 #define TEAM_SHARE {share}
+#define ONE_THREAD_SHARE {alone}
 struct cc_thread {{ int tid; int internal; }};
 static double cpu_of[CC_MAX_THREADS];
 static double cc_slot_cpu_s(const struct cc_thread *t) {{ return cpu_of[t->tid]; }}

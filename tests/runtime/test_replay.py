@@ -51,13 +51,13 @@ def test_schema1_recordings_replay(path):
             assert p.speedup[0] == pytest.approx(1.0)
             assert all(lo <= s * (1 + 1e-9) and s <= hi * (1 + 1e-9)
                        for lo, s, hi in zip(p.low, p.speedup, p.high))
-            assert 1 <= p.preferred <= 16
+            assert 1 <= p.fastest <= 16
     r = cli(str(path), "--target", "16", "--json")
     assert r.returncode == 0, r.stderr
     out = json.loads(r.stdout)
     assert len(out["processes"]) == len(reps)
     for proc in out["processes"]:
-        assert {"pid", "threads", "predicted", "preferred_threads", "basis", "regions"} <= set(proc)
+        assert {"pid", "threads", "predicted", "fastest_threads", "basis", "regions"} <= set(proc)
     table = cli(str(path), "--target", "16")
     assert table.returncode == 0 and "corecast replay: pid" in table.stdout and "S@16" in table.stdout
 
@@ -83,6 +83,34 @@ def test_schema1_kernel_line_replays_through_the_kernel_predictor():
     assert pred.threads == [1, 2, 3, 4] and pred.basis.startswith("contention model on the kernel's sample")
 
 
+def test_replay_shows_a_kernels_stalls_as_the_run_did():
+    """The kernel row's stall cell is the live kernel table's (the compute units' lost
+    time by category, views.columns.kernel_stall_cell); replay printed '-' there."""
+    from corecast.model.runtime.kernelmodel import stalls
+    from corecast.opencl.report import _top
+
+    path = RECORDINGS / "schema4-opencl-host-pocl.jsonl"
+    rep = replay(str(path))[0]
+    rows = {line.split(" (")[0]: line for line in cli(str(path)).stdout.splitlines()}
+    for kernel, _ in rep.kernels:
+        live = _top(stalls(kernel), kernel)
+        assert live.startswith("runqueue") and live in rows[kernel.name], (live, rows[kernel.name])
+
+
+def test_an_opencl_host_s_process_line_says_replay_cannot_leave_the_runtime_out():
+    """examples/opencl_two_kernels.py on pocl: the run's process line said 'serial host'
+    (S@2 1.00, band 1.00-1.00, its 3 runtime threads left out); replay, without what the
+    OpenCL layer saw, predicted all 5 threads (0.95, band 0.84-1.01) and said nothing of it."""
+    path = RECORDINGS / "schema4-opencl-host-pocl.jsonl"
+    rep = replay(str(path))[0]
+    assert rep.kernels and rep.process is not None
+    assert any("OpenCL host" in w for w in rep.warnings), rep.warnings
+    r = cli(str(path))
+    assert r.returncode == 0 and "warning: an OpenCL host: its process line" in r.stdout
+    plain = replay(str(RECORDINGS / "schema1-opencl-kernel.jsonl"))[0]  # kernels alone: nothing to say
+    assert not plain.warnings
+
+
 def test_fresh_recording_replays_to_what_the_run_printed(build, lib, tmp_path):
     """Schema 2, written by this library: replay goes through the same predictor, so it
     gives the run's own predictions (rounded as the JSON rounds them)."""
@@ -105,7 +133,7 @@ def test_fresh_recording_replays_to_what_the_run_printed(build, lib, tmp_path):
         pred = by_name[d["name"]]
         assert [p["threads"] for p in d["predicted"]] == pred.threads
         assert [p["speedup"] for p in d["predicted"]] == pytest.approx(pred.speedup, rel=1e-3, abs=1e-3)
-        assert d["preferred_threads"] == pred.preferred
+        assert d["fastest_threads"] == pred.fastest
         assert d["basis"] == pred.basis[:95]
 
 
@@ -120,6 +148,20 @@ def test_serial_program_replays_as_a_serial_run(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "serial run: no parallel activity" in r.stdout
     assert json.loads(cli(str(path), "--json").stdout)["processes"][0]["serial_run"] is True
+
+
+def test_a_huge_stall_is_a_share_not_inf(tmp_path):
+    """A record's absurd stall (1e308 s: a tampered recording) is at most 100% of the
+    thread time; 100 x 1e308 overflowed before the division and printed 'mutex inf%'."""
+    line = {"event": "process", "schema": SCHEMA, "pid": 7, "runtime": "pthreads", "name": "process",
+            "object": "p", "calls": 1, "threads": 2, "wall_s": 1.0, "stalls_s": {"mutex": 1e308},
+            "counters": {"busy_s": 2.0, "serial_s": 0, "cpu_s": 2.0, "loop_calls": 0, "hold_sampled_s": 0,
+                         "hold_samples": 0, "acquisitions": {}, "contended": {}}}
+    path = tmp_path / "huge.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    r = cli(str(path))
+    assert r.returncode == 0, r.stderr
+    assert "mutex 100%" in r.stdout and "inf" not in r.stdout, r.stdout
 
 
 def test_huge_times_print_compactly(tmp_path):
@@ -151,6 +193,8 @@ def test_huge_times_print_compactly(tmp_path):
     ('{"event":"summary","pid":1,"cores":2,"target":2,"elapsed_s":1}\n', "no region, process or kernel records"),
     ("", "no region, process or kernel records"),
     ('{"event":"region","schema":99,"pid":1}\n', "schema 99 is not one this corecast reads"),
+    ('{"event":"region","schema":0,"pid":1}\n', f"schema 0 is not one this corecast reads ({', '.join(map(str, SCHEMAS))}); no corecast"),
+    ('{"event":"region","schema":"4","pid":1}\n', f"schema '4' is not one this corecast reads ({', '.join(map(str, SCHEMAS))}); no corecast"),
     ('{"event":"region","pid":1,"name":"f","threads":2}\n', "line 1: not a corecast region record"),
     ('{"event":"region","pid":1,"name":"f","threads":-2,"calls":1,"wall_s":1,"counters":{}}\n',
      "threads is -2"),

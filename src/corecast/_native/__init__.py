@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import os
 
+# The libraries' file names: runtime/build writes them, the paths below find them.
+PRELOAD_NAME = "libcorecast_preload.so"
+MODEL_NAME = "libcorecast_model.so"
+CALIBRATE_NAME = "libcorecast_calibrate.so"
+
 HERE = os.path.dirname(os.path.realpath(__file__))
-PRELOAD = os.path.join(HERE, "libcorecast_preload.so")
-MODEL = os.path.join(HERE, "libcorecast_model.so")
-CALIBRATE = os.path.join(HERE, "libcorecast_calibrate.so")
+PRELOAD = os.path.join(HERE, PRELOAD_NAME)
+MODEL = os.path.join(HERE, MODEL_NAME)
+CALIBRATE = os.path.join(HERE, CALIBRATE_NAME)

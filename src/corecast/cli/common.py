@@ -12,7 +12,7 @@ from ..io.fileio import STDIO, printable, quoted
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
-    from typing import Callable, NoReturn
+    from typing import Any, Callable, NoReturn, Sequence
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 128 + signal.SIGINT  # a shell's status for a Ctrl-C'd command (130)
@@ -69,14 +69,14 @@ class Parser(argparse.ArgumentParser):
     _later: Callable[[argparse.ArgumentParser], None] | None = None
     _checking = False
 
-    def add_argument(self, *args, **kwargs):  # type: ignore[override]
+    def add_argument(self, *args: Any, **kwargs: Any) -> argparse.Action:  # type: ignore[override]
         self._checking = True
         try:
             return super().add_argument(*args, **kwargs)
         finally:
             self._checking = False
 
-    def add_subparsers(self, **kwargs):  # type: ignore[override]
+    def add_subparsers(self, **kwargs: Any) -> Any:  # type: ignore[override]
         self._checking = True
         try:
             return super().add_subparsers(**kwargs)
@@ -92,7 +92,7 @@ class Parser(argparse.ArgumentParser):
             return self.formatter_class(prog=self.prog, width=80)
         return super()._get_formatter()
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
         raise CliError(f"{message} (see '{self.prog} --help')")
 
     def declare_later(self, declare: Callable[[argparse.ArgumentParser], None]) -> None:
@@ -103,11 +103,13 @@ class Parser(argparse.ArgumentParser):
         if declare is not None:
             declare(self)
 
-    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
         self._declare()
         return super().parse_known_args(args, namespace)
 
-    def parse_args(self, args=None, namespace=None):  # type: ignore[override]
+    def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                   namespace: argparse.Namespace | None = None) -> argparse.Namespace:
         # argparse hands a subcommand's unknown arguments up to the top parser, whose
         # error would point at 'corecast --help', which does not list the subcommand's
         # options: name the subcommand's own help instead.
@@ -145,7 +147,7 @@ def whole(text: str, minimum: int = 1) -> int:
     return n
 
 
-def whole_in(lowest: int, highest: int):
+def whole_in(lowest: int, highest: int) -> Callable[[str], int]:
     """An argument type: a whole number in [lowest, highest] (what the library accepts)."""
     def check(text: str) -> int:
         n = whole(text, lowest)

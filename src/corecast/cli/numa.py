@@ -78,7 +78,7 @@ def _replay(args: argparse.Namespace, machine: Machine) -> int:
     if args.json:
         print_json({"machine": machine.name, "regions": regions})
     else:
-        sys.stdout.write(nodeview.replay_report(machine, regions))
+        sys.stdout.write(nodeview.replay_report(machine, regions, args.efficiency))
     return 0
 
 

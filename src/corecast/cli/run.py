@@ -1,5 +1,6 @@
 """``corecast run``, ``lib``, ``replay`` and ``merge``: measuring programs and reading back
-what they recorded.  ``run`` and ``lib`` import no numpy or scipy (#11)."""
+what they recorded.  ``run`` and ``lib`` import no numpy or scipy (they add
+their import time to every program started)."""
 from __future__ import annotations
 
 import argparse

@@ -75,7 +75,7 @@ def parse_sweep_json(text: str, path: str) -> dict:
     return obj
 
 
-def check_sweep(obj, source: str) -> None:
+def check_sweep(obj: object, source: str) -> None:
     """Check that ``obj`` is a sweep result with a usable "measured" list; ``source``
     (a file name) starts the one-line ``InputError``."""
     if not isinstance(obj, dict):

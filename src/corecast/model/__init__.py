@@ -1,4 +1,4 @@
-"""The models, one tree (#39; ARCHITECTURE.md): ``curve/``, the curve methods (a measured
+"""The models, one tree (ARCHITECTURE.md): ``curve/``, the curve methods (a measured
 curve to a ``CurvePrediction``); ``runtime/``, the in-process model a running program's
 samples go through; ``tuning/``, the online tuners and where a sweep's threads run;
 ``machine/``, the machine a prediction is for and its calibration; ``numa``, the NUMA

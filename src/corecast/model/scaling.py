@@ -11,7 +11,11 @@ Each model answers with its own member of ``ScalingPrediction``:
 
 Every member has ``counts`` (in ``count_unit``), ``speedup`` at each count,
 ``speedup_band()`` (the low and high speedups, or None where the model gives no band),
-``preferred`` (one of the counts) and ``basis`` (one line: what the prediction rests on).
+the count it names and ``basis`` (one line: what the prediction rests on).  The count has
+one name per meaning: ``fastest``, the best (the runtime's members name only this one,
+the fewest threads within 1% of it), and ``preferred``, the count that pays off (each one
+added gains enough: ``corecast predict`` and ``merge``; ``corecast numa``: the fewest nodes
+within ``--efficiency`` of the best, which is the best without it).
 
 Standard library only: the runtime's members are made inside profiled programs.
 """
@@ -38,8 +42,8 @@ def count_unit_of(name: str) -> str:
 
 
 class ScalingPrediction:
-    """The family's base: members define ``counts``, ``speedup``, ``preferred`` and
-    ``basis`` (as fields or properties) and, where they have a band, ``speedup_band``."""
+    """The family's base: members define ``counts``, ``speedup``, ``fastest`` or
+    ``preferred`` (or both) and ``basis`` (as fields or properties) and, where they have a band, ``speedup_band``."""
 
     __slots__ = ()
     count_unit = "threads"  # what a count is: threads, ranks, NUMA nodes, cores

@@ -26,6 +26,12 @@ import sys
 from ..io import settings
 from .warn import warn
 
+TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
+if TYPE_CHECKING:
+    from typing import Mapping
+
+    from .profile import Profiler
+
 PRELOAD_NAME = "libcorecast_preload"  # without the flag: instrument under the preload library
 TARGET = "pyopencl"
 
@@ -220,18 +226,18 @@ def uninstrument() -> None:
         devicewait.register(None)
 
 
-def profiler():
+def profiler() -> Profiler | None:
     """The running ``Profiler`` (None before pyopencl was imported under instrumentation)."""
     return _profiler
 
 
-def wanted(environ=None) -> bool:
+def wanted(environ: Mapping[str, str] | None = None) -> bool:
     """Whether the autoload should instrument a process with this environment:
     ``CORECAST_OPENCL=1`` or ``0`` says so; unset, the preload library in ``LD_PRELOAD``
     (``corecast run``, ``corecast sweep``) does."""
     environ = os.environ if environ is None else environ
     flag = environ.get(settings.OPENCL, "").strip()
-    if flag:
+    if flag in ("0", "1"):  # another value is the default's (the sitecustomize warned)
         return flag == "1"
     return PRELOAD_NAME in environ.get("LD_PRELOAD", "")
 

@@ -24,6 +24,10 @@ import time
 from ..recording.kernelstats import KernelStats
 from .sampling import RESOLVE_EVERY, Sampler
 
+TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
+if TYPE_CHECKING:
+    from types import ModuleType
+
 MAX_SAMPLED_IN_FLIGHT = 64
 MAX_SIZES = 8  # distinct (global, local) shapes kept per kernel
 CACHE_SIZE = 256  # queues and kernels whose details are remembered
@@ -41,7 +45,7 @@ def _shape(value) -> tuple | None:
 class Profiler(Sampler):
     """pyopencl's launch function wrapped: every launch recorded into its kernel's record."""
 
-    def __init__(self, cl):
+    def __init__(self, cl: ModuleType) -> None:  # pyopencl
         super().__init__(cl.profiling_info)
         self.cl = cl
         self._cl = cl._cl

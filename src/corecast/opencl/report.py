@@ -24,7 +24,15 @@ from ..recording.kernelstats import TICK_S
 from ..recording.record import SCHEMA
 from .warn import warn
 
+TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
+if TYPE_CHECKING:
+    from ..model.runtime.bound import TeamPrediction
+    from ..model.runtime.numa import NumaRegionPrediction
+    from ..recording.kernelstats import KernelStats
+    from .profile import Profiler
+
 NAME_WIDTH = 34
+KERNEL_STALLS = 30  # the stalls cell's width in the kernel table
 
 
 def _num(v: float) -> float:
@@ -65,7 +73,8 @@ def _shapes(kernel, index: int) -> list:
     return seen
 
 
-def kernel_line(prof, kernel, pred, memory) -> dict:
+def kernel_line(prof: Profiler, kernel: KernelStats, pred: TeamPrediction | None,
+                memory: NumaRegionPrediction | None) -> dict:
     """The JSON object of one kernel."""
     lost = kernelmodel.stalls(kernel)
     s = kernel.sample
@@ -104,34 +113,29 @@ def kernel_line(prof, kernel, pred, memory) -> dict:
         },
         "in_order_launches": kernel.in_order,
         "limits": kernelmodel.limits(kernel),
-        "predicted": [], "preferred_threads": None, "basis": "", "future_bottleneck": None,
+        "predicted": [], "fastest_threads": None, "basis": "", "future_bottleneck": None,
         "inputs": {"measured": measured, "fitted": []},
     }
     if pred is not None:
         line["predicted"] = [{"threads": int(n), "speedup": round(float(v), 4), "low": round(float(lo), 4),
                               "high": round(float(hi), 4)}
                              for n, v, lo, hi in zip(pred.threads, pred.speedup, pred.low, pred.high)]
-        line["preferred_threads"] = int(pred.preferred)
+        line["fastest_threads"] = int(pred.fastest)
         line["basis"] = pred.basis
         line["future_bottleneck"] = pred.bottleneck
         line["inputs"]["fitted"] = list(pred.fitted)
-    if memory is not None:  # predicted_nodes, preferred_nodes, numa: as for OpenMP regions
+    if memory is not None:  # predicted_nodes, fastest_nodes, numa: as for OpenMP regions
         line.update(json.loads("{" + memory.json + "}"))
     return line
 
 
 def _top(lost: dict | None, kernel) -> str:
-    if lost is None:
-        return "not measured" if kernel.device_type == "cpu" else "-"
-    total = kernel.compute_units * kernel.device_ns * 1e-9
-    parts = []
-    for c, v in sorted(lost.items(), key=lambda kv: -kv[1])[:3]:
-        if total > 0 and v / total >= 0.005:
-            parts.append(f"{c} {100 * v / total:.0f}%")
-    return ("* " if kernelmodel.short_launches(kernel) else "") + (", ".join(parts) or "-")
+    # the exit table's rule: whole categories, "…" where one was left out, never a name cut
+    return columns.kernel_stall_cell(lost, kernel.compute_units, kernel.device_ns * 1e-9,
+                                     kernel.device_type == "cpu", KERNEL_STALLS, kernelmodel.short_launches(kernel))
 
 
-def timing(prof, rows: list) -> dict:
+def timing(prof: Profiler, rows: list) -> dict:
     """Where the wall time since pyopencl was imported went: the devices' busy time, the
     launches' queue wait (summed over launches: launches enqueued together wait at the same
     time, so on a busy in-order queue the sum passes the wall), the host's enqueue cost and
@@ -149,7 +153,7 @@ def _s(v: float) -> str:
     return _ms(v * 1e9)
 
 
-def time_lines(prof, rows: list) -> list[str]:
+def time_lines(prof: Profiler, rows: list) -> list[str]:
     """The time line, and a note when an in-order queue ran kernels one after another."""
     t = timing(prof, rows)
     out = [f"time: wall {_s(t['wall_s'])}: device busy {_s(t['device_s'])} "
@@ -172,7 +176,16 @@ def time_lines(prof, rows: list) -> list[str]:
     return out
 
 
-def table(prof, rows: list, target: int, cores: int) -> str:
+def _band_cell(pred: TeamPrediction | None, target: int) -> str:
+    """The band at the target, as the exit table's and replay's ``band@N`` column."""
+    half = (columns.BAND - 1) // 2
+    if pred is None or target not in pred.threads:
+        return f" {'-':>{columns.BAND}}"
+    i = pred.threads.index(target)
+    return f" {pred.low[i]:{half}.2f}-{pred.high[i]:<{half}.2f}"
+
+
+def table(prof: Profiler, rows: list, target: int, cores: int) -> str:
     cols, n = [], 2
     while n < target and len(cols) < 4:
         cols.append(n)
@@ -189,8 +202,9 @@ def table(prof, rows: list, target: int, cores: int) -> str:
     if kinds:
         out[0] += f" ({'/'.join(kinds)}: its compute units, not this host's {cores} cores)"
     head = (f"{'kernel':<{NAME_WIDTH}} {'launches':>8} {'device':>9} {'per launch':>10} {'queued':>9} "
-            f"{'enqueue':>9}  {'stalls (share of CU time)':<30}")
-    head += "".join(f" {'S@' + str(c):>6}" for c in cols) + f" {columns.FASTEST_HEADING:>{columns.FASTEST}}  bottleneck"
+            f"{'enqueue':>9}  {'stalls (share of CU time)':<{KERNEL_STALLS}}")
+    head += ("".join(f" {'S@' + str(c):>6}" for c in cols) + f" {'band@' + str(target):>{columns.BAND}}"
+             f" {columns.FASTEST_HEADING:>{columns.FASTEST}}  bottleneck")
     out.append(head)
     for kernel, pred, memory in rows:
         shape = next(iter(kernel.sizes), (None, None))
@@ -203,20 +217,21 @@ def table(prof, rows: list, target: int, cores: int) -> str:
         line = (f"{label[:NAME_WIDTH]:<{NAME_WIDTH}} {kernel.launches:>8} {_ms(kernel.device_ns):>9} "
                 f"{_ms(kernel.device_ns / done):>10} {_ms(kernel.queue_ns / done):>9} "
                 f"{_ms(kernel.enqueue_ns / max(kernel.launches, 1)):>9}  "
-                f"{_top(kernelmodel.stalls(kernel), kernel)[:30]:<30}")
+                f"{_top(kernelmodel.stalls(kernel), kernel):<{KERNEL_STALLS}}")
         for c in cols:
             v = None
             if pred is not None and c in pred.threads:
                 v = pred.speedup[pred.threads.index(c)]
             line += f" {v:6.2f}" if v is not None else f" {'-':>6}"
+        line += _band_cell(pred, target)
         if pred is not None:
-            line += f" {pred.preferred:>{columns.FASTEST}}  {pred.bottleneck or '-'}"
+            line += f" {pred.fastest:>{columns.FASTEST}}  {pred.bottleneck or '-'}"
         else:
             line += f" {'-':>{columns.FASTEST}}"
         out.append(line)
         if memory is not None:
             curve = "  ".join(f"{k}:{v:.2f}" for k, v in enumerate(memory.speedup, 1))
-            out.append(f"    nodes: {curve}  fastest {memory.preferred} ({memory.basis})")
+            out.append(f"    nodes: {curve}  fastest {memory.fastest} ({memory.basis})")
     out.append("device: total device time; per launch: device time, queued (queued to start) and "
                "enqueue (host time in the call), means per launch")
     out.extend(time_lines(prof, rows))
@@ -259,7 +274,7 @@ def write_lines(path: str, lines: list[dict]) -> None:
         warn(f"{exc}; no JSON Lines")
 
 
-def report(prof, kernels: list) -> None:
+def report(prof: Profiler, kernels: list[KernelStats]) -> None:
     asked, cores, quiet, output = run_settings()
     if quiet and not output:
         return

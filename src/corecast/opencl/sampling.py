@@ -38,8 +38,7 @@ import time
 
 from ..io import settings
 from ..runtime import channel
-from ..runtime.devicewait import HostSeen
-from ..recording.kernelstats import TICK_S, KernelStats
+from ..recording.kernelstats import TICK_S, HostSeen, KernelStats
 from .rates import add_interval, solve_rates
 from .shim import Shim
 from .warn import warn
@@ -68,7 +67,7 @@ class Sampler:
     """The kernels' records, their launches waiting to be resolved, the snapshots of the
     runtime's threads and the thread that takes them."""
 
-    def __init__(self, profiling_info) -> None:
+    def __init__(self, profiling_info: type) -> None:  # pyopencl.profiling_info
         self.pid = os.getpid()
         self.window_ns = settings.integer(settings.WINDOW_MS, warn=channel.warn_setting) * 1_000_000
         self.started_ns = time.monotonic_ns()
@@ -323,7 +322,7 @@ class Sampler:
         return kernels
 
     def device_wait(self) -> HostSeen | None:
-        """What the process prediction needs of this host (``runtime.devicewait.HostSeen``):
+        """What the process prediction needs of this host (``recording.kernelstats.HostSeen``):
         the busy time of the devices that are not CPUs, the time the program waited in
         blocking OpenCL calls, and the runtime's threads; None when no kernel ran.
         Finished launches are resolved first."""

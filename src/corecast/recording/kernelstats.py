@@ -1,7 +1,10 @@
-"""The record of one OpenCL kernel's launches and its sample window: what
-``opencl.profile`` fills while the program runs, what ``model.runtime.kernelmodel`` reads, and what
-``record.kernel_from_json`` rebuilds from a recorded ``kernel`` line for `corecast replay`.  It
-lives here, below both, so that reading a recording does not import the profiler.
+"""The records of what the OpenCL layer measures: one kernel's launches and its sample
+window (``KernelStats``), what ``opencl.profile`` fills while the program runs, what
+``model.runtime.kernelmodel`` reads, and what ``record.kernel_from_json`` rebuilds from a
+recorded ``kernel`` line for `corecast replay`; and what it saw of its host at exit
+(``HostSeen``, handed to the process prediction through ``runtime.devicewait``).  They
+live here, below both, so that reading a recording does not import the profiler and the
+model does not import the plumbing.
 (Plain classes with __slots__: this is on every instrumented program's path.)"""
 from __future__ import annotations
 
@@ -62,3 +65,28 @@ class KernelStats:
     @property
     def in_flight(self) -> int:
         return self.launches - self.completed - self.failed - self.unmeasured
+
+
+class HostSeen:
+    """What the OpenCL layer saw of its host at exit.
+
+    ``device_s``: busy seconds of the devices that are not CPUs (a CPU device's work is
+    the host's own threads); ``wait_s``: seconds the program waited in blocking OpenCL
+    calls; ``runtime_threads``: live threads the interpreter did not start (the OpenCL
+    runtime's and driver's, a BLAS library's pool: not the program's code), with their CPU
+    seconds and their pthread waits, acquisitions and contended acquisitions per stall
+    category (``recording.abi.STALLS`` names; empty without the preload library);
+    ``program_cpu_s``: the CPU seconds of each live thread the interpreter started."""
+
+    __slots__ = ("device_s", "wait_s", "runtime_threads", "runtime_cpu_s", "runtime_waits_s",
+                 "runtime_acquisitions", "runtime_contended", "program_cpu_s")
+
+    def __init__(self, device_s: float, wait_s: float, runtime_threads: int = 0, runtime_cpu_s: float = 0.0,
+                 runtime_waits_s: dict | None = None, runtime_acquisitions: dict | None = None,
+                 runtime_contended: dict | None = None, program_cpu_s: list[float] | None = None) -> None:
+        self.device_s, self.wait_s = float(device_s), float(wait_s)
+        self.runtime_threads, self.runtime_cpu_s = int(runtime_threads), float(runtime_cpu_s)
+        self.runtime_waits_s = dict(runtime_waits_s or {})
+        self.runtime_acquisitions = dict(runtime_acquisitions or {})
+        self.runtime_contended = dict(runtime_contended or {})
+        self.program_cpu_s = [float(c) for c in program_cpu_s or []]

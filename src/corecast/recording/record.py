@@ -48,12 +48,13 @@ else:
             cls.__required_keys__ = cls.__required_keys__ | (own if total else frozenset())
             cls.__optional_keys__ = cls.__optional_keys__ | (frozenset() if total else own)
 
-SCHEMA = 4              # the version this library writes (CC_SAMPLE_SCHEMA in native/model_abi.h)
-SCHEMAS = (1, 2, 3, 4)  # the versions it reads (docs/recording.md: what each added)
+SCHEMA = 5              # the version this library writes (CC_SAMPLE_SCHEMA in native/model_abi.h)
+SCHEMAS = (1, 2, 3, 4, 5)  # the versions it reads (docs/recording.md: what each added)
 # The regions past the library's region table, counted together (native/core.c
 # cc_region_or_other): outermost, nested.  Never steered or probed.
 OTHER_REGIONS = ("(other regions)", "(other nested regions)")
 TEAM_SHARE = 0.25       # native/sample.c TEAM_SHARE: a team thread's least share of the second busiest's CPU
+ONE_THREAD_SHARE = 0.01  # native/sample.c ONE_THREAD_SHARE: below it the second busiest's CPU, the busiest alone worked
 # The library's clock counts nanoseconds: a time or stall below one, such as a fitted curve
 # that reaches 0 up to rounding (4.3e-19 s), was never measured and reads as 0.
 CLOCK_RESOLUTION_S = 1e-9
@@ -166,8 +167,10 @@ def schema_of(rec: dict) -> int:
     """The schema a line was written in (schema 1 lines have no ``"schema"`` key)."""
     v = rec.get("schema", 1)
     if isinstance(v, bool) or not isinstance(v, int) or v not in SCHEMAS:
-        raise ValueError(f"schema {v!r} is not one this corecast reads ({', '.join(map(str, SCHEMAS))}); "
-                         "a newer corecast wrote it")
+        # only a larger whole number is a newer corecast's; 0, -1 or "4" are no one's
+        why = "a newer corecast wrote it" if isinstance(v, int) and not isinstance(v, bool) \
+            and v > max(SCHEMAS) else "no corecast writes it"
+        raise ValueError(f"schema {v!r} is not one this corecast reads ({', '.join(map(str, SCHEMAS))}); {why}")
     return v
 
 
@@ -266,10 +269,16 @@ def region_from_json(rec: dict) -> RegionSample | ProcessSample:
 def team_of(cpus: list) -> int:
     """Threads that did a process's work, from their CPU times (None or < 0: ended
     unseen): those with at least ``TEAM_SHARE`` of the second busiest's; 0 with fewer
-    than two known or the second busiest idle.  The rule of ``native/sample.c``'s
-    ``team_of``; ``tests/runtime/test_record.py`` runs both on the same cases."""
+    than two known or none busy; 1 when the second busiest did under ``ONE_THREAD_SHARE``
+    of the busiest's and none ended unseen (helpers that only wait), else 0 with the
+    second busiest idle.  The rule of ``native/sample.c``'s ``team_of``;
+    ``tests/runtime/test_record.py`` runs both on the same cases."""
     known = sorted((float(c) for c in cpus if isinstance(c, (int, float)) and c >= 0), reverse=True)
-    if len(known) < 2 or known[1] <= 0:
+    if len(known) < 2 or known[0] <= 0:
+        return 0
+    if known[1] < ONE_THREAD_SHARE * known[0] and len(known) == len(cpus):
+        return 1
+    if known[1] <= 0:
         return 0
     return sum(1 for c in cpus if not isinstance(c, (int, float)) or c < 0 or c >= TEAM_SHARE * known[1])
 

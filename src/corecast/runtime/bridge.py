@@ -35,7 +35,7 @@ def _encode(ffi: object, out: object, pred: TeamPrediction) -> None:
         out.speedup[i] = pred.speedup[i]
         out.low[i] = pred.low[i]
         out.high[i] = pred.high[i]
-    out.preferred = pred.preferred
+    out.fastest = pred.fastest
     _put(ffi, out.basis, pred.basis)
     _put(ffi, out.fitted, ",".join(pred.fitted))
     _put(ffi, out.bottleneck, pred.bottleneck or "")
@@ -159,7 +159,7 @@ def _agreement(res: object, threads_best: int, cores_per_node: int) -> None:
     model has a memory model (and leaves the fork/join term, which it would count twice,
     out of its sync part); the thread-level model has neither."""
     nodes = -(-threads_best // cores_per_node)  # the node count that holds the best threads
-    if nodes == res.preferred:
+    if nodes == res.fastest:
         return
     short = res.basis.replace("two-level queue", "queue").replace(" x sync model", " x sync")
     res.basis = _noted(short, f"; thread fastest {threads_best}: no memory model")
@@ -176,7 +176,7 @@ def _encode_nodes(ffi: object, out: object, res: object) -> None:
     for i in range(n):
         out.node_cores[i] = res.cores[i]
         out.node_speedup[i] = res.speedup[i]
-    out.preferred_nodes = res.preferred
+    out.fastest_nodes = res.fastest
     _put(ffi, out.numa_basis, res.basis)
     _put(ffi, out.numa_json, res.json)
 
@@ -232,7 +232,7 @@ def _predict_nodes(ffi: object, sample: object, regions: list[RegionSample], res
                                    limit=len(result.regions[i].numa_json) - 1)
         if res is not None:
             if preds is not None and len(res.json) < len(result.regions[i].numa_json) - 400:
-                _agreement(res, preds[i].preferred, state.machine.cores_per_node)
+                _agreement(res, preds[i].fastest, state.machine.cores_per_node)
             _encode_nodes(ffi, result.regions[i], res)
 
 
@@ -272,37 +272,14 @@ def _injected_fault(sample: object) -> None:
 
 def _opencl_host(regions: list[RegionSample], preds: list[TeamPrediction],
                  predict: Callable[[RegionSample], TeamPrediction]) -> list[TeamPrediction]:
-    """An OpenCL host's process prediction (``devicewait``: what the OpenCL layer saw).
-    Its runtime's threads (those the interpreter did not start: the OpenCL runtime's and
-    driver's, a BLAS pool's) are not the program's parallelism.  A host that waited on a
-    device that is not a CPU for most of its wall time says "waiting on the device"; a
-    plain-threads host whose own code ran on one thread says so ("serial host"); one with
-    threads of its own is predicted again from them alone (``predict``: the process's
-    predictor for this sample)."""
+    """An OpenCL host's process prediction (``model.runtime.openclhost``), where the OpenCL
+    layer registered what it saw (``devicewait``); ``preds`` as they are without it."""
     seen = devicewait.measured()
     if seen is None:
         return preds
-    from ..model.runtime.evidence import with_note
-    from ..model.runtime.kernelmodel import (DEVICE_BOUND, device_bound_process, device_wait_share,
-                                             program_process, runtime_note, serial_host, serial_host_process)
+    from ..model.runtime.openclhost import host_predictions
 
-    out = list(preds)
-    composed = any(r["name"] != "process" and not r.get("nested") for r in regions)
-    for i, region in enumerate(regions):
-        if region["name"] != "process":
-            continue
-        share = device_wait_share(float(region["wall_s"]), seen.device_s, seen.wait_s)
-        if share >= DEVICE_BOUND:
-            out[i] = device_bound_process(preds[i], share)
-            out[i].basis = with_note(out[i].basis, runtime_note(seen))
-        elif seen.runtime_threads and not composed:
-            own = program_process(region, seen)
-            if serial_host(own, seen):
-                out[i] = serial_host_process(preds[i], share, seen)
-            else:
-                out[i] = predict(own)
-                out[i].basis = with_note(out[i].basis, runtime_note(seen))
-    return out
+    return host_predictions(regions, preds, seen, predict)
 
 
 def predict_sample(ffi: object, sample: object, result: object) -> int:

@@ -18,12 +18,11 @@ from pathlib import Path
 
 import cffi
 
+from .._native import CALIBRATE_NAME, MODEL_NAME, PRELOAD_NAME
+
 ROOT = Path(__file__).resolve().parents[3]  # the source tree: native/, shims/
 NATIVE = ROOT / "native"
 SHIMS = ROOT / "shims"
-PRELOAD_NAME = "libcorecast_preload.so"
-MODEL_NAME = "libcorecast_model.so"
-CALIBRATE_NAME = "libcorecast_calibrate.so"
 CALIBRATE = NATIVE / "calibrate" / "calibrate.c"
 
 # The model library's C glue and its init code, real files beside the C they call

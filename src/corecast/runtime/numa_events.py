@@ -32,7 +32,7 @@ import re
 from collections import namedtuple  # not dataclasses: their import (inspect, ast) cost each run 7 ms
 
 from ..model.machine.sysfs import parse_cpulist, topology
-from ..model.machine.sysfs import read_text as _read
+from ..model.machine.sysfs import read_sysfs as _read
 from ..recording import abi
 from ..recording.abi import MAX_NODES, NUMA_MAX_EVENTS, NUMA_ROLES
 

@@ -57,21 +57,22 @@ is extrapolated with the regression method (compute/wait split; ``auto`` below 3
 The result has the same keys (the count under ``"threads"``) plus ``"count": "ranks"``,
 ``"launcher"`` and ``"threads_per_rank"``.
 
-The package: ``inputs`` (counts, plugins, the command and launcher), ``runs`` (one run and
-what it recorded), ``runner`` (the sweep); the result object, its reader and writer are I/O
-(``corecast.io.sweepresult``).  Extrapolation is model code (``corecast.model.curve.extrapolation``); the terminal report is
-a view (``corecast.views.sweeptable``).
+The package: ``inputs`` (counts, the command and launcher), ``runs`` (one run and what it
+recorded), ``runner`` (the sweep); the result object, its reader and writer, and the stall
+plugins are I/O (``corecast.io.sweepresult``, ``corecast.io.stallplugin``).  Extrapolation
+is model code (``corecast.model.curve.extrapolation``); the terminal report is a view
+(``corecast.views.sweeptable``).
 """
 from __future__ import annotations
 
 from ..errors import InputError
-from .inputs import (DEFAULT_REPEAT, DEFAULT_TIMEOUT_S, PLACEHOLDER, RUNTIMES, Launch, PluginSpec,
-                     default_upto, load_plugins, parse_plugins, parse_threads)
+from .inputs import DEFAULT_REPEAT, DEFAULT_TIMEOUT_S, PLACEHOLDER, RUNTIMES, Launch, default_upto, parse_threads
+from ..io.stallplugin import StallPlugin, load_plugins, parse_plugins
 from ..io.sweepresult import MIN_REGION_SHARE, SweepError, SweepResult, write_json
 from .runner import MIN_COUNTS, run_sweep
 from .runs import RunOutput, RunResult, read_output, run_once
 
 __all__ = ["DEFAULT_REPEAT", "DEFAULT_TIMEOUT_S", "PLACEHOLDER", "RUNTIMES", "InputError", "Launch",
-           "PluginSpec", "default_upto", "load_plugins", "parse_plugins", "parse_threads",
+           "StallPlugin", "default_upto", "load_plugins", "parse_plugins", "parse_threads",
            "MIN_REGION_SHARE", "SweepError", "SweepResult", "write_json", "MIN_COUNTS", "run_sweep",
            "RunOutput", "RunResult", "read_output", "run_once"]

@@ -1,7 +1,7 @@
-"""What a sweep runs: thread counts, stall plugins, the command and its MPI launcher."""
+"""What a sweep runs: thread counts, the command and its MPI launcher (its stall plugins:
+``io.stallplugin``)."""
 from __future__ import annotations
 
-import re
 import shutil
 import sys
 from dataclasses import dataclass
@@ -9,10 +9,7 @@ from pathlib import Path
 from typing import Iterable, Optional, Sequence
 
 from ..errors import InputError
-from ..io.fileio import parse_json, read_text
 from ..model.machine.sysfs import allowed_cpus
-from ..recording.abi import STALLS
-from ..io.stallplugin import REDUCERS
 from ..io.sweepresult import SweepError
 
 RUNTIMES = ("openmp", "pthreads", "opencl")
@@ -26,8 +23,6 @@ DEFAULT_TIMEOUT_S = 600.0
 # Default horizon: twice the largest measured count, but at least this (a sweep on a
 # small machine is usually run to ask about a bigger one).
 MIN_DEFAULT_UPTO = 16
-PLUGIN_SOURCES = ("stdout", "stderr", "file")
-PLUGIN_KEYS = {"name", "source", "path", "pattern", "reducer"}
 
 
 def parse_threads(text: str) -> list[int]:
@@ -55,84 +50,6 @@ def default_counts() -> list[int]:
 
 def default_upto(counts: Iterable[int]) -> int:
     return max(MIN_DEFAULT_UPTO, 2 * max(counts))
-
-
-@dataclass(frozen=True)
-class PluginSpec:
-    """One ``--stall-plugin`` entry: an extra stall category read after every run."""
-
-    name: str
-    source: str  # stdout | stderr | file
-    pattern: str
-    reducer: str = "sum"
-    path: Optional[str] = None  # source "file"; may contain {threads}
-
-    def file_for(self, threads: int) -> str:
-        return (self.path or "").replace(PLACEHOLDER, str(threads))
-
-
-def parse_plugins(entries: object, origin: str = "stall plugin") -> list[PluginSpec]:
-    """Validate decoded plugin declarations (a list of objects, or ``{"plugin": [...]}``)."""
-    if isinstance(entries, dict):
-        keys = [k for k in ("plugin", "plugins") if k in entries]
-        if len(keys) != 1 or len(entries) != 1:
-            raise InputError(f"{origin}: expected a list of plugins, or one 'plugin' list")
-        entries = entries[keys[0]]
-    if not isinstance(entries, list) or not entries:
-        raise InputError(f"{origin}: expected a non-empty list of plugins")
-    taken = set(STALLS)
-    out: list[PluginSpec] = []
-    for i, e in enumerate(entries, 1):
-        where = f"{origin}: plugin {i}"
-        if not isinstance(e, dict):
-            raise InputError(f"{where} is not an object")
-        unknown = sorted(set(e) - PLUGIN_KEYS)
-        if unknown:
-            raise InputError(f"{where}: unknown key {unknown[0]!r} (keys: {', '.join(sorted(PLUGIN_KEYS))})")
-        for key in ("name", "source", "pattern"):
-            if not isinstance(e.get(key), str) or not e[key].strip():
-                raise InputError(f"{where}: {key!r} must be a non-empty string")
-        name, source, pattern = e["name"].strip(), e["source"], e["pattern"]
-        where = f"{origin}: plugin {name!r}"
-        if name in taken:
-            raise InputError(f"{where}: the name is already a measured category or another plugin's")
-        taken.add(name)
-        if source not in PLUGIN_SOURCES:
-            raise InputError(f"{where}: source {source!r} is not one of {', '.join(PLUGIN_SOURCES)}")
-        reducer = e.get("reducer", "sum")
-        if reducer not in REDUCERS:
-            raise InputError(f"{where}: reducer {reducer!r} is not one of {', '.join(REDUCERS)}")
-        path = e.get("path")
-        if source == "file":
-            if not isinstance(path, str) or not path.strip():
-                raise InputError(f"{where}: source 'file' needs a 'path'")
-        elif path is not None:
-            raise InputError(f"{where}: 'path' is only for source 'file'")
-        try:
-            groups = re.compile(pattern).groups
-        except re.error as exc:
-            raise InputError(f"{where}: pattern is not a valid regular expression: {exc}") from None
-        if groups != 1:
-            raise InputError(f"{where}: pattern must have exactly one capture group, has {groups}")
-        out.append(PluginSpec(name, source, pattern, reducer, path))
-    return out
-
-
-def load_plugins(path: str) -> list[PluginSpec]:
-    """Read a plugin file: JSON, or TOML (``[[plugin]]`` tables) where tomllib exists."""
-    text = read_text(path)
-    if path.lower().endswith(".toml"):
-        try:
-            import tomllib  # Python 3.11+
-        except ImportError:
-            raise InputError(f"{path}: TOML plugin files need Python 3.11+; use JSON") from None
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise InputError(f"{path}: not valid TOML: {exc}") from None
-    else:
-        data = parse_json(text, path)
-    return parse_plugins(data, origin=path)
 
 
 def substitute(command: Sequence[str], threads: int, ranks: int | None = None) -> list[str]:

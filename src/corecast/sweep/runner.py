@@ -13,8 +13,9 @@ from ..errors import InputError
 from ..model.curve.extrapolation import extrapolate
 from ..tools.ranks import WAITS
 from ..model.machine.sysfs import allowed_cpus
-from .inputs import (DEFAULT_REPEAT, DEFAULT_TIMEOUT_S, PLACEHOLDER, RUNTIMES, Launch, PluginSpec,
-                     check_command, default_counts, default_upto)
+from .inputs import (DEFAULT_REPEAT, DEFAULT_TIMEOUT_S, PLACEHOLDER, RUNTIMES, Launch, check_command,
+                     default_counts, default_upto)
+from ..io.stallplugin import StallPlugin
 from ..io.sweepresult import MIN_REGION_SHARE, SweepError, empty_result
 from .runs import RunResult, run_once
 
@@ -39,7 +40,7 @@ def run_sweep(
     repeat: int = DEFAULT_REPEAT,
     upto: Optional[int] = None,
     runtime: str = "openmp",
-    plugins: Sequence[PluginSpec] = (),
+    plugins: Sequence[StallPlugin] = (),
     timeout: float = DEFAULT_TIMEOUT_S,
     progress: bool = False,
     launch: Optional[Launch] = None,

@@ -11,8 +11,8 @@ from typing import Optional, Sequence
 
 from ..errors import InputError
 from ..io.fileio import read_bytes, read_tail
-from ..io.stallplugin import read_stall
-from .inputs import THREAD_ENV, Launch, PluginSpec, substitute
+from ..io.stallplugin import StallPlugin
+from .inputs import THREAD_ENV, Launch, substitute
 
 MAX_REASON = 200  # characters of the program's last stderr line kept in a failure reason
 
@@ -127,7 +127,7 @@ def run_once(
     upto: int,
     workdir: Path,
     timeout: float,
-    plugins: Sequence[PluginSpec] = (),
+    plugins: Sequence[StallPlugin] = (),
     launch: Optional[Launch] = None,
     placement: str = "none",
 ) -> RunResult:
@@ -196,15 +196,15 @@ def run_once(
     for plug in plugins:
         try:
             if plug.source == "file":
-                path = Path(plug.file_for(threads))
+                path = Path(substitute([plug.path or ""], threads)[0])
                 # A file left over from an earlier run is not this run's report.
                 if not path.is_file() or path.stat().st_mtime < start_wall - 1.0:
                     raise InputError(f"{path} was not written by the run")
-                values[plug.name] = read_stall(plug.pattern, plug.reducer, path=path)
+                values[plug.name] = plug.read(path=path)
             else:
                 text = read_bytes(out_path if plug.source == "stdout" else err_path).decode(
                     "utf-8", errors="replace")
-                values[plug.name] = read_stall(plug.pattern, plug.reducer, text=text)
+                values[plug.name] = plug.read(text=text)
         except (InputError, OSError) as exc:
             errors[plug.name] = str(exc)
     # Rank runs: regions are not merged across ranks (yet); their stalls are.

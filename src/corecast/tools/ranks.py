@@ -177,7 +177,10 @@ def runs_of(recordings: Iterable[tuple[str, list[RecordedProcess]]]) -> tuple[li
     return ordered, warnings
 
 
-def prediction_counts(largest: int, upto: int) -> list[int]:
+def rank_counts(largest: int, upto: int) -> list[int]:
+    """The rank counts a merge predicts at and shows: the powers of two up to ``upto``,
+    the largest measured count and ``upto``.  (The runtime's thread counts are
+    ``model.runtime.bound.prediction_counts``.)"""
     counts, n = set(), 1
     while n <= upto:
         counts.add(n)
@@ -227,7 +230,7 @@ def merge(paths: list[str], upto: int | None = None, format: str | None = None) 
         warnings.append("two rank counts measured: the regression needs 3; predicted from the largest run")
     if run.ranks == 1:
         warnings.append("one rank measured: its communication cost at more ranks is unknown (ideal scaling)")
-    counts = prediction_counts(run.ranks, upto)
+    counts = rank_counts(run.ranks, upto)
     times = one_run_times(run, counts)
     t1 = times[0]
     speedup = [t1 / t for t in times]

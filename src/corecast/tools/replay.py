@@ -7,7 +7,9 @@ would have printed with this model.  Differences from the live run, all small: t
 history credits each window's stalls to the team size that ran most in that window,
 replay credits the whole run's to the team size that ran most calls; steering is not
 replayed, and node-count predictions (``--target-machine``) only by ``replay_nodes``
-(``corecast numa --replay``), on a machine of the caller's choice.
+(``corecast numa --replay``), on a machine of the caller's choice.  An OpenCL host's
+process line is predicted from all its threads (a warning says so): what the OpenCL layer
+saw of the runtime's threads and the device waits is not recorded.
 """
 from __future__ import annotations
 
@@ -31,6 +33,8 @@ class ReplayedProcess:
     predictions: list[TeamPrediction]        # one per recorded region, process last
     kernels: list[tuple] = field(default_factory=list)  # (KernelStats, prediction or None)
     warnings: list[str] = field(default_factory=list)   # what the predictions rest on that may not hold
+    # per kernel, its compute units' lost time per category (kernelmodel.stalls; None: not measured)
+    kernel_stalls: list[dict | None] = field(default_factory=list)
 
     @property
     def process(self) -> tuple[RegionSample, TeamPrediction] | None:
@@ -54,12 +58,19 @@ def replay_process(proc: RecordedProcess, target: int | None = None,
     measured = proc.cpus_allowed if 0 < proc.cpus_allowed < cores else cores
     preds = predict_window(proc.regions, target, max(1, measured), target,
                            {} if histories is None else histories, machine=machine) if proc.regions else []
-    kernels = []
+    kernels, lost = [], []
     if proc.kernels:
         from ..model.runtime import kernelmodel
 
         kernels = [(k, kernelmodel.predict(k, target, cores)) for k in proc.kernels]
-    return ReplayedProcess(proc, target, target, preds, kernels, calibration_warnings(machine, proc))
+        lost = [kernelmodel.stalls(k) for k in proc.kernels]
+    warnings = calibration_warnings(machine, proc)
+    if proc.kernels and any(r["name"] == "process" for r in proc.regions):
+        # what the OpenCL layer saw of its host (runtime.devicewait) is not in the recording
+        warnings.append("an OpenCL host: its process line is predicted from every thread the library "
+                        "saw; the run's own left out the OpenCL runtime's threads and its device waits, "
+                        "which the recording does not hold, so the two may differ")
+    return ReplayedProcess(proc, target, target, preds, kernels, warnings, lost)
 
 
 def calibration_warnings(machine: Calibration | None, proc: RecordedProcess) -> list[str]:
@@ -109,9 +120,15 @@ def replay_nodes(path: str, machine: Machine, efficiency: float | None = None,
     from ..model.numa import preferred_nodes
     from ..model.runtime.numa import interpolate, node_prediction
     from ..io.readers import RECORDING, read
+    from ..recording.record import schema_of
 
     regions = []
     for no, event in read([path], RECORDING, format):
+        if isinstance(event, dict) and "event" in event:
+            try:  # every line of a schema this corecast reads, as replay and merge ask
+                schema_of(event)
+            except ValueError as exc:
+                raise InputError(f"{shown(path)}: line {no}: {exc}") from None
         # region, process and kernel events with node predictions (the summary's "numa"
         # is the recording machine's topology)
         if (not isinstance(event, dict) or not isinstance(event.get("numa"), dict)

@@ -91,7 +91,7 @@ def _add(by_pid: dict[int, RecordedProcess], rec: dict) -> None:
         if "calibration" in facts:
             try:
                 facts["calibration"] = calibration.from_dict(facts["calibration"])
-            except calibration.OutdatedCalibration:  # the run's, from a corecast before #38: replayed without
+            except calibration.OutdatedCalibration:  # a schema-1 calibration the run used: replayed without
                 del facts["calibration"]
             except calibration.CalibrationError as exc:
                 raise ValueError(f"machine_calibration: {exc}") from None

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 LABEL, CALLS, THREADS, TIME, STALLS = 34, 7, 4, 9, 34
 SPEEDUP = 6        # one S@n column
 BAND = 11          # "lo-hi" at the target, each 5 wide
-# The fewest threads within 1% of the best predicted speedup (``bound.preferred_count``):
+# The fewest threads within 1% of the best predicted speedup (``bound.fastest_count``):
 # predict's *fastest* count, named so here too.  Not predict's *preferred* count (each
 # thread up to it gains a quarter of one), which needs more than one measured team size.
 FASTEST = 7
@@ -44,6 +44,21 @@ def stall_cell(parts: Sequence[str], width: int = STALLS) -> str:
             kept.pop()
         return ", ".join(kept + ["…"])
     return ", ".join(kept) or "-"
+
+
+def kernel_stall_cell(lost: dict[str, float] | None, compute_units: int, device_s: float, on_cpu: bool,
+                      width: int, short_launches: bool = False) -> str:
+    """A kernel's stalls as shares of its compute units' time (``lost``: seconds per
+    category; None: not measured, which a CPU device's row says and a GPU's leaves at
+    "-"); "* " marks launches shorter than the snapshot interval (a lower bound)."""
+    if lost is None:
+        return "not measured" if on_cpu else "-"
+    total = compute_units * device_s
+    parts = [f"{c} {100 * (v / total):.0f}%"
+             for c, v in sorted(lost.items(), key=lambda kv: -kv[1])[:STALLS_SHOWN]
+             if total > 0 and v / total >= STALL_MIN_SHARE]
+    mark = "* " if short_launches else ""
+    return mark + stall_cell(parts, width - len(mark))
 
 
 def heading(target: int) -> str:

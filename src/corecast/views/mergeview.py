@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from ..io.fileio import printable
 from .report import capped_preferred_words, fastest_line, speedup_cell
-from ..tools.ranks import WAITS, RankPrediction, Run, prediction_counts
+from ..tools.ranks import WAITS, RankPrediction, Run, rank_counts
 
 
 def _ranks(n: int) -> str:
@@ -45,7 +45,7 @@ def table(m: RankPrediction) -> str:
     lines = []
     for run in m.runs:
         lines += _run_table(run) + [""]
-    wanted = set(prediction_counts(max(r.ranks for r in m.runs), max(m.counts)))
+    wanted = set(rank_counts(max(r.ranks for r in m.runs), max(m.counts)))
     rows = [(c, s) for c, s in zip(m.counts, m.speedup) if c in wanted]
     lines.append("predicted speedup over rank counts (relative to 1 rank):")
     lines.append("  ranks " + " ".join(f"{c:>6}" for c, _ in rows))

@@ -37,11 +37,13 @@ def sample_report(machine: Machine, prediction: dict, notes: list[str], efficien
     return "\n".join(lines) + "\n"
 
 
-def replay_report(machine: Machine, regions: list[dict]) -> str:
-    """One line of speedups per replayed region, then its basis."""
+def replay_report(machine: Machine, regions: list[dict], efficiency: float | None = None) -> str:
+    """One line of speedups per replayed region, then its basis.  Its node count is the
+    fastest, or with ``efficiency`` the preferred one (as ``sample_report`` names them)."""
     lines = [_machine_line(machine)]
+    label = f"preferred (within {efficiency:.0%})" if efficiency else "fastest"
     for r in regions:
         curve = "  ".join(f"{p['nodes']}:{p['speedup']:.2f}" for p in r["predictions"])
-        lines.append(printable(f"{r['name']} ({r['object']}): {curve}  fastest {r['preferred_nodes']}"))
+        lines.append(printable(f"{r['name']} ({r['object']}): {curve}  {label} {r['preferred_nodes']}"))
         lines.append(f"  basis: {r['basis']}" + (f"; fitted: {','.join(r['fitted'])}" if r["fitted"] else ""))
     return "\n".join(lines) + "\n"

@@ -16,7 +16,8 @@ def _stalls(region: RegionSample) -> str:
     # As the library's table: no share of the thread time passes 100% (native/report.c).
     total = max(total, float(region.get("busy_s", 0.0)), sum(region["stalls_s"].values()))
     parts = sorted(((v, c) for c, v in region["stalls_s"].items() if v > 0), reverse=True)[:col.STALLS_SHOWN]
-    shown = [f"{c} {100 * v / total:.0f}%" for v, c in parts if total > 0 and v / total >= col.STALL_MIN_SHARE]
+    # the share first: 100 x a huge stall would overflow to inf before the division
+    shown = [f"{c} {100 * (v / total):.0f}%" for v, c in parts if total > 0 and v / total >= col.STALL_MIN_SHARE]
     return col.stall_cell(shown)
 
 
@@ -51,7 +52,7 @@ def _row(label: str, calls: int, threads: int, wall: float, stalls: str, pred, c
              else f" {'-':>{col.BAND}}")
     if pred is None:
         return line + f" {'-':>{col.FASTEST}}"
-    return line + f" {pred.preferred:{col.FASTEST}d}  {printable(pred.bottleneck or '-')}"
+    return line + f" {pred.fastest:{col.FASTEST}d}  {printable(pred.bottleneck or '-')}"
 
 
 def table(rep: ReplayedProcess, machine: str | None = None) -> str:
@@ -71,9 +72,11 @@ def table(rep: ReplayedProcess, machine: str | None = None) -> str:
             continue
         out.append(_row(_label(region), region["calls"], region["threads"], region["wall_s"],
                         _stalls(region), pred, cols))
-    for k, pred in rep.kernels:
+    for i, (k, pred) in enumerate(rep.kernels):
+        lost = rep.kernel_stalls[i] if i < len(rep.kernel_stalls) else None
+        stalls = col.kernel_stall_cell(lost, k.compute_units, k.device_ns * 1e-9, k.device_type == "cpu", col.STALLS)
         out.append(_row(f"{k.name} ({k.device})", k.launches, k.compute_units, k.device_ns * 1e-9,
-                        "-", pred, cols))
+                        stalls, pred, cols))
     basis = rep.predictions[0].basis if rep.predictions else (rep.kernels[0][1].basis if rep.kernels
                                                                and rep.kernels[0][1] else "")
     out.append(f"speedups: {printable(basis or 'predicted')}")
@@ -102,7 +105,7 @@ def _curve(pred) -> list[dict]:
 def _entry(name: str, obj: str, runtime: str, calls: int, threads: int, wall: float, pred) -> dict:
     return {"name": name, "object": obj, "runtime": runtime, "calls": calls, "threads": threads,
             "wall_s": wall, "predicted": _curve(pred) if pred is not None else [],
-            "preferred_threads": pred.preferred if pred is not None else None,
+            "fastest_threads": pred.fastest if pred is not None else None,
             "basis": pred.basis if pred is not None else "",
             "future_bottleneck": pred.bottleneck if pred is not None else None,
             "fitted": list(pred.fitted) if pred is not None else []}
@@ -121,7 +124,7 @@ def to_dict(reps: list[ReplayedProcess]) -> dict:
                  "threads": proc[0]["threads"] if proc else None,
                  "wall_s": proc[0]["wall_s"] if proc else None,
                  "predicted": _curve(proc[1]) if proc else [],
-                 "preferred_threads": proc[1].preferred if proc else None,
+                 "fastest_threads": proc[1].fastest if proc else None,
                  "basis": proc[1].basis if proc else "",
                  "future_bottleneck": proc[1].bottleneck if proc else None,
                  "serial_run": serial_run(rep),

@@ -293,22 +293,16 @@ def _check_metric(metric: str | None) -> None:
 
 
 def parse_sweep_measurements(text: str, name: str, metric: str | None = None) -> Measurements:
-    """The sweep result ``text`` read from ``name``, as ``read_sweep_measurements``."""
+    """The sweep result ``text`` read from ``name`` (``sweep_measurements``)."""
     from ..sweepresult import parse_sweep_json
 
     _check_metric(metric)
     return sweep_measurements(parse_sweep_json(text, name), name, metric)
 
 
-def read_sweep_measurements(path: str, metric: str | None = None) -> Measurements:
-    """A sweep result's "measured" runs as time ``Measurements`` with stall columns."""
-    from ..sweepresult import load_sweep_json
-
-    return sweep_measurements(load_sweep_json(path), shown(path), metric)
-
-
 def sweep_measurements(result: dict, path: str, metric: str | None = None) -> Measurements:
-    """``read_sweep_measurements`` of a checked sweep result read from ``path``."""
+    """A checked sweep result's "measured" runs (read from ``path``) as time
+    ``Measurements`` with stall columns."""
     from ...model.curve.entities import Measurements  # numpy: only once measurements are built
 
     if metric is not None and metric != "time":
@@ -343,12 +337,28 @@ def _load_csv(files: list[tuple[str, str]], metric: str | None = None, callpath:
                      count_attribute=count_attribute)
 
 
+def _not_a_recording(text: str, name: str) -> None:
+    """A run's recording (JSON Lines whose first line has ``event``) is replay's input,
+    not a curve: say so instead of what a sweep result lacks."""
+    import json
+
+    first = text.lstrip().split("\n", 1)[0]
+    try:
+        obj = json.loads(first)
+    except (ValueError, RecursionError):  # the sweep reader's parser says what is wrong
+        return
+    if isinstance(obj, dict) and "event" in obj:
+        raise InputError(f"{name}: a run's recording (corecast run --json-out), one team size, not "
+                         "measurements at several counts: 'corecast replay' predicts from it")
+
+
 def _load_sweep(files: list[tuple[str, str]], metric: str | None = None, callpath: str | None = None,
                 profile_metric: str | None = None, count_attribute: str | None = None) -> list[Series]:
     from ..sweepresult import count_unit, parse_sweep_json
 
     ((name, text),) = files
     _check_metric(metric)
+    _not_a_recording(text, name)
     result = parse_sweep_json(text, name)
     # A launcher's sweep counted ranks: its curve is labelled so, as merge's is.
     return one_curve(sweep_measurements(result, name, metric), name, callpath, profile_metric,

@@ -8,13 +8,16 @@ Kept as one at over 400 lines: the three types a curve passes through (in, fitte
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Callable, Literal, Mapping
+from typing import TYPE_CHECKING, Callable, Literal, Mapping
 
 import numpy as np
 
 from ...errors import InputError  # noqa: F401  (defined without numpy: fileio and the runtime raise it)
 from ..machine.hardware import SMT_YIELD, Hardware
 from ..scaling import ScalingPrediction
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 Metric = Literal["time", "throughput"]
 METRICS: tuple[str, ...] = ("time", "throughput")
@@ -56,8 +59,8 @@ class Measurements:
     @classmethod
     def from_samples(
         cls,
-        counts,
-        values,
+        counts: ArrayLike,
+        values: ArrayLike,
         metric: str = "throughput",
         stalls: Mapping[str, object] | None = None,
         sizes: Mapping[str, object] | None = None,
@@ -124,7 +127,7 @@ class Measurements:
         """The first k points (lowest counts)."""
         return self.subset(np.arange(min(k, len(self))))
 
-    def subset(self, index) -> "Measurements":
+    def subset(self, index: ArrayLike) -> "Measurements":
         index = np.asarray(index)
         return Measurements(
             counts=self.counts[index],

@@ -12,10 +12,13 @@ rational function with a pole in ``[1, nmax]`` yields no fit.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Optional
 
 import numpy as np
 from .fitting import relative_lsq
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 Array = np.ndarray
 
@@ -244,7 +247,7 @@ def get(name: str) -> Kernel:
         raise KeyError(f"unknown kernel {name!r}; known: {', '.join(KERNELS)}") from None
 
 
-def fit(kernel: Kernel | str, n, y, nmax: float | None = None) -> Optional[KernelFit]:
+def fit(kernel: Kernel | str, n: ArrayLike, y: ArrayLike, nmax: float | None = None) -> Optional[KernelFit]:
     """Fit one kernel to (n, y) by relative least squares; None when it cannot.
 
     ``nmax`` is the largest count the fit will be evaluated at: fits with a pole or

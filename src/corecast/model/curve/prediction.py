@@ -269,7 +269,7 @@ def predict_measurements(
     )
 
 
-def leave_last_out(spec, fitted: Measurements, nmax: float) -> float | None:
+def leave_last_out(spec: methods.Method, fitted: Measurements, nmax: float) -> float | None:
     """The method refitted without the largest measured count, its relative error there:
     what a fit that passes through every point can still be judged by (a one-step
     backtest, Tashman 2000).  None where too few counts remain, with sizes, or it fails."""

@@ -6,8 +6,9 @@ from __future__ import annotations
 import os
 
 
-def read_text(path: str) -> str | None:
-    """The file's text, None if it cannot be read."""
+def read_sysfs(path: str) -> str | None:
+    """A sysfs file's text, None if it cannot be read (a missing node or
+    CPU directory is an answer here, not an error: ``io.fileio.read_text`` raises)."""
     try:
         with open(path) as f:
             return f.read()
@@ -32,7 +33,7 @@ def parse_cpulist(text: str) -> list[int]:
 def topology(sysfs_root: str = "/sys") -> dict[int, list[int]]:
     """NUMA node id -> its online CPUs (sysfs); without node information, node 0 holds
     every online CPU (as native/numa.c counts it)."""
-    online_text = read_text(f"{sysfs_root}/devices/system/cpu/online")
+    online_text = read_sysfs(f"{sysfs_root}/devices/system/cpu/online")
     try:
         online = set(parse_cpulist(online_text)) if online_text is not None else None
     except ValueError:
@@ -45,7 +46,7 @@ def topology(sysfs_root: str = "/sys") -> dict[int, list[int]]:
         names = []
     for name in names:
         node = _node_id(name)
-        text = read_text(f"{node_dir}/{name}/cpulist") if node is not None else None
+        text = read_sysfs(f"{node_dir}/{name}/cpulist") if node is not None else None
         if text is None:
             continue
         try:
@@ -78,7 +79,7 @@ def distances(sysfs_root: str, ids: list[int]) -> list[list[int]]:
     out = []
     for n in ids:
         try:
-            row = [int(v) for v in (read_text(f"{node_dir}/node{n}/distance") or "").split()]
+            row = [int(v) for v in (read_sysfs(f"{node_dir}/node{n}/distance") or "").split()]
         except ValueError:
             row = []
         out.append([row[all_ids.index(m)] if m in all_ids and all_ids.index(m) < len(row)
@@ -94,8 +95,8 @@ def cpu_cores(sysfs_root: str, cpus: list[int]) -> dict[int, tuple[int, int, int
     out = {}
     for cpu in cpus:
         base = f"{sysfs_root}/devices/system/cpu/cpu{cpu}/topology"
-        package, core = read_text(f"{base}/physical_package_id"), read_text(f"{base}/core_id")
-        siblings = read_text(f"{base}/thread_siblings_list")
+        package, core = read_sysfs(f"{base}/physical_package_id"), read_sysfs(f"{base}/core_id")
+        siblings = read_sysfs(f"{base}/thread_siblings_list")
         try:
             smt = sorted(parse_cpulist(siblings)).index(cpu) if siblings is not None else None
             if package is None or core is None or smt is None:

@@ -36,26 +36,26 @@ if TYPE_CHECKING:
     from ...recording.record import ProcessSample, RegionSample
 
 KARP_FLATT_BAND = 0.05  # +- on the serial fraction
-PREFERRED_SHARE = 0.99  # preferred = fewest threads within 1% of the best speedup
+FASTEST_SHARE = 0.99  # fastest = fewest threads within 1% of the best speedup
 
 
 class TeamPrediction(ScalingPrediction):
     """The runtime's answer for a region, a process or a kernel (its team: threads, or a
     kernel's compute units), from its samples: speedups at ``threads`` with their band
-    ``low``/``high``.  (A plain class: dataclasses would add milliseconds to every
+    ``low``/``high`` and the fastest count (``fastest_count``).  (A plain class: dataclasses would add milliseconds to every
     profiled program's start.)"""
 
-    __slots__ = ("threads", "speedup", "low", "high", "preferred", "basis", "fitted", "bottleneck",
+    __slots__ = ("threads", "speedup", "low", "high", "fastest", "basis", "fitted", "bottleneck",
                  "work_s", "bandwidth")
 
     def __init__(self, threads: list[int], speedup: list[float], low: list[float],
-                 high: list[float], preferred: int, basis: str, fitted: list[str] | None = None,
+                 high: list[float], fastest: int, basis: str, fitted: list[str] | None = None,
                  bottleneck: str | None = None, work_s: float = 0.0):
         self.threads = threads
         self.speedup = speedup
         self.low = low
         self.high = high
-        self.preferred = preferred
+        self.fastest = fastest
         self.basis = basis
         self.fitted = fitted or []
         self.bottleneck = bottleneck  # stall category expected to dominate at the target
@@ -69,11 +69,11 @@ class TeamPrediction(ScalingPrediction):
         return self.threads
 
     def scale(self, factors: list[float]) -> None:
-        """Speedups and band times ``factors`` (one per count), the preferred count again."""
+        """Speedups and band times ``factors`` (one per count), the fastest count again."""
         self.speedup = [s * f for s, f in zip(self.speedup, factors)]
         self.low = [s * f for s, f in zip(self.low, factors)]
         self.high = [s * f for s, f in zip(self.high, factors)]
-        self.preferred = preferred_count(self.threads, self.speedup)
+        self.fastest = fastest_count(self.threads, self.speedup)
 
     def speedup_band(self) -> tuple[list[float], list[float]]:
         return self.low, self.high
@@ -99,10 +99,10 @@ def _growth(n: int) -> float:
     return math.sqrt(2.0 * math.log(n)) if n > 1 else 0.0
 
 
-def preferred_count(counts: list[int], speedup: list[float]) -> int:
+def fastest_count(counts: list[int], speedup: list[float]) -> int:
     """The fewest threads within 1% of the best predicted speedup."""
     best = max(speedup)
-    return next(n for n, s in zip(counts, speedup) if s >= PREFERRED_SHARE * best)
+    return next(n for n, s in zip(counts, speedup) if s >= FASTEST_SHARE * best)
 
 
 def region_bound(region: RegionSample, target: int) -> TeamPrediction:
@@ -121,7 +121,7 @@ def region_bound(region: RegionSample, target: int) -> TeamPrediction:
         central.append(work / (serial + parallel * (1 + i_n) / n))
         low.append(work / (serial + parallel * (1 + max(i_n, i_lin)) / n))
         high.append(work / max(serial, work / n))
-    return TeamPrediction(counts, central, low, high, preferred_count(counts, central),
+    return TeamPrediction(counts, central, low, high, fastest_count(counts, central),
                           "bound: Amdahl with measured serial work and imbalance (work/span high)")
 
 
@@ -158,5 +158,5 @@ def process_bound(process: ProcessSample, target: int, cores: int) -> TeamPredic
     central = [amdahl(serial, n) for n in counts]
     return TeamPrediction(
         counts, central, [amdahl(lo_s, n) for n in counts], [amdahl(hi_s, n) for n in counts],
-        preferred_count(counts, central), basis, fitted,
+        fastest_count(counts, central), basis, fitted,
     )

@@ -58,7 +58,7 @@ from __future__ import annotations
 import math
 
 from ...recording.abi import SYNC_WAITS
-from .bound import TeamPrediction, preferred_count, region_work
+from .bound import TeamPrediction, fastest_count, region_work
 from .lockqueue import (MIN_CONTENDED, SINGLE_OBJECT, Station, TeamModel, bisect, copy_model,
                         copy_station, finish_stations, fit_stations, pthread_stations)
 from .teamcurve import (ContentionPrediction, bottleneck_of, model_time, ordered_fits,
@@ -376,7 +376,7 @@ def compose_process(process: ProcessSample, regions: list[tuple[RegionSample, Te
         for k, v in getattr(p, "losses", {}).items():
             losses[k] = losses.get(k, 0.0) + v
     t_end = total / central[-1]
-    return ContentionPrediction(counts, central, low, high, preferred_count(counts, central),
+    return ContentionPrediction(counts, central, low, high, fastest_count(counts, central),
                                 "contention model: serial time between regions plus "
                                 + _bandwidth_note(outer, works, total),
                                 sorted({f for _, p in outer for f in p.fitted}),

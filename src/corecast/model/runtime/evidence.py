@@ -52,7 +52,7 @@ from __future__ import annotations
 import math
 
 from ...recording.abi import SYNC_WAITS
-from .bound import preferred_count
+from .bound import fastest_count
 from .history import BASIS_LEN
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
@@ -175,7 +175,7 @@ def roofline(pred: TeamPrediction, process: ProcessSample, cal: Calibration) -> 
         pred.low[i] = min(pred.low[i], pred.speedup[i])
     if not capped:
         return ""
-    pred.preferred = preferred_count(pred.threads, pred.speedup)
+    pred.fastest = fastest_count(pred.threads, pred.speedup)
     return f"; roofline {moved / 1e9:.3g} GB at {bandwidth_at(cal, pred.threads[-1]) / 1e9:.3g} GB/s"
 
 

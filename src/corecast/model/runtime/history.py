@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from .bound import TeamPrediction, prediction_counts, preferred_count
+from .bound import TeamPrediction, prediction_counts, fastest_count
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
@@ -122,7 +122,7 @@ def anchor_t1(one: TeamPrediction, region: RegionSample, history: RegionHistory)
     low = [min(lo, lo * f) if n > 1 else 1.0 for n, lo in zip(one.threads, one.low)]
     high = [max(hi, hi * f) if n > 1 else 1.0 for n, hi in zip(one.threads, one.high)]
     basis = f"contention + bandwidth: work/call x{1 / f:.2f} from {m} to {n0} threads"
-    pred = type(one)(one.threads, speedup, low, high, preferred_count(one.threads, speedup), basis,
+    pred = type(one)(one.threads, speedup, low, high, fastest_count(one.threads, speedup), basis,
                      one.fitted, one.bottleneck, work_s=one.work_s * f)
     pred.bandwidth = 1 / f
     return pred
@@ -163,7 +163,7 @@ def extrapolate(history: RegionHistory, target: int) -> TeamPrediction | None:
     basis = f"history: {pred.method} over {len(teams)} team sizes ({pred.candidate})"
     calls = sum(c for c, _ in history.seen.values())
     # ESTIMA names the future bottleneck when it was one of auto's members.
-    return TeamPrediction(counts, speedup, low, high, preferred_count(counts, speedup), basis, [],
+    return TeamPrediction(counts, speedup, low, high, fastest_count(counts, speedup), basis, [],
                           pred.extras.get("future_bottleneck"), work_s=t1 * calls)
 
 
@@ -216,7 +216,7 @@ def two_sizes(history: RegionHistory, counts: list[int]) -> TeamPrediction | Non
         high.append(max(pair))
     calls = sum(c for c, _ in history.seen.values())
     basis = f"history: 2 team sizes ({a}, {b}), Amdahl and a power law through them"
-    return TeamPrediction(counts, speedup, low, high, preferred_count(counts, speedup), basis, [],
+    return TeamPrediction(counts, speedup, low, high, fastest_count(counts, speedup), basis, [],
                           work_s=t1 * calls)
 
 
@@ -262,7 +262,7 @@ def interpolate(history: RegionHistory, counts: list[int]) -> TeamPrediction | N
     basis = f"history: measured at {len(teams)} team sizes, interpolated between"
     if below:
         basis += f"; below {teams[0]}, Amdahl and a power law"
-    return TeamPrediction(counts, speedup, low, high, preferred_count(counts, speedup), basis, [],
+    return TeamPrediction(counts, speedup, low, high, fastest_count(counts, speedup), basis, [],
                           work_s=t1 * calls)
 
 
@@ -278,7 +278,7 @@ def combine(one_sample: TeamPrediction, from_history: TeamPrediction | None,
     lo = [min(a, b) for a, b in zip(one_sample.low, from_history.low)]
     hi = [max(a, b) for a, b in zip(one_sample.high, from_history.high)]
     work = math.sqrt(one_sample.work_s * from_history.work_s)  # T(1) of the mean curve
-    return TeamPrediction(one_sample.threads, gm, lo, hi, preferred_count(one_sample.threads, gm),
+    return TeamPrediction(one_sample.threads, gm, lo, hi, fastest_count(one_sample.threads, gm),
                           "geometric mean of the one-sample model and 2 team sizes' history",
                             one_sample.fitted, one_sample.bottleneck, work)
 

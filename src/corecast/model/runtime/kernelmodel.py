@@ -36,17 +36,19 @@ from __future__ import annotations
 
 import math
 
-
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
+    from ...recording.kernelstats import KernelStats
     from ...recording.record import RegionSample
+    from .bound import TeamPrediction
+    from .numa import NumaRegionPrediction
 
 LOCK_WAITS = ("mutex", "rwlock")
 IDLE_WAITS = ("condvar", "pthread_barrier", "semaphore")
 SHOWN = ("imbalance",) + LOCK_WAITS + IDLE_WAITS + ("runqueue",)  # a kernel's stalls_s
 
 
-def work_groups(kernel) -> int | None:
+def work_groups(kernel: KernelStats) -> int | None:
     """Work-groups per launch when every sampled launch had the same known shape."""
     shapes = kernel.sample.shapes or set(kernel.sizes)
     if len(shapes) != 1:
@@ -57,7 +59,7 @@ def work_groups(kernel) -> int | None:
     return math.prod(-(-a // b) for a, b in zip(g, loc))
 
 
-def short_launches(kernel) -> bool:
+def short_launches(kernel: KernelStats) -> bool:
     """The sampled launches are shorter than the snapshot interval on average: idle time
     inside them is not resolved (the workers' time is shared out by device time), so their
     stalls are a lower bound."""
@@ -67,7 +69,7 @@ def short_launches(kernel) -> bool:
     return bool(s.launches) and s.device_ns / s.launches < TICK_S * 1e9
 
 
-def sample_stalls(kernel) -> dict | None:
+def sample_stalls(kernel: KernelStats) -> dict[str, float] | None:
     """Compute-unit seconds lost per category (``SHOWN``) in the sample; None where the
     sample cannot say (no completed sampled launch, not a CPU device)."""
     s = kernel.sample
@@ -86,7 +88,7 @@ def sample_stalls(kernel) -> dict | None:
     return out
 
 
-def stalls(kernel) -> dict | None:
+def stalls(kernel: KernelStats) -> dict[str, float] | None:
     """``sample_stalls`` scaled from the sample to all completed launches."""
     part = sample_stalls(kernel)
     if part is None:
@@ -95,7 +97,7 @@ def stalls(kernel) -> dict | None:
     return {c: v * scale for c, v in part.items()}
 
 
-def region(kernel) -> RegionSample | None:
+def region(kernel: KernelStats) -> RegionSample | None:
     """The sample as a region's sample record (``record.RegionSample``)."""
     s = kernel.sample
     if not s.launches or s.device_ns <= 0:
@@ -119,13 +121,13 @@ def region(kernel) -> RegionSample | None:
     }
 
 
-def default_target(kernel, cores: int) -> int:
+def default_target(kernel: KernelStats, cores: int) -> int:
     """Compute units to predict up to when none was asked for: the host's cores for a CPU
     device (its compute units are cores), the device's own compute units otherwise."""
     return cores if kernel.device_type == "cpu" else max(1, int(kernel.compute_units))
 
 
-def limits(kernel) -> dict:
+def limits(kernel: KernelStats) -> dict:
     """What bounds the kernel's speedup with compute units, as far as the run shows it:
     work-groups per launch, the work-group size against the device's largest, and the
     share of the compute units one launch can keep busy (None: not known)."""
@@ -147,7 +149,7 @@ def limits(kernel) -> dict:
 IDLE_UNOBSERVED = 0.5  # a non-CPU band's low end: this share of compute-unit time idle
 
 
-def resident_groups(kernel) -> int:
+def resident_groups(kernel: KernelStats) -> int:
     """Work-groups of the kernel's size one compute unit may run at once, as far as the
     device says: a unit can hold a work-group of the device's largest size
     (CL_DEVICE_MAX_WORK_GROUP_SIZE), so at least that many work-items, and OpenCL reports
@@ -171,12 +173,13 @@ def resident_low(groups: int, n: int, resident: int) -> float:
     """The lowest speedup at ``n`` units when each unit runs r work-groups at once, for any
     r in 1..``resident`` (the same r at 1 unit and at n): waves at 1 unit over waves at n.
     With every group resident on one unit (r >= groups) more units give nothing."""
-    return min(-(-groups // r) / -(-groups // (n * r)) for r in range(1, min(resident, groups) + 1))
+    return min(launch_waves(groups, 1, r)[0] / launch_waves(groups, n, r)[0]
+               for r in range(1, min(resident, groups) + 1))
 
 
-def device_predict(kernel, target: int):
+def device_predict(kernel: KernelStats, target: int) -> TeamPrediction:
     """A non-CPU device's kernel at 1..target compute units (see the module's text)."""
-    from .bound import TeamPrediction, prediction_counts, preferred_count
+    from .bound import TeamPrediction, prediction_counts, fastest_count
 
     # The table's columns (powers of two) among the counts, also past 64 counts.
     counts = sorted(set(prediction_counts(target)) | {1 << k for k in range(target.bit_length())
@@ -185,7 +188,7 @@ def device_predict(kernel, target: int):
     groups, units = lim["work_groups"], lim["compute_units"]
 
     def waves(n: int) -> float:
-        return n if groups is None else groups / -(-groups // n)
+        return n if groups is None else groups / launch_waves(groups, n)[1]
 
     speedup = [waves(n) for n in counts]
     high = [float(n if groups is None else min(n, groups)) for n in counts]
@@ -217,11 +220,11 @@ def device_predict(kernel, target: int):
         bottleneck = "work_groups"
     elif groups is None:
         bottleneck = "unobserved"
-    return TeamPrediction(counts, speedup, low, high, preferred_count(counts, speedup), basis,
+    return TeamPrediction(counts, speedup, low, high, fastest_count(counts, speedup), basis,
                           ["work_groups"] if groups is not None else [], bottleneck)
 
 
-def predict(kernel, target: int, cores: int):
+def predict(kernel: KernelStats, target: int, cores: int) -> TeamPrediction | None:
     """Prediction for ``kernel`` at 1..target compute units (a ``TeamPrediction``), or
     None without a sample: the contention model on a CPU device, ``device_predict`` on others."""
     reg = region(kernel)
@@ -229,7 +232,7 @@ def predict(kernel, target: int, cores: int):
         return None
     if kernel.device_type != "cpu":
         return device_predict(kernel, target)
-    from .bound import preferred_count
+    from .bound import fastest_count
     from .predictor import predict_region_threads
     from .spread import widen
 
@@ -245,14 +248,14 @@ def predict(kernel, target: int, cores: int):
     groups = work_groups(kernel)
     if groups is not None and groups < max(pred.threads):
         few_groups(pred, groups, int(kernel.compute_units), parallelism(kernel))
-        pred.preferred = preferred_count(pred.threads, pred.speedup)
+        pred.fastest = fastest_count(pred.threads, pred.speedup)
         pred.basis += f"; {groups} work-groups per launch: no gain past {groups} compute units"
         if pred.threads[-1] > groups:
             pred.bottleneck = "work_groups"
     return pred
 
 
-def parallelism(kernel) -> float | None:
+def parallelism(kernel: KernelStats) -> float | None:
     """Busy compute units during the sampled launches (the runtime threads' CPU time over
     the device time, 1 .. compute units); None where the runtime's threads were not seen."""
     s = kernel.sample
@@ -261,7 +264,7 @@ def parallelism(kernel) -> float | None:
     return min(max(s.cpu_ns / s.device_ns, 1.0), max(1, int(kernel.compute_units)))
 
 
-def few_groups(pred, groups: int, sampled: int, busy: float | None) -> None:
+def few_groups(pred: TeamPrediction, groups: int, sampled: int, busy: float | None) -> None:
     """``pred`` (in place) for a kernel of ``groups`` work-groups per launch, sampled at
     ``sampled`` compute units with ``busy`` of them busy on average.
 
@@ -290,95 +293,10 @@ def few_groups(pred, groups: int, sampled: int, busy: float | None) -> None:
             pred.low[i] = min(pred.low[i], bound, pred.speedup[i])
 
 
-DEVICE_BOUND = 0.5  # share of the wall time waiting on the device that makes a host device-bound
-
-
-def device_wait_share(wall_s: float, device_s: float, host_wait_s: float) -> float:
-    """Share of ``wall_s`` the host spent on the device: the larger of the device's busy
-    time (an in-order queue's kernels do not overlap; capped at the wall time) and the
-    program's time blocked in OpenCL calls."""
-    if wall_s <= 0:
-        return 0.0
-    return min(max(device_s, host_wait_s, 0.0) / wall_s, 1.0)
-
-
-def device_bound_process(pred, share: float):
-    """The process prediction of a host that waits on the device for ``share`` of its
-    wall time (at least ``DEVICE_BOUND``): its threads are the driver's, so more CPU threads
-    give nothing (speedup 1); the band's high end lets the rest of the host's time shrink
-    as Amdahl's law would."""
-    from .bound import TeamPrediction
-
-    counts = list(pred.threads)
-    rest = 1.0 - share
-    high = [max(1.0, 1 / (share + rest / n)) for n in counts]
-    pct = f"{100 * share:.0f}%"
-    return TeamPrediction(counts, [1.0] * len(counts), [1.0] * len(counts), high, 1,
-                          f"waiting on the device ({pct} of wall): more CPU threads do not shorten it",
-                            [], f"waiting on device {pct} of wall")
-
-
-def runtime_note(seen) -> str:
-    """The basis's note for an OpenCL host's runtime threads (``seen``: what the OpenCL
-    layer saw, ``runtime.devicewait.HostSeen``); "" without any."""
-    if not seen.runtime_threads:
-        return ""
-    return f"; {seen.runtime_threads} runtime threads ({seen.runtime_cpu_s:.2f}s CPU) not the program's"
-
-
-def program_process(region: dict, seen) -> dict:
-    """An OpenCL host's process sample with the runtime's threads left out: the threads
-    the interpreter did not start (the OpenCL runtime's and driver's, a BLAS library's
-    pool) are not the program's parallelism, so their count, CPU time and waits leave its
-    record.  ``team_threads`` becomes the library's team rule (``record.team_of``) over the
-    program's own threads."""
-    from ...recording.record import team_of
-
-    own = dict(region)
-    n = max(1, int(region["threads"]) - seen.runtime_threads)
-    cpu = max(float(region.get("cpu_s", 0.0)) - seen.runtime_cpu_s, 0.0)
-    own.update(threads=n, requested=n, cpu_s=cpu,
-               busy_s=max(float(region.get("busy_s", 0.0)) - seen.runtime_cpu_s, 0.0),
-               team_threads=team_of(seen.program_cpu_s) if seen.program_cpu_s else 0)
-    for key, less in (("stalls_s", seen.runtime_waits_s), ("acquisitions", seen.runtime_acquisitions),
-                      ("contended", seen.runtime_contended)):
-        table = dict(region.get(key) or {})
-        for cat, v in less.items():
-            if cat in table and cat != "runqueue":
-                table[cat] = max(table[cat] - v, 0)
-        own[key] = table
-    return own
-
-
-def serial_host(own: dict, seen) -> bool:
-    """Whether an OpenCL host's own code ran on one thread: no team among the interpreter's
-    threads (``record.team_of``: the second busiest idle) and the program's CPU time hardly
-    more than its busiest thread's (threads that ended before the exit would show there)."""
-    from ...recording.record import TEAM_SHARE, team_of
-
-    cpus = seen.program_cpu_s
-    if not cpus or team_of(cpus) > 1:
-        return False
-    return float(own.get("cpu_s", 0.0)) <= max(cpus) * (1 + TEAM_SHARE)
-
-
-def serial_host_process(pred, share: float, seen):
-    """The process prediction of an OpenCL host whose code ran on one thread and that waited
-    on the device for ``share`` of its wall time (below ``DEVICE_BOUND``): more CPU threads
-    run none of its code, so no count gains (band and all)."""
-    from .bound import TeamPrediction
-
-    counts = list(pred.threads)
-    ones = [1.0] * len(counts)
-    where = f" (on the device {100 * share:.0f}% of wall)" if share >= 0.005 else ""
-    return TeamPrediction(counts, ones, list(ones), list(ones), 1,
-                          f"one program thread{where}" + runtime_note(seen), [], "serial host")
-
-
 _states: dict = {}  # machine path -> model.runtime.numa.NumaState (the file is read once)
 
 
-def memory_model(kernel, machine: str | None = None):
+def memory_model(kernel: KernelStats, machine: str | None = None) -> NumaRegionPrediction | None:
     """Node counts on a machine description (``machine``: its path or preset) for a kernel on a CPU device, as the runtime predicts an
     OpenMP region's (``model.runtime.numa``): a ``NumaRegionPrediction`` or None without a machine.
 

@@ -42,6 +42,8 @@ from ..queueing import mva
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
+    from typing import Callable
+
     from ...recording.record import RegionSample
 
 SINGLE_OBJECT = ("critical", "atomic")  # one lock per category (anonymous critical, atomic)
@@ -63,7 +65,8 @@ class Station:
     __slots__ = ("name", "visits", "hold", "handoff", "copies", "cv", "wait", "evidence",
                  "multi")
 
-    def __init__(self, name, visits, hold, wait=None, evidence=False, multi=False):
+    def __init__(self, name: str, visits: float, hold: float, wait: float | None = None,
+                 evidence: bool = False, multi: bool = False) -> None:
         self.name = name
         self.visits = visits      # acquisitions per call (all threads)
         self.hold = hold          # mean hold (service) time
@@ -81,7 +84,8 @@ class TeamModel:
 
     __slots__ = ("n0", "cores", "serial", "par", "stations", "idle", "overhead", "latency", "repeated")
 
-    def __init__(self, n0, cores, serial, par, stations, idle, overhead=0.0, latency=0.0, repeated=0.0):
+    def __init__(self, n0: int, cores: int, serial: float, par: float, stations: list[Station], idle: float,
+                 overhead: float = 0.0, latency: float = 0.0, repeated: float = 0.0) -> None:
         self.n0 = n0
         self.cores = cores
         self.serial = serial      # S per call
@@ -100,7 +104,7 @@ def copy_station(s: Station) -> Station:
     return c
 
 
-def copy_model(m: TeamModel, **changes) -> TeamModel:
+def copy_model(m: TeamModel, **changes: object) -> TeamModel:
     c = TeamModel(m.n0, m.cores, m.serial, m.par, m.stations, m.idle, m.overhead, m.latency, m.repeated)
     for k, v in changes.items():
         setattr(c, k, v)
@@ -176,7 +180,7 @@ def station_wait(m: TeamModel, s: Station, n: int) -> float:
 
 
 # ---- calibration at n0 ------------------------------------------------------------------
-def bisect(fn, lo: float, hi: float, target: float, increasing: bool, steps: int = 60) -> float:
+def bisect(fn: Callable[[float], float], lo: float, hi: float, target: float, increasing: bool, steps: int = 60) -> float:
     for _ in range(steps):
         mid = 0.5 * (lo + hi)
         if (fn(mid) < target) == increasing:

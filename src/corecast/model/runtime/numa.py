@@ -13,7 +13,7 @@ Per region the NUMA prediction is k nodes times the product of two efficiencies
 - synchronisation: the region's thread-level contention model at k nodes' cores relative
   to one node's (locks, barriers, imbalance: none of which the memory model sees).
 
-The region's JSON event gains ``predicted_nodes``, ``preferred_nodes`` and ``numa`` (its
+The region's JSON event gains ``predicted_nodes``, ``fastest_nodes`` and ``numa`` (its
 inputs, so that ``corecast numa --replay`` can predict again for another machine).
 
 Standard library only (imported inside profiled programs).
@@ -41,11 +41,11 @@ class NumaRegionPrediction(ScalingPrediction):
     """The runtime's NUMA answer for a region: speedup per node count, its counts given
     in cores; what the bridge copies into ``struct cc_region_prediction``."""
 
-    __slots__ = ("cores", "speedup", "preferred", "basis", "json")
+    __slots__ = ("cores", "speedup", "fastest", "basis", "json")
 
-    def __init__(self, cores: list[int], speedup: list[float], preferred: int, basis: str,
+    def __init__(self, cores: list[int], speedup: list[float], fastest: int, basis: str,
                  members: str):
-        self.cores, self.speedup, self.preferred = cores, speedup, preferred
+        self.cores, self.speedup, self.fastest = cores, speedup, fastest
         self.basis, self.json = basis, members
 
     count_unit = "cores"
@@ -248,7 +248,7 @@ def node_prediction(machine: machines.Machine, inputs: dict, sync: list[float] |
     return speedup, basis, measured, fitted, rates, notes
 
 
-def members(machine: machines.Machine, speedup: list[float], preferred: int, basis: str,
+def members(machine: machines.Machine, speedup: list[float], fastest: int, basis: str,
             measured: list[str], fitted: list[str], rates: Rates | None, notes: list[str],
             inputs: dict, sync: list[float] | None) -> str:
     """The JSON members the region's event gains (valid inside an object)."""
@@ -259,7 +259,7 @@ def members(machine: machines.Machine, speedup: list[float], preferred: int, bas
                                                   for k, vals in rates.to_dict().items()},
             "notes": notes, "inputs": inputs,
             "sync": None if sync is None else [round(s, 4) for s in sync]}
-    text = json_text({"predicted_nodes": pred, "preferred_nodes": preferred, "numa": numa})
+    text = json_text({"predicted_nodes": pred, "fastest_nodes": fastest, "numa": numa})
     return text[1:-1]
 
 
@@ -298,11 +298,11 @@ def predict_region_nodes(state: NumaState, region: RegionSample, history: Any, n
         inputs.pop("counts", None)
         speedup, basis, measured, fitted, rates, notes = node_prediction(machine, inputs, sync)
         notes.append(f"counter sample not usable: {exc}")
-    preferred = preferred_nodes(speedup)
-    text = members(machine, speedup, preferred, basis, measured, fitted, rates, notes, inputs, sync)
+    fastest = preferred_nodes(speedup)  # no efficiency asked: the best node count
+    text = members(machine, speedup, fastest, basis, measured, fitted, rates, notes, inputs, sync)
     if len(text) > limit:  # never cut JSON in the middle: drop the bulky inputs instead
         inputs = {"dropped": "too large for the event"}
-        text = members(machine, speedup, preferred, basis, measured, fitted, rates, notes, inputs, sync)
+        text = members(machine, speedup, fastest, basis, measured, fitted, rates, notes, inputs, sync)
     label = basis + (", fitted: " + ",".join(fitted) if fitted else "")
     return NumaRegionPrediction([k * machine.cores_per_node for k in range(1, len(speedup) + 1)],
-                                speedup, preferred, label, text)
+                                speedup, fastest, label, text)

@@ -18,7 +18,7 @@ over a span of windows (``history.RegionHistory``): one window where the region 
 (``measure_windows``), and the time to come is counted in spans of that length. The
 search then goes back to the best measured count at once after a step that was slower,
 stops when the predicted gain is below the measurement noise or once the window model's
-preferred count, tried first, gained what the model predicted, and keeps the program's own
+fastest count, tried first, gained what the model predicted, and keeps the program's own
 count unless the chosen one is measured faster by more than that noise. The decision is
 the standard library's only (``tuning`` on ``smallfit``): no numpy or scipy in the host.
 """
@@ -96,7 +96,7 @@ class RegionSteer:
                 self.steps += 1
             speed = dict(zip(pred.threads, pred.speedup))
             low, high = dict(zip(pred.threads, pred.low)), dict(zip(pred.threads, pred.high))
-            if first == pred.preferred and speed.get(self.own) and high.get(self.own):
+            if first == pred.fastest and speed.get(self.own) and high.get(self.own):
                 # the least gain the prediction's band allows: measured within it, the model
                 # is borne out (its central gain rests on T(1), which one sample cannot measure)
                 self.model_gain = min(speed[first] / speed[self.own], low[first] / high[self.own]) - 1.0
@@ -125,7 +125,7 @@ class RegionSteer:
 
     def _model_borne_out(self) -> bool:
         """Whether the best measured count gained at least what the window model predicted
-        for its preferred count, tried first (the low end of its band, within noise): the
+        for its fastest count, tried first (the low end of its band, within noise): the
         model is borne out, and the
         tuner's further seeds (the own count's half, ...) are counts it predicts slower.  On
         a 16-thread convoy (omp_slowdown, 16 cores) they made 6 of its 7 steps: windows at
@@ -240,7 +240,7 @@ def guard(own: int, own_perf: float | None, region: RegionSample, pred: TeamPred
     """Whether exploring a region below its own count ``own`` can pay: the first count to
     try and the expected gain (relative performance), or a short reason why not.
 
-    Potential gain: the larger of the window model's (its preferred count's predicted
+    Potential gain: the larger of the window model's (its fastest count's predicted
     speedup over the own count's) and the stall bound's (own - 1 threads with no stalls
     against the own count at its measured efficiency E: (own - 1) / (own E) - 1).  The
     first step's expected loss is the model's predicted slowdown there, for one window, or
@@ -252,11 +252,11 @@ def guard(own: int, own_perf: float | None, region: RegionSample, pred: TeamPred
     stepped = _taken_in_c(region, own) is not None
     e = efficiency(region, own if stepped else None)
     speed = dict(zip(pred.threads, pred.speedup))
-    preferred = pred.preferred if 1 <= pred.preferred < own and pred.preferred in speed else None
-    if e >= EFFICIENCY and preferred is None:
+    fastest = pred.fastest if 1 <= pred.fastest < own and pred.fastest in speed else None
+    if e >= EFFICIENCY and fastest is None:
         return f"efficient ({e:.0%} of thread time busy)"
     at_own = speed.get(own)
-    g_model = speed[preferred] / at_own - 1.0 if preferred and at_own else 0.0
+    g_model = speed[fastest] / at_own - 1.0 if fastest and at_own else 0.0
     g_bound = (own - 1) / (own * e) - 1.0 if e > 0 else 1.0
     gain = max(g_model, g_bound)
     if gain <= NOISE and handoffs_unbounded(region):
@@ -267,7 +267,7 @@ def guard(own: int, own_perf: float | None, region: RegionSample, pred: TeamPred
         gain = HANDOFF_TRIAL_GAIN
     if gain <= NOISE:
         return f"no room to gain ({e:.0%} of thread time busy)"
-    first = preferred or max(1, own // 2)
+    first = fastest or max(1, own // 2)
     # Time to come in spans: a region too slow for a window's measurement is measured over
     # several (it once was refused here, "too few calls per window", and a convoy of 100 ms
     # calls whose best count is 1 was never steered).

@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import math
 
-from .bound import TeamPrediction, prediction_counts, preferred_count
+from .bound import TeamPrediction, prediction_counts, fastest_count
 from .lockqueue import TeamModel, lock_times
 
 BOTTLENECK_SHARE = 0.02  # below this share of n T(n) lost, there is no bottleneck
@@ -56,9 +56,10 @@ class ContentionPrediction(TeamPrediction):
 
     __slots__ = ("losses",)
 
-    def __init__(self, threads, speedup, low, high, preferred, basis, fitted=None,
-                 bottleneck=None, losses=None, work_s=0.0):
-        super().__init__(threads, speedup, low, high, preferred, basis, fitted, bottleneck, work_s)
+    def __init__(self, threads: list[int], speedup: list[float], low: list[float], high: list[float],
+                 fastest: int, basis: str, fitted: list[str] | None = None, bottleneck: str | None = None,
+                 losses: dict[str, float] | None = None, work_s: float = 0.0) -> None:
+        super().__init__(threads, speedup, low, high, fastest, basis, fitted, bottleneck, work_s)
         self.losses = losses or {}
 
 
@@ -152,7 +153,7 @@ def predict_curves(models: dict[str, TeamModel], target: int, calls: float, basi
     central = curves["central"]
     low = [min(a, c) for a, c in zip(curves["low"], central)]
     high = [max(a, c) for a, c in zip(curves["high"], central)]
-    return ContentionPrediction(counts, central, low, high, preferred_count(counts, central), basis,
+    return ContentionPrediction(counts, central, low, high, fastest_count(counts, central), basis,
                                 fitted, bottleneck_of(losses, total), losses, work)
 
 

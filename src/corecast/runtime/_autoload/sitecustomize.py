@@ -16,6 +16,13 @@ def _corecast_autoload():
 
     here = os.path.dirname(os.path.abspath(__file__))
     flag = os.environ.get("CORECAST_OPENCL", "").strip()
+    if flag not in ("", "0", "1"):  # the library's rule for a bad flag: one line, the default
+        try:
+            os.write(2, ("corecast: warning: CORECAST_OPENCL=%s is not a whole number in [0, 1]; "
+                         "using the default\n" % os.environ["CORECAST_OPENCL"]).encode(errors="replace"))
+        except Exception:
+            pass
+        flag = ""
     wanted = flag == "1" if flag else "libcorecast_preload" in os.environ.get("LD_PRELOAD", "")
     if wanted and sys.version_info >= (3, 8):
         try:

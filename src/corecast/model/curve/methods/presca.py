@@ -10,11 +10,12 @@ at the checkpoints.  Interpolation uses a least-squares polynomial.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
 from .. import functions, smallfit
-from ..entities import Fit, InputError, Measurements
+from ..entities import Fit, InputError, Measurements, PerfFunction
 from ..fitting import rms
 from .registry import register
 
@@ -33,7 +34,7 @@ class Candidate:
         return f"{self.fit.name}[first {self.subset}]"
 
 
-def realistic(f, nmax: float) -> bool:
+def realistic(f: PerfFunction, nmax: float) -> bool:
     """PreSca's realism filter (Dragojević and Guerraoui 2012, section 2) on throughput-like
     performance over counts 1..nmax.
 
@@ -56,9 +57,9 @@ def candidates(
     n: np.ndarray,
     y: np.ndarray,
     nmax: float,
-    kernel_names=functions.PRESCA_KERNEL,
+    kernel_names: Sequence[str] = functions.PRESCA_KERNEL,
     c: int | None = None,
-    subset_sizes=None,
+    subset_sizes: Sequence[int] | None = None,
 ) -> list[Candidate]:
     """All realistic (subset, kernel) candidates, best checkpoint error first."""
     m = n.size
@@ -80,7 +81,7 @@ def candidates(
     return out
 
 
-def follows(f, n: np.ndarray, y: np.ndarray) -> bool:
+def follows(f: PerfFunction, n: np.ndarray, y: np.ndarray) -> bool:
     """Whether ``f`` stays within ``INTERPOLATION_MISS`` (either way) of every measured point."""
     with np.errstate(all="ignore"):
         ratio = np.asarray(f(n), float) / y

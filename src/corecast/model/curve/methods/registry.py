@@ -8,6 +8,8 @@ from typing import Callable
 
 from ..entities import Fit, InputError, Measurements
 
+FitFunction = Callable[[Measurements, float], Fit]  # (data, nmax) -> Fit
+
 
 @dataclass(frozen=True)
 class Method:
@@ -15,14 +17,15 @@ class Method:
     summary: str
     min_points: int  # distinct counts needed
     needs: tuple[str, ...]  # "stalls" and/or "sizes"
-    fit: Callable[[Measurements, float], Fit]  # (data, nmax) -> Fit
+    fit: FitFunction
 
 
 METHODS: dict[str, Method] = {}
 
 
-def register(name: str, summary: str, min_points: int, needs: tuple[str, ...] = ()):
-    def deco(fn: Callable[[Measurements, float], Fit]) -> Callable[[Measurements, float], Fit]:
+def register(name: str, summary: str, min_points: int, needs: tuple[str, ...] = ()
+             ) -> Callable[[FitFunction], FitFunction]:
+    def deco(fn: FitFunction) -> FitFunction:
         METHODS[name] = Method(name, summary, min_points, needs, fn)
         return fn
 

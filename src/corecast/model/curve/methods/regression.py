@@ -25,13 +25,16 @@ its wait) needs per-thread times, which ``Measurements`` does not carry.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Mapping, Optional
+from typing import TYPE_CHECKING, Mapping, Optional
 
 import numpy as np
 
 from ..entities import Fit, InputError, Measurements
 from ..fitting import rms
 from .registry import register
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 Array = np.ndarray
 SizeArg = Optional[Mapping[str, object]]  # size name -> values (scalars broadcast)
@@ -58,13 +61,13 @@ class LogLogModel:
     def form(self) -> str:
         return "loglog-quadratic" if self.degree == 2 else "loglog-linear"
 
-    def predict(self, q, sizes: SizeArg = None) -> Array:
+    def predict(self, q: ArrayLike, sizes: SizeArg = None) -> Array:
         """Predicted time at counts ``q`` (and sizes, scalars broadcast)."""
         q = np.asarray(q, float)
         X = _design(q, self.degree, _size_logs(sizes, self.size_names, q.shape))
         return np.exp2(X @ self.coef)
 
-    def exponent(self, q) -> Array:
+    def exponent(self, q: ArrayLike) -> Array:
         """Local scaling exponent ``d log T / d log q`` at counts ``q``."""
         lq = np.log2(np.asarray(q, float))
         return self.coef[1] + (2.0 * self.coef[2] * lq if self.degree == 2 else 0.0 * lq)
@@ -86,7 +89,7 @@ class SplitModel:
     def form(self) -> str:
         return f"compute+wait loglog ({self.compute.form[7:]}/{self.wait.form[7:]})"
 
-    def predict(self, q, sizes: SizeArg = None) -> Array:
+    def predict(self, q: ArrayLike, sizes: SizeArg = None) -> Array:
         return self.compute.predict(q, sizes) + self.wait.predict(q, sizes)
 
     def params(self) -> dict:
@@ -118,8 +121,8 @@ def _lstsq(X: Array, y: Array) -> tuple[Array, float, float]:
 
 
 def fit_loglog(
-    q,
-    t,
+    q: ArrayLike,
+    t: ArrayLike,
     sizes: SizeArg = None,
     degree: int | None = None,
     nmax: float | None = None,
@@ -201,7 +204,7 @@ def _spearman(x: Array, y: Array) -> float:
     return float(np.corrcoef(rx, ry)[0, 1])
 
 
-def fit_split(q, t, wait, sizes: SizeArg = None, nmax: float | None = None) -> SplitModel:
+def fit_split(q: ArrayLike, t: ArrayLike, wait: ArrayLike, sizes: SizeArg = None, nmax: float | None = None) -> SplitModel:
     """Fit compute = ``t - wait`` and the wait separately.  Each part picks its own g(q);
     that is the paper's pick by weighted-average RMSE, whose minimum over the combinations
     is each part's own minimum.
@@ -223,7 +226,8 @@ def fit_split(q, t, wait, sizes: SizeArg = None, nmax: float | None = None) -> S
     )
 
 
-def within_training_error(q, t, sizes: SizeArg = None, wait=None) -> float | None:
+def within_training_error(q: ArrayLike, t: ArrayLike, sizes: SizeArg = None,
+                          wait: ArrayLike | None = None) -> float | None:
     """The paper's check: train on counts <= max/2, RMS relative error on the rest.
 
     None when the lower half has fewer than 3 distinct counts."""

@@ -27,7 +27,7 @@ from __future__ import annotations
 import dataclasses
 import warnings
 from dataclasses import dataclass
-from typing import Mapping, Optional
+from typing import TYPE_CHECKING, Mapping, Optional
 
 import numpy as np
 
@@ -35,6 +35,9 @@ from ..entities import Fit, InputError, Measurements
 from ..fitting import rms
 from .registry import register
 from .laws import fit_amdahl, fit_gustafson, fit_usl
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 Array = np.ndarray
 
@@ -86,12 +89,12 @@ class SizeModel:
     n_target: float  # normalised N predictions are for
     mse: float  # mean squared relative error in time on the fitted points
 
-    def speedup(self, p, n=None) -> Array:
+    def speedup(self, p: ArrayLike, n: ArrayLike | None = None) -> Array:
         """The paper's S(p, N)."""
         p, n = np.broadcast_arrays(np.asarray(p, float), self.n_target if n is None else n)
         return 1.0 / model_d(self.theta, p, n.astype(float))
 
-    def time(self, p, n=None) -> Array:
+    def time(self, p: ArrayLike, n: ArrayLike | None = None) -> Array:
         """``T1(N) / S(p, N)``; ``n`` must be a measured (normalised) size."""
         p, n = np.broadcast_arrays(np.asarray(p, float), self.n_target if n is None else n)
         try:
@@ -109,7 +112,7 @@ class SizeModel:
         return out
 
 
-def fit_sizemodel(p, t, size=None, seed: int = SEED) -> SizeModel:
+def fit_sizemodel(p: ArrayLike, t: ArrayLike, size: ArrayLike | None = None, seed: int = SEED) -> SizeModel:
     """Fit the model to times ``t`` at counts ``p`` and problem sizes ``size`` (None:
     constant).  Predictions default to the largest size.
 

@@ -1,0 +1,236 @@
+"""Edges of the promise (docs/promise.md) that hostsafe28's hunt found: a process that the C
+library ends when its last thread does, a stderr pipe that is full and non-blocking, a
+program that restricts its own system calls.  Each case runs the same program without and
+with corecast and compares."""
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+import threading
+
+import pytest
+
+from .helpers import clean_env
+
+# The programs below end at once; a hang is what these limits catch (never a speed check).
+HANG = 60
+
+PTHREAD_EXIT_MAIN_C = r"""
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static int alive = 2;
+static long total;
+static void at_end(void) { printf("atexit ran, total %ld\n", total); }
+static void *worker(void *arg) {
+    for (int i = 0; i < 100000; i++) { pthread_mutex_lock(&mu); total += (long)arg; pthread_mutex_unlock(&mu); }
+    usleep(100000); /* main has left by now */
+    pthread_mutex_lock(&mu);
+    if (--alive == 0) printf("last thread ends\n");
+    pthread_mutex_unlock(&mu);
+    return NULL;
+}
+int main(void) {
+    atexit(at_end);
+    pthread_t t[2];
+    for (long i = 0; i < 2; i++) pthread_create(&t[i], NULL, worker, (void *)(i + 1));
+    pthread_exit(NULL); /* the process ends, with exit(0), when its last thread does */
+}
+"""
+
+
+@pytest.mark.parametrize("quiet", ["0", "1"])
+def test_main_leaving_by_pthread_exit_still_ends_the_process(build, lib, quiet):
+    """main calls pthread_exit; glibc ends the process as its last thread ends, by counting
+    the threads pthread_create made.  The sampler, counted and never ending, kept the
+    process alive after the program's last thread (forever, and past a SIGTERM too: it
+    blocks every signal)."""
+    exe = build("pthread_exit_main", PTHREAD_EXIT_MAIN_C, "-pthread")
+    plain = subprocess.run([str(exe)], env=clean_env(), capture_output=True, timeout=HANG)
+    measured = subprocess.run([str(exe)], env=clean_env(LD_PRELOAD=str(lib), CORECAST_QUIET=quiet),
+                              capture_output=True, timeout=HANG)
+    assert plain.returncode == measured.returncode == 0, measured.stderr
+    assert measured.stdout == plain.stdout == b"last thread ends\natexit ran, total 300000\n"
+    if quiet == "0":
+        assert b"corecast: pid " in measured.stderr
+
+
+STDERR_LINE_C = r"""
+#include <pthread.h>
+#include <stdio.h>
+static void *work(void *arg) { volatile long x = 0; for (long i = 0; i < 2000000; i++) x += i; return arg; }
+int main(void) {
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, work, NULL);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    fprintf(stderr, "the program's line\n"); /* EAGAIN: lost, as the pipe is full */
+    printf("done\n");
+    return 3;
+}
+"""
+
+
+def full_nonblocking_pipe() -> tuple[int, int]:
+    """A pipe whose write end is O_NONBLOCK (a reader such as node sets it) and full."""
+    r, w = os.pipe()
+    fcntl.fcntl(w, fcntl.F_SETFL, os.O_NONBLOCK)
+    try:
+        while True:
+            os.write(w, b"x" * 4096)
+    except BlockingIOError:
+        pass
+    return r, w
+
+
+def test_a_full_nonblocking_stderr_pipe_does_not_hold_up_the_exit(build, lib):
+    """The program's own writes into a full O_NONBLOCK stderr fail with EAGAIN and it exits;
+    the report waited for room for ever (its patience with the program's descriptor was
+    unbounded), so the program never ended.  It gets 5 s now, once."""
+    exe = build("stderr_line", STDERR_LINE_C, "-pthread")
+    results = []
+    for env in (clean_env(), clean_env(LD_PRELOAD=str(lib))):
+        r, w = full_nonblocking_pipe()
+        try:
+            results.append(subprocess.run([str(exe)], env=env, stdout=subprocess.PIPE, stderr=w, timeout=HANG))
+        finally:
+            os.close(r)
+            os.close(w)
+    plain, measured = results
+    assert plain.returncode == measured.returncode == 3
+    assert measured.stdout == plain.stdout == b"done\n"
+
+
+SECCOMP_C = r"""
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+static void *work(void *arg) { volatile long x = 0; for (long i = 0; i < 2000000; i++) x += i; return arg; }
+static void phase(void) {
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, work, NULL);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+}
+int main(int argc, char **argv) {
+    phase();
+    /* A sandbox for the rest of the run: openat ends the process, everything else is allowed. */
+    struct sock_filter f[] = {
+        BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+        BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_openat, 0, 1),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+        BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+    };
+    struct sock_fprog prog = {4, f};
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)) { perror("no_new_privs"); return 9; }
+    int r = !strcmp(argv[1], "all")   /* every thread, through the seccomp system call */
+        ? (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog)
+        : prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0); /* this thread only */
+    if (r) { perror("seccomp"); return 9; }
+    phase();
+    printf("sandboxed phase done\n");
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("threads", ["all", "main"])
+def test_a_program_that_restricts_its_system_calls_is_not_killed_by_corecasts(build, lib, threads):
+    """A program that installs a seccomp filter allowing all it needs (here all but openat)
+    was killed with SIGSYS by corecast's calls: the sampler's /proc reads, the exit
+    report's.  corecast now stops before the filter is installed, and says so in one line."""
+    exe = build("seccomp_sandbox", SECCOMP_C, "-pthread")
+    plain = subprocess.run([str(exe), threads], env=clean_env(), capture_output=True, timeout=HANG)
+    measured = subprocess.run([str(exe), threads], env=clean_env(LD_PRELOAD=str(lib)), capture_output=True,
+                              timeout=HANG)
+    assert plain.returncode == measured.returncode == 0, (plain.stderr, measured.stderr)
+    assert measured.stdout == plain.stdout == b"sandboxed phase done\n"
+    assert measured.stderr.count(b"corecast: warning: the program restricts its system calls (seccomp)") == 1
+
+
+SECCOMP_THEN_LET_GO_C = SECCOMP_C.replace(
+    '    phase();\n    printf("sandboxed phase done\\n");\n    return 0;',
+    '    phase();\n    close(2); /* a server detaching: its stderr pipe\'s reader may end */\n'
+    '    printf("stderr closed\\n");\n    fflush(stdout);\n    char c;\n'
+    '    while (read(0, &c, 1) > 0) {}\n    return 0;')
+
+
+def test_a_restricted_program_that_lets_stderr_go_leaves_no_copy_of_it(build, lib):
+    """After the program restricts its system calls, corecast reports nothing, so the copy
+    of stderr the sampler kept for the report goes too: a program that then closes its
+    stderr and runs on lets the pipe's reader reach its end of file, as without corecast
+    (the sampler, parked for good, had kept the copy until the process ended)."""
+    assert "close(2)" in SECCOMP_THEN_LET_GO_C  # the premise: the program text was changed
+    exe = build("seccomp_let_go", SECCOMP_THEN_LET_GO_C, "-pthread")
+    for env in (clean_env(), clean_env(LD_PRELOAD=str(lib))):
+        p = subprocess.Popen([str(exe), "main"], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+        try:
+            assert p.stdout.readline() == b"stderr closed\n"
+            # The program is still running (it waits on stdin): its stderr must be at its end.
+            got: list[bytes] = []
+            reader = threading.Thread(target=lambda: got.append(p.stderr.read()), daemon=True)
+            reader.start()
+            reader.join(HANG)
+            assert got and p.poll() is None, "stderr still open while the program runs"
+            err = got[0]
+        finally:
+            p.stdin.close()
+            p.wait(timeout=HANG)
+        assert p.returncode == 0
+        assert b"Traceback" not in err
+
+
+SECCOMP_PROBE_C = r"""
+#include <errno.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+static void *work(void *arg) { volatile long x = 0; for (long i = 0; i < 2000000; i++) x += i; return arg; }
+static void phase(void) {
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, work, NULL);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+}
+int main(void) {
+    phase();
+    /* libseccomp's seccomp_api_get and systemd ask the kernel what it supports by calls that
+     * cannot install a filter: no filter (EFAULT), strict mode with flags or arguments
+     * (EINVAL), a mode prctl does not know (EINVAL). */
+    int probes[] = {
+        (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, NULL) == -1 && errno == EFAULT,
+        (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_STRICT, 1, NULL) == -1 && errno == EINVAL,
+        prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, 0, 0, 0) == -1 && errno == EFAULT,
+        prctl(PR_SET_SECCOMP, 7, 0, 0, 0) == -1 && errno == EINVAL,
+    };
+    for (int i = 0; i < 4; i++) printf("%d", probes[i]);
+    printf("\n");
+    phase();
+    return 0;
+}
+"""
+
+
+def test_asking_what_seccomp_supports_is_no_restriction(build, lib):
+    """A program that only probes seccomp (libseccomp's seccomp_api_get makes these calls,
+    each refused by the kernel, nothing installed) is measured and reported as any other:
+    corecast stopped for good at the first probe, said the program restricted its system
+    calls, and reported nothing."""
+    exe = build("seccomp_probe", SECCOMP_PROBE_C, "-pthread")
+    plain = subprocess.run([str(exe)], env=clean_env(), capture_output=True, timeout=HANG)
+    measured = subprocess.run([str(exe)], env=clean_env(LD_PRELOAD=str(lib)), capture_output=True, timeout=HANG)
+    assert plain.returncode == measured.returncode == 0
+    assert measured.stdout == plain.stdout == b"1111\n"
+    assert b"seccomp" not in measured.stderr, measured.stderr
+    assert b"corecast: pid " in measured.stderr, measured.stderr
