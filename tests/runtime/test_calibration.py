@@ -492,7 +492,7 @@ def test_the_roofline_holds_the_process_under_the_machines_bandwidth():
     # S(16)), not the uncapped curve's 16, which the exit table would otherwise name.
     assert pred.speedup[13] == pytest.approx(pred.speedup[15], rel=1e-9)
     assert pred.speedup[12] < 0.99 * pred.speedup[15]
-    assert pred.preferred == 14 and plain.preferred == 16
+    assert pred.fastest == 14 and plain.fastest == 16
 
 
 def test_replay_reads_the_counters_a_recording_holds(tmp_path):

@@ -323,7 +323,7 @@ def test_the_exit_table_shows_the_json_lines_numbers(omp_critical, lib, tmp_path
         assert [float(c) for c in speedups] == [shown(at[n]["speedup"]) for n in counts], label
         low, high = (float(c) for c in band.split("-"))
         assert (low, high) == (shown(at[16]["low"]), shown(at[16]["high"])) and low < high, label
-        assert int(fastest) == d["preferred_threads"], label
+        assert int(fastest) == d["fastest_threads"], label
 
 
 def test_quiet_writes_json_but_no_report(omp_critical, omp_baseline, lib, tmp_path):
