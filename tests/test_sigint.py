@@ -147,9 +147,13 @@ def test_ctrl_c_stops_a_shell_loop_over_corecast_run(tmp_path):
     if bash is None:
         pytest.skip("no bash")
     loop = f'for i in 1 2 3; do {" ".join(corecast_argv(["run", "--quiet", "--", "sleep", "60"]))}; echo next; done'
-    # A terminal's Ctrl-C goes to the whole foreground group: the shell and corecast.
+    # A terminal's Ctrl-C goes to the whole foreground group: the shell and corecast.  The
+    # shell starts with SIGINT's default action, as an interactive one's loop has: one that
+    # inherits it ignored (pytest started as `pytest &` from a script) cannot reset it, and
+    # goes on with the loop whatever corecast does (3 of 3 such runs).
     proc = subprocess.Popen([bash, "-c", loop], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=clean_env(), start_new_session=True)
+                            env=clean_env(), start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
     def sleeping() -> bool:
         for pid in os.listdir("/proc"):

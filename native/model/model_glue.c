@@ -6,6 +6,7 @@
 
 #include <Python.h>
 #include <string.h>
+#include <sys/resource.h>
 #include "model_abi.h"
 
 static char cc_root[4096];
@@ -79,7 +80,10 @@ void corecast_model_configure(const char *root, const char *home, int host_pytho
      *   the init code puts the site directories on sys.path itself;
      * - no signal handlers, stdio left as the program set it, the host's PYTHON*
      *   variables ignored (they are not meant for this interpreter), and the home given
-     *   (else it is guessed from the host binary). */
+     *   (else it is guessed from the host binary);
+     * - no bytecode written under the program's file-size limit (`ulimit -f`): CPython
+     *   does not check a .pyc's write, and one cut at the limit made every later start
+     *   fail ("EOFError: marshal data too short") until it was deleted. */
     PyPreConfig pre;
     PyPreConfig_InitPythonConfig(&pre);
     pre.configure_locale = 0;
@@ -98,6 +102,9 @@ void corecast_model_configure(const char *root, const char *home, int host_pytho
     config.parse_argv = 0;
     config.user_site_directory = 0;
     config.pathconfig_warnings = 0;
+    struct rlimit fsize;
+    if (getrlimit(RLIMIT_FSIZE, &fsize) == 0 && fsize.rlim_cur != RLIM_INFINITY)
+        config.write_bytecode = 0;
     if (home && home[0])
         PyConfig_SetBytesString(&config, &config.home, home);
     status = Py_InitializeFromConfig(&config);

@@ -231,6 +231,19 @@ def test_a_host_busy_on_one_thread_beside_runtime_threads_is_a_serial_host(monke
     assert len(p.basis) < 96
 
 
+def test_a_host_whose_workers_ended_before_the_exit_is_no_serial_host(monkeypatch):
+    # One live program thread (1.76 s CPU) but 3.6 s of the program's CPU: workers that
+    # ended before the exit ran the rest, so it did run in parallel.  Its own threads are
+    # predicted again (the team the process record shows), never "serial host", whose S = 1
+    # everywhere would tell the user threads give nothing.
+    region = process_region(2.03, threads=23, cpu_s=H200_RUNTIME["runtime_cpu_s"] + 3.6)
+    again = cpu_prediction()
+    monkeypatch.setattr(devicewait, "_source", lambda: seen(0.0519, 0.0509, **H200_RUNTIME))
+    p = bridge._opencl_host([region], [cpu_prediction()], lambda own: again)[0]
+    assert p is again and p.bottleneck != "serial host"
+    assert p.basis.endswith("; 21 runtime threads (1.92s CPU) not the program's")
+
+
 def test_a_device_bound_host_names_the_runtime_threads_it_left_out(monkeypatch):
     region = process_region(2.03, threads=23, cpu_s=3.759)
     monkeypatch.setattr(devicewait, "_source", lambda: seen(1.8, 0.1, **H200_RUNTIME))

@@ -148,6 +148,12 @@ def test_a_region_gets_the_curve_its_evidence_names_and_no_other(t1, kind, facto
     assert pred.speedup[0] == 1.0  # T(1) is the anchored one
     assert pred.speedup[15] / plain.speedup[15] == pytest.approx(factor, rel=1e-6)
     assert pred.speedup[3] == pytest.approx(plain.speedup[3], rel=1e-6)  # the sampled count keeps its time
+    # every count but 1 takes the curve's factor e(n) / e(4), not only the target (the
+    # counts between, 2 among them, are the table's S@2 and S@8)
+    curve = machine.parse(calibration()).curve(kind) if kind else None
+    for i, n in enumerate(pred.threads):
+        want = curve.at(n) / curve.at(4) if curve and n > 1 else 1.0
+        assert pred.speedup[i] / plain.speedup[i] == pytest.approx(want, rel=1e-6), n
     assert len(pred.basis) <= BASIS_LEN
     if kind:
         assert pred.basis.startswith("contention + bandwidth: work/call x")  # the evidence
@@ -498,6 +504,11 @@ def test_the_roofline_holds_the_process_under_the_machines_bandwidth():
     assert pred.speedup[15] == pytest.approx(t1 * 32e9 / 12.8e9, rel=1e-6)
     assert pred.speedup[15] < plain.speedup[15] and pred.high[15] >= pred.speedup[15] >= pred.low[15]
     assert pred.speedup[3] == pytest.approx(plain.speedup[3], rel=1e-6)  # the measured count keeps its time
+    # The fastest count is the capped curve's: 14, where the cap starts to bind (S(14) =
+    # S(16)), not the uncapped curve's 16, which the exit table would otherwise name.
+    assert pred.speedup[13] == pytest.approx(pred.speedup[15], rel=1e-9)
+    assert pred.speedup[12] < 0.99 * pred.speedup[15]
+    assert pred.fastest == 14 and plain.fastest == 16
 
 
 def test_replay_reads_the_counters_a_recording_holds(tmp_path):

@@ -49,6 +49,33 @@ def test_file_size_limit_keeps_the_programs_output_and_status(omp_critical, lib,
     assert not events(read_lines(tmp_path / "j.jsonl"), "summary")  # whole lines only (read_lines checks)
 
 
+def test_a_file_size_limit_leaves_corecasts_own_bytecode_whole(omp_critical, lib, tmp_path):
+    """The model's interpreter compiles a module whose .pyc is missing (an editable install,
+    a changed source).  Under `ulimit -f 1` it left a .pyc cut at 1 KiB (CPython does not
+    check that write), and every later run of any program said "no predictions: ... cannot
+    import corecast: EOFError: marshal data too short".  No bytecode is written under a
+    file-size limit.  The module's .pyc is moved aside for the test and put back."""
+    import importlib.util
+
+    from corecast.model.runtime import spread
+
+    pyc = Path(importlib.util.cache_from_source(spread.__file__))
+    if not os.access(pyc.parent, os.W_OK):
+        pytest.skip(f"corecast's bytecode folder is not writable here: {pyc.parent}")
+    aside = tmp_path / pyc.name
+    if pyc.exists():
+        shutil.move(pyc, aside)
+    try:
+        limited = sh(f"ulimit -f 1; '{omp_critical}' 100", LD_PRELOAD=str(lib))
+        assert limited.returncode == 0 and b"cannot import corecast" not in limited.stderr, limited.stderr
+        later = run([omp_critical, "100"], preload=lib)
+        assert later.returncode == 0 and b"cannot import corecast" not in later.stderr, later.stderr
+        assert b"main._omp_fn.0" in later.stderr
+    finally:
+        if aside.exists():
+            os.replace(aside, pyc)
+
+
 def test_file_size_limit_on_a_stderr_file(omp_critical, lib, tmp_path):
     """The report itself meets the limit (stderr into a file that is already near it)."""
     script = (f"cd '{tmp_path}'; head -c 2040 /dev/zero > err.txt; ulimit -f 2; "

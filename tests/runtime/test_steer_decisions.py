@@ -9,7 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
-from corecast.model.runtime.steering import RegionSteer, guard
+from corecast.model.runtime.steering import NOISE, RegionSteer, _step_pays, guard
+from corecast.model.tuning.tuners import OPreSca
 
 from .steer_sim import SimRegion
 
@@ -252,6 +253,36 @@ def test_a_borne_out_model_settles_without_the_tuners_other_seeds():
     sim = SimRegion(16, per_call, lost, category="imbalance", first_window_s=0.025).run(12)
     assert sim.steer.model_gain is not None and per_call(16) / per_call(1) - 1 > sim.steer.model_gain
     assert sim.teams == [16] + [1] * 11 and sim.steer.steps == 1 and sim.steer.chosen() == 1
+
+
+def explored(own, measured, model_gain=None):
+    """A region steering is exploring: the tuner as ``RegionSteer`` makes it, fed
+    ``measured`` ({count: calls per second})."""
+    steer = RegionSteer(own)
+    steer.model_gain = model_gain
+    steer.tuner = OPreSca(list(range(1, own + 1)), seeds=[own, 1, own // 2], min_gain=NOISE, go_back=True)
+    for count, perf in measured.items():
+        steer.tuner.observe(count, perf)
+    return steer
+
+
+def test_a_model_is_borne_out_only_by_the_gain_it_predicted():
+    # The window model predicted 1 thread twice as fast as 16 (its band's low end).  Measured
+    # 1.5x faster, the model is not borne out and the tuner's other seeds are still worth a
+    # look; measured 1.95x (within NOISE of 2x), it is, and steering settles.
+    assert not explored(16, {16: 1.0, 1: 1.5}, model_gain=1.0)._model_borne_out()
+    assert explored(16, {16: 1.0, 1: 1.95}, model_gain=1.0)._model_borne_out()
+    assert not explored(16, {16: 1.0, 1: 1.95})._model_borne_out()  # no model gain: nothing to bear out
+
+
+def test_a_further_step_below_the_best_count_must_pay_for_its_span():
+    # Measured: 16 threads 1.0, 8 threads 1.2 (the best).  A step to 2 can lose up to
+    # 8 / 2 - 1 = 3 spans; against a gain of 0.5 it pays over 18 spans to come
+    # (18 x 0.5 / 1.5 = 6 >= PAYBACK x 3), not over 10.  A count measured already costs nothing.
+    steer = explored(16, {16: 1.0, 8: 1.2})
+    assert not _step_pays(steer.tuner, 2, 10, 0.5)
+    assert _step_pays(steer.tuner, 2, 18, 0.5)
+    assert _step_pays(steer.tuner, 16, 1, 0.5)
 
 
 def test_a_convoy_stepped_in_c_settles_at_the_models_first_answer():
