@@ -193,6 +193,14 @@ def test_a_run_uses_its_own_machines_file_only(tmp_path):
     quick.write_text(json.dumps({**json.loads(ours.read_text()), "quick": True}))
     cal, note = machine.for_this_machine(here, str(quick), str(default))
     assert cal is None and "measured with --quick" in note
+    one = tmp_path / "one.json"  # `corecast calibrate --max 1`: one point, no curve
+    doc = json.loads(ours.read_text())
+    doc["compute"]["efficiency"] = doc["compute"]["efficiency"][:1]
+    doc["bandwidth"]["gbps"] = doc["bandwidth"]["gbps"][:1]
+    one.write_text(json.dumps(doc))
+    assert len(machine.read(str(one)).compute.counts) == 1  # the premise: it reads
+    cal, note = machine.for_this_machine(here, str(one), str(default))
+    assert cal is None and "measured one thread only (no curve)" in note
     # unset: the default path, when there is a file there ($XDG_CACHE_HOME is the test's own)
     assert machine.for_this_machine(here, None, str(default)) == (None, "")
     default.parent.mkdir(parents=True, exist_ok=True)

@@ -223,6 +223,11 @@ def for_this_machine(cpus: int, path: str | None, default: str) -> tuple[Calibra
     if cal.quick:  # `corecast calibrate --quick` writes the default file too unless told -o
         return None, (f"machine calibration not used: {path} was measured with --quick (tiny runs: "
                       "its figures mean nothing); run corecast calibrate again")
+    if all(len(c.counts) < 2 for c in (cal.compute, cal.bandwidth) if c is not None):
+        # `corecast calibrate --max 1`: one point is no curve, and would change no prediction
+        # while the run's header said "calibrated"
+        return None, (f"machine calibration not used: {path} measured one thread only (no curve); "
+                      "run corecast calibrate again with 2 threads or more")
     here = cpu_model()
     if cal.cpus != cpus or cal.cpu_model != here:
         return None, (f"machine calibration not used: {path} was measured on {cal.cpus} CPUs "
