@@ -27,7 +27,9 @@ def console() -> NoReturn:
     """Run the command line and exit with its status; on Ctrl-C at most one line, then
     die of SIGINT."""
     from .cli import EXIT_INTERRUPTED, die_of_sigint, main, raise_interrupt, sigint_seen
+    from .cli.common import interrupt_unraisable
 
+    sys.unraisablehook = interrupt_unraisable
     try:
         # KeyboardInterrupt while a subcommand runs: it cleans up (a sweep's children)
         # and main prints one line.  signal.signal runs a pending handler first, so a

@@ -29,6 +29,18 @@ def raise_interrupt(signum: int, frame: object) -> NoReturn:
     raise KeyboardInterrupt
 
 
+def interrupt_unraisable(info: object) -> None:
+    """``sys.unraisablehook`` while a subcommand runs: a KeyboardInterrupt that
+    ``raise_interrupt`` raised where Python cannot let it propagate (a weakref callback in
+    importlib's module locks, at an early Ctrl-C) is printed as "Exception ignored in" with
+    a traceback, then swallowed.  It is delivered again instead, at the next line that can
+    end the command; anything else goes to the default hook."""
+    if isinstance(getattr(info, "exc_value", None), KeyboardInterrupt):
+        signal.raise_signal(signal.SIGINT)
+        return
+    sys.__unraisablehook__(info)
+
+
 def sigint_seen() -> bool:
     """Whether ``raise_interrupt`` ran in this process."""
     return _sigint_seen
