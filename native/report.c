@@ -162,11 +162,13 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
             continue;
         char why[sizeof p->steer_reason + 1];
         snprintf(why, sizeof why, "%.*s", (int)strnlen(p->steer_reason, sizeof p->steer_reason), p->steer_reason);
+        int own = g->requested > 0 ? g->requested : g->threads;
+        if (!p->steer_chosen && !why[0] && (!g->steered_to || g->steered_to == own))
+            continue; /* nothing chosen, refused or in force: nothing to say (as before) */
         cc_put(&b, "steering ");
         cc_put_cell(&b, g->name, -1);
         cc_put(&b, ": ");
-        cc_put_steering(&b, g->requested > 0 ? g->requested : g->threads, g->steered_to, p->steer_chosen,
-                        p->steer_steps, p->steer_gain, why);
+        cc_put_steering(&b, own, g->steered_to, p->steer_chosen, p->steer_steps, p->steer_gain, why);
         cc_put(&b, "\n");
     }
     if (ok && cc_settle_uncounted_s(s->elapsed_s) > 0)

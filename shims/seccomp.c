@@ -3,8 +3,8 @@
  * other), stop corecast first (lifecycle.c, cc_before_restrict).  Not the calls the kernel
  * refuses before looking at a filter, by which libseccomp's seccomp_api_get and systemd ask
  * what it supports: no filter (EFAULT), strict mode with flags or arguments, an unknown mode
- * (EINVAL).  A filter installed
- * before the program started, or by a raw system call instruction, is not seen. */
+ * (EINVAL).  A filter installed before the program started, or by a raw system call
+ * instruction, is not seen. */
 #define _GNU_SOURCE
 #include <linux/seccomp.h>
 #include <stdarg.h>

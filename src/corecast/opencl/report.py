@@ -176,15 +176,6 @@ def time_lines(prof: Profiler, rows: list) -> list[str]:
     return out
 
 
-def _band_cell(pred: TeamPrediction | None, target: int) -> str:
-    """The band at the target, as the exit table's and replay's ``band@N`` column."""
-    half = (columns.BAND - 1) // 2
-    if pred is None or target not in pred.threads:
-        return f" {'-':>{columns.BAND}}"
-    i = pred.threads.index(target)
-    return f" {pred.low[i]:{half}.2f}-{pred.high[i]:<{half}.2f}"
-
-
 def table(prof: Profiler, rows: list, target: int, cores: int) -> str:
     cols, n = [], 2
     while n < target and len(cols) < 4:
@@ -223,7 +214,7 @@ def table(prof: Profiler, rows: list, target: int, cores: int) -> str:
             if pred is not None and c in pred.threads:
                 v = pred.speedup[pred.threads.index(c)]
             line += f" {v:6.2f}" if v is not None else f" {'-':>6}"
-        line += _band_cell(pred, target)
+        line += columns.band_cell(pred, target)
         if pred is not None:
             line += f" {pred.fastest:>{columns.FASTEST}}  {pred.bottleneck or '-'}"
         else:

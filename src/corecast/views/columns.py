@@ -46,6 +46,17 @@ def stall_cell(parts: Sequence[str], width: int = STALLS) -> str:
     return ", ".join(kept) or "-"
 
 
+def band_cell(pred: object, target: int) -> str:
+    """The ``band@N`` cell, with its leading space: the prediction's low-high speedup at
+    ``target``, or "-" where it has none (``pred``: None, or one with ``threads``, ``low``
+    and ``high``)."""
+    half = (BAND - 1) // 2
+    if pred is None or target not in pred.threads:
+        return f" {'-':>{BAND}}"
+    i = pred.threads.index(target)
+    return f" {pred.low[i]:{half}.2f}-{pred.high[i]:<{half}.2f}"
+
+
 def kernel_stall_cell(lost: dict[str, float] | None, compute_units: int, device_s: float, on_cpu: bool,
                       width: int, short_launches: bool = False) -> str:
     """A kernel's stalls as shares of its compute units' time (``lost``: seconds per

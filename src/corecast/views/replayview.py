@@ -46,10 +46,7 @@ def _row(label: str, calls: int, threads: int, wall: float, stalls: str, pred, c
             f"{_cell(stalls, col.STALLS)}")
     at = dict(zip(pred.threads, pred.speedup)) if pred is not None else {}
     line += "".join(f" {at[c]:{col.SPEEDUP}.2f}" if c in at else f" {'-':>{col.SPEEDUP}}" for c in cols)
-    band = {n: (lo, hi) for n, lo, hi in zip(pred.threads, pred.low, pred.high)} if pred is not None else {}
-    half = (col.BAND - 1) // 2
-    line += (f" {band[cols[-1]][0]:{half}.2f}-{band[cols[-1]][1]:<{half}.2f}" if cols[-1] in band
-             else f" {'-':>{col.BAND}}")
+    line += col.band_cell(pred, cols[-1])
     if pred is None:
         return line + f" {'-':>{col.FASTEST}}"
     return line + f" {pred.fastest:{col.FASTEST}d}  {printable(pred.bottleneck or '-')}"
