@@ -246,10 +246,12 @@ static void json_summary(struct cc_buf *b, const struct cc_sample *s, const stru
         cc_put(b, ",\"machine_calibration\":%.*s", (int)strnlen(r->machine_json, sizeof r->machine_json),
                r->machine_json);
     cc_put(b, ",\"corecast_cpu_s\":%.6g", cc_own_cpu_s());
-    /* What the sampler did (its windows, the model's window runs and when steering started
-     * it), and how long the sections went uncounted (settle.c), steered or not. */
+    /* What the sampler did (its windows, the model's window runs, the steered windows that
+     * needed none, and when steering started it), and how long the sections went uncounted
+     * (settle.c), steered or not. */
     struct cc_sampler_stats st = cc_sampler_stats();
-    cc_put(b, ",\"sampler\":{\"windows\":%lu,\"model_runs\":%lu,\"model_started_s\":", st.windows, st.model_runs);
+    cc_put(b, ",\"sampler\":{\"windows\":%lu,\"model_runs\":%lu,\"settled_windows\":%lu,\"model_started_s\":",
+           st.windows, st.model_runs, st.settled_windows);
     if (st.model_started_s >= 0)
         cc_put(b, "%.4g", st.model_started_s);
     else

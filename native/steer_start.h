@@ -21,4 +21,8 @@ long cc_next_lock_look_ms(const struct cc_sample *s);
  * count its unstalled share of threads would keep busy; 1 if any was stepped. */
 int cc_convoy_first_steps(struct cc_sample *s, struct cc_region *const *refs, double scheduled_s);
 
+/* Every steerable OpenMP region of ``s`` has settled (its count in ``refs[i]->steer_settled``,
+ * from the model's last answer): ``kept``'s steer_chosen holds the answer settle.c reads,
+ * and the window needs no model run.  0: the window goes to the model. */
+int cc_steering_settled(const struct cc_sample *s, struct cc_region *const *refs, struct cc_result *kept);
 #endif
