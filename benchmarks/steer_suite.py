@@ -5,8 +5,8 @@ its best fixed count.  Every case runs its sides in rounds whose order rotates
 (quartiles, min, max) and the median against the case's reference side.
 
     python benchmarks/steer_suite.py [--runs 15] [--threads 16] [--npb DIR] [--bin DIR]
-        [--base VENV] [--npb-programs bt.W,cg.A] [--cases npb,slowdown,convoy,longcall,triad,hotpath]
-        [--json-out FILE]
+        [--base VENV] [--npb-programs bt.W,cg.A] [--cases npb,slowdown,convoy,lock,longcall,triad,hotpath]
+        [--account] [--window-ms MS] [--json-out FILE]
 
 Cases (``--threads T``; NPB binaries in ``--npb``, the examples built in ``--bin``):
 - ``npb``: bt.W, cg.A (``--npb-programs``; at their best count, T): no corecast, the quiet library
@@ -15,6 +15,9 @@ Cases (``--threads T``; NPB binaries in ``--npb``, the examples built in ``--bin
   (its best fixed count) and with the quiet library (the library's own share);
 - ``convoy``: ``omp_slowdown 20000`` on 2 CPUs (``taskset -c 0,1``), steered from 2
   against 1 thread (the 2-core convoy);
+- ``lock``: ``omp_lock_convoy 50000`` (``--bin``: a clang build takes the OMPT path, whose
+  sections are never handed back, so a settled run's cost is the sampler's and the model's)
+  on 2 CPUs, steered from 2 against 1 thread;
 - ``longcall``: ``omp_slowdown 20 5000000`` (20 calls of 5M sections: a few calls a
   window, rated between call ends, ``native/boundary.c``) with ``slowdown``'s sides;
 - ``triad``: ``omp_triad`` without corecast, under ``corecast run`` and under ``corecast
@@ -36,8 +39,12 @@ machine's state, so the pairs resolve what the sides' spread, +-10% at 16 thread
 2026-11-27, hides: 9 runs did not resolve 3-5%).  After the timed rounds every side that
 preloads the library runs once more with ``CORECAST_OUTPUT`` (not timed: the exit then
 predicts) for the library's own account, the summary's ``sampler`` object: windows, the
-model's window runs, when steering started the model, and how long the sections went
-uncounted (``diag`` in the table and the JSON).
+model's window runs, the steered windows that needed none (every region settled), when
+steering started the model, and how long the sections went uncounted, with the summary's
+``corecast_cpu_s`` (the sampler's and the model's CPU, the exit's prediction included) and
+the run's CPU (``diag`` in the table and the JSON).  ``--account`` makes that run after
+every timed run of such a side, in the same rotation, and the table gives their medians
+(the JSON keeps each run's, ``accounts``); ``--window-ms`` sets ``CORECAST_WINDOW_MS``.
 
 The device call (issue #40's 16-thread figures; one call, ``carry: [".dev"]``,
 ``timeout_s: 560``), with ``.dev/`` set up as ``benchmarks/corpus16/README.md`` says
@@ -88,20 +95,22 @@ def preload_of(venv: Path) -> str:
 
 
 def side(cmd: list[str], threads: int, preload: str | None = None, steer: bool = False,
-         cli: list[str] | None = None) -> dict:
+         cli: list[str] | None = None, window_ms: str | None = None) -> dict:
     """One way to run a case: ``cli`` (a corecast command line put before ``--``) or the
-    library preloaded, quiet, steered or not."""
+    library preloaded, quiet, steered or not; ``window_ms``: its CORECAST_WINDOW_MS."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CORECAST_")}
     env["OMP_NUM_THREADS"] = str(threads)
     if preload:
         env.update(LD_PRELOAD=preload, CORECAST_QUIET="1", CORECAST_STEER="1" if steer else "0")
+    if window_ms and (preload or cli):
+        env["CORECAST_WINDOW_MS"] = window_ms
     argv = [*cli, "--", *cmd] if cli else cmd
     return {"argv": argv, "env": env}
 
 
 def cases(args: argparse.Namespace) -> dict[str, tuple[str, dict[str, dict], bool]]:
     """name -> (reference side, sides, compare stdout)."""
-    t, npb, bins = args.threads, Path(args.npb), Path(args.bin)
+    t, npb, bins, w = args.threads, Path(args.npb), Path(args.bin), args.window_ms
     libs = {"": str(PRELOAD)}
     clis = {"": str(HERE_CLI)}
     if args.base:
@@ -112,25 +121,26 @@ def cases(args: argparse.Namespace) -> dict[str, tuple[str, dict[str, dict], boo
         cmd = [str(npb / name)]
         sides = {"none": side(cmd, t)}
         for tag, lib in libs.items():
-            sides[f"{tag}quiet"] = side(cmd, t, lib)
-            sides[f"{tag}steer"] = side(cmd, t, lib, steer=True)
+            sides[f"{tag}quiet"] = side(cmd, t, lib, window_ms=w)
+            sides[f"{tag}steer"] = side(cmd, t, lib, steer=True, window_ms=w)
         out[name] = ("none", sides, False)
     for name, cmd, own in (("slowdown", [str(bins / "omp_slowdown"), "4000"], t),
                            ("convoy", ["taskset", "-c", "0,1", str(bins / "omp_slowdown"), "20000"], 2),
+                           ("lock", ["taskset", "-c", "0,1", str(bins / "omp_lock_convoy"), "50000"], 2),
                            ("longcall", [str(bins / "omp_slowdown"), "20", "5000000"], t)):
         sides = {"1 thread": side(cmd, 1)}
         for tag, lib in libs.items():
-            sides[f"{tag}1 thread, quiet"] = side(cmd, 1, lib)
-            sides[f"{tag}steer from {own}"] = side(cmd, own, lib, steer=True)
+            sides[f"{tag}1 thread, quiet"] = side(cmd, 1, lib, window_ms=w)
+            sides[f"{tag}steer from {own}"] = side(cmd, own, lib, steer=True, window_ms=w)
         out[name] = ("1 thread", sides, True)
     cmd = [str(bins / "omp_triad")]
     sides = {"none": side(cmd, t)}
     for tag, cli in clis.items():
-        sides[f"{tag}run"] = side(cmd, t, cli=[cli, "run"])
-        sides[f"{tag}target-machine"] = side(cmd, t, cli=[cli, "run", "--target-machine", "opteron6380"])
+        sides[f"{tag}run"] = side(cmd, t, cli=[cli, "run"], window_ms=w)
+        sides[f"{tag}target-machine"] = side(cmd, t, cli=[cli, "run", "--target-machine", "opteron6380"], window_ms=w)
     out["triad"] = ("none", sides, False)
     # In the order asked: a device call that runs out of time keeps the cases named first.
-    order = [k for w in args.cases.split(",") for k in (args.npb_programs.split(",") if w == "npb" else [w])]
+    order = [k for c in args.cases.split(",") for k in (args.npb_programs.split(",") if c == "npb" else [c])]
     return {k: out[k] for k in order if k in out}
 
 
@@ -157,28 +167,54 @@ def paired_median(side: list[float], ref: list[float]) -> float:
 
 def diagnose(s: dict) -> dict | None:
     """One more run of a side that preloads the library, with ``CORECAST_OUTPUT``: its
-    summary's ``sampler`` object (None where the run wrote none)."""
+    summary's ``sampler`` object with the summary's ``corecast_cpu_s`` (the sampler's and the
+    model's CPU, the exit's prediction included) and the run's CPU seconds (user + system)
+    beside it (None where the run wrote none)."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "diag.jsonl"
         env = dict(s["env"], CORECAST_OUTPUT=str(out))
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         subprocess.run(s["argv"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=600)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if not out.exists():
             return None
         for line in out.read_text().splitlines():
             rec = json.loads(line)
             if rec.get("event") == "summary":
-                return rec.get("sampler")
+                return dict(rec.get("sampler") or {}, corecast_cpu_s=rec.get("corecast_cpu_s"),
+                            run_cpu_s=after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
     return None
 
 
+ACCOUNT_KEYS = ("windows", "model_runs", "settled_windows", "corecast_cpu_s", "run_cpu_s")
+
+
+def account_medians(runs: list[dict | None]) -> dict | None:
+    """The medians of several diagnostic runs' figures (``ACCOUNT_KEYS``), ``model_started_s``
+    the median of those that started the model (None: none did), ``runs`` their number."""
+    runs = [r for r in runs if r]
+    if not runs:
+        return None
+    out: dict = {k: statistics.median(r[k] for r in runs) for k in ACCOUNT_KEYS if all(r.get(k) is not None for r in runs)}
+    started = [r["model_started_s"] for r in runs if r.get("model_started_s") is not None]
+    out["model_started_s"] = statistics.median(started) if started else None
+    out["sync_uncounted_s"] = statistics.median(r.get("sync_uncounted_s", 0) for r in runs)
+    out["runs"] = len(runs)
+    return out
+
+
 def diag_text(d: dict | None) -> str:
-    """The library's own account of a run, short: windows, model start and runs, uncounted s."""
+    """The library's own account of a run (medians where several), short: windows, model
+    start and runs, windows settled (no model run), corecast's CPU, uncounted s."""
     if not d:
         return "-"
     started = d.get("model_started_s")
-    model = f"model from {started:.2f} s, {d.get('model_runs')} runs" if started is not None else (
-        f"model out ({d.get('model_runs')} runs)")
-    return f"{d.get('windows')} windows, {model}, uncounted {d.get('sync_uncounted_s', 0):.2f} s"
+    runs = f"{d.get('model_runs'):g}" if d.get("model_runs") is not None else "?"
+    model = f"model from {started:.2f} s, {runs} runs" if started is not None else f"model out ({runs} runs)"
+    settled = f", {d['settled_windows']:g} settled" if d.get("settled_windows") is not None else ""
+    cpu = f", cc cpu {d['corecast_cpu_s']:.3f} s" if d.get("corecast_cpu_s") is not None else ""
+    return (f"{d.get('windows'):g} windows, {model}{settled}{cpu}, uncounted {d.get('sync_uncounted_s', 0):.2f} s"
+            + (f" (median of {d['runs']})" if d.get("runs", 1) > 1 else ""))
 
 
 def spread(v: list[float]) -> dict:
@@ -210,10 +246,13 @@ def main() -> int:
     ap.add_argument("--base", help="a venv with another corecast build: its sides run in the same rounds")
     ap.add_argument("--npb-programs", default="bt.W,cg.A", help="NPB binaries timed like bt.W and cg.A")
     ap.add_argument("--cases", default="npb,slowdown,convoy,longcall,triad,hotpath")
+    ap.add_argument("--account", action="store_true",
+                    help="a diagnostic run after every timed run of a side with the library (not one per side)")
+    ap.add_argument("--window-ms", help="CORECAST_WINDOW_MS of every side with the library")
     ap.add_argument("--json-out", help="write every run's time and the summaries here")
     args = ap.parse_args()
     record: dict = {"threads": args.threads, "runs": args.runs, "cpus": os.cpu_count(), "load_before": load(),
-                    "cases": {}}
+                    "window_ms": args.window_ms, "cases": {}}
     print(f"{os.cpu_count()} CPUs, {args.threads} threads, {args.runs} interleaved rounds; load {load()}")
     for name, (ref, sides, same_out) in cases(args).items():
         times: dict[str, list[float]] = {s: [] for s in sides}
@@ -222,6 +261,7 @@ def main() -> int:
         outs: dict[str, set] = {s: set() for s in sides}
         bad: dict[str, int] = {s: 0 for s in sides}
         names = list(sides)
+        accounts: dict[str, list] = {s: [] for s in names if "LD_PRELOAD" in sides[s]["env"]}
         for i in range(args.runs):
             for s in names[i % len(names):] + names[:i % len(names)]:
                 t, out, rc, cpu, own = timed(sides[s])
@@ -231,8 +271,12 @@ def main() -> int:
                     owns[s].append(own)
                 outs[s].add(out)
                 bad[s] += rc != 0
+                if args.account and s in accounts:  # in the same rotation: its own round's load
+                    accounts[s].append(diagnose(sides[s]))
         summary = {s: spread(v) for s, v in times.items()}
-        diags = {s: diagnose(sides[s]) for s in names if "LD_PRELOAD" in sides[s]["env"]}
+        if not args.account:
+            accounts = {s: [diagnose(sides[s])] for s in accounts}
+        diags = {s: account_medians(v) for s, v in accounts.items()}
         print(f"\n{name} (load {load()})")
         # CPU medians: on a loaded or oversubscribed machine wall time hides a 0.1 s cost
         print(f"  {'side':26} {'median':>7} {'q1':>7} {'q3':>7} {'min':>7} {'max':>7}  vs {ref:8}"
@@ -250,7 +294,7 @@ def main() -> int:
                   + f" {paired:+6.1f}% {cpu_paired:+7.1f}%  {diag_text(diags.get(s))}" + flags)
             m.update(vs_ref=vs, failed=bad[s], times=times[s], cpu_median=cpu, cpu=cpus[s],
                      own_cpu_median=own, own_cpu=owns[s], paired_pct=paired, cpu_paired_pct=cpu_paired,
-                     diag=diags.get(s))
+                     diag=diags.get(s), accounts=accounts.get(s))
         record["cases"][name] = {"reference": ref, "sides": summary}
         sys.stdout.flush()
         if args.json_out:  # after every case: a call cut short keeps what it measured
