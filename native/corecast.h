@@ -231,8 +231,7 @@ struct cc_region {
     int nested;
     int max_threads;
     int requested;     /* largest team the program asked for */
-    int steer_threads; /* > 0: steering caps the team at this size */
-    int steer_settled; /* > 0: the count steering settled on, from the model's last answer (steer_start.c) */
+    int steer_threads, steer_settled; /* > 0: steering caps the team at this size; settled on it (steer_start.c) */
     /* Probing (shims/gomp.c): the next size is requested >> (probe_level + 1); one probe
      * call at a time (probe_busy); in ticks, the expected extra time reserved at each
      * probe's start and the measured extra, signed (a smaller team may be faster). */
@@ -299,9 +298,8 @@ enum cc_final_outcome cc_sampler_final(struct cc_sample *s, struct cc_result *r,
 #define CC_NFATAL 5
 extern const int cc_fatal_signals[CC_NFATAL];
 void cc_sampler_failed(void); /* async-signal-safe */
-/* What the sampler did, for the summary: windows closed, window samples handed to the
- * model (the exit's not counted), steered windows that needed no model run (every region
- * settled: steer_start.c), and when steering started the model (-1: never). */
+/* What the sampler did, for the summary: windows closed, window samples handed to the model (the
+ * exit's not counted), windows every region had settled in (none handed), when steering started it. */
 struct cc_sampler_stats {
     unsigned long windows, model_runs, settled_windows;
     double model_started_s;
