@@ -134,7 +134,10 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
         else
             cc_put(&b, CC_COL_BAND_NONE, "-");
         if (ok && p->npred) {
-            cc_put(&b, CC_COL_FASTEST, p->fastest);
+            if (p->fastest > 0)
+                cc_put(&b, CC_COL_FASTEST, p->fastest);
+            else /* the model names no count: the sample shows nothing of how the work divides */
+                cc_put(&b, CC_COL_FASTEST_NONE "  ", CC_NO_EVIDENCE_CELL);
             cc_put_cell(&b, p->bottleneck[0] ? p->bottleneck : "-", -1);
             cc_put(&b, "\n");
         }
@@ -154,6 +157,14 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
             }
             cc_put(&b, "\n");
         }
+    }
+    for (int i = 0; ok && i < s->nregions; i++) { /* why a row names no fastest count */
+        const struct cc_region_sample *g = &s->regions[i];
+        if (!cc_region_active(g) || !r->regions[i].npred || r->regions[i].fastest > 0)
+            continue;
+        char name[4 * CC_NAME_LEN + 16];
+        cc_printable_cell(name, sizeof name, strcmp(g->name, "process") ? g->name : "the process", -1);
+        cc_put(&b, CC_NO_EVIDENCE_LINE, name, s->target);
     }
     for (int i = 0; ok && s->steer && i < s->nregions; i++) {
         const struct cc_region_sample *g = &s->regions[i];

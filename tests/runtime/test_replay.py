@@ -150,6 +150,24 @@ def test_serial_program_replays_as_a_serial_run(tmp_path):
     assert json.loads(cli(str(path), "--json").stdout)["processes"][0]["serial_run"] is True
 
 
+def test_a_process_one_thread_worked_in_names_no_fastest_count(tmp_path):
+    """Replay shows what the run's table shows for a sample that is no evidence (one busy
+    thread beside idle helpers): '?' for the fastest count, the line saying why, and null
+    in the JSON."""
+    line = {"event": "process", "schema": SCHEMA, "pid": 7, "runtime": "pthreads", "name": "process",
+            "object": "p", "calls": 1, "threads": 3, "wall_s": 1.0, "stalls_s": {"cond": 2.0},
+            "counters": {"busy_s": 1.0, "serial_s": 0, "cpu_s": 1.0, "loop_calls": 0, "hold_sampled_s": 0,
+                         "hold_samples": 0, "acquisitions": {}, "contended": {}, "team_threads": 1}}
+    path = tmp_path / "onebusy.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    r = cli(str(path), "--target", "8")
+    assert r.returncode == 0, r.stderr
+    row = next(x for x in r.stdout.splitlines() if x.startswith("process (pthreads)"))
+    assert row.split()[-2] == "?", r.stdout
+    assert "no evidence: the process ran its work on one thread" in r.stdout, r.stdout
+    assert json.loads(cli(str(path), "--json").stdout)["processes"][0]["fastest_threads"] is None
+
+
 def test_a_huge_stall_is_a_share_not_inf(tmp_path):
     """A record's absurd stall (1e308 s: a tampered recording) is at most 100% of the
     thread time; 100 x 1e308 overflowed before the division and printed 'mutex inf%'."""

@@ -49,7 +49,8 @@ def _row(label: str, calls: int, threads: int, wall: float, stalls: str, pred, c
     line += col.band_cell(pred, cols[-1])
     if pred is None:
         return line + f" {'-':>{col.FASTEST}}"
-    return line + f" {pred.fastest:{col.FASTEST}d}  {printable(pred.bottleneck or '-')}"
+    fastest = col.NO_EVIDENCE_CELL if pred.fastest is None else pred.fastest
+    return line + f" {fastest:>{col.FASTEST}}  {printable(pred.bottleneck or '-')}"
 
 
 def table(rep: ReplayedProcess, machine: str | None = None) -> str:
@@ -74,6 +75,11 @@ def table(rep: ReplayedProcess, machine: str | None = None) -> str:
         stalls = col.kernel_stall_cell(lost, k.compute_units, k.device_ns * 1e-9, k.device_type == "cpu", col.STALLS)
         out.append(_row(f"{k.name} ({k.device})", k.launches, k.compute_units, k.device_ns * 1e-9,
                         stalls, pred, cols))
+    if not serial_run(rep):  # (a serial run's one line says it all)
+        out += [(col.NO_EVIDENCE_LINE % (printable(r["name"] if r["name"] != "process" else "the process"),
+                                         rep.target))
+                for r, p in zip(proc.regions, rep.predictions)
+                if p is not None and p.fastest is None and r["calls"] > 0 and r["wall_s"] > 0]
     basis = rep.predictions[0].basis if rep.predictions else (rep.kernels[0][1].basis if rep.kernels
                                                                and rep.kernels[0][1] else "")
     out.append(f"speedups: {printable(basis or 'predicted')}")
