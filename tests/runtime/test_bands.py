@@ -146,6 +146,9 @@ def test_a_region_run_on_one_thread_claims_no_evidence():
         assert pred.low[i] <= 1.0 < pred.speedup[i]
         assert pred.basis.endswith("no evidence at 1 thread")
         assert pred.fastest is None  # a count read off the assumed curve would be 16
+        # at every count past one, 2 included: a team of one shows nothing of any team
+        assert [n for n, lo in zip(pred.threads, pred.low) if n > 1 and lo > 1.0] == []
+        assert pred.threads[0] == 1 and pred.low[0] == pred.speedup[0] == 1.0
     for pred in predict_window(_openmp_window(2), 16, 16, 16, {}):
         i = pred.threads.index(16)
         assert pred.low[i] > 1.0 and "no evidence" not in pred.basis

@@ -227,6 +227,18 @@ def test_bad_recordings_are_one_line(tmp_path, content, message):
     assert message in r.stderr
 
 
+def test_a_field_of_the_wrong_type_names_its_record(tmp_path):
+    # A region line whose by_team is a number, not a list: a TypeError in the decoder, told
+    # as what is wrong with that line (not the CLI's "internal error" for corecast's own faults)
+    line = next(rec for rec in map(json.loads, (RECORDINGS / "schema1-omp_slowdown-2.jsonl").read_text().splitlines())
+                if rec["event"] == "region")
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(dict(line, by_team=5)) + "\n")
+    r = cli(str(path))
+    assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1
+    assert "bad.jsonl: line 1: not a corecast region record" in r.stderr and "internal error" not in r.stderr
+
+
 def test_missing_file_is_one_line(tmp_path):
     r = cli(str(tmp_path / "nope.jsonl"))
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "nope.jsonl" in r.stderr
