@@ -1,0 +1,73 @@
+"""A new user's pass over the offline side and the Python API (session newuser29): issue
+41's fixes re-checked through the paths beside the one first fixed (the JSON, the API,
+the plots, the HTML, numa), and bad input through the API."""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+import corecast
+from corecast.cli import main
+from corecast.errors import InputError
+from corecast.model.curve.fitquality import fit_quality
+
+N = [1, 2, 4, 8, 16]
+T = [10.0, 5.3, 2.9, 1.8, 1.4]
+
+
+# -- 41.3: fit figures that cannot be true, in the JSON and for every model ------------------
+
+def test_the_json_scores_no_interpolating_model_as_a_perfect_fit(tmp_path, capsys):
+    # The table showed '-' for auto's continuation members, the JSON RSS 4.9e-30 and
+    # SMAPE 3.7e-15: a perfect fit to anyone who reads the JSON.
+    path = tmp_path / "t.csv"
+    path.write_text("threads,time\n" + "".join(f"{n},{t}\n" for n, t in zip(N, T)))
+    assert main(["predict", str(path), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["fit_quality"]
+    through = [q for q in rows if q["interpolates"]]
+    assert {q["model"] for q in through} >= {"auto", "plateau", "trend", "damped"}
+    for q in through:
+        assert q["rss"] is None and q["smape"] is None and q["adj_r2"] is None
+
+
+def test_a_model_that_misses_its_points_is_not_said_to_pass_through_them():
+    # sizemodel counts 9 fitted numbers on these 5 points, so no degree of freedom is
+    # left, but it misses 10 by a factor of 11: it was shown 'interpolates: not a fit'.
+    y = np.array([10.0, 20.0, 40.0, 80.0, 160.0])
+    p = np.array([110.0, 25.0, 40.0, 80.0, 160.0])
+    q = fit_quality(p, y, params=9)
+    assert not q["interpolates"] and q["adj_r2"] is None
+    assert q["rss"] == pytest.approx(100.0**2 + 5.0**2) and q["smape"] > 0
+    # A model through every point, with degrees of freedom or without, interpolates.
+    for params in (1, 9):
+        assert fit_quality(y * (1 + 1e-9), y, params=params)["interpolates"]
+
+
+def test_the_table_shows_a_saturated_model_that_misses_with_its_figures(tmp_path, capsys):
+    path = tmp_path / "g.csv"
+    path.write_text("threads,time\n1,10\n2,20\n4,40\n8,80\n16,160\n")
+    assert main(["predict", str(path), "--method", "sizemodel"]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.strip().startswith("sizemodel "))
+    assert "interpolates" not in row and "n/a" in row and "%" in row
+
+
+def test_a_near_perfect_adjusted_r2_never_reads_as_1():
+    from corecast.views.report import fit_quality_lines
+
+    p = corecast.predict(N, T, metric="time", method="usl")
+    q = dict(p.fit_quality[0], adj_r2=0.99998, interpolates=False)
+    shown = "\n".join(fit_quality_lines(replace(p, fit_quality=[q])))
+    assert "1.0000" not in shown and ">0.9999" in shown
+
+
+@pytest.mark.parametrize("unit", [1e-308, 1e300])
+def test_an_rss_no_float_holds_is_null_not_zero(unit):
+    # (1e-308 s)² underflows to 0.0: an RSS of 0 claims a perfect fit of a curve that
+    # misses by 11%.  Beyond the float range either way it is null, as inf already was.
+    y = np.array([10.0, 5.0, 3.0, 2.0]) * unit
+    q = fit_quality(y * np.array([0.9, 1.1, 1.0, 1.25]), y, params=2)
+    assert q["rss"] is None and q["smape"] > 0 and 0 < q["adj_r2"] < 1
