@@ -71,3 +71,39 @@ def test_an_rss_no_float_holds_is_null_not_zero(unit):
     y = np.array([10.0, 5.0, 3.0, 2.0]) * unit
     q = fit_quality(y * np.array([0.9, 1.1, 1.0, 1.25]), y, params=2)
     assert q["rss"] is None and q["smape"] > 0 and 0 < q["adj_r2"] < 1
+
+
+# -- the Python API: what its signature accepts, and bad input as InputError ------------------
+
+def test_predict_takes_any_iterable_as_its_signature_says():
+    # Iterable[float]: a generator gave "float() argument must be ... not 'list_iterator'".
+    p = corecast.predict(iter(N), (t for t in T), metric="time", at=iter([24]),
+                         stalls={"lock": iter([0.1, 0.2, 0.3, 0.5, 0.9])})
+    q = corecast.predict(N, T, metric="time", at=[24], stalls={"lock": [0.1, 0.2, 0.3, 0.5, 0.9]})
+    assert p.to_dict() == q.to_dict()
+
+
+@pytest.mark.parametrize("counts, values, match", [
+    (N, ["10", "x", "2", "1", "1"], "not a number"),
+    (N, [10, 5j, 2, 1, 1], "not a number"),
+    (N, [10, None, 2, 1, 1], "not a finite number"),  # numpy reads None as nan
+    ([1, 2.5, 4, 8, 16], T, "whole number"),
+    ([1, 2, 4, 8, "sixteen"], T, "not a number"),
+])
+def test_unusable_values_are_an_input_error(counts, values, match):
+    # A ValueError or TypeError from numpy was all a caller got: the docstring promises
+    # InputError with one line, and the CLI's readers refuse a count of 2.5 already.
+    with pytest.raises(InputError, match=match):
+        corecast.predict(counts, values, metric="time")
+
+
+@pytest.mark.parametrize("kw, match", [
+    (dict(knee_fraction=-1), "knee"), (dict(knee_fraction=0), "knee"),
+    (dict(knee_fraction=float("nan")), "knee"), (dict(knee_fraction=2), "knee"),
+    (dict(at=[2.5]), "whole number"), (dict(upto=20.5), "whole number"),
+])
+def test_the_api_checks_what_the_cli_checks(kw, match):
+    # --knee-fraction -1 and --at 2.5 are one-line errors; the API took both silently
+    # (knee None, and 2.5 asked as 2).
+    with pytest.raises(InputError, match=match):
+        corecast.predict(N, T, metric="time", **kw)

@@ -91,6 +91,8 @@ def predict_measurements(
                          "a throughput already is the whole program's rate: leave --scaling out")
     if not 0 < min_gain <= 1:
         raise InputError(f"the preferred count's minimum gain must lie in (0, 1], got {min_gain:g}")
+    if not 0 < knee_fraction <= 1:  # as --knee-fraction: no knee is defined outside
+        raise InputError(f"the knee fraction must lie in (0, 1], got {knee_fraction:g}")
     spec = methods.get(method)
     methods.check_usable(spec, data)
     # Models see values in units of their median and a bounded number of points (see
@@ -103,8 +105,8 @@ def predict_measurements(
     if top > MAX_COUNT:  # said in the user's terms, not as the default horizon's 2 x top
         raise InputError(f"counts above {MAX_COUNT} are not predicted (measured at {top:g})")
     # The default horizon, twice the largest measured count, stops at the grid's limit.
-    upto = int(upto) if upto is not None else min(int(2 * top), MAX_COUNT)
-    at = [int(a) for a in at]
+    upto = _whole(upto, "the largest count to predict") if upto is not None else min(int(2 * top), MAX_COUNT)
+    at = [_whole(a, "a count to predict at") for a in at]
     if upto < 1:
         raise InputError(f"the largest count to predict must be at least 1, got {upto}")
     if max([upto] + at) > MAX_COUNT:
@@ -285,6 +287,16 @@ def leave_last_out(spec: methods.Method, fitted: Measurements, nmax: float) -> f
         return None
     want = float(fitted.perf[-1])
     return abs(got / want - 1.0) if np.isfinite(got) and got > 0 else None
+
+
+def _whole(n: object, what: str) -> int:
+    """``n`` as an int where it is a whole number (2.0 is, 2.5 and "2" are not: int()
+    would ask 2.5 as 2 without a word)."""
+    if isinstance(n, (int, np.integer)) and not isinstance(n, bool):
+        return int(n)
+    if isinstance(n, (float, np.floating)) and float(n).is_integer():
+        return int(n)
+    raise InputError(f"{what} must be a whole number, got {n!r}")
 
 
 def _fit_quality(fit: Fit, name: str, curve: Measurements, scale: float, at_measured: np.ndarray,
