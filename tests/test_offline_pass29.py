@@ -107,3 +107,77 @@ def test_the_api_checks_what_the_cli_checks(kw, match):
     # (knee None, and 2.5 asked as 2).
     with pytest.raises(InputError, match=match):
         corecast.predict(N, T, metric="time", **kw)
+
+
+# -- preferred and fastest named alike in every view of a sweep, in its own unit -------------
+
+def _sweep_result(count: str | None = None) -> dict:
+    """A sweep result as corecast sweep writes it: the fastest count (6) lies past the
+    preferred (3), and a region has both too."""
+    times = {1: 0.43, 2: 0.28, 3: 0.23, 4: 0.23, 6: 0.18, 8: 0.23, 12: 0.19, 16: 0.24}
+    pred = corecast.predict(list(times), list(times.values()), metric="time", upto=32)
+    d = pred.to_dict()
+    measured = [{"threads": n, "time_s": t, "runs": [{"time_s": t}]} for n, t in times.items()]
+    result = {"measured": measured, "predictions": d["predictions"], "stall_predictions": {},
+              "preferred_threads": d["preferred_threads"], "fastest_threads": d["fastest_threads"],
+              "fastest_measured": d["fastest_measured"], "bottleneck": None, "command": ["./prog"],
+              "runtime": "openmp", "warnings": [], "failed": [],
+              "regions": [{"name": "work._omp_fn.0", "share": 0.9, "measured": measured,
+                           "predictions": d["predictions"], "stall_predictions": {},
+                           "preferred_threads": d["preferred_threads"],
+                           "fastest_threads": d["fastest_threads"], "bottleneck": None, "warnings": []}]}
+    if count:
+        result["count"] = count
+    assert result["preferred_threads"] < result["fastest_threads"]
+    return result
+
+
+def test_the_html_report_names_the_fastest_count_and_the_regions_counts():
+    # The terminal report names both; the HTML named the preferred count only, and its
+    # region table neither.
+    from corecast.views.sweepviz.html import render_html
+
+    page = render_html(_sweep_result())
+    summary = page.split('<dl class="summary">')[1].split("</dl>")[0]
+    assert "<dt>preferred threads</dt><dd>3</dd>" in summary and "<dt>fastest threads</dt><dd>6</dd>" in summary
+    regions = page.split("<h2>Regions</h2>")[1].split("</table>")[0]
+    assert "<th>preferred</th>" in regions and "<th>fastest</th>" in regions
+    assert "<td>3</td><td>6</td>" in regions
+
+
+def test_the_html_report_of_a_rank_sweep_says_ranks():
+    # Issue 41 had ranks labelled threads; the HTML's headings still said threads.
+    from corecast.views.sweepviz.html import render_html
+
+    page = render_html(_sweep_result("ranks"))
+    assert "<th>threads</th>" not in page and "<th>ranks</th>" in page
+    assert "<dt>preferred ranks</dt>" in page and "measured (ranks: s)" in page
+
+
+def _svg_texts(svg: bytes) -> str:
+    """The text matplotlib's SVG writes as a comment before each text's glyphs."""
+    return " ".join(part.split("-->")[0].strip() for part in svg.decode().split("<!--")[1:])
+
+
+def test_the_sweep_plot_marks_the_fastest_count():
+    from corecast.views.sweepviz.png import render_png
+
+    texts = _svg_texts(render_png(_sweep_result(), "svg"))
+    assert "preferred: 3" in texts and "fastest: 6" in texts
+
+
+def test_the_predict_plot_marks_the_fastest_count(tmp_path):
+    from corecast.views.plot import plot_prediction
+
+    times = {1: 0.43, 2: 0.28, 3: 0.23, 4: 0.23, 6: 0.18, 8: 0.23, 12: 0.19, 16: 0.24}
+    pred = corecast.predict(list(times), list(times.values()), metric="time", upto=32)
+    assert (pred.preferred, pred.fastest) == (3, 6)
+    plot_prediction(pred, str(tmp_path / "p.svg"))
+    texts = _svg_texts((tmp_path / "p.svg").read_bytes())
+    assert "preferred: 3" in texts and "fastest: 6" in texts
+    # Where they are one count, one line says both.
+    same = corecast.predict(N, T, metric="time", method="usl", upto=8)
+    assert same.preferred == same.fastest
+    plot_prediction(same, str(tmp_path / "q.svg"))
+    texts = _svg_texts((tmp_path / "q.svg").read_bytes())
+    assert f"preferred, fastest: {same.preferred}" in texts
