@@ -181,3 +181,21 @@ def test_the_predict_plot_marks_the_fastest_count(tmp_path):
     plot_prediction(same, str(tmp_path / "q.svg"))
     texts = _svg_texts((tmp_path / "q.svg").read_bytes())
     assert f"preferred, fastest: {same.preferred}" in texts
+
+
+# -- the machine's note says only what applies to it -------------------------------------------
+
+def test_a_machine_without_smt_gets_no_smt_note():
+    # 18 cores, 18 hardware threads in 2 sockets, filled socket by socket: no thread ever
+    # shares a core, yet the note spoke of SMT threads at 30% and pinned threads that
+    # share a core running at 65% (the units it gives are the counts themselves).
+    p = corecast.predict([1, 2, 4, 8], [10, 5.3, 2.9, 1.8], metric="time", upto=40,
+                         hw_threads=18, cores=18, sockets=2, fill="sockets")
+    (note,) = [w for w in p.warnings if "no measured count did" in w]
+    assert "SMT" not in note and "share a core" not in note and "core units" not in note
+    assert note.startswith("counts above 9 place threads where no measured count did") and "socket" in note
+    # With SMT the note keeps what it says of shared cores.
+    q = corecast.predict([1, 2, 4, 8], [10, 5.3, 2.9, 1.8], metric="time", upto=40,
+                         hw_threads=36, cores=18, sockets=2, fill="sockets")
+    (note,) = [w for w in q.warnings if "no measured count did" in w]
+    assert "SMT" in note and "share a core" in note
