@@ -199,3 +199,22 @@ def test_a_machine_without_smt_gets_no_smt_note():
                          hw_threads=36, cores=18, sockets=2, fill="sockets")
     (note,) = [w for w in q.warnings if "no measured count did" in w]
     assert "SMT" in note and "share a core" in note
+
+
+# -- numa: its JSON names the fastest node count as the run's JSON and predict's do ------------
+
+def test_numa_json_names_the_fastest_node_count_beside_the_preferred(tmp_path, capsys):
+    # preferred_nodes was the best count without --efficiency and the preferred one with
+    # it; the fastest was then in no field (a run's JSON has fastest_nodes).
+    sample = tmp_path / "s.json"
+    sample.write_text(json.dumps({"llc": [0.01] * 8, "bus": [0.005] * 8, "mct": [0.04] * 8}))
+    argv = ["numa", "--machine", "opteron6380", "--sample", str(sample), "--json"]
+    assert main(argv) == 0
+    plain = json.loads(capsys.readouterr().out)
+    assert main(argv + ["--efficiency", "0.1"]) == 0
+    within = json.loads(capsys.readouterr().out)
+    assert plain["fastest_nodes"] == plain["preferred_nodes"] == within["fastest_nodes"] == 3
+    assert within["preferred_nodes"] == 2
+    assert main(argv[:-1] + ["--efficiency", "0.1"]) == 0
+    out = capsys.readouterr().out
+    assert "preferred: 2 node(s)" in out and "fastest: 3 node(s), 24 cores" in out
