@@ -218,3 +218,25 @@ def test_numa_json_names_the_fastest_node_count_beside_the_preferred(tmp_path, c
     assert main(argv[:-1] + ["--efficiency", "0.1"]) == 0
     out = capsys.readouterr().out
     assert "preferred: 2 node(s)" in out and "fastest: 3 node(s), 24 cores" in out
+
+
+# -- 41.2: a weak-scaling look is said on every path, in the user's numbers -------------------
+
+def test_the_weak_look_quotes_the_measured_times_not_the_models_units():
+    # Times of 1e-300 s are divided by their median before any model sees them; the
+    # warning quoted those (0.9091 at 1, 1.182 at 8).
+    w = [w for w in corecast.predict([1, 2, 4, 8], [1e-300, 1.1e-300, 1.2e-300, 1.3e-300],
+                                     metric="time").warnings if "grows with the count" in w]
+    assert len(w) == 1 and "(1e-300 at 1, 1.3e-300 at 8)" in w[0]
+
+
+def test_a_sweep_that_looks_weak_says_so_and_how_to_read_it():
+    # corecast predict on a sweep's JSON warned, the sweep itself said nothing: a command
+    # with {threads} in its input size is a weak-scaling sweep as often as not.
+    from corecast.model.curve.extrapolation import extrapolate
+
+    counts, times = [1, 2, 4, 8, 16], [0.184, 0.174, 0.218, 0.222, 0.224]
+    result = {"warnings": []}
+    extrapolate(result, {n: [t] for n, t in zip(counts, times)}, counts, [], {n: [{}] for n in counts}, 32)
+    (w,) = [w for w in result["warnings"] if "grows with the count" in w]
+    assert "(0.184 at 1, 0.224 at 16)" in w and "corecast predict" in w and "--scaling weak" in w

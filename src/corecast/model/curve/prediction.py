@@ -15,7 +15,7 @@ from .fitquality import count_params, fit_quality
 from .fitting import rms
 from ..machine.hardware import SMT_YIELD_RANGE, Hardware, oversubscribed
 from .preference import (DEFAULT_MIN_GAIN, PREFERRED_SLACK, SCALINGS, _supported, fastest_count,  # noqa: F401
-                         horizon_bound, knee_count, looks_weak, measured_preferred,
+                         horizon_bound, knee_count, measured_preferred, weak_look,
                          preferred_count)
 
 # Band: log-space half-width = floor + fit residual + repetition spread, plus GROWTH per
@@ -184,11 +184,9 @@ def predict_measurements(
     base_perf = float(curve.perf[base_i])
     if base_count != 1:
         warnings.append(f"count 1 not measured: speedup and efficiency are relative to count {base_count:g}")
-    if scaling is None and looks_weak(curve):
-        warnings.append(
-            f"the time grows with the count ({_g(curve.values[0])} at {base_count:g}, "
-            f"{_g(curve.values[-1])} at {curve.counts[-1]:g}): if each count does its own fixed share of "
-            "work (weak scaling), say --scaling weak; read as strong scaling (fixed total work)")
+    weak_note = weak_look(data.at_target_size(), "say --scaling weak") if scaling is None else None
+    if weak_note:
+        warnings.append(weak_note)
     # Under weak scaling each count does its own share of work more: the work rate is
     # n / T(n) and efficiency T(base) / T(n) (Gustafson's scaled speedup).
     weak = scaling == "weak"
@@ -322,10 +320,6 @@ def _fit_quality(fit: Fit, name: str, curve: Measurements, scale: float, at_meas
         rows.append({"model": label, **fit_quality(user(pred), measured, max(1, count_params(m.params))),
                      "holdout": "backtest" if err is not None else None, "holdout_error": err})
     return rows
-
-
-def _g(x: float) -> str:
-    return f"{float(x):.4g}"
 
 
 def fit_miss(log_err: np.ndarray, at_measured: np.ndarray, curve: Measurements, scale: float) -> str | None:
