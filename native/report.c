@@ -81,8 +81,8 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
     for (int n = 2; n < s->target && ncol < CC_COL_SPEEDUPS; n *= 2)
         cols[ncol++] = n;
     cols[ncol++] = s->target;
-    cc_put(&b, "corecast: pid %d, %d cores, %.3gs; predicted speedup up to %d threads", s->pid, s->cores,
-        s->elapsed_s, s->target);
+    cc_put(&b, "corecast: pid %d, %d cores, %.3gs; predicted speedup up to %d thread%s", s->pid, s->cores,
+        s->elapsed_s, s->target, s->target == 1 ? "" : "s");
     if (ok && r->predicted_cores > 0) {
         cc_put(&b, " on %s %d-core machine (", (r->predicted_cores == 8 || r->predicted_cores == 11 || r->predicted_cores == 18 || (r->predicted_cores >= 80 && r->predicted_cores < 90) || (r->predicted_cores >= 800 && r->predicted_cores < 900) || (r->predicted_cores >= 8000 && r->predicted_cores < 9000) || (r->predicted_cores >= 11000 && r->predicted_cores < 12000) || (r->predicted_cores >= 18000 && r->predicted_cores < 19000)) ? "an" : "a", r->predicted_cores);
         cc_put_cell(&b, r->predicted_for, -1);

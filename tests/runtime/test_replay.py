@@ -147,6 +147,7 @@ def test_serial_program_replays_as_a_serial_run(tmp_path):
     r = cli(str(path), "--target", "4")
     assert r.returncode == 0, r.stderr
     assert "serial run: no parallel activity" in r.stdout
+    assert "up to 1 thread on a 1-core machine" in cli(str(path), "--target", "1").stdout
     assert json.loads(cli(str(path), "--json").stdout)["processes"][0]["serial_run"] is True
 
 

@@ -60,7 +60,7 @@ def table(rep: ReplayedProcess, machine: str | None = None) -> str:
     cols = col.speedup_columns(rep.target)
     cores = f"{proc.cores} cores" if proc.cores else "cores not recorded"
     out = [f"corecast replay: pid {proc.pid}, {cores}, {proc.elapsed_s:.3g}s; predicted speedup "
-           f"up to {rep.target} threads on {article(rep.predicted_cores)} {rep.predicted_cores}-core machine (target)"
+           f"up to {rep.target} thread{'' if rep.target == 1 else 's'} on {article(rep.predicted_cores)} {rep.predicted_cores}-core machine (target)"
            + (f", calibrated ({printable(machine)})" if machine else ", calibrated (recorded)"
               if getattr(proc, "calibration", None) else "")]
     out += [f"warning: {printable(w)}" for w in rep.warnings]
