@@ -164,7 +164,7 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
             continue;
         char name[4 * CC_NAME_LEN + 16];
         cc_printable_cell(name, sizeof name, strcmp(g->name, "process") ? g->name : "the process", -1);
-        cc_put(&b, CC_NO_EVIDENCE_LINE, name, s->target);
+        cc_put(&b, CC_NO_EVIDENCE_LINE, name);
     }
     for (int i = 0; ok && s->steer && i < s->nregions; i++) {
         const struct cc_region_sample *g = &s->regions[i];

@@ -26,10 +26,10 @@ FASTEST = 7
 FASTEST_HEADING = "fastest"
 # Where the model names no fastest count (a sample whose work ran on one thread shows
 # nothing of how it divides, ``spread.one_thread``): the cell, and a line after the table
-# saying why (the region's name, then the target).
+# saying why (the region's name).
 NO_EVIDENCE_CELL = "?"
 NO_EVIDENCE_LINE = ("no evidence: %s ran its work on one thread, which shows nothing of how it "
-                    "divides: no fastest count is named, and band@%d reaches down to no gain")
+                    "divides: no fastest count is named")
 SPEEDUP_COLUMNS = 4  # powers of two from 2 shown before the target's own column
 STALLS_SHOWN = 3     # the top stall categories named in a row
 STALL_MIN_SHARE = 0.005  # a category under this share of the thread time is left out

@@ -76,8 +76,7 @@ def table(rep: ReplayedProcess, machine: str | None = None) -> str:
         out.append(_row(f"{k.name} ({k.device})", k.launches, k.compute_units, k.device_ns * 1e-9,
                         stalls, pred, cols))
     if not serial_run(rep):  # (a serial run's one line says it all)
-        out += [(col.NO_EVIDENCE_LINE % (printable(r["name"] if r["name"] != "process" else "the process"),
-                                         rep.target))
+        out += [col.NO_EVIDENCE_LINE % printable(r["name"] if r["name"] != "process" else "the process")
                 for r, p in zip(proc.regions, rep.predictions)
                 if p is not None and p.fastest is None and r["calls"] > 0 and r["wall_s"] > 0]
     basis = rep.predictions[0].basis if rep.predictions else (rep.kernels[0][1].basis if rep.kernels
