@@ -178,7 +178,9 @@ def evaluate(directory: Path, counts: list[int], history: list[int] | None = Non
             "log_error": round(abs(math.log(predicted / measured)), 4),
             "at_n0": None if at_n0 is None else round(at_n0, 4), "gain": round(gain, 4),
             "preferred": proc[1].fastest,  # the count the report names (#38 "the preferred count")
-            "preferred_loss": round(time_at(curve, proc[1].fastest) / best - 1, 4),
+            # None where the report names no count (a sample with no evidence: one thread)
+            "preferred_loss": (None if proc[1].fastest is None
+                               else round(time_at(curve, proc[1].fastest) / best - 1, 4)),
             "basis": proc[1].basis,
         })
     return rows
@@ -186,7 +188,7 @@ def evaluate(directory: Path, counts: list[int], history: list[int] | None = Non
 
 def summary(rows: list[dict]) -> dict:
     errs = [r["log_error"] for r in rows]
-    losses = [r["preferred_loss"] for r in rows]
+    losses = [r["preferred_loss"] for r in rows if r["preferred_loss"] is not None]
     return {"points": len(rows),
             "median_log_error": round(statistics.median(errs), 4) if errs else None,
             "within_20pct": round(sum(e <= math.log(1.2) for e in errs) / len(errs), 3) if errs else None,
@@ -232,8 +234,8 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         at_n0 = "" if r["at_n0"] is None else f"{r['at_n0']:+.2f}"
         print(f"{r['curve']:<16} {r['sampled_at']:>3} {r['measured_s16']:>9.2f} {r['predicted_s16']:>9.2f} "
-              f"{r['log_error']:>9.3f} {at_n0:>6} {r['gain']:>+6.2f} {r['preferred']:>5} "
-              f"{r['preferred_loss']:>7.1%}  {r['basis'].removeprefix('contention model: ')}")
+              f"{r['log_error']:>9.3f} {at_n0:>6} {r['gain']:>+6.2f} {r['preferred'] or '?':>5} "
+              f"{'-' if r['preferred_loss'] is None else format(r['preferred_loss'], '.1%'):>7}  {r['basis'].removeprefix('contention model: ')}")
     s = summary(rows)
     for n0 in counts:
         part = summary([r for r in rows if r["sampled_at"] == n0])

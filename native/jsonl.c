@@ -130,7 +130,7 @@ static void json_region(struct cc_buf *b, const struct cc_sample *s, const struc
         cc_put(b, "%s{\"threads\":%d,\"speedup\":%.4g,\"low\":%.4g,\"high\":%.4g}", i ? "," : "",
             p->threads[i], p->speedup[i], p->low[i], p->high[i]);
     cc_put(b, "],\"fastest_threads\":");
-    if (np)
+    if (np && p->fastest > 0) /* 0: the model named none (no evidence of how the work divides) */
         cc_put(b, "%d,\"basis\":", p->fastest);
     else
         cc_put(b, "null,\"basis\":");

@@ -175,7 +175,7 @@ struct cc_region_prediction {
     double speedup[64];
     double low[64];
     double high[64];
-    int fastest;              /* fewest threads within 1% of the best speedup */
+    int fastest;              /* fewest threads within 1% of the best speedup; 0: none (no evidence) */
     char basis[96];           /* how it was predicted, e.g. "bound: Amdahl/work-span" */
     char fitted[96];          /* comma-separated inputs the model fitted, not measured */
     char bottleneck[32];      /* stall category expected to dominate at the target */

@@ -81,8 +81,8 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
     for (int n = 2; n < s->target && ncol < CC_COL_SPEEDUPS; n *= 2)
         cols[ncol++] = n;
     cols[ncol++] = s->target;
-    cc_put(&b, "corecast: pid %d, %d cores, %.3gs; predicted speedup up to %d threads", s->pid, s->cores,
-        s->elapsed_s, s->target);
+    cc_put(&b, "corecast: pid %d, %d cores, %.3gs; predicted speedup up to %d thread%s", s->pid, s->cores,
+        s->elapsed_s, s->target, s->target == 1 ? "" : "s");
     if (ok && r->predicted_cores > 0) {
         cc_put(&b, " on %s %d-core machine (", (r->predicted_cores == 8 || r->predicted_cores == 11 || r->predicted_cores == 18 || (r->predicted_cores >= 80 && r->predicted_cores < 90) || (r->predicted_cores >= 800 && r->predicted_cores < 900) || (r->predicted_cores >= 8000 && r->predicted_cores < 9000) || (r->predicted_cores >= 11000 && r->predicted_cores < 12000) || (r->predicted_cores >= 18000 && r->predicted_cores < 19000)) ? "an" : "a", r->predicted_cores);
         cc_put_cell(&b, r->predicted_for, -1);
@@ -134,7 +134,10 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
         else
             cc_put(&b, CC_COL_BAND_NONE, "-");
         if (ok && p->npred) {
-            cc_put(&b, CC_COL_FASTEST, p->fastest);
+            if (p->fastest > 0)
+                cc_put(&b, CC_COL_FASTEST, p->fastest);
+            else /* the model names no count: the sample shows nothing of how the work divides */
+                cc_put(&b, CC_COL_FASTEST_NONE "  ", CC_NO_EVIDENCE_CELL);
             cc_put_cell(&b, p->bottleneck[0] ? p->bottleneck : "-", -1);
             cc_put(&b, "\n");
         }
@@ -154,6 +157,14 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
             }
             cc_put(&b, "\n");
         }
+    }
+    for (int i = 0; ok && i < s->nregions; i++) { /* why a row names no fastest count */
+        const struct cc_region_sample *g = &s->regions[i];
+        if (!cc_region_active(g) || !r->regions[i].npred || r->regions[i].fastest > 0)
+            continue;
+        char name[4 * CC_NAME_LEN + 16];
+        cc_printable_cell(name, sizeof name, strcmp(g->name, "process") ? g->name : "the process", -1);
+        cc_put(&b, CC_NO_EVIDENCE_LINE, name);
     }
     for (int i = 0; ok && s->steer && i < s->nregions; i++) {
         const struct cc_region_sample *g = &s->regions[i];

@@ -17,5 +17,7 @@
 #define CC_COL_FASTEST " %7d  "
 #define CC_COL_FASTEST_NONE " %7s"
 #define CC_COL_FASTEST_HEADING "fastest"
+#define CC_NO_EVIDENCE_CELL "?"
+#define CC_NO_EVIDENCE_LINE "no evidence: %s ran its work on one thread, which shows nothing of how it divides: no fastest count is named\n"
 #define CC_COL_TAIL_HEADING " %11s %7s  %s"
 #endif

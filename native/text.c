@@ -142,13 +142,20 @@ void cc_put_cost(struct cc_buf *b, double percent) {
  * step left in force: a region run mostly at fewer threads than it asked for had no line
  * when it was still exploring at the exit.  ``now``: the cap in force (0: none). */
 void cc_put_steering(struct cc_buf *b, int own, int now, int chosen, int steps, double gain, const char *reason) {
-    if (chosen)
-        cc_put(b, "%d threads (the program's own: %d) after %d steps, measured %+.0f%%", chosen, own, steps, 100 * gain);
-    else if (reason[0] && (!now || now == own))
-        cc_put(b, "not explored, %d threads kept: %s", own, reason);
-    else
-        cc_put(b, "still exploring at the end: %d threads (the program's own: %d) after %d steps", now ? now : own,
-               own, steps);
+    if (chosen) {
+        cc_put(b, "%d thread%s (the program's own: %d) after %d step%s, measured ", chosen, chosen == 1 ? "" : "s",
+               own, steps, steps == 1 ? "" : "s");
+        if (gain < 1) /* a change in percent; twice as fast or more as a ratio (hyperfine's "times") */
+            cc_put(b, "%+.0f%%", 100 * gain);
+        else
+            cc_put(b, "%.3g times as fast", 1 + gain);
+    } else if (reason[0] && (!now || now == own))
+        cc_put(b, "not explored, %d thread%s kept: %s", own, own == 1 ? "" : "s", reason);
+    else {
+        int n = now ? now : own;
+        cc_put(b, "still exploring at the end: %d thread%s (the program's own: %d) after %d step%s", n,
+               n == 1 ? "" : "s", own, steps, steps == 1 ? "" : "s");
+    }
 }
 
 /* A JSON string of a name from outside (valid UTF-8 whatever its bytes). */

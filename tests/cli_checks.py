@@ -13,15 +13,18 @@ TOP_KEYS = {
 }
 
 
-def assert_one_line_error(capsys, argv, plot: Path | None = None) -> str:
+def assert_one_line_error(capsys, argv, plot: Path | None = None, internal: bool = False) -> str:
     """Runs ``corecast ARGV`` in-process; returns the error line.  With ``plot``, also
-    checks that nothing (not even a temporary file) was written there."""
+    checks that nothing (not even a temporary file) was written there.  Bad input is told
+    as what is wrong with it, never as corecast's own failure ("internal error"), unless
+    ``internal``."""
     assert main(argv) == 2
     out, err = capsys.readouterr()
     assert out == ""
     assert err.startswith("corecast: error: ")
     assert err.count("\n") == 1 and err.endswith("\n")
     assert "Traceback" not in err
+    assert ("internal error" in err) == internal, err
     if plot is not None:
         assert not plot.exists()
         assert not list(plot.parent.glob("*.png"))

@@ -222,7 +222,7 @@ def test_model_crash_is_one_line(capsys, time_csv, monkeypatch):
 
     spec = methods.METHODS["usl"]
     monkeypatch.setitem(methods.METHODS, "usl", methods.Method(spec.name, spec.summary, spec.min_points, spec.needs, boom))
-    err = assert_one_line_error(capsys, ["predict", time_csv, "--method", "usl"])
+    err = assert_one_line_error(capsys, ["predict", time_csv, "--method", "usl"], internal=True)
     assert "internal error in method usl: ZeroDivisionError: oops" in err
 
 

@@ -428,15 +428,16 @@ def test_sweep_table_shows_the_measured_speedup_beside_the_models():
 
 
 def test_sweep_suggests_no_option_it_lacks():
-    # predict's weak-looking warning says "--scaling weak", which corecast sweep has not:
-    # a sweep runs one command at every count (strong scaling).
+    # predict's weak-looking warning says "say --scaling weak", an option corecast sweep
+    # has not: the sweep's own warning sends its JSON to corecast predict, which has it.
     from corecast.model.curve.extrapolation import extrapolate
 
     counts, times = [1, 2, 4], [0.23, 0.33, 0.31]
-    assert any("--scaling weak" in w for w in corecast.predict(counts, times, metric="time").warnings)
+    assert any("say --scaling weak" in w for w in corecast.predict(counts, times, metric="time").warnings)
     result = {"warnings": []}
     extrapolate(result, {n: [t] for n, t in zip(counts, times)}, counts, [], {n: [{}] for n in counts}, 16)
-    assert result["predictions"] and not any("--scaling" in w for w in result["warnings"])
+    assert result["predictions"] and not any("say --scaling" in w for w in result["warnings"])
+    assert all("corecast predict" in w for w in result["warnings"] if "--scaling" in w)
 
 
 def test_the_exit_table_names_the_fastest_count_as_predict_does():

@@ -502,6 +502,11 @@ def test_regions_below_share_are_left_out():
     (big,) = region_curves(runs, [1, 2, 4], measured, 8)
     assert big["name"] == "big" and big["measured"][2]["time_s"] == 1.2
     assert big["predictions"][-1]["threads"] == 8 and big["bottleneck"] == "imbalance"
+    # "at some count": a region that grows from 1% of the run at 1 thread to 11% at 4 (it
+    # scales worse than the rest) is kept, its share the largest it took
+    runs = {1: [Run(4.0, 0.05)], 2: [Run(2.1, 0.1)], 4: [Run(1.2, 0.2)]}
+    shares = {r["name"]: r["share"] for r in region_curves(runs, [1, 2, 4], measured, 8)}
+    assert shares == {"big": pytest.approx(4.0 / 5.0), "small": pytest.approx(0.2 / 1.8)}
 
 
 def test_a_region_not_predicted_names_no_bottleneck():
@@ -573,3 +578,20 @@ def test_opencl_count_reaches_pocl_by_both_names(tmp_path):
     cmd = ["sh", "-c", f'printf "%s|%s" "$POCL_CPU_MAX_CU_COUNT" "$POCL_MAX_PTHREAD_COUNT" > {out}']
     r = sweep.run_once(cmd, 2, "opencl", sorted(os.sched_getaffinity(0)), 4, tmp_path, 60)
     assert r.ok and out.read_text() == "2|2"
+
+
+def test_a_runs_regions_are_summed_over_its_processes():
+    # A program that forks (or a script running two OpenMP programs) records a region in
+    # each process: the run's time in it is both processes', not the last one read
+    from corecast.sweep.runs import RunOutput
+    from corecast.tools.samples import RecordedProcess
+
+    def proc(pid, wall, imbalance):
+        p = RecordedProcess(pid)
+        p.regions = [{"name": "r._omp_fn.0", "wall_s": wall, "stalls_s": {"imbalance": imbalance}},
+                     {"name": "process", "wall_s": 2 * wall, "stalls_s": {"imbalance": imbalance}}]
+        return p
+
+    out = RunOutput(active=True, processes=[proc(1, 0.5, 0.1), proc(2, 0.25, 0.05)])
+    ((name, (wall, stalls)),) = out.regions.items()
+    assert name == "r._omp_fn.0" and wall == pytest.approx(0.75) and stalls == {"imbalance": pytest.approx(0.15)}

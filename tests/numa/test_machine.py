@@ -103,6 +103,16 @@ def test_detect_hop_classes_and_memory_only_nodes(tmp_path):
     assert m.bus_delay[0] == [2.0, 4.0, 4.0, 6.0]  # a third hop class continues the last step
 
 
+def test_detect_takes_the_largest_node_where_cores_are_offline(tmp_path):
+    # node 1 has two of its four cores offline: still a node, and the model's nodes are the
+    # largest one's size (the smallest would halve every node the prediction fills)
+    root = fake_sysfs(tmp_path, {0: ("0-3", [10, 20]), 1: ("4-5", [20, 10])})
+    cpus, _ = read_topology(root)
+    assert [len(c) for c in cpus] == [4, 2]
+    m = detect(root)
+    assert (m.nodes, m.cores_per_node) == (2, 4)
+
+
 def test_detect_without_numa_support(tmp_path):
     (tmp_path / "devices/system/cpu").mkdir(parents=True)
     (tmp_path / "devices/system/cpu/online").write_text("0-3\n")

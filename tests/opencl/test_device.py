@@ -112,6 +112,23 @@ def test_report_table_predicts_to_the_devices_units(monkeypatch):
     assert "triangle: work-group bound" in text and "smooth: work-group bound" in text
 
 
+def test_a_table_of_two_devices_runs_to_the_larger_target(monkeypatch):
+    """A CPU kernel (target: the host's cores) beside a GPU kernel (its 132 units): the one
+    table's columns run to the larger target, so the GPU row keeps its S@132 (the smaller
+    one cut every row at the host's cores)."""
+    shown = []
+    monkeypatch.setattr(report.channel, "write", shown.append)
+    for name in ("CORECAST_TARGET", "CORECAST_OUTPUT", "CORECAST_QUIET"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(report.os, "cpu_count", lambda: 4)
+    cpu = kernel(kind="cpu", units=4)
+    cpu.name = "host_side"
+    report.report(Prof(), [gpu_kernel(name="triangle"), cpu])
+    text = shown[0]
+    assert "2 devices; predicted speedup up to 132 compute units" in text
+    assert "S@132" in text and "band@132" in text
+
+
 def test_the_kernel_table_shows_the_band_at_the_target(monkeypatch):
     """Each kernel row has the exit table's (and replay's) band@N column: how far the
     prediction at the device's units may be off, which a GPU cannot show from inside a

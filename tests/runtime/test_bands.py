@@ -114,13 +114,19 @@ def test_a_live_main_thread_beside_idle_helpers_claims_no_gain(build, lib, tmp_p
 
     exe = build("idle_helpers", IDLE_HELPERS_C, "-pthread")
     out = tmp_path / "idle.jsonl"
-    r = run([exe, 100_000_000], preload=lib, output=out, target=8, quiet=1)
+    r = run([exe, 100_000_000], preload=lib, output=out, target=8, quiet=0)
     assert r.returncode == 0, r.stderr
     (proc,) = events(read_lines(out), "process")
     assert proc["counters"]["team_threads"] == 1, proc["per_thread"]
     assert "no evidence" in proc["basis"], proc["basis"]
     assert [p["speedup"] for p in proc["predicted"]] == [1] * 8
     assert proc["predicted"][-1]["high"] >= 7.0
+    # and names no count: the JSON's null, the table's "?" and a line saying why
+    assert proc["fastest_threads"] is None
+    report = r.stderr.decode()
+    row = next(line for line in report.splitlines() if line.startswith("process (pthreads)"))
+    assert row.split()[-2] == "?", row  # the fastest cell, before the bottleneck
+    assert "no evidence: the process ran its work on one thread" in report, report
 
 
 def _openmp_window(threads: int, hist=None) -> list[dict]:
@@ -139,9 +145,27 @@ def test_a_region_run_on_one_thread_claims_no_evidence():
         i = pred.threads.index(16)
         assert pred.low[i] <= 1.0 < pred.speedup[i]
         assert pred.basis.endswith("no evidence at 1 thread")
+        assert pred.fastest is None  # a count read off the assumed curve would be 16
+        # at every count past one, 2 included: a team of one shows nothing of any team
+        assert [n for n, lo in zip(pred.threads, pred.low) if n > 1 and lo > 1.0] == []
+        assert pred.threads[0] == 1 and pred.low[0] == pred.speedup[0] == 1.0
     for pred in predict_window(_openmp_window(2), 16, 16, 16, {}):
         i = pred.threads.index(16)
         assert pred.low[i] > 1.0 and "no evidence" not in pred.basis
+        assert pred.fastest is not None
+
+
+def test_one_busy_thread_names_no_fastest_count():
+    """The runtime's one predictor names no fastest count for a plain-threads process whose
+    work one thread did (its central value, no gain, would read as a confident 'fastest
+    1'); with a team it names one."""
+    p = process(threads=2, wall=1.0, cpu=1.0)
+    p["team_threads"] = 1
+    (pred,) = predict_window([p], 8, 8, 8, {})
+    assert "no evidence" in pred.basis and pred.fastest is None
+    team = process(threads=2, wall=1.0, cpu=1.9)
+    (pred,) = predict_window([team], 8, 8, 8, {})
+    assert "no evidence" not in pred.basis and pred.fastest is not None
 
 
 def test_a_region_that_also_ran_with_a_team_has_evidence():

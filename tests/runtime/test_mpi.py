@@ -274,6 +274,32 @@ def test_merge_one_run_model(tmp_path):
     assert run_["per_rank"][0]["bytes"] == {"mpi_p2p": 80, "mpi_collective": 0}
 
 
+def test_merge_scales_waits_that_overlap_in_time_to_the_wall(tmp_path):
+    # MPI called from several threads: rank 0's waits sum to 1.6 s in its 1.0 s of wall
+    # (after MPI_Init and MPI_Finalize); they overlap, so they share the wall in proportion
+    # and leave no negative compute
+    f = tmp_path / "a.jsonl"
+    f.write_text(_rank_lines(0, 2, 1.0, 1.0, 0.6, 10) + _rank_lines(1, 2, 1.0, 0.05, 0.15, 11))
+    r = merge("--json", str(f))
+    assert r.returncode == 0, r.stderr
+    rank0 = json.loads(r.stdout)["runs"][0]["per_rank"][0]
+    assert rank0["wall_s"] == pytest.approx(1.0) and rank0["compute_s"] == pytest.approx(0.0)
+    assert rank0["mpi_p2p_s"] == pytest.approx(0.625) and rank0["mpi_collective_s"] == pytest.approx(0.375)
+
+
+def test_merge_keeps_two_runs_at_one_world_size_apart(tmp_path):
+    # Two runs at 2 ranks (another pid each): two runs of ranks 0 and 1, not one run of
+    # four records in which each rank appears twice
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text(_rank_lines(0, 2, 1.0, 0.1, 0.3, 10) + _rank_lines(1, 2, 1.0, 0.05, 0.15, 11))
+    b.write_text(_rank_lines(0, 2, 1.2, 0.1, 0.3, 20) + _rank_lines(1, 2, 1.2, 0.05, 0.15, 21))
+    r = merge("--json", str(a), str(b))
+    assert r.returncode == 0, r.stderr
+    runs = json.loads(r.stdout)["runs"]
+    assert [[p["rank"] for p in run["per_rank"]] for run in runs] == [[0, 1], [0, 1]]
+    assert sorted(p["pid"] for run in runs for p in run["per_rank"]) == [10, 11, 20, 21]
+
+
 def test_merge_names_its_wait_columns_as_the_stall_categories(tmp_path):
     # One name per concept: the column of collective waits once read "mpi_coll".
     from corecast.recording.abi import MPI_WAITS, STALLS

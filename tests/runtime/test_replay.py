@@ -147,7 +147,26 @@ def test_serial_program_replays_as_a_serial_run(tmp_path):
     r = cli(str(path), "--target", "4")
     assert r.returncode == 0, r.stderr
     assert "serial run: no parallel activity" in r.stdout
+    assert "up to 1 thread on a 1-core machine" in cli(str(path), "--target", "1").stdout
     assert json.loads(cli(str(path), "--json").stdout)["processes"][0]["serial_run"] is True
+
+
+def test_a_process_one_thread_worked_in_names_no_fastest_count(tmp_path):
+    """Replay shows what the run's table shows for a sample that is no evidence (one busy
+    thread beside idle helpers): '?' for the fastest count, the line saying why, and null
+    in the JSON."""
+    line = {"event": "process", "schema": SCHEMA, "pid": 7, "runtime": "pthreads", "name": "process",
+            "object": "p", "calls": 1, "threads": 3, "wall_s": 1.0, "stalls_s": {"cond": 2.0},
+            "counters": {"busy_s": 1.0, "serial_s": 0, "cpu_s": 1.0, "loop_calls": 0, "hold_sampled_s": 0,
+                         "hold_samples": 0, "acquisitions": {}, "contended": {}, "team_threads": 1}}
+    path = tmp_path / "onebusy.jsonl"
+    path.write_text(json.dumps(line) + "\n")
+    r = cli(str(path), "--target", "8")
+    assert r.returncode == 0, r.stderr
+    row = next(x for x in r.stdout.splitlines() if x.startswith("process (pthreads)"))
+    assert row.split()[-2] == "?", r.stdout
+    assert "no evidence: the process ran its work on one thread" in r.stdout, r.stdout
+    assert json.loads(cli(str(path), "--json").stdout)["processes"][0]["fastest_threads"] is None
 
 
 def test_a_huge_stall_is_a_share_not_inf(tmp_path):
@@ -207,6 +226,18 @@ def test_bad_recordings_are_one_line(tmp_path, content, message):
     assert r.stdout == ""
     assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
     assert message in r.stderr
+
+
+def test_a_field_of_the_wrong_type_names_its_record(tmp_path):
+    # A region line whose by_team is a number, not a list: a TypeError in the decoder, told
+    # as what is wrong with that line (not the CLI's "internal error" for corecast's own faults)
+    line = next(rec for rec in map(json.loads, (RECORDINGS / "schema1-omp_slowdown-2.jsonl").read_text().splitlines())
+                if rec["event"] == "region")
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(dict(line, by_team=5)) + "\n")
+    r = cli(str(path))
+    assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1
+    assert "bad.jsonl: line 1: not a corecast region record" in r.stderr and "internal error" not in r.stderr
 
 
 def test_missing_file_is_one_line(tmp_path):

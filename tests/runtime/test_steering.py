@@ -33,7 +33,7 @@ def test_steering_settles_on_fewer_threads(build, lib, tmp_path):
     assert set(by_team) == {1, 2}
     assert by_team[1] > by_team[2]  # most calls ran after steering took over
     assert sum(by_team.values()) == region["calls"] == int(CALLS)
-    assert "steering main._omp_fn.0: 1 threads" in steered.stderr.decode()
+    assert "steering main._omp_fn.0: 1 thread (the program's own: 2)" in steered.stderr.decode()
 
 
 def test_steering_never_adds_threads(build, lib, tmp_path):
@@ -46,7 +46,7 @@ def test_steering_never_adds_threads(build, lib, tmp_path):
     assert {t["threads"] for t in region["by_team"]} == {1}
     assert region["steering"]["chosen"] is None
     assert region["steering"]["not_explored"] == "one thread"
-    assert "steering main._omp_fn.0: not explored, 1 threads kept: one thread" in proc.stderr.decode()
+    assert "steering main._omp_fn.0: not explored, 1 thread kept: one thread" in proc.stderr.decode()
 
 
 def test_without_steering_the_team_is_the_programs(build, lib, tmp_path):
@@ -131,10 +131,14 @@ def test_a_region_still_exploring_at_the_end_has_a_steering_line(build):
     so = ctypes.CDLL(str(build("steer_line.so", STEER_LINE_C, "-shared", "-fPIC", f"-I{NATIVE_SOURCE}")))
     so.line.restype = ctypes.c_char_p
     so.line.argtypes = [ctypes.c_int] * 4 + [ctypes.c_double, ctypes.c_char_p]
-    assert so.line(2, 1, 0, 1, 0.0, b"") == b"still exploring at the end: 1 threads (the program's own: 2) after 1 steps"
+    assert so.line(2, 1, 0, 1, 0.0, b"") == b"still exploring at the end: 1 thread (the program's own: 2) after 1 step"
     # a convoy's first step (taken in C) in force, never measured by a window of the model
     assert so.line(4, 2, 0, 0, 0.0, b"not measured yet") == \
         b"still exploring at the end: 2 threads (the program's own: 4) after 0 steps"
-    assert so.line(2, 1, 1, 1, 2.5, b"") == b"1 threads (the program's own: 2) after 1 steps, measured +250%"
+    assert so.line(2, 1, 1, 1, 0.4, b"") == b"1 thread (the program's own: 2) after 1 step, measured +40%"
+    assert so.line(4, 1, 1, 3, -0.25, b"") == b"1 thread (the program's own: 4) after 3 steps, measured -25%"
+    # twice as fast or more is a ratio: a lock convoy on a loaded VM read '+583360%'
+    assert so.line(2, 1, 1, 1, 2.5, b"") == b"1 thread (the program's own: 2) after 1 step, measured 3.5 times as fast"
+    assert so.line(2, 1, 1, 1, 5833.6, b"") == b"1 thread (the program's own: 2) after 1 step, measured 5.83e+03 times as fast"
     assert so.line(2, 0, 0, 0, 0.0, b"too early") == b"not explored, 2 threads kept: too early"
     assert so.line(2, 2, 0, 0, 0.0, b"too early") == b"not explored, 2 threads kept: too early"

@@ -28,7 +28,8 @@ def add_sweep(sub: argparse._SubParsersAction) -> None:
         description="Run CMD under the preload library REPEAT times at each count, confined to that "
         "many CPUs; the count reaches it as OMP_NUM_THREADS (openmp), POCL_CPU_MAX_CU_COUNT and "
         "POCL_MAX_PTHREAD_COUNT (opencl) and a {threads} placeholder in CMD. Prints measured and predicted times, the "
-        "preferred count and the future bottleneck (the stall category predicted to be largest at "
+        "preferred and fastest counts (as corecast predict names them) and the future bottleneck "
+        "(the stall category predicted to be largest at "
         "UPTO). Exit 2 when fewer than 2 counts succeed or no run shows parallel activity (the "
         "JSON is still written).",
     )

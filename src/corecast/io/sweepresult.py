@@ -150,6 +150,7 @@ class SweepResult:
     stall_predictions: dict[str, list[dict]]
     stall_categories: list[str]
     preferred: Optional[int]
+    fastest: Optional[int]  # the best count, as corecast predict names it (None in results written before it)
     bottleneck: Optional[str]
     command: str  # shell-quoted
     runtime: Optional[str]
@@ -173,6 +174,7 @@ class SweepResult:
             stall_predictions[str(name)] = _points(pts, f"stall_predictions[{json.dumps(name)}]",
                                                    source, ("value",))
         pref = json_number(result.get("preferred_threads"))
+        fastest = json_number(result.get("fastest_threads"))
         command = result.get("command") or []
         runtime = result.get("runtime")
         warnings = result.get("warnings") or []
@@ -186,6 +188,7 @@ class SweepResult:
             stall_categories=sorted(set(stall_predictions)
                                     | {k for e in measured for k in (e.get("stalls_s") or {})}),
             preferred=int(pref) if pref is not None and pref >= 1 else None,
+            fastest=int(fastest) if fastest is not None and fastest >= 1 else None,
             bottleneck=_name(result.get("bottleneck")),
             command=(" ".join(shlex.quote(str(a)) for a in command) if isinstance(command, (list, tuple))
                      else str(command)),
@@ -234,6 +237,11 @@ def count_unit(result: dict) -> str:
     return "ranks" if result.get("count") == "ranks" else "threads"
 
 
+def _count_or_none(x: object) -> Optional[int]:
+    n = json_number(x)
+    return int(n) if n is not None and n >= 1 else None
+
+
 def _name(x: object) -> Optional[str]:
     return str(x) if x not in (None, "") else None
 
@@ -254,6 +262,8 @@ def regions_of(raw: object, source: str) -> list[dict]:
         out.append({"name": r["name"], "measured": sorted(r.get("measured") or [], key=lambda e: e["threads"]),
                     "predictions": _points(r.get("predictions"), "predictions", where,
                                            ("value", "low", "high", "speedup")),
+                    "preferred_threads": _count_or_none(r.get("preferred_threads")),
+                    "fastest_threads": _count_or_none(r.get("fastest_threads")),
                     "bottleneck": _name(r.get("bottleneck"))})
     return out
 

@@ -93,6 +93,8 @@ class NumaPrediction(ScalingPrediction):
                 "predictions": [{"nodes": k, "cores": k * c, "speedup": round(s, 6)}
                                 for k, s in enumerate(self.speedup, 1)],
                 "preferred_nodes": self.preferred,
+                # the best count whether or not an efficiency picked a smaller preferred one
+                "fastest_nodes": preferred_nodes(self.speedup),
                 "efficiency": self.efficiency,
                 "rates": self.rates.to_dict(),
                 "notes": self.notes}

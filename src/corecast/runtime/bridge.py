@@ -35,7 +35,7 @@ def _encode(ffi: object, out: object, pred: TeamPrediction) -> None:
         out.speedup[i] = pred.speedup[i]
         out.low[i] = pred.low[i]
         out.high[i] = pred.high[i]
-    out.fastest = pred.fastest
+    out.fastest = pred.fastest or 0  # 0: none named (no evidence)
     _put(ffi, out.basis, pred.basis)
     _put(ffi, out.fitted, ",".join(pred.fitted))
     _put(ffi, out.bottleneck, pred.bottleneck or "")
@@ -233,7 +233,7 @@ def _predict_nodes(ffi: object, sample: object, regions: list[RegionSample], res
         res = predict_region_nodes(state, region, history, counts, predict, bound,
                                    limit=len(result.regions[i].numa_json) - 1)
         if res is not None:
-            if preds is not None and len(res.json) < len(result.regions[i].numa_json) - 400:
+            if preds is not None and preds[i].fastest and len(res.json) < len(result.regions[i].numa_json) - 400:
                 _agreement(res, preds[i].fastest, state.machine.cores_per_node)
             _encode_nodes(ffi, result.regions[i], res)
 

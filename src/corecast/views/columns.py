@@ -24,6 +24,12 @@ BAND = 11          # "lo-hi" at the target, each 5 wide
 # thread up to it gains a quarter of one), which needs more than one measured team size.
 FASTEST = 7
 FASTEST_HEADING = "fastest"
+# Where the model names no fastest count (a sample whose work ran on one thread shows
+# nothing of how it divides, ``spread.one_thread``): the cell, and a line after the table
+# saying why (the region's name).
+NO_EVIDENCE_CELL = "?"
+NO_EVIDENCE_LINE = ("no evidence: %s ran its work on one thread, which shows nothing of how it "
+                    "divides: no fastest count is named")
 SPEEDUP_COLUMNS = 4  # powers of two from 2 shown before the target's own column
 STALLS_SHOWN = 3     # the top stall categories named in a row
 STALL_MIN_SHARE = 0.005  # a category under this share of the thread time is left out
@@ -113,6 +119,8 @@ def c_header() -> str:
         f'#define CC_COL_FASTEST " %{FASTEST}d  "',
         f'#define CC_COL_FASTEST_NONE " %{FASTEST}s"',
         f'#define CC_COL_FASTEST_HEADING "{FASTEST_HEADING}"',
+        f'#define CC_NO_EVIDENCE_CELL "{NO_EVIDENCE_CELL}"',
+        f'#define CC_NO_EVIDENCE_LINE "{NO_EVIDENCE_LINE}\\n"',
         f'#define CC_COL_TAIL_HEADING " %{BAND}s %{FASTEST}s  %s"',
         "#endif",
     ]

@@ -31,6 +31,9 @@ def sample_report(machine: Machine, prediction: dict, notes: list[str], efficien
     # The best node count is predict's "fastest"; --efficiency asks for a count of its own.
     if efficiency:
         lines.append(f"preferred: {k} node(s), {k * c} cores (fewest within {efficiency:.0%} of the fastest)")
+        f = prediction.get("fastest_nodes")
+        if f is not None and f != k:
+            lines.append(f"fastest: {f} node(s), {f * c} cores")
     else:
         lines.append(f"fastest: {k} node(s), {k * c} cores")
     lines += [f"note: {note}" for note in notes]

@@ -43,6 +43,18 @@ def _special(path: str) -> bool:
         return False
 
 
+def mark_counts(ax, preferred: int | None, fastest: int | None, **line) -> None:
+    """The preferred count's line and, where it differs, the fastest count's, named as
+    the report names them; one line says both where they are one count."""
+    if preferred is not None and preferred == fastest:
+        ax.axvline(preferred, color="C2", linestyle="--", label=f"preferred, fastest: {preferred}", **line)
+        return
+    if preferred is not None:
+        ax.axvline(preferred, color="C2", linestyle="--", label=f"preferred: {preferred}", **line)
+    if fastest is not None:
+        ax.axvline(fastest, color="C3", linestyle=":", label=f"fastest: {fastest}", **line)
+
+
 AXIS_LABEL = {"time": "time (lower is better)", "throughput": "throughput (higher is better)"}
 
 
@@ -74,7 +86,7 @@ def plot_prediction(pred: CurvePrediction, path: str, reference: Measurements | 
         if held.any():
             ax.plot(ref.counts[held], ref.values[held], "x", color="C1", label="held out")
 
-    ax.axvline(pred.preferred, color="C2", linestyle="--", label=f"preferred: {pred.preferred}")
+    mark_counts(ax, pred.preferred, pred.fastest)
     ax.set_xlabel(pred.count_unit)
     ax.set_ylabel(AXIS_LABEL.get(pred.metric, pred.metric))
     title = pred.method if pred.method == pred.candidate else f"{pred.method}: {pred.candidate}"

@@ -49,7 +49,8 @@ def _row(label: str, calls: int, threads: int, wall: float, stalls: str, pred, c
     line += col.band_cell(pred, cols[-1])
     if pred is None:
         return line + f" {'-':>{col.FASTEST}}"
-    return line + f" {pred.fastest:{col.FASTEST}d}  {printable(pred.bottleneck or '-')}"
+    fastest = col.NO_EVIDENCE_CELL if pred.fastest is None else pred.fastest
+    return line + f" {fastest:>{col.FASTEST}}  {printable(pred.bottleneck or '-')}"
 
 
 def table(rep: ReplayedProcess, machine: str | None = None) -> str:
@@ -59,7 +60,7 @@ def table(rep: ReplayedProcess, machine: str | None = None) -> str:
     cols = col.speedup_columns(rep.target)
     cores = f"{proc.cores} cores" if proc.cores else "cores not recorded"
     out = [f"corecast replay: pid {proc.pid}, {cores}, {proc.elapsed_s:.3g}s; predicted speedup "
-           f"up to {rep.target} threads on {article(rep.predicted_cores)} {rep.predicted_cores}-core machine (target)"
+           f"up to {rep.target} thread{'' if rep.target == 1 else 's'} on {article(rep.predicted_cores)} {rep.predicted_cores}-core machine (target)"
            + (f", calibrated ({printable(machine)})" if machine else ", calibrated (recorded)"
               if getattr(proc, "calibration", None) else "")]
     out += [f"warning: {printable(w)}" for w in rep.warnings]
@@ -74,6 +75,10 @@ def table(rep: ReplayedProcess, machine: str | None = None) -> str:
         stalls = col.kernel_stall_cell(lost, k.compute_units, k.device_ns * 1e-9, k.device_type == "cpu", col.STALLS)
         out.append(_row(f"{k.name} ({k.device})", k.launches, k.compute_units, k.device_ns * 1e-9,
                         stalls, pred, cols))
+    if not serial_run(rep):  # (a serial run's one line says it all)
+        out += [col.NO_EVIDENCE_LINE % printable(r["name"] if r["name"] != "process" else "the process")
+                for r, p in zip(proc.regions, rep.predictions)
+                if p is not None and p.fastest is None and r["calls"] > 0 and r["wall_s"] > 0]
     basis = rep.predictions[0].basis if rep.predictions else (rep.kernels[0][1].basis if rep.kernels
                                                                and rep.kernels[0][1] else "")
     out.append(f"speedups: {printable(basis or 'predicted')}")

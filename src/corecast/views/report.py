@@ -146,9 +146,17 @@ def fit_quality_lines(pred: CurvePrediction) -> list[str]:
         if q.get("interpolates"):
             rows.append([f"  {q['model']}", str(q["params"]), "-", "-", "-", held, "interpolates: not a fit"])
             continue
-        r2 = "n/a" if q["adj_r2"] is None else f"{q['adj_r2']:.4f}"
-        rows.append([f"  {q['model']}", str(q["params"]), _num(q["rss"]), r2, f"{q['smape']:.2f}%", held, ""])
+        rss = "n/a" if q["rss"] is None else _num(q["rss"])
+        rows.append([f"  {q['model']}", str(q["params"]), rss, _r2(q["adj_r2"]), f"{q['smape']:.2f}%", held, ""])
     return [f"fit quality against the {n} measured counts ({pred.metric} in its unit):"] + _align(rows)
+
+
+def _r2(adj: float | None) -> str:
+    """Adjusted R² to four decimals, but a fit that misses never reads as 1.0000 (which
+    claims one through every point): 0.99998 is >0.9999."""
+    if adj is None:
+        return "n/a"
+    return ">0.9999" if 0.99995 <= adj < 1 else f"{adj:.4f}"
 
 
 def _nouns(unit: str) -> tuple[str, str]:

@@ -68,14 +68,14 @@ class Measurements:
         """Group raw samples (repetitions allowed) into a curve; raises InputError."""
         if metric not in METRICS:
             raise InputError(f"unknown metric {metric!r}: use time or throughput")
-        c = np.asarray(counts, dtype=float).ravel()
-        v = np.asarray(values, dtype=float).ravel()
+        c = _floats("count", counts)
+        v = _floats("value", values)
         if c.size != v.size:
             raise InputError("counts and values differ in length")
         if c.size == 0:
             raise InputError("no measurements")
-        stalls = {k: np.asarray(s, dtype=float).ravel() for k, s in (stalls or {}).items()}
-        sizes = {k: np.asarray(s, dtype=float).ravel() for k, s in (sizes or {}).items()}
+        stalls = {k: _floats(f"stall column {k!r}: value", s) for k, s in (stalls or {}).items()}
+        sizes = {k: _floats(f"size column {k!r}: value", s) for k, s in (sizes or {}).items()}
         for name, arr in list(stalls.items()) + list(sizes.items()):
             if arr.size != c.size:
                 raise InputError(f"column {name!r} differs in length from the counts")
@@ -83,6 +83,8 @@ class Measurements:
         _check_finite("value", v)
         if np.any(c < 1):
             raise InputError(f"count {c[c < 1][0]:g} is below 1")
+        if np.any(c != np.floor(c)):  # as every reader's counts (io.readers.raw.as_count)
+            raise InputError(f"count {c[c != np.floor(c)][0]:g} is not a whole number >= 1")
         if np.any(v <= 0):
             raise InputError(f"value {v[v <= 0][0]:g} is not positive")
         for name, arr in stalls.items():
@@ -263,6 +265,25 @@ def _group_stats(group: np.ndarray, ngroups: int, arr: np.ndarray):
     start = np.concatenate([[0], np.cumsum(size)[:-1]])
     lo, hi = ordered[start + (size - 1) // 2], ordered[start + size // 2]
     return lo + (hi - lo) / 2.0, ordered[start], ordered[start + size - 1], size
+
+
+def _floats(name: str, items: object) -> np.ndarray:
+    """``items`` (any iterable of numbers: a list, an array, a generator) as a flat float
+    array; InputError naming the first item that is not a number."""
+    if isinstance(items, (str, bytes)) or not hasattr(items, "__iter__"):
+        raise InputError(f"{name}s must be numbers, one per measurement, got {type(items).__name__}")
+    if not isinstance(items, (np.ndarray, list, tuple)):
+        items = list(items)
+    try:
+        return np.asarray(items, dtype=float).ravel()
+    except (TypeError, ValueError):
+        pass
+    for item in np.asarray(items, dtype=object).ravel():
+        try:
+            float(item)
+        except (TypeError, ValueError):
+            raise InputError(f"{name} {item!r} is not a number") from None
+    raise InputError(f"{name}s are not a flat list of numbers")
 
 
 def _check_finite(name: str, arr: np.ndarray) -> None:

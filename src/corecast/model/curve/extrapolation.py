@@ -23,6 +23,7 @@ def extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[st
     from .methods.auto import STALL_COLUMNS
     from .methods.estima import MIN_POINTS
     from .prediction import predict
+    from .preference import weak_look
 
     warnings = result["warnings"]
     counts = [n for n in ok for _ in times_at[n]]
@@ -38,10 +39,15 @@ def extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[st
             method = "regression"
         else:
             warnings.append("the regression over rank counts needs 3 counts: time extrapolated with auto")
-    # A sweep runs one command at every count: strong scaling, and it has no --scaling for
-    # predict's weak-looking warning to suggest.
+    # A sweep extrapolates as strong scaling and has no --scaling: where its times look like
+    # weak scaling's (a {threads} that sizes the input), its warning sends the result to
+    # predict, which has.
     pred = predict(counts, times, metric="time", upto=horizon, method=method, stalls=stalls or None,
                    scaling="strong")
+    weak_note = weak_look(pred.measured.at_target_size(),
+                          "give the sweep's --json-out file to 'corecast predict --scaling weak'")
+    if weak_note:
+        warnings.append(weak_note)
     if waits is not None:
         result["basis"] = pred.reason
     # ESTIMA's own run on the categories below says once why it could not use them;

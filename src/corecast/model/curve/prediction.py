@@ -15,7 +15,7 @@ from .fitquality import count_params, fit_quality
 from .fitting import rms
 from ..machine.hardware import SMT_YIELD_RANGE, Hardware, oversubscribed
 from .preference import (DEFAULT_MIN_GAIN, PREFERRED_SLACK, SCALINGS, _supported, fastest_count,  # noqa: F401
-                         horizon_bound, knee_count, looks_weak, measured_preferred,
+                         horizon_bound, knee_count, measured_preferred, weak_look,
                          preferred_count)
 
 # Band: log-space half-width = floor + fit residual + repetition spread, plus GROWTH per
@@ -91,6 +91,8 @@ def predict_measurements(
                          "a throughput already is the whole program's rate: leave --scaling out")
     if not 0 < min_gain <= 1:
         raise InputError(f"the preferred count's minimum gain must lie in (0, 1], got {min_gain:g}")
+    if not 0 < knee_fraction <= 1:  # as --knee-fraction: no knee is defined outside
+        raise InputError(f"the knee fraction must lie in (0, 1], got {knee_fraction:g}")
     spec = methods.get(method)
     methods.check_usable(spec, data)
     # Models see values in units of their median and a bounded number of points (see
@@ -103,8 +105,8 @@ def predict_measurements(
     if top > MAX_COUNT:  # said in the user's terms, not as the default horizon's 2 x top
         raise InputError(f"counts above {MAX_COUNT} are not predicted (measured at {top:g})")
     # The default horizon, twice the largest measured count, stops at the grid's limit.
-    upto = int(upto) if upto is not None else min(int(2 * top), MAX_COUNT)
-    at = [int(a) for a in at]
+    upto = _whole(upto, "the largest count to predict") if upto is not None else min(int(2 * top), MAX_COUNT)
+    at = [_whole(a, "a count to predict at") for a in at]
     if upto < 1:
         raise InputError(f"the largest count to predict must be at least 1, got {upto}")
     if max([upto] + at) > MAX_COUNT:
@@ -182,11 +184,9 @@ def predict_measurements(
     base_perf = float(curve.perf[base_i])
     if base_count != 1:
         warnings.append(f"count 1 not measured: speedup and efficiency are relative to count {base_count:g}")
-    if scaling is None and looks_weak(curve):
-        warnings.append(
-            f"the time grows with the count ({_g(curve.values[0])} at {base_count:g}, "
-            f"{_g(curve.values[-1])} at {curve.counts[-1]:g}): if each count does its own fixed share of "
-            "work (weak scaling), say --scaling weak; read as strong scaling (fixed total work)")
+    weak_note = weak_look(data.at_target_size(), "say --scaling weak") if scaling is None else None
+    if weak_note:
+        warnings.append(weak_note)
     # Under weak scaling each count does its own share of work more: the work rate is
     # n / T(n) and efficiency T(base) / T(n) (Gustafson's scaled speedup).
     weak = scaling == "weak"
@@ -287,6 +287,16 @@ def leave_last_out(spec: methods.Method, fitted: Measurements, nmax: float) -> f
     return abs(got / want - 1.0) if np.isfinite(got) and got > 0 else None
 
 
+def _whole(n: object, what: str) -> int:
+    """``n`` as an int where it is a whole number (2.0 is, 2.5 and "2" are not: int()
+    would ask 2.5 as 2 without a word)."""
+    if isinstance(n, (int, np.integer)) and not isinstance(n, bool):
+        return int(n)
+    if isinstance(n, (float, np.floating)) and float(n).is_integer():
+        return int(n)
+    raise InputError(f"{what} must be a whole number, got {n!r}")
+
+
 def _fit_quality(fit: Fit, name: str, curve: Measurements, scale: float, at_measured: np.ndarray,
                  last_out: float | None = None) -> list[dict]:
     """Extra-P's fit metrics of the chosen model and of each model it combines, in the
@@ -310,10 +320,6 @@ def _fit_quality(fit: Fit, name: str, curve: Measurements, scale: float, at_meas
         rows.append({"model": label, **fit_quality(user(pred), measured, max(1, count_params(m.params))),
                      "holdout": "backtest" if err is not None else None, "holdout_error": err})
     return rows
-
-
-def _g(x: float) -> str:
-    return f"{float(x):.4g}"
 
 
 def fit_miss(log_err: np.ndarray, at_measured: np.ndarray, curve: Measurements, scale: float) -> str | None:

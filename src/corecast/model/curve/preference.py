@@ -32,6 +32,18 @@ def looks_weak(curve: Measurements) -> bool:
     return bool(t.min() * WEAK_GAIN >= t[0] and t[-1] > t[0])
 
 
+def weak_look(curve: Measurements, advice: str) -> str | None:
+    """The warning for a time curve that looks like weak scaling's (``looks_weak``), in the
+    curve's own numbers (pass the user's, not the models' normalised ones); ``advice``
+    says how to read it as weak scaling where the caller's command can.  None otherwise."""
+    if not looks_weak(curve):
+        return None
+    t, n = curve.values, curve.counts
+    return (f"the time grows with the count ({t[0]:.4g} at {n[0]:g}, {t[-1]:.4g} at {n[-1]:g}): if each "
+            f"count does its own fixed share of work (weak scaling), {advice}; read as strong scaling "
+            "(fixed total work)")
+
+
 def measured_preferred(preferred: int, curve: Measurements, upto: int, weak: bool = False) -> tuple[int, str | None]:
     """The model's fastest count, unless measurements contradict it.
 

@@ -158,14 +158,21 @@ class Hardware:
         first = self.first_step(top, largest)
         if first is not None:
             where = f"{self.cores} cores" + (f" in {self.sockets} sockets" if self.sockets > 1 else "")
-            span = self.units(np.array([top, largest]), equal_work=equal_work)
-            slowest = (", and the time waits for the slowest thread: pinned threads that share a core run at "
-                       f"{(1 + SMT_YIELD) / 2:.0%} of a core each, so n threads do the work of n times that"
-                       if equal_work else "")
-            out.append(f"counts above {first} place threads where no measured count did (filling {self.fill} first "
-                       f"over {where}): predicted in core units, a thread on a core already busy (SMT) adding "
-                       f"{SMT_YIELD:.0%} of what a thread on a core of its own adds{slowest} (the method's counts "
-                       f"are those units: {top:g} and {largest:g} threads are {span[0]:.3g} and {span[1]:.3g})")
+            head = (f"counts above {first} place threads where no measured count did "
+                    f"(filling {self.fill} first over {where})")
+            if self.hw_threads == self.cores:
+                # No core is ever shared: the step is only the next socket, whose cores are
+                # whole cores again (the units are the counts themselves).
+                out.append(f"{head}: the next socket's cores are predicted to add what a core of the "
+                           "measured one added")
+            else:
+                span = self.units(np.array([top, largest]), equal_work=equal_work)
+                slowest = (", and the time waits for the slowest thread: pinned threads that share a core run at "
+                           f"{(1 + SMT_YIELD) / 2:.0%} of a core each, so n threads do the work of n times that"
+                           if equal_work else "")
+                out.append(f"{head}: predicted in core units, a thread on a core already busy (SMT) adding "
+                           f"{SMT_YIELD:.0%} of what a thread on a core of its own adds{slowest} (the method's counts "
+                           f"are those units: {top:g} and {largest:g} threads are {span[0]:.3g} and {span[1]:.3g})")
         if largest > self.hw_threads:
             out.append(f"counts above {self.hw_threads} share the machine's {self.hw_threads} hardware threads: "
                        f"predicted no faster than at {self.hw_threads}")

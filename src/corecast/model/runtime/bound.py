@@ -42,14 +42,15 @@ FASTEST_SHARE = 0.99  # fastest = fewest threads within 1% of the best speedup
 class TeamPrediction(ScalingPrediction):
     """The runtime's answer for a region, a process or a kernel (its team: threads, or a
     kernel's compute units), from its samples: speedups at ``threads`` with their band
-    ``low``/``high`` and the fastest count (``fastest_count``).  (A plain class: dataclasses would add milliseconds to every
+    ``low``/``high`` and the fastest count (``fastest_count``; None where the sample is no
+    evidence of how the work divides, ``spread.one_thread``).  (A plain class: dataclasses would add milliseconds to every
     profiled program's start.)"""
 
     __slots__ = ("threads", "speedup", "low", "high", "fastest", "basis", "fitted", "bottleneck",
                  "work_s", "bandwidth")
 
     def __init__(self, threads: list[int], speedup: list[float], low: list[float],
-                 high: list[float], fastest: int, basis: str, fitted: list[str] | None = None,
+                 high: list[float], fastest: int | None, basis: str, fitted: list[str] | None = None,
                  bottleneck: str | None = None, work_s: float = 0.0):
         self.threads = threads
         self.speedup = speedup

@@ -108,10 +108,12 @@ def predict_window(regions: list[RegionSample], target: int, measured_cores: int
                 pred = one_thread(pred)
                 pred.basis = with_note(pred.basis, ONE_THREAD_NOTE)
         else:
-            pred = one_thread_work(process_contention(region, target, measured_cores, predicted_cores),
-                                   process_team(region, measured_cores))
+            team = process_team(region, measured_cores)
+            pred = one_thread_work(process_contention(region, target, measured_cores, predicted_cores), team)
             if machine is not None:
                 note = roofline(pred, region, machine)
                 pred.basis = with_note(pred.basis, note or not_applied("no evidence"))
+            if team < 2:  # one thread did the work: its basis says "no evidence" already
+                pred = one_thread(pred)
         preds.append(widen(pred))
     return preds

@@ -44,11 +44,14 @@ def one_thread(pred: TeamPrediction) -> TeamPrediction:
     """A sample whose work ran on one thread shows nothing of how it divides (imbalance,
     barriers, shared cache and bandwidth only appear with a team): its band reaches down
     to no gain, S = 1, at every count (lower where its own band is lower), whatever the
-    central value assumes (in place; returned).  Replaying the 16-core recordings made at
-    1 thread (benchmarks/scale16_curves), 6 of 13 were off by more than 50% at 16."""
+    central value assumes, and it names no fastest count (``fastest`` None: a count read
+    off an assumed curve would be a confident answer with no evidence behind it) (in
+    place; returned).  Replaying the 16-core recordings made at 1 thread
+    (benchmarks/scale16_curves), 6 of 13 were off by more than 50% at 16."""
     for i, n in enumerate(pred.threads):
         if n > 1:
             pred.low[i] = min(pred.low[i], 1.0)
+    pred.fastest = None
     return pred
 
 

@@ -264,7 +264,7 @@ def guard(own: int, own_perf: float | None, region: RegionSample, pred: TeamPred
     stepped = _taken_in_c(region, own) is not None
     e = efficiency(region, own if stepped else None)
     speed = dict(zip(pred.threads, pred.speedup))
-    fastest = pred.fastest if 1 <= pred.fastest < own and pred.fastest in speed else None
+    fastest = pred.fastest if pred.fastest and 1 <= pred.fastest < own and pred.fastest in speed else None
     if e >= EFFICIENCY and fastest is None:
         return f"efficient ({e:.0%} of thread time busy)"
     at_own = speed.get(own)

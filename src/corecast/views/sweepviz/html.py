@@ -63,6 +63,7 @@ def render_html(result: "dict | SweepResult") -> str:
     cats = view.stall_categories
     base = view.speedup_base_time()
     preferred = view.preferred
+    unit = view.unit  # threads, or ranks for a launcher's sweep
 
     def cls(n):
         return "preferred" if preferred is not None and n == preferred else ""
@@ -75,10 +76,10 @@ def render_html(result: "dict | SweepResult") -> str:
     ]
     if view.measured:
         measured_table = _table(
-            ["threads", "time (s)", "spread (s)", "speedup"] + [f"stall: {c} (s)" for c in cats],
+            [unit, "time (s)", "spread (s)", "speedup"] + [f"stall: {c} (s)" for c in cats],
             measured_rows, [cls(e["threads"]) for e in view.measured])
         image = base64.b64encode(render_png(view)).decode("ascii")
-        alt = "time, speedup and stall extrapolation against threads"
+        alt = f"time, speedup and stall extrapolation against {unit}"
         figure = f'<p><img alt="{_e(alt)}" src="data:image/png;base64,{image}"></p>'
         note = (f'<p class="none">Speedups are relative to the base time the predictions imply '
                 f'({_e(_fmt(base))} s); the preferred count\'s rows are highlighted.</p>')
@@ -97,7 +98,7 @@ def render_html(result: "dict | SweepResult") -> str:
             for p in view.predictions
         ]
         predicted_table = _table(
-            ["threads", "time (s)", "low (s)", "high (s)", "speedup"] + [f"stall: {c} (s)" for c in pred_cats],
+            [unit, "time (s)", "low (s)", "high (s)", "speedup"] + [f"stall: {c} (s)" for c in pred_cats],
             pred_rows, [cls(p["threads"]) for p in view.predictions])
     else:
         predicted_table = '<p class="none">No predictions.</p>'
@@ -110,10 +111,12 @@ def render_html(result: "dict | SweepResult") -> str:
                                 _e(", ".join(f"{_count(m['threads'])}: {_fmt(m['time_s'])}" for m in r["measured"])),
                                 _e(_fmt(last["value"])) if last else "–",
                                 _e(_fmt(last["speedup"], 3)) if last else "–",
+                                _e(_count(r["preferred_threads"])), _e(_count(r["fastest_threads"])),
                                 _e(r["bottleneck"]) if r["bottleneck"] else "–"])
         horizon = view.predictions[-1]["threads"] if view.predictions else None
-        regions = _table(["region", "measured (threads: s)", f"predicted at {_count(horizon)} (s)" if horizon
-                          else "predicted (s)", "speedup", "bottleneck"], region_rows, text_cols=(0, 1, 4))
+        regions = _table(["region", f"measured ({unit}: s)", f"predicted at {_count(horizon)} (s)" if horizon
+                          else "predicted (s)", "speedup", "preferred", "fastest", "bottleneck"], region_rows,
+                         text_cols=(0, 1, 6))
         regions = "<h2>Regions</h2>\n" + regions
     else:
         regions = ""
@@ -122,7 +125,7 @@ def render_html(result: "dict | SweepResult") -> str:
     else:
         warnings = '<p class="none">None.</p>'
     if view.failed:
-        failed = _table(["threads", "reason"],
+        failed = _table([unit, "reason"],
                         [[_e(_count(f.get("threads"))), _e(f.get("reason", ""))] for f in view.failed],
                         text_cols=(1,))
     else:
@@ -131,7 +134,9 @@ def render_html(result: "dict | SweepResult") -> str:
     summary = [("command", f"<code>{_e(view.command)}</code>" if view.command else '<span class="none">–</span>')]
     if view.runtime:
         summary.append(("runtime", _e(view.runtime)))
-    summary.append(("preferred threads", _e(preferred) if preferred is not None else "–"))
+    summary.append((f"preferred {unit}", _e(preferred) if preferred is not None else "–"))
+    # As the terminal report and corecast predict name it (the same count where they agree).
+    summary.append((f"fastest {unit}", _e(view.fastest) if view.fastest is not None else "–"))
     summary.append(("bottleneck", _e(view.bottleneck) if view.bottleneck else '<span class="none">none named</span>'))
     summary.append(("runs", _e(f"{len(view.measured)} measured, {len(view.failed)} failed")))
     dl = "\n".join(f"<dt>{_e(k)}</dt><dd>{v}</dd>" for k, v in summary)

@@ -13,6 +13,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from ...io.fileio import json_number, printable, write_file
 from ...io.sweepresult import SweepResult
+from ..plot import mark_counts
 
 LOG_X_RATIO = 8  # use a log2 thread axis once the counts span this factor or more
 MAX_REGION_FACETS = 12  # regions drawn in the PNG, largest share first
@@ -53,9 +54,7 @@ def render_png(result: "dict | SweepResult", fmt: str = "png") -> bytes:
         _stall_panel(axes[2], view)
     for ax in axes:
         _thread_axis(ax, counts, log_x, view.unit)
-        if view.preferred is not None:
-            ax.axvline(view.preferred, color="C2", linestyle="--", linewidth=1.2,
-                       label=f"preferred: {view.preferred}")
+        mark_counts(ax, view.preferred, view.fastest, linewidth=1.2)
         ax.grid(True, alpha=0.3)
     axes[0].legend(loc="best", fontsize="small")
     axes[1].legend(loc="best", fontsize="small")
@@ -72,6 +71,8 @@ def render_png(result: "dict | SweepResult", fmt: str = "png") -> bytes:
     summary = []
     if view.preferred is not None:
         summary.append(f"preferred: {view.preferred} {view.unit}")
+    if view.fastest is not None and view.fastest != view.preferred:
+        summary.append(f"fastest: {view.fastest} {view.unit}")
     if view.bottleneck:
         summary.append(f"bottleneck: {_plain(view.bottleneck)}")
     if view.failed:
