@@ -201,27 +201,25 @@ int cc_convoy_first_steps(struct cc_sample *s, struct cc_region *const *refs, do
 
 /* Steering's end: whether the model's answer at this window is known without running it.
  * Once a region has settled, its RegionSteer answers that count for ever
- * (model/runtime/steering.py), and a region that is nested, asked for one thread or counted
- * with the regions past the table is never steered (runtime/bridge.py, _steer).  Where every
- * OpenMP region of the sample is one or the other, the window's model run would change no
- * team and only take a core the program's threads may hold; ``kept`` then holds the answer
- * settle.c reads, each region's steer_chosen (its settled count, 0 where unsteered, as the
- * model gives).  A
- * region the model has not settled, or not answered yet (a new one), sends the window to
- * the model, whether it ran in it or not: an idle region's guard still reads the run's
- * elapsed time.  The exit's prediction reads the same cumulative counts either way. */
+ * (model/runtime/steering.py); a region that is nested, asked for one thread or counted with
+ * the regions past the table is never steered (runtime/bridge.py, _steer); and a region of
+ * fewer than MEASURED_CALLS calls is answered "not measured yet", its own count, until it
+ * runs again (a region run once at start-up, as NPB's initialisations: cg.W's 7 such
+ * regions kept the model running every window after its loops had settled).  Where every
+ * OpenMP region of the sample is one of these, the window's model run would change no team
+ * and only take a core the program's threads may hold; ``kept`` then holds the answer
+ * settle.c reads, each region's steer_chosen (its settled count, 0 where none, as the model
+ * gives).  Any other region sends the window to the model, whether it ran in it or not: an
+ * idle region's guard still reads the run's elapsed time.  The exit's prediction reads the
+ * same cumulative counts either way. */
+#define MEASURED_CALLS 2 /* history.MIN_CALLS: calls at a count before steering measures it */
 int cc_steering_settled(const struct cc_sample *s, struct cc_region *const *refs, struct cc_result *kept) {
-    int any = 0;
     for (int i = 0; i < s->nregions; i++) {
         const struct cc_region_sample *g = &s->regions[i];
-        if (!cc_is_omp_region(g) || g->nested || g->requested < 2 || cc_region_other(refs[i]))
-            continue;
-        if (refs[i]->steer_settled <= 0)
+        if (cc_is_omp_region(g) && !g->nested && g->requested >= 2 && !cc_region_other(refs[i]) &&
+            g->calls >= MEASURED_CALLS && refs[i]->steer_settled <= 0)
             return 0;
-        any = 1;
     }
-    if (!any)
-        return 0;
     for (int i = 0; i < s->nregions; i++) {
         const struct cc_region_sample *g = &s->regions[i];
         kept->regions[i].steer_chosen = cc_is_omp_region(g) ? refs[i]->steer_settled : 0;
