@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "apart.h"
 #include "corecast.h"
 #include "futex.h"
 
@@ -32,6 +33,7 @@
 struct apart_job {
     void (*fn)(void *);
     void *arg;
+    double cpu_s; /* the task's CPU time */
 };
 
 static volatile int apart_tid; /* the task while it runs: the exit guard's, not the program's */
@@ -39,7 +41,7 @@ static volatile int apart_tid; /* the task while it runs: the exit guard's, not 
 int cc_apart_tid(void) { return apart_tid; }
 
 static int apart_main(void *p) {
-    const struct apart_job *job = p;
+    struct apart_job *job = p;
     /* Fatal faults reach the exit guard (lifecycle.c), as they would on the exiting
      * thread; the rest stay blocked, as the exiting thread has them while it waits. */
     sigset_t faults;
@@ -51,19 +53,19 @@ static int apart_main(void *p) {
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
     job->fn(job->arg);
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
-    cc_own_cpu_add((double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
+    job->cpu_s = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
     return 0;
 }
 
-void cc_run_apart(void (*fn)(void *), void *arg) {
+double cc_run_apart(void (*fn)(void *), void *arg) {
     int saved = errno;
     char *stack = mmap(NULL, APART_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
     if (stack == MAP_FAILED) {
         errno = saved;
         fn(arg);
-        return;
+        return 0;
     }
-    struct apart_job job = {fn, arg};
+    struct apart_job job = {fn, arg, 0};
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -86,4 +88,5 @@ void cc_run_apart(void (*fn)(void *), void *arg) {
     errno = saved;
     if (tid <= 0)
         fn(arg);
+    return job.cpu_s;
 }

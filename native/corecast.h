@@ -348,11 +348,6 @@ int cc_channel_origin_released(void); /* no low descriptor of the program is the
 void cc_channel_window_check(int let_go); /* let_go: drop the copy now */
 int cc_channel_held_here(void);
 int cc_own_table_here(void);
-/* apart.c: ``fn(arg)`` run by a task that is the calling thread but for its descriptor
- * table (a copy of the program's), so that what it opens takes none of the program's
- * numbers; the task's tid while it runs (0: none). */
-void cc_run_apart(void (*fn)(void *), void *arg);
-int cc_apart_tid(void);
 void cc_channel_serving(void);
 void cc_channel_serve(void);
 void cc_channel_after_fork(void);

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "apart.h"
 #include "corecast.h"
 #include "futex.h"
 

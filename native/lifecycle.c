@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "apart.h"
 #include "corecast.h"
 #include "lifecycle.h"
 #include "report.h"
@@ -199,7 +200,7 @@ void cc_exit_report(int status, int flush) {
         if (cc_cfg.launch_pid == cc_pid) {
             if (flush)
                 flush_program_streams();
-            cc_run_apart(write_serial, NULL);
+            cc_own_cpu_add(cc_run_apart(write_serial, NULL));
         }
         t->guard--;
         return;
@@ -226,7 +227,7 @@ void cc_exit_report(int status, int flush) {
     static struct cc_sample sample;
     static struct cc_result result, answer;
     struct final_work work = {&sample, &result};
-    cc_run_apart(build_final, &work);
+    double apart_s = cc_run_apart(build_final, &work);
     cc_result_clear(&result, sample.nregions);
     cc_result_clear(&answer, sample.nregions);
     enum cc_final_outcome o = cc_holds_python() ? CC_FINAL_HELD
@@ -246,10 +247,10 @@ void cc_exit_report(int status, int flush) {
             snprintf(result.note, sizeof result.note, "the model did not answer within %d ms (CORECAST_EXIT_TIMEOUT_MS)",
                      cc_cfg.exit_timeout_ms);
     }
-    cc_own_cpu_add(cc_thread_cpu_s() - cpu0);
+    cc_own_cpu_add(cc_thread_cpu_s() - cpu0 + apart_s);
     if (flush)
         flush_program_streams();
-    cc_run_apart(write_report, &work);
+    cc_own_cpu_add(cc_run_apart(write_report, &work));
     if (o == CC_FINAL_ANSWERED || o == CC_FINAL_NO_SAMPLER)
         guard_restore(); /* the model is done: nothing of ours runs any more */
     else {
