@@ -34,6 +34,7 @@ struct apart_job {
     void (*fn)(void *);
     void *arg;
     double cpu_s; /* the task's CPU time */
+    sigset_t mask; /* the task's signal mask */
 };
 
 static volatile int apart_tid; /* the task while it runs: the exit guard's, not the program's */
@@ -42,13 +43,7 @@ int cc_apart_tid(void) { return apart_tid; }
 
 static int apart_main(void *p) {
     struct apart_job *job = p;
-    /* Fatal faults reach the exit guard (lifecycle.c), as they would on the exiting
-     * thread; the rest stay blocked, as the exiting thread has them while it waits. */
-    sigset_t faults;
-    sigemptyset(&faults);
-    for (int i = 0; i < CC_NFATAL; i++)
-        sigaddset(&faults, cc_fatal_signals[i]);
-    syscall(SYS_rt_sigprocmask, SIG_UNBLOCK, &faults, NULL, _NSIG / 8);
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &job->mask, NULL, _NSIG / 8);
     struct timespec t0, t1;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
     job->fn(job->arg);
@@ -65,10 +60,19 @@ double cc_run_apart(void (*fn)(void *), void *arg) {
         fn(arg);
         return 0;
     }
-    struct apart_job job = {fn, arg, 0};
+    struct apart_job job = {fn, arg, 0, {{0}}};
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
+    /* The task takes no signal the program handles (those wait for the exiting thread's
+     * mask to come back), but the faults the exiting thread lets through reach the exit
+     * guard from it (lifecycle.c), as they would from that thread: a blocked fault is
+     * forced to its default action.  One the program blocks there stays blocked: a `kill
+     * -ABRT` left pending must not be taken. */
+    sigfillset(&job.mask);
+    for (int i = 0; i < CC_NFATAL; i++)
+        if (!sigismember(&old, cc_fatal_signals[i]))
+            sigdelset(&job.mask, cc_fatal_signals[i]);
     /* ``done`` is cleared by the kernel, with a futex wake, when the task ends
      * (CLONE_CHILD_CLEARTID); ``apart_tid`` set by it before the task runs. */
     static int done;
