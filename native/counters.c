@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "apart.h"
 #include "corecast.h"
 #include "futex.h"
 
@@ -281,7 +282,7 @@ static void read_schedstat(int baseline) {
         const struct dirent64 *e = (const struct dirent64 *)(dents + at);
         at += e->d_reclen;
         int tid = atoi(e->d_name);
-        if (tid <= 0)
+        if (tid <= 0 || tid == cc_apart_tid()) /* the exit's reader: its CPU time is added as ours */
             continue;
         int i = 0;
         while (i < ntasks && tasks[i].tid != tid)

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "apart.h"
 #include "corecast.h"
 #include "lifecycle.h"
 #include "report.h"
@@ -93,11 +94,12 @@ static void guard_restore(void) {
 static void guard_handler(int sig, siginfo_t *si, void *ctx) {
     (void)ctx;
     int tid = (int)syscall(SYS_gettid);
-    if (tid == guard_tid || cc_sampler_is(tid)) {
+    int apart = tid == cc_apart_tid(); /* the exiting thread's file work (apart.c) */
+    if (tid == guard_tid || apart || cc_sampler_is(tid)) {
         static const char msg[] = "corecast: warning: fatal signal in corecast's exit report; "
                                   "the program's exit status is kept\n";
         cc_report_write(msg, sizeof msg - 1); /* async-signal-safe */
-        if (tid != guard_tid) {
+        if (tid != guard_tid && !apart) {
             cc_sampler_failed();
             /* The exiting thread normally ends us first.  Ended here, with the program's
              * status, after 10 s in which it has not: in case the fault left a lock held
@@ -160,6 +162,25 @@ static void flush_program_streams(void) {
 }
 
 /* ---- the exit report ------------------------------------------------------------ */
+/* What the report opens runs apart (apart.c): its last sample and its records. */
+struct final_work {
+    struct cc_sample *sample;
+    const struct cc_result *result;
+};
+static void build_final(void *p) { cc_build_sample(((struct final_work *)p)->sample, 1, NULL); }
+static void write_report(void *p) {
+    struct final_work *w = p;
+    locale_t was = uselocale(cc_c_locale()); /* "0.5" in the JSON whatever the program's locale */
+    cc_report(w->sample, w->result);
+    uselocale(was);
+}
+static void write_serial(void *p) {
+    (void)p;
+    locale_t was = uselocale(cc_c_locale());
+    cc_report_serial();
+    uselocale(was);
+}
+
 /* ``status`` >= 0: the program's exit status (main's return, exit, _exit, on_exit), which
  * the guard above keeps; < 0: unknown (a Python host's atexit, exec, quick_exit). */
 void cc_exit_report(int status, int flush) {
@@ -179,9 +200,7 @@ void cc_exit_report(int status, int flush) {
         if (cc_cfg.launch_pid == cc_pid) {
             if (flush)
                 flush_program_streams();
-            locale_t was = uselocale(cc_c_locale());
-            cc_report_serial();
-            uselocale(was);
+            cc_own_cpu_add(cc_run_apart(write_serial, NULL));
         }
         t->guard--;
         return;
@@ -207,7 +226,8 @@ void cc_exit_report(int status, int flush) {
     double cpu0 = cc_thread_cpu_s(); /* from here to the report, this thread works for corecast */
     static struct cc_sample sample;
     static struct cc_result result, answer;
-    cc_build_sample(&sample, 1, NULL);
+    struct final_work work = {&sample, &result};
+    double apart_s = cc_run_apart(build_final, &work);
     cc_result_clear(&result, sample.nregions);
     cc_result_clear(&answer, sample.nregions);
     enum cc_final_outcome o = cc_holds_python() ? CC_FINAL_HELD
@@ -227,12 +247,10 @@ void cc_exit_report(int status, int flush) {
             snprintf(result.note, sizeof result.note, "the model did not answer within %d ms (CORECAST_EXIT_TIMEOUT_MS)",
                      cc_cfg.exit_timeout_ms);
     }
-    cc_own_cpu_add(cc_thread_cpu_s() - cpu0);
+    cc_own_cpu_add(cc_thread_cpu_s() - cpu0 + apart_s);
     if (flush)
         flush_program_streams();
-    locale_t was = uselocale(cc_c_locale()); /* "0.5" in the JSON whatever the program's locale */
-    cc_report(&sample, &result);
-    uselocale(was);
+    cc_own_cpu_add(cc_run_apart(write_report, &work));
     if (o == CC_FINAL_ANSWERED || o == CC_FINAL_NO_SAMPLER)
         guard_restore(); /* the model is done: nothing of ours runs any more */
     else {

@@ -167,6 +167,7 @@ void cc_numa_after_fork(void) {}
 int cc_numa_fds(int *out, int max) { (void)out; (void)max; return 0; }
 void cc_numa_moved(void) {}
 int cc_own_table_here(void) { return 0; }
+int cc_apart_tid(void) { return 0; }
 
 #include <pthread.h>
 #define BATCH 100

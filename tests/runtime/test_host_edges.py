@@ -234,3 +234,89 @@ def test_asking_what_seccomp_supports_is_no_restriction(build, lib):
     assert measured.stdout == plain.stdout == b"1111\n"
     assert b"seccomp" not in measured.stderr, measured.stderr
     assert b"corecast: pid " in measured.stderr, measured.stderr
+
+
+# A second preload, after corecast's, that sees every open() corecast makes and says, once
+# the program has begun to exit, whether the opening task shares the program's descriptor
+# table (kcmp): an open there takes one of the program's numbers.
+OPEN_SPY_C = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <linux/kcmp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+static volatile int exiting;
+void spy_exiting(void) { exiting = 1; }
+static void note(const char *path) {
+    if (!exiting) return;
+    long same = syscall(SYS_kcmp, getpid(), syscall(SYS_gettid), KCMP_FILES, 0, 0);
+    char b[600];
+    int n = snprintf(b, sizeof b, "%s %s\n", same < 0 ? "kcmp-unavailable" : same == 0 ? "program-table" : "apart", path);
+    if (write(1, b, n) < 0) {}
+}
+#define SPY(name) \
+    int name(const char *path, int flags, ...) { \
+        static int (*real)(const char *, int, ...); \
+        if (!real) real = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, #name); \
+        va_list ap; va_start(ap, flags); int mode = va_arg(ap, int); va_end(ap); \
+        note(path); \
+        return real(path, flags, mode); \
+    }
+SPY(open)
+SPY(open64)
+"""
+
+EXITING_WHILE_A_THREAD_RUNS_C = r"""
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static long total;
+static void *work(void *arg) {
+    for (int i = 0; i < 100000; i++) { pthread_mutex_lock(&mu); total += (long)arg; pthread_mutex_unlock(&mu); }
+    return NULL;
+}
+static void *idle(void *arg) { for (;;) pause(); return arg; }
+int main(void) {
+    pthread_t t[2], other;
+    for (long i = 0; i < 2; i++) pthread_create(&t[i], NULL, work, (void *)(i + 1));
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    pthread_create(&other, NULL, idle, NULL); /* still there as the process exits */
+    printf("total %ld\n", total);
+    fflush(stdout);
+    void (*exiting)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "spy_exiting");
+    if (exiting) exiting();
+    exit(0);
+}
+"""
+
+
+def test_the_exit_report_opens_nothing_in_the_programs_descriptor_table(build, lib, tmp_path):
+    """The exit report runs on the exiting thread while the program's other threads run.
+    It opened the last sample's /proc files and the JSON Lines file there, in the
+    program's table: a thread that closed every descriptor above 2 and reopened its data
+    file took our number and got our JSON Lines in its file (hostsafe29's hunt, 1 run in
+    20 with a thread closing and reopening in a loop).  Now that work runs in a task with a
+    table of its own; an open() spy preloaded after corecast asks the kernel (kcmp) which
+    table each open of the exit is in: the answer does not depend on timing."""
+    spy = build("open_spy", OPEN_SPY_C, "-shared", "-fPIC", "-ldl")
+    exe = build("exiting_while_a_thread_runs", EXITING_WHILE_A_THREAD_RUNS_C, "-pthread", "-ldl")
+    out = tmp_path / "run.jsonl"
+    r = subprocess.run([str(exe)], env=clean_env(LD_PRELOAD=f"{lib}:{spy}", CORECAST_OUTPUT=str(out)),
+                       capture_output=True, timeout=HANG)
+    lines = r.stdout.decode().splitlines()
+    if any(line.startswith("kcmp-unavailable") for line in lines):
+        pytest.skip("the kernel has no kcmp (CONFIG_KCMP)")
+    assert r.returncode == 0, r.stderr
+    assert lines[0] == "total 300000"
+    opened = [line.split(" ", 1) for line in lines[1:]]
+    assert [p for where, p in opened if where == "program-table"] == []
+    apart = [p for where, p in opened if where == "apart"]
+    assert str(out) in apart and any(p.startswith("/proc/self/task/") for p in apart), lines
+    assert out.read_text().count("\n") >= 2  # the records were written

@@ -1,0 +1,96 @@
+/* The exit's file work in a descriptor table of its own.
+ *
+ * The exit report runs on the program's exiting thread while its other threads still run.
+ * What it opens there (every thread's /proc files and the objects' symbol tables for the
+ * last sample, the JSON Lines file) takes the program's lowest free numbers: a thread that
+ * opened a file meanwhile got another number than without corecast, and one that closed
+ * every descriptor above 2 and reopened its data file on the number of ours had our JSON
+ * Lines written into that file, or our /proc reads move its offset.
+ *
+ * So that work runs in a task that shares everything with the exiting thread but its
+ * descriptor table (clone without CLONE_FILES: a copy of the program's table, dropped when
+ * the task ends).  The exiting thread waits, every signal blocked, so the task can run on
+ * its stack's thread state (TLS, errno, the malloc cache) as the thread itself would: one
+ * of the two runs at a time.  No pthread_create: its stack cache lock may be held by the
+ * thread a signal handler calls _exit on.  Where the task cannot start (RLIMIT_NPROC,
+ * ulimit -v) the work runs on the exiting thread, as before. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "apart.h"
+#include "corecast.h"
+#include "futex.h"
+
+#define APART_STACK ((size_t)512 << 10)
+
+struct apart_job {
+    void (*fn)(void *);
+    void *arg;
+    double cpu_s; /* the task's CPU time */
+    sigset_t mask; /* the task's signal mask */
+};
+
+static volatile int apart_tid; /* the task while it runs: the exit guard's, not the program's */
+
+int cc_apart_tid(void) { return apart_tid; }
+
+static int apart_main(void *p) {
+    struct apart_job *job = p;
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &job->mask, NULL, _NSIG / 8);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+    job->fn(job->arg);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+    job->cpu_s = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    return 0;
+}
+
+double cc_run_apart(void (*fn)(void *), void *arg) {
+    int saved = errno;
+    char *stack = mmap(NULL, APART_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+    if (stack == MAP_FAILED) {
+        errno = saved;
+        fn(arg);
+        return 0;
+    }
+    struct apart_job job = {fn, arg, 0, {{0}}};
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    /* The task takes no signal the program handles (those wait for the exiting thread's
+     * mask to come back), but the faults the exiting thread lets through reach the exit
+     * guard from it (lifecycle.c), as they would from that thread: a blocked fault is
+     * forced to its default action.  One the program blocks there stays blocked: a `kill
+     * -ABRT` left pending must not be taken. */
+    sigfillset(&job.mask);
+    for (int i = 0; i < CC_NFATAL; i++)
+        if (!sigismember(&old, cc_fatal_signals[i]))
+            sigdelset(&job.mask, cc_fatal_signals[i]);
+    /* ``done`` is cleared by the kernel, with a futex wake, when the task ends
+     * (CLONE_CHILD_CLEARTID); ``apart_tid`` set by it before the task runs. */
+    static int done;
+    __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+    int tid = clone(apart_main, stack + APART_STACK,
+                    CLONE_VM | CLONE_FS | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM | CLONE_PARENT_SETTID |
+                        CLONE_CHILD_CLEARTID,
+                    &job, &apart_tid, NULL, &done);
+    if (tid > 0) {
+        int v;
+        while ((v = __atomic_load_n(&done, __ATOMIC_ACQUIRE)) != 0)
+            syscall(SYS_futex, &done, FUTEX_WAIT, v, NULL, NULL, 0); /* shared: the kernel's wake */
+    }
+    apart_tid = 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    munmap(stack, APART_STACK);
+    errno = saved;
+    if (tid <= 0)
+        fn(arg);
+    return job.cpu_s;
+}

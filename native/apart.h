@@ -1,0 +1,12 @@
+/* The exit's file work apart from the program's descriptor table (apart.c). */
+#ifndef CC_APART_H
+#define CC_APART_H
+
+/* apart.c: ``fn(arg)`` run by a task that is the calling thread but for its descriptor
+ * table (a copy of the program's), so that what it opens takes none of the program's
+ * numbers; returns that task's CPU time (0: it ran on the calling thread, whose clock has
+ * it).  cc_apart_tid: the task's tid while it runs (0: none). */
+double cc_run_apart(void (*fn)(void *), void *arg);
+int cc_apart_tid(void);
+
+#endif
