@@ -67,9 +67,10 @@ def test_a_fault_in_the_exit_model_keeps_output_and_exit_status(build, lib, tmp_
 
 
 def test_a_fault_in_the_c_report_keeps_output_and_exit_status(build, lib, tmp_path):
-    """The guard's other half: a fault on the exiting thread itself, in the C report (after
-    the model answered), ends the process with the status the program gave exit or main,
-    not with the signal's and not with 0.  CORECAST_TEST_FAULT=report_segv raises it."""
+    """The guard's other half: a fault in the C report itself (the exiting thread's work,
+    run apart), after the model answered, ends the process with the status the program
+    gave exit or main, not with the signal's and not with 0.  CORECAST_TEST_FAULT=report_segv
+    raises it there."""
     prog = build("exit3", EXIT3, "-fopenmp")
     bare = run([prog])
     r = run([prog], env=clean_env(CORECAST_TEST_FAULT="report_segv"), preload=lib, output=tmp_path / "x.jsonl")
