@@ -113,14 +113,15 @@ MYDATA_T = np.array([10.0, 5.3, 2.9, 1.8, 1.5, 1.4])
 
 
 @pytest.mark.parametrize("n, t", [(MYDATA_N, MYDATA_T), (SPIKE_N, SPIKE_T), (N, 1 + 0.05 * N + 4 / N)])
-def test_near_answers_do_not_depend_on_the_asked_range(n, t):
+@pytest.mark.parametrize("method", ["presca", "auto"])
+def test_near_answers_do_not_depend_on_the_asked_range(n, t, method):
     """The realism window is the measured range and a fixed horizon (twice the largest
     count), not what was asked: asking about 1000 does not move the answer at 17."""
     near = np.arange(1, int(2 * n.max()) + 1)
-    base = predict(n, t, metric="time", method="presca")
+    base = predict(n, t, metric="time", method=method)
     assert base.counts.max() == near.max()
     for kw in ({"upto": int(n.max())}, {"upto": 4 * int(n.max())}, {"at": [1000]}, {"upto": 200, "at": [5000]}):
-        other = predict(n, t, metric="time", method="presca", **kw)
+        other = predict(n, t, metric="time", method=method, **kw)
         both = np.isin(other.counts, near)
         np.testing.assert_allclose(other.values[both], base.values[np.isin(base.counts, other.counts[both])],
                                    rtol=1e-9, err_msg=str(kw))
