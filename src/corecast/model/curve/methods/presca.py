@@ -153,7 +153,7 @@ def fit_presca(data: Measurements, nmax: float) -> Fit:
         if usable:
             onward, shift = usable[0]
         else:
-            warnings.append(f"presca: no candidate stays realistic from {window:g} to {nmax:g}; "
+            warnings.append(f"no PreSca candidate stays realistic from {window:g} to {nmax:g}: "
                             f"{best.label} is continued as it is")
     inner = interpolate(n, y)
     if inner is not None and not follows(inner, n, y):
