@@ -4,6 +4,7 @@ import pytest
 from corecast.model.curve import functions
 from corecast.model.curve.entities import InputError, Measurements
 from corecast.model.curve.methods import presca
+from corecast.model.curve.prediction import predict
 
 N = np.arange(1.0, 13.0)
 
@@ -72,3 +73,66 @@ def test_interpolation_degree():
     fit = presca.interpolate(N[:5], N[:5] ** 2)
     assert fit.kernel.nparams == 4  # degree min(6, m - 2) = 3
     assert presca.interpolate(N[:5], N[:5] ** 2, online=True).kernel.nparams == 5
+
+
+# A noisy time curve (a new user's spike.csv, issue 41) on which the degree-6 interpolant of
+# the throughput crosses zero between the measured 16 and 24: its time had a pole near 18.
+SPIKE_N = np.array([1, 2, 3, 4, 6, 8, 12, 16, 24], float)
+SPIKE_T = np.array([0.43185, 0.27649, 0.23416, 0.22770, 0.17654, 0.22689, 0.19484, 0.23752, 0.29463])
+
+
+@pytest.mark.parametrize("method", ["presca", "auto"])
+def test_no_spike_between_measured_counts(method):
+    pred = predict(SPIKE_N, SPIKE_T, metric="time", upto=30, method=method)
+    for a, b, ya, yb in zip(SPIKE_N, SPIKE_N[1:], SPIKE_T, SPIKE_T[1:]):
+        inside = (pred.counts > a) & (pred.counts < b)
+        # Generous: twice either neighbour; the spike was 3.8x the larger one.
+        lo, hi = min(ya, yb) / 2, max(ya, yb) * 2
+        got = pred.values[inside]
+        assert np.all((got >= lo) & (got <= hi)), (a, b, got)
+        assert np.all(pred.high[inside] <= hi * 1.5), (a, b, pred.high[inside])
+
+
+def test_interpolant_must_follow_the_gaps_too():
+    y = 1 / SPIKE_T
+    inner = presca.interpolate(SPIKE_N, y)
+    assert np.allclose(inner(SPIKE_N), y, rtol=0.5)  # it passes near every measured point
+    assert not presca.follows(inner, SPIKE_N, y)  # but crosses zero between 16 and 24
+
+
+def test_no_pole_in_any_candidate():
+    data = Measurements.from_samples(SPIKE_N, SPIKE_T, "time")
+    for cand in presca.candidates(data.counts, data.perf, 30):
+        kernel = cand.fit.kernel
+        assert kernel.valid(cand.fit.params, 30), cand.label
+        assert np.all(np.isfinite(cand.fit(np.linspace(1, 30, 2901)))), cand.label
+
+
+MYDATA_N = np.array([1, 2, 4, 8, 12, 16], float)
+MYDATA_T = np.array([10.0, 5.3, 2.9, 1.8, 1.5, 1.4])
+
+
+@pytest.mark.parametrize("n, t", [(MYDATA_N, MYDATA_T), (SPIKE_N, SPIKE_T), (N, 1 + 0.05 * N + 4 / N)])
+@pytest.mark.parametrize("method", ["presca", "auto"])
+def test_near_answers_do_not_depend_on_the_asked_range(n, t, method):
+    """The realism window is the measured range and a fixed horizon (twice the largest
+    count), not what was asked: asking about 1000 does not move the answer at 17."""
+    near = np.arange(1, int(2 * n.max()) + 1)
+    base = predict(n, t, metric="time", method=method)
+    assert base.counts.max() == near.max()
+    for kw in ({"upto": int(n.max())}, {"upto": 4 * int(n.max())}, {"at": [1000]}, {"upto": 200, "at": [5000]}):
+        other = predict(n, t, metric="time", method=method, **kw)
+        both = np.isin(other.counts, near)
+        np.testing.assert_allclose(other.values[both], base.values[np.isin(base.counts, other.counts[both])],
+                                   rtol=1e-9, err_msg=str(kw))
+        assert np.all(np.isfinite(other.values)) and np.all(other.values > 0)
+        assert other.preferred == base.preferred or other.preferred > near.max(), kw
+
+
+def test_far_counts_continue_the_near_form_without_a_jump():
+    # Past the horizon the chosen form is kept where it stays realistic; else the best
+    # candidate realistic out to the asked count continues it from the horizon's value.
+    pred = predict(MYDATA_N, MYDATA_T, metric="time", method="presca", upto=200)
+    far = pred.counts > MYDATA_N.max()  # (the interpolant meets the kernel at the largest count)
+    step = np.abs(np.diff(np.log(pred.values[far])))
+    assert step.max() < 0.05, pred.counts[far][step.argmax()]
