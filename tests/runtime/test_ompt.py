@@ -361,7 +361,12 @@ def test_task_work_is_work_on_both_runtimes(both, lib, tmp_path):
         (region,) = [r for r in events(lines, "region") if r["threads"] == 2]
         busy = region["counters"]["busy_s"]
         waits = region["stalls_s"]["omp_barrier"] + region["stalls_s"]["imbalance"]
-        assert busy > 0 and waits < 0.2 * busy, (cc, busy, region["stalls_s"])
+        # A thread waits at the barrier while its partner sits runnable without a CPU other
+        # load holds (1 run in 4 of the whole suite at load 10 read 26% of busy): that wait
+        # is the machine's, so it is allowed on top (the process's run-queue time).
+        (proc,) = events(lines, "process")
+        queued = proc["stalls_s"].get("runqueue", 0.0)
+        assert busy > 0 and waits < 0.2 * busy + queued, (cc, busy, queued, region["stalls_s"])
         assert region["counters"]["serial_s"] < 0.2 * busy, (cc, region["counters"]["serial_s"], busy)
 
 
