@@ -169,6 +169,7 @@ void cc_config_read(void) {
     const char *fault = getenv(CC_ENV_TEST_FAULT); /* the model's faults are the bridge's */
     cc_cfg.slow_rewrite = fault && !strcmp(fault, "slow_rewrite");
     cc_cfg.slow_table = fault && !strcmp(fault, "slow_table");
+    cc_cfg.report_segv = fault && !strcmp(fault, "report_segv");
     read_rank();
     const char *out = getenv(CC_ENV_OUTPUT);
     cc_cfg.output[0] = 0;

@@ -341,3 +341,15 @@ def test_launch_commands_declare_only_themselves():
         assert build_parser(name).parse_args([name] + (["--", "true"] if name == "run" else [])).command == name
     assert {"predict", "run", "lib", "sweep", "numa"} <= set(commands(build_parser()))
     assert commands(build_parser("predict")) == commands(build_parser())
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_json_output_never_writes_nan_or_inf_bare(bad, capsys):
+    # NaN and Infinity are no JSON: another tool's parser refuses the whole line.  The
+    # models' results reach print_json finite (predict's as null); a value that did not is
+    # refused here, never printed.
+    from corecast.cli.common import print_json
+
+    with pytest.raises(ValueError):
+        print_json({"speedup": [1.0, bad]})
+    assert capsys.readouterr().out == ""

@@ -66,6 +66,18 @@ def test_a_fault_in_the_exit_model_keeps_output_and_exit_status(build, lib, tmp_
     assert events(read_lines(out), "summary")
 
 
+def test_a_fault_in_the_c_report_keeps_output_and_exit_status(build, lib, tmp_path):
+    """The guard's other half: a fault in the C report itself (the exiting thread's work,
+    run apart), after the model answered, ends the process with the status the program
+    gave exit or main, not with the signal's and not with 0.  CORECAST_TEST_FAULT=report_segv
+    raises it there."""
+    prog = build("exit3", EXIT3, "-fopenmp")
+    bare = run([prog])
+    r = run([prog], env=clean_env(CORECAST_TEST_FAULT="report_segv"), preload=lib, output=tmp_path / "x.jsonl")
+    assert (r.returncode, r.stdout) == (3, bare.stdout), r.stderr
+    assert b"fatal signal in corecast's exit report" in r.stderr
+
+
 def test_a_model_that_does_not_answer_costs_only_the_predictions(teams, lib, tmp_path):
     args = [teams, "12", "1", "2"]
     bare = run(args)

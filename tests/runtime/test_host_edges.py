@@ -8,6 +8,7 @@ import fcntl
 import os
 import subprocess
 import threading
+import time
 
 import pytest
 
@@ -101,6 +102,25 @@ def test_a_full_nonblocking_stderr_pipe_does_not_hold_up_the_exit(build, lib):
     plain, measured = results
     assert plain.returncode == measured.returncode == 3
     assert measured.stdout == plain.stdout == b"done\n"
+
+
+def test_a_stalled_stderr_gets_its_patience_once(build, lib):
+    """Three warnings and the report, into a full O_NONBLOCK pipe nobody reads: the first
+    write waits its 5 s (channel.c's PATIENCE_S) and marks the reader stalled; the others
+    give up at once.  Patience for each write held the exit 20 s.  The limit, 10 s, is twice
+    the one wait and half the four: only a second wait (never a slow machine) fails it."""
+    exe = build("stderr_line", STDERR_LINE_C, "-pthread")
+    r, w = full_nonblocking_pipe()
+    env = clean_env(LD_PRELOAD=str(lib), CORECAST_TARGET="a", CORECAST_WINDOW_MS="b", CORECAST_EXIT_TIMEOUT_MS="c")
+    try:
+        t0 = time.monotonic()
+        measured = subprocess.run([str(exe)], env=env, stdout=subprocess.PIPE, stderr=w, timeout=HANG)
+        took = time.monotonic() - t0
+    finally:
+        os.close(r)
+        os.close(w)
+    assert measured.returncode == 3 and measured.stdout == b"done\n"
+    assert took < 10, f"{took:.1f} s: more than one write waited for the stalled reader"
 
 
 SECCOMP_C = r"""
@@ -320,3 +340,168 @@ def test_the_exit_report_opens_nothing_in_the_programs_descriptor_table(build, l
     apart = [p for where, p in opened if where == "apart"]
     assert str(out) in apart and any(p.startswith("/proc/self/task/") for p in apart), lines
     assert out.read_text().count("\n") >= 2  # the records were written
+
+
+ROBUST_C = r"""
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+static pthread_mutex_t mu;
+static void *die_holding(void *arg) { pthread_mutex_lock(&mu); return arg; } /* ends with it held */
+static const char *name(int r) {
+    return r == 0 ? "0" : r == EOWNERDEAD ? "EOWNERDEAD" : r == EDEADLK ? "EDEADLK" : r == EBUSY ? "EBUSY"
+         : r == ENOTRECOVERABLE ? "ENOTRECOVERABLE" : strerror(r);
+}
+int main(int argc, char **argv) {
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_ERRORCHECK);
+    pthread_mutex_init(&mu, &a);
+    pthread_t t;
+    pthread_create(&t, NULL, die_holding, NULL);
+    pthread_join(t, NULL);
+    int r = argv[1][0] == 't' ? pthread_mutex_timedlock(&mu, &(struct timespec){0, 0}) : pthread_mutex_lock(&mu);
+    printf("owner died: %s\n", name(r));
+    if (r == EOWNERDEAD)
+        printf("consistent: %s\n", name(pthread_mutex_consistent(&mu)));
+    printf("again: %s\n", name(pthread_mutex_lock(&mu))); /* error-checking: we hold it */
+    printf("unlock: %s\n", name(pthread_mutex_unlock(&mu)));
+    printf("last: %s\n", name(pthread_mutex_lock(&mu)));
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("how", ["lock", "timedlock"])
+def test_a_robust_mutex_whose_owner_died_answers_as_without_corecast(build, lib, how):
+    """The lock wrapper tries first and waits only on EBUSY: the try's other answers are the
+    lock's own.  EOWNERDEAD from a robust mutex is the lock acquired; a wrapper that waited
+    on anything but success locked it again (EDEADLK from an error-checking mutex, a hang
+    from a plain one) and the program never learnt its owner had died."""
+    exe = build("robust_owner_died", ROBUST_C, "-pthread")
+    plain = subprocess.run([str(exe), how], env=clean_env(), capture_output=True, timeout=HANG)
+    measured = subprocess.run([str(exe), how], env=clean_env(LD_PRELOAD=str(lib)), capture_output=True,
+                              timeout=HANG)
+    assert plain.stdout.splitlines()[:2] == [b"owner died: EOWNERDEAD", b"consistent: 0"]
+    assert (measured.returncode, measured.stdout) == (plain.returncode, plain.stdout), measured.stderr
+    assert b"corecast: pid " in measured.stderr  # measured: the wrapper ran
+
+
+SEM_ERRNO_C = r"""
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+static sem_t s;
+static pid_t waiter;
+/* Posts once the waiter sleeps in the kernel (state S: its sem_wait found the count 0). */
+static void *post_when_asleep(void *arg) {
+    char path[64], buf[256];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)waiter);
+    for (;;) {
+        FILE *f = fopen(path, "r");
+        int n = f ? (int)fread(buf, 1, sizeof buf - 1, f) : 0;
+        if (f) fclose(f);
+        buf[n > 0 ? n : 0] = 0;
+        char *close = strrchr(buf, ')');
+        if (close && close[1] == ' ' && close[2] == 'S') break;
+        sched_yield();
+    }
+    sem_post(&s);
+    return arg;
+}
+int main(int argc, char **argv) {
+    waiter = (pid_t)syscall(SYS_gettid);
+    int changed = 0;
+    for (int i = 0; i < 5; i++) {
+        sem_init(&s, 0, 0);
+        pthread_t t;
+        pthread_create(&t, NULL, post_when_asleep, NULL);
+        struct timespec far;
+        clock_gettime(CLOCK_REALTIME, &far);
+        far.tv_sec += 600;
+        errno = 0;
+        int r = argv[1][0] == 't' ? sem_timedwait(&s, &far) : sem_wait(&s);
+        changed += r == 0 && errno != 0;
+        pthread_join(t, NULL);
+        sem_destroy(&s);
+    }
+    printf("errno changed by a successful wait: %d of 5\n", changed);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("how", ["wait", "timedwait"])
+def test_a_semaphore_wait_that_blocked_leaves_errno_as_it_was(build, lib, how):
+    """The semaphore wrappers try first; the failed try's EAGAIN must not reach a program
+    that reads errno after a wait that succeeded.  Each wait here blocks: the count is 0
+    until the waiter sleeps in the kernel."""
+    exe = build("sem_errno", SEM_ERRNO_C, "-pthread")
+    plain = subprocess.run([str(exe), how], env=clean_env(), capture_output=True, timeout=HANG)
+    measured = subprocess.run([str(exe), how], env=clean_env(LD_PRELOAD=str(lib)), capture_output=True,
+                              timeout=HANG)
+    assert plain.stdout == b"errno changed by a successful wait: 0 of 5\n"
+    assert (measured.returncode, measured.stdout) == (plain.returncode, plain.stdout), measured.stderr
+    assert b"corecast: pid " in measured.stderr
+
+
+TIMED_OUT_C = r"""
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdio.h>
+#include <time.h>
+static void *nothing(void *arg) { return arg; }
+static struct timespec in_ms(clockid_t clock, long ms) {
+    struct timespec t;
+    clock_gettime(clock, &t);
+    t.tv_nsec += ms * 1000000;
+    t.tv_sec += t.tv_nsec / 1000000000;
+    t.tv_nsec %= 1000000000;
+    return t;
+}
+int main(void) {
+    pthread_t t;
+    pthread_create(&t, NULL, nothing, NULL); /* the process is measured from here */
+    pthread_join(t, NULL);
+    pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+    pthread_cond_t c = PTHREAD_COND_INITIALIZER;
+    sem_t s;
+    sem_init(&s, 0, 0);
+    for (long ms = -1; ms <= 20; ms += 21) { /* a deadline gone, and one nobody meets */
+        pthread_mutex_lock(&m);
+        struct timespec rt = in_ms(CLOCK_REALTIME, ms), mono = in_ms(CLOCK_MONOTONIC, ms);
+        int timed = pthread_cond_timedwait(&c, &m, &rt);
+        int clocked = pthread_cond_clockwait(&c, &m, CLOCK_MONOTONIC, &mono);
+        pthread_mutex_unlock(&m);
+        int sem = sem_timedwait(&s, &rt) ? errno : 0;
+        int semclock = sem_clockwait(&s, CLOCK_MONOTONIC, &mono) ? errno : 0;
+        printf("%ld ms: cond_timedwait %s, cond_clockwait %s, sem_timedwait %s, sem_clockwait %s\n", ms,
+               timed == ETIMEDOUT ? "ETIMEDOUT" : "other", clocked == ETIMEDOUT ? "ETIMEDOUT" : "other",
+               sem == ETIMEDOUT ? "ETIMEDOUT" : "other", semclock == ETIMEDOUT ? "ETIMEDOUT" : "other");
+    }
+    return 0;
+}
+"""
+
+
+def test_timed_waits_that_time_out_say_so_as_without_corecast(build, lib):
+    """A timed wait's answer is the C library's: ETIMEDOUT from a condition variable or a
+    semaphore whose deadline passed (a wrapper that answered 0 woke a program with nothing
+    to take)."""
+    exe = build("timed_out", TIMED_OUT_C, "-pthread")
+    plain = subprocess.run([str(exe)], env=clean_env(), capture_output=True, timeout=HANG)
+    measured = subprocess.run([str(exe)], env=clean_env(LD_PRELOAD=str(lib)), capture_output=True, timeout=HANG)
+    assert plain.stdout.count(b"ETIMEDOUT") == 8, plain.stdout
+    assert (measured.returncode, measured.stdout) == (plain.returncode, plain.stdout), measured.stderr
+    assert b"corecast: pid " in measured.stderr

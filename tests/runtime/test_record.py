@@ -164,6 +164,13 @@ TEAM_CASES = [
     [1.0, 1.0, 0.25, 0.2499],      # exactly TEAM_SHARE of the second counts
     [3.0, 2.0, 2.0, 0.4, 0.6, None],
 ]
+# Threads that never called a wrapped function have no slot: the library gives each an even
+# share of the process's CPU time beyond the listed threads' (listed, unseen, process CPU).
+UNSEEN_CASES = [
+    ([0.5], 4, 4.5),               # a leader beside 4 unseen workers of 1 s each: a team of 5
+    ([0.9, 0.8], 3, 2.0),          # 0.1 s each: under a quarter of the second busiest's
+    ([1.0, 0.0], 2, 1.0),          # nothing left for the unseen: they idled
+]
 
 
 def test_team_rule_is_the_library_s(gcc, tmp_path):
@@ -187,19 +194,26 @@ static double cc_slot_cpu_s(const struct cc_thread *t) {{ return cpu_of[t->tid];
 {func}
 int main(int argc, char **argv) {{
     struct cc_thread t[CC_MAX_THREADS];
-    for (int i = 1; i < argc; i++) {{
-        t[i - 1].tid = i - 1;
-        t[i - 1].internal = 0;
-        cpu_of[i - 1] = atof(argv[i]);
+    for (int i = 3; i < argc; i++) {{
+        t[i - 3].tid = i - 3;
+        t[i - 3].internal = 0;
+        cpu_of[i - 3] = atof(argv[i]);
     }}
-    printf("%d\\n", team_of(t, argc - 1, 0, 0.0)); /* no unseen threads: what a recording lists */
+    printf("%d\\n", team_of(t, argc - 3, atoi(argv[1]), atof(argv[2])));
     return 0;
 }}
 """)
     exe = tmp_path / "team"
     r = subprocess.run([gcc, "-O2", "-o", str(exe), str(harness)], capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    for cpus in TEAM_CASES:
+    def c_team_of(cpus: list, unseen: int = 0, cpu_s: float = 0.0) -> int:
         args = ["-1" if c is None else repr(c) for c in cpus]  # the library: < 0 for unknown
-        c_team = int(subprocess.run([str(exe), *args], capture_output=True, text=True, check=True).stdout)
-        assert c_team == team_of(cpus), cpus
+        return int(subprocess.run([str(exe), str(unseen), repr(cpu_s), *args], capture_output=True, text=True,
+                                  check=True).stdout)
+
+    for cpus in TEAM_CASES:  # no unseen threads: what a recording lists
+        assert c_team_of(cpus) == team_of(cpus), cpus
+    for listed, unseen, cpu_s in UNSEEN_CASES:
+        share = max(0.0, cpu_s - sum(c for c in listed if c > 0)) / unseen
+        assert c_team_of(listed, unseen, cpu_s) == team_of(listed + [share] * unseen), (listed, unseen, cpu_s)
+    assert [c_team_of(*case) for case in UNSEEN_CASES] == [5, 2, 1]

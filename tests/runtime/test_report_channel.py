@@ -288,21 +288,25 @@ def test_hostile_symlink_in_sticky_directory_is_not_followed(closefd2, lib, tmp_
 
 # ---- names from outside ------------------------------------------------------------------
 def test_hostile_program_name(build, lib, tmp_path):
-    """A program file named with an invalid UTF-8 byte and an escape: every JSON line is
-    valid UTF-8 JSON, the table holds no control byte."""
+    """A program file named with an invalid UTF-8 byte, an escape, DEL and a C1 control
+    (NEL, U+0085): every JSON line is valid UTF-8 JSON with its controls escaped (a raw NEL
+    is a line break to Python's str.splitlines), the table holds no control byte."""
     exe = build("omp_names", OMP_C, "-fopenmp")
-    odd = os.path.join(os.fsencode(tmp_path), b"prog\xff\x1b[31mred\x07")
+    odd = os.path.join(os.fsencode(tmp_path), b"prog\xff\x1b[31mred\x07\xc2\x85nel\x7f")
     shutil.copy(exe, odd)
     out = tmp_path / "out.jsonl"
     env = clean_env(LD_PRELOAD=str(lib), CORECAST_OUTPUT=str(out), OMP_NUM_THREADS="2")
     proc = subprocess.run([odd], env=env, capture_output=True, timeout=TIMEOUT)
     assert proc.returncode == 0
-    lines = [json.loads(line) for line in out.read_bytes().decode("utf-8", errors="strict").splitlines()]
+    text = out.read_bytes().decode("utf-8", errors="strict")
+    assert "\x85" not in text and "\x7f" not in text and "\\u0085nel\\u007f" in text
+    lines = [json.loads(line) for line in text.splitlines()]
     (region,) = events(lines, "region")
-    assert region["object"] == "prog\ufffd\x1b[31mred\x07"
+    assert region["object"] == "prog\ufffd\x1b[31mred\x07\x85nel\x7f"
     assert events(lines, "process")[0]["object"] == region["object"]
     assert report_blocks(proc.stderr) == 1
-    assert not any(b < 0x20 and b != 0x0A for b in proc.stderr), proc.stderr
+    assert not any(b < 0x20 and b != 0x0A or b == 0x7F for b in proc.stderr), proc.stderr
+    assert b"\xc2\x85" not in proc.stderr
     assert b"prog?" in proc.stderr  # shown, made printable
     proc.stderr.decode("utf-8", errors="strict")
 

@@ -195,6 +195,71 @@ def test_sections_cheap_to_count_stay_counted(build, lib, tmp_path):
     assert summary["sampler"]["sync_uncounted_s"] == 0 and summary["sampler"]["windows"] >= 1
 
 
+# Sections a few times dearer to count than the 1% line and a few times cheaper than 10%:
+# each comes with about 130 ns of the program's own work (measured in CPU time at its start,
+# so that the share is the same on a fast machine and a slow one), against the 5 ns that
+# cc_settle_counting_costs charges a section: about 3% of the CPU time.
+MIDDLING = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+static double cpu_s(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+static double spin(long n, double x) {
+    for (long i = 0; i < n; i++)
+        x = x * 0.999999 + 1e-7;
+    return x;
+}
+int main(int argc, char **argv) {
+    double run_s = atof(argv[1]), x = 1.0, fastest = 1;
+    for (int k = 0; k < 10; k++) { /* the fastest of ten: a preempted or stolen one reads slow */
+        double t0 = cpu_s();
+        x = spin(1000000, x);
+        double per = (cpu_s() - t0) / 1000000;
+        fastest = per > 0 && per < fastest ? per : fastest;
+    }
+    long per_section = (long)(130e-9 / fastest);
+    if (per_section < 1)
+        per_section = 1;
+    double shared = 0;
+    long sections = 0;
+    for (double end = cpu_s() + run_s; cpu_s() < end;) {
+#pragma omp parallel reduction(+:sections)
+        {
+            double y = x; /* one chain of work, as measured: a section's work never overlaps the next's */
+#pragma omp for schedule(static)
+            for (int i = 0; i < 1000; i++) {
+                y = spin(per_section, y);
+#pragma omp critical
+                shared += y;
+                sections++;
+            }
+        }
+    }
+    printf("%ld sections\n", sections);
+    return shared > 0 ? 0 : 1;
+}
+"""
+
+
+def test_sections_that_cost_a_few_percent_to_count_are_handed_back(build, lib, tmp_path):
+    # About 3% of the CPU time: over the 1% line, and a tenth of the way to 10% (a threshold
+    # ten times too high once let this pass: only sections far dearer were handed back).
+    prog = build("settle_middling", MIDDLING, "-fopenmp")
+    out = tmp_path / "cc.jsonl"
+    proc = run([prog, "0.6"], env=clean_env(OMP_NUM_THREADS="1"), preload=lib, output=out)
+    assert proc.returncode == 0, proc.stderr
+    sections = int(lines(proc)[0].split()[0])
+    assert "not counted for" in proc.stderr.decode()
+    (summary,) = events(read_lines(out), "summary")
+    assert summary["sampler"]["sync_uncounted_s"] > 0, summary["sampler"]
+    (region,) = events(read_lines(out), "region")
+    assert region["counters"]["acquisitions"]["critical"] == pytest.approx(sections, rel=0.05)
+
+
 def test_a_step_window_ends_once_the_new_count_made_calls_enough(program, lib, tmp_path):
     # Windows of 400 ms: after the step to 1 thread the window ends at the first short window
     # (an eighth) by which the region made 64 calls there, and the hand-back follows at once (that window
@@ -281,6 +346,8 @@ def test_a_convoy_stepped_in_c_ends_its_window_early_whatever_the_first_answer(b
         steering = region["steering"]
         assert steering["chosen"] == 1 and steering["sync_counted_until_s"] > 0, steering
         assert 0 <= steering["sync_stop_scheduled_s"] < 0.4, steering
+        if not first_settles:  # the step's window ran a short one (50 ms) at least: the clock counts it
+            assert steering["sync_stop_scheduled_s"] >= 0.05 - 1e-9, steering
         stepped_in_c.append(region["first_answer_saw_steered_to"] == 1)
         if stepped_in_c[-1]:
             break

@@ -89,7 +89,8 @@ TABLE: tuple = (
             (LIB,), set_by_run=True),
     Setting("CORECAST_WARNED_PID", "int", 0, "an exec'd image of this pid already warned (set by the library)",
             (LIB,), 0, INT_MAX, shown=False),
-    Setting("CORECAST_TEST_FAULT", "text", "", "tests only: segv|abort|hang at the exit prediction, slow_rewrite, slow_table",
+    Setting("CORECAST_TEST_FAULT", "text", "",
+            "tests only: segv|abort|hang at the exit prediction, report_segv in the C exit report, slow_rewrite, slow_table",
             (LIB, MODEL)),
 )
 BY_NAME = {s.name: s for s in TABLE}
