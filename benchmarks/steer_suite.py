@@ -16,8 +16,8 @@ Cases (``--threads T``; NPB binaries in ``--npb``, the examples built in ``--bin
 - ``convoy``: ``omp_slowdown 20000`` on 2 CPUs (``taskset -c 0,1``), steered from 2
   against 1 thread (the 2-core convoy);
 - ``lock``: ``omp_lock_convoy 50000`` (``--bin``: a clang build takes the OMPT path, whose
-  sections are never handed back, so a settled run's cost is the sampler's and the model's)
-  on 2 CPUs, steered from 2 against 1 thread;
+  mutex callbacks are handed back as libgomp's wrappers are, ``shims/ompt.c``; libomp's own
+  part of an attached tool stays) on 2 CPUs, steered from 2 against 1 thread;
 - ``longcall``: ``omp_slowdown 20 5000000`` (20 calls of 5M sections: a few calls a
   window, rated between call ends, ``native/boundary.c``) with ``slowdown``'s sides;
 - ``triad``: ``omp_triad`` without corecast, under ``corecast run`` and under ``corecast

@@ -238,8 +238,7 @@ static void take_back(const struct cc_sample *s) {
 /* 1: the next window should be short (see settle.h). */
 int cc_settle_window(const struct cc_sample *s, const struct cc_result *r, struct cc_region *const *refs,
                      double scheduled_s) {
-    /* The hand-back is libgomp's wrappers' (the OMPT path has none to hand back). */
-    int may = !cc_cfg.keep_counting && !cc_ompt_on;
+    int may = !cc_cfg.keep_counting; /* libgomp's wrappers, or libomp's mutex callbacks */
     credit_gaps();
     credit_owed();
     int measured, settled = all_settled(s, r, refs, &measured);
@@ -297,7 +296,7 @@ int cc_settle_window_measured(void) {
 }
 
 int cc_settle_look(double elapsed_s) {
-    return cc_boundaries_ask(!cc_cfg.keep_counting && !cc_ompt_on && !cc_cfg.probe && stage == COUNTING, elapsed_s,
+    return cc_boundaries_ask(!cc_cfg.keep_counting && !cc_cfg.probe && stage == COUNTING, elapsed_s,
                              RATE_CALLS);
 }
 
@@ -384,7 +383,7 @@ int cc_settle_own_counts(const struct cc_sample *s, struct cc_region *const *ref
  * as settled at their own count and settle.c hands the wrappers back once a window gave
  * each region's rate per call; later calls are credited at that rate (the report says for
  * how long).  Not with probing (its calls run at other team sizes) or
- * CORECAST_KEEP_COUNTING; settle.c leaves the OMPT path alone. */
+ * CORECAST_KEEP_COUNTING.  On libomp the OMPT mutex callbacks go back alike (shims/ompt.c). */
 #define COUNT_COST_S 5e-9 /* per section, start and end: 4.4 ns on the 2-core VM, 6 ns at 16 cores */
 int cc_settle_counting_costs(const struct cc_sample *s) {
     if (cc_cfg.probe || cc_cfg.keep_counting || s->nregions < 2)

@@ -23,6 +23,9 @@ double cc_settle_stop_scheduled_s(void);
 /* shims/gomp.c: hands its section starts (``ends`` 0) or ends (1) back to libgomp
  * (``back`` 1) or takes them again (0); the slots rewritten. */
 int cc_gomp_hand_back(int ends, int back);
+/* shims/ompt.c: the same for libomp's mutex callbacks (swapped for ones that return at
+ * once); cc_gomp_hand_back calls it.  Returns the callbacks swapped (0: no OMPT tool). */
+int cc_ompt_hand_back(int ends, int back);
 /* Whether every watched region made calls enough in this window to end it now. */
 int cc_settle_window_measured(void);
 /* Every window (``elapsed_s``: the sample's): while a hand-back may come, asks the ends of

@@ -355,5 +355,8 @@ int cc_gomp_hand_back(int ends, int back) {
         {"omp_unset_nest_lock", (void *)omp_unset_nest_lock},
     };
     _Static_assert(sizeof starts == sizeof stops, "every start has its end");
-    return cc_got_rewrite(ends ? stops : starts, (int)(sizeof starts / sizeof starts[0]), back);
+    /* On libomp the wrappers of the OpenMP locks only pass the call on (the mutex callbacks
+     * count it): both go back. */
+    int n = cc_ompt_on ? cc_ompt_hand_back(ends, back) : 0;
+    return n + cc_got_rewrite(ends ? stops : starts, (int)(sizeof starts / sizeof starts[0]), back);
 }

@@ -358,9 +358,10 @@ static void on_mutex_acquired(int kind, uint64_t wait_id, const void *codeptr_ra
     if (!t)
         return;
     int cat = mutex_category(kind);
-    if (o->acquire_t0)
+    if (o->acquire_t0) {
         cc_sampled_acquire(t, cat, o->acquire_t0, (const void *)(uintptr_t)wait_id, o->acquire_scale);
-    else
+        o->acquire_t0 = 0; /* an acquisition whose acquire ran handed back is untimed */
+    } else
         CC_ADD(cc_counts(t)->acq[cat], 1);
 }
 
@@ -377,6 +378,38 @@ static void on_nest_lock(int endpoint, uint64_t wait_id, const void *codeptr_ra)
     struct cc_thread *t = self(&o);
     if (t && endpoint == ompt_scope_begin)
         cc_note(t, CC_STALL_OMPLOCK, 0, 0);
+}
+
+/* ---- the hand-back (native/settle.c) --------------------------------------------------- *
+ * Once counting the sections no longer serves (or costs the program more than its share),
+ * settle.c hands them back.  On this path they reach corecast as the mutex callbacks, and
+ * libomp costs as much again to make them (the lock convoy at 1 thread: +50% CPU).
+ * Unregistering (ompt_set_callback(event, NULL)) is not safe while the program runs:
+ * LLVM's libomp clears the callback's pointer before its enabled flag, in plain stores,
+ * and a thread that passed the flag's check then calls NULL.  So each callback is swapped
+ * for one that returns at once, in one aligned store: a thread reaches either, both work. */
+static ompt_set_callback_t set_callback; /* kept from initialize */
+static void quiet_acquire(int kind, unsigned hint, unsigned impl, uint64_t wait_id, const void *codeptr_ra) {}
+static void quiet_mutex(int kind, uint64_t wait_id, const void *codeptr_ra) {} /* acquired, released, nest_lock */
+
+int cc_ompt_hand_back(int ends, int back) {
+    if (!set_callback)
+        return 0;
+    if (ends) /* a release through on_mutex_released closes a timed hold: after the starts */
+        return set_callback(ompt_callback_mutex_released,
+                            back ? (ompt_callback_t)quiet_mutex : (ompt_callback_t)on_mutex_released) > ompt_set_never;
+    if (!back) /* an acquire handed back before its acquired: no stale start to time from */
+        for (int i = 0; i < CC_MAX_THREADS; i++)
+            __atomic_store_n(&threads[i].acquire_t0, 0, __ATOMIC_RELAXED);
+    /* The acquire before the acquired, both ways: an acquired of ours follows an acquire
+     * of ours, or finds no start (cleared above, or by the last acquired). */
+    int n = set_callback(ompt_callback_mutex_acquire,
+                         back ? (ompt_callback_t)quiet_acquire : (ompt_callback_t)on_mutex_acquire) > ompt_set_never;
+    n += set_callback(ompt_callback_mutex_acquired,
+                      back ? (ompt_callback_t)quiet_mutex : (ompt_callback_t)on_mutex_acquired) > ompt_set_never;
+    n += set_callback(ompt_callback_nest_lock,
+                      back ? (ompt_callback_t)quiet_mutex : (ompt_callback_t)on_nest_lock) > ompt_set_never;
+    return n;
 }
 
 /* ---- single --------------------------------------------------------------------------- */
@@ -417,6 +450,7 @@ static int initialize(ompt_function_lookup_t lookup, int initial_device_num, omp
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
         if (set(table[i].event, table[i].fn) <= ompt_set_never && table[i].needed)
             return 0;
+    set_callback = set;
     Dl_info info;
     const char *file = dladdr((void *)set, &info) && info.dli_fname ? info.dli_fname : "the OpenMP runtime";
     const char *base = strrchr(file, '/');

@@ -368,3 +368,76 @@ def test_task_work_is_work_on_both_runtimes(both, lib, tmp_path):
         queued = proc["stalls_s"].get("runqueue", 0.0)
         assert busy > 0 and waits < 0.2 * busy + queued, (cc, busy, queued, region["stalls_s"])
         assert region["counters"]["serial_s"] < 0.2 * busy, (cc, region["counters"]["serial_s"], busy)
+
+
+# Locks and critical sections of a few ns each, in one region: phase A makes calls of 1000
+# of each until corecast handed the locks back (the program's own slot for omp_set_lock then
+# reaches libomp: got.c rewrites it in the same hand-back that swaps the mutex callbacks,
+# after them); phase B makes CALLS_B calls of SECTIONS_B of each.
+HANDED = r"""
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <omp.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+static int handed_back(void) {
+    Dl_info info;
+    return dladdr((void *)&omp_set_lock, &info) && info.dli_fname && strstr(info.dli_fname, "libomp");
+}
+static void step(omp_lock_t *lock, long *shared, int n) {
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < n; i++) {
+        omp_set_lock(lock);
+        *shared += i & 7;
+        omp_unset_lock(lock);
+#pragma omp critical
+        *shared += 1;
+    }
+}
+int main(void) {
+    omp_lock_t lock;
+    omp_init_lock(&lock);
+    long shared = 0;
+    int c = 0;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do { /* a bound for a library that never hands them back: no figure depends on it */
+        step(&lock, &shared, 1000);
+        c++;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while (!handed_back() && t.tv_sec - t0.tv_sec < 30);
+    printf("%s %d\n", handed_back() ? "handed back after" : "still counting after", c);
+    for (int k = 0; k < 200; k++)
+        step(&lock, &shared, 5000);
+    printf("sum %ld\n", shared);
+    return 0;
+}
+"""
+
+
+def test_counting_that_costs_hands_the_mutex_callbacks_back(both, lib, tmp_path):
+    """Without steering, sections whose counting costs more than 1% of the program's CPU time
+    are handed back on libomp too (native/settle.c): the mutex callbacks are swapped for ones
+    that return at once and the omp_set_lock wrappers' slots go back, so the sections after
+    the hand-back are credited at the rate per call before it, not counted.  Phase B's calls
+    take 5 times the sections of phase A's: counted, they would add 5 times the credit.
+    Before, libomp's sections were counted for the whole run (+50% CPU for a 1-thread lock
+    convoy, quiet)."""
+    prog = both("handed", HANDED)["clang"]
+    out = tmp_path / "cc.jsonl"
+    proc = run([prog], env=clean_env(OMP_NUM_THREADS="1"), preload=lib, output=out, quiet="1")
+    assert proc.returncode == 0, proc.stderr
+    first, total = proc.stdout.decode().splitlines()
+    assert first.startswith("handed back after "), first
+    calls_a = int(first.split()[-1])
+    assert total == f"sum {calls_a * 4500 + 200 * 22500}"
+    (region,) = events(read_lines(out), "region")
+    assert region["calls"] == calls_a + 200
+    credited, counted = (calls_a + 200) * 1000, calls_a * 1000 + 200 * 5000
+    for kind in ("omp_lock", "critical"):
+        got = region["counters"]["acquisitions"][kind]
+        # Exact in phase A up to calls in flight at the swap; phase B at 1000 a call.
+        assert credited * 0.98 <= got < (credited + counted) / 2, (kind, got, credited, counted)
+    (summary,) = events(read_lines(out), "summary")
+    assert summary["sampler"]["sync_uncounted_s"] > 0
