@@ -124,6 +124,17 @@ def test_a_stalled_stderr_gets_its_patience_once(build, lib):
     assert took < 10, f"{took:.1f} s: more than one write waited for the stalled reader"
 
 
+# A phase of two threads that work: the parallel activity that starts corecast's sampler.
+TWO_THREAD_PHASE_C = r"""
+static void *work(void *arg) { volatile long x = 0; for (long i = 0; i < 2000000; i++) x += i; return arg; }
+static void phase(void) {
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, work, NULL);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+}
+"""
+
+
 SECCOMP_C = r"""
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -135,13 +146,7 @@ SECCOMP_C = r"""
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-static void *work(void *arg) { volatile long x = 0; for (long i = 0; i < 2000000; i++) x += i; return arg; }
-static void phase(void) {
-    pthread_t t[2];
-    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, work, NULL);
-    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
-}
-int main(int argc, char **argv) {
+""" + TWO_THREAD_PHASE_C + r"""int main(int argc, char **argv) {
     phase();
     /* A sandbox for the rest of the run: openat ends the process, everything else is allowed. */
     struct sock_filter f[] = {
@@ -218,13 +223,7 @@ SECCOMP_PROBE_C = r"""
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
-static void *work(void *arg) { volatile long x = 0; for (long i = 0; i < 2000000; i++) x += i; return arg; }
-static void phase(void) {
-    pthread_t t[2];
-    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, work, NULL);
-    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
-}
-int main(void) {
+""" + TWO_THREAD_PHASE_C + r"""int main(void) {
     phase();
     /* libseccomp's seccomp_api_get and systemd ask the kernel what it supports by calls that
      * cannot install a filter: no filter (EFAULT), strict mode with flags or arguments

@@ -144,8 +144,9 @@ def fit_presca(data: Measurements, nmax: float) -> Fit:
     onward, shift, warnings = best, 1.0, []
     if nmax > window and not holds(best.fit, nmax):
         # Counts past the window were asked: the form chosen there is unrealistic (or has a
-        # pole) on the way to them, so the best candidate that is not continues it.
-        further = [cd for cd in candidates(n, y, nmax, c=c) if holds(cd.fit, nmax)]
+        # pole) on the way to them, so the best candidate that is not continues it (fitted
+        # for nmax, every candidate holds there: ``functions.fit`` and ``candidates`` check it).
+        further = candidates(n, y, nmax, c=c)
         with np.errstate(all="ignore"):
             at = np.array([window])
             shifts = [float((best.fit(at) / cd.fit(at))[0]) for cd in further]
