@@ -335,7 +335,7 @@ def main(argv: list[str] | None = None) -> int:
     deadline = start + args.budget
     try:
         counts = parse_counts(args.threads)
-        sample_counts = tuple(parse_counts(args.samples, "--samples"))
+        sample_counts = tuple(parse_counts(args.samples, "--samples")) if args.samples.strip() else ()
         manifest = Path(args.manifest).resolve()
         build = Path(args.build) if args.build else HERE / ("build-tiny" if args.tiny else "build")
         progs = load_manifest(manifest, Path(args.sources) if args.sources else None, build.resolve(), args.tiny)

@@ -143,8 +143,8 @@ def main(argv: list[str] | None = None) -> int:
                     v["local"] = os.path.relpath((mpath.parent / v["local"]).resolve(), dest.resolve())
             (dest / "programs.json").write_text(json.dumps(packed, indent=1) + "\n")
             for k, v in data.get("sources", {}).items():
-                if "local" in v:
-                    continue
+                if "local" in v or (root / k).resolve() == (dest / "sources" / k).resolve():
+                    continue  # packing a packed manifest again: its trees are already there
                 if (dest / "sources" / k).exists():
                     shutil.rmtree(dest / "sources" / k)
                 shutil.copytree(root / k, dest / "sources" / k, symlinks=True)

@@ -142,3 +142,26 @@ def test_suites_selects_programs(tmp_path, gcc):
         assert sorted(p.name for p in build.iterdir()) == ["t-pth"]
         call = json.loads((out / "calls.jsonl").read_text())
         assert call["programs"] == ["t-pth"]
+
+
+def test_pack_into_its_own_folder_keeps_the_trees(tmp_path):
+    # packing a packed manifest again (pack .dev/corpus16 --manifest .dev/corpus16/programs.json)
+    # deleted each tree before copying it onto itself
+    src = tmp_path / "m" / "sources" / "x"
+    src.mkdir(parents=True)
+    (src / "a.c").write_text("int main(void) { return 0; }\n")
+    manifest = tmp_path / "m" / "programs.json"
+    manifest.write_text(json.dumps({"sources_dir": "sources", "programs": [],
+                                    "sources": {"x": {"repo": "o/x", "commit": "0" * 40, "paths": ["."]}}}))
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "corpus16" / "sources.py"), "pack",
+                        str(tmp_path / "m"), "--manifest", str(manifest)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert (src / "a.c").read_text().startswith("int main")
+
+
+def test_no_samples_times_only(tmp_path, gcc):
+    out, build = tmp_path / "out", tmp_path / "build"
+    r = kit(out, build, "--samples", "", "--reps", "1", "--only", "t-pth")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert not list(out.glob("samples/*.jsonl"))
+    assert [r["kind"] for r in finished(out)] == ["time", "time"]
