@@ -37,12 +37,16 @@ their exit status is compared there).  Besides wall time each side's median CPU 
 rounds of each round's side / reference - 1, wall and CPU (a round's runs share the
 machine's state, so the pairs resolve what the sides' spread, +-10% at 16 threads on
 2026-11-27, hides: 9 runs did not resolve 3-5%).  After the timed rounds every side that
-preloads the library runs once more with ``CORECAST_OUTPUT`` (not timed: the exit then
+preloads the library or runs ``corecast run`` runs once more with ``CORECAST_OUTPUT`` (not
+timed: the exit then
 predicts) for the library's own account, the summary's ``sampler`` object: windows, the
 model's window runs, the steered windows that needed none (every region settled), when
 steering started the model, and how long the sections went uncounted, with the summary's
-``corecast_cpu_s`` (the sampler's and the model's CPU, the exit's prediction included) and
-the run's CPU (``diag`` in the table and the JSON).  ``--account`` makes that run after
+``corecast_cpu_s`` (the sampler's and the model's CPU, the exit's prediction included: the
+diagnostic run's ``CORECAST_OUTPUT`` makes the exit predict, which a quiet timed run does not)
+with the model's share, ``model_cpu_s`` and ``model_start_cpu_s`` (its interpreter's start and
+imports), and the run's CPU (``diag`` in the table and the JSON; ``corecast run`` sides too,
+their ``CORECAST_OUTPUT`` passed through the launcher).  ``--account`` makes that run after
 every timed run of such a side, in the same rotation, and the table gives their medians
 (the JSON keeps each run's, ``accounts``); ``--window-ms`` sets ``CORECAST_WINDOW_MS``.
 
@@ -105,7 +109,7 @@ def side(cmd: list[str], threads: int, preload: str | None = None, steer: bool =
     if window_ms and (preload or cli):
         env["CORECAST_WINDOW_MS"] = window_ms
     argv = [*cli, "--", *cmd] if cli else cmd
-    return {"argv": argv, "env": env}
+    return {"argv": argv, "env": env, "cli": bool(cli)}
 
 
 def cases(args: argparse.Namespace) -> dict[str, tuple[str, dict[str, dict], bool]]:
@@ -186,7 +190,8 @@ def diagnose(s: dict) -> dict | None:
     return None
 
 
-ACCOUNT_KEYS = ("windows", "model_runs", "settled_windows", "corecast_cpu_s", "run_cpu_s")
+ACCOUNT_KEYS = ("windows", "model_runs", "settled_windows", "corecast_cpu_s", "model_cpu_s", "model_start_cpu_s",
+                "run_cpu_s")
 
 
 def account_medians(runs: list[dict | None]) -> dict | None:
@@ -213,6 +218,8 @@ def diag_text(d: dict | None) -> str:
     model = f"model from {started:.2f} s, {runs} runs" if started is not None else f"model out ({runs} runs)"
     settled = f", {d['settled_windows']:g} settled" if d.get("settled_windows") is not None else ""
     cpu = f", cc cpu {d['corecast_cpu_s']:.3f} s" if d.get("corecast_cpu_s") is not None else ""
+    if cpu and d.get("model_cpu_s") is not None:  # the model's share (its start first), where recorded
+        cpu += f" (model {d['model_cpu_s']:.3f}, its start {d.get('model_start_cpu_s', 0):.3f})"
     return (f"{d.get('windows'):g} windows, {model}{settled}{cpu}, uncounted {d.get('sync_uncounted_s', 0):.2f} s"
             + (f" (median of {d['runs']})" if d.get("runs", 1) > 1 else ""))
 
@@ -261,7 +268,7 @@ def main() -> int:
         outs: dict[str, set] = {s: set() for s in sides}
         bad: dict[str, int] = {s: 0 for s in sides}
         names = list(sides)
-        accounts: dict[str, list] = {s: [] for s in names if "LD_PRELOAD" in sides[s]["env"]}
+        accounts: dict[str, list] = {s: [] for s in names if "LD_PRELOAD" in sides[s]["env"] or sides[s]["cli"]}
         for i in range(args.runs):
             for s in names[i % len(names):] + names[:i % len(names)]:
                 t, out, rc, cpu, own = timed(sides[s])

@@ -31,6 +31,9 @@ static int loading; /* spin flag */
 static char why[256];
 static int (*model_predict)(const struct cc_sample *, struct cc_result *);
 static int host_python = -1;
+/* CPU nanoseconds of the model's start and of all its work (summary's "sampler" object):
+ * corecast_cpu_s less these is the measurement's own. */
+static unsigned long start_cpu_ns, model_cpu_ns;
 static void (*exit_report)(void);
 
 void cc_model_set_exit_report(void (*report)(void)) { exit_report = report; }
@@ -136,6 +139,16 @@ static void load(void) {
     state = MODEL_READY;
 }
 
+static unsigned long cpu_ns_since(double t0) {
+    double d = cc_thread_cpu_s() - t0;
+    return d > 0 ? (unsigned long)(d * 1e9) : 0;
+}
+
+double cc_model_start_cpu_s(void) { return __atomic_load_n(&start_cpu_ns, __ATOMIC_RELAXED) * 1e-9; }
+double cc_model_cpu_s(void) { return __atomic_load_n(&model_cpu_ns, __ATOMIC_RELAXED) * 1e-9; }
+
+static int predict(const struct cc_sample *s, struct cc_result *r);
+
 int cc_model_predict(const struct cc_sample *s, struct cc_result *r) {
     if (cc_cfg.quiet && !cc_cfg.output[0] && (!cc_cfg.steer || s->final)) {
         /* Nobody would read a prediction (steering reads the windows' only): spare the
@@ -144,11 +157,21 @@ int cc_model_predict(const struct cc_sample *s, struct cc_result *r) {
         snprintf(r->note, sizeof r->note, "not needed (quiet, no output)");
         return -1;
     }
+    double t0 = cc_thread_cpu_s();
+    int rc = predict(s, r);
+    __atomic_add_fetch(&model_cpu_ns, cpu_ns_since(t0), __ATOMIC_RELAXED);
+    return rc;
+}
+
+static int predict(const struct cc_sample *s, struct cc_result *r) {
     if (state == MODEL_UNTRIED) {
         while (__atomic_exchange_n(&loading, 1, __ATOMIC_ACQUIRE))
             sched_yield(); /* the other caller may be starting an interpreter */
-        if (state == MODEL_UNTRIED)
+        if (state == MODEL_UNTRIED) {
+            double t0 = cc_thread_cpu_s();
             load();
+            __atomic_add_fetch(&start_cpu_ns, cpu_ns_since(t0), __ATOMIC_RELAXED);
+        }
         __atomic_store_n(&loading, 0, __ATOMIC_RELEASE);
     }
     if (state != MODEL_READY) {

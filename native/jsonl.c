@@ -256,7 +256,8 @@ static void json_summary(struct cc_buf *b, const struct cc_sample *s, const stru
         cc_put(b, "%.4g", st.model_started_s);
     else
         cc_put(b, "null");
-    cc_put(b, ",\"sync_uncounted_s\":%.4g}", cc_settle_uncounted_s(s->elapsed_s));
+    cc_put(b, ",\"sync_uncounted_s\":%.4g,\"model_start_cpu_s\":%.6g,\"model_cpu_s\":%.6g}",
+           cc_settle_uncounted_s(s->elapsed_s), cc_model_start_cpu_s(), cc_model_cpu_s());
     if (cc_mpi.initialized)
         cc_put(b, ",\"mpi\":{\"init_s\":%.6g,\"finalize_s\":%.6g}", cc_mpi.init_s, cc_mpi.finalize_s);
     struct cc_load l = cc_load_split();

@@ -1,0 +1,70 @@
+"""The model's CPU told apart from the measurement's (issue #40): the summary's ``sampler``
+object counts what the model took, its start and all of it, and a ``--target-machine``
+run without memory-traffic counters hands no window to the model (its node predictions
+are made once, at exit).  Counts, not times: nothing here depends on the machine's speed."""
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from corecast.model.machine import numa as machines
+
+from .helpers import TIMEOUT, clean_env, events, read_lines
+
+# Parallel regions between sleeps: the run lasts 0.3 s or more however fast the machine,
+# many 20 ms windows.
+REGIONS_C = r"""
+#include <omp.h>
+#include <stdio.h>
+#include <unistd.h>
+static double a[1 << 16];
+int main(void) {
+    for (int k = 0; k < 6; k++) {
+#pragma omp parallel for num_threads(1 + k % 2)
+        for (int i = 0; i < (1 << 16); i++)
+            a[i] = a[i] * 0.5 + i;
+        usleep(50000);
+    }
+    printf("%g\n", a[7]);
+    return 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def regions(build):
+    return build("model_account", REGIONS_C, "-fopenmp")
+
+
+def summary_of(prog, lib, tmp_path, **extra) -> dict:
+    out = tmp_path / "out.jsonl"
+    env = clean_env(LD_PRELOAD=str(lib), CORECAST_OUTPUT=str(out), CORECAST_WINDOW_MS="20", **extra)
+    r = subprocess.run([str(prog)], env=env, capture_output=True, timeout=TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    lines = read_lines(out)
+    (summary,) = events(lines, "summary")
+    return {"summary": summary, "lines": lines}
+
+
+def test_the_model_cpu_is_counted_apart_within_corecasts(regions, lib, tmp_path):
+    got = summary_of(regions, lib, tmp_path, CORECAST_QUIET="1")
+    summary = got["summary"]
+    sampler = summary["sampler"]
+    assert summary["model"] == "ok"
+    assert sampler["model_runs"] == 0  # only the exit predicted (the output asks for it)
+    # the exit's run started the interpreter: both counted, the start within the whole
+    assert 0 < sampler["model_start_cpu_s"] <= sampler["model_cpu_s"]
+    assert sampler["model_cpu_s"] <= summary["corecast_cpu_s"] + 1e-5
+
+
+def test_a_target_machine_without_counters_hands_no_window_to_the_model(regions, lib, tmp_path):
+    machine = machines.path_of("opteron6380")
+    got = summary_of(regions, lib, tmp_path, CORECAST_QUIET="1", CORECAST_TARGET_MACHINE=str(machine),
+                     CORECAST_TARGET="64")
+    sampler = got["summary"]["sampler"]
+    assert sampler["windows"] >= 2
+    assert sampler["model_runs"] == 0  # the node predictions are the exit's alone
+    assert sampler["model_cpu_s"] > 0
+    (region,) = [r for r in events(got["lines"], "region") if not r.get("nested")]
+    assert region.get("predicted_nodes"), region  # made once, at exit
