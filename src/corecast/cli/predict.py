@@ -38,8 +38,8 @@ def _predict_arguments(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("file", metavar="FILE", nargs="+",
                    help="CSV (count column, then time/throughput/value, optional stall:NAME and size:NAME "
-                   "columns), a sweep result, an Extra-P input file (text, JSON, JSON Lines), or Caliper "
-                   "profiles (.cali, JSON), one per count")
+                   "columns), a sweep result, hyperfine's CSV or JSON export of a parameter scan, an Extra-P "
+                   "input file (text, JSON, JSON Lines), or Caliper profiles (.cali, JSON), one per count")
     add_format_option(p, "curves", "FILE")
     p.add_argument("--metric", choices=METRICS, help="metric of a 'value' column (Extra-P and Caliper "
                    "values: time unless given)")
