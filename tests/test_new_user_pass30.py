@@ -103,3 +103,21 @@ def test_options_that_do_not_apply_to_a_hyperfine_export_are_refused(tmp_path, c
     other.write_text('{"results": []}')
     assert "not a hyperfine JSON export" in assert_one_line_error(
         capsys, ["predict", str(other), "--format", "hyperfine-json"])
+
+
+def test_the_plot_of_one_of_a_files_curves_names_it(tmp_path, capsys, monkeypatch):
+    # --plot with --callpath drew one region of a profile's many with no word of which.
+    from matplotlib.axes import Axes
+
+    titles = []
+    real = Axes.set_title
+    monkeypatch.setattr(Axes, "set_title", lambda ax, text, *a, **k: (titles.append(text), real(ax, text, *a, **k))[1])
+    path = tmp_path / "e.txt"
+    path.write_text("PARAMETER p\nPOINTS 1 2 4\nREGION solve$1\nMETRIC time\nDATA 10\nDATA 5\nDATA 3\n"
+                    "REGION io\nMETRIC time\nDATA 1\nDATA 1\nDATA 1\n")
+    assert main(["predict", str(path), "--callpath", "solve$1", "--plot", str(tmp_path / "p.png")]) == 0
+    assert titles[-1].startswith("solve\\$1 [time]\ncorecast auto")  # '$': no mathtext
+    csv_path = tmp_path / "c.csv"
+    csv_path.write_text(f"threads,time\n{CURVE}")
+    assert main(["predict", str(csv_path), "--plot", str(tmp_path / "q.png")]) == 0
+    assert titles[-1].startswith("corecast auto")  # one curve: nothing to name
