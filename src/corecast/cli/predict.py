@@ -38,8 +38,8 @@ def _predict_arguments(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("file", metavar="FILE", nargs="+",
                    help="CSV (count column, then time/throughput/value, optional stall:NAME and size:NAME "
-                   "columns), a sweep result, an Extra-P input file (text, JSON, JSON Lines), or Caliper "
-                   "profiles (.cali, JSON), one per count")
+                   "columns), a sweep result, hyperfine's CSV or JSON export of a parameter scan, an Extra-P "
+                   "input file (text, JSON, JSON Lines), or Caliper profiles (.cali, JSON), one per count")
     add_format_option(p, "curves", "FILE")
     p.add_argument("--metric", choices=METRICS, help="metric of a 'value' column (Extra-P and Caliper "
                    "values: time unless given)")
@@ -126,9 +126,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
             results.append((s, _predict(s.data, args.file[0], count_unit=s.count_unit, **options), None))
         except CliError as e:
             results.append((s, None, str(e)))
-    done = [pred for _, pred, _ in results if pred is not None]
-    if args.plot and done:
-        _plot(done[0], args.plot)
+    done = [(s, pred) for s, pred, _ in results if pred is not None]
+    if args.plot and done:  # named: the plot of one of a profile's many regions said none
+        _plot(done[0][1], args.plot, label=done[0][0].label)
     if args.json:
         print_json({"source": series[0].source, "series": [
             {"callpath": s.callpath, "metric_name": s.metric_name,
@@ -207,10 +207,10 @@ def _predict(data: Measurements, file: str, count_unit: str = "threads", **kwarg
         raise CliError(f"internal error in method {kwargs.get('method')}: {type(e).__name__}: {e}", file) from None
 
 
-def _plot(pred: CurvePrediction, path: str, reference: Measurements | None = None) -> None:
+def _plot(pred: CurvePrediction, path: str, reference: Measurements | None = None, label: str = "") -> None:
     from ..views.plot import plot_prediction  # matplotlib is slow to import; only load it when asked
 
-    plot_prediction(pred, path, reference=reference)  # errors: one line naming the file
+    plot_prediction(pred, path, reference=reference, label=printable(label))  # errors: one line naming the file
 
 
 COMMANDS = [add_predict, add_demo]

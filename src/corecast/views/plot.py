@@ -58,10 +58,12 @@ def mark_counts(ax, preferred: int | None, fastest: int | None, **line) -> None:
 AXIS_LABEL = {"time": "time (lower is better)", "throughput": "throughput (higher is better)"}
 
 
-def plot_prediction(pred: CurvePrediction, path: str, reference: Measurements | None = None) -> None:
+def plot_prediction(pred: CurvePrediction, path: str, reference: Measurements | None = None,
+                    label: str = "") -> None:
     """Write the plot to ``path`` in the format of its suffix (``image_format``; ``fileio.write_file``: ``-`` is
     standard output; a failure leaves no half-written file).  ``reference`` adds held-out
-    measurements."""
+    measurements; ``label`` names the curve of a file that holds several (``callpath [metric]``)."""
+    heading = label.replace("$", r"\$")  # a region's name, not mathtext
     fig = Figure(figsize=(8, 5), dpi=100)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
@@ -90,7 +92,7 @@ def plot_prediction(pred: CurvePrediction, path: str, reference: Measurements | 
     ax.set_xlabel(pred.count_unit)
     ax.set_ylabel(AXIS_LABEL.get(pred.metric, pred.metric))
     title = pred.method if pred.method == pred.candidate else f"{pred.method}: {pred.candidate}"
-    ax.set_title(f"corecast {title}")
+    ax.set_title(f"{heading}\ncorecast {title}" if heading else f"corecast {title}")
     ax.set_xlim(left=0)
     ax.set_ylim(bottom=0)
     ax.grid(True, alpha=0.3)

@@ -9,6 +9,8 @@ Measured curves, which ``corecast predict`` fits (``read_inputs``: one ``Series`
 - Extra-P input files (``readers.extrap``): text (``PARAMETER``/``POINTS``/``REGION``/
   ``METRIC``/``DATA``), JSON (the legacy id-table layout and the newer nested one) and
   JSON Lines (what ``corecast export --extrap`` writes); the one parameter is the count;
+- hyperfine's CSV and JSON exports of a parameter scan (``readers.hyperfine``): the one
+  parameter is the count, the wall times the values;
 - Caliper region profiles (``readers.caliper``): ``.cali`` files (with the
   ``caliper-reader`` package), ``cali-query`` JSON records and the ``json-split`` layout;
   one profile per count, the count from a thread- or rank-count attribute.
@@ -27,7 +29,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from . import caliper, extrap, measurements, numasample, recording
+from . import caliper, extrap, hyperfine, measurements, numasample, recording
 from .raw import RawSeries, Series
 from .registry import CURVES, NUMA_SAMPLE, READERS, RECORDING, Reader, read, readers, register
 
@@ -36,8 +38,8 @@ __all__ = ["CURVES", "NUMA_SAMPLE", "READERS", "RECORDING", "RawSeries", "Reader
 
 # Detection order: the first reader of a kind whose detector says yes reads the file; the
 # last of a kind is its fallback.  Caliper first: a .cali name decides before the content.
-for _reader in (caliper.READER, extrap.TEXT, extrap.JSON, measurements.SWEEP, measurements.CSV,
-                recording.READER, numasample.READER):
+for _reader in (caliper.READER, extrap.TEXT, extrap.JSON, hyperfine.CSV, hyperfine.JSON,
+                measurements.SWEEP, measurements.CSV, recording.READER, numasample.READER):
     register(_reader)
 
 

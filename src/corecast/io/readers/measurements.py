@@ -1,7 +1,8 @@
 """corecast's own measurement files as ``Measurements``: the CSV and a sweep result.
 
 Measurement CSV format: optional ``#`` comment lines, a header row, then one row per run.
-The first column is the count (threads, cores, processes: any name).  Exactly one value
+The first column is the count (any name; ``ranks``, ``processes``, ``cores`` or ``nodes``
+label the counts so, any other name as threads).  Exactly one value
 column: ``time``/``seconds`` (time metric), ``throughput``/``ops`` (throughput metric) or
 ``value`` (metric from the ``metric`` argument or a ``# ..., metric: time, ...`` comment).
 Optional ``stall:NAME`` and ``size:NAME`` columns.  Repeated counts are repetitions.
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from ...errors import InputError
+from ...model.scaling import COUNT_UNITS, count_unit_of
 from ..fileio import quoted, read_text, shown
 from .raw import Series, one_curve
 from .registry import CURVES, Reader
@@ -133,6 +135,19 @@ def parse_measurements(text: str, name: str, metric: str | None = None) -> Measu
 
 def parse_csv_measurements(text: str, name: str, metric: str | None = None) -> Measurements:
     """The measurement CSV ``text`` read from ``name`` (as messages show it)."""
+    return _parse_csv(text, name, metric)[0]
+
+
+def csv_count_unit(column: str) -> str:
+    """What the counts of a CSV whose count column is named ``column`` are: a unit
+    ``count_unit_of`` knows (``ranks`` for an MPI curve), else threads (``n``, ``count``:
+    corecast's CSV counts threads unless its header says otherwise)."""
+    unit = count_unit_of(column)
+    return unit if unit in COUNT_UNITS.values() else "threads"
+
+
+def _parse_csv(text: str, name: str, metric: str | None) -> tuple[Measurements, str]:
+    """The measurement CSV ``text`` and its count column's unit (``csv_count_unit``)."""
     from ...model.curve.entities import Measurements  # numpy: only once measurements are built
 
     _check_metric(metric)
@@ -151,9 +166,10 @@ def parse_csv_measurements(text: str, name: str, metric: str | None = None) -> M
         for name, i in size_cols.items()
     }
     try:
-        return Measurements.from_samples(counts, values, metric, stalls=stalls, sizes=sizes)
+        data = Measurements.from_samples(counts, values, metric, stalls=stalls, sizes=sizes)
     except InputError as e:  # our checks should pre-empt these; keep the file name anyway
         raise InputError(f"{name}: {e}") from None
+    return data, csv_count_unit(table.header[0])
 
 
 def _comment_items(comment: str):
@@ -333,8 +349,10 @@ def sweep_measurements(result: dict, path: str, metric: str | None = None) -> Me
 def _load_csv(files: list[tuple[str, str]], metric: str | None = None, callpath: str | None = None,
               profile_metric: str | None = None, count_attribute: str | None = None) -> list[Series]:
     ((name, text),) = files
-    return one_curve(parse_csv_measurements(text, name, metric), name, callpath, profile_metric,
-                     count_attribute=count_attribute)
+    data, unit = _parse_csv(text, name, metric)
+    # A count column named ranks (an MPI curve) labels the table, the JSON's count_unit
+    # and the plot so, as an Extra-P parameter's name does; it was called threads.
+    return one_curve(data, name, callpath, profile_metric, unit, count_attribute)
 
 
 def _not_a_recording(text: str, name: str) -> None:
