@@ -595,3 +595,15 @@ def test_a_runs_regions_are_summed_over_its_processes():
     out = RunOutput(active=True, processes=[proc(1, 0.5, 0.1), proc(2, 0.25, 0.05)])
     ((name, (wall, stalls)),) = out.regions.items()
     assert name == "r._omp_fn.0" and wall == pytest.approx(0.75) and stalls == {"imbalance": pytest.approx(0.15)}
+
+
+def test_time_growing_only_past_the_cpus_is_not_called_weak_scaling():
+    # newuser30: a sweep of 1,2,4,8 on 2 CPUs grows at 4 and 8 from sharing the CPUs, and its
+    # warning sent the user to --scaling weak
+    times = {1: [1.0], 2: [0.85], 4: [1.3], 8: [2.6]}  # a bandwidth-bound triad
+    warned = {}
+    for cpus in (None, 2, 8):
+        result = empty_result(["prog"], "openmp", [], {})
+        extrapolate(result, times, [1, 2, 4, 8], [], {n: [{}] for n in times}, 16, cpus=cpus)
+        warned[cpus] = any("weak scaling" in w for w in result["warnings"])
+    assert warned == {None: True, 2: False, 8: True}

@@ -185,18 +185,21 @@ def run_sweep(
 
     try:
         extrapolate(result, {n: [r.time_s for r in runs[n]] for n in ok}, ok, categories, per_count, horizon,
-                    waits=None if launch is None else WAITS)
+                    waits=None if launch is None else WAITS, cpus=None if launch is not None else len(cpus))
     except InputError as exc:
         result.update(predictions=[], stall_predictions={}, preferred_threads=None, fastest_threads=None,
                       fastest_measured=False, bottleneck=None)
         raise SweepError(f"cannot predict from the measurements: {exc}", result) from None
-    result["regions"] = region_curves(runs, ok, result["measured"], horizon)
+    result["regions"] = region_curves(runs, ok, result["measured"], horizon,
+                                      None if launch is not None else len(cpus))
     return result
 
 
-def region_curves(runs: dict, ok: list[int], measured: list[dict], horizon: int) -> list[dict]:
+def region_curves(runs: dict, ok: list[int], measured: list[dict], horizon: int,
+                  cpus: int | None = None) -> list[dict]:
     """Each OpenMP region taking at least ``MIN_REGION_SHARE`` of the run (at some count),
-    extrapolated like the whole program from its own time per count."""
+    extrapolated like the whole program from its own time per count (``cpus``: as
+    ``extrapolate`` takes it)."""
     run_time = {m["threads"]: m["time_s"] for m in measured}
     names = sorted({name for n in ok for r in runs[n] for name in r.regions})
     out = []
@@ -223,7 +226,7 @@ def region_curves(runs: dict, ok: list[int], measured: list[dict], horizon: int)
             region["warnings"].append(f"measured at {len(at)} count(s) with a positive time; not predicted")
         else:
             try:
-                extrapolate(region, times, at, categories, per_count, horizon)
+                extrapolate(region, times, at, categories, per_count, horizon, cpus=cpus)
             except InputError as exc:
                 region["warnings"].append(f"cannot predict: {exc}")
         out.append(region)

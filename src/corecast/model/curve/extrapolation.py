@@ -14,15 +14,20 @@ from ...recording.record import CLOCK_RESOLUTION_S
 
 
 def extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[str],
-                per_count: dict, horizon: int, waits: Optional[Sequence[str]] = None) -> None:
+                per_count: dict, horizon: int, waits: Optional[Sequence[str]] = None,
+                cpus: Optional[int] = None) -> None:
     """Predictions of ``times_at`` (count -> the repetitions' times) and of each stall
     category (``per_count``: count -> the repetitions' {category: seconds}) into
     ``result`` (a sweep result object: the whole program's, or one region's; its
     "warnings" list gains the models' warnings).  ``waits``: the counts are MPI rank
-    counts and these categories the communication the regression splits off."""
+    counts and these categories the communication the regression splits off.  ``cpus``:
+    the CPUs the runs had; counts above it ran oversubscribed, and a time that grows only
+    there is no sign of weak scaling."""
     from .methods.auto import STALL_COLUMNS
     from .methods.estima import MIN_POINTS
     from .prediction import predict
+    import numpy as np
+
     from .preference import weak_look
 
     warnings = result["warnings"]
@@ -44,8 +49,10 @@ def extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[st
     # predict, which has.
     pred = predict(counts, times, metric="time", upto=horizon, method=method, stalls=stalls or None,
                    scaling="strong")
-    weak_note = weak_look(pred.measured.at_target_size(),
-                          "give the sweep's --json-out file to 'corecast predict --scaling weak'")
+    measured = pred.measured.at_target_size()
+    if cpus is not None:  # oversubscribed counts slow down from sharing CPUs, not from more work
+        measured = measured.subset(np.flatnonzero(measured.counts <= cpus))
+    weak_note = weak_look(measured, "give the sweep's --json-out file to 'corecast predict --scaling weak'")
     if weak_note:
         warnings.append(weak_note)
     if waits is not None:
