@@ -95,8 +95,13 @@ def test_export_extrap_round_trip(tmp_path, capsys):
     (tmp_path / "s.json").write_text(json.dumps(sweep))
     assert main(["export", "--extrap", str(tmp_path / "x.jsonl"), str(tmp_path / "s.json")]) == 0
     series = _by_label(read_inputs([str(tmp_path / "x.jsonl")]))
-    assert set(series) == {("main", "time"), ("main", "stall:lock")}
+    # the stall category comes back as the time curve's stall column, as a CSV's stall:NAME
+    # column does; a curve of its own got a speedup and a preferred count (newuser30)
+    assert set(series) == {("main", "time")}
     assert series[("main", "time")].data.values.tolist() == [8.5, 4.5, 2.5, 1.5]
+    assert series[("main", "time")].data.stalls["lock"].tolist() == pytest.approx([0.1, 0.2, 0.4, 0.8])
+    (asked,) = read_inputs([str(tmp_path / "x.jsonl")], profile_metric="stall:lock")
+    assert (asked.metric_name, asked.data.values.tolist()) == ("stall:lock", pytest.approx([0.1, 0.2, 0.4, 0.8]))
 
 
 # ---------------------------------------------------------------- Caliper

@@ -70,9 +70,15 @@ def no_count_attribute(path: str, count_attribute: str | None, what: str) -> Non
                          "(its count is its first column or parameter)")
 
 
+STALL_METRIC = "stall:"  # a stall category as a metric, as `corecast export --extrap` writes it
+
+
 def named_curves(raw: list[RawSeries], source: str, path: str, metric: str | None,
                  callpath: str | None = None, profile_metric: str | None = None) -> list[Series]:
-    """Another tool's curves, filtered to ``callpath`` and ``profile_metric`` when given."""
+    """Another tool's curves, filtered to ``callpath`` and ``profile_metric`` when given.
+    Without ``profile_metric``, a callpath's ``stall:NAME`` metrics measured run by run
+    beside its ``time`` are that curve's stall columns (as a CSV's ``stall:NAME`` columns
+    are), not curves of their own: a wait category has no speedup or preferred count."""
     if callpath is not None:
         raw = [r for r in raw if r.callpath == callpath]
         if not raw:
@@ -81,16 +87,29 @@ def named_curves(raw: list[RawSeries], source: str, path: str, metric: str | Non
         raw = [r for r in raw if r.metric_name == profile_metric]
         if not raw:
             raise InputError(f"{path}: no metric {profile_metric!r}")
-    return [_series(r, source, metric) for r in raw]
+        return [_series(r, source, metric) for r in raw]
+    times = {r.callpath: r for r in raw if r.metric_name == "time"}
+    stalls: dict[str, dict[str, list[float]]] = {}
+    curves = []
+    for r in raw:
+        t = times.get(r.callpath)
+        if (r.metric_name.startswith(STALL_METRIC) and t is not None
+                and [n for n, _ in r.points] == [n for n, _ in t.points]):  # the same runs, in order
+            stalls.setdefault(r.callpath, {})[r.metric_name[len(STALL_METRIC):]] = [v for _, v in r.points]
+        else:
+            curves.append(r)
+    return [_series(r, source, metric, stalls.get(r.callpath) if r is times.get(r.callpath) else None)
+            for r in curves]
 
 
-def _series(raw: RawSeries, source: str, metric: str | None) -> Series:
+def _series(raw: RawSeries, source: str, metric: str | None,
+            stalls: dict[str, list[float]] | None = None) -> Series:
     from ...model.curve.entities import Measurements  # numpy: only once measurements are built
 
     counts = [n for n, _ in raw.points]
     values = [v for _, v in raw.points]
     try:
-        data = Measurements.from_samples(counts, values, metric or "time")
+        data = Measurements.from_samples(counts, values, metric or "time", stalls=stalls)
     except InputError as exc:
         return Series(None, raw.callpath, raw.metric_name, source, error=str(exc), count_unit=raw.count_unit)
     return Series(data, raw.callpath, raw.metric_name, source, count_unit=raw.count_unit)
