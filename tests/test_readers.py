@@ -256,3 +256,12 @@ def test_predict_on_a_recording_says_replay_reads_it(capsys, tmp_path):
                    + json.dumps({"event": "summary", "schema": 4, "pid": 1}) + "\n")
     err = assert_one_line_error(capsys, ["predict", str(rec)])
     assert "a run's recording" in err and "corecast replay" in err, err
+
+
+@pytest.mark.parametrize("column", ["Time (s)", "time_s", "runtime", "elapsed", "wall_s", "time_ms"])
+def test_common_time_column_names_are_time(tmp_path, column):
+    # newuser30: hyperfine-like and corecast sweep's own (time_s) headers were 'unknown column'
+    f = tmp_path / "t.csv"
+    f.write_text(f"threads,{column}\n1,8\n2,4.4\n4,2.6\n")
+    (s,) = read_inputs([str(f)])
+    assert s.data.metric == "time" and s.data.values.tolist() == [8, 4.4, 2.6]

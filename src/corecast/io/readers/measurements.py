@@ -36,6 +36,10 @@ if TYPE_CHECKING:
 VALUE_COLUMNS: dict[str, str | None] = {
     "time": "time",
     "seconds": "time",
+    # the names other tools' and corecast sweep's own exports give a time, in any unit (a
+    # speedup is a ratio; values print in the file's unit)
+    **{name: "time" for name in ("time_s", "time (s)", "time_ms", "time (ms)", "runtime", "elapsed",
+                                 "elapsed_s", "wall", "wall_s", "wall time")},
     "throughput": "throughput",
     "ops": "throughput",
     "value": None,
@@ -210,8 +214,8 @@ def _classify_columns(table: Table) -> tuple[int, dict[str, int], dict[str, int]
             (stalls if prefix.lower() + ":" == STALL_PREFIX else sizes)[sub.strip()] = i
         else:
             raise InputError(
-                f"{where}: unknown column {name!r} (expected time, seconds, throughput, ops, "
-                "value, stall:NAME or size:NAME)"
+                f"{where}: unknown column {name!r} (expected time, seconds, time_s, runtime, elapsed, "
+                "wall, throughput, ops, value, stall:NAME or size:NAME)"
             )
     if value_col is None:
         raise InputError(
