@@ -205,7 +205,7 @@ def check_rates(machine: Machine, rates: Rates) -> None:
         v = getattr(rates, key)
         if len(v) != machine.nodes:
             raise SampleError(f"'{key}' has {len(v)} entries but {machine.name} has "
-                              f"{machine.nodes} memory nodes")
+                              f"{machine.nodes} memory node{'s' if machine.nodes != 1 else ''}")
 
 
 def _values(value: Any, key: str, k: int | None) -> list[float]:
@@ -217,7 +217,7 @@ def _values(value: Any, key: str, k: int | None) -> list[float]:
             raise SampleError(f"'{key}'[{i}] must be a finite number >= 0, got {v!r}")
         out.append(float(v))
     if k is not None and len(out) != k:
-        raise SampleError(f"'{key}' has {len(out)} entries but the machine has {k} memory nodes")
+        raise SampleError(f"'{key}' has {len(out)} entries but the machine has {k} memory node{'s' if k != 1 else ''}")
     return out
 
 
