@@ -39,6 +39,34 @@ int main(int argc, char **argv) {
 """
 
 
+UNLOAD_RUNTIME_MAIN_C = r"""
+#include <dlfcn.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+    void *h = dlopen(argv[1], RTLD_NOW);
+    if (!h) { printf("dlopen: %s\n", dlerror()); return 2; }
+    double (*work)(int) = (double (*)(int))dlsym(h, "plug_work");
+    printf("plug %.1f\n", work(50));
+    fflush(stdout);
+    dlclose(h); /* the last object that needs libgomp: it goes too */
+    return 3;
+}
+"""
+
+
+def test_unloading_the_last_object_that_needs_libgomp_keeps_the_program_alive(build, lib):
+    """A program that does not link libgomp itself dlcloses the plugin whose regions it ran,
+    and libgomp with it, while libgomp's pool threads are still in its code.  Without
+    corecast they had gone to sleep by then in all but 1 of 40 runs; with it, 19 of 20 runs
+    died with SIGSEGV.  corecast keeps the runtime its views point into loaded."""
+    plugin = build("libplug30.so", PLUGIN_C, "-shared", "-fPIC", "-fopenmp")
+    prog = build("unload30", UNLOAD_RUNTIME_MAIN_C, "-ldl")
+    env = clean_env(OMP_NUM_THREADS="2", LD_PRELOAD=str(lib))
+    for _ in range(5):
+        got = subprocess.run([prog, plugin], env=env, capture_output=True, timeout=TIMEOUT)
+        assert (got.returncode, got.stdout) == (3, b"plug 6243750.0\n"), got.stderr.decode()
+
+
 def test_regions_of_an_unloaded_object_keep_its_name(build, lib, tmp_path):
     """The program (which links libgomp itself, so that the runtime stays) runs a plugin's
     regions, dlcloses it and loads another object; no window comes before the exit.  The
