@@ -51,6 +51,7 @@ struct cc_real_libc {
     FILE *(*freopen64)(const char *, const char *, FILE *);
     int (*prctl)(int, ...);
     long (*syscall)(long, ...);
+    int (*dlclose)(void *);
 };
 extern struct cc_real_libc cc_libc;
 void cc_libc_init(void);
@@ -58,6 +59,8 @@ void cc_libc_init(void);
 /* A thread of corecast's (the sampler, the keeper): it never keeps the process alive, and
  * never returns. */
 int cc_own_thread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
+/* The loaded object holding ``addr``: [lo, hi) spans its segments (0: none). */
+int cc_object_range(const void *addr, const char **lo, const char **hi);
 
 typedef void (*cc_outlined_fn)(void *);
 

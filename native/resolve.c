@@ -56,6 +56,7 @@ void cc_libc_init(void) {
     R(pthread_create);
     R(prctl);
     R(syscall);
+    R(dlclose);
     /* Last: CC_LIBC() tests this one to know the table is complete. */
     __atomic_store_n(&cc_libc.pthread_mutex_lock, cc_resolve_next("pthread_mutex_lock", NULL),
                      __ATOMIC_RELEASE);
@@ -119,7 +120,7 @@ static int find_range(struct dl_phdr_info *info, size_t size, void *arg) {
     return 0;
 }
 
-static int object_range(const void *addr, const char **lo, const char **hi) {
+int cc_object_range(const void *addr, const char **lo, const char **hi) {
     struct range_query q = {addr, NULL, NULL};
     if (!dl_iterate_phdr(find_range, &q))
         return 0;
@@ -132,7 +133,7 @@ static const char *self_lo, *self_hi;
 
 int cc_is_ours(const void *p) {
     if (!self_lo)
-        object_range((const void *)&cc_is_ours, &self_lo, &self_hi);
+        cc_object_range((const void *)&cc_is_ours, &self_lo, &self_hi);
     return (const char *)p >= self_lo && (const char *)p < self_hi;
 }
 
@@ -159,7 +160,7 @@ void *cc_resolve(const char *name, const void *caller) {
     void *object = caller_object(caller);
     void *p = resolve_in(object, name);
     if (object)
-        dlclose(object);
+        CC_LIBC(dlclose)(object);
     return p;
 }
 
@@ -198,14 +199,26 @@ int cc_nviews;
 static struct cc_gomp fallback_view;
 static int fallback_ready;
 
+/* The runtime a view points into stays loaded (RTLD_NODELETE): a program that dlcloses
+ * the last object needing libgomp unmapped it under its pool's threads, still in it (a
+ * crash in 19 of 20 runs with corecast, 1 of 40 without), and the view would call into
+ * whatever took its place. */
+static void keep_loaded(const void *fn) {
+    Dl_info info;
+    struct link_map *map = NULL;
+    if (fn && dladdr1(fn, &info, (void **)&map, RTLD_DL_LINKMAP) && map && map->l_name && map->l_name[0])
+        dlopen(map->l_name, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE); /* held for good: never closed */
+}
+
 static void fill_view(struct cc_gomp *v, const void *caller) {
     void *object = caller_object(caller); /* once for the table, not once per function */
     for (size_t i = 0; i < sizeof gomp_table / sizeof gomp_table[0]; i++) {
         void *p = resolve_in(object, gomp_table[i].name);
         memcpy((char *)v + gomp_table[i].offset, &p, sizeof p);
     }
+    keep_loaded((const void *)v->GOMP_parallel);
     if (object)
-        dlclose(object);
+        CC_LIBC(dlclose)(object);
 }
 
 /* cc_gomp_for's slow path, once per calling object (and for callers in no object).  A
@@ -220,7 +233,7 @@ const struct cc_gomp *cc_gomp_new_view(const void *caller) {
         if ((const char *)caller >= cc_views[i].lo && (const char *)caller < cc_views[i].hi)
             out = &cc_views[i];
     const char *lo, *hi;
-    if (!out && n < CC_MAX_VIEWS && object_range(caller, &lo, &hi)) {
+    if (!out && n < CC_MAX_VIEWS && cc_object_range(caller, &lo, &hi)) {
         struct cc_gomp *v = &cc_views[n];
         fill_view(v, caller);
         v->lo = lo;

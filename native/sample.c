@@ -1,11 +1,14 @@
 /* Turning the counters into a sample for the model (struct cc_sample, model_abi.h): the
  * regions and the whole process as the model and the report see them.  Called by the
- * sampler every window and once at exit; never on a wrapper's path. */
+ * sampler every window and once at exit; never on a wrapper's path but dlclose's, which
+ * names the regions of the object it unloads (cc_name_regions_in). */
 #define _GNU_SOURCE
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "apart.h"
 #include "corecast.h"
 #include "sample.h"
 #include "settle.h"
@@ -66,8 +69,21 @@ unsigned long long cc_sample_uncredited_calls(const struct cc_sample *s, const s
     return s->final && i >= 0 && i < CC_MAX_REGIONS ? uncredited[i] : 0;
 }
 
-static unsigned long long fill_region(struct cc_region_sample *o, struct cc_region *r, struct cc_settle_extra *credited,
-                                      int final) {
+/* A region's name and object, written by one namer at a time: the sampler, the exit, or
+ * dlclose naming an object's regions before it is unmapped.  ``tries`` > 0: give up after
+ * that many (a namer that waits on the loader's lock the caller may hold). */
+static int naming;
+
+static int naming_lock(int tries) {
+    for (int i = 0; __atomic_exchange_n(&naming, 1, __ATOMIC_ACQUIRE); i++) {
+        if (tries > 0 && i >= tries)
+            return 0;
+        sched_yield();
+    }
+    return 1;
+}
+
+static void name_region(struct cc_region *r) { /* the naming lock held */
     int other = cc_region_other(r);
     if (other) {
         if (!r->name[0]) { /* the rest of the program's regions (core.c): named by the program */
@@ -84,6 +100,13 @@ static unsigned long long fill_region(struct cc_region_sample *o, struct cc_regi
         cc_symbol_name(r->fn, r->name, sizeof r->name, obj, sizeof obj);
         basename_into(r->object, sizeof r->object, obj);
     }
+}
+
+static unsigned long long fill_region(struct cc_region_sample *o, struct cc_region *r, struct cc_settle_extra *credited,
+                                      int final) {
+    naming_lock(0);
+    name_region(r);
+    __atomic_store_n(&naming, 0, __ATOMIC_RELEASE);
     memcpy(o->name, r->name, sizeof o->name);
     memcpy(o->object, r->object, sizeof o->object);
     o->runtime = CC_RUNTIME_OPENMP;
@@ -281,4 +304,38 @@ void cc_build_sample(struct cc_sample *s, int final, struct cc_region **refs) {
     memset(&s->regions[s->nregions], 0, sizeof s->regions[0]);
     fill_process(&s->regions[s->nregions++], s, has_omp, &credited);
     s->overflow = __atomic_load_n(&cc_overflow, __ATOMIC_RELAXED);
+}
+
+/* Before dlclose may unmap an object: its regions named while their code, symbols and
+ * source strings are still there (named later, a region took the program's name and a bare
+ * address, or another object's that took its place, or read freed memory).  The object's
+ * .symtab is read apart (apart.c): no descriptor of ours in the program's table. */
+struct name_range {
+    const char *lo, *hi;
+};
+
+static int in_range(const void *p, const struct name_range *g) {
+    return (const char *)p >= g->lo && (const char *)p < g->hi;
+}
+
+static void name_range_apart(void *p) {
+    const struct name_range *g = p;
+    if (!naming_lock(10000))
+        return;
+    int n;
+    struct cc_region *all = cc_regions(&n);
+    for (int i = 0; i < n; i++)
+        if (!cc_region_other(&all[i]) && (in_range(all[i].fn, g) || in_range(all[i].site, g)))
+            name_region(&all[i]);
+    __atomic_store_n(&naming, 0, __ATOMIC_RELEASE);
+}
+
+void cc_name_regions_in(const char *lo, const char *hi) {
+    struct name_range g = {lo, hi};
+    int n, any = 0;
+    struct cc_region *all = cc_regions(&n);
+    for (int i = 0; i < n && !any; i++)
+        any = !cc_region_other(&all[i]) && (in_range(all[i].fn, &g) || in_range(all[i].site, &g));
+    if (any)
+        cc_own_cpu_add(cc_run_apart(name_range_apart, &g));
 }

@@ -14,6 +14,8 @@ void cc_build_sample(struct cc_sample *s, int final, struct cc_region **refs);
  * in part) and are not credited: it first ran uncounted and had no rate when the program
  * ended (settle.c); its counts leave them out. */
 unsigned long long cc_sample_uncredited_calls(const struct cc_sample *s, const struct cc_region_sample *g);
+/* Names the regions whose code lies in [lo, hi), an object dlclose may unmap. */
+void cc_name_regions_in(const char *lo, const char *hi);
 
 /* An OpenMP region's entry of a sample (not the process's, which comes last). */
 static inline int cc_is_omp_region(const struct cc_region_sample *g) {

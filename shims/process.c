@@ -2,7 +2,9 @@
  * main's return, exit, _exit, _Exit and the exec family — report first (lifecycle.c).
  * Their real functions are in native/real.h; fork needs no wrapper (pthread_atfork). */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -12,6 +14,7 @@
 
 #include "../native/lifecycle.h"
 #include "../native/real.h"
+#include "../native/sample.h"
 
 /* ---- the start of an exit ------------------------------------------------------------ */
 /* The report must run before any exit handler: libraries the model loaded register their
@@ -178,4 +181,16 @@ void closefrom(int lo) {
     void (*real)(int) = CC_LIBC(closefrom);
     if (real)
         real(lo);
+}
+
+/* ---- an object unloaded ---------------------------------------------------------------- */
+/* A region is named from its code's object; once dlclose unmaps it, that object is gone:
+ * its regions are named first (sample.c). */
+int dlclose(void *handle) {
+    struct link_map *map = NULL;
+    const char *lo, *hi;
+    if (cc_ready && !cc_cfg.disabled && handle && dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_ld &&
+        cc_object_range(map->l_ld, &lo, &hi))
+        cc_name_regions_in(lo, hi);
+    return CC_LIBC(dlclose)(handle);
 }
