@@ -265,3 +265,12 @@ def test_common_time_column_names_are_time(tmp_path, column):
     f.write_text(f"threads,{column}\n1,8\n2,4.4\n4,2.6\n")
     (s,) = read_inputs([str(f)])
     assert s.data.metric == "time" and s.data.values.tolist() == [8, 4.4, 2.6]
+
+
+def test_table_of_a_curve_measured_far_from_one_starts_at_its_smallest_count(capsys):
+    # newuser30: counts 1000..16000 printed rows 1, 2, .., 512, the models run backwards
+    assert main(["predict", str(XP / "text_one_parameter_6.txt"), "--callpath", "met1"]) == 0
+    out = capsys.readouterr().out
+    rows = [ln.split()[0] for ln in out.splitlines()[2:] if ln.strip() and ln.split()[0].isdigit()]
+    assert rows[0] == "1000" and "512" not in rows
+    assert "rows below 1000, the smallest measured count, left out" in out
