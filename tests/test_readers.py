@@ -86,7 +86,7 @@ def test_predict_extrap_callpath_picks_one(capsys):
 
 def test_predict_extrap_unknown_callpath(capsys):
     err = assert_one_line_error(capsys, ["predict", str(XP / "text_one_parameter_6.txt"), "--callpath", "nope"])
-    assert "no callpath 'nope'" in err
+    assert "no callpath 'nope' (the file's callpaths: 'met1', 'met2'" in err
 
 
 def test_export_extrap_round_trip(tmp_path, capsys):

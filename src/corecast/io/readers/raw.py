@@ -80,13 +80,16 @@ def named_curves(raw: list[RawSeries], source: str, path: str, metric: str | Non
     beside its ``time`` are that curve's stall columns (as a CSV's ``stall:NAME`` columns
     are), not curves of their own: a wait category has no speedup or preferred count."""
     if callpath is not None:
-        raw = [r for r in raw if r.callpath == callpath]
-        if not raw:
-            raise InputError(f"{path}: no callpath {callpath!r}")
+        picked = [r for r in raw if r.callpath == callpath]
+        if not picked:
+            raise InputError(f"{path}: no callpath {callpath!r} ({_names('callpath', [r.callpath for r in raw])})")
+        raw = picked
     if profile_metric is not None:
-        raw = [r for r in raw if r.metric_name == profile_metric]
-        if not raw:
-            raise InputError(f"{path}: no metric {profile_metric!r}")
+        picked = [r for r in raw if r.metric_name == profile_metric]
+        if not picked:
+            raise InputError(f"{path}: no metric {profile_metric!r} "
+                             f"({_names('metric', [r.metric_name for r in raw])})")
+        raw = picked
         return [_series(r, source, metric) for r in raw]
     times = {r.callpath: r for r in raw if r.metric_name == "time"}
     stalls: dict[str, dict[str, list[float]]] = {}
@@ -100,6 +103,14 @@ def named_curves(raw: list[RawSeries], source: str, path: str, metric: str | Non
             curves.append(r)
     return [_series(r, source, metric, stalls.get(r.callpath) if r is times.get(r.callpath) else None)
             for r in curves]
+
+
+def _names(kind: str, names: list[str], most: int = 8) -> str:
+    """What the file has instead, for the error: its first ``most`` names in order."""
+    names = [n for n in dict.fromkeys(names) if n]
+    shown = ", ".join(repr(n) for n in names[:most])
+    more = f" and {len(names) - most} more" if len(names) > most else ""
+    return f"the file's {kind}{'s' if len(names) != 1 else ''}: {shown}{more}" if names else f"the file names no {kind}"
 
 
 def _series(raw: RawSeries, source: str, metric: str | None,
