@@ -47,10 +47,10 @@ static int final_state;    /* futex word: an enum cc_final_outcome */
 static int parked;         /* futex word: the sampler's windows are over */
 static int for_good;       /* parked for good (cc_sampler_park): no report will come */
 static struct cc_sample *final_sample; /* its PMU and NUMA counts added here */
+static struct cc_result *final_result;
 static int ending;         /* it ends for good, its task the program's (cc_sampler_give_back) */
 static int ended;          /* futex word: it has, but for the C library's end of a thread */
 static volatile int in_model; /* in a model run (the Python host's interpreter, perhaps) */
-static struct cc_result *final_result;
 
 /* Sleeps until ``*word`` != ``seen`` or ``ms`` have passed; returns the word's value. */
 static int wait_change(int *word, int seen, long ms) {
@@ -119,6 +119,8 @@ static void end_for_good(struct cc_sample *scratch) {
     cc_own_thread_ending();
     __atomic_store_n(&ended, 1, __ATOMIC_RELEASE);
     cc_futex(&ended, FUTEX_WAKE_PRIVATE, 1 << 30, -1);
+    __atomic_store_n(&parked, 1, __ATOMIC_RELEASE); /* a seccomp park waits no longer */
+    cc_futex(&parked, FUTEX_WAKE_PRIVATE, 1, -1);
 }
 
 static void *sampler_main(void *arg) {
@@ -140,6 +142,7 @@ static void *sampler_main(void *arg) {
     int shorts_left = 0; /* a window that may end early: its short windows still to wait */
     int model_started = 0; /* steering's model runs: from then on, every window */
     double scheduled_s = 0; /* the waits asked for: a clock no load stretches (settle.h) */
+    int answered = 0; /* the exit's prediction: the report may come through this thread */
     for (;;) {
         int cmd = wait_change(&sampler_cmd, CMD_NONE, wait_ms);
         scheduled_s += wait_ms / 1000.0;
@@ -160,6 +163,7 @@ static void *sampler_main(void *arg) {
             cc_channel_serving(); /* the report that follows may come by mail */
             __atomic_store_n(&final_state, CC_FINAL_ANSWERED, __ATOMIC_RELEASE);
             cc_futex(&final_state, FUTEX_WAKE_PRIVATE, 1, -1);
+            answered = 1;
             break;
         }
         if (cmd == CMD_STOP)
@@ -247,7 +251,7 @@ static void *sampler_main(void *arg) {
             }
         }
     }
-    if (__atomic_load_n(&ending, __ATOMIC_ACQUIRE)) {
+    if (__atomic_load_n(&ending, __ATOMIC_ACQUIRE) && !answered) {
         end_for_good(&sample);
         return NULL; /* the C library ends the thread: its task and stack go */
     }
@@ -322,13 +326,13 @@ void cc_sampler_failed(void) {
 }
 
 enum cc_final_outcome cc_sampler_final(struct cc_sample *s, struct cc_result *r, int timeout_ms) {
-    if (__atomic_load_n(&ending, __ATOMIC_ACQUIRE)) /* one model run at a time: its own first */
-        return wait_change(&ended, 0, timeout_ms) ? CC_FINAL_NO_SAMPLER : CC_FINAL_TIMEOUT;
-    if (!sampler_running)
+    if (!sampler_running && !__atomic_load_n(&ending, __ATOMIC_ACQUIRE))
         return CC_FINAL_NO_SAMPLER;
     final_sample = s;
     final_result = r;
-    __atomic_store_n(&sampler_cmd, CMD_FINAL, __ATOMIC_SEQ_CST);
+    int cmd = CMD_NONE; /* a give-back's stop came first: it ends (one model run at a time) */
+    if (!__atomic_compare_exchange_n(&sampler_cmd, &cmd, CMD_FINAL, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+        return wait_change(&ended, 0, timeout_ms) ? CC_FINAL_NO_SAMPLER : CC_FINAL_TIMEOUT;
     cc_futex(&sampler_cmd, FUTEX_WAKE_PRIVATE, 1, -1);
     enum cc_final_outcome o = wait_change(&final_state, CC_FINAL_PENDING, timeout_ms);
     return o == CC_FINAL_PENDING ? CC_FINAL_TIMEOUT : o;
@@ -354,13 +358,16 @@ void cc_sampler_park(int timeout_ms) {
  * needs the Python interpreter the caller holds: it ends after it), then for the kernel to
  * have let the task go.  Returns whether the sampler has ended (the caller tries again). */
 int cc_sampler_give_back(int timeout_ms) {
-    if (!__atomic_load_n(&sampler_running, __ATOMIC_ACQUIRE) && !__atomic_load_n(&ended, __ATOMIC_ACQUIRE))
+    if (!__atomic_load_n(&sampler_running, __ATOMIC_ACQUIRE) && !__atomic_load_n(&ending, __ATOMIC_ACQUIRE))
         return 0;
     double deadline = cc_mono_s() + timeout_ms / 1000.0;
     if (!__atomic_load_n(&ended, __ATOMIC_ACQUIRE)) {
-        __atomic_store_n(&for_good, 1, __ATOMIC_RELEASE);
         __atomic_store_n(&ending, 1, __ATOMIC_SEQ_CST);
-        cc_sampler_stop();
+        int cmd = CMD_NONE; /* the exit's command, if first, is answered: the sampler stays */
+        if (!__atomic_compare_exchange_n(&sampler_cmd, &cmd, CMD_STOP, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST) &&
+            cmd == CMD_FINAL)
+            return 0;
+        cc_futex(&sampler_cmd, FUTEX_WAKE_PRIVATE, 1, -1);
         int gil = cc_holds_python();
         while (!wait_change(&ended, 0, 1)) /* a short step: its model run may need our GIL */
             if ((gil && in_model) || cc_mono_s() > deadline)
