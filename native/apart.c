@@ -65,14 +65,14 @@ __attribute__((constructor)) static void apart_look(void) {
     apart_refused = p && strstr(p, "vgpreload_") != NULL;
 }
 
-double cc_run_apart(void (*fn)(void *), void *arg) {
+int cc_try_apart(void (*fn)(void *), void *arg, double *cpu_s) {
     int saved = errno;
+    *cpu_s = 0;
     char *stack = apart_refused ? MAP_FAILED
                                 : mmap(NULL, APART_STACK, PROT_READ | PROT_WRITE,
                                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
     if (stack == MAP_FAILED) {
         errno = saved;
-        fn(arg);
         return 0;
     }
     struct apart_job job = {fn, arg, 0, {{0}}};
@@ -105,7 +105,13 @@ double cc_run_apart(void (*fn)(void *), void *arg) {
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     munmap(stack, APART_STACK);
     errno = saved;
-    if (tid <= 0)
+    *cpu_s = job.cpu_s;
+    return tid > 0;
+}
+
+double cc_run_apart(void (*fn)(void *), void *arg) {
+    double cpu_s;
+    if (!cc_try_apart(fn, arg, &cpu_s))
         fn(arg);
-    return job.cpu_s;
+    return cpu_s;
 }

@@ -7,6 +7,8 @@
  * numbers; returns that task's CPU time (0: it ran on the calling thread, whose clock has
  * it).  cc_apart_tid: the task's tid while it runs (0: none). */
 double cc_run_apart(void (*fn)(void *), void *arg);
+/* The same where the task can start (1, its CPU time in *cpu_s); 0: ``fn`` was not run. */
+int cc_try_apart(void (*fn)(void *), void *arg, double *cpu_s);
 int cc_apart_tid(void);
 
 #endif

@@ -170,6 +170,7 @@ void cc_config_read(void) {
     cc_cfg.slow_rewrite = fault && !strcmp(fault, "slow_rewrite");
     cc_cfg.slow_table = fault && !strcmp(fault, "slow_table");
     cc_cfg.report_segv = fault && !strcmp(fault, "report_segv");
+    cc_cfg.no_sampler = fault && !strcmp(fault, "no_sampler");
     read_rank();
     const char *out = getenv(CC_ENV_OUTPUT);
     cc_cfg.output[0] = 0;

@@ -153,7 +153,7 @@ struct cc_config {
     int exit_timeout_ms; /* how long the exit waits for the model */
     int launch_pid;      /* CORECAST_LAUNCH_PID: the process `corecast run` started (0: none) */
     int keep_counting;   /* CORECAST_KEEP_COUNTING: no hand-back once steering settled (settle.c) */
-    int slow_rewrite, slow_table, report_segv; /* tests only: CORECAST_TEST_FAULT of that name */
+    int slow_rewrite, slow_table, report_segv, no_sampler; /* tests only: CORECAST_TEST_FAULT of that name */
     char output[1024];   /* CORECAST_OUTPUT as given: may hold {rank} and {pid} */
     int rank, ranks;     /* from the MPI launcher's environment; -1, 0: not launched so */
 };
@@ -286,9 +286,9 @@ void cc_region_totals(const struct cc_region *r, struct cc_counts *out) CC_HIDDE
 struct cc_region *cc_regions(int *n);
 
 /* ---- sampler, model, report ---------------------------------------------------- */
-void cc_sampler_start(void);
-void cc_sampler_stop(void);
+void cc_sampler_start(void), cc_sampler_stop(void);
 void cc_sampler_park(int timeout_ms); /* stops it, awaits the end of its window */
+int cc_sampler_give_back(int timeout_ms); /* it ends, its task the program's (lifecycle.c) */
 /* The exit prediction, made by the sampler thread.  Unless ANSWERED, ``r`` stays the
  * sampler's (it may still write there). */
 enum cc_final_outcome { CC_FINAL_PENDING, CC_FINAL_ANSWERED, CC_FINAL_FAULTED, CC_FINAL_TIMEOUT, CC_FINAL_NO_SAMPLER,

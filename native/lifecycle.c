@@ -165,7 +165,7 @@ static void flush_program_streams(void) {
 /* What the report opens runs apart (apart.c): its last sample and its records. */
 struct final_work {
     struct cc_sample *sample;
-    const struct cc_result *result;
+    struct cc_result *result;
 };
 static void build_final(void *p) { cc_build_sample(((struct final_work *)p)->sample, 1, NULL); }
 static void write_report(void *p) {
@@ -175,6 +175,12 @@ static void write_report(void *p) {
         syscall(SYS_tgkill, getpid(), (int)syscall(SYS_gettid), SIGSEGV);
     cc_report(w->sample, w->result);
     uselocale(was);
+}
+/* Without a sampler (a forked child's that could not start, one that gave its task back)
+ * the model starts here: its interpreter's imports open files, apart as the rest. */
+static void predict_final(void *p) {
+    struct final_work *w = p;
+    cc_model_predict(w->sample, w->result);
 }
 static void write_serial(void *p) {
     (void)p;
@@ -234,9 +240,16 @@ void cc_exit_report(int status, int flush) {
     cc_result_clear(&answer, sample.nregions);
     enum cc_final_outcome o = cc_holds_python() ? CC_FINAL_HELD
                                                 : cc_sampler_final(&sample, &answer, cc_cfg.exit_timeout_ms);
-    if (o == CC_FINAL_NO_SAMPLER) /* a forked child, a failed start: predict here */
-        cc_model_predict(&sample, &result);
-    else if (o == CC_FINAL_ANSWERED)
+    double model_s = 0;
+    if (o == CC_FINAL_NO_SAMPLER) {
+        /* No task for it either (RLIMIT_NPROC, ulimit -v): the interpreter's imports would
+         * take the program's descriptor numbers while its other threads run. */
+        if (!cc_try_apart(predict_final, &work, &model_s)) {
+            result.status = -1;
+            snprintf(result.note, sizeof result.note, "the model was not run: corecast had no thread of its own "
+                                                      "for it (the program's task or memory limit)");
+        }
+    } else if (o == CC_FINAL_ANSWERED)
         cc_result_copy(&result, &answer, sample.nregions);
     else {
         result.status = -1;
@@ -249,7 +262,7 @@ void cc_exit_report(int status, int flush) {
             snprintf(result.note, sizeof result.note, "the model did not answer within %d ms (CORECAST_EXIT_TIMEOUT_MS)",
                      cc_cfg.exit_timeout_ms);
     }
-    cc_own_cpu_add(cc_thread_cpu_s() - cpu0 + apart_s);
+    cc_own_cpu_add(cc_thread_cpu_s() - cpu0 + apart_s + model_s);
     if (flush)
         flush_program_streams();
     cc_own_cpu_add(cc_run_apart(write_report, &work));
@@ -300,6 +313,23 @@ void cc_before_restrict(void) {
     cc_sampler_park(cc_cfg.exit_timeout_ms);
     cc_cfg.disabled = 1; /* every wrapper passes straight through, the exit says nothing */
     __atomic_store_n(&cc_active, 0, __ATOMIC_SEQ_CST);
+}
+
+/* The program's pthread_create (libgomp's too) failed for want of a task (EAGAIN), perhaps
+ * because the sampler holds the last one the user may have (RLIMIT_NPROC at exactly the
+ * program's threads): the sampler ends and the caller tries once more, as without corecast
+ * it would have succeeded.  The windows are over; the exit reports what was sampled and
+ * predicts apart.  Not once the exit report runs: the sampler answers it. */
+int cc_give_back_thread(void) {
+    if (!cc_ready || cc_cfg.disabled || getpid() != cc_pid || __atomic_load_n(&cc_final_done, __ATOMIC_ACQUIRE))
+        return 0;
+    if (!cc_sampler_give_back(cc_cfg.exit_timeout_ms))
+        return 0;
+    static int told;
+    if (!__atomic_exchange_n(&told, 1, __ATOMIC_ACQ_REL))
+        cc_warn("the program ran out of tasks (pthread_create: EAGAIN): corecast's sampler gave its thread "
+                "back; no windows from here, the exit reports what was sampled");
+    return 1;
 }
 
 static void final_at_exit(void) { cc_final(); }

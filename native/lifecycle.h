@@ -1,4 +1,5 @@
-/* The exit report (lifecycle.c), for the wrappers of the calls that end an image. */
+/* The exit report (lifecycle.c), for the wrappers of the calls that end an image, and a
+ * task given back to a program that ran out of them (pthread_create). */
 #ifndef CORECAST_LIFECYCLE_H
 #define CORECAST_LIFECYCLE_H
 
@@ -14,5 +15,8 @@ void cc_final(void); /* cc_exit_report(-1, 0) */
 void cc_exec_report(char *const envp[]) __attribute__((visibility("hidden")));
 /* The program is about to restrict its system calls (seccomp): corecast stops for good. */
 void cc_before_restrict(void) __attribute__((visibility("hidden")));
+/* The program's pthread_create failed with EAGAIN: whether corecast gave a task back (the
+ * sampler's), so that a second try may succeed. */
+int cc_give_back_thread(void) __attribute__((visibility("hidden")));
 
 #endif

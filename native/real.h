@@ -57,8 +57,10 @@ extern struct cc_real_libc cc_libc;
 void cc_libc_init(void);
 #define CC_LIBC(name) (__builtin_expect(cc_libc.name != 0, 1) ? cc_libc.name : (cc_libc_init(), cc_libc.name))
 /* A thread of corecast's (the sampler, the keeper): it never keeps the process alive, and
- * never returns. */
+ * never returns, but for the sampler giving its task back to the program, which calls
+ * cc_own_thread_ending before it returns. */
 int cc_own_thread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
+void cc_own_thread_ending(void);
 /* The loaded object holding ``addr``: [lo, hi) spans its segments (0: none). */
 int cc_object_range(const void *addr, const char **lo, const char **hi);
 

@@ -91,6 +91,15 @@ int cc_own_thread_create(pthread_t *th, const pthread_attr_t *attr, void *(*fn)(
     return r;
 }
 
+/* One of ours about to return: counted again, so that the C library's count off at its
+ * end is its own.  Asked by a program thread that waits for it (sampler.c): the count
+ * cannot reach 0 meanwhile. */
+void cc_own_thread_ending(void) {
+    unsigned *count = thread_count();
+    if (count)
+        __atomic_add_fetch(count, 1, __ATOMIC_ACQ_REL);
+}
+
 /* ---- object ranges ----------------------------------------------------------------- */
 struct range_query {
     const char *addr;

@@ -4,6 +4,7 @@
  * while it calls the model) never reach the counters. */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <errno.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -47,6 +48,9 @@ static int parked;         /* futex word: the sampler's windows are over */
 static int for_good;       /* parked for good (cc_sampler_park): no report will come */
 static struct cc_sample *final_sample; /* its PMU and NUMA counts added here */
 static struct cc_result *final_result;
+static int ending;         /* it ends for good, its task the program's (cc_sampler_give_back) */
+static int ended;          /* futex word: it has, but for the C library's end of a thread */
+static volatile int in_model; /* in a model run (the Python host's interpreter, perhaps) */
 
 /* Sleeps until ``*word`` != ``seen`` or ``ms`` have passed; returns the word's value. */
 static int wait_change(int *word, int seen, long ms) {
@@ -96,10 +100,27 @@ static void faults_deliverable(int yes) {
 }
 
 static int model_run(const struct cc_sample *s, struct cc_result *r) {
+    in_model = 1;
     faults_deliverable(1);
     int rc = cc_model_predict(s, r);
     faults_deliverable(0);
+    in_model = 0;
     return rc;
+}
+
+/* The program ran out of tasks (cc_sampler_give_back): this thread ends, and what its table
+ * holds with it.  The counters' counts as of now stay for the exit (counters.c's last
+ * ones), and its copy of the report channel is let go: the report finds the stderr as
+ * in a run whose sampler never started.  Its windows are over: the exit predicts apart. */
+static void end_for_good(struct cc_sample *scratch) {
+    cc_counters_read_held(scratch);
+    cc_channel_window_check(1);
+    __atomic_store_n(&sampler_running, 0, __ATOMIC_RELEASE);
+    cc_own_thread_ending();
+    __atomic_store_n(&ended, 1, __ATOMIC_RELEASE);
+    cc_futex(&ended, FUTEX_WAKE_PRIVATE, 1 << 30, -1);
+    __atomic_store_n(&parked, 1, __ATOMIC_RELEASE); /* a seccomp park waits no longer */
+    cc_futex(&parked, FUTEX_WAKE_PRIVATE, 1, -1);
 }
 
 static void *sampler_main(void *arg) {
@@ -121,6 +142,7 @@ static void *sampler_main(void *arg) {
     int shorts_left = 0; /* a window that may end early: its short windows still to wait */
     int model_started = 0; /* steering's model runs: from then on, every window */
     double scheduled_s = 0; /* the waits asked for: a clock no load stretches (settle.h) */
+    int answered = 0; /* the exit's prediction: the report may come through this thread */
     for (;;) {
         int cmd = wait_change(&sampler_cmd, CMD_NONE, wait_ms);
         scheduled_s += wait_ms / 1000.0;
@@ -141,6 +163,7 @@ static void *sampler_main(void *arg) {
             cc_channel_serving(); /* the report that follows may come by mail */
             __atomic_store_n(&final_state, CC_FINAL_ANSWERED, __ATOMIC_RELEASE);
             cc_futex(&final_state, FUTEX_WAKE_PRIVATE, 1, -1);
+            answered = 1;
             break;
         }
         if (cmd == CMD_STOP)
@@ -189,9 +212,11 @@ static void *sampler_main(void *arg) {
             /* The interpreter starts first (tens of ms, the program at the new count
              * meanwhile); the model's first answer then reads that time too: its window at
              * the new count decides at once (steering.py), no second run needed. */
+            in_model = 1;
             faults_deliverable(1);
             cc_model_warmup();
             faults_deliverable(0);
+            in_model = 0;
             cc_build_sample(&sample, 0, refs);
         }
         if (steer && !model_started)
@@ -225,6 +250,10 @@ static void *sampler_main(void *arg) {
                 shorts_left = CC_SHORT_PER_WINDOW - 1;
             }
         }
+    }
+    if (__atomic_load_n(&ending, __ATOMIC_ACQUIRE) && !answered) {
+        end_for_good(&sample);
+        return NULL; /* the C library ends the thread: its task and stack go */
     }
     /* The exit report, written after this answer, may reach the original stderr only
      * through this thread's copy: the table must live until the process ends.  Parked for
@@ -261,7 +290,7 @@ void cc_sampler_start(void) {
         pthread_attr_setstacksize(&attr, SAMPLER_STACK);
     struct cc_thread *t = cc_self();
     t->guard++;
-    int r = cc_own_thread_create(&sampler, &attr, sampler_main, NULL);
+    int r = cc_cfg.no_sampler ? EAGAIN : cc_own_thread_create(&sampler, &attr, sampler_main, NULL);
     t->guard--;
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
@@ -269,7 +298,10 @@ void cc_sampler_start(void) {
         pthread_detach(sampler);
         sampler_running = 1;
     }
-    cc_counters_open(); /* after the sampler started: inherited counters do not count it */
+    /* After the sampler started: inherited counters do not count it.  Without it nothing
+     * would move them out of the program's table. */
+    if (r == 0)
+        cc_counters_open();
     __atomic_store_n(&counters_open, 1, __ATOMIC_RELEASE);
     cc_futex(&counters_open, FUTEX_WAKE_PRIVATE, 1, -1);
     /* The sampler's start (its own table, a copy of the report channel) runs best before
@@ -294,11 +326,13 @@ void cc_sampler_failed(void) {
 }
 
 enum cc_final_outcome cc_sampler_final(struct cc_sample *s, struct cc_result *r, int timeout_ms) {
-    if (!sampler_running)
+    if (!sampler_running && !__atomic_load_n(&ending, __ATOMIC_ACQUIRE))
         return CC_FINAL_NO_SAMPLER;
     final_sample = s;
     final_result = r;
-    __atomic_store_n(&sampler_cmd, CMD_FINAL, __ATOMIC_SEQ_CST);
+    int cmd = CMD_NONE; /* a give-back's stop came first: it ends (one model run at a time) */
+    if (!__atomic_compare_exchange_n(&sampler_cmd, &cmd, CMD_FINAL, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+        return wait_change(&ended, 0, timeout_ms) ? CC_FINAL_NO_SAMPLER : CC_FINAL_TIMEOUT;
     cc_futex(&sampler_cmd, FUTEX_WAKE_PRIVATE, 1, -1);
     enum cc_final_outcome o = wait_change(&final_state, CC_FINAL_PENDING, timeout_ms);
     return o == CC_FINAL_PENDING ? CC_FINAL_TIMEOUT : o;
@@ -318,8 +352,40 @@ void cc_sampler_park(int timeout_ms) {
     wait_change(&parked, 0, timeout_ms);
 }
 
+/* The program's pthread_create found no task left (EAGAIN: RLIMIT_NPROC, a cgroup's
+ * pids.max; lifecycle.c): the sampler ends for good, so that its task is the program's.
+ * Waits up to ``timeout_ms`` for a window or a model run to end (none for a model run that
+ * needs the Python interpreter the caller holds: it ends after it), then for the kernel to
+ * have let the task go.  Returns whether the sampler has ended (the caller tries again). */
+int cc_sampler_give_back(int timeout_ms) {
+    if (!__atomic_load_n(&sampler_running, __ATOMIC_ACQUIRE) && !__atomic_load_n(&ending, __ATOMIC_ACQUIRE))
+        return 0;
+    double deadline = cc_mono_s() + timeout_ms / 1000.0;
+    if (!__atomic_load_n(&ended, __ATOMIC_ACQUIRE)) {
+        __atomic_store_n(&ending, 1, __ATOMIC_SEQ_CST);
+        int cmd = CMD_NONE; /* the exit's command, if first, is answered: the sampler stays */
+        if (!__atomic_compare_exchange_n(&sampler_cmd, &cmd, CMD_STOP, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST) &&
+            cmd == CMD_FINAL)
+            return 0;
+        cc_futex(&sampler_cmd, FUTEX_WAKE_PRIVATE, 1, -1);
+        int gil = cc_holds_python();
+        while (!wait_change(&ended, 0, 1)) /* a short step: its model run may need our GIL */
+            if ((gil && in_model) || cc_mono_s() > deadline)
+                return 0;
+    }
+    /* The kernel counts the task off (release_task) a little after the thread's last
+     * user-space step, and before its tid is gone from the thread group. */
+    int tid = sampler_tid;
+    while (tid > 0 && syscall(SYS_tgkill, getpid(), tid, 0) == 0 && cc_mono_s() < deadline) {
+        struct timespec step = {0, 20000};
+        nanosleep(&step, NULL);
+    }
+    return 1;
+}
+
 void cc_sampler_after_fork(void) {
     sampler_running = 0;
+    ending = ended = in_model = 0;
     sampler_cmd = CMD_NONE;
     final_state = CC_FINAL_PENDING;
     counters_open = 0;

@@ -8,6 +8,7 @@
 #include <errno.h>
 
 #include "../native/corecast.h"
+#include "../native/lifecycle.h"
 #include "../native/real.h"
 
 /* The calling thread's slot, or NULL when it must pass straight through.  Also makes
@@ -73,13 +74,24 @@ static void *thread_start(void *p) {
     return ret;
 }
 
+/* The real call, tried again where it found no task left (EAGAIN) and corecast gave one
+ * back: RLIMIT_NPROC at exactly the program's threads, the sampler's the last. */
+static int create(pthread_t *th, const pthread_attr_t *attr, void *(*start)(void *), void *arg) {
+    int r = CC_LIBC(pthread_create)(th, attr, start, arg);
+    if (r == EAGAIN && cc_give_back_thread())
+        r = CC_LIBC(pthread_create)(th, attr, start, arg);
+    return r;
+}
+
 int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*start)(void *), void *arg) {
     struct cc_thread *t = cc_self();
-    if (t->guard || t->internal) /* corecast's own threads (the model's too) are not the program's */
+    if (t->internal) /* corecast's own threads (the model's too) are not the program's */
         return CC_LIBC(pthread_create)(th, attr, start, arg);
+    if (t->guard) /* a program thread inside a call counted elsewhere (MPI_Init), or past the table */
+        return create(th, attr, start, arg);
     cc_activity();
     if (cc_cfg.disabled)
-        return CC_LIBC(pthread_create)(th, attr, start, arg);
+        return create(th, attr, start, arg);
     for (int i = 0; i < START_RECORDS; i++) {
         int free_ = 0;
         if (__atomic_load_n(&start_records[i].taken, __ATOMIC_RELAXED) ||
@@ -87,12 +99,12 @@ int pthread_create(pthread_t *th, const pthread_attr_t *attr, void *(*start)(voi
             continue;
         start_records[i].start = start;
         start_records[i].arg = arg;
-        int r = CC_LIBC(pthread_create)(th, attr, thread_start, &start_records[i]);
+        int r = create(th, attr, thread_start, &start_records[i]);
         if (r != 0)
             __atomic_store_n(&start_records[i].taken, 0, __ATOMIC_RELEASE);
         return r;
     }
-    return CC_LIBC(pthread_create)(th, attr, start, arg);
+    return create(th, attr, start, arg);
 }
 
 /* ---- mutexes ---------------------------------------------------------------------- */
