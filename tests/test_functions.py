@@ -1,3 +1,5 @@
+from collections import OrderedDict
+
 import numpy as np
 import pytest
 
@@ -84,3 +86,36 @@ def test_registry_has_every_method_kernel():
         assert name in functions.KERNELS
     with pytest.raises(KeyError):
         functions.get("Rat99")
+
+
+def _counting_least_squares(monkeypatch) -> list:
+    """Every scipy least_squares call from now on, counted (relative_lsq imports it per call)."""
+    import scipy.optimize
+
+    calls, real = [], scipy.optimize.least_squares
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(scipy.optimize, "least_squares", counted)
+    return calls
+
+
+def test_a_kernel_met_again_on_the_same_points_is_not_refitted(monkeypatch):
+    # PreSca fits each prefix for its window and again for a count past it; auto's backtest
+    # fits the same prefixes again: only what depends on nmax (the pole check) is redone.
+    monkeypatch.setattr(functions, "_SOLVED", OrderedDict(), raising=False)  # none kept from other tests
+    k = functions.get("Rat11")
+    y = k.evaluate(N, np.array([0.0, 10.0, -0.05]))  # a pole at 20: the free fit holds to 12 only
+    calls = _counting_least_squares(monkeypatch)
+    near = functions.fit(k, N, y, nmax=12)
+    assert len(calls) == 1  # the polish
+    far = functions.fit(k, N, y, nmax=30)
+    assert len(calls) == 2  # the same polish, and the bounded refit the pole asks for
+    assert functions.fit(k, N, y, nmax=30) is not None and len(calls) == 2
+    far.params[:] = 0.0  # each answer has its own parameters
+    functions._SOLVED.clear()
+    fresh_far, fresh_near = functions.fit(k, N, y, nmax=30), functions.fit(k, N, y, nmax=12)
+    assert fresh_near.params.tobytes() == near.params.tobytes() and fresh_near.error == near.error
+    assert functions.fit(k, N, y, nmax=30).params.tobytes() == fresh_far.params.tobytes()
+    assert fresh_far.params.tobytes() != far.params.tobytes()

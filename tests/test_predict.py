@@ -85,3 +85,15 @@ def test_method_needing_more_points_says_how_many():
         corecast.predict([1, 2, 3], [1, 2, 3], metric="throughput", method="presca")
     with pytest.raises(InputError, match="unknown method"):
         corecast.predict([1, 2, 3], [1, 2, 3], metric="throughput", method="nope")
+
+
+def test_fit_quality_left_out_changes_no_prediction():
+    # The runtime's exit asks for no fit figures (and so no leave-last-out refit): every
+    # other field is the same, bit for bit.
+    counts = list(range(1, 17))
+    times = [0.002 + 0.040 / n + 0.0004 * n for n in counts]
+    full = corecast.predict(counts, times, metric="time", upto=64)
+    lean = corecast.predict(counts, times, metric="time", upto=64, with_fit_quality=False)
+    assert full.fit_quality and full.fit_quality[0]["holdout"] == "leave-last-out"
+    assert lean.fit_quality == []
+    assert dict(full.to_dict(), fit_quality=[]) == lean.to_dict()

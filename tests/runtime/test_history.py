@@ -260,3 +260,37 @@ def test_a_measurement_spans_windows_until_a_team_made_min_calls():
     assert h.window_team is None and h.span_perf(1) == pytest.approx(5.0)
     h.update(dict(r, hist=[(2, 3, 0.9), (1, 2, 0.4)]))
     assert h.window_team == 1 and h.window_perf == pytest.approx(5.0)
+
+
+def test_the_exits_fit_over_sixteen_team_sizes_does_no_work_the_report_drops(monkeypatch):
+    """A region run at 1..16 threads, asked about 64 (a program that changes its team on a
+    small machine): the exit fits auto once.  Counted, not timed: predict's leave-last-out
+    refit (fit figures the report never shows) doubled it, and PreSca refitted the prefixes
+    auto's backtest shares with the whole curve: 57 least-squares runs, 0.7 s of CPU after
+    the program's end on the 2-core VM; 25 now."""
+    import scipy.optimize
+
+    from collections import OrderedDict
+    from corecast.model.curve import functions, prediction
+    from corecast.model.curve.methods import auto
+    from corecast.model.runtime.history import extrapolate
+
+    monkeypatch.setattr(auto, "_FIT_CACHE", OrderedDict())  # no fit kept from other tests
+    monkeypatch.setattr(functions, "_SOLVED", OrderedDict(), raising=False)
+
+    def no_refit(*args, **kwargs):
+        raise AssertionError("leave-last-out refit on the runtime's path")
+    monkeypatch.setattr(prediction, "leave_last_out", no_refit)
+    calls, real = [], scipy.optimize.least_squares
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+    monkeypatch.setattr(scipy.optimize, "least_squares", counted)
+    hist = [(n, 10, 10 * (0.002 + 0.040 / n + 0.0004 * n)) for n in range(1, 17)]
+    h = RegionHistory()
+    for i in range(len(hist)):  # one team size per window, as steering measures them
+        h.update({"hist": hist[: i + 1], "stalls_s": {}})
+    pred = extrapolate(h, 64)
+    assert pred is not None and pred.basis.startswith("history: auto over 16 team sizes")
+    assert len(calls) <= 25, len(calls)

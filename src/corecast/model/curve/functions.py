@@ -11,6 +11,7 @@ rational function with a pole in ``[1, nmax]`` yields no fit.
 """
 from __future__ import annotations
 
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable, Optional
 
@@ -260,18 +261,17 @@ def fit(kernel: Kernel | str, n: ArrayLike, y: ArrayLike, nmax: float | None = N
     if n.size < kernel.nparams or np.unique(n).size < min(kernel.nparams, n.size):
         return None
     nmax = float(max(np.max(n), nmax or 0.0))
-    p = kernel.start(n, y)
+    solved = _solved(kernel, n, y)
+    p = solved.start
     if p is None:
         return None
     if not kernel.linear:
-        polished = _polish(kernel, n, y, p)
+        polished = solved.polished
         # Polishing may move a pole into range; the linearised start is then kept.
         if polished is not None and kernel.valid(polished, nmax):
             p = polished
         elif kernel.safe_bounds is not None:
-            bounded = relative_lsq(kernel.evaluate, n, y, p, bounds=kernel.safe_bounds(p.size),
-                                   jac=kernel.jacobian)
-            p = bounded if bounded is not None else p
+            p = solved.bounded(kernel, n, y)
     if not kernel.valid(p, nmax):
         return None
     grid = np.linspace(1.0, nmax, 64)
@@ -280,8 +280,45 @@ def fit(kernel: Kernel | str, n: ArrayLike, y: ArrayLike, nmax: float | None = N
     resid = (kernel.evaluate(n, p) - y) / y
     if not np.all(np.isfinite(resid)):
         return None
-    return KernelFit(kernel, p, float(np.sqrt(np.mean(resid**2))))
+    return KernelFit(kernel, p.copy(), float(np.sqrt(np.mean(resid**2))))
 
 
-def _polish(kernel: Kernel, n: Array, y: Array, p0: Array) -> Optional[Array]:
-    return relative_lsq(kernel.evaluate, n, y, p0, jac=kernel.jacobian)
+class _Solved:
+    """What fitting a kernel to (n, y) finds before ``nmax`` decides which answer holds:
+    the linearised start, its polish, and (asked only when the polish has a pole in range)
+    the refit within the kernel's safe bounds."""
+
+    def __init__(self, kernel: Kernel, n: Array, y: Array) -> None:
+        self.start = kernel.start(n, y)
+        self.polished = None
+        if self.start is not None and not kernel.linear:
+            self.polished = relative_lsq(kernel.evaluate, n, y, self.start, jac=kernel.jacobian)
+        self._bounded: Optional[Array] = None
+
+    def bounded(self, kernel: Kernel, n: Array, y: Array) -> Array:
+        if self._bounded is None:
+            bounded = relative_lsq(kernel.evaluate, n, y, self.start, bounds=kernel.safe_bounds(self.start.size),
+                                   jac=kernel.jacobian)
+            self._bounded = bounded if bounded is not None else self.start
+        return self._bounded
+
+
+# The same kernel meets the same points again and again: PreSca fits each first-k prefix
+# inside its window and again for counts past it, and auto's backtest (and predict's
+# leave-last-out refit) fits PreSca to prefixes its whole-curve fit already fitted.  The
+# least-squares work does not depend on nmax, so the last few are kept (the same
+# arguments give the same bits: nothing is approximated).
+_SOLVED: OrderedDict[tuple[str, bytes, bytes], _Solved] = OrderedDict()
+_SOLVED_SIZE = 256
+
+
+def _solved(kernel: Kernel, n: Array, y: Array) -> _Solved:
+    key = (kernel.name, n.tobytes(), y.tobytes())
+    found = _SOLVED.get(key)
+    if found is not None:
+        _SOLVED.move_to_end(key)
+        return found
+    found = _SOLVED[key] = _Solved(kernel, n, y)
+    if len(_SOLVED) > _SOLVED_SIZE:
+        _SOLVED.popitem(last=False)
+    return found

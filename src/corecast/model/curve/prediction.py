@@ -52,6 +52,7 @@ def predict(
     fill: str | None = None,
     min_gain: float = DEFAULT_MIN_GAIN,
     scaling: str | None = None,
+    with_fit_quality: bool = True,
 ) -> CurvePrediction:
     """Predict performance at every count 1..``upto`` (default: twice the largest
     measured count) and at the counts in ``at``.
@@ -61,7 +62,9 @@ def predict(
     throughput that falls and a time that grows.  Repeated counts are repetitions.
     ``min_gain``: the preferred count's threshold (see ``preferred_count``); ``scaling``:
     ``"strong"`` (fixed total work, the default) or ``"weak"`` (fixed work per count).  ``hw_threads``, ``cores``, ``sockets``, ``fill``: of the machine
-    predicted for, when known (see corecast.model.machine.hardware).  Raises ``InputError`` with a
+    predicted for, when known (see corecast.model.machine.hardware).  ``with_fit_quality``
+    False leaves ``fit_quality`` empty: the runtime reads none of it, and its
+    leave-last-out refit doubled the exit's least-squares work.  Raises ``InputError`` with a
     one-line message on unusable input.
     """
     if metric is None:
@@ -69,7 +72,7 @@ def predict(
     data = Measurements.from_samples(counts, values, metric, stalls=stalls, sizes=sizes)
     return predict_measurements(data, upto=upto, at=at, method=method, knee_fraction=knee_fraction,
                                 hardware=Hardware.of(hw_threads, cores, sockets, fill), min_gain=min_gain,
-                                scaling=scaling)
+                                scaling=scaling, with_fit_quality=with_fit_quality)
 
 
 def predict_measurements(
@@ -81,6 +84,7 @@ def predict_measurements(
     hardware: Hardware | None = None,
     min_gain: float = DEFAULT_MIN_GAIN,
     scaling: str | None = None,
+    with_fit_quality: bool = True,
 ) -> CurvePrediction:
     """``predict`` on measurements already read (see there); ``scaling`` None is strong
     scaling, with a warning where the times look like weak scaling's."""
@@ -264,7 +268,7 @@ def predict_measurements(
         warnings=warnings,
         value_scale=scale,
         fit_quality=_fit_quality(fit, spec.name, curve, scale, at_measured,
-                                 leave_last_out(spec, fitted, float(model_grid.max()))),
+                                 leave_last_out(spec, fitted, float(model_grid.max()))) if with_fit_quality else [],
         hardware=given,
     )
 

@@ -150,7 +150,9 @@ def extrapolate(history: RegionHistory, target: int) -> TeamPrediction | None:
         stalls = {c: [max(history.stalls_by_team[t].get(c, 0.0), 0.0) / measured[t][0] for t in teams]
                   for c in cats}
     try:
-        pred = predict(teams, per_call, metric="time", upto=max(counts), method="auto", stalls=stalls)
+        # No fit_quality: the report and the JSON Lines carry none of it, and it costs a refit.
+        pred = predict(teams, per_call, metric="time", upto=max(counts), method="auto", stalls=stalls,
+                       with_fit_quality=False)
     except Exception:
         return None
     time_at = dict(zip(pred.counts.tolist(), pred.values.tolist()))
