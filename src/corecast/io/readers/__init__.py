@@ -5,7 +5,7 @@ the readers are tried in the order registered below (``docs/file-formats.md`` li
 Measured curves, which ``corecast predict`` fits (``read_inputs``: one ``Series`` per
 (callpath, metric)):
 
-- corecast's own CSV and sweep JSON (``readers.measurements``): one series;
+- corecast's own CSV (``readers.measurements``) and sweep JSON (``readers.sweepjson``): one series;
 - Extra-P input files (``readers.extrap``): text (``PARAMETER``/``POINTS``/``REGION``/
   ``METRIC``/``DATA``), JSON (the legacy id-table layout and the newer nested one) and
   JSON Lines (what ``corecast export --extrap`` writes); the one parameter is the count;
@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from . import caliper, extrap, hyperfine, measurements, numasample, recording
+from . import caliper, extrap, hyperfine, measurements, numasample, recording, sweepjson
 from .raw import RawSeries, Series
 from .registry import CURVES, NUMA_SAMPLE, READERS, RECORDING, Reader, read, readers, register
 
@@ -39,7 +39,7 @@ __all__ = ["CURVES", "NUMA_SAMPLE", "READERS", "RECORDING", "RawSeries", "Reader
 # Detection order: the first reader of a kind whose detector says yes reads the file; the
 # last of a kind is its fallback.  Caliper first: a .cali name decides before the content.
 for _reader in (caliper.READER, extrap.TEXT, extrap.JSON, hyperfine.CSV, hyperfine.JSON,
-                measurements.SWEEP, measurements.CSV, recording.READER, numasample.READER):
+                sweepjson.READER, measurements.CSV, recording.READER, numasample.READER):
     register(_reader)
 
 

@@ -9,21 +9,21 @@ Optional ``stall:NAME`` and ``size:NAME`` columns.  Repeated counts are repetiti
 
 Every problem raises ``InputError`` with one line naming the file and the line/column.
 
-A ``corecast sweep`` result (a ``.json`` file, or any file starting with ``{``) is read
-too: see "Sweep JSON input" at the end of this module.
+``read_measurements`` reads a ``corecast sweep`` result too (a ``.json`` file, or any file
+starting with ``{``: ``readers.sweepjson``).
 """
 from __future__ import annotations
 
 import csv
 import re
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ...errors import InputError
 from ...model.scaling import COUNT_UNITS, count_unit_of
 from ..fileio import quoted, read_text, shown
-from .raw import Series, one_curve
+from .raw import Series, check_metric, one_curve
 from .registry import CURVES, Reader
 
 if TYPE_CHECKING:
@@ -137,7 +137,9 @@ def read_measurements(path: str, metric: str | None = None) -> Measurements:
 
 def parse_measurements(text: str, name: str, metric: str | None = None) -> Measurements:
     """``read_measurements`` of ``text`` read from ``name`` (as messages show it)."""
-    if _looks_like_json(name, text):  # see "Sweep JSON input" below
+    from .sweepjson import looks_like_json, parse_sweep_measurements
+
+    if looks_like_json(name, text):
         return parse_sweep_measurements(text, name, metric)
     return parse_csv_measurements(text, name, metric)
 
@@ -159,7 +161,7 @@ def _parse_csv(text: str, name: str, metric: str | None) -> tuple[Measurements, 
     """The measurement CSV ``text`` and its count column's unit (``csv_count_unit``)."""
     from ...model.curve.entities import Measurements  # numpy: only once measurements are built
 
-    _check_metric(metric)
+    check_metric(metric)
     table = parse_table(text, name)
     value_col, stall_cols, size_cols = _classify_columns(table)
     metric = _resolve_metric(table, table.header[value_col], metric)
@@ -313,64 +315,7 @@ def _is_number(cell: str) -> bool:
     return "_" not in cell
 
 
-# ---------------------------------------------------------------- Sweep JSON input
-#
-# ``corecast sweep --json-out`` writes one JSON object; its "measured" list is a curve:
-#   {"measured": [{"threads": n, "time_s": t, "spread_s": d, "stalls_s": {category: s}}], ...}
-# Each entry is one count: metric "time"; "stalls_s" become stall columns (a category an
-# entry does not list counts as 0 there, as a category absent from a run does in sweep);
-# "spread_s" (half the range of that count's repetitions, in seconds) becomes the
-# relative spread that widens the band.  Entries repeating a count are repetitions.
-# Every other key is ignored here.
-
-def _looks_like_json(path: str, text: str) -> bool:
-    """A ``.json`` name, or a first non-blank character ``{`` (a CSV never starts so)."""
-    return path.lower().endswith(".json") or text.lstrip().startswith("{")
-
-
-def _check_metric(metric: str | None) -> None:
-    from ...model.curve.entities import METRICS
-
-    if metric is not None and metric not in METRICS:
-        raise InputError(f"unknown metric {metric!r}: use time or throughput")
-
-
-def parse_sweep_measurements(text: str, name: str, metric: str | None = None) -> Measurements:
-    """The sweep result ``text`` read from ``name`` (``sweep_measurements``)."""
-    from ..sweepresult import parse_sweep_json
-
-    _check_metric(metric)
-    return sweep_measurements(parse_sweep_json(text, name), name, metric)
-
-
-def sweep_measurements(result: dict, path: str, metric: str | None = None) -> Measurements:
-    """A checked sweep result's "measured" runs (read from ``path``) as time
-    ``Measurements`` with stall columns."""
-    from ...model.curve.entities import Measurements  # numpy: only once measurements are built
-
-    if metric is not None and metric != "time":
-        raise InputError(f"{path}: --metric {metric} conflicts with a sweep result (its times are a time metric)")
-    measured = result["measured"]
-    categories = sorted({k for e in measured for k in (e.get("stalls_s") or {})})
-    counts = [float(e["threads"]) for e in measured]
-    values = [float(e["time_s"]) for e in measured]
-    stalls = {k: [float((e.get("stalls_s") or {}).get(k, 0.0)) for e in measured] for k in categories}
-    try:
-        data = Measurements.from_samples(counts, values, "time", stalls=stalls)
-    except InputError as e:
-        raise InputError(f"{path}: {e}") from None
-    # A count measured once carries its repetitions' spread in "spread_s".
-    spread = data.spread.copy()
-    for j, (n, reps) in enumerate(zip(data.counts, data.repetitions)):
-        if reps == 1:
-            (entry,) = [e for e in measured if float(e["threads"]) == n]
-            d = entry.get("spread_s")
-            if d is not None:
-                spread[j] = float(d) / data.values[j]
-    return replace(data, spread=spread)
-
-
-# ---------------------------------------------------------------- their readers
+# ---------------------------------------------------------------- its reader
 
 
 def _load_csv(files: list[tuple[str, str]], metric: str | None = None, callpath: str | None = None,
@@ -382,39 +327,6 @@ def _load_csv(files: list[tuple[str, str]], metric: str | None = None, callpath:
     return one_curve(data, name, callpath, profile_metric, unit, count_attribute)
 
 
-def _not_a_recording(text: str, name: str) -> None:
-    """A run's recording (JSON Lines whose first line has ``event``) is replay's input,
-    not a curve: say so instead of what a sweep result lacks."""
-    import json
-
-    first = text.lstrip().split("\n", 1)[0]
-    try:
-        obj = json.loads(first)
-    except (ValueError, RecursionError):  # the sweep reader's parser says what is wrong
-        return
-    if isinstance(obj, dict) and "event" in obj:
-        raise InputError(f"{name}: a run's recording (corecast run --json-out), one team size, not "
-                         "measurements at several counts: 'corecast replay' predicts from it")
-
-
-def _load_sweep(files: list[tuple[str, str]], metric: str | None = None, callpath: str | None = None,
-                profile_metric: str | None = None, count_attribute: str | None = None) -> list[Series]:
-    from ..sweepresult import count_unit, parse_sweep_json
-
-    ((name, text),) = files
-    _check_metric(metric)
-    _not_a_recording(text, name)
-    result = parse_sweep_json(text, name)
-    # A launcher's sweep counted ranks: its curve is labelled so, as merge's is.
-    return one_curve(sweep_measurements(result, name, metric), name, callpath, profile_metric,
-                     count_unit(result), count_attribute)
-
-
-SWEEP = Reader(
-    "sweep", CURVES, "a sweep result",
-    "the JSON `corecast sweep --json-out` writes: its `measured` runs as a time curve with stall columns",
-    "a name ending in `.json`, or text starting with `{`, that no reader above claimed",
-    lambda s: _looks_like_json(s.path, s.text), _load_sweep)
 CSV = Reader(
     "csv", CURVES, "a CSV",
     "corecast's measurement CSV: a count column, one value column (`time`, `throughput`, `value`), "

@@ -62,6 +62,16 @@ def one_curve(data: "Measurements", path: str, callpath: str | None, profile_met
     return [Series(data, count_unit=count_unit)]
 
 
+def check_metric(metric: str | None) -> None:
+    """A ``--metric`` the curve readers take (None: the file's own)."""
+    if metric is None:
+        return
+    from ...model.curve.entities import METRICS  # numpy: only when a metric is given
+
+    if metric not in METRICS:
+        raise InputError(f"unknown metric {metric!r}: use time or throughput")
+
+
 def no_count_attribute(path: str, count_attribute: str | None, what: str) -> None:
     """``--count-attribute`` refused for a file whose count column is fixed (``what``
     names the file's kind): ignored, it would look obeyed."""
