@@ -331,14 +331,18 @@ def test_tune_sim_json_contract(capsys, curve_csv):
     doc = json.loads(out)
     assert set(doc) == {"opresca", "binsearch"}
     for r in doc.values():
-        assert set(r) == {"steps", "chosen", "final_loss", "sum_loss"}
+        assert set(r) == {"steps", "chosen", "final_loss", "sum_loss", "counts_tried"}
         assert isinstance(r["steps"], int) and isinstance(r["chosen"], int)
+        # the text's last column: one count per step, the chosen one last
+        assert len(r["counts_tried"]) == r["steps"] and r["counts_tried"][-1] == r["chosen"]
         assert isinstance(r["final_loss"], float) and isinstance(r["sum_loss"], float)
         assert 0 <= r["final_loss"] <= 1 and r["sum_loss"] >= r["final_loss"]
         assert 1 <= r["chosen"] <= 32
     counts = list(range(1, 33))
-    expect = simulate(OPreSca(counts), counts, usl(counts, 0.03, 0.001))
-    assert doc["opresca"] == pytest.approx(expect)
+    trace: list = []
+    expect = simulate(OPreSca(counts), counts, usl(counts, 0.03, 0.001), trace=trace)
+    assert {k: v for k, v in doc["opresca"].items() if k != "counts_tried"} == pytest.approx(expect)
+    assert doc["opresca"]["counts_tried"] == [c for c, _, _ in trace]
 
 
 def test_tune_sim_noise_seed_and_table(capsys, curve_csv, tmp_path):

@@ -54,8 +54,10 @@ def cmd_tune_sim(args: argparse.Namespace) -> int:
         paths[name] = []
         results[name] = simulate(tuner, counts, perf, noise=args.noise, rng_seed=args.seed, trace=paths[name])
     if args.json:
+        # counts_tried: what the table's last column prints (newuser30: the JSON lacked it)
         print_json({name: {"steps": int(r["steps"]), "chosen": int(r["chosen"]),
-                           "final_loss": float(r["final_loss"]), "sum_loss": float(r["sum_loss"])}
+                           "final_loss": float(r["final_loss"]), "sum_loss": float(r["sum_loss"]),
+                           "counts_tried": [int(c) for c, _, _ in paths[name]]}
                     for name, r in results.items()})
         return 0
     best = counts[int(np.argmax(perf))]
