@@ -47,8 +47,10 @@ def extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[st
     # A sweep extrapolates as strong scaling and has no --scaling: where its times look like
     # weak scaling's (a {threads} that sizes the input), its warning sends the result to
     # predict, which has.
+    # with_fit_quality=False here and below: a sweep result carries no fit figures, and
+    # they cost a second fit (leave-last-out) of every curve and region
     pred = predict(counts, times, metric="time", upto=horizon, method=method, stalls=stalls or None,
-                   scaling="strong")
+                   scaling="strong", with_fit_quality=False)
     measured = pred.measured.at_target_size()
     if cpus is not None:  # oversubscribed counts slow down from sharing CPUs, not from more work
         measured = measured.subset(np.flatnonzero(measured.counts <= cpus))
@@ -72,7 +74,8 @@ def extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[st
     curves: dict[str, list[float]] = {}
     if categories and len(ok) >= MIN_POINTS:
         try:
-            est = predict(counts, times, metric="time", upto=horizon, method="estima", stalls=stalls)
+            est = predict(counts, times, metric="time", upto=horizon, method="estima", stalls=stalls,
+                          with_fit_quality=False)
             warnings.extend(w for w in est.warnings if w not in warnings)
             ecounts = [int(c) for c in est.extras["counts"]]
             for k in categories:
@@ -142,7 +145,7 @@ def category_curve(ok: list[int], values: list[float], grid: list[int], horizon:
     else:
         try:
             p = predict([n for n, _ in pos], [v for _, v in pos], metric="time",
-                        upto=max(horizon, last_n), method="auto")
+                        upto=max(horizon, last_n), method="auto", with_fit_quality=False)
             fitted = dict(zip((int(c) for c in p.counts), (float(v) for v in p.values)))
             scale = last_v / fitted[last_n] if fitted[last_n] > 0 else 0.0
             ahead = {n: fitted[n] * scale for n in grid if n > last_n}
