@@ -163,7 +163,7 @@ BAD_TABLES = [
     ("threads,throughput\n1,-3\n", None, "must be positive"),
     ("threads,time\n0,1\n", None, "line 2: column 'threads': count '0' must be a whole number >= 1"),
     ("threads,time\n-2,1\n", None, "whole number >= 1"),
-    ("threads,time\n1.5,1\n", None, "whole number >= 1"),
+    ("threads,time\n1.5,1\n", None, "line 2: column 'threads': count '1.5' must be a whole number >= 1"),
     ("threads,time,stall:lock\n1,1,-1\n", None, "column 'stall:lock': '-1' must not be negative"),
     ("threads,time,size:n\n1,1,0\n", None, "column 'size:n': '0' must be positive"),
     ("threads,value\n1,10\n", None, "--metric"),

@@ -119,3 +119,27 @@ def test_a_kernel_met_again_on_the_same_points_is_not_refitted(monkeypatch):
     assert fresh_near.params.tobytes() == near.params.tobytes() and fresh_near.error == near.error
     assert functions.fit(k, N, y, nmax=30).params.tobytes() == fresh_far.params.tobytes()
     assert fresh_far.params.tobytes() != far.params.tobytes()
+
+
+def test_a_kept_kernel_fit_is_not_changed_by_an_answer_given_from_it(monkeypatch):
+    # The answer's parameters are its own: a caller that scales them in place leaves the
+    # next fit of the same points as it was.
+    monkeypatch.setattr(functions, "_SOLVED", OrderedDict(), raising=False)
+    k = functions.get("Rat11")
+    y = k.evaluate(N, np.array([0.0, 10.0, -0.05]))
+    first = functions.fit(k, N, y, nmax=12)
+    kept = first.params.copy()
+    first.params[:] = 0.0
+    assert functions.fit(k, N, y, nmax=12).params.tobytes() == kept.tobytes()
+
+
+def test_the_kept_kernel_fits_are_the_last_few(monkeypatch):
+    # A long-running program's windows fit new points each time: what is kept stays bounded,
+    # the oldest let go first.
+    monkeypatch.setattr(functions, "_SOLVED", OrderedDict(), raising=False)
+    monkeypatch.setattr(functions, "_SOLVED_SIZE", 3)
+    k = functions.get("Poly1")
+    ys = [k.evaluate(N, np.array([1.0 + i, 0.1])) for i in range(5)]
+    for y in ys:
+        functions.fit(k, N, y)
+    assert [key[2] for key in functions._SOLVED] == [y.tobytes() for y in ys[2:]]

@@ -121,3 +121,28 @@ def test_the_plot_of_one_of_a_files_curves_names_it(tmp_path, capsys, monkeypatc
     csv_path.write_text(f"threads,time\n{CURVE}")
     assert main(["predict", str(csv_path), "--plot", str(tmp_path / "q.png")]) == 0
     assert titles[-1].startswith("corecast auto")  # one curve: nothing to name
+
+
+def test_a_hyperfine_csv_gives_each_commands_median(tmp_path):
+    # The median, not the mean: one slow run (a cold cache) pulls the mean, not the median.
+    from corecast.io.readers import read_inputs
+
+    path = tmp_path / "hf.csv"
+    path.write_text(_hf_csv(rows=[(1, [10.0, 10.0, 16.0]), (2, [5.0, 5.0, 8.0]), (4, [3.0, 3.0, 6.0])]))
+    (s,) = read_inputs([str(path)])
+    assert s.data.values.tolist() == [10.0, 5.0, 3.0]
+
+
+def test_a_hyperfine_jsons_runs_are_repetitions(tmp_path):
+    from corecast.io.readers import read_inputs
+
+    path = tmp_path / "hf.json"
+    path.write_text(_hf_json(rows=[(1, [10.0, 10.0, 16.0]), (2, [5.0, 5.0, 8.0]), (4, [3.0, 3.0, 6.0])]))
+    (s,) = read_inputs([str(path)])
+    assert s.data.repetitions.tolist() == [3, 3, 3] and s.data.values.tolist() == [10.0, 5.0, 3.0]
+
+
+def test_a_hyperfine_json_time_that_is_no_number_is_refused(tmp_path, capsys):
+    path = tmp_path / "hf.json"
+    path.write_text(_hf_json().replace("[10.1, 10.0, 9.9]", "[true, 10.0, 9.9]"))
+    assert "time 'True' is not a number" in assert_one_line_error(capsys, ["predict", str(path)])

@@ -274,3 +274,60 @@ def test_table_of_a_curve_measured_far_from_one_starts_at_its_smallest_count(cap
     rows = [ln.split()[0] for ln in out.splitlines()[2:] if ln.strip() and ln.split()[0].isdigit()]
     assert rows[0] == "1000" and "512" not in rows
     assert "rows below 1000, the smallest measured count, left out" in out
+
+
+@pytest.mark.parametrize("column", ["time (ms)", "elapsed_s", "wall", "wall time"])
+def test_the_other_time_column_names_are_time_too(tmp_path, column):
+    test_common_time_column_names_are_time(tmp_path, column)
+
+
+def test_a_csv_with_quoted_cells_reads_as_unquoted(tmp_path):
+    # What a spreadsheet writes: every cell quoted, a comma inside one.  The reader's fast
+    # split (lines without quotes) must leave these to the csv module.
+    f = tmp_path / "q.csv"
+    f.write_text('"threads","time"\n"1","8"\n"2","4.4"\n"4","2.6"\n')
+    (s,) = read_inputs([str(f)])
+    assert s.data.counts.tolist() == [1, 2, 4] and s.data.values.tolist() == [8, 4.4, 2.6]
+    f.write_text('threads;time\n1;"8,5"\n2;"4,5"\n4;2,5\n')
+    (s,) = read_inputs([str(f)])
+    assert s.data.values.tolist() == [8.5, 4.5, 2.5]
+
+
+def test_stall_metrics_measured_at_other_counts_stay_curves_of_their_own(tmp_path):
+    # Folded into the time curve only where measured at the same runs: a category missing
+    # at a count is not lined up against another count's time.
+    rows = [(n, m, v) for n, t, s in ((1, 8.5, 0.1), (2, 4.5, 0.2), (4, 2.5, 0.4), (8, 1.5, 0.8))
+            for m, v in (("time", t), ("stall:lock", s)) if (n, m) != (8, "stall:lock")]
+    f = tmp_path / "x.jsonl"
+    f.write_text("".join(json.dumps({"params": {"threads": n}, "callpath": "main", "metric": m, "value": v}) + "\n"
+                         for n, m, v in rows))
+    series = _by_label(read_inputs([str(f)]))
+    assert set(series) == {("main", "time"), ("main", "stall:lock")}
+    assert series[("main", "time")].data.values.tolist() == [8.5, 4.5, 2.5, 1.5]
+    assert not series[("main", "time")].data.stalls
+    assert series[("main", "stall:lock")].data.values.tolist() == pytest.approx([0.1, 0.2, 0.4])
+
+
+def test_an_unknown_callpath_lists_each_of_the_files_callpaths_once(tmp_path, capsys):
+    f = tmp_path / "x.jsonl"
+    f.write_text("".join(json.dumps({"params": {"threads": n}, "callpath": c, "metric": m, "value": 1.0}) + "\n"
+                         for n in (1, 2) for c in ("main", "solve") for m in ("time", "stall:lock")))
+    err = assert_one_line_error(capsys, ["predict", str(f), "--callpath", "nope"])
+    assert "no callpath 'nope' (the file's callpaths: 'main', 'solve')" in err, err
+    err = assert_one_line_error(capsys, ["predict", str(f), "--profile-metric", "nope"])
+    assert "no metric 'nope' (the file's metrics: 'time', 'stall:lock')" in err, err
+
+
+@pytest.mark.parametrize("counts, first", [
+    ((8, 16, 32, 64), "8"),  # from 8 on: the rows below are left out
+    ((7, 14, 28, 56), "1"),  # below 8: all of them shown
+    ((10, 12, 14, 16), "1"),  # a short grid (1..32) is shown whole
+])
+def test_the_rows_below_the_smallest_measured_count_left_out_from_8_in_a_long_grid(tmp_path, capsys, counts, first):
+    f = tmp_path / "c.csv"
+    f.write_text("threads,time\n" + "".join(f"{n},{100.0 / n + 1}\n" for n in counts))
+    assert main(["predict", str(f)]) == 0
+    out = capsys.readouterr().out
+    rows = [ln.split()[0] for ln in out.splitlines()[1:] if ln.strip() and ln.split()[0].isdigit()]
+    assert rows[0] == first, out
+    assert ("rows below" in out) == (first != "1"), out

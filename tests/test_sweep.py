@@ -607,3 +607,36 @@ def test_time_growing_only_past_the_cpus_is_not_called_weak_scaling():
         extrapolate(result, times, [1, 2, 4, 8], [], {n: [{}] for n in times}, 16, cpus=cpus)
         warned[cpus] = any("weak scaling" in w for w in result["warnings"])
     assert warned == {None: True, 2: False, 8: True}
+
+
+def test_the_cpus_themselves_are_not_oversubscribed():
+    # At the count equal to the CPUs each thread had one: a time that grows there is the
+    # program's own, weak scaling's sign as without a CPU limit.
+    times = {1: [1.0], 2: [0.85], 4: [1.3], 8: [2.6]}
+    result = empty_result(["prog"], "openmp", [], {})
+    extrapolate(result, times, [1, 2, 4, 8], [], {n: [{}] for n in times}, 16, cpus=4)
+    assert any("weak scaling" in w for w in result["warnings"]), result["warnings"]
+
+
+def test_a_sweep_and_its_regions_tell_the_models_the_cpus_they_had(contend, monkeypatch):
+    from corecast.model.machine.sysfs import allowed_cpus
+    from corecast.sweep import runner
+
+    seen, real = [], runner.extrapolate
+
+    def spy(result, *args, **kwargs):
+        seen.append(kwargs.get("cpus"))
+        return real(result, *args, **kwargs)
+    monkeypatch.setattr(runner, "extrapolate", spy)
+    sweep.run_sweep([str(contend), "{threads}", str(NCPUS)], threads=[1, 2], repeat=1, upto=4, runtime="pthreads")
+    assert seen == [len(allowed_cpus())]
+    # a region's curve too (run_sweep hands region_curves the same count)
+    class Run:
+        def __init__(self, t):
+            self.regions = {"r": (t, {})}
+
+    runs = {n: [Run(t)] for n, t in ((1, 1.0), (2, 0.85), (4, 1.3), (8, 2.6))}
+    measured = [{"threads": n, "time_s": r[0].regions["r"][0]} for n, r in runs.items()]
+    for cpus, warned in ((2, False), (None, True)):
+        (region,) = region_curves(runs, [1, 2, 4, 8], measured, 16, cpus)
+        assert any("weak scaling" in w for w in region["warnings"]) == warned, region["warnings"]

@@ -68,3 +68,18 @@ def test_a_target_machine_without_counters_hands_no_window_to_the_model(regions,
     assert sampler["model_cpu_s"] > 0
     (region,) = [r for r in events(got["lines"], "region") if not r.get("nested")]
     assert region.get("predicted_nodes"), region  # made once, at exit
+
+
+def test_the_model_cpu_is_its_start_and_its_prediction(regions, lib, tmp_path):
+    # The exit's run both starts the interpreter and predicts: the whole is more than the
+    # start (a model_cpu_s that counted the start alone would look so, the same figure twice).
+    sampler = summary_of(regions, lib, tmp_path, CORECAST_QUIET="1")["summary"]["sampler"]
+    assert 0 < sampler["model_start_cpu_s"] < sampler["model_cpu_s"]
+
+
+def test_a_model_run_apart_at_an_exit_without_a_sampler_is_in_corecasts_cpu(regions, lib, tmp_path):
+    # No sampler (its thread refused, as under RLIMIT_NPROC): the exit runs the model in a
+    # task apart, whose CPU is corecast's too.
+    summary = summary_of(regions, lib, tmp_path, CORECAST_QUIET="1", CORECAST_TEST_FAULT="no_sampler")["summary"]
+    assert summary["model"] == "ok" and summary["sampler"]["model_cpu_s"] > 0
+    assert summary["sampler"]["model_cpu_s"] <= summary["corecast_cpu_s"] + 1e-5
