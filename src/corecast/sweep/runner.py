@@ -183,15 +183,15 @@ def run_sweep(
                         "the program ran no OpenMP region and no pthreads synchronisation); nothing predicted")
         raise SweepError("no parallel activity detected in any run; nothing predicted", result)
 
+    shared = None if launch is not None else len(cpus)  # the CPUs every count's threads shared
     try:
         extrapolate(result, {n: [r.time_s for r in runs[n]] for n in ok}, ok, categories, per_count, horizon,
-                    waits=None if launch is None else WAITS, cpus=None if launch is not None else len(cpus))
+                    waits=None if launch is None else WAITS, cpus=shared)
     except InputError as exc:
         result.update(predictions=[], stall_predictions={}, preferred_threads=None, fastest_threads=None,
                       fastest_measured=False, bottleneck=None)
         raise SweepError(f"cannot predict from the measurements: {exc}", result) from None
-    result["regions"] = region_curves(runs, ok, result["measured"], horizon,
-                                      None if launch is not None else len(cpus))
+    result["regions"] = region_curves(runs, ok, result["measured"], horizon, shared)
     return result
 
 

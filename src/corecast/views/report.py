@@ -70,7 +70,7 @@ def format_table(
         rows.append(row)
 
     lines = _align([header] + rows)
-    low = below_measured(counts, set(seen) | set(held))
+    low = _below_measured(counts, set(seen) | set(held))
     if low:
         lines.append(f"(rows below {low}, the smallest measured count, left out: the models there run "
                      "backwards from the measurements; --json has them)")
@@ -189,17 +189,18 @@ def _rows_to_show(counts: np.ndarray, measured: set[int], pred: CurvePrediction)
         return list(range(counts.size))
     # The end of the 1..upto range (extra --at counts may lie beyond it).
     upto = int(counts[np.flatnonzero(counts == np.arange(1, counts.size + 1))[-1]]) if counts[0] == 1 else 0
-    keep = measured if len(measured) <= MAX_FULL_ROWS else set()
+    keep = set(measured) if len(measured) <= MAX_FULL_ROWS else set()
     keep |= {pred.preferred, pred.knee or pred.preferred, pred.fastest or pred.preferred, upto, int(counts[-1])}
     keep |= set(pred.requested_at) | {int(round(c)) for c in pred.checkpoints}
     # Below the smallest measured count the rows are the models run backwards (a curve
     # measured at 1000..16000 ranks printed 1, 2, .., 512): what no one asked, in the JSON.
-    low = below_measured(counts, measured)
-    keep |= {int(counts[0])} if not low else set()
-    return [i for i, n in enumerate(counts) if (n in keep or (n & (n - 1)) == 0) and (n >= low or n in keep)]
+    low = _below_measured(counts, measured)
+    if not low:
+        keep.add(int(counts[0]))
+    return [i for i, n in enumerate(counts) if n in keep or ((n & (n - 1)) == 0 and n >= low)]
 
 
-def below_measured(counts: np.ndarray, measured: set[int]) -> int:
+def _below_measured(counts: np.ndarray, measured: set[int]) -> int:
     """The smallest measured count where a long grid's rows below it are left out of the
     table (at least ``LOW_ROWS_FROM``); 0 where none are."""
     low = min(measured) if measured else 0

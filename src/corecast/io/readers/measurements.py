@@ -1,4 +1,4 @@
-"""corecast's own measurement files as ``Measurements``: the CSV and a sweep result.
+"""corecast's own measurement CSV as ``Measurements`` (a sweep result's JSON: ``sweepjson``).
 
 Measurement CSV format: optional ``#`` comment lines, a header row, then one row per run.
 The first column is the count (any name; ``ranks``, ``processes``, ``cores`` or ``nodes``
