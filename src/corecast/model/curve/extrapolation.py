@@ -66,8 +66,10 @@ def extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[st
         {"threads": int(n), "value": float(v), "low": float(lo), "high": float(hi), "speedup": float(s)}
         for n, v, lo, hi, s in zip(pred.counts, pred.values, pred.low, pred.high, pred.speedup)
     ]
-    result["preferred_threads"] = int(pred.preferred)
-    result["fastest_threads"] = None if pred.fastest is None else int(pred.fastest)
+    # *_count: the unit-neutral keys (the count is ranks in a launcher's sweep); *_threads
+    # the same numbers, for readers written before them.
+    result["preferred_count"] = result["preferred_threads"] = int(pred.preferred)
+    result["fastest_count"] = result["fastest_threads"] = None if pred.fastest is None else int(pred.fastest)
     result["fastest_measured"] = bool(pred.fastest_measured)
 
     grid = [int(n) for n in pred.counts]
