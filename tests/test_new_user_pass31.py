@@ -44,3 +44,35 @@ def test_sweep_result_keys_are_unit_neutral_and_read_either_way():
     new = SweepResult.read({"measured": measured, "preferred_count": 4, "fastest_count": 8})
     old = SweepResult.read({"measured": measured, "preferred_threads": 4, "fastest_threads": 8})
     assert (new.preferred, new.fastest) == (old.preferred, old.fastest) == (4, 8)
+
+
+def _hf_json(rows, codes) -> str:
+    # hyperfine --ignore-failure -P threads ... --export-json: every run, its exit code beside it
+    return json.dumps({"results": [
+        {"command": f"./prog {n}", "mean": sum(t) / len(t), "stddev": 0.1, "median": sorted(t)[len(t) // 2],
+         "user": 1.0, "system": 0.0, "min": min(t), "max": max(t), "times": t, "exit_codes": c,
+         "parameters": {"threads": str(n)}} for (n, t), c in zip(rows, codes)]})
+
+
+ROWS = [(1, [10.1, 10.0, 9.9]), (2, [5.6, 5.5, 0.01]), (4, [3.1, 3.0, 2.9]), (8, [2.1, 0.02, 0.01])]
+
+
+def test_hyperfine_runs_that_failed_are_left_out_and_counted(tmp_path, capsys):
+    # --ignore-failure's crashed runs (0.01 s) were read as repetitions: the fastest at 8
+    # threads was a crash's median, and nothing said that any run had failed.
+    path = tmp_path / "hf.json"
+    path.write_text(_hf_json(ROWS, [[0, 0, 0], [0, 0, 1], [0, 0, 0], [0, 2, None]]))
+    got = _json(capsys, ["predict", str(path), "--json"])
+    measured = {p["threads"]: p["value"] for p in got["predictions"] if p["threads"] in (1, 2, 4, 8)}
+    assert measured[8] == pytest.approx(2.1, rel=0.05)  # the one run that exited 0
+    note = next(w for w in got["warnings"] if "exited non-zero" in w)
+    assert note.startswith("3 of 12 runs exited non-zero") and "threads 8: 2 of 3" in note
+    clean = tmp_path / "ok.json"
+    clean.write_text(_hf_json(ROWS[:1] + [(2, [5.6, 5.5, 5.4]), ROWS[2], (8, [2.1, 2.0, 1.9])], [[0] * 3] * 4))
+    assert not any("exited" in w for w in _json(capsys, ["predict", str(clean), "--json"])["warnings"])
+
+
+def test_hyperfine_every_run_failed_is_one_line(tmp_path, capsys):
+    path = tmp_path / "hf.json"
+    path.write_text(_hf_json(ROWS[:2], [[1, 1, 1], [1, 1, 1]]))
+    assert "every run exited non-zero" in assert_one_line_error(capsys, ["predict", str(path)])

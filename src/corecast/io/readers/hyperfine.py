@@ -4,7 +4,9 @@
 - CSV (``--export-csv``): ``command,mean,stddev,median,user,system,min,max`` and one
   ``parameter_NAME`` column per parameter; a row per command, its median wall time the value;
 - JSON (``--export-json``): ``{"results": [{"command", "mean", ..., "times": [...],
-  "parameters": {NAME: VALUE}}]}``; every run's time in ``times`` is a repetition.
+  "parameters": {NAME: VALUE}, "exit_codes": [...]}]}``; every run's time in ``times`` is a
+  repetition, except a run whose exit code is not 0 (``--ignore-failure``): left out, and
+  a warning counts them.
 
 The one parameter is the count (its name labels the counts, ``model.scaling.count_unit_of``);
 values are wall times in seconds.  An export without a parameter (commands that differ by
@@ -97,14 +99,31 @@ def parse_json_export(text: str, path: str) -> RawSeries:
         names += [n for n in (r.get("parameters") or {}) if n not in names]
     name = _parameter(names, path)
     rows = []
+    failed: list[tuple[str, int, int]] = []  # (count, runs that exited non-zero, runs)
     for i, r in enumerate(results, start=1):
         where = f"result {i} ({quoted(str(r.get('command', '')))})"
         value = (r.get("parameters") or {}).get(name)
         if value is None:
             raise InputError(f"{path}: {where}: no parameter {name}")
         times = r.get("times") or [r.get("median", r.get("mean"))]
+        codes = r.get("exit_codes")
+        if isinstance(codes, list) and len(codes) == len(times) and r.get("times"):
+            # --ignore-failure keeps the runs that exited non-zero: a crash or an error
+            # path is not the program's time, so they are left out (and counted).
+            bad = [c for c in codes if c != 0]
+            failed.append((str(value), len(bad), len(codes)))
+            times = [t for t, c in zip(times, codes) if c == 0]
+            if not times:
+                continue
         rows.append((where, str(value), [_time(t, f"{path}: {where}") for t in times]))
-    return RawSeries("command", "time", _points(rows, name, path), count_unit_of(name))
+    failures = [(v, k, n) for v, k, n in failed if k]
+    if failures and not rows:
+        raise InputError(f"{path}: every run exited non-zero (hyperfine --ignore-failure): no time to predict from")
+    notes = [] if not failures else [
+        f"{sum(k for _, k, _ in failures)} of {sum(n for _, _, n in failed)} runs exited non-zero "
+        f"(hyperfine --ignore-failure) and were left out: "
+        + ", ".join(f"{name} {v}: {k} of {n}" + (", no run left" if k == n else "") for v, k, n in failures)]
+    return RawSeries("command", "time", _points(rows, name, path), count_unit_of(name), notes)
 
 
 def _time(t: object, where: str) -> float:
@@ -129,7 +148,7 @@ def _load(parse):
             data = Measurements.from_samples([n for n, _ in raw.points], [t for _, t in raw.points], "time")
         except InputError as e:
             raise InputError(f"{path}: {e}") from None
-        return [Series(data, source="hyperfine", count_unit=raw.count_unit)]
+        return [Series(data, source="hyperfine", count_unit=raw.count_unit, warnings=raw.warnings)]
     return load
 
 
