@@ -76,3 +76,20 @@ def test_hyperfine_every_run_failed_is_one_line(tmp_path, capsys):
     path = tmp_path / "hf.json"
     path.write_text(_hf_json(ROWS[:2], [[1, 1, 1], [1, 1, 1]]))
     assert "every run exited non-zero" in assert_one_line_error(capsys, ["predict", str(path)])
+
+
+def test_estima_on_a_curve_it_fits_badly_says_so_with_its_figure(tmp_path, capsys):
+    # docs/predict.md's example: ESTIMA predicts 7.1 s at 1 thread where 10 s was measured
+    # (a speedup of 1.41 at one thread) and said nothing; its SMAPE is 21%.
+    from pathlib import Path
+
+    doc = (Path(__file__).parents[1] / "docs" / "predict.md").read_text()
+    block = doc.split("```\nthreads,time,stall:lock\n", 1)[1].split("```", 1)[0]
+    path = tmp_path / "e.csv"
+    path.write_text("threads,time,stall:lock\n" + block)
+    got = _json(capsys, ["predict", str(path), "--method", "estima", "--json"])
+    smape = got["fit_quality"][0]["smape"]
+    assert smape > 10
+    assert any(w.startswith(f"the fit is poor: SMAPE {smape:.1f}%") for w in got["warnings"])
+    # the same curve's auto fit passes through its points: no such warning
+    assert not any("fit is poor" in w for w in _json(capsys, ["predict", str(path), "--json"])["warnings"])
