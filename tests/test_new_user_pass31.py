@@ -133,3 +133,15 @@ def test_the_csv_readers_errors_keep_their_order(tmp_path, capsys, text, says):
     path = tmp_path / "e.csv"
     path.write_text(text)
     assert says in assert_one_line_error(capsys, ["predict", str(path)])
+
+
+def test_tune_sim_json_has_the_texts_context(tmp_path, capsys):
+    # The text's first line (file, counts, metric, best measured count, noise) was not in
+    # the JSON, so its losses had nothing to be read against.
+    path = tmp_path / "t.csv"
+    path.write_text("# metric: time\nthreads,value\n1,8\n2,4.5\n4,3\n8,3.5\n")
+    got = _json(capsys, ["tune-sim", str(path), "--json", "--noise", "0.1", "--seed", "7"])
+    assert got["input"] == {"file": str(path), "counts": [1, 2, 4, 8], "metric": "time",
+                            "best_measured": 4, "noise": 0.1, "seed": 7}
+    assert main(["tune-sim", str(path), "--noise", "0.1", "--seed", "7"]) == 0
+    assert "best measured at 4; noise 0.1" in capsys.readouterr().out
