@@ -145,3 +145,27 @@ def test_tune_sim_json_has_the_texts_context(tmp_path, capsys):
                             "best_measured": 4, "noise": 0.1, "seed": 7}
     assert main(["tune-sim", str(path), "--noise", "0.1", "--seed", "7"]) == 0
     assert "best measured at 4; noise 0.1" in capsys.readouterr().out
+
+
+def test_a_sweeps_time_is_not_fitted_on_counts_past_its_cpus():
+    # A sweep of 1,2,4,8 on 2 CPUs fitted its time on all four, so the slowdown from
+    # sharing 2 CPUs at 4 and 8 was extrapolated as the program's own scaling.
+    from corecast.io.sweepresult import empty_result
+    from corecast.model.curve.extrapolation import extrapolate
+
+    times = {1: [1.0], 2: [0.55], 4: [0.6], 8: [0.7]}
+    out = {}
+    for cpus in (None, 2, 8):
+        result = empty_result(["prog"], "openmp", [], {})
+        extrapolate(result, times, [1, 2, 4, 8], [], {n: [{}] for n in times}, 16, cpus=cpus)
+        out[cpus] = result
+    pred = {p["threads"]: p["value"] for p in out[2]["predictions"]}
+    assert all(pred[n] >= pred[2] * (1 - 1e-9) for n in range(3, 17))  # no faster than on the 2 CPUs
+    assert any("4, 8 ran oversubscribed on the 2 CPUs: left out of the time's fit" in w for w in out[2]["warnings"])
+    # within the CPUs, nothing is left out: the same as without a CPU count
+    assert out[8]["predictions"] == out[None]["predictions"]
+    assert not any("oversubscribed" in w for w in out[8]["warnings"])
+    # one count within the CPUs: fitted on all, and said so
+    result = empty_result(["prog"], "openmp", [], {})
+    extrapolate(result, times, [1, 2, 4, 8], [], {n: [{}] for n in times}, 16, cpus=1)
+    assert any("fitted on counts 2, 4, 8, which ran oversubscribed" in w for w in result["warnings"])
