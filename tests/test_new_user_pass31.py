@@ -169,3 +169,22 @@ def test_a_sweeps_time_is_not_fitted_on_counts_past_its_cpus():
     result = empty_result(["prog"], "openmp", [], {})
     extrapolate(result, times, [1, 2, 4, 8], [], {n: [{}] for n in times}, 16, cpus=1)
     assert any("fitted on counts 2, 4, 8, which ran oversubscribed" in w for w in result["warnings"])
+
+
+@pytest.mark.parametrize("text, name, says", [
+    # a negative time was said with no place: "value -1 is not positive"
+    (json.dumps({"results": [{"command": "a", "mean": 1, "times": [1.0], "parameters": {"threads": "1"}},
+                             {"command": "b", "mean": 1, "times": [-1.0], "parameters": {"threads": "2"}}]}),
+     "hf.json", "result 2 ('b'): time -1 is not positive"),
+    # a hyperfine export of no command was read as a sweep result without "measured"
+    ('{"results": []}', "hf.json", "a hyperfine JSON export with no results"),
+    # the one pair's reason was only on stdout; the error line said none
+    ("PARAMETER p\nPOINTS 1 2 4\nREGION r\nMETRIC time\nDATA 1\nDATA 2\nDATA -3\n", "e.txt",
+     "no (callpath, metric) pair could be predicted (r [time]: value -3 is not positive)"),
+])
+def test_odd_inputs_say_what_and_where(tmp_path, capsys, text, name, says):
+    path = tmp_path / name
+    path.write_text(text)
+    assert main(["predict", str(path), "--json"]) == 2  # an Extra-P file's JSON still lists the pair
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("corecast: error: ") and says in err

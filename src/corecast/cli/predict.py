@@ -141,7 +141,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
             sys.stdout.write(("\n" if i else "") + printable(f"== {s.label}") + "\n")
             sys.stdout.write(format_table(pred) if pred is not None else printable(f"cannot predict: {error}") + "\n")
     if not done:
-        raise CliError("no (callpath, metric) pair could be predicted", args.file[0])
+        why = f" ({printable(results[0][0].label)}: {results[0][2]})" if len(results) == 1 else ""
+        raise CliError(f"no (callpath, metric) pair could be predicted{why}", args.file[0])
     return 0
 
 

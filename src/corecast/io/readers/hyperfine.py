@@ -37,8 +37,8 @@ def _is_csv(s: Sniff) -> bool:
 def _results(obj: object) -> list | None:
     """A hyperfine JSON export's ``results``; None: ``obj`` is not one."""
     results = obj.get("results") if isinstance(obj, dict) else None
-    ok = (isinstance(results, list) and bool(results) and all(isinstance(r, dict) for r in results)
-          and {"command", "mean"} <= set(results[0]))
+    ok = (isinstance(results, list) and all(isinstance(r, dict) for r in results)
+          and (not results or {"command", "mean"} <= set(results[0])))
     return results if ok else None
 
 
@@ -94,6 +94,8 @@ def parse_json_export(text: str, path: str) -> RawSeries:
     if results is None:
         raise InputError(f"{path}: not a hyperfine JSON export (expected {{\"results\": [{{\"command\", "
                          "\"mean\", \"times\", \"parameters\"}, ...]}})")
+    if not results:
+        raise InputError(f"{path}: a hyperfine JSON export with no results (no command was benchmarked)")
     names: list[str] = []
     for r in results:
         names += [n for n in (r.get("parameters") or {}) if n not in names]
@@ -129,7 +131,10 @@ def parse_json_export(text: str, path: str) -> RawSeries:
 def _time(t: object, where: str) -> float:
     if isinstance(t, bool) or not isinstance(t, (int, float)):
         raise InputError(f"{where}: time {quoted(str(t))} is not a number")
-    return finite_number(str(t), where)
+    x = finite_number(str(t), where)
+    if x <= 0:  # said where it is, not later as a value of no result
+        raise InputError(f"{where}: time {x:g} is not positive")
+    return x
 
 
 def _load(parse):
@@ -162,5 +167,5 @@ JSON = Reader(
     "hyperfine-json", CURVES, "a hyperfine JSON export",
     "hyperfine's `--export-json` of a parameter scan: each result's one parameter is the count, "
     "its `times` the repetitions",
-    "a JSON object whose `results` are objects with `command` and `mean`",
+    "a JSON object whose `results` are objects with `command` and `mean` (or empty)",
     _is_json, _load(parse_json_export))
