@@ -188,3 +188,16 @@ def test_odd_inputs_say_what_and_where(tmp_path, capsys, text, name, says):
     assert main(["predict", str(path), "--json"]) == 2  # an Extra-P file's JSON still lists the pair
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and err.startswith("corecast: error: ") and says in err
+
+
+def test_a_sweep_does_not_pass_on_estimas_time_fit_it_does_not_use():
+    # The sweep takes only ESTIMA's stall categories (its time is auto's): ESTIMA's poor
+    # fit of the time is not the sweep's.
+    from corecast.io.sweepresult import empty_result
+    from corecast.model.curve.extrapolation import extrapolate
+
+    rows = [(1, 10.0, 0.01), (2, 5.3, 0.2), (4, 2.9, 0.4), (8, 1.8, 0.9), (12, 1.5, 1.5), (16, 1.4, 2.3)]
+    result = empty_result(["prog"], "openmp", [], {})
+    extrapolate(result, {n: [t] for n, t, _ in rows}, [n for n, _, _ in rows], ["lock"],
+                {n: [{"lock": s}] for n, _, s in rows}, 32)
+    assert result["stall_predictions"]["lock"] and not any("fit is poor" in w for w in result["warnings"])

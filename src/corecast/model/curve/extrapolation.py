@@ -25,7 +25,7 @@ def extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[st
     there is no sign of weak scaling."""
     from .methods.auto import STALL_COLUMNS
     from .methods.estima import MIN_POINTS
-    from .prediction import predict
+    from .prediction import POOR_FIT, predict
     import numpy as np
 
     from .preference import weak_look
@@ -97,7 +97,8 @@ def extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[st
         try:
             est = predict(counts, times, metric="time", upto=horizon, method="estima", stalls=stalls,
                           with_fit_quality=False)
-            warnings.extend(w for w in est.warnings if w not in warnings)
+            # Only ESTIMA's categories are used, not its time: its time's SMAPE is not the sweep's
+            warnings.extend(w for w in est.warnings if w not in warnings and not w.startswith(POOR_FIT))
             ecounts = [int(c) for c in est.extras["counts"]]
             for k in categories:
                 values = dict(zip(ecounts, est.extras["categories"][k]["values"]))

@@ -38,6 +38,7 @@ MISS_FACTOR = 1.5  # a fit this far off a measured value (either way) gets a war
 # percent) exceeds this: on the corpus's curves USL and PreSca stay below 7%, and ESTIMA
 # on docs/predict.md's example, 41% off at 1 thread, scores 21%.
 POOR_SMAPE = 10.0
+POOR_FIT = "the fit is poor"  # that warning's start
 
 
 def predict(
@@ -350,7 +351,7 @@ def fit_miss(log_err: np.ndarray, at_measured: np.ndarray, curve: Measurements, 
                                for p in (at_measured[worst], curve.perf[worst]))
     worst_at = f"worst at {curve.counts[worst]:g}: predicted {predicted:.4g}, measured {measured:.4g}"
     if not np.any(missed):
-        return (f"the fit is poor: SMAPE {smape:.1f}% against the {len(curve)} measured counts (above "
+        return (f"{POOR_FIT}: SMAPE {smape:.1f}% against the {len(curve)} measured counts (above "
                 f"{POOR_SMAPE:g}%; {worst_at}): its counts are rough; try another --method")
     return (
         f"the fit misses {int(missed.sum())} of {len(curve)} measured counts by more than "
