@@ -10,6 +10,7 @@ TOP_KEYS = {
     "method", "metric", "candidate", "reason", "predictions", "preferred_threads", "knee_threads",
     "knee_fraction", "speedup_base", "checkpoints", "params", "extras", "fit_quality", "warnings", "hardware",
     "fastest_threads", "fastest_measured", "min_gain", "scaling", "count_unit",
+    "preferred_count", "fastest_count", "knee_count",
 }
 
 

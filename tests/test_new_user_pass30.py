@@ -100,8 +100,13 @@ def test_options_that_do_not_apply_to_a_hyperfine_export_are_refused(tmp_path, c
     other.write_text(f"threads,time\n{CURVE}")
     assert "not a hyperfine CSV export" in assert_one_line_error(
         capsys, ["predict", str(other), "--format", "hyperfine-csv"])
-    other.write_text('{"results": []}')
+    other.write_text(f"threads,time\n{CURVE}")
+    assert "not valid JSON" in assert_one_line_error(capsys, ["predict", str(other), "--format", "hyperfine-json"])
+    other.write_text('{"results": [{"name": "x"}]}')
     assert "not a hyperfine JSON export" in assert_one_line_error(
+        capsys, ["predict", str(other), "--format", "hyperfine-json"])
+    other.write_text('{"results": []}')  # newuser31: said as what it is
+    assert "a hyperfine JSON export with no results" in assert_one_line_error(
         capsys, ["predict", str(other), "--format", "hyperfine-json"])
 
 

@@ -31,7 +31,7 @@ from cli_checks import assert_one_line_error
 
 ROOT = Path(__file__).resolve().parents[1]
 TOP_KEYS = {"measured", "predictions", "stall_predictions", "preferred_threads", "fastest_threads",
-            "fastest_measured", "bottleneck",
+            "preferred_count", "fastest_count", "fastest_measured", "bottleneck",
             "command", "runtime", "warnings", "failed", "regions", "placement"}
 NCPUS = len(os.sched_getaffinity(0))
 
@@ -162,6 +162,8 @@ def check_contract(result: dict, counts: list[int], upto: int) -> None:
         assert [r["threads"] for r in rows] == list(range(1, upto + 1))
         assert all(set(r) == {"threads", "value"} and r["value"] >= 0 for r in rows)
     assert isinstance(result["preferred_threads"], int) and 1 <= result["preferred_threads"] <= upto
+    assert (result["preferred_count"], result["fastest_count"]) == (result["preferred_threads"],
+                                                                    result["fastest_threads"])
     assert result["bottleneck"] in categories
     assert all(isinstance(w, str) for w in result["warnings"])
 

@@ -329,8 +329,8 @@ def test_tune_sim_json_contract(capsys, curve_csv):
     out, err = capsys.readouterr()
     assert err == ""
     doc = json.loads(out)
-    assert set(doc) == {"opresca", "binsearch"}
-    for r in doc.values():
+    assert set(doc) == {"opresca", "binsearch", "input"}
+    for r in (doc["opresca"], doc["binsearch"]):
         assert set(r) == {"steps", "chosen", "final_loss", "sum_loss", "counts_tried"}
         assert isinstance(r["steps"], int) and isinstance(r["chosen"], int)
         # the text's last column: one count per step, the chosen one last

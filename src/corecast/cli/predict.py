@@ -4,6 +4,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Sequence
 
 from ..io import settings
 from ..errors import InputError
@@ -105,7 +106,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     options = dict(upto=args.upto, at=args.at, method=args.method, knee_fraction=args.knee_fraction,
                    hardware=hardware, min_gain=args.min_gain, scaling=args.scaling)
     if series[0].callpath is None:  # a corecast CSV or sweep result: one curve
-        pred = _predict(series[0].data, args.file[0], count_unit=series[0].count_unit, **options)
+        pred = _predict(series[0].data, args.file[0], count_unit=series[0].count_unit,
+                        read_notes=series[0].warnings, **options)
         # Plot before printing so a failed plot does not leave a half-reported success.
         if args.plot:
             _plot(pred, args.plot)
@@ -123,7 +125,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
             results.append((s, None, s.error))
             continue
         try:
-            results.append((s, _predict(s.data, args.file[0], count_unit=s.count_unit, **options), None))
+            results.append((s, _predict(s.data, args.file[0], count_unit=s.count_unit, read_notes=s.warnings,
+                                        **options), None))
         except CliError as e:
             results.append((s, None, str(e)))
     done = [(s, pred) for s, pred, _ in results if pred is not None]
@@ -138,7 +141,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
             sys.stdout.write(("\n" if i else "") + printable(f"== {s.label}") + "\n")
             sys.stdout.write(format_table(pred) if pred is not None else printable(f"cannot predict: {error}") + "\n")
     if not done:
-        raise CliError("no (callpath, metric) pair could be predicted", args.file[0])
+        why = f" ({printable(results[0][0].label)}: {results[0][2]})" if len(results) == 1 else ""
+        raise CliError(f"no (callpath, metric) pair could be predicted{why}", args.file[0])
     return 0
 
 
@@ -190,15 +194,17 @@ def cmd_demo(args: argparse.Namespace) -> int:
     return 0
 
 
-def _predict(data: Measurements, file: str, count_unit: str = "threads", **kwargs) -> CurvePrediction:
+def _predict(data: Measurements, file: str, count_unit: str = "threads", read_notes: Sequence[str] = (),
+             **kwargs) -> CurvePrediction:
     """predict_measurements with its errors turned into one-line CliErrors; ``count_unit``
-    labels the counts (threads, or ranks)."""
+    labels the counts (threads, or ranks); ``read_notes``: the reader's warnings, first."""
     from dataclasses import replace
 
     from ..model.curve.prediction import predict_measurements
 
     try:
-        return replace(predict_measurements(data, **kwargs), count_unit=count_unit)
+        pred = predict_measurements(data, **kwargs)
+        return replace(pred, count_unit=count_unit, warnings=[*read_notes, *pred.warnings])
     except InputError as e:
         raise CliError(str(e), file) from None
     except Exception as e:  # a bug in a model must not surface as a traceback

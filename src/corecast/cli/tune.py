@@ -53,14 +53,17 @@ def cmd_tune_sim(args: argparse.Namespace) -> int:
     for name, tuner in (("opresca", OPreSca(counts, rng_seed=args.seed)), ("binsearch", Binsearch(counts))):
         paths[name] = []
         results[name] = simulate(tuner, counts, perf, noise=args.noise, rng_seed=args.seed, trace=paths[name])
-    if args.json:
-        # counts_tried: what the table's last column prints (newuser30: the JSON lacked it)
-        print_json({name: {"steps": int(r["steps"]), "chosen": int(r["chosen"]),
-                           "final_loss": float(r["final_loss"]), "sum_loss": float(r["sum_loss"]),
-                           "counts_tried": [int(c) for c, _, _ in paths[name]]}
-                    for name, r in results.items()})
-        return 0
     best = counts[int(np.argmax(perf))]
+    if args.json:
+        # counts_tried: what the table's last column prints (newuser30: the JSON lacked it);
+        # "input": the table's first line, what the losses are measured against (newuser31)
+        print_json({**{name: {"steps": int(r["steps"]), "chosen": int(r["chosen"]),
+                              "final_loss": float(r["final_loss"]), "sum_loss": float(r["sum_loss"]),
+                              "counts_tried": [int(c) for c, _, _ in paths[name]]}
+                       for name, r in results.items()},
+                    "input": {"file": args.file, "counts": counts, "metric": data.metric,
+                              "best_measured": best, "noise": float(args.noise), "seed": int(args.seed)}})
+        return 0
     print(f"{printable(args.file)}: {len(counts)} counts ({counts[0]}..{counts[-1]}), {data.metric}, "
           f"best measured at {best}; noise {args.noise:g}\n")
     print(f"{'tuner':10s} {'steps':>5s} {'chosen':>6s} {'final loss':>10s} {'summed loss':>11s}  counts tried")

@@ -38,7 +38,9 @@ def empty_result(command: list[str], runtime: str, warnings: list[str], failed: 
         "measured": [],
         "predictions": [],
         "stall_predictions": {},
-        "preferred_threads": None,
+        "preferred_count": None,
+        "fastest_count": None,
+        "preferred_threads": None,  # the same counts under their first names, for older readers
         "fastest_threads": None,
         "fastest_measured": False,
         "bottleneck": None,
@@ -173,8 +175,8 @@ class SweepResult:
         for name, pts in stall_preds.items():
             stall_predictions[str(name)] = _points(pts, f"stall_predictions[{json.dumps(name)}]",
                                                    source, ("value",))
-        pref = json_number(result.get("preferred_threads"))
-        fastest = json_number(result.get("fastest_threads"))
+        pref = json_number(_either(result, "preferred"))
+        fastest = json_number(_either(result, "fastest"))
         command = result.get("command") or []
         runtime = result.get("runtime")
         warnings = result.get("warnings") or []
@@ -237,6 +239,11 @@ def count_unit(result: dict) -> str:
     return "ranks" if result.get("count") == "ranks" else "threads"
 
 
+def _either(result: dict, what: str) -> object:
+    """``WHAT_count``, or in results written before it ``WHAT_threads`` (the same count)."""
+    return result.get(f"{what}_count", result.get(f"{what}_threads"))
+
+
 def _count_or_none(x: object) -> Optional[int]:
     n = json_number(x)
     return int(n) if n is not None and n >= 1 else None
@@ -262,8 +269,8 @@ def regions_of(raw: object, source: str) -> list[dict]:
         out.append({"name": r["name"], "measured": sorted(r.get("measured") or [], key=lambda e: e["threads"]),
                     "predictions": _points(r.get("predictions"), "predictions", where,
                                            ("value", "low", "high", "speedup")),
-                    "preferred_threads": _count_or_none(r.get("preferred_threads")),
-                    "fastest_threads": _count_or_none(r.get("fastest_threads")),
+                    "preferred_threads": _count_or_none(_either(r, "preferred")),
+                    "fastest_threads": _count_or_none(_either(r, "fastest")),
                     "bottleneck": _name(r.get("bottleneck"))})
     return out
 

@@ -27,23 +27,25 @@ horizon; the preferred count is the time prediction's.
     {"measured": [{"threads": n, "time_s": t, "spread_s": d, "stalls_s": {category: s}}],
      "predictions": [{"threads": n, "value": v, "low": l, "high": h, "speedup": s}],
      "stall_predictions": {category: [{"threads": n, "value": v}]},
-     "preferred_threads": k, "fastest_threads": f, "fastest_measured": false, "bottleneck": category,
+     "preferred_count": k, "fastest_count": f, "fastest_measured": false, "bottleneck": category,
      "command": [...], "runtime": "...",
      "warnings": [...], "failed": [{"threads": n, "reason": "..."}],
      "placement": {"policy": "compact", "omp_places": true, "cpus": {"n": [cpu, ...]}},
      "regions": [{"name": "main._omp_fn.0", "share": s, "measured": [...], "predictions": [...],
-                  "stall_predictions": {...}, "preferred_threads": k, "fastest_threads": f, "fastest_measured": false,
+                  "stall_predictions": {...}, "preferred_count": k, "fastest_count": f, "fastest_measured": false,
                   "bottleneck": category, "warnings": [...]}]}
 
 Each ``measured`` entry also lists its ``cpus``.  ``regions`` holds every OpenMP region
 taking at least ``MIN_REGION_SHARE`` of the run at some count, its own time (from the
 runs' JSON Lines, read with ``tools.samples``) extrapolated like the whole program's.
 
-``preferred_threads`` and ``fastest_threads`` are ``predict``'s preferred and fastest
-counts (``fastest_threads``: null in results written before it was added), and
+``preferred_count`` and ``fastest_count`` are ``predict``'s preferred and fastest
+counts, in the sweep's unit (threads, or ranks); ``preferred_threads`` and
+``fastest_threads`` repeat them under their first names (``fastest_threads``: null in
+results written before it was added; the reader takes either), and
 ``fastest_measured`` says that the fastest count is the best measured one, named because
 the model's own optimum was measured slower (absent in results written before it was added).
-``preferred_threads``, ``fastest_threads`` and ``bottleneck`` are null, ``predictions`` and
+the preferred and fastest counts and ``bottleneck`` are null, ``predictions`` and
 ``stall_predictions`` empty, when nothing could be predicted.
 
 MPI rank sweeps (``launcher``, e.g. ``"mpirun -np {ranks}"``): the count is the number of

@@ -188,8 +188,8 @@ def run_sweep(
         extrapolate(result, {n: [r.time_s for r in runs[n]] for n in ok}, ok, categories, per_count, horizon,
                     waits=None if launch is None else WAITS, cpus=shared)
     except InputError as exc:
-        result.update(predictions=[], stall_predictions={}, preferred_threads=None, fastest_threads=None,
-                      fastest_measured=False, bottleneck=None)
+        result.update(predictions=[], stall_predictions={}, preferred_count=None, fastest_count=None,
+                      preferred_threads=None, fastest_threads=None, fastest_measured=False, bottleneck=None)
         raise SweepError(f"cannot predict from the measurements: {exc}", result) from None
     result["regions"] = region_curves(runs, ok, result["measured"], horizon, shared)
     return result
@@ -220,8 +220,8 @@ def region_curves(runs: dict, ok: list[int], measured: list[dict], horizon: int,
              # every repetition, as the whole program's entries keep them (Extra-P's export)
              "runs": [{"time_s": float(t), "stalls_s": {k: float(s.get(k, 0.0)) for k in categories}}
                       for t, s in zip(times[n], per_count[n])]}
-            for n in at], "predictions": [], "stall_predictions": {}, "preferred_threads": None,
-            "fastest_threads": None, "fastest_measured": False, "bottleneck": None, "warnings": []}
+            for n in at], "predictions": [], "stall_predictions": {}, "preferred_count": None,
+            "fastest_count": None, "preferred_threads": None, "fastest_threads": None, "fastest_measured": False, "bottleneck": None, "warnings": []}
         if len(at) < MIN_COUNTS or min(statistics.median(times[n]) for n in at) <= 0:
             region["warnings"].append(f"measured at {len(at)} count(s) with a positive time; not predicted")
         else:

@@ -4,7 +4,9 @@
 - CSV (``--export-csv``): ``command,mean,stddev,median,user,system,min,max`` and one
   ``parameter_NAME`` column per parameter; a row per command, its median wall time the value;
 - JSON (``--export-json``): ``{"results": [{"command", "mean", ..., "times": [...],
-  "parameters": {NAME: VALUE}}]}``; every run's time in ``times`` is a repetition.
+  "parameters": {NAME: VALUE}, "exit_codes": [...]}]}``; every run's time in ``times`` is a
+  repetition, except a run whose exit code is not 0 (``--ignore-failure``): left out, and
+  a warning counts them.
 
 The one parameter is the count (its name labels the counts, ``model.scaling.count_unit_of``);
 values are wall times in seconds.  An export without a parameter (commands that differ by
@@ -35,8 +37,8 @@ def _is_csv(s: Sniff) -> bool:
 def _results(obj: object) -> list | None:
     """A hyperfine JSON export's ``results``; None: ``obj`` is not one."""
     results = obj.get("results") if isinstance(obj, dict) else None
-    ok = (isinstance(results, list) and bool(results) and all(isinstance(r, dict) for r in results)
-          and {"command", "mean"} <= set(results[0]))
+    ok = (isinstance(results, list) and all(isinstance(r, dict) for r in results)
+          and (not results or {"command", "mean"} <= set(results[0])))
     return results if ok else None
 
 
@@ -92,25 +94,47 @@ def parse_json_export(text: str, path: str) -> RawSeries:
     if results is None:
         raise InputError(f"{path}: not a hyperfine JSON export (expected {{\"results\": [{{\"command\", "
                          "\"mean\", \"times\", \"parameters\"}, ...]}})")
+    if not results:
+        raise InputError(f"{path}: a hyperfine JSON export with no results (no command was benchmarked)")
     names: list[str] = []
     for r in results:
         names += [n for n in (r.get("parameters") or {}) if n not in names]
     name = _parameter(names, path)
     rows = []
+    failed: list[tuple[str, int, int]] = []  # (count, runs that exited non-zero, runs)
     for i, r in enumerate(results, start=1):
         where = f"result {i} ({quoted(str(r.get('command', '')))})"
         value = (r.get("parameters") or {}).get(name)
         if value is None:
             raise InputError(f"{path}: {where}: no parameter {name}")
         times = r.get("times") or [r.get("median", r.get("mean"))]
+        codes = r.get("exit_codes")
+        if isinstance(codes, list) and len(codes) == len(times) and r.get("times"):
+            # --ignore-failure keeps the runs that exited non-zero: a crash or an error
+            # path is not the program's time, so they are left out (and counted).
+            bad = [c for c in codes if c != 0]
+            failed.append((str(value), len(bad), len(codes)))
+            times = [t for t, c in zip(times, codes) if c == 0]
+            if not times:
+                continue
         rows.append((where, str(value), [_time(t, f"{path}: {where}") for t in times]))
-    return RawSeries("command", "time", _points(rows, name, path), count_unit_of(name))
+    failures = [(v, k, n) for v, k, n in failed if k]
+    if failures and not rows:
+        raise InputError(f"{path}: every run exited non-zero (hyperfine --ignore-failure): no time to predict from")
+    notes = [] if not failures else [
+        f"{sum(k for _, k, _ in failures)} of {sum(n for _, _, n in failed)} runs exited non-zero "
+        f"(hyperfine --ignore-failure) and were left out: "
+        + ", ".join(f"{name} {v}: {k} of {n}" + (", no run left" if k == n else "") for v, k, n in failures)]
+    return RawSeries("command", "time", _points(rows, name, path), count_unit_of(name), notes)
 
 
 def _time(t: object, where: str) -> float:
     if isinstance(t, bool) or not isinstance(t, (int, float)):
         raise InputError(f"{where}: time {quoted(str(t))} is not a number")
-    return finite_number(str(t), where)
+    x = finite_number(str(t), where)
+    if x <= 0:  # said where it is, not later as a value of no result
+        raise InputError(f"{where}: time {x:g} is not positive")
+    return x
 
 
 def _load(parse):
@@ -129,7 +153,7 @@ def _load(parse):
             data = Measurements.from_samples([n for n, _ in raw.points], [t for _, t in raw.points], "time")
         except InputError as e:
             raise InputError(f"{path}: {e}") from None
-        return [Series(data, source="hyperfine", count_unit=raw.count_unit)]
+        return [Series(data, source="hyperfine", count_unit=raw.count_unit, warnings=raw.warnings)]
     return load
 
 
@@ -143,5 +167,5 @@ JSON = Reader(
     "hyperfine-json", CURVES, "a hyperfine JSON export",
     "hyperfine's `--export-json` of a parameter scan: each result's one parameter is the count, "
     "its `times` the repetitions",
-    "a JSON object whose `results` are objects with `command` and `mean`",
+    "a JSON object whose `results` are objects with `command` and `mean` (or empty)",
     _is_json, _load(parse_json_export))

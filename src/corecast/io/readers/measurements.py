@@ -17,8 +17,9 @@ from __future__ import annotations
 import csv
 import re
 import math
+from array import array
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Iterator
 
 from ...errors import InputError
 from ...model.scaling import COUNT_UNITS, count_unit_of
@@ -66,21 +67,38 @@ def read_table(path: str) -> Table:
 
 def parse_table(text: str, path: str) -> Table:
     """``read_table`` of ``text`` read from ``path`` (as messages show it)."""
-    header: list[str] | None = None
+    header: list[str] = []
     header_line = 0
     rows: list[tuple[int, list[str]]] = []
     meta: list[tuple[int, str, str]] = []
+    for kind, lineno, item in scan_table(text, path):
+        if kind == "meta":
+            meta.append((lineno, *item))
+        elif kind == "header":
+            header, header_line = item, lineno
+        else:
+            rows.append((lineno, item))
+    return Table(path, header, header_line, rows, meta)
+
+
+def scan_table(text: str, path: str) -> Iterator[tuple[str, int, Any]]:
+    """The table's parts in file order, one at a time: ``("meta", line, (key, value))``,
+    ``("header", line, cells)`` once, ``("row", line, cells)``; the shape is checked as
+    they come (a row's cell count at its line; no header or no rows at the end)."""
     saw_content = False
+    header: list[str] | None = None
+    any_row = False
     delimiter = _delimiter(text)
     # Parse line by line (not one csv.reader over the file) so every row keeps its
     # physical line number for error messages; quoted newlines are not supported.
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in enumerate(text_lines(text), start=1):
         stripped = line.strip()
         if not stripped:
             continue
         saw_content = True
         if stripped.startswith("#"):
-            meta.extend((lineno, k, v) for k, v in _comment_items(stripped[1:]))
+            for item in _comment_items(stripped[1:]):
+                yield "meta", lineno, item
             continue
         try:
             # A line without quotes splits as the csv module would (a quarter of its time on
@@ -97,20 +115,36 @@ def parse_table(text: str, path: str) -> Table:
         if header is None:
             if all(_is_number(c) for c in cells):
                 raise InputError(f"{path}: line {lineno}: no header row (expected e.g. 'threads,time')")
-            header, header_line = cells, lineno
+            header = cells
+            yield "header", lineno, cells
             continue
         if len(cells) != len(header):
             raise InputError(
                 f"{path}: line {lineno}: {len(cells)} cells, but the header has {len(header)} columns"
             )
-        rows.append((lineno, cells))
+        any_row = True
+        yield "row", lineno, cells
     if not saw_content:
         raise InputError(f"{path}: file is empty")
     if header is None:
         raise InputError(f"{path}: no header row (expected e.g. 'threads,time')")
-    if not rows:
+    if not any_row:
         raise InputError(f"{path}: no data rows after the header")
-    return Table(path, header, header_line, rows, meta)
+
+
+_CHUNK = 1 << 20  # characters split into lines at a time
+
+
+def text_lines(text: str) -> Iterator[str]:
+    """``text.splitlines()``, a chunk at a time: the list of a large file's lines was most
+    of the reader's memory.  Each chunk but the last ends just after a newline, so no line
+    break (``\r\n`` included) is cut in two and the lines are the same."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start + _CHUNK)
+        end = len(text) if end < 0 else end + 1
+        yield from text[start:end].splitlines()
+        start = end
 
 
 DELIMITERS = ",;\t"  # what spreadsheets and shell tools write (CSV, European CSV, TSV)
@@ -120,7 +154,7 @@ _DECIMAL_COMMA = re.compile(r"[+-]?\d+,\d+(?:[eE][+-]?\d+)?")
 
 def _delimiter(text: str) -> str:
     """The header row's most frequent of ``DELIMITERS`` (a comma where it has none)."""
-    for line in text.splitlines():
+    for line in text_lines(text):
         stripped = line.strip()
         if stripped and not stripped.startswith("#"):
             counts = [(line.count(d), -i, d) for i, d in enumerate(DELIMITERS)]
@@ -162,20 +196,51 @@ def _parse_csv(text: str, name: str, metric: str | None) -> tuple[Measurements, 
     from ...model.curve.entities import Measurements  # numpy: only once measurements are built
 
     check_metric(metric)
-    table = parse_table(text, name)
-    value_col, stall_cols, size_cols = _classify_columns(table)
+    # The rows are read into a float array per column as they come, never kept as text (a
+    # list of 600,000 rows' cells took 290 MB for a 7 MB file).  Errors keep their order:
+    # the table's shape anywhere in the file, then the header, the metric, and the first
+    # bad cell of the count, value, stall and size columns, in that order.
+    table: Table | None = None
+    meta: list[tuple[int, str, str]] = []
+    columns: list[array] = []
+    bad: dict[int, tuple[int, str]] = {}  # column -> its first refused cell (line, text)
+    header_error: InputError | None = None
+    for kind, lineno, item in scan_table(text, name):
+        if kind == "meta":
+            meta.append((lineno, *item))
+        elif kind == "header":
+            table = Table(name, item, lineno, [], meta)
+            try:
+                value_col, stall_cols, size_cols = _classify_columns(table)
+            except InputError as e:  # said once the rest of the file's shape is known good
+                header_error = e
+                continue
+            kinds = ["count"] + ["other"] * (len(item) - 1)
+            kinds[value_col] = "value"
+            for i in stall_cols.values():
+                kinds[i] = "stall"
+            for i in size_cols.values():
+                kinds[i] = "size"
+            columns = [array("d") for _ in item]
+        elif header_error is None:
+            for i, raw in enumerate(item):
+                try:
+                    x = float(raw)
+                except ValueError:
+                    x = math.nan
+                if "_" in raw or not math.isfinite(x) or not _allowed(kinds[i], x):
+                    bad.setdefault(i, (lineno, raw))
+                columns[i].append(x)
+    if header_error is not None:
+        raise header_error
+    assert table is not None  # scan_table raised where the file has no header
     metric = _resolve_metric(table, table.header[value_col], metric)
-
-    counts = [_cell(table, line, cells, 0, "count") for line, cells in table.rows]
-    values = [_cell(table, line, cells, value_col, "value") for line, cells in table.rows]
-    stalls = {
-        name: [_cell(table, line, cells, i, "stall") for line, cells in table.rows]
-        for name, i in stall_cols.items()
-    }
-    sizes = {
-        name: [_cell(table, line, cells, i, "size") for line, cells in table.rows]
-        for name, i in size_cols.items()
-    }
+    for i in [0, value_col, *stall_cols.values(), *size_cols.values()]:
+        if i in bad:
+            _cell_error(table, *bad[i][:1], i, bad[i][1], kinds[i])
+    counts, values = columns[0], columns[value_col]
+    stalls = {name: columns[i] for name, i in stall_cols.items()}
+    sizes = {name: columns[i] for name, i in size_cols.items()}
     try:
         data = Measurements.from_samples(counts, values, metric, stalls=stalls, sizes=sizes)
     except InputError as e:  # our checks should pre-empt these; keep the file name anyway
@@ -273,19 +338,6 @@ def finite_number(text: str, where: str) -> float:
     return x
 
 
-def _cell(table: Table, line: int, cells: list[str], col: int, kind: str) -> float:
-    """One numeric cell, checked for what its column allows (where it is, is written out
-    only for an error: on a file of 10^6 rows that took a third of the reading)."""
-    raw = cells[col]
-    try:
-        x = float(raw)
-    except ValueError:
-        x = math.nan
-    if "_" in raw or not math.isfinite(x) or not _allowed(kind, x):
-        _cell_error(table, line, col, raw, kind)
-    return x
-
-
 def _allowed(kind: str, x: float) -> bool:
     if kind == "count":
         return x >= 1 and x == int(x)
@@ -295,7 +347,8 @@ def _allowed(kind: str, x: float) -> bool:
 
 
 def _cell_error(table: Table, line: int, col: int, raw: str, kind: str) -> None:
-    """Raises the InputError for a cell ``_cell`` refused."""
+    """Raises the InputError for a cell the CSV reader refused (where it is, is written out
+    only for an error: on a file of 10^6 rows that took a third of the reading)."""
     where = f"{table.path}: line {line}: column {table.header[col]!r}"
     if not raw:
         raise InputError(f"{where}: empty cell")

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ...errors import InputError
@@ -26,6 +26,8 @@ class Series:
     source: str = "csv"  # the tool that wrote it: csv (corecast's own) | extrap | caliper
     error: str | None = None
     count_unit: str = "threads"  # threads, ranks, or an Extra-P parameter's name (scaling.count_unit_of)
+    # What the reader left out or doubts, for the prediction's warning lines (hyperfine's failed runs).
+    warnings: list[str] = field(default_factory=list)
 
     @property
     def label(self) -> str:
@@ -42,6 +44,7 @@ class RawSeries:
     metric_name: str
     points: list[tuple[float, float]]
     count_unit: str = "threads"  # "ranks" where the count is an MPI rank count; scaling.count_unit_of
+    warnings: list[str] = field(default_factory=list)  # as Series.warnings
 
 
 def as_count(x: float, where: str) -> float:

@@ -390,6 +390,11 @@ class CurvePrediction(ScalingPrediction):
                     self.counts, self.values, self.low, self.high, self.speedup, self.efficiency
                 )
             ],
+            # The counts are in count_unit (threads, ranks, ...): *_count are the unit-neutral
+            # keys; *_threads, the same numbers, stay for readers written before them.
+            "preferred_count": int(self.preferred),
+            "fastest_count": None if self.fastest is None else int(self.fastest),
+            "knee_count": None if self.knee is None else int(self.knee),
             "preferred_threads": int(self.preferred),
             "fastest_threads": None if self.fastest is None else int(self.fastest),
             "fastest_measured": bool(self.fastest_measured),

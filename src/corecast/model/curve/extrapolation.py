@@ -25,7 +25,7 @@ def extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[st
     there is no sign of weak scaling."""
     from .methods.auto import STALL_COLUMNS
     from .methods.estima import MIN_POINTS
-    from .prediction import predict
+    from .prediction import POOR_FIT, predict
     import numpy as np
 
     from .preference import weak_look
@@ -49,8 +49,27 @@ def extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[st
     # predict, which has.
     # with_fit_quality=False here and below: a sweep result carries no fit figures, and
     # they cost a second fit (leave-last-out) of every curve and region
-    pred = predict(counts, times, metric="time", upto=horizon, method=method, stalls=stalls or None,
-                   scaling="strong", with_fit_quality=False)
+    fit_counts, fit_times, fit_stalls, hw_threads = counts, times, stalls, None
+    over = [n for n in ok if cpus is not None and n > cpus]
+    if over:
+        # Counts above the CPUs shared them: what slows them is time-sharing, not how the
+        # program scales, so with 2 counts within the CPUs the time is fitted on those and
+        # predicted past them as predict does for any count above a machine's hardware
+        # threads (no faster than at the CPUs).
+        inside = [i for i, n in enumerate(counts) if n <= cpus]
+        listed = ", ".join(map(str, over))
+        if len({counts[i] for i in inside}) >= 2:
+            fit_counts, fit_times = [counts[i] for i in inside], [times[i] for i in inside]
+            fit_stalls = {k: [v[i] for i in inside] for k, v in stalls.items()}
+            hw_threads = cpus
+            warnings.append(f"{'counts' if len(over) > 1 else 'count'} {listed} ran oversubscribed on the "
+                            f"{cpus} CPUs: left out of the time's fit")
+        else:
+            warnings.append(f"the time is fitted on {'counts' if len(over) > 1 else 'count'} {listed}, which ran "
+                            f"oversubscribed on the {cpus} CPUs (fewer than 2 counts within them): it shows "
+                            "them shared, not how the program scales on more")
+    pred = predict(fit_counts, fit_times, metric="time", upto=horizon, method=method, stalls=fit_stalls or None,
+                   scaling="strong", with_fit_quality=False, hw_threads=hw_threads)
     measured = pred.measured.at_target_size()
     if cpus is not None:  # oversubscribed counts slow down from sharing CPUs, not from more work
         measured = measured.subset(np.flatnonzero(measured.counts <= cpus))
@@ -66,8 +85,10 @@ def extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[st
         {"threads": int(n), "value": float(v), "low": float(lo), "high": float(hi), "speedup": float(s)}
         for n, v, lo, hi, s in zip(pred.counts, pred.values, pred.low, pred.high, pred.speedup)
     ]
-    result["preferred_threads"] = int(pred.preferred)
-    result["fastest_threads"] = None if pred.fastest is None else int(pred.fastest)
+    # *_count: the unit-neutral keys (the count is ranks in a launcher's sweep); *_threads
+    # the same numbers, for readers written before them.
+    result["preferred_count"] = result["preferred_threads"] = int(pred.preferred)
+    result["fastest_count"] = result["fastest_threads"] = None if pred.fastest is None else int(pred.fastest)
     result["fastest_measured"] = bool(pred.fastest_measured)
 
     grid = [int(n) for n in pred.counts]
@@ -76,7 +97,8 @@ def extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[st
         try:
             est = predict(counts, times, metric="time", upto=horizon, method="estima", stalls=stalls,
                           with_fit_quality=False)
-            warnings.extend(w for w in est.warnings if w not in warnings)
+            # Only ESTIMA's categories are used, not its time: its time's SMAPE is not the sweep's
+            warnings.extend(w for w in est.warnings if w not in warnings and not w.startswith(POOR_FIT))
             ecounts = [int(c) for c in est.extras["counts"]]
             for k in categories:
                 values = dict(zip(ecounts, est.extras["categories"][k]["values"]))

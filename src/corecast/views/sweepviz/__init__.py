@@ -5,7 +5,7 @@ The result object (what ``corecast sweep --json-out`` writes)::
     {"measured": [{"threads": n, "time_s": t, "spread_s": d, "stalls_s": {category: s}}],
      "predictions": [{"threads": n, "value": t, "low": l, "high": h, "speedup": s}],
      "stall_predictions": {category: [{"threads": n, "value": s}]},
-     "preferred_threads": k, "fastest_threads": f, "fastest_measured": false, "bottleneck": category or null, "command": [...],
+     "preferred_count": k, "fastest_count": f, "fastest_measured": false, "bottleneck": category or null, "command": [...],
      "runtime": "openmp" | "pthreads" | "opencl", "warnings": [...],
      "failed": [{"threads": n, "reason": "..."}],
      "regions": [{"name", "measured", "predictions", "bottleneck", ...}]}
