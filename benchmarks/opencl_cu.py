@@ -3,7 +3,7 @@ device time (issue #42), on pocl's CPU device with ``POCL_CPU_MAX_CU_COUNT`` lim
 compute units (``POCL_MAX_PTHREAD_COUNT`` too, pocl 3's name).
 
     python benchmarks/opencl_cu.py [--max-cu N] [--runs 2,4] [--repeat R] [--budget S]
-                                   [--kernels a,b,...|all] [--suite DIR] [--json OUT]
+                                   [--kernels a,b,...|all] [--suite DIR] [--json OUT] [--machine FILE]
 
 * truth: for every count 1..N (default: this machine's cores) and repetition (counts
   interleaved), one child process runs every kernel until its device time reaches a share
@@ -65,7 +65,11 @@ with 14 kernels on the loaded 2-core VM; here 34 children):
 
     bash benchmarks/corpus16/setup.sh; /tmp/v/bin/python benchmarks/opencl_cu.py --max-cu 16 \
         --repeat 2 --budget 100 --suite .dev/oclsuite --json $OUT/opencl_cu_suite.json \
-        | tee $OUT/opencl_cu_suite.txt
+        --machine benchmarks/device16/calibration.json | tee $OUT/opencl_cu_suite.txt
+
+(``--machine``: the machine's calibration, which a CPU device's kernel predictions use for
+the bandwidth cap of kernels whose buffers pass its LLC; the runs record each kernel's
+buffer bytes, and a saved run is rescored with it the same way.)
 
 or as part of a longer call, ``OCLCU_S=150`` to ``benchmarks/corpus16/device_call.sh``.
 
@@ -94,7 +98,7 @@ saved, every kernel line predicted again from what it recorded), and so is a sav
 ``--gpu`` file (``--max-group N`` for one saved before it held the device's largest
 work-group):
 
-    python benchmarks/opencl_cu.py --rescore opencl_cu.json
+    python benchmarks/opencl_cu.py --rescore opencl_cu.json [--machine benchmarks/device16/calibration.json]
     python benchmarks/opencl_cu.py --rescore gpu_groups.json --max-group 1024
 """
 from __future__ import annotations
