@@ -150,7 +150,7 @@ k = cl.Kernel(prog, "fill")
 k.set_args(y)                                                    # set_args: 4n bytes
 for _ in range(2):
     cl.enqueue_nd_range_kernel(queue, k, (n,), None)
-k.set_arg(0, x)                                                  # set_arg: 8n bytes
+k.set_arg(arg_index=0, arg=x)                                    # set_arg: 8n bytes
 cl.enqueue_nd_range_kernel(queue, k, (n,), None)
 queue.finish()
 print("done")

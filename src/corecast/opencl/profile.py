@@ -170,17 +170,19 @@ class Profiler(Sampler):
         prof = self
         pairs = attr == "_set_arg_multi"
 
-        def noting(kernel, *args):
-            result = orig(kernel, *args)  # the program's error, if any, before anything is noted
+        def noting(kernel, *args, **kwargs):
+            result = orig(kernel, *args, **kwargs)  # the program's error, if any, before anything is noted
             if prof.active:
                 try:
+                    given = list(args) + list(kwargs.values())  # pyopencl's order: index, then value
                     if pairs:
-                        flat = args[0]
+                        flat = given[0]
                         for i in range(0, len(flat) - 1, 2):
                             _note_arg(kernel, flat[i], flat[i + 1], buffer_cls)
-                    else:
-                        _note_arg(kernel, args[0], args[1] if len(args) > 1 and attr == "set_arg" else None,
-                                  buffer_cls)
+                    elif args or not kwargs or "arg_index" in kwargs:
+                        index = args[0] if args else kwargs["arg_index"]
+                        value = (args[1] if len(args) > 1 else kwargs.get("arg")) if attr == "set_arg" else None
+                        _note_arg(kernel, index, value, buffer_cls)
                 except Exception as exc:
                     prof._disable(exc)
             return result
