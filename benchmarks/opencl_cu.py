@@ -3,7 +3,7 @@ device time (issue #42), on pocl's CPU device with ``POCL_CPU_MAX_CU_COUNT`` lim
 compute units (``POCL_MAX_PTHREAD_COUNT`` too, pocl 3's name).
 
     python benchmarks/opencl_cu.py [--max-cu N] [--runs 2,4] [--repeat R] [--budget S]
-                                   [--kernels a,b,...|all] [--suite DIR] [--json OUT]
+                                   [--kernels a,b,...|all] [--suite DIR] [--json OUT] [--machine FILE]
 
 * truth: for every count 1..N (default: this machine's cores) and repetition (counts
   interleaved), one child process runs every kernel until its device time reaches a share
@@ -65,7 +65,11 @@ with 14 kernels on the loaded 2-core VM; here 34 children):
 
     bash benchmarks/corpus16/setup.sh; /tmp/v/bin/python benchmarks/opencl_cu.py --max-cu 16 \
         --repeat 2 --budget 100 --suite .dev/oclsuite --json $OUT/opencl_cu_suite.json \
-        | tee $OUT/opencl_cu_suite.txt
+        --machine benchmarks/device16/calibration.json | tee $OUT/opencl_cu_suite.txt
+
+(``--machine``: the machine's calibration, which a CPU device's kernel predictions use for
+the bandwidth cap of kernels whose buffers pass its LLC; the runs record each kernel's
+buffer bytes, and a saved run is rescored with it the same way.)
 
 or as part of a longer call, ``OCLCU_S=150`` to ``benchmarks/corpus16/device_call.sh``.
 
@@ -94,7 +98,7 @@ saved, every kernel line predicted again from what it recorded), and so is a sav
 ``--gpu`` file (``--max-group N`` for one saved before it held the device's largest
 work-group):
 
-    python benchmarks/opencl_cu.py --rescore opencl_cu.json
+    python benchmarks/opencl_cu.py --rescore opencl_cu.json [--machine benchmarks/device16/calibration.json]
     python benchmarks/opencl_cu.py --rescore gpu_groups.json --max-group 1024
 """
 from __future__ import annotations
@@ -263,37 +267,57 @@ def _launches(cl, np, ctx, queue, names: list[str], suite_dir: str | None = None
                          cl.enqueue_nd_range_kernel(queue, k, glob, local))
             continue
         k = cl.Kernel(prog, name)
-        if name == "smooth":  # the example's sizes: 2^17 elements, 16 inner steps
-            k.set_args(buf(1 << 17), np.int32(16))
-            shape = ((1 << 17,), None)
-        elif name == "triangle":  # 64 rows of 2 x 2^17 columns, 4 work-groups of 16
-            k.set_args(buf(1024), buf(64, False), np.int32(2 << 17))
-            shape = ((64,), (16,))
-        elif name == "triad":
-            n = 1 << 24
-            k.set_args(buf(n, False), buf(n), buf(n), np.float32(3.0))
-            shape = ((n,), None)
-        elif name == "sgemm":
-            n = 256
-            k.set_args(buf(n * n), buf(n * n), buf(n * n, False), np.int32(n))
-            shape = ((n, n), (16, 16))
-        elif name == "reduce":
-            n, local = 1 << 22, 128
-            k.set_args(buf(n), buf(n // 8 // local, False), cl.LocalMemory(4 * local))
-            shape = ((n // 8,), (local,))
-        elif name in ("stencil", "conv"):
-            w = 4096 if name == "stencil" else 1024
-            if name == "stencil":
-                k.set_args(buf(w * w), buf(w * w, False), np.int32(w))
-            else:
-                k.set_args(buf(w * w), buf(25), buf(w * w, False), np.int32(w))
-            shape = ((w, w), (16, 16))
-        else:  # nbody: 2048 bodies, 64 per work-group
-            n = 2048
-            k.set_args(buf(4 * n), buf(4 * n, False), np.int32(n))
-            shape = ((n,), (64,))
-        out[name] = (lambda k=k, shape=shape, held=held: cl.enqueue_nd_range_kernel(queue, k, shape[0], shape[1]))
+        args, glob, local = _house_setup(name, buf, np, cl.LocalMemory)
+        k.set_args(*args)
+        out[name] = (lambda k=k, glob=glob, local=local, held=held:
+                     cl.enqueue_nd_range_kernel(queue, k, glob, local))
     return out
+
+
+def _house_setup(name: str, buf, np, local_memory) -> tuple[tuple, tuple, tuple | None]:
+    """An in-house kernel's arguments, global and local size (``_suite_setup``'s form)."""
+    if name == "smooth":  # the example's sizes: 2^17 elements, 16 inner steps
+        return (buf(1 << 17), np.int32(16)), (1 << 17,), None
+    if name == "triangle":  # 64 rows of 2 x 2^17 columns, 4 work-groups of 16
+        return (buf(1024), buf(64, False), np.int32(2 << 17)), (64,), (16,)
+    if name == "triad":
+        n = 1 << 24
+        return (buf(n, False), buf(n), buf(n), np.float32(3.0)), (n,), None
+    if name == "sgemm":
+        n = 256
+        return (buf(n * n), buf(n * n), buf(n * n, False), np.int32(n)), (n, n), (16, 16)
+    if name == "reduce":
+        n, local = 1 << 22, 128
+        return (buf(n), buf(n // 8 // local, False), local_memory(4 * local)), (n // 8,), (local,)
+    if name == "stencil":
+        w = 4096
+        return (buf(w * w), buf(w * w, False), np.int32(w)), (w, w), (16, 16)
+    if name == "conv":
+        w = 1024
+        return (buf(w * w), buf(25), buf(w * w, False), np.int32(w)), (w, w), (16, 16)
+    if name == "nbody":  # 2048 bodies, 64 per work-group
+        n = 2048
+        return (buf(4 * n), buf(4 * n, False), np.int32(n)), (n,), (64,)
+    raise KeyError(name)
+
+
+def setup_bytes(name: str) -> int:
+    """A kernel's buffer bytes per launch as its set-up here makes them (float32 buffers,
+    each once): what a kernel line recorded before ``sample.buffer_bytes`` was held."""
+    import types
+
+    sizes: list[int] = []
+
+    def buf(n, fill=True):
+        sizes.append(4 * n)
+        return None
+
+    fake = types.SimpleNamespace(float32=float, int32=int)
+    if name in ALL:
+        _house_setup(name, buf, fake, lambda n: None)
+    else:
+        _suite_setup(name, buf, fake)
+    return sum(sizes)
 
 
 def child(names: list[str], seconds: float, suite_dir: str | None = None) -> int:
@@ -487,14 +511,16 @@ def truth(names: list[str], counts: list[int], repeat: int, seconds: float,
     return {name: {n: statistics.median(v) for n, v in per.items() if v} for name, per in seen.items()}, device
 
 
-def predictions(names: list[str], cu: int, target: int, seconds: float, suite_dir: str | None = None) -> dict:
+def predictions(names: list[str], cu: int, target: int, seconds: float, suite_dir: str | None = None,
+                machine: str | None = None) -> dict:
     """``corecast run`` of the child at ``cu`` compute units: name -> kernel line (a suite
-    kernel's line, named by its OpenCL function, under the suite's name)."""
+    kernel's line, named by its OpenCL function, under the suite's name); ``machine``:
+    this host's calibration file (``CORECAST_MACHINE_FILE``), none without it."""
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "k.jsonl")
         cmd = [sys.executable, "-m", "corecast", "run", "--quiet", "--target", str(target), "--json-out", out,
                "--", *_child_cmd(names, seconds, suite_dir)]
-        if _run_child(cmd, _pocl_env(cu)) is None:
+        if _run_child(cmd, _pocl_env(cu, {"CORECAST_MACHINE_FILE": machine or ""})) is None:
             return {}
         lines = [json.loads(x) for x in Path(out).read_text().splitlines() if x.strip()] if os.path.exists(out) else []
     return kernel_lines(names, lines)
@@ -564,13 +590,18 @@ def _figures(compared: list, label: str, top: int) -> dict:
     return {"kernels": len(got), "median_abs_ln": med, "coverage": cover, "cases": cases}
 
 
-def repredict(line: dict, target: int) -> dict:
+def repredict(line: dict, target: int, machine=None, name: str | None = None) -> dict:
     """A recorded kernel line with its predictions made again, by this checkout's model,
-    from what the line holds (``record.kernel_from_json``: the sample, shapes, limits)."""
+    from what the line holds (``record.kernel_from_json``: the sample, shapes, limits),
+    with ``machine`` (a ``Calibration``) or none; a line saved before its sample held
+    ``buffer_bytes`` gets kernel ``name``'s from its set-up here (``setup_bytes``)."""
     from corecast.model.runtime import kernelmodel
     from corecast.recording.record import kernel_from_json
 
-    pred = kernelmodel.predict(kernel_from_json(line), target, int(line.get("cores") or target))
+    k = kernel_from_json(line)
+    if not k.sample.buffer_bytes and name is not None:
+        k.sample.buffer_bytes = setup_bytes(name) * k.sample.launches
+    pred = kernelmodel.predict(k, target, int(line.get("cores") or target), machine)
     out = dict(line, predicted=[], basis="", future_bottleneck=None)
     if pred is not None:
         out["predicted"] = [{"threads": int(n), "speedup": float(v), "low": float(lo), "high": float(hi)}
@@ -579,9 +610,19 @@ def repredict(line: dict, target: int) -> dict:
     return out
 
 
-def rescore(path: str, json_out: str | None, max_group: int | None = None) -> int:
+def rescore(path: str, json_out: str | None, max_group: int | None = None, machine: str | None = None) -> int:
     """Score a saved run (``--json`` of this script) again: the measured curves as they
-    were, every recorded kernel line predicted again by this checkout (no device needed)."""
+    were, every recorded kernel line predicted again by this checkout (no device needed),
+    with the calibration in the file ``machine`` (the run's machine's) or none."""
+    cal = None
+    if machine:
+        from corecast.model.machine.calibration import CalibrationError, read
+
+        try:
+            cal = read(machine)
+        except CalibrationError as exc:
+            print(f"opencl_cu: error: --machine: {exc}", file=sys.stderr)
+            return 1
     try:
         saved = json.loads(Path(path).read_text())
         if isinstance(saved, dict) and isinstance(saved.get("gpu"), dict):  # a --gpu check's file
@@ -592,14 +633,16 @@ def rescore(path: str, json_out: str | None, max_group: int | None = None) -> in
         top = int(saved["max_cu"])
         meas = {name: {int(n): float(t) for n, t in per.items()} for name, per in saved["measured"].items()}
         runs = sorted(int(r) for r in saved["lines"])
-        lines = {r: {name: repredict(line, top) for name, line in saved["lines"][str(r)].items()} for r in runs}
+        lines = {r: {name: repredict(line, top, cal, name) for name, line in saved["lines"][str(r)].items()}
+                 for r in runs}
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         print(f"opencl_cu: error: cannot rescore {path}: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     known = ALL + tuple(k.name for k in opencl_suite.KERNELS)
     names = [k for k in known if k in meas] + sorted(k for k in meas if k not in known)
     print(f"opencl_cu --rescore {path}: {saved.get('device', {}).get('device', '?')}, compute units 1..{top}, "
-          "measured curves as saved, predictions made again from the saved kernel lines")
+          "measured curves as saved, predictions made again from the saved kernel lines, "
+          + (f"calibration {machine}" if machine else "no calibration"))
     figures = table(names, meas, lines, runs, top)
     if json_out:
         Path(json_out).write_text(json.dumps(dict(saved, figures=figures, lines=lines), indent=1))
@@ -619,6 +662,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="the public suite's exported tree (python benchmarks/opencl_suite.py export: "
                          ".dev/oclsuite): its kernels run too, read from there")
     ap.add_argument("--json", metavar="OUT", help="also write the figures as JSON")
+    ap.add_argument("--machine", metavar="FILE",
+                    help="this machine's calibration (corecast calibrate; the device machine's: "
+                         "benchmarks/device16/calibration.json): the corecast runs use it, and so do "
+                         "--rescore's predictions (the run's machine's); default: none")
     ap.add_argument("--gpu", action="store_true",
                     help="the work-group check on the device pyopencl picks (a GPU: see the docstring)")
     ap.add_argument("--rescore", metavar="SAVED",
@@ -639,7 +686,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.child_groups:
         return child_groups(args.seconds)
     if args.rescore:
-        return rescore(args.rescore, args.json, args.max_group)
+        return rescore(args.rescore, args.json, args.max_group, args.machine)
     if args.gpu:
         return gpu_check(max(0.05, args.budget / 10), args.json)
     suite = [k.name for k in opencl_suite.KERNELS]
@@ -660,6 +707,14 @@ def main(argv: list[str] | None = None) -> int:
     except opencl_suite.SuiteError as exc:
         print(f"opencl_cu: error: {exc}", file=sys.stderr)
         return 1
+    if args.machine:  # checked before any child starts: a bad file is one line, not a run without it
+        from corecast.model.machine.calibration import CalibrationError, read
+
+        try:
+            read(args.machine)
+        except CalibrationError as exc:
+            print(f"opencl_cu: error: --machine: {exc}", file=sys.stderr)
+            return 1
     if not 1 <= args.max_cu <= 1024 or args.repeat < 1 or args.budget <= 0:
         ap.error("--max-cu must be 1..1024, --repeat at least 1 and --budget positive")
     try:
@@ -684,7 +739,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:  # the measured curves first: a call cut short in the runs keeps them
         Path(args.json).write_text(json.dumps({"device": device, "max_cu": args.max_cu, "measured": meas},
                                               indent=1))
-    lines = {r: predictions(names, r, args.max_cu, run_s, args.suite) for r in runs}
+    machine = str(Path(args.machine).resolve()) if args.machine else None
+    lines = {r: predictions(names, r, args.max_cu, run_s, args.suite, machine) for r in runs}
     print(f"opencl_cu: {device['device']} (pocl), compute units 1..{args.max_cu} (POCL_CPU_MAX_CU_COUNT), "
           f"{args.repeat} repetitions, {os.cpu_count()} host cores, {time.monotonic() - t0:.0f}s")
     if skipped:

@@ -156,3 +156,60 @@ def test_rescore_predicts_saved_suite_kernel_lines_again(tmp_path, capsys):
     # the copied lines are predicted as their originals: same figures per kernel
     again = json.loads(out.read_text())["lines"]["4"]
     assert again["pb.gemm"]["predicted"] == again["sgemm"]["predicted"]
+
+
+def test_the_set_up_bytes_are_what_the_hook_records(opencl, tmp_path):
+    """A saved line without ``sample.buffer_bytes`` gets its kernel's from the set-up here
+    (``setup_bytes``): the same bytes the hook records for the child's launches."""
+    from .helpers import clean_env, read_lines
+
+    bench, out = _bench(), tmp_path / "k.jsonl"
+    names = ["smooth", "triangle", "sgemm", "reduce", "conv", "nbody"]
+    r = subprocess.run([sys.executable, "-m", "corecast.opencl", str(ROOT / "benchmarks" / "opencl_cu.py"),
+                        "--child", ",".join(names), "--seconds", "0.001"],
+                       env=clean_env(CORECAST_OUTPUT=str(out), CORECAST_QUIET="1"), capture_output=True,
+                       text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    got = {d["name"]: d["sample"]["buffer_bytes"] for d in read_lines(out) if d["event"] == "kernel"}
+    assert got == {n: bench.setup_bytes(n) for n in names}
+
+
+def _calibration(tmp_path: Path, llc: int) -> Path:
+    doc = json.loads((ROOT / "benchmarks" / "device16" / "calibration.json").read_text())
+    doc["machine"]["llc_bytes"] = llc
+    path = tmp_path / "cal.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_rescore_with_the_machine_file_caps_kernels_whose_buffers_pass_the_llc(tmp_path, capsys):
+    """Session 22's saved run (lines without buffer_bytes): with the device machine's
+    calibration as it is (LLC 300 MiB) no kernel's buffers pass the LLC and nothing changes;
+    with an LLC of 100 MiB the triad's 192 MiB are capped (the stencil's 128 MiB pass it too,
+    but move in 1.6 ms at 82 GB/s: no bound at 16 on a 40 ms launch)."""
+    bench, saved = _bench(), str(ROOT / "benchmarks" / "opencl16" / "opencl_cu.json")
+    runs = {}
+    for label, machine in (("none", None), ("300", ROOT / "benchmarks" / "device16" / "calibration.json"),
+                           ("100", _calibration(tmp_path, 100 << 20))):
+        out = tmp_path / f"{label}.json"
+        machine_args = ["--machine", str(machine)] if machine else []
+        assert bench.main(["--rescore", saved, "--json", str(out)] + machine_args) == 0
+        runs[label] = json.loads(out.read_text())["lines"]["4"]
+    capsys.readouterr()
+    for name in runs["none"]:
+        assert runs["300"][name]["predicted"] == runs["none"][name]["predicted"], name
+    capped = {n for n in runs["none"] if runs["100"][n]["predicted"] != runs["none"][n]["predicted"]}
+    assert capped == {"triad"}
+    assert runs["100"]["triad"]["predicted"][-1]["speedup"] < runs["none"]["triad"]["predicted"][-1]["speedup"]
+    assert "bandwidth: 201 MB per launch, 82.0 GB/s at 16" in runs["100"]["triad"]["basis"]
+    assert runs["none"]["triad"]["basis"].endswith("bandwidth unmeasured (no machine calibration)")
+
+
+def test_a_bad_machine_file_is_one_line(tmp_path, capsys):
+    bench, bad = _bench(), tmp_path / "bad.json"
+    bad.write_text("{}")
+    saved = str(ROOT / "benchmarks" / "opencl16" / "opencl_cu.json")
+    for argv in (["--rescore", saved, "--machine", str(bad)], ["--max-cu", "1", "--machine", str(bad)]):
+        assert bench.main(argv) == 1
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and err[0].startswith("opencl_cu: error: --machine: ") and "calibration" in err[0]

@@ -42,6 +42,37 @@ def _shape(value) -> tuple | None:
         return (int(value),)
 
 
+ARGS_ATTR = "_corecast_buffers"  # on a kernel: {argument index: (int_ptr, bytes)}, and their total
+
+
+def _note_arg(kernel, index: int, value, buffer_cls: type) -> None:
+    """Argument ``index`` of ``kernel`` set to ``value``: a buffer's bytes noted, anything
+    else drops what the index held.  (Kept on the kernel object itself: it lives as long
+    as the kernel, and pyopencl's kernels take no weak references.)"""
+    held = getattr(kernel, ARGS_ATTR, None)
+    if held is None:
+        if not isinstance(value, buffer_cls):
+            return
+        held = [{}, 0]
+        setattr(kernel, ARGS_ATTR, held)
+    if isinstance(value, buffer_cls):
+        held[0][int(index)] = (value.int_ptr, int(value.size))
+    elif held[0].pop(int(index), None) is None:
+        return
+    held[1] = None  # the total again at the next launch
+
+
+def buffer_bytes(kernel) -> int:
+    """The bytes of ``kernel``'s buffer arguments as last set, each buffer once; 0 where
+    none was seen set."""
+    held = getattr(kernel, ARGS_ATTR, None)
+    if held is None:
+        return 0
+    if held[1] is None:
+        held[1] = sum(dict(held[0].values()).values())
+    return held[1]
+
+
 class Profiler(Sampler):
     """pyopencl's launch function wrapped: every launch recorded into its kernel's record."""
 
@@ -72,6 +103,7 @@ class Profiler(Sampler):
         if self.originals["cl"] is orig:
             self.cl.enqueue_nd_range_kernel = wrapper
         self._patch_waits()
+        self._patch_args()
         self.active = True
 
     # The calls in which the host waits for the device: their time tells a host that
@@ -113,6 +145,53 @@ class Profiler(Sampler):
         timed.__name__ = getattr(orig, "__name__", "wait")
         return timed
 
+    # Where a kernel's arguments are set (``set_args`` and ``Kernel.__call__`` go through
+    # ``_set_arg_multi``): its buffers' bytes, noted there, are each launch's compulsory
+    # traffic (``KernelStats.Sample.buffer_bytes``).  Null and SVM arguments drop a buffer.
+    ARG_SETTERS = ("set_arg", "_set_arg_multi", "_set_arg_null", "_set_arg_svm")
+
+    def _patch_args(self) -> None:
+        kernel_cls = getattr(self._cl, "Kernel", None)
+        buffer_cls = getattr(self._cl, "Buffer", None)
+        if kernel_cls is None or buffer_cls is None:
+            return
+        for attr in self.ARG_SETTERS:
+            key = ("args", attr)
+            orig = self.originals.get(key) or getattr(kernel_cls, attr, None)
+            if orig is None:
+                continue
+            try:
+                setattr(kernel_cls, attr, self._make_noting(orig, attr, buffer_cls))
+                self.originals[key] = orig
+            except (AttributeError, TypeError):  # a build that does not allow it: B unknown
+                pass
+
+    def _make_noting(self, orig, attr: str, buffer_cls: type):
+        prof = self
+        pairs = attr == "_set_arg_multi"
+
+        def noting(kernel, *args, **kwargs):
+            result = orig(kernel, *args, **kwargs)  # the program's error, if any, before anything is noted
+            if prof.active:
+                try:
+                    given = list(args) + list(kwargs.values())  # pyopencl's order: index, then value
+                    if pairs:
+                        flat = given[0]
+                        for i in range(0, len(flat) - 1, 2):
+                            _note_arg(kernel, flat[i], flat[i + 1], buffer_cls)
+                    elif args or not kwargs or "arg_index" in kwargs:
+                        index = args[0] if args else kwargs["arg_index"]
+                        value = (args[1] if len(args) > 1 else kwargs.get("arg")) if attr == "set_arg" else None
+                        _note_arg(kernel, index, value, buffer_cls)
+                except Exception as exc:
+                    prof._disable(exc)
+            return result
+
+        noting.__wrapped__ = orig
+        noting.__doc__ = getattr(orig, "__doc__", None)
+        noting.__name__ = getattr(orig, "__name__", attr)
+        return noting
+
     def unpatch(self) -> None:
         if not self.originals:
             return
@@ -123,6 +202,10 @@ class Profiler(Sampler):
             orig = self.originals.get(("wait", owner_name, attr))
             if orig is not None:
                 setattr(self.cl if owner_name is None else getattr(self.cl, owner_name), attr, orig)
+        for attr in self.ARG_SETTERS:
+            orig = self.originals.get(("args", attr))
+            if orig is not None:
+                setattr(self._cl.Kernel, attr, orig)
         self.active = False
 
     def _disable(self, exc: BaseException) -> None:
@@ -212,7 +295,8 @@ class Profiler(Sampler):
         return name
 
     def _plan(self, queue, kernel, args, kwargs) -> tuple:
-        """(kernel record, hidden queue or None, sampled, device key, shape, in order)."""
+        """(kernel record, hidden queue or None, sampled, device key, shape, in order,
+        buffer bytes)."""
         dev_key, (dev_name, dev_type, units, platform, group), hidden, in_order = self._queue_info(queue)
         name = self._kernel_name(kernel)
         rec = self.kernels.get((name, dev_key))
@@ -229,7 +313,7 @@ class Profiler(Sampler):
         sampled = rec.sampling and rec.in_flight_sampled < MAX_SAMPLED_IN_FLIGHT
         if sampled:
             self._start_sampled()
-        return rec, hidden, sampled, dev_key, (g, loc), in_order
+        return rec, hidden, sampled, dev_key, (g, loc), in_order, buffer_bytes(kernel) if sampled else 0
 
     def _hidden_queue(self, queue):
         key = (queue.context.int_ptr, queue.device.int_ptr)
@@ -266,8 +350,8 @@ class Profiler(Sampler):
         return event, h0, h1
 
     def _record(self, plan, event, h0, h1) -> None:
-        rec, hidden, sampled, dev_key, shape, in_order = plan
-        item = (rec, event, sampled, dev_key, h0, h1)
+        rec, hidden, sampled, dev_key, shape, in_order, moved = plan
+        item = (rec, event, sampled, dev_key, h0, h1, moved)
         resolve = False
         with self.lock:
             rec.launches += 1

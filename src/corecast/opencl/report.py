@@ -26,6 +26,7 @@ from .warn import warn
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
+    from ..model.machine.calibration import Calibration
     from ..model.runtime.bound import TeamPrediction
     from ..model.runtime.numa import NumaRegionPrediction
     from ..recording.kernelstats import KernelStats
@@ -110,6 +111,7 @@ def kernel_line(prof: Profiler, kernel: KernelStats, pred: TeamPrediction | None
             "waits_s": {c: _num(v) for c, v in sorted(s.waits.items()) if v > 0},
             "acquisitions": {c: int(v) for c, v in sorted(s.acquisitions.items()) if v > 0},
             "contended": {c: int(v) for c, v in sorted(s.contended.items()) if v > 0},
+            "buffer_bytes": round(s.buffer_bytes / s.launches) if s.buffer_bytes and s.launches else None,
         },
         "in_order_launches": kernel.in_order,
         "limits": kernelmodel.limits(kernel),
@@ -265,6 +267,17 @@ def write_lines(path: str, lines: list[dict]) -> None:
         warn(f"{exc}; no JSON Lines")
 
 
+def machine_calibration() -> Calibration | None:
+    """This host's calibration as the CPU runtime finds it (``CORECAST_MACHINE_FILE``, else
+    ``corecast calibrate``'s default file; one measured on another machine is not used):
+    a CPU device's compute units are this host's cores.  (The preload library's model
+    says once why a file it found was not used.)"""
+    from ..model.machine.calibration import for_this_machine
+
+    return for_this_machine(os.sysconf("SC_NPROCESSORS_ONLN"), os.environ.get(settings.MACHINE_FILE),
+                            settings.calibration_path())[0]
+
+
 def report(prof: Profiler, kernels: list[KernelStats]) -> None:
     asked, cores, quiet, output = run_settings()
     if quiet and not output:
@@ -274,11 +287,12 @@ def report(prof: Profiler, kernels: list[KernelStats]) -> None:
     memory_errors: set[str] = set()
     machine = os.environ.get(settings.TARGET_MACHINE)
     targets = []
+    cal = machine_calibration() if any(k.device_type == "cpu" for k in kernels) else None
     for k in kernels:
         target = asked or kernelmodel.default_target(k, cores)
         targets.append(target)
         try:
-            pred = kernelmodel.predict(k, target, cores)
+            pred = kernelmodel.predict(k, target, cores, cal)
         except Exception as exc:
             warn(f"no prediction for {printable(k.name)}: {type(exc).__name__}: {exc}")
             pred = None

@@ -111,7 +111,7 @@ class Sampler:
     def _resolve(self, item) -> bool:
         """Read a finished launch into its record; False while it is in flight.  Caller
         holds the lock."""
-        rec, event, sampled, dev_key, h0, h1 = item
+        rec, event, sampled, dev_key, h0, h1, moved = item
         try:
             status = int(event.command_execution_status)
         except Exception:
@@ -140,6 +140,7 @@ class Sampler:
             smp = rec.sample
             smp.launches += 1
             smp.device_ns += max(e - s, 0)
+            smp.buffer_bytes += moved
             if (smp.device_ns >= self.window_ns
                     or time.monotonic_ns() - rec.first_ns > SAMPLE_WALL * self.window_ns):
                 rec.sampling = False

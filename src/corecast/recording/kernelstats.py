@@ -15,7 +15,7 @@ class Sample:
     """What the window of one kernel measured (nanoseconds; waits in seconds)."""
 
     __slots__ = ("launches", "device_ns", "cpu_ns", "runq_ns", "cpu_measured", "waits",
-                 "acquisitions", "contended", "threads", "shapes")
+                 "acquisitions", "contended", "threads", "shapes", "buffer_bytes")
 
     def __init__(self):
         self.launches = 0
@@ -28,6 +28,9 @@ class Sample:
         self.contended: dict[str, float] = {}
         self.threads = 0      # runtime threads seen busy
         self.shapes: set = set()
+        # bytes of the buffer arguments of the sampled launches, summed over them: the
+        # compulsory traffic (each buffer read or written at least once); 0: not known
+        self.buffer_bytes = 0
 
 
 class KernelStats:

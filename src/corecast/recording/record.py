@@ -308,6 +308,8 @@ def kernel_from_json(rec: dict) -> KernelStats:
         table = s.get(key) or {}
         if isinstance(table, dict):
             into.update({c: _num(table, c) for c in table})
+    if s.get("buffer_bytes") is not None:  # per launch; the sample holds their sum
+        k.sample.buffer_bytes = _num(s, "buffer_bytes") * k.sample.launches
     if "runqueue_s" in s:
         k.sample.runq_ns = _num(s, "runqueue_s") * 1e9
     else:  # schema 1: stalls_s holds the run-queue wait scaled to all launches

@@ -62,7 +62,7 @@ def replay_process(proc: RecordedProcess, target: int | None = None,
     if proc.kernels:
         from ..model.runtime import kernelmodel
 
-        kernels = [(k, kernelmodel.predict(k, target, cores)) for k in proc.kernels]
+        kernels = [(k, kernelmodel.predict(k, target, cores, machine)) for k in proc.kernels]
         lost = [kernelmodel.stalls(k) for k in proc.kernels]
     warnings = calibration_warnings(machine, proc)
     if proc.kernels and any(r["name"] == "process" for r in proc.regions):

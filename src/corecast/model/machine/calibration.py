@@ -68,16 +68,19 @@ class Calibration:
     ``cpu_model``: ``compute`` (e_c) and ``bandwidth`` (e_b, from ``gbps``, the triad's
     aggregate GB/s at its counts), either None when not measured."""
 
-    __slots__ = ("compute", "bandwidth", "gbps", "cpus", "cpu_model", "quick")
+    __slots__ = ("compute", "bandwidth", "gbps", "cpus", "cpu_model", "quick", "llc_bytes")
 
     def __init__(self, compute: Curve | None, bandwidth: Curve | None, cpus: int, cpu_model: str,
-                 gbps: list[float] | None = None, quick: bool = False) -> None:
+                 gbps: list[float] | None = None, quick: bool = False, llc_bytes: int = 0) -> None:
         self.compute = compute
         self.bandwidth = bandwidth
         self.gbps = gbps or []
         self.cpus = cpus
         self.cpu_model = cpu_model
         self.quick = quick  # `corecast calibrate --quick`: tiny runs that check the kernels, not figures
+        # the last-level caches' total size as sysfs gave it (0: not known): data past it
+        # comes from memory (a kernel's compulsory traffic, kernelmodel)
+        self.llc_bytes = llc_bytes
 
     def curve(self, kind: str) -> Curve | None:
         """The curve named ``kind`` ("compute" or "bandwidth"), None when not measured."""
@@ -88,6 +91,8 @@ class Calibration:
         import json
 
         doc: dict = {KEY: SCHEMA, "machine": {"cpus": self.cpus, "cpu_model": self.cpu_model}}
+        if self.llc_bytes:
+            doc["machine"]["llc_bytes"] = self.llc_bytes
         if self.quick:
             doc["quick"] = True
         if self.compute is not None:
@@ -131,7 +136,11 @@ def from_dict(doc: object) -> Calibration:
         bandwidth = Curve(counts, [g / (n * gbps[0]) for n, g in zip(counts, gbps)])
     if compute is None and bandwidth is None:
         raise CalibrationError('neither "compute" nor "bandwidth" is there')
-    return Calibration(compute, bandwidth, machine["cpus"], machine["cpu_model"], gbps, doc.get("quick") is True)
+    llc = machine.get("llc_bytes")  # null where sysfs did not say
+    if llc is not None and (not isinstance(llc, int) or isinstance(llc, bool) or llc < 0):
+        raise CalibrationError('"machine" "llc_bytes" must be a byte count or null')
+    return Calibration(compute, bandwidth, machine["cpus"], machine["cpu_model"], gbps, doc.get("quick") is True,
+                       llc or 0)
 
 
 def _rows(part: object, name: str, key: str, most: float) -> tuple[list[int], list[float]]:

@@ -33,7 +33,9 @@ wall time) against the triad's bandwidth at the region's team (``memory_share``)
 The counts are the whole process's, not the region's, so the share is an average over
 serial and parallel time alike.  They also bound the process from below as a roofline
 does (Williams, Waterman and Patterson, "Roofline", CACM 2009): its bytes cannot move faster
-than the machine's bandwidth at n threads, T(n) >= B / bw(n) (``roofline``).
+than the machine's bandwidth at n threads, T(n) >= B / bw(n) (``roofline``).  An
+OpenCL kernel on a CPU device is bounded the same way by its compulsory traffic, the
+bytes of its buffer arguments, where they exceed the last-level cache (``kernel_roofline``).
 
 Applied, a curve changes the time at n by e(n0) / e(n) (the sample at n0 saw e(n0), the
 model took that rate as the work): S(n) is multiplied by e(n) / e(n0) for n >= 2; T(1)
@@ -163,9 +165,17 @@ def roofline(pred: TeamPrediction, process: ProcessSample, cal: Calibration) -> 
     if not moved or bw0 is None or wall <= 0 or pred.work_s <= 0:
         return ""
     moved = min(moved, wall * bw0)
+    if not hold_under(pred, [pred.work_s * bandwidth_at(cal, n) / moved for n in pred.threads]):
+        return ""
+    return f"; roofline {moved / 1e9:.3g} GB at {bandwidth_at(cal, pred.threads[-1]) / 1e9:.3g} GB/s"
+
+
+def hold_under(pred: TeamPrediction, caps: list[float]) -> bool:
+    """``pred`` (in place) held under ``caps`` (one per count) at 2 or more threads: the
+    speedup and the band's high end (never below the speedup), the low end never above
+    the speedup, the fastest count again; True where a cap bound."""
     capped = False
-    for i, n in enumerate(pred.threads):
-        cap = pred.work_s * bandwidth_at(cal, n) / moved
+    for i, (n, cap) in enumerate(zip(pred.threads, caps)):
         if n > 1 and pred.speedup[i] > cap:
             pred.speedup[i] = cap
             capped = True
@@ -173,10 +183,43 @@ def roofline(pred: TeamPrediction, process: ProcessSample, cal: Calibration) -> 
             pred.high[i] = max(cap, pred.speedup[i])
             capped = True
         pred.low[i] = min(pred.low[i], pred.speedup[i])
-    if not capped:
+    if capped:
+        pred.fastest = fastest_count(pred.threads, pred.speedup)
+    return capped
+
+
+def kernel_roofline(pred: TeamPrediction, moved: float, launches: int, wall: float, n0: int,
+                    cal: Calibration | None) -> str:
+    """Caps the prediction ``pred`` of an OpenCL kernel on a CPU device (its compute units
+    are this host's cores) from a sample of ``launches`` launches at ``n0`` units that took
+    ``wall`` seconds of device time and read or wrote ``moved`` bytes of buffers at least
+    once (their compulsory traffic): where one launch's buffers exceed the last-level
+    cache, a launch at n units takes at least its bytes over bw(n), so S(n) <= T(1) bw(n) /
+    moved, T(1) the prediction's (``work_s``, over the same launches) and bw the triad's
+    (the roofline: Williams, Waterman and Patterson, CACM 2009).  ``moved`` is held to
+    what the sample could have moved at bw(n0) in the prediction's own time at n0 (the
+    device time less the run-queue wait of other load; ``wall`` where n0 is past the
+    target), so the cap never falls below the sampled point.  Returns the basis's note:
+    the limit where it binds, why none applies where that is not known, "" where it does
+    not bind."""
+    if cal is None or cal.bandwidth is None or not cal.gbps:
+        return "; bandwidth unmeasured (no machine calibration)"
+    if not cal.llc_bytes:
+        return "; bandwidth cap not applied: the calibration has no LLC size"
+    per_launch = moved / launches if launches > 0 else 0.0
+    if per_launch <= cal.llc_bytes or wall <= 0 or pred.work_s <= 0:
         return ""
-    pred.fastest = fastest_count(pred.threads, pred.speedup)
-    return f"; roofline {moved / 1e9:.3g} GB at {bandwidth_at(cal, pred.threads[-1]) / 1e9:.3g} GB/s"
+    n0 = max(1, n0)
+    if n0 in pred.threads and pred.speedup[pred.threads.index(n0)] > 0:
+        wall = pred.work_s / pred.speedup[pred.threads.index(n0)]
+    held = min(moved, wall * bandwidth_at(cal, n0))
+    caps = [pred.work_s * bandwidth_at(cal, n) / held for n in pred.threads]
+    if not hold_under(pred, caps):
+        return ""
+    top = pred.threads[-1]
+    if pred.speedup[-1] >= caps[-1] * (1 - 1e-9):
+        pred.bottleneck = "bandwidth"
+    return f"; bandwidth: {per_launch / 1e6:.0f} MB per launch, {bandwidth_at(cal, top) / 1e9:.1f} GB/s at {top}"
 
 
 # The machine's loss of per-thread speed at n busy threads assumed where nothing measured

@@ -13,7 +13,12 @@ A kernel's sample becomes a region for the one-sample contention model
   model; the rest (condition variables, barriers, idle nobody waited on) is imbalance:
   workers without work-groups while others finish theirs;
 * when every sampled launch had the same global and local size, at most G = number of
-  work-groups compute units can be busy: speedups are capped at G.
+  work-groups compute units can be busy: speedups are capped at G;
+* with the machine's calibration (``corecast calibrate``), a launch whose buffer
+  arguments (its compulsory traffic, ``Sample.buffer_bytes``) exceed the last-level cache
+  takes at least their bytes over the triad's bandwidth at n units: speedups are capped
+  there too (``evidence.kernel_roofline``).  Without one the basis says the bandwidth
+  is unmeasured.
 
 A device that is not a CPU (a GPU, an accelerator) shows no runtime threads: only each
 launch's device time is observable.  Its prediction (``device_predict``) runs to the
@@ -38,6 +43,7 @@ import math
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
+    from ..machine.calibration import Calibration
     from ...recording.kernelstats import KernelStats
     from ...recording.record import RegionSample
     from .bound import TeamPrediction
@@ -224,9 +230,12 @@ def device_predict(kernel: KernelStats, target: int) -> TeamPrediction:
                           ["work_groups"] if groups is not None else [], bottleneck)
 
 
-def predict(kernel: KernelStats, target: int, cores: int) -> TeamPrediction | None:
+def predict(kernel: KernelStats, target: int, cores: int,
+            machine: Calibration | None = None) -> TeamPrediction | None:
     """Prediction for ``kernel`` at 1..target compute units (a ``TeamPrediction``), or
-    None without a sample: the contention model on a CPU device, ``device_predict`` on others."""
+    None without a sample: the contention model on a CPU device, ``device_predict`` on
+    others; ``machine``: this host's calibration, whose bandwidth caps a CPU device's
+    kernels whose buffers exceed the last-level cache."""
     reg = region(kernel)
     if reg is None:
         return None
@@ -252,6 +261,11 @@ def predict(kernel: KernelStats, target: int, cores: int) -> TeamPrediction | No
         pred.basis += f"; {groups} work-groups per launch: no gain past {groups} compute units"
         if pred.threads[-1] > groups:
             pred.bottleneck = "work_groups"
+    from .evidence import kernel_roofline
+
+    s = kernel.sample
+    pred.basis += kernel_roofline(pred, float(s.buffer_bytes), s.launches, s.device_ns * 1e-9,
+                                  int(kernel.compute_units), machine)
     return pred
 
 
