@@ -279,3 +279,76 @@ def test_inflation_signals_chooses_a_signal_that_predicts_the_error():
     constant = inf.score([(r, 0.2) for r in rows])
     assert inf.choose(candidates, (none, constant)) == "linear x"
     assert inf.choose({"linear x": none}, (none, constant)) == "none"
+
+
+def synthetic_rows() -> list[dict]:
+    """Points at 16 threads in two suites whose misses the model's bottleneck tells apart:
+    10 imbalance-bound predictions in each miss by up to e^(+-0.4 x 4), 20 others by
+    e^(+-0.02 x 4)."""
+    rows = []
+    for suite in ("a", "b"):
+        for bottleneck, spread_z, count in (("imbalance", 0.4, 10), ("serial", 0.02, 20)):
+            for k in range(count):
+                z = spread_z * (2 * k / (count - 1) - 1)
+                rows.append({"suite": suite, "program": f"{suite}{k}", "dir": "d", "n": 16, "n0": 2,
+                             "bottleneck": bottleneck, "predicted": 8.0, "measured": 8.0 * math.exp(4 * z),
+                             "low": 8.0, "high": 8.0, "z": z})
+    return rows
+
+
+def bands_module():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bands  # noqa: E402
+
+    return bands
+
+
+def test_a_band_by_the_bottleneck_narrows_where_the_model_predicts_well():
+    """benchmarks/bands.py's class-conditional band (Mondrian conformal): each class's
+    percentiles apart, so the predictions whose misses are small get a narrow band and the
+    others a wide one; held out (one suite chosen on the other) it is narrower than the single
+    band in median and scores better, both holding at least 80%."""
+    bands = bands_module()
+    rows = synthetic_rows()
+    table = bands.choose_table(rows, "bottleneck")
+    (i_lo, i_hi), (o_lo, o_hi), (a_lo, a_hi) = table["imbalance"], table["other"], table["all"]
+    assert i_lo < a_lo < o_lo < 0 < o_hi < a_hi < i_hi
+    assert o_hi - o_lo < 0.1 * (i_hi - i_lo)
+    narrow, wide = bands.banded([r for r in rows if r["bottleneck"] == "serial"][:1], table, "bottleneck"), \
+        bands.banded([r for r in rows if r["bottleneck"] == "imbalance"][:1], table, "bottleneck")
+    assert narrow[0]["high"] / narrow[0]["low"] < 1.5 < 5 < wide[0]["high"] / wide[0]["low"]
+    single, by_class = bands.scheme_scores(rows, "single"), bands.scheme_scores(rows, "bottleneck")
+    assert by_class["held_out"]["coverage"] >= 0.8 and single["held_out"]["coverage"] >= 0.8
+    assert by_class["held_out"]["median_high_over_low"] < single["held_out"]["median_high_over_low"]
+    assert by_class["held_out"]["interval_score"] < single["held_out"]["interval_score"]
+
+
+def test_a_scheme_keeps_the_models_wider_band_and_a_class_it_never_saw_gets_the_pooled_one():
+    bands = bands_module()
+    row = {**synthetic_rows()[0], "low": 0.5, "high": 100.0, "bottleneck": "critical"}
+    table = {"all": (-0.1, 0.05), "imbalance": (-0.5, 0.1)}
+    (out,) = bands.banded([row], table, "bottleneck")
+    assert (out["low"], out["high"]) == (0.5, 100.0)
+    (out,) = bands.banded([{**row, "low": 8.0, "high": 8.0}], table, "bottleneck")
+    assert out["low"] == pytest.approx(8.0 * math.exp(-0.4)) and out["high"] == pytest.approx(8.0 * math.exp(0.2))
+
+
+def test_the_evidence_dependent_bands_are_scored_and_the_one_turned_down_is_recorded():
+    """bands.py scores each scheme leave one suite out and in sample; the class table it
+    chooses on the development suites is the one the held-out suites turned down
+    (REJECTED_SCHEMES: spread.py keeps the single band), and --apply scores that table beside
+    spread.py's."""
+    bands = bands_module()
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bands.py"), "--json"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    schemes = json.loads(proc.stdout)["schemes"]
+    assert set(schemes) == set(bands.SCHEMES)
+    chosen = schemes["bottleneck"]["chosen_on_all"]
+    assert {k: tuple(chosen[k]) for k in ("imbalance", "other")} == bands.REJECTED_SCHEMES["bottleneck"]
+    assert not hasattr(spread, "evidence_class")  # no class in the runtime's band
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bands.py"), "--apply", "--json"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    applied = json.loads(proc.stdout)
+    assert applied["turned_down"]["bottleneck"]["applied"]["points"] == applied["score"]["points"]
