@@ -383,9 +383,8 @@ def try_event(e: Event) -> str:
     sysfs and still run no events (a hypervisor's guest without a virtual PMU): the library
     would open every planned event for nothing, inherited by each thread the program starts."""
     import ctypes  # only where a plan has events
-    import platform
 
-    nr = PERF_EVENT_OPEN_NR.get(platform.machine())
+    nr = PERF_EVENT_OPEN_NR.get(os.uname().machine)
     if nr is None:
         return ""  # no number known here: the library tries the events itself
     core = e.cpu < 0
@@ -403,7 +402,7 @@ def try_event(e: Event) -> str:
     if fd < 0:
         return f"the PMU refused a test event ({what}): {os.strerror(ctypes.get_errno())}"
     try:
-        sum(i * i for i in range(20000))  # something for a core event to count
+        sum(range(2000))  # something for a core event to count
         value, _, running = struct.unpack("=QQQ", os.read(fd, 24))
     except (OSError, struct.error):
         value = running = 0
