@@ -25,7 +25,7 @@ Events multiplexed by the kernel (more events than counters: the AMD northbridge
 as in the paper, which is why it took 4 sub-samples) are scaled by time_enabled /
 time_running, and ``multiplexed`` says so.
 
-Over 400 lines: the event tables with their sources are most of it, and the plan, its
+It runs over 400 lines: the event tables with their sources are most of it, and the plan, its
 encoding and its one test event (``try_event``) read them.
 """
 from __future__ import annotations
