@@ -45,7 +45,10 @@ steering started the model, and how long the sections went uncounted, with the s
 ``corecast_cpu_s`` (the sampler's and the model's CPU, the exit's prediction included: the
 diagnostic run's ``CORECAST_OUTPUT`` makes the exit predict, which a quiet timed run does not)
 with the model's share, ``model_cpu_s`` and ``model_start_cpu_s`` (its interpreter's start and
-imports), and the run's CPU (``diag`` in the table and the JSON; ``corecast run`` sides too,
+imports), the sampler's ``exit_wait_s`` (the exiting thread's wait for the exit's prediction),
+the summary's ``launcher_cpu_s`` (``corecast run``'s launcher, before the program's image) and
+its NUMA ``events`` planned and ``events_open`` (``numa_events``, ``numa_events_open``,
+``numa_measured``: the roles counted), and the run's CPU (``diag`` in the table and the JSON; ``corecast run`` sides too,
 their ``CORECAST_OUTPUT`` passed through the launcher).  ``--account`` makes that run after
 every timed run of such a side, in the same rotation, and the table gives their medians
 (the JSON keeps each run's, ``accounts``); ``--window-ms`` sets ``CORECAST_WINDOW_MS``.
@@ -185,13 +188,16 @@ def diagnose(s: dict) -> dict | None:
         for line in out.read_text().splitlines():
             rec = json.loads(line)
             if rec.get("event") == "summary":
+                numa = rec.get("numa") or {}
                 return dict(rec.get("sampler") or {}, corecast_cpu_s=rec.get("corecast_cpu_s"),
+                            launcher_cpu_s=rec.get("launcher_cpu_s"), numa_events=numa.get("events"),
+                            numa_events_open=numa.get("events_open"), numa_measured=len(numa.get("measured") or []),
                             run_cpu_s=after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
     return None
 
 
 ACCOUNT_KEYS = ("windows", "model_runs", "settled_windows", "corecast_cpu_s", "model_cpu_s", "model_start_cpu_s",
-                "run_cpu_s")
+                "run_cpu_s", "exit_wait_s", "launcher_cpu_s", "numa_events", "numa_events_open", "numa_measured")
 
 
 def account_medians(runs: list[dict | None]) -> dict | None:
@@ -220,7 +226,14 @@ def diag_text(d: dict | None) -> str:
     cpu = f", cc cpu {d['corecast_cpu_s']:.3f} s" if d.get("corecast_cpu_s") is not None else ""
     if cpu and d.get("model_cpu_s") is not None:  # the model's share (its start first), where recorded
         cpu += f" (model {d['model_cpu_s']:.3f}, its start {d.get('model_start_cpu_s', 0):.3f})"
-    return (f"{d.get('windows'):g} windows, {model}{settled}{cpu}, uncounted {d.get('sync_uncounted_s', 0):.2f} s"
+    # issue #40: the exit's wait for its prediction, the launcher's CPU, the NUMA events
+    # planned and opened (and roles counted), where the summary has them
+    extra = "".join(f", {label} {d[k]:.3f} s" for k, label in (("exit_wait_s", "exit wait"),
+                                                                ("launcher_cpu_s", "launcher cpu")) if d.get(k) is not None)
+    if d.get("numa_events"):
+        extra += f", numa events {d['numa_events']:g} ({d.get('numa_events_open', 0):g} open, " \
+                 f"{d.get('numa_measured', 0):g} roles counted)"
+    return (f"{d.get('windows'):g} windows, {model}{settled}{cpu}{extra}, uncounted {d.get('sync_uncounted_s', 0):.2f} s"
             + (f" (median of {d['runs']})" if d.get("runs", 1) > 1 else ""))
 
 

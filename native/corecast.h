@@ -298,16 +298,15 @@ enum cc_final_outcome cc_sampler_final(struct cc_sample *s, struct cc_result *r,
 #define CC_NFATAL 5
 extern const int cc_fatal_signals[CC_NFATAL];
 void cc_sampler_failed(void); /* async-signal-safe */
-/* What the sampler did, for the summary: windows closed, window samples handed to the model (the
- * exit's not counted), windows every region had settled in (none handed), when steering started it. */
+/* For the summary: windows closed, window samples handed to the model (not the exit's), windows every
+ * region had settled in (none handed), when steering started it, the exit's wait for its prediction. */
 struct cc_sampler_stats {
     unsigned long windows, model_runs, settled_windows;
-    double model_started_s;
+    double model_started_s, exit_wait_s;
 };
 struct cc_sampler_stats cc_sampler_stats(void) CC_HIDDEN;
 int cc_sampler_is(int tid); /* ``tid`` is the sampler thread */
-void cc_sampler_after_fork(void);
-void cc_sampler_mark_start(void);
+void cc_sampler_after_fork(void), cc_sampler_mark_start(void);
 /* What the sampler reads (counters.c): PMU counters, schedstat, the run-queue split. */
 void cc_counters_open(void) CC_HIDDEN;       /* at the first activity */
 void cc_counters_after_fork(void) CC_HIDDEN; /* a child counts afresh */
@@ -316,12 +315,13 @@ int cc_counters_fds(int *out, int max) CC_HIDDEN; /* the open counter descriptor
 void cc_counters_moved(void) CC_HIDDEN; /* the sampler's table holds them: out of the program's */
 void cc_counters_read_held(struct cc_sample *s) CC_HIDDEN; /* PMU, NUMA: where this table holds them */
 void cc_sampler_read_counters(struct cc_sample *s); /* fills counters + runqueue */
+double cc_cpu_before_start(void) CC_HIDDEN; /* CPU s before this image: `corecast run`'s launcher */
 /* NUMA topology and memory-traffic counters (numa.c, the plan in CORECAST_NUMA_EVENTS):
  * opened with the sampler's counters, read with them (cumulative), closed in a forked child. */
 extern const char *const CC_NUMA_ROLE_NAMES[CC_NUMA_NROLES]; /* bit order of CC_NUMA_* */
-void cc_numa_open(void);
+void cc_numa_open(void), cc_numa_after_fork(void);
 void cc_numa_read(struct cc_numa_counts *n);
-void cc_numa_after_fork(void);
+int cc_numa_events(int *opened) CC_HIDDEN; /* the plan's events; *opened: how many were opened */
 int cc_numa_fds(int *out, int max); /* the open NUMA event descriptors */
 void cc_numa_moved(void); /* closed in the program's table (counters.c's cc_counters_moved) */
 /* CORECAST_NUMA_EVENTS's value into *p (numa_plan.c); NULL if it is a plan this library

@@ -500,6 +500,8 @@ void cc_sampler_mark_start(void) {
     getrusage(RUSAGE_SELF, &usage_at_start);
 }
 
+double cc_cpu_before_start(void) { return cpu_at_start; }
+
 /* Process-wide CPU time of the program's threads (corecast's own time excluded) and the
  * run-queue wait summed over its tasks, split into the program's own and other load's. */
 void cc_process_times(double *cpu_s, double *runq_s, double *runq_other_s) {

@@ -210,7 +210,9 @@ static void json_numa(struct cc_buf *b, const struct cc_numa_counts *n) {
     for (int r = 0, k = 0; r < CC_NUMA_NROLES; r++)
         if (n->measured & (1u << r))
             cc_put(b, "%s\"%s\"", k++ ? "," : "", CC_NUMA_ROLE_NAMES[r]);
-    cc_put(b, "],\"multiplexed\":%s", n->multiplexed ? "true" : "false");
+    int open, planned = cc_numa_events(&open); /* the plan's events, and how many opened */
+    cc_put(b, "],\"multiplexed\":%s,\"events\":%d,\"events_open\":%d", n->multiplexed ? "true" : "false", planned,
+           open);
     if (n->measured & (1u << CC_NUMA_CYCLES))
         cc_put(b, ",\"cycles\":%.10g", n->cycles);
     if (n->measured & (1u << CC_NUMA_LLC))
@@ -245,7 +247,7 @@ static void json_summary(struct cc_buf *b, const struct cc_sample *s, const stru
     if (r->status == 0 && r->machine_json[0]) /* JSON the model wrote (ASCII, a whole object) */
         cc_put(b, ",\"machine_calibration\":%.*s", (int)strnlen(r->machine_json, sizeof r->machine_json),
                r->machine_json);
-    cc_put(b, ",\"corecast_cpu_s\":%.6g", cc_own_cpu_s());
+    cc_put(b, ",\"corecast_cpu_s\":%.6g,\"launcher_cpu_s\":%.6g", cc_own_cpu_s(), cc_cpu_before_start());
     /* What the sampler did (its windows, the model's window runs, the steered windows that
      * needed none, and when steering started it), and how long the sections went uncounted
      * (settle.c), steered or not. */
@@ -256,8 +258,8 @@ static void json_summary(struct cc_buf *b, const struct cc_sample *s, const stru
         cc_put(b, "%.4g", st.model_started_s);
     else
         cc_put(b, "null");
-    cc_put(b, ",\"sync_uncounted_s\":%.4g,\"model_start_cpu_s\":%.6g,\"model_cpu_s\":%.6g}",
-           cc_settle_uncounted_s(s->elapsed_s), cc_model_start_cpu_s(), cc_model_cpu_s());
+    cc_put(b, ",\"sync_uncounted_s\":%.4g,\"model_start_cpu_s\":%.6g,\"model_cpu_s\":%.6g,\"exit_wait_s\":%.6g}",
+           cc_settle_uncounted_s(s->elapsed_s), cc_model_start_cpu_s(), cc_model_cpu_s(), st.exit_wait_s);
     if (cc_mpi.initialized)
         cc_put(b, ",\"mpi\":{\"init_s\":%.6g,\"finalize_s\":%.6g}", cc_mpi.init_s, cc_mpi.finalize_s);
     struct cc_load l = cc_load_split();

@@ -40,6 +40,7 @@ static int topo_read;
 static int topo_nodes, topo_cpus[CC_MAX_NODES];
 static cpu_set_t topo_set[CC_MAX_NODES];
 static int ready;    /* events opened (or tried): cc_numa_read may look */
+static int opened;   /* how many of them: once per process, inherited by every thread */
 static int moved;    /* the sampler's table holds them, the program's no longer (counters.c) */
 
 /* ---- topology ------------------------------------------------------------------------ */
@@ -175,8 +176,10 @@ void cc_numa_open(void) {
     }
     cpu_set_t allowed;
     int have_allowed = sched_getaffinity(0, sizeof allowed, &allowed) == 0;
-    for (uint32_t i = 0; i < plan.n; i++)
+    for (uint32_t i = 0; i < plan.n; i++) {
         fds[i] = counts_here(&plan.ev[i], have_allowed ? &allowed : NULL) ? open_event(&plan.ev[i]) : -2;
+        opened += fds[i] >= 0;
+    }
     __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
     errno = saved;
 }
@@ -245,6 +248,11 @@ void cc_numa_read(struct cc_numa_counts *o) {
     errno = saved;
 }
 
+int cc_numa_events(int *n) {
+    *n = opened;
+    return (int)plan.n;
+}
+
 /* A forked child: the counters count the parent. */
 void cc_numa_after_fork(void) {
     for (uint32_t i = 0; i < plan.n; i++) {
@@ -252,6 +260,6 @@ void cc_numa_after_fork(void) {
             close(fds[i]);
         fds[i] = -1;
     }
-    moved = 0;
+    moved = opened = 0;
     __atomic_store_n(&ready, 0, __ATOMIC_RELEASE);
 }

@@ -25,14 +25,13 @@
 static pthread_t sampler;
 static volatile int sampler_running;
 static volatile int sampler_tid;
-static struct cc_sampler_stats stats = {0, 0, 0, -1}; /* the sampler's own, for the summary */
+static struct cc_sampler_stats stats = {0, 0, 0, -1, 0}; /* the sampler's own, for the summary */
 
 struct cc_sampler_stats cc_sampler_stats(void) {
-    struct cc_sampler_stats o;
+    struct cc_sampler_stats o = stats; /* the counts again, atomically: */
     o.windows = __atomic_load_n(&stats.windows, __ATOMIC_RELAXED);
     o.model_runs = __atomic_load_n(&stats.model_runs, __ATOMIC_RELAXED);
     o.settled_windows = __atomic_load_n(&stats.settled_windows, __ATOMIC_RELAXED);
-    o.model_started_s = stats.model_started_s;
     return o;
 }
 
@@ -334,7 +333,9 @@ enum cc_final_outcome cc_sampler_final(struct cc_sample *s, struct cc_result *r,
     if (!__atomic_compare_exchange_n(&sampler_cmd, &cmd, CMD_FINAL, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
         return wait_change(&ended, 0, timeout_ms) ? CC_FINAL_NO_SAMPLER : CC_FINAL_TIMEOUT;
     cc_futex(&sampler_cmd, FUTEX_WAKE_PRIVATE, 1, -1);
+    double t0 = cc_mono_s();
     enum cc_final_outcome o = wait_change(&final_state, CC_FINAL_PENDING, timeout_ms);
+    stats.exit_wait_s = cc_mono_s() - t0;
     return o == CC_FINAL_PENDING ? CC_FINAL_TIMEOUT : o;
 }
 
@@ -393,5 +394,6 @@ void cc_sampler_after_fork(void) {
     sampler_tid = 0;
     stats.windows = stats.model_runs = stats.settled_windows = 0;
     stats.model_started_s = -1;
+    stats.exit_wait_s = 0;
     cc_counters_after_fork();
 }

@@ -83,3 +83,48 @@ def test_a_model_run_apart_at_an_exit_without_a_sampler_is_in_corecasts_cpu(regi
     summary = summary_of(regions, lib, tmp_path, CORECAST_QUIET="1", CORECAST_TEST_FAULT="no_sampler")["summary"]
     assert summary["model"] == "ok" and summary["sampler"]["model_cpu_s"] > 0
     assert summary["sampler"]["model_cpu_s"] <= summary["corecast_cpu_s"] + 1e-5
+
+
+def _plan(event_type: int, config: int) -> str:
+    from corecast.runtime.numa_events import Event, Plan, encode
+
+    return encode(Plan(source="test", events=[Event("cycles", -1, event_type, config)]))
+
+
+def test_numa_events_are_opened_once_whatever_the_threads(regions, lib, tmp_path):
+    # The summary says how many events were planned and opened: one open per event on the
+    # first active thread, inherited by the threads the program starts (issue #40: never
+    # one per thread).  A software event (the task clock) opens wherever perf does.
+    machine = str(machines.path_of("opteron6380"))
+    got = summary_of(regions, lib, tmp_path, CORECAST_QUIET="1", CORECAST_TARGET_MACHINE=machine,
+                     CORECAST_NUMA_EVENTS=_plan(1, 1), OMP_NUM_THREADS="4")
+    numa = got["summary"]["numa"]
+    if numa["events_open"] == 0:
+        pytest.skip("perf_event_open refused even a software event here")
+    assert (numa["events"], numa["events_open"]) == (1, 1)
+    # An event the kernel has no PMU for: planned, not opened, nothing counted.
+    (tmp_path / "none").mkdir()
+    numa = summary_of(regions, lib, tmp_path / "none", CORECAST_QUIET="1", CORECAST_TARGET_MACHINE=machine,
+                      CORECAST_NUMA_EVENTS=_plan(0x7FFFFFF0, 0))["summary"]["numa"]
+    assert (numa["events"], numa["events_open"], numa["measured"]) == (1, 0, [])
+    # No plan: none.
+    (tmp_path / "plain").mkdir()
+    numa = summary_of(regions, lib, tmp_path / "plain", CORECAST_QUIET="1")["summary"]["numa"]
+    assert (numa["events"], numa["events_open"]) == (0, 0)
+
+
+def test_the_summary_accounts_for_the_launcher_and_the_exits_wait(regions, tmp_path):
+    # `corecast run`'s launcher (an interpreter, its imports, the NUMA plan) runs in the
+    # program's process before its image: its CPU is the summary's launcher_cpu_s.  The
+    # exiting thread waited for the sampler's prediction: exit_wait_s.
+    import sys
+    from pathlib import Path
+
+    out = tmp_path / "out.jsonl"
+    cli = Path(sys.executable).with_name("corecast")
+    r = subprocess.run([str(cli), "run", "--json-out", str(out), "--", str(regions)], env=clean_env(),
+                       capture_output=True, timeout=TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    (summary,) = events(read_lines(out), "summary")
+    assert summary["launcher_cpu_s"] > 0
+    assert summary["sampler"]["exit_wait_s"] > 0  # the exit's prediction came from the sampler

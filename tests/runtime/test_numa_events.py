@@ -239,6 +239,51 @@ def test_unreadable_cpuinfo(tmp_path):
     assert p.events == [] and "cpuinfo" in p.reason
 
 
+def machine_root(tmp_path: Path, cpuinfo_text: str, pmus: dict) -> str:
+    """A fake / for plan_for_this_machine: proc/cpuinfo and sys (make_sysfs)."""
+    (tmp_path / "proc").mkdir(parents=True)
+    (tmp_path / "proc/cpuinfo").write_text(cpuinfo_text)
+    make_sysfs(tmp_path / "sys", {0: "0-15"}, pmus, online="0-15")
+    return str(tmp_path)
+
+
+def test_a_pmu_that_runs_no_events_plans_none(tmp_path):
+    # The 16-core device's case as far as sysfs goes (issue #40): a `cpu` PMU shown, Intel
+    # family 6 model 0xCF.  One test event decides; where it fails, the library gets no
+    # plan, rather than opening every event, inherited by each thread, for nothing.
+    root = machine_root(tmp_path, cpuinfo("GenuineIntel", 6, 0xCF, cpus=16), {"cpu": {"type": 4}})
+    tried: list[Event] = []
+
+    def refuses(e: Event) -> str:
+        tried.append(e)
+        return "the PMU refused a test event (cycles): No such file or directory"
+
+    p = numa_events.plan_for_this_machine(root, trial=refuses)
+    assert [e.role for e in tried] == ["cycles"]  # one event tried, the first planned
+    assert p.events == [] and encode(p) == "" and p.reason.startswith("the PMU refused")
+    assert p.source == "intel-06-cf" and "mct" in p.missing
+    # Where it counts, the plan is plan()'s: cycles and LLC misses, no controllers.
+    p = numa_events.plan_for_this_machine(root, trial=lambda e: "")
+    assert [e.role for e in p.events] == ["cycles", "llc"] and not p.reason
+    # No PMU at all: nothing to try.
+    tried.clear()
+    bare = machine_root(tmp_path / "bare", cpuinfo("GenuineIntel", 6, 0xCF), {})
+    assert numa_events.plan_for_this_machine(bare, trial=refuses).reason.startswith("no PMU")
+    assert tried == []
+
+
+@pytest.mark.skipif(numa_events.PERF_EVENT_OPEN_NR.get(__import__("os").uname().machine) is None,
+                    reason="perf_event_open's number unknown here")
+def test_try_event_opens_one_event_and_reads_it():
+    # Software events exist wherever perf does: the task clock counts, the dummy event
+    # opens and counts nothing, an unknown PMU type is refused.
+    if Path("/proc/sys/kernel/perf_event_paranoid").read_text().strip() == "3":
+        pytest.skip("perf_event_open is closed to unprivileged users here")
+    assert numa_events.try_event(Event("cycles", -1, 1, 1, name="task clock")) == ""
+    assert "did not count" in numa_events.try_event(Event("cycles", -1, 1, 9, name="dummy"))
+    assert numa_events.try_event(Event("cycles", -1, 0x7FFFFFF0, 0)).startswith("the PMU refused a test event")
+
+
 def test_too_many_events_drop_whole_roles(opteron, monkeypatch):
     monkeypatch.setattr(numa_events, "NUMA_MAX_EVENTS", 10)
     p = plan(OPTERON_6380, opteron)

@@ -163,8 +163,12 @@ def _agreement(res: object, threads_best: int, cores_per_node: int) -> None:
     nodes = -(-threads_best // cores_per_node)  # the node count that holds the best threads
     if nodes == res.fastest:
         return
+    # The thread count in nodes beside the node count: "fastest 2 (...; thread fastest 2)" read as
+    # an agreement where 2 threads (1 node) and 2 nodes differed.
     short = res.basis.replace("two-level queue", "queue").replace(" x sync model", " x sync")
-    res.basis = _noted(short, f"; thread fastest {threads_best}: no memory model")
+    short = short.replace("(fitted, no counters)", "(fitted)")  # ", fitted: ..." follows it
+    res.basis = _noted(short, f"; threads' fastest {threads_best} = {nodes} node{'s' if nodes > 1 else ''}: "
+                              "no memory model")
     why = (f"the thread table's fastest count ({threads_best} threads, {nodes} node(s)) has no memory model; "
            "the node model adds one and leaves the fork/join term to it")
     from ..io.fileio import json_text

@@ -24,17 +24,25 @@ events cannot all be opened is left unmeasured; counts are never made up.
 Events multiplexed by the kernel (more events than counters: the AMD northbridge has 4,
 as in the paper, which is why it took 4 sub-samples) are scaled by time_enabled /
 time_running, and ``multiplexed`` says so.
+
+It runs over 400 lines: the event tables with their sources are most of it, and the plan, its
+encoding and its one test event (``try_event``) read them.
 """
 from __future__ import annotations
 
 import os
 import re
+import struct
 from collections import namedtuple  # not dataclasses: their import (inspect, ast) cost each run 7 ms
 
 from ..model.machine.sysfs import parse_cpulist, topology
 from ..model.machine.sysfs import read_sysfs as _read
 from ..recording import abi
 from ..recording.abi import MAX_NODES, NUMA_MAX_EVENTS, NUMA_ROLES
+
+TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
+if TYPE_CHECKING:
+    from typing import Callable
 
 
 # ---- event tables ----------------------------------------------------------------------
@@ -368,11 +376,56 @@ def encode(p: Plan) -> str:
     return f"v{abi.NUMA_PLAN_VERSION}:" + bytes(s)[:used].hex()
 
 
-def plan_for_this_machine() -> Plan:
-    """plan() for /proc/cpuinfo and /sys; a machine whose cpuinfo cannot be read has none."""
+# perf_event_open's system call number where Python runs (none in the os module)
+PERF_EVENT_OPEN_NR = {"x86_64": 298, "aarch64": 241, "riscv64": 241, "ppc64le": 319, "ppc64": 319,
+                      "s390x": 331, "i686": 336, "i386": 336}
+
+
+def try_event(e: Event) -> str:
+    """"" when this process can open ``e`` and it counts, else why not.  A PMU can show in
+    sysfs and still run no events (a hypervisor's guest without a virtual PMU): the library
+    would open every planned event for nothing, inherited by each thread the program starts."""
+    import ctypes  # only where a plan has events
+
+    nr = PERF_EVENT_OPEN_NR.get(os.uname().machine)
+    if nr is None:
+        return ""  # no number known here: the library tries the events itself
+    core = e.cpu < 0
+    # struct perf_event_attr, PERF_ATTR_SIZE_VER0 (64 bytes): type, size, config,
+    # sample_period, sample_type, read_format (time enabled | running), the flag bits
+    # (exclude_kernel 1 << 5, exclude_hv 1 << 6: a core event, as native/numa.c opens it),
+    # wakeup_events, bp_type, config1.
+    attr = struct.pack("=IIQQQQQIIQ", e.type, 64, e.config, 0, 0, 3, (1 << 5 | 1 << 6) if core else 0,
+                       0, 0, e.config1)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.syscall.restype = ctypes.c_long
+    fd = libc.syscall(ctypes.c_long(nr), ctypes.c_char_p(attr), ctypes.c_int(0 if core else -1),
+                      ctypes.c_int(e.cpu), ctypes.c_int(-1), ctypes.c_ulong(8))  # PERF_FLAG_FD_CLOEXEC
+    what = e.name or e.role
+    if fd < 0:
+        return f"the PMU refused a test event ({what}): {os.strerror(ctypes.get_errno())}"
     try:
-        with open("/proc/cpuinfo") as f:
+        sum(range(2000))  # something for a core event to count
+        value, _, running = struct.unpack("=QQQ", os.read(fd, 24))
+    except (OSError, struct.error):
+        value = running = 0
+    finally:
+        os.close(fd)
+    if running == 0 or (core and value == 0):
+        return f"a test event ({what}) opened but did not count: no events run here"
+    return ""
+
+
+def plan_for_this_machine(root: str = "/", trial: Callable[[Event], str] = try_event) -> Plan:
+    """plan() for /proc/cpuinfo and /sys (under ``root``), kept only where ``trial`` of its
+    first event finds the PMU counting; a machine whose cpuinfo cannot be read has none."""
+    try:
+        with open(os.path.join(root, "proc/cpuinfo")) as f:
             text = f.read()
     except OSError as exc:
         return Plan(reason=f"cannot read /proc/cpuinfo: {exc.strerror}")
-    return plan(text)
+    p = plan(text, os.path.join(root, "sys"))
+    why = trial(p.events[0]) if p.events else ""
+    if why:  # every role needs the cycles (the first event) to be read at all
+        return Plan(source=p.source, reason=why, missing=p.missing)
+    return p
