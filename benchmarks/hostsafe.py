@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -164,9 +165,9 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 def json_ok(path: Path) -> str:
-    """'' when every line of ``path`` (if any) is JSON with no decimal comma in a number."""
-    if not path.exists():
-        return ""
+    """'' when ``path`` has lines and every one is JSON (a decimal comma in a number is not)."""
+    if not path.exists() or not path.read_text().strip():
+        return "no JSON lines"
     for n, line in enumerate(path.read_text().splitlines(), 1):
         try:
             json.loads(line)
@@ -176,23 +177,37 @@ def json_ok(path: Path) -> str:
 
 
 # ---- the items: each returns what the program left, a dict compared with the plain run's ----
+LIMIT_KB = 1024  # `ulimit -f`: pocl's compiler writes temporary files of tens of KiB
+
+
 def item_fsize(argv: list[str], d: Path) -> dict:
-    r = run_sh(f"cd '{d}'; ulimit -f 1; {quote(argv)} > out.txt 2> err.txt; echo $?")
-    err = (d / "err.txt").read_bytes()
-    return {"status": r.stdout, "out": (d / "out.txt").read_bytes(),
+    """stdout and stderr files filled to just under the limit: the program's output fits
+    exactly in its file, no line of corecast's fits in the other (none is cut short)."""
+    need = len(PLAIN_OUT.get(argv[0], b""))
+    lim = LIMIT_KB * 1024
+    (d / "out.txt").write_bytes(b"." * (lim - need))
+    (d / "err.txt").write_bytes(b"." * (lim - 40))
+    r = run_sh(f"cd '{d}'; ulimit -f {LIMIT_KB}; {quote(argv)} >> out.txt 2>> err.txt; echo $?")
+    err = (d / "err.txt").read_bytes()[lim - 40:]
+    return {"status": r.stdout, "out": (d / "out.txt").read_bytes()[lim - need:],
             "cut line": bool(err) and not err.endswith(b"\n")}
 
 
 def item_fulldisk(argv: list[str], d: Path) -> dict:
+    """stdout /dev/full; and a private tmpfs with one page free that holds the program's
+    stdout and the JSON Lines (root and unshare(1) only)."""
     res = {"devfull": run_sh(f"{quote(argv)} > /dev/full; echo $?").stdout}
     mnt = d / "mnt"
     mnt.mkdir()
-    if os.geteuid() == 0 and run_sh(f"mount -t tmpfs -o size=64k tmpfs '{mnt}'").returncode == 0:
-        try:
-            r = run_sh(f"cd '{mnt}'; head -c 1000000 /dev/zero > fill 2>/dev/null; {quote(argv)} > out.txt; echo $?")
-            res.update(tmpfs=r.stdout, out=(mnt / "out.txt").read_bytes())
-        finally:
-            run_sh(f"umount '{mnt}'")
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        return res
+    argv = [a.replace(str(d / "out.jsonl"), str(mnt / "j.jsonl")) for a in argv]
+    script = (f"mount -t tmpfs -o size=64k tmpfs '{mnt}' || exit 99; cd '{mnt}'; "
+              f"head -c $((60 * 1024)) /dev/zero > filler; {quote(argv)} > out.txt; echo $?; "
+              f"cp out.txt '{d}/out.txt'")
+    r = run_sh(f"unshare -m bash -c {quote([script])}")
+    if not r.stdout.startswith(b"99"):
+        res.update(tmpfs=r.stdout, out=(d / "out.txt").read_bytes())
     return res
 
 
@@ -247,9 +262,7 @@ def item_locale(argv: list[str], d: Path) -> dict:
     if not LOCPATH[0]:
         return {"skipped": "localedef cannot build de_DE.UTF-8"}
     r = run_sh(f"{quote(argv)}; echo $?", env=clean_env(LOCPATH=LOCPATH[0], LC_ALL="de_DE.UTF-8"))
-    table = [ln for ln in r.stderr.decode(errors="replace").splitlines()
-             if ln.startswith(("process", "smooth", "triangle", "corecast: own CPU"))]
-    comma = [ln for ln in table if any(c.isdigit() and n == "," for c, n in zip(ln, ln[1:]))]
+    comma = [ln for ln in r.stderr.decode(errors="replace").splitlines() if re.search(r"\d,\d", ln)]
     return {"out": r.stdout, "json": json_ok(d / "out.jsonl"), "comma in the table": comma}
 
 
@@ -272,6 +285,8 @@ def item_output(argv: list[str], d: Path) -> dict:
         res[name] = (r.returncode, r.stdout)
     return res
 
+
+PLAIN_OUT: dict[str, bytes] = {}  # a host's stdout, plain, by its argv[0]: the room item_fsize leaves
 
 ITEMS = {"fsize": item_fsize, "fulldisk": item_fulldisk, "stderr-": item_stderr_closed, "epipe": item_epipe,
          "daemon": item_daemon, "locale": item_locale, "fd1000": item_fd1000, "output-": item_output}
@@ -297,11 +312,36 @@ def item_exec(d: Path) -> list[str]:
     return lines
 
 
+def check(name: str, plain: list[str], way: list[str], work: Path, repeat: int = 1,
+          show=None) -> list[str]:
+    """Item ``name`` run by ``plain`` (argv) and, ``repeat`` times, by ``way`` (argv, "{json}"
+    for its JSON Lines): what differed, at most 3 lines ([] : held)."""
+    fn = ITEMS[name]
+    if plain[0] not in PLAIN_OUT:
+        PLAIN_OUT[plain[0]] = subprocess.run(plain, env=clean_env(), capture_output=True, timeout=GUARD_S).stdout
+    PLAIN_OUT[way[0]] = PLAIN_OUT[plain[0]]
+    base = fn(plain, Path(tempfile.mkdtemp(dir=work)))
+    if show:
+        show(f"plain: {base!r:.600}")
+    want = {**base, **MUST.get(name, {})}
+    differ: list[str] = []
+    for i in range(repeat):
+        d = Path(tempfile.mkdtemp(dir=work))
+        got = fn([a.replace("{json}", str(d / "out.jsonl")) for a in way], d)
+        if show:
+            show(f"run {i + 1}: {got!r:.600}")
+        for k in want:
+            if got.get(k) != want[k] and len(differ) < 3:
+                differ.append(f"run {i + 1}: {k}: {got.get(k)!r:.200} != {want[k]!r:.200}")
+    return differ
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=1)
     ap.add_argument("--host", choices=["c", "python"], action="append")
     ap.add_argument("--only", action="append", help="an item's name (repeatable)")
+    ap.add_argument("--show", action="store_true", help="print what each run left")
     ap.add_argument("--editable", action="store_true", help="also build an editable install (a minute or more)")
     args = ap.parse_args(argv)
     if args.repeat < 1:
@@ -316,26 +356,17 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="hostsafe-") as tmp:
         work = Path(tmp)
         for host, ways in hosts(work, args.host or ["c", "python"]).items():
-            for name, fn in ITEMS.items():
+            for name in ITEMS:
                 if args.only and name not in args.only:
                     continue
-                base = None
                 for way, prefix in ways.items():
-                    differ = []
-                    for i in range(args.repeat if way != "plain" else 1):
-                        d = Path(tempfile.mkdtemp(dir=work))
-                        got = fn([a.replace("{json}", str(d / "out.jsonl")) for a in prefix], d)
-                        if way == "plain":
-                            base = got
-                            continue
-                        want = {**base, **MUST.get(name, {})}
-                        for k in want:
-                            if got.get(k) != want[k] and len(differ) < 3:
-                                differ.append(f"run {i + 1}: {k}: {got.get(k)!r:.200} != {want[k]!r:.200}")
-                    if way != "plain":
-                        bad += bool(differ)
-                        print(f"{'DIFFERS' if differ else 'held':7}  {name:9} {host:6} {way:7} x{args.repeat}"
-                              + "".join(f"\n           {x}" for x in differ), flush=True)
+                    if way == "plain":
+                        continue
+                    differ = check(name, ways["plain"], prefix, work, args.repeat,
+                                   (lambda line: print(f"         {name} {host} {way} {line}")) if args.show else None)
+                    bad += bool(differ)
+                    print(f"{'DIFFERS' if differ else 'held':7}  {name:9} {host:6} {way:7} x{args.repeat}"
+                          + "".join(f"\n           {x}" for x in differ), flush=True)
         if not args.only or "exec" in args.only:
             for line in item_exec(work):
                 bad += line.startswith("DIFFERS")
