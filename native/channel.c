@@ -362,7 +362,7 @@ int cc_own_descriptor_table(const int *keep, int n) {
 
 /* ---- the keeper ------------------------------------------------------------------ */
 static int keeper_ready; /* futex word */
-static int keeper_tid, keeper_ending, keeper_ended; /* futex word: keeper_ended */
+static int keeper_tid, keeper_ending, keeper_ended; /* futex words: keeper_ending, keeper_ended */
 
 static void *keeper_main(void *arg) {
     (void)arg;
@@ -376,9 +376,9 @@ static void *keeper_main(void *arg) {
     __atomic_store_n(&keeper_ready, 1, __ATOMIC_RELEASE);
     cc_futex(&keeper_ready, FUTEX_WAKE_PRIVATE, 1, -1);
     cc_channel_serve(); /* holds the copy until the process ends, or gives its task back */
-    if (!__atomic_load_n(&keeper_ending, __ATOMIC_ACQUIRE))
-        for (;;)
-            pause();
+    /* Without a copy (the sampler claimed it first) it still holds a task: given back too. */
+    while (!__atomic_load_n(&keeper_ending, __ATOMIC_ACQUIRE))
+        cc_futex(&keeper_ending, FUTEX_WAIT_PRIVATE, 0, -1);
     cc_own_thread_ending();
     __atomic_store_n(&keeper_ended, 1, __ATOMIC_RELEASE);
     cc_futex(&keeper_ended, FUTEX_WAKE_PRIVATE, 1 << 30, -1);
@@ -397,6 +397,7 @@ int cc_channel_give_back(int timeout_ms) {
     cc_warn("the program ran out of tasks (pthread_create: EAGAIN): corecast's keeper of the original "
             "stderr gave its thread back; the report goes to the stderr's path, where it has one");
     cc_futex(&mail_state, FUTEX_WAKE_PRIVATE, 1 << 30, -1);
+    cc_futex(&keeper_ending, FUTEX_WAKE_PRIVATE, 1, -1);
     double deadline = cc_mono_s() + timeout_ms / 1000.0;
     while (!__atomic_load_n(&keeper_ended, __ATOMIC_ACQUIRE) && cc_mono_s() < deadline)
         cc_futex(&keeper_ended, FUTEX_WAIT_PRIVATE, 0, deadline - cc_mono_s());
