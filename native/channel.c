@@ -362,21 +362,51 @@ int cc_own_descriptor_table(const int *keep, int n) {
 
 /* ---- the keeper ------------------------------------------------------------------ */
 static int keeper_ready; /* futex word */
+static int keeper_tid, keeper_ending, keeper_ended; /* futex words: keeper_ending, keeper_ended */
 
 static void *keeper_main(void *arg) {
     (void)arg;
     struct cc_thread *t = cc_self_internal(); /* not one of the program's threads in any figure */
     t->guard = 1;
+    keeper_tid = (int)syscall(SYS_gettid);
     cc_own_descriptor_table(NULL, 0);
     /* Serving before the program goes on: a line written before this thread reached its
      * loop went around it, appended where the mail after it was written over it. */
     cc_channel_serving();
     __atomic_store_n(&keeper_ready, 1, __ATOMIC_RELEASE);
     cc_futex(&keeper_ready, FUTEX_WAKE_PRIVATE, 1, -1);
-    cc_channel_serve(); /* holds the copy until the process ends */
-    for (;;)
-        pause();
-    return NULL;
+    cc_channel_serve(); /* holds the copy until the process ends, or gives its task back */
+    /* Without a copy (the sampler claimed it first) it still holds a task: given back too. */
+    while (!__atomic_load_n(&keeper_ending, __ATOMIC_ACQUIRE))
+        cc_futex(&keeper_ending, FUTEX_WAIT_PRIVATE, 0, -1);
+    cc_own_thread_ending();
+    __atomic_store_n(&keeper_ended, 1, __ATOMIC_RELEASE);
+    cc_futex(&keeper_ended, FUTEX_WAKE_PRIVATE, 1 << 30, -1);
+    return NULL; /* the C library ends the thread: its task and stack go */
+}
+
+/* The program's pthread_create found no task left, and the sampler's was not enough
+ * (lifecycle.c): the keeper ends, its copy with it (the report finds the stderr by its path
+ * as where no copy was kept).  Waits up to ``timeout_ms`` for it, then for the kernel to
+ * have let the task go.  Returns whether it has ended (the caller tries again). */
+int cc_channel_give_back(int timeout_ms) {
+    int tid = __atomic_load_n(&keeper_tid, __ATOMIC_ACQUIRE);
+    if (tid <= 0 || getpid() != channel_pid || __atomic_exchange_n(&keeper_ending, 1, __ATOMIC_ACQ_REL))
+        return 0;
+    /* Said first, while its copy still reaches a pipe. */
+    cc_warn("the program ran out of tasks (pthread_create: EAGAIN): corecast's keeper of the original "
+            "stderr gave its thread back; the report goes to the stderr's path, where it has one");
+    cc_futex(&mail_state, FUTEX_WAKE_PRIVATE, 1 << 30, -1);
+    cc_futex(&keeper_ending, FUTEX_WAKE_PRIVATE, 1, -1);
+    double deadline = cc_mono_s() + timeout_ms / 1000.0;
+    while (!__atomic_load_n(&keeper_ended, __ATOMIC_ACQUIRE) && cc_mono_s() < deadline)
+        cc_futex(&keeper_ended, FUTEX_WAIT_PRIVATE, 0, deadline - cc_mono_s());
+    /* Counted off (release_task) a little after its last user-space step. */
+    while (syscall(SYS_tgkill, getpid(), tid, 0) == 0 && cc_mono_s() < deadline) {
+        struct timespec step = {0, 20000};
+        nanosleep(&step, NULL);
+    }
+    return __atomic_load_n(&keeper_ended, __ATOMIC_ACQUIRE);
 }
 
 /* The program is about to close or replace descriptors [lo, hi].  If that lets go of its
@@ -465,6 +495,25 @@ void cc_channel_serving(void) {
         __atomic_store_n(&serving, 1, __ATOMIC_RELEASE);
 }
 
+/* The keeper giving its task back, at mailbox state ``st``: no new mail (serving off), and
+ * the copy let go once no writer is filling or has posted (posted mail is written first).
+ * The mailbox stays shut (the writing state, no writer's): a writer that saw it serving
+ * before serving went off finds it taken, not idle to post in and wait PATIENCE_S. */
+static int keeper_let_go(int st) {
+    __atomic_store_n(&serving, 0, __ATOMIC_RELEASE);
+    if (st != MAIL_IDLE || !__atomic_compare_exchange_n(&mail_state, &st, MAIL_WRITING, 0, __ATOMIC_ACQ_REL,
+                                                        __ATOMIC_ACQUIRE)) {
+        if ((st & 3) == MAIL_FILLING) /* its writer posts next */
+            cc_futex(&mail_state, FUTEX_WAIT_PRIVATE, st, 0.001);
+        return 0;
+    }
+    __atomic_store_n(&holder_tid, 0, __ATOMIC_RELEASE);
+    close(holder_fd);
+    holder_fd = -1;
+    cc_futex(&mail_state, FUTEX_WAKE_PRIVATE, 1 << 30, -1);
+    return 1;
+}
+
 /* The holder, with nothing else to do: writes the mail it is sent, for as long as the
  * process lives (returns at once in a thread that holds no copy).  A write that blocks (a
  * stalled pipe reader) blocks here, as the program's own would, while the writer stops
@@ -473,8 +522,11 @@ void cc_channel_serve(void) {
     if (!cc_channel_held_here())
         return;
     cc_channel_serving();
+    int keeper = keeper_tid == (int)syscall(SYS_gettid);
     for (;;) {
         int st = __atomic_load_n(&mail_state, __ATOMIC_ACQUIRE);
+        if (keeper && __atomic_load_n(&keeper_ending, __ATOMIC_ACQUIRE) && keeper_let_go(st))
+            return;
         if ((st & 3) != MAIL_POSTED) {
             cc_futex(&mail_state, FUTEX_WAIT_PRIVATE, st, -1);
             continue;
@@ -496,7 +548,7 @@ void cc_channel_after_fork(void) {
     holder_fd = -1;
     holder_claimed = 0;
     keeper_started = 1;
-    keeper_ready = 0;
+    keeper_ready = keeper_tid = keeper_ending = keeper_ended = 0;
     serving = 0;
     mail_state = MAIL_IDLE;
     mail_stalled = 0;

@@ -348,8 +348,8 @@ int cc_channel_origin_released(void); /* no low descriptor of the program is the
 void cc_channel_window_check(int let_go); /* let_go: drop the copy now */
 int cc_channel_held_here(void);
 int cc_own_table_here(void);
-void cc_channel_serving(void);
-void cc_channel_serve(void);
+void cc_channel_serving(void), cc_channel_serve(void);
+int cc_channel_give_back(int timeout_ms); /* the keeper ends, its task the program's */
 void cc_channel_after_fork(void);
 /* Names from outside made safe (text.c): printable for the terminal, padded or cut to
  * ``width`` characters (-1: as long as it is); a quoted JSON string.  Both return the

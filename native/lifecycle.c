@@ -323,13 +323,15 @@ void cc_before_restrict(void) {
 int cc_give_back_thread(void) {
     if (!cc_ready || cc_cfg.disabled || getpid() != cc_pid || __atomic_load_n(&cc_final_done, __ATOMIC_ACQUIRE))
         return 0;
-    if (!cc_sampler_give_back(cc_cfg.exit_timeout_ms))
-        return 0;
-    static int told;
-    if (!__atomic_exchange_n(&told, 1, __ATOMIC_ACQ_REL))
-        cc_warn("the program ran out of tasks (pthread_create: EAGAIN): corecast's sampler gave its thread "
-                "back; no windows from here, the exit reports what was sampled");
-    return 1;
+    static int given; /* the sampler's: a later call goes on to the keeper's */
+    if (!__atomic_load_n(&given, __ATOMIC_ACQUIRE) && cc_sampler_give_back(cc_cfg.exit_timeout_ms)) {
+        if (!__atomic_exchange_n(&given, 1, __ATOMIC_ACQ_REL))
+            cc_warn("the program ran out of tasks (pthread_create: EAGAIN): corecast's sampler gave its thread "
+                    "back; no windows from here, the exit reports what was sampled");
+        return 1;
+    }
+    /* The keeper's next (a program that let its stderr go early; it says so itself). */
+    return cc_channel_give_back(cc_cfg.exit_timeout_ms);
 }
 
 static void final_at_exit(void) { cc_final(); }

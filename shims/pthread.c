@@ -75,10 +75,11 @@ static void *thread_start(void *p) {
 }
 
 /* The real call, tried again where it found no task left (EAGAIN) and corecast gave one
- * back: RLIMIT_NPROC at exactly the program's threads, the sampler's the last. */
+ * back: RLIMIT_NPROC at exactly the program's threads, the sampler's the last (then the
+ * keeper's: each is given back once). */
 static int create(pthread_t *th, const pthread_attr_t *attr, void *(*start)(void *), void *arg) {
     int r = CC_LIBC(pthread_create)(th, attr, start, arg);
-    if (r == EAGAIN && cc_give_back_thread())
+    while (r == EAGAIN && cc_give_back_thread())
         r = CC_LIBC(pthread_create)(th, attr, start, arg);
     return r;
 }

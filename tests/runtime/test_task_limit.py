@@ -226,3 +226,38 @@ def test_a_child_without_a_sampler_runs_the_model_apart(build, lib, tmp_path):
     rest = [line for line in lines if line.split(" ", 1)[0] not in ("apart", "program-table")]
     assert rest == plain.stdout.decode().splitlines(), lines  # output, descriptors, status
     assert err.count("corecast: pid ") == 1, err  # the child's
+
+
+# THREADS4_C after letting its stderr go before its first thread (closefd2-like): corecast
+# keeps the original in a keeper thread of its own, a second task besides the sampler's.
+KEEPER_THREADS4_C = THREADS4_C.replace("int main(void) {", """#include <fcntl.h>
+#include <unistd.h>
+int main(void) {
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, 2);
+    close(null);""", 1)
+
+
+def test_a_keeper_gives_its_task_back_too(build, as_user, shared_dir):
+    """A program that lets its stderr go before its first thread has corecast start a
+    keeper (channel.c), which holds the original; with the sampler that is two tasks of the
+    user's.  Under `ulimit -u` at exactly the program's threads the sampler gave its task
+    back but the keeper did not, and the program's last pthread_create failed (exit 9).
+    Now the keeper ends too, after the sampler: the program makes all its threads, and the
+    report, its copy gone, reaches the stderr file by its path."""
+    exe = _readable_copy(build("keeper_tasks4", KEEPER_THREADS4_C, "-pthread"), shared_dir)
+    env = clean_env()
+    nproc = _least_tasks(as_user, exe, env, 3)
+    if nproc <= 2:
+        pytest.skip("the task limit does not bind here")
+    plain = subprocess.run(as_user([exe], nproc), env=env, capture_output=True, timeout=TIMEOUT)
+    env["LD_PRELOAD"] = str(shared_dir / Path(PRELOAD).name)
+    for i in range(5):  # the threads' ends race the program's next create: a few tries
+        log = shared_dir / f"keeper-stderr{i}"  # a path the user can reopen
+        with open(log, "wb") as err_file:
+            os.chmod(log, 0o666)
+            got = subprocess.run(as_user([exe], nproc), env=env, stdout=subprocess.PIPE, stderr=err_file,
+                                 timeout=TIMEOUT)
+        err = log.read_text()
+        assert (got.returncode, got.stdout) == (plain.returncode, plain.stdout) == (3, plain.stdout), err
+        assert "corecast: pid " in err and "ran out of tasks" in err and "keeper" in err, err
