@@ -14,3 +14,19 @@ def test_a_misspelt_setting_is_named_with_the_closest_one(monkeypatch, capsys):
     err = capsys.readouterr().err.splitlines()
     assert err == ["corecast: warning: CORECAST_TRAGET is not a corecast setting (did you mean "
                    "CORECAST_TARGET?); ignored (docs/environment.md lists them)"]
+
+
+def test_a_basis_with_a_note_is_cut_between_words():
+    # --target-machine's exit printed "... serial work, oversubscript; no history fit: see
+    # nodes": the basis was cut by bytes to leave room for the note.
+    from corecast.runtime import bridge
+
+    basis = "contention model: lock queues, imbalance, serial work, oversubscription"
+    got = bridge._noted(basis, "; no history fit: see nodes")
+    assert len(got.encode()) <= 95 and got.endswith("; no history fit: see nodes")
+    head = got[: -len("; no history fit: see nodes")]
+    assert head.endswith("\u2026")
+    whole = {w.strip(",;:") for w in basis.split()}
+    assert all(w.strip(",;:") in whole for w in head[:-1].split()), got
+    assert bridge._shortened(basis, 95) == basis  # what fits is left alone
+    assert len(bridge._shortened("é" * 60, 95).encode()) <= 95  # never half a character
