@@ -30,3 +30,22 @@ def test_a_basis_with_a_note_is_cut_between_words():
     assert all(w.strip(",;:") in whole for w in head[:-1].split()), got
     assert bridge._shortened(basis, 95) == basis  # what fits is left alone
     assert len(bridge._shortened("é" * 60, 95).encode()) <= 95  # never half a character
+
+
+def test_a_calibration_that_is_not_json_or_newer_is_told_whole(tmp_path, capsys):
+    # The JSON error was cut at 60 characters ("... double quotes: line 2 co"), and a newer
+    # schema read "not a corecast calibration".
+    from corecast.model.machine.calibration import CalibrationError, parse
+
+    try:
+        parse('{"corecast_calibration": 2, "machine": {\n')
+    except CalibrationError as exc:
+        assert str(exc).startswith("not JSON: line 2 column 1: Expecting property name")
+    else:
+        raise AssertionError("parsed")
+    try:
+        parse('{"corecast_calibration": 9}')
+    except CalibrationError as exc:
+        assert "schema 9" in str(exc) and "newer corecast" in str(exc)
+    else:
+        raise AssertionError("parsed")

@@ -75,7 +75,8 @@ def test_a_file_not_measured_from_one_thread_alone_is_put_on_that_footing():
 
 @pytest.mark.parametrize("text, message", [
     ("{", "not JSON"),
-    ('{"corecast_calibration": 3}', "not a corecast calibration"),
+    ('{"corecast_calibration": 3}', "a newer corecast wrote it"),
+    ('{"corecast_calibration": "2"}', "not a corecast calibration"),
     (json.dumps({machine.KEY: 1, "machine": {"cpus": 16, "cpu_model": ""}, "efficiency": EFFICIENCY}),
      "run corecast calibrate again"),
     (json.dumps({machine.KEY: 2, "machine": {"cpus": 16, "cpu_model": ""}}), 'neither "compute" nor "bandwidth"'),
