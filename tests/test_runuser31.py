@@ -49,3 +49,21 @@ def test_a_calibration_that_is_not_json_or_newer_is_told_whole(tmp_path, capsys)
         assert "schema 9" in str(exc) and "newer corecast" in str(exc)
     else:
         raise AssertionError("parsed")
+
+
+def test_an_opencl_run_of_what_python_cannot_run_is_one_line(tmp_path):
+    # `python -m corecast.opencl FOLDER` (no __main__.py) and `-m missing` printed runpy's
+    # traceback; Python itself says one line and exits 1.
+    import subprocess
+    import sys
+
+    (tmp_path / "imports.py").write_text("import no_such_module_here\n")
+    for argv in ([str(tmp_path)], ["-m", "no_such_module_here"]):
+        done = subprocess.run([sys.executable, "-m", "corecast.opencl", *argv], capture_output=True, text=True,
+                              cwd=tmp_path, timeout=120)
+        assert done.returncode == 1, done.stderr
+        assert done.stderr.startswith("corecast: error: ") and done.stderr.count("\n") == 1, done.stderr
+    # the program's own ImportError stays its traceback, as Python prints it
+    done = subprocess.run([sys.executable, "-m", "corecast.opencl", str(tmp_path / "imports.py")],
+                          capture_output=True, text=True, cwd=tmp_path, timeout=120)
+    assert done.returncode == 1 and "Traceback" in done.stderr and "imports.py" in done.stderr
