@@ -67,3 +67,30 @@ def test_an_opencl_run_of_what_python_cannot_run_is_one_line(tmp_path):
     done = subprocess.run([sys.executable, "-m", "corecast.opencl", str(tmp_path / "imports.py")],
                           capture_output=True, text=True, cwd=tmp_path, timeout=120)
     assert done.returncode == 1 and "Traceback" in done.stderr and "imports.py" in done.stderr
+
+
+def test_a_sweep_of_what_cannot_run_says_why_as_bash_would(tmp_path, capsys):
+    # `corecast sweep -- /tmp` said "/tmp: command not found"; corecast run says
+    # "Is a directory", as bash does.
+    from cli_checks import assert_one_line_error
+
+    script = tmp_path / "noexec.sh"
+    script.write_text("echo hi\n")
+    script.chmod(0o644)
+    for path, why in ((tmp_path, "Is a directory"), (tmp_path / "missing", "No such file or directory"),
+                      (script, "Permission denied")):
+        err = assert_one_line_error(capsys, ["sweep", "--threads", "1,2", "--", str(path)])
+        assert err.strip().endswith(f"{path}: {why}"), err
+
+
+def test_a_sweep_of_one_count_is_refused_before_it_runs(tmp_path, capsys):
+    # `--threads 1` ran the program (three times) and only then said it needed 2 counts.
+    from cli_checks import assert_one_line_error
+
+    marker = tmp_path / "ran"
+    prog = tmp_path / "prog.sh"
+    prog.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    prog.chmod(0o755)
+    err = assert_one_line_error(capsys, ["sweep", "--threads", "4", "--", str(prog)])
+    assert "needs at least 2 counts, --threads gives 1" in err
+    assert not marker.exists()
