@@ -94,3 +94,21 @@ def test_a_sweep_of_one_count_is_refused_before_it_runs(tmp_path, capsys):
     err = assert_one_line_error(capsys, ["sweep", "--threads", "4", "--", str(prog)])
     assert "needs at least 2 counts, --threads gives 1" in err
     assert not marker.exists()
+
+
+def test_one_node_and_one_entry_are_singular(tmp_path, capsys):
+    # `corecast numa --machine here.json` on a one-node machine printed "(1 nodes x 2 cores)",
+    # and a sample with one entry per list "'bus' has 1 entries".
+    import json
+
+    from cli_checks import assert_one_line_error
+
+    here = tmp_path / "here.json"
+    here.write_text(json.dumps({"name": "one", "cores_per_node": 2, "nodes": 1, "bus_delay": [[3.0]],
+                                "controller_delay": 12.0}))
+    sample = tmp_path / "s.json"
+    sample.write_text(json.dumps({"llc": [0.01], "bus": [0.005], "mct": [0.04]}))
+    assert main(["numa", "--machine", str(here), "--sample", str(sample)]) == 0
+    assert "machine: one (1 node x 2 cores)" in capsys.readouterr().out
+    err = assert_one_line_error(capsys, ["numa", "--machine", "opteron6380", "--sample", str(sample)])
+    assert "'bus' has 1 entry but" in err

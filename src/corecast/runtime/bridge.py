@@ -179,7 +179,8 @@ def _agreement(res: object, threads_best: int, cores_per_node: int) -> None:
         return
     short = res.basis.replace("two-level queue", "queue").replace(" x sync model", " x sync")
     res.basis = _noted(short, f"; thread fastest {threads_best}: no memory model")
-    why = (f"the thread table's fastest count ({threads_best} threads, {nodes} node(s)) has no memory model; "
+    why = (f"the thread table's fastest count ({threads_best} thread{'s' if threads_best != 1 else ''}, "
+           f"{nodes} node{'s' if nodes != 1 else ''}) has no memory model; "
            "the node model adds one and leaves the fork/join term to it")
     from ..io.fileio import json_text
 
