@@ -112,3 +112,10 @@ def test_one_node_and_one_entry_are_singular(tmp_path, capsys):
     assert "machine: one (1 node x 2 cores)" in capsys.readouterr().out
     err = assert_one_line_error(capsys, ["numa", "--machine", "opteron6380", "--sample", str(sample)])
     assert "'bus' has 1 entry but" in err
+
+
+def test_an_empty_json_out_is_named_as_such(capsys):
+    from cli_checks import assert_one_line_error
+
+    err = assert_one_line_error(capsys, ["run", "--json-out", "", "--", "true"])
+    assert "--json-out: an empty file name" in err
