@@ -92,7 +92,7 @@ def test_errors(capsys, samples, tmp_path):
     notjson.write_text("{")
     for argv, text in [
         (["numa", "--machine", "nope", "--sample", samples["balanced"]], "no such file or preset"),
-        (["numa", "--machine", "opteron6380", "--sample", bad], "has 1 entries"),
+        (["numa", "--machine", "opteron6380", "--sample", bad], "has 1 entry"),
         (["numa", "--machine", "opteron6380", "--sample", str(notjson)], "not a JSON sample"),
         (["numa", "--machine", "opteron6380", "--sample", str(tmp_path / "none.json")], "no such file"),
         (["numa", "--machine", "opteron6380", "--sample", samples["balanced"], "--co-nodes", "2"],

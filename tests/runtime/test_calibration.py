@@ -75,7 +75,8 @@ def test_a_file_not_measured_from_one_thread_alone_is_put_on_that_footing():
 
 @pytest.mark.parametrize("text, message", [
     ("{", "not JSON"),
-    ('{"corecast_calibration": 3}', "not a corecast calibration"),
+    ('{"corecast_calibration": 3}', "a newer corecast wrote it"),
+    ('{"corecast_calibration": "2"}', "not a corecast calibration"),
     (json.dumps({machine.KEY: 1, "machine": {"cpus": 16, "cpu_model": ""}, "efficiency": EFFICIENCY}),
      "run corecast calibrate again"),
     (json.dumps({machine.KEY: 2, "machine": {"cpus": 16, "cpu_model": ""}}), 'neither "compute" nor "bandwidth"'),
@@ -291,6 +292,25 @@ def test_a_fifo_named_as_the_machine_file_does_not_hold_up_a_run(tmp_path):
     os.mkfifo(fifo)
     cal, note = machine.for_this_machine(os.sysconf("SC_NPROCESSORS_ONLN"), str(fifo), "")
     assert cal is None and "not a regular file" in note
+
+
+def test_a_quick_calibration_keeps_a_full_one(tmp_path):
+    """`corecast calibrate --quick` (to see the kernels work) replaced the calibration at
+    the default path, measured for real, with figures that mean nothing."""
+    env = clean_env(XDG_CACHE_HOME=str(tmp_path / "cache"))
+    written = tmp_path / "cache" / "corecast" / "calibration.json"
+    written.parent.mkdir(parents=True)
+    written.write_text(calibration(2))
+    out = corecast("calibrate", "--max", "2", "--quick", env=env)
+    if out.returncode == 2 and "the machine was busy" in out.stderr:
+        pytest.skip("this machine is busy itself: calibrate said so")
+    assert out.returncode == 0, out.stderr
+    assert written.read_text() == calibration(2)
+    assert out.stderr.startswith(f"corecast: warning: not written: {written} holds a full calibration")
+    assert "written to" not in out.stdout
+    again = corecast("calibrate", "--max", "2", "--quick", "-o", str(written), env=env)  # told to: written
+    if again.returncode == 0:
+        assert json.loads(written.read_text())["quick"] is True
 
 
 def test_calibrate_writes_a_file_runs_use(tmp_path):

@@ -85,6 +85,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         argv = sys.argv[1:] if argv is None else list(argv)
         args = build_parser(argv[0] if argv else None).parse_args(argv)
+        for line in settings.unknown_names():
+            print(f"corecast: warning: {line}", file=sys.stderr)
         status = args.func(args)
         sys.stdout.flush()  # a closed pipe shows here, not as a message at interpreter exit
         return status

@@ -53,7 +53,11 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     except CalibrateError as exc:
         raise CliError(f"the measurement failed: {exc}") from None
     text = json.dumps(cal) + "\n"
-    if path != STDIO:
+    kept = args.quick and not args.output and _full_calibration(path)
+    if kept:  # `calibrate --quick`, to see the kernels work, had replaced the real one
+        print(f"corecast: warning: not written: {path} holds a full calibration, which --quick's "
+              "figures (they mean nothing) would replace; -o FILE writes them elsewhere", file=sys.stderr)
+    elif path != STDIO:
         write_file(path, text, "the calibration")
     if args.json or path == STDIO:
         sys.stdout.write(text)
@@ -67,8 +71,19 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     bw1 = b["gbps"][0][1]
     for (n, e), (_, g) in zip(c["efficiency"], b["gbps"]):
         print(f"{n:7d} {e:11.3f} {g:10.2f} {g / (n * bw1):6.3f}")
-    print(f"written to {path}")
+    if not kept:
+        print(f"written to {path}")
     return 0
+
+
+def _full_calibration(path: str) -> bool:
+    """Whether ``path`` holds a calibration that was not measured with --quick."""
+    from ..model.machine.calibration import CalibrationError, read
+
+    try:
+        return not read(path).quick
+    except CalibrationError:  # missing, unreadable, another version: nothing to keep
+        return False
 
 
 COMMANDS = [add_calibrate]

@@ -43,6 +43,8 @@ def add_run(sub: argparse._SubParsersAction) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     from ..runtime import launcher
 
+    if args.json_out == "":  # it read ": is a directory"
+        raise CliError("argument --json-out: an empty file name (leave the option out to write no JSON)")
     machine = None
     if args.target_machine:
         from ..model.machine import numa as machines

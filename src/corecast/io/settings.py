@@ -146,6 +146,24 @@ def integer(name: str, environ: Optional[Mapping[str, str]] = None, warn: Callab
     return v
 
 
+def unknown_names(environ: Optional[Mapping[str, str]] = None) -> list[str]:
+    """A warning per ``CORECAST_*`` variable the table lacks, with the closest name it
+    has: a typo of ``CORECAST_TARGET`` was otherwise ignored without a word, and the run
+    predicted for the default."""
+    environ = os.environ if environ is None else environ
+    odd = sorted(n for n in environ if n.startswith("CORECAST_") and n not in BY_NAME)
+    if not odd:
+        return []
+    import difflib  # only for a name that needs it: the start of `corecast run` stays light
+
+    out = []
+    for name in odd:
+        near = difflib.get_close_matches(name, BY_NAME, n=1, cutoff=0.75)
+        hint = f" (did you mean {near[0]}?)" if near else ""
+        out.append(f"{name} is not a corecast setting{hint}; ignored (docs/environment.md lists them)")
+    return out
+
+
 def bad_value(name: str, text: str, used: object) -> str:
     """The one warning for a bad whole number (native/config.c prints the same)."""
     s = BY_NAME[name]
@@ -246,8 +264,11 @@ def markdown() -> str:
            "<!-- Generated from src/corecast/io/settings.py (python -m corecast.io.settings): do not edit. -->",
            "", "Every `CORECAST_*` variable corecast reads, read once at start. A whole number that does",
            "not parse or is out of range gets one line, `corecast: warning: NAME=VALUE is not a whole",
-           "number in [lo, hi]; using D`, and the default (once per process). `CORECAST_DISPLAY_ENV=1`",
-           "prints them all between `CORECAST DISPLAY ENVIRONMENT BEGIN` and `... END`.",
+           "number in [lo, hi]; using D`, and the default (once per process). A `CORECAST_*` name",
+           "not in this table (a typo) gets one line from the `corecast` command that names the",
+           "closest one, `... is not a corecast setting (did you mean CORECAST_TARGET?); ignored`.",
+           "`CORECAST_DISPLAY_ENV=1` prints them all between `CORECAST DISPLAY ENVIRONMENT BEGIN`",
+           "and `... END`.",
            "Readers: *library* (the preload library), *model* (Python in the profiled program: the",
            "model, the OpenCL hook), *launcher* (the `corecast` command). *run* marks what",
            "`corecast run` sets from its options (or for itself).", "",

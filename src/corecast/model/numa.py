@@ -204,7 +204,7 @@ def check_rates(machine: Machine, rates: Rates) -> None:
     for key in ("llc", "bus", "mct"):
         v = getattr(rates, key)
         if len(v) != machine.nodes:
-            raise SampleError(f"'{key}' has {len(v)} entries but {machine.name} has "
+            raise SampleError(f"'{key}' has {len(v)} entr{'y' if len(v) == 1 else 'ies'} but {machine.name} has "
                               f"{machine.nodes} memory node{'s' if machine.nodes != 1 else ''}")
 
 
@@ -217,7 +217,7 @@ def _values(value: Any, key: str, k: int | None) -> list[float]:
             raise SampleError(f"'{key}'[{i}] must be a finite number >= 0, got {v!r}")
         out.append(float(v))
     if k is not None and len(out) != k:
-        raise SampleError(f"'{key}' has {len(out)} entries but the machine has {k} memory node{'s' if k != 1 else ''}")
+        raise SampleError(f"'{key}' has {len(out)} entr{'y' if len(out) == 1 else 'ies'} but the machine has {k} memory node{'s' if k != 1 else ''}")
     return out
 
 

@@ -23,7 +23,7 @@ def _own_frames(tb, first_file: str | None):
         if first_file is not None and os.path.abspath(name) == first_file:
             return tb
         if first_file is None and tb.tb_frame.f_globals.get("__name__") == "__main__" \
-                and not name.startswith("<frozen"):
+                and not name.startswith("<frozen") and os.path.abspath(name) != os.path.abspath(__file__):
             return tb
         tb = tb.tb_next
     # Not found (the error came before the program ran, e.g. a syntax error): drop the
@@ -72,6 +72,11 @@ def main(argv: list[str] | None = None) -> int:
         raise
     except BaseException as exc:
         tb = _own_frames(exc.__traceback__, path if path is not None else None)
+        if isinstance(exc, ImportError) and tb is None:
+            # runpy's own refusal before any of the program ran (a folder without
+            # __main__.py, a module not found): one line and Python's status, not a traceback
+            print(f"corecast: error: {exc}", file=sys.stderr)
+            return 1
         exc.__traceback__ = tb  # the default hook prints the exception's own traceback
         sys.excepthook(type(exc), exc, tb)
         if isinstance(exc, KeyboardInterrupt):  # as Python does: die by SIGINT

@@ -36,7 +36,7 @@ def _encode(ffi: object, out: object, pred: TeamPrediction) -> None:
         out.low[i] = pred.low[i]
         out.high[i] = pred.high[i]
     out.fastest = pred.fastest or 0  # 0: none named (no evidence)
-    _put(ffi, out.basis, pred.basis)
+    _put(ffi, out.basis, _shortened(pred.basis, len(out.basis) - 1))
     _put(ffi, out.fitted, ",".join(pred.fitted))
     _put(ffi, out.bottleneck, pred.bottleneck or "")
 
@@ -150,9 +150,23 @@ def _history_sizes(region: RegionSample) -> set[int]:
     return {t for t, calls, _ in region["hist"] if calls >= 2}
 
 
+def _shortened(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` UTF-8 bytes (a C field less its NUL): where it is
+    longer, cut after its last whole word that fits and marked with an ellipsis.  A cut
+    by bytes had printed "serial work, oversubscript; no history fit" in the report."""
+    if len(text.encode()) <= limit:
+        return text
+    mark = "\u2026"
+    room = limit - len(mark.encode())
+    head = text.encode()[:max(0, room)].decode(errors="ignore")
+    if not text[len(head):len(head) + 1].isspace():  # the cut fell inside a word
+        head = head[:max(0, head.rfind(" "))]
+    return head.rstrip(" ,;:") + mark
+
+
 def _noted(text: str, note: str, limit: int = 95) -> str:
     """``text`` with ``note`` appended, ``text`` shortened so that both fit the C field."""
-    return text[: max(0, limit - len(note))] + note
+    return _shortened(text, limit - len(note.encode())) + note
 
 
 def _agreement(res: object, threads_best: int, cores_per_node: int) -> None:
@@ -169,7 +183,8 @@ def _agreement(res: object, threads_best: int, cores_per_node: int) -> None:
     short = short.replace("(fitted, no counters)", "(fitted)")  # ", fitted: ..." follows it
     res.basis = _noted(short, f"; threads' fastest {threads_best} = {nodes} node{'s' if nodes > 1 else ''}: "
                               "no memory model")
-    why = (f"the thread table's fastest count ({threads_best} threads, {nodes} node(s)) has no memory model; "
+    why = (f"the thread table's fastest count ({threads_best} thread{'s' if threads_best != 1 else ''}, "
+           f"{nodes} node{'s' if nodes != 1 else ''}) has no memory model; "
            "the node model adds one and leaves the fork/join term to it")
     from ..io.fileio import json_text
 
@@ -183,7 +198,7 @@ def _encode_nodes(ffi: object, out: object, res: object) -> None:
         out.node_cores[i] = res.cores[i]
         out.node_speedup[i] = res.speedup[i]
     out.fastest_nodes = res.fastest
-    _put(ffi, out.numa_basis, res.basis)
+    _put(ffi, out.numa_basis, _shortened(res.basis, len(out.numa_basis) - 1))
     _put(ffi, out.numa_json, res.json)
 
 

@@ -2,6 +2,7 @@
 ``io.stallplugin``)."""
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from dataclasses import dataclass
@@ -94,9 +95,13 @@ def check_command(command: Sequence[str]) -> str:
     if not command:
         raise InputError("no command given (usage: corecast sweep [options] -- CMD ARGS...)")
     name = substitute(command[:1], 1, 1)[0]
-    exe = shutil.which(name)
-    if exe is None:
-        raise InputError(f"{name}: command not found")
+    try:  # what bash would say: a folder or a missing path is not "command not found"
+        exe = launcher.find_program(name, os.environ.get("PATH"))
+    except launcher.LaunchError as exc:
+        raise InputError(str(exc)) from None
+    why = launcher.exec_failure(name, exe, launcher._unrunnable(exe))
+    if why is not None:
+        raise InputError(str(why))
     reason = launcher.why_not_preloadable(exe)
     if reason:
         raise InputError(f"{name} {reason}; corecast cannot measure it")

@@ -66,6 +66,13 @@ def run_sweep(
     if any(int(n) != n or n < 1 for n in counts):
         raise SweepError(f"{'rank' if launch else 'thread'} counts must be whole numbers >= 1")
     counts = [int(n) for n in counts]
+    unit = "rank" if launch else "thread"
+    if len(counts) < MIN_COUNTS:  # said before the runs, not after them
+        flag = "--ranks" if launch else "--threads"
+        raise SweepError(f"a prediction needs at least {MIN_COUNTS} counts, {flag} gives {len(counts)}; "
+                         f"add some ({flag} 1,2)" if threads else
+                         f"a prediction needs at least {MIN_COUNTS} counts, and this process may use "
+                         f"{len(counts)} CPU; give them with --threads 1,2 (the second runs oversubscribed)")
     from ..model.curve.prediction import MAX_COUNT
 
     if upto is not None and not 1 <= upto <= MAX_COUNT:
@@ -171,13 +178,9 @@ def run_sweep(
         })
 
     if len(ok) < MIN_COUNTS:
-        if failed:
-            worst = min(failed)
-            message = (f"only {len(ok)} of {len(counts)} counts succeeded, a prediction needs "
-                       f"{MIN_COUNTS} (at {worst} thread{'s' if worst != 1 else ''}: {failed[worst]})")
-        else:
-            message = f"a prediction needs at least {MIN_COUNTS} counts; add some with --threads"
-        raise SweepError(message, result)
+        worst = min(failed)  # every count was asked for: fewer succeeded only where runs failed
+        raise SweepError(f"only {len(ok)} of {len(counts)} counts succeeded, a prediction needs "
+                         f"{MIN_COUNTS} (at {worst} {unit}{'s' if worst != 1 else ''}: {failed[worst]})", result)
     if not any(r.active for r in all_runs):
         warnings.append("no parallel activity detected in any run (the preload library wrote nothing: "
                         "the program ran no OpenMP region and no pthreads synchronisation); nothing predicted")

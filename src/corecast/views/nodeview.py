@@ -17,7 +17,8 @@ def node_table(rows: list[dict]) -> str:
 
 
 def _machine_line(machine: Machine) -> str:
-    return f"machine: {machine.name} ({machine.nodes} nodes x {machine.cores_per_node} cores)"
+    return (f"machine: {machine.name} ({machine.nodes} node{'s' if machine.nodes != 1 else ''} x "
+            f"{machine.cores_per_node} core{'s' if machine.cores_per_node != 1 else ''})")
 
 
 def sample_report(machine: Machine, prediction: dict, notes: list[str], efficiency: float | None) -> str:

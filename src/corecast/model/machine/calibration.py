@@ -109,8 +109,10 @@ def parse(text: str) -> Calibration:
 
     try:
         doc = json.loads(text)
+    except json.JSONDecodeError as exc:  # where and what, whole (a cut at 60 characters read "line 2 co")
+        raise CalibrationError(f"not JSON: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
     except (ValueError, RecursionError) as exc:
-        raise CalibrationError(f"not JSON ({str(exc)[:60]})") from None
+        raise CalibrationError(f"not JSON: {type(exc).__name__}") from None
     return from_dict(doc)
 
 
@@ -119,6 +121,9 @@ def from_dict(doc: object) -> Calibration:
     if isinstance(doc, dict) and doc.get(KEY) == 1:
         raise OutdatedCalibration("a schema-1 calibration (measured by Python processes, which misjudged "
                                   "the machine); run corecast calibrate again")
+    if isinstance(doc, dict) and type(doc.get(KEY)) is int and doc[KEY] > SCHEMA:
+        raise CalibrationError(f"calibration schema {doc[KEY]} is newer than this corecast reads "
+                               f"({SCHEMA}); a newer corecast wrote it")
     if not isinstance(doc, dict) or doc.get(KEY) != SCHEMA:
         raise CalibrationError(f'not a corecast calibration (expected "{KEY}": {SCHEMA})')
     machine = doc.get("machine")
