@@ -208,7 +208,7 @@ def test_the_node_answer_says_why_it_differs_from_the_thread_tables():
     bridge._agreement(differs, 2, 8)
     assert differs.basis == "queue (fitted) x sync, fitted: llc,bus,mct; threads' fastest 2 = 1 node: no memory model"
     assert len(differs.basis) <= 95  # the C field's, whole
-    assert json.loads("{" + differs.json + "}")["threads_differ"].startswith("the thread table's fastest count (2 threads, 1 node(s))")
+    assert json.loads("{" + differs.json + "}")["threads_differ"].startswith("the thread table's fastest count (2 threads, 1 node)")
     agrees = Res()
     bridge._agreement(agrees, 16, 8)  # 16 threads: 2 nodes of 8
     assert agrees.basis == Res.basis and "threads_differ" not in agrees.json
