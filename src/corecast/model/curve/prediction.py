@@ -16,7 +16,7 @@ from .fitting import rms
 from ..machine.hardware import SMT_YIELD_RANGE, Hardware, oversubscribed
 from .preference import (DEFAULT_MIN_GAIN, PREFERRED_SLACK, SCALINGS, _supported, fastest_count,  # noqa: F401
                          horizon_bound, knee_count, measured_preferred, weak_look,
-                         preferred_count)
+                         preferred_count, within_hardware)
 
 # Band: log-space half-width = floor + fit residual + repetition spread, plus GROWTH per
 # e-fold of extrapolation beyond the measured range (calibrated on the benchmark so the
@@ -207,15 +207,23 @@ def predict_measurements(
         # Relative to a base count above 1 efficiency says nothing below it (an
         # extrapolated 1-thread time over a 27-rank one is no efficiency of 2700%).
         efficiency = np.where(grid >= base_count, speedup * base_count / grid, np.nan)
-    fastest = fastest_count(grid, rate, rate_low, base_count, top, curve.counts)
+    ok = within_hardware(grid, machine.hw_threads if machine else None)  # none past them is named
+    fastest = fastest_count(grid[ok], rate[ok], rate_low[ok], base_count, top, curve.counts)
     fastest, note = measured_preferred(fastest, curve, int(grid.max()), weak)
     if note:
         warnings.append(note)
-    by_rule = preferred_count(grid, rate, rate_low, base_count, top, min_gain)
+    by_rule = preferred_count(grid[ok], rate[ok], rate_low[ok], base_count, top, min_gain)
     preferred = min(by_rule, fastest)
     # Beyond the measured counts both rules stop where the band stops vouching, or at the
     # last count asked: there the answer is the horizon's, and a larger --upto may move it.
-    for what, at_end, after in horizon_bound(grid, rate, rate_low, base_count, top, preferred):
+    hw = machine.hw_threads if machine else None
+    if hw is not None and grid.max() > hw and grid[ok].max() < hw:
+        warnings.append(f"no count above the {hw} hardware threads is named fastest or preferred, and {hw} itself "
+                        f"was not asked: the named counts are of those up to {grid[ok].max():g} "
+                        f"(--upto {hw} compares every count up to {hw})")
+    for what, at_end, after in horizon_bound(grid[ok], rate[ok], rate_low[ok], base_count, top, preferred):
+        if at_end == hw:  # the machine's bound, not the horizon's: no larger --upto names more
+            continue
         if after is not None:  # --at past --upto: the counts between were never asked
             where = f"by the counts asked ({at_end}; none between {at_end} and {after} was asked)"
         else:

@@ -98,6 +98,17 @@ def _fastest_pick(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: flo
     return n, pick
 
 
+def within_hardware(grid: np.ndarray, hw_threads: int | None) -> np.ndarray:
+    """The counts of ``grid`` that may be named fastest or preferred on a machine of
+    ``hw_threads`` hardware threads (None: every count): none past them.  A count past them
+    time-shares them and is predicted no better than at them (hardware.oversubscribed), so
+    it is never named over one within them, even where the hardware threads themselves were
+    not asked (``--upto 40 --at 75`` on 72): the largest count asked within them stands in,
+    and ties go to the smaller count.  Measured past them, the curve is taken as it is and
+    no machine applies."""
+    return np.ones(len(grid), dtype=bool) if hw_threads is None else np.asarray(grid) <= hw_threads
+
+
 def fastest_count(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: float, top: float,
                   measured: np.ndarray | None = None) -> int:
     """The count of the best predicted performance that the band supports: beyond the
