@@ -11,14 +11,15 @@ same way (see ``named_loss``), and the share of those names that fall between me
 counts.
 
     python benchmarks/accuracy.py [--datasets DIR] [--methods auto,presca,...] [--verbose]
-    python benchmarks/accuracy.py --loso [--datasets benchmarks/data] [--no-topology]
+    python benchmarks/accuracy.py --loso [--datasets benchmarks/data] [--no-topology] [--past-hw]
 
 ``--loso`` (leave one source out) scores the corpus in benchmarks/data source by source
 (a curve's source is its file name before ``__``): auto's combination rule is chosen
 among ``auto.RULE_CHOICES`` on the other sources' splits (the rule with the highest
 share under 20% minus median error minus pick loss), its band among ``auto.BAND_CHOICES``
 (the narrowest holding ``auto.BAND_RATE`` of the test values in every other source and
-on the guard curves below), and both are scored on the held-out source;
+on the guard curves below), and both are scored on the held-out source (with ``--past-hw`` the rule is chosen with
+one of ``PAST_HW``: what the prediction and the pick do past the hardware threads);
 the single methods (usl, amdahl, presca and auto's continuation members plateau, trend
 and damped) have nothing to choose.  A rule is a candidate only if, on the shared curves
 (``--datasets`` of the plain run, never scored by ``--loso``), it is no worse than the plain
