@@ -11,14 +11,15 @@ same way (see ``named_loss``), and the share of those names that fall between me
 counts.
 
     python benchmarks/accuracy.py [--datasets DIR] [--methods auto,presca,...] [--verbose]
-    python benchmarks/accuracy.py --loso [--datasets benchmarks/data] [--no-topology]
+    python benchmarks/accuracy.py --loso [--datasets benchmarks/data] [--no-topology] [--past-hw]
 
 ``--loso`` (leave one source out) scores the corpus in benchmarks/data source by source
 (a curve's source is its file name before ``__``): auto's combination rule is chosen
 among ``auto.RULE_CHOICES`` on the other sources' splits (the rule with the highest
 share under 20% minus median error minus pick loss), its band among ``auto.BAND_CHOICES``
 (the narrowest holding ``auto.BAND_RATE`` of the test values in every other source and
-on the guard curves below), and both are scored on the held-out source;
+on the guard curves below), and both are scored on the held-out source (with ``--past-hw`` the rule is chosen with
+one of ``PAST_HW``: what the prediction and the pick do past the hardware threads);
 the single methods (usl, amdahl, presca and auto's continuation members plateau, trend
 and damped) have nothing to choose.  A rule is a candidate only if, on the shared curves
 (``--datasets`` of the plain run, never scored by ``--loso``), it is no worse than the plain
@@ -34,6 +35,7 @@ import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -53,6 +55,7 @@ PEERS = ("auto", "presca", "estima", "regression", "sizemodel", "usl", "amdahl",
 # (hardware threads, cores, sockets, fill) where a curve's provenance states them
 Machine = tuple[int | None, int | None, int | None, str | None]
 NO_MACHINE: Machine = (None, None, None, None)
+K = TypeVar("K")
 
 
 @dataclass
@@ -96,6 +99,49 @@ class Score:
     off_grid: float = np.nan  # share of {fastest, preferred} that are not measured counts
 
 
+@dataclass(frozen=True)
+class PastHw:
+    """What a prediction does past the hardware threads (#41; ``--past-hw`` lets ``--loso``
+    choose among PAST_HW as among auto's rules).  ``exponent`` a: the central prediction
+    there at most perf(hw) x (hw / n)^a (a 0: ``predict``'s own, held at the value at the
+    hardware threads; a 1: threads that wait for their slowest, time-shared, lose hw / n).
+    ``tie``: the pick takes no measured count past the hardware threads over the largest
+    measured count within them (predicted no better than it, ties to the smaller count),
+    as ``predict``'s named counts do (``preference.within_hardware``) where every count is
+    asked."""
+
+    exponent: float = 0.0
+    tie: bool = False
+
+    def label(self) -> str:
+        parts = ([f"past the hardware threads x (hw/n)^{self.exponent:g}"] if self.exponent else []) + (
+            ["no pick past them over the largest count within"] if self.tie else [])
+        return "".join(f"; {p}" for p in parts)
+
+    def hw_threads(self, split: Split) -> int | None:
+        """The hardware threads where ``predict`` caps the split's prediction (its machine
+        given and not passed by the training counts), else None."""
+        hw = Hardware.of(*split.machine)
+        return hw.hw_threads if hw is not None and float(split.train.counts.max()) <= hw.hw_threads else None
+
+    def values(self, split: Split, values: np.ndarray) -> np.ndarray:
+        """``values`` (counts 1, 2, ...) with the central prediction past the hardware
+        threads at most the value there times (hw / n)^exponent."""
+        hw = self.hw_threads(split)
+        if not self.exponent or hw is None or len(values) <= hw:
+            return values
+        n = np.arange(1, len(values) + 1, dtype=float)
+        perf = values if split.full.metric == "throughput" else 1.0 / values
+        perf = np.where(n > hw, np.minimum(perf, perf[hw - 1] * (hw / n) ** self.exponent), perf)
+        return perf if split.full.metric == "throughput" else 1.0 / perf
+
+
+NO_PAST = PastHw()
+# Decided before scoring (#41): a in {0, 0.5, 1}, with and without the tie rule; today's first,
+# so a source whose complement cannot tell them apart keeps it.
+PAST_HW = tuple(PastHw(a, t) for t in (False, True) for a in (0.0, 0.5, 1.0))
+
+
 def predict_split(split: Split, method: str, rules: auto.Rules = auto.DEFAULT_RULES) -> CurvePrediction:
     """``method``'s prediction from the split's training points up to its curve's largest
     count, for the machine the curve was measured on where its provenance says."""
@@ -104,9 +150,22 @@ def predict_split(split: Split, method: str, rules: auto.Rules = auto.DEFAULT_RU
                                     hardware=Hardware.of(*split.machine))
 
 
-def score(split: Split, method: str, rules: auto.Rules = auto.DEFAULT_RULES) -> Score:
-    pred = predict_split(split, method, rules)
-    return score_values(split, pred.values, pred.low, pred.high, pred.fastest, pred.preferred)
+# The last prediction: ``loso`` scores each one under every PastHw in turn.
+_last: list = [None, None]
+
+
+def score(split: Split, method: str, rules: auto.Rules = auto.DEFAULT_RULES, past: PastHw = NO_PAST) -> Score:
+    key = (id(split), split.curve, split.m, method, rules)
+    if _last[0] != key:
+        try:
+            _last[:] = [key, predict_split(split, method, rules)]
+        except InputError as exc:
+            _last[:] = [key, exc]
+    pred = _last[1]
+    if isinstance(pred, InputError):
+        raise pred
+    return score_values(split, past.values(split, pred.values), pred.low, pred.high, pred.fastest, pred.preferred,
+                        past.hw_threads(split) if past.tie else None)
 
 
 def named_loss(full: Measurements, named: int) -> float:
@@ -125,10 +184,11 @@ def named_loss(full: Measurements, named: int) -> float:
 
 def score_values(split: Split, values: np.ndarray, low: np.ndarray | None = None,
                  high: np.ndarray | None = None, fastest: int | None = None,
-                 preferred: int | None = None) -> Score:
+                 preferred: int | None = None, tie_at: int | None = None) -> Score:
     """The figures of a predicted curve ``values`` (the split's metric at counts 1, 2, ...,
     its largest); without a band the coverage is nan, without the named ``fastest`` and
-    ``preferred`` counts their losses are nan."""
+    ``preferred`` counts their losses are nan.  ``tie_at`` (hardware threads): the pick
+    takes no count past them over the largest measured count within them (PastHw.tie)."""
     full = split.full
     idx = full.counts.astype(int) - 1
     values = np.asarray(values, float)[idx]
@@ -138,6 +198,10 @@ def score_values(split: Split, values: np.ndarray, low: np.ndarray | None = None
     if low is not None and high is not None:
         cover = float(((full.values[test] >= low[idx][test]) & (full.values[test] <= high[idx][test])).mean())
     perf_pred = full.perf * 0 + (values if full.metric == "throughput" else 1 / values)
+    within = np.flatnonzero(full.counts <= tie_at) if tie_at is not None else []
+    if len(within):  # predicted no better than there, and argmax takes the first of ties
+        last = within[np.argmax(full.counts[within])]
+        perf_pred = np.where(full.counts > tie_at, np.minimum(perf_pred, perf_pred[last]), perf_pred)
     chosen = int(np.argmax(perf_pred))
     loss = 1 - full.perf[chosen] / full.perf.max()
     named = [c for c in (fastest, preferred) if c is not None]
@@ -169,9 +233,9 @@ def machine_of(path: Path) -> Machine:
 
 
 def try_score(sp: Split, method: str, rules: auto.Rules = auto.DEFAULT_RULES,
-              verbose: bool = False) -> Score | None:
+              verbose: bool = False, past: PastHw = NO_PAST) -> Score | None:
     try:
-        return score(sp, method, rules)
+        return score(sp, method, rules, past)
     except InputError as exc:
         if verbose:
             print(f"  {method:10s} {sp.curve} m={sp.m:g}: {exc}")
@@ -231,7 +295,7 @@ def source_of(split: Split) -> str:
     return split.curve.split("__")[0]
 
 
-def choose_rule(by_rule: dict[auto.Rules, list[Score | None]], index: list[int]) -> auto.Rules:
+def choose_rule(by_rule: dict[K, list[Score | None]], index: list[int]) -> K:
     """The rule of ``by_rule`` with the best merit on the splits ``index``."""
     return max(by_rule, key=lambda r: merit(aggregate("", [by_rule[r][i] for i in index])))
 
@@ -271,39 +335,45 @@ def calibrate_band(scores_of_band, others: list[int], sources: list[str], guard_
 
 def loso(all_splits: list[Split], rules: list[auto.Rules] | tuple[auto.Rules, ...] = auto.RULE_CHOICES,
          guard: list[Split] | None = None, held_out: list | None = None,
+         pasts: tuple[PastHw, ...] = (NO_PAST,),
          ) -> tuple[list[tuple], dict[str, list[tuple]], dict[str, str]]:
     """Leave-one-source-out: overall rows, per-source rows and the rule chosen per source
     (under the key ``"*"``: the rule chosen on every source, what ``auto.MAIN_RULES``
     should be).  ``held_out``, when given, receives auto's held-out score of every split
     (benchmarks/fewcounts.py joins them with a second rule's).
 
-    For each source, auto's rule is the one of ``rules`` with the best merit on the other
-    sources' splits and its band the one ``calibrate_band`` chooses there (holding the
-    rate on the ``guard`` curves too, when given: they are programs, the corpus mostly
-    contention); the held-out source's splits are scored with both."""
+    For each source, auto's rule is the one of ``rules`` (each with each of ``pasts``:
+    what it does past the hardware threads) with the best merit on the other sources'
+    splits and its band the one ``calibrate_band`` chooses there (holding the rate on the
+    ``guard`` curves too, when given: they are programs, the corpus mostly contention); the
+    held-out source's splits are scored with both."""
+    if NO_PAST not in pasts:
+        raise ValueError("the shipped rule's scores need predict's own past the hardware threads (NO_PAST)")
     sources = sorted({source_of(sp) for sp in all_splits})
     split_source = [source_of(sp) for sp in all_splits]
     # Split by split, every rule in turn: auto keeps the split's member fits between rules
     # (the shipped rule's band variants too: they are the ones calibrated in practice).
-    by_rule: dict[auto.Rules, list[Score | None]] = {r: [] for r in rules}
+    variants = [(r, p) for r in rules for p in pasts]
+    by_rule: dict[tuple[auto.Rules, PastHw], list[Score | None]] = {v: [] for v in variants}
     shipped_bands = [replace(auto.MAIN_RULES, band=b) for b in auto.BAND_CHOICES]
-    memo: dict[auto.Rules, list[Score | None]] = {r: [] for r in shipped_bands}
+    memo: dict[tuple[auto.Rules, PastHw], list[Score | None]] = {(r, p): [] for r in shipped_bands for p in pasts}
     scored = list(dict.fromkeys([*rules, auto.MAIN_RULES, *shipped_bands]))
     for sp in all_splits:
         for r in scored:
-            s = try_score(sp, "auto", r)
-            if r in by_rule:
-                by_rule[r].append(s)
-            if r in memo:
-                memo[r].append(s)
-    memo.update({r: v for r, v in by_rule.items() if r not in memo})
+            for p in pasts:
+                s = try_score(sp, "auto", r, past=p)
+                if (r, p) in by_rule:
+                    by_rule[(r, p)].append(s)
+                if (r, p) in memo:
+                    memo[(r, p)].append(s)
+    memo.update({v: s for v, s in by_rule.items() if v not in memo})
 
-    def with_band(rule: auto.Rules):
+    def with_band(rule: auto.Rules, past: PastHw = NO_PAST):
         def scores(band: float) -> list[Score | None]:
-            r = replace(rule, band=band)
-            if r not in memo:
-                memo[r] = [try_score(sp, "auto", r) for sp in all_splits]
-            return memo[r]
+            v = (replace(rule, band=band), past)
+            if v not in memo:
+                memo[v] = [try_score(sp, "auto", v[0], past=past) for sp in all_splits]
+            return memo[v]
         return scores
 
     guard_memo: dict[auto.Rules, float] = {}
@@ -319,18 +389,21 @@ def loso(all_splits: list[Split], rules: list[auto.Rules] | tuple[auto.Rules, ..
             return guard_memo[r]
         return cover
 
+    def label(rule: auto.Rules, past: PastHw, band: float) -> str:
+        return f"{rule.label()}{past.label()}, band {band:g}"
+
     peers = {m: scores_of(all_splits, m) for m in LOSO_PEERS}
     held_out_auto: list[Score | None] = [None] * len(all_splits)
     default = f"auto[{auto.MAIN_RULES.label()}, band {auto.MAIN_RULES.band:g}]"  # shipped, fixed beforehand
-    default_scores = memo[auto.MAIN_RULES]
+    default_scores = memo[(auto.MAIN_RULES, NO_PAST)]
     chosen, per_source = {}, {}
     for src in sources:
         mine = [i for i, sp in enumerate(all_splits) if split_source[i] == src]
         others = [i for i, sp in enumerate(all_splits) if split_source[i] != src]
-        rule = choose_rule(by_rule, others)
-        band = calibrate_band(with_band(rule), others, split_source, guard_cover(rule))
-        chosen[src] = f"{rule.label()}, band {band:g}"
-        held = with_band(rule)(band)
+        rule, past = choose_rule(by_rule, others)
+        band = calibrate_band(with_band(rule, past), others, split_source, guard_cover(rule))
+        chosen[src] = label(rule, past, band)
+        held = with_band(rule, past)(band)
         for i in mine:
             held_out_auto[i] = held[i]
         per_source[src] = [aggregate("auto", [held_out_auto[i] for i in mine])] + [
@@ -341,9 +414,9 @@ def loso(all_splits: list[Split], rules: list[auto.Rules] | tuple[auto.Rules, ..
     overall = [aggregate("auto", held_out_auto)] + [aggregate(m, peers[m]) for m in LOSO_PEERS]
     overall.append(aggregate(default, default_scores))
     everything = list(range(len(all_splits)))
-    rule = choose_rule(by_rule, everything)
-    band = calibrate_band(with_band(rule), everything, split_source, guard_cover(rule))
-    chosen["*"] = f"{rule.label()}, band {band:g}"
+    rule, past = choose_rule(by_rule, everything)
+    band = calibrate_band(with_band(rule, past), everything, split_source, guard_cover(rule))
+    chosen["*"] = label(rule, past, band)
     return overall, per_source, chosen
 
 
@@ -380,6 +453,9 @@ def main(argv=None) -> int:
     ap.add_argument("--no-topology", action="store_true",
                     help="ignore the curves' machine annotations (hardware threads, cores, sockets, fill): "
                          "predict as if the target machine were unknown")
+    ap.add_argument("--past-hw", action="store_true",
+                    help="with --loso: auto's rule chosen with each of PAST_HW (past the hardware threads the "
+                         "prediction times (hw/n)^0, ^0.5 or ^1, with or without the pick's tie rule; #41)")
     args = ap.parse_args(argv)
     names = [m for m in args.methods.split(",") if m]
     folder = args.datasets or (CORPUS if args.loso else DEFAULT_DATASETS)
@@ -402,7 +478,7 @@ def main(argv=None) -> int:
             print(f"candidates: {', '.join(r.label() for r in rules)}")
         else:
             print(f"no guard curves at {args.guard}: every rule is a candidate")
-        overall, per_source, chosen = loso(all_splits, rules, guard)
+        overall, per_source, chosen = loso(all_splits, rules, guard, pasts=PAST_HW if args.past_hw else (NO_PAST,))
         for src, rows in per_source.items():
             print(f"\nheld out: {src} (auto's rule chosen on the other sources: {chosen[src]})")
             print_rows(rows, "  ")

@@ -43,7 +43,7 @@ def test_held_out_source_never_chooses_its_own_rule(monkeypatch):
     special = bench.auto.RULE_CHOICES[1]  # best only on source "a"
     shipped = f"{bench.auto.MAIN_RULES.label()}, band 0"  # good covers all: the narrowest band
 
-    def fake(sp, method, rules=bench.auto.MAIN_RULES, verbose=False):
+    def fake(sp, method, rules=bench.auto.MAIN_RULES, verbose=False, past=None):
         if method != "auto":
             return bad
         if bench.source_of(sp) == "a":
@@ -70,7 +70,7 @@ def test_rules_worse_than_the_median_on_the_guard_curves_are_not_candidates(monk
     better, worse_loss = bench.auto.RULE_CHOICES[1], bench.auto.RULE_CHOICES[2]
     base = bench.Score(0.10, 0.15, 0.05, 0.8)
 
-    def fake(sp, method, rules=bench.auto.MAIN_RULES, verbose=False):
+    def fake(sp, method, rules=bench.auto.MAIN_RULES, verbose=False, past=None):
         if rules == better:
             return bench.Score(0.05, 0.10, 0.05, 0.8)
         if rules == worse_loss:  # better error, worse pick: still not a candidate
@@ -225,3 +225,58 @@ def test_score_hands_the_predictions_named_counts_to_the_losses():
     s = bench.score(sp, "auto")
     assert s.fastest_loss == pytest.approx(1 - data.perf[int(pred.fastest) - 1] / 120)
     assert s.preferred_loss == pytest.approx(1 - data.perf[int(pred.preferred) - 1] / 120)
+
+
+def _past_split(bench, metric: str = "throughput"):
+    """A curve measured at 1-8, 16, 24, 32, 35 and 40 on a 36-thread machine: 36 itself not
+    measured, the pick's candidates past it 40 only (ibr's 70, 75 around its 72)."""
+    n = np.array([1.0, 2, 4, 6, 8, 16, 24, 32, 35, 40])
+    x = np.where(n <= 36, 10 * n, 200.0)  # time-sharing past 36 halves it
+    data = bench.Measurements.from_samples(n, x if metric == "throughput" else 1 / x, metric=metric)
+    return bench.Split("s__c", data.subset(np.flatnonzero(n <= 8)), data, 8.0, (36, None, None, None))
+
+
+@pytest.mark.parametrize("metric", ["throughput", "time"])
+def test_past_the_hardware_threads_the_variants_fall_or_keep_the_pick_within(metric):
+    bench = _bench()
+    sp = _past_split(bench, metric)
+    grid = np.arange(1.0, 41.0)
+    held = np.minimum(10 * grid, 360.0)  # predict's own: held at the value at 36
+    values = held if metric == "throughput" else 1 / held
+    # Held at 36's value, 40 beats 35 (350) and is picked: it runs at half of 35.
+    assert bench.score_values(sp, values).pick_loss == pytest.approx(1 - 200 / 350)
+    half = bench.PastHw(1.0).values(sp, values)
+    perf = half if metric == "throughput" else 1 / half
+    assert np.allclose(perf[:36], held[:36]) and perf[39] == pytest.approx(360 * 36 / 40)
+    assert bench.PastHw(0.5).values(sp, values)[39] == pytest.approx(values[39] * (40 / 36) ** (
+        0.5 if metric == "time" else -0.5))
+    assert bench.score_values(sp, half).pick_loss == pytest.approx(0.0)  # 324 < 350: 35
+    # The tie rule: 40 is predicted no better than 35, the largest measured within 36.
+    assert bench.score_values(sp, values, tie_at=36).pick_loss == pytest.approx(0.0)
+    assert bench.score(sp, "usl", past=bench.PastHw(0.0, True)).pick_loss <= bench.score(sp, "usl").pick_loss
+    # Without the machine (or trained past it) nothing changes.
+    bare = replace(sp, machine=bench.NO_MACHINE)
+    assert np.array_equal(bench.PastHw(1.0).values(bare, values), values)
+    assert bench.PastHw(1.0, True).hw_threads(bare) is None
+
+
+def test_loso_chooses_what_happens_past_the_hardware_threads_on_the_other_sources(monkeypatch):
+    bench = _bench()
+    good, bad = bench.Score(0.01, 0.05, 0.0, 1.0), bench.Score(0.5, 0.9, 0.5, 0.0)
+    falls = bench.PastHw(1.0)
+
+    def fake(sp, method, rules=bench.auto.MAIN_RULES, verbose=False, past=bench.NO_PAST):
+        if method != "auto" or not _same_curve(rules, bench.auto.MAIN_RULES):
+            return bad
+        if bench.source_of(sp) == "a":  # only "a" is better held at the value at the hardware threads
+            return good if past == bench.NO_PAST else bad
+        return good if past == falls else bad
+
+    monkeypatch.setattr(bench, "try_score", fake)
+    splits = [bench.Split(f"{src}__curve{i}", None, None, 8.0) for src, i in
+              (("a", 0), ("b", 0), ("b", 1), ("c", 0), ("c", 1))]
+    overall, per_source, chosen = bench.loso(splits, pasts=bench.PAST_HW)
+    assert chosen["a"].startswith(bench.auto.MAIN_RULES.label() + falls.label())
+    assert per_source["a"][0][3] == 0.0 and per_source["b"][0][3] == 1.0
+    with pytest.raises(ValueError):
+        bench.loso(splits, pasts=(falls,))

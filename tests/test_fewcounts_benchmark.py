@@ -91,7 +91,7 @@ def test_accuracy_loso_hands_back_each_splits_held_out_score(monkeypatch):
     good, bad = acc.Score(0.01, 0.05, 0.0, 1.0), acc.Score(0.5, 0.9, 0.5, 0.0)
     special = acc.auto.RULE_CHOICES[1]
 
-    def fake(sp, method, rules=acc.auto.DEFAULT_RULES, verbose=False):
+    def fake(sp, method, rules=acc.auto.DEFAULT_RULES, verbose=False, past=None):
         if method != "auto":
             return bad
         mine = rules.members == special.members and rules.anchor == special.anchor

@@ -242,3 +242,23 @@ def test_machine_sizes_out_of_range_are_input_errors(hw, cores, sockets):
     # An absurd --hw-threads once became a 745 GiB allocation inside the model.
     with pytest.raises(InputError, match="must be between 1 and"):
         Hardware.of(hw, cores, sockets)
+
+
+@pytest.mark.parametrize("upto, at", [(40, [75]), (50, [73]), (36, [75, 100]), (80, [])])
+def test_no_count_past_the_hardware_threads_is_named_where_they_were_not_asked(upto, at):
+    # usl's band vouches for growth past the 36 measured counts; 75 runs 72 threads' work
+    # time-shared: never named over a count within the 72 hardware threads, asked or not.
+    n = np.arange(1, 37)
+    pred = predict(n, 100.0 * n, metric="throughput", upto=upto, at=at, hw_threads=72, method="usl")
+    assert pred.fastest <= 72 and pred.preferred <= 72
+    assert pred.fastest == min(upto, 72)
+    skipped = [w for w in pred.warnings if "72 itself was not asked" in w]
+    assert len(skipped) == (upto < 72)
+    # The machine bounds a count at 72, not the horizon: no larger --upto names more.
+    assert not any("bounded by the largest count asked (72)" in w for w in pred.warnings)
+
+
+def test_a_curve_measured_past_the_hardware_threads_may_be_named_there():
+    n = np.arange(1, 13)
+    pred = predict(n, 100.0 * n, metric="throughput", upto=16, hw_threads=8, method="usl")
+    assert pred.fastest > 8  # measured there, and faster: the curve is taken as it is

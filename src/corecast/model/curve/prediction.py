@@ -16,7 +16,7 @@ from .fitting import rms
 from ..machine.hardware import SMT_YIELD_RANGE, Hardware, oversubscribed
 from .preference import (DEFAULT_MIN_GAIN, PREFERRED_SLACK, SCALINGS, _supported, fastest_count,  # noqa: F401
                          horizon_bound, knee_count, measured_preferred, weak_look,
-                         preferred_count)
+                         preferred_count, within_hardware)
 
 # Band: log-space half-width = floor + fit residual + repetition spread, plus GROWTH per
 # e-fold of extrapolation beyond the measured range (calibrated on the benchmark so the
@@ -207,15 +207,18 @@ def predict_measurements(
         # Relative to a base count above 1 efficiency says nothing below it (an
         # extrapolated 1-thread time over a 27-rank one is no efficiency of 2700%).
         efficiency = np.where(grid >= base_count, speedup * base_count / grid, np.nan)
-    fastest = fastest_count(grid, rate, rate_low, base_count, top, curve.counts)
+    hw = machine.hw_threads if machine else None
+    ok, skipped = within_hardware(grid, hw)  # none past them is named (skipped: the warning, where one is due)
+    warnings += skipped
+    fastest = fastest_count(grid[ok], rate[ok], rate_low[ok], base_count, top, curve.counts)
     fastest, note = measured_preferred(fastest, curve, int(grid.max()), weak)
     if note:
         warnings.append(note)
-    by_rule = preferred_count(grid, rate, rate_low, base_count, top, min_gain)
+    by_rule = preferred_count(grid[ok], rate[ok], rate_low[ok], base_count, top, min_gain)
     preferred = min(by_rule, fastest)
     # Beyond the measured counts both rules stop where the band stops vouching, or at the
     # last count asked: there the answer is the horizon's, and a larger --upto may move it.
-    for what, at_end, after in horizon_bound(grid, rate, rate_low, base_count, top, preferred):
+    for what, at_end, after in horizon_bound(grid[ok], rate[ok], rate_low[ok], base_count, top, preferred, hw):
         if after is not None:  # --at past --upto: the counts between were never asked
             where = f"by the counts asked ({at_end}; none between {at_end} and {after} was asked)"
         else:
@@ -231,10 +234,8 @@ def predict_measurements(
     if len(set(curve.counts.tolist())) < 3:
         warnings.append("only two measured counts: the prediction is a rough law fit with a wide band")
     if data.sizes:
-        warnings.append(
-            "predictions are for input size "
-            + ", ".join(f"{k}={v:g}" for k, v in data.target_size().items())
-        )
+        sizes = ", ".join(f"{k}={v:g}" for k, v in data.target_size().items())
+        warnings.append(f"predictions are for input size {sizes}")
     # Stalls (a time) were scaled like the time: back by the scale (time) or its inverse.
     stall_unit = scale if data.metric == "time" else 1.0 / scale
     extras = fit.extras_in_unit(fit.extras, stall_unit) if fit.extras_in_unit else fit.extras

@@ -98,6 +98,26 @@ def _fastest_pick(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: flo
     return n, pick
 
 
+def within_hardware(grid: np.ndarray, hw_threads: int | None) -> tuple[np.ndarray, list[str]]:
+    """The counts of ``grid`` that may be named fastest or preferred on a machine of
+    ``hw_threads`` hardware threads (None: every count), and the warning (none or one) due
+    where that left out counts asked while the hardware threads themselves were not.  None past them: a count
+    past them time-shares them and is predicted no better than at them
+    (hardware.oversubscribed), so it is never named over one within them, even where they
+    were not asked (``--upto 40 --at 75`` on 72): the largest count asked within them stands
+    in, ties going to the smaller count.  Measured past them, the curve is taken as it is
+    and no machine applies."""
+    grid = np.asarray(grid)
+    if hw_threads is None:
+        return np.ones(len(grid), dtype=bool), []
+    ok = grid <= hw_threads
+    if grid.max() <= hw_threads or hw_threads in grid:
+        return ok, []
+    return ok, [f"no count above the {hw_threads} hardware threads is named fastest or preferred, and "
+                f"{hw_threads} itself was not asked: the named counts are of those up to {grid[ok].max():g} "
+                f"(--upto {hw_threads} compares every count up to {hw_threads})"]
+
+
 def fastest_count(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: float, top: float,
                   measured: np.ndarray | None = None) -> int:
     """The count of the best predicted performance that the band supports: beyond the
@@ -112,7 +132,7 @@ def fastest_count(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: flo
 
 
 def horizon_bound(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: float, top: float,
-                  preferred: int) -> list[tuple[str, int, int | None]]:
+                  preferred: int, hw_threads: int | None = None) -> list[tuple[str, int, int | None]]:
     """The answers only the horizon stopped, each as (``"preferred"`` or ``"fastest"``,
     the count, the next count asked or None): the preferred count when it is an end of
     the counts asked beyond ``top`` (the band's low end still gained there), the fastest
@@ -121,7 +141,8 @@ def horizon_bound(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: flo
     successor was not asked (``--at 1000`` past ``--upto 32``: nothing between 32 and
     1000 was asked).  A larger horizon may then name a larger count.  A horizon below
     ``top`` bounds the preferred count too where it is the last count asked: the
-    measured counts beyond it were not asked about."""
+    measured counts beyond it were not asked about.  An end at ``hw_threads`` is the
+    machine's bound (``within_hardware``), not the horizon's: no larger horizon names more."""
     last = float(grid.max())
     if last < top and preferred == last:
         return [("preferred", int(last), None)]
@@ -134,7 +155,7 @@ def horizon_bound(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: flo
 
     def is_end(count: float) -> bool:
         nxt = after(count)
-        return count > top and (nxt is None or nxt > count + 1)
+        return count > top and count != hw_threads and (nxt is None or nxt > count + 1)
 
     bounds = [("preferred", int(preferred), after(preferred))] if is_end(preferred) else []
     n, pick = _fastest_pick(grid, perf, low, base, top)
