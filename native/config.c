@@ -155,6 +155,8 @@ static void display_env(void) {
  * where a line cannot land between the program's own at start-up: the first few, each with
  * the table's name nearest it (io/settings.py's closest, the same rule). */
 #define ODD_KEPT 4
+static const char *const known[] = {CC_SETTINGS_ALL};
+#define NKNOWN (sizeof known / sizeof known[0])
 static char odd[ODD_KEPT][CC_NAME_MAX];
 static int odd_near[ODD_KEPT], nodd;
 
@@ -181,13 +183,12 @@ static int edits(const char *a, const char *b) {
 }
 
 static void find_odd(void) {
-    static const char *const known[] = {CC_SETTINGS_ALL};
     extern char **environ;
     for (char **e = environ; e && *e; e++) {
         size_t n = strcspn(*e, "="), k = 0;
-        while (k < sizeof known / sizeof known[0] && (strlen(known[k]) != n || strncmp(*e, known[k], n)))
+        while (k < NKNOWN && (strlen(known[k]) != n || strncmp(*e, known[k], n)))
             k++;
-        if (strncmp(*e, "CORECAST_", 9) || k < sizeof known / sizeof known[0] || nodd++ >= ODD_KEPT)
+        if (strncmp(*e, "CORECAST_", 9) || k < NKNOWN || nodd++ >= ODD_KEPT)
             continue;
         char *name = odd[nodd - 1];
         int near = -1, best = CC_NAME_NEAR + 1;
@@ -195,7 +196,7 @@ static void find_odd(void) {
             snprintf(name, CC_NAME_MAX, "%.*s...", CC_NAME_MAX - 4, *e);
         else
             snprintf(name, CC_NAME_MAX, "%.*s", (int)n, *e);
-        for (k = 0; n < CC_NAME_MAX && k < sizeof known / sizeof known[0]; k++) {
+        for (k = 0; n < CC_NAME_MAX && k < NKNOWN; k++) {
             int d = edits(name, known[k]);
             if (d < best)
                 best = d, near = (int)k;
@@ -205,7 +206,6 @@ static void find_odd(void) {
 }
 
 void cc_config_notes(void) {
-    static const char *const known[] = {CC_SETTINGS_ALL};
     for (int i = 0; i < nodd && i < ODD_KEPT; i++)
         cc_warn("%s is not a corecast setting%s%s%s; ignored (docs/environment.md lists them)", odd[i],
                 odd_near[i] >= 0 ? " (did you mean " : "", odd_near[i] >= 0 ? known[odd_near[i]] : "",
