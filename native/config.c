@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "corecast.h"
+#include "report.h"
 
 /* A bad value is warned about once per process, not once per image: `sh -c 'exec prog'`
  * or `env prog` run two images in one pid, each reading the same variables.  An image that
@@ -150,6 +151,69 @@ static void display_env(void) {
     cc_report_write(buf, k + sizeof end - 1);
 }
 
+/* CORECAST_* variables the table lacks (typos), found at start and said in the exit report,
+ * where a line cannot land between the program's own at start-up: the first few, each with
+ * the table's name nearest it (io/settings.py's closest, the same rule). */
+#define ODD_KEPT 4
+static const char *const known[] = {CC_SETTINGS_ALL};
+#define NKNOWN (sizeof known / sizeof known[0])
+static char odd[ODD_KEPT][CC_NAME_MAX];
+static int odd_near[ODD_KEPT], nodd;
+
+static int upper(int c) { return c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c; }
+
+/* Optimal-string-alignment distance (a letter added, dropped, changed, two swapped). */
+static int edits(const char *a, const char *b) {
+    static int d[CC_NAME_MAX + 1][CC_NAME_MAX + 1]; /* start-up, one thread */
+    int la = (int)strlen(a), lb = (int)strlen(b);
+    for (int i = 0; i <= la; i++)
+        for (int j = 0; j <= lb; j++) {
+            if (!i || !j) {
+                d[i][j] = i + j;
+                continue;
+            }
+            int sub = d[i - 1][j - 1] + (upper(a[i - 1]) != b[j - 1]), best = d[i - 1][j] + 1;
+            best = d[i][j - 1] + 1 < best ? d[i][j - 1] + 1 : best;
+            best = sub < best ? sub : best;
+            if (i > 1 && j > 1 && upper(a[i - 1]) == b[j - 2] && upper(a[i - 2]) == b[j - 1] && d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[la][lb];
+}
+
+static void find_odd(void) {
+    extern char **environ;
+    for (char **e = environ; e && *e; e++) {
+        size_t n = strcspn(*e, "="), k = 0;
+        while (k < NKNOWN && (strlen(known[k]) != n || strncmp(*e, known[k], n)))
+            k++;
+        if (strncmp(*e, "CORECAST_", 9) || k < NKNOWN || nodd++ >= ODD_KEPT)
+            continue;
+        char *name = odd[nodd - 1];
+        int near = -1, best = CC_NAME_NEAR + 1;
+        if (n >= CC_NAME_MAX) /* no suggestion for a name this long (as closest): its start, cut */
+            snprintf(name, CC_NAME_MAX, "%.*s...", CC_NAME_MAX - 4, *e);
+        else
+            snprintf(name, CC_NAME_MAX, "%.*s", (int)n, *e);
+        for (k = 0; n < CC_NAME_MAX && k < NKNOWN; k++) {
+            int d = edits(name, known[k]);
+            if (d < best)
+                best = d, near = (int)k;
+        }
+        odd_near[nodd - 1] = near;
+    }
+}
+
+void cc_config_notes(void) {
+    for (int i = 0; i < nodd && i < ODD_KEPT; i++)
+        cc_warn("%s is not a corecast setting%s%s%s; ignored (docs/environment.md lists them)", odd[i],
+                odd_near[i] >= 0 ? " (did you mean " : "", odd_near[i] >= 0 ? known[odd_near[i]] : "",
+                odd_near[i] >= 0 ? "?)" : "");
+    if (nodd > ODD_KEPT)
+        cc_warn("and %d more CORECAST_* variables that are not corecast settings; ignored", nodd - ODD_KEPT);
+}
+
 void cc_config_read(void) {
     int saved = errno;
     const char *mark = getenv(WARNED);
@@ -171,6 +235,8 @@ void cc_config_read(void) {
     cc_cfg.slow_table = fault && !strcmp(fault, "slow_table");
     cc_cfg.report_segv = fault && !strcmp(fault, "report_segv");
     cc_cfg.no_sampler = fault && !strcmp(fault, "no_sampler");
+    if (!cc_cfg.launch_pid) /* under `corecast run` the command named them already */
+        find_odd();
     read_rank();
     const char *out = getenv(CC_ENV_OUTPUT);
     cc_cfg.output[0] = 0;

@@ -155,7 +155,7 @@ static void json_region(struct cc_buf *b, const struct cc_sample *s, const struc
                 g->probe_calls, g->probe_extra_s, g->probe_reserved_s);
     }
     if (s->steer && !process) {
-        cc_put(b, ",\"steering\":{\"own\":%d,\"now\":%d,\"chosen\":", g->requested, g->steered_to);
+        cc_put(b, ",\"steering\":{\"own\":%d,\"now\":%d,\"chosen\":", cc_region_own(g), g->steered_to);
         if (np && p->steer_chosen)
             cc_put(b, "%d,\"gain\":%.4g", p->steer_chosen, p->steer_gain);
         else

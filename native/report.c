@@ -72,6 +72,14 @@ static void mpi_line(struct cc_buf *b, const struct cc_region_sample *g) {
     cc_put(b, "\n");
 }
 
+/* Whether an OpenMP region ran: steering and probing act on nothing else. */
+static int openmp_regions(const struct cc_sample *s) {
+    for (int i = 0; i < s->nregions; i++)
+        if (strcmp(s->regions[i].name, "process") && cc_region_active(&s->regions[i]))
+            return 1;
+    return 0;
+}
+
 static void write_table(const struct cc_sample *s, const struct cc_result *r) {
     static struct cc_buf b;
     b.len = 0;
@@ -173,7 +181,7 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
             continue;
         char why[sizeof p->steer_reason + 1];
         snprintf(why, sizeof why, "%.*s", (int)strnlen(p->steer_reason, sizeof p->steer_reason), p->steer_reason);
-        int own = g->requested > 0 ? g->requested : g->threads;
+        int own = cc_region_own(g);
         if (!p->steer_chosen && !why[0] && (!g->steered_to || g->steered_to == own))
             continue; /* nothing chosen, refused or in force: nothing to say (as before) */
         cc_put(&b, "steering ");
@@ -210,7 +218,7 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
                 cc_put(&b, "%s%d", sizes++ ? "," : " ", g->hist[k].threads);
                 one = g->hist[k].threads == 1;
             }
-        cc_put(&b, " thread%s (the program's own: %d), ", sizes == 1 && one ? "" : "s", g->requested);
+        cc_put(&b, " thread%s (the program's own: %d), ", sizes == 1 && one ? "" : "s", cc_region_own(g));
         cc_put_cost(&b, 100 * g->probe_extra_s / (g->wall_s - g->probe_extra_s));
         cc_put(&b, " of its time\n");
     }
@@ -218,6 +226,11 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
         cc_put(&b, "%s is not available for ", cc_cfg.steer ? "steering" : "probing");
         cc_put_cell(&b, cc_ompt_runtime(), -1);
         cc_put(&b, " on this CPU architecture: the regions ran at the program's own team sizes\n");
+    }
+    if ((cc_cfg.steer || cc_cfg.probe) && s->nregions && !openmp_regions(s)) { /* it had nothing to act on */
+        const struct cc_region_sample *proc = &s->regions[s->nregions - 1];
+        cc_put(&b, "%s: no OpenMP region to %s%s\n", cc_cfg.steer ? "steering" : "probing",
+               cc_cfg.steer ? "steer" : "probe", proc->runtime == CC_RUNTIME_PTHREADS ? " (pthreads only)" : "");
     }
     if (cc_mpi.initialized && s->nregions) /* the process sample is the last */
         mpi_line(&b, &s->regions[s->nregions - 1]);
@@ -278,6 +291,7 @@ void cc_report_serial(void) {
 
 /* What a quiet exit with no output still says: the warnings, never the table or records. */
 void cc_report_unread(void) {
+    cc_config_notes();
     const char *unmeasured = cc_unmeasured_omp_runtime();
     if (unmeasured) /* never a silent threads-only report for an OpenMP program */
         cc_warn("the OpenMP runtime %s did not start corecast's OMPT tool (OMP_TOOL=disabled, or a runtime "

@@ -8,10 +8,19 @@
 void cc_report(const struct cc_sample *s, const struct cc_result *r);
 void cc_report_serial(void); /* exit without parallel activity */
 void cc_report_unread(void); /* a quiet exit with no output: its warnings alone */
+/* config.c: a warning per CORECAST_* variable at start that is not a setting (a typo),
+ * said with the report's warnings rather than at start-up among the program's lines. */
+void cc_config_notes(void) CC_HIDDEN;
 
 /* ---- shared by report.c and jsonl.c ------------------------------------------------ */
 /* A sample entry worth a line: the region ran. */
 static inline int cc_region_active(const struct cc_region_sample *g) { return g->calls > 0 && g->wall_s > 0; }
+
+/* The program's own team size for a region, as steering's line and record say it: the
+ * largest it asked for, or where none was tracked (a nested region's) the team it ran. */
+static inline int cc_region_own(const struct cc_region_sample *g) {
+    return g->requested > 0 ? g->requested : g->threads;
+}
 
 /* More than this share of the program's runnable time spent waiting for CPUs other load
  * held: the measurements (and predictions) are those of a busy machine. */

@@ -61,6 +61,32 @@
     "CORECAST_STDERR", \
     "CORECAST_TEST_FAULT", \
 
+/* Every name of the table: a CORECAST_* variable not here is no setting (a typo). */
+#define CC_SETTINGS_ALL \
+    "CORECAST_DISABLE", \
+    "CORECAST_TARGET", \
+    "CORECAST_WINDOW_MS", \
+    "CORECAST_OUTPUT", \
+    "CORECAST_QUIET", \
+    "CORECAST_STEER", \
+    "CORECAST_PROBE", \
+    "CORECAST_EXIT_TIMEOUT_MS", \
+    "CORECAST_KEEP_COUNTING", \
+    "CORECAST_DISPLAY_ENV", \
+    "CORECAST_TARGET_MACHINE", \
+    "CORECAST_MACHINE_FILE", \
+    "CORECAST_OPENCL", \
+    "CORECAST_MAX_INPUT_MB", \
+    "CORECAST_DEBUG", \
+    "CORECAST_NUMA_EVENTS", \
+    "CORECAST_LAUNCH_PID", \
+    "CORECAST_STDERR", \
+    "CORECAST_WARNED_PID", \
+    "CORECAST_TEST_FAULT", \
+
+#define CC_NAME_MAX 64 /* longer names get no suggestion */
+#define CC_NAME_NEAR 2 /* edits at most, for a suggestion (settings.closest) */
+
 /* The MPI launchers' rank and world-size variables, tried in this order. */
 #define CC_RANK_VARS "OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"
 #define CC_SIZE_VARS "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"

@@ -32,7 +32,7 @@ from cli_checks import assert_one_line_error
 ROOT = Path(__file__).resolve().parents[1]
 TOP_KEYS = {"measured", "predictions", "stall_predictions", "preferred_threads", "fastest_threads",
             "preferred_count", "fastest_count", "fastest_measured", "bottleneck",
-            "command", "runtime", "warnings", "failed", "regions", "placement"}
+            "command", "runtime", "warnings", "failed", "regions", "placement", "cpus_allowed"}
 NCPUS = len(os.sched_getaffinity(0))
 
 # Starts argv[1] threads that contend on a mutex (forced: at every count); exits 3 unless it may run on exactly
@@ -139,6 +139,7 @@ def sweep_json(capsys, tmp_path, *argv: str, status: int = 0) -> tuple[dict, str
     assert rc == status, err
     result = json.loads(out_file.read_text())  # exactly one object
     assert set(result) == TOP_KEYS
+    assert result["cpus_allowed"] == NCPUS  # the CPUs every count shared, for predict
     return result, out, err
 
 

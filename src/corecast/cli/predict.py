@@ -54,7 +54,8 @@ def _predict_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--at", type=count_list, default=[], metavar="N,N,...", help="extra counts to predict")
     p.add_argument("--hw-threads", type=count, metavar="N",
                    help="hardware threads (logical CPUs) of the machine to predict for: counts above N "
-                   "time-share them and are predicted no faster than N")
+                   "time-share them and are predicted no faster than N (default for a sweep result with "
+                   "counts past its CPUs: those CPUs, as the sweep predicted)")
     p.add_argument("--cores", type=count, metavar="C",
                    help="cores of that machine (default: --hw-threads, no SMT): counts between C and N "
                    "share cores and each adds a fraction of a core")
@@ -92,6 +93,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     except InputError as e:
         raise CliError(str(e)) from None
     hw_threads, cores = args.hw_threads, args.cores
+    if hw_threads is None and cores is None and not args.this_machine and len(series) == 1:
+        hw_threads = series[0].hw_threads  # a sweep's CPUs, where its counts outgrew them
     if args.this_machine:
         from ..model.machine.sysfs import this_machine
 

@@ -149,19 +149,50 @@ def integer(name: str, environ: Optional[Mapping[str, str]] = None, warn: Callab
 def unknown_names(environ: Optional[Mapping[str, str]] = None) -> list[str]:
     """A warning per ``CORECAST_*`` variable the table lacks, with the closest name it
     has: a typo of ``CORECAST_TARGET`` was otherwise ignored without a word, and the run
-    predicted for the default."""
+    predicted for the default.  native/config.c says the same line in the exit report of
+    a program run under a bare ``LD_PRELOAD``."""
     environ = os.environ if environ is None else environ
     odd = sorted(n for n in environ if n.startswith("CORECAST_") and n not in BY_NAME)
-    if not odd:
-        return []
-    import difflib  # only for a name that needs it: the start of `corecast run` stays light
-
     out = []
     for name in odd:
-        near = difflib.get_close_matches(name, BY_NAME, n=1, cutoff=0.75)
-        hint = f" (did you mean {near[0]}?)" if near else ""
+        near = closest(name)
+        hint = f" (did you mean {near}?)" if near else ""
         out.append(f"{name} is not a corecast setting{hint}; ignored (docs/environment.md lists them)")
     return out
+
+
+NEAR = 2  # at most this many letters typed wrong (or two swapped: one) for a suggestion
+NAME_MAX = 64  # longer names get no suggestion (native/config.c keeps this much of one)
+
+
+def closest(name: str) -> Optional[str]:
+    """The table's name nearest ``name``, ignoring case, when at most ``NEAR`` edits away
+    (a letter added, dropped, changed, or two neighbours swapped); the first in the
+    table's order on a tie.  native/config.c's ``closest`` is the same rule, in C."""
+    best, best_d = None, NEAR + 1
+    typed = os.fsencode(name).upper()  # bytes, ASCII letters only: as C's toupper
+    if len(typed) >= NAME_MAX:
+        return None
+    for s in TABLE:
+        d = _edits(typed, s.name.encode())
+        if d < best_d:
+            best, best_d = s.name, d
+    return best
+
+
+def _edits(a: bytes, b: bytes) -> int:
+    """Optimal-string-alignment distance: insertions, deletions, substitutions and
+    transpositions of neighbours, each one edit."""
+    prev2: list[int] = []
+    prev = list(range(len(b) + 1))
+    for i in range(1, len(a) + 1):
+        row = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            row[j] = min(prev[j] + 1, row[j - 1] + 1, prev[j - 1] + (a[i - 1] != b[j - 1]))
+            if i > 1 and j > 1 and a[i - 1] == b[j - 2] and a[i - 2] == b[j - 1]:
+                row[j] = min(row[j], prev2[j - 2] + 1)
+        prev2, prev = prev, row
+    return prev[len(b)]
 
 
 def bad_value(name: str, text: str, used: object) -> str:
@@ -246,6 +277,11 @@ def c_header() -> str:
     out += ["", "/* Every setting CORECAST_DISPLAY_ENV shows, in the table's order. */",
             "#define CC_SETTINGS_SHOWN \\"]
     out += [f"    {_c_str(s.name)}, \\" for s in TABLE if s.shown]
+    out += ["", "/* Every name of the table: a CORECAST_* variable not here is no setting (a typo). */",
+            "#define CC_SETTINGS_ALL \\"]
+    out += [f"    {_c_str(s.name)}, \\" for s in TABLE]
+    out += ["", f"#define CC_NAME_MAX {NAME_MAX} /* longer names get no suggestion */",
+            f"#define CC_NAME_NEAR {NEAR} /* edits at most, for a suggestion (settings.closest) */"]
     out += ["", "/* The MPI launchers' rank and world-size variables, tried in this order. */",
             "#define CC_RANK_VARS " + ", ".join(map(_c_str, RANK_VARS)),
             "#define CC_SIZE_VARS " + ", ".join(map(_c_str, SIZE_VARS)), "", "#endif", ""]
@@ -265,8 +301,10 @@ def markdown() -> str:
            "", "Every `CORECAST_*` variable corecast reads, read once at start. A whole number that does",
            "not parse or is out of range gets one line, `corecast: warning: NAME=VALUE is not a whole",
            "number in [lo, hi]; using D`, and the default (once per process). A `CORECAST_*` name",
-           "not in this table (a typo) gets one line from the `corecast` command that names the",
-           "closest one, `... is not a corecast setting (did you mean CORECAST_TARGET?); ignored`.",
+           "not in this table (a typo) gets one line that names the closest one (at most 2 letters",
+           "off, ignoring case), `... is not a corecast setting (did you mean CORECAST_TARGET?);",
+           "ignored`: from the `corecast` command, or, under a bare `LD_PRELOAD`, among the exit",
+           "report's warnings (the first 4 such names; never at start-up, between the program's lines).",
            "`CORECAST_DISPLAY_ENV=1` prints them all between `CORECAST DISPLAY ENVIRONMENT BEGIN`",
            "and `... END`.",
            "Readers: *library* (the preload library), *model* (Python in the profiled program: the",

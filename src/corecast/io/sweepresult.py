@@ -159,6 +159,7 @@ class SweepResult:
     warnings: list[str]
     regions: list[dict]
     failed: list[dict]
+    cpus_allowed: Optional[int] = None  # the CPUs the runs shared (None: a launcher's sweep, or older)
 
     @classmethod
     def read(cls, result: object, source: str = SOURCE, allow_empty: bool = False) -> "SweepResult":
@@ -198,7 +199,8 @@ class SweepResult:
             warnings=[str(w) for w in (warnings if isinstance(warnings, list) else [warnings])],
             regions=regions_of(result.get("regions"), source),
             failed=[f if isinstance(f, dict) else {"reason": f} for f in
-                    (failed if isinstance(failed, list) else [failed])])
+                    (failed if isinstance(failed, list) else [failed])],
+            cpus_allowed=cpus_allowed(result, source))
 
     # Speedup: the predictions carry speedup = T(base) / T(n); recover T(base) from them
     # so measured speedups use the same base.  Without predictions: the smallest count.
@@ -237,6 +239,17 @@ def count_unit(result: dict) -> str:
     """What a sweep result's counts are: "ranks" for a launcher's sweep (its ``"count"``),
     else threads."""
     return "ranks" if result.get("count") == "ranks" else "threads"
+
+
+def cpus_allowed(result: dict, source: str = SOURCE) -> Optional[int]:
+    """How many CPUs the sweep's runs shared (``"cpus_allowed"``; None where not recorded:
+    a launcher's sweep, or a result written before it); ``InputError`` when not a count."""
+    n = result.get("cpus_allowed")
+    if n is None:
+        return None
+    if json_number(n) is None or n < 1 or n != int(n) or isinstance(n, bool):
+        raise InputError(f"{source}: \"cpus_allowed\" {_short(n)} must be a whole number >= 1")
+    return int(n)
 
 
 def _either(result: dict, what: str) -> object:

@@ -84,11 +84,13 @@ _numa = None  # model.runtime.numa.NumaState once a target machine is named
 def _predicted_machine(sample: object) -> tuple[int, str]:
     """Cores of the machine the predictions are for, and what it is: the target machine
     when one is named, else a machine of ``target`` cores (a target beyond this machine's
-    cores asks about a larger machine, not about oversubscribing this one)."""
+    cores asks about a larger machine, not about oversubscribing this one): "target" when
+    CORECAST_TARGET gave it, "this machine" when it is the default, this machine's CPUs."""
     state = _numa_state()
     if state is not None:
         return state.machine.cores_per_node * state.machine.nodes, f"target machine {state.machine.name}"
-    return max(1, sample.target), "target"
+    given = settings.integer(settings.TARGET, default=None) is not None  # as config.c read it
+    return max(1, sample.target), "target" if given else "this machine"
 
 
 def _machines(sample: object) -> tuple[int, int]:

@@ -35,7 +35,10 @@ horizon; the preferred count is the time prediction's.
                   "stall_predictions": {...}, "preferred_count": k, "fastest_count": f, "fastest_measured": false,
                   "bottleneck": category, "warnings": [...]}]}
 
-Each ``measured`` entry also lists its ``cpus``.  ``regions`` holds every OpenMP region
+Each ``measured`` entry also lists its ``cpus``; ``cpus_allowed`` (not in a launcher's
+sweep, nor in results written before it was added) is how many CPUs the sweep's process
+could use, which every count's threads shared: ``corecast predict`` of the file predicts
+for a machine of that many hardware threads unless told another.  ``regions`` holds every OpenMP region
 taking at least ``MIN_REGION_SHARE`` of the run at some count, its own time (from the
 runs' JSON Lines, read with ``tools.samples``) extrapolated like the whole program's.
 

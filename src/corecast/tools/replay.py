@@ -35,6 +35,7 @@ class ReplayedProcess:
     warnings: list[str] = field(default_factory=list)   # what the predictions rest on that may not hold
     # per kernel, its compute units' lost time per category (kernelmodel.stalls; None: not measured)
     kernel_stalls: list[dict | None] = field(default_factory=list)
+    target_given: bool = False  # the caller's target (replay --target), not the recorded one
 
     @property
     def process(self) -> tuple[RegionSample, TeamPrediction] | None:
@@ -53,6 +54,7 @@ def replay_process(proc: RecordedProcess, target: int | None = None,
     ``machine``: the recording machine's calibration (``corecast calibrate``), if any."""
     from ..model.runtime.predictor import predict_window
 
+    given = bool(target)
     target = max(1, int(target or proc.target or proc.cores))
     cores = proc.cores or max(target, *(k.compute_units for k in proc.kernels), 1)  # unrecorded: enough
     measured = proc.cpus_allowed if 0 < proc.cpus_allowed < cores else cores
@@ -70,7 +72,7 @@ def replay_process(proc: RecordedProcess, target: int | None = None,
         warnings.append("an OpenCL host: its process line is predicted from every thread the library "
                         "saw; the run's own left out the OpenCL runtime's threads and its device waits, "
                         "which the recording does not hold, so the two may differ")
-    return ReplayedProcess(proc, target, target, preds, kernels, warnings, lost)
+    return ReplayedProcess(proc, target, target, preds, kernels, warnings, lost, target_given=given)
 
 
 def calibration_warnings(machine: Calibration | None, proc: RecordedProcess) -> list[str]:

@@ -53,6 +53,15 @@ def _row(label: str, calls: int, threads: int, wall: float, stalls: str, pred, c
     return line + f" {fastest:>{col.FASTEST}}  {printable(pred.bottleneck or '-')}"
 
 
+def _counted(rep: ReplayedProcess) -> str:
+    """The target in what it counts: threads, an OpenCL kernel's compute units, or both."""
+    n = rep.target
+    threads, units = f"{n} thread{'' if n == 1 else 's'}", f"{n} compute unit{'' if n == 1 else 's'}"
+    if not rep.kernels:
+        return threads
+    return f"{threads} ({units} for its kernels)" if rep.recorded.regions else units
+
+
 def table(rep: ReplayedProcess, machine: str | None = None) -> str:
     """The exit report's table for one replayed process (``machine``: the calibration file
     given to replay, named in the header; else the one the run recorded, if any)."""
@@ -60,7 +69,8 @@ def table(rep: ReplayedProcess, machine: str | None = None) -> str:
     cols = col.speedup_columns(rep.target)
     cores = f"{proc.cores} cores" if proc.cores else "cores not recorded"
     out = [f"corecast replay: pid {proc.pid}, {cores}, {proc.elapsed_s:.3g}s; predicted speedup "
-           f"up to {rep.target} thread{'' if rep.target == 1 else 's'} on {article(rep.predicted_cores)} {rep.predicted_cores}-core machine (target)"
+           f"up to {_counted(rep)} on {article(rep.predicted_cores)} {rep.predicted_cores}-core machine "
+           f"({'target' if rep.target_given else 'recorded target'})"
            + (f", calibrated ({printable(machine)})" if machine else ", calibrated (recorded)"
               if getattr(proc, "calibration", None) else "")]
     out += [f"warning: {printable(w)}" for w in rep.warnings]

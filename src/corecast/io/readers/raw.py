@@ -28,6 +28,7 @@ class Series:
     count_unit: str = "threads"  # threads, ranks, or an Extra-P parameter's name (scaling.count_unit_of)
     # What the reader left out or doubts, for the prediction's warning lines (hyperfine's failed runs).
     warnings: list[str] = field(default_factory=list)
+    hw_threads: int | None = None  # the CPUs the curve was measured on, where the file says (a sweep's)
 
     @property
     def label(self) -> str:

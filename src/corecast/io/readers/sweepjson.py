@@ -80,15 +80,35 @@ def _not_a_recording(text: str, name: str) -> None:
 
 def _load_sweep(files: list[tuple[str, str]], metric: str | None = None, callpath: str | None = None,
                 profile_metric: str | None = None, count_attribute: str | None = None) -> list[Series]:
-    from ..sweepresult import count_unit, parse_sweep_json
+    from ..sweepresult import count_unit, cpus_allowed, parse_sweep_json
 
     ((name, text),) = files
     check_metric(metric)
     _not_a_recording(text, name)
     result = parse_sweep_json(text, name)
     # A launcher's sweep counted ranks: its curve is labelled so, as merge's is.
-    return one_curve(sweep_measurements(result, name, metric), name, callpath, profile_metric,
-                     count_unit(result), count_attribute)
+    (series,) = one_curve(sweep_measurements(result, name, metric), name, callpath, profile_metric,
+                          count_unit(result), count_attribute)
+    _as_the_sweep(series, cpus_allowed(result, name))
+    return [series]
+
+
+def _as_the_sweep(series: Series, cpus: int | None) -> None:
+    """The curve as the sweep fitted it (model/curve/extrapolation.py's rule; a test holds
+    the two together): where counts ran oversubscribed on its ``cpus`` and 2 counts or more
+    did not, those are fitted alone, on a machine of ``cpus`` hardware threads (predict's
+    own, unless it is given one); otherwise every count, and no machine, as the sweep."""
+    import numpy as np
+
+    data = series.data
+    inside = data.counts <= cpus if cpus is not None else None
+    if inside is None or inside.all() or len(set(data.counts[inside])) < 2:
+        return
+    over = sorted({int(n) for n in data.counts[~inside]})
+    series.data = data.subset(np.flatnonzero(inside))
+    series.hw_threads = cpus
+    series.warnings.append(f"{'counts' if len(over) > 1 else 'count'} {', '.join(map(str, over))} ran "
+                           f"oversubscribed on the sweep's {cpus} CPUs: left out of the time's fit")
 
 
 READER = Reader(
