@@ -161,7 +161,7 @@ def test_a_sweeps_time_is_not_fitted_on_counts_past_its_cpus():
         out[cpus] = result
     pred = {p["threads"]: p["value"] for p in out[2]["predictions"]}
     assert all(pred[n] >= pred[2] * (1 - 1e-9) for n in range(3, 17))  # no faster than on the 2 CPUs
-    assert any("4, 8 ran oversubscribed on the 2 CPUs: left out of the time's fit" in w for w in out[2]["warnings"])
+    assert any("4, 8 ran oversubscribed on the sweep's 2 CPUs: left out of the time's fit" in w for w in out[2]["warnings"])
     # within the CPUs, nothing is left out: the same as without a CPU count
     assert out[8]["predictions"] == out[None]["predictions"]
     assert not any("oversubscribed" in w for w in out[8]["warnings"])

@@ -94,21 +94,18 @@ def _load_sweep(files: list[tuple[str, str]], metric: str | None = None, callpat
 
 
 def _as_the_sweep(series: Series, cpus: int | None) -> None:
-    """The curve as the sweep fitted it (model/curve/extrapolation.py's rule; a test holds
-    the two together): where counts ran oversubscribed on its ``cpus`` and 2 counts or more
-    did not, those are fitted alone, on a machine of ``cpus`` hardware threads (predict's
-    own, unless it is given one); otherwise every count, and no machine, as the sweep."""
-    import numpy as np
+    """The curve as the sweep fitted it (``hardware.fitted_within``, the sweep's own rule):
+    where counts ran oversubscribed on its ``cpus`` and 2 counts or more did not, those
+    alone, on a machine of ``cpus`` hardware threads (predict's own, unless it is given
+    one); otherwise every count, and no machine, as the sweep."""
+    from ...model.machine.hardware import fitted_within
 
-    data = series.data
-    inside = data.counts <= cpus if cpus is not None else None
-    if inside is None or inside.all() or len(set(data.counts[inside])) < 2:
-        return
-    over = sorted({int(n) for n in data.counts[~inside]})
-    series.data = data.subset(np.flatnonzero(inside))
-    series.hw_threads = cpus
-    series.warnings.append(f"{'counts' if len(over) > 1 else 'count'} {', '.join(map(str, over))} ran "
-                           f"oversubscribed on the sweep's {cpus} CPUs: left out of the time's fit")
+    inside, note = fitted_within(list(series.data.counts), cpus)
+    if note:
+        series.warnings.append(note)
+    if inside is not None:
+        series.data = series.data.subset(inside)
+        series.hw_threads = cpus
 
 
 READER = Reader(

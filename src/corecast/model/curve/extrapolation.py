@@ -29,6 +29,7 @@ def extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[st
     import numpy as np
 
     from .preference import weak_look
+    from ..machine.hardware import fitted_within
 
     warnings = result["warnings"]
     counts = [n for n in ok for _ in times_at[n]]
@@ -50,24 +51,13 @@ def extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[st
     # with_fit_quality=False here and below: a sweep result carries no fit figures, and
     # they cost a second fit (leave-last-out) of every curve and region
     fit_counts, fit_times, fit_stalls, hw_threads = counts, times, stalls, None
-    over = [n for n in ok if cpus is not None and n > cpus]
-    if over:
-        # Counts above the CPUs shared them: what slows them is time-sharing, not how the
-        # program scales, so with 2 counts within the CPUs the time is fitted on those and
-        # predicted past them as predict does for any count above a machine's hardware
-        # threads (no faster than at the CPUs).
-        inside = [i for i, n in enumerate(counts) if n <= cpus]
-        listed = ", ".join(map(str, over))
-        if len({counts[i] for i in inside}) >= 2:
-            fit_counts, fit_times = [counts[i] for i in inside], [times[i] for i in inside]
-            fit_stalls = {k: [v[i] for i in inside] for k, v in stalls.items()}
-            hw_threads = cpus
-            warnings.append(f"{'counts' if len(over) > 1 else 'count'} {listed} ran oversubscribed on the "
-                            f"{cpus} CPUs: left out of the time's fit")
-        else:
-            warnings.append(f"the time is fitted on {'counts' if len(over) > 1 else 'count'} {listed}, which ran "
-                            f"oversubscribed on the {cpus} CPUs (fewer than 2 counts within them): it shows "
-                            "them shared, not how the program scales on more")
+    inside, note = fitted_within(counts, cpus)
+    if note:
+        warnings.append(note)
+    if inside is not None:
+        fit_counts, fit_times = [counts[i] for i in inside], [times[i] for i in inside]
+        fit_stalls = {k: [v[i] for i in inside] for k, v in stalls.items()}
+        hw_threads = cpus
     pred = predict(fit_counts, fit_times, metric="time", upto=horizon, method=method, stalls=fit_stalls or None,
                    scaling="strong", with_fit_quality=False, hw_threads=hw_threads)
     measured = pred.measured.at_target_size()

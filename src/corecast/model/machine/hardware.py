@@ -30,6 +30,7 @@ moved onto cores that fell idle and share the machine's capacity, the sum of the
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Sequence
 
 import numpy as np
 
@@ -177,6 +178,27 @@ class Hardware:
             out.append(f"counts above {self.hw_threads} share the machine's {self.hw_threads} hardware threads: "
                        f"predicted no faster than at {self.hw_threads}")
         return out
+
+
+def fitted_within(counts: Sequence[float], cpus: int | None) -> tuple[list[int] | None, str | None]:
+    """Which of ``counts``, measured on a machine of ``cpus`` CPUs, a curve is fitted on
+    (their indices; None: all of them) and the warning that says so (None: nothing to say).
+
+    Counts above the CPUs shared them: what slows them is time-sharing, not how the
+    program scales, so where 2 counts or more ran within the CPUs the curve is fitted on
+    those alone and predicted past them as on any machine of ``cpus`` hardware threads
+    (``oversubscribed``).  With fewer, every count is fitted and the warning says what
+    the fit then shows.  One rule for a sweep's own extrapolation and for ``predict`` of
+    a sweep's result, so that the two give the same answer."""
+    over = sorted({int(n) for n in counts if cpus is not None and n > cpus})
+    if not over:
+        return None, None
+    listed = f"{'counts' if len(over) > 1 else 'count'} {', '.join(map(str, over))}"
+    inside = [i for i, n in enumerate(counts) if n <= cpus]
+    if len({counts[i] for i in inside}) >= 2:
+        return inside, f"{listed} ran oversubscribed on the sweep's {cpus} CPUs: left out of the time's fit"
+    return None, (f"the time is fitted on {listed}, which ran oversubscribed on the sweep's {cpus} CPUs "
+                  "(fewer than 2 counts within them): it shows them shared, not how the program scales on more")
 
 
 def oversubscribed(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, high: np.ndarray,
