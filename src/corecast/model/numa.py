@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 
 from .machine.numa import Machine
-from .queueing import Q
+from .queueing import Q, response_times
 from .scaling import ScalingPrediction
 
 TYPE_CHECKING = False  # typing costs a profiled program start-up time: annotations only
@@ -140,19 +140,29 @@ def memory_cycles(machine: Machine, rates: Rates, nodes: Sequence[int],
     (default: all of them) is the bus queue's population; ``delay`` is
     ``bus_delay(machine, rates, nodes)`` and ``ctrl`` ``controller_delays`` for these
     programs, where the caller already has them."""
+    c = machine.cores_per_node if cores is None else cores
+    return memory_cycles_at(machine, rates, nodes, [c], others, delay, ctrl)[0]
+
+
+def memory_cycles_at(machine: Machine, rates: Rates, nodes: Sequence[int], cores: Sequence[int],
+                     others: Sequence[tuple[Rates, int]] = (), delay: float | None = None,
+                     ctrl: Sequence[float] | None = None) -> list[float]:
+    """``memory_cycles`` at each bus-queue population in ``cores``, the same floats: each
+    distinct bus queue is solved for all of them in one call (``response_times``)."""
     if ctrl is None:
         ctrl = controller_delays(machine, [(rates, len(nodes)), *others])
     bd = bus_delay(machine, rates, nodes) if delay is None else delay
-    c = machine.cores_per_node if cores is None else cores
-    total = 0.0
+    totals = [0.0] * len(cores)
     seen: dict = {}  # as in controller_delays: equal queues solved once, summed as before
     for m in range(machine.nodes):
-        if rates.llc[m] > 0:
+        llc = rates.llc[m]
+        if llc > 0:
             key = (ctrl[m], rates.bus[m])
-            if key not in seen:
-                seen[key] = Q(c, 1.0 / (bd + ctrl[m]), rates.bus[m])
-            total += rates.llc[m] * seen[key]
-    return total
+            r = seen.get(key)
+            if r is None:  # Q(c, 1 / (bd + ctrl_m), BUS_m) at every c
+                r = seen[key] = response_times(cores, rates.bus[m], 1.0 / (bd + ctrl[m]))
+            totals = [t + llc * q for t, q in zip(totals, r)]
+    return totals
 
 
 def allocation(machine: Machine, co_nodes: Sequence[int] = ()) -> tuple[list[int], list[list[int]]]:
@@ -349,14 +359,16 @@ def fit_rate(machine: Machine, team_times: Sequence[tuple[int, float]],
     # CPU, which a --target-machine run spends at its exit.
     ctrl = controller_delays(machine, [(rates(0.0), len(first))])
 
+    sizes = [k for k, _ in pts]
+    log_t = [math.log(t) for _, t in pts]
+
     def error(r: float) -> float:
-        logs = []
         rr = rates(r)
         bd = bus_delay(machine, rr, first)  # bus rates alone: the same at every team size
-        for k, t in pts:
-            rr.mct = [k * v for v in rr.bus]  # k active cores feed the node's controller
-            g = (1.0 + memory_cycles(machine, rr, first, cores=k, delay=bd, ctrl=ctrl)) / k
-            logs.append(math.log(t) - math.log(g))
+        # k active cores are the bus queue's population; their requests to the controllers
+        # (mct) enter only ctrl, solved above
+        mem = memory_cycles_at(machine, rr, first, sizes, delay=bd, ctrl=ctrl)
+        logs = [lt - math.log((1.0 + m) / k) for lt, k, m in zip(log_t, sizes, mem)]
         mean = sum(logs) / len(logs)
         return math.sqrt(sum((v - mean) ** 2 for v in logs) / len(logs))
 
