@@ -210,7 +210,8 @@ def test_fit_solves_each_distinct_queue_once(monkeypatch):
     real_mva = getattr(model, "mva_response_times", None)
     monkeypatch.setattr(model, "Q", lambda *a: calls.append(("Q", a)) or real_q(*a))
     monkeypatch.setattr(model, "response_times", raising=False,
-                        value=lambda ns, *a: calls.append(("exact", list(ns))) or real_exact(ns, *a))
+                        value=lambda ns, *a: calls.append(("exact", list(ns)))
+                        or real_exact(ns, *a))
     monkeypatch.setattr(model, "mva_response_times", raising=False,
                         value=lambda ns, *a: calls.append(("mva", list(ns))) or real_mva(ns, *a))
     times = [(k, 0.002 * (1 + 0.3 * k) / k) for k in range(1, 17)]
@@ -251,5 +252,6 @@ def test_fit_is_the_exact_search_bit_for_bit(monkeypatch):
     cases.append(([(1, 0.002), (2, 0.0011)], None))  # two sizes: fitted exactly, rms ~1e-10
     got = [fit_rate(OPTERON, times, share) for times, share in cases]
     real = model.memory_cycles_at
-    monkeypatch.setattr(model, "memory_cycles_at", lambda *a, **k: real(*a, **{**k, "exact": True}))
+    monkeypatch.setattr(model, "memory_cycles_at",
+                        lambda *a, **k: real(*a, **{**k, "exact": True}))
     assert got == [fit_rate(OPTERON, times, share) for times, share in cases]

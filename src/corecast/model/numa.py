@@ -24,7 +24,9 @@ iteration ``W_{i+1} = T - sum_m L_m R_m(rates at W_i)``, ``W_0 = T``; ``W_5`` is
 the iteration has settled by then, else ``T = W + sum_m L_m R_m`` is solved by bisection
 (with heavy traffic the plain iteration oscillates; a note says so).
 
-Standard library only: the runtime calls it inside profiled programs.
+Standard library only: the runtime calls it inside profiled programs.  It runs over 400 lines: the
+model and the three ways to its rates (given, raw counts through the W iteration, and
+fitted without counters, its search comparing cheap errors first) are read together.
 """
 from __future__ import annotations
 
@@ -415,7 +417,8 @@ def fit_rate(machine: Machine, team_times: Sequence[tuple[int, float]],
     errs = [cheap(r) for r in grid]
     low = min(errs)
     # the exact minimum (ties: the first) is among those within 2 sure of the cheap one
-    near = [i for i, e in enumerate(errs) if e <= low + 2 * sure] or range(len(grid))  # none: NaN errors
+    # (none are when the errors are NaN: then all)
+    near = [i for i, e in enumerate(errs) if e <= low + 2 * sure] or range(len(grid))
     best = min(near, key=lambda i: (exact(grid[i]), i))
     if exact(grid[0]) <= exact(grid[best]) + 1e-12:
         return 0.0, error(0.0)  # no contention visible: the smallest rate fits as well
