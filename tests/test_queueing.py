@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from corecast.model.queueing import Q, mva, p0, response_time, throughput, utilisation, waiting_time
+from corecast.model.queueing import Q, mva, mva_response_times, p0, response_time, response_times
+from corecast.model.queueing import throughput, utilisation, waiting_time
 
 
 def simulate(n: int, lam: float, mu: float, completions: int, seed: int) -> dict:
@@ -141,6 +142,35 @@ def test_bad_arguments():
 def test_spec_q_argument_order():
     assert Q(8, 2.0, 0.3) == response_time(8, 0.3, 2.0)
 
+
+
+def test_response_times_are_response_time_bit_for_bit():
+    # Every population in one call shares log rho and the terms' logs: the same floats as
+    # one call per population (the NUMA fit's output depends on it, to the last bit).
+    rng = random.Random(40)
+    for _ in range(400):
+        lam = rng.choice([0.0, math.inf, 10 ** rng.uniform(-300, 300), 10 ** rng.uniform(-4, 4)])
+        mu = 10 ** rng.uniform(-300, 300) if rng.random() < 0.3 else 10 ** rng.uniform(-4, 4)
+        ns = [rng.choice([0, 1, 2, rng.randint(0, 40), rng.randint(0, 3000)]) for _ in range(6)]
+        assert response_times(ns, lam, mu) == [response_time(n, lam, mu) for n in ns]
+    assert response_times([], 1.0, 1.0) == []
+    with pytest.raises(ValueError, match="customers"):
+        response_times([2, -1], 1.0, 0.0)  # the population's complaint first, as response_time's
+    with pytest.raises(ValueError, match="service rate"):
+        response_times([2], 1.0, 0.0)
+
+
+def test_mva_response_times_agree_to_a_few_ulps():
+    rng = random.Random(41)
+    for _ in range(200):
+        n = rng.choice([2, 16, 64, 1024])
+        mu = 10 ** rng.uniform(-3, 3)
+        lam = 10 ** rng.uniform(-5, 2) / n * mu
+        ns = list(range(n + 1))
+        for exact, cheap in zip(response_times(ns, lam, mu), mva_response_times(ns, lam, mu)):
+            assert cheap == pytest.approx(exact, rel=1e-13)
+    assert mva_response_times([0, 1, 3], 0.0, 2.0) == [0.5, 0.5, 0.5]
+    assert mva_response_times([1, 3], math.inf, 2.0) == [0.5, 1.5]
 
 # ---- MVA: the same queue as a closed network ---------------------------------------------
 def test_mva_one_station_is_the_machine_repairman():
