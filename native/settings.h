@@ -62,27 +62,8 @@
     "CORECAST_TEST_FAULT", \
 
 /* Every name of the table: a CORECAST_* variable not here is no setting (a typo). */
-#define CC_SETTINGS_ALL \
-    "CORECAST_DISABLE", \
-    "CORECAST_TARGET", \
-    "CORECAST_WINDOW_MS", \
-    "CORECAST_OUTPUT", \
-    "CORECAST_QUIET", \
-    "CORECAST_STEER", \
-    "CORECAST_PROBE", \
-    "CORECAST_EXIT_TIMEOUT_MS", \
-    "CORECAST_KEEP_COUNTING", \
-    "CORECAST_DISPLAY_ENV", \
-    "CORECAST_TARGET_MACHINE", \
-    "CORECAST_MACHINE_FILE", \
-    "CORECAST_OPENCL", \
-    "CORECAST_MAX_INPUT_MB", \
-    "CORECAST_DEBUG", \
-    "CORECAST_NUMA_EVENTS", \
-    "CORECAST_LAUNCH_PID", \
-    "CORECAST_STDERR", \
+#define CC_SETTINGS_ALL CC_SETTINGS_SHOWN \
     "CORECAST_WARNED_PID", \
-    "CORECAST_TEST_FAULT", \
 
 #define CC_NAME_MAX 64 /* longer names get no suggestion */
 #define CC_NAME_NEAR 2 /* edits at most, for a suggestion (settings.closest) */

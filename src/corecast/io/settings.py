@@ -278,8 +278,8 @@ def c_header() -> str:
             "#define CC_SETTINGS_SHOWN \\"]
     out += [f"    {_c_str(s.name)}, \\" for s in TABLE if s.shown]
     out += ["", "/* Every name of the table: a CORECAST_* variable not here is no setting (a typo). */",
-            "#define CC_SETTINGS_ALL \\"]
-    out += [f"    {_c_str(s.name)}, \\" for s in TABLE]
+            "#define CC_SETTINGS_ALL CC_SETTINGS_SHOWN \\"]
+    out += [f"    {_c_str(s.name)}, \\" for s in TABLE if not s.shown]
     out += ["", f"#define CC_NAME_MAX {NAME_MAX} /* longer names get no suggestion */",
             f"#define CC_NAME_NEAR {NEAR} /* edits at most, for a suggestion (settings.closest) */"]
     out += ["", "/* The MPI launchers' rank and world-size variables, tried in this order. */",
