@@ -124,6 +124,8 @@ def test_the_csv_reader_does_not_keep_the_rows_as_text():
     ("threads,bogus\n1,2\n", "unknown column 'bogus'"),
     # the count column's first bad cell is said before an earlier row's bad value
     ("threads,time\n1,-2\n0,1\n", "line 3: column 'threads': count '0' must be a whole number >= 1"),
+    # a column's first bad cell, not its last
+    ("threads,time\n1,2\n0,1\n-1,1\n", "line 3: column 'threads': count '0' must be a whole number >= 1"),
     ("threads,time,stall:lock\n1,2,-1\n2,0,1\n", "line 3: column 'time': '0' must be positive"),
     ("threads,time\n1,2\n2,nan\n", "line 3: column 'time': 'nan' is not a finite number"),
     ("threads,value\n1,x\n", "column 'value' has no metric"),  # the metric before a cell
@@ -133,6 +135,17 @@ def test_the_csv_readers_errors_keep_their_order(tmp_path, capsys, text, says):
     path = tmp_path / "e.csv"
     path.write_text(text)
     assert says in assert_one_line_error(capsys, ["predict", str(path)])
+
+
+@pytest.mark.parametrize("text", ["".join(f"{i % 7 + 1},{i}.5\n" for i in range(1, 400)),
+                                  "".join(f"{i % 7 + 1},{i}.5\r\n" for i in range(1, 400))])
+def test_the_lines_read_a_chunk_at_a_time_are_the_files_lines(monkeypatch, text):
+    # Each chunk must end just after a newline: a line cut in two at a chunk's end would be
+    # two rows (or a bad cell) in a file over the chunk's size.  A small chunk, many ends.
+    from corecast.io.readers import measurements
+
+    monkeypatch.setattr(measurements, "_CHUNK", 16)
+    assert list(measurements.text_lines(text)) == text.splitlines()
 
 
 def test_tune_sim_json_has_the_texts_context(tmp_path, capsys):
@@ -176,6 +189,10 @@ def test_a_sweeps_time_is_not_fitted_on_counts_past_its_cpus():
     (json.dumps({"results": [{"command": "a", "mean": 1, "times": [1.0], "parameters": {"threads": "1"}},
                              {"command": "b", "mean": 1, "times": [-1.0], "parameters": {"threads": "2"}}]}),
      "hf.json", "result 2 ('b'): time -1 is not positive"),
+    # a time of 0 is no time either, said at its result
+    (json.dumps({"results": [{"command": "a", "mean": 1, "times": [1.0], "parameters": {"threads": "1"}},
+                             {"command": "b", "mean": 1, "times": [0.0], "parameters": {"threads": "2"}}]}),
+     "hf.json", "result 2 ('b'): time 0 is not positive"),
     # a hyperfine export of no command was read as a sweep result without "measured"
     ('{"results": []}', "hf.json", "a hyperfine JSON export with no results"),
     # the one pair's reason was only on stdout; the error line said none

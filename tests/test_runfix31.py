@@ -17,6 +17,7 @@ RECORDINGS = Path(__file__).resolve().parent / "data" / "recordings"
 @pytest.mark.parametrize("typed, near", [
     ("CORECAST_TRAGET", "CORECAST_TARGET"), ("CORECAST_target", "CORECAST_TARGET"),
     ("CORECAST_WINDOW_M", "CORECAST_WINDOW_MS"), ("CORECAST_STEEL", "CORECAST_STEER"),
+    ("CORECAST_TRAGTE", "CORECAST_TARGET"),  # two neighbours swapped twice: 2 edits, not 4
     ("CORECAST_THREADS", None), ("CORECAST_" + "X" * 60, None)])
 def test_the_closest_setting(typed, near):
     assert settings.closest(typed) == near

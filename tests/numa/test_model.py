@@ -255,3 +255,19 @@ def test_fit_is_the_exact_search_bit_for_bit(monkeypatch):
     monkeypatch.setattr(model, "memory_cycles_at",
                         lambda *a, **k: real(*a, **{**k, "exact": True}))
     assert got == [fit_rate(OPTERON, times, share) for times, share in cases]
+
+
+def test_nodes_with_one_bus_rate_and_different_controllers_are_not_one_queue():
+    # M = sum_m LLC_m Q(c, 1 / (bd + ctrl_m), BUS_m): a queue is solved once for the nodes
+    # alike in both, never for those alike in the bus rate alone (controllers asked unevenly).
+    from corecast.model.numa import bus_delay, controller_delays
+    from corecast.model.queueing import Q
+
+    r = Rates([0.002] * K, [0.002] * K, [0.001 * (m + 1) for m in range(K)])
+    nodes = list(OPTERON.fill_order[:2])
+    ctrl = controller_delays(OPTERON, [(r, len(nodes))])
+    bd = bus_delay(OPTERON, r, nodes)
+    assert len(set(ctrl)) == K
+    direct = math.fsum(r.llc[m] * Q(C, 1.0 / (bd + ctrl[m]), r.bus[m]) for m in range(K))
+    assert memory_cycles(OPTERON, r, nodes) == pytest.approx(direct, rel=1e-12)
+

@@ -53,6 +53,17 @@ def test_buffers_past_the_llc_cap_the_speedup_at_the_triads_bandwidth():
     assert held.basis.endswith("; bandwidth: 300 MB per launch, 40.0 GB/s at 16")
 
 
+def test_a_flat_cap_moves_the_fastest_count_down():
+    # bw flat past 4 units: the capped speedups are flat there, and the fastest count is the
+    # fewest that reach them, not the free prediction's 16.
+    from corecast.model.runtime.bound import fastest_count
+
+    free = kernelmodel.predict(streaming(300 * MB), 16, 16)
+    held = kernelmodel.predict(streaming(300 * MB), 16, 16, cal(gbps=[[1, 10.0], [4, 20.0], [16, 20.0]]))
+    assert free.fastest == 16
+    assert held.fastest == fastest_count(held.threads, held.speedup) < 16
+
+
 def test_buffers_within_the_llc_or_without_a_calibration_change_nothing():
     free = kernelmodel.predict(streaming(300 * MB), 16, 16)
     inside = kernelmodel.predict(streaming(300 * MB), 16, 16, cal(llc=400 * MB))
@@ -176,3 +187,26 @@ def test_the_hook_leaves_pyopencls_kernel_methods_as_they_were_once_removed(open
     r = plain(["-c", code])
     assert r.returncode == 0, r.stderr.decode()
     assert r.stdout.decode().split() == ["True", "True"]
+
+
+def test_the_hook_passes_this_hosts_calibration_to_a_cpu_devices_kernels(opencl, tmp_path):
+    # The report finds the calibration the CPU runtime would use (CORECAST_MACHINE_FILE):
+    # a CPU device's kernels then get the bandwidth cap's account, not "unmeasured".
+    from corecast.model.machine.calibration import cpu_model
+
+    doc = json.loads(cal(llc=1000).to_json())
+    doc["machine"].update(cpus=os.sysconf("SC_NPROCESSORS_ONLN"), cpu_model=cpu_model())
+    machine_file, prog, out = tmp_path / "m.json", tmp_path / "p.py", tmp_path / "k.jsonl"
+    machine_file.write_text(json.dumps(doc))
+    prog.write_text(PROGRAM)
+    env = {**os.environ, "CORECAST_OUTPUT": str(out), "CORECAST_WINDOW_MS": "100000"}
+    bases = {}
+    for name, extra in (("without", {"CORECAST_MACHINE_FILE": ""}),
+                        ("with", {"CORECAST_MACHINE_FILE": str(machine_file)})):
+        r = measured([str(prog)], env={**env, **extra})
+        assert r.returncode == 0, r.stderr.decode()
+        bases[name] = {d["name"]: d["basis"] for d in read_lines(out) if d["event"] == "kernel"}
+    if not all("bandwidth unmeasured" in b for b in bases["without"].values()):
+        pytest.skip(f"not a CPU device (its kernels have no bandwidth cap): {opencl}")
+    assert bases["with"].keys() == {"axpy", "fill"}
+    assert not any("bandwidth unmeasured" in b for b in bases["with"].values()), bases["with"]

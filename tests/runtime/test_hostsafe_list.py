@@ -56,3 +56,14 @@ def test_a_way_that_changes_the_program_is_caught(ways, work, item, what):
     intruder = ["bash", "-c", INTRUDER, "intruder", *ways["c"]["plain"]]
     differ = hostsafe.check(item, ways["c"]["plain"], intruder, work)
     assert any(f": {what}: " in line for line in differ), differ
+
+
+def test_an_exec_failure_said_otherwise_is_caught(tmp_path, monkeypatch):
+    # A corecast that exits as bash does but does not give bash's reason differs.
+    fake, work = tmp_path / "corecast", tmp_path / "work"
+    work.mkdir()
+    fake.write_text('#!/bin/sh\nbash -c "$3" 2>/dev/null; s=$?; echo "corecast: error: it failed" >&2; exit $s\n')
+    fake.chmod(0o755)
+    monkeypatch.setattr(hostsafe, "BIN", tmp_path)
+    lines = hostsafe.item_exec(work)
+    assert len(lines) == 3 and all(line.startswith("DIFFERS") for line in lines), lines

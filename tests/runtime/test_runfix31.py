@@ -25,7 +25,8 @@ def test_a_misspelt_setting_is_named_in_the_exit_report(build, lib):
     # LD_PRELOAD=$(corecast lib) CORECAST_TRAGET=8 ./prog predicted for this machine's
     # CPUs without a word: only the corecast command named the typo.
     prog = _pthreads(build)
-    odd = {"CORECAST_TRAGET": "8", "CORECAST_target": "3", "CORECAST_NOTHING_LIKE_IT": "1"}
+    odd = {"CORECAST_TRAGET": "8", "CORECAST_target": "3", "CORECAST_NOTHING_LIKE_IT": "1",
+           "CORECAST_TRAGTE": "2"}  # two swaps: as near as two letters changed
     plain = run([prog], env=clean_env(**odd))
     proc = run([prog], env=clean_env(**odd), preload=lib)
     assert proc.returncode == plain.returncode == 0
@@ -33,6 +34,15 @@ def test_a_misspelt_setting_is_named_in_the_exit_report(build, lib):
     # the same lines as the command's, the closest name by the same rule
     assert sorted(_warnings(proc.stderr)) == settings.unknown_names(odd)
     assert "(did you mean CORECAST_TARGET?)" in settings.unknown_names({"CORECAST_TRAGET": "8"})[0]
+
+
+def test_the_library_names_the_first_four_typos_and_counts_the_rest(build, lib):
+    prog = _pthreads(build)
+    odd = {f"CORECAST_ODD{i}": "1" for i in range(6)}
+    proc = run([prog], env=clean_env(**odd), preload=lib)
+    got = _warnings(proc.stderr)
+    assert proc.returncode == 0 and sum("is not a corecast setting" in w for w in got) == 4
+    assert "and 2 more CORECAST_* variables that are not corecast settings; ignored" in got
 
 
 def test_the_command_and_the_library_name_a_typo_once(build, lib):
