@@ -180,7 +180,7 @@ def run(
         raise LaunchError("no command given (usage: corecast run [options] -- CMD ARGS...)")
     name = command[0]
     exe = find_program(name, os.environ.get("PATH"))
-    why = exec_failure(name, exe, _unrunnable(exe))  # refused before the JSON file is touched
+    why = exec_failure(name, exe, unrunnable(exe))  # refused before the JSON file is touched
     if why is not None:
         raise why
     reason = why_not_preloadable(exe)
@@ -241,7 +241,7 @@ def find_program(name: str, path: str | None) -> str:
     raise LaunchError(f"{name}: command not found", status=EXIT_NOTFOUND)
 
 
-def _unrunnable(path: str) -> int | None:
+def unrunnable(path: str) -> int | None:
     """The errno execve will give for ``path`` when it can tell without trying (missing,
     a folder, no execute permission), else None."""
     try:

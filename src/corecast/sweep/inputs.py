@@ -99,7 +99,7 @@ def check_command(command: Sequence[str]) -> str:
         exe = launcher.find_program(name, os.environ.get("PATH"))
     except launcher.LaunchError as exc:
         raise InputError(str(exc)) from None
-    why = launcher.exec_failure(name, exe, launcher._unrunnable(exe))
+    why = launcher.exec_failure(name, exe, launcher.unrunnable(exe))
     if why is not None:
         raise InputError(str(why))
     reason = launcher.why_not_preloadable(exe)
