@@ -484,9 +484,9 @@ static void *nothing(void *arg) { return arg; }
 static struct timespec in_ms(clockid_t clock, long ms) {
     struct timespec t;
     clock_gettime(clock, &t);
-    t.tv_nsec += ms * 1000000;
-    t.tv_sec += t.tv_nsec / 1000000000;
-    t.tv_nsec %= 1000000000;
+    long long ns = (long long)t.tv_nsec + ms * 1000000LL; /* -1 ms below a whole second: borrow */
+    t.tv_sec += ns / 1000000000 - (ns < 0);
+    t.tv_nsec = ns % 1000000000 + (ns < 0 ? 1000000000 : 0);
     return t;
 }
 int main(void) {
