@@ -387,25 +387,19 @@ static void *keeper_main(void *arg) {
 
 /* The program's pthread_create found no task left, and the sampler's was not enough
  * (lifecycle.c): the keeper ends, its copy with it (the report finds the stderr by its path
- * as where no copy was kept).  Waits up to ``timeout_ms`` for it, then for the kernel to
- * have let the task go.  Returns whether it has ended (the caller tries again). */
-int cc_channel_give_back(int timeout_ms) {
-    int tid = __atomic_load_n(&keeper_tid, __ATOMIC_ACQUIRE);
-    if (tid <= 0 || getpid() != channel_pid || __atomic_exchange_n(&keeper_ending, 1, __ATOMIC_ACQ_REL))
+ * as where no copy was kept).  Waits for it until ``deadline``.  Returns whether it has
+ * ended, its thread's id in ``*tid`` (the caller waits for its task to go, then tries again). */
+int cc_channel_give_back(double deadline, int *tid) {
+    *tid = __atomic_load_n(&keeper_tid, __ATOMIC_ACQUIRE);
+    if (*tid <= 0 || getpid() != channel_pid || __atomic_exchange_n(&keeper_ending, 1, __ATOMIC_ACQ_REL))
         return 0;
     /* Said first, while its copy still reaches a pipe. */
     cc_warn("the program ran out of tasks (pthread_create: EAGAIN): corecast's keeper of the original "
             "stderr gave its thread back; the report goes to the stderr's path, where it has one");
     cc_futex(&mail_state, FUTEX_WAKE_PRIVATE, 1 << 30, -1);
     cc_futex(&keeper_ending, FUTEX_WAKE_PRIVATE, 1, -1);
-    double deadline = cc_mono_s() + timeout_ms / 1000.0;
     while (!__atomic_load_n(&keeper_ended, __ATOMIC_ACQUIRE) && cc_mono_s() < deadline)
         cc_futex(&keeper_ended, FUTEX_WAIT_PRIVATE, 0, deadline - cc_mono_s());
-    /* Counted off (release_task) a little after its last user-space step. */
-    while (syscall(SYS_tgkill, getpid(), tid, 0) == 0 && cc_mono_s() < deadline) {
-        struct timespec step = {0, 20000};
-        nanosleep(&step, NULL);
-    }
     return __atomic_load_n(&keeper_ended, __ATOMIC_ACQUIRE);
 }
 

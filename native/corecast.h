@@ -288,7 +288,7 @@ struct cc_region *cc_regions(int *n);
 /* ---- sampler, model, report ---------------------------------------------------- */
 void cc_sampler_start(void), cc_sampler_stop(void);
 void cc_sampler_park(int timeout_ms); /* stops it, awaits the end of its window */
-int cc_sampler_give_back(int timeout_ms); /* it ends, its task the program's (lifecycle.c) */
+int cc_sampler_give_back(double deadline, int *tid); /* it ends, its task the program's (lifecycle.c) */
 /* The exit prediction, made by the sampler thread.  Unless ANSWERED, ``r`` stays the
  * sampler's (it may still write there). */
 enum cc_final_outcome { CC_FINAL_PENDING, CC_FINAL_ANSWERED, CC_FINAL_FAULTED, CC_FINAL_TIMEOUT, CC_FINAL_NO_SAMPLER,
@@ -349,7 +349,7 @@ void cc_channel_window_check(int let_go); /* let_go: drop the copy now */
 int cc_channel_held_here(void);
 int cc_own_table_here(void);
 void cc_channel_serving(void), cc_channel_serve(void);
-int cc_channel_give_back(int timeout_ms); /* the keeper ends, its task the program's */
+int cc_channel_give_back(double deadline, int *tid); /* the keeper ends, its task the program's */
 void cc_channel_after_fork(void);
 /* Names from outside made safe (text.c): printable for the terminal, padded or cut to
  * ``width`` characters (-1: as long as it is); a quoted JSON string.  Both return the

@@ -356,12 +356,12 @@ void cc_sampler_park(int timeout_ms) {
 /* The program's pthread_create found no task left (EAGAIN: RLIMIT_NPROC, a cgroup's
  * pids.max; lifecycle.c): the sampler ends for good, so that its task is the program's.
  * Waits up to ``timeout_ms`` for a window or a model run to end (none for a model run that
- * needs the Python interpreter the caller holds: it ends after it), then for the kernel to
- * have let the task go.  Returns whether the sampler has ended (the caller tries again). */
-int cc_sampler_give_back(int timeout_ms) {
+ * needs the Python interpreter the caller holds: it ends after it), until ``deadline``.
+ * Returns whether the sampler has ended, its thread's id in ``*tid`` (the caller waits for
+ * its task to go, then tries again). */
+int cc_sampler_give_back(double deadline, int *tid) {
     if (!__atomic_load_n(&sampler_running, __ATOMIC_ACQUIRE) && !__atomic_load_n(&ending, __ATOMIC_ACQUIRE))
         return 0;
-    double deadline = cc_mono_s() + timeout_ms / 1000.0;
     if (!__atomic_load_n(&ended, __ATOMIC_ACQUIRE)) {
         __atomic_store_n(&ending, 1, __ATOMIC_SEQ_CST);
         int cmd = CMD_NONE; /* the exit's command, if first, is answered: the sampler stays */
@@ -374,13 +374,7 @@ int cc_sampler_give_back(int timeout_ms) {
             if ((gil && in_model) || cc_mono_s() > deadline)
                 return 0;
     }
-    /* The kernel counts the task off (release_task) a little after the thread's last
-     * user-space step, and before its tid is gone from the thread group. */
-    int tid = sampler_tid;
-    while (tid > 0 && syscall(SYS_tgkill, getpid(), tid, 0) == 0 && cc_mono_s() < deadline) {
-        struct timespec step = {0, 20000};
-        nanosleep(&step, NULL);
-    }
+    *tid = sampler_tid;
     return 1;
 }
 

@@ -128,6 +128,17 @@ def _least_tasks(as_user, exe: Path, env: dict, good: int) -> int:
     pytest.fail("the plain program never ran under a task limit of 15")
 
 
+def _at_its_limit(as_user, exe: Path, env: dict, shared_dir: Path) -> tuple[int, subprocess.CompletedProcess]:
+    """The least task limit the plain program (exit 3) runs under, its plain run there, and
+    ``env`` given the library to preload (skips where the limit does not bind)."""
+    nproc = _least_tasks(as_user, exe, env, 3)
+    if nproc <= 2:
+        pytest.skip("the task limit does not bind here")
+    plain = subprocess.run(as_user([exe], nproc), env=env, capture_output=True, timeout=TIMEOUT)
+    env["LD_PRELOAD"] = str(shared_dir / Path(PRELOAD).name)
+    return nproc, plain
+
+
 @pytest.mark.parametrize("kind", ["pthreads", "openmp"])
 def test_a_program_at_its_task_limit_makes_all_its_threads(build, as_user, shared_dir, kind):
     """`ulimit -u` at exactly the tasks the program needs.  The sampler's thread took the
@@ -140,11 +151,7 @@ def test_a_program_at_its_task_limit_makes_all_its_threads(build, as_user, share
            else build("omp_tasks4", OMP4_C, "-fopenmp"))
     exe = _readable_copy(exe, shared_dir)
     env = clean_env(OMP_NUM_THREADS="4", OMP_WAIT_POLICY="passive")
-    nproc = _least_tasks(as_user, exe, env, 3)
-    if nproc <= 2:
-        pytest.skip("the task limit does not bind here")
-    plain = subprocess.run(as_user([exe], nproc), env=env, capture_output=True, timeout=TIMEOUT)
-    env["LD_PRELOAD"] = str(shared_dir / Path(PRELOAD).name)
+    nproc, plain = _at_its_limit(as_user, exe, env, shared_dir)
     for _ in range(5):  # the sampler's end races the program's next create: a few tries
         got = subprocess.run(as_user([exe], nproc), env=env, capture_output=True, timeout=TIMEOUT)
         err = got.stderr.decode()
@@ -247,11 +254,7 @@ def test_a_keeper_gives_its_task_back_too(build, as_user, shared_dir):
     report, its copy gone, reaches the stderr file by its path."""
     exe = _readable_copy(build("keeper_tasks4", KEEPER_THREADS4_C, "-pthread"), shared_dir)
     env = clean_env()
-    nproc = _least_tasks(as_user, exe, env, 3)
-    if nproc <= 2:
-        pytest.skip("the task limit does not bind here")
-    plain = subprocess.run(as_user([exe], nproc), env=env, capture_output=True, timeout=TIMEOUT)
-    env["LD_PRELOAD"] = str(shared_dir / Path(PRELOAD).name)
+    nproc, plain = _at_its_limit(as_user, exe, env, shared_dir)
     for i in range(5):  # the threads' ends race the program's next create: a few tries
         log = shared_dir / f"keeper-stderr{i}"  # a path the user can reopen
         with open(log, "wb") as err_file:

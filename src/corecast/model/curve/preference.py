@@ -101,12 +101,13 @@ def _fastest_pick(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: flo
 def within_hardware(grid: np.ndarray, hw_threads: int | None) -> tuple[np.ndarray, list[str]]:
     """The counts of ``grid`` that may be named fastest or preferred on a machine of
     ``hw_threads`` hardware threads (None: every count), and the warning (none or one) due
-    where that left out counts asked while the hardware threads themselves were not.  None past them: a count
-    past them time-shares them and is predicted no better than at them
-    (hardware.oversubscribed), so it is never named over one within them, even where they
-    were not asked (``--upto 40 --at 75`` on 72): the largest count asked within them stands
-    in, ties going to the smaller count.  Measured past them, the curve is taken as it is
-    and no machine applies."""
+    where that leaves out counts asked while the hardware threads themselves were not.
+
+    None past them: a count past them time-shares them and is predicted no better than at
+    them (hardware.oversubscribed), so it is never named over one within them, even where
+    they were not asked (``--upto 40 --at 75`` on 72): the largest count asked within them
+    stands in, ties going to the smaller count.  Measured past them, the curve is taken as
+    it is and no machine applies."""
     grid = np.asarray(grid)
     if hw_threads is None:
         return np.ones(len(grid), dtype=bool), []
