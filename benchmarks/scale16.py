@@ -14,7 +14,12 @@ measured curve:
 * the error's two parts, ln(predicted / measured): ``at_n0``, the speedup at the sampled
   count (how well the model rebuilt T(1) from the sample: busy time taken as work), and
   ``gain``, S(16) / S(N) (how well it extrapolated from N to 16 threads).  Their sum is
-  the signed error; a curve without T(1) has only the gain.
+  the signed error; a curve without T(1) has only the gain.  ``at_n0`` splits further
+  (``--json``): ``at_n0`` = ``work`` - ``wall``, ``work`` = ln(the model's T(1) / measured
+  T(1)) and ``wall`` = ln(the recording's own wall time / the curve's median T(N)): a
+  recording that ran slower than the curve at its own count (``wall`` > 0) lowers the
+  speedup it predicts there unless its busy time grew with it (``benchmarks/noise16.py``
+  shows the curves' own noise).
 
 ``--history 1`` replays each sample with the regions' history holding, as earlier
 windows, what a ``--probe`` run measures at those smaller counts: 2 calls per size (the
@@ -68,6 +73,14 @@ def time_at(curve: dict[int, float], n: int) -> float:
 
 
 PROBE_CALLS, PROBE_COST = 2, 0.03  # shims/gomp.c: PROBE_CALLS, PROBE_COST_PCT
+
+
+def recorded_wall(proc) -> float:
+    """The recording's own wall time: the process's elapsed time (its summary, else the
+    process record's ``wall_s``); 0 where neither was recorded."""
+    if proc.elapsed_s > 0:
+        return proc.elapsed_s
+    return next((r["wall_s"] for r in proc.regions if r["name"] == "process"), 0.0)
 
 
 def earlier_windows(directory: Path, stem: str, sample: list[dict], n0: int, sizes: list[int]) -> dict:
@@ -172,11 +185,15 @@ def evaluate(directory: Path, counts: list[int], history: list[int] | None = Non
             predicted = pred[TARGET] / pred[n0]
             at_n0 = None
         best = min(curve.values())
+        wall = recorded_wall(proc_rec)
         rows.append({
             "curve": csv.stem, "sampled_at": n0, "measured_s16": round(measured, 3),
             "predicted_s16": round(predicted, 3),
             "log_error": round(abs(math.log(predicted / measured)), 4),
             "at_n0": None if at_n0 is None else round(at_n0, 4), "gain": round(gain, 4),
+            "wall": round(math.log(wall / time_at(curve, n0)), 4) if wall > 0 else None,
+            "work": (round(math.log(proc[1].work_s / curve[1]), 4)
+                     if 1 in curve and proc[1].work_s > 0 else None),
             "preferred": proc[1].fastest,  # the count the report names (#38 "the preferred count")
             # None where the report names no count (a sample with no evidence: one thread)
             "preferred_loss": (None if proc[1].fastest is None
@@ -230,11 +247,12 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"rows": rows, "summary": summary(rows)}, indent=1))
         return 0
     print(f"{'curve':<16} {'n0':>3} {'S16 meas':>9} {'S16 pred':>9} {'|ln err|':>9} {'at n0':>6} "
-          f"{'gain':>6} {'pref':>5} {'loss':>7}  basis")
+          f"{'gain':>6} {'wall':>6} {'pref':>5} {'loss':>7}  basis")
     for r in rows:
         at_n0 = "" if r["at_n0"] is None else f"{r['at_n0']:+.2f}"
+        wall = "" if r["wall"] is None else f"{r['wall']:+.2f}"
         print(f"{r['curve']:<16} {r['sampled_at']:>3} {r['measured_s16']:>9.2f} {r['predicted_s16']:>9.2f} "
-              f"{r['log_error']:>9.3f} {at_n0:>6} {r['gain']:>+6.2f} {r['preferred'] or '?':>5} "
+              f"{r['log_error']:>9.3f} {at_n0:>6} {r['gain']:>+6.2f} {wall:>6} {r['preferred'] or '?':>5} "
               f"{'-' if r['preferred_loss'] is None else format(r['preferred_loss'], '.1%'):>7}  {r['basis'].removeprefix('contention model: ')}")
     s = summary(rows)
     for n0 in counts:

@@ -36,8 +36,13 @@ def test_error_splits_into_the_sampled_speedup_and_the_gain(tmp_path, with_t1):
     assert abs(signed) == pytest.approx(row["log_error"], abs=1e-3)
     if with_t1:  # the two parts add up to the error
         assert row["at_n0"] + row["gain"] == pytest.approx(signed, abs=2e-3)
+        # and the first is the model's T(1) against the measured, less the recording's own
+        # wall time against the curve's at its count (1.81445 s against 1.7812 s)
+        assert row["wall"] == pytest.approx(math.log(1.81445 / CURVE[4]), abs=1e-4)
+        assert row["work"] - row["wall"] == pytest.approx(row["at_n0"], abs=2e-3)
     else:  # relative to the sampled count: the gain is the error
         assert row["at_n0"] is None and row["gain"] == pytest.approx(signed, abs=2e-3)
+        assert row["work"] is None
     assert row["basis"].endswith("; bandwidth unmeasured")  # no probes in that run
 
 
