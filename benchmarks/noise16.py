@@ -37,6 +37,7 @@ import statistics
 import sys
 from collections import defaultdict
 from pathlib import Path
+from typing import Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import scale16  # noqa: E402  (benchmarks/scale16.py: curves, suites)
@@ -129,7 +130,9 @@ def recording_walls(directory: Path, stem: str, counts: list[int], curve: dict[i
     return out
 
 
-def evaluate(directory: Path, counts: list[int], suites=lambda csv: True) -> list[dict]:
+def evaluate(directory: Path, counts: list[int],
+             suites: Callable[[Path], bool] = lambda csv: True) -> list[dict]:
+    """A row per curve with T(1) and T(16): its rounds' S(16) and its recordings' wall times."""
     runs = directory / "runs.jsonl"
     by_name = rounds_from_runs(runs) if runs.exists() else {}
     rows = []
