@@ -35,6 +35,14 @@ GRID = [round(0.002 * i, 3) for i in range(0, 51)]
 REJECTED: list[float] = []
 
 
+def shown(path: Path) -> str:
+    """``path`` as the report names it: from the repository root where it lies inside."""
+    try:
+        return str(path.resolve().relative_to(HERE.parent))
+    except ValueError:
+        return str(path)
+
+
 def load(path: Path) -> tuple[dict, dict, int]:
     """The saved run: name -> measured S(n), (run, name) -> KernelStats, N."""
     from corecast.recording.record import kernel_from_json
@@ -107,7 +115,7 @@ def evaluate(path: Path) -> dict:
         s = choose(table, set(names) - {name})
         per_kernel[name] = s
         held_out += [r for r in table[s] if r["kernel"] == name]
-    return {"saved": str(path), "top": top, "chosen_on_all": chosen, "held_out_sigma": per_kernel,
+    return {"saved": shown(path), "top": top, "chosen_on_all": chosen, "held_out_sigma": per_kernel,
             "held_out": figures(held_out), "in_sample": figures(table[chosen]), "no_loss": figures(table[0.0]),
             "rows": {"held_out": held_out, "no_loss": table[0.0]}}
 
@@ -116,7 +124,7 @@ def check(path: Path, dev_kernels: set[str], sigma: float) -> dict:
     """A further saved run scored with ``sigma`` and with none: all its kernels, and
     those the development file did not hold apart."""
     speedup, kernels, top = load(path)
-    out = {"saved": str(path), "top": top, "sigma": sigma}
+    out = {"saved": shown(path), "top": top, "sigma": sigma}
     for label, s in (("no_loss", 0.0), ("shipped", sigma)):
         rs = rows(speedup, predictions(kernels, top, s), top)
         out[label] = {"all": figures(rs), "new_kernels": figures([r for r in rs if r["kernel"] not in dev_kernels]),
