@@ -28,13 +28,72 @@ def kernel(cpu_s=0.8, device_s=0.2, units=4, launches=10, kind="cpu", waits=None
     return k
 
 
-def test_busy_compute_units_scale_linearly_up_to_the_cores():
+def test_busy_compute_units_scale_linearly_up_to_the_sampled_count():
     pred = predict.predict(kernel(cpu_s=0.8), target=8, cores=8)
     assert pred.threads == list(range(1, 9))
     assert pred.speedup[0] == pytest.approx(1.0)
-    assert pred.speedup[-1] == pytest.approx(8.0, rel=0.02)
+    assert pred.speedup[3] == pytest.approx(4.0, rel=0.02)
     assert pred.fastest == 8
     assert predict.sample_stalls(kernel(cpu_s=0.8))["imbalance"] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_past_the_sampled_count_each_busy_unit_is_slower():
+    """Units all busy at 4 (no idle, no waits: the sample cannot see a slower unit): past 4
+    each busy unit runs at 1 / (1 + sigma (b - 1)) against 1 / (1 + 3 sigma) at 4, Gunther's
+    contention term (issue #42: on the 16-core machine pocl kernels with their units busy
+    reached S(16) of 9-13, predicted 16 before).  Up to the sampled count nothing changes,
+    and the band's high end stays the no-loss prediction's."""
+    sigma = predict.UNIT_CONTENTION
+    assert 0 < sigma < 0.2
+    pred = predict.predict(kernel(cpu_s=0.8), target=16, cores=16)
+    import corecast.model.runtime.kernelmodel as km
+
+    was, km.UNIT_CONTENTION = km.UNIT_CONTENTION, 0.0
+    try:
+        free = predict.predict(kernel(cpu_s=0.8), target=16, cores=16)
+    finally:
+        km.UNIT_CONTENTION = was
+    assert free.speedup[-1] == pytest.approx(16.0, rel=0.02)
+    assert pred.speedup[:4] == free.speedup[:4] and pred.low[:4] == free.low[:4]
+    expect = free.speedup[-1] * (1 + sigma * (free.speedup[3] - 1)) / (1 + sigma * (free.speedup[-1] - 1))
+    assert pred.speedup[-1] == pytest.approx(expect, rel=1e-9)
+    assert pred.speedup[-1] < 0.8 * free.speedup[-1]
+    assert pred.high == free.high  # unobserved: a kernel that loses nothing is not ruled out
+    assert all(lo <= s <= hi for lo, s, hi in zip(pred.low, pred.speedup, pred.high))
+    assert pred.low[-1] < free.low[-1]
+    assert all(b > a for a, b in zip(pred.speedup, pred.speedup[1:]))  # slower units, still a gain
+    assert "slower with more busy past the sampled 4" in pred.basis and "unit_contention" in pred.fitted
+
+
+def test_no_unit_loss_where_no_more_units_are_busy():
+    # 4 work-groups sampled at 4 units: no more than 4 are ever busy, so past 4 nothing is
+    # lost per unit (nor gained); a GPU's kernel has no host cores to share.
+    k = kernel(cpu_s=0.8, units=4, shape=((64,), (16,)))
+    pred = predict.predict(k, target=16, cores=16)
+    assert pred.speedup[-1] == pytest.approx(pred.speedup[3]) and "slower with more busy" not in pred.basis
+    gpu = predict.predict(kernel(kind="gpu", units=8), 16, 16)
+    assert gpu.speedup[-1] == pytest.approx(16.0) and "slower with more busy" not in gpu.basis
+    assert predict.predict(kernel(cpu_s=0.8), target=4, cores=4).speedup[-1] == pytest.approx(4.0, rel=0.02)
+
+
+def test_the_benchmark_chose_the_unit_contention():
+    """kernelmodel.UNIT_CONTENTION is what benchmarks/kernel_loss.py chooses on the saved
+    pocl run, and leave-one-kernel-out it beats no loss from 2 and from 4 units and meets
+    issue #42's targets (median |ln| at 16 <= 0.14, bands hold >= 80%)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, str(root / "benchmarks" / "kernel_loss.py"), "--json"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["chosen_on_all"] == predict.UNIT_CONTENTION
+    for run in ("2", "4"):
+        held, before = result["held_out"][run], result["no_loss"][run]
+        assert held["median_abs_ln"] < before["median_abs_ln"] and held["median_abs_ln"] <= 0.14
+        assert held["coverage"] >= 0.8
 
 
 def test_idle_compute_units_are_imbalance_that_grows():
@@ -181,7 +240,9 @@ def test_node_counts_on_a_target_machine(monkeypatch):
     k = kernel(cpu_s=0.8)
     nodes = predict.memory_model(k, "two-socket")
     assert nodes.cores == [16, 32] and nodes.speedup[0] == pytest.approx(1.0)
-    assert nodes.speedup[1] == pytest.approx(2.0, rel=0.05)  # all units busy: it scales
+    # all units busy: it scales as the kernel's own prediction does (its units slower past 4)
+    whole = predict.predict(k, 32, 32).speedup[-1] / predict.predict(k, 16, 16).speedup[-1]
+    assert nodes.speedup[1] == pytest.approx(whole, rel=0.05) and nodes.speedup[1] > 1.2
     assert "memory traffic unknown" in nodes.basis
     idle = predict.memory_model(kernel(cpu_s=0.4), "two-socket")
     assert idle.speedup[1] < nodes.speedup[1]  # half the units idle: imbalance grows

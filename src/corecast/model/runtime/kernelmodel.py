@@ -14,6 +14,10 @@ A kernel's sample becomes a region for the one-sample contention model
   workers without work-groups while others finish theirs;
 * when every sampled launch had the same global and local size, at most G = number of
   work-groups compute units can be busy: speedups are capped at G;
+* past the sampled count each busy unit is assumed slower the more units are busy
+  (``unit_loss``): the sample cannot show it (a unit that runs slower is as busy as one
+  that runs fast), and on the 16-core machine every pocl kernel with its units busy lost
+  speed that way past 4 units;
 * with the machine's calibration (``corecast calibrate``), a launch whose buffer
   arguments (its compulsory traffic, ``Sample.buffer_bytes``) exceed the last-level cache
   takes at least their bytes over the triad's bandwidth at n units: speedups are capped
@@ -261,12 +265,65 @@ def predict(kernel: KernelStats, target: int, cores: int,
         pred.basis += f"; {groups} work-groups per launch: no gain past {groups} compute units"
         if pred.threads[-1] > groups:
             pred.bottleneck = "work_groups"
+    sampled = max(1, int(kernel.compute_units))
+    if unit_loss(pred, sampled):
+        pred.basis += (f"; each unit assumed slower with more busy past the sampled {sampled} "
+                       f"(contention {UNIT_CONTENTION:g} a unit; unobserved: the band's high end without it)")
     from .evidence import kernel_roofline
 
     s = kernel.sample
     pred.basis += kernel_roofline(pred, float(s.buffer_bytes), s.launches, s.device_ns * 1e-9,
                                   int(kernel.compute_units), machine)
     return pred
+
+
+# A CPU device's loss of per-unit speed with more units busy: Gunther's contention term
+# (the universal scalability law without its coherency term), each unit's speed
+# 1 / (1 + UNIT_CONTENTION (b - 1)) at b busy units.  Chosen by benchmarks/kernel_loss.py
+# on the 16-core machine's pocl kernels (s30/merged8.json: 8 kernels at 1..16 units, runs
+# at 2 and 4), scored leave-one-kernel-out; it says when this is not its choice.
+UNIT_CONTENTION = 0.048
+
+
+def unit_loss(pred: TeamPrediction, sampled: int, sigma: float | None = None) -> bool:
+    """``pred`` (in place) with each busy compute unit slower past the ``sampled`` count,
+    ``sigma`` (default ``UNIT_CONTENTION``) a unit; whether anything changed.
+
+    The contention model takes the sample's busy time as the work and divides it among the
+    units, so a kernel whose units were all busy at n0 scales linearly; but a CPU device's
+    units are the host's cores, and a core runs slower the more of them are busy (shared
+    caches, memory, the clock; on the 16-core VM pocl kernels with their units busy reached
+    S(16) of 9-13, not 16).  The sample cannot show that loss: a slower unit is as busy as
+    a fast one.  Busy units at n are the prediction's own speedup (its T(1) is busy time,
+    so T(1) / T(n) is the mean number busy: a kernel of G work-groups keeps at most G
+    busy), and the speedup at n > n0 is multiplied by e(b(n)) / e(b(n0)), never above 1;
+    at n0 and below, where the sample measured or the model already fits, nothing changes.
+    The band's low end moves with it; its high end does not (a kernel that loses nothing
+    per unit is not ruled out by one run)."""
+    sigma = UNIT_CONTENTION if sigma is None else sigma
+    if sigma <= 0 or sampled not in pred.threads:
+        return False
+    from .bound import fastest_count
+
+    def speed(busy: float) -> float:
+        return 1.0 / (1.0 + sigma * (max(busy, 1.0) - 1.0))
+
+    base = speed(pred.speedup[pred.threads.index(sampled)])
+    changed = False
+    for i, n in enumerate(pred.threads):
+        if n <= sampled:
+            continue
+        f = min(1.0, speed(pred.speedup[i]) / base)
+        if f < 1.0:
+            changed = True
+            pred.speedup[i] *= f
+            pred.low[i] = min(pred.low[i] * f, pred.speedup[i])
+            pred.high[i] = max(pred.high[i], pred.speedup[i])
+    if changed:
+        pred.fastest = fastest_count(pred.threads, pred.speedup)
+        if "unit_contention" not in pred.fitted:
+            pred.fitted = list(pred.fitted) + ["unit_contention"]
+    return changed
 
 
 def parallelism(kernel: KernelStats) -> float | None:
