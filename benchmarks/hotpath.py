@@ -4,7 +4,7 @@ loop, omp_triad's alternating team sizes), each run without corecast, with the q
 library (``CORECAST_QUIET=1``) and with the library reporting (the report dropped).
 
     python benchmarks/hotpath.py [--threads 16] [--runs 9] [--cases regions,barriers,dynamic,teams]
-        [--scale 1.0] [--base VENV] [--callgrind] [--json-out FILE]
+        [--scale 1.0] [--base VENV] [--instructions] [--no-cpu] [--json-out FILE]
 
 Two figures per case and side, both against the side without corecast:
 - CPU ns per call: the median over interleaved rounds (the sides' order rotates each
@@ -13,12 +13,16 @@ Two figures per case and side, both against the side without corecast:
   Waiting threads sleep (``OMP_WAIT_POLICY=passive`` unless ``--wait-policy`` says
   otherwise): libgomp's spinning would otherwise fill the CPU figure with however long
   the other threads took, which on a machine with fewer CPUs than threads is noise.
-- instructions per call (``--callgrind``, one run per side under valgrind's callgrind,
-  threads serialised, so the figure does not depend on load): the whole process's, minus
-  the run without corecast, over the calls; and the parts that are not per call, from
-  the inclusive counts of the library's own entry points: the sampler thread
-  (``sampler_main``), the exit report (``cc_exit_report``) and the first activity's
-  start (``cc_activity``'s hook, ``start_measuring``).  ``wrappers`` is the rest per call.
+- instructions per call (``--instructions``: valgrind's callgrind, threads serialised, so
+  load does not move the figure; skipped with a line where valgrind is missing), a
+  ``steer`` side (the quiet library steering) added: each side runs N and 2N calls, a
+  callgrind file per thread, and the difference over N calls leaves out the start, the exit
+  and all else not per call.  ``all``: the program's threads' instructions beside the run
+  without corecast; ``library``: those in the preload library's own code, with its
+  heaviest functions; corecast's threads apart: the sampler's windows (``cc_settle_look``,
+  once a window), its instructions per window and per sample build (``cc_build_sample``).
+  Where a region makes few calls a window (settle.c's RATE_CALLS) its ends take boundary
+  copies (boundary.c): callgrind's slowdown makes that so for some windows of a run.
 ``--base VENV`` adds the same library sides from another install (an older build: before
 and after in the same rounds).  The 16-core figures come from the device
 (``benchmarks/steer_suite.py --cases hotpath``); on a 2-core machine at 16 threads the
