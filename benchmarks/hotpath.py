@@ -4,7 +4,7 @@ loop, omp_triad's alternating team sizes), each run without corecast, with the q
 library (``CORECAST_QUIET=1``) and with the library reporting (the report dropped).
 
     python benchmarks/hotpath.py [--threads 16] [--runs 9] [--cases regions,barriers,dynamic,teams]
-        [--scale 1.0] [--base VENV] [--callgrind] [--json-out FILE]
+        [--scale 1.0] [--base VENV] [--instructions] [--no-cpu] [--json-out FILE]
 
 Two figures per case and side, both against the side without corecast:
 - CPU ns per call: the median over interleaved rounds (the sides' order rotates each
@@ -13,12 +13,16 @@ Two figures per case and side, both against the side without corecast:
   Waiting threads sleep (``OMP_WAIT_POLICY=passive`` unless ``--wait-policy`` says
   otherwise): libgomp's spinning would otherwise fill the CPU figure with however long
   the other threads took, which on a machine with fewer CPUs than threads is noise.
-- instructions per call (``--callgrind``, one run per side under valgrind's callgrind,
-  threads serialised, so the figure does not depend on load): the whole process's, minus
-  the run without corecast, over the calls; and the parts that are not per call, from
-  the inclusive counts of the library's own entry points: the sampler thread
-  (``sampler_main``), the exit report (``cc_exit_report``) and the first activity's
-  start (``cc_activity``'s hook, ``start_measuring``).  ``wrappers`` is the rest per call.
+- instructions per call (``--instructions``: valgrind's callgrind, threads serialised, so
+  load does not move the figure; skipped with a line where valgrind is missing), a
+  ``steer`` side (the quiet library steering) added: each side runs N and 2N calls, a
+  callgrind file per thread, and the difference over N calls leaves out the start, the exit
+  and all else not per call.  ``all``: the program's threads' instructions beside the run
+  without corecast; ``library``: those in the preload library's own code, with its
+  heaviest functions; corecast's threads apart: the sampler's windows (``cc_settle_look``,
+  once a window), its instructions per window and per sample build (``cc_build_sample``).
+  Where a region makes few calls a window (settle.c's RATE_CALLS) its ends take boundary
+  copies (boundary.c): callgrind's slowdown makes that so for some windows of a run.
 ``--base VENV`` adds the same library sides from another install (an older build: before
 and after in the same rounds).  The 16-core figures come from the device
 (``benchmarks/steer_suite.py --cases hotpath``); on a 2-core machine at 16 threads the
@@ -45,7 +49,8 @@ HERE = Path(__file__).resolve().parent
 # Calls per case at scale 1: a few tenths of a second each without corecast at 16 threads.
 CALLS = {"regions": 20000, "barriers": 20000, "dynamic": 400000, "teams": 8000}
 CALLGRIND_CALLS = {"regions": 1000, "barriers": 1000, "dynamic": 20000, "teams": 400}
-PARTS = {"sampler": "sampler_main", "exit": "cc_exit_report", "start": "start_measuring"}
+LIBRARY = "libcorecast_preload.so"
+OWN_THREADS = ("sampler_main", "keeper_main")
 
 
 def preload_of(venv: Path) -> str:
@@ -113,41 +118,147 @@ def cpu_rounds(exe: str, cases: list[str], sides_: dict, args: argparse.Namespac
     return out
 
 
-def inclusive(annotated: str, function: str) -> int:
-    """A function's inclusive instruction count in callgrind_annotate's output (0: absent)."""
-    total = 0
-    for line in annotated.splitlines():
-        m = re.match(r"\s*([\d,]+) \(\s*[\d.]+%\)\s+\*?\s*\S*:" + re.escape(function) + r"(?:\.part\.\d+)? ", line)
-        if m:
-            total = max(total, int(m.group(1).replace(",", "")))
-    return total
+class Profile:
+    """One callgrind thread file's counts: each function's own instructions (``self_``,
+    keyed by object and function), and per callee the calls made to it and their
+    instructions, callee's included (``calls``, ``called``: keyed by the callee)."""
+
+    def __init__(self) -> None:
+        self.self_: dict[tuple[str, str], int] = {}
+        self.calls: dict[tuple[str, str], int] = {}
+        self.called: dict[tuple[str, str], int] = {}
+
+    def total(self) -> int:
+        return sum(self.self_.values())
+
+    def own(self) -> dict[str, int]:
+        """Instructions in the preload library's own code, per function."""
+        return {fn: v for (ob, fn), v in self.self_.items() if ob.endswith(LIBRARY)}
+
+    def fn_calls(self, fn: str) -> int:
+        return sum(v for (_, f), v in self.calls.items() if f == fn)
+
+    def fn_inclusive(self, fn: str) -> int:
+        return sum(v for (_, f), v in self.called.items() if f == fn)
 
 
-def callgrind_rounds(exe: str, cases: list[str], sides_: dict, args: argparse.Namespace, tmp: Path) -> dict:
-    if not shutil.which("valgrind") or not shutil.which("callgrind_annotate"):
-        sys.exit("--callgrind needs valgrind (callgrind and callgrind_annotate)")
+def read_profile(path: Path, names: dict) -> Profile:
+    """A callgrind output file (``--compress-strings`` ids resolved through ``names``,
+    shared by one run's thread files)."""
+    prof = Profile()
+    ob = fn = cob = cfn = ""
+    in_call = False
+
+    def name(kind: str, v: str) -> str:
+        m = re.match(r"\((\d+)\)(?: (.*))?$", v)
+        if not m:
+            return v
+        if m.group(2) is not None:
+            names[kind, m.group(1)] = m.group(2)
+        return names.get((kind, m.group(1)), "?")
+
+    for line in path.read_text().splitlines():
+        if not line or line[0] == "#":
+            continue
+        if line[0].isdigit() or line[0] in "+-*":
+            parts = line.split()
+            cost = int(parts[1]) if len(parts) > 1 else 0
+            if in_call:
+                key = (cob or ob, cfn)
+                prof.called[key] = prof.called.get(key, 0) + cost
+                in_call = False
+            else:
+                prof.self_[ob, fn] = prof.self_.get((ob, fn), 0) + cost
+            continue
+        k, _, v = line.partition("=")
+        if k == "ob":
+            ob = name("ob", v)
+        elif k == "fn":
+            fn, cob = name("fn", v), ""
+        elif k == "cob":
+            cob = name("ob", v)
+        elif k == "cfn":
+            cfn = name("fn", v)
+        elif k in ("fl", "fi", "fe", "cfi", "cfl"):
+            name("fl", v)
+        elif k == "calls":
+            key = (cob or ob, cfn)
+            prof.calls[key] = prof.calls.get(key, 0) + int(v.split()[0])
+            in_call = True
+    return prof
+
+
+def profile_run(exe: str, case: str, n: int, env: dict[str, str], base: Path) -> tuple[int, list[Profile]]:
+    """One run under callgrind, a file per thread: its calls and each thread's profile."""
+    for old in base.parent.glob(base.name + "*"):
+        old.unlink()
+    p = subprocess.run(["valgrind", "--tool=callgrind", "--separate-threads=yes", f"--callgrind-out-file={base}",
+                        exe, case, str(n)], env=env, capture_output=True, text=True)
+    m = re.search(r" (\d+) calls", p.stdout)
+    if p.returncode != 0 or not m:
+        sys.exit(f"callgrind {case} failed:\n{p.stderr[-2000:]}")
+    names: dict = {}
+    files = sorted(base.parent.glob(base.name + "-*"), key=lambda f: int(f.name.rsplit("-", 1)[1]))
+    return int(m.group(1)), [read_profile(f, names) for f in files]
+
+
+def is_own_thread(prof: Profile) -> bool:
+    """corecast's own threads: the sampler and the report channel's keeper."""
+    return any(fn in OWN_THREADS for _, fn in prof.self_)
+
+
+def instruction_rounds(exe: str, cases: list[str], sides_: dict, args: argparse.Namespace, tmp: Path) -> dict:
+    """Per case and side, instructions per call on the program's threads: all of them
+    beside the run without corecast (``all``) and the library's own code (``library``,
+    its heaviest functions in ``functions``), each the difference between a run of N and
+    one of 2N calls over N calls, so that the start, the exit and anything else not per
+    call cancel out; and the sampler thread of the 2N run: its windows (``cc_settle_look``
+    is called once a window), instructions in all and in its sample builds."""
     out: dict = {}
     for case in cases:
         n = max(1, int(CALLGRIND_CALLS[case] * args.scale))
         res: dict = {}
         for s, change in sides_.items():
-            f = tmp / f"cg.{case}.{s.replace(' ', '_')}"
             env = environment(args.threads, "passive", change)
-            p = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={f}", exe, case, str(n)],
-                               env=env, capture_output=True, text=True)
-            m = re.search(r" (\d+) calls", p.stdout)
-            if p.returncode != 0 or not m:
-                sys.exit(f"callgrind {case} {s} failed:\n{p.stderr[-2000:]}")
-            ann = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", str(f)],
-                                 capture_output=True, text=True, check=True).stdout
-            total = int(re.search(r"([\d,]+) \(100.0%\)\s+PROGRAM TOTALS", ann).group(1).replace(",", ""))
-            res[s] = {"calls": int(m.group(1)), "ir": total, **{k: inclusive(ann, fn) for k, fn in PARTS.items()}}
-        none = res["none"]["ir"]
-        for s, r in res.items():
-            r["ir_per_call"] = (r["ir"] - none) / r["calls"]
-            r["wrappers_per_call"] = (r["ir"] - none - sum(r[k] for k in PARTS)) / r["calls"]
+            runs = [profile_run(exe, case, k, env, tmp / f"cg.{case}.{s.replace(' ', '_')}.{k}") for k in (n, 2 * n)]
+            (c1, p1), (c2, p2) = runs
+            prog = [[p for p in ps if not is_own_thread(p)] for ps in (p1, p2)]
+            own = [[p for p in ps if is_own_thread(p)] for ps in (p1, p2)]
+            per = c2 - c1
+            fns: dict[str, int] = {}
+            for sign, ps in ((-1, prog[0]), (1, prog[1])):
+                for p in ps:
+                    for fn, v in p.own().items():
+                        fns[fn] = fns.get(fn, 0) + sign * v
+            sampler = [p for p in own[1] if any(fn == "sampler_main" for _, fn in p.self_)]
+            smp = sampler[0] if sampler else Profile()
+            windows = smp.fn_calls("cc_settle_look")
+            builds = smp.fn_calls("cc_build_sample")
+            res[s] = {"calls": c2, "per": per,
+                      "prog_ir": [sum(p.total() for p in ps) for ps in prog],
+                      "library": sum(fns.values()) / per,
+                      "functions": {k: v / per for k, v in sorted(fns.items(), key=lambda kv: -kv[1])[:12]},
+                      "sampler_ir": smp.total(), "windows": windows,
+                      "sampler_per_window": smp.total() / windows if windows else 0.0,
+                      "build_per_sample": smp.fn_inclusive("cc_build_sample") / builds if builds else 0.0}
+        none = res["none"]["prog_ir"]
+        for r in res.values():
+            r["all"] = ((r["prog_ir"][1] - none[1]) - (r["prog_ir"][0] - none[0])) / r["per"]
         out[case] = res
     return out
+
+
+def print_instructions(rec: dict, threads: int) -> None:
+    print(f"\n  instructions per call (callgrind, {threads} threads serialised; N and 2N calls apart)")
+    print(f"  {'case':9} {'side':13} {'calls':>7} {'all':>8} {'library':>8} {'windows':>7} {'Ir/window':>10} "
+          f"{'Ir/sample':>10}  heaviest library functions (Ir/call)")
+    for case, r in rec.items():
+        for s, v in r.items():
+            if s == "none":
+                continue
+            top = ", ".join(f"{fn} {x:.0f}" for fn, x in list(v["functions"].items())[:4])
+            print(f"  {case:9} {s:13} {v['calls']:7d} {v['all']:+8.1f} {v['library']:8.1f} {v['windows']:7d} "
+                  f"{v['sampler_per_window']:10.0f} {v['build_per_sample']:10.0f}  {top}")
 
 
 def main() -> int:
@@ -159,7 +270,8 @@ def main() -> int:
     ap.add_argument("--wait-policy", default="passive", choices=("passive", "active"),
                     help="OMP_WAIT_POLICY of the CPU rounds (callgrind runs are always passive)")
     ap.add_argument("--base", help="a venv with another corecast build: its sides run in the same rounds")
-    ap.add_argument("--callgrind", action="store_true", help="also count instructions (valgrind)")
+    ap.add_argument("--instructions", action="store_true",
+                    help="also count instructions per call (valgrind's callgrind; skipped without it)")
     ap.add_argument("--no-cpu", action="store_true", help="instructions only")
     ap.add_argument("--bin", help="where to build hotpath_micro (default: a temporary directory)")
     ap.add_argument("--json-out")
@@ -187,17 +299,14 @@ def main() -> int:
                     print(f"  {case:9} {s:13} {r['calls']:8d} {v['wall_s']:7.3f} {v['cpu_s']:7.3f} "
                           f"{v['cpu_ns_per_call']:+11.1f} {v['wall_ns_per_call']:+12.1f}")
                 sys.stdout.flush()
-        if args.callgrind:
-            record["callgrind"] = callgrind_rounds(exe, cases, sides_, args, tmp)
-            print(f"\n  instructions (callgrind, {args.threads} threads serialised)")
-            print(f"  {'case':9} {'side':13} {'calls':>7} {'Ir/call':>9} {'wrappers':>9} "
-                  f"{'sampler':>10} {'exit':>10} {'start':>10}")
-            for case, r in record["callgrind"].items():
-                for s, v in r.items():
-                    if s == "none":
-                        continue
-                    print(f"  {case:9} {s:13} {v['calls']:7d} {v['ir_per_call']:+9.1f} {v['wrappers_per_call']:+9.1f} "
-                          f"{v['sampler']:10d} {v['exit']:10d} {v['start']:10d}")
+        if args.instructions:
+            if not shutil.which("valgrind"):
+                print("\n  instructions: skipped, valgrind is not installed")
+            else:
+                sides_i = {**sides_, **{k.replace("quiet", "steer"): {**v, "CORECAST_STEER": "1"}
+                                        for k, v in sides_.items() if k.endswith("quiet")}}
+                record["instructions"] = instruction_rounds(exe, cases, sides_i, args, tmp)
+                print_instructions(record["instructions"], args.threads)
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(record, indent=1))
     return 0

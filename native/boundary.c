@@ -20,13 +20,16 @@ void cc_boundary_take(struct cc_region *r) {
     uint64_t calls = __atomic_load_n(&r->calls, __ATOMIC_RELAXED);
     struct cc_sync_snap s = {.calls = calls, .boundary = 1};
     s.gen = __atomic_load_n(&r->edge_gen, __ATOMIC_ACQUIRE);
+    /* No member folded sections in yet: every shard's are 0 (the folds of the calls ended
+     * so far are ordered before this read as theirs are; a call begun since voids the copy). */
+    int sections = __atomic_load_n(&r->sections, __ATOMIC_RELAXED);
     for (int k = 0; k < CC_NSETTLE; k++) {
         int cat = cc_settle_cats[k];
         s.acq[k] = __atomic_load_n(&r->acq[cat], __ATOMIC_RELAXED);
         s.contended[k] = __atomic_load_n(&r->contended[cat], __ATOMIC_RELAXED);
         s.wait[k] = __atomic_load_n(&r->wait[cat], __ATOMIC_RELAXED);
         s.hold[k] = __atomic_load_n(&r->hold[cat], __ATOMIC_RELAXED);
-        for (int i = 0; i < CC_FOLD_SHARDS; i++) {
+        for (int i = 0; sections && i < CC_FOLD_SHARDS; i++) {
             const struct cc_counts *q = &r->shards[i].n;
             s.acq[k] += __atomic_load_n(&q->acq[cat], __ATOMIC_RELAXED);
             s.contended[k] += __atomic_load_n(&q->contended[cat], __ATOMIC_RELAXED);

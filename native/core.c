@@ -117,7 +117,7 @@ double cc_started(void) { return mono0; }
 static struct cc_thread slots[CC_MAX_THREADS];
 /* Shared sink once the table is full, and where an exiting thread's last wrapped calls go:
  * guarded, so nothing is recorded into it (concurrent writers would garble it). */
-static struct cc_thread overflow_slot = {.guard = 1};
+static struct cc_thread overflow_slot = {.guard = 1, .slot = -1};
 static int nslots;
 static uint64_t vacant[CC_MAX_THREADS / 64]; /* bit i: slots[i]'s thread exited */
 static pthread_key_t exit_key;
@@ -185,7 +185,7 @@ static int take_vacant(void) {
  * totals, and the region fold's shard) carries on; what described the exited thread's
  * moment starts afresh, as in a fresh slot. */
 static void slot_inherit(struct cc_thread *t) {
-    /* kept: shard (the slot's), n (the program's counts; regions fold deltas of it),
+    /* kept: shard and slot (the slot's), n (the program's counts; regions fold deltas of it),
      * hold_sampled/hold_samples and mpi_bytes (process totals), taskwait_ticks (monotonic:
      * a join reads a member's difference of n's task counts), gone_cpu_ns; internal is 0 (such
      * slots are never vacated); snap only means anything while snap_pending is set. */
@@ -213,6 +213,7 @@ static struct cc_thread *fresh_slot(void) {
         return NULL;
     }
     slots[i].shard = i % CC_FOLD_SHARDS;
+    slots[i].slot = i;
     return &slots[i];
 }
 

@@ -63,7 +63,7 @@ struct cc_counts {
 
 struct cc_thread {
     int tid;
-    int shard; /* which of a region's fold shards this thread adds to (CC_FOLD_SHARDS) */
+    int shard, slot; /* the region fold shard it adds to (CC_FOLD_SHARDS); its slot (-1: the overflow one) */
     int guard;    /* > 0: inside corecast itself, wrappers pass straight through */
     int internal; /* corecast's own thread (the sampler): not part of the program */
     /* A region started and nothing changed yet: the first update snapshots ``n`` into
@@ -103,7 +103,7 @@ struct cc_thread {
     uint64_t gone_cpu_ns;
 } __attribute__((aligned(64)));
 
-struct cc_thread *cc_self_slow(void);
+struct cc_thread *cc_self_slow(void) CC_HIDDEN;
 /* The calling thread is corecast's own: its slot is left out of the program's figures and
  * never handed to another thread (corecast's threads call this instead of cc_self()). */
 struct cc_thread *cc_self_internal(void) CC_HIDDEN;
@@ -181,7 +181,7 @@ void cc_ompt_after_fork(int used); /* clears the OMPT state of the first ``used`
 /* An OpenMP runtime loaded that neither goes through the GOMP wrappers nor started the
  * OMPT tool (libomp with OMP_TOOL=disabled, ...): its file name, else NULL. */
 const char *cc_unmeasured_omp_runtime(void);
-void cc_activity(void);           /* first parallel activity: runs the hook below once */
+void cc_activity(void) CC_HIDDEN; /* first parallel activity: runs the hook below once */
 void cc_on_activity(void (*hook)(void)) CC_HIDDEN; /* what activity starts (lifecycle.c) */
 double cc_active_since(void);
 void cc_core_after_fork(void) CC_HIDDEN; /* slots, regions, activity, clock start afresh */
@@ -267,9 +267,9 @@ struct cc_region {
     int owed;
     /* Boundaries (boundary.c): calls begun (less ``calls``: those in flight); whether
      * settle.c asks for them; their generation; odd while one is written; the first and
-     * the latest. */
+     * the latest; 1 once a member folded sections in (until then every shard holds none). */
     uint64_t begun;
-    int edge_want;
+    int edge_want, sections;
     unsigned edge_gen, edge_seq;
     struct cc_sync_snap edge_first, edge_last;
     uint64_t look_calls; /* settle.c: calls at its last look */
@@ -278,8 +278,8 @@ struct cc_region {
 };
 struct cc_region *cc_region_for(void *fn); /* NULL: the table is full */
 /* A call's region: its own, or once the table is full the one that counts the rest. */
-struct cc_region *cc_region_or_other(void *fn, int nested);
-int cc_region_other(const struct cc_region *r); /* 1, 2: the rest (outermost, nested); 0: own */
+struct cc_region *cc_region_or_other(void *fn, int nested) CC_HIDDEN;
+int cc_region_other(const struct cc_region *r) CC_HIDDEN; /* 1, 2: the rest (outermost, nested); 0: own */
 /* A region's synchronisation counts: its own plus every fold shard's (readers only: the
  * sampler, settle.c, the report). */
 void cc_region_totals(const struct cc_region *r, struct cc_counts *out) CC_HIDDEN;

@@ -4,32 +4,34 @@
 #include "real.h"
 
 /* Adds what changed in ``now`` since ``before`` to the thread's shard of the region
- * (atomics: threads CC_FOLD_SHARDS slots apart share one). */
+ * (atomics: threads CC_FOLD_SHARDS slots apart share one).  The first change in a category
+ * settle.c counts marks the region (``sections``): the boundary copy at a call's end, taken
+ * at every end of a region of few calls a window, sums the shards only then. */
 static void fold(struct cc_region *reg, int shard, const struct cc_counts *now, const struct cc_counts *before) {
     struct cc_counts *r = &reg->shards[shard].n;
-    for (int c = 0; c < CC_NSTALL; c++) {
-        if (now->wait[c] != before->wait[c])
-            CC_AADD(r->wait[c], now->wait[c] - before->wait[c]);
-        if (now->acq[c] != before->acq[c])
-            CC_AADD(r->acq[c], now->acq[c] - before->acq[c]);
-        if (now->contended[c] != before->contended[c])
-            CC_AADD(r->contended[c], now->contended[c] - before->contended[c]);
+    unsigned changed = 0; /* categories with a change */
+#define FOLD_AT(f)                                       \
+    if (now->f[c] != before->f[c]) {                     \
+        CC_AADD(r->f[c], now->f[c] - before->f[c]);      \
+        changed |= 1u << c;                              \
     }
-    for (int c = 0; c < CC_NSTALL; c++)
-        if (now->hold[c] != before->hold[c])
-            CC_AADD(r->hold[c], now->hold[c] - before->hold[c]);
+    for (int c = 0; c < CC_NSTALL; c++) {
+        FOLD_AT(wait)
+        FOLD_AT(acq)
+        FOLD_AT(contended)
+        FOLD_AT(hold)
+    }
+#undef FOLD_AT
+    unsigned settled = 0;
+    for (int k = 0; k < CC_NSETTLE; k++)
+        settled |= 1u << cc_settle_cats[k];
+    if ((changed & settled) && !__atomic_load_n(&reg->sections, __ATOMIC_RELAXED))
+        __atomic_store_n(&reg->sections, 1, __ATOMIC_RELAXED);
 #define FOLD(f)                   \
     if (now->f != before->f)      \
         CC_AADD(r->f, now->f - before->f);
     CC_COUNT_SCALARS(FOLD)
 #undef FOLD
-}
-
-/* A thread's slot number (-1: the overflow slot), and back. */
-static int slot_of(const struct cc_thread *t) {
-    int n;
-    const struct cc_thread *base = cc_thread_slots(&n);
-    return t >= base && t < base + CC_MAX_THREADS ? (int)(t - base) : -1;
 }
 
 void cc_call_begin(struct cc_call *c, void *key, struct cc_thread *t) {
@@ -73,7 +75,7 @@ void cc_member_leave(struct cc_member *m, struct cc_thread *t, uint64_t t1) {
         struct cc_member_end *e = &c->ends[m->id];
         e->end = t1;
         e->busy = t1 - m->t0;
-        e->slot = slot_of(t);
+        e->slot = t->slot;
         e->task0 = t->n.task_ticks;
         e->tasks0 = (uint32_t)t->n.tasks;
     }

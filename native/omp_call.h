@@ -65,20 +65,20 @@ struct cc_member {
 };
 
 /* The master, before the team starts: the region keyed by ``key``, activity noted. */
-void cc_call_begin(struct cc_call *c, void *key, struct cc_thread *t);
+void cc_call_begin(struct cc_call *c, void *key, struct cc_thread *t) CC_HIDDEN;
 /* The master, after the implicit barrier: wall, busy, imbalance and history of the call. */
-void cc_call_finish(struct cc_call *c);
+void cc_call_finish(struct cc_call *c) CC_HIDDEN;
 /* Every member, around its share of the work (``id``: its thread number in the team). */
-void cc_member_enter(struct cc_member *m, struct cc_call *c, int id, struct cc_thread *t);
-void cc_member_leave(struct cc_member *m, struct cc_thread *t, uint64_t now);
+void cc_member_enter(struct cc_member *m, struct cc_call *c, int id, struct cc_thread *t) CC_HIDDEN;
+void cc_member_leave(struct cc_member *m, struct cc_thread *t, uint64_t now) CC_HIDDEN;
 /* A member that left at a barrier which turned out not to end the call goes on (OMPT):
  * its counters fold from here, its busy span still runs from its enter. */
-void cc_member_resume(struct cc_member *m, struct cc_thread *t);
+void cc_member_resume(struct cc_member *m, struct cc_thread *t) CC_HIDDEN;
 /* The smaller team a call of ``r`` gets (a probe's or steering's), or 0 for the program's
  * own ``own`` threads (its num_threads, or the runtime's default); a probe sets
  * ``*probe_own``.  Notes ``own`` as the team the program asked for. */
 struct cc_gomp;
-int cc_team_cap(struct cc_region *r, int own, const struct cc_gomp *g, int *probe_own);
+int cc_team_cap(struct cc_region *r, int own, const struct cc_gomp *g, int *probe_own) CC_HIDDEN;
 /* Calls and wall time at one team size (0, 0 if it never ran at that size). */
 void cc_hist_at(struct cc_region *r, int team, uint64_t *calls, uint64_t *wall);
 

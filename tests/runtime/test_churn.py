@@ -168,6 +168,7 @@ int cc_numa_fds(int *out, int max) { (void)out; (void)max; return 0; }
 void cc_numa_moved(void) {}
 int cc_own_table_here(void) { return 0; }
 int cc_apart_tid(void) { return 0; }
+void cc_put_decimal(char **p, long v) { *p += sprintf(*p, "%ld", v); }
 
 #include <pthread.h>
 #define BATCH 100
