@@ -22,9 +22,8 @@ for X in A B; do
   [ -s "$T/rec$X/runs.jsonl" ] || grep '"kind": "time"' benchmarks/corpus16/data/runs.jsonl > "$T/rec$X/runs.jsonl"
   cp benchmarks/corpus16/data/*.csv "$T/rec$X/"  # the curves: each folder is what scale16.py reads
 done
-# The builds once, in parallel, before any recording (both passes share measure.py's build/).
-step build 120 build.log "$PY" benchmarks/corpus16/measure.py --manifest "$M" --out "$T/recA" --build-only \
-  --suites "$SUITES" ${C16ARGS:-}
+# Each suite's pass A builds its programs (in parallel; pass B and a later call find them
+# built in measure.py's build/), so a short call builds no suite it does not reach.
 for S in ${SUITES//,/ }; do
   for X in A B; do
     L=$(( $(left) - RESERVE - 3 ))
