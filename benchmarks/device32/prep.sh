@@ -41,10 +41,12 @@ try:
     for k in suite.KERNELS:
         suite.read_source(k, dev / "oclsuite")
 except suite.SuiteError as exc:
-    sys.exit(f"prep: PROBLEM: {exc}")
+    print(f"prep: PROBLEM: {exc}", flush=True)
+    sys.exit(1)
 EOF
 "$PY" benchmarks/corpus16/sources.py verify --manifest "$DEV/corpus16/programs.json" > "${TMPDIR:-/tmp}/prep-verify.$$" 2>&1 \
   || { fail "corpus16 sources: $(tail -1 "${TMPDIR:-/tmp}/prep-verify.$$")"; }
+rm -f "${TMPDIR:-/tmp}/prep-verify.$$"
 
 # What travels: tracked and untracked-not-ignored files, and the carried .dev.
 tree=$( { git ls-files -z; git ls-files -z -o --exclude-standard; } | du -cb --files0-from=- 2>/dev/null | tail -1 | cut -f1)
