@@ -283,7 +283,8 @@ def main() -> int:
     ap.add_argument("--json-out", help="write every run's time and the summaries here")
     ap.add_argument("--budget", type=float,
                     help="seconds for the cases' rounds in all: each case gets an equal share of what is "
-                         "left and stops its rounds where the next would pass it (default: no limit)")
+                         "left and stops its rounds where the next would pass it (default: no limit; "
+                         "hotpath is not held to it)")
     args = ap.parse_args()
     deadline = time.monotonic() + args.budget if args.budget else None
     record: dict = {"threads": args.threads, "runs": args.runs, "cpus": os.cpu_count(), "load_before": load(),

@@ -13,7 +13,7 @@ build_npb ${NPB//,/ }
 build_examples omp_triad
 note "set up; $(ls .dev/npb/bin 2>/dev/null | tr '\n' ' ')"
 # steer_suite's --budget holds its rounds (diagnostic runs included: --account runs them in
-# the rounds) within what is left, less a minute for the diagnostic runs' medians and the end.
+# the rounds) within what is left, less 20 s for its tables and JSON and RESERVE for the end.
 B=$(( $(left) - RESERVE - 20 )); [ $B -lt 10 ] && B=10
 step steer_suite $(( B + 15 )) steer_suite.txt "$PY" benchmarks/steer_suite.py --runs "${RUNS:-21}" \
   --threads "$THREADS" --npb .dev/npb/bin --bin "$T/bin" --cases "${CASES:-npb,triad}" --npb-programs "$NPB" \

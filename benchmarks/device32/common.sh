@@ -41,7 +41,7 @@ step() {
 setup() {
   note "call $CALL, DL=$DL s, THREADS=$THREADS, commit $(cat .dev/commit.txt 2>/dev/null || echo '? (no .dev/commit.txt)')"
   if [ -z "${PY:-}" ]; then
-    VENV="$T/v" bash benchmarks/corpus16/setup.sh >> "$OUT/setup.log" 2>&1
+    step venv 180 setup.log env VENV="$T/v" bash benchmarks/corpus16/setup.sh
     PY="$T/v/bin/python"
   fi
   export PATH="$(dirname "$PY"):$PATH"
@@ -95,6 +95,7 @@ finish() {
     tar czf "$T/logs.tgz" -C "$OUT" "${args[@]}" && (cd "$OUT" && rm -f "${args[@]}") && mv "$T/logs.tgz" "$OUT/logs.tgz"
   fi
   find "$OUT" -maxdepth 1 -type f -size +15M -exec echo "TOO LARGE to come back: {}" \;
+  [ "$(find "$OUT" -mindepth 1 | wc -l)" -le 8 ] || echo "OVER 8 FILES in $OUT: not all come back"
   echo "==== $OUT"; ls -la "$OUT"
   echo "==== summary (call $CALL)"; cat "$SUM"
 }
