@@ -6,7 +6,7 @@ its best fixed count.  Every case runs its sides in rounds whose order rotates
 
     python benchmarks/steer_suite.py [--runs 15] [--threads 16] [--npb DIR] [--bin DIR]
         [--base VENV] [--npb-programs bt.W,cg.A] [--cases npb,slowdown,convoy,lock,longcall,triad,hotpath]
-        [--account] [--window-ms MS] [--json-out FILE]
+        [--account] [--window-ms MS] [--json-out FILE] [--budget S]
 
 Cases (``--threads T``; NPB binaries in ``--npb``, the examples built in ``--bin``):
 - ``npb``: bt.W, cg.A (``--npb-programs``; at their best count, T): no corecast, the quiet library
@@ -27,7 +27,11 @@ Cases (``--threads T``; NPB binaries in ``--npb``, the examples built in ``--bin
   regions, many barriers, a dynamic loop and omp_triad's alternating team sizes (its
   table follows the others; its record is the JSON's ``hotpath``).
 Cases run in the order ``--cases`` names them, and ``--json-out`` is rewritten after each
-one (a device call cut short keeps the cases it finished).  ``--base VENV`` adds the same
+one (a device call cut short keeps the cases it finished).  ``--budget S`` ends every case
+within S seconds in all: each case gets an equal share of what is left (a case that ends
+early leaves its rest to the next) and stops its rounds where the next would pass that share
+(at least one round; the table says how many ran; a case after the budget is spent is not
+run, but the first always is), so a call's ``timeout`` never cuts a case.  ``--base VENV`` adds the same
 corecast sides from another install (a venv holding an older build: before and after in
 the same rounds).  Output is checked: a side whose
 stdout differs from the reference's is flagged (omp_triad and NPB print timings, so only
@@ -257,6 +261,13 @@ def hotpath(args: argparse.Namespace) -> dict:
         return json.loads(out.read_text()) if rc == 0 and out.exists() else {"failed": rc}
 
 
+def another_round(elapsed_s: float, rounds: int, share_s: float) -> bool:
+    """Whether a case that ran ``rounds`` rounds in ``elapsed_s`` has time for one more within
+    its ``share_s`` of ``--budget``, at its mean round so far; a case always runs one (a
+    case with no round has no figure), so a call past its budget still ends with a table."""
+    return rounds == 0 or elapsed_s + elapsed_s / rounds <= share_s
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=15)
@@ -270,11 +281,24 @@ def main() -> int:
                     help="a diagnostic run after every timed run of a side with the library (not one per side)")
     ap.add_argument("--window-ms", help="CORECAST_WINDOW_MS of every side with the library")
     ap.add_argument("--json-out", help="write every run's time and the summaries here")
+    ap.add_argument("--budget", type=float,
+                    help="seconds for the cases' rounds in all: each case gets an equal share of what is "
+                         "left and stops its rounds where the next would pass it (default: no limit; "
+                         "hotpath is not held to it)")
     args = ap.parse_args()
+    deadline = time.monotonic() + args.budget if args.budget else None
     record: dict = {"threads": args.threads, "runs": args.runs, "cpus": os.cpu_count(), "load_before": load(),
-                    "window_ms": args.window_ms, "cases": {}}
-    print(f"{os.cpu_count()} CPUs, {args.threads} threads, {args.runs} interleaved rounds; load {load()}")
-    for name, (ref, sides, same_out) in cases(args).items():
+                    "window_ms": args.window_ms, "budget_s": args.budget, "cases": {}}
+    print(f"{os.cpu_count()} CPUs, {args.threads} threads, {args.runs} interleaved rounds; load {load()}"
+          + (f"; budget {args.budget:g} s" if args.budget else ""), flush=True)
+    todo = cases(args)
+    for k, (name, (ref, sides, same_out)) in enumerate(todo.items()):
+        share = (deadline - time.monotonic()) / (len(todo) - k) if deadline else None
+        if share is not None and share <= 0 and k > 0:  # the first case runs a round whatever is left
+            print(f"\n{name}: not run, --budget spent", flush=True)
+            record["cases"][name] = {"reference": ref, "rounds": 0, "sides": {}}
+            continue
+        started = time.monotonic()
         times: dict[str, list[float]] = {s: [] for s in sides}
         cpus: dict[str, list[float]] = {s: [] for s in sides}
         owns: dict[str, list[float]] = {s: [] for s in sides}
@@ -283,6 +307,8 @@ def main() -> int:
         names = list(sides)
         accounts: dict[str, list] = {s: [] for s in names if "LD_PRELOAD" in sides[s]["env"] or sides[s]["cli"]}
         for i in range(args.runs):
+            if share is not None and not another_round(time.monotonic() - started, i, share):
+                break
             for s in names[i % len(names):] + names[:i % len(names)]:
                 t, out, rc, cpu, own = timed(sides[s])
                 times[s].append(t)
@@ -297,7 +323,9 @@ def main() -> int:
         if not args.account:
             accounts = {s: [diagnose(sides[s])] for s in accounts}
         diags = {s: account_medians(v) for s, v in accounts.items()}
-        print(f"\n{name} (load {load()})")
+        rounds = len(times[ref])
+        print(f"\n{name} (load {load()})" + (f"; {rounds} of {args.runs} rounds within its {share:.0f} s share "
+                                              "of --budget" if rounds < args.runs else ""))
         # CPU medians: on a loaded or oversubscribed machine wall time hides a 0.1 s cost
         print(f"  {'side':26} {'median':>7} {'q1':>7} {'q3':>7} {'min':>7} {'max':>7}  vs {ref:8}"
               f" {'cpu':>6} {'own cpu':>7} {'paired':>7} {'cpu pair':>8}  diag")
@@ -315,7 +343,7 @@ def main() -> int:
             m.update(vs_ref=vs, failed=bad[s], times=times[s], cpu_median=cpu, cpu=cpus[s],
                      own_cpu_median=own, own_cpu=owns[s], paired_pct=paired, cpu_paired_pct=cpu_paired,
                      diag=diags.get(s), accounts=accounts.get(s))
-        record["cases"][name] = {"reference": ref, "sides": summary}
+        record["cases"][name] = {"reference": ref, "rounds": rounds, "sides": summary}
         sys.stdout.flush()
         if args.json_out:  # after every case: a call cut short keeps what it measured
             Path(args.json_out).write_text(json.dumps(record, indent=1))
