@@ -1,0 +1,73 @@
+"""A performance engineer's first hour with the commands session 31's pass left out
+(session newuser32): replay, merge, numa, export, sweep's and run's outputs, on the
+examples' recordings and on hostile ones."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cli_checks import assert_one_line_error
+from corecast.cli import main
+
+RECORDINGS = Path(__file__).resolve().parent / "data" / "recordings"
+SLOWDOWN = RECORDINGS / "schema1-omp_slowdown-2.jsonl"  # region, process, summary (target 16)
+
+
+def _lines(path: Path = SLOWDOWN) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def _write(path: Path, records: list[dict], tail: str = "") -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records) + tail)
+    return path
+
+
+def _replay_json(capsys, path: Path) -> dict:
+    assert main(["replay", str(path), "--json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_a_recorded_target_past_the_librarys_range_is_refused(tmp_path, capsys):
+    # a summary saying "target": 1000000000 replayed up to a billion threads: it did not
+    # end (the decoder is asked first, so that this test fails rather than hangs before the fix)
+    from corecast.recording import record
+
+    records = _lines()
+    records[-1]["target"] = 10**9
+    with pytest.raises(ValueError, match="target is 1000000000"):
+        record.summary_from_json(records[-1])
+    assert record.summary_from_json({**records[-1], "target": 1024})["target"] == 1024
+    err = assert_one_line_error(capsys, ["replay", str(_write(tmp_path / "r.jsonl", records))])
+    assert "line 3" in err and "target is 1000000000" in err and "1024" in err
+
+
+def test_a_recording_without_its_summary_replays_to_its_predictions_target(tmp_path, capsys):
+    # without the summary line (a run stopped before writing it) replay predicted up to
+    # 1 thread on a 1-core machine: every speedup 1.00, fastest 1
+    records = [r for r in _lines() if r["event"] != "summary"]
+    whole = _replay_json(capsys, SLOWDOWN)["processes"][0]
+    cut = _replay_json(capsys, _write(tmp_path / "r.jsonl", records))["processes"][0]
+    assert cut["target"] == whole["target"] == 16
+    assert [p["threads"] for p in cut["predicted"]] == [p["threads"] for p in whole["predicted"]]
+
+
+def test_a_last_line_cut_short_is_said_as_such(tmp_path, capsys):
+    records = _lines()
+    path = _write(tmp_path / "r.jsonl", records[:-1], json.dumps(records[-1])[:40])
+    err = assert_one_line_error(capsys, ["replay", str(path)])
+    assert "line 3: cut short: the file ends inside it" in err and "delete it" in err
+    # a bad line that is not the file's end is told as before
+    path.write_text(json.dumps(records[0])[:40] + "\n" + json.dumps(records[1]) + "\n")
+    err = assert_one_line_error(capsys, ["replay", str(path)])
+    assert "line 1: not JSON" in err and "file ends" not in err
+
+
+def test_a_json_file_cut_short_says_so_not_half_of_jsons_sentence(tmp_path, capsys):
+    # json's "Unterminated string starting at" lost its place and read as cut off
+    path = tmp_path / "sweep.json"
+    path.write_text('{"measured": [{"threads": 1, "time_s": 2.0, "com')
+    err = assert_one_line_error(capsys, ["export", "--extrap", str(tmp_path / "o.jsonl"), str(path)])
+    assert err.rstrip().endswith("cut short (the text ends inside a JSON value)")
+    assert "starting at" not in err
