@@ -71,3 +71,43 @@ def test_a_json_file_cut_short_says_so_not_half_of_jsons_sentence(tmp_path, caps
     err = assert_one_line_error(capsys, ["export", "--extrap", str(tmp_path / "o.jsonl"), str(path)])
     assert err.rstrip().endswith("cut short (the text ends inside a JSON value)")
     assert "starting at" not in err
+
+
+def test_sweep_keeps_an_output_on_standard_output_whole(tmp_path, capfd):
+    # --json-out - was followed on stdout by the table: no longer JSON (and --plot -'s PNG
+    # had the table after it)
+    prog = tmp_path / "prog.sh"
+    prog.write_text("#!/bin/sh\nexit 0\n")
+    prog.chmod(0o755)
+    main(["sweep", "--threads", "1,2", "--repeat", "1", "--json-out", "-", "--", str(prog)])
+    out, err = capfd.readouterr()
+    assert json.loads(out)["command"] == [str(prog)]
+    assert "placement" in err  # the table, beside the progress
+
+
+@pytest.mark.parametrize("argv", [
+    ["sweep", "--threads", "1,2", "--json-out", "-", "--plot", "-", "--", "true"],
+    ["sweep", "--threads", "1,2", "--html", "-", "--plot", "-", "--", "true"],
+    ["export", "--extrap", "-", "--plot", "-", "S"],
+    ["export", "--extrap", "-", "--html", "-", "S"],
+])
+def test_two_outputs_on_standard_output_are_refused(tmp_path, capsys, argv):
+    sweep = tmp_path / "s.json"
+    sweep.write_text(json.dumps({"measured": [{"threads": 1, "time_s": 2.0}, {"threads": 2, "time_s": 1.1}]}))
+    argv = [str(sweep) if a == "S" else a for a in argv]
+    err = assert_one_line_error(capsys, argv)
+    assert "would both write to standard output" in err
+
+
+def test_run_refuses_json_out_dash(tmp_path, capsys, monkeypatch):
+    # corecast --help: "'-' is standard input or output"; run's --json-out - made a file named '-'
+    from corecast.runtime import launcher
+
+    def launched(*args, **kwargs):  # the real one replaces this process with the program
+        raise AssertionError("launched")
+
+    monkeypatch.setattr(launcher, "run", launched)
+    monkeypatch.chdir(tmp_path)
+    err = assert_one_line_error(capsys, ["run", "--json-out", "-", "--", "true"])
+    assert "'-' is not standard output here" in err
+    assert not (tmp_path / "-").exists()
