@@ -111,3 +111,32 @@ def test_run_refuses_json_out_dash(tmp_path, capsys, monkeypatch):
     err = assert_one_line_error(capsys, ["run", "--json-out", "-", "--", "true"])
     assert "'-' is not standard output here" in err
     assert not (tmp_path / "-").exists()
+
+
+def _rank(rank: int, ranks: int, wall: float, coll: float, pid: int) -> list[dict]:
+    stalls = {"mpi_p2p": 0.01, "mpi_collective": coll}
+    return [{"event": "process", "schema": 3, "pid": pid, "runtime": "pthreads", "name": "process",
+             "rank": rank, "ranks": ranks, "calls": 1, "threads": 1, "wall_s": wall, "stalls_s": stalls,
+             "counters": {"busy_s": wall, "serial_s": 0, "cpu_s": wall}},
+            {"event": "summary", "schema": 3, "pid": pid, "elapsed_s": wall, "cores": 4, "target": 4,
+             "rank": rank, "ranks": ranks, "mpi": {"init_s": 0.1, "finalize_s": 0.05}}]
+
+
+def test_merge_reads_a_file_named_twice_once(tmp_path, capsys):
+    # `corecast merge halo-*.jsonl halo-0.jsonl`: rank 0's records again made a second run
+    # at 2 ranks, rank 1 missing, and two runs in the report
+    r0 = _write(tmp_path / "halo-0.jsonl", _rank(0, 2, 1.0, 0.3, 10))
+    r1 = _write(tmp_path / "halo-1.jsonl", _rank(1, 2, 1.0, 0.1, 11))
+    once = json.loads(_merge(capsys, str(r0), str(r1)))
+    twice = json.loads(_merge(capsys, str(r0), str(r1), str(r0)))
+    assert len(twice["runs"]) == 1 and twice["runs"] == once["runs"]
+    assert twice["predicted"] == once["predicted"]
+    assert any("rank 0 (pid 10) was read already" in w for w in twice["warnings"])
+    # a second run (another pid) at the same size is still a repetition
+    again = _write(tmp_path / "b-0.jsonl", _rank(0, 2, 1.2, 0.3, 20) + _rank(1, 2, 1.2, 0.1, 21))
+    assert len(json.loads(_merge(capsys, str(r0), str(r1), str(again)))["runs"]) == 2
+
+
+def _merge(capsys, *files: str) -> str:
+    assert main(["merge", "--json", *files]) == 0
+    return capsys.readouterr().out
