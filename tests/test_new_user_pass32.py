@@ -140,3 +140,47 @@ def test_merge_reads_a_file_named_twice_once(tmp_path, capsys):
 def _merge(capsys, *files: str) -> str:
     assert main(["merge", "--json", *files]) == 0
     return capsys.readouterr().out
+
+
+def test_merge_json_has_predicts_unit_neutral_count_keys(tmp_path, capsys):
+    r0 = _write(tmp_path / "halo-0.jsonl", _rank(0, 2, 1.0, 0.3, 10))
+    r1 = _write(tmp_path / "halo-1.jsonl", _rank(1, 2, 1.0, 0.1, 11))
+    got = json.loads(_merge(capsys, str(r0), str(r1)))
+    assert got["count_unit"] == "ranks"
+    assert (got["preferred_count"], got["fastest_count"]) == (got["preferred_ranks"], got["fastest_ranks"])
+
+
+SAMPLE = {"llc": 0.01, "bus": [0.004, 0, 0, 0, 0, 0, 0, 0], "mct": [0.03, 0, 0, 0, 0, 0, 0, 0]}
+
+
+def test_numa_json_has_predicts_unit_neutral_count_keys(tmp_path, capsys):
+    sample = tmp_path / "s.json"
+    sample.write_text(json.dumps(SAMPLE))
+    assert main(["numa", "--machine", "opteron6380", "--sample", str(sample), "--json",
+                 "--efficiency", "0.1"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["count_unit"] == "NUMA nodes"
+    assert (got["preferred_count"], got["fastest_count"]) == (got["preferred_nodes"], got["fastest_nodes"]) == (4, 5)
+
+
+def test_numa_replay_names_the_fastest_node_count_as_its_table_does(tmp_path):
+    # the table said "fastest 1" and the JSON had only preferred_nodes (a run's line and
+    # numa --sample's JSON name it fastest_nodes)
+    from corecast.model.machine import numa as machines
+    from corecast.tools.replay import replay_nodes
+    from corecast.views import nodeview
+
+    machine = machines.load("opteron6380")
+    path = tmp_path / "tm.jsonl"
+    line = {"event": "region", "name": "loop", "object": "prog",  # test_numa_cli's recorded region
+            "predicted_nodes": [{"nodes": 1, "cores": 16, "speedup": 1.0}, {"nodes": 2, "cores": 32, "speedup": 1.9}],
+            "numa": {"inputs": {"team_times": [[1, 1.0], [2, 0.6]]}, "sync": [1.0, 2.0]}}
+    path.write_text(json.dumps(line) + "\n")
+    regions = replay_nodes(str(path), machine)
+    (region,) = regions
+    assert region["fastest_nodes"] == max(range(1, 9), key=lambda k: region["predictions"][k - 1]["speedup"])
+    at_half = replay_nodes(str(path), machine, 0.5)[0]
+    assert at_half["fastest_nodes"] == region["fastest_nodes"]
+    text = nodeview.replay_report(machine, [at_half], 0.5)
+    assert at_half["preferred_nodes"] < at_half["fastest_nodes"]
+    assert f"(fastest {at_half['fastest_nodes']})" in text

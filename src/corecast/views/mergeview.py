@@ -87,6 +87,10 @@ def to_dict(m: RankPrediction) -> dict:
         } for run in m.runs],
         "model": m.model,
         "predicted": [{"ranks": c, "speedup": s, "time_s": t} for c, s, t in zip(m.counts, m.speedup, m.time_s)],
+        # predict's and sweep's unit-neutral keys, beside the ones in ranks
+        "count_unit": m.count_unit,
+        "preferred_count": m.preferred,
+        "fastest_count": m.fastest,
         "preferred_ranks": m.preferred,
         "fastest_ranks": m.fastest,
         "fastest_measured": m.fastest_measured,
