@@ -57,7 +57,7 @@ def test_a_last_line_cut_short_is_said_as_such(tmp_path, capsys):
     records = _lines()
     path = _write(tmp_path / "r.jsonl", records[:-1], json.dumps(records[-1])[:40])
     err = assert_one_line_error(capsys, ["replay", str(path)])
-    assert "line 3: cut short: the file ends inside it" in err and "delete it" in err
+    assert "line 3: not JSON: cut short, the file ends inside it" in err and "delete it" in err
     # a bad line that is not the file's end is told as before
     path.write_text(json.dumps(records[0])[:40] + "\n" + json.dumps(records[1]) + "\n")
     err = assert_one_line_error(capsys, ["replay", str(path)])

@@ -35,7 +35,7 @@ def lines_of(text: str, path: str, cut_short_ok: bool = False) -> Iterator[tuple
                 continue
             if no == len(lines) and CUT_SHORT in str(e) and not text.endswith(("\n", "\r")):
                 # the file ends inside its last line: a run stopped while writing it
-                raise InputError(f"{shown(path)}: line {no}: cut short: the file ends inside it (a run "
+                raise InputError(f"{shown(path)}: line {no}: not JSON: cut short, the file ends inside it (a run "
                                  "stopped while writing?)" + ("; delete it to read the lines before"
                                                               if no > 1 else "")) from None
             raise
