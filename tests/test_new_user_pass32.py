@@ -184,3 +184,13 @@ def test_numa_replay_names_the_fastest_node_count_as_its_table_does(tmp_path):
     text = nodeview.replay_report(machine, [at_half], 0.5)
     assert at_half["preferred_nodes"] < at_half["fastest_nodes"]
     assert f"(fastest {at_half['fastest_nodes']})" in text
+
+
+def test_merges_one_run_preferred_count_says_it_stops_at_the_largest_run(tmp_path, capsys):
+    # "preferred: 2 ranks (each rank added up to it pays off)" beside S rising to 16 read as
+    # the model's verdict that a third rank does not pay off
+    r0 = _write(tmp_path / "hy-0.jsonl", _rank(0, 2, 1.0, 0.01, 10))
+    r1 = _write(tmp_path / "hy-1.jsonl", _rank(1, 2, 1.0, 0.01, 11))
+    assert main(["merge", str(r0), str(r1)]) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if "preferred:" in x]
+    assert "preferred: 2 ranks" in line and "no further than the largest run" in line
