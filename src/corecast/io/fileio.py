@@ -212,7 +212,8 @@ def _json_error(e, text: str) -> str:
     """json's reason, said as a user can act on it: text that ends inside a value (a file
     cut short, a run stopped while writing) says so; json's "Unterminated string starting
     at" (its place follows) reads as a sentence cut off."""
-    if e.msg.startswith("Unterminated string") or e.pos >= len(text.rstrip(_WHITESPACE)):
+    end = len(text.rstrip(_WHITESPACE))
+    if end and (e.msg.startswith("Unterminated string") or e.pos >= end):  # (no text: no value begun)
         return CUT_SHORT
     return e.msg
 
