@@ -236,9 +236,17 @@ def plot_to_stdout(args: argparse.Namespace) -> bool:
     (it would corrupt the PNG), and ``--json`` there too is an error."""
     if getattr(args, "plot", None) != STDIO:
         return False
-    if args.json:
-        raise CliError("--plot - and --json would both write to standard output: give --plot a file")
-    return True
+    return stdout_taken(("--plot -", True), ("--json", args.json))
+
+
+def stdout_taken(*outputs: tuple[str, object]) -> bool:
+    """Whether one of ``outputs`` ((its flag as said, whether it writes to standard
+    output)) writes there; two would interleave there into one file neither tool reads
+    (sweep's ``--json-out - --plot -``: JSON, then PNG bytes), a one-line error."""
+    on = [flag for flag, there in outputs if there]
+    if len(on) > 1:
+        raise CliError(f"{' and '.join(on)} would both write to standard output: give all but one a file")
+    return bool(on)
 
 
 def add_format_option(p: argparse.ArgumentParser, kind: str, what: str = "the input") -> None:

@@ -45,6 +45,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     if args.json_out == "":  # it read ": is a directory"
         raise CliError("argument --json-out: an empty file name (leave the option out to write no JSON)")
+    if args.json_out == "-":  # elsewhere standard output; here the library made a file named '-'
+        raise CliError("argument --json-out: '-' is not standard output here (that is the program's own): "
+                       "give a file name")
     machine = None
     if args.target_machine:
         from ..model.machine import numa as machines

@@ -7,7 +7,8 @@ import os
 import sys
 
 from ..errors import InputError
-from .common import CliError, command_of, count, seconds
+from ..io.fileio import STDIO
+from .common import CliError, command_of, count, seconds, stdout_taken
 
 
 def _sweep_threads(text: str) -> list[int]:
@@ -83,6 +84,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     for path in (args.json_out, args.plot, args.html):
         if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
             raise CliError("its folder does not exist", path)
+    # an output on standard output keeps it whole: the table goes to stderr, beside the progress
+    table_to = sys.stderr if stdout_taken(*((f"--{flag} -", path == STDIO) for flag, path in (
+        ("json-out", args.json_out), ("plot", args.plot), ("html", args.html)))) else sys.stdout
 
     counts, launch = args.threads, None
     if args.ranks and not args.launcher:
@@ -113,7 +117,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
                 getattr(sweepviz, draw)(result, path)  # errors: one line naming the file
     from ..views.sweeptable import format_sweep
 
-    sys.stdout.write(format_sweep(result))
+    table_to.write(format_sweep(result))
     if failure is not None:
         raise CliError(str(failure))
     return 0
@@ -145,6 +149,8 @@ def cmd_export(args: argparse.Namespace) -> int:
                                                  (args.plot, sweepviz.plot_sweep)) if path]
     if not outputs:
         raise CliError("nothing to export: give --extrap OUT.jsonl, --html OUT.html or --plot OUT.png")
+    stdout_taken(*((f"--{flag} -", path == STDIO) for flag, path in (
+        ("extrap", args.extrap), ("html", args.html), ("plot", args.plot))))
     if args.plot:
         from ..views.plot import image_format
 

@@ -192,16 +192,30 @@ def parse_json(text: str, path: str | os.PathLike, what: str = "valid JSON", hin
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
+        why = _json_error(e, text)
         if line is not None:
-            raise InputError(f"{name}: not {what}: {e.msg}") from None
+            raise InputError(f"{name}: not {what}: {why}") from None
         if e.msg == "Extra data":
             raise InputError(f"{name}: line {e.lineno}: more than one JSON value" + (f"; {hint}" if hint else "")) \
                 from None
-        raise InputError(f"{name}: line {e.lineno}: column {e.colno}: not {what}: {e.msg}") from None
+        raise InputError(f"{name}: line {e.lineno}: column {e.colno}: not {what}: {why}") from None
     except RecursionError:
         raise InputError(f"{name}: not {what}: nested too deeply") from None
     except ValueError as e:  # e.g. an integer with more digits than Python converts
         raise InputError(f"{name}: not {what}: {str(e).split(';')[0]}") from None
+
+
+CUT_SHORT = "cut short (the text ends inside a JSON value)"
+
+
+def _json_error(e, text: str) -> str:
+    """json's reason, said as a user can act on it: text that ends inside a value (a file
+    cut short, a run stopped while writing) says so; json's "Unterminated string starting
+    at" (its place follows) reads as a sentence cut off."""
+    end = len(text.rstrip(_WHITESPACE))
+    if end and (e.msg.startswith("Unterminated string") or e.pos >= end):  # (no text: no value begun)
+        return CUT_SHORT
+    return e.msg
 
 
 # The json package imports re, and re enum: 35M instructions (10 ms on the 2-core VM) that

@@ -102,6 +102,10 @@ class NumaPrediction(ScalingPrediction):
                 "preferred_nodes": self.preferred,
                 # the best count whether or not an efficiency picked a smaller preferred one
                 "fastest_nodes": preferred_nodes(self.speedup),
+                # predict's and sweep's unit-neutral keys, beside the ones in nodes
+                "count_unit": self.count_unit,
+                "preferred_count": self.preferred,
+                "fastest_count": preferred_nodes(self.speedup),
                 "efficiency": self.efficiency,
                 "rates": self.rates.to_dict(),
                 "notes": self.notes}

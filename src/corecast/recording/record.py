@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import math
 
-from .abi import COUNTERS, HARDWARE, STALLS
+from .abi import COUNTERS, HARDWARE, MAX_THREADS, STALLS
 from .kernelstats import KernelStats
 
 TYPE_CHECKING = False
@@ -198,7 +198,7 @@ def summary_from_json(rec: dict) -> dict:
         out["mpi_finalize_s"] = _num(mpi, "finalize_s")
     out["cores"] = max(1, _int(rec, "cores"))
     out["cpus_allowed"] = _int(rec, "cpus_allowed") if "cpus_allowed" in rec else 0
-    out["target"] = max(1, _int(rec, "target"))
+    out["target"] = _target(rec, "target")
     out["elapsed_s"] = _num(rec, "elapsed_s")
     out["serial_run"] = rec.get("serial_run") is True
     if rec.get("machine_calibration") is not None:
@@ -326,15 +326,16 @@ def kernel_from_json(rec: dict) -> KernelStats:
     return k
 
 
-def kernel_process_of(rec: dict) -> dict:
-    """What a ``kernel`` line says about its process: ``cores`` when recorded, and the
-    ``target`` its last prediction reached (kernel lines carry no target)."""
+def process_facts_of(rec: dict) -> dict:
+    """What a ``kernel``, ``region`` or ``process`` line says about its process: ``cores``
+    when recorded (kernel lines), and the ``target`` its last prediction reached (only the
+    summary line names the target)."""
     out = {}
     if "cores" in rec:
         out["cores"] = max(1, _int(rec, "cores"))
     pred = rec.get("predicted")
     if isinstance(pred, list) and pred and isinstance(pred[-1], dict):
-        out["target"] = max(1, _int(pred[-1], "threads"))
+        out["target"] = _target(pred[-1], "threads")
     return out
 
 
@@ -348,6 +349,15 @@ def _num(rec: dict, key: str) -> float:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
         raise ValueError(f"{key} is {v!r}, not a number >= 0")
     return float(v)
+
+
+def _target(rec: dict, key: str) -> int:
+    """A recorded target: the library predicts up to CC_MAX_THREADS (CORECAST_TARGET's
+    range); a larger one is no run's, and replaying up to it would not end."""
+    v = max(1, _int(rec, key))
+    if v > MAX_THREADS:
+        raise ValueError(f"{key} is {v}, past the {MAX_THREADS} threads a run predicts up to")
+    return v
 
 
 def _int(rec: dict, key: str) -> int:

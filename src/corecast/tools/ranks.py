@@ -150,6 +150,8 @@ def runs_of(recordings: Iterable[tuple[str, list[RecordedProcess]]]) -> tuple[li
     from ..model.curve.prediction import MAX_COUNT
 
     runs: dict[int, list[Run]] = {}
+    seen: dict[tuple, str] = {}  # a process's records, by what they say: the file they came from
+    warnings = []
     for path, procs in recordings:
         for proc in procs:
             if proc.rank is None:
@@ -160,6 +162,14 @@ def runs_of(recordings: Iterable[tuple[str, list[RecordedProcess]]]) -> tuple[li
                 raise InputError(f"{shown(path)}: pid {proc.pid}: a world of {size} ranks; at most {MAX_COUNT} "
                                  "are merged")
             sample = rank_sample(proc, path)
+            # the same records again (a file named twice, `merge run-*.jsonl run-0.jsonl`, or a
+            # copy) are no repetition: it read as a second run, its other ranks missing
+            key = (proc.pid, sample.rank, size, sample.wall_s, sample.compute_s, sample.init_s)
+            if key in seen:
+                warnings.append(f"{shown(path)}: rank {sample.rank} (pid {proc.pid}) was read already "
+                                f"from {shown(seen[key])}: counted once")
+                continue
+            seen[key] = path
             same = runs.setdefault(size, [])
             # a rank seen again at this size belongs to the next repetition
             run = next((r for r in same if all(s.rank != sample.rank for s in r.per_rank)), None)
@@ -168,7 +178,6 @@ def runs_of(recordings: Iterable[tuple[str, list[RecordedProcess]]]) -> tuple[li
                 same.append(run)
             run.per_rank.append(sample)
     ordered = [r for size in sorted(runs) for r in runs[size]]
-    warnings = []
     for run in ordered:
         run.per_rank.sort(key=lambda r: r.rank)
         if run.missing:

@@ -114,7 +114,7 @@ def replay_nodes(path: str, machine: Machine, efficiency: float | None = None,
     """Every event of ``path`` with node-count inputs (a ``--target-machine`` recording)
     predicted again per NUMA node count on ``machine``; [] when none has them.  Each
     region is ``{"name", "object", "predictions": [{"nodes", "cores", "speedup"}],
-    "preferred_nodes", "basis", "measured", "fitted", "notes"}``; ``InputError`` (naming
+    "preferred_nodes", "fastest_nodes", "basis", "measured", "fitted", "notes"}``; ``InputError`` (naming
     the file and line) for lines that are not JSON or records that cannot be used.  The
     lines are the registry's recording reader's (``format``: its name)."""
     from ..errors import InputError
@@ -154,6 +154,8 @@ def replay_nodes(path: str, machine: Machine, efficiency: float | None = None,
         regions.append({"name": event.get("name"), "object": event.get("object"),
                         "predictions": [{"nodes": k, "cores": k * c, "speedup": round(s, 6)}
                                         for k, s in enumerate(speedup, 1)],
-                        "preferred_nodes": preferred_nodes(speedup, efficiency), "basis": basis,
+                        "preferred_nodes": preferred_nodes(speedup, efficiency),
+                        # what the table calls fastest, as numa --sample's JSON and a run's line name it
+                        "fastest_nodes": preferred_nodes(speedup), "basis": basis,
                         "measured": measured, "fitted": fitted, "notes": notes})
     return regions

@@ -99,9 +99,12 @@ def _add(by_pid: dict[int, RecordedProcess], rec: dict) -> None:
             setattr(proc, key, value)
     elif event == "kernel":
         proc.kernels.append(record.kernel_from_json(rec))
-        facts = record.kernel_process_of(rec)
+        facts = record.process_facts_of(rec)
         proc.cores = facts.get("cores", proc.cores)
         proc.target = proc.target or facts.get("target", 0)
     else:
         proc.regions.append(record.region_from_json(rec))
         proc.steer = proc.steer or "steering" in rec
+        # the target its predictions reached: a recording without its summary line (cut
+        # short) replayed up to 1 thread, every speedup 1.00; the summary's, when read, wins
+        proc.target = proc.target or record.process_facts_of(rec).get("target", 0)

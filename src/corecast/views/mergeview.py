@@ -53,8 +53,13 @@ def table(m: RankPrediction) -> str:
     if m.model_preferred is not None:
         lines.append(f"  preferred: {_ranks(m.preferred)} ({capped_preferred_words(m.model_preferred)})")
     else:
+        largest = max(r.ranks for r in m.runs)
+        # "preferred: 2 ranks" beside S rising to 16 read as the model's verdict: it is its cap
+        capped = m.speedup_band() is None and m.preferred == largest and any(
+            c > largest and s > m.speedup[m.counts.index(largest)] for c, s in zip(m.counts, m.speedup))
         lines.append(f"  preferred: {_ranks(m.preferred)} (each rank added up to it pays off, "
-                     "as predict's preferred count)")
+                     "as predict's preferred count" + ("; no further than the largest run: the one-run "
+                                                       "model has no band to vouch past it)" if capped else ")"))
     if m.fastest is not None and m.fastest != m.preferred:
         if m.fastest_measured:
             value = m.measured_s[m.fastest]
@@ -87,6 +92,10 @@ def to_dict(m: RankPrediction) -> dict:
         } for run in m.runs],
         "model": m.model,
         "predicted": [{"ranks": c, "speedup": s, "time_s": t} for c, s, t in zip(m.counts, m.speedup, m.time_s)],
+        # predict's and sweep's unit-neutral keys, beside the ones in ranks
+        "count_unit": m.count_unit,
+        "preferred_count": m.preferred,
+        "fastest_count": m.fastest,
         "preferred_ranks": m.preferred,
         "fastest_ranks": m.fastest,
         "fastest_measured": m.fastest_measured,

@@ -48,6 +48,8 @@ def replay_report(machine: Machine, regions: list[dict], efficiency: float | Non
     label = f"preferred (within {efficiency:.0%})" if efficiency else "fastest"
     for r in regions:
         curve = "  ".join(f"{p['nodes']}:{p['speedup']:.2f}" for p in r["predictions"])
-        lines.append(printable(f"{r['name']} ({r['object']}): {curve}  {label} {r['preferred_nodes']}"))
+        fastest = r.get("fastest_nodes")
+        beside = f" (fastest {fastest})" if efficiency and fastest not in (None, r["preferred_nodes"]) else ""
+        lines.append(printable(f"{r['name']} ({r['object']}): {curve}  {label} {r['preferred_nodes']}{beside}"))
         lines.append(f"  basis: {r['basis']}" + (f"; fitted: {','.join(r['fitted'])}" if r["fitted"] else ""))
     return "\n".join(lines) + "\n"

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from ...errors import InputError
-from ..fileio import parse_json, read_bytes, read_text
+from ..fileio import CUT_SHORT, parse_json, read_bytes, read_text, shown
 from .registry import RECORDING, Reader, Sniff
 
 def json_lines(path: str, cut_short_ok: bool = False) -> Iterator[tuple[int, object]]:
@@ -24,14 +24,21 @@ def json_lines(path: str, cut_short_ok: bool = False) -> Iterator[tuple[int, obj
 
 def lines_of(text: str, path: str, cut_short_ok: bool = False) -> Iterator[tuple[int, object]]:
     """``json_lines`` of ``text`` read from ``path``."""
-    for no, line in enumerate(text.splitlines(), 1):
+    lines = text.splitlines()
+    for no, line in enumerate(lines, 1):
         if not line.strip():
             continue
         try:
             yield no, parse_json(line, path, "JSON", line=no)
-        except InputError:
-            if not cut_short_ok:
-                raise
+        except InputError as e:
+            if cut_short_ok:
+                continue
+            if no == len(lines) and CUT_SHORT in str(e) and not text.endswith(("\n", "\r")):
+                # the file ends inside its last line: a run stopped while writing it
+                raise InputError(f"{shown(path)}: line {no}: not JSON: cut short, the file ends inside it (a run "
+                                 "stopped while writing?)" + ("; delete it to read the lines before"
+                                                              if no > 1 else "")) from None
+            raise
 
 
 def _load(files: list[tuple[str, str]]) -> Iterator[tuple[int, object]]:
