@@ -22,7 +22,7 @@ among ``auto.RULE_CHOICES`` on the other sources' splits (the rule with the high
 share under 20% minus median error minus pick loss), its band among ``auto.BAND_CHOICES``
 (the narrowest holding ``auto.BAND_RATE`` of the test values in every other source and
 on the guard curves below), and both are scored on the held-out source (with ``--past-hw`` the rule is chosen with
-one of ``PAST_HW``: what the prediction and the pick do past the hardware threads);
+one of ``PAST_HW``: what the prediction does past the hardware threads);
 the single methods (usl, amdahl, presca and auto's continuation members plateau, trend
 and damped) have nothing to choose.  A rule is a candidate only if, on the shared curves
 (``--datasets`` of the plain run, never scored by ``--loso``), it is no worse than the plain
@@ -39,7 +39,7 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TypeVar
+from typing import Iterator, TypeVar
 
 import numpy as np
 
@@ -127,7 +127,7 @@ _pick = ["product"]
 
 
 @contextmanager
-def picking(rule: str):
+def picking(rule: str) -> Iterator[None]:
     """Score the pick with ``rule`` (a key of ``PICKS``) inside the block."""
     if rule not in PICKS:
         raise ValueError(f"no pick rule {rule!r}; one of {', '.join(PICKS)}")
