@@ -5,12 +5,15 @@ M/4 and M/2 (splits with at least 4 training points), test on the measured count
 (m, 2m].  Per method: the median over splits of the median relative error, the share of
 splits whose maximum relative error is below 20%, and the mean loss from running at the
 count the method would pick among all measured counts, 1 - perf(chosen)/perf(best).
-That pick is the argmax of the prediction at the measured counts, which ``predict`` never
-names; the last columns score the counts it does name, ``fastest`` and ``preferred``, the
+That pick is the best predicted of the curve's measured counts as ``predict`` chooses its
+fastest count (``PICKS``: none past the hardware threads, ties to a training count or the
+fewest), without its band check past the training counts; ``--pick argmax`` takes the
+argmax of the prediction over every measured count instead, the pick before session 41.
+The last columns score the counts ``predict`` names, ``fastest`` and ``preferred``, the
 same way (see ``named_loss``), and the share of those names that fall between measured
 counts.
 
-    python benchmarks/accuracy.py [--datasets DIR] [--methods auto,presca,...] [--verbose]
+    python benchmarks/accuracy.py [--datasets DIR] [--methods auto,presca,...] [--verbose] [--pick argmax]
     python benchmarks/accuracy.py --loso [--datasets benchmarks/data] [--no-topology] [--past-hw]
 
 ``--loso`` (leave one source out) scores the corpus in benchmarks/data source by source
@@ -19,7 +22,7 @@ among ``auto.RULE_CHOICES`` on the other sources' splits (the rule with the high
 share under 20% minus median error minus pick loss), its band among ``auto.BAND_CHOICES``
 (the narrowest holding ``auto.BAND_RATE`` of the test values in every other source and
 on the guard curves below), and both are scored on the held-out source (with ``--past-hw`` the rule is chosen with
-one of ``PAST_HW``: what the prediction and the pick do past the hardware threads);
+one of ``PAST_HW``: what the prediction does past the hardware threads);
 the single methods (usl, amdahl, presca and auto's continuation members plateau, trend
 and damped) have nothing to choose.  A rule is a candidate only if, on the shared curves
 (``--datasets`` of the plain run, never scored by ``--loso``), it is no worse than the plain
@@ -33,9 +36,10 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TypeVar
+from typing import Iterator, TypeVar
 
 import numpy as np
 
@@ -44,6 +48,7 @@ from corecast.model.machine.hardware import Hardware
 from corecast.io.readers.measurements import read_measurements, read_table
 from corecast.model.curve.methods import auto
 from corecast.model.curve.prediction import predict_measurements
+from corecast.model.curve.preference import best_count, within_hardware
 
 DEFAULT_DATASETS = Path(__file__).resolve().parents[2] / "shared" / "datasets"
 CORPUS = Path(__file__).resolve().parent / "data"
@@ -99,35 +104,68 @@ class Score:
     off_grid: float = np.nan  # share of {fastest, preferred} that are not measured counts
 
 
+def hw_threads(split: Split) -> int | None:
+    """The hardware threads ``predict`` applies to the split (its machine given and not
+    passed by the training counts), else None."""
+    hw = Hardware.of(*split.machine)
+    return hw.hw_threads if hw is not None and float(split.train.counts.max()) <= hw.hw_threads else None
+
+
+# How the pick loss's count is chosen among the curve's measured counts from the predicted
+# performance there: "product" as ``predict`` chooses its fastest count (none past the
+# hardware threads, ``within_hardware``; ties within ``FASTEST_TIE`` to a training count,
+# else the fewest; ``best_count``) but with no band check past the training counts (the
+# fastest loss scores that); "argmax" the best predicted of them all (the first of exact
+# ties), as before session 41: past the hardware threads it may take a count ``predict``
+# never names (ibr's 75 on its 72).
+PICKS = {
+    "product": "the best predicted measured count as predict names its fastest "
+               "(none past the hardware threads, near ties to a training count or the fewest), no band check",
+    "argmax": "the argmax of the prediction over every measured count (before session 41)",
+}
+_pick = ["product"]
+
+
+@contextmanager
+def picking(rule: str) -> Iterator[None]:
+    """Score the pick with ``rule`` (a key of ``PICKS``) inside the block."""
+    if rule not in PICKS:
+        raise ValueError(f"no pick rule {rule!r}; one of {', '.join(PICKS)}")
+    before, _pick[0] = _pick[0], rule
+    try:
+        yield
+    finally:
+        _pick[0] = before
+
+
+def pick_index(split: Split, perf_pred: np.ndarray) -> int:
+    """The index in ``split.full`` of the count the pick rule (``picking``) takes, given the
+    predicted performance at the curve's measured counts."""
+    if _pick[0] == "argmax":
+        return int(np.argmax(perf_pred))
+    counts = split.full.counts
+    ok, _ = within_hardware(counts, hw_threads(split))
+    return int(np.flatnonzero(counts == best_count(counts[ok], perf_pred[ok], split.train.counts))[0])
+
+
 @dataclass(frozen=True)
 class PastHw:
     """What a prediction does past the hardware threads (#41; ``--past-hw`` lets ``--loso``
     choose among PAST_HW as among auto's rules).  ``exponent`` a: the central prediction
     there at most perf(hw) x (hw / n)^a (a 0: ``predict``'s own, held at the value at the
     hardware threads; a 1: threads that wait for their slowest, time-shared, lose hw / n).
-    ``tie``: the pick takes no measured count past the hardware threads over the largest
-    measured count within them (predicted no better than it, ties to the smaller count),
-    as ``predict``'s named counts do (``preference.within_hardware``) where every count is
-    asked."""
+    The pick's tie rule tried beside it in session 31 (no measured count past the hardware
+    threads over the largest one within them) is now the product's pick (``PICKS``)."""
 
     exponent: float = 0.0
-    tie: bool = False
 
     def label(self) -> str:
-        parts = ([f"past the hardware threads x (hw/n)^{self.exponent:g}"] if self.exponent else []) + (
-            ["no pick past them over the largest count within"] if self.tie else [])
-        return "".join(f"; {p}" for p in parts)
-
-    def hw_threads(self, split: Split) -> int | None:
-        """The hardware threads where ``predict`` caps the split's prediction (its machine
-        given and not passed by the training counts), else None."""
-        hw = Hardware.of(*split.machine)
-        return hw.hw_threads if hw is not None and float(split.train.counts.max()) <= hw.hw_threads else None
+        return f"; past the hardware threads x (hw/n)^{self.exponent:g}" if self.exponent else ""
 
     def values(self, split: Split, values: np.ndarray) -> np.ndarray:
         """``values`` (counts 1, 2, ...) with the central prediction past the hardware
         threads at most the value there times (hw / n)^exponent."""
-        hw = self.hw_threads(split)
+        hw = hw_threads(split)
         if not self.exponent or hw is None or len(values) <= hw:
             return values
         n = np.arange(1, len(values) + 1, dtype=float)
@@ -137,9 +175,9 @@ class PastHw:
 
 
 NO_PAST = PastHw()
-# Decided before scoring (#41): a in {0, 0.5, 1}, with and without the tie rule; today's first,
-# so a source whose complement cannot tell them apart keeps it.
-PAST_HW = tuple(PastHw(a, t) for t in (False, True) for a in (0.0, 0.5, 1.0))
+# Decided before scoring (#41): a in {0, 0.5, 1}; today's first, so a source whose complement
+# cannot tell them apart keeps it.
+PAST_HW = tuple(PastHw(a) for a in (0.0, 0.5, 1.0))
 
 
 def predict_split(split: Split, method: str, rules: auto.Rules = auto.DEFAULT_RULES) -> CurvePrediction:
@@ -164,8 +202,7 @@ def score(split: Split, method: str, rules: auto.Rules = auto.DEFAULT_RULES, pas
     pred = _last[1]
     if isinstance(pred, InputError):
         raise pred
-    return score_values(split, past.values(split, pred.values), pred.low, pred.high, pred.fastest, pred.preferred,
-                        past.hw_threads(split) if past.tie else None)
+    return score_values(split, past.values(split, pred.values), pred.low, pred.high, pred.fastest, pred.preferred)
 
 
 def named_loss(full: Measurements, named: int) -> float:
@@ -184,11 +221,10 @@ def named_loss(full: Measurements, named: int) -> float:
 
 def score_values(split: Split, values: np.ndarray, low: np.ndarray | None = None,
                  high: np.ndarray | None = None, fastest: int | None = None,
-                 preferred: int | None = None, tie_at: int | None = None) -> Score:
+                 preferred: int | None = None) -> Score:
     """The figures of a predicted curve ``values`` (the split's metric at counts 1, 2, ...,
     its largest); without a band the coverage is nan, without the named ``fastest`` and
-    ``preferred`` counts their losses are nan.  ``tie_at`` (hardware threads): the pick
-    takes no count past them over the largest measured count within them (PastHw.tie)."""
+    ``preferred`` counts their losses are nan.  The pick loss's count: ``pick_index``."""
     full = split.full
     idx = full.counts.astype(int) - 1
     values = np.asarray(values, float)[idx]
@@ -198,11 +234,7 @@ def score_values(split: Split, values: np.ndarray, low: np.ndarray | None = None
     if low is not None and high is not None:
         cover = float(((full.values[test] >= low[idx][test]) & (full.values[test] <= high[idx][test])).mean())
     perf_pred = full.perf * 0 + (values if full.metric == "throughput" else 1 / values)
-    within = np.flatnonzero(full.counts <= tie_at) if tie_at is not None else []
-    if len(within):  # predicted no better than there, and argmax takes the first of ties
-        last = within[np.argmax(full.counts[within])]
-        perf_pred = np.where(full.counts > tie_at, np.minimum(perf_pred, perf_pred[last]), perf_pred)
-    chosen = int(np.argmax(perf_pred))
+    chosen = pick_index(split, perf_pred)
     loss = 1 - full.perf[chosen] / full.perf.max()
     named = [c for c in (fastest, preferred) if c is not None]
     return Score(float(np.median(rel)), float(rel.max()), float(loss), cover,
@@ -455,8 +487,15 @@ def main(argv=None) -> int:
                          "predict as if the target machine were unknown")
     ap.add_argument("--past-hw", action="store_true",
                     help="with --loso: auto's rule chosen with each of PAST_HW (past the hardware threads the "
-                         "prediction times (hw/n)^0, ^0.5 or ^1, with or without the pick's tie rule; #41)")
+                         "prediction times (hw/n)^0, ^0.5 or ^1; #41)")
+    ap.add_argument("--pick", choices=tuple(PICKS), default="product",
+                    help="the pick loss's count: " + "; ".join(f"{k}: {v}" for k, v in PICKS.items()))
     args = ap.parse_args(argv)
+    with picking(args.pick):
+        return run(args)
+
+
+def run(args: argparse.Namespace) -> int:
     names = [m for m in args.methods.split(",") if m]
     folder = args.datasets or (CORPUS if args.loso else DEFAULT_DATASETS)
     if not folder.is_dir():
@@ -468,6 +507,7 @@ def main(argv=None) -> int:
     all_splits = splits_of(folder, topology=not args.no_topology)
     print(f"{len(set(sp.curve for sp in all_splits))} curves, {len(all_splits)} splits from {folder}"
           f"{'' if not args.no_topology else ' (topology ignored)'}")
+    print(f"pick loss's count ({args.pick}): {PICKS[args.pick]}")
     if args.loso:
         rules, guard = list(auto.RULE_CHOICES), None
         if args.guard.is_dir():

@@ -237,27 +237,71 @@ def _past_split(bench, metric: str = "throughput"):
 
 
 @pytest.mark.parametrize("metric", ["throughput", "time"])
-def test_past_the_hardware_threads_the_variants_fall_or_keep_the_pick_within(metric):
+def test_past_the_hardware_threads_the_variants_fall(metric):
     bench = _bench()
     sp = _past_split(bench, metric)
     grid = np.arange(1.0, 41.0)
     held = np.minimum(10 * grid, 360.0)  # predict's own: held at the value at 36
     values = held if metric == "throughput" else 1 / held
-    # Held at 36's value, 40 beats 35 (350) and is picked: it runs at half of 35.
-    assert bench.score_values(sp, values).pick_loss == pytest.approx(1 - 200 / 350)
     half = bench.PastHw(1.0).values(sp, values)
     perf = half if metric == "throughput" else 1 / half
     assert np.allclose(perf[:36], held[:36]) and perf[39] == pytest.approx(360 * 36 / 40)
     assert bench.PastHw(0.5).values(sp, values)[39] == pytest.approx(values[39] * (40 / 36) ** (
         0.5 if metric == "time" else -0.5))
-    assert bench.score_values(sp, half).pick_loss == pytest.approx(0.0)  # 324 < 350: 35
-    # The tie rule: 40 is predicted no better than 35, the largest measured within 36.
-    assert bench.score_values(sp, values, tie_at=36).pick_loss == pytest.approx(0.0)
-    assert bench.score(sp, "usl", past=bench.PastHw(0.0, True)).pick_loss <= bench.score(sp, "usl").pick_loss
+    with bench.picking("argmax"):  # the fall alone moves the argmax pick back to 35: 324 < 350
+        assert bench.score_values(sp, values).pick_loss == pytest.approx(1 - 200 / 350)
+        assert bench.score_values(sp, half).pick_loss == pytest.approx(0.0)
     # Without the machine (or trained past it) nothing changes.
     bare = replace(sp, machine=bench.NO_MACHINE)
     assert np.array_equal(bench.PastHw(1.0).values(bare, values), values)
-    assert bench.PastHw(1.0, True).hw_threads(bare) is None
+    assert bench.hw_threads(bare) is None and bench.hw_threads(sp) == 36
+    assert bench.hw_threads(replace(sp, train=sp.full)) is None
+
+
+@pytest.mark.parametrize("metric", ["throughput", "time"])
+def test_the_pick_is_the_count_predict_would_name(metric):
+    """The pick loss scores the measured count predict's own rule names (#41): none past
+    the hardware threads (ibr's 75 on 72, here 40 on 36, held at 36's value, beat 35 under
+    the argmax), and of near ties a training count, else the fewest."""
+    bench = _bench()
+    sp = _past_split(bench, metric)
+    grid = np.arange(1.0, 41.0)
+    held = np.minimum(10 * grid, 360.0)  # predict's own past the hardware threads
+    values = held if metric == "throughput" else 1 / held
+    with bench.picking("argmax"):
+        assert bench.score_values(sp, values).pick_loss == pytest.approx(1 - 200 / 350)  # 40
+    assert bench.score_values(sp, values).pick_loss == pytest.approx(0.0)  # 35
+    # The named counts are scored as before: the pick rule moves the pick alone.
+    with bench.picking("argmax"):
+        before = bench.score(sp, "usl")
+    after = bench.score(sp, "usl")
+    assert replace(before, pick_loss=0.0) == replace(after, pick_loss=0.0)
+    assert after.pick_loss <= before.pick_loss
+    # Without the machine the count past it may be picked, as predict may name it.
+    bare = replace(sp, machine=bench.NO_MACHINE)
+    assert bench.score_values(bare, values).pick_loss == pytest.approx(1 - 200 / 350)
+    # Near ties (FASTEST_TIE): a training count (8) before a better-predicted test count (16).
+    n = np.array([1.0, 2, 4, 6, 8, 16])
+    x = np.array([10.0, 19, 36, 50, 60, 30])
+    data = bench.Measurements.from_samples(n, x)
+    near = bench.Split("s__n", data.subset(np.flatnonzero(n <= 8)), data, 8.0)
+    flat = np.interp(np.arange(1, 17), [1, 8, 16], [10, 60, 60 * (1 + 1e-4)])
+    with bench.picking("argmax"):
+        assert bench.score_values(near, flat).pick_loss == pytest.approx(0.5)
+    assert bench.score_values(near, flat).pick_loss == pytest.approx(0.0)
+    with pytest.raises(ValueError):
+        with bench.picking("best"):
+            pass
+
+
+def test_main_says_which_pick_it_scores(capsys):
+    bench = _bench()
+    assert bench.main(["--datasets", str(DATASETS), "--methods", "plateau", "--pick", "argmax"]) == 0
+    out = capsys.readouterr().out
+    assert f"pick loss's count (argmax): {bench.PICKS['argmax']}" in out
+    assert bench.main(["--datasets", str(DATASETS), "--methods", "plateau"]) == 0
+    assert f"pick loss's count (product): {bench.PICKS['product']}" in capsys.readouterr().out
+    assert bench._pick == ["product"]
 
 
 def test_loso_chooses_what_happens_past_the_hardware_threads_on_the_other_sources(monkeypatch):

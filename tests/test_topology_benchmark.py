@@ -90,7 +90,7 @@ def test_trimmed_median_leaves_out_the_furthest_voter_only_where_they_disagree(t
 
 def _split(top: float, counts: list[float], values: list[float]) -> SimpleNamespace:
     counts, values = np.array(counts), np.array(values)
-    return SimpleNamespace(train=SimpleNamespace(counts=counts[counts <= top]), m=top,
+    return SimpleNamespace(train=SimpleNamespace(counts=counts[counts <= top]), m=top, machine=(None,) * 4,
                            full=SimpleNamespace(metric="throughput", counts=counts, values=values, perf=values))
 
 

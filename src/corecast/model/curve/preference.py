@@ -126,8 +126,14 @@ def fastest_count(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: flo
     predicted up to ``top``.  Of the counts that tie for it (``FASTEST_TIE``) a
     ``measured`` one is named before one the model only interpolates or extrapolates
     (weak scaling's 64 measured, not 63 a hair below it), else the fewest."""
-    n, pick = _fastest_pick(grid, perf, low, base, top)
-    tied = n[pick >= pick.max() * (1 - FASTEST_TIE)]
+    return best_count(*_fastest_pick(grid, perf, low, base, top), measured)
+
+
+def best_count(counts: np.ndarray, perf: np.ndarray, measured: np.ndarray | None = None) -> int:
+    """The count of ``counts`` with the best ``perf``: of those that tie for it
+    (``FASTEST_TIE``) the fewest ``measured`` one, else the fewest.  ``fastest_count``'s
+    choice once its candidates are set; benchmarks/accuracy.py picks with it too."""
+    tied = counts[perf >= perf.max() * (1 - FASTEST_TIE)]
     seen = tied[np.isin(tied, measured)] if measured is not None else tied[:0]
     return int(seen[0] if seen.size else tied[0])
 
