@@ -8,7 +8,7 @@ count the method would pick among all measured counts, 1 - perf(chosen)/perf(bes
 That pick is the best predicted of the curve's measured counts as ``predict`` chooses its
 fastest count (``PICKS``: none past the hardware threads, ties to a training count or the
 fewest), without its band check past the training counts; ``--pick argmax`` takes the
-argmax of the prediction over every measured count instead, the pick before session 41.
+argmax of the prediction over every measured count instead, the pick before session 32.
 The last columns score the counts ``predict`` names, ``fastest`` and ``preferred``, the
 same way (see ``named_loss``), and the share of those names that fall between measured
 counts.
@@ -116,12 +116,12 @@ def hw_threads(split: Split) -> int | None:
 # hardware threads, ``within_hardware``; ties within ``FASTEST_TIE`` to a training count,
 # else the fewest; ``best_count``) but with no band check past the training counts (the
 # fastest loss scores that); "argmax" the best predicted of them all (the first of exact
-# ties), as before session 41: past the hardware threads it may take a count ``predict``
+# ties), as before session 32: past the hardware threads it may take a count ``predict``
 # never names (ibr's 75 on its 72).
 PICKS = {
     "product": "the best predicted measured count as predict names its fastest "
                "(none past the hardware threads, near ties to a training count or the fewest), no band check",
-    "argmax": "the argmax of the prediction over every measured count (before session 41)",
+    "argmax": "the argmax of the prediction over every measured count (before session 32)",
 }
 _pick = ["product"]
 
