@@ -6,13 +6,15 @@ library (``CORECAST_QUIET=1``) and with the library reporting (the report droppe
     python benchmarks/hotpath.py [--threads 16] [--runs 9] [--cases regions,barriers,dynamic,teams]
         [--scale 1.0] [--base VENV] [--instructions] [--no-cpu] [--json-out FILE]
 
-Two figures per case and side, both against the side without corecast:
+Three figures per case and side, both against the side without corecast:
 - CPU ns per call: the median over interleaved rounds (the sides' order rotates each
   round) of the process's user + system CPU (``os.wait4``'s rusage of the child, every
   thread), minus the median without corecast, over the calls; with wall time beside it.
   Waiting threads sleep (``OMP_WAIT_POLICY=passive`` unless ``--wait-policy`` says
   otherwise): libgomp's spinning would otherwise fill the CPU figure with however long
   the other threads took, which on a machine with fewer CPUs than threads is noise.
+- minor page faults: the median over the same rounds of the child's ``ru_minflt`` (every
+  thread's, the exit's included): a count, not a time, that load barely moves.
 - instructions per call (``--instructions``: valgrind's callgrind, threads serialised, so
   load does not move the figure; skipped with a line where valgrind is missing), a
   ``steer`` side (the quiet library steering) added: each side runs N and 2N calls, a
@@ -84,8 +86,9 @@ def environment(threads: int, policy: str, change: dict[str, str]) -> dict[str, 
     return env
 
 
-def run(argv: list[str], env: dict[str, str]) -> tuple[float, float, int]:
-    """Wall seconds, the child's user + system CPU seconds, and its calls (from its output)."""
+def run(argv: list[str], env: dict[str, str]) -> tuple[float, float, int, int]:
+    """Wall seconds, the child's user + system CPU seconds, its calls (from its output) and
+    its minor page faults (every thread's, the exit's included)."""
     t0 = time.perf_counter()
     p = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     out = p.stdout.read()
@@ -95,7 +98,7 @@ def run(argv: list[str], env: dict[str, str]) -> tuple[float, float, int]:
     m = re.search(rb" (\d+) calls", out)
     if p.returncode != 0 or not m:
         sys.exit(f"{' '.join(argv)} failed (exit {p.returncode})")
-    return wall, ru.ru_utime + ru.ru_stime, int(m.group(1))
+    return wall, ru.ru_utime + ru.ru_stime, int(m.group(1)), ru.ru_minflt
 
 
 def cpu_rounds(exe: str, cases: list[str], sides_: dict, args: argparse.Namespace) -> dict:
@@ -103,18 +106,20 @@ def cpu_rounds(exe: str, cases: list[str], sides_: dict, args: argparse.Namespac
     names = list(sides_)
     for case in cases:
         n = max(1, int(CALLS[case] * args.scale))
-        got: dict[str, list[tuple[float, float]]] = {s: [] for s in names}
+        got: dict[str, list[tuple[float, float, int]]] = {s: [] for s in names}
         calls = 0
         for i in range(args.runs):
             for s in names[i % len(names):] + names[:i % len(names)]:
-                wall, cpu, calls = run([exe, case, str(n)], environment(args.threads, args.wait_policy, sides_[s]))
-                got[s].append((wall, cpu))
-        med = {s: (statistics.median(w for w, _ in v), statistics.median(c for _, c in v)) for s, v in got.items()}
+                wall, cpu, calls, faults = run([exe, case, str(n)],
+                                               environment(args.threads, args.wait_policy, sides_[s]))
+                got[s].append((wall, cpu, faults))
+        med = {s: [statistics.median(x[k] for x in v) for k in range(3)] for s, v in got.items()}
         out[case] = {"calls": calls, "sides": {
-            s: {"wall_s": med[s][0], "cpu_s": med[s][1],
+            s: {"wall_s": med[s][0], "cpu_s": med[s][1], "minor_faults": med[s][2],
                 "cpu_ns_per_call": (med[s][1] - med["none"][1]) / calls * 1e9,
                 "wall_ns_per_call": (med[s][0] - med["none"][0]) / calls * 1e9,
-                "cpu": [c for _, c in got[s]], "wall": [w for w, _ in got[s]]} for s in names}}
+                "cpu": [x[1] for x in got[s]], "wall": [x[0] for x in got[s]],
+                "faults": [x[2] for x in got[s]]} for s in names}}
     return out
 
 
@@ -293,11 +298,11 @@ def main() -> int:
         if not args.no_cpu:
             record["cpu"] = cpu_rounds(exe, cases, sides_, args)
             print(f"\n  {'case':9} {'side':13} {'calls':>8} {'wall s':>7} {'cpu s':>7} {'cpu ns/call':>11} "
-                  f"{'wall ns/call':>12}")
+                  f"{'wall ns/call':>12} {'minor faults':>12}")
             for case, r in record["cpu"].items():
                 for s, v in r["sides"].items():
                     print(f"  {case:9} {s:13} {r['calls']:8d} {v['wall_s']:7.3f} {v['cpu_s']:7.3f} "
-                          f"{v['cpu_ns_per_call']:+11.1f} {v['wall_ns_per_call']:+12.1f}")
+                          f"{v['cpu_ns_per_call']:+11.1f} {v['wall_ns_per_call']:+12.1f} {v['minor_faults']:12.0f}")
                 sys.stdout.flush()
         if args.instructions:
             if not shutil.which("valgrind"):

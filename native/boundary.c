@@ -72,10 +72,8 @@ int cc_boundaries_of(const struct cc_region *q, struct cc_sync_snap *a, struct c
 /* Regions of many calls never pay for the copies (a window's rate serves them). */
 int cc_boundaries_ask(int may, double elapsed_s, double few) {
     static double last_s;
-    int n, first = 0;
-    struct cc_region *all = cc_regions(&n);
-    for (int i = 0; i < n; i++) {
-        struct cc_region *q = &all[i];
+    int first = 0;
+    for (struct cc_region *q = cc_region_next(NULL); q; q = cc_region_next(q)) {
         if (!__atomic_load_n(&q->fn, __ATOMIC_ACQUIRE))
             continue;
         uint64_t calls = __atomic_load_n(&q->calls, __ATOMIC_RELAXED);

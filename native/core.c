@@ -4,16 +4,10 @@
  * and resolve.c; what starts and ends a measurement is lifecycle.c's. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
-#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
-#include <fcntl.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -265,6 +259,9 @@ struct cc_thread *cc_thread_slots(int *n) {
 #define REGION_TABLE 256 /* > CC_MAX_REGIONS: keeps probe chains short */
 static struct cc_region regions[REGION_TABLE];
 static int nregions;
+/* Bit i: regions[i] holds a key, or is about to.  Scans read this, not each slot's key: a
+ * slot is 9 kB, and reading unused keys faulted 256 pages in at the first sample. */
+static uint64_t in_use[REGION_TABLE / 64];
 
 /* Regions past the table's room (hundreds of parallel loops; unrecorded, their time read as
  * serial) are counted together under keys no function has; a sample slot is the process's. */
@@ -282,6 +279,9 @@ static struct cc_region *lookup(void *fn, int limit) {
             if (__atomic_load_n(&nregions, __ATOMIC_RELAXED) >= limit)
                 break;
             void *expected = NULL;
+            /* Marked before its key (the slot holds one whether or not this claim wins):
+             * whoever finds the key finds the mark. */
+            __atomic_fetch_or(&in_use[(r - regions) / 64], 1ull << ((r - regions) % 64), __ATOMIC_RELEASE);
             if (__atomic_compare_exchange_n(&r->fn, &expected, fn, 0, __ATOMIC_ACQ_REL,
                                             __ATOMIC_ACQUIRE)) {
                 __atomic_fetch_add(&nregions, 1, __ATOMIC_RELAXED);
@@ -332,9 +332,13 @@ void cc_region_totals(const struct cc_region *r, struct cc_counts *out) {
     }
 }
 
-struct cc_region *cc_regions(int *n) {
-    *n = REGION_TABLE;
-    return regions;
+struct cc_region *cc_region_next(const struct cc_region *prev) {
+    for (int i = prev ? (int)(prev - regions) + 1 : 0; i < REGION_TABLE; i = (i / 64 + 1) * 64) {
+        uint64_t w = __atomic_load_n(&in_use[i / 64], __ATOMIC_ACQUIRE) >> (i % 64);
+        if (w)
+            return &regions[i + __builtin_ctzll(w)];
+    }
+    return NULL;
 }
 
 /* ---- the first parallel activity ------------------------------------------------- */
@@ -374,9 +378,9 @@ void cc_core_after_fork(void) {
     memset(slots, 0, sizeof slots);
     memset(vacant, 0, sizeof vacant); /* the key stays: the child's threads hand slots on too */
     /* Only the entries in use: the table is 2.3 MB, most of it never touched. */
-    for (int i = 0; i < REGION_TABLE; i++)
-        if (regions[i].fn)
-            memset(&regions[i], 0, sizeof regions[i]);
+    for (struct cc_region *r = cc_region_next(NULL); r; r = cc_region_next(r))
+        memset(r, 0, sizeof *r);
+    memset(in_use, 0, sizeof in_use);
     nslots = 0;
     nregions = 0;
     cc_overflow = 0;

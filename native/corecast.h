@@ -283,7 +283,7 @@ int cc_region_other(const struct cc_region *r) CC_HIDDEN; /* 1, 2: the rest (out
 /* A region's synchronisation counts: its own plus every fold shard's (readers only: the
  * sampler, settle.c, the report). */
 void cc_region_totals(const struct cc_region *r, struct cc_counts *out) CC_HIDDEN;
-struct cc_region *cc_regions(int *n);
+struct cc_region *cc_region_next(const struct cc_region *prev) CC_HIDDEN; /* slots in use, in order; NULL: first, end */
 
 /* ---- sampler, model, report ---------------------------------------------------- */
 void cc_sampler_start(void), cc_sampler_stop(void);

@@ -48,10 +48,8 @@ static void callsite_parent(struct cc_region *r) {
  * site's address (source order in code without reordered blocks). */
 static void name_callsite(struct cc_region *r) {
     callsite_parent(r);
-    int n, k = 0;
-    struct cc_region *all = cc_regions(&n);
-    for (int i = 0; i < n; i++) {
-        struct cc_region *q = &all[i];
+    int k = 0;
+    for (struct cc_region *q = cc_region_next(NULL); q; q = cc_region_next(q)) {
         void *site = __atomic_load_n(&q->site, __ATOMIC_ACQUIRE);
         if (!site || q == r || (char *)site > (char *)r->site)
             continue;
@@ -241,12 +239,10 @@ static void fill_process(struct cc_region_sample *o, const struct cc_sample *s, 
     for (int c = 0; c < CC_NSTALL; c++)
         o->stall_s[c] = cc_ticks_to_s(wait[c]);
     /* Implicit-barrier imbalance is recorded per region only. */
-    int nr;
-    const struct cc_region *r = cc_regions(&nr);
-    for (int i = 0; i < nr; i++)
-        if (r[i].fn) {
+    for (const struct cc_region *q = cc_region_next(NULL); q; q = cc_region_next(q))
+        if (q->fn) {
             struct cc_counts n;
-            cc_region_totals(&r[i], &n);
+            cc_region_totals(q, &n);
             o->stall_s[CC_STALL_IMBALANCE] += cc_ticks_to_s(n.wait[CC_STALL_IMBALANCE]);
         }
     o->hold_sampled_s = cc_ticks_to_s(hold);
@@ -286,16 +282,15 @@ void cc_build_sample(struct cc_sample *s, int final, struct cc_region **refs) {
     s->active_s = cc_active ? now - cc_active_since() : 0;
     s->window_s = cc_cfg.window_ms / 1000.0;
     cc_sampler_read_counters(s);
-    int nr, has_omp = 0;
+    int has_omp = 0;
     struct cc_settle_extra credited = {0}; /* settle.c: counts after the hand-back */
-    struct cc_region *r = cc_regions(&nr);
-    for (int i = 0; i < nr && s->nregions < CC_MAX_REGIONS - 1; i++) {
-        if (!__atomic_load_n(&r[i].fn, __ATOMIC_ACQUIRE) || !r[i].calls)
+    for (struct cc_region *q = cc_region_next(NULL); q && s->nregions < CC_MAX_REGIONS - 1; q = cc_region_next(q)) {
+        if (!__atomic_load_n(&q->fn, __ATOMIC_ACQUIRE) || !q->calls)
             continue;
         if (refs)
-            refs[s->nregions] = &r[i];
+            refs[s->nregions] = q;
         memset(&s->regions[s->nregions], 0, sizeof s->regions[0]);
-        unsigned long long u = fill_region(&s->regions[s->nregions], &r[i], &credited, final);
+        unsigned long long u = fill_region(&s->regions[s->nregions], q, &credited, final);
         if (final)
             uncredited[s->nregions] = u;
         s->nregions++;
@@ -322,20 +317,17 @@ static void name_range_apart(void *p) {
     const struct name_range *g = p;
     if (!naming_lock(10000))
         return;
-    int n;
-    struct cc_region *all = cc_regions(&n);
-    for (int i = 0; i < n; i++)
-        if (!cc_region_other(&all[i]) && (in_range(all[i].fn, g) || in_range(all[i].site, g)))
-            name_region(&all[i]);
+    for (struct cc_region *q = cc_region_next(NULL); q; q = cc_region_next(q))
+        if (!cc_region_other(q) && (in_range(q->fn, g) || in_range(q->site, g)))
+            name_region(q);
     __atomic_store_n(&naming, 0, __ATOMIC_RELEASE);
 }
 
 void cc_name_regions_in(const char *lo, const char *hi) {
     struct name_range g = {lo, hi};
-    int n, any = 0;
-    struct cc_region *all = cc_regions(&n);
-    for (int i = 0; i < n && !any; i++)
-        any = !cc_region_other(&all[i]) && (in_range(all[i].fn, &g) || in_range(all[i].site, &g));
+    int any = 0;
+    for (const struct cc_region *q = cc_region_next(NULL); q && !any; q = cc_region_next(q))
+        any = !cc_region_other(q) && (in_range(q->fn, &g) || in_range(q->site, &g));
     if (any)
         cc_own_cpu_add(cc_run_apart(name_range_apart, &g));
 }

@@ -120,11 +120,9 @@ static void hand_back(const struct cc_sample *s, struct cc_region *const *refs) 
             snap(&q->stopped_at, q);
         }
     }
-    int n;
-    struct cc_region *all = cc_regions(&n);
-    for (int i = 0; i < n; i++)
-        if (__atomic_load_n(&all[i].edge_want, __ATOMIC_RELAXED))
-            cc_boundary_restart(&all[i], 0);
+    for (struct cc_region *q = cc_region_next(NULL); q; q = cc_region_next(q))
+        if (__atomic_load_n(&q->edge_want, __ATOMIC_RELAXED))
+            cc_boundary_restart(q, 0);
     cc_gomp_hand_back(0, 1);
     if (cc_cfg.slow_rewrite) /* tests: the sampler loses its core as the rewrite ends */
         nanosleep(&(struct timespec){0, 30 * 1000 * 1000}, NULL);
@@ -163,24 +161,19 @@ static int gap_credit(const struct cc_region *q, int counting, const struct cc_s
 }
 
 static void credit_gaps(void) {
-    int n;
-    struct cc_region *all = cc_regions(&n);
     int counting = __atomic_load_n(&stage, __ATOMIC_ACQUIRE) == COUNTING;
     struct credit c;
-    for (int i = 0; i < n; i++)
-        if (all[i].gap_calls && gap_credit(&all[i], counting, NULL, &c)) {
-            keep(&all[i], &c, &kept);
-            all[i].gap_calls = 0;
+    for (struct cc_region *q = cc_region_next(NULL); q; q = cc_region_next(q))
+        if (q->gap_calls && gap_credit(q, counting, NULL, &c)) {
+            keep(q, &c, &kept);
+            q->gap_calls = 0;
         }
 }
 
 /* take_back's calls in flight: credited from stopped_at to the region's first boundary
  * since, where they have all ended (their counts from the take-back on are in it). */
 static void credit_owed(void) {
-    int n;
-    struct cc_region *all = cc_regions(&n);
-    for (int i = 0; i < n; i++) {
-        struct cc_region *q = &all[i];
+    for (struct cc_region *q = cc_region_next(NULL); q; q = cc_region_next(q)) {
         struct cc_sync_snap e, last;
         struct credit c;
         if (!q->owed || !cc_boundaries_of(q, &e, &last))
@@ -200,10 +193,7 @@ static void take_back(const struct cc_sample *s) {
     if (stage == ENDS_BACK)
         cc_gomp_hand_back(1, 0);
     cc_gomp_hand_back(0, 0);
-    int n;
-    struct cc_region *all = cc_regions(&n);
-    for (int i = 0; i < n; i++) {
-        struct cc_region *q = &all[i];
+    for (struct cc_region *q = cc_region_next(NULL); q; q = cc_region_next(q)) {
         struct credit c;
         if (!__atomic_load_n(&q->fn, __ATOMIC_ACQUIRE))
             continue;
@@ -284,13 +274,11 @@ int cc_settle_window(const struct cc_sample *s, const struct cc_result *r, struc
 }
 
 int cc_settle_window_measured(void) {
-    int n;
-    const struct cc_region *r = cc_regions(&n);
     struct cc_sync_snap a, b;
-    for (int i = 0; i < n; i++)
-        if (r[i].window_at.watch && __atomic_load_n(&r[i].fn, __ATOMIC_ACQUIRE) &&
-            __atomic_load_n(&r[i].calls, __ATOMIC_RELAXED) - r[i].window_at.calls < (uint64_t)r[i].window_at.watch &&
-            (r[i].window_at.watch != RATE_CALLS || !edge_span(&r[i], &a, &b)))
+    for (const struct cc_region *q = cc_region_next(NULL); q; q = cc_region_next(q))
+        if (q->window_at.watch && __atomic_load_n(&q->fn, __ATOMIC_ACQUIRE) &&
+            __atomic_load_n(&q->calls, __ATOMIC_RELAXED) - q->window_at.calls < (uint64_t)q->window_at.watch &&
+            (q->window_at.watch != RATE_CALLS || !edge_span(q, &a, &b)))
             return 0;
     return 1;
 }
