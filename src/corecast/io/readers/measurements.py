@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator
 
 from ...errors import InputError
-from ...model.scaling import COUNT_UNITS, count_unit_of
+from ...model.scaling import COUNT_UNITS, MAX_COUNT, count_unit_of, over_max_count
 from ..fileio import quoted, read_text, shown
 from .raw import Series, check_metric, one_curve
 from .registry import CURVES, Reader
@@ -340,7 +340,7 @@ def finite_number(text: str, where: str) -> float:
 
 def _allowed(kind: str, x: float) -> bool:
     if kind == "count":
-        return x >= 1 and x == int(x)
+        return 1 <= x <= MAX_COUNT and x == int(x)
     if kind in ("value", "size"):
         return x > 0
     return kind != "stall" or x >= 0
@@ -354,6 +354,9 @@ def _cell_error(table: Table, line: int, col: int, raw: str, kind: str) -> None:
         raise InputError(f"{where}: empty cell")
     finite_number(raw, where)  # not a (finite) number
     if kind == "count":
+        x = float(raw)
+        if x >= 1 and x == int(x):
+            raise InputError(f"{where}: count {over_max_count(raw)}")
         raise InputError(f"{where}: count {raw!r} must be a whole number >= 1")
     if kind in ("value", "size"):
         raise InputError(f"{where}: {raw!r} must be positive")

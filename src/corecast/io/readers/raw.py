@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ...errors import InputError
+from ...model.scaling import MAX_COUNT, over_max_count
 
 if TYPE_CHECKING:
     from ...model.curve.entities import Measurements
@@ -49,10 +50,12 @@ class RawSeries:
 
 
 def as_count(x: float, where: str) -> float:
-    """``x`` checked to be a count (a whole number >= 1)."""
+    """``x`` checked to be a count (a whole number from 1 to ``MAX_COUNT``)."""
     if not (math.isfinite(x) and x >= 1 and x == int(x)):
         raise InputError(f"{where}: {x:g} is not a count (a whole number >= 1); corecast's "
                          "one parameter is the thread, core or process count")
+    if x > MAX_COUNT:
+        raise InputError(f"{where}: {over_max_count(f'{x:.0f}')}")
     return float(x)
 
 
