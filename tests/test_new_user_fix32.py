@@ -65,3 +65,23 @@ def test_sweep_threads_past_the_limit_are_refused(capsys):
     with pytest.raises(InputError, match="200000 is above 100000"):
         parse_threads("1,200000")
     assert default_upto([60_000]) == 100_000  # the default horizon stops at the limit
+
+
+@pytest.mark.parametrize("suffix", ["eps", "ps", "EPS", "pgf"])
+@pytest.mark.parametrize("command", ["predict", "export"])
+def test_plot_refuses_postscript_with_one_line_not_matplotlibs_warning(tmp_path, capfd, suffix, command):
+    # --plot x.eps wrote the band opaque and matplotlib's "The PostScript backend does not
+    # support transparency" on stderr (.pgf: an internal error, LaTeX not found)
+    plot = tmp_path / f"x.{suffix}"
+    source = tmp_path / ("m.csv" if command == "predict" else "s.json")
+    if command == "predict":
+        source.write_text("threads,time\n" + "".join(f"{n},{t}\n" for n, t in CURVE))
+        argv = ["predict", str(source), "--plot", str(plot)]
+    else:
+        argv = ["export", "--plot", str(plot), str(_sweep(source))]
+    assert main(argv) == 2
+    out, err = capfd.readouterr()
+    assert err.count("\n") == 1 and err.startswith("corecast: error: ") and "internal error" not in err
+    assert f"cannot plot to a .{suffix.lower()} file" in err and ".pdf or .svg" in err
+    assert "transparency" not in err or "PostScript has no transparency" in err
+    assert not plot.exists()
