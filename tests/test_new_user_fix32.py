@@ -85,3 +85,30 @@ def test_plot_refuses_postscript_with_one_line_not_matplotlibs_warning(tmp_path,
     assert f"cannot plot to a .{suffix.lower()} file" in err and ".pdf or .svg" in err
     assert "transparency" not in err or "PostScript has no transparency" in err
     assert not plot.exists()
+
+
+NODES = 8  # the opteron6380 preset's memory nodes
+OK_SAMPLE = {"llc": 0.01, "bus": [0.004] + [0] * 7, "mct": [0.03] + [0] * 7}
+HUGE_SAMPLE = {key: [1e306] * NODES for key in ("llc", "bus", "mct")}
+
+
+@pytest.mark.parametrize("co_run", [False, True])
+def test_numa_names_the_sample_whose_rates_are_too_large(tmp_path, capsys, co_run):
+    # "the sample's rates are too large to model" named no file, beside every other
+    # sample error that does
+    huge = tmp_path / "huge.json"
+    huge.write_text(json.dumps(HUGE_SAMPLE))
+    argv = ["numa", "--machine", "opteron6380", "--sample", str(huge)]
+    if co_run:
+        ok = tmp_path / "ok.json"
+        ok.write_text(json.dumps(OK_SAMPLE))
+        argv += ["--co-run", str(ok), "--co-nodes", "2"]
+    err = assert_one_line_error(capsys, argv)
+    assert err == f"corecast: error: {huge}: the sample's rates are too large to model (the memory cycles overflow)\n"
+
+
+def test_numa_says_llc_may_be_one_total(tmp_path, capsys):
+    sample = tmp_path / "s.json"
+    sample.write_text(json.dumps({**OK_SAMPLE, "llc": "0.01"}))
+    err = assert_one_line_error(capsys, ["numa", "--machine", "opteron6380", "--sample", str(sample)])
+    assert "'llc' must be a list with one number per memory node, or one number" in err
