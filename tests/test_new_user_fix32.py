@@ -112,3 +112,40 @@ def test_numa_says_llc_may_be_one_total(tmp_path, capsys):
     sample.write_text(json.dumps({**OK_SAMPLE, "llc": "0.01"}))
     err = assert_one_line_error(capsys, ["numa", "--machine", "opteron6380", "--sample", str(sample)])
     assert "'llc' must be a list with one number per memory node, or one number" in err
+
+
+def _curve_csv(path: Path, column: str = "threads") -> Path:
+    path.write_text(f"{column},time\n1,10\n2,5.5\n4,3\n8,2.5\n")
+    return path
+
+
+@pytest.mark.parametrize("noise", ["5", "1e308", "1.01", "-0.1", "nan"])
+def test_tune_sim_bounds_the_noise_with_one_line(tmp_path, capsys, noise):
+    # --noise 5 or 1e308 ran: 1 + noise * N(0, 1) below 0 in nearly half the intervals
+    err = assert_one_line_error(capsys, ["tune-sim", str(_curve_csv(tmp_path / "t.csv")), "--noise", noise])
+    assert "--noise" in err and "must be a fraction from 0 to 1" in err
+
+
+def test_tune_sims_simulate_refuses_noise_past_one():
+    from corecast.model.tuning.tunesim import simulate
+    from corecast.model.tuning.tuners import Binsearch
+
+    with pytest.raises(ValueError, match="from 0 to 1"):
+        simulate(Binsearch([1, 2, 4]), [1, 2, 4], [1.0, 1.8, 3.0], noise=5.0)
+    assert simulate(Binsearch([1, 2, 4]), [1, 2, 4], [1.0, 1.8, 3.0], noise=1.0)["chosen"] in (1, 2, 4)
+
+
+@pytest.mark.parametrize("column,unit", [("threads", "threads"), ("ranks", "ranks"), ("n", "threads")])
+def test_tune_sim_states_the_counts_unit(tmp_path, capsys, column, unit):
+    path = _curve_csv(tmp_path / "t.csv", column)
+    assert main(["tune-sim", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["input"]["count_unit"] == unit
+    assert main(["tune-sim", str(path)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert f"4 counts of {unit} (1..8)" in first and f"best measured at 8 {unit}" in first
+
+
+def test_tune_sim_reads_a_rank_sweeps_unit(tmp_path, capsys):
+    path = _sweep(tmp_path / "s.json", [(1, 10.0), (2, 5.5), (4, 3.0), (8, 2.5)], count="ranks")
+    assert main(["tune-sim", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["input"]["count_unit"] == "ranks"

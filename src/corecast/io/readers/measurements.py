@@ -171,11 +171,25 @@ def read_measurements(path: str, metric: str | None = None) -> Measurements:
 
 def parse_measurements(text: str, name: str, metric: str | None = None) -> Measurements:
     """``read_measurements`` of ``text`` read from ``name`` (as messages show it)."""
-    from .sweepjson import looks_like_json, parse_sweep_measurements
+    return parse_curve(text, name, metric)[0]
+
+
+def read_curve(path: str, metric: str | None = None) -> tuple[Measurements, str]:
+    """``read_measurements`` and what the counts are (``count_unit``: the CSV's count
+    column, ``csv_count_unit``, or the sweep result's ``count``)."""
+    return parse_curve(read_text(path), shown(path), metric)
+
+
+def parse_curve(text: str, name: str, metric: str | None = None) -> tuple[Measurements, str]:
+    """``read_curve`` of ``text`` read from ``name`` (as messages show it)."""
+    from ..sweepresult import count_unit, parse_sweep_json
+    from .sweepjson import looks_like_json, sweep_measurements
 
     if looks_like_json(name, text):
-        return parse_sweep_measurements(text, name, metric)
-    return parse_csv_measurements(text, name, metric)
+        check_metric(metric)
+        result = parse_sweep_json(text, name)
+        return sweep_measurements(result, name, metric), count_unit(result)
+    return _parse_csv(text, name, metric)
 
 
 def parse_csv_measurements(text: str, name: str, metric: str | None = None) -> Measurements:

@@ -27,14 +27,6 @@ def looks_like_json(path: str, text: str) -> bool:
     return path.lower().endswith(".json") or text.lstrip().startswith("{")
 
 
-def parse_sweep_measurements(text: str, name: str, metric: str | None = None) -> Measurements:
-    """The sweep result ``text`` read from ``name`` (``sweep_measurements``)."""
-    from ..sweepresult import parse_sweep_json
-
-    check_metric(metric)
-    return sweep_measurements(parse_sweep_json(text, name), name, metric)
-
-
 def sweep_measurements(result: dict, path: str, metric: str | None = None) -> Measurements:
     """A checked sweep result's "measured" runs (read from ``path``) as time
     ``Measurements`` with stall columns."""
