@@ -166,35 +166,21 @@ def _delimiter(text: str) -> str:
 def read_measurements(path: str, metric: str | None = None) -> Measurements:
     """Load a measurement CSV (or a sweep result's JSON); raises ``InputError`` (one line)
     on any bad input."""
-    return parse_measurements(read_text(path), shown(path), metric)
-
-
-def parse_measurements(text: str, name: str, metric: str | None = None) -> Measurements:
-    """``read_measurements`` of ``text`` read from ``name`` (as messages show it)."""
-    return parse_curve(text, name, metric)[0]
+    return read_curve(path, metric)[0]
 
 
 def read_curve(path: str, metric: str | None = None) -> tuple[Measurements, str]:
     """``read_measurements`` and what the counts are (``count_unit``: the CSV's count
     column, ``csv_count_unit``, or the sweep result's ``count``)."""
-    return parse_curve(read_text(path), shown(path), metric)
-
-
-def parse_curve(text: str, name: str, metric: str | None = None) -> tuple[Measurements, str]:
-    """``read_curve`` of ``text`` read from ``name`` (as messages show it)."""
     from ..sweepresult import count_unit, parse_sweep_json
     from .sweepjson import looks_like_json, sweep_measurements
 
+    text, name = read_text(path), shown(path)
     if looks_like_json(name, text):
         check_metric(metric)
         result = parse_sweep_json(text, name)
         return sweep_measurements(result, name, metric), count_unit(result)
     return _parse_csv(text, name, metric)
-
-
-def parse_csv_measurements(text: str, name: str, metric: str | None = None) -> Measurements:
-    """The measurement CSV ``text`` read from ``name`` (as messages show it)."""
-    return _parse_csv(text, name, metric)[0]
 
 
 def csv_count_unit(column: str) -> str:
