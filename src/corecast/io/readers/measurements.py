@@ -183,6 +183,11 @@ def read_curve(path: str, metric: str | None = None) -> tuple[Measurements, str]
     return _parse_csv(text, name, metric)
 
 
+def parse_csv_measurements(text: str, name: str, metric: str | None = None) -> Measurements:
+    """The measurement CSV ``text`` read from ``name`` (as messages show it)."""
+    return _parse_csv(text, name, metric)[0]
+
+
 def csv_count_unit(column: str) -> str:
     """What the counts of a CSV whose count column is named ``column`` are: a unit
     ``count_unit_of`` knows (``ranks`` for an MPI curve), else threads (``n``, ``count``:
