@@ -149,3 +149,18 @@ def test_tune_sim_reads_a_rank_sweeps_unit(tmp_path, capsys):
     path = _sweep(tmp_path / "s.json", [(1, 10.0), (2, 5.5), (4, 3.0), (8, 2.5)], count="ranks")
     assert main(["tune-sim", str(path), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["input"]["count_unit"] == "ranks"
+
+
+RECORDINGS = Path(__file__).resolve().parent / "data" / "recordings"
+
+
+def test_replay_says_the_time_was_not_recorded_without_the_summary(tmp_path, capsys):
+    # the header read "pid 1234, 16 cores, 0s" for a recording whose summary line is missing
+    lines = (RECORDINGS / "schema1-omp_slowdown-2.jsonl").read_text().splitlines()
+    cut = tmp_path / "r.jsonl"
+    cut.write_text("".join(line + "\n" for line in lines if json.loads(line)["event"] != "summary"))
+    assert main(["replay", str(cut)]) == 0
+    header = capsys.readouterr().out.splitlines()[0]
+    assert "time not recorded" in header and " 0s" not in header
+    assert main(["replay", str(RECORDINGS / "schema1-omp_slowdown-2.jsonl")]) == 0
+    assert "time not recorded" not in capsys.readouterr().out
