@@ -164,3 +164,29 @@ def test_replay_says_the_time_was_not_recorded_without_the_summary(tmp_path, cap
     assert "time not recorded" in header and " 0s" not in header
     assert main(["replay", str(RECORDINGS / "schema1-omp_slowdown-2.jsonl")]) == 0
     assert "time not recorded" not in capsys.readouterr().out
+
+
+PRINTS_ITS_NAMES = """\
+import os, pickle, sys
+class Point:
+    pass
+p = pickle.loads(pickle.dumps(Point()))  # a class of __main__ pickles as python's own
+print(sys.argv, __name__, __file__, type(p).__name__)
+"""
+
+
+@pytest.mark.parametrize("typed", ["prog.py", "./prog.py", "sub/../prog.py"])
+def test_opencl_runner_keeps_argv0_as_typed(tmp_path, typed):
+    # python -m corecast.opencl prog.py gave the program sys.argv[0] == '/abs/path/prog.py'
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "prog.py").write_text(PRINTS_ITS_NAMES)
+    (tmp_path / "sub").mkdir()
+    plain = subprocess.run([sys.executable, typed, "x"], cwd=tmp_path, capture_output=True, text=True)
+    ours = subprocess.run([sys.executable, "-m", "corecast.opencl", typed, "x"], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert plain.returncode == ours.returncode == 0, ours.stderr
+    assert ours.stdout.startswith(f"[{typed!r}, 'x'] __main__ {os.path.join(str(tmp_path), typed)} Point")
+    assert ours.stdout.splitlines()[0] == plain.stdout.splitlines()[0]
