@@ -190,3 +190,48 @@ def test_opencl_runner_keeps_argv0_as_typed(tmp_path, typed):
     assert plain.returncode == ours.returncode == 0, ours.stderr
     assert ours.stdout.startswith(f"[{typed!r}, 'x'] __main__ {os.path.join(str(tmp_path), typed)} Point")
     assert ours.stdout.splitlines()[0] == plain.stdout.splitlines()[0]
+
+
+OVERSUBSCRIBED = [(1, 10.0), (2, 5.2), (3, 3.8), (4, 6.0), (8, 7.0)]  # counts 4 and 8 past 3 CPUs
+
+
+def test_predict_of_an_extrap_export_leaves_out_oversubscribed_counts_as_of_the_sweep(tmp_path, capsys):
+    # the export lost cpus_allowed: predict of it fitted counts 4 and 8, which ran
+    # time-shared on the sweep's 3 CPUs and which predict of the sweep result leaves out
+    sweep = _sweep(tmp_path / "s.json", OVERSUBSCRIBED, cpus_allowed=3)
+    exported = tmp_path / "s.jsonl"
+    assert main(["export", "--extrap", str(exported), str(sweep)]) == 0
+    records = [json.loads(line) for line in exported.read_text().splitlines()]
+    # Extra-P's JSON Lines reader reads params, callpath, metric and value and passes over the rest
+    assert all(r["cpus_allowed"] == 3 and set(r) == {"params", "callpath", "metric", "value", "cpus_allowed"}
+               for r in records)
+    capsys.readouterr()
+    assert main(["predict", str(sweep), "--json"]) == 0
+    direct = json.loads(capsys.readouterr().out)
+    assert main(["predict", str(exported), "--json"]) == 0
+    (via,) = json.loads(capsys.readouterr().out)["series"]
+    assert any("counts 4, 8 ran oversubscribed on the sweep's 3 CPUs" in w for w in via["warnings"])
+    for key in ("predictions", "preferred_count", "fastest_count", "hardware", "warnings"):
+        assert via[key] == direct[key], key
+
+
+def test_an_export_without_cpus_allowed_keeps_every_count(tmp_path, capsys):
+    sweep = _sweep(tmp_path / "s.json", OVERSUBSCRIBED)  # a launcher's sweep, or one written before it
+    exported = tmp_path / "s.jsonl"
+    assert main(["export", "--extrap", str(exported), str(sweep)]) == 0
+    assert "cpus_allowed" not in exported.read_text()
+    assert main(["predict", str(exported), "--json"]) == 0
+    (via,) = json.loads(capsys.readouterr().out)["series"]
+    assert not any("oversubscribed" in w for w in via["warnings"])
+
+
+def test_extrap_lines_of_two_sweeps_cpus_are_refused(tmp_path, capsys):
+    path = tmp_path / "e.jsonl"
+    path.write_text("".join(json.dumps({"params": {"threads": n}, "callpath": "main", "metric": "time",
+                                        "value": t, "cpus_allowed": 3 if n < 4 else 8}) + "\n"
+                            for n, t in OVERSUBSCRIBED))
+    err = assert_one_line_error(capsys, ["predict", str(path)])
+    assert "line 4" in err and "\"cpus_allowed\" 8, earlier lines have 3" in err
+    path.write_text(path.read_text().replace('"cpus_allowed": 8', '"cpus_allowed": 0'))
+    err = assert_one_line_error(capsys, ["predict", str(path)])
+    assert "line 4" in err and "must be a whole number >= 1" in err
