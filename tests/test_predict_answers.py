@@ -350,7 +350,7 @@ def test_plot_format_follows_the_suffix(tmp_path, name, magic):
     assert (tmp_path / name).read_bytes().startswith(magic)
 
 
-@pytest.mark.parametrize("name, magic", [("c.jpg", b"\xff\xd8"), ("c.eps", b"%!PS"), ("c", b"\x89PNG"), ("C.SVG", b"<?xml")])
+@pytest.mark.parametrize("name, magic", [("c.jpg", b"\xff\xd8"), ("c.webp", b"RIFF"), ("c", b"\x89PNG"), ("C.SVG", b"<?xml")])
 def test_every_plot_suffix_gets_its_own_format(tmp_path, name, magic):
     path = tmp_path / "t.csv"
     path.write_text("threads,time\n" + "".join(f"{n},{t}\n" for n, t in zip(N, T)))

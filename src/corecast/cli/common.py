@@ -208,8 +208,12 @@ def efficiency(text: str) -> float:
 
 
 def noise(text: str) -> float:
+    """A relative noise: the simulated performance is multiplied by 1 + noise * N(0, 1),
+    below 0 far more often than not once noise passes 1 (tunesim.MAX_NOISE)."""
+    from ..model.tuning.tunesim import MAX_NOISE
+
     f = number(text)
-    _checked(text, math.isfinite(f) and f >= 0, "be a finite fraction >= 0 (e.g. 0.02)")
+    _checked(text, 0 <= f <= MAX_NOISE, f"be a fraction from 0 to {MAX_NOISE:g} (e.g. 0.02: 2% noise)")
     return f
 
 

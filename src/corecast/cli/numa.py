@@ -10,6 +10,7 @@ from .common import CliError, add_format_option, add_output_options, count, effi
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
     from ..model.machine.numa import Machine
+    from ..model.numa import NumaPrediction, Rates
 
 
 def add_numa(sub: argparse._SubParsersAction) -> None:
@@ -53,7 +54,7 @@ def cmd_numa(args: argparse.Namespace) -> int:
             return _replay(args, machine)
         rates = read([args.sample], NUMA_SAMPLE, machine=machine)  # bad files: InputError, one line
         co = [(read([args.co_run], NUMA_SAMPLE, machine=machine), args.co_nodes)] if args.co_run else []
-        pred = numa.predict_nodes(machine, rates, co, args.efficiency)
+        pred = _predict(machine, rates, co, args)
     except (machines.MachineError, numa.SampleError) as exc:
         raise CliError(str(exc)) from None
     out = pred.to_dict()
@@ -65,6 +66,25 @@ def cmd_numa(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(nodeview.sample_report(machine, out, pred.notes, args.efficiency))
     return 0
+
+
+def _predict(machine: Machine, rates: Rates, co: list[tuple[Rates, int]], args: argparse.Namespace) -> NumaPrediction:
+    """``predict_nodes``, a sample the model cannot take named by its file: the sample's
+    alone, the co-runner's alone, or the two together."""
+    from ..io.fileio import shown
+    from ..model import numa
+
+    try:
+        return numa.predict_nodes(machine, rates, co, args.efficiency)
+    except numa.SampleError as exc:
+        if not co:
+            raise numa.SampleError(f"{shown(args.sample)}: {exc}") from None
+        for path, alone in ((args.sample, rates), (args.co_run, co[0][0])):
+            try:
+                numa.predict_nodes(machine, alone)
+            except numa.SampleError:
+                raise numa.SampleError(f"{shown(path)}: {exc}") from None
+        raise numa.SampleError(f"{shown(args.sample)} with the co-runner {shown(args.co_run)}: {exc}") from None
 
 
 def _replay(args: argparse.Namespace, machine: Machine) -> int:

@@ -28,7 +28,7 @@ def _tune_sim_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE.csv", help="CSV: count column, then time/throughput/value")
     p.add_argument("--metric", choices=METRICS, help="metric of a 'value' column")
     p.add_argument("--noise", type=noise, default=0.0, metavar="FRACTION",
-                   help="relative measurement noise per interval (default 0)")
+                   help="relative measurement noise per interval, from 0 to 1 (default 0)")
     p.add_argument("--seed", type=seed, default=0, metavar="N", help="random seed for the noise (default 0)")
     add_output_options(p)
 
@@ -36,12 +36,13 @@ def _tune_sim_arguments(p: argparse.ArgumentParser) -> None:
 def cmd_tune_sim(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from ..io.readers.measurements import read_measurements
+    from ..io.readers.measurements import read_curve
     from ..model.tuning.tunesim import simulate
     from ..model.tuning.tuners import Binsearch, OPreSca
 
     try:
-        data = read_measurements(args.file, args.metric).at_target_size()
+        data, unit = read_curve(args.file, args.metric)
+        data = data.at_target_size()
     except InputError as e:
         raise CliError(str(e)) from None
     if len(data) < 3:
@@ -61,11 +62,11 @@ def cmd_tune_sim(args: argparse.Namespace) -> int:
                               "final_loss": float(r["final_loss"]), "sum_loss": float(r["sum_loss"]),
                               "counts_tried": [int(c) for c, _, _ in paths[name]]}
                        for name, r in results.items()},
-                    "input": {"file": args.file, "counts": counts, "metric": data.metric,
+                    "input": {"file": args.file, "counts": counts, "count_unit": unit, "metric": data.metric,
                               "best_measured": best, "noise": float(args.noise), "seed": int(args.seed)}})
         return 0
-    print(f"{printable(args.file)}: {len(counts)} counts ({counts[0]}..{counts[-1]}), {data.metric}, "
-          f"best measured at {best}; noise {args.noise:g}\n")
+    print(f"{printable(args.file)}: {len(counts)} counts of {unit} ({counts[0]}..{counts[-1]}), {data.metric}, "
+          f"best measured at {best} {unit}; noise {args.noise:g}\n")
     print(f"{'tuner':10s} {'steps':>5s} {'chosen':>6s} {'final loss':>10s} {'summed loss':>11s}  counts tried")
     for name, label in (("opresca", "OPreSca"), ("binsearch", "Binsearch")):
         r = results[name]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Optional
 
 from ..errors import InputError
+from ..model.scaling import MAX_COUNT, over_max_count
 from .fileio import json_number, parse_json, read_text, shown, write_file
 
 MIN_REGION_SHARE = 0.05  # regions taking less of the run are not extrapolated on their own
@@ -103,6 +104,8 @@ def _check_sweep_entry(path: str, i: int, entry, where: str | None = None) -> No
     n = entry["threads"]
     if json_number(n) is None or n < 1 or n != int(n):
         raise InputError(f"{where}: \"threads\" {_short(n)} must be a whole number >= 1")
+    if n > MAX_COUNT:
+        raise InputError(f"{where}: \"threads\" {over_max_count(json.dumps(n))}")
     t = entry["time_s"]
     if json_number(t) is None or t <= 0:
         raise InputError(f"{where}: \"time_s\" {_short(t)} must be a positive number")

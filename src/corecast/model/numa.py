@@ -244,7 +244,9 @@ def check_rates(machine: Machine, rates: Rates) -> None:
 
 def _values(value: Any, key: str, k: int | None) -> list[float]:
     if not isinstance(value, list) or not value:
-        raise SampleError(f"'{key}' must be a list with one number per memory node")
+        # llc may also be one total (_split_llc): say so where it is neither
+        also = ", or one number: the total split by the DRAM request ratio" if key == "llc" else ""
+        raise SampleError(f"'{key}' must be a list with one number per memory node{also}")
     out = []
     for i, v in enumerate(value):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:

@@ -29,6 +29,19 @@ if TYPE_CHECKING:
 # count (Extra-P's parameter ``x``) labels the counts as it is.
 COUNT_UNITS = {"thread": "threads", "rank": "ranks", "process": "processes", "core": "cores", "node": "nodes"}
 
+# The largest count corecast reads or predicts: every count up to --upto is predicted, so
+# the grid stays bounded; every reader of counts refuses more (a file's count of 2^70 was
+# exported and read back only for predict to refuse it).  Here, standard library only, so
+# that the readers check it without importing numpy.
+MAX_COUNT = 100_000
+
+
+def over_max_count(text: str) -> str:
+    """Why the count written ``text`` is refused: above ``MAX_COUNT`` (a long one said by
+    its digits, not all of them)."""
+    shown = text if len(text) <= 20 else f"a count of {len(text)} digits"
+    return f"{shown} is above {MAX_COUNT}, the largest count corecast predicts"
+
 
 def count_unit_of(name: str) -> str:
     """The ``count_unit`` of counts another tool calls ``name`` (Extra-P's ``p``, ``x``,

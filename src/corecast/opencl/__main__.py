@@ -1,7 +1,8 @@
 """``python -m corecast.opencl prog.py ARGS`` (or ``-m module ARGS``): run a pyopencl
 program as ``python prog.py ARGS`` would, with its kernels measured and reported at exit.
 
-The program gets ``sys.argv`` = [prog.py, ARGS...], ``sys.path[0]`` = its folder and
+The program gets ``sys.argv`` = [prog.py, ARGS...] (``prog.py`` as typed, as python keeps
+it; ``__file__`` is the absolute path), ``sys.path[0]`` = its folder and
 ``__name__ == "__main__"``; its exit status, output and tracebacks are its own (the frames
 of this runner are left out of a traceback).
 """
@@ -20,7 +21,7 @@ def _own_frames(tb, first_file: str | None):
     start = tb
     while tb is not None:
         name = tb.tb_frame.f_code.co_filename
-        if first_file is not None and os.path.abspath(name) == first_file:
+        if first_file is not None and os.path.abspath(name) == os.path.abspath(first_file):
             return tb
         if first_file is None and tb.tb_frame.f_globals.get("__name__") == "__main__" \
                 and not name.startswith("<frozen") and os.path.abspath(name) != os.path.abspath(__file__):
@@ -37,6 +38,29 @@ def _own_frames(tb, first_file: str | None):
     return tb
 
 
+def _run_script(path: str) -> None:
+    """``runpy.run_path(path, run_name="__main__")`` of a script file, but for
+    ``sys.argv[0]``: run_path sets it to the path it runs, the absolute one here (for
+    ``__file__``, as python's own), where ``python prog.py`` keeps it as typed."""
+    import io
+    import types
+    from pkgutil import read_code
+
+    with io.open_code(path) as f:  # a compiled file runs as run_path runs it
+        code = read_code(f)
+    if code is None:
+        with io.open_code(path) as f:
+            code = compile(f.read(), path, "exec")
+    module = types.ModuleType("__main__")  # run_path's globals: no loader, no spec, package ""
+    module.__dict__.update(__file__=path, __cached__=None, __loader__=None, __package__="", __spec__=None)
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = module  # pickle and multiprocessing find the program's classes
+    try:
+        exec(code, module.__dict__)
+    finally:
+        sys.modules["__main__"] = saved
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help"):
@@ -50,7 +74,8 @@ def main(argv: list[str] | None = None) -> int:
         module, args = args[1], args[1:]
         path = None
     else:
-        path = os.path.abspath(args[0])
+        # __file__ as python makes it: the folder joined to the name as typed, not normalised
+        path = os.path.join(os.getcwd(), args[0])
         if not os.path.exists(path):
             print(f"corecast: error: {args[0]}: no such file", file=sys.stderr)
             return 2
@@ -60,13 +85,15 @@ def main(argv: list[str] | None = None) -> int:
     instrument()
     sys.argv = args
     if path is not None:
-        sys.path[0] = os.path.dirname(path)
+        sys.path[0] = os.path.dirname(os.path.abspath(path))
     else:
         sys.path[0] = os.getcwd()
     try:
         if module is not None:
             runpy.run_module(module, run_name="__main__", alter_sys=True)
-        else:
+        elif os.path.isfile(path):
+            _run_script(path)
+        else:  # a folder or zip file with __main__.py
             runpy.run_path(path, run_name="__main__")
     except SystemExit:
         raise

@@ -11,6 +11,7 @@ from typing import Iterable, Optional, Sequence
 
 from ..errors import InputError
 from ..model.machine.sysfs import allowed_cpus
+from ..model.scaling import MAX_COUNT, over_max_count
 from ..io.sweepresult import SweepError
 
 RUNTIMES = ("openmp", "pthreads", "opencl")
@@ -39,6 +40,8 @@ def parse_threads(text: str) -> list[int]:
             raise InputError(f"--threads: {item!r} is not a whole number") from None
         if n < 1:
             raise InputError(f"--threads: {n} is below 1")
+        if n > MAX_COUNT:
+            raise InputError(f"--threads: {over_max_count(str(n))}")
         if n in counts:
             raise InputError(f"--threads: count {n} is listed twice (use --repeat for repetitions)")
         counts.append(n)
@@ -50,7 +53,7 @@ def default_counts() -> list[int]:
 
 
 def default_upto(counts: Iterable[int]) -> int:
-    return max(MIN_DEFAULT_UPTO, 2 * max(counts))
+    return max(MIN_DEFAULT_UPTO, min(2 * max(counts), MAX_COUNT))
 
 
 def substitute(command: Sequence[str], threads: int, ranks: int | None = None) -> list[str]:

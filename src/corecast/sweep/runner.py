@@ -73,7 +73,7 @@ def run_sweep(
                          f"add some ({flag} 1,2)" if threads else
                          f"a prediction needs at least {MIN_COUNTS} counts, and this process may use "
                          f"{len(counts)} CPU; give them with --threads 1,2 (the second runs oversubscribed)")
-    from ..model.curve.prediction import MAX_COUNT
+    from ..model.scaling import MAX_COUNT
 
     if upto is not None and not 1 <= upto <= MAX_COUNT:
         raise SweepError(f"--upto must be between 1 and {MAX_COUNT}, got {upto}")

@@ -147,7 +147,7 @@ def collect_runs(paths: list[str], format: str | None = None) -> tuple[list[Run]
 
 def runs_of(recordings: Iterable[tuple[str, list[RecordedProcess]]]) -> tuple[list[Run], list[str]]:
     """``collect_runs`` of recordings already read: (file, its processes) each."""
-    from ..model.curve.prediction import MAX_COUNT
+    from ..model.scaling import MAX_COUNT
 
     runs: dict[int, list[Run]] = {}
     seen: dict[tuple, str] = {}  # a process's records, by what they say: the file they came from

@@ -15,11 +15,16 @@ from ..model.curve.entities import Measurements, CurvePrediction
 from ..errors import InputError
 from ..io.fileio import write_file
 
-# Every format the Agg canvas writes (png, svg, pdf, jpg, eps, ...), by suffix.  A name
+# Formats the Agg canvas offers that corecast refuses, with why: PostScript has no
+# transparency (matplotlib drew the band opaque and printed its own warning), PGF runs LaTeX.
+REFUSED = {"eps": "PostScript has no transparency, which the band needs",
+           "ps": "PostScript has no transparency, which the band needs",
+           "pgf": "PGF is typeset by LaTeX"}
+# Every other format the Agg canvas writes (png, svg, pdf, jpg, ...), by suffix.  A name
 # with any other suffix (.bmp, .xyz, .out) is an error, never PNG bytes under a misleading
 # name; a name without one (``-``, /dev/fd/3) gets PNG, and so does a FIFO or device that
 # exists, whatever its name: no file is named there.
-FORMATS = tuple(FigureCanvasAgg.get_supported_filetypes())
+FORMATS = tuple(f for f in FigureCanvasAgg.get_supported_filetypes() if f not in REFUSED)
 
 
 def image_format(path: str) -> str:
@@ -31,6 +36,9 @@ def image_format(path: str) -> str:
         return suffix
     if not suffix or _special(path):
         return "png"
+    if suffix in REFUSED:
+        raise InputError(f"{path}: cannot plot to a .{suffix} file: {REFUSED[suffix]}; "
+                         "name it .pdf or .svg (vector formats too) or .png")
     raise InputError(f"{path}: cannot plot to a .{suffix} file: name it .png, .svg or .pdf "
                      f"(or {', '.join('.' + f for f in FORMATS if f not in ('png', 'svg', 'pdf'))})")
 

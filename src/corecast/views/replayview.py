@@ -68,7 +68,9 @@ def table(rep: ReplayedProcess, machine: str | None = None) -> str:
     proc = rep.recorded
     cols = col.speedup_columns(rep.target)
     cores = f"{proc.cores} cores" if proc.cores else "cores not recorded"
-    out = [f"corecast replay: pid {proc.pid}, {cores}, {proc.elapsed_s:.3g}s; predicted speedup "
+    # 0: the summary line, which records it, is missing (a run stopped before writing it)
+    elapsed = f"{proc.elapsed_s:.3g}s" if proc.elapsed_s > 0 else "time not recorded"
+    out = [f"corecast replay: pid {proc.pid}, {cores}, {elapsed}; predicted speedup "
            f"up to {_counted(rep)} on {article(rep.predicted_cores)} {rep.predicted_cores}-core machine "
            f"({'target' if rep.target_given else 'recorded target'})"
            + (f", calibrated ({printable(machine)})" if machine else ", calibrated (recorded)"

@@ -10,7 +10,9 @@
 - JSON, newer: ``{"parameters": ["x"], "measurements": {CALLPATH: {METRIC:
   [{"point": [4], "values": [...]}]}}}``;
 - JSON Lines: ``{"params": {"x": 4}, "callpath": ..., "metric": ..., "value": v}`` per
-  repetition (callpath ``<root>`` and metric ``<default>`` when absent, as Extra-P does).
+  repetition (callpath ``<root>`` and metric ``<default>`` when absent, as Extra-P does);
+  ``"cpus_allowed"``, which ``corecast export --extrap`` adds where the sweep recorded it,
+  leaves out counts that ran oversubscribed as ``predict`` of the sweep result does.
 
 corecast reads files with one parameter, the count; its values must be whole numbers, and
 its name labels the counts (``model.scaling.count_unit_of``).
@@ -23,6 +25,7 @@ import re
 from ...errors import InputError
 from ...model.scaling import count_unit_of
 from ..fileio import parse_json, quoted
+from ..sweepresult import cpus_allowed
 from .measurements import finite_number
 from .raw import RawSeries, Series, as_count, named_curves, no_count_attribute
 from .registry import CURVES, NOT_JSON, Reader, Sniff
@@ -38,6 +41,7 @@ class _Collector:
     def __init__(self) -> None:
         self.series: dict[tuple[str, str], list[tuple[float, float]]] = {}
         self.parameter = ""  # the one parameter's name: what the counts are called
+        self.cpus_allowed: int | None = None  # JSON Lines of `corecast export --extrap`: the sweep's CPUs
 
     def add(self, callpath: str, metric: str, count: float, values: list[float]) -> None:
         self.series.setdefault((callpath, metric), []).extend((count, v) for v in values)
@@ -46,7 +50,7 @@ class _Collector:
         if not self.series:
             raise InputError(f"{path}: no measurements (not an Extra-P input file?)")
         unit = count_unit_of(self.parameter) if self.parameter.strip() else "count"
-        return [RawSeries(c, m, pts, unit) for (c, m), pts in self.series.items()]
+        return [RawSeries(c, m, pts, unit, cpus_allowed=self.cpus_allowed) for (c, m), pts in self.series.items()]
 
 
 def parse(text: str, path: str) -> list[RawSeries]:
@@ -218,7 +222,20 @@ def _parse_jsonlines(text: str, path: str) -> list[RawSeries]:
         n = as_count(_value(params[param], where), where)
         out.add(str(rec.get("callpath", DEFAULT_CALLPATH)), str(rec.get("metric", DEFAULT_METRIC)), n,
                 [_value(rec["value"], where)])
+        _sweeps_cpus(out, rec, where)
     return out.result(path)
+
+
+def _sweeps_cpus(out: _Collector, rec: dict, where: str) -> None:
+    """A record's ``cpus_allowed`` (``corecast export --extrap`` writes the sweep's on every
+    line; Extra-P reads past keys it does not know): one value for the whole file."""
+    cpus = cpus_allowed(rec, where)
+    if cpus is None:
+        return
+    if out.cpus_allowed is not None and cpus != out.cpus_allowed:
+        raise InputError(f"{where}: \"cpus_allowed\" {cpus}, earlier lines have {out.cpus_allowed} "
+                         "(runs of different sweeps)")
+    out.cpus_allowed = cpus
 
 
 # ---------------------------------------------------------------- their readers

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator
 
 from ...errors import InputError
-from ...model.scaling import COUNT_UNITS, count_unit_of
+from ...model.scaling import COUNT_UNITS, MAX_COUNT, count_unit_of, over_max_count
 from ..fileio import quoted, read_text, shown
 from .raw import Series, check_metric, one_curve
 from .registry import CURVES, Reader
@@ -166,16 +166,21 @@ def _delimiter(text: str) -> str:
 def read_measurements(path: str, metric: str | None = None) -> Measurements:
     """Load a measurement CSV (or a sweep result's JSON); raises ``InputError`` (one line)
     on any bad input."""
-    return parse_measurements(read_text(path), shown(path), metric)
+    return read_curve(path, metric)[0]
 
 
-def parse_measurements(text: str, name: str, metric: str | None = None) -> Measurements:
-    """``read_measurements`` of ``text`` read from ``name`` (as messages show it)."""
-    from .sweepjson import looks_like_json, parse_sweep_measurements
+def read_curve(path: str, metric: str | None = None) -> tuple[Measurements, str]:
+    """``read_measurements`` and what the counts are (``count_unit``: the CSV's count
+    column, ``csv_count_unit``, or the sweep result's ``count``)."""
+    from ..sweepresult import count_unit, parse_sweep_json
+    from .sweepjson import looks_like_json, sweep_measurements
 
+    text, name = read_text(path), shown(path)
     if looks_like_json(name, text):
-        return parse_sweep_measurements(text, name, metric)
-    return parse_csv_measurements(text, name, metric)
+        check_metric(metric)
+        result = parse_sweep_json(text, name)
+        return sweep_measurements(result, name, metric), count_unit(result)
+    return _parse_csv(text, name, metric)
 
 
 def parse_csv_measurements(text: str, name: str, metric: str | None = None) -> Measurements:
@@ -340,7 +345,7 @@ def finite_number(text: str, where: str) -> float:
 
 def _allowed(kind: str, x: float) -> bool:
     if kind == "count":
-        return x >= 1 and x == int(x)
+        return 1 <= x <= MAX_COUNT and x == int(x)
     if kind in ("value", "size"):
         return x > 0
     return kind != "stall" or x >= 0
@@ -354,6 +359,9 @@ def _cell_error(table: Table, line: int, col: int, raw: str, kind: str) -> None:
         raise InputError(f"{where}: empty cell")
     finite_number(raw, where)  # not a (finite) number
     if kind == "count":
+        x = float(raw)
+        if x >= 1 and x == int(x):
+            raise InputError(f"{where}: count {over_max_count(raw)}")
         raise InputError(f"{where}: count {raw!r} must be a whole number >= 1")
     if kind in ("value", "size"):
         raise InputError(f"{where}: {raw!r} must be positive")

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ...errors import InputError
+from ...model.scaling import MAX_COUNT, over_max_count
 
 if TYPE_CHECKING:
     from ...model.curve.entities import Measurements
@@ -46,13 +47,32 @@ class RawSeries:
     points: list[tuple[float, float]]
     count_unit: str = "threads"  # "ranks" where the count is an MPI rank count; scaling.count_unit_of
     warnings: list[str] = field(default_factory=list)  # as Series.warnings
+    cpus_allowed: int | None = None  # the CPUs a sweep's runs shared (an export of it says)
+
+
+def as_the_sweep(series: Series, cpus: int | None) -> None:
+    """The curve as the sweep fitted it (``hardware.fitted_within``, the sweep's own rule):
+    where counts ran oversubscribed on its ``cpus`` and 2 counts or more did not, those
+    alone, on a machine of ``cpus`` hardware threads (predict's own, unless it is given
+    one); otherwise every count, and no machine, as the sweep.  For a sweep result and
+    its Extra-P export alike."""
+    from ...model.machine.hardware import fitted_within
+
+    inside, note = fitted_within(list(series.data.counts), cpus)
+    if note:
+        series.warnings.append(note)
+    if inside is not None:
+        series.data = series.data.subset(inside)
+        series.hw_threads = cpus
 
 
 def as_count(x: float, where: str) -> float:
-    """``x`` checked to be a count (a whole number >= 1)."""
+    """``x`` checked to be a count (a whole number from 1 to ``MAX_COUNT``)."""
     if not (math.isfinite(x) and x >= 1 and x == int(x)):
         raise InputError(f"{where}: {x:g} is not a count (a whole number >= 1); corecast's "
                          "one parameter is the thread, core or process count")
+    if x > MAX_COUNT:
+        raise InputError(f"{where}: {over_max_count(f'{x:.0f}')}")
     return float(x)
 
 
@@ -137,4 +157,6 @@ def _series(raw: RawSeries, source: str, metric: str | None,
         data = Measurements.from_samples(counts, values, metric or "time", stalls=stalls)
     except InputError as exc:
         return Series(None, raw.callpath, raw.metric_name, source, error=str(exc), count_unit=raw.count_unit)
-    return Series(data, raw.callpath, raw.metric_name, source, count_unit=raw.count_unit)
+    series = Series(data, raw.callpath, raw.metric_name, source, count_unit=raw.count_unit)
+    as_the_sweep(series, raw.cpus_allowed)
+    return series

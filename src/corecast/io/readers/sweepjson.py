@@ -15,7 +15,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from ...errors import InputError
-from .raw import Series, check_metric, one_curve
+from .raw import Series, as_the_sweep, check_metric, one_curve
 from .registry import CURVES, Reader
 
 if TYPE_CHECKING:
@@ -25,14 +25,6 @@ if TYPE_CHECKING:
 def looks_like_json(path: str, text: str) -> bool:
     """A ``.json`` name, or a first non-blank character ``{`` (a CSV never starts so)."""
     return path.lower().endswith(".json") or text.lstrip().startswith("{")
-
-
-def parse_sweep_measurements(text: str, name: str, metric: str | None = None) -> Measurements:
-    """The sweep result ``text`` read from ``name`` (``sweep_measurements``)."""
-    from ..sweepresult import parse_sweep_json
-
-    check_metric(metric)
-    return sweep_measurements(parse_sweep_json(text, name), name, metric)
 
 
 def sweep_measurements(result: dict, path: str, metric: str | None = None) -> Measurements:
@@ -89,23 +81,8 @@ def _load_sweep(files: list[tuple[str, str]], metric: str | None = None, callpat
     # A launcher's sweep counted ranks: its curve is labelled so, as merge's is.
     (series,) = one_curve(sweep_measurements(result, name, metric), name, callpath, profile_metric,
                           count_unit(result), count_attribute)
-    _as_the_sweep(series, cpus_allowed(result, name))
+    as_the_sweep(series, cpus_allowed(result, name))
     return [series]
-
-
-def _as_the_sweep(series: Series, cpus: int | None) -> None:
-    """The curve as the sweep fitted it (``hardware.fitted_within``, the sweep's own rule):
-    where counts ran oversubscribed on its ``cpus`` and 2 counts or more did not, those
-    alone, on a machine of ``cpus`` hardware threads (predict's own, unless it is given
-    one); otherwise every count, and no machine, as the sweep."""
-    from ...model.machine.hardware import fitted_within
-
-    inside, note = fitted_within(list(series.data.counts), cpus)
-    if note:
-        series.warnings.append(note)
-    if inside is not None:
-        series.data = series.data.subset(inside)
-        series.hw_threads = cpus
 
 
 READER = Reader(

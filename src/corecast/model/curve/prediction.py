@@ -13,6 +13,7 @@ from .entities import Fit, InputError, Measurements, CurvePrediction, from_perf
 from ...errors import article
 from .fitquality import count_params, fit_quality
 from .fitting import rms
+from ..scaling import MAX_COUNT
 from ..machine.hardware import SMT_YIELD_RANGE, Hardware, oversubscribed
 from .preference import (DEFAULT_MIN_GAIN, PREFERRED_SLACK, SCALINGS, _supported, fastest_count,  # noqa: F401
                          horizon_bound, knee_count, measured_preferred, weak_look,
@@ -24,7 +25,6 @@ from .preference import (DEFAULT_MIN_GAIN, PREFERRED_SLACK, SCALINGS, _supported
 BAND_FLOOR = 0.02
 BAND_GROWTH = 0.25
 DEFAULT_KNEE_FRACTION = 0.1
-MAX_COUNT = 100_000  # every count up to --upto is predicted: keep that grid bounded
 # Models are fitted to at most this many points per input size (more are pooled into bins
 # of neighbouring counts, see Measurements.binned): PreSca refits on every other prefix of
 # the points, so its cost grows with their square while dense counts add little.  128

@@ -2,10 +2,14 @@
 measured curve used as the oracle."""
 from __future__ import annotations
 
-import math
 from typing import Sequence
 
 from .tuners import Tuner
+
+
+# The largest relative noise: past it 1 + noise * N(0, 1) is below 0 more often than once
+# in six intervals (a performance that is not one; such draws are held at a trace of the best).
+MAX_NOISE = 1.0
 
 
 def simulate(
@@ -35,8 +39,8 @@ def simulate(
     table = {int(c): float(p) for c, p in zip(counts, perf)}
     if not table:
         raise ValueError("empty curve")
-    if not (noise >= 0 and math.isfinite(noise)):
-        raise ValueError("noise must be a finite number >= 0")
+    if not 0 <= noise <= MAX_NOISE:
+        raise ValueError(f"noise must be a fraction from 0 to {MAX_NOISE:g}")
     top = max(table.values())
     import numpy as np  # the noise generator only: the tuners themselves need no numpy
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import json
 
 from ...io.fileio import write_file
-from ...io.sweepresult import SOURCE, check_sweep, regions_of
+from ...io.sweepresult import SOURCE, check_sweep, cpus_allowed, regions_of
 
 # One parameter, named after what the sweep counted ("threads", or "ranks" for a launcher's
 # sweep: the result's "count"), so that Extra-P's models and `corecast predict` of the file
@@ -30,10 +30,15 @@ def extrap_records(result: dict, source: str = SOURCE) -> list[dict]:
     (callpath, metric) pair on its own either way.  Each region of ``regions`` adds
     callpath ``main->REGION``, metric ``time``, with the region's own time per run (per
     count where its entry has no ``runs``).  The
-    parameter is ``ranks`` where the sweep counted ranks (``"count"``).
+    parameter is ``ranks`` where the sweep counted ranks (``"count"``).  Every record has
+    the sweep's ``"cpus_allowed"`` where it has one.
     """
     check_sweep(result, source)
     name = parameter_of(result)
+    # The CPUs the runs shared, on every line (Extra-P's reader reads past a key it does not
+    # know): corecast's reader of the file leaves out oversubscribed counts, as of the sweep.
+    cpus = cpus_allowed(result, source)
+    extra = {"cpus_allowed": cpus} if cpus is not None else {}
     records = []
     for e in result["measured"]:
         # A result that kept its repetitions ("runs") gives a line per run; an older one
@@ -41,16 +46,17 @@ def extrap_records(result: dict, source: str = SOURCE) -> list[dict]:
         for run in e.get("runs") or [e]:
             params = {name: _as_int(e["threads"])}
             records.append({"params": params, "callpath": EXTRAP_CALLPATH, "metric": EXTRAP_TIME_METRIC,
-                            "value": float(run["time_s"])})
+                            "value": float(run["time_s"]), **extra})
             for cat in sorted(run.get("stalls_s") or {}):
                 records.append({"params": dict(params), "callpath": EXTRAP_CALLPATH,
-                                "metric": EXTRAP_STALL_METRIC.format(cat), "value": float(run["stalls_s"][cat])})
+                                "metric": EXTRAP_STALL_METRIC.format(cat), "value": float(run["stalls_s"][cat]),
+                                **extra})
     for r in regions_of(result.get("regions"), source):
         for e in r["measured"]:
             for run in e.get("runs") or [e]:  # a line per run, as the whole program's
                 records.append({"params": {name: _as_int(e["threads"])},
                                 "callpath": EXTRAP_REGION_CALLPATH.format(r["name"]),
-                                "metric": EXTRAP_TIME_METRIC, "value": float(run["time_s"])})
+                                "metric": EXTRAP_TIME_METRIC, "value": float(run["time_s"]), **extra})
     return records
 
 
