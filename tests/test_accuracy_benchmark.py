@@ -256,6 +256,8 @@ def test_past_the_hardware_threads_the_variants_fall(metric):
     assert np.array_equal(bench.PastHw(1.0).values(bare, values), values)
     assert bench.hw_threads(bare) is None and bench.hw_threads(sp) == 36
     assert bench.hw_threads(replace(sp, train=sp.full)) is None
+    # trained up to the hardware threads exactly, the machine still applies (predict: top <= hw)
+    assert bench.hw_threads(replace(sp, machine=(8, None, None, None))) == 8
 
 
 @pytest.mark.parametrize("metric", ["throughput", "time"])

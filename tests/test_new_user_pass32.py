@@ -194,3 +194,38 @@ def test_merges_one_run_preferred_count_says_it_stops_at_the_largest_run(tmp_pat
     assert main(["merge", str(r0), str(r1)]) == 0
     (line,) = [x for x in capsys.readouterr().out.splitlines() if "preferred:" in x]
     assert "preferred: 2 ranks" in line and "no further than the largest run" in line
+
+
+def test_a_cut_short_last_line_is_told_apart_from_a_bad_one_and_a_one_line_file(tmp_path, capsys):
+    # (mutation audit) the file's end inside its last line only when no newline follows it,
+    # and "delete it to read the lines before" only where there are lines before it
+    records = _lines()
+    path = _write(tmp_path / "r.jsonl", records[:-1], json.dumps(records[-1])[:40] + "\n")
+    err = assert_one_line_error(capsys, ["replay", str(path)])
+    assert "line 3: not JSON" in err and "file ends inside it" not in err
+    path.write_text(json.dumps(records[0])[:40])
+    err = assert_one_line_error(capsys, ["replay", str(path)])
+    assert "line 1: not JSON: cut short, the file ends inside it" in err and "delete it" not in err
+
+
+def test_json_text_ending_after_a_comma_is_cut_short(tmp_path, capsys):
+    # json says "Expecting property name" at the text's very end: no trailing newline
+    path = tmp_path / "sweep.json"
+    path.write_text('{"measured": [{"threads": 1,')
+    err = assert_one_line_error(capsys, ["export", "--extrap", str(tmp_path / "o.jsonl"), str(path)])
+    assert err.rstrip().endswith("cut short (the text ends inside a JSON value)")
+
+
+def test_merge_keeps_two_runs_whose_rank_has_the_same_pid(tmp_path, capsys):
+    # pids repeat across runs (another node, a recycled pid): other figures, another run
+    r0 = _write(tmp_path / "a-0.jsonl", _rank(0, 2, 1.0, 0.3, 10) + _rank(1, 2, 1.0, 0.1, 11))
+    r1 = _write(tmp_path / "b-0.jsonl", _rank(0, 2, 1.2, 0.3, 10) + _rank(1, 2, 1.2, 0.1, 21))
+    got = json.loads(_merge(capsys, str(r0), str(r1)))
+    assert len(got["runs"]) == 2 and not any("read already" in w for w in got["warnings"])
+
+
+def test_merges_one_run_preferred_count_below_the_largest_run_has_no_cap_note(tmp_path, capsys):
+    files = [str(_write(tmp_path / f"e-{r}.jsonl", _rank(r, 8, 1.0, 0.7, 50 + r))) for r in range(8)]
+    assert main(["merge", *files]) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if "preferred:" in x]
+    assert "preferred: 4 ranks" in line and "no further than the largest run" not in line

@@ -92,3 +92,14 @@ def test_bad_runs_are_one_line(tmp_path, capsys):
         assert err.count("\n") == 1 and "runs.jsonl: line 1" in err
         assert mod.main([str(tmp_path / "none")]) == 2
         assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_the_recordings_summary_counts_both_directions_and_only_those_outside():
+    """A recording 40% faster than its curve is as far off as one 40% slower, and only the
+    recordings outside the curve's repetitions are counted as such."""
+    bench = load_benchmark("noise16")
+    rows = [{"recordings": {4: {"ln_ratio": -0.5, "outside": True}}},
+            {"recordings": {4: {"ln_ratio": 0.05, "outside": False}}}, {"recordings": {}}]
+    got = bench.recording_summary(rows, 4)
+    assert (got["recordings"], got["over_20pct"], got["outside_repetitions"]) == (2, 1, 1)
+    assert got["median_abs_ln_ratio"] == pytest.approx(0.275)

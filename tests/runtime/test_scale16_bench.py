@@ -58,3 +58,15 @@ def test_held_out_suites_are_left_out_by_default(tmp_path, capsys):
         assert json.loads(capsys.readouterr().out)["rows"] == []
         assert mod.main([str(tmp_path), "--json", "--suites", "gapbs", "--skip-suites", ""]) == 0
         assert [r["curve"] for r in json.loads(capsys.readouterr().out)["rows"]] == ["mg"]
+
+
+def test_the_recorded_wall_is_the_summarys_elapsed_else_the_process_records():
+    """A recording's own run time: the summary's elapsed time, the process record's wall
+    time where the summary is missing, 0 where neither was written (no ratio is taken)."""
+    from types import SimpleNamespace
+
+    process = [{"name": "loop", "wall_s": 9.0}, {"name": "process", "wall_s": 1.5}]
+    wall = bench().recorded_wall
+    assert wall(SimpleNamespace(elapsed_s=2.0, regions=process)) == 2.0
+    assert wall(SimpleNamespace(elapsed_s=0.0, regions=process)) == 1.5
+    assert wall(SimpleNamespace(elapsed_s=0.0, regions=process[:1])) == 0.0
