@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.benchmark_module import BENCHMARKS, load_benchmark
+from benchmark_module import BENCHMARKS, load_benchmark
 
 
 def test_another_round_at_the_mean_round() -> None:
