@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from corecast.model.runtime import kernelmodel
-from tests.benchmark_module import load_benchmark
+from benchmark_module import load_benchmark
 
 
 @pytest.fixture(scope="module")
