@@ -192,6 +192,45 @@ def test_opencl_runner_keeps_argv0_as_typed(tmp_path, typed):
     assert ours.stdout.splitlines()[0] == plain.stdout.splitlines()[0]
 
 
+
+PRINTS_ITS_PATHS = "import sys\nprint(sys.argv, __name__, __file__, sys.path[0], len(sys.path))\n"
+
+
+@pytest.mark.parametrize("kind", ["folder", "zip"])
+def test_opencl_runner_runs_a_folder_or_zip_as_python_does(tmp_path, kind):
+    # a zip file was compiled as source (SyntaxError: null bytes), a folder's program got
+    # argv[0] absolute and one more sys.path entry than under python
+    import subprocess
+    import sys
+    import zipfile
+
+    (tmp_path / "app").mkdir()
+    (tmp_path / "app" / "__main__.py").write_text(PRINTS_ITS_PATHS)
+    typed = "app"
+    if kind == "zip":
+        typed = "app.zip"
+        with zipfile.ZipFile(tmp_path / typed, "w") as z:
+            z.write(tmp_path / "app" / "__main__.py", "__main__.py")
+    plain = subprocess.run([sys.executable, typed, "x"], cwd=tmp_path, capture_output=True, text=True)
+    ours = subprocess.run([sys.executable, "-m", "corecast.opencl", typed, "x"], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert plain.returncode == ours.returncode == 0, ours.stderr
+    assert ours.stdout.startswith(f"[{typed!r}, 'x'] __main__ ")
+    assert ours.stdout.splitlines()[0] == plain.stdout.splitlines()[0]
+
+
+def test_opencl_runner_refuses_a_folder_without_main_as_python_does(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "empty").mkdir()
+    plain = subprocess.run([sys.executable, "empty"], cwd=tmp_path, capture_output=True, text=True)
+    ours = subprocess.run([sys.executable, "-m", "corecast.opencl", "empty"], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert ours.returncode == plain.returncode == 1
+    assert len(ours.stderr.splitlines()) == 1 and "can't find '__main__' module" in ours.stderr
+
+
 OVERSUBSCRIBED = [(1, 10.0), (2, 5.2), (3, 3.8), (4, 6.0), (8, 7.0)]  # counts 4 and 8 past 3 CPUs
 
 

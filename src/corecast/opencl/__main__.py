@@ -3,7 +3,8 @@ program as ``python prog.py ARGS`` would, with its kernels measured and reported
 
 The program gets ``sys.argv`` = [prog.py, ARGS...] (``prog.py`` as typed, as python keeps
 it; ``__file__`` is the absolute path), ``sys.path[0]`` = its folder and
-``__name__ == "__main__"``; its exit status, output and tracebacks are its own (the frames
+``__name__ == "__main__"``; a folder or zip file holding ``__main__.py`` runs as python
+runs one (``sys.path[0]`` the folder or zip file itself); its exit status, output and tracebacks are its own (the frames
 of this runner are left out of a traceback).
 """
 from __future__ import annotations
@@ -12,6 +13,7 @@ import os
 import runpy
 import signal
 import sys
+import zipfile
 
 USAGE = "usage: python -m corecast.opencl prog.py [ARGS...]  |  python -m corecast.opencl -m module [ARGS...]"
 
@@ -61,6 +63,25 @@ def _run_script(path: str) -> None:
         sys.modules["__main__"] = saved
 
 
+def _run_main_of(path: str) -> None:
+    """A folder or zip file holding ``__main__.py``, run as ``python path`` runs it: its
+    ``__main__`` found through ``sys.path[0]`` (the caller sets it to the absolute path),
+    ``sys.argv[0]`` kept as typed; ``runpy.run_path`` would put the absolute path there.
+    The program's globals are a fresh module's, not this runner's."""
+    import types
+
+    run = getattr(runpy, "_run_module_as_main", None)  # what python's own start-up calls
+    if run is None:
+        runpy.run_path(path, run_name="__main__")
+        return
+    saved = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        run("__main__", alter_argv=False)
+    finally:
+        sys.modules["__main__"] = saved
+
+
 def main(argv: list[str] | None = None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help"):
@@ -84,17 +105,20 @@ def main(argv: list[str] | None = None) -> int:
 
     instrument()
     sys.argv = args
-    if path is not None:
+    runs_main_of = path is not None and (os.path.isdir(path) or zipfile.is_zipfile(path))
+    if runs_main_of:  # python puts the folder or zip file itself first
+        sys.path[0] = os.path.abspath(path)
+    elif path is not None:
         sys.path[0] = os.path.dirname(os.path.abspath(path))
     else:
         sys.path[0] = os.getcwd()
     try:
         if module is not None:
             runpy.run_module(module, run_name="__main__", alter_sys=True)
-        elif os.path.isfile(path):
+        elif runs_main_of:
+            _run_main_of(path)
+        else:
             _run_script(path)
-        else:  # a folder or zip file with __main__.py
-            runpy.run_path(path, run_name="__main__")
     except SystemExit:
         raise
     except BaseException as exc:
