@@ -175,22 +175,26 @@ print(sys.argv, __name__, __file__, type(p).__name__)
 """
 
 
+def _plain_and_ours(cwd, argv):
+    """``python ARGV`` and ``python -m corecast.opencl ARGV``, run in ``cwd``."""
+    import subprocess
+    import sys
+
+    return [subprocess.run([sys.executable, *runner, *argv], cwd=cwd, capture_output=True, text=True)
+            for runner in ([], ["-m", "corecast.opencl"])]
+
+
 @pytest.mark.parametrize("typed", ["prog.py", "./prog.py", "sub/../prog.py"])
 def test_opencl_runner_keeps_argv0_as_typed(tmp_path, typed):
     # python -m corecast.opencl prog.py gave the program sys.argv[0] == '/abs/path/prog.py'
     import os
-    import subprocess
-    import sys
 
     (tmp_path / "prog.py").write_text(PRINTS_ITS_NAMES)
     (tmp_path / "sub").mkdir()
-    plain = subprocess.run([sys.executable, typed, "x"], cwd=tmp_path, capture_output=True, text=True)
-    ours = subprocess.run([sys.executable, "-m", "corecast.opencl", typed, "x"], cwd=tmp_path,
-                          capture_output=True, text=True)
+    plain, ours = _plain_and_ours(tmp_path, [typed, "x"])
     assert plain.returncode == ours.returncode == 0, ours.stderr
     assert ours.stdout.startswith(f"[{typed!r}, 'x'] __main__ {os.path.join(str(tmp_path), typed)} Point")
     assert ours.stdout.splitlines()[0] == plain.stdout.splitlines()[0]
-
 
 
 PRINTS_ITS_PATHS = "import sys\nprint(sys.argv, __name__, __file__, sys.path[0], len(sys.path))\n"
@@ -200,8 +204,6 @@ PRINTS_ITS_PATHS = "import sys\nprint(sys.argv, __name__, __file__, sys.path[0],
 def test_opencl_runner_runs_a_folder_or_zip_as_python_does(tmp_path, kind):
     # a zip file was compiled as source (SyntaxError: null bytes), a folder's program got
     # argv[0] absolute and one more sys.path entry than under python
-    import subprocess
-    import sys
     import zipfile
 
     (tmp_path / "app").mkdir()
@@ -211,24 +213,23 @@ def test_opencl_runner_runs_a_folder_or_zip_as_python_does(tmp_path, kind):
         typed = "app.zip"
         with zipfile.ZipFile(tmp_path / typed, "w") as z:
             z.write(tmp_path / "app" / "__main__.py", "__main__.py")
-    plain = subprocess.run([sys.executable, typed, "x"], cwd=tmp_path, capture_output=True, text=True)
-    ours = subprocess.run([sys.executable, "-m", "corecast.opencl", typed, "x"], cwd=tmp_path,
-                          capture_output=True, text=True)
+    plain, ours = _plain_and_ours(tmp_path, [typed, "x"])
     assert plain.returncode == ours.returncode == 0, ours.stderr
     assert ours.stdout.startswith(f"[{typed!r}, 'x'] __main__ ")
     assert ours.stdout.splitlines()[0] == plain.stdout.splitlines()[0]
 
 
-def test_opencl_runner_refuses_a_folder_without_main_as_python_does(tmp_path):
-    import subprocess
-    import sys
+@pytest.mark.parametrize("typed", ["empty", "empty.zip"])
+def test_opencl_runner_refuses_a_folder_or_zip_without_main_in_one_line(tmp_path, typed):
+    import zipfile
 
     (tmp_path / "empty").mkdir()
-    plain = subprocess.run([sys.executable, "empty"], cwd=tmp_path, capture_output=True, text=True)
-    ours = subprocess.run([sys.executable, "-m", "corecast.opencl", "empty"], cwd=tmp_path,
-                          capture_output=True, text=True)
+    with zipfile.ZipFile(tmp_path / "empty.zip", "w") as z:
+        z.writestr("other.py", "print(1)\n")
+    plain, ours = _plain_and_ours(tmp_path, [typed])
     assert ours.returncode == plain.returncode == 1
-    assert len(ours.stderr.splitlines()) == 1 and "can't find '__main__' module" in ours.stderr
+    assert ours.stderr.startswith("corecast: error: can't find '__main__' module in ") and \
+        len(ours.stderr.splitlines()) == 1, ours.stderr
 
 
 OVERSUBSCRIBED = [(1, 10.0), (2, 5.2), (3, 3.8), (4, 6.0), (8, 7.0)]  # counts 4 and 8 past 3 CPUs

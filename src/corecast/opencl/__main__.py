@@ -69,7 +69,10 @@ def _run_main_of(path: str) -> None:
     ``sys.argv[0]`` kept as typed; ``runpy.run_path`` would put the absolute path there.
     The program's globals are a fresh module's, not this runner's."""
     import types
+    from importlib.machinery import PathFinder
 
+    if PathFinder.find_spec("__main__", [path]) is None:  # refused as a missing file is, before anything runs
+        raise ImportError(f"can't find '__main__' module in {path!r}")
     run = getattr(runpy, "_run_module_as_main", None)  # what python's own start-up calls
     if run is None:
         runpy.run_path(path, run_name="__main__")
