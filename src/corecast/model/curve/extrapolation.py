@@ -25,7 +25,7 @@ def extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[st
     there is no sign of weak scaling."""
     from .methods.auto import STALL_COLUMNS
     from .methods.estima import MIN_POINTS
-    from .prediction import POOR_FIT, predict
+    from .prediction import POOR_FIT, predict, with_advice
     import numpy as np
 
     from .preference import weak_look
@@ -70,7 +70,12 @@ def extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[st
         result["basis"] = pred.reason
     # ESTIMA's own run on the categories below says once why it could not use them;
     # auto's note that its ESTIMA member left the stall columns unused is the same news.
-    warnings.extend(w for w in pred.warnings if not w.startswith(f"{STALL_COLUMNS} unused"))
+    # sweep has no --method: its fit warnings say where another method can be tried
+    name = result.get("name")
+    advice = ("; try another with 'corecast predict --method' on the sweep's --json-out file" if name is None
+              else f"; try another with 'corecast predict --callpath \"main->{name}\" --method' on "
+              "'corecast export --extrap' of the sweep's --json-out file")
+    warnings.extend(w for w in with_advice(pred.warnings, advice) if not w.startswith(f"{STALL_COLUMNS} unused"))
     result["predictions"] = [
         {"threads": int(n), "value": float(v), "low": float(lo), "high": float(hi), "speedup": float(s)}
         for n, v, lo, hi, s in zip(pred.counts, pred.values, pred.low, pred.high, pred.speedup)
