@@ -325,9 +325,16 @@ def markdown() -> str:
     return "\n".join(out)
 
 
-def main(argv: Sequence[str] = ()) -> int:
-    """Rewrite native/settings.h and docs/environment.md from the table."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+def main(argv: Sequence[str] = (), root: Optional[str] = None) -> int:
+    """Rewrite native/settings.h and docs/environment.md from the table (``root``: the
+    source tree, by default the one this file is in)."""
+    if root is None:
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    if not all(os.path.isdir(os.path.join(root, d)) for d in ("native", "docs")):
+        # an installed copy has no source tree to write into (it raised FileNotFoundError)
+        sys.stderr.write(f"corecast: error: {root} is not corecast's source tree: run "
+                         "PYTHONPATH=src python -m corecast.io.settings in a checkout\n")
+        return 2
     for rel, text in (("native/settings.h", c_header()), ("docs/environment.md", markdown())):
         with open(os.path.join(root, rel), "w") as f:  # the source tree's: run from src/
             f.write(text)
