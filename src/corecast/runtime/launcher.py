@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 from ..io import settings
 from .._native import PRELOAD
-from ..io.fileio import hostile_symlink, printable
+from ..io.fileio import hostile_symlink
 from .autoload import autoload_env
 
 PT_INTERP = 3
@@ -190,11 +190,6 @@ def run(
                       target_machine=target_machine, probe=probe)
     if json_out is not None:  # this process becomes the program: same pid
         start_output(settings.output_path(env[settings.OUTPUT], env, os.getpid()), json_out)
-    elif env.get(settings.OUTPUT):  # set outside: refused as --json-out is, but appended to, not emptied
-        path = settings.output_path(env[settings.OUTPUT], env, os.getpid())
-        if os.path.isdir(path) or not os.path.isdir(os.path.dirname(os.path.abspath(path))):
-            raise LaunchError(f"{settings.OUTPUT}={printable(path)}: "
-                              + ("is a directory" if os.path.isdir(path) else "cannot write: No such file or directory"))
     # The program keeps this pid: only it says "serial run", not every serial child it starts.
     env[settings.LAUNCH_PID] = str(os.getpid())
     env[settings.STDERR] = stderr_identity()
