@@ -217,7 +217,8 @@ def merge(paths: list[str], upto: int | None = None, format: str | None = None) 
     upto = upto or max(16, 2 * largest)
     sizes = sorted({r.ranks for r in runs})
     if len(sizes) >= 3:
-        from ..model.curve.prediction import predict, with_advice
+        from ..model.curve.extrapolation import with_advice
+        from ..model.curve.prediction import predict
 
         pred = predict([r.ranks for r in runs], [r.time_s for r in runs], metric="time", upto=upto,
                        method="regression",

@@ -25,7 +25,7 @@ def extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[st
     there is no sign of weak scaling."""
     from .methods.auto import STALL_COLUMNS
     from .methods.estima import MIN_POINTS
-    from .prediction import POOR_FIT, predict, with_advice
+    from .prediction import POOR_FIT, predict
     import numpy as np
 
     from .preference import weak_look
@@ -119,6 +119,15 @@ def extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[st
         at_end = {k: curves[k][-1] for k in categories}
         top = max(at_end, key=lambda k: at_end[k])
         result["bottleneck"] = top if at_end[top] >= CLOCK_RESOLUTION_S else None
+
+
+TRY_METHOD = "; try another --method"  # how prediction.fit_miss's warnings end
+
+
+def with_advice(warnings: list[str], advice: str) -> list[str]:
+    """``warnings`` with predict's advice to try another ``--method`` replaced by ``advice``
+    (``"; ..."``, or "" for none), for commands that have no ``--method`` (sweep, merge)."""
+    return [w[:-len(TRY_METHOD)] + advice if w.endswith(TRY_METHOD) else w for w in warnings]
 
 
 def estima_categories(ok: list[int], per_count: dict, categories: list[str],

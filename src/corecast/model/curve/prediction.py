@@ -332,15 +332,6 @@ def _fit_quality(fit: Fit, name: str, curve: Measurements, scale: float, at_meas
     return rows
 
 
-TRY_METHOD = "; try another --method"  # fit_miss's advice, which commands without --method replace
-
-
-def with_advice(warnings: list[str], advice: str) -> list[str]:
-    """``warnings`` with fit_miss's advice to try another ``--method`` replaced by ``advice``
-    (``"; ..."``, or "" for none), for commands that have no ``--method`` (sweep, merge)."""
-    return [w[:-len(TRY_METHOD)] + advice if w.endswith(TRY_METHOD) else w for w in warnings]
-
-
 def fit_miss(log_err: np.ndarray, at_measured: np.ndarray, curve: Measurements, scale: float) -> str | None:
     """A warning when the fit misses a measured value by more than ``MISS_FACTOR``
     (either way), or its SMAPE over the measured counts exceeds ``POOR_SMAPE``, else None.  ``at_measured``: the fit's performance at ``curve.counts``;
@@ -362,10 +353,10 @@ def fit_miss(log_err: np.ndarray, at_measured: np.ndarray, curve: Measurements, 
     worst_at = f"worst at {curve.counts[worst]:g}: predicted {predicted:.4g}, measured {measured:.4g}"
     if not np.any(missed):
         return (f"{POOR_FIT}: SMAPE {smape:.1f}% against the {len(curve)} measured counts (above "
-                f"{POOR_SMAPE:g}%; {worst_at}): its counts are rough{TRY_METHOD}")
+                f"{POOR_SMAPE:g}%; {worst_at}): its counts are rough; try another --method")
     return (
         f"the fit misses {int(missed.sum())} of {len(curve)} measured counts by more than "
-        f"{MISS_FACTOR:g}x ({worst_at}): the model does not follow this curve{TRY_METHOD}"
+        f"{MISS_FACTOR:g}x ({worst_at}): the model does not follow this curve; try another --method"
     )
 
 
