@@ -90,3 +90,11 @@ def test_rank_and_output_path_follow_the_library():
     assert settings.rank_identity({"SLURM_PROCID": "2", "SLURM_NTASKS": "2"}) == (2, None)
     assert settings.rank_identity({"OMPI_COMM_WORLD_RANK": "x"}) == (None, None)
     assert settings.output_path("o-{rank}-{pid}.jsonl", env, 7) == "o-3-7.jsonl"
+
+
+def test_the_generator_outside_a_source_tree_is_one_line(tmp_path, capsys):
+    # `python -m corecast.io.settings` from an installed package: FileNotFoundError traceback
+    assert settings.main([], root=str(tmp_path)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is not corecast's source tree" in err
+    assert list(tmp_path.iterdir()) == []

@@ -643,3 +643,23 @@ def test_a_sweep_and_its_regions_tell_the_models_the_cpus_they_had(contend, monk
     for cpus, warned in ((2, False), (None, True)):
         (region,) = region_curves(runs, [1, 2, 4, 8], measured, 16, cpus)
         assert any("weak scaling" in w for w in region["warnings"]) == warned, region["warnings"]
+
+
+def test_a_sweeps_fit_warning_says_where_another_method_is_tried():
+    # sweep has no --method, yet its fit warnings ended "try another --method"
+    from corecast.model.curve.extrapolation import TRY_METHOD, extrapolate, with_advice
+
+    times = {1: [0.0117], 2: [0.0085], 4: [0.05]}  # a rank sweep the regression misses at 2
+    per_count = {n: [{"mpi_p2p": 0.001 * n, "mpi_collective": 0.002 * n}] for n in times}
+    for extra, advice in (({}, "'corecast predict --method' on the sweep's --json-out file"),
+                          ({"name": "f._omp_fn.0"}, "'corecast predict --callpath \"main->f._omp_fn.0\" "
+                           "--method' on 'corecast export --extrap' of the sweep's --json-out file")):
+        result = {"warnings": [], **extra}
+        extrapolate(result, times, [1, 2, 4], ["mpi_p2p", "mpi_collective"], per_count, 16,
+                    waits=("mpi_p2p", "mpi_collective"))
+        missed = [w for w in result["warnings"] if w.startswith("the fit misses")]
+        assert missed and all(w.endswith("; try another with " + advice) for w in missed), result["warnings"]
+        assert not any("--method" in w and advice not in w for w in result["warnings"])
+    # merge fits the regression only: the advice goes
+    warned = "the fit misses 1 of 3 measured counts by more than 1.5x (...): the model does not follow this curve"
+    assert with_advice([warned + TRY_METHOD, "other"], "") == [warned, "other"]

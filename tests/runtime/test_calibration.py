@@ -371,6 +371,34 @@ def test_calibrate_into_a_missing_folder_says_so_before_measuring(tmp_path, monk
     assert err == f"corecast: error: {path}: its folder does not exist\n"
 
 
+def test_calibrate_writes_the_file_runs_read(tmp_path, monkeypatch, capsys):
+    # CORECAST_MACHINE_FILE named the file runs read, but calibrate wrote the default one:
+    # the next run said "machine calibration not used: ...: No such file or directory"
+    from corecast import cli
+    from corecast.tools import calibrate as cal
+
+    cpus = os.sysconf("SC_NPROCESSORS_ONLN")
+    measured = calibration(cpus, machine.cpu_model())
+    monkeypatch.setattr(cal, "measure", lambda *args, **kwargs: json.loads(measured))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    named = tmp_path / "mine.json"
+    monkeypatch.setenv("CORECAST_MACHINE_FILE", str(named))
+    assert cli.main(["calibrate", "--json"]) == 0
+    assert json.loads(named.read_text()) == json.loads(measured)
+    assert not os.path.exists(calibration_path())
+    used, note = machine.for_this_machine(cpus, os.environ["CORECAST_MACHINE_FILE"], calibration_path())
+    assert used is not None and note == ""
+    # set empty, runs read none: writing the default would be a file no run reads
+    monkeypatch.setenv("CORECAST_MACHINE_FILE", "")
+    capsys.readouterr()
+    assert cli.main(["calibrate", "--json"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "CORECAST_MACHINE_FILE is set empty" in err and "-o FILE" in err
+    assert not os.path.exists(calibration_path())
+    assert cli.main(["calibrate", "--json", "-o", str(tmp_path / "told.json")]) == 0  # -o wins
+    assert (tmp_path / "told.json").exists()
+
+
 def test_calibrate_into_a_folder_is_one_line(tmp_path):
     out = corecast("calibrate", "--max", "1", "--quick", "-o", str(tmp_path))
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "Traceback" not in out.stderr

@@ -21,16 +21,18 @@ def add_calibrate(sub: argparse._SubParsersAction) -> None:
         description="Run two compiled kernels (multiply-add chains in registers; the STREAM triad) with 1, 2, "
         "4, ... OpenMP threads in one process, placed as an OpenMP program's threads are under the same "
         "OMP_PROC_BIND/OMP_PLACES, and write their curves to FILE (default: "
-        "$XDG_CACHE_HOME/corecast/calibration.json, ~/.cache when unset): the compute efficiency "
+        f"{settings.MACHINE_FILE} where set, else $XDG_CACHE_HOME/corecast/calibration.json, ~/.cache when "
+        "unset: the file runs read): the compute efficiency "
         "e_c(n), one thread's rate at n threads over its rate alone, and the triad's GB/s, whose "
         "e_b(n) = bw(n) / (n bw(1)). corecast run then applies one of them to a region's prediction "
         "where the run's evidence says the region is compute- or bandwidth-bound (docs/runtime-model.md; "
-        f"not advised yet); {settings.MACHINE_FILE} names another file, or none when empty. "
+        "not advised yet). "
         "Run it on an otherwise idle machine: it takes a few seconds.")
     p.add_argument("--max", type=count, metavar="N", help="threads up to N (default: the CPUs this process may run on)")
     p.add_argument("--quick", action="store_true", help="tiny runs that check the kernels work (for tests; "
                    "the figures mean nothing)")
-    p.add_argument("-o", "--output", metavar="FILE", help="where to write the calibration ('-': standard output only)")
+    p.add_argument("-o", "--output", metavar="FILE", help="where to write the calibration ('-': standard output "
+                   f"only; without it, {settings.MACHINE_FILE} or the default)")
     add_output_options(p, "print the calibration's JSON instead of the table")
     p.set_defaults(func=cmd_calibrate)
 
@@ -39,8 +41,14 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     from ..io.fileio import STDIO, write_file
     from ..tools.calibrate import CalibrateError, measure
 
-    path = args.output or settings.calibration_path()
-    if not args.output:  # the default folder, made before the measurement rather than after
+    # where a run will look: -o, else CORECAST_MACHINE_FILE (as told, like -o), else the default
+    named = os.environ.get(settings.MACHINE_FILE)
+    if not args.output and named == "":
+        raise CliError(f"{settings.MACHINE_FILE} is set empty, so runs read no calibration: unset it "
+                       "to write the default file, or give -o FILE")
+    told = args.output or named
+    path = told or settings.calibration_path()
+    if not told:  # the default folder, made before the measurement rather than after
         try:
             os.makedirs(os.path.dirname(path), exist_ok=True)
         except OSError as exc:

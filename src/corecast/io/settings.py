@@ -74,10 +74,12 @@ TABLE: tuple = (
     Setting("CORECAST_TARGET_MACHINE", "text", "", "machine description for NUMA predictions (--target-machine)",
             (MODEL,), set_by_run=True),
     Setting("CORECAST_MACHINE_FILE", "text", "$XDG_CACHE_HOME/corecast/calibration.json",
-            "this machine's calibration (corecast calibrate); empty: none", (MODEL, LAUNCHER)),
+            "this machine's calibration (corecast calibrate writes it, a run reads it); empty: none",
+            (MODEL, LAUNCHER)),
     Setting("CORECAST_OPENCL", "flag", "", "1 / 0: instrument pyopencl or not; unset: under the library",
             (MODEL,), 0, 1, set_by_run=True),
-    Setting("CORECAST_MAX_INPUT_MB", "number", 64, "largest input file the CLI reads, MiB", (LAUNCHER,),
+    Setting("CORECAST_MAX_INPUT_MB", "number", 64, "largest input file corecast reads, MiB (the CLI's, a run's machine file)",
+            (MODEL, LAUNCHER),
             unit="MiB"),
     Setting("CORECAST_DEBUG", "text", "", "set: tracebacks of internal errors", (LAUNCHER,)),
     Setting("CORECAST_NUMA_EVENTS", "text", "",
@@ -323,9 +325,16 @@ def markdown() -> str:
     return "\n".join(out)
 
 
-def main(argv: Sequence[str] = ()) -> int:
-    """Rewrite native/settings.h and docs/environment.md from the table."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+def main(argv: Sequence[str] = (), root: Optional[str] = None) -> int:
+    """Rewrite native/settings.h and docs/environment.md from the table (``root``: the
+    source tree, by default the one this file is in)."""
+    if root is None:
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    if not all(os.path.isdir(os.path.join(root, d)) for d in ("native", "docs")):
+        # an installed copy has no source tree to write into (it raised FileNotFoundError)
+        sys.stderr.write(f"corecast: error: {root} is not corecast's source tree: run "
+                         "PYTHONPATH=src python -m corecast.io.settings in a checkout\n")
+        return 2
     for rel, text in (("native/settings.h", c_header()), ("docs/environment.md", markdown())):
         with open(os.path.join(root, rel), "w") as f:  # the source tree's: run from src/
             f.write(text)

@@ -217,13 +217,14 @@ def merge(paths: list[str], upto: int | None = None, format: str | None = None) 
     upto = upto or max(16, 2 * largest)
     sizes = sorted({r.ranks for r in runs})
     if len(sizes) >= 3:
+        from ..model.curve.extrapolation import with_advice
         from ..model.curve.prediction import predict
 
         pred = predict([r.ranks for r in runs], [r.time_s for r in runs], metric="time", upto=upto,
                        method="regression",
                        stalls={k: [sum(s.waits_s[k] for s in r.per_rank) for r in runs] for k in WAITS})
         counts = [int(c) for c in pred.counts]
-        warnings += pred.warnings
+        warnings += with_advice(pred.warnings, "")  # merge fits the regression only: no --method
         low, high = pred.speedup_band()
         seen = pred.measured.at_target_size()
         return RankPrediction(runs, f"regression over {len(sizes)} rank counts: {pred.reason}", counts,

@@ -70,7 +70,12 @@ def extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[st
         result["basis"] = pred.reason
     # ESTIMA's own run on the categories below says once why it could not use them;
     # auto's note that its ESTIMA member left the stall columns unused is the same news.
-    warnings.extend(w for w in pred.warnings if not w.startswith(f"{STALL_COLUMNS} unused"))
+    # sweep has no --method: its fit warnings say where another method can be tried
+    name = result.get("name")
+    advice = ("; try another with 'corecast predict --method' on the sweep's --json-out file" if name is None
+              else f"; try another with 'corecast predict --callpath \"main->{name}\" --method' on "
+              "'corecast export --extrap' of the sweep's --json-out file")
+    warnings.extend(w for w in with_advice(pred.warnings, advice) if not w.startswith(f"{STALL_COLUMNS} unused"))
     result["predictions"] = [
         {"threads": int(n), "value": float(v), "low": float(lo), "high": float(hi), "speedup": float(s)}
         for n, v, lo, hi, s in zip(pred.counts, pred.values, pred.low, pred.high, pred.speedup)
@@ -114,6 +119,15 @@ def extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[st
         at_end = {k: curves[k][-1] for k in categories}
         top = max(at_end, key=lambda k: at_end[k])
         result["bottleneck"] = top if at_end[top] >= CLOCK_RESOLUTION_S else None
+
+
+TRY_METHOD = "; try another --method"  # how prediction.fit_miss's warnings end
+
+
+def with_advice(warnings: list[str], advice: str) -> list[str]:
+    """``warnings`` with predict's advice to try another ``--method`` replaced by ``advice``
+    (``"; ..."``, or "" for none), for commands that have no ``--method`` (sweep, merge)."""
+    return [w[:-len(TRY_METHOD)] + advice if w.endswith(TRY_METHOD) else w for w in warnings]
 
 
 def estima_categories(ok: list[int], per_count: dict, categories: list[str],
