@@ -1,6 +1,7 @@
 """The program's output, descriptors and exit status are its own, whatever corecast's writes
 meet: a file-size limit, a full disk, a reader that left, a daemon detaching, a
-decimal-comma locale, a program that uses descriptor 1000 or lists its descriptors.  Each
+decimal-comma locale, a program that uses descriptor 1000 or lists its descriptors, a
+serial program's exit, _exit's unflushed buffers.  Each
 case runs the same program without and with corecast and compares."""
 from __future__ import annotations
 
@@ -414,3 +415,109 @@ def test_a_bad_setting_is_warned_about_once_per_process(omp_critical, lib, via):
     assert proc.stderr.count(b"CORECAST_TARGET=abc") == 1, proc.stderr
     env = run(["sh", "-c", "exec env"], preload=lib, target="abc")
     assert b"CORECAST_WARNED" not in env.stdout  # the mark is gone before the program runs
+
+
+# ---- the exits besides a parallel program's return (a mutation audit's finds) -----------------
+SERIAL_C = r"""
+#include <locale.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+    if (argc > 1) setlocale(LC_ALL, "");
+    printf("program output %.1f\n", 0.5);   /* buffered: stdout is a file or a pipe */
+    return 0;
+}
+"""
+
+
+def test_a_serial_programs_buffered_output_comes_before_the_serial_run_line(build, tmp_path):
+    """`corecast run` of a program with no parallel activity says "serial run" at its exit:
+    after the program's buffered output, as the parallel report comes (2>&1 into one file)."""
+    exe = build("serial_buffered", SERIAL_C)
+    out = tmp_path / "both.txt"
+    with open(out, "wb") as f:
+        proc = subprocess.run([*CORECAST, "run", "--", str(exe)], env=clean_env(), stdout=f,
+                              stderr=subprocess.STDOUT, timeout=TIMEOUT)
+    assert proc.returncode == 0
+    text = out.read_text()
+    assert text.startswith("program output 0.5\n") and "serial run" in text, text
+
+
+def test_the_serial_run_line_and_record_whatever_the_locale(build, locales, tmp_path):
+    """The "serial run" line and its JSON summary are written in the C locale, also for a
+    program that switched to a decimal comma."""
+    exe = build("serial_buffered", SERIAL_C)
+    out = tmp_path / "s.jsonl"
+    proc = subprocess.run([*CORECAST, "run", "--json-out", str(out), "--", str(exe), "locale"],
+                          env=clean_env(LOCPATH=str(locales), LC_ALL="de_DE.UTF-8"), capture_output=True,
+                          timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == b"program output 0,5\n"  # the program did switch
+    assert b"serial run" in proc.stderr
+    assert not re.search(rb"\d,\d+s\b", proc.stderr), proc.stderr
+    (summary,) = events(read_lines(out), "summary")  # every line parses
+    assert summary["serial_run"] is True and isinstance(summary["elapsed_s"], float | int)
+
+
+UNDERSCORE_EXIT_C = r"""
+#include <stdio.h>
+#include <unistd.h>
+int main(void) {
+    double s = 0;
+#pragma omp parallel for reduction(+ : s)
+    for (int i = 0; i < 2000000; i++) s += i * 0.5;
+    printf("never written %.0f\n", s);   /* buffered (stdout is a pipe): _exit drops it */
+    _exit(3);
+}
+"""
+
+
+def test_exit_without_flushing_drops_the_programs_buffered_output_as_without_corecast(build, lib):
+    """_exit skips the stdio flush: the report made on its way must not flush the program's
+    buffers either (their bytes would be output the program never wrote)."""
+    exe = build("underscore_exit", UNDERSCORE_EXIT_C, "-fopenmp")
+    plain = run([exe])
+    measured = run([exe], preload=lib)
+    assert plain.returncode == measured.returncode == 3
+    assert plain.stdout == b""
+    assert measured.stdout == plain.stdout and report_blocks(measured.stderr) == 1
+
+
+OWN_STREAM_C = r"""
+#include <stdio.h>
+#include <unistd.h>
+int main(void) {
+    FILE *log = fdopen(dup(2), "w");   /* a stream of the program's own on its stderr */
+    setvbuf(log, NULL, _IOFBF, 1 << 16);
+    double s = 0;
+#pragma omp parallel for reduction(+ : s)
+    for (int i = 0; i < 2000000; i++) s += i * 0.5;
+    fprintf(log, "program log %.0f\n", s);   /* buffered until the exit */
+    return 0;
+}
+"""
+
+
+def test_every_stream_the_program_opened_is_flushed_before_the_report(build, lib, tmp_path):
+    """Not stdout and stderr only: a buffered stream of the program's own (a logging
+    library's FILE on a copy of its stderr) comes before the report, as exit() flushes it."""
+    exe = build("own_stream_then_exit", OWN_STREAM_C, "-fopenmp")
+    out = tmp_path / "err.txt"
+    with open(out, "wb") as f:
+        proc = subprocess.run([str(exe)], env=clean_env(LD_PRELOAD=str(lib)), stderr=f, timeout=TIMEOUT)
+    assert proc.returncode == 0
+    text = out.read_text()
+    assert text.startswith("program log ") and "corecast: pid " in text, text
+
+
+def test_a_warning_into_a_stderr_reader_that_left_does_not_kill_the_program(lib):
+    """A start-up warning (a bad setting) is written on the program's own thread: the SIGPIPE
+    its write raises there is taken back before the thread's mask is, as the report's is."""
+    exe = shutil.which("true")
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        proc = subprocess.run([str(exe)], env=clean_env(LD_PRELOAD=str(lib), CORECAST_TARGET="abc"),
+                              stderr=w, timeout=TIMEOUT)
+    finally:
+        os.close(w)
+    assert proc.returncode == 0

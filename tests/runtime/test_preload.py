@@ -484,6 +484,22 @@ def test_fork_after_activity_child_reports(build, lib, tmp_path):
     assert events(lines, "process", pid=child)
 
 
+def test_a_child_forked_after_activity_gets_its_own_sampler_and_prediction(build, lib, tmp_path):
+    """The parent's sampler stays behind in a fork: the child, active in its own right, starts
+    its own and its exit's model answers, instead of the exit waiting out
+    CORECAST_EXIT_TIMEOUT_MS for a thread the child does not have."""
+    prog = build("fork_after_activity", FORK_AFTER_ACTIVITY_C, "-pthread")
+    out = tmp_path / "cc.jsonl"
+    proc = run([prog], preload=lib, output=out, exit_timeout_ms="120000")  # no load cuts it short
+    assert proc.returncode == 0 and proc.stdout == b"child done\nparent done\n"
+    pids_line = [ln for ln in proc.stderr.decode().splitlines() if ln.startswith("pids ")][0]
+    parent, child = (int(x) for x in pids_line.split()[1:])
+    lines = read_lines(out)
+    for pid in (parent, child):
+        (summary,) = events(lines, "summary", pid=pid)
+        assert summary["model"] == "ok", summary["model"]
+
+
 @pytest.mark.parametrize("call", [
     "execv", "execve", "execvp", "execl", "execlp", "execle",
 ])
