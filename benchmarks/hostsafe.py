@@ -43,7 +43,8 @@ GUARD_S = 120
 
 # Both hosts do the same: set the locale from the environment, run parallel work, print a
 # locale-formatted number and their descriptors, write to fd 1000 if open, and, asked to,
-# fork a daemon (setsid, /dev/null on 0-2) that waits for a file before it ends.
+# fork a daemon (setsid, /dev/null on 0-2) that waits for a file before it ends.  The daemon
+# writes its pid before it lets go of the caller's pipes: the caller reads it at end of file.
 C_HOST = r"""
 #include <dirent.h>
 #include <fcntl.h>
@@ -72,12 +73,12 @@ int main(int argc, char **argv) {
     fflush(stdout);
     if (argc > 1 && fork() == 0) {
         setsid();
-        int null = open("/dev/null", O_RDWR);
-        dup2(null, 0); dup2(null, 1); dup2(null, 2);
         char pid[32];
         int f = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC, 0644);
         write(f, pid, (size_t)snprintf(pid, sizeof pid, "%d\n", (int)getpid()));
         close(f);
+        int null = open("/dev/null", O_RDWR);
+        dup2(null, 0); dup2(null, 1); dup2(null, 2);
         char go[4096];
         snprintf(go, sizeof go, "%s.go", argv[1]);
         for (int i = 0; i < 2400 && access(go, F_OK) != 0; i++) usleep(50000);
@@ -106,11 +107,11 @@ print("fds", " ".join(sorted(os.listdir("/proc/self/fd"), key=int)[:-1]))  # les
 sys.stdout.flush()
 if daemon and os.fork() == 0:
     os.setsid()
+    with open(daemon, "w") as f:
+        f.write(f"{os.getpid()}\n")
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
-    with open(daemon, "w") as f:
-        f.write(f"{os.getpid()}\n")
     for _ in range(2400):
         if os.path.exists(daemon + ".go"):
             break

@@ -44,6 +44,7 @@ static void reset_after_fork(void) {
     cc_ompt_after_fork(used);
     cc_core_after_fork();
     cc_channel_after_fork();
+    cc_sample_after_fork();
     cc_final_done = 0;
     cc_pid = getpid();
     cc_sampler_after_fork();
@@ -371,6 +372,7 @@ __attribute__((constructor)) static void cc_init(void) {
     cc_model_set_exit_report(cc_final);
     at_quick_exit(final_at_exit);
     pthread_atfork(NULL, NULL, reset_after_fork);
+    cc_sample_test_hooks();
     cc_ready = 1;
     cc_on_activity(start_measuring);
 }

@@ -3,6 +3,7 @@
  * sampler every window and once at exit; never on a wrapper's path but dlclose's, which
  * names the regions of the object it unloads (cc_name_regions_in). */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
@@ -79,6 +80,19 @@ static int naming_lock(int tries) {
         sched_yield();
     }
     return 1;
+}
+
+/* A forked child keeps only the forking thread, never a namer: a lock the sampler held at
+ * the fork is nobody's there (the child's exit report waited on it for ever). */
+void cc_sample_after_fork(void) { __atomic_store_n(&naming, 0, __ATOMIC_RELAXED); }
+
+/* Tests (CORECAST_TEST_FAULT=naming_at_fork): the lock held across the program's forks, as
+ * the sampler holds it at a fork that comes while it names a window's regions. */
+static void hold_naming(void) { naming_lock(0); }
+static void drop_naming(void) { __atomic_store_n(&naming, 0, __ATOMIC_RELEASE); }
+void cc_sample_test_hooks(void) {
+    if (cc_cfg.naming_at_fork)
+        pthread_atfork(hold_naming, drop_naming, NULL);
 }
 
 static void name_region(struct cc_region *r) { /* the naming lock held */

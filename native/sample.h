@@ -16,6 +16,8 @@ void cc_build_sample(struct cc_sample *s, int final, struct cc_region **refs);
 unsigned long long cc_sample_uncredited_calls(const struct cc_sample *s, const struct cc_region_sample *g);
 /* Names the regions whose code lies in [lo, hi), an object dlclose may unmap. */
 void cc_name_regions_in(const char *lo, const char *hi);
+void cc_sample_after_fork(void);  /* the naming lock: no namer in a forked child */
+void cc_sample_test_hooks(void);  /* CORECAST_TEST_FAULT=naming_at_fork's */
 
 /* An OpenMP region's entry of a sample (not the process's, which comes last). */
 static inline int cc_is_omp_region(const struct cc_region_sample *g) {
