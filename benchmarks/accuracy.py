@@ -180,88 +180,6 @@ NO_PAST = PastHw()
 PAST_HW = tuple(PastHw(a) for a in (0.0, 0.5, 1.0))
 
 
-# #41, branch gate41 (pre-registered in docs/accuracy.md): a rule gated by the training
-# curve's own shape.  F, one of GATE_FEATURES, of the training counts; A (``above``) where
-# F >= t, B (``below``) where F < t; one side is the shipped rule, the other one of
-# GATE_POOL; t one of GATE_QUANTILES of F over the splits the rule is chosen on.
-def _half_below(counts: np.ndarray, c: float) -> float | None:
-    """The measured count below ``c`` nearest c/2 (ties: the smaller), None if none."""
-    lower = counts[counts < c]
-    return float(min(lower, key=lambda x: (abs(x - c / 2), x))) if lower.size else None
-
-
-def _slope(counts: np.ndarray, perf: np.ndarray, a: float, b: float) -> float:
-    return float(np.log(perf[counts == b][0] / perf[counts == a][0]) / np.log(b / a))
-
-
-def gate_eff(train: Measurements) -> float:
-    """The last measured doubling's parallel efficiency, (S(m) / S(h)) / (m / h)."""
-    curve = train.at_target_size()
-    n, p = curve.counts, curve.perf
-    m = float(n.max())
-    h = _half_below(n, m)
-    if h is None:
-        return np.nan
-    return float(p[n == m][0] / p[n == h][0] / (m / h))
-
-
-def gate_bend(train: Measurements) -> float:
-    """The log-log slope over the last measured doubling minus the one over the doubling
-    before it: below 0 where the curve saturates."""
-    curve = train.at_target_size()
-    n, p = curve.counts, curve.perf
-    m = float(n.max())
-    h = _half_below(n, m)
-    q = None if h is None else _half_below(n, h)
-    if q is None:
-        return np.nan
-    return _slope(n, p, h, m) - _slope(n, p, q, h)
-
-
-GATE_FEATURES = {"eff": gate_eff, "bend": gate_bend}
-GATE_QUANTILES = (25, 50, 75)
-GATE_SHIPPED = replace(auto.MAIN_RULES, band=0.0)  # loso() calibrates the band
-GATE_POOL = tuple(r for r in auto.RULE_CHOICES
-                  if r.combine == "median" and r.anchor and r != GATE_SHIPPED
-                  and r.damping == (0.5 if "damped" in r.members else auto.Rules().damping))
-
-
-@dataclass(frozen=True)
-class Gated:
-    """Rule ``above`` on curves whose ``feature`` is at least ``threshold``, else ``below``
-    (a curve without the feature: the shipped rule)."""
-
-    feature: str
-    threshold: float
-    above: auto.Rules
-    below: auto.Rules
-
-    def label(self) -> str:
-        return (f"gated {self.feature} >= {self.threshold:.3g}: [{self.above.label()}] else "
-                f"[{self.below.label()}]")
-
-    def side(self, f: float) -> auto.Rules:
-        if not np.isfinite(f):
-            return self.above if replace(self.above, band=0.0) == GATE_SHIPPED else self.below
-        return self.above if f >= self.threshold else self.below
-
-    def banded(self, band: float) -> "Gated":
-        return replace(self, above=replace(self.above, band=band), below=replace(self.below, band=band))
-
-
-def gated_candidates(features: dict[str, list[float]], index: list[int]) -> list[Gated]:
-    """The GATE_FEATURES x GATE_QUANTILES x GATE_POOL x 2 sides gated rules, each t a
-    quantile of F over the splits ``index``."""
-    out = []
-    for name in GATE_FEATURES:
-        vals = [features[name][i] for i in index if np.isfinite(features[name][i])]
-        for q in GATE_QUANTILES:
-            t = float(np.percentile(vals, q))
-            for other in GATE_POOL:
-                out += [Gated(name, t, GATE_SHIPPED, other), Gated(name, t, other, GATE_SHIPPED)]
-    return out
-
-
 def predict_split(split: Split, method: str, rules: auto.Rules = auto.DEFAULT_RULES) -> CurvePrediction:
     """``method``'s prediction from the split's training points up to its curve's largest
     count, for the machine the curve was measured on where its provenance says."""
@@ -449,7 +367,7 @@ def calibrate_band(scores_of_band, others: list[int], sources: list[str], guard_
 
 def loso(all_splits: list[Split], rules: list[auto.Rules] | tuple[auto.Rules, ...] = auto.RULE_CHOICES,
          guard: list[Split] | None = None, held_out: list | None = None,
-         pasts: tuple[PastHw, ...] = (NO_PAST,), gated: bool = False,
+         pasts: tuple[PastHw, ...] = (NO_PAST,),
          ) -> tuple[list[tuple], dict[str, list[tuple]], dict[str, str]]:
     """Leave-one-source-out: overall rows, per-source rows and the rule chosen per source
     (under the key ``"*"``: the rule chosen on every source, what ``auto.MAIN_RULES``
@@ -471,9 +389,7 @@ def loso(all_splits: list[Split], rules: list[auto.Rules] | tuple[auto.Rules, ..
     by_rule: dict[tuple[auto.Rules, PastHw], list[Score | None]] = {v: [] for v in variants}
     shipped_bands = [replace(auto.MAIN_RULES, band=b) for b in auto.BAND_CHOICES]
     memo: dict[tuple[auto.Rules, PastHw], list[Score | None]] = {(r, p): [] for r in shipped_bands for p in pasts}
-    pool = (GATE_SHIPPED, *GATE_POOL) if gated else ()
-    memo.update({(r, NO_PAST): [] for r in pool if (r, NO_PAST) not in memo})
-    scored = list(dict.fromkeys([*rules, auto.MAIN_RULES, *shipped_bands, *pool]))
+    scored = list(dict.fromkeys([*rules, auto.MAIN_RULES, *shipped_bands]))
     for sp in all_splits:
         for r in scored:
             for p in pasts:
@@ -484,18 +400,7 @@ def loso(all_splits: list[Split], rules: list[auto.Rules] | tuple[auto.Rules, ..
                     memo[(r, p)].append(s)
     memo.update({v: s for v, s in by_rule.items() if v not in memo})
 
-    features = {name: [f(sp.train) for sp in all_splits] for name, f in GATE_FEATURES.items()} if gated else {}
-    guard_features = {name: [f(sp.train) for sp in guard or []] for name, f in GATE_FEATURES.items()} if gated else {}
-
-    def compose(g: Gated, side_scores, feats: dict[str, list[float]]) -> list[Score | None]:
-        """A gated rule's score on every split: its side's (``side_scores(rule)``)."""
-        by_side = {r: side_scores(r) for r in (g.above, g.below)}
-        return [by_side[g.side(f)][i] for i, f in enumerate(feats[g.feature])]
-
-    def with_band(rule, past: PastHw = NO_PAST):
-        if isinstance(rule, Gated):
-            return lambda band: compose(rule, lambda r: with_band(r, past)(band), features)
-
+    def with_band(rule: auto.Rules, past: PastHw = NO_PAST):
         def scores(band: float) -> list[Score | None]:
             v = (replace(rule, band=band), past)
             if v not in memo:
@@ -503,40 +408,20 @@ def loso(all_splits: list[Split], rules: list[auto.Rules] | tuple[auto.Rules, ..
             return memo[v]
         return scores
 
-    guard_memo: dict[auto.Rules, list[Score | None]] = {}
+    guard_memo: dict[auto.Rules, float] = {}
 
-    def guard_scores(r: auto.Rules) -> list[Score | None]:
-        if r not in guard_memo:
-            guard_memo[r] = [try_score(sp, "auto", r) for sp in guard]
-        return guard_memo[r]
-
-    def guard_cover(rule):
+    def guard_cover(rule: auto.Rules):
         if not guard:
             return None
 
         def cover(band: float) -> float:
-            if isinstance(rule, Gated):
-                g = rule.banded(band)
-                return aggregate("", compose(g, guard_scores, guard_features))[5]
-            return aggregate("", guard_scores(replace(rule, band=band)))[5]
+            r = replace(rule, band=band)
+            if r not in guard_memo:
+                guard_memo[r] = aggregate("", [try_score(sp, "auto", r) for sp in guard])[5]
+            return guard_memo[r]
         return cover
 
-    def guard_ok(g: Gated) -> bool:
-        """No worse than the plain median on the guard curves on any figure."""
-        _, _, med, share, loss, *_ = aggregate("", guard_scores(auto.Rules()))
-        _, _, m, sh, lo, *_ = aggregate("", compose(g, guard_scores, guard_features))
-        return m <= med and sh >= share and lo <= loss
-
-    def candidates(index: list[int]) -> dict:
-        """``by_rule`` with the gated rules admitted on the guard curves, t from ``index``."""
-        out = dict(by_rule)
-        if gated:
-            for g in gated_candidates(features, index):
-                if not guard or guard_ok(g):
-                    out[(g, NO_PAST)] = compose(g, lambda r: memo[(r, NO_PAST)], features)
-        return out
-
-    def label(rule, past: PastHw, band: float) -> str:
+    def label(rule: auto.Rules, past: PastHw, band: float) -> str:
         return f"{rule.label()}{past.label()}, band {band:g}"
 
     peers = {m: scores_of(all_splits, m) for m in LOSO_PEERS}
@@ -547,7 +432,7 @@ def loso(all_splits: list[Split], rules: list[auto.Rules] | tuple[auto.Rules, ..
     for src in sources:
         mine = [i for i, sp in enumerate(all_splits) if split_source[i] == src]
         others = [i for i, sp in enumerate(all_splits) if split_source[i] != src]
-        rule, past = choose_rule(candidates(others), others)
+        rule, past = choose_rule(by_rule, others)
         band = calibrate_band(with_band(rule, past), others, split_source, guard_cover(rule))
         chosen[src] = label(rule, past, band)
         held = with_band(rule, past)(band)
@@ -561,12 +446,9 @@ def loso(all_splits: list[Split], rules: list[auto.Rules] | tuple[auto.Rules, ..
     overall = [aggregate("auto", held_out_auto)] + [aggregate(m, peers[m]) for m in LOSO_PEERS]
     overall.append(aggregate(default, default_scores))
     everything = list(range(len(all_splits)))
-    rule, past = choose_rule(candidates(everything), everything)
+    rule, past = choose_rule(by_rule, everything)
     band = calibrate_band(with_band(rule, past), everything, split_source, guard_cover(rule))
     chosen["*"] = label(rule, past, band)
-    if gated:  # the rule chosen on all sources, in sample (held out it is each complement's)
-        _, k, med, share, loss, cover, *_ = aggregate("", with_band(rule, past)(band))
-        chosen["* in sample"] = f"{k} splits, {med:.2%}, {share:.3f}, {loss:.2%}, cover {cover:.1%}"
     return overall, per_source, chosen
 
 
@@ -636,8 +518,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"candidates: {', '.join(r.label() for r in rules)}")
         else:
             print(f"no guard curves at {args.guard}: every rule is a candidate")
-        overall, per_source, chosen = loso(all_splits, rules, guard, pasts=PAST_HW if args.past_hw else (NO_PAST,),
-                                           gated=True)
+        overall, per_source, chosen = loso(all_splits, rules, guard, pasts=PAST_HW if args.past_hw else (NO_PAST,))
         for src, rows in per_source.items():
             print(f"\nheld out: {src} (auto's rule chosen on the other sources: {chosen[src]})")
             print_rows(rows, "  ")
@@ -645,8 +526,6 @@ def run(args: argparse.Namespace) -> int:
         print_rows(overall)
         print(f"\nrule chosen on all sources: {chosen['*']} "
               f"(shipped: {auto.MAIN_RULES.label()}, band {auto.MAIN_RULES.band:g})")
-        if "* in sample" in chosen:
-            print(f"that rule in sample: {chosen['* in sample']}")
     else:
         print_rows(summarise(all_splits, names, args.verbose))
     if args.timing:
