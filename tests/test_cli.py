@@ -214,7 +214,9 @@ def test_unwritable_plot_path(capsys, time_csv, tmp_path):
     assert "p.png: cannot write plot" in err
 
 
-def test_model_crash_is_one_line(capsys, time_csv, monkeypatch):
+@pytest.fixture
+def usl_crashes(monkeypatch):
+    """The usl method raises ZeroDivisionError("oops"): a bug in a model."""
     from corecast.model.curve import methods
 
     def boom(data, nmax):
@@ -222,8 +224,23 @@ def test_model_crash_is_one_line(capsys, time_csv, monkeypatch):
 
     spec = methods.METHODS["usl"]
     monkeypatch.setitem(methods.METHODS, "usl", methods.Method(spec.name, spec.summary, spec.min_points, spec.needs, boom))
+
+
+@pytest.mark.parametrize("debug", [None, "", "0"])
+def test_model_crash_is_one_line(capsys, time_csv, monkeypatch, usl_crashes, debug):
+    # CORECAST_DEBUG=0 gave the traceback: a user who writes 0 means off
+    if debug is None:
+        monkeypatch.delenv("CORECAST_DEBUG", raising=False)
+    else:
+        monkeypatch.setenv("CORECAST_DEBUG", debug)
     err = assert_one_line_error(capsys, ["predict", time_csv, "--method", "usl"], internal=True)
     assert "internal error in method usl: ZeroDivisionError: oops" in err
+
+
+def test_debug_set_shows_the_models_traceback(time_csv, monkeypatch, usl_crashes):
+    monkeypatch.setenv("CORECAST_DEBUG", "1")
+    with pytest.raises(ZeroDivisionError):
+        main(["predict", time_csv, "--method", "usl"])
 
 
 def test_help_exits_zero(capsys):

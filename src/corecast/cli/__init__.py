@@ -107,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(e, InputError):
             print(CliError(str(e)).line(), file=sys.stderr)
             return EXIT_ERROR
-        if os.environ.get(settings.DEBUG):
+        if settings.debug():
             raise
         print(CliError(f"internal error: {type(e).__name__}: {e}").line(), file=sys.stderr)
     return EXIT_ERROR

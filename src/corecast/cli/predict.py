@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Sequence
 
@@ -211,7 +210,7 @@ def _predict(data: Measurements, file: str, count_unit: str = "threads", read_no
     except InputError as e:
         raise CliError(str(e), file) from None
     except Exception as e:  # a bug in a model must not surface as a traceback
-        if os.environ.get(settings.DEBUG):
+        if settings.debug():
             raise
         raise CliError(f"internal error in method {kwargs.get('method')}: {type(e).__name__}: {e}", file) from None
 

@@ -81,7 +81,7 @@ TABLE: tuple = (
     Setting("CORECAST_MAX_INPUT_MB", "number", 64, "largest input file corecast reads, MiB (the CLI's, a run's machine file)",
             (MODEL, LAUNCHER),
             unit="MiB"),
-    Setting("CORECAST_DEBUG", "text", "", "set: tracebacks of internal errors", (LAUNCHER,)),
+    Setting("CORECAST_DEBUG", "text", "", "set, not 0: tracebacks of internal errors", (LAUNCHER,)),
     Setting("CORECAST_NUMA_EVENTS", "text", "",
             "memory-traffic events to count: v2:HEX, struct cc_numa_plan's bytes (planned by corecast run)",
             (LIB,), set_by_run=True),
@@ -207,6 +207,12 @@ def bad_value(name: str, text: str, used: object) -> str:
 def text(name: str, environ: Optional[Mapping[str, str]] = None) -> str:
     """A text setting as given ("" when unset); its reader checks what it means."""
     return (os.environ if environ is None else environ).get(name, "")
+
+
+def debug(environ: Optional[Mapping[str, str]] = None) -> bool:
+    """Whether CORECAST_DEBUG asks for tracebacks: set to anything but "" or "0" (a user who
+    writes CORECAST_DEBUG=0 means off)."""
+    return text(DEBUG, environ).strip() not in ("", "0")
 
 
 def positive(name: str, environ: Optional[Mapping[str, str]] = None) -> float:
