@@ -583,6 +583,20 @@ def test_opencl_count_reaches_pocl_by_both_names(tmp_path):
     assert r.ok and out.read_text() == "2|2"
 
 
+def test_an_opencl_sweep_counts_compute_units(contend, tmp_path):
+    # an OpenCL sweep's table said "threads" and "future bottleneck at 16 threads" for what
+    # is pocl's compute units (the kernels' own reports say compute units)
+    from corecast.io.sweepresult import SweepResult
+
+    result = sweep.run_sweep([str(contend), "{threads}", str(NCPUS)], threads=[1, 2], repeat=1, upto=4,
+                             runtime="opencl")
+    assert result["count"] == "compute units"
+    text = format_sweep(result)
+    assert "future bottleneck at 4 compute units" in text or "future bottleneck: none" in text, text
+    assert [line for line in text.splitlines()[1:] if "threads" in line] == \
+        ["compute units  time (s)  spread (s)  top stalls (s, summed over threads)"], text  # the host's waits
+    assert SweepResult.read(result, "s.json").unit == "compute units"
+
 def test_a_runs_regions_are_summed_over_its_processes():
     # A program that forks (or a script running two OpenMP programs) records a region in
     # each process: the run's time in it is both processes', not the last one read

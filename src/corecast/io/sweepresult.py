@@ -239,9 +239,9 @@ class SweepResult:
 
 
 def count_unit(result: dict) -> str:
-    """What a sweep result's counts are: "ranks" for a launcher's sweep (its ``"count"``),
-    else threads."""
-    return "ranks" if result.get("count") == "ranks" else "threads"
+    """What a sweep result's counts are (its ``"count"``): "ranks" for a launcher's sweep,
+    "compute units" for an OpenCL one, else threads."""
+    return result["count"] if result.get("count") in ("ranks", "compute units") else "threads"
 
 
 def cpus_allowed(result: dict, source: str = SOURCE) -> Optional[int]:

@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 # What a count may be said to count (one: many); any other name another tool gives its
 # count (Extra-P's parameter ``x``) labels the counts as it is.
-COUNT_UNITS = {"thread": "threads", "rank": "ranks", "process": "processes", "core": "cores", "node": "nodes"}
+COUNT_UNITS = {"thread": "threads", "rank": "ranks", "process": "processes", "core": "cores", "node": "nodes",
+               "compute unit": "compute units"}
 
 # The largest count corecast reads or predicts: every count up to --upto is predicted, so
 # the grid stays bounded; every reader of counts refuses more (a file's count of 2^70 was

@@ -60,7 +60,8 @@ hybrid programs.  The time per run is the slowest rank's MPI phase (its wall tim
 start-up is left out), the stall columns are the MPI waits summed over ranks, and the time
 is extrapolated with the regression method (compute/wait split; ``auto`` below 3 counts).
 The result has the same keys (the count under ``"threads"``) plus ``"count": "ranks"``,
-``"launcher"`` and ``"threads_per_rank"``.
+``"launcher"`` and ``"threads_per_rank"``.  An OpenCL sweep (``runtime="opencl"``) has
+``"count": "compute units"``: its count is pocl's compute units.
 
 The package: ``inputs`` (counts, the command and launcher), ``runs`` (one run and what it
 recorded), ``runner`` (the sweep); the result object, its reader and writer, and the stall

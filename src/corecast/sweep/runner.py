@@ -136,6 +136,8 @@ def run_sweep(
         result["placement"] = {"policy": placement, "omp_places": placement != "none" and runtime == "openmp",
                                "cpus": {str(n): cpus_for(n, cpus) for n in counts}}
         result["cpus_allowed"] = len(cpus)  # the machine it ran on, for `corecast predict` of this file
+        if runtime == "opencl":  # the count is pocl's compute units, as the kernels' reports name them
+            result["count"] = "compute units"
 
     # Plugin categories: a pattern that never matched is skipped with a warning.
     all_runs = [r for n in ok for r in runs[n]]

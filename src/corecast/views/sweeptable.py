@@ -18,7 +18,8 @@ def format_sweep(result: dict, max_rows: int = 24) -> str:
     lines = [f"corecast sweep ({'mpi: ' + launcher if launcher else result['runtime']}): "
              f"{' '.join(result['command'])}", ""]
     if result["measured"]:
-        header = [unit, "time (s)", "spread (s)", f"top stalls (s, summed over {unit})"]
+        over = "ranks" if unit == "ranks" else "threads"  # an OpenCL run's waits are its host threads'
+        header = [unit, "time (s)", "spread (s)", f"top stalls (s, summed over {over})"]
         rows = []
         for m in result["measured"]:
             top = sorted(m["stalls_s"].items(), key=lambda kv: -kv[1])[:3]
