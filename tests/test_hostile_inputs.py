@@ -380,7 +380,7 @@ def test_machine_on_dev_zero_costs_the_runtime_one_warning(monkeypatch, capfd):
     assert bridge._numa_state() is None  # the file is read, and reported, once
     err = capfd.readouterr().err
     assert err.count("\n") == 1
-    assert err.startswith("corecast: no node-count predictions: /dev/zero: larger than")
+    assert err.startswith("corecast: warning: no node-count predictions: /dev/zero: larger than")
 
 
 def test_machine_on_a_fifo_without_writer_is_read_by_nobody_else(tmp_path):

@@ -125,10 +125,10 @@ def _calibration() -> tuple[object | None, str]:
         cal, note = for_this_machine(os.sysconf("SC_NPROCESSORS_ONLN"), os.environ.get(settings.MACHINE_FILE),
                                      settings.calibration_path())
         _CALIBRATION.append((cal, cal.to_json() if cal is not None else ""))
-        if note:
-            from .channel import write
+        if note:  # a warning as every other of the run's: the run goes on without it
+            from .channel import warn
 
-            write(f"corecast: {note}\n")
+            warn(note)
     return _CALIBRATION[0]
 
 
@@ -141,9 +141,9 @@ def _numa_state() -> object | None:
 
         _numa = NumaState(path)
         if _numa.error:
-            from .channel import write
+            from .channel import warn
 
-            write(f"corecast: no node-count predictions: {_numa.error}\n")
+            warn(f"no node-count predictions: {_numa.error}")
     return _numa if _numa is not None and _numa.machine is not None else None
 
 
