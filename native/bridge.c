@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -214,8 +215,24 @@ void cc_model_warmup(void) {
 void cc_model_after_fork(void) {
     /* A forked child of a non-Python host must not enter an interpreter whose other
      * threads (and perhaps its lock) stayed behind; Python hosts re-initialise their
-     * interpreter in os.fork and keep the model. */
-    if (state == MODEL_READY && !cc_host_is_python())
+     * interpreter in os.fork and keep the model.  A start another thread was making at the
+     * fork (an interpreter or dlopen half done) is nobody's in the child, on any host: made
+     * again there, it would build on the half. */
+    if (loading && state == MODEL_UNTRIED)
+        fail("model not available in a child forked while the model was starting");
+    else if (state == MODEL_READY && !cc_host_is_python())
         fail("model not available in a child forked after the model was loaded");
     loading = 0;
+}
+
+/* Tests (CORECAST_TEST_FAULT=loading_at_fork): the flag held across the program's forks,
+ * as a thread holds it while it starts the model. */
+static void hold_loading(void) {
+    while (__atomic_exchange_n(&loading, 1, __ATOMIC_ACQUIRE))
+        sched_yield();
+}
+static void drop_loading(void) { __atomic_store_n(&loading, 0, __ATOMIC_RELEASE); }
+void cc_model_test_hooks(void) {
+    if (cc_cfg.loading_at_fork)
+        pthread_atfork(hold_loading, drop_loading, NULL);
 }

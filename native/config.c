@@ -236,6 +236,8 @@ void cc_config_read(void) {
     cc_cfg.report_segv = fault && !strcmp(fault, "report_segv");
     cc_cfg.no_sampler = fault && !strcmp(fault, "no_sampler");
     cc_cfg.naming_at_fork = fault && !strcmp(fault, "naming_at_fork");
+    cc_cfg.view_at_fork = fault && !strcmp(fault, "view_at_fork");
+    cc_cfg.loading_at_fork = fault && !strcmp(fault, "loading_at_fork");
     if (!cc_cfg.launch_pid) /* under `corecast run` the command named them already */
         find_odd();
     read_rank();

@@ -16,6 +16,7 @@
 #include "apart.h"
 #include "corecast.h"
 #include "lifecycle.h"
+#include "real.h"
 #include "report.h"
 #include "sample.h"
 
@@ -45,6 +46,7 @@ static void reset_after_fork(void) {
     cc_core_after_fork();
     cc_channel_after_fork();
     cc_sample_after_fork();
+    cc_views_after_fork();
     cc_final_done = 0;
     cc_pid = getpid();
     cc_sampler_after_fork();
@@ -373,6 +375,8 @@ __attribute__((constructor)) static void cc_init(void) {
     at_quick_exit(final_at_exit);
     pthread_atfork(NULL, NULL, reset_after_fork);
     cc_sample_test_hooks();
+    cc_views_test_hooks();
+    cc_model_test_hooks();
     cc_ready = 1;
     cc_on_activity(start_measuring);
 }

@@ -132,6 +132,8 @@ struct cc_gomp {
 extern struct cc_gomp cc_views[CC_MAX_VIEWS] __attribute__((visibility("hidden")));
 extern int cc_nviews __attribute__((visibility("hidden"))); /* published with release stores */
 const struct cc_gomp *cc_gomp_new_view(const void *caller) __attribute__((visibility("hidden")));
+void cc_views_after_fork(void) __attribute__((visibility("hidden")));  /* no maker in a forked child */
+void cc_views_test_hooks(void) __attribute__((visibility("hidden")));  /* CORECAST_TEST_FAULT=view_at_fork's */
 
 static inline const struct cc_gomp *cc_gomp_for(const void *caller) {
     int n = __atomic_load_n(&cc_nviews, __ATOMIC_ACQUIRE);

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <link.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -207,6 +208,8 @@ struct cc_gomp cc_views[CC_MAX_VIEWS];
 int cc_nviews;
 static struct cc_gomp fallback_view;
 static int fallback_ready;
+/* A spin flag, not a mutex, around making a view: our own mutex wrappers must stay out. */
+static int view_busy;
 
 /* The runtime a view points into stays loaded (RTLD_NODELETE): a program that dlcloses
  * the last object needing libgomp unmapped it under its pool's threads, still in it (a
@@ -230,11 +233,9 @@ static void fill_view(struct cc_gomp *v, const void *caller) {
         CC_LIBC(dlclose)(object);
 }
 
-/* cc_gomp_for's slow path, once per calling object (and for callers in no object).  A
- * spin flag, not a mutex: our own mutex wrappers must stay out of this. */
+/* cc_gomp_for's slow path, once per calling object (and for callers in no object). */
 const struct cc_gomp *cc_gomp_new_view(const void *caller) {
-    static int busy;
-    while (__atomic_exchange_n(&busy, 1, __ATOMIC_ACQUIRE))
+    while (__atomic_exchange_n(&view_busy, 1, __ATOMIC_ACQUIRE))
         ;
     const struct cc_gomp *out = NULL;
     int n = cc_nviews;
@@ -253,10 +254,28 @@ const struct cc_gomp *cc_gomp_new_view(const void *caller) {
     if (!out) {
         if (!fallback_ready) {
             fill_view(&fallback_view, NULL);
-            fallback_ready = 1;
+            __atomic_store_n(&fallback_ready, 1, __ATOMIC_RELEASE);
         }
         out = &fallback_view;
     }
-    __atomic_store_n(&busy, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&view_busy, 0, __ATOMIC_RELEASE);
     return out;
+}
+
+/* A forked child keeps only the forking thread: a flag another thread held at the fork is
+ * nobody's there (the child's first call from an object without a view spun for ever).
+ * What it guards is whole wherever that thread was: a view counts (cc_nviews) and the
+ * fallback is ready only once filled (release stores), so a half-made one is made again. */
+void cc_views_after_fork(void) { __atomic_store_n(&view_busy, 0, __ATOMIC_RELAXED); }
+
+/* Tests (CORECAST_TEST_FAULT=view_at_fork): the flag held across the program's forks, as a
+ * program thread holds it while it makes a view. */
+static void hold_views(void) {
+    while (__atomic_exchange_n(&view_busy, 1, __ATOMIC_ACQUIRE))
+        ;
+}
+static void drop_views(void) { __atomic_store_n(&view_busy, 0, __ATOMIC_RELEASE); }
+void cc_views_test_hooks(void) {
+    if (cc_cfg.view_at_fork)
+        pthread_atfork(hold_views, drop_views, NULL);
 }
