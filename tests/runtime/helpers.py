@@ -22,16 +22,17 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def run(cmd, env=None, cwd=None, preload: Path | str | None = None, **settings: str):
+def run(cmd, env=None, cwd=None, preload: Path | str | None = None, timeout: float = TIMEOUT, **settings: str):
     """Runs ``cmd``; with ``preload`` it goes into LD_PRELOAD and ``settings`` become
-    CORECAST_* variables (``output="x"`` -> ``CORECAST_OUTPUT=x``)."""
+    CORECAST_* variables (``output="x"`` -> ``CORECAST_OUTPUT=x``).  ``timeout``: a test
+    whose failure is a hang fails sooner with one well below TIMEOUT."""
     env = dict(clean_env() if env is None else env)
     if preload is not None:
         env["LD_PRELOAD"] = str(preload)
     for key, value in settings.items():
         env[f"CORECAST_{key.upper()}"] = str(value)
     return subprocess.run([str(c) for c in cmd], env=env, cwd=cwd, capture_output=True,
-                          timeout=TIMEOUT)
+                          timeout=timeout)
 
 
 def corecast_run(args, cmd, env=None, cwd=None):

@@ -79,11 +79,13 @@ def test_a_fault_in_the_c_report_keeps_output_and_exit_status(build, lib, tmp_pa
 
 
 def test_a_model_that_does_not_answer_costs_only_the_predictions(teams, lib, tmp_path):
+    """The model hangs for an hour (CORECAST_TEST_FAULT=hang); the exit waits 300 ms for it.
+    An exit that waited on would meet this run's 60 s limit, not the suite's 300 s."""
     args = [teams, "12", "1", "2"]
     bare = run(args)
     out = tmp_path / "x.jsonl"
     r = run(args, env=clean_env(CORECAST_TEST_FAULT="hang"), preload=lib, output=out,
-            exit_timeout_ms=300)
+            exit_timeout_ms=300, timeout=60)
     assert r.returncode == 0 and r.stdout == bare.stdout
     assert b"no predictions: the model did not answer within 300 ms" in r.stderr
     summary = events(read_lines(out), "summary")
@@ -265,3 +267,126 @@ def test_a_model_left_by_a_quiet_exit_that_faults_later_keeps_output_and_status(
     if not mark.exists():
         pytest.skip("the model was not entered within the program's 60000 rounds")
     assert r.returncode == 5 and r.stdout == b"entered=1\nlate\n", r.stderr
+
+
+# Two threads of work, joined, then exit status 3.  An exit handler registered before any
+# thread (so it runs after corecast's report) watches every other task, corecast's being
+# all that are left: each may end a window it was in, then stays still.  "still" once
+# 200 ms pass without a context switch among them, "busy" if that never happens in 20 s.
+STILL_AFTER_REPORT_C = r"""
+#include <dirent.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+static void *spin(void *a) {
+    volatile long x = 0;
+    for (long i = 0; i < 20000000; i++) x += i;
+    return a;
+}
+static long switches(void) {
+    long sum = 0;
+    int self = (int)syscall(SYS_gettid);
+    DIR *d = opendir("/proc/self/task");
+    struct dirent *e;
+    while (d && (e = readdir(d))) {
+        int tid = atoi(e->d_name);
+        if (tid <= 0 || tid == self)
+            continue;
+        char path[64], line[256];
+        snprintf(path, sizeof path, "/proc/self/task/%d/status", tid);
+        FILE *f = fopen(path, "r");
+        long v;
+        while (f && fgets(line, sizeof line, f))
+            if (sscanf(line, "voluntary_ctxt_switches: %ld", &v) == 1 ||
+                sscanf(line, "nonvoluntary_ctxt_switches: %ld", &v) == 1)
+                sum += v;
+        if (f)
+            fclose(f);
+    }
+    if (d)
+        closedir(d);
+    return sum;
+}
+static void late(void) {
+    long before = switches();
+    for (int i = 0; i < 100; i++) {
+        struct timespec step = {0, 200000000L};
+        nanosleep(&step, NULL);
+        long now = switches();
+        if (now == before) {
+            printf("still\n");
+            return;
+        }
+        before = now;
+    }
+    printf("busy\n");
+}
+int main(void) {
+    atexit(late);
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, spin, NULL);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    printf("joined\n");
+    return 3;
+}
+"""
+
+
+@pytest.mark.parametrize("mode", ["quiet", "report"])
+def test_nothing_of_corecasts_runs_on_after_the_exit_report(build, lib, tmp_path, mode):
+    """Whatever of ours runs at exit is quiescent once the report is made: the sampler's
+    windows stop, whether the exit awaited its answer (a report) or only told it to stop
+    (CORECAST_QUIET with no output, which awaits nothing).  Windows of 10 ms would switch
+    it dozens of times in the program's own exit handler's 200 ms."""
+    prog = build("still_after_report", STILL_AFTER_REPORT_C, "-pthread")
+    settings = {"quiet": "1"} if mode == "quiet" else {"output": tmp_path / "cc.jsonl"}
+    r = run([prog], preload=lib, window_ms="10", **settings)
+    assert r.returncode == 3 and r.stdout == b"joined\nstill\n", r.stderr
+
+
+# A stand-in model whose exit prediction faults while it holds stdout's lock, and a program
+# whose exit handler, registered before any thread (so after corecast's report), writes to
+# stdout: it waits on that lock for ever.
+LOCK_THEN_FAULT_MODEL_C = FAKE_MODEL_PRELUDE_C + r"""
+int corecast_model_predict(const struct cc_sample *s, struct cc_result *r) {
+    r->status = 0;
+    if (s->final) {
+        flockfile(stdout);
+        *(volatile int *)0 = 1;
+    }
+    return 0;
+}
+"""
+
+WAITS_FOR_STDOUT_C = r"""
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+static void *noop(void *a) { return a; }
+static void late(void) { printf("late\n"); }
+int main(void) {
+    atexit(late);
+    pthread_t t;
+    pthread_create(&t, NULL, noop, NULL);
+    pthread_join(t, NULL);
+    return 5;
+}
+"""
+
+
+def test_a_model_fault_that_left_a_lock_held_ends_the_program_with_its_status(build, lib, tmp_path):
+    """The exit guard's bound: the sampler faulted in the model holding a lock, and the
+    exiting thread then blocks on that lock; after 10 s of that the process ends with the
+    program's status (without the bound it never ended).  Run with a timeout well below
+    the suite's, so that a hang fails here."""
+    model = build("lock_then_fault_model.so", LOCK_THEN_FAULT_MODEL_C, "-shared", "-fPIC", f"-I{NATIVE_SOURCE}")
+    beside = beside_model(lib, model, tmp_path / "lib")
+    prog = build("waits_for_stdout", WAITS_FOR_STDOUT_C, "-pthread")
+    r = run([prog], preload=beside, output=tmp_path / "cc.jsonl", timeout=120)
+    assert r.returncode == 5, r.stderr
+    assert b"no predictions: the model failed with a fatal signal" in r.stderr

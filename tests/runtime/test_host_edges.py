@@ -361,6 +361,120 @@ def test_a_program_run_under_valgrind_keeps_its_exit_status(build, lib):
     assert b"process (openmp)" in ours.stderr  # the report was written
 
 
+# Eight parallel regions (JSON Lines past a small pipe's size), then a thread that watches
+# the program's table for the JSON Lines file (argv[1]) while the exit report writes it, and
+# once it is there forks and execs this program to ask whether the new image has it.
+JSON_LINES_AT_EXEC_C = r"""
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+static const char *target;
+static int find(void) {
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    int found = -1;
+    char path[64], link[4096];
+    while (d && (e = readdir(d)) && found < 0) {
+        snprintf(path, sizeof path, "/proc/self/fd/%s", e->d_name);
+        ssize_t n = readlink(path, link, sizeof link - 1);
+        if (n > 0) {
+            link[n] = 0;
+            if (!strcmp(link, target))
+                found = atoi(e->d_name);
+        }
+    }
+    if (d)
+        closedir(d);
+    return found;
+}
+static void *watch(void *a) {
+    for (;;) { /* until the process ends */
+        int fd = find();
+        if (fd >= 0) {
+            char num[16];
+            snprintf(num, sizeof num, "%d", fd);
+            pid_t c = fork();
+            if (c == 0) {
+                execl("/proc/self/exe", "check", "check", num, (char *)NULL);
+                _exit(127);
+            }
+            waitpid(c, 0, 0);
+            return a;
+        }
+        struct timespec step = {0, 1000000L};
+        nanosleep(&step, NULL);
+    }
+}
+#define R(n) static long r##n(void) { long s = 0; _Pragma("omp parallel reduction(+ : s)") s += n; return s; }
+R(0) R(1) R(2) R(3) R(4) R(5) R(6) R(7)
+int main(int argc, char **argv) {
+    if (argc > 2 && !strcmp(argv[1], "check")) {
+        printf("exec'd image: %s\n", fcntl(atoi(argv[2]), F_GETFD) < 0 ? "closed" : "open");
+        return 0;
+    }
+    target = argv[1];
+    printf("%ld\n", r0() + r1() + r2() + r3() + r4() + r5() + r6() + r7());
+    fflush(stdout);
+    pthread_t w;
+    pthread_create(&w, NULL, watch, NULL);
+    return 0;
+}
+"""
+
+
+def test_the_json_lines_file_is_not_passed_to_an_image_another_thread_execs(build, lib, tmp_path):
+    """Where the exit's file work cannot run apart (valgrind's preload, named here by a
+    stand-in; RLIMIT_NPROC or ulimit -v likewise), the JSON Lines file is open in the
+    program's table while the report writes it, and another thread of the program may fork
+    and exec meanwhile: the new image must not get it (a FIFO's reader would wait for that
+    image to end).  The test reads the FIFO only once the new image has answered, so the
+    write waits in the pipe, the file open, until then."""
+    stub = tmp_path / "vgpreload_stub.so"
+    empty = tmp_path / "empty.c"
+    empty.write_text("")
+    subprocess.run(["gcc", "-shared", "-fPIC", "-o", str(stub), str(empty)], check=True, timeout=HANG)
+    exe = build("json_lines_at_exec", JSON_LINES_AT_EXEC_C, "-fopenmp", "-pthread")
+    fifo = tmp_path / "cc.fifo"
+    os.mkfifo(fifo)
+    rfd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        fcntl.fcntl(rfd, getattr(fcntl, "F_SETPIPE_SZ", 1031), 4096)  # the records are 8 kB and more
+        env = clean_env(LD_PRELOAD=f"{stub}:{lib}", CORECAST_OUTPUT=str(fifo), OMP_NUM_THREADS="2")
+        p = subprocess.Popen([str(exe), str(fifo)], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            line = p.stdout.readline()
+            while line and not line.startswith(b"exec'd image"):
+                line = p.stdout.readline()
+            done = threading.Event()
+
+            def drain() -> None:
+                while not done.is_set():
+                    try:
+                        if not os.read(rfd, 65536):
+                            time.sleep(0.01)
+                    except BlockingIOError:
+                        time.sleep(0.01)
+
+            threading.Thread(target=drain, daemon=True).start()
+            out, err = p.communicate(timeout=HANG)
+            done.set()
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    finally:
+        os.close(rfd)
+    assert p.returncode == 0, err[-2000:]
+    assert line == b"exec'd image: closed\n", (line, err[-2000:])
+
+
 ROBUST_C = r"""
 #define _GNU_SOURCE
 #include <errno.h>

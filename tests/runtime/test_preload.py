@@ -21,7 +21,8 @@ from corecast.recording.abi import STALLS
 
 ROOT = Path(__file__).resolve().parents[2]
 
-from .helpers import EXAMPLES, MODEL_MAPPED_FN_C, TIMEOUT, clean_env, corecast_run, events, read_lines, report_blocks, run
+from .helpers import (EXAMPLES, FAKE_MODEL_PRELUDE_C, MODEL_MAPPED_FN_C, NATIVE_SOURCE, TIMEOUT, beside_model, clean_env,
+                      corecast_run, events, read_lines, report_blocks, run)
 
 OMP_THREADS = 4
 OMP_ENV = {"OMP_NUM_THREADS": str(OMP_THREADS)}
@@ -498,6 +499,112 @@ def test_a_child_forked_after_activity_gets_its_own_sampler_and_prediction(build
     for pid in (parent, child):
         (summary,) = events(lines, "summary", pid=pid)
         assert summary["model"] == "ok", summary["model"]
+
+# vfork: the child runs in the parent's memory until it execs or _exits, both of which
+# corecast wraps.  Its exit (or its exec's report) must leave the parent's state alone.
+VFORK_C = WORK_H + r"""
+#include <sys/wait.h>
+int main(int argc, char **argv) {
+    printf("work %ld\n", omp_work(32));
+    fflush(stdout);
+    pid_t child = vfork();
+    if (child == 0) {
+        if (argc > 1)
+            execl("/bin/true", "true", (char *)NULL);
+        _exit(7);
+    }
+    int status;
+    waitpid(child, &status, 0);
+    printf("child %d work %ld\n", WEXITSTATUS(status), omp_work(16));
+    fprintf(stderr, "pid %d\n", (int)getpid());
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("how", ["_exit", "exec"])
+def test_a_vfork_child_leaves_the_parents_report_alone(build, lib, tmp_path, how):
+    """A vfork child shares the parent's memory: had it made the exit report (its _exit, or
+    the report before its exec), the parent's was marked done and never came, and a report
+    for the child's pid held the parent's first region call only."""
+    if how == "exec" and not os.path.exists("/bin/true"):
+        pytest.skip("no /bin/true")
+    prog = build("vfork_omp", VFORK_C, "-fopenmp")
+    args = [prog] + (["exec"] if how == "exec" else [])
+    env = clean_env(**OMP_ENV)
+    plain = run(args, env=env)
+    out = tmp_path / "cc.jsonl"
+    proc = run(args, env=env, preload=lib, output=out)
+    assert plain.returncode == proc.returncode == 0
+    assert proc.stdout == plain.stdout
+    parent = int([ln for ln in proc.stderr.decode().splitlines() if ln.startswith("pid ")][0].split()[1])
+    lines = read_lines(out)
+    assert {d["pid"] for d in lines} == {parent}, lines
+    (region,) = events(lines, "region")
+    assert region["calls"] == 2
+    assert len(events(lines, "summary")) == 1 and report_blocks(proc.stderr) == 1
+
+
+# Forks from an exit handler registered before any thread, so after corecast's report, whose
+# exit prediction loaded the model: the child, active in its own right, reports too.
+FORK_AFTER_MODEL_C = r"""
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+static void *noop(void *a) { return a; }
+static void spawn(void) { pthread_t t; pthread_create(&t, 0, noop, 0); pthread_join(t, 0); }
+static void late(void) {
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) {
+        spawn();
+        write(1, "child done\n", 11);
+        _exit(0);
+    }
+    waitpid(child, 0, 0);
+    fprintf(stderr, "pids %d %d\n", (int)getpid(), (int)child);
+}
+int main(void) {
+    atexit(late);
+    spawn();
+    printf("parent done\n");
+    return 0;
+}
+"""
+
+# A stand-in model that answers every region.
+ANSWERING_MODEL_C = FAKE_MODEL_PRELUDE_C + r"""
+int corecast_model_predict(const struct cc_sample *s, struct cc_result *r) {
+    r->status = 0;
+    for (int i = 0; i < s->nregions; i++)
+        one_count(&r->regions[i], "answering model");
+    return 0;
+}
+"""
+
+
+def test_a_child_forked_after_the_model_loaded_does_not_enter_it(build, lib, tmp_path):
+    """A non-Python child must not enter the model its parent loaded: its interpreter's
+    other threads, and any lock they held at the fork, stayed behind (a fork during a
+    window's model run left the child's exit waiting on that lock).  A stand-in model shows
+    whether the child called it: its report says the model is not available instead."""
+    model = build("answering_model.so", ANSWERING_MODEL_C, "-shared", "-fPIC", f"-I{NATIVE_SOURCE}")
+    beside = beside_model(lib, model, tmp_path / "lib")
+    prog = build("fork_after_model", FORK_AFTER_MODEL_C, "-pthread")
+    plain = run([prog])
+    out = tmp_path / "cc.jsonl"
+    proc = run([prog], preload=beside, output=out)
+    assert plain.returncode == proc.returncode == 0
+    assert proc.stdout == plain.stdout == b"parent done\nchild done\n"
+    pids_line = [ln for ln in proc.stderr.decode().splitlines() if ln.startswith("pids ")][0]
+    parent, child = (int(x) for x in pids_line.split()[1:])
+    lines = read_lines(out)
+    (summary,) = events(lines, "summary", pid=parent)
+    assert summary["model"] == "ok", summary["model"]
+    (summary,) = events(lines, "summary", pid=child)
+    assert "model not available in a child forked after the model was loaded" in summary["model"]
 
 
 @pytest.mark.parametrize("call", [
