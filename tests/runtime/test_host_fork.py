@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from .helpers import clean_env, events, read_lines, run
+from .helpers import clean_env, events, read_lines
 
 HUNG_S = 120  # well below the helpers' TIMEOUT: a hang fails here, never a speed check
 
@@ -57,10 +57,10 @@ int main(void) {
 @pytest.mark.parametrize("quiet", ["0", "1"])
 def test_a_child_forked_while_the_naming_lock_is_held_reports_and_exits(build, lib, tmp_path, quiet):
     exe = build("fork_naming", FORK_C, "-fopenmp", "-pthread")
-    plain = run([exe], env=clean_env(OMP_NUM_THREADS="2"))
+    plain = run_bounded([exe], clean_env(OMP_NUM_THREADS="2"))
     out = tmp_path / "run-{pid}.jsonl"
-    got = run([exe], env=clean_env(OMP_NUM_THREADS="2"), preload=lib, quiet=quiet, output=out,
-              test_fault="naming_at_fork")
+    got = run_bounded([exe], clean_env(OMP_NUM_THREADS="2", LD_PRELOAD=str(lib), CORECAST_QUIET=quiet,
+                                       CORECAST_OUTPUT=str(out), CORECAST_TEST_FAULT="naming_at_fork"))
     assert (got.returncode, got.stdout) == (plain.returncode, plain.stdout) == (3, b"parent 499500\nchild 1999000\nchild status 5\n")
     files = sorted(tmp_path.glob("run-*.jsonl"))
     assert len(files) == 2  # the parent's and the child's recordings, each whole
