@@ -471,16 +471,22 @@ def test_fork_child_reports_with_its_own_pid(build, lib, tmp_path):
     assert report_blocks(proc.stderr) == 2
 
 
-def test_fork_after_activity_child_reports(build, lib, tmp_path):
-    prog = build("fork_after_activity", FORK_AFTER_ACTIVITY_C, "-pthread")
+def _forked_run(prog, preload, tmp_path, stdout: bytes) -> tuple[list[dict], int, int]:
+    """``prog`` (which forks and prints "pids PARENT CHILD" on stderr) run with and without
+    ``preload``: the same status 0 and ``stdout`` both ways; the recording's lines and the
+    two pids."""
     plain = run([prog])
     out = tmp_path / "cc.jsonl"
-    proc = run([prog], preload=lib, output=out)
+    proc = run([prog], preload=preload, output=out)
     assert plain.returncode == proc.returncode == 0
-    assert proc.stdout == plain.stdout == b"child done\nparent done\n"
+    assert proc.stdout == plain.stdout == stdout
     pids_line = [ln for ln in proc.stderr.decode().splitlines() if ln.startswith("pids ")][0]
     parent, child = (int(x) for x in pids_line.split()[1:])
-    lines = read_lines(out)
+    return read_lines(out), parent, child
+
+def test_fork_after_activity_child_reports(build, lib, tmp_path):
+    prog = build("fork_after_activity", FORK_AFTER_ACTIVITY_C, "-pthread")
+    lines, parent, child = _forked_run(prog, lib, tmp_path, b"child done\nparent done\n")
     assert events(lines, "process", pid=parent)
     assert events(lines, "process", pid=child)
 
@@ -593,14 +599,7 @@ def test_a_child_forked_after_the_model_loaded_does_not_enter_it(build, lib, tmp
     model = build("answering_model.so", ANSWERING_MODEL_C, "-shared", "-fPIC", f"-I{NATIVE_SOURCE}")
     beside = beside_model(lib, model, tmp_path / "lib")
     prog = build("fork_after_model", FORK_AFTER_MODEL_C, "-pthread")
-    plain = run([prog])
-    out = tmp_path / "cc.jsonl"
-    proc = run([prog], preload=beside, output=out)
-    assert plain.returncode == proc.returncode == 0
-    assert proc.stdout == plain.stdout == b"parent done\nchild done\n"
-    pids_line = [ln for ln in proc.stderr.decode().splitlines() if ln.startswith("pids ")][0]
-    parent, child = (int(x) for x in pids_line.split()[1:])
-    lines = read_lines(out)
+    lines, parent, child = _forked_run(prog, beside, tmp_path, b"parent done\nchild done\n")
     (summary,) = events(lines, "summary", pid=parent)
     assert summary["model"] == "ok", summary["model"]
     (summary,) = events(lines, "summary", pid=child)
