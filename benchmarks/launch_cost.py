@@ -94,14 +94,14 @@ def import_times(py: str, module: str, top: int = 15) -> list[tuple[int, int, st
     return sorted(rows, reverse=True)[:top]
 
 
-def walls(cmd: list[str], n: int) -> tuple[float, float]:
-    """(median, least) wall seconds of ``n`` runs of ``cmd``."""
-    out = []
+def walls(cmd: list[str], n: int) -> tuple[float, float, int]:
+    """(median, least) wall seconds of ``n`` runs of ``cmd``, and how many failed."""
+    out, failed = [], 0
     for _ in range(n):
         t0 = time.perf_counter()
-        subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        failed += subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode != 0
         out.append(time.perf_counter() - t0)
-    return statistics.median(out), min(out)
+    return statistics.median(out), min(out), failed
 
 
 def wall_report(py: str, n: int) -> None:
@@ -115,8 +115,8 @@ def wall_report(py: str, n: int) -> None:
     for what, cmd in (("python -c pass", [py, "-c", "pass"]),
                       ("python -c 'import corecast.cli.run'", [py, "-c", "import corecast.cli.run"]),
                       ("corecast run --quiet -- /bin/true", [cli, "run", "--quiet", "--", "/bin/true"])):
-        med, least = walls(cmd, n)
-        print(f"  {what:40} {med:7.4f} {least:7.4f}")
+        med, least, failed = walls(cmd, n)
+        print(f"  {what:40} {med:7.4f} {least:7.4f}" + (f"  ({failed} FAILED)" if failed else ""))
 
 
 def main() -> int:

@@ -23,10 +23,11 @@ note "set up; $(ls .dev/npb/bin 2>/dev/null | tr '\n' ' ')"
 step launcher 40 launcher.txt "$PY" benchmarks/launch_cost.py --wall "${WALL_RUNS:-20}"
 cat "$OUT/launcher.txt"
 # Both steer_suite runs hold their rounds (diagnostic runs included) within their --budget,
-# which leaves 20 s each for its tables and JSON and RESERVE for the end.
-B=$(( $(left) - RESERVE - 40 )); [ $B -lt 20 ] && B=20
+# which leaves 25 s for the triad's diagnostic runs after its rounds (no --account) and its
+# table, 20 s for the other's tables and JSON, and RESERVE for the end.
+B=$(( $(left) - RESERVE - 45 )); [ $B -lt 20 ] && B=20
 B1=$(( B * ${TRIAD_SHARE:-25} / 100 ))
-step triad $(( B1 + 20 )) triad.txt "$PY" benchmarks/steer_suite.py --runs "${RUNS:-21}" --threads "$THREADS" \
+step triad $(( B1 + 25 )) triad.txt "$PY" benchmarks/steer_suite.py --runs "${RUNS:-21}" --threads "$THREADS" \
   --bin "$T/bin" --cases triad --budget "$B1" --json-out "$OUT/triad.json"
 tail -n 8 "$OUT/triad.txt"
 B2=$(( $(left) - RESERVE - 20 )); [ $B2 -lt 10 ] && B2=10

@@ -27,7 +27,7 @@ bound() {
   step "$name plain" 60 "${name}_plain.txt" env "$@" bash -c 'time "$0" "$@"' "$PY" "${BOUND[@]}"
   step "$name corecast" 60 "$name.txt" env "$@" "$PY" -m corecast run --json-out "$OUT/$name.jsonl" -- \
     "$PY" "${BOUND[@]}"
-  grep -h "^chain\|^real" "$OUT/${name}_plain.txt" "$OUT/$name.txt"
+  grep -h "^chain:\|^real" "$OUT/${name}_plain.txt" "$OUT/$name.txt"
   grep -A3 "^region " "$OUT/$name.txt" | head -4
   grep "^time: wall" "$OUT/$name.txt"
 }
