@@ -13,6 +13,14 @@
 ``--bin`` holds ``omp_triad`` built from examples/ (``gcc -O2 -fopenmp``); ``--base`` adds
 the same rows for the corecast installed in another venv (before and after).  Needs
 valgrind; each row is one run (the counts repeat to within 0.1%).
+
+    python benchmarks/launch_cost.py --wall N
+
+Where the launcher's wall time goes on a machine without valgrind (the device: session 33's
+``launcher cpu`` was 0.058 s there against 0.023 s on the 2-core VM): the 15 slowest imports
+of ``import corecast.cli.run`` (``-X importtime``, cumulative), then the median and least
+wall of N runs each of ``python -c pass``, ``python -c 'import corecast.cli.run'`` and
+``corecast run --quiet -- /bin/true``.
 """
 from __future__ import annotations
 
@@ -21,7 +29,9 @@ import os
 import re
 import subprocess
 import sys
+import statistics
 import tempfile
+import time
 from pathlib import Path
 
 LAUNCH = ("import os, sys; os.execve = lambda *a: os._exit(0); sys.argv[0] = 'corecast'; "
@@ -73,12 +83,52 @@ def exit_counts(python: str, triad: str, machine: str | None) -> tuple[int, int]
     raise SystemExit("no sampler thread in the callgrind output")
 
 
+def import_times(py: str, module: str, top: int = 15) -> list[tuple[int, int, str]]:
+    """The ``top`` imports of ``module`` by cumulative time: (cumulative us, self us, name)."""
+    r = subprocess.run([py, "-X", "importtime", "-c", f"import {module}"], capture_output=True, text=True)
+    rows = []
+    for line in r.stderr.splitlines():
+        parts = line.removeprefix("import time:").split("|")
+        if line.startswith("import time:") and len(parts) == 3 and parts[0].strip().isdigit():
+            rows.append((int(parts[1]), int(parts[0]), parts[2].rstrip()))
+    return sorted(rows, reverse=True)[:top]
+
+
+def walls(cmd: list[str], n: int) -> tuple[float, float, int]:
+    """(median, least) wall seconds of ``n`` runs of ``cmd``, and how many failed."""
+    out, failed = [], 0
+    for _ in range(n):
+        t0 = time.perf_counter()
+        failed += subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode != 0
+        out.append(time.perf_counter() - t0)
+    return statistics.median(out), min(out), failed
+
+
+def wall_report(py: str, n: int) -> None:
+    """``--wall``: where the launcher's wall time goes, without valgrind."""
+    print(f"{py}: -X importtime -c 'import corecast.cli.run', the 15 slowest by cumulative time")
+    print(f"{'cumulative us':>13} {'self us':>8}  module")
+    for cum, own, name in import_times(py, "corecast.cli.run"):
+        print(f"{cum:13,} {own:8,}  {name}")
+    cli = str(Path(py).with_name("corecast"))
+    print(f"\nwall seconds, {n} runs each: {'median':>7} {'least':>7}")
+    for what, cmd in (("python -c pass", [py, "-c", "pass"]),
+                      ("python -c 'import corecast.cli.run'", [py, "-c", "import corecast.cli.run"]),
+                      ("corecast run --quiet -- /bin/true", [cli, "run", "--quiet", "--", "/bin/true"])):
+        med, least, failed = walls(cmd, n)
+        print(f"  {what:40} {med:7.4f} {least:7.4f}" + (f"  ({failed} FAILED)" if failed else ""))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bin", default="/tmp/bin", help="the folder holding omp_triad")
     ap.add_argument("--machine", default="opteron6380", help="the target machine (preset or file)")
     ap.add_argument("--base", help="a venv with another corecast build: its rows too")
+    ap.add_argument("--wall", type=int, metavar="N", help="wall times of N runs and the imports, no valgrind")
     args = ap.parse_args()
+    if args.wall:
+        wall_report(sys.executable, args.wall)
+        return 0
     triad = str(Path(args.bin) / "omp_triad")
     installs = {"this": sys.executable}
     if args.base:

@@ -6,13 +6,17 @@ its best fixed count.  Every case runs its sides in rounds whose order rotates
 
     python benchmarks/steer_suite.py [--runs 15] [--threads 16] [--npb DIR] [--bin DIR]
         [--base VENV] [--npb-programs bt.W,cg.A] [--cases npb,slowdown,convoy,lock,longcall,triad,hotpath]
-        [--account] [--window-ms MS] [--json-out FILE] [--budget S]
+        [--fixed-counts 1,2] [--account] [--window-ms MS] [--json-out FILE] [--budget S]
 
 Cases (``--threads T``; NPB binaries in ``--npb``, the examples built in ``--bin``):
 - ``npb``: bt.W, cg.A (``--npb-programs``; at their best count, T): no corecast, the quiet library
   (``CORECAST_QUIET=1``), the library with ``CORECAST_STEER=1`` (quiet too: no report);
 - ``slowdown``: ``omp_slowdown 4000`` steered from T against 1 thread without corecast
-  (its best fixed count) and with the quiet library (the library's own share);
+  (its best fixed count: 0.26 s against 1.2 s at 2 threads and 3.7 s at 16 on the 16-core
+  device, benchmarks/device16/omp_slowdown.csv) and with the quiet library (the library's
+  own share); ``--fixed-counts 1,2`` adds 2 threads without corecast to check that, and each
+  steered case ends with a line naming its best fixed count and whether each steered side
+  is within #40's 15% + 50 ms of it;
 - ``convoy``: ``omp_slowdown 20000`` on 2 CPUs (``taskset -c 0,1``), steered from 2
   against 1 thread (the 2-core convoy);
 - ``lock``: ``omp_lock_convoy 50000`` (``--bin``: a clang build takes the OMPT path, whose
@@ -140,6 +144,9 @@ def cases(args: argparse.Namespace) -> dict[str, tuple[str, dict[str, dict], boo
                            ("lock", ["taskset", "-c", "0,1", str(bins / "omp_lock_convoy"), "50000"], 2),
                            ("longcall", [str(bins / "omp_slowdown"), "20", "5000000"], t)):
         sides = {"1 thread": side(cmd, 1)}
+        for n in args.fixed_counts:  # more fixed counts without corecast: is 1 the best one?
+            if 1 < n <= own:
+                sides[f"{n} threads"] = side(cmd, n)
         for tag, lib in libs.items():
             sides[f"{tag}1 thread, quiet"] = side(cmd, 1, lib, window_ms=w)
             sides[f"{tag}steer from {own}"] = side(cmd, own, lib, steer=True, window_ms=w)
@@ -268,6 +275,24 @@ def another_round(elapsed_s: float, rounds: int, share_s: float) -> bool:
     return rounds == 0 or elapsed_s + elapsed_s / rounds <= share_s
 
 
+STEER_BOUND = (0.15, 0.050)  # #40: a steered run within 15% + 50 ms of its best fixed count
+
+
+def best_fixed(summary: dict[str, dict]) -> str | None:
+    """How a steered case ends against its best fixed count without corecast (the sides
+    "N thread(s)", by median): one line, None without a steered side."""
+    fixed = {s: m["median"] for s, m in summary.items() if re.fullmatch(r"\d+ threads?", s)}
+    steered = {s: m["median"] for s, m in summary.items() if s.startswith("steer from")}
+    if not fixed or not steered:
+        return None
+    best = min(fixed, key=fixed.get)
+    bound = fixed[best] * (1 + STEER_BOUND[0]) + STEER_BOUND[1]
+    return (f"  best fixed count of {', '.join(fixed)}: {best} ({fixed[best]:.3f} s; within 15% + 50 ms: "
+            f"<= {bound:.3f} s); " + "; ".join(
+                f"{s} {t:.3f} s ({100 * (t / fixed[best] - 1):+.1f}%, {1000 * (t - fixed[best]):+.0f} ms): "
+                + ("within" if t <= bound else "OUTSIDE") for s, t in steered.items()))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=15)
@@ -277,6 +302,9 @@ def main() -> int:
     ap.add_argument("--base", help="a venv with another corecast build: its sides run in the same rounds")
     ap.add_argument("--npb-programs", default="bt.W,cg.A", help="NPB binaries timed like bt.W and cg.A")
     ap.add_argument("--cases", default="npb,slowdown,convoy,longcall,triad,hotpath")
+    ap.add_argument("--fixed-counts", default="1", type=lambda v: [int(x) for x in v.split(",")],
+                    help="fixed thread counts without corecast of the steered cases (default 1, the "
+                         "reference; more, e.g. 1,2, check that 1 is their best)")
     ap.add_argument("--account", action="store_true",
                     help="a diagnostic run after every timed run of a side with the library (not one per side)")
     ap.add_argument("--window-ms", help="CORECAST_WINDOW_MS of every side with the library")
@@ -343,7 +371,10 @@ def main() -> int:
             m.update(vs_ref=vs, failed=bad[s], times=times[s], cpu_median=cpu, cpu=cpus[s],
                      own_cpu_median=own, own_cpu=owns[s], paired_pct=paired, cpu_paired_pct=cpu_paired,
                      diag=diags.get(s), accounts=accounts.get(s))
-        record["cases"][name] = {"reference": ref, "rounds": rounds, "sides": summary}
+        best = best_fixed(summary)
+        if best:
+            print(best)
+        record["cases"][name] = {"reference": ref, "rounds": rounds, "sides": summary, "best_fixed": best}
         sys.stdout.flush()
         if args.json_out:  # after every case: a call cut short keeps what it measured
             Path(args.json_out).write_text(json.dumps(record, indent=1))

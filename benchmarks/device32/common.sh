@@ -1,7 +1,7 @@
-# Sourced by callN.sh (README.md beside this file): the call's clock, its steps, its set-up
-# and its end.  A step that fails or runs out is one line in $OUT/summary.txt and the call
-# goes on; every step's limit is cut to what is left of DL, less RESERVE for the end, so the
-# summary is always printed before the run's timeout_s.
+# Sourced by callN.sh (here and in later leases' folders, ../device34/): the call's clock,
+# its steps, its set-up and its end.  A step that fails or runs out is one line in
+# $OUT/summary.txt and the call goes on; every step's limit is cut to what is left of DL,
+# less RESERVE for the end, so the summary is always printed before the run's timeout_s.
 # Knobs (environment): DL (seconds this call may take, set by callN.sh; less than its
 # timeout_s), OUT (the device sets it), T (scratch root, default /tmp), RESERVE (seconds kept
 # for the end, default 12), THREADS (the programs' count, default 16), PY (a Python with
