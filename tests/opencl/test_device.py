@@ -371,3 +371,18 @@ def test_the_live_process_line_says_the_host_waits_on_the_device(tmp_path):
     assert "speedups: waiting on the device (100% of wall)" in err
     proc = [d for d in read_lines(out) if d["event"] == "process"][-1]
     assert all(p["speedup"] == 1.0 for p in proc["predicted"])
+
+
+def test_a_host_waiting_on_a_cpu_device_is_not_told_cpu_threads_do_not_help(monkeypatch):
+    # pocl's kernels run on this machine's cores (its compute units), so "more CPU threads
+    # do not shorten it" beside a kernel table that predicts S@2 1.7-1.85 contradicted it
+    # (examples/opencl_device_bound.py on pocl, session 34).
+    region, pred = process_region(10.0), cpu_prediction()
+    monkeypatch.setattr(devicewait, "_source", lambda: seen(0.0, 8.9, cpu_device_s=9.5))
+    p = bridge._opencl_host([region], [pred], no_predictor)[0]
+    assert p.basis.startswith("waiting on the CPU device (89% of wall): the kernels scale with its compute units")
+    assert "do not shorten" not in p.basis and len(p.basis) < 96
+    assert p.speedup == [1.0] * 16 and p.fastest == 1  # the host's own threads still give nothing
+    monkeypatch.setattr(devicewait, "_source", lambda: seen(9.0, 8.9, cpu_device_s=0.5))  # a GPU's
+    assert bridge._opencl_host([region], [pred], no_predictor)[0].basis.startswith(
+        "waiting on the device (90% of wall): more CPU threads do not shorten it")

@@ -338,7 +338,8 @@ class Sampler:
         if not ran:
             return None
         busy = sum(k.device_ns for k in ran if k.device_type != "cpu") * 1e-9
-        seen = HostSeen(busy, getattr(self, "host_wait_ns", 0) * 1e-9)
+        on_cpu = sum(k.device_ns for k in ran if k.device_type == "cpu") * 1e-9
+        seen = HostSeen(busy, getattr(self, "host_wait_ns", 0) * 1e-9, cpu_device_s=on_cpu)
         self._runtime_threads(seen)
         return seen
 

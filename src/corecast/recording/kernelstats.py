@@ -74,20 +74,23 @@ class HostSeen:
     """What the OpenCL layer saw of its host at exit.
 
     ``device_s``: busy seconds of the devices that are not CPUs (a CPU device's work is
-    the host's own threads); ``wait_s``: seconds the program waited in blocking OpenCL
-    calls; ``runtime_threads``: live threads the interpreter did not start (the OpenCL
+    the host's own threads); ``cpu_device_s``: those of CPU devices (pocl's: their compute
+    units are this machine's cores); ``wait_s``: seconds the program waited in blocking
+    OpenCL calls; ``runtime_threads``: live threads the interpreter did not start (the OpenCL
     runtime's and driver's, a BLAS library's pool: not the program's code), with their CPU
     seconds and their pthread waits, acquisitions and contended acquisitions per stall
     category (``recording.abi.STALLS`` names; empty without the preload library);
     ``program_cpu_s``: the CPU seconds of each live thread the interpreter started."""
 
     __slots__ = ("device_s", "wait_s", "runtime_threads", "runtime_cpu_s", "runtime_waits_s",
-                 "runtime_acquisitions", "runtime_contended", "program_cpu_s")
+                 "runtime_acquisitions", "runtime_contended", "program_cpu_s", "cpu_device_s")
 
     def __init__(self, device_s: float, wait_s: float, runtime_threads: int = 0, runtime_cpu_s: float = 0.0,
                  runtime_waits_s: dict | None = None, runtime_acquisitions: dict | None = None,
-                 runtime_contended: dict | None = None, program_cpu_s: list[float] | None = None) -> None:
+                 runtime_contended: dict | None = None, program_cpu_s: list[float] | None = None,
+                 cpu_device_s: float = 0.0) -> None:
         self.device_s, self.wait_s = float(device_s), float(wait_s)
+        self.cpu_device_s = float(cpu_device_s)
         self.runtime_threads, self.runtime_cpu_s = int(runtime_threads), float(runtime_cpu_s)
         self.runtime_waits_s = dict(runtime_waits_s or {})
         self.runtime_acquisitions = dict(runtime_acquisitions or {})

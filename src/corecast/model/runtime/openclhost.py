@@ -1,8 +1,8 @@
 """An OpenCL host's process prediction at exit, from what the OpenCL layer saw of it
 (``recording.kernelstats.HostSeen``): the threads the interpreter did not start (the
 OpenCL runtime's and driver's, a BLAS pool's) are not the program's parallelism.  A host
-that waited on a device that is not a CPU for most of its wall time is "waiting on the
-device"; a host whose own code ran on one thread is a "serial host"; one with threads of
+that waited on the device for most of its wall time is "waiting on the device" (on a CPU
+device, whose compute units are the machine's cores, "the CPU device"); a host whose own code ran on one thread is a "serial host"; one with threads of
 its own is predicted again from them alone.  (The kernels themselves: ``kernelmodel``.)"""
 from __future__ import annotations
 
@@ -31,7 +31,7 @@ def host_predictions(regions: list[RegionSample], preds: list[TeamPrediction], s
             continue
         share = device_wait_share(float(region["wall_s"]), seen.device_s, seen.wait_s)
         if share >= DEVICE_BOUND:
-            out[i] = device_bound_process(preds[i], share)
+            out[i] = device_bound_process(preds[i], share, seen.cpu_device_s > seen.device_s)
             out[i].basis = with_note(out[i].basis, runtime_note(seen))
         elif seen.runtime_threads and not composed:
             own = program_process(region, seen)
@@ -52,20 +52,24 @@ def device_wait_share(wall_s: float, device_s: float, host_wait_s: float) -> flo
     return min(max(device_s, host_wait_s, 0.0) / wall_s, 1.0)
 
 
-def device_bound_process(pred: TeamPrediction, share: float) -> TeamPrediction:
+def device_bound_process(pred: TeamPrediction, share: float, cpu_device: bool = False) -> TeamPrediction:
     """The process prediction of a host that waits on the device for ``share`` of its
-    wall time (at least ``DEVICE_BOUND``): its threads are the driver's, so more CPU threads
-    give nothing (speedup 1); the band's high end lets the rest of the host's time shrink
-    as Amdahl's law would."""
+    wall time (at least ``DEVICE_BOUND``): its threads are the driver's, so more host
+    threads give nothing (speedup 1); the band's high end lets the rest of the host's time
+    shrink as Amdahl's law would.  On a CPU device (``cpu_device``: pocl's) the kernels do
+    run on this machine's cores, as its compute units, so the line says that the kernel
+    table predicts them rather than that more CPU threads do not help."""
     from .bound import TeamPrediction
 
     counts = list(pred.threads)
     rest = 1.0 - share
     high = [max(1.0, 1 / (share + rest / n)) for n in counts]
     pct = f"{100 * share:.0f}%"
+    why = ("the kernels scale with its compute units" if cpu_device
+           else "more CPU threads do not shorten it")
     return TeamPrediction(counts, [1.0] * len(counts), [1.0] * len(counts), high, 1,
-                          f"waiting on the device ({pct} of wall): more CPU threads do not shorten it",
-                            [], f"waiting on device {pct} of wall")
+                          f"waiting on the {'CPU ' if cpu_device else ''}device ({pct} of wall): {why}",
+                          [], f"waiting on device {pct} of wall")
 
 
 def runtime_note(seen: HostSeen) -> str:
