@@ -97,3 +97,20 @@ def test_fit_quality_left_out_changes_no_prediction():
     assert full.fit_quality and full.fit_quality[0]["holdout"] == "leave-last-out"
     assert lean.fit_quality == []
     assert dict(full.to_dict(), fit_quality=[]) == lean.to_dict()
+
+
+def test_a_fit_miss_advises_the_callers_own_way_to_try_another_method(tmp_path, capsys):
+    # The model wrote "try another --method", a flag of the CLI, into the Python API's
+    # warnings too (corecast.predict has method=, no --method).
+    import corecast
+    from corecast.cli import main
+
+    counts, times = [1, 2, 4, 8], [1.0, 0.5, 1.0, 3.0]  # Amdahl's law cannot follow it
+    (miss,) = [w for w in corecast.predict(counts, times, metric="time", method="amdahl").warnings
+               if w.startswith("the fit misses")]
+    assert miss.endswith("the model does not follow this curve; try another method")
+    f = tmp_path / "miss.csv"
+    f.write_text("threads,time\n" + "".join(f"{n},{t}\n" for n, t in zip(counts, times)))
+    main(["predict", str(f), "--method", "amdahl"])
+    out = capsys.readouterr()
+    assert "the model does not follow this curve; try another --method" in out.out + out.err

@@ -202,11 +202,13 @@ def _predict(data: Measurements, file: str, count_unit: str = "threads", read_no
     labels the counts (threads, or ranks); ``read_notes``: the reader's warnings, first."""
     from dataclasses import replace
 
+    from ..model.curve.extrapolation import with_advice
     from ..model.curve.prediction import predict_measurements
 
     try:
         pred = predict_measurements(data, **kwargs)
-        return replace(pred, count_unit=count_unit, warnings=[*read_notes, *pred.warnings])
+        return replace(pred, count_unit=count_unit,
+                       warnings=[*read_notes, *with_advice(pred.warnings, "; try another --method")])
     except InputError as e:
         raise CliError(str(e), file) from None
     except Exception as e:  # a bug in a model must not surface as a traceback

@@ -353,10 +353,10 @@ def fit_miss(log_err: np.ndarray, at_measured: np.ndarray, curve: Measurements, 
     worst_at = f"worst at {curve.counts[worst]:g}: predicted {predicted:.4g}, measured {measured:.4g}"
     if not np.any(missed):
         return (f"{POOR_FIT}: SMAPE {smape:.1f}% against the {len(curve)} measured counts (above "
-                f"{POOR_SMAPE:g}%; {worst_at}): its counts are rough; try another --method")
+                f"{POOR_SMAPE:g}%; {worst_at}): its counts are rough; try another method")
     return (
         f"the fit misses {int(missed.sum())} of {len(curve)} measured counts by more than "
-        f"{MISS_FACTOR:g}x ({worst_at}): the model does not follow this curve; try another --method"
+        f"{MISS_FACTOR:g}x ({worst_at}): the model does not follow this curve; try another method"
     )
 
 
