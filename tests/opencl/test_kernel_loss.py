@@ -66,3 +66,12 @@ def test_it_says_when_the_shipped_constant_is_not_its_choice(bench, monkeypatch,
     monkeypatch.setattr(kernelmodel, "UNIT_CONTENTION", 0.01)
     assert bench.main([]) == 0
     assert "note: kernelmodel.UNIT_CONTENTION is 0.01, this script chooses 0.048" in capsys.readouterr().out
+
+
+def test_pooled_runs_hold_out_each_kernels_curves_together(bench) -> None:
+    # The same run given twice: every kernel's two curves leave together, so each held-out
+    # choice is the single run's (a copy of the held-out kernel left in would pull it).
+    one, two = bench.evaluate(bench.DEV), bench.evaluate([bench.DEV, bench.DEV])
+    assert two["held_out_sigma"] == one["held_out_sigma"]
+    assert two["chosen_on_all"] == one["chosen_on_all"]
+    assert two["held_out"][2]["cases"] == 2 * one["held_out"][2]["cases"]
