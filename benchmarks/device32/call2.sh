@@ -18,15 +18,7 @@ for p in cl.get_platforms():
 cat "$OUT/opencl.txt"
 
 if [ "${GPU:-1}" != 0 ]; then
-  # NVIDIA's ICD is not in /etc/OpenCL/vendors (pocl's is): named through a folder of its own.
-  NV=/usr/local/nvidia/lib64/libnvidia-opencl.so.1
-  if [ -e "$NV" ]; then
-    mkdir -p "$T/icd" && echo "$NV" > "$T/icd/nvidia.icd"
-    GPUENV=(OCL_ICD_VENDORS="$T/icd" PYOPENCL_CTX=0)
-  else
-    note "no $NV: the GPU steps run on the default OpenCL device (a dry run, not the H200)"
-    GPUENV=(PYOPENCL_CTX=0)
-  fi
+  gpu_env
   step gpu_run 60 gpu_run.txt env "${GPUENV[@]}" "$PY" -m corecast run --json-out "$OUT/gpu.jsonl" -- \
     "$PY" examples/opencl_two_kernels.py
   tail -n 22 "$OUT/gpu_run.txt"

@@ -80,6 +80,19 @@ build_examples() {
   done
 }
 
+# gpu_env: GPUENV, the environment that puts pyopencl on the H200.  NVIDIA's ICD is not in
+# /etc/OpenCL/vendors (pocl's is): named through a folder of its own.
+gpu_env() {
+  local NV=/usr/local/nvidia/lib64/libnvidia-opencl.so.1
+  if [ -e "$NV" ]; then
+    mkdir -p "$T/icd" && echo "$NV" > "$T/icd/nvidia.icd"
+    GPUENV=(OCL_ICD_VENDORS="$T/icd" PYOPENCL_CTX=0)
+  else
+    note "no $NV: the GPU steps run on the default OpenCL device (a dry run, not the H200)"
+    GPUENV=(PYOPENCL_CTX=0)
+  fi
+}
+
 # The end: every file of $OUT but those named packed into logs.tgz (the device returns at
 # most 8 files, 16 MiB each), then the summary.
 finish() {

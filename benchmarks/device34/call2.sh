@@ -32,15 +32,7 @@ bound() {
   grep "^time: wall" "$OUT/$name.txt"
 }
 if [ "${GPU:-1}" != 0 ]; then
-  # NVIDIA's ICD is not in /etc/OpenCL/vendors (pocl's is): named through a folder of its own.
-  NV=/usr/local/nvidia/lib64/libnvidia-opencl.so.1
-  if [ -e "$NV" ]; then
-    mkdir -p "$T/icd" && echo "$NV" > "$T/icd/nvidia.icd"
-    GPUENV=(OCL_ICD_VENDORS="$T/icd" PYOPENCL_CTX=0)
-  else
-    note "no $NV: the GPU steps run on the default OpenCL device (a dry run, not the H200)"
-    GPUENV=(PYOPENCL_CTX=0)
-  fi
+  gpu_env
   bound gpu_bound "${GPUENV[@]}"
 fi
 bound pocl_bound PYOPENCL_CTX=0
