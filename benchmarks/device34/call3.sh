@@ -5,24 +5,26 @@
 # measured: this call measures its curves (1, 2, 4, 8, 16 threads, 3 interleaved rounds) and
 # records it (corecast run --target 16 at 2 and 4 threads, --probe at 16, after the first
 # round), all in one measure.py pass inside DL.  Nothing here predicts or replays: the figure
-# is read later, once, with `scale16.py --suites splash3 --skip-suites ''`.
-# Returns sp34.tgz (what scale16.py reads: NAME.csv with `# suite:` lines, runs.jsonl,
+# is read later, once, with `scale16.py --suites splash3 --skip-suites ''`.  call4.sh is this
+# call for another such suite (SUITE, PACK, CALL set).
+# Returns PACK.tgz (sp34.tgz; what scale16.py reads: NAME.csv with `# suite:` lines, runs.jsonl,
 # samples/NAME-N.jsonl, lscpu.txt, compiler.txt, corecast-commit.txt), summary.txt, logs.tgz.
-# A call the budget cut resumes: copy the returned sp34.tgz to .dev/sp34.tgz and call again.
-# Knobs: DL (default 240; with less device time left, DL = budget_left_s - 60 and timeout_s
-# DL + 20), COUNTS (1,2,4,8,16), REPS (3), TIMEOUT (one run's limit, 30 s), C16ARGS (more
-# measure.py arguments; a dry run on 2 cores: --tiny), and device32/common.sh's.
+# A call the budget cut resumes: copy the returned PACK.tgz to .dev/PACK.tgz and call again.
+# Knobs: SUITE (splash3), PACK (the results' name, sp34), CALL (3), DL (default 240; with less
+# device time left, DL = budget_left_s - 60 and timeout_s DL + 20), COUNTS (1,2,4,8,16), REPS
+# (3), TIMEOUT (one run's limit, 30 s), C16ARGS (more measure.py arguments; a dry run on 2
+# cores: --tiny), and device32/common.sh's.
 cd "$(dirname "$0")/../.." || exit 1
-CALL=3; DL=${DL:-240}
+SUITE=${SUITE:-splash3}; PACK=${PACK:-sp34}; CALL=${CALL:-3}; DL=${DL:-240}
 . benchmarks/device32/common.sh
 setup
 M=.dev/corpus16/programs.json
-D="$T/sp34"
+D="$T/$PACK"
 mkdir -p "$D"
-[ -f .dev/sp34.tgz ] && [ ! -s "$D/runs.jsonl" ] && tar xzf .dev/sp34.tgz -C "$D" && note "resumed from .dev/sp34.tgz"
-# The builds expand Splash-3's m4 macros ($M4, else m4 on PATH); the image may have no m4, so
-# the Debian package carried in .dev/corpus16 (apt-get download m4) is unpacked when needed.
-if ! command -v m4 >/dev/null; then
+[ -f ".dev/$PACK.tgz" ] && [ ! -s "$D/runs.jsonl" ] && tar xzf ".dev/$PACK.tgz" -C "$D" && note "resumed from .dev/$PACK.tgz"
+# splash3's builds expand Splash-3's m4 macros ($M4, else m4 on PATH); the image may have no m4,
+# so the Debian package carried in .dev/corpus16 (apt-get download m4) is unpacked when needed.
+if [ "$SUITE" = splash3 ] && ! command -v m4 >/dev/null; then
   deb=$(ls .dev/corpus16/m4_*.deb 2>/dev/null | head -1)
   if [ -n "$deb" ] && mkdir -p "$T/m4" && dpkg -x "$deb" "$T/m4" 2>> "$OUT/setup.log" && "$T/m4/usr/bin/m4" --version >/dev/null 2>&1; then
     export M4="$T/m4/usr/bin/m4"; note "m4: none on PATH, the carried $(basename "$deb")"
@@ -34,10 +36,10 @@ if ! command -v m4 >/dev/null; then
   fi
 fi
 L=$(( $(left) - RESERVE - 3 ))
-step "splash3 curves and recordings" $(( L + 3 )) sp34.log "$PY" benchmarks/corpus16/measure.py --manifest "$M" \
-  --out "$D" --suites splash3 --threads "${COUNTS:-1,2,4,8,16}" --reps "${REPS:-3}" \
+step "$SUITE curves and recordings" $(( L + 3 )) "$PACK.log" "$PY" benchmarks/corpus16/measure.py --manifest "$M" \
+  --out "$D" --suites "$SUITE" --threads "${COUNTS:-1,2,4,8,16}" --reps "${REPS:-3}" \
   --timeout "${TIMEOUT:-30}" --budget "$L" ${C16ARGS:-}
-tail -n 2 "$OUT/sp34.log"
+tail -n 2 "$OUT/$PACK.log"
 # What came back, per program: timed runs and recordings, and any that failed (one line each).
 "$PY" - "$D" <<'PYEOF' | tee -a "$SUM"
 import json, sys, collections
@@ -53,5 +55,5 @@ for r in bad:
     print(f"FAILED {r['name']} {r['kind']} at {r['threads']}: rc {r.get('rc')} {r.get('err', '')[:120]}")
 PYEOF
 cp .dev/commit.txt "$D/corecast-commit.txt" 2>/dev/null
-tar czf "$T/sp34.tgz" -C "$D" --exclude=./work . && mv "$T/sp34.tgz" "$OUT/sp34.tgz"
-finish sp34.tgz
+tar czf "$T/$PACK.tgz" -C "$D" --exclude=./work . && mv "$T/$PACK.tgz" "$OUT/$PACK.tgz"
+finish "$PACK.tgz"
