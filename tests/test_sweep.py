@@ -661,7 +661,8 @@ def test_a_sweep_and_its_regions_tell_the_models_the_cpus_they_had(contend, monk
 
 def test_a_sweeps_fit_warning_says_where_another_method_is_tried():
     # sweep has no --method, yet its fit warnings ended "try another --method"
-    from corecast.model.curve.extrapolation import TRY_METHOD, extrapolate, with_advice
+    from corecast.model.curve.extrapolation import extrapolate, with_advice
+    from corecast.model.curve.prediction import TRY_METHOD
 
     times = {1: [0.0117], 2: [0.0085], 4: [0.05]}  # a rank sweep the regression misses at 2
     per_count = {n: [{"mpi_p2p": 0.001 * n, "mpi_collective": 0.002 * n}] for n in times}

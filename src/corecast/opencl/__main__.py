@@ -4,8 +4,8 @@ program as ``python prog.py ARGS`` would, with its kernels measured and reported
 The program gets ``sys.argv`` = [prog.py, ARGS...] (``prog.py`` as typed, as python keeps
 it; ``__file__`` is the absolute path), ``sys.path[0]`` = its folder and
 ``__name__ == "__main__"``; a folder or zip file holding ``__main__.py`` runs as python
-runs one (``sys.path[0]`` the folder or zip file itself); its exit status, output and tracebacks are its own (the frames
-of this runner are left out of a traceback).
+runs one (``sys.path[0]`` the folder or zip file itself); its exit status, output and
+tracebacks are its own (the frames of this runner are left out of a traceback).
 """
 from __future__ import annotations
 

@@ -121,13 +121,12 @@ def extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[st
         result["bottleneck"] = top if at_end[top] >= CLOCK_RESOLUTION_S else None
 
 
-TRY_METHOD = "; try another method"  # how prediction.fit_miss's warnings end (the caller says how)
-
-
 def with_advice(warnings: list[str], advice: str) -> list[str]:
-    """``warnings`` with the model's advice to try another method replaced by ``advice``
-    (``"; ..."``, or "" for none): each command says how (predict's ``--method``; sweep and
-    merge have none); the Python API keeps the model's words (``method=``)."""
+    """``warnings`` with the model's advice to try another method (``prediction.TRY_METHOD``)
+    replaced by ``advice`` (``"; ..."``, or "" for none): each command says how (predict's
+    ``--method``; sweep and merge have none); the Python API keeps the model's words."""
+    from .prediction import TRY_METHOD
+
     return [w[:-len(TRY_METHOD)] + advice if w.endswith(TRY_METHOD) else w for w in warnings]
 
 

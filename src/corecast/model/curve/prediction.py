@@ -39,6 +39,7 @@ MISS_FACTOR = 1.5  # a fit this far off a measured value (either way) gets a war
 # on docs/predict.md's example, 41% off at 1 thread, scores 21%.
 POOR_SMAPE = 10.0
 POOR_FIT = "the fit is poor"  # that warning's start
+TRY_METHOD = "; try another method"  # how fit_miss's warnings end; each caller says how (with_advice)
 
 
 def predict(
@@ -353,11 +354,9 @@ def fit_miss(log_err: np.ndarray, at_measured: np.ndarray, curve: Measurements, 
     worst_at = f"worst at {curve.counts[worst]:g}: predicted {predicted:.4g}, measured {measured:.4g}"
     if not np.any(missed):
         return (f"{POOR_FIT}: SMAPE {smape:.1f}% against the {len(curve)} measured counts (above "
-                f"{POOR_SMAPE:g}%; {worst_at}): its counts are rough; try another method")
-    return (
-        f"the fit misses {int(missed.sum())} of {len(curve)} measured counts by more than "
-        f"{MISS_FACTOR:g}x ({worst_at}): the model does not follow this curve; try another method"
-    )
+                f"{POOR_SMAPE:g}%; {worst_at}): its counts are rough{TRY_METHOD}")
+    return (f"the fit misses {int(missed.sum())} of {len(curve)} measured counts by more than "
+            f"{MISS_FACTOR:g}x ({worst_at}): the model does not follow this curve{TRY_METHOD}")
 
 
 def band(

@@ -2,8 +2,9 @@
 (``recording.kernelstats.HostSeen``): the threads the interpreter did not start (the
 OpenCL runtime's and driver's, a BLAS pool's) are not the program's parallelism.  A host
 that waited on the device for most of its wall time is "waiting on the device" (on a CPU
-device, whose compute units are the machine's cores, "the CPU device"); a host whose own code ran on one thread is a "serial host"; one with threads of
-its own is predicted again from them alone.  (The kernels themselves: ``kernelmodel``.)"""
+device, whose compute units are the machine's cores, "the CPU device"); a host whose own
+code ran on one thread is a "serial host"; one with threads of its own is predicted again
+from them alone.  (The kernels themselves: ``kernelmodel``.)"""
 from __future__ import annotations
 
 from .evidence import with_note
