@@ -50,16 +50,15 @@ struct cc_counts {
     uint64_t hold[CC_NSTALL]; /* timed hold of critical/atomic/ordered/omp locks */
     uint64_t single;          /* single blocks (until the next barrier) */
     uint64_t loop_calls;
-    /* Explicit tasks (shims/gomp.c): tasks run; ticks in them (outermost task only: a
-     * barrier, a region's end and a single block take these out of their own time, since
-     * libgomp runs queued tasks inside barriers and without this a task-parallel
-     * program's work reads as barrier wait); ticks spent creating them (GOMP_task, less
-     * any task it ran at once), the runtime's share a task's time does not show. */
-    uint64_t tasks, task_ticks, spawn_ticks;
+    /* Explicit tasks (shims/gomp.c): tasks run; ticks in them (outermost task only:
+     * barriers, region ends and single blocks take these out of their time, as libgomp
+     * runs queued tasks in barriers); ticks creating them (GOMP_task, less any task it ran
+     * at once: the runtime's share); tasks created with dependences (hashed, not only queued). */
+    uint64_t tasks, task_ticks, spawn_ticks, task_depend;
 };
 /* The single counters of struct cc_counts (after the per-category tables), for code that
  * treats each alike: a region's fold and its totals. */
-#define CC_COUNT_SCALARS(X) X(single) X(loop_calls) X(tasks) X(task_ticks) X(spawn_ticks)
+#define CC_COUNT_SCALARS(X) X(single) X(loop_calls) X(tasks) X(task_ticks) X(spawn_ticks) X(task_depend)
 
 struct cc_thread {
     int tid;
@@ -244,7 +243,7 @@ struct cc_region {
      * time, the imbalance measured at the join, and credited sections.  The members'
      * synchronisation counts are in ``shards``; cc_region_totals adds both up. */
     uint64_t calls, wall, busy, single, loop_calls;
-    uint64_t tasks, task_ticks, spawn_ticks; /* explicit tasks the join saw run late (omp_call.c) */
+    uint64_t tasks, task_ticks, spawn_ticks, task_depend; /* tasks the join saw run late (omp_call.c) */
     uint64_t hold[CC_NSTALL];
     uint64_t wait[CC_NSTALL], acq[CC_NSTALL], contended[CC_NSTALL];
     struct cc_fold_shard shards[CC_FOLD_SHARDS];

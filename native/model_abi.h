@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#define CC_ABI_VERSION 8
+#define CC_ABI_VERSION 9
 /* Version of the JSON Lines records (CORECAST_OUTPUT, docs/recording.md) that `corecast
  * replay` reads; 1: the records written before they carried "schema".  Same number:
  * corecast.recording.record.SCHEMA. */
@@ -133,6 +133,8 @@ struct cc_region_sample {
     unsigned long long tasks;
     double task_s;
     double task_spawn_s;
+    /* ABI 9: of the tasks created, those with dependences (libgomp; 0 on the OMPT path). */
+    unsigned long long task_depend;
 };
 
 /* Cumulative since the sampler opened the events (CORECAST_NUMA_EVENTS); uncore counts are

@@ -177,6 +177,7 @@ bool GOMP_single_start(void) {
  * libgomp reads or writes itself (detach, in_reduction) and taskloops (whose bounds
  * libgomp writes at the block's start) pass straight through. */
 #define TASK_FLAGS_WRAPPED (1u << 0 | 1u << 1 | 1u << 2 | 1u << 3 | 1u << 4 | 1u << 10)
+#define TASK_FLAG_DEPEND (1u << 3) /* libgomp's GOMP_TASK_FLAG_DEPEND: depend holds the clauses */
 
 struct task_head {
     cc_outlined_fn fn;
@@ -237,7 +238,12 @@ void GOMP_task(cc_outlined_fn fn, void *data, void (*cpyfn)(void *, void *), lon
     g->GOMP_task(task_trampoline, &src, task_copy, pad + arg_size, align, if_clause, flags, depend, priority,
                  detach);
     uint64_t el = cc_now() - t0, k = t->child_ticks - k0;
-    CC_ADD(cc_counts(t)->spawn_ticks, el > k ? el - k : 0);
+    struct cc_counts *n = cc_counts(t);
+    CC_ADD(n->spawn_ticks, el > k ? el - k : 0);
+    /* Dependences make creating a task hashing and linking them (libgomp's
+     * gomp_task_handle_depend), work of its own, not only the queue's lock. */
+    if (flags & TASK_FLAG_DEPEND)
+        CC_ADD(n->task_depend, 1);
 }
 
 /* Waiting for child tasks: the tasks run meanwhile are work; the rest is a wait (for other

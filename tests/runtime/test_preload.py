@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from corecast.recording.abi import STALLS
+from corecast.recording.record import region_from_json
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -1228,6 +1229,48 @@ def test_tasks_are_counted_exactly(build, lib, tmp_path, threads):
         assert process["counters"]["tasks"] == in_region + outside, prog.name
         assert region["counters"]["task_s"] > 0 and region["counters"]["task_spawn_s"] > 0
         assert process["counters"]["task_s"] >= region["counters"]["task_s"]
+
+
+DEPEND_TASKS_C = r"""
+#include <stdio.h>
+int main(void) {
+    double a[30] = {0}, b[20] = {0};
+#pragma omp parallel
+#pragma omp single
+    {
+        for (int i = 0; i < 30; i++) { /* a chain: each task depends on the one before */
+#pragma omp task firstprivate(i) shared(a) depend(inout: a[0])
+            a[0] += i;
+        }
+        for (int i = 0; i < 20; i++) {
+#pragma omp task firstprivate(i) shared(b)
+            b[i] = 2.0 * i;
+        }
+    }
+    double s = a[0];
+    for (int i = 0; i < 20; i++)
+        s += b[i];
+    printf("%.1f\n", s);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_tasks_with_dependences_are_counted(build, lib, tmp_path, threads):
+    """Tasks created with a depend clause are counted apart (``task_depend``): their
+    creating time is the dependences' hashing, which the task queue model keeps as
+    service.  30 dependent tasks and 20 without, in one region."""
+    prog = build("omp_depend_tasks", DEPEND_TASKS_C, "-fopenmp")
+    env = clean_env(OMP_NUM_THREADS=threads)
+    out = tmp_path / "depend.jsonl"
+    proc = run([prog], env=env, preload=lib, output=out, quiet="1")
+    assert proc.returncode == 0 and proc.stdout == run([prog], env=env).stdout == b"815.0\n"
+    (region,) = events(read_lines(out), "region")
+    (process,) = events(read_lines(out), "process")
+    for rec in (region, process):
+        assert (rec["counters"]["tasks"], rec["counters"]["task_depend"]) == (50, 30)
+    assert region_from_json(region)["task_depend"] == 30
 
 
 # ---- threads that never call a wrapped function -------------------------------------------

@@ -98,6 +98,8 @@ class RegionSample(_Required, total=False):
     tasks: int                # explicit OpenMP tasks run (libgomp's GOMP_task, or OMPT)
     task_s: float             # thread-s in them (outermost task per thread: its nested tasks and waits inside)
     task_spawn_s: float       # thread-s creating them (GOMP_task less tasks it ran at once; OMPT: 0)
+    # Absent in recordings made before the library counted them (added to schema 5):
+    task_depend: int          # of the tasks created, those with dependences (libgomp's GOMP_task; OMPT: 0)
 
 
 class ProcessSample(RegionSample, total=False):
@@ -150,6 +152,7 @@ def region_from_struct(ffi: object, g: object, hardware: dict[str, float] | None
         "tasks": g.tasks,
         "task_s": g.task_s,
         "task_spawn_s": g.task_spawn_s,
+        "task_depend": g.task_depend,
     }
     if ffi.string(g.name) != b"process":
         return region
@@ -250,6 +253,8 @@ def region_from_json(rec: dict) -> RegionSample | ProcessSample:
         region["tasks"] = _int(counters, "tasks")
         region["task_s"] = _num(counters, "task_s")
         region["task_spawn_s"] = _num(counters, "task_spawn_s")
+    if "task_depend" in counters:  # added to schema 5: tasks created with dependences
+        region["task_depend"] = _int(counters, "task_depend")
     if name != "process":
         return region
     process: ProcessSample = {**region}
