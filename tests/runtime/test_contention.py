@@ -658,13 +658,46 @@ def test_recordings_without_task_counters_or_at_one_thread_keep_the_old_model():
     assert (p.speedup, p.basis) == (q.speedup, q.basis)
 
 
+def test_a_contended_queue_of_plain_tasks_goes_through_its_own_sample():
+    """Creating a task without dependences at n0 is the queue lock's service (100 ns
+    assumed) plus its wait: read so, the model's T(n0) is the measured wall (BOTS fft at 16
+    threads had been predicted at 0.15 of its own measured speedup with the whole creating
+    time as service).  T(1) is the same either way: the creating time is out of it."""
+    r = task_region(tasks=1_000_000, work=1.0, spawn=2.0, waits=0.2, threads=4)
+    def at_n0(depend):
+        p = region_contention({**r, "task_depend": depend}, 16, 16)
+        return p, p.work_s / p.speedup[p.threads.index(4)]
+    plain, t_plain = at_n0(0)
+    mixed, t_mixed = at_n0(500_000)
+    dependent, t_dependent = at_n0(1_000_000)
+    assert t_plain == pytest.approx(r["wall_s"], rel=0.02) and "handoff" in plain.fitted
+    assert t_plain < t_mixed < t_dependent and t_dependent > 2 * r["wall_s"]
+    assert plain.work_s == pytest.approx(dependent.work_s, rel=1e-9) == pytest.approx(1.0, rel=1e-6)
+    assert all(lo <= s <= hi for lo, s, hi in zip(plain.low, plain.speedup, plain.high))
+
+
+def test_dependent_or_uncounted_tasks_keep_the_creating_time_as_service():
+    """A task with dependences is hashed and linked as it is created: all of its creating
+    time is service.  A recording that did not count dependences (made before
+    ``task_depend``) reads as all dependent: exactly the model those recordings had."""
+    r = task_region(tasks=1_000_000, work=1.0, spawn=2.0, waits=0.2, threads=4)
+    base = region_contention(r, 16, 16)
+    p = region_contention({**r, "task_depend": 1_000_000}, 16, 16)
+    assert (p.speedup, p.low, p.high, p.basis, p.fitted) == (base.speedup, base.low, base.high, base.basis,
+                                                              base.fitted)
+    from corecast.model.runtime.taskqueue import dependent_share
+
+    assert [dependent_share(x) for x in (r, {**r, "task_depend": 250_000}, {**r, "task_depend": 2_000_000},
+                                         {**r, "tasks": 0, "task_depend": 0})] == [1.0, 0.25, 1.0, 1.0]
+
+
 def test_task_durations_in_the_basis_read_without_an_exponent():
     """Tasks of 350 us (omp_tasks' leaves) once read "tasks of 3.5e+02 us"; a millisecond
     reads in ms.  Only the text: the numbers are the model's as before."""
     r = task_region(tasks=1000, work=0.349, spawn=0.001, waits=0.05)
     p = region_contention(r, 16, 16)
     assert "task_queue" in p.fitted and "tasks of 350 us, created in 1 us" in p.basis and "e+" not in p.basis
-    from corecast.model.runtime.contention import duration
+    from corecast.model.runtime.taskqueue import duration
 
     assert [duration(s) for s in (2.7e-7, 3.5e-4, 1.2e-3, 9.997e-4, 2.5)] == [
         "0.27 us", "350 us", "1.2 ms", "1 ms", "2.5 s"]

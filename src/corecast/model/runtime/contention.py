@@ -31,8 +31,8 @@ Regions (all times one call's, "work" is thread time):
 * A sample taken with n0 > ``cores`` (the measuring machine's) is deflated by
   f(n0) = n0 / cores first (fitted "cpu_share").
 * **Explicit tasks** (where the recording counts them): libgomp's task queue as one
-  more lock, its service the time spent creating a task, and that time out of T(1)
-  (``_task_queue`` says why; fitted "task_queue").
+  more lock, the time spent creating a task its service and wait, and out of T(1)
+  (``taskqueue`` says why; fitted "task_queue").
 
 Processes with plain threads: n0 is the process's team (``team_threads``: the threads
 with at least a quarter of the second busiest thread's CPU time; pool threads that mostly
@@ -60,7 +60,8 @@ import math
 from ...recording.abi import SYNC_WAITS
 from .bound import TeamPrediction, fastest_count, region_work
 from .lockqueue import (MIN_CONTENDED, SINGLE_OBJECT, Station, TeamModel, bisect, copy_model,
-                        copy_station, finish_stations, fit_stations, pthread_stations)
+                        finish_stations, fit_stations, pthread_stations)
+from .taskqueue import task_prediction
 from .teamcurve import (ContentionPrediction, bottleneck_of, model_time, ordered_fits,
                         predict_curves, stretch)
 
@@ -75,7 +76,6 @@ MIN_LATENCY_CALLS = 2    # calls a region needs before its barrier waits bound t
 SERIAL_BAND = 0.05       # process serial time +- 5% of the work
 MAX_TEAM_FROM_CPU = 1024  # native/corecast.h's CC_MAX_THREADS, where the CPUs are not known
 CONCURRENCY_SLACK = 0.05  # CPU/wall a little over a whole number is timing noise, not one more thread
-TASK_QUEUE = "task_queue"  # the station of a team's explicit tasks (libgomp's queue and its lock)
 
 
 def _barrier_idle(st: dict, calls: int, n0: int, single: float) -> float:
@@ -187,64 +187,8 @@ def region_contention(region: RegionSample, target: int, cores: int,
     m.cores = max(1, int(target_cores or cores))  # the fits above need no stretch: f0 is out
     models = {"central": m, "low": m, "high": m}
     basis = "contention model: lock queues, imbalance, serial work, oversubscription"
-    queued = _task_queue(region, m, calls, f0, fitted)
-    if queued is None:
-        return predict_curves(models, target, calls, basis, ordered_fits(fitted))
-    q, spawn = queued
-    tasks = float(region["tasks"])
-    basis = (f"contention model: task queue (tasks of {duration(float(region['task_s']) / tasks)}, "
-             f"created in {duration(float(region['task_spawn_s']) / tasks)}), imbalance, serial work")
-    pred = predict_curves({"central": q, "low": q, "high": q}, target, calls, basis, ordered_fits(fitted))
-    t1 = pred.work_s / calls
-    keep = max(t1 - spawn, 1e-12) / t1 if t1 > 0 else 1.0
-    pred.scale([keep if n > 1 else 1.0 for n in pred.threads])
-    pred.work_s *= keep
-    # The band's high end: the reading without the queue, every task's creating time work
-    # one thread does too (what no sample at n0 >= 2 can rule out).
-    old = predict_curves(models, target, calls, basis, [])
-    pred.high = [max(h, a, b) for h, a, b in zip(pred.high, old.speedup, old.high)]
-    return pred
-
-
-def duration(seconds: float) -> str:
-    """A duration for the basis text, to two significant digits in the unit that needs no
-    exponent: 0.27 us, 350 us, 1.2 ms, 3 s (``.2g`` alone wrote 350 us as 3.5e+02 us)."""
-    if not (math.isfinite(seconds) and seconds > 0):
-        return f"{seconds:g} s"
-    rounded = float(f"{seconds:.2g}")  # first, so that 999.7 us reads 1 ms, not 1000 us
-    unit, scale = next(((u, s) for u, s in (("s", 1.0), ("ms", 1e-3)) if rounded >= s), ("us", 1e-6))
-    value = rounded / scale
-    digits = max(0, 1 - math.floor(math.log10(value)))
-    text = f"{value:.{digits}f}"
-    return f"{text.rstrip('0').rstrip('.') if '.' in text else text} {unit}"
-
-
-def _task_queue(region: RegionSample, m: TeamModel, calls: int, f0: float,
-                fitted: set) -> tuple[TeamModel, float] | None:
-    """The region's model with libgomp's task queue as a lock, and the creating time per
-    call that T(1) leaves out (None: no explicit tasks counted, or a team of one).
-
-    libgomp puts a team's tasks through one queue under one lock (``GOMP_task`` enqueues,
-    the barriers and taskwaits dequeue).  Creating a task (allocation, copy, enqueue:
-    ``task_spawn_s``) is the runtime's time, not the program's: with tasks of a
-    microsecond or less it is most of the time the team spends beside the work, and a team
-    of one does without most of it (libgomp runs a task at once, unqueued, once 64 per
-    thread wait).  So T(1) is the busy time less the waits and the creating time, and the
-    creating time per task is the queue's service (a deterministic queue, the measured
-    waits fitted as lockqueue does): the team saturates it at (work + creating) / creating
-    threads per task.  Recordings without the counters (written before they were counted)
-    keep the model they always had; with tasks of tens of microseconds the creating time is
-    a sliver of the work, and so are both changes."""
-    tasks = float(region.get("tasks", 0) or 0) / calls
-    spawn = float(region.get("task_spawn_s", 0.0) or 0.0) / calls / f0
-    if m.n0 < 2 or tasks <= 0 or spawn <= 0:
-        return None
-    queue = Station(TASK_QUEUE, tasks, spawn / tasks, 0.0, True)
-    q = copy_model(m, stations=[copy_station(s) for s in m.stations] + [queue])
-    finish_stations(q, fitted)
-    fit_stations(q, fitted)
-    fitted.add(TASK_QUEUE)
-    return q, spawn
+    tasks = task_prediction(region, m, target, calls, f0, fitted)
+    return tasks if tasks is not None else predict_curves(models, target, calls, basis, ordered_fits(fitted))
 
 
 def process_team(process: ProcessSample, cores: int | None = None) -> int:
