@@ -82,6 +82,7 @@ def test_the_groups_are_the_held_out_split():
     assert set(",".join(bench.HELD_OUT_GROUPS).split(",")) == set(bands.DEFAULT_SKIP.split(","))
     assert bench.group_of("gapbs") == "gapbs,kastors" and bench.group_of("polybench-acc") == "development"
     assert bench.group_of("splash3") == "splash3" and bench.group_of("ompscr") == "ompscr"
+    assert bench.group_of("kastors-task") == "kastors-task"
 
 
 def test_bad_runs_are_one_line(tmp_path, capsys):

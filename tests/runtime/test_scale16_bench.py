@@ -46,7 +46,7 @@ def test_error_splits_into_the_sampled_speedup_and_the_gain(tmp_path, with_t1):
     assert row["basis"].endswith("; bandwidth unmeasured")  # no probes in that run
 
 
-@pytest.mark.parametrize("suite", ["gapbs", "splash3", "ompscr"])  # splash3, ompscr: declared held out before they were measured
+@pytest.mark.parametrize("suite", ["gapbs", "splash3", "ompscr", "kastors-task"])  # the last three: declared held out before they were measured
 def test_held_out_suites_are_left_out_by_default(tmp_path, capsys, suite):
     """A curve of a held-out suite (bands.DEFAULT_SKIP) is replayed only when asked for with
     --skip-suites '': a plain run on corpus16's data never shows its prediction."""
