@@ -53,12 +53,13 @@ struct cc_counts {
     /* Explicit tasks (shims/gomp.c): tasks run; ticks in them (outermost task only:
      * barriers, region ends and single blocks take these out of their time, as libgomp
      * runs queued tasks in barriers); ticks creating them (GOMP_task, less any task it ran
-     * at once: the runtime's share); tasks created with dependences (hashed, not only queued). */
-    uint64_t tasks, task_ticks, spawn_ticks, task_depend;
+     * at once: the runtime's share); tasks created with dependences (hashed, not only queued);
+     * taskwaits and taskgroup ends outside any task (the phases tasks are made and waited in). */
+    uint64_t tasks, task_ticks, spawn_ticks, task_depend, taskwaits;
 };
 /* The single counters of struct cc_counts (after the per-category tables), for code that
  * treats each alike: a region's fold and its totals. */
-#define CC_COUNT_SCALARS(X) X(single) X(loop_calls) X(tasks) X(task_ticks) X(spawn_ticks) X(task_depend)
+#define CC_COUNT_SCALARS(X) X(single) X(loop_calls) X(tasks) X(task_ticks) X(spawn_ticks) X(task_depend) X(taskwaits)
 
 struct cc_thread {
     int tid;
@@ -243,7 +244,7 @@ struct cc_region {
      * time, the imbalance measured at the join, and credited sections.  The members'
      * synchronisation counts are in ``shards``; cc_region_totals adds both up. */
     uint64_t calls, wall, busy, single, loop_calls;
-    uint64_t tasks, task_ticks, spawn_ticks, task_depend; /* tasks the join saw run late (omp_call.c) */
+    uint64_t tasks, task_ticks, spawn_ticks, task_depend, taskwaits; /* tasks the join saw run late (omp_call.c) */
     uint64_t hold[CC_NSTALL];
     uint64_t wait[CC_NSTALL], acq[CC_NSTALL], contended[CC_NSTALL];
     struct cc_fold_shard shards[CC_FOLD_SHARDS];

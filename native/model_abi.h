@@ -133,8 +133,10 @@ struct cc_region_sample {
     unsigned long long tasks;
     double task_s;
     double task_spawn_s;
-    /* ABI 9: of the tasks created, those with dependences (libgomp; 0 on the OMPT path). */
+    /* ABI 9: of the tasks created, those with dependences, and the taskwaits and taskgroup
+     * ends outside any task (libgomp; 0 on the OMPT path). */
     unsigned long long task_depend;
+    unsigned long long taskwaits;
 };
 
 /* Cumulative since the sampler opened the events (CORECAST_NUMA_EVENTS); uncore counts are

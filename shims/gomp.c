@@ -258,6 +258,8 @@ void GOMP_task(cc_outlined_fn fn, void *data, void (*cpyfn)(void *, void *), lon
         uint64_t t0 = cc_now(), k0 = t->child_ticks;                                         \
         g->name();                                                                           \
         uint64_t w = cc_now() - t0, k = t->child_ticks - k0;                                 \
+        if (t->task_depth == 0) /* a phase of the region's tasks, not a task's own wait */   \
+            CC_ADD(cc_counts(t)->taskwaits, 1);                                              \
         if (w > k) {                                                                         \
             if (t->task_depth == 0) /* inside a task, the task's time holds it */           \
                 CC_ADD(t->taskwait_ticks, w - k);                                            \

@@ -1229,6 +1229,11 @@ def test_tasks_are_counted_exactly(build, lib, tmp_path, threads):
         assert process["counters"]["tasks"] == in_region + outside, prog.name
         assert region["counters"]["task_s"] > 0 and region["counters"]["task_spawn_s"] > 0
         assert process["counters"]["task_s"] >= region["counters"]["task_s"]
+        # omp_tasks: 2 tasks with dependences, and 2 taskwaits outside any task (the tree's
+        # root, called in the single block, and the block's last); the tree's own are in tasks
+        counted = (2, 2) if prog == tree else (0, 0)
+        for rec in (region, process):
+            assert (rec["counters"]["task_depend"], rec["counters"]["taskwaits"]) == counted, prog.name
 
 
 DEPEND_TASKS_C = r"""
@@ -1269,7 +1274,7 @@ def test_tasks_with_dependences_are_counted(build, lib, tmp_path, threads):
     (region,) = events(read_lines(out), "region")
     (process,) = events(read_lines(out), "process")
     for rec in (region, process):
-        assert (rec["counters"]["tasks"], rec["counters"]["task_depend"]) == (50, 30)
+        assert (rec["counters"]["tasks"], rec["counters"]["task_depend"], rec["counters"]["taskwaits"]) == (50, 30, 0)
     assert region_from_json(region)["task_depend"] == 30
 
 

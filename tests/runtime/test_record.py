@@ -62,7 +62,7 @@ def _struct(ffi, name: bytes):
     g.hist[1].threads, g.hist[1].calls, g.hist[1].wall_s = 4, 8, 0.7
     g.hist_probes[0], g.probe_calls = 2, 2
     g.runq_other_s, g.team_threads = 0.05, 4
-    g.tasks, g.task_s, g.task_spawn_s, g.task_depend = 12345678901, 2.5, 0.75, 12345
+    g.tasks, g.task_s, g.task_spawn_s, g.task_depend, g.taskwaits = 12345678901, 2.5, 0.75, 12345, 678
     return g
 
 
@@ -85,7 +85,7 @@ def test_the_live_bridge_decodes_exactly_the_record(name):
         assert tuple(sample[table]) == STALLS
     assert sample["hist"] == [(2, 2, 0.3), (4, 8, 0.7)] and sample["probes"] == {2: 2}
     assert (sample["tasks"], sample["task_s"], sample["task_spawn_s"]) == (12345678901, 2.5, 0.75)
-    assert sample["task_depend"] == 12345
+    assert (sample["task_depend"], sample["taskwaits"]) == (12345, 678)
 
 
 def test_task_counters_read_back_and_stay_absent_in_older_lines():
@@ -107,16 +107,18 @@ def test_task_counters_read_back_and_stay_absent_in_older_lines():
 
 
 def test_dependent_tasks_read_back_and_stay_absent_in_older_lines():
-    """``task_depend`` was added to schema 5 after the other task counters: a line with it
-    gives it exactly, one without it (session 33's recordings) gives no key, which the
-    task queue model reads as "not counted", and a bad value is one clear error."""
+    """``task_depend`` and ``taskwaits`` were added to schema 5 after the other task
+    counters: a line with them gives them exactly, one without them (session 33's
+    recordings) gives no key, which the task queue model reads as "not counted", and a bad
+    value is one clear error."""
     line = {"event": "region", "schema": 5, "pid": 1, "runtime": "openmp", "name": "f._omp_fn.0",
             "calls": 2, "threads": 2, "wall_s": 1.0, "stalls_s": {},
             "counters": {"busy_s": 2.0, "serial_s": 0.0, "tasks": 100, "task_s": 1.5,
-                         "task_spawn_s": 0.25, "task_depend": 40}}
-    assert region_from_json(line)["task_depend"] == 40
-    del line["counters"]["task_depend"]
-    assert "task_depend" not in region_from_json(line)
+                         "task_spawn_s": 0.25, "task_depend": 40, "taskwaits": 7}}
+    sample = region_from_json(line)
+    assert (sample["task_depend"], sample["taskwaits"]) == (40, 7)
+    del line["counters"]["task_depend"], line["counters"]["taskwaits"]
+    assert not {"task_depend", "taskwaits"} & set(region_from_json(line))
     line["counters"]["task_depend"] = -3
     with pytest.raises(ValueError, match="task_depend"):
         region_from_json(line)

@@ -100,6 +100,7 @@ class RegionSample(_Required, total=False):
     task_spawn_s: float       # thread-s creating them (GOMP_task less tasks it ran at once; OMPT: 0)
     # Absent in recordings made before the library counted them (added to schema 5):
     task_depend: int          # of the tasks created, those with dependences (libgomp's GOMP_task; OMPT: 0)
+    taskwaits: int            # taskwaits and taskgroup ends outside any task (libgomp; OMPT: 0)
 
 
 class ProcessSample(RegionSample, total=False):
@@ -153,6 +154,7 @@ def region_from_struct(ffi: object, g: object, hardware: dict[str, float] | None
         "task_s": g.task_s,
         "task_spawn_s": g.task_spawn_s,
         "task_depend": g.task_depend,
+        "taskwaits": g.taskwaits,
     }
     if ffi.string(g.name) != b"process":
         return region
@@ -253,8 +255,9 @@ def region_from_json(rec: dict) -> RegionSample | ProcessSample:
         region["tasks"] = _int(counters, "tasks")
         region["task_s"] = _num(counters, "task_s")
         region["task_spawn_s"] = _num(counters, "task_spawn_s")
-    if "task_depend" in counters:  # added to schema 5: tasks created with dependences
-        region["task_depend"] = _int(counters, "task_depend")
+    for key in ("task_depend", "taskwaits"):  # added to schema 5: dependences, phases
+        if key in counters:
+            region[key] = _int(counters, key)
     if name != "process":
         return region
     process: ProcessSample = {**region}
