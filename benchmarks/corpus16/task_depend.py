@@ -9,7 +9,11 @@ clause, so 0; every task of KASTORS's ``*-task-dep.c`` programs (86e3cd7) has on
 them.  Other programs' recordings are copied unchanged.  Scores made from such a copy are a
 stand-in, not a measurement, and say so.
 
-    python benchmarks/corpus16/task_depend.py DIR OUT
+``--drop`` writes the copy the other way: every ``task_depend`` removed, so that recordings
+made with the counter replay as the model that was (every task's creating time the queue's
+service): the split's before and after on the same recordings.
+
+    python benchmarks/corpus16/task_depend.py DIR OUT [--drop]
 """
 from __future__ import annotations
 
@@ -30,8 +34,10 @@ def dependent_share(name: str) -> float | None:
 
 
 def main(argv: list[str]) -> int:
+    drop = "--drop" in argv
+    argv = [a for a in argv if a != "--drop"]
     if len(argv) != 2:
-        print("usage: task_depend.py DIR OUT", file=sys.stderr)
+        print("usage: task_depend.py DIR OUT [--drop]", file=sys.stderr)
         return 2
     src, out = Path(argv[0]), Path(argv[1])
     if not (src / "samples").is_dir():
@@ -43,19 +49,23 @@ def main(argv: list[str]) -> int:
     given = 0
     for f in sorted((out / "samples").glob("*.jsonl")):
         share = dependent_share(f.name)
-        if share is None:
+        if share is None and not drop:
             continue
         lines = []
         for line in f.read_text().splitlines():
             rec = json.loads(line) if line.strip().startswith("{") else None
             counters = rec.get("counters") if isinstance(rec, dict) else None
-            if isinstance(counters, dict) and "tasks" in counters:
+            if isinstance(counters, dict) and drop and "task_depend" in counters:
+                del counters["task_depend"]
+                given += 1
+                line = json.dumps(rec)
+            elif isinstance(counters, dict) and not drop and "tasks" in counters:
                 counters["task_depend"] = int(round(share * counters["tasks"]))
                 given += 1
                 line = json.dumps(rec)
             lines.append(line)
         f.write_text("\n".join(lines) + "\n")
-    print(f"task_depend.py: {given} records given task_depend in {out}")
+    print(f"task_depend.py: {given} records {'without' if drop else 'given'} task_depend in {out}")
     return 0
 
 
