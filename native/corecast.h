@@ -244,7 +244,7 @@ struct cc_region {
      * time, the imbalance measured at the join, and credited sections.  The members'
      * synchronisation counts are in ``shards``; cc_region_totals adds both up. */
     uint64_t calls, wall, busy, single, loop_calls;
-    uint64_t tasks, task_ticks, spawn_ticks, task_depend, taskwaits; /* tasks the join saw run late (omp_call.c) */
+    uint64_t tasks, task_ticks, spawn_ticks, task_depend, taskwaits; /* tasks run late (omp_call.c); the rest 0 */
     uint64_t hold[CC_NSTALL];
     uint64_t wait[CC_NSTALL], acq[CC_NSTALL], contended[CC_NSTALL];
     struct cc_fold_shard shards[CC_FOLD_SHARDS];
