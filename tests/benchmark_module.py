@@ -1,4 +1,5 @@
-"""Loading a benchmark script (benchmarks/NAME.py) in a test: one way for every test."""
+"""Loading a benchmark script (benchmarks/NAME.py, or a folder's: "corpus16/take_in") in a
+test: one way for every test."""
 from __future__ import annotations
 
 import importlib.util
@@ -13,14 +14,15 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 @contextmanager
 def benchmark_module(name: str) -> Iterator[ModuleType]:
-    """benchmarks/NAME.py as module NAME, registered in sys.modules (dataclasses look their
-    module up there), with benchmarks/ on sys.path while the block runs (the scripts import
-    their siblings, some of them lazily)."""
+    """benchmarks/NAME.py as module NAME (its file name's stem), registered in sys.modules
+    (dataclasses look their module up there), with benchmarks/ on sys.path while the block
+    runs (the scripts import their siblings, some of them lazily)."""
     sys.path.insert(0, str(BENCHMARKS))
     try:
-        spec = importlib.util.spec_from_file_location(name, BENCHMARKS / f"{name}.py")
+        stem = Path(name).name
+        spec = importlib.util.spec_from_file_location(stem, BENCHMARKS / f"{name}.py")
         mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
+        sys.modules[stem] = mod
         spec.loader.exec_module(mod)
         yield mod
     finally:

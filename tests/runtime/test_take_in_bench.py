@@ -4,21 +4,16 @@ recording pass with --samples-only replaces recordings only, and every problem i
 with nothing written."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import tarfile
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parents[2]
+from benchmark_module import load_benchmark
 
 
 def load():
-    spec = importlib.util.spec_from_file_location("take_in", ROOT / "benchmarks" / "corpus16" / "take_in.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("corpus16/take_in")
 
 
 def write_jsonl(path: Path, recs: list[dict]) -> None:

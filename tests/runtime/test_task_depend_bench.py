@@ -3,18 +3,13 @@ sources' depend clauses written into a copy of the recordings) and its --drop (t
 removed: the model that was), each one line, and bad input one line with a non-zero exit."""
 from __future__ import annotations
 
-import importlib.util
 import json
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from benchmark_module import load_benchmark
 
 
 def load():
-    spec = importlib.util.spec_from_file_location("task_depend", ROOT / "benchmarks" / "corpus16" / "task_depend.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("corpus16/task_depend")
 
 
 def region(tasks: int) -> str:
