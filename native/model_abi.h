@@ -134,7 +134,7 @@ struct cc_region_sample {
     double task_s;
     double task_spawn_s;
     /* ABI 9: of the tasks created, those with dependences, and the taskwaits and taskgroup
-     * ends outside any task (libgomp; 0 on the OMPT path). */
+     * ends outside any task (libgomp's entry points, or OMPT's task creation and waits). */
     unsigned long long task_depend;
     unsigned long long taskwaits;
 };

@@ -260,9 +260,19 @@ __asm__(".text\n"
 #undef POP
 #endif
 
+/* An explicit task's data carries this mark (on_task_create). */
+static const char explicit_mark;
+
 /* ---- barriers ------------------------------------------------------------------------ */
 static void on_sync_region_wait(int kind, int endpoint, ompt_data_t *parallel, ompt_data_t *task,
                                 const void *codeptr_ra) {
+    if (kind == ompt_sync_region_taskwait || kind == ompt_sync_region_taskgroup) {
+        struct ompt_thread *o;
+        struct cc_thread *t = endpoint == ompt_scope_begin && !(task && task->ptr == &explicit_mark) ? self(&o) : NULL;
+        if (t) /* a phase of the region's tasks, not a task's own wait (shims/gomp.c's count) */
+            CC_ADD(cc_counts(t)->taskwaits, 1);
+        return;
+    }
     int join_or_construct = kind == ompt_sync_region_barrier || kind == ompt_sync_region_barrier_implicit ||
                             kind == ompt_sync_region_barrier_implicit_parallel;
     if (!join_or_construct && kind != ompt_sync_region_barrier_explicit &&
@@ -297,8 +307,6 @@ static void on_sync_region_wait(int kind, int endpoint, ompt_data_t *parallel, o
  * (shims/gomp.c says why).  An explicit task's data carries a mark; the scheduling
  * callbacks time each stretch an explicit task runs on a thread, so a task that waits for
  * its children (their stretches counted apart) is counted once. */
-static const char explicit_mark;
-
 static void on_task_create(ompt_data_t *encountering, const ompt_frame_t *frame, ompt_data_t *created, int flags,
                            int has_dependences, const void *codeptr_ra) {
     if (!created || !(flags & ompt_task_explicit))
@@ -306,6 +314,10 @@ static void on_task_create(ompt_data_t *encountering, const ompt_frame_t *frame,
     created->ptr = (void *)&explicit_mark;
     if (!cc_tasks_seen)
         __atomic_store_n(&cc_tasks_seen, 1, __ATOMIC_RELAXED);
+    struct ompt_thread *o;
+    struct cc_thread *t = has_dependences ? self(&o) : NULL;
+    if (t)
+        CC_ADD(cc_counts(t)->task_depend, 1);
 }
 
 static void on_task_schedule(ompt_data_t *prior, int prior_status, ompt_data_t *next) {

@@ -35,7 +35,8 @@ enum { ompt_parallel_league = 0x40000000 };
  * for both the join barrier and a construct's. */
 enum {
     ompt_sync_region_barrier = 1, ompt_sync_region_barrier_implicit, ompt_sync_region_barrier_explicit,
-    ompt_sync_region_barrier_implementation, ompt_sync_region_barrier_implicit_workshare = 8,
+    ompt_sync_region_barrier_implementation, ompt_sync_region_taskwait, ompt_sync_region_taskgroup,
+    ompt_sync_region_barrier_implicit_workshare = 8,
     ompt_sync_region_barrier_implicit_parallel,
 };
 enum {

@@ -370,6 +370,21 @@ def test_task_work_is_work_on_both_runtimes(both, lib, tmp_path):
         assert region["counters"]["serial_s"] < 0.2 * busy, (cc, region["counters"]["serial_s"], busy)
 
 
+def test_dependent_tasks_and_phases_are_counted_on_both_runtimes(both, lib, tmp_path):
+    """``task_depend`` and ``taskwaits`` read the same from libgomp's entry points and from
+    libomp's OMPT callbacks (task creation's has_dependences; taskwait and taskgroup waits
+    whose encountering task is not an explicit one): omp_tasks creates 2 tasks with
+    dependences and waits twice outside its tasks (the tree's root and the single block's
+    last), at any thread count."""
+    progs = both("omp_tasks", EXAMPLES / "omp_tasks.c")
+    for cc, prog in progs.items():
+        _, lines = measure(prog, ["4", "1000"], lib, tmp_path / f"{cc}.jsonl", quiet="1")
+        (region,) = [r for r in events(lines, "region") if r["threads"] == 2]
+        (proc,) = events(lines, "process")
+        for rec in (region, proc):
+            assert (rec["counters"]["task_depend"], rec["counters"]["taskwaits"]) == (2, 2), (cc, rec["counters"])
+
+
 # Locks and critical sections of a few ns each, in one region: phase A makes calls of 1000
 # of each until corecast handed the locks back (the program's own slot for omp_set_lock then
 # reaches libomp: got.c rewrites it in the same hand-back that swaps the mutex callbacks,

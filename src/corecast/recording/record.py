@@ -99,8 +99,8 @@ class RegionSample(_Required, total=False):
     task_s: float             # thread-s in them (outermost task per thread: its nested tasks and waits inside)
     task_spawn_s: float       # thread-s creating them (GOMP_task less tasks it ran at once; OMPT: 0)
     # Absent in recordings made before the library counted them (added to schema 5):
-    task_depend: int          # of the tasks created, those with dependences (libgomp's GOMP_task; OMPT: 0)
-    taskwaits: int            # taskwaits and taskgroup ends outside any task (libgomp; OMPT: 0)
+    task_depend: int          # of the tasks created, those with dependences (GOMP_task, or OMPT's task_create)
+    taskwaits: int            # taskwaits and taskgroup ends outside any task (libgomp, or OMPT's waits)
 
 
 class ProcessSample(RegionSample, total=False):
