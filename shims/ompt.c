@@ -267,9 +267,10 @@ static const char explicit_mark;
 static void on_sync_region_wait(int kind, int endpoint, ompt_data_t *parallel, ompt_data_t *task,
                                 const void *codeptr_ra) {
     if (kind == ompt_sync_region_taskwait || kind == ompt_sync_region_taskgroup) {
+        /* A phase of the region's tasks, not an explicit task's own wait (as shims/gomp.c). */
         struct ompt_thread *o;
-        struct cc_thread *t = endpoint == ompt_scope_begin && !(task && task->ptr == &explicit_mark) ? self(&o) : NULL;
-        if (t) /* a phase of the region's tasks, not a task's own wait (shims/gomp.c's count) */
+        struct cc_thread *t;
+        if (endpoint == ompt_scope_begin && !(task && task->ptr == &explicit_mark) && (t = self(&o)))
             CC_ADD(cc_counts(t)->taskwaits, 1);
         return;
     }

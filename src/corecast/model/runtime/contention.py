@@ -59,8 +59,8 @@ import math
 
 from ...recording.abi import SYNC_WAITS
 from .bound import TeamPrediction, fastest_count, region_work
-from .lockqueue import (MIN_CONTENDED, SINGLE_OBJECT, Station, TeamModel, bisect, copy_model,
-                        finish_stations, fit_stations, pthread_stations)
+from .lockqueue import (LINE_SERVICE_S, MIN_CONTENDED, SINGLE_OBJECT, Station, TeamModel, bisect,
+                        copy_model, finish_stations, fit_stations, pthread_stations)
 from .taskqueue import task_prediction
 from .teamcurve import (ContentionPrediction, bottleneck_of, model_time, ordered_fits,
                         predict_curves, stretch)
@@ -71,7 +71,7 @@ if TYPE_CHECKING:
 
 OPENMP_LOCKS = ("critical", "atomic", "omp_lock")
 IDLE_WAITS = ("omp_barrier", "condvar", "pthread_barrier", "semaphore")  # inside regions
-LOOP_CALL_COST_S = 1e-7  # assumed service of the shared iteration counter per loop call
+LOOP_CALL_COST_S = LINE_SERVICE_S  # assumed service of the shared iteration counter per loop call
 MIN_LATENCY_CALLS = 2    # calls a region needs before its barrier waits bound the latency
 SERIAL_BAND = 0.05       # process serial time +- 5% of the work
 MAX_TEAM_FROM_CPU = 1024  # native/corecast.h's CC_MAX_THREADS, where the CPUs are not known

@@ -52,6 +52,9 @@ SINGLE_OBJECT = ("critical", "atomic")  # one lock per category (anonymous criti
 # on current x86 (assumed, listed as "handoff_prior"; other sockets cost more).  It
 # matters only for tight loops of short critical sections: two threads slower than one.
 HANDOFF_PRIOR_S = 4e-8
+# Assumed (not fitted) service of a shared counter or queue lock per visit: about one
+# cache-line transfer plus the call (the loop counter's, the task queue's).
+LINE_SERVICE_S = 1e-7
 HOLD_BAND = 0.25         # low band: service times +25% (taken from the think time)
 FIT_TOL = 0.25           # measured and modelled waits agree within +-25%: no fit
 MIN_CONTENDED = 20       # contended acquisitions needed to calibrate a lock

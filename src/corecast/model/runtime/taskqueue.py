@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 
-from .lockqueue import Station, TeamModel, copy_model, copy_station, finish_stations, fit_stations
+from .lockqueue import LINE_SERVICE_S, Station, TeamModel, copy_model, copy_station, finish_stations, fit_stations
 from .teamcurve import ContentionPrediction, ordered_fits, predict_curves
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from ...recording.record import RegionSample
 
 TASK_QUEUE = "task_queue"  # the station of a team's explicit tasks (libgomp's queue and its lock)
-TASK_SERVICE_S = 1e-7  # assumed service of the queue's lock per task without dependences
 
 
 def task_prediction(region: RegionSample, m: TeamModel, target: int, calls: int, f0: float,
@@ -56,9 +55,9 @@ def task_queue(region: RegionSample, m: TeamModel, calls: int, f0: float,
     T(1) is the busy time less the waits and the creating time.  At n0 that time c per
     task is the lock's service plus its wait.  A task with dependences is hashed and linked
     as it is created (``gomp_task_handle_depend``): all of c is service.  Without them the
-    service is ``TASK_SERVICE_S`` (assumed, as the loop counter's) and the rest the lock's
-    measured wait, fitted as any lock's (a hand-off growing with the team); a mixed region
-    weighs the two by ``dependent_share``.  Recordings that did not count dependences
+    service is ``lockqueue.LINE_SERVICE_S`` (assumed, as the loop counter's) and the rest
+    the lock's measured wait, fitted as any lock's (a hand-off growing with the team); a
+    mixed region weighs the two by ``dependent_share``.  Recordings that did not count dependences
     (before ``task_depend``) keep c as the service, and those without task counters the
     model they always had."""
     tasks = float(region.get("tasks", 0) or 0) / calls
@@ -67,7 +66,7 @@ def task_queue(region: RegionSample, m: TeamModel, calls: int, f0: float,
         return None
     per_task = spawn / tasks
     share = dependent_share(region)
-    hold = share * per_task + (1.0 - share) * min(per_task, TASK_SERVICE_S)
+    hold = share * per_task + (1.0 - share) * min(per_task, LINE_SERVICE_S)
     wait = per_task - hold  # inside the busy time, where a lock's wait is not: out of the work
     queue = Station(TASK_QUEUE, tasks, hold, wait, True)
     q = copy_model(m, par=max(m.par - tasks * wait, 1e-12),
