@@ -4,7 +4,7 @@ hand steps (unpack, check, copy, merge ``runs.jsonl``), for a new suite's pack (
 of recordings made again (device32/call3.sh's ``recA.tgz``).
 
     python benchmarks/corpus16/take_in.py PACK.tgz [--data DIR] [--samples-only] [--suites A,B]
-        [--note TEXT] [--counts 1,2,4,8,16] [--reps 3] [--recorded 2,4,16] [--check]
+        [--note TEXT] [--counts 1,2,4,8,16] [--reps 3] [--recorded 2,4,16] [--failed A,B] [--check]
 
 The pack's own calls are those in its ``calls.jsonl``; its runs of other calls (the timed
 runs a recording pass starts from) are not taken again.  For every program those calls ran:
@@ -21,6 +21,9 @@ overwritten, except recordings with ``--samples-only``, which replaces them).  T
 calls are appended to ``data/calls.jsonl`` numbered after the last one there (``--note``
 added to each), and its runs to ``data/runs.jsonl`` with those numbers.  ``--suites`` takes
 only those suites' programs (the runs' ``suite``; a pass that recorded several suites).
+``--failed`` names programs the device could not run (a run that did not end with exit 0
+and no ``NAME.csv`` in the pack): their runs are kept in ``runs.jsonl`` as the failure's
+record, and nothing else of theirs is asked for or copied.
 """
 from __future__ import annotations
 
@@ -77,7 +80,7 @@ def unpack(pack: Path, into: Path) -> Path:
 
 
 def plan(pack_dir: Path, data: Path, samples_only: bool, counts: list[int], reps: int,
-         recorded: list[int], suites: set[str] | None = None
+         recorded: list[int], suites: set[str] | None = None, failed: frozenset[str] = frozenset()
          ) -> tuple[list[str], list[Path], list[dict], list[dict], list[str]]:
     """What taking the pack in writes: its programs, the files to copy (relative to the
     pack), its calls and runs renumbered; and the lines naming programs to resize."""
@@ -97,8 +100,15 @@ def plan(pack_dir: Path, data: Path, samples_only: bool, counts: list[int], reps
     number = {k: base + i for i, k in enumerate(sorted({r["call"] for r in runs}), 1)}
     names = sorted({str(r.get("name")) for r in runs})
     problems, files, resize = [], [], []
+    for name in sorted(failed - set(names)):
+        problems.append(f"{name}: --failed names it, but the pack's calls did not run it")
     for name in names:
         mine = [r for r in runs if r.get("name") == name and r.get("rc") == 0]
+        if name in failed:
+            # A failure is kept as what it was: its runs, never a curve or a recording.
+            if (pack_dir / f"{name}.csv").exists() or all(r.get("rc") == 0 for r in runs if r.get("name") == name):
+                problems.append(f"{name}: --failed names it, but the pack has its {name}.csv or no failed run")
+            continue
         for n in recorded:
             rec = Path("samples") / f"{name}-{n}.jsonl"
             if not any(r.get("kind") == "sample" and r.get("threads") == n for r in mine) or not (pack_dir / rec).is_file():
@@ -139,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--counts", default="1,2,4,8,16", help="counts every program was timed at")
     ap.add_argument("--reps", type=int, default=3, help="timed runs needed at each count")
     ap.add_argument("--recorded", default="2,4,16", help="counts every program was recorded at")
+    ap.add_argument("--failed", default="", help="comma-separated programs the device could not run: "
+                    "their failed runs are kept, nothing else asked for")
     ap.add_argument("--check", action="store_true", help="check only: write nothing")
     args = ap.parse_args(argv)
     try:
@@ -147,6 +159,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError:
         print("take_in.py: --counts and --recorded are comma-separated whole numbers", file=sys.stderr)
         return 2
+    failed = frozenset(x for x in args.failed.split(",") if x)
     if not (args.data / "calls.jsonl").is_file():
         print(f"take_in.py: {args.data} has no calls.jsonl (not corpus16's data folder)", file=sys.stderr)
         return 1
@@ -155,14 +168,16 @@ def main(argv: list[str] | None = None) -> int:
             pack_dir = unpack(args.pack, Path(tmp))
             names, files, calls, runs, resize = plan(pack_dir, args.data, args.samples_only, counts,
                                                      args.reps, recorded,
-                                                     set(args.suites.split(",")) if args.suites else None)
+                                                     set(args.suites.split(",")) if args.suites else None,
+                                                     failed)
         except TakeInError as exc:
             print(f"take_in.py: {exc}", file=sys.stderr)
             return 1
         for line in resize:
             print(f"take_in.py: {line}")
+        taken = f"{len(set(names) - failed)} programs" + (f" ({len(failed)} failed: its runs only)" if failed else "")
         if args.check:
-            print(f"take_in.py: {args.pack.name}: {len(names)} programs ready, {len(files)} files (--check: "
+            print(f"take_in.py: {args.pack.name}: {taken} ready, {len(files)} files (--check: "
                   "nothing written)")
             return 0
         (args.data / "samples").mkdir(exist_ok=True)
@@ -174,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     with (args.data / "runs.jsonl").open("a") as out:
         for r in runs:
             out.write(json.dumps(r) + "\n")
-    print(f"take_in.py: {args.pack.name}: {len(names)} programs, {len(files)} files into {args.data}, "
+    print(f"take_in.py: {args.pack.name}: {taken}, {len(files)} files into {args.data}, "
           f"calls {', '.join(str(c['call']) for c in calls)}, {len(runs)} runs")
     return 0
 

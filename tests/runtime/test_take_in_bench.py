@@ -84,6 +84,26 @@ def test_missing_runs_or_recordings_are_named_and_nothing_is_written(tmp_path, c
     assert {f: f.read_bytes() for f in data.rglob("*") if f.is_file()} == before
 
 
+def test_a_program_the_device_could_not_run_is_kept_as_its_failed_runs(tmp_path, capsys):
+    bench, data = load(), data_dir(tmp_path)
+    crash = {"kind": "time", "name": "sp-barnes", "suite": "sp", "threads": 1, "rep": 0, "time_s": 0.1,
+             "rc": -6, "call": 1}
+    p = pack(tmp_path, "sp", {"sp-fft": (3, (2, 4, 16))}, extra_runs=[crash])
+    # Without --failed the pack is refused for the missing program.
+    assert bench.main([str(p), "--data", str(data), "--check"]) == 1
+    assert "sp-barnes: no recording with exit 0 at 2 threads" in capsys.readouterr().err
+    # --failed must name a program that failed, not one that ran or one the pack lacks.
+    for wrong, says in (("sp-fft", "sp-fft: --failed names it, but the pack has its sp-fft.csv"),
+                        ("sp-nope", "sp-nope: --failed names it, but the pack's calls did not run it")):
+        assert bench.main([str(p), "--data", str(data), "--failed", f"sp-barnes,{wrong}"]) == 1
+        assert says in capsys.readouterr().err
+    assert bench.main([str(p), "--data", str(data), "--failed", "sp-barnes"]) == 0
+    assert "sp.tgz: 1 programs (1 failed: its runs only), 4 files into" in capsys.readouterr().out
+    runs = [json.loads(x) for x in (data / "runs.jsonl").read_text().splitlines()]
+    assert [r for r in runs if r["name"] == "sp-barnes"] == [{**crash, "call": 3}]
+    assert not list(data.glob("sp-barnes*")) and not list((data / "samples").glob("sp-barnes*"))
+
+
 def test_a_recording_pass_replaces_recordings_only(tmp_path, capsys):
     """device32/call3.sh's folders start from data's timed runs (other calls, or the same
     number as the pass's own call): only the pass's recordings are taken."""
