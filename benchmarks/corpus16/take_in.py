@@ -19,7 +19,9 @@ Any problem is one line and nothing is written (exit 1); ``--check`` only checks
 suite's ``NAME.csv`` or recording that ``data/`` already holds is refused (a file is never
 overwritten, except recordings with ``--samples-only``, which replaces them).  The pack's
 calls are appended to ``data/calls.jsonl`` numbered after the last one there (``--note``
-added to each), and its runs to ``data/runs.jsonl`` with those numbers.  ``--suites`` takes
+added to each, and ``corecast``, the pack's ``corecast-commit.txt``, which also becomes
+``data/corecast-commit.txt``: the last call's commit), and its runs to ``data/runs.jsonl``
+with those numbers.  ``--suites`` takes
 only those suites' programs (the runs' ``suite``; a pass that recorded several suites).
 ``--failed`` names programs the device could not run (a run that did not end with exit 0
 and no ``NAME.csv`` in the pack): their runs are kept in ``runs.jsonl`` as the failure's
@@ -79,6 +81,13 @@ def unpack(pack: Path, into: Path) -> Path:
     return into
 
 
+def pack_commit(pack_dir: Path) -> str:
+    """The corecast commit the pack's calls ran (its ``corecast-commit.txt``), or ""."""
+    path = pack_dir / "corecast-commit.txt"
+    lines = path.read_text(errors="replace").split() if path.is_file() else []
+    return lines[0] if lines else ""
+
+
 def plan(pack_dir: Path, data: Path, samples_only: bool, counts: list[int], reps: int,
          recorded: list[int], suites: set[str] | None = None, failed: frozenset[str] = frozenset()
          ) -> tuple[list[str], list[Path], list[dict], list[dict], list[str]]:
@@ -134,7 +143,9 @@ def plan(pack_dir: Path, data: Path, samples_only: bool, counts: list[int], reps
             problems.append(f"{f}: data/ holds it already (a new suite's files never replace others)")
     if problems:
         raise TakeInError("; ".join(problems))
-    new_calls = [{**c, "call": number[c["call"]]} for c in calls if c.get("call") in number]
+    rev = pack_commit(pack_dir)
+    new_calls = [{**c, "call": number[c["call"]], **({"corecast": rev} if rev and "corecast" not in c else {})}
+                 for c in calls if c.get("call") in number]
     new_runs = [{**r, "call": number[r["call"]]} for r in runs]
     return names, files, new_calls, new_runs, resize
 
@@ -183,6 +194,8 @@ def main(argv: list[str] | None = None) -> int:
         (args.data / "samples").mkdir(exist_ok=True)
         for f in files:
             shutil.copyfile(pack_dir / f, args.data / f)
+        if pack_commit(pack_dir):
+            shutil.copyfile(pack_dir / "corecast-commit.txt", args.data / "corecast-commit.txt")
     with (args.data / "calls.jsonl").open("a") as out:
         for c in calls:
             out.write(json.dumps({**c, **({"note": args.note} if args.note else {})}) + "\n")

@@ -30,7 +30,8 @@ def data_dir(tmp_path: Path) -> Path:
     return d
 
 
-def pack(tmp_path: Path, name: str, programs: dict, calls=(1,), extra_runs=(), t1=2.0, csv=True) -> Path:
+def pack(tmp_path: Path, name: str, programs: dict, calls=(1,), extra_runs=(), t1=2.0, csv=True,
+         commit: str | None = None) -> Path:
     """programs: NAME -> (timed reps per count, recorded counts)."""
     src = tmp_path / f"{name}-src"
     (src / "samples").mkdir(parents=True)
@@ -47,6 +48,8 @@ def pack(tmp_path: Path, name: str, programs: dict, calls=(1,), extra_runs=(), t
             (src / f"{prog}.csv").write_text(f"# suite: new\nthreads,time\n1,{t1}\n")
     write_jsonl(src / "runs.jsonl", runs)
     write_jsonl(src / "calls.jsonl", [{"call": c, "programs": sorted(programs)} for c in calls])
+    if commit is not None:
+        (src / "corecast-commit.txt").write_text(commit)
     out = tmp_path / f"{name}.tgz"
     with tarfile.open(out, "w:gz") as tar:
         tar.add(src, arcname=".")
@@ -71,6 +74,16 @@ def test_a_new_suite_goes_in_whole(tmp_path, capsys):
     assert bench.main([str(p), "--data", str(data)]) == 1
     assert "a.csv: data/ holds it already" in capsys.readouterr().err
     assert len((data / "runs.jsonl").read_text().splitlines()) == 37
+
+
+def test_the_packs_corecast_commit_is_named_on_its_calls(tmp_path, capsys):
+    bench, data = load(), data_dir(tmp_path)
+    (data / "corecast-commit.txt").write_text("older\n")
+    p = pack(tmp_path, "kt", {"a": (3, (2, 4, 16))}, commit="4d3f736\n")
+    assert bench.main([str(p), "--data", str(data)]) == 0
+    calls = [json.loads(x) for x in (data / "calls.jsonl").read_text().splitlines()]
+    assert calls[-1] == {"call": 3, "programs": ["a"], "corecast": "4d3f736"}
+    assert (data / "corecast-commit.txt").read_text() == "4d3f736\n"
 
 
 def test_missing_runs_or_recordings_are_named_and_nothing_is_written(tmp_path, capsys):
