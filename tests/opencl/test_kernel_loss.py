@@ -75,3 +75,16 @@ def test_pooled_runs_hold_out_each_kernels_curves_together(bench) -> None:
     assert two["held_out_sigma"] == one["held_out_sigma"]
     assert two["chosen_on_all"] == one["chosen_on_all"]
     assert two["held_out"][2]["cases"] == 2 * one["held_out"][2]["cases"]
+
+
+def test_a_candidate_is_scored_on_the_check_beside_the_shipped_constant(bench, capsys) -> None:
+    dev = set(bench.evaluate(bench.DEV)["held_out_sigma"])
+    c = bench.check(bench.CHECK, dev, kernelmodel.UNIT_CONTENTION, 0.0)
+    # a candidate of no loss scores as the no-loss row does; a different one does not
+    assert c["candidate"] == c["no_loss"] and c["candidate_sigma"] == 0.0
+    assert bench.check(bench.CHECK, dev, kernelmodel.UNIT_CONTENTION, 0.02)["candidate"] != c["no_loss"]
+    assert "candidate" not in bench.check(bench.CHECK, dev, kernelmodel.UNIT_CONTENTION)
+    assert bench.main(["--candidate", "0.02"]) == 0
+    assert "(candidate 0.02)" in capsys.readouterr().out
+    assert bench.main(["--candidate", "1.5"]) == 2
+    assert "--candidate is a per-unit loss in [0, 1)" in capsys.readouterr().err
