@@ -22,7 +22,7 @@ TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
     from .bound import TeamPrediction
 
-LOW_PER_DOUBLING = -0.123  # ln(measured / predicted) per doubling, 10th percentile
+LOW_PER_DOUBLING = -0.107  # ln(measured / predicted) per doubling, 10th percentile
 HIGH_PER_DOUBLING = 0.053  # 90th percentile
 
 _on = True
