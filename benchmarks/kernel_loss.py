@@ -42,7 +42,7 @@ REJECTED: list[float] = [0.044]
 # Pending (session 36): 0.036, chosen on s30's two files, s33 and s34 pooled (leave one
 # kernel out from 2 and 4 units 0.174 / 88% and 0.174 / 84%; 0.048 is the shipped one).
 # It replaces 0.048 only if the next pocl run, measured after this was written
-# (benchmarks/device36/README.md, call 4), scored with --candidate 0.036, has a median |ln|
+# (benchmarks/device36/README.md, call 2), scored with --candidate 0.036, has a median |ln|
 # at 16 from 2 units no worse than 0.048's and band coverage of at least 80%.
 
 
