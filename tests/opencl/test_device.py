@@ -55,7 +55,7 @@ def test_few_work_groups_bound_the_gpu_prediction_and_are_named():
     assert "work-group size 16 of at most 1024" in pred.basis
     assert "idle time inside launches is not measured" in pred.basis
     lim = kernelmodel.limits(k)
-    assert lim == {"compute_units": UNITS, "work_groups": 4, "work_group_size": 16,
+    assert lim == {"compute_units": UNITS, "work_groups": 4, "fewest_work_groups": 4, "work_group_size": 16,
                    "max_work_group_size": MAX_GROUP, "occupied_units": pytest.approx(4 / UNITS, abs=1e-4),
                    "groups_per_unit": 1}
 
@@ -89,9 +89,36 @@ def test_past_the_units_the_band_reaches_several_work_groups_resident_per_unit()
 
 
 def test_runtime_chosen_local_size_leaves_the_work_groups_unknown():
-    pred = kernelmodel.predict(gpu_kernel(shape=((4096,), None)), UNITS, 2)
+    k = gpu_kernel(shape=((4096,), None))
+    k.max_group = 0  # a device that did not say its largest work-group
+    pred = kernelmodel.predict(k, UNITS, 2)
     assert pred.speedup[-1] == pytest.approx(UNITS) and pred.bottleneck == "unobserved"
     assert "work-groups per launch not known" in pred.basis
+    assert kernelmodel.limits(k)["fewest_work_groups"] is None
+
+
+def test_a_runtime_chosen_local_size_still_bounds_the_work_groups_from_below():
+    # The H200 run of examples/opencl_device_bound.py: 262144 work-items, local size left to
+    # the runtime, work-groups of at most 1024: at least 256, more than the 132 units.
+    many = kernelmodel.predict(gpu_kernel(shape=((262144,), None)), UNITS, 16)
+    assert kernelmodel.limits(gpu_kernel(shape=((262144,), None)))["fewest_work_groups"] == 256
+    assert ("at least 256 work-groups per launch (the runtime chose the local size, at most 1024 "
+            "work-items each): not the limit at 132 compute units") in many.basis
+    at = {n: (s, lo, hi) for n, s, lo, hi in zip(many.threads, many.speedup, many.low, many.high)}
+    assert at[UNITS][0] == pytest.approx(UNITS) and at[UNITS][2] == pytest.approx(UNITS)
+    assert at[UNITS][1] <= 128 + 1e-9  # 256 work-groups take 2 waves on 132 units
+    assert many.bottleneck == "unobserved"
+    # 4096 work-items: as few as 4 work-groups, and the low end falls to them past 4 units.
+    few = kernelmodel.predict(gpu_kernel(shape=((4096,), None)), UNITS, 16)
+    assert "at least 4 work-groups per launch" in few.basis
+    assert "the limit past 4 compute units if the runtime chose the largest" in few.basis
+    at = {n: (s, lo, hi) for n, s, lo, hi in zip(few.threads, few.speedup, few.low, few.high)}
+    assert at[UNITS][0] == pytest.approx(UNITS) and at[UNITS][1] == pytest.approx(4.0)
+    assert at[2][1] <= 2.0 and all(lo <= s <= hi for s, lo, hi in at.values())
+    # Launches of different global sizes bound nothing.
+    mixed = gpu_kernel(shape=((4096,), None))
+    mixed.sample.shapes = {((4096,), None), ((8192,), None)}
+    assert kernelmodel.limits(mixed)["fewest_work_groups"] is None
 
 
 def test_an_explicit_target_still_wins():

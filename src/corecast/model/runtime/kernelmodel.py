@@ -137,10 +137,25 @@ def default_target(kernel: KernelStats, cores: int) -> int:
     return cores if kernel.device_type == "cpu" else max(1, int(kernel.compute_units))
 
 
+def fewest_work_groups(kernel: KernelStats) -> int | None:
+    """Where the runtime chose the local size: the fewest work-groups a launch can have, its
+    work-items over the device's largest work-group (CL_DEVICE_MAX_WORK_GROUP_SIZE), when
+    every sampled launch had the same global size; None where that is not known."""
+    shapes = kernel.sample.shapes or set(kernel.sizes)
+    largest = int(kernel.max_group or 0)
+    if len(shapes) != 1 or largest <= 0:
+        return None
+    (g, loc), = shapes
+    if g is None or loc is not None or not g or any(v <= 0 for v in g):
+        return None
+    return -(-math.prod(g) // largest)
+
+
 def limits(kernel: KernelStats) -> dict:
     """What bounds the kernel's speedup with compute units, as far as the run shows it:
-    work-groups per launch, the work-group size against the device's largest, and the
-    share of the compute units one launch can keep busy (None: not known)."""
+    work-groups per launch (or, where the runtime chose the local size, the fewest it can
+    be), the work-group size against the device's largest, and the share of the compute
+    units one launch can keep busy (None: not known)."""
     units = max(1, int(kernel.compute_units))
     groups = work_groups(kernel)
     shapes = kernel.sample.shapes or set(kernel.sizes)
@@ -149,8 +164,9 @@ def limits(kernel: KernelStats) -> dict:
         (_, loc), = shapes
         local = math.prod(loc) if loc else None
     return {
-        "compute_units": units, "work_groups": groups, "work_group_size": local,
-        "max_work_group_size": int(kernel.max_group) or None,
+        "compute_units": units, "work_groups": groups,
+        "fewest_work_groups": groups if groups is not None else fewest_work_groups(kernel),
+        "work_group_size": local, "max_work_group_size": int(kernel.max_group) or None,
         "occupied_units": None if groups is None else round(min(groups, units) / units, 4),
         "groups_per_unit": None if groups is None else -(-groups // units),
     }
@@ -209,9 +225,19 @@ def device_predict(kernel: KernelStats, target: int) -> TeamPrediction:
     resident = resident_groups(kernel)
     if groups is not None and resident > 1:
         low = [min(lo, resident_low(groups, n, resident)) for lo, n in zip(low, counts)]
+    fewest = lim["fewest_work_groups"] if groups is None else None
+    if fewest is not None:
+        # The runtime may have chosen the largest work-groups: as few as ``fewest`` then,
+        # in waves of them; the band's low end allows for it.
+        low = [min(lo, fewest / launch_waves(fewest, n)[1]) for lo, n in zip(low, counts)]
     parts = []
-    if groups is None:
+    if groups is None and fewest is None:
         parts.append("work-groups per launch not known (the runtime chose the local size)")
+    elif groups is None:
+        parts.append(f"at least {fewest} work-groups per launch (the runtime chose the local size, "
+                     f"at most {lim['max_work_group_size']} work-items each)"
+                     + (f": not the limit at {counts[-1]} compute units" if fewest >= counts[-1]
+                        else f": the limit past {fewest} compute units if the runtime chose the largest"))
     else:
         parts.append(f"{groups} work-groups per launch on {units} compute units "
                      f"({100 * lim['occupied_units']:.0f}% occupied, {lim['groups_per_unit']} per unit)")
