@@ -158,7 +158,8 @@ def check(path: Path, dev_kernels: set[str], sigma: float, candidate: float | No
     given: all its kernels, and those the development file did not hold apart."""
     speedup, kernels, top = load(path)
     out = {"saved": shown(path), "top": top, "sigma": sigma, "candidate_sigma": candidate}
-    for label, s in (("no_loss", 0.0), ("shipped", sigma)) + ((("candidate", candidate),) if candidate is not None else ()):
+    scored = [("no_loss", 0.0), ("shipped", sigma)] + ([("candidate", candidate)] if candidate is not None else [])
+    for label, s in scored:
         rs = rows(speedup, predictions(kernels, top, s), top)
         out[label] = {"all": figures(rs), "new_kernels": figures([r for r in rs if r["kernel"] not in dev_kernels]),
                       "same_kernels": figures([r for r in rs if r["kernel"] in dev_kernels])}
@@ -214,7 +215,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"    {part.replace('_', ' ')}: " + _say("no loss", c["no_loss"][part]))
                 print(f"    {' ' * len(part)}  " + _say("shipped", c["shipped"][part]))
                 if "candidate" in c:
-                    print(f"    {' ' * len(part)}  " + _say(f"candidate {c['candidate_sigma']:g}", c["candidate"][part]))
+                    said = _say(f"candidate {c['candidate_sigma']:g}", c["candidate"][part])
+                    print(f"    {' ' * len(part)}  " + said)
     if result["chosen_on_all"] != kernelmodel.UNIT_CONTENTION and result["chosen_on_all"] not in REJECTED:
         print(f"kernel_loss: note: kernelmodel.UNIT_CONTENTION is {kernelmodel.UNIT_CONTENTION:g}, "
               f"this script chooses {result['chosen_on_all']:g}")
