@@ -392,7 +392,7 @@ def child_groups(seconds: float) -> int:
 
 def gpu_check(seconds: float, json_out: str | None) -> int:
     """Measured device time per launch against corecast's work-group bound
-    (``kernelmodel.device_predict``) as the work-groups per launch vary (``gpu_table``)."""
+    (``workgroups.device_predict``) as the work-groups per launch vary (``gpu_table``)."""
     res = _run_child([sys.executable, __file__, "--child-groups", "--seconds", str(seconds)], dict(os.environ))
     if res is None:
         print("opencl_cu: error: no OpenCL device ran the work-group check", file=sys.stderr)
@@ -408,11 +408,11 @@ def gpu_table(res: dict, max_group: int | None = None) -> dict:
     and return its figures (``max_group``: the device's largest work-group where ``res``
     predates its recording).  Predicted: the time at the device's units, anchored at
     work-groups = compute units, one work-group per unit at a time (the wave count of
-    ``kernelmodel.device_predict``); band: from ``launch_waves``' fewest waves (each unit
+    ``workgroups.device_predict``); band: from ``launch_waves``' fewest waves (each unit
     running as many work-groups at once as the device's largest work-group holds: OpenCL
     does not say how many it does) to the most.  The flat region (at most one work-group
     per unit) must match within 15%; past the units the measured time must lie in the band."""
-    from corecast.model.runtime import kernelmodel
+    from corecast.model.runtime import workgroups
     from corecast.recording.kernelstats import KernelStats
 
     units = int(res["compute_units"])
@@ -427,9 +427,9 @@ def gpu_table(res: dict, max_group: int | None = None) -> dict:
         return k
 
     def predicted_s(g: int) -> float:  # time at the device's units = work / speedup there
-        return g / kernelmodel.device_predict(kernel(g), units).speedup[-1]
+        return g / workgroups.device_predict(kernel(g), units).speedup[-1]
 
-    resident = kernelmodel.resident_groups(kernel(units))
+    resident = workgroups.resident_groups(kernel(units))
     per_wave = meas[units] / predicted_s(units)
     print(f"opencl_cu --gpu: {res['device']} ({res['type']}), {units} compute units, work-groups of {size}"
           + (f" (at most {largest}: up to {resident} at once per unit in the band)" if largest else
@@ -441,7 +441,7 @@ def gpu_table(res: dict, max_group: int | None = None) -> dict:
     worst, past, held, waves_seen = 0.0, 0, 0, []
     for g in sorted(meas):
         pred = per_wave * predicted_s(g)
-        few, most = kernelmodel.launch_waves(g, units, resident)
+        few, most = workgroups.launch_waves(g, units, resident)
         low, high = per_wave * few, per_wave * most
         inside = low * (1 - FLAT_TOLERANCE) <= meas[g] <= high * (1 + FLAT_TOLERANCE)
         if g <= units:

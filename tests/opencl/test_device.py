@@ -10,7 +10,7 @@ import pytest
 
 from corecast.opencl import report
 from corecast.runtime import bridge, devicewait
-from corecast.model.runtime import kernelmodel
+from corecast.model.runtime import kernelmodel, workgroups
 from corecast.model.runtime.bound import TeamPrediction
 from corecast.recording.record import kernel_from_json
 
@@ -54,7 +54,7 @@ def test_few_work_groups_bound_the_gpu_prediction_and_are_named():
     assert "4 work-groups per launch on 132 compute units" in pred.basis
     assert "work-group size 16 of at most 1024" in pred.basis
     assert "idle time inside launches is not measured" in pred.basis
-    lim = kernelmodel.limits(k)
+    lim = workgroups.limits(k)
     assert lim == {"compute_units": UNITS, "work_groups": 4, "fewest_work_groups": 4, "work_group_size": 16,
                    "max_work_group_size": MAX_GROUP, "occupied_units": pytest.approx(4 / UNITS, abs=1e-4),
                    "groups_per_unit": 1}
@@ -75,12 +75,12 @@ def test_past_the_units_the_band_reaches_several_work_groups_resident_per_unit()
     # OpenCL does not say how many work-groups a unit runs at once; a GPU's unit held 2 of
     # 64 work-items at once on the H200 (264 work-groups took one wave on 132 units, where
     # one at a time takes 2).  The band reaches as many as the largest work-group holds.
-    assert kernelmodel.launch_waves(2 * UNITS, UNITS, MAX_GROUP // 64) == (1, 2)
-    assert kernelmodel.launch_waves(2 * UNITS, UNITS) == (2, 2)
-    assert kernelmodel.launch_waves(40 * UNITS, UNITS, 16) == (3, 40)
+    assert workgroups.launch_waves(2 * UNITS, UNITS, MAX_GROUP // 64) == (1, 2)
+    assert workgroups.launch_waves(2 * UNITS, UNITS) == (2, 2)
+    assert workgroups.launch_waves(40 * UNITS, UNITS, 16) == (3, 40)
     wide = gpu_kernel(shape=((2 * UNITS * 64,), (64,)))
-    assert kernelmodel.resident_groups(wide) == MAX_GROUP // 64
-    assert kernelmodel.resident_groups(gpu_kernel(shape=((4096,), None))) == 1
+    assert workgroups.resident_groups(wide) == MAX_GROUP // 64
+    assert workgroups.resident_groups(gpu_kernel(shape=((4096,), None))) == 1
     # 4 work-groups of 16: one unit could hold all four, so no count is sure to gain.
     pred = kernelmodel.predict(gpu_kernel(shape=((64,), (16,))), UNITS, cores=16)
     at = {n: (s, lo, hi) for n, s, lo, hi in zip(pred.threads, pred.speedup, pred.low, pred.high)}
@@ -94,14 +94,14 @@ def test_runtime_chosen_local_size_leaves_the_work_groups_unknown():
     pred = kernelmodel.predict(k, UNITS, 2)
     assert pred.speedup[-1] == pytest.approx(UNITS) and pred.bottleneck == "unobserved"
     assert "work-groups per launch not known" in pred.basis
-    assert kernelmodel.limits(k)["fewest_work_groups"] is None
+    assert workgroups.limits(k)["fewest_work_groups"] is None
 
 
 def test_a_runtime_chosen_local_size_still_bounds_the_work_groups_from_below():
     # The H200 run of examples/opencl_device_bound.py: 262144 work-items, local size left to
     # the runtime, work-groups of at most 1024: at least 256, more than the 132 units.
     many = kernelmodel.predict(gpu_kernel(shape=((262144,), None)), UNITS, 16)
-    assert kernelmodel.limits(gpu_kernel(shape=((262144,), None)))["fewest_work_groups"] == 256
+    assert workgroups.limits(gpu_kernel(shape=((262144,), None)))["fewest_work_groups"] == 256
     assert ("at least 256 work-groups per launch (the runtime chose the local size, at most 1024 "
             "work-items each): not the limit at 132 compute units") in many.basis
     at = {n: (s, lo, hi) for n, s, lo, hi in zip(many.threads, many.speedup, many.low, many.high)}
@@ -118,7 +118,7 @@ def test_a_runtime_chosen_local_size_still_bounds_the_work_groups_from_below():
     # Launches of different global sizes bound nothing.
     mixed = gpu_kernel(shape=((4096,), None))
     mixed.sample.shapes = {((4096,), None), ((8192,), None)}
-    assert kernelmodel.limits(mixed)["fewest_work_groups"] is None
+    assert workgroups.limits(mixed)["fewest_work_groups"] is None
 
 
 def test_an_explicit_target_still_wins():

@@ -8,6 +8,7 @@ import pytest
 from corecast.io import settings
 from corecast.opencl.report import KERNEL_STALLS, _top, kernel_line, write_lines
 from corecast.model.runtime import kernelmodel as predict
+from corecast.model.runtime import workgroups
 from corecast.recording.kernelstats import KernelStats
 
 
@@ -128,11 +129,11 @@ def test_stalls_scale_from_the_sample_to_all_launches():
 
 def test_work_groups_cap_the_speedup():
     k = kernel(shape=((64,), (16,)))
-    assert predict.work_groups(k) == 4
+    assert workgroups.work_groups(k) == 4
     pred = predict.predict(k, target=8, cores=8)
     assert max(pred.speedup) <= 4.0 + 1e-9 and max(pred.high) <= 4.0 + 1e-9
     assert pred.fastest == 4 and pred.bottleneck == "work_groups"
-    assert predict.work_groups(kernel(shape=((100, 10), (16, 4)))) == 7 * 3
+    assert workgroups.work_groups(kernel(shape=((100, 10), (16, 4)))) == 7 * 3
 
 
 def test_past_its_work_groups_a_kernel_gains_nothing_even_when_they_are_unequal():

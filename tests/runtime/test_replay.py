@@ -77,7 +77,7 @@ def test_schema1_kernel_line_replays_through_the_kernel_predictor():
     (kernel, pred), = rep.kernels
     assert kernel.name == "smooth" and kernel.sample.launches == 10
     # one global/local size pair: the work-group cap of the live predictor applies
-    from corecast.model.runtime.kernelmodel import work_groups
+    from corecast.model.runtime.workgroups import work_groups
 
     assert work_groups(kernel) == 4096 // 64
     assert pred.threads == [1, 2, 3, 4] and pred.basis.startswith("contention model on the kernel's sample")

@@ -18,7 +18,7 @@ import time
 from ..io import settings
 from ..io.fileio import OutputError, append_lines, printable
 from ..runtime import channel
-from ..model.runtime import kernelmodel
+from ..model.runtime import kernelmodel, workgroups
 from ..views import columns
 from ..recording.kernelstats import TICK_S
 from ..recording.record import SCHEMA
@@ -114,7 +114,7 @@ def kernel_line(prof: Profiler, kernel: KernelStats, pred: TeamPrediction | None
             "buffer_bytes": round(s.buffer_bytes / s.launches) if s.buffer_bytes and s.launches else None,
         },
         "in_order_launches": kernel.in_order,
-        "limits": kernelmodel.limits(kernel),
+        "limits": workgroups.limits(kernel),
         "predicted": [], "fastest_threads": None, "basis": "", "future_bottleneck": None,
         "inputs": {"measured": measured, "fitted": []},
     }
