@@ -15,6 +15,7 @@ once (a GPU's streaming multiprocessor holds several): the wave count is the mos
 work-group per unit at a time, and the band's low end lets each unit run up to as many as
 the device's largest work-group holds (``resident_groups``), down to no gain when one unit
 could hold them all.
+
 Where the program left the local size to the runtime, the work-groups are not known, but
 there are at least the work-items over the device's largest work-group
 (``fewest_work_groups``), and the band's low end allows for that few.
@@ -31,12 +32,19 @@ if TYPE_CHECKING:
     from .bound import TeamPrediction
 
 
-def work_groups(kernel: KernelStats) -> int | None:
-    """Work-groups per launch when every sampled launch had the same known shape."""
+def launch_shape(kernel: KernelStats) -> tuple:
+    """(global size, local size) of the sampled launches when all had the same one (either
+    may be None: not known, or left to the runtime); (None, None) otherwise."""
     shapes = kernel.sample.shapes or set(kernel.sizes)
     if len(shapes) != 1:
-        return None
+        return None, None
     (g, loc), = shapes
+    return g, loc
+
+
+def work_groups(kernel: KernelStats) -> int | None:
+    """Work-groups per launch when every sampled launch had the same known shape."""
+    g, loc = launch_shape(kernel)
     if g is None or loc is None or len(g) != len(loc) or any(v <= 0 for v in loc):
         return None
     return math.prod(-(-a // b) for a, b in zip(g, loc))
@@ -46,12 +54,9 @@ def fewest_work_groups(kernel: KernelStats) -> int | None:
     """Where the runtime chose the local size: the fewest work-groups a launch can have, its
     work-items over the device's largest work-group (CL_DEVICE_MAX_WORK_GROUP_SIZE), when
     every sampled launch had the same global size; None where that is not known."""
-    shapes = kernel.sample.shapes or set(kernel.sizes)
+    g, loc = launch_shape(kernel)
     largest = int(kernel.max_group or 0)
-    if len(shapes) != 1 or largest <= 0:
-        return None
-    (g, loc), = shapes
-    if g is None or loc is not None or not g or any(v <= 0 for v in g):
+    if g is None or loc is not None or not g or any(v <= 0 for v in g) or largest <= 0:
         return None
     return -(-math.prod(g) // largest)
 
@@ -63,11 +68,8 @@ def limits(kernel: KernelStats) -> dict:
     units one launch can keep busy (None: not known)."""
     units = max(1, int(kernel.compute_units))
     groups = work_groups(kernel)
-    shapes = kernel.sample.shapes or set(kernel.sizes)
-    local = None
-    if len(shapes) == 1:
-        (_, loc), = shapes
-        local = math.prod(loc) if loc else None
+    loc = launch_shape(kernel)[1]
+    local = math.prod(loc) if loc else None
     return {
         "compute_units": units, "work_groups": groups,
         "fewest_work_groups": groups if groups is not None else fewest_work_groups(kernel),
