@@ -17,33 +17,44 @@ N = [1, 2, 4, 8, 12, 16]
 T = [100.0, 54.0741, 31.1111, 19.6296, 15.8025, 13.8889]
 
 
-def test_a_fastest_count_before_a_gap_in_the_counts_asked_says_the_horizon_stopped_it():
-    # --at 1000 asks 1..32 and 1000: Amdahl's fastest count the band supports is 66 with
-    # --upto 128, so the 32 named with --at 1000 is the end of the counts asked, not the
-    # curve's, exactly as with --upto 32, which says so.
+def test_the_counts_named_do_not_depend_on_which_counts_between_were_asked():
+    # --at 1000 asked 1..32 and 1000 and named 32, the end of the counts asked, where
+    # --upto 1000 names 66 (#41: "the preferred count is the horizon"); every count up to
+    # the largest asked is now predicted, so both name the same counts.
     upto = corecast.predict(N, T, metric="time", method="amdahl", upto=32)
     gap = corecast.predict(N, T, metric="time", method="amdahl", at=[1000])
-    far = corecast.predict(N, T, metric="time", method="amdahl", upto=128)
-    assert upto.fastest == gap.fastest == 32 < far.fastest
+    far = corecast.predict(N, T, metric="time", method="amdahl", upto=1000)
+    assert upto.fastest == 32 < gap.fastest == far.fastest == 66
+    assert (gap.preferred, gap.knee) == (far.preferred, far.knee) == (12, 26)
     assert sum("fastest count is bounded by the largest count asked (32)" in w for w in upto.warnings) == 1
-    said = [w for w in gap.warnings if "fastest count is bounded" in w]
-    assert len(said) == 1 and "none between 32 and 1000" in said[0]
-    # Where the band stopped vouching before the gap, nothing is said.
-    auto = corecast.predict(N, T, metric="time", at=[1000])
-    assert auto.fastest == 16 and not any("bounded" in w for w in auto.warnings)
+    assert not any("bounded" in w for w in gap.warnings)
+    # The named counts are rows of the prediction, asked or not; the rows asked stay.
+    assert set(gap.counts.tolist()) == set(range(1, 33)) | {66, 1000}
 
 
-def test_a_preferred_count_before_a_gap_says_so_too():
+def test_a_horizon_below_the_measured_counts_names_what_the_full_range_names():
+    # newuser37: --upto 4 --at 16 on a 1..16 curve preferred 16 (the step from 4 to 16
+    # gained 0.33 of a thread each on average), --upto 16 preferred 12; --upto 8 --at 1000
+    # named 8 and called it "the model's optimum 8", measured 41% slower.
+    n = [1, 2, 4, 8, 16]
+    t = [9.9269, 5.4451, 3.1277, 1.9535, 1.3889]
+    full = corecast.predict(n, t, metric="time", upto=16)
+    for kw in ({"upto": 4, "at": [16]}, {"upto": 8, "at": [1000]}, {"upto": 6, "at": [100]}):
+        p = corecast.predict(n, t, metric="time", **kw)
+        assert (p.preferred, p.fastest) == (full.preferred, full.fastest) == (12, 16), kw
+        assert not any("optimum" in w for w in p.warnings), kw
+
+
+def test_a_preferred_count_at_the_horizon_says_so():
     n = list(range(1, 9))
     near_linear = [100.0 * c / (1 + 0.02 * (c - 1)) for c in n]
     p = corecast.predict(n, near_linear, metric="throughput", method="amdahl", at=[1000])
-    # 16 is the default --upto (2 x 8), where the law's low end still gains; the band
-    # vouches for 1000, the last count asked: both are the horizon's and both are said.
-    assert (p.preferred, p.fastest) == (16, 1000)
+    # Every count up to 1000 is compared: the band still vouches for growth there, so the
+    # fastest count is the horizon's, and the warning says a larger one may be named.
+    q = corecast.predict(n, near_linear, metric="throughput", method="amdahl", upto=1000)
+    assert (p.preferred, p.fastest) == (q.preferred, q.fastest)
     said = [w for w in p.warnings if "count is bounded" in w]
-    assert len(said) == 2
-    assert "the preferred count is bounded by the counts asked (16; none between 16 and 1000" in said[0]
-    assert "the fastest count is bounded by the largest count asked (1000)" in said[1]
+    assert len(said) == 1 and "the fastest count is bounded by the largest count asked (1000)" in said[0]
 
 
 def test_a_large_measured_count_predicts_without_an_upto(tmp_path, capsys):

@@ -428,12 +428,13 @@ def test_sweep_table_shows_the_measured_speedup_beside_the_models():
 
 
 def test_sweep_suggests_no_option_it_lacks():
-    # predict's weak-looking warning says "say --scaling weak", an option corecast sweep
+    # predict's weak-looking warning says "--scaling weak", an option corecast sweep
     # has not: the sweep's own warning sends its JSON to corecast predict, which has it.
     from corecast.model.curve.extrapolation import extrapolate
 
     counts, times = [1, 2, 4], [0.23, 0.33, 0.31]
-    assert any("say --scaling weak" in w for w in corecast.predict(counts, times, metric="time").warnings)
+    assert any('(--scaling weak, scaling="weak" in Python)' in w
+               for w in corecast.predict(counts, times, metric="time").warnings)
     result = {"warnings": []}
     extrapolate(result, {n: [t] for n, t in zip(counts, times)}, counts, [], {n: [{}] for n in counts}, 16)
     assert result["predictions"] and not any("say --scaling" in w for w in result["warnings"])
@@ -690,10 +691,12 @@ def test_a_tie_names_the_measured_count_before_the_fewest():
 
 
 def test_a_small_efficiency_never_reads_as_zero(tmp_path, capsys):
-    # A time that grows twentyfold per doubling: 0.2% efficiency at 2 threads, below 0.1% at 4.
-    p = corecast.predict([1, 2, 4], [1, 20, 400], metric="time", upto=8)
-    assert 0.001 <= p.efficiency[1] < 0.005 and 0 < p.efficiency[3] < 0.001
-    assert main(["predict", str(_csv(tmp_path, [1, 2, 4], [1, 20, 400])), "--upto", "8"]) == 0
+    # A time that grows a hundredfold per doubling (plateau follows the measured points):
+    # 0.5% efficiency at 2 threads, below 0.1% at 4.
+    n, t = [1, 2, 4, 8], [1, 100, 1e4, 1e6]
+    p = corecast.predict(n, t, metric="time", upto=8, method="plateau")
+    assert 0.001 <= p.efficiency[1] < 0.01 and 0 < p.efficiency[3] < 0.001
+    assert main(["predict", str(_csv(tmp_path, n, t)), "--upto", "8", "--method", "plateau"]) == 0
     rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:9]]
     assert not any(r[4] == "0%" for r in rows)
     from corecast.views.report import percent

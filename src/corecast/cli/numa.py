@@ -105,7 +105,8 @@ def _replay(args: argparse.Namespace, machine: Machine) -> int:
 def add_machine(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "machine",
-        help="machine descriptions for 'corecast numa': detect this one, list or show presets",
+        help="machine descriptions for 'corecast numa': detect this one (detect), list the presets (presets), "
+        "show one (show)",
         description="'detect' writes this machine's description from sysfs (nodes, CPUs, the "
         "SLIT distance table mapped to hop classes) with delays per hop class from a preset or "
         "a calibration file; 'presets' lists the shipped descriptions; 'show' prints one.",

@@ -84,6 +84,9 @@ def check_sweep(obj: object, source: str) -> None:
     if not isinstance(obj, dict):
         raise InputError(f"{source}: top level is a JSON {_json_type(obj)}, not an object; {SWEEP_HINT}")
     if "measured" not in obj:
+        if isinstance(obj.get("results"), list):  # hyperfine --export-json: predict reads it
+            raise InputError(f"{source}: a hyperfine export, not a corecast sweep result: 'corecast predict' "
+                             f"reads it; {SWEEP_HINT}")
         raise InputError(f"{source}: no \"measured\" key, not a sweep result; {SWEEP_HINT}")
     measured = obj["measured"]
     if not isinstance(measured, list):

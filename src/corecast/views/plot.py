@@ -31,10 +31,15 @@ def image_format(path: str) -> str:
     """The image format for ``path``'s suffix; PNG for names without a suffix and for a
     FIFO or device."""
     name = path.rsplit("/", 1)[-1]
-    suffix = name.rsplit(".", 1)[1].lower() if "." in name.strip(".") else ""
+    # ".svg" alone is an SVG too (os.path's "no suffix" for a dot file wrote PNG bytes).
+    suffix = name.rsplit(".", 1)[1].lower() if "." in name else ""
     if suffix in FORMATS:
         return suffix
-    if not suffix or _special(path):
+    if _special(path):
+        return "png"
+    if not suffix:
+        if name.endswith(".") and name.strip("."):  # "out." names no format: as unknown as ".xyz"
+            raise InputError(f"{path}: cannot plot to a name that ends in a dot: name it .png, .svg or .pdf")
         return "png"
     if suffix in REFUSED:
         raise InputError(f"{path}: cannot plot to a .{suffix} file: {REFUSED[suffix]}; "

@@ -121,9 +121,10 @@ def parse_json_export(text: str, path: str) -> RawSeries:
     failures = [(v, k, n) for v, k, n in failed if k]
     if failures and not rows:
         raise InputError(f"{path}: every run exited non-zero (hyperfine --ignore-failure): no time to predict from")
+    bad = sum(k for _, k, _ in failures)
     notes = [] if not failures else [
-        f"{sum(k for _, k, _ in failures)} of {sum(n for _, _, n in failed)} runs exited non-zero "
-        f"(hyperfine --ignore-failure) and were left out: "
+        f"{bad} of {sum(n for _, _, n in failed)} runs exited non-zero "
+        f"(hyperfine --ignore-failure) and {'was' if bad == 1 else 'were'} left out: "
         + ", ".join(f"{name} {v}: {k} of {n}" + (", no run left" if k == n else "") for v, k, n in failures)]
     return RawSeries("command", "time", _points(rows, name, path), count_unit_of(name), notes)
 

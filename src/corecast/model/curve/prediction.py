@@ -16,7 +16,7 @@ from .fitting import rms
 from ..scaling import MAX_COUNT
 from ..machine.hardware import SMT_YIELD_RANGE, Hardware, oversubscribed
 from .preference import (DEFAULT_MIN_GAIN, PREFERRED_SLACK, SCALINGS, _supported, fastest_count,  # noqa: F401
-                         horizon_bound, knee_count, measured_preferred, weak_look,
+                         horizon_warnings, knee_count, measured_preferred, strong_look, weak_look,
                          preferred_count, within_hardware)
 
 # Band: log-space half-width = floor + fit residual + repetition spread, plus GROWTH per
@@ -128,13 +128,13 @@ def predict_measurements(
     given = hardware
     # A curve measured beyond the hardware threads already shows what sharing them does.
     machine = given if given and top <= given.hw_threads else None
-    grid = np.union1d(np.arange(1, upto + 1), np.asarray(at, dtype=int)).astype(float)
-    # Counts beyond the machine are predicted from its last hardware thread: evaluate there.
-    shares = machine is not None and grid.max() > machine.hw_threads
-    asked = np.ones(len(grid), dtype=bool)
-    if shares and machine.hw_threads not in grid:
-        grid = np.union1d(grid, [float(machine.hw_threads)])
-        asked = grid != machine.hw_threads
+    asked = np.union1d(np.arange(1, upto + 1), np.asarray(at, dtype=int))
+    # Every count up to the largest asked is predicted, so the counts named below
+    # (preferred, fastest, knee) do not depend on which counts between were asked:
+    # ``--upto 4 --at 16`` names what ``--upto 16`` names (#41).  The rows returned are
+    # those asked and the named ones.  Counts beyond the machine are predicted from its
+    # last hardware thread, which the grid then holds.
+    grid = np.arange(1, int(asked.max()) + 1, dtype=float)
     # Where threads ahead land on a kind of fill the measured counts never had, models
     # are fitted and asked in the machine's core units (Hardware.units, .step_ahead).
     in_units = machine is not None and machine.step_ahead(top, float(grid.max()))
@@ -184,17 +184,22 @@ def predict_measurements(
             low, high = smt_span(fit, curve, grid, residual, machine, top, low, high, equal)
         perf, low, high = oversubscribed(grid, perf, low, high, machine.hw_threads)
         warnings += machine.notes(top, float(grid.max()), equal)
-    grid, perf, low, high = grid[asked], perf[asked], low[asked], high[asked]
     miss = fit_miss(log_err, at_measured, curve, scale)
     if miss:
         warnings.append(miss)
 
-    base_i = 0
-    base_count = float(curve.counts[base_i])
-    base_perf = float(curve.perf[base_i])
+    base_count = float(curve.counts[0])
+    # Speedup is relative to the model's own value at the base count, so it is 1 there
+    # whatever the fit (an ESTIMA fit that missed the first point printed 1.41 and 141% at
+    # 1 thread); a method that interpolates has the measured value there.
+    base_perf = float(at_measured[0]) if np.isfinite(at_measured[0]) and at_measured[0] > 0 \
+        else float(curve.perf[0])
     if base_count != 1:
         warnings.append(f"count 1 not measured: speedup and efficiency are relative to count {base_count:g}")
-    weak_note = weak_look(data.at_target_size(), "say --scaling weak") if scaling is None else None
+    if scaling is None:
+        weak_note = weak_look(data.at_target_size(), 'read it as weak scaling (--scaling weak, scaling="weak" in Python)')
+    else:
+        weak_note = strong_look(data.at_target_size()) if scaling == "weak" else None
     if weak_note:
         warnings.append(weak_note)
     # Under weak scaling each count does its own share of work more: the work rate is
@@ -217,21 +222,11 @@ def predict_measurements(
         warnings.append(note)
     by_rule = preferred_count(grid[ok], rate[ok], rate_low[ok], base_count, top, min_gain)
     preferred = min(by_rule, fastest)
-    # Beyond the measured counts both rules stop where the band stops vouching, or at the
-    # last count asked: there the answer is the horizon's, and a larger --upto may move it.
-    for what, at_end, after in horizon_bound(grid[ok], rate[ok], rate_low[ok], base_count, top, preferred, hw):
-        if after is not None:  # --at past --upto: the counts between were never asked
-            where = f"by the counts asked ({at_end}; none between {at_end} and {after} was asked)"
-        else:
-            where = f"by the largest count asked ({at_end})"
-        if grid.max() < top:
-            warnings.append(f"the {what} count is bounded {where}, below the largest measured ({top:g}): "
-                            "a larger --upto may name a larger one")
-        else:
-            warnings.append(f"the {what} count is bounded {where}, where the band's low end still gains: "
-                            "a larger --upto may name a larger one")
+    warnings += horizon_warnings(grid[ok], rate[ok], rate_low[ok], base_count, top, preferred, hw)
     named = _supported(grid, base_count)  # the knee too is not placed below the measured counts
     knee = knee_count(grid[named], rate[named], knee_fraction)
+    rows = np.isin(grid, asked) | np.isin(grid, [c for c in (preferred, fastest, knee) if c is not None])
+    grid, perf, low, high, speedup, efficiency = (a[rows] for a in (grid, perf, low, high, speedup, efficiency))
     if len(set(curve.counts.tolist())) < 3:
         warnings.append("only two measured counts: the prediction is a rough law fit with a wide band")
     if data.sizes:

@@ -44,6 +44,23 @@ def weak_look(curve: Measurements, advice: str) -> str | None:
             "(fixed total work)")
 
 
+def strong_look(curve: Measurements) -> str | None:
+    """The warning for a time curve read as weak scaling that looks like strong scaling's:
+    over at least a 4-fold range of counts (3 or more), at the largest count at least
+    ``WEAK_GAIN`` times faster than at the smallest.  Weak scaling's efficiency
+    T(base) / T(n) then passes 100% (a strong curve's 7x at 16 threads read as 715%).
+    None otherwise."""
+    if curve.metric != "time" or len(curve) < 3 or curve.counts[-1] < 4 * curve.counts[0]:
+        return None
+    t, n = curve.values, curve.counts
+    if t[-1] * WEAK_GAIN > t[0]:
+        return None
+    return (f"the time falls with the count ({t[0]:.4g} at {n[0]:g}, {t[-1]:.4g} at {n[-1]:g}), as where the "
+            f"total work is fixed (strong scaling): read as weak scaling, each count doing its own share of "
+            f"work, that is an efficiency of {t[0] / t[-1]:.0%} at {n[-1]:g}; if the work is fixed, read it "
+            "as strong scaling (the default)")
+
+
 def measured_preferred(preferred: int, curve: Measurements, upto: int, weak: bool = False) -> tuple[int, str | None]:
     """The model's fastest count, unless measurements contradict it.
 
@@ -67,10 +84,13 @@ def measured_preferred(preferred: int, curve: Measurements, upto: int, weak: boo
     best = int(np.argmax(perf))
     if there * (1.0 + PREFERRED_SLACK) >= perf[best]:
         return preferred, None
-    return int(n[best]), (
-        f"fastest count is the best measured one, {n[best]:g}: the model's optimum {preferred} "
-        f"was measured {perf[best] / there - 1.0:.0%} slower"
-    )
+    slower = f"{perf[best] / there - 1.0:.0%} slower"
+    if preferred in n:
+        where = f"was measured {slower}"
+    else:  # never run: between two measured counts, which say it is slower
+        below, above = n[n < preferred].max(), n[n > preferred].min()
+        where = f"lies between the measured {below:g} and {above:g}, which put it {slower}"
+    return int(n[best]), f"fastest count is the best measured one, {n[best]:g}: the model's optimum {preferred} {where}"
 
 
 def _supported(grid: np.ndarray, base: float) -> np.ndarray:
@@ -139,37 +159,48 @@ def best_count(counts: np.ndarray, perf: np.ndarray, measured: np.ndarray | None
 
 
 def horizon_bound(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: float, top: float,
-                  preferred: int, hw_threads: int | None = None) -> list[tuple[str, int, int | None]]:
+                  preferred: int, hw_threads: int | None = None) -> list[tuple[str, int]]:
     """The answers only the horizon stopped, each as (``"preferred"`` or ``"fastest"``,
-    the count, the next count asked or None): the preferred count when it is an end of
-    the counts asked beyond ``top`` (the band's low end still gained there), the fastest
-    when such an end still ties for the fastest the band supports (and is not the
-    preferred count's end, said already).  An end is the last count asked or one whose
-    successor was not asked (``--at 1000`` past ``--upto 32``: nothing between 32 and
-    1000 was asked).  A larger horizon may then name a larger count.  A horizon below
-    ``top`` bounds the preferred count too where it is the last count asked: the
-    measured counts beyond it were not asked about.  An end at ``hw_threads`` is the
+    the count), on ``grid``, every count up to the largest asked: the preferred count when
+    it is that count and lies beyond ``top`` (the band's low end still gained there), the
+    fastest when that count still ties for the fastest the band supports (and is not the
+    preferred count, said already).  A larger horizon may then name a larger count.  A
+    horizon below ``top`` bounds the preferred count too where it is the last count: the
+    measured counts beyond it were not asked about.  A last count at ``hw_threads`` is the
     machine's bound (``within_hardware``), not the horizon's: no larger horizon names more."""
     last = float(grid.max())
     if last < top and preferred == last:
-        return [("preferred", int(last), None)]
-    if last <= top:
+        return [("preferred", int(last))]
+    if last <= top or last == hw_threads:
         return []
-
-    def after(count: float) -> int | None:
-        later = grid[grid > count]
-        return int(later.min()) if later.size else None
-
-    def is_end(count: float) -> bool:
-        nxt = after(count)
-        return count > top and count != hw_threads and (nxt is None or nxt > count + 1)
-
-    bounds = [("preferred", int(preferred), after(preferred))] if is_end(preferred) else []
+    bounds = [("preferred", int(last))] if preferred == last else []
     n, pick = _fastest_pick(grid, perf, low, base, top)
-    tied = [c for c in n[pick >= pick.max() * (1 - FASTEST_TIE)] if is_end(c) and c != preferred]
-    if tied:
-        bounds.append(("fastest", int(tied[0]), after(tied[0])))
+    if preferred != last and n[-1] == last and pick[-1] >= pick.max() * (1 - FASTEST_TIE):
+        bounds.append(("fastest", int(last)))
     return bounds
+
+
+def horizon_warnings(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: float, top: float,
+                     preferred: int, hw_threads: int | None = None) -> list[str]:
+    """What ``horizon_bound`` finds, in the report's words: beyond the measured counts both
+    rules stop where the band stops vouching, or at the last count asked, where the answer
+    is the horizon's and a larger --upto may move it."""
+    beyond = f"below the largest measured ({top:g})" if grid.max() < top else "where the band's low end still gains"
+    return [f"the {what} count is bounded by the largest count asked ({at_end}), {beyond}: a larger --upto may "
+            "name a larger one" for what, at_end in horizon_bound(grid, perf, low, base, top, preferred, hw_threads)]
+
+
+def _walk(n: np.ndarray, values: np.ndarray, min_gain: float) -> int:
+    """The largest count of ``n`` reached by steps up from its first on each of which
+    every added thread brings at least ``min_gain`` of one thread's performance (one
+    thread's share at the first count); a dip the curve recovers from is crossed only
+    where the rise repays it."""
+    unit = values[0] / n[0]
+    at, level = n[0], values[0]
+    for count, value in zip(n[1:], values[1:]):
+        if value >= level + min_gain * unit * (count - at):
+            at, level = count, value
+    return int(at)
 
 
 def preferred_count(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: float, top: float,
@@ -183,20 +214,16 @@ def preferred_count(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: f
     vouch for is never preferred; the answer does not depend on how far ahead was asked."""
     ok = _supported(grid, base)
     n = grid[ok]
-    sure = np.where(n <= top, perf[ok], low[ok])
-    unit = sure[0] / n[0]  # one thread's share at the smallest count
-    at, level = n[0], sure[0]
-    for count, value in zip(n[1:], sure[1:]):
-        if value >= level + min_gain * unit * (count - at):
-            at, level = count, value
-    return int(at)
+    return _walk(n, np.where(n <= top, perf[ok], low[ok]), min_gain)
 
 
 def knee_count(grid: np.ndarray, perf: np.ndarray, fraction: float) -> int | None:
-    """The count beyond which one more thread adds less than ``fraction`` of one
-    thread's performance (``perf(n+1) - perf(n) < fraction * perf(1)``); None when no
-    count asked has one: the last count asked is no knee (nothing beyond it was predicted)."""
-    unit = perf[0] / grid[0]
-    flat = (grid[1:] == grid[:-1] + 1) & (np.diff(perf) < fraction * unit)
-    first = np.flatnonzero(flat)
-    return int(grid[first[0]]) if first.size else None
+    """The count beyond which adding threads gains less than ``fraction`` of one thread's
+    performance each: the end of ``preferred_count``'s walk with that threshold on the
+    predicted curve.  So a dip the curve climbs out of is no knee (one below the
+    preferred count contradicted it: the ESTIMA example's knee 1 beside a preferred 7),
+    and on a concave curve it is the first count where one more thread adds less than
+    ``fraction``.  None when the walk reaches the last count asked: nothing beyond it
+    was predicted."""
+    end = _walk(grid, perf, fraction)
+    return None if end == int(grid[-1]) else end

@@ -67,8 +67,9 @@ class Hardware:
            fill: str | None = None) -> "Hardware | None":
         """From what the user gave (any may be None); None when neither hardware threads
         nor cores were given.  Raises InputError on counts below 1 or above
-        MAX_HW_THREADS, more cores than hardware threads, more sockets than cores, or
-        sockets of unequal size filled one after the other."""
+        MAX_HW_THREADS, more cores than hardware threads, more sockets than cores, cores
+        that do not divide over the sockets, or sockets of unequal hardware threads filled
+        one after the other."""
         for name, v in (("hardware threads", hw_threads), ("cores", cores), ("sockets", sockets)):
             if v is not None and not 1 <= v <= MAX_HW_THREADS:
                 raise InputError(f"the machine's {name} must be between 1 and {MAX_HW_THREADS}, got {v}")
@@ -88,6 +89,8 @@ class Hardware:
         if (fill == "sockets" and s > 1) and (c % s or hw % c):
             raise InputError(f"filling socket by socket needs equal sockets: {hw} hardware threads and {c} cores "
                              f"do not divide evenly over {s} sockets")
+        if c % s:  # "--sockets 3 --cores 8" was taken as it was
+            raise InputError(f"{s} sockets but {c} cores: a machine's sockets hold as many cores each")
         return cls(int(hw), int(c), int(s), fill or "cores")
 
     def _order(self) -> tuple[np.ndarray, np.ndarray]:
@@ -167,13 +170,16 @@ class Hardware:
                 out.append(f"{head}: the next socket's cores are predicted to add what a core of the "
                            "measured one added")
             else:
-                span = self.units(np.array([top, largest]), equal_work=equal_work)
+                # Past the hardware threads no count gains (the note below): the span
+                # stops at them, not at units that count time-shared threads as cores.
+                end = min(largest, float(self.hw_threads))
+                span = self.units(np.array([top, end]), equal_work=equal_work)
                 slowest = (", and the time waits for the slowest thread: pinned threads that share a core run at "
                            f"{(1 + SMT_YIELD) / 2:.0%} of a core each, so n threads do the work of n times that"
                            if equal_work else "")
                 out.append(f"{head}: predicted in core units, a thread on a core already busy (SMT) adding "
                            f"{SMT_YIELD:.0%} of what a thread on a core of its own adds{slowest} (the method's counts "
-                           f"are those units: {top:g} and {largest:g} threads are {span[0]:.3g} and {span[1]:.3g})")
+                           f"are those units: {top:g} and {end:g} threads are {span[0]:.3g} and {span[1]:.3g})")
         if largest > self.hw_threads:
             out.append(f"counts above {self.hw_threads} share the machine's {self.hw_threads} hardware threads: "
                        f"predicted no faster than at {self.hw_threads}")

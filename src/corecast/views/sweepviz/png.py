@@ -13,6 +13,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from ...io.fileio import json_number, printable, write_file
 from ...io.sweepresult import SweepResult
+from ...model.scaling import COUNT_UNITS
 from ..plot import mark_counts
 
 LOG_X_RATIO = 8  # use a log2 thread axis once the counts span this factor or more
@@ -70,9 +71,9 @@ def render_png(result: "dict | SweepResult", fmt: str = "png") -> bytes:
         title += f" ({_plain(view.runtime)})"
     summary = []
     if view.preferred is not None:
-        summary.append(f"preferred: {view.preferred} {view.unit}")
+        summary.append(f"preferred: {_counted(view.preferred, view.unit)}")
     if view.fastest is not None and view.fastest != view.preferred:
-        summary.append(f"fastest: {view.fastest} {view.unit}")
+        summary.append(f"fastest: {_counted(view.fastest, view.unit)}")
     if view.bottleneck:
         summary.append(f"bottleneck: {_plain(view.bottleneck)}")
     if view.failed:
@@ -91,6 +92,12 @@ def _plain(text: str) -> str:
     command like ``sh -c 'echo $A$B'`` could fail to render); control characters and
     undecodable bytes escaped (the font renderer refuses the latter)."""
     return printable(text).replace("$", r"\$")
+
+
+def _counted(count: int, unit: str) -> str:
+    """``count`` of ``unit`` ("threads", "ranks"), singular for one: "1 thread"."""
+    one = next((k for k, v in COUNT_UNITS.items() if v == unit), None)
+    return f"{count} {one if count == 1 and one else unit}"
 
 
 def _thread_axis(ax, counts: list[float], log_x: bool, unit: str = "threads") -> None:

@@ -193,7 +193,7 @@ def split_decision(data: Measurements, wait: Array) -> tuple[bool, str]:
         and wc[np.argmax(qc)] >= WAIT_MATERIAL * tc[np.argmax(qc)]
         and _spearman(qc, wc) > 0.5
     )
-    why = f"compute {share:.0%} of time on average" + ("; wait grows with threads" if grows else "")
+    why = f"compute {share:.0%} of time on average" + ("; wait grows with the count" if grows else "")
     return share < COMPUTE_BOUND or grows, why
 
 

@@ -1,0 +1,139 @@
+"""A new user's pass over predict and sweep (session 37, #41): answers that moved with the
+counts asked, a speedup above 1 at the base count, a knee below the preferred count,
+weak scaling read into a strong curve without a word, and smaller slips."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import corecast
+from cli_checks import assert_one_line_error
+from corecast.cli import main
+from corecast.model.curve.entities import Measurements
+from corecast.model.curve.preference import measured_preferred
+from corecast.model.machine.hardware import Hardware
+
+# README's ESTIMA example: a fit that misses the first point and dips from 1 to 2 threads.
+ESTIMA_CSV = ("threads,time,stall:lock\n1,10.0,0.01\n2,5.3,0.2\n4,2.9,0.4\n8,1.8,0.9\n"
+              "12,1.5,1.5\n16,1.4,2.3\n")
+
+
+def test_speedup_is_one_at_the_base_count_whatever_the_fit(tmp_path, capsys):
+    # ESTIMA's time at 1 thread is 7.1 where 10 was measured: the row read 1.41 and 141%.
+    path = tmp_path / "e.csv"
+    path.write_text(ESTIMA_CSV)
+    assert main(["predict", str(path), "--method", "estima", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    first = d["predictions"][0]
+    assert first["threads"] == 1 and first["speedup"] == pytest.approx(1.0)
+    assert first["efficiency"] == pytest.approx(1.0)
+    # Gustafson's law fitted to a hump: the same.
+    p = corecast.predict([1, 2, 4, 8, 16], [10, 6, 5, 5.5, 7], metric="time", method="gustafson", upto=16)
+    assert p.speedup[0] == pytest.approx(1.0) and p.efficiency[0] == pytest.approx(1.0)
+
+
+def test_a_dip_the_curve_climbs_out_of_is_no_knee(tmp_path, capsys):
+    # The ESTIMA example said "knee: 1 (adding threads beyond 1 gains less than 10%)" beside
+    # "preferred count: 7 (each thread added up to it gains at least 25%)".
+    path = tmp_path / "e.csv"
+    path.write_text(ESTIMA_CSV)
+    assert main(["predict", str(path), "--method", "estima", "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert d["knee_count"] is None or d["knee_count"] >= d["preferred_count"] > 1
+    # On a concave curve the knee is still the first count one more thread barely helps.
+    n = np.arange(1, 33)
+    amdahl = 1.0 / (0.1 + 0.9 / n)
+    p = corecast.predict(n, amdahl, metric="throughput", method="plateau", upto=32)
+    gains = np.diff(amdahl)
+    assert p.knee == int(n[np.flatnonzero(gains < 0.1 * amdahl[0])[0]])
+
+
+def test_an_optimum_never_run_is_not_said_to_be_measured():
+    # A launcher sweep said "the model's optimum 5 was measured 5% slower" of ranks 1..16
+    # in powers of two: 5 was never run.
+    curve = Measurements.from_samples([1, 2, 4, 8, 16], [10, 6, 4, 5, 8], "time")
+    count, note = measured_preferred(6, curve, 16)
+    assert count == 4 and "optimum 6 lies between the measured 4 and 8" in note and "measured 11%" not in note
+    count, note = measured_preferred(8, curve, 16)
+    assert count == 4 and "optimum 8 was measured 25% slower" in note
+
+
+def test_weak_scaling_asked_of_a_strong_curve_is_warned():
+    # --scaling weak on a 7x-at-16 curve printed 715% efficiency without a word.
+    n, t = [1, 2, 4, 8, 16], [9.93, 5.45, 3.13, 1.95, 1.39]
+    weak = corecast.predict(n, t, metric="time", scaling="weak", upto=16)
+    said = [w for w in weak.warnings if "the time falls with the count" in w]
+    assert len(said) == 1 and "an efficiency of 714% at 16" in said[0]
+    assert not any("the time falls" in w for w in corecast.predict(n, t, metric="time", upto=16).warnings)
+    # A weak curve read as weak says nothing; read as strong it says how to read it, in
+    # the words of the CLI and of the Python API.
+    grows = [1.0, 1.1, 1.2, 1.3, 1.4]
+    assert not any("falls" in w for w in corecast.predict(n, grows, metric="time", scaling="weak").warnings)
+    strong = corecast.predict(n, grows, metric="time")
+    assert any('(--scaling weak, scaling="weak" in Python)' in w for w in strong.warnings)
+
+
+def test_the_core_units_note_stops_at_the_hardware_threads():
+    # "--hw-threads 36 --cores 18 --upto 40": "16 and 40 threads are 16 and 27.4", but
+    # nothing past 36 gains (36 threads are 23.4 units).
+    hw = Hardware.of(36, 18)
+    note = next(w for w in hw.notes(16, 40) if "core units" in w)
+    assert "16 and 36 threads are 16 and 23.4" in note
+    assert "27.4" not in note
+
+
+def test_sockets_that_do_not_divide_the_cores_are_refused(capsys, tmp_path):
+    path = tmp_path / "c.csv"
+    path.write_text("threads,time\n1,10\n2,5.5\n4,3\n")
+    err = assert_one_line_error(capsys, ["predict", str(path), "--sockets", "3", "--cores", "8"])
+    assert "3 sockets but 8 cores" in err
+    assert Hardware.of(16, 8, 2) is not None
+
+
+@pytest.mark.parametrize("name, magic", [(".svg", b"<?xml"), ("out.PDF", b"%PDF")])
+def test_a_plot_is_written_in_the_format_its_name_says(tmp_path, name, magic):
+    # "--plot .svg" wrote PNG bytes: os.path reads ".svg" as a name without a suffix.
+    path = tmp_path / "c.csv"
+    path.write_text("threads,time\n1,10\n2,5.5\n4,3\n")
+    assert main(["predict", str(path), "--plot", str(tmp_path / name)]) == 0
+    assert (tmp_path / name).read_bytes().startswith(magic)
+
+
+def test_a_plot_name_ending_in_a_dot_is_refused(tmp_path, capsys):
+    path = tmp_path / "c.csv"
+    path.write_text("threads,time\n1,10\n2,5.5\n4,3\n")
+    err = assert_one_line_error(capsys, ["predict", str(path), "--plot", str(tmp_path / "x.")])
+    assert "ends in a dot" in err
+    assert not (tmp_path / "x.").exists()
+
+
+def test_one_count_is_named_in_the_singular():
+    from corecast.views.sweepviz.png import _counted
+
+    assert (_counted(1, "threads"), _counted(2, "ranks"), _counted(1, "compute units")) == \
+        ("1 thread", "2 ranks", "1 compute unit")
+
+
+def test_hyperfine_files_are_named_as_such(tmp_path, capsys):
+    runs = [{"command": f"OMP_NUM_THREADS={n} ./p", "mean": 10.0 / n, "times": [10.0 / n] * 3,
+             "exit_codes": [0, 0, 1 if n == 2 else 0], "parameters": {"threads": str(n)}} for n in (1, 2, 4, 8)]
+    path = tmp_path / "hf.json"
+    path.write_text(json.dumps({"results": runs}))
+    assert main(["predict", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "1 of 12 runs exited non-zero (hyperfine --ignore-failure) and was left out" in out
+    # tune-sim reads sweep results: it says what a hyperfine file is and who reads it.
+    err = assert_one_line_error(capsys, ["tune-sim", str(path)])
+    assert "a hyperfine export" in err and "'corecast predict' reads it" in err
+
+
+def test_the_regression_says_count_not_threads():
+    # A launcher's sweep over ranks read "wait grows with threads".
+    from corecast.model.curve.methods.regression import wait_time, split_decision
+
+    data = Measurements.from_samples([1, 2, 4, 8], [10.0, 6.0, 4.0, 3.5], "time",
+                                     stalls={"mpi_collective": [0.1, 1.0, 4.0, 12.0]})
+    split, why = split_decision(data, wait_time(data))
+    assert split and "wait grows with the count" in why
