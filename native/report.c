@@ -80,6 +80,22 @@ static int openmp_regions(const struct cc_sample *s) {
     return 0;
 }
 
+/* A region's row label: "name (object)", or the process's "process (runtime)". */
+static void region_label(char *dst, size_t n, const struct cc_region_sample *g) {
+    if (!strcmp(g->name, "process"))
+        snprintf(dst, n, "process (%s)", g->runtime == CC_RUNTIME_OPENMP ? "openmp" : "pthreads");
+    else
+        snprintf(dst, n, "%s (%s)", g->name, g->object);
+}
+
+/* The cells ``s`` takes printed (cc_printable_cell: one a character). */
+static int cells(const char *s) {
+    int n = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+        n += (*p & 0xC0) != 0x80;
+    return n;
+}
+
 static void write_table(const struct cc_sample *s, const struct cc_result *r) {
     static struct cc_buf b;
     b.len = 0;
@@ -97,7 +113,18 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
         cc_put(&b, ")");
     }
     cc_put(&b, "\n");
-    cc_put(&b, CC_COL_HEADING, "region", "calls", "thr", "time", CC_COL_STALLS_HEADING);
+    /* The region column widens to the longest label, up to CC_COL_LABEL_MAX (views/columns.py). */
+    int width = CC_COL_LABEL;
+    for (int i = 0; i < s->nregions; i++) {
+        char label[2 * CC_NAME_LEN + 8];
+        if (!cc_region_active(&s->regions[i]))
+            continue;
+        region_label(label, sizeof label, &s->regions[i]);
+        int w = cells(label);
+        if (w > width)
+            width = w < CC_COL_LABEL_MAX ? w : CC_COL_LABEL_MAX;
+    }
+    cc_put(&b, CC_COL_HEADING, width, "region", "calls", "thr", "time", CC_COL_STALLS_HEADING);
     for (int i = 0; i < ncol; i++) {
         char h[16];
         snprintf(h, sizeof h, "S@%d", cols[i]);
@@ -111,12 +138,9 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
         if (!cc_region_active(g))
             continue;
         char label[2 * CC_NAME_LEN + 8], stalls[96];
-        if (!strcmp(g->name, "process"))
-            snprintf(label, sizeof label, "process (%s)", g->runtime == CC_RUNTIME_OPENMP ? "openmp" : "pthreads");
-        else
-            snprintf(label, sizeof label, "%s (%s)", g->name, g->object);
+        region_label(label, sizeof label, g);
         top_stalls(stalls, sizeof stalls, g);
-        cc_put_cell(&b, label, CC_COL_LABEL);
+        cc_put_cell(&b, label, width);
         cc_put(&b, CC_COL_COUNTS, g->calls, g->threads, g->wall_s);
         cc_put_cell(&b, stalls, CC_COL_STALLS);
         const struct cc_region_prediction *p = &r->regions[i];

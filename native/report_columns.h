@@ -3,11 +3,12 @@
 #ifndef CORECAST_REPORT_COLUMNS_H
 #define CORECAST_REPORT_COLUMNS_H
 #define CC_COL_LABEL 34
+#define CC_COL_LABEL_MAX 72
 #define CC_COL_STALLS 34
 #define CC_COL_SPEEDUPS 4
 #define CC_STALLS_SHOWN 3
 #define CC_STALL_MIN_SHARE 0.005
-#define CC_COL_HEADING "%-34s %7s %4s %9s  %-34s"
+#define CC_COL_HEADING "%-*s %7s %4s %9s  %-34s"
 #define CC_COL_STALLS_HEADING "stalls (share of thread time)"
 #define CC_COL_COUNTS " %7llu %4d %8.3fs  "
 #define CC_COL_SPEEDUP " %6.2f"

@@ -302,16 +302,31 @@ def test_the_library_s_table_and_replay_s_share_one_layout(build, lib, tmp_path)
     assert rows and [row[:measured] for row in rows] == [row[:measured] for row in replayed]
 
 
-def test_a_label_cut_short_ends_in_an_ellipsis_in_both_tables(build, lib, tmp_path):
-    """The library's table (native/text.c's cell) and replay's cut a label too long for its
-    column the same way, and both say so with an ellipsis (#41 item 5)."""
+def test_a_long_label_widens_the_column_in_both_tables(build, lib, tmp_path):
+    """A label longer than the column's 34 cells widens it, in the library's table and in
+    replay's alike: "compute._omp_fn.0 (omp_two_regions)" was cut by one cell (#41)."""
     from corecast.views import columns
 
-    name = "omp_critical_" + "x" * columns.LABEL  # the label is "REGION (this name)"
+    name = "omp_critical_" + "x" * 30  # the label is "REGION (this name)", about 60 cells
     printed, shown = printed_and_replayed(build, lib, tmp_path, name)
-    cut = [[line[:columns.LABEL] for line in lines if line.startswith("main.")] for lines in (printed, shown)]
+    for lines in (printed, shown):
+        rows = [line for line in lines if line.startswith("main.")]
+        assert rows and all(f"({name}) " in row for row in rows)
+        width = max(len(row.split(f"({name})")[0]) + len(name) + 2 for row in rows)
+        assert columns.heading(8, width) in lines
+
+
+def test_a_label_past_the_widest_column_ends_in_an_ellipsis_in_both_tables(build, lib, tmp_path):
+    """The library's table (native/text.c's cell) and replay's cut a label too long for the
+    widest column the same way, and both say so with an ellipsis (#41 item 5)."""
+    from corecast.views import columns
+
+    name = "omp_critical_" + "x" * columns.LABEL_MAX
+    printed, shown = printed_and_replayed(build, lib, tmp_path, name)
+    cut = [[line[:columns.LABEL_MAX] for line in lines if line.startswith("main.")] for lines in (printed, shown)]
     assert cut[0] and cut[0] == cut[1]
     assert all(label.endswith("\u2026") for label in cut[0])
+    assert all(columns.heading(8, columns.LABEL_MAX) in lines for lines in (printed, shown))
 
 
 # Three waits whose names and shares never fit the stalls column together, whichever

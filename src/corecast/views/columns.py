@@ -17,6 +17,10 @@ if TYPE_CHECKING:
 # (heading, width, alignment) of the columns every row starts with.  The time column is
 # the seconds (8 wide, 3 decimals) and their unit.
 LABEL, CALLS, THREADS, TIME, STALLS = 34, 7, 4, 9, 34
+# The region column widens to its longest name up to LABEL_MAX ("compute._omp_fn.0
+# (omp_two_regions)" was cut by one cell), as perf's columns do; past it a name is cut
+# and its last cell says so.
+LABEL_MAX = 72
 SPEEDUP = 6        # one S@n column
 BAND = 11          # "lo-hi" at the target, each 5 wide
 # The fewest threads within 1% of the best predicted speedup (``bound.fastest_count``):
@@ -78,10 +82,15 @@ def kernel_stall_cell(lost: dict[str, float] | None, compute_units: int, device_
     return mark + stall_cell(parts, width - len(mark))
 
 
-def heading(target: int) -> str:
-    """The table's column line, without its newline."""
+def label_width(labels: Sequence[str]) -> int:
+    """The region column's width for these row labels (as printed: one cell a character)."""
+    return max([LABEL] + [min(len(s), LABEL_MAX) for s in labels])
+
+
+def heading(target: int, label: int = LABEL) -> str:
+    """The table's column line, without its newline (``label``: the region column's width)."""
     cols = speedup_columns(target)
-    head = f"{'region':<{LABEL}} {'calls':>{CALLS}} {'thr':>{THREADS}} {'time':>{TIME}}  {STALLS_HEADING:<{STALLS}}"
+    head = f"{'region':<{label}} {'calls':>{CALLS}} {'thr':>{THREADS}} {'time':>{TIME}}  {STALLS_HEADING:<{STALLS}}"
     return (head + "".join(f" {'S@' + str(c):>{SPEEDUP}}" for c in cols)
             + f" {'band@' + str(target):>{BAND}} {FASTEST_HEADING:>{FASTEST}}  bottleneck")
 
@@ -105,11 +114,12 @@ def c_header() -> str:
         "#ifndef CORECAST_REPORT_COLUMNS_H",
         "#define CORECAST_REPORT_COLUMNS_H",
         f"#define CC_COL_LABEL {LABEL}",
+        f"#define CC_COL_LABEL_MAX {LABEL_MAX}",
         f"#define CC_COL_STALLS {STALLS}",
         f"#define CC_COL_SPEEDUPS {SPEEDUP_COLUMNS}",
         f"#define CC_STALLS_SHOWN {STALLS_SHOWN}",
         f"#define CC_STALL_MIN_SHARE {STALL_MIN_SHARE}",
-        f'#define CC_COL_HEADING "%-{LABEL}s %{CALLS}s %{THREADS}s %{TIME}s  %-{STALLS}s"',
+        f'#define CC_COL_HEADING "%-*s %{CALLS}s %{THREADS}s %{TIME}s  %-{STALLS}s"',
         f'#define CC_COL_STALLS_HEADING "{STALLS_HEADING}"',
         f'#define CC_COL_COUNTS " %{CALLS}llu %{THREADS}d %{TIME - 1}.3fs  "',
         f'#define CC_COL_SPEEDUP " %{SPEEDUP}.2f"',

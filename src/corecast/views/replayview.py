@@ -40,9 +40,10 @@ def _seconds(wall: float) -> str:
     return f"{wall:{width}.3f}" if abs(wall) < 1e4 else f"{wall:{width}.3g}"
 
 
-def _row(label: str, calls: int, threads: int, wall: float, stalls: str, pred, cols: list[int]) -> str:
+def _row(label: str, calls: int, threads: int, wall: float, stalls: str, pred, cols: list[int],
+         width: int = col.LABEL) -> str:
     text = printable(label)
-    line = (f"{_cell(text, col.LABEL)} {calls:{col.CALLS}d} {threads:{col.THREADS}d} {_seconds(wall)}s  "
+    line = (f"{_cell(text, width)} {calls:{col.CALLS}d} {threads:{col.THREADS}d} {_seconds(wall)}s  "
             f"{_cell(stalls, col.STALLS)}")
     at = dict(zip(pred.threads, pred.speedup)) if pred is not None else {}
     line += "".join(f" {at[c]:{col.SPEEDUP}.2f}" if c in at else f" {'-':>{col.SPEEDUP}}" for c in cols)
@@ -76,17 +77,18 @@ def table(rep: ReplayedProcess, machine: str | None = None) -> str:
            + (f", calibrated ({printable(machine)})" if machine else ", calibrated (recorded)"
               if getattr(proc, "calibration", None) else "")]
     out += [f"warning: {printable(w)}" for w in rep.warnings]
-    out.append(col.heading(rep.target))
-    for region, pred in zip(proc.regions, rep.predictions):
-        if region["calls"] <= 0 or region["wall_s"] <= 0:
-            continue
+    shown = [(r, p) for r, p in zip(proc.regions, rep.predictions) if r["calls"] > 0 and r["wall_s"] > 0]
+    width = col.label_width([printable(_label(r)) for r, _ in shown]
+                            + [printable(f"{k.name} ({k.device})") for k, _ in rep.kernels])
+    out.append(col.heading(rep.target, width))
+    for region, pred in shown:
         out.append(_row(_label(region), region["calls"], region["threads"], region["wall_s"],
-                        _stalls(region), pred, cols))
+                        _stalls(region), pred, cols, width))
     for i, (k, pred) in enumerate(rep.kernels):
         lost = rep.kernel_stalls[i] if i < len(rep.kernel_stalls) else None
         stalls = col.kernel_stall_cell(lost, k.compute_units, k.device_ns * 1e-9, k.device_type == "cpu", col.STALLS)
         out.append(_row(f"{k.name} ({k.device})", k.launches, k.compute_units, k.device_ns * 1e-9,
-                        stalls, pred, cols))
+                        stalls, pred, cols, width))
     if not serial_run(rep):  # (a serial run's one line says it all)
         out += [col.NO_EVIDENCE_LINE % printable(r["name"] if r["name"] != "process" else "the process")
                 for r, p in zip(proc.regions, rep.predictions)
