@@ -137,3 +137,11 @@ def test_the_regression_says_count_not_threads():
                                      stalls={"mpi_collective": [0.1, 1.0, 4.0, 12.0]})
     split, why = split_decision(data, wait_time(data))
     assert split and "wait grows with the count" in why
+
+
+def test_counts_are_named_in_the_singular_for_one():
+    # merge said "run at 1 ranks" and "rank(s)", numa "1 node(s)" (runuser37).
+    from corecast.errors import counted
+
+    assert (counted(1, "rank"), counted(2, "rank"), counted(1, "node"), counted(3, "process", "processes")) == \
+        ("1 rank", "2 ranks", "1 node", "3 processes")

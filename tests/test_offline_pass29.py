@@ -217,7 +217,7 @@ def test_numa_json_names_the_fastest_node_count_beside_the_preferred(tmp_path, c
     assert within["preferred_nodes"] == 2
     assert main(argv[:-1] + ["--efficiency", "0.1"]) == 0
     out = capsys.readouterr().out
-    assert "preferred: 2 node(s)" in out and "fastest: 3 node(s), 24 cores" in out
+    assert "preferred: 2 nodes" in out and "fastest: 3 nodes, 24 cores" in out
 
 
 # -- 41.2: a weak-scaling look is said on every path, in the user's numbers -------------------

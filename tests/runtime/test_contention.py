@@ -494,6 +494,20 @@ def test_process_one_runnable_thread():
     assert_sane(one_core, 4)
 
 
+def test_threads_that_took_turns_on_one_cpu_are_no_evidence():
+    # An MPI rank bound to one core, its work on main beside Open MPI's progress thread
+    # (5% of the CPU): S@2 1.94 with a narrow band (runuser37).  Sharing one CPU, the
+    # threads show nothing of how the work divides on a machine of more cores.
+    rank = process(threads=2, cpu=1.0, wall=1.0)
+    rank["team_threads"] = 2
+    pred = process_contention(rank, target=16, cores=1, target_cores=16)
+    assert pred.speedup == pytest.approx([1.0] * 16)
+    assert pred.high[-1] > 8  # the band up to all of it parallel
+    assert "no evidence, 2 threads on one CPU" in pred.basis
+    assert "serial_fraction" not in pred.fitted
+    assert_sane(pred, 16)
+
+
 def test_compose_process():
     # 10 s of wall time, 5 s of it in a linear 4-thread region (20 s of thread work).
     r = region(threads=4, busy=20.0, calls=10)

@@ -335,7 +335,7 @@ def test_merge_regression_over_rank_counts_and_errors(tmp_path):
     partial = tmp_path / "partial.jsonl"
     partial.write_text(_rank_lines(0, 3, 1.0, 0.1, 0.1, 5))
     r = merge("--json", str(partial))
-    assert r.returncode == 0 and "no records of rank(s) 1,2" in json.loads(r.stdout)["warnings"][0]
+    assert r.returncode == 0 and "no records of ranks 1,2" in json.loads(r.stdout)["warnings"][0]
 
     norank = tmp_path / "norank.jsonl"
     norank.write_text(json.dumps({"event": "summary", "schema": 2, "pid": 9, "elapsed_s": 1.0, "cores": 2,

@@ -805,3 +805,28 @@ def test_a_long_call_in_flight_when_the_sections_are_taken_back_is_credited(buil
     a = regions["long_call._omp_fn.0"]
     assert taken == a["calls"] * LONG_SECTIONS
     assert a["counters"]["acquisitions"]["critical"] == pytest.approx(taken, rel=0.01)
+
+
+def settled_waits_fit(record: dict) -> bool:
+    """Whether a record's section waits (critical, atomic, OpenMP locks) fit beside its
+    holds and its other in-span waits in its threads' time (a region's busy time, the
+    process's threads x wall)."""
+    stalls, counters = record["stalls_s"], record["counters"]
+    span = counters["busy_s"] if record["event"] == "region" else record["threads"] * record["wall_s"]
+    waits = sum(v for k, v in stalls.items() if k not in ("imbalance", "runqueue"))
+    return waits + sum((counters.get("hold_s") or {}).values()) <= span * (1 + 1e-4) + 1e-6
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_section_waits_never_exceed_the_threads_time(build, lib, tmp_path, threads):
+    # omp_lock_convoy recorded 0.52 thread-s of omp_lock waits in 0.44 s of busy time:
+    # waits scaled from timed samples and credited after the hand-back at a window's rate
+    # (its sections ran slower while counted) outgrew the time the threads had
+    # (runuser37).  The final record fits them beside the holds, as the model does.
+    prog = build("convoy", EXAMPLES / "omp_lock_convoy.c", "-fopenmp")
+    for i in range(3):
+        out = tmp_path / f"cv{i}.jsonl"
+        proc = run([prog, 2000], env=clean_env(OMP_NUM_THREADS=threads), preload=lib, output=out)
+        assert proc.returncode == 0, proc.stderr
+        records = events(read_lines(out), "region") + events(read_lines(out), "process")
+        assert records and all(settled_waits_fit(r) for r in records), records

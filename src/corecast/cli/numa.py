@@ -127,6 +127,7 @@ def add_machine(sub: argparse._SubParsersAction) -> None:
 
 def cmd_machine(args: argparse.Namespace) -> int:
     from ..model.machine import numa as machines
+    from ..errors import counted
     from ..io.fileio import write_file
 
     try:
@@ -144,7 +145,7 @@ def cmd_machine(args: argparse.Namespace) -> int:
     text = machine.to_json()
     if args.output:
         write_file(args.output, text)  # errors: one line naming the file
-        print(f"wrote {args.output}: {machine.nodes} node(s) x {machine.cores_per_node} cores",
+        print(f"wrote {args.output}: {counted(machine.nodes, 'node')} x {counted(machine.cores_per_node, 'core')}",
               file=sys.stderr)
     else:
         sys.stdout.write(text)

@@ -196,7 +196,7 @@ def allocation(machine: Machine, co_nodes: Sequence[int] = ()) -> tuple[list[int
     taken: list[list[int]] = []
     for k in co_nodes:
         if k < 1 or k >= len(order):
-            raise SampleError(f"a co-runner on {k} node(s) leaves no node of {machine.nodes} "
+            raise SampleError(f"a co-runner on {k} node{'' if k == 1 else 's'} leaves no node of {machine.nodes} "
                               f"to the program")
         taken.append(order[-k:])
         order = order[:-k]

@@ -30,7 +30,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from ..errors import InputError
+from ..errors import InputError, counted
 from ..io.fileio import shown
 from ..model.scaling import ScalingPrediction
 from ..recording.abi import MPI_WAITS
@@ -181,7 +181,8 @@ def runs_of(recordings: Iterable[tuple[str, list[RecordedProcess]]]) -> tuple[li
     for run in ordered:
         run.per_rank.sort(key=lambda r: r.rank)
         if run.missing:
-            warnings.append(f"run at {run.ranks} ranks: no records of rank(s) "
+            warnings.append(f"run at {counted(run.ranks, 'rank')}: no records of "
+                            f"{'rank' if len(run.missing) == 1 else 'ranks'} "
                             f"{','.join(map(str, run.missing[:8]))}{'...' if len(run.missing) > 8 else ''}")
     return ordered, warnings
 

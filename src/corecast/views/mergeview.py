@@ -1,6 +1,7 @@
 """``corecast merge`` output: the merged MPI report as a table or one JSON object."""
 from __future__ import annotations
 
+from ..errors import counted
 from ..io.fileio import printable
 from .report import capped_preferred_words, fastest_line, speedup_cell
 from ..tools.ranks import WAITS, RankPrediction, Run, rank_counts
@@ -29,7 +30,7 @@ def _wide(name: str) -> int:
 
 def _run_table(run: Run) -> list[str]:
     slow = run.slowest
-    lines = [f"run at {run.ranks} ranks: {run.time_s:.3f}s (MPI phase of the slowest rank), slowest rank "
+    lines = [f"run at {counted(run.ranks, 'rank')}: {run.time_s:.3f}s (MPI phase of the slowest rank), slowest rank "
              f"{slow.rank} (most compute: {slow.compute_s:.3f}s, imbalance max/mean {run.imbalance:.2f})",
              f"{'rank':>5} {'pid':>8} {'thr':>4} {'time':>9} {'compute':>9} "
              + "".join(f"{k:>{_wide(k)}} " for k in WAITS) + f"{'wait':>5} {'bytes':>11}  file"]

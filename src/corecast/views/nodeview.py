@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..errors import counted
 from ..io.fileio import printable
 
 if TYPE_CHECKING:
@@ -31,12 +32,12 @@ def sample_report(machine: Machine, prediction: dict, notes: list[str], efficien
     k = prediction["preferred_nodes"]
     # The best node count is predict's "fastest"; --efficiency asks for a count of its own.
     if efficiency:
-        lines.append(f"preferred: {k} node(s), {k * c} cores (fewest within {efficiency:.0%} of the fastest)")
+        lines.append(f"preferred: {counted(k, 'node')}, {k * c} cores (fewest within {efficiency:.0%} of the fastest)")
         f = prediction.get("fastest_nodes")
         if f is not None and f != k:
-            lines.append(f"fastest: {f} node(s), {f * c} cores")
+            lines.append(f"fastest: {counted(f, 'node')}, {f * c} cores")
     else:
-        lines.append(f"fastest: {k} node(s), {k * c} cores")
+        lines.append(f"fastest: {counted(k, 'node')}, {k * c} cores")
     lines += [f"note: {note}" for note in notes]
     return "\n".join(lines) + "\n"
 

@@ -71,6 +71,9 @@ def table(rep: ReplayedProcess, machine: str | None = None) -> str:
     cores = f"{proc.cores} cores" if proc.cores else "cores not recorded"
     # 0: the summary line, which records it, is missing (a run stopped before writing it)
     elapsed = f"{proc.elapsed_s:.3g}s" if proc.elapsed_s > 0 else "time not recorded"
+    if serial_run(rep):  # the library's one line (native/report.c cc_report_serial), no table
+        return (f"corecast replay: pid {proc.pid}, {elapsed}: serial run: no parallel activity (no thread "
+                "started, no OpenMP region); nothing to predict\n")
     out = [f"corecast replay: pid {proc.pid}, {cores}, {elapsed}; predicted speedup "
            f"up to {_counted(rep)} on {article(rep.predicted_cores)} {rep.predicted_cores}-core machine "
            f"({'target' if rep.target_given else 'recorded target'})"
@@ -89,16 +92,11 @@ def table(rep: ReplayedProcess, machine: str | None = None) -> str:
         stalls = col.kernel_stall_cell(lost, k.compute_units, k.device_ns * 1e-9, k.device_type == "cpu", col.STALLS)
         out.append(_row(f"{k.name} ({k.device})", k.launches, k.compute_units, k.device_ns * 1e-9,
                         stalls, pred, cols, width))
-    if not serial_run(rep):  # (a serial run's one line says it all)
-        out += [col.NO_EVIDENCE_LINE % printable(r["name"] if r["name"] != "process" else "the process")
-                for r, p in zip(proc.regions, rep.predictions)
-                if p is not None and p.fastest is None and r["calls"] > 0 and r["wall_s"] > 0]
+    out += [col.NO_EVIDENCE_LINE % printable(r["name"] if r["name"] != "process" else "the process")
+            for r, p in shown if p is not None and p.fastest is None]
     basis = rep.predictions[0].basis if rep.predictions else (rep.kernels[0][1].basis if rep.kernels
                                                                and rep.kernels[0][1] else "")
     out.append(f"speedups: {printable(basis or 'predicted')}")
-    if serial_run(rep):
-        out.append("corecast: serial run: no parallel activity (one thread, no parallel region); "
-                   "nothing to extrapolate")
     out.append(f"replayed: schema {proc.schema} records with the current model")
     return "\n".join(out) + "\n"
 

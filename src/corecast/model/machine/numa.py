@@ -243,7 +243,7 @@ def detect(sysfs: str | os.PathLike = "/sys", delays: Machine | dict | None = No
         step = by_hops[-1] - by_hops[-2] if len(by_hops) > 1 else by_hops[-1]
         by_hops.append(by_hops[-1] + step)
     # Nodes with fewer CPUs (offline cores) are still nodes; the model takes the largest.
-    machine = from_dict({"name": name or f"this machine ({len(cpus)} node(s))",
+    machine = from_dict({"name": name or f"this machine ({len(cpus)} node{'' if len(cpus) == 1 else 's'})",
                          "cores_per_node": max(len(c) for c in cpus), "nodes": len(cpus),
                          "hops": hops, "bus_delay_by_hops": by_hops, "controller_delay": dm})
     return machine

@@ -44,7 +44,8 @@ else all run-queue wait when n0 <= cores) with the lock and barrier parts in pla
 without locks and barriers this is exactly the Karp-Flatt serial fraction of ``bound``
 (fitted "serial_fraction").  Condition-variable and semaphore waits (producer/consumer
 starvation) end up in S.  With one runnable core for several threads S cannot be
-measured and is taken as 0, the locks' sampled hold times being the serial work seen.
+measured: the prediction is "no evidence" (no gain), its band up to all of the work
+parallel but the locks' sampled hold times.
 Band: S -+ ``SERIAL_BAND`` of W (high, low).  A team of one thread is no evidence: the
 prediction is no gain, its band up to what the lock holds allow.
 
@@ -257,22 +258,24 @@ def process_contention(process: ProcessSample, target: int, cores: int,
             fit_stations(m, fitted)
             m.serial = _calibrate_serial(m, work, wall)
             m.par = work - m.serial
-    else:
-        basis = "contention model: sampled lock holds (one runnable thread seen)"
+    else:  # one runnable CPU: no serial time measured, the holds seen are the serial work
         hold = float(process.get("hold_sampled_s", 0.0))
         if hold > 0 and acquired <= 0:
             m.serial = min(hold, work)  # holds seen but no acquisitions: serial work
             m.par = work - m.serial
         finish_stations(m, fitted)
     m.cores = max(1, int(target_cores or cores))  # calibrated on this machine, predicted there
-    if n0 < 2:
-        # One thread did the work (a main thread with idle helpers): the sample shows
-        # nothing of how it would divide, so no gain is claimed, and the band runs from
-        # none to what the lock holds allow (issue #38: such a program was given S@8 = 8).
+    if n0 < 2 or q < 2:
+        # One thread did the work (a main thread with idle helpers), or the threads took
+        # turns on one CPU (an MPI rank bound to a core, beside its library's progress
+        # thread): the sample shows nothing of how the work would divide, so no gain is
+        # claimed, and the band runs from none to what the lock holds allow (issue #38:
+        # such a program was given S@8 = 8, and such a rank S@2 = 1.94).
+        why = "one thread did the work" if n0 < 2 else f"{n0} threads on one CPU"
         serial = copy_model(m, serial=work, par=0.0)
         return predict_curves({"central": serial, "low": serial, "high": m}, target, 1,
-                              "contention model: no evidence, one thread did the work (band: no "
-                              "gain to all of it parallel)", ordered_fits(fitted))
+                              f"contention model: no evidence, {why} (band: no gain to all of it "
+                              "parallel)", ordered_fits(fitted))
     delta = SERIAL_BAND * work if q >= 2 else 0.0
     models = {
         "central": m,
