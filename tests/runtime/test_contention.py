@@ -506,6 +506,11 @@ def test_threads_that_took_turns_on_one_cpu_are_no_evidence():
     assert "no evidence, 2 threads on one CPU" in pred.basis
     assert "serial_fraction" not in pred.fitted
     assert_sane(pred, 16)
+    # The runtime's predictor names no fastest count for it, as for one busy thread.
+    from corecast.model.runtime.predictor import predict_window
+
+    (window,) = predict_window([rank], 16, 1, 16, {})
+    assert window.fastest is None and "no evidence" in window.basis
 
 
 def test_compose_process():

@@ -113,7 +113,7 @@ def predict_window(regions: list[RegionSample], target: int, measured_cores: int
             if machine is not None:
                 note = roofline(pred, region, machine)
                 pred.basis = with_note(pred.basis, note or not_applied("no evidence"))
-            if team < 2:  # one thread did the work: its basis says "no evidence" already
-                pred = one_thread(pred)
+            if min(team, measured_cores) < 2:  # one thread did the work, or its threads took
+                pred = one_thread(pred)           # turns on one CPU: the basis says "no evidence"
         preds.append(widen(pred))
     return preds
