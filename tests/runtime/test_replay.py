@@ -402,3 +402,22 @@ def test_the_stall_cell_rule():
     assert stall_cell(["a 1%", "b 2%"], 9) == "a 1%, \u2026"  # "a 1%, b 2%" is 10
     # Two fit, but not with the ellipsis after them: the second gives way to it.
     assert stall_cell(["pthread_barrier 22%", "condvar 22%", "semaphore 11%"], 34) == "pthread_barrier 22%, \u2026"
+
+
+def test_a_target_machine_run_says_replay_leaves_its_node_model_out(tmp_path):
+    # A --target-machine run's replay gave other thread predictions than the run printed,
+    # without a word (runuser37): the node model is numa --replay's.
+    proc = {"event": "process", "schema": SCHEMA, "pid": 7, "runtime": "pthreads", "name": "process",
+            "object": "p", "calls": 1, "threads": 2, "wall_s": 1.0, "stalls_s": {},
+            "counters": {"busy_s": 2.0, "serial_s": 0, "cpu_s": 1.8, "loop_calls": 0, "hold_sampled_s": 0,
+                         "hold_samples": 0, "acquisitions": {}, "contended": {}}}
+    summary = {"event": "summary", "schema": SCHEMA, "pid": 7, "elapsed_s": 1.0, "cores": 2, "target": 64,
+               "predicted_for": {"cores": 64, "source": "target machine Opteron, 4 sockets"}}
+    path = tmp_path / "tm.jsonl"
+    path.write_text(json.dumps(proc) + "\n" + json.dumps(summary) + "\n")
+    out = cli(str(path)).stdout
+    assert "warning: recorded with --target-machine (Opteron, 4 sockets)" in out
+    assert "corecast numa --replay" in out
+    summary["predicted_for"]["source"] = "this machine"
+    path.write_text(json.dumps(proc) + "\n" + json.dumps(summary) + "\n")
+    assert "--target-machine" not in cli(str(path)).stdout

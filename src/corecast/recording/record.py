@@ -194,8 +194,9 @@ def rank_of(rec: dict) -> tuple[int, int | None] | None:
 def summary_from_json(rec: dict) -> dict:
     """A ``summary`` line's facts about its process: ``cores``, ``cpus_allowed`` (0: not
     recorded, then all cores), ``target``, ``elapsed_s``, ``serial_run`` and, when
-    recorded, ``mpi_init_s``/``mpi_finalize_s`` (schema 3) and ``calibration`` (schema 4:
-    the calibration's JSON object, which ``machine.from_dict`` reads)."""
+    recorded, ``mpi_init_s``/``mpi_finalize_s`` (schema 3), ``calibration`` (schema 4:
+    the calibration's JSON object, which ``machine.from_dict`` reads) and ``target_machine``
+    (the name of the machine ``--target-machine`` predicted for)."""
     out: dict = {}
     mpi = rec.get("mpi")
     if isinstance(mpi, dict):
@@ -208,6 +209,9 @@ def summary_from_json(rec: dict) -> dict:
     out["serial_run"] = rec.get("serial_run") is True
     if rec.get("machine_calibration") is not None:
         out["calibration"] = rec["machine_calibration"]  # machine.from_dict's to read (its own format)
+    source = (rec.get("predicted_for") or {}).get("source") if isinstance(rec.get("predicted_for"), dict) else None
+    if isinstance(source, str) and source.startswith("target machine "):  # corecast run --target-machine
+        out["target_machine"] = source[len("target machine "):]
     return out
 
 

@@ -44,6 +44,7 @@ class RecordedProcess:
     mpi_init_s: float = 0.0   # schema 3, MPI programs: MPI_Init and MPI_Finalize times
     mpi_finalize_s: float = 0.0
     calibration: Calibration | None = None  # schema 4: the machine calibration the run used
+    target_machine: str | None = None  # the machine --target-machine predicted for (its name)
     regions: list[RegionSample] = field(default_factory=list)
     kernels: list[KernelStats] = field(default_factory=list)
 
