@@ -294,3 +294,17 @@ def test_the_exits_fit_over_sixteen_team_sizes_does_no_work_the_report_drops(mon
     pred = extrapolate(h, 64)
     assert pred is not None and pred.basis.startswith("history: auto over 16 team sizes")
     assert len(calls) <= 25, len(calls)
+
+
+def test_two_sizes_that_reach_the_target_are_measured_not_averaged():
+    # A steered convoy: most calls at 1 thread (after steering), some at its own 2, on a
+    # 2-core machine (target 2).  The report printed S@2 0.18 beside "1 thread measured
+    # 22.9 times as fast": the geometric mean of the one-sample model and the measured
+    # history, where the measurements reach every count predicted (runuser37).
+    r = with_hist(region(threads=2, busy=0.4, calls=5000), [(2, 40, 0.02), (1, 4960, 0.0496)])
+    pred = predictor.predict_region_threads(r, 2, 2, 2, after(r, [(2, 40, 0.02), (1, 2000, 0.02)]))
+    assert pred.speedup == pytest.approx([1.0, (0.0496 / 4960) / (0.02 / 40)])
+    assert pred.basis.startswith("history: measured at 2 team sizes")
+    # Short of the target, two sizes still meet the one-sample model halfway.
+    wide = predictor.predict_region_threads(r, 16, 2, 16, after(r, [(2, 40, 0.02), (1, 2000, 0.02)]))
+    assert wide.basis.startswith("geometric mean of the one-sample model")

@@ -128,6 +128,13 @@ def anchor_t1(one: TeamPrediction, region: RegionSample, history: RegionHistory)
     return pred
 
 
+def reaches(history: RegionHistory, target: int) -> bool:
+    """Whether the region's own measurements reach the largest count predicted, from 1
+    thread or at three sizes (``interpolate``: measured where measured, no fit)."""
+    measured = history.measured()
+    return len(measured) >= 2 and max(measured) >= target and (1 in measured or len(measured) >= 3)
+
+
 def extrapolate(history: RegionHistory, target: int) -> TeamPrediction | None:
     """Speedups from the region's time per call at the team sizes it ran with (corecast's
     ``auto``; ESTIMA joins it when stalls per team size are known at enough sizes)."""
@@ -135,7 +142,7 @@ def extrapolate(history: RegionHistory, target: int) -> TeamPrediction | None:
     if len(measured) < 2:
         return None
     counts = prediction_counts(target)
-    if max(measured) >= max(counts) and (1 in measured or len(measured) >= 3):
+    if reaches(history, target):
         return interpolate(history, counts)
     if len(measured) == 2:
         return two_sizes(history, counts)
@@ -269,11 +276,13 @@ def interpolate(history: RegionHistory, counts: list[int]) -> TeamPrediction | N
 
 
 def combine(one_sample: TeamPrediction, from_history: TeamPrediction | None,
-            sizes: int) -> TeamPrediction:
-    """History wins from three team sizes on; with two, the geometric mean of both."""
+            sizes: int, measured: bool = False) -> TeamPrediction:
+    """History wins from three team sizes on, and where its measurements reach every count
+    predicted (``measured``: ``reaches``; steering on the machine it ran on measured them);
+    else, with two sizes, the geometric mean of both."""
     if from_history is None:
         return one_sample
-    if sizes >= 3:
+    if sizes >= 3 or measured:
         from_history.bottleneck = from_history.bottleneck or one_sample.bottleneck
         return from_history
     gm = [math.sqrt(a * b) for a, b in zip(one_sample.speedup, from_history.speedup)]
