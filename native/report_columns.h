@@ -12,6 +12,7 @@
 #define CC_COL_STALLS_HEADING "stalls (share of thread time)"
 #define CC_COL_COUNTS " %7llu %4d %8.3fs  "
 #define CC_COL_SPEEDUP " %6.2f"
+#define CC_COL_SPEEDUP_SMALL " %6.3f" /* below 0.01; "<0.001" below that */
 #define CC_COL_SPEEDUP_NONE " %6s"
 #define CC_COL_BAND " %5.2f-%-5.2f"
 #define CC_COL_BAND_NONE " %11s"

@@ -421,3 +421,13 @@ def test_a_target_machine_run_says_replay_leaves_its_node_model_out(tmp_path):
     summary["predicted_for"]["source"] = "this machine"
     path.write_text(json.dumps(proc) + "\n" + json.dumps(summary) + "\n")
     assert "--target-machine" not in cli(str(path)).stdout
+
+
+def test_a_small_speedup_never_reads_as_zero_in_the_exit_table():
+    # A steered convoy measured S@2 = 1/456: both tables printed 0.00 (runuser37).  The
+    # library prints the same cells (native/report.c, CC_COL_SPEEDUP_SMALL).
+    from corecast.views import columns
+
+    assert [columns.speedup_text(v) for v in (1.5, 0.0123, 0.0022, 0.0004, 0.0)] == \
+        ["1.50", "0.01", "0.002", "<0.001", "0.00"]
+    assert all(len(columns.speedup_text(v)) <= columns.SPEEDUP for v in (0.0022, 0.0004, 99.99))

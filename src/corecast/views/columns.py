@@ -82,6 +82,15 @@ def kernel_stall_cell(lost: dict[str, float] | None, compute_units: int, device_
     return mark + stall_cell(parts, width - len(mark))
 
 
+def speedup_text(speedup: float) -> str:
+    """An S@n cell's text: two decimals, but a speedup that is not zero never reads as
+    0.00 (a steered convoy measured 1/498 at 2 threads): three decimals below 0.01, and
+    "<0.001" below that, as ``predict``'s table (``views.report.speedup_cell``)."""
+    if 0 < speedup < 0.001:
+        return "<0.001"
+    return f"{speedup:.3f}" if 0 < speedup < 0.01 else f"{speedup:.2f}"
+
+
 def label_width(labels: Sequence[str]) -> int:
     """The region column's width for these row labels (as printed: one cell a character)."""
     return max([LABEL] + [min(len(s), LABEL_MAX) for s in labels])
@@ -123,6 +132,7 @@ def c_header() -> str:
         f'#define CC_COL_STALLS_HEADING "{STALLS_HEADING}"',
         f'#define CC_COL_COUNTS " %{CALLS}llu %{THREADS}d %{TIME - 1}.3fs  "',
         f'#define CC_COL_SPEEDUP " %{SPEEDUP}.2f"',
+        f'#define CC_COL_SPEEDUP_SMALL " %{SPEEDUP}.3f" /* below 0.01; "<0.001" below that */',
         f'#define CC_COL_SPEEDUP_NONE " %{SPEEDUP}s"',
         f'#define CC_COL_BAND " %{half}.2f-%-{half}.2f"',
         f'#define CC_COL_BAND_NONE " %{BAND}s"',
