@@ -339,7 +339,10 @@ void cc_build_sample(struct cc_sample *s, int final, struct cc_region **refs) {
     int has_omp = 0;
     struct cc_settle_extra credited = {0}; /* settle.c: counts after the hand-back */
     for (struct cc_region *q = cc_region_next(NULL); q && s->nregions < CC_MAX_REGIONS - 1; q = cc_region_next(q)) {
-        if (!__atomic_load_n(&q->fn, __ATOMIC_ACQUIRE) || !q->calls)
+        if (!__atomic_load_n(&q->fn, __ATOMIC_ACQUIRE))
+            continue;
+        has_omp = 1; /* entered, whether or not a call ended (exit from inside the first region) */
+        if (!q->calls)
             continue;
         if (refs)
             refs[s->nregions] = q;
@@ -348,7 +351,6 @@ void cc_build_sample(struct cc_sample *s, int final, struct cc_region **refs) {
         if (final)
             uncredited[s->nregions] = u;
         s->nregions++;
-        has_omp = 1;
     }
     memset(&s->regions[s->nregions], 0, sizeof s->regions[0]);
     fill_process(&s->regions[s->nregions++], s, has_omp, &credited);

@@ -390,3 +390,32 @@ def test_a_model_fault_that_left_a_lock_held_ends_the_program_with_its_status(bu
     r = run([prog], preload=beside, output=tmp_path / "cc.jsonl", timeout=120)
     assert r.returncode == 5, r.stderr
     assert b"no predictions: the model failed with a fatal signal" in r.stderr
+
+
+EXIT_IN_REGION = r"""
+#include <omp.h>
+#include <stdlib.h>
+#include <unistd.h>
+int main(void) {
+    volatile double x = 0;
+#pragma omp parallel
+    {
+        for (long i = 0; i < 2000000; i++) x += 1e-9;
+        if (omp_get_thread_num() == 1) exit(9);
+        usleep(200000);
+    }
+    return 0;
+}
+"""
+
+
+def test_a_program_that_exits_inside_its_first_region_is_an_openmp_one(build, lib, tmp_path):
+    # exit(9) from a team member before any call of the region ended: the process line
+    # said "process (pthreads)" (runuser37).  Its status stays the program's.
+    prog = build("exit_in_region", EXIT_IN_REGION, "-fopenmp")
+    out = tmp_path / "oe.jsonl"
+    proc = run([prog], env=clean_env(OMP_NUM_THREADS="2"), preload=lib, output=out)
+    assert proc.returncode == 9
+    (process,) = events(read_lines(out), "process")
+    assert process["runtime"] == "openmp"
+    assert b"process (openmp)" in proc.stderr
