@@ -111,6 +111,40 @@ def test_an_opencl_host_s_process_line_says_replay_cannot_leave_the_runtime_out(
     assert not plain.warnings
 
 
+def test_an_opencl_host_recorded_with_what_the_layer_saw_replays_its_process_line():
+    """examples/opencl_device_bound.py on pocl (2-core VM, session 37): the run's process
+    line said "waiting on the CPU device (91% of wall)"; replay gave 1.51, fastest 2,
+    "serial" (runuser37).  The kernel lines now carry what the OpenCL layer saw of the host
+    (``host``), and replay predicts the process line from it as the run did."""
+    from corecast.recording.kernelstats import HostSeen
+    from corecast.recording.record import host_from_json
+
+    path = RECORDINGS / "schema5-opencl-device-bound-pocl.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    (process,) = [d for d in lines if d["event"] == "process"]
+    rep = replay(str(path))[0]
+    assert rep.process[1].basis == process["basis"]
+    assert rep.process[1].bottleneck == process["future_bottleneck"] == "waiting on device 91% of wall"
+    assert [round(s, 2) for s in rep.process[1].speedup] == [p["speedup"] for p in process["predicted"]]
+    assert not any("OpenCL host" in w for w in rep.warnings)
+    (kernel,) = [d for d in lines if d["event"] == "kernel"]
+    seen = host_from_json(kernel)
+    assert isinstance(seen, HostSeen) and seen.to_json() == kernel["host"]
+
+
+@pytest.mark.parametrize("host, message", [({"device_s": "x"}, "device_s is 'x', not a number >= 0"),
+                                           ({"device_s": 1.0}, "missing 'wait_s'")])
+def test_a_kernel_line_s_bad_host_object_is_one_line(tmp_path, host, message):
+    lines = (RECORDINGS / "schema5-opencl-device-bound-pocl.jsonl").read_text().splitlines()
+    kernel = next(json.loads(line) for line in lines if '"event":"kernel"' in line)
+    kernel["host"] = host
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(kernel) + "\n")
+    r = cli(str(path))
+    assert r.returncode == 2 and r.stdout == ""
+    assert r.stderr.count("\n") == 1 and f"line 1: not a corecast kernel record ({message})" in r.stderr
+
+
 def test_fresh_recording_replays_to_what_the_run_printed(build, lib, tmp_path):
     """Schema 2, written by this library: replay goes through the same predictor, so it
     gives the run's own predictions (rounded as the JSON rounds them)."""

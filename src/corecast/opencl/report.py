@@ -313,4 +313,9 @@ def report(prof: Profiler, kernels: list[KernelStats]) -> None:
             pass
         channel.write(data)  # the program's original stderr, even if it reused fd 2
     if output:
-        write_lines(output, [kernel_line(prof, k, p, m) for k, p, m in rows])
+        host = prof.device_wait()  # what the process line is predicted from (openclhost)
+        lines = [kernel_line(prof, k, p, m) for k, p, m in rows]
+        if host is not None:
+            for line in lines:
+                line["host"] = host.to_json()
+        write_lines(output, lines)

@@ -96,3 +96,8 @@ class HostSeen:
         self.runtime_acquisitions = dict(runtime_acquisitions or {})
         self.runtime_contended = dict(runtime_contended or {})
         self.program_cpu_s = [float(c) for c in program_cpu_s or []]
+
+    def to_json(self) -> dict:
+        """The kernel lines' ``host`` object (``record.host_from_json`` reads it back), so
+        that ``corecast replay`` predicts the host's process line as the run did."""
+        return {name: getattr(self, name) for name in self.__slots__}

@@ -30,7 +30,7 @@ from __future__ import annotations
 import math
 
 from .abi import COUNTERS, HARDWARE, MAX_THREADS, STALLS
-from .kernelstats import KernelStats
+from .kernelstats import HostSeen, KernelStats
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -293,6 +293,23 @@ def team_of(cpus: list) -> int:
     if known[1] <= 0:
         return 0
     return sum(1 for c in cpus if not isinstance(c, (int, float)) or c < 0 or c >= TEAM_SHARE * known[1])
+
+
+def host_from_json(rec: dict) -> HostSeen | None:
+    """A ``kernel`` line's ``host`` object (``HostSeen.to_json``; absent before session 37:
+    None), what the OpenCL layer saw of its host at the exit."""
+    host = rec.get("host")
+    if not isinstance(host, dict):
+        return None
+    device_s, wait_s, cpu_device_s = (_num(host, k) for k in ("device_s", "wait_s", "cpu_device_s"))
+    threads, cpu_s = _int(host, "runtime_threads"), _num(host, "runtime_cpu_s")
+    counts = {k: {str(c): read(host[k], c) for c in host[k]} for k, read in
+              (("runtime_waits_s", _num), ("runtime_acquisitions", _int), ("runtime_contended", _int))
+              if isinstance(host.get(k), dict)}
+    cpus = host.get("program_cpu_s")
+    if not isinstance(cpus, list) or not all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in cpus):
+        raise ValueError("host.program_cpu_s is not a list of numbers")
+    return HostSeen(device_s, wait_s, threads, cpu_s, program_cpu_s=cpus, cpu_device_s=cpu_device_s, **counts)
 
 
 def kernel_from_json(rec: dict) -> KernelStats:

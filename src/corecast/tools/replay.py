@@ -66,12 +66,17 @@ def replay_process(proc: RecordedProcess, target: int | None = None,
 
         kernels = [(k, kernelmodel.predict(k, target, cores, machine)) for k in proc.kernels]
         lost = [kernelmodel.stalls(k) for k in proc.kernels]
+    if proc.host is not None and proc.regions:  # the run's own process line (openclhost)
+        from ..model.runtime.openclhost import host_predictions
+
+        preds = host_predictions(proc.regions, preds, proc.host, lambda r: predict_window(
+            [r], target, max(1, measured), target, {}, False, machine)[0])
     warnings = calibration_warnings(machine, proc)
     if proc.target_machine:  # the run's node model is numa --replay's, not this replay's
         warnings.append(f"recorded with --target-machine ({proc.target_machine}): these thread counts "
                         "are predicted without that machine's node model, so they may differ from the "
                         "run's; 'corecast numa --replay' replays its node counts")
-    if proc.kernels and any(r["name"] == "process" for r in proc.regions):
+    if proc.kernels and proc.host is None and any(r["name"] == "process" for r in proc.regions):
         # what the OpenCL layer saw of its host (runtime.devicewait) is not in the recording
         warnings.append("an OpenCL host: its process line is predicted from every thread the library "
                         "saw; the run's own left out the OpenCL runtime's threads and its device waits, "

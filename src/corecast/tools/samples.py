@@ -20,7 +20,7 @@ from ..recording import record
 
 TYPE_CHECKING = False  # annotations only
 if TYPE_CHECKING:
-    from ..recording.kernelstats import KernelStats
+    from ..recording.kernelstats import HostSeen, KernelStats
     from ..model.machine.calibration import Calibration
     from ..recording.record import RegionSample
 
@@ -45,6 +45,7 @@ class RecordedProcess:
     mpi_finalize_s: float = 0.0
     calibration: Calibration | None = None  # schema 4: the machine calibration the run used
     target_machine: str | None = None  # the machine --target-machine predicted for (its name)
+    host: HostSeen | None = None  # what the OpenCL layer saw of its host (kernel lines, session 37 on)
     regions: list[RegionSample] = field(default_factory=list)
     kernels: list[KernelStats] = field(default_factory=list)
 
@@ -100,6 +101,7 @@ def _add(by_pid: dict[int, RecordedProcess], rec: dict) -> None:
             setattr(proc, key, value)
     elif event == "kernel":
         proc.kernels.append(record.kernel_from_json(rec))
+        proc.host = proc.host or record.host_from_json(rec)
         facts = record.process_facts_of(rec)
         proc.cores = facts.get("cores", proc.cores)
         proc.target = proc.target or facts.get("target", 0)
