@@ -7,9 +7,9 @@ decoders into the record.  ``docs/recording.md`` describes the lines for readers
 * ``RegionSample`` / ``ProcessSample``: every key of the record with its unit.
 * ``region_from_struct``: the live library's ``struct cc_region_sample``
   (``native/model_abi.h``) -> the record (``bridge.predict_sample``).
-* ``region_from_json``, ``kernel_from_json``, ``summary_from_json``, ``rank_of``,
-  ``schema_of``: one line of a recording -> the record, the ``KernelStats`` the OpenCL
-  predictor reads, the process's facts.  ``tools.samples.read_recording`` reads a
+* ``region_from_json``, ``kernel_from_json``, ``host_from_json``, ``summary_from_json``,
+  ``rank_of``, ``schema_of``: one line of a recording -> the record, the ``KernelStats`` the
+  OpenCL predictor reads, what it saw of the host, the process's facts.  ``tools.samples.read_recording`` reads a
   file through them; it is the one reader (replay, merge, sweep, benchmarks).
 * ``team_of``: the library's rule for the threads that did a process's work
   (``native/sample.c``'s ``team_of``), for recordings that predate ``team_threads``.
@@ -296,20 +296,16 @@ def team_of(cpus: list) -> int:
 
 
 def host_from_json(rec: dict) -> HostSeen | None:
-    """A ``kernel`` line's ``host`` object (``HostSeen.to_json``; absent before session 37:
-    None), what the OpenCL layer saw of its host at the exit."""
-    host = rec.get("host")
-    if not isinstance(host, dict):
+    """A ``kernel`` line's ``host`` (``HostSeen.to_json``; None where absent, before session 37)."""
+    if not isinstance(host := rec.get("host"), dict):
         return None
-    device_s, wait_s, cpu_device_s = (_num(host, k) for k in ("device_s", "wait_s", "cpu_device_s"))
-    threads, cpu_s = _int(host, "runtime_threads"), _num(host, "runtime_cpu_s")
-    counts = {k: {str(c): read(host[k], c) for c in host[k]} for k, read in
-              (("runtime_waits_s", _num), ("runtime_acquisitions", _int), ("runtime_contended", _int))
-              if isinstance(host.get(k), dict)}
-    cpus = host.get("program_cpu_s")
-    if not isinstance(cpus, list) or not all(isinstance(c, (int, float)) and not isinstance(c, bool) for c in cpus):
+    t = [_num(host, k) for k in ("device_s", "wait_s", "cpu_device_s", "runtime_cpu_s")]
+    counts = {k: {str(c): read(host[k], c) for c in host[k]} for k, read in (("runtime_waits_s", _num),
+              ("runtime_acquisitions", _int), ("runtime_contended", _int)) if isinstance(host.get(k), dict)}
+    cpus = host["program_cpu_s"]
+    if not isinstance(cpus, list) or any(isinstance(c, bool) or not isinstance(c, (int, float)) for c in cpus):
         raise ValueError("host.program_cpu_s is not a list of numbers")
-    return HostSeen(device_s, wait_s, threads, cpu_s, program_cpu_s=cpus, cpu_device_s=cpu_device_s, **counts)
+    return HostSeen(t[0], t[1], _int(host, "runtime_threads"), t[3], program_cpu_s=cpus, cpu_device_s=t[2], **counts)
 
 
 def kernel_from_json(rec: dict) -> KernelStats:
