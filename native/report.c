@@ -88,10 +88,13 @@ static void region_label(char *dst, size_t n, const struct cc_region_sample *g) 
         snprintf(dst, n, "%s (%s)", g->name, g->object);
 }
 
-/* The cells ``s`` takes printed (cc_printable_cell: one a character). */
+/* The cells ``s`` takes printed: as cc_printable_cell prints it (one a character, a '?'
+ * for a byte that starts none), counted. */
 static int cells(const char *s) {
+    char shown[2 * CC_NAME_LEN + 8];
     int n = 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+    cc_printable_cell(shown, sizeof shown, s, -1);
+    for (const unsigned char *p = (const unsigned char *)shown; *p; p++)
         n += (*p & 0xC0) != 0x80;
     return n;
 }

@@ -121,7 +121,8 @@ static void name_region(struct cc_region *r) { /* the naming lock held */
  * threads' time.  They are shrunk to fit ``span`` (a region's busy time; a process's
  * threads x wall) beside the waits measured exactly, the holds first (someone's work),
  * then the waits beside them, as the model's wait_scale shrinks them, so the final record
- * and the table say no more than the threads had. */
+ * and the table say no more than the threads had.  Only what is written: the model reads
+ * the cumulative counts as they are and takes their differences (history.py). */
 static int settled_cat(int c) { return c == CC_STALL_CRITICAL || c == CC_STALL_ATOMIC || c == CC_STALL_OMPLOCK; }
 
 static void shrink_settled(double *v, double total, double room) {
@@ -321,6 +322,13 @@ static void fill_process(struct cc_region_sample *o, const struct cc_sample *s, 
     cc_settle_extend_process(o, credited);
 }
 
+void cc_sample_fit_waits(struct cc_sample *s) {
+    for (int i = 0; i < s->nregions; i++) { /* the process last */
+        struct cc_region_sample *g = &s->regions[i];
+        fit_settled_waits(g, i == s->nregions - 1 ? g->threads * g->wall_s : g->busy_s);
+    }
+}
+
 void cc_build_sample(struct cc_sample *s, int final, struct cc_region **refs) {
     /* The header, and each region entry as it is filled: the whole struct is 170 kB. */
     memset(s, 0, offsetof(struct cc_sample, regions));
@@ -354,12 +362,6 @@ void cc_build_sample(struct cc_sample *s, int final, struct cc_region **refs) {
     }
     memset(&s->regions[s->nregions], 0, sizeof s->regions[0]);
     fill_process(&s->regions[s->nregions++], s, has_omp, &credited);
-    /* The final record only: the windows' samples feed the model cumulative counts whose
-     * differences it takes (history.py), and its wait_scale fits those. */
-    for (int i = 0; final && i < s->nregions; i++) {
-        struct cc_region_sample *g = &s->regions[i];
-        fit_settled_waits(g, i == s->nregions - 1 ? g->threads * g->wall_s : g->busy_s);
-    }
     s->overflow = __atomic_load_n(&cc_overflow, __ATOMIC_RELAXED);
 }
 

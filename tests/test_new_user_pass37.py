@@ -41,7 +41,7 @@ def test_a_dip_the_curve_climbs_out_of_is_no_knee(tmp_path, capsys):
     path.write_text(ESTIMA_CSV)
     assert main(["predict", str(path), "--method", "estima", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
-    assert d["knee_count"] is None or d["knee_count"] >= d["preferred_count"] > 1
+    assert d["knee_count"] is not None and d["knee_count"] >= d["preferred_count"] > 1
     # On a concave curve the knee is still the first count one more thread barely helps.
     n = np.arange(1, 33)
     amdahl = 1.0 / (0.1 + 0.9 / n)
@@ -145,3 +145,15 @@ def test_counts_are_named_in_the_singular_for_one():
 
     assert (counted(1, "rank"), counted(2, "rank"), counted(1, "node"), counted(3, "process", "processes")) == \
         ("1 rank", "2 ranks", "1 node", "3 processes")
+
+
+def test_weak_scaling_past_the_hardware_threads_gains_no_work_rate():
+    # Each count does its own work: time-shared past 32 hardware threads the time grows
+    # as n / 32, so the work rate n / T(n) stays at 32's.  It read S@64 51.35 against
+    # 27.27 at 32, beside "predicted no faster than at 32" (review37).
+    n = [1, 2, 4, 8, 16]
+    t = [1.0, 1.02, 1.05, 1.1, 1.2]
+    p = corecast.predict(n, t, metric="time", scaling="weak", upto=64, hw_threads=32, cores=16)
+    at = dict(zip(p.counts.tolist(), p.speedup.tolist()))
+    assert at[64] == pytest.approx(at[32], rel=1e-6) and at[40] == pytest.approx(at[32], rel=1e-6)
+    assert p.fastest <= 32 and p.preferred <= 32

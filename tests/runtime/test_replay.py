@@ -133,11 +133,12 @@ def test_an_opencl_host_recorded_with_what_the_layer_saw_replays_its_process_lin
 
 
 @pytest.mark.parametrize("host, message", [({"device_s": "x"}, "device_s is 'x', not a number >= 0"),
-                                           ({"device_s": 1.0}, "missing 'wait_s'")])
+                                           ({"device_s": 1.0}, "missing 'wait_s'"),
+                                           ({"program_cpu_s": [0.3, -1]}, "program_cpu_s is -1, not a number >= 0")])
 def test_a_kernel_line_s_bad_host_object_is_one_line(tmp_path, host, message):
     lines = (RECORDINGS / "schema5-opencl-device-bound-pocl.jsonl").read_text().splitlines()
     kernel = next(json.loads(line) for line in lines if '"event":"kernel"' in line)
-    kernel["host"] = host
+    kernel["host"] = {**kernel["host"], **host} if "program_cpu_s" in host else host
     path = tmp_path / "bad.jsonl"
     path.write_text(json.dumps(kernel) + "\n")
     r = cli(str(path))
@@ -185,6 +186,15 @@ def test_serial_program_replays_as_a_serial_run(tmp_path):
     assert r.stdout == ("corecast replay: pid 7, time not recorded: serial run: no parallel activity "
                         "(no thread started, no OpenMP region); nothing to predict\n")
     assert json.loads(cli(str(path), "--json").stdout)["processes"][0]["serial_run"] is True
+    # A parallel image that exec'd a serial one (one pid): its table, then the serial line.
+    parallel = dict(line, threads=4, counters=dict(line["counters"], cpu_s=3.8, busy_s=4.0))
+    summary = {"event": "summary", "schema": SCHEMA, "pid": 7, "elapsed_s": 1.0, "cores": 4, "target": 8,
+               "regions": 0, "serial_run": True}
+    path.write_text(json.dumps(parallel) + "\n" + json.dumps(summary) + "\n")
+    out = cli(str(path)).stdout.splitlines()
+    assert any(row.startswith("process (pthreads)") for row in out)
+    assert out[-2:] == ["corecast: serial run: no parallel activity (no thread started, no OpenMP region); "
+                        "nothing to predict", f"replayed: schema {SCHEMA} records with the current model"]
 
 
 def test_a_process_one_thread_worked_in_names_no_fastest_count(tmp_path):

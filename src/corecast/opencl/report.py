@@ -17,7 +17,7 @@ import time
 
 from ..io import settings
 from ..io.fileio import OutputError, append_lines, printable
-from ..runtime import channel
+from ..runtime import channel, devicewait
 from ..model.runtime import kernelmodel, workgroups
 from ..views import columns
 from ..recording.kernelstats import TICK_S
@@ -316,6 +316,7 @@ def report(prof: Profiler, kernels: list[KernelStats]) -> None:
         host = prof.device_wait()  # what the process line is predicted from (openclhost)
         lines = [kernel_line(prof, k, p, m) for k, p, m in rows]
         if host is not None:
+            devicewait.register(lambda: host)  # the exit's process line reads this very one
             for line in lines:
                 line["host"] = host.to_json()
         write_lines(output, lines)

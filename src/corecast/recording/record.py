@@ -14,8 +14,7 @@ decoders into the record.  ``docs/recording.md`` describes the lines for readers
 * ``team_of``: the library's rule for the threads that did a process's work
   (``native/sample.c``'s ``team_of``), for recordings that predate ``team_threads``.
 
-Other producers: ``kernelmodel.region`` (an OpenCL kernel's sample as a record).
-``tests/runtime/test_record.py`` checks that every producer gives exactly these keys.
+Other producers: ``kernelmodel.region``; ``tests/runtime/test_record.py`` checks every producer's keys.
 
 Units: times in seconds, summed over the threads where they are thread time ("thread-s"),
 cumulative since the program started (``history`` takes window differences itself; a
@@ -302,9 +301,9 @@ def host_from_json(rec: dict) -> HostSeen | None:
     t = [_num(host, k) for k in ("device_s", "wait_s", "cpu_device_s", "runtime_cpu_s")]
     counts = {k: {str(c): read(host[k], c) for c in host[k]} for k, read in (("runtime_waits_s", _num),
               ("runtime_acquisitions", _int), ("runtime_contended", _int)) if isinstance(host.get(k), dict)}
-    cpus = host["program_cpu_s"]
-    if not isinstance(cpus, list) or any(isinstance(c, bool) or not isinstance(c, (int, float)) for c in cpus):
-        raise ValueError("host.program_cpu_s is not a list of numbers")
+    if not isinstance(cpus := host["program_cpu_s"], list):
+        raise ValueError("host.program_cpu_s is not a list")
+    cpus = [_num({"program_cpu_s": c}, "program_cpu_s") for c in cpus]  # each as _num's rule: finite, >= 0
     return HostSeen(t[0], t[1], _int(host, "runtime_threads"), t[3], program_cpu_s=cpus, cpu_device_s=t[2], **counts)
 
 

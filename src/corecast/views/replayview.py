@@ -72,7 +72,7 @@ def table(rep: ReplayedProcess, machine: str | None = None) -> str:
     cores = f"{proc.cores} cores" if proc.cores else "cores not recorded"
     # 0: the summary line, which records it, is missing (a run stopped before writing it)
     elapsed = f"{proc.elapsed_s:.3g}s" if proc.elapsed_s > 0 else "time not recorded"
-    if serial_run(rep):  # the library's one line (native/report.c cc_report_serial), no table
+    if serial_run(rep) and all(r["threads"] <= 1 for r in proc.regions):  # the library's one line, no table
         return (f"corecast replay: pid {proc.pid}, {elapsed}: serial run: no parallel activity (no thread "
                 "started, no OpenMP region); nothing to predict\n")
     out = [f"corecast replay: pid {proc.pid}, {cores}, {elapsed}; predicted speedup "
@@ -98,6 +98,9 @@ def table(rep: ReplayedProcess, machine: str | None = None) -> str:
     basis = rep.predictions[0].basis if rep.predictions else (rep.kernels[0][1].basis if rep.kernels
                                                                and rep.kernels[0][1] else "")
     out.append(f"speedups: {printable(basis or 'predicted')}")
+    if serial_run(rep):  # a serial image exec'd after a parallel one (the same pid): its line too
+        out.append("corecast: serial run: no parallel activity (no thread started, no OpenMP region); "
+                   "nothing to predict")
     out.append(f"replayed: schema {proc.schema} records with the current model")
     return "\n".join(out) + "\n"
 

@@ -183,6 +183,10 @@ def predict_measurements(
         if in_units:  # some count shares a core, or reaches a socket, the curve never had
             low, high = smt_span(fit, curve, grid, residual, machine, top, low, high, equal)
         perf, low, high = oversubscribed(grid, perf, low, high, machine.hw_threads)
+        if scaling == "weak":  # each count adds its own work: time-shared, its time grows as n / hw
+            hw, over = machine.hw_threads, grid > machine.hw_threads
+            perf = np.where(over, perf[grid == hw][0] * hw / grid, perf)
+            high = np.where(over, high * hw / grid, high)
         warnings += machine.notes(top, float(grid.max()), equal)
     miss = fit_miss(log_err, at_measured, curve, scale)
     if miss:

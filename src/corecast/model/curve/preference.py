@@ -48,7 +48,7 @@ def strong_look(curve: Measurements) -> str | None:
     """The warning for a time curve read as weak scaling that looks like strong scaling's:
     over at least a 4-fold range of counts (3 or more), at the largest count at least
     ``WEAK_GAIN`` times faster than at the smallest.  Weak scaling's efficiency
-    T(base) / T(n) then passes 100% (a strong curve's 7x at 16 threads read as 715%).
+    T(base) / T(n) then passes 100% (a strong curve's 7.1x at 16 threads read as 714%).
     None otherwise."""
     if curve.metric != "time" or len(curve) < 3 or curve.counts[-1] < 4 * curve.counts[0]:
         return None
@@ -124,9 +124,9 @@ def within_hardware(grid: np.ndarray, hw_threads: int | None) -> tuple[np.ndarra
     where that leaves out counts asked while the hardware threads themselves were not.
 
     None past them: a count past them time-shares them and is predicted no better than at
-    them (hardware.oversubscribed), so it is never named over one within them, even where
-    they were not asked (``--upto 40 --at 75`` on 72): the largest count asked within them
-    stands in, ties going to the smaller count.  Measured past them, the curve is taken as
+    them (hardware.oversubscribed), so it is never named over one within them.  ``predict``
+    asks every count up to the largest, them among them; a grid without them (accuracy.py's
+    measured counts) has the largest count within them stand in, ties going to the smaller.  Measured past them, the curve is taken as
     it is and no machine applies."""
     grid = np.asarray(grid)
     if hw_threads is None:
@@ -186,8 +186,9 @@ def horizon_warnings(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: 
     rules stop where the band stops vouching, or at the last count asked, where the answer
     is the horizon's and a larger --upto may move it."""
     beyond = f"below the largest measured ({top:g})" if grid.max() < top else "where the band's low end still gains"
-    return [f"the {what} count is bounded by the largest count asked ({at_end}), {beyond}: a larger --upto may "
-            "name a larger one" for what, at_end in horizon_bound(grid, perf, low, base, top, preferred, hw_threads)]
+    return [f"the {what} count is bounded by the largest count asked ({at_end}), {beyond}: asking further "
+            "(--upto, --at) may name a larger one"
+            for what, at_end in horizon_bound(grid, perf, low, base, top, preferred, hw_threads)]
 
 
 def _walk(n: np.ndarray, values: np.ndarray, min_gain: float) -> int:
