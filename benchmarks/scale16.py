@@ -32,7 +32,7 @@ machine that recorded DIR; ``model/machine/calibration.py``) instead of the one 
 holds, if any.
 
     python benchmarks/scale16.py [DIR] [--counts 2,4] [--history 1,2] [--only A,B | --skip A,B]
-                                 [--suites A,B | --skip-suites A,B] [--machine FILE] [--json]
+                                 [--suites A,B | --skip-suites A,B] [--machine FILE] [--gain-shrink A] [--json]
 
 DIR defaults to benchmarks/scale16_curves (the scale16 set, a copy of
 ../shared/datasets/scale16).  corpus16's held-out suites (``bands.DEFAULT_SKIP``) are left
@@ -163,7 +163,7 @@ def recordings(directory: Path, counts: list[int], keep: Callable[[str], bool] =
 
 def evaluate(directory: Path, counts: list[int], history: list[int] | None = None,
              keep: Callable[[str], bool] = lambda name: True, machine: Calibration | None = None,
-             suites: Callable[[Path], bool] = lambda csv: True) -> list[dict]:
+             suites: Callable[[Path], bool] = lambda csv: True, shrink: float = 1.0) -> list[dict]:
     rows = []
     for csv, curve, n0, rec in recordings(directory, counts, keep, suites=suites):
         proc_rec = read_recording(str(rec))[0]
@@ -176,6 +176,9 @@ def evaluate(directory: Path, counts: list[int], history: list[int] | None = Non
         if proc is None:
             continue
         pred = dict(zip(proc[1].threads, proc[1].speedup))
+        # --gain-shrink: the extrapolated gain from n0 to 16 in log space times ``shrink``
+        # (a candidate, not the model: benchmarks/gain_shrink.py)
+        pred[TARGET] = pred[n0] * (pred[TARGET] / pred[n0]) ** shrink
         gain = math.log(pred[TARGET] / pred[n0] / (time_at(curve, n0) / curve[TARGET]))
         if 1 in curve:
             measured, predicted = curve[1] / curve[TARGET], pred[TARGET]
@@ -227,6 +230,9 @@ def main(argv: list[str] | None = None) -> int:
                     "bands.DEFAULT_SKIP, corpus16's held-out suites; '' for none)")
     ap.add_argument("--machine", metavar="FILE", help="the machine's calibration (corecast calibrate "
                     "on the machine the recordings were made on)")
+    ap.add_argument("--gain-shrink", type=float, default=1.0, metavar="A",
+                    help="score the candidate that shrinks the predicted gain from the sampled count to 16 "
+                    "to its power A (ln S(16) = ln S(n0) + A ln(S(16)/S(n0)); benchmarks/gain_shrink.py)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
     if not Path(args.directory).is_dir():
@@ -242,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
     only, skip = set(filter(None, args.only.split(","))), set(filter(None, args.skip.split(",")))
     rows = evaluate(Path(args.directory), counts, history,
                     lambda name: (not only or name in only) and name not in skip, cal,
-                    suite_filter(args.suites, args.skip_suites))
+                    suite_filter(args.suites, args.skip_suites), args.gain_shrink)
     if args.json:
         print(json.dumps({"rows": rows, "summary": summary(rows)}, indent=1))
         return 0

@@ -71,3 +71,17 @@ def test_the_recorded_wall_is_the_summarys_elapsed_else_the_process_records():
     assert wall(SimpleNamespace(elapsed_s=2.0, regions=process)) == 2.0
     assert wall(SimpleNamespace(elapsed_s=0.0, regions=process)) == 1.5
     assert wall(SimpleNamespace(elapsed_s=0.0, regions=process[:1])) == 0.0
+
+
+def test_the_gain_shrink_scales_the_predicted_gain_alone(tmp_path):
+    # scale16.py --gain-shrink A (benchmarks/gain_shrink.py's candidate): the speedup at
+    # the sampled count stays, the predicted gain to 16 is scaled by A in log space.
+    (tmp_path / "samples").mkdir()
+    shutil.copy(RECORDING, tmp_path / "samples" / "mg-4.jsonl")
+    rows = "\n".join(f"{n},{t}" for n, t in CURVE.items())
+    (tmp_path / "mg.csv").write_text(f"# metric: time\nthreads,time\n{rows}\n")
+    [plain] = bench().evaluate(tmp_path, [4])
+    [shrunk] = bench().evaluate(tmp_path, [4], shrink=0.5)
+    assert shrunk["at_n0"] == plain["at_n0"]
+    measured = math.log(CURVE[4] / CURVE[16])
+    assert shrunk["gain"] + measured == pytest.approx(0.5 * (plain["gain"] + measured), abs=2e-4)
