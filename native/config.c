@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "corecast.h"
@@ -21,8 +22,16 @@
 #define WARNED CC_ENV_WARNED_PID
 static int warned, hush;
 
-/* The one parse rule: a whole number in [lo, hi] (strtol, nothing after it). */
+/* The one parse rule: a whole number in [lo, hi] (strtol, nothing after it); a flag (0 or
+ * 1) also reads OpenMP's words for its values (OMP_DYNAMIC=true): true, yes, on and false,
+ * no, off, in any case.  io/settings.py reads the same. */
 static int whole(const char *v, int lo, int hi, int *out) {
+    static const char *const words[] = {"false", "no", "off", "true", "yes", "on"};
+    for (int i = 0; lo == 0 && hi == 1 && i < 6; i++)
+        if (!strcasecmp(v, words[i])) {
+            *out = i >= 3;
+            return 1;
+        }
     char *end;
     errno = 0;
     long x = strtol(v, &end, 10);
@@ -38,7 +47,9 @@ static int env_int(const char *name, int lo, int hi, int dflt) {
     if (!v || !*v)
         return dflt;
     if (!whole(v, lo, hi, &x)) {
-        if (!hush)
+        if (!hush && lo == 0 && hi == 1)
+            cc_warn("%s=%s is not 0 or 1 (or true or false, yes or no, on or off); using %d", name, v, dflt);
+        else if (!hush)
             cc_warn("%s=%s is not a whole number in [%d, %d]; using %d", name, v, lo, hi, dflt);
         warned = 1;
         return dflt;

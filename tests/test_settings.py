@@ -78,7 +78,13 @@ def test_one_parse_rule_and_one_warning(raw, value):
 def test_defaults_and_overrides():
     assert settings.integer(settings.TARGET, {}) == settings.default_of(settings.TARGET) >= 1
     assert settings.integer(settings.TARGET, {settings.TARGET: "x"}, default=None) is None
-    assert settings.bad_value(settings.PROBE, "yes", 0) == "CORECAST_PROBE=yes is not a whole number in [0, 1]; using 0"
+    assert settings.bad_value(settings.PROBE, "maybe", 0) == \
+        "CORECAST_PROBE=maybe is not 0 or 1 (or true or false, yes or no, on or off); using 0"
+    assert settings.bad_value(settings.TARGET, "x", 8).endswith("is not a whole number in [1, 1024]; using 8")
+    # A flag reads OpenMP's words for its values too (OMP_DYNAMIC=true), as the library does.
+    for word, value in (("yes", 1), ("TRUE", 1), ("On", 1), ("no", 0), ("false", 0), ("OFF", 0)):
+        assert settings.integer(settings.QUIET, {settings.QUIET: word}) == value
+    assert settings.integer(settings.TARGET, {settings.TARGET: "yes"}, default=None) is None
     assert settings.positive(settings.MAX_INPUT_MB, {}) == 64
     with pytest.raises(ValueError, match=r"CORECAST_MAX_INPUT_MB='0': not a positive number of MiB"):
         settings.positive(settings.MAX_INPUT_MB, {settings.MAX_INPUT_MB: "0"})

@@ -54,8 +54,8 @@ def test_a_bad_flag_is_one_warning_and_the_default():
     env = with_autoload(LD_PRELOAD=str(PRELOAD), CORECAST_QUIET="1", CORECAST_OPENCL="maybe")
     r = run([sys.executable, "-c", STATE], env=env)
     assert r.returncode == 0 and r.stdout == b"False True\n", text(r.stderr)
-    assert text(r.stderr) == ("corecast: warning: CORECAST_OPENCL=maybe is not a whole number in [0, 1]; "
-                              "using the default\n")
+    assert text(r.stderr) == ("corecast: warning: CORECAST_OPENCL=maybe is not 0 or 1 (or true or false, "
+                              "yes or no, on or off); using the default\n")
     off = run([sys.executable, "-c", STATE], env=with_autoload(CORECAST_OPENCL="2"))
     assert off.stdout == b"False False\n" and text(off.stderr).count("\n") == 1
 

@@ -114,7 +114,7 @@ def test_a_team_of_one_is_never_probed_or_grown(repeat, lib, tmp_path):
 
 @pytest.mark.parametrize("settings, warning", [
     ({"probe": "1", "steer": "1"}, "CORECAST_PROBE=1 is ignored with CORECAST_STEER=1"),
-    ({"probe": "yes"}, "CORECAST_PROBE=yes is not a whole number in [0, 1]; using 0"),
+    ({"probe": "maybe"}, "CORECAST_PROBE=maybe is not 0 or 1 (or true or false, yes or no, on or off); using 0"),
 ])
 def test_probing_is_off_with_steering_or_a_bad_value(repeat, lib, tmp_path, settings, warning):
     out = tmp_path / "cc.jsonl"

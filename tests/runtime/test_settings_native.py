@@ -41,3 +41,16 @@ def test_library_and_python_parse_alike(lib, raw):
     for name in (settings.WINDOW_MS, settings.EXIT_TIMEOUT_MS):
         assert shown[name] == str(settings.integer(name, env, python_warnings.append))
     assert warnings == python_warnings
+
+
+@pytest.mark.parametrize("raw", ["yes", "TRUE", "on", "no", "False", "off", "maybe", "2", " 1", "1"])
+def test_library_and_python_read_a_flag_alike(lib, raw):
+    # A flag reads OpenMP's words for its values (OMP_DYNAMIC=true): CORECAST_QUIET=yes said
+    # "is not a whole number in [0, 1]" and printed the report it asked to leave out (runuser37).
+    shown, warnings = displayed(lib, CORECAST_QUIET=raw, CORECAST_KEEP_COUNTING=raw)
+    python_warnings: list[str] = []
+    env = {settings.QUIET: raw, settings.KEEP_COUNTING: raw}
+    for name in (settings.QUIET, settings.KEEP_COUNTING):
+        assert shown[name] == str(settings.integer(name, env, python_warnings.append))
+    assert warnings == python_warnings
+    assert (warnings == []) == (raw.strip().lower() in settings.FLAG_WORDS or raw.strip() in ("0", "1"))

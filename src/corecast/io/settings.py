@@ -106,9 +106,15 @@ DISABLE, TARGET, WINDOW_MS, OUTPUT, QUIET, STEER, PROBE, EXIT_TIMEOUT_MS, KEEP_C
 RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
 SIZE_VARS = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS")
 
+FLAG_WORDS = {"false": 0, "no": 0, "off": 0, "true": 1, "yes": 1, "on": 1}  # as OMP_DYNAMIC's
+
+
 def _whole(text: str, lo: int, hi: int) -> Optional[int]:
     """strtol(v, &end, 10) with *end == 0, as native/config.c reads a whole number (no
-    ``re``: its import costs the model's start inside every profiled program ~5 ms)."""
+    ``re``: its import costs the model's start inside every profiled program ~5 ms); a
+    flag (0 or 1) also reads ``FLAG_WORDS``, in any case."""
+    if (lo, hi) == (0, 1) and text.lower() in FLAG_WORDS:
+        return FLAG_WORDS[text.lower()]
     body = text.lstrip(" \t\n\v\f\r")
     digits = body[1:] if body[:1] in ("+", "-") else body
     if not digits or not all("0" <= c <= "9" for c in digits):
@@ -201,6 +207,8 @@ def bad_value(name: str, text: str, used: object) -> str:
     """The one warning for a bad whole number (native/config.c prints the same)."""
     s = BY_NAME[name]
     shown = "the default" if used is None else used
+    if (s.lo, s.hi) == (0, 1):
+        return f"{name}={text} is not 0 or 1 (or true or false, yes or no, on or off); using {shown}"
     return f"{name}={text} is not a whole number in [{s.lo}, {s.hi}]; using {shown}"
 
 
@@ -308,7 +316,10 @@ def markdown() -> str:
            "<!-- Generated from src/corecast/io/settings.py (python -m corecast.io.settings): do not edit. -->",
            "", "Every `CORECAST_*` variable corecast reads, read once at start. A whole number that does",
            "not parse or is out of range gets one line, `corecast: warning: NAME=VALUE is not a whole",
-           "number in [lo, hi]; using D`, and the default (once per process). A `CORECAST_*` name",
+           "number in [lo, hi]; using D`, and the default (once per process). A flag also reads",
+           "OpenMP's words for its values (`OMP_DYNAMIC=true`): `true`, `yes`, `on` and `false`, `no`,",
+           "`off`, in any case; anything else gets `... is not 0 or 1 (or true or false, yes or no,",
+           "on or off); using D`. A `CORECAST_*` name",
            "not in this table (a typo) gets one line that names the closest one (at most 2 letters",
            "off, ignoring case), `... is not a corecast setting (did you mean CORECAST_TARGET?);",
            "ignored`: from the `corecast` command, or, under a bare `LD_PRELOAD`, among the exit",

@@ -16,10 +16,12 @@ def _corecast_autoload():
 
     here = os.path.dirname(os.path.abspath(__file__))
     flag = os.environ.get("CORECAST_OPENCL", "").strip()
+    words = {"false": "0", "no": "0", "off": "0", "true": "1", "yes": "1", "on": "1"}  # io.settings.FLAG_WORDS
+    flag = words.get(flag.lower(), flag)
     if flag not in ("", "0", "1"):  # the library's rule for a bad flag: one line, the default
         try:
-            os.write(2, ("corecast: warning: CORECAST_OPENCL=%s is not a whole number in [0, 1]; "
-                         "using the default\n" % os.environ["CORECAST_OPENCL"]).encode(errors="replace"))
+            os.write(2, ("corecast: warning: CORECAST_OPENCL=%s is not 0 or 1 (or true or false, yes or no, "
+                         "on or off); using the default\n" % os.environ["CORECAST_OPENCL"]).encode(errors="replace"))
         except Exception:
             pass
         flag = ""
