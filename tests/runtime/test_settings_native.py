@@ -33,24 +33,26 @@ def test_display_env_lists_every_setting(lib):
     assert shown[settings.WINDOW_MS] == "200" and shown[settings.DISPLAY_ENV] == "1"
 
 
-@pytest.mark.parametrize("raw", CASES)
-def test_library_and_python_parse_alike(lib, raw):
-    shown, warnings = displayed(lib, CORECAST_WINDOW_MS=raw, CORECAST_EXIT_TIMEOUT_MS=raw)
+def both_readers(lib, raw: str, *names: str) -> list[str]:
+    """The library's warnings for ``names`` set to ``raw``, checked against Python's: the
+    same values in force and the same warnings."""
+    env = {name: raw for name in names}
+    shown, warnings = displayed(lib, **env)
     python_warnings: list[str] = []
-    env = {settings.WINDOW_MS: raw, settings.EXIT_TIMEOUT_MS: raw}
-    for name in (settings.WINDOW_MS, settings.EXIT_TIMEOUT_MS):
+    for name in names:
         assert shown[name] == str(settings.integer(name, env, python_warnings.append))
     assert warnings == python_warnings
+    return warnings
+
+
+@pytest.mark.parametrize("raw", CASES)
+def test_library_and_python_parse_alike(lib, raw):
+    both_readers(lib, raw, settings.WINDOW_MS, settings.EXIT_TIMEOUT_MS)
 
 
 @pytest.mark.parametrize("raw", ["yes", "TRUE", "on", "no", "False", "off", "maybe", "2", " 1", "1"])
 def test_library_and_python_read_a_flag_alike(lib, raw):
     # A flag reads OpenMP's words for its values (OMP_DYNAMIC=true): CORECAST_QUIET=yes said
     # "is not a whole number in [0, 1]" and printed the report it asked to leave out (runuser37).
-    shown, warnings = displayed(lib, CORECAST_QUIET=raw, CORECAST_KEEP_COUNTING=raw)
-    python_warnings: list[str] = []
-    env = {settings.QUIET: raw, settings.KEEP_COUNTING: raw}
-    for name in (settings.QUIET, settings.KEEP_COUNTING):
-        assert shown[name] == str(settings.integer(name, env, python_warnings.append))
-    assert warnings == python_warnings
+    warnings = both_readers(lib, raw, settings.QUIET, settings.KEEP_COUNTING)
     assert (warnings == []) == (raw.strip().lower() in settings.FLAG_WORDS or raw.strip() in ("0", "1"))
