@@ -155,7 +155,7 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
                     v = p->speedup[k];
                     found = 1;
                 }
-            if (found && v > 0 && v < 0.001) /* views/columns.py speedup_text: never 0.00 */
+            if (found && v > 0 && v < 0.001) /* views/columns.py speedup_cell: never 0.00 */
                 cc_put(&b, CC_COL_SPEEDUP_NONE, "<0.001");
             else if (found && v > 0 && v < 0.01)
                 cc_put(&b, CC_COL_SPEEDUP_SMALL, v);

@@ -472,6 +472,6 @@ def test_a_small_speedup_never_reads_as_zero_in_the_exit_table():
     # library prints the same cells (native/report.c, CC_COL_SPEEDUP_SMALL).
     from corecast.views import columns
 
-    assert [columns.speedup_text(v) for v in (1.5, 0.0123, 0.0022, 0.0004, 0.0)] == \
+    assert [columns.speedup_cell(v) for v in (1.5, 0.0123, 0.0022, 0.0004, 0.0)] == \
         ["1.50", "0.01", "0.002", "<0.001", "0.00"]
-    assert all(len(columns.speedup_text(v)) <= columns.SPEEDUP for v in (0.0022, 0.0004, 99.99))
+    assert all(len(columns.speedup_cell(v)) <= columns.SPEEDUP for v in (0.0022, 0.0004, 99.99))

@@ -8,9 +8,9 @@ decoders into the record.  ``docs/recording.md`` describes the lines for readers
 * ``region_from_struct``: the live library's ``struct cc_region_sample``
   (``native/model_abi.h``) -> the record (``bridge.predict_sample``).
 * ``region_from_json``, ``kernel_from_json``, ``host_from_json``, ``summary_from_json``,
-  ``rank_of``, ``schema_of``: one line of a recording -> the record, the ``KernelStats`` the
-  OpenCL predictor reads, what it saw of the host, the process's facts.  ``tools.samples.read_recording`` reads a
-  file through them; it is the one reader (replay, merge, sweep, benchmarks).
+  ``rank_of``, ``schema_of``: one line of a recording -> the record, the ``KernelStats``
+  the OpenCL predictor reads, what it saw of the host, the process's facts.
+  ``tools.samples.read_recording`` reads a file through them; it is the one reader.
 * ``team_of``: the library's rule for the threads that did a process's work
   (``native/sample.c``'s ``team_of``), for recordings that predate ``team_threads``.
 

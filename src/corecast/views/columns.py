@@ -8,6 +8,7 @@ when the file differs from this table.
 Standard library only, and nothing imported at start-up: the C side never runs it."""
 from __future__ import annotations
 
+import math
 import sys
 
 TYPE_CHECKING = False
@@ -82,13 +83,17 @@ def kernel_stall_cell(lost: dict[str, float] | None, compute_units: int, device_
     return mark + stall_cell(parts, width - len(mark))
 
 
-def speedup_text(speedup: float) -> str:
-    """An S@n cell's text: two decimals, but a speedup that is not zero never reads as
-    0.00 (a steered convoy measured 1/498 at 2 threads): three decimals below 0.01, and
-    "<0.001" below that, as ``predict``'s table (``views.report.speedup_cell``)."""
-    if 0 < speedup < 0.001:
-        return "<0.001"
-    return f"{speedup:.3f}" if 0 < speedup < 0.01 else f"{speedup:.2f}"
+def speedup_cell(speedup: float) -> str:
+    """A speedup to two decimals, but one that is not zero never reads as 0.00 (as
+    ``report.percent`` for shares): 0.004 is 0.004, and below 0.001 it is <0.001.  The one
+    rule of every table (``predict``'s, the exit table's S@n cells, which the library prints
+    alike: native/report.c; a steered convoy measured 1/456 at 2 threads)."""
+    speedup = float(speedup)
+    if not math.isfinite(speedup) or speedup == 0 or abs(speedup) >= 0.01:
+        return f"{speedup:.2f}"
+    if abs(speedup) >= 0.001:
+        return f"{speedup:.3f}"
+    return "<0.001" if speedup > 0 else ">-0.001"
 
 
 def label_width(labels: Sequence[str]) -> int:

@@ -46,7 +46,7 @@ def _row(label: str, calls: int, threads: int, wall: float, stalls: str, pred, c
     line = (f"{_cell(text, width)} {calls:{col.CALLS}d} {threads:{col.THREADS}d} {_seconds(wall)}s  "
             f"{_cell(stalls, col.STALLS)}")
     at = dict(zip(pred.threads, pred.speedup)) if pred is not None else {}
-    line += "".join(f" {col.speedup_text(at[c]):>{col.SPEEDUP}}" if c in at else f" {'-':>{col.SPEEDUP}}"
+    line += "".join(f" {col.speedup_cell(at[c]):>{col.SPEEDUP}}" if c in at else f" {'-':>{col.SPEEDUP}}"
                     for c in cols)
     line += col.band_cell(pred, cols[-1])
     if pred is None:

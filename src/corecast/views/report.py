@@ -6,6 +6,7 @@ import numpy as np
 from ..model.curve.entities import Measurements, CurvePrediction
 from ..io.fileio import printable
 from ..model.scaling import COUNT_UNITS
+from .columns import speedup_cell  # its one home; mergeview and sweeptable import it from here too
 
 # Grids longer than this show only the interesting rows (see ``_rows_to_show``).
 MAX_FULL_ROWS = 40
@@ -124,17 +125,6 @@ def capped_preferred_words(model_preferred: int) -> str:
     """Why a preferred count is what it is when the best measured count capped it (the
     marginal-gain rule named ``model_preferred``, past it): the rule's words would not hold."""
     return f"the best measured count, below the model's preferred {model_preferred}"
-
-
-def speedup_cell(speedup: float) -> str:
-    """A speedup to two decimals, but one that is not zero never reads as 0.00 (as
-    ``percent`` for shares): 0.004 is 0.004, and below 0.001 it is <0.001."""
-    speedup = float(speedup)
-    if not np.isfinite(speedup) or speedup == 0 or abs(speedup) >= 0.01:
-        return f"{speedup:.2f}"
-    if abs(speedup) >= 0.001:
-        return f"{speedup:.3f}"
-    return "<0.001" if speedup > 0 else ">-0.001"
 
 
 def fit_quality_lines(pred: CurvePrediction) -> list[str]:

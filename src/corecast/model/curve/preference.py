@@ -21,12 +21,18 @@ PREFERRED_SLACK = 0.03  # see measured_preferred
 WEAK_GAIN = 1.25
 
 
+def _judged(curve: Measurements) -> bool:
+    """Whether a curve can look like either scaling: times at 3 counts or more over at
+    least a 4-fold range of counts."""
+    return curve.metric == "time" and len(curve) >= 3 and curve.counts[-1] >= 4 * curve.counts[0]
+
+
 def looks_weak(curve: Measurements) -> bool:
-    """Whether a time curve looks like weak scaling's: over at least a 4-fold range of
-    counts (3 or more), never faster than ``WEAK_GAIN`` times the smallest count's, and
-    slower at the largest than at the smallest.  A contended strong-scaling program can
-    look the same, hence a warning, not a switch."""
-    if curve.metric != "time" or len(curve) < 3 or curve.counts[-1] < 4 * curve.counts[0]:
+    """Whether a time curve looks like weak scaling's (``_judged``): never faster than
+    ``WEAK_GAIN`` times the smallest count's, and slower at the largest than at the
+    smallest.  A contended strong-scaling program can look the same, hence a warning, not
+    a switch."""
+    if not _judged(curve):
         return False
     t = curve.values
     return bool(t.min() * WEAK_GAIN >= t[0] and t[-1] > t[0])
@@ -45,15 +51,12 @@ def weak_look(curve: Measurements, advice: str) -> str | None:
 
 
 def strong_look(curve: Measurements) -> str | None:
-    """The warning for a time curve read as weak scaling that looks like strong scaling's:
-    over at least a 4-fold range of counts (3 or more), at the largest count at least
-    ``WEAK_GAIN`` times faster than at the smallest.  Weak scaling's efficiency
-    T(base) / T(n) then passes 100% (a strong curve's 7.1x at 16 threads read as 714%).
-    None otherwise."""
-    if curve.metric != "time" or len(curve) < 3 or curve.counts[-1] < 4 * curve.counts[0]:
-        return None
+    """The warning for a time curve read as weak scaling that looks like strong scaling's
+    (``_judged``): at the largest count at least ``WEAK_GAIN`` times faster than at the
+    smallest.  Weak scaling's efficiency T(base) / T(n) then passes 100% (a strong curve's
+    7.1x at 16 threads read as 714%).  None otherwise."""
     t, n = curve.values, curve.counts
-    if t[-1] * WEAK_GAIN > t[0]:
+    if not _judged(curve) or t[-1] * WEAK_GAIN > t[0]:
         return None
     return (f"the time falls with the count ({t[0]:.4g} at {n[0]:g}, {t[-1]:.4g} at {n[-1]:g}), as where the "
             f"total work is fixed (strong scaling): read as weak scaling, each count doing its own share of "
@@ -126,8 +129,8 @@ def within_hardware(grid: np.ndarray, hw_threads: int | None) -> tuple[np.ndarra
     None past them: a count past them time-shares them and is predicted no better than at
     them (hardware.oversubscribed), so it is never named over one within them.  ``predict``
     asks every count up to the largest, them among them; a grid without them (accuracy.py's
-    measured counts) has the largest count within them stand in, ties going to the smaller.  Measured past them, the curve is taken as
-    it is and no machine applies."""
+    measured counts) has the largest count within them stand in, ties going to the smaller.
+    Measured past them, the curve is taken as it is and no machine applies."""
     grid = np.asarray(grid)
     if hw_threads is None:
         return np.ones(len(grid), dtype=bool), []

@@ -265,7 +265,7 @@ def process_contention(process: ProcessSample, target: int, cores: int,
             m.par = work - m.serial
         finish_stations(m, fitted)
     m.cores = max(1, int(target_cores or cores))  # calibrated on this machine, predicted there
-    if n0 < 2 or q < 2:
+    if q < 2:  # q = min(n0, cores): the predictor's no-evidence test too
         # One thread did the work (a main thread with idle helpers), or the threads took
         # turns on one CPU (an MPI rank bound to a core, beside its library's progress
         # thread): the sample shows nothing of how the work would divide, so no gain is

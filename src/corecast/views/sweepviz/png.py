@@ -13,6 +13,7 @@ from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from ...io.fileio import json_number, printable, write_file
 from ...io.sweepresult import SweepResult
+from ...errors import counted
 from ...model.scaling import COUNT_UNITS
 from ..plot import mark_counts
 
@@ -96,8 +97,7 @@ def _plain(text: str) -> str:
 
 def _counted(count: int, unit: str) -> str:
     """``count`` of ``unit`` ("threads", "ranks"), singular for one: "1 thread"."""
-    one = next((k for k, v in COUNT_UNITS.items() if v == unit), None)
-    return f"{count} {one if count == 1 and one else unit}"
+    return counted(count, next((k for k, v in COUNT_UNITS.items() if v == unit), unit), unit)
 
 
 def _thread_axis(ax, counts: list[float], log_x: bool, unit: str = "threads") -> None:
