@@ -132,6 +132,34 @@ def test_an_opencl_host_recorded_with_what_the_layer_saw_replays_its_process_lin
     assert isinstance(seen, HostSeen) and seen.to_json() == kernel["host"]
 
 
+def test_a_gpu_kernel_replays_to_the_devices_compute_units_as_the_run_did():
+    """examples/opencl_two_kernels.py on the H200 (session 33, 16-core host): the run's
+    kernel table predicted to the device's 132 compute units (smooth fastest 132, triangle
+    "4 work-groups per launch on 132 compute units"); replay cut both kernels at the host's
+    16 cores (smooth fastest 16) and printed only the process line's basis, so what limits
+    each kernel was not named (#42)."""
+    path = RECORDINGS / "schema5-opencl-h200.jsonl"
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    recorded = {d["name"]: d for d in lines if d["event"] == "kernel"}
+    rep = replay(str(path))[0]
+    for kernel, pred in rep.kernels:
+        run = recorded[kernel.name]
+        assert pred.threads[-1] == 132 == run["predicted"][-1]["threads"]
+        assert pred.fastest == run["fastest_threads"]
+        assert pred.basis.startswith("work-group bound on the device's compute units")  # the current model's words
+    assert rep.process[1].threads[-1] == 16  # the host's own threads still to its cores
+    out = cli(str(path)).stdout
+    assert "up to 16 threads (132 compute units for its kernels: gpu, its compute units, not the host's " \
+           "16 cores) on a 16-core machine" in out, out
+    rows = out.splitlines()
+    head = next(i for i, line in enumerate(rows) if line.startswith("kernel "))
+    assert "S@132" in rows[head] and "band@132" in rows[head]
+    assert rows[head + 1].startswith("triangle (NVIDIA H200)") and rows[head + 1].split()[-2:] == ["4", "work_groups"]
+    assert "  triangle: work-group bound on the device's compute units: 4 work-groups per launch on 132" in out
+    # Asked for a target, replay predicts every row to it, as the run does under CORECAST_TARGET.
+    assert all(p.threads[-1] == 8 for _, p in replay(str(path), 8)[0].kernels)
+
+
 @pytest.mark.parametrize("host, message", [({"device_s": "x"}, "device_s is 'x', not a number >= 0"),
                                            ({"device_s": 1.0}, "missing 'wait_s'"),
                                            ({"program_cpu_s": [0.3, -1]}, "program_cpu_s is -1, not a number >= 0")])

@@ -36,6 +36,9 @@ class ReplayedProcess:
     # per kernel, its compute units' lost time per category (kernelmodel.stalls; None: not measured)
     kernel_stalls: list[dict | None] = field(default_factory=list)
     target_given: bool = False  # the caller's target (replay --target), not the recorded one
+    # The kernels' largest target: a device that is not a CPU is predicted to its own
+    # compute units (kernelmodel.default_target), as the run's kernel table did; 0: ``target``.
+    kernel_target: int = 0
 
     @property
     def process(self) -> tuple[RegionSample, TeamPrediction] | None:
@@ -64,7 +67,11 @@ def replay_process(proc: RecordedProcess, target: int | None = None,
     if proc.kernels:
         from ..model.runtime import kernelmodel
 
-        kernels = [(k, kernelmodel.predict(k, target, cores, machine)) for k in proc.kernels]
+        # The run's kernel table: the target asked for, else each kernel's default (the
+        # recorded target is the host's: a GPU's 132 units were cut at its 16 cores).
+        targets = [target if given or k.device_type == "cpu" else kernelmodel.default_target(k, cores)
+                   for k in proc.kernels]
+        kernels = [(k, kernelmodel.predict(k, t, cores, machine)) for k, t in zip(proc.kernels, targets)]
         lost = [kernelmodel.stalls(k) for k in proc.kernels]
     if proc.host is not None and proc.regions:  # the run's own process line (openclhost)
         from ..model.runtime.openclhost import host_predictions
@@ -81,7 +88,8 @@ def replay_process(proc: RecordedProcess, target: int | None = None,
         warnings.append("an OpenCL host: its process line is predicted from every thread the library "
                         "saw; the run's own left out the OpenCL runtime's threads and its device waits, "
                         "which the recording does not hold, so the two may differ")
-    return ReplayedProcess(proc, target, target, preds, kernels, warnings, lost, target_given=given)
+    return ReplayedProcess(proc, target, target, preds, kernels, warnings, lost, target_given=given,
+                           kernel_target=max(targets) if proc.kernels else 0)
 
 
 def calibration_warnings(machine: Calibration | None, proc: RecordedProcess) -> list[str]:

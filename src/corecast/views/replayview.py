@@ -41,14 +41,14 @@ def _seconds(wall: float) -> str:
 
 
 def _row(label: str, calls: int, threads: int, wall: float, stalls: str, pred, cols: list[int],
-         width: int = col.LABEL) -> str:
+         width: int = col.LABEL, target: int | None = None) -> str:
     text = printable(label)
     line = (f"{_cell(text, width)} {calls:{col.CALLS}d} {threads:{col.THREADS}d} {_seconds(wall)}s  "
             f"{_cell(stalls, col.STALLS)}")
     at = dict(zip(pred.threads, pred.speedup)) if pred is not None else {}
     line += "".join(f" {col.speedup_cell(at[c]):>{col.SPEEDUP}}" if c in at else f" {'-':>{col.SPEEDUP}}"
                     for c in cols)
-    line += col.band_cell(pred, cols[-1])
+    line += col.band_cell(pred, cols[-1] if target is None else target)
     if pred is None:
         return line + f" {'-':>{col.FASTEST}}"
     fastest = col.NO_EVIDENCE_CELL if pred.fastest is None else pred.fastest
@@ -57,11 +57,16 @@ def _row(label: str, calls: int, threads: int, wall: float, stalls: str, pred, c
 
 def _counted(rep: ReplayedProcess) -> str:
     """The target in what it counts: threads, an OpenCL kernel's compute units, or both."""
-    n = rep.target
-    threads, units = f"{n} thread{'' if n == 1 else 's'}", f"{n} compute unit{'' if n == 1 else 's'}"
+    n, u = rep.target, rep.kernel_target or rep.target
+    threads, units = f"{n} thread{'' if n == 1 else 's'}", f"{u} compute unit{'' if u == 1 else 's'}"
     if not rep.kernels:
         return threads
-    return f"{threads} ({units} for its kernels)" if rep.recorded.regions else units
+    kinds = sorted({k.device_type for k, _ in rep.kernels if k.device_type != "cpu"})
+    if u != n and kinds:  # the run's kernel table's words
+        units += f" for its kernels: {'/'.join(kinds)}, its compute units, not the host's {n} cores"
+    elif rep.recorded.regions:
+        units += " for its kernels"
+    return f"{threads} ({units})" if rep.recorded.regions else units
 
 
 def table(rep: ReplayedProcess, machine: str | None = None) -> str:
@@ -88,16 +93,24 @@ def table(rep: ReplayedProcess, machine: str | None = None) -> str:
     for region, pred in shown:
         out.append(_row(_label(region), region["calls"], region["threads"], region["wall_s"],
                         _stalls(region), pred, cols, width))
+    units = rep.kernel_target or rep.target
+    if rep.kernels and units != rep.target:  # the kernels' own columns, to the device's units
+        cols = col.speedup_columns(units)
+        out.append("kernel" + col.heading(units, width)[len("kernel"):] if shown else col.heading(units, width))
     for i, (k, pred) in enumerate(rep.kernels):
         lost = rep.kernel_stalls[i] if i < len(rep.kernel_stalls) else None
         stalls = col.kernel_stall_cell(lost, k.compute_units, k.device_ns * 1e-9, k.device_type == "cpu", col.STALLS)
         out.append(_row(f"{k.name} ({k.device})", k.launches, k.compute_units, k.device_ns * 1e-9,
-                        stalls, pred, cols, width))
+                        stalls, pred, cols, width, units))
     out += [col.NO_EVIDENCE_LINE % printable(r["name"] if r["name"] != "process" else "the process")
             for r, p in shown if p is not None and p.fastest is None]
     basis = rep.predictions[0].basis if rep.predictions else (rep.kernels[0][1].basis if rep.kernels
                                                                and rep.kernels[0][1] else "")
     out.append(f"speedups: {printable(basis or 'predicted')}")
+    # A kernel's basis names what limits it (a GPU's work-groups against its units), as the
+    # run's kernel table did: each one the line above does not already say.
+    out += [f"  {printable(k.name)}: {printable(p.basis)}" for k, p in rep.kernels
+            if p is not None and p.basis != basis]
     if serial_run(rep):  # a serial image exec'd after a parallel one (the same pid): its line too
         out.append("corecast: serial run: no parallel activity (no thread started, no OpenMP region); "
                    "nothing to predict")
