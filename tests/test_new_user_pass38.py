@@ -60,3 +60,44 @@ def test_merge_over_one_of_its_recordings_is_refused(tmp_path, capsys):
     err = assert_one_line_error(capsys, ["merge", "-o", str(rec), str(rec)])
     assert "-o names an input file" in err
     assert rec.read_text() == before
+
+
+def _calibration(quick: bool = False, threads: tuple[int, ...] = (1, 2)) -> dict:
+    return {"corecast_calibration": 2, "machine": {"cpus": 2, "cpu_model": "x", "cpus_measured": 2,
+                                                   "llc_bytes": None},
+            "placement": "unbound",
+            "compute": {"kernel": "k", "gflops_one_thread": 1.0, "efficiency": [[n, 1.0] for n in threads]},
+            "bandwidth": {"kernel": "k", "array_bytes": 1 << 20, "gbps": [[n, 10.0 * n] for n in threads]},
+            "repeats": 3, "quick": quick, "seconds": 0.1, "measured_at": "now"}
+
+
+@pytest.mark.parametrize("doc", [
+    {"corecast_calibration": 1, "machine": {"cpus": 2, "cpu_model": "x"}},  # the earlier Python kernel
+    _calibration(quick=True),
+    _calibration(threads=(1,)),
+])
+def test_a_calibration_not_used_never_advises_calibrating(tmp_path, doc):
+    # Issue #38: calibrating is not advised, yet every run with such a file ended in
+    # "warning: machine calibration not used: ...; run corecast calibrate again".
+    from corecast.model.machine import calibration as machine
+
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps(doc))
+    cal, note = machine.for_this_machine(2, str(path), str(tmp_path / "default.json"))
+    assert cal is None and note.startswith("machine calibration not used")
+    assert "calibrate again" not in note and machine.NOT_ADVISED in note and "remove it" in note
+
+
+def test_calibrate_says_what_the_file_it_wrote_does(tmp_path, monkeypatch, capsys):
+    # A full calibration at the path runs read changes their predictions: say so, and that
+    # it is not advised, rather than a bare "written to PATH".
+    from corecast.tools import calibrate
+
+    monkeypatch.setattr(calibrate, "measure", lambda most, quick=False: _calibration())
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("CORECAST_MACHINE_FILE", raising=False)
+    assert main(["calibrate"]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.startswith(f"written to {tmp_path}") and "not advised yet" in last and "remove it" in last
+    assert main(["calibrate", "-o", str(tmp_path / "elsewhere.json")]) == 0  # no run reads that one
+    assert capsys.readouterr().out.splitlines()[-1] == f"written to {tmp_path / 'elsewhere.json'}"
