@@ -101,3 +101,14 @@ def test_calibrate_says_what_the_file_it_wrote_does(tmp_path, monkeypatch, capsy
     assert last.startswith(f"written to {tmp_path}") and "not advised yet" in last and "remove it" in last
     assert main(["calibrate", "-o", str(tmp_path / "elsewhere.json")]) == 0  # no run reads that one
     assert capsys.readouterr().out.splitlines()[-1] == f"written to {tmp_path / 'elsewhere.json'}"
+
+
+@pytest.mark.parametrize("sep", ["|", " "])
+def test_a_csv_split_by_another_character_says_its_header_is_one_cell(tmp_path, capsys, sep):
+    # "threads|time" said only "no value column (name one column time, ...)": it had one.
+    path = tmp_path / "m.csv"
+    path.write_text(f"threads{sep}time\n1{sep}10\n2{sep}5.5\n4{sep}3\n")
+    err = assert_one_line_error(capsys, ["predict", str(path)])
+    assert "the header is one cell" in err and "commas, tabs or semicolons" in err
+    path.write_text("threads\n1\n2\n")  # one column, no separator in it: as before
+    assert "one cell" not in assert_one_line_error(capsys, ["predict", str(path)])
