@@ -112,3 +112,5 @@ def test_a_csv_split_by_another_character_says_its_header_is_one_cell(tmp_path, 
     assert "the header is one cell" in err and "commas, tabs or semicolons" in err
     path.write_text("threads\n1\n2\n")  # one column, no separator in it: as before
     assert "one cell" not in assert_one_line_error(capsys, ["predict", str(path)])
+    path.write_text("x y" + "\0" * 5000 + "\n1\n")  # a tar archive is ASCII, but no header
+    assert "one cell" not in assert_one_line_error(capsys, ["predict", str(path)])
