@@ -78,7 +78,7 @@ def test_a_file_not_measured_from_one_thread_alone_is_put_on_that_footing():
     ('{"corecast_calibration": 3}', "a newer corecast wrote it"),
     ('{"corecast_calibration": "2"}', "not a corecast calibration"),
     (json.dumps({machine.KEY: 1, "machine": {"cpus": 16, "cpu_model": ""}, "efficiency": EFFICIENCY}),
-     "run corecast calibrate again"),
+     "remove it; runs need none"),
     (json.dumps({machine.KEY: 2, "machine": {"cpus": 16, "cpu_model": ""}}), 'neither "compute" nor "bandwidth"'),
     (calibration(rows=[]), "[threads, efficiency] pairs"),
     (calibration(rows=[[1, 1.0], [1, 0.9]]), "ascending"),

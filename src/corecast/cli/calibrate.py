@@ -79,8 +79,10 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     bw1 = b["gbps"][0][1]
     for (n, e), (_, g) in zip(c["efficiency"], b["gbps"]):
         print(f"{n:7d} {e:11.3f} {g:10.2f} {g / (n * bw1):6.3f}")
-    if not kept:
-        print(f"written to {path}")
+    if not kept:  # where runs will read it (not -o elsewhere), say what that does: not advised (#38)
+        print(f"written to {path}" + ("" if cal["quick"] or args.output else
+                                      f"; runs read it, though it is not advised yet "
+                                      "(docs/runtime-model.md): remove it to predict without"))
     return 0
 
 

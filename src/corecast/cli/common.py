@@ -253,6 +253,44 @@ def stdout_taken(*outputs: tuple[str, object]) -> bool:
     return bool(on)
 
 
+def outputs_apart(outputs: Sequence[tuple[str, str | None]], inputs: Sequence[str] = ()) -> bool:
+    """Whether one of ``outputs`` ((flag, path); '-' is standard output, as ``stdout_taken``)
+    writes to standard output.  Two outputs named the same file, or one named an input, are
+    a one-line error before anything is read or run: the last write would have replaced the
+    other's, or the input (``merge -o run-0.jsonl run-*.jsonl`` overwrote a rank's recording)."""
+    on_stdout = stdout_taken(*((f"{flag} -", path == STDIO) for flag, path in outputs))
+    seen: dict[object, str] = {}
+    for path in inputs:
+        key = _file_key(path)
+        if key is not None:
+            seen.setdefault(key, "")
+    for flag, path in outputs:
+        key = _file_key(path) if path else None
+        if key is None:
+            continue
+        if key in seen:
+            other = seen[key]
+            raise CliError(f"{other} and {flag} name the same file: give each its own" if other
+                           else f"{flag} names an input file, which writing would replace: give another", path)
+        seen[key] = flag
+    return on_stdout
+
+
+def _file_key(path: str) -> object | None:
+    """What makes two names one file: an existing regular file's device and inode (a link,
+    './x', another spelling), else the resolved path; None for standard input or output and
+    for what is not a regular file (two outputs to /dev/null are fine)."""
+    if path == STDIO:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return os.path.realpath(path)
+    import stat
+
+    return (st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else None
+
+
 def add_format_option(p: argparse.ArgumentParser, kind: str, what: str = "the input") -> None:
     """``--format NAME``: the registered readers of ``kind`` (``io.readers``: curves or
     recording) by name; declare it with ``Parser.declare_later`` (the readers' modules)."""

@@ -6,7 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import CliError, add_format_option, add_output_options, command_of, count, print_json, whole_in
+from .common import (CliError, add_format_option, add_output_options, command_of, count, outputs_apart, print_json,
+                     whole_in)
 
 # What the library accepts (native/config.c: CORECAST_TARGET up to CC_MAX_THREADS,
 # CORECAST_WINDOW_MS 10-60000 ms): refused here rather than warned about by the library.
@@ -148,6 +149,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
     from ..views import mergeview
     from ..tools.ranks import merge
 
+    outputs_apart([("-o", args.output)], args.files)
     merged = merge(args.files, args.upto, args.format)  # bad files: InputError, one line
     text = (json.dumps(mergeview.to_dict(merged), allow_nan=False) + "\n" if args.json
             else mergeview.table(merged))

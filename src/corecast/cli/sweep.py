@@ -7,8 +7,7 @@ import os
 import sys
 
 from ..errors import InputError
-from ..io.fileio import STDIO
-from .common import CliError, command_of, count, seconds, stdout_taken
+from .common import CliError, command_of, count, outputs_apart, seconds
 
 
 def _sweep_threads(text: str) -> list[int]:
@@ -85,8 +84,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         if path and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
             raise CliError("its folder does not exist", path)
     # an output on standard output keeps it whole: the table goes to stderr, beside the progress
-    table_to = sys.stderr if stdout_taken(*((f"--{flag} -", path == STDIO) for flag, path in (
-        ("json-out", args.json_out), ("plot", args.plot), ("html", args.html)))) else sys.stdout
+    table_to = sys.stderr if outputs_apart((("--json-out", args.json_out), ("--plot", args.plot),
+                                            ("--html", args.html)),
+                                           [args.stall_plugin] if args.stall_plugin else []) else sys.stdout
 
     counts, launch = args.threads, None
     if args.ranks and not args.launcher:
@@ -149,8 +149,7 @@ def cmd_export(args: argparse.Namespace) -> int:
                                                  (args.plot, sweepviz.plot_sweep)) if path]
     if not outputs:
         raise CliError("nothing to export: give --extrap OUT.jsonl, --html OUT.html or --plot OUT.png")
-    stdout_taken(*((f"--{flag} -", path == STDIO) for flag, path in (
-        ("extrap", args.extrap), ("html", args.html), ("plot", args.plot))))
+    outputs_apart((("--extrap", args.extrap), ("--html", args.html), ("--plot", args.plot)), [args.file])
     if args.plot:
         from ..views.plot import image_format
 

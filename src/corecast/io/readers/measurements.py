@@ -295,9 +295,13 @@ def _classify_columns(table: Table) -> tuple[int, dict[str, int], dict[str, int]
                 "wall, throughput, ops, value, stall:NAME or size:NAME)"
             )
     if value_col is None:
+        # `threads|time` or `threads time` is one cell, the count column's name
+        apart = (f": the header is one cell, {quoted(header[0])} (separate the cells with commas, tabs or "
+                 "semicolons)" if len(header) == 1 and header[0].isprintable() and any(c in header[0] for c in " |:")
+                 else "")
         raise InputError(
             f"{path}: line {table.header_line}: no value column "
-            "(name one column time, seconds, throughput, ops or value)"
+            f"(name one column time, seconds, throughput, ops or value){apart}"
         )
     return value_col, stalls, sizes
 

@@ -18,8 +18,9 @@ The file (schema 2; docs/file-formats.md): ``{"corecast_calibration": 2, "machin
 {"cpus", "cpu_model", ...}, "compute": {"efficiency": [[n, e_c], ...], ...}, "bandwidth":
 {"gbps": [[n, GB/s], ...], ...}, ...}``, either curve may be absent.  Schema 1 files (one
 curve measured by Python processes, which on the 16-core machine read e(16) = 0.61 where
-a compute-bound program reached 0.90: issue #38) are refused with a line asking for a new
-measurement; a recording that holds one is replayed without it.
+a compute-bound program reached 0.90: issue #38) are refused; a recording that holds one is
+replayed without it.  A file that is not used says so, and how to silence the line, never to
+measure again: calibrating is not advised (``NOT_ADVISED``).
 
 Standard library only: it runs inside profiled programs.
 """
@@ -31,6 +32,9 @@ import stat
 
 SCHEMA = 2
 KEY = "corecast_calibration"  # the file's first key and its schema number
+# What a file that is not used adds (issue #38: no calibration has yet made predictions
+# better, held out): never "run corecast calibrate again".
+NOT_ADVISED = "runs need none, and calibrating is not advised yet (docs/runtime-model.md)"
 MAX_BYTES = 1 << 20
 
 
@@ -120,7 +124,7 @@ def from_dict(doc: object) -> Calibration:
     """A calibration from the object its file holds (also a run's record of it)."""
     if isinstance(doc, dict) and doc.get(KEY) == 1:
         raise OutdatedCalibration("a schema-1 calibration (measured by Python processes, which misjudged "
-                                  "the machine); run corecast calibrate again")
+                                  f"the machine): remove it; {NOT_ADVISED}")
     if isinstance(doc, dict) and type(doc.get(KEY)) is int and doc[KEY] > SCHEMA:
         raise CalibrationError(f"calibration schema {doc[KEY]} is newer than this corecast reads "
                                f"({SCHEMA}); a newer corecast wrote it")
@@ -236,12 +240,12 @@ def for_this_machine(cpus: int, path: str | None, default: str) -> tuple[Calibra
         return None, f"machine calibration not used: {exc}"
     if cal.quick:  # `corecast calibrate --quick` writes the default file too unless told -o
         return None, (f"machine calibration not used: {path} was measured with --quick (tiny runs: "
-                      "its figures mean nothing); run corecast calibrate again")
+                      f"its figures mean nothing): remove it; {NOT_ADVISED}")
     if all(len(c.counts) < 2 for c in (cal.compute, cal.bandwidth) if c is not None):
         # `corecast calibrate --max 1`: one point is no curve, and would change no prediction
         # while the run's header said "calibrated"
-        return None, (f"machine calibration not used: {path} measured one thread only (no curve); "
-                      "run corecast calibrate again with 2 threads or more")
+        return None, (f"machine calibration not used: {path} measured one thread only (no curve): "
+                      f"remove it; {NOT_ADVISED}")
     here = cpu_model()
     if cal.cpus != cpus or cal.cpu_model != here:
         return None, (f"machine calibration not used: {path} was measured on {cal.cpus} CPUs "

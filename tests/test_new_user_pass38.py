@@ -1,0 +1,116 @@
+"""A new user's pass over sweep, export, merge, calibrate and the readers (session 38):
+outputs that replaced each other or an input, and smaller slips."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cli_checks import assert_one_line_error
+from corecast.cli import main
+from test_sweepviz import make_result
+
+RECORDINGS = Path(__file__).parent / "data" / "recordings"
+
+
+@pytest.fixture
+def sweep_json(tmp_path) -> Path:
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps(make_result()))
+    return path
+
+
+def test_export_over_its_input_is_refused_and_the_input_kept(sweep_json, capsys):
+    # `export --extrap sweep.json sweep.json` replaced the sweep result with Extra-P lines.
+    before = sweep_json.read_text()
+    err = assert_one_line_error(capsys, ["export", "--extrap", str(sweep_json), str(sweep_json)])
+    assert "--extrap names an input file" in err
+    assert sweep_json.read_text() == before
+    # another spelling of the same file is the same file
+    other = sweep_json.parent / "." / sweep_json.name
+    assert_one_line_error(capsys, ["export", "--html", str(other), str(sweep_json)])
+    assert sweep_json.read_text() == before
+
+
+def test_export_two_outputs_to_one_file_are_refused(tmp_path, sweep_json, capsys):
+    # `--plot o.png --html o.png` wrote the plot, then the HTML over it, exit 0.
+    out = tmp_path / "o.png"
+    err = assert_one_line_error(capsys, ["export", "--html", str(out), "--plot", str(out), str(sweep_json)])
+    assert "--html and --plot name the same file" in err
+    assert not out.exists()
+    # two outputs to /dev/null are no clash
+    assert main(["export", "--html", "/dev/null", "--extrap", "/dev/null", str(sweep_json)]) == 0
+
+
+def test_sweep_two_outputs_to_one_file_are_refused_before_running(tmp_path, capsys):
+    out = tmp_path / "s.json"
+    marker = tmp_path / "ran"
+    err = assert_one_line_error(capsys, ["sweep", "--threads", "1,2", "--repeat", "1", "--json-out", str(out),
+                                         "--html", str(out), "--", "touch", str(marker)])
+    assert "--json-out and --html name the same file" in err
+    assert not marker.exists() and not out.exists()
+
+
+def test_merge_over_one_of_its_recordings_is_refused(tmp_path, capsys):
+    # `merge -o halo-0.jsonl halo-*.jsonl` replaced rank 0's recording with the report.
+    rec = tmp_path / "run-0.jsonl"
+    rec.write_text((RECORDINGS / "schema1-pthreads_sync-2.jsonl").read_text())
+    before = rec.read_text()
+    err = assert_one_line_error(capsys, ["merge", "-o", str(rec), str(rec)])
+    assert "-o names an input file" in err
+    assert rec.read_text() == before
+
+
+def _calibration(quick: bool = False, threads: tuple[int, ...] = (1, 2)) -> dict:
+    return {"corecast_calibration": 2, "machine": {"cpus": 2, "cpu_model": "x", "cpus_measured": 2,
+                                                   "llc_bytes": None},
+            "placement": "unbound",
+            "compute": {"kernel": "k", "gflops_one_thread": 1.0, "efficiency": [[n, 1.0] for n in threads]},
+            "bandwidth": {"kernel": "k", "array_bytes": 1 << 20, "gbps": [[n, 10.0 * n] for n in threads]},
+            "repeats": 3, "quick": quick, "seconds": 0.1, "measured_at": "now"}
+
+
+@pytest.mark.parametrize("doc", [
+    {"corecast_calibration": 1, "machine": {"cpus": 2, "cpu_model": "x"}},  # the earlier Python kernel
+    _calibration(quick=True),
+    _calibration(threads=(1,)),
+])
+def test_a_calibration_not_used_never_advises_calibrating(tmp_path, doc):
+    # Issue #38: calibrating is not advised, yet every run with such a file ended in
+    # "warning: machine calibration not used: ...; run corecast calibrate again".
+    from corecast.model.machine import calibration as machine
+
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps(doc))
+    cal, note = machine.for_this_machine(2, str(path), str(tmp_path / "default.json"))
+    assert cal is None and note.startswith("machine calibration not used")
+    assert "calibrate again" not in note and machine.NOT_ADVISED in note and "remove it" in note
+
+
+def test_calibrate_says_what_the_file_it_wrote_does(tmp_path, monkeypatch, capsys):
+    # A full calibration at the path runs read changes their predictions: say so, and that
+    # it is not advised, rather than a bare "written to PATH".
+    from corecast.tools import calibrate
+
+    monkeypatch.setattr(calibrate, "measure", lambda most, quick=False: _calibration())
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.delenv("CORECAST_MACHINE_FILE", raising=False)
+    assert main(["calibrate"]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.startswith(f"written to {tmp_path}") and "not advised yet" in last and "remove it" in last
+    assert main(["calibrate", "-o", str(tmp_path / "elsewhere.json")]) == 0  # no run reads that one
+    assert capsys.readouterr().out.splitlines()[-1] == f"written to {tmp_path / 'elsewhere.json'}"
+
+
+@pytest.mark.parametrize("sep", ["|", " "])
+def test_a_csv_split_by_another_character_says_its_header_is_one_cell(tmp_path, capsys, sep):
+    # "threads|time" said only "no value column (name one column time, ...)": it had one.
+    path = tmp_path / "m.csv"
+    path.write_text(f"threads{sep}time\n1{sep}10\n2{sep}5.5\n4{sep}3\n")
+    err = assert_one_line_error(capsys, ["predict", str(path)])
+    assert "the header is one cell" in err and "commas, tabs or semicolons" in err
+    path.write_text("threads\n1\n2\n")  # one column, no separator in it: as before
+    assert "one cell" not in assert_one_line_error(capsys, ["predict", str(path)])
+    path.write_text("x y" + "\0" * 5000 + "\n1\n")  # a tar archive is ASCII, but no header
+    assert "one cell" not in assert_one_line_error(capsys, ["predict", str(path)])
