@@ -169,7 +169,8 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
             if (p->threads[k] == s->target)
                 at = k;
         if (at >= 0)
-            cc_put(&b, CC_COL_BAND, p->low[at], p->high[at]);
+            cc_put(&b, CC_COL_BAND, CC_COL_BAND_DECIMALS(p->low[at]), p->low[at], CC_COL_BAND_DECIMALS(p->high[at]),
+                   p->high[at]);
         else
             cc_put(&b, CC_COL_BAND_NONE, "-");
         if (ok && p->npred) {

@@ -13,6 +13,7 @@ from corecast.runtime import bridge, devicewait
 from corecast.model.runtime import kernelmodel, workgroups
 from corecast.model.runtime.bound import TeamPrediction
 from corecast.recording.record import kernel_from_json
+from corecast.views import columns
 
 from .test_predict import kernel
 
@@ -170,8 +171,10 @@ def test_the_kernel_table_shows_the_band_at_the_target(monkeypatch):
     head, row = [line for line in shown[0].splitlines() if line.startswith(("kernel ", "smooth"))]
     assert f"band@{UNITS}" in head
     i = pred.threads.index(UNITS)
-    assert f"{pred.low[i]:5.2f}-{pred.high[i]:<5.2f}" in row
-    assert head.index(f"band@{UNITS}") + len(f"band@{UNITS}") == head.index(" fastest")  # right-aligned over the cell
+    assert columns.band_cell(pred, UNITS) in row
+    # right-aligned over the cell, which keeps its width at 132 units (66.00-132.00 did not)
+    assert head.index(f"band@{UNITS}") + len(f"band@{UNITS}") == head.index(" fastest")
+    assert row.index(columns.band_cell(pred, UNITS)) + 1 + columns.BAND == head.index(" fastest")
     assert pred.low[i] < pred.high[i]
 
 

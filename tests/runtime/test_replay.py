@@ -376,6 +376,29 @@ def test_the_library_s_table_and_replay_s_share_one_layout(build, lib, tmp_path)
     assert rows and [row[:measured] for row in rows] == [row[:measured] for row in replayed]
 
 
+def test_a_band_past_100_keeps_its_cell_in_both_tables(tmp_path):
+    """A band's ends from 100 on lose decimals so that the cell keeps its 11 cells, in the
+    library's format (native/report_columns.h, compiled here) and in replay's alike: a
+    GPU's band@132, 66.00-132.00, pushed the row one cell (#42)."""
+    from types import SimpleNamespace
+
+    from corecast.views import columns
+
+    ends = [(0.5, 1.94), (66.0, 132.0), (99.996, 100.0), (640.5, 1500.25), (99.994, 999.96), (-120.0, 2.0)]
+    src = tmp_path / "band.c"
+    src.write_text("#include <stdio.h>\n#include \"report_columns.h\"\nint main(void) {\n"
+                   + "".join(f"    printf(CC_COL_BAND \"|\\n\", CC_COL_BAND_DECIMALS({lo}), {lo}, "
+                             f"CC_COL_BAND_DECIMALS({hi}), {hi});\n" for lo, hi in ends)
+                   + "    return 0;\n}\n")
+    exe = tmp_path / "band"
+    subprocess.run(["gcc", "-I", str(NATIVE_SOURCE), "-o", str(exe), str(src)], check=True)
+    printed = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()
+    cells = [columns.band_cell(SimpleNamespace(threads=[132], low=[lo], high=[hi]), 132) for lo, hi in ends]
+    assert [line[:-1] for line in printed] == cells
+    assert all(len(cell) == 1 + columns.BAND for cell in cells[:4]), cells
+    assert cells[1] == " 66.00-132.0"
+
+
 def test_a_long_label_widens_the_column_in_both_tables(build, lib, tmp_path):
     """A label longer than the column's 34 cells widens it, in the library's table and in
     replay's alike: "compute._omp_fn.0 (omp_two_regions)" was cut by one cell (#41)."""

@@ -65,7 +65,15 @@ def band_cell(pred: object, target: int) -> str:
     if pred is None or target not in pred.threads:
         return f" {'-':>{BAND}}"
     i = pred.threads.index(target)
-    return f" {pred.low[i]:{half}.2f}-{pred.high[i]:<{half}.2f}"
+    lo, hi = pred.low[i], pred.high[i]
+    return f" {lo:{half}.{band_decimals(lo)}f}-{hi:<{half}.{band_decimals(hi)}f}"
+
+
+def band_decimals(value: float) -> int:
+    """Decimals of one end of the band: two, but fewer where it reads 100 or more, so that
+    an end stays in its 5 cells (a GPU's 132 compute units: "66.00-132.00" pushed the row
+    one cell)."""
+    return 2 if not abs(value) >= 99.995 else 1 if abs(value) < 999.95 else 0
 
 
 def kernel_stall_cell(lost: dict[str, float] | None, compute_units: int, device_s: float, on_cpu: bool,
@@ -139,7 +147,8 @@ def c_header() -> str:
         f'#define CC_COL_SPEEDUP " %{SPEEDUP}.2f"',
         f'#define CC_COL_SPEEDUP_SMALL " %{SPEEDUP}.3f" /* below 0.01; "<0.001" below that */',
         f'#define CC_COL_SPEEDUP_NONE " %{SPEEDUP}s"',
-        f'#define CC_COL_BAND " %{half}.2f-%-{half}.2f"',
+        f'#define CC_COL_BAND " %{half}.*f-%-{half}.*f" /* with CC_COL_BAND_DECIMALS of each end */',
+        "#define CC_COL_BAND_DECIMALS(v) (!((v) >= 99.995 || (v) <= -99.995) ? 2 : ((v) < 999.95 && (v) > -999.95) ? 1 : 0)",
         f'#define CC_COL_BAND_NONE " %{BAND}s"',
         f'#define CC_COL_FASTEST " %{FASTEST}d  "',
         f'#define CC_COL_FASTEST_NONE " %{FASTEST}s"',
