@@ -166,6 +166,7 @@ def test_sweep_runtime_opencl_sets_pocl_max_pthread_count(opencl, tmp_path):
     assert result["runtime"] == "opencl"
     assert [m["threads"] for m in result["measured"]] == [1, 2]
     assert all(m["time_s"] > 0 for m in result["measured"])
+    assert not any("no OpenCL kernel" in w for w in result["warnings"]), result["warnings"]  # its kernels were seen
 
 
 # The sampling thread reads /proc while the program runs: in a descriptor table of its own,

@@ -141,6 +141,10 @@ def run_sweep(
 
     # Plugin categories: a pattern that never matched is skipped with a warning.
     all_runs = [r for n in ok for r in runs[n]]
+    if runtime == "opencl" and all_runs and not any(r.kernels for r in all_runs):
+        warnings.append("no OpenCL kernel was recorded in any run: the count (pocl's compute units) reaches "
+                        "only kernels, so every count ran the same program; for its own threads use "
+                        "--runtime openmp or pthreads")
     plugin_names = []
     for plug in plugins:
         hits = sum(1 for r in all_runs if plug.name in r.plugin_values)

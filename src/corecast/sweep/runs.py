@@ -28,6 +28,7 @@ class RunResult:
     plugin_values: dict = field(default_factory=dict)  # plugin name -> value (matched ones)
     plugin_errors: dict = field(default_factory=dict)  # plugin name -> why it gave no value
     regions: dict = field(default_factory=dict)  # region name -> (own wall s, stalls_s), summed over processes
+    kernels: int = 0  # OpenCL kernels recorded, summed over processes
 
 
 def _describe_exit(status: int, stderr_path: Path) -> str:
@@ -68,6 +69,11 @@ class RunOutput:
                     for k, v in r["stalls_s"].items():
                         out[k] = out.get(k, 0.0) + v
         return out
+
+    @property
+    def kernels(self) -> int:
+        """OpenCL kernels recorded, over the processes (an OpenCL sweep's count reaches only them)."""
+        return sum(len(proc.kernels) for proc in self.processes or ())
 
     @property
     def regions(self) -> dict[str, tuple[float, dict]]:
@@ -210,7 +216,7 @@ def run_once(
     # Rank runs: regions are not merged across ranks (yet); their stalls are.
     return RunResult(threads, True, elapsed, active=output.active, stalls=output.stalls,
                      plugin_values=values, plugin_errors=errors,
-                     regions=output.regions if launch is None else {})
+                     regions=output.regions if launch is None else {}, kernels=output.kernels)
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
