@@ -45,7 +45,7 @@ def _predict_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--metric", choices=METRICS, help="metric of a 'value' column (Extra-P and Caliper "
                    "values: time unless given)")
     p.add_argument("--callpath", metavar="NAME", help="Extra-P callpath, Caliper region or CUBE callpath "
-                   "(main->solve) to predict (default: every one; CUBE: the call tree's root)")
+                   "('main->solve', quoted) to predict (default: every one; CUBE: the call tree's root)")
     p.add_argument("--profile-metric", metavar="NAME", help="Extra-P metric, Caliper attribute or CUBE metric "
                    "to predict (default: every Extra-P metric; Caliper's inclusive time; CUBE's time)")
     p.add_argument("--count-attribute", metavar="NAME", help="Caliper attribute or global holding the count "
