@@ -180,7 +180,7 @@ def test_folder_without_a_cubex(tmp_path, capsys):
     (tmp_path / "empty" / "sub").mkdir(parents=True)
     (tmp_path / "empty" / "notes.txt").write_text("x")
     err = assert_one_line_error(capsys, ["predict", str(tmp_path / "empty")])
-    assert "no .cubex file in the folder or its subfolders" in err
+    assert "is a directory, and no .cubex file is in it or its subfolders" in err
 
 
 def test_one_count_and_a_bad_count_attribute(capsys):
@@ -200,6 +200,8 @@ def test_without_pycubexr_one_line_names_the_extra(monkeypatch, capsys):
         return real_import(name, *args, **kwargs)
 
     monkeypatch.setattr(builtins, "__import__", no_pycubexr)
+    err = assert_one_line_error(capsys, ["predict", str(CUBE.parent / "curves")])  # a folder of CSVs
+    assert "is a directory" in err and "pycubexr" not in err
     for given in ([str(THREADED)], [str(p) for p in sorted(THREADED.glob("*/*.cubex"))]):
         err = assert_one_line_error(capsys, ["predict", *given])
         assert "pip install 'corecast[cube]'" in err

@@ -46,6 +46,8 @@ _PARAMETER = re.compile(r"[A-Za-z][A-Za-z_]*")  # not Score-P's own "scorep-2024
 
 
 def require_pycubexr(path: str) -> None:
+    if os.path.isdir(path):
+        profiles(path, shown(path))  # a folder of no profile is said so first, whatever is installed
     try:
         import pycubexr  # noqa: F401
     except ImportError:
@@ -77,8 +79,8 @@ def profiles(path: str, where: str) -> list[str]:
         subfolders = [os.path.join(path, n) for n in sorted(os.listdir(path)) if not n.startswith(".")]
         found = [f for sub in subfolders if os.path.isdir(sub) for f in own(sub)]
     if not found:
-        raise InputError(f"{where}: no {SUFFIX} file in the folder or its subfolders (Score-P writes "
-                         f"profile.cubex in its experiment folder)")
+        raise InputError(f"{where}: is a directory, and no {SUFFIX} file is in it or its subfolders: give a "
+                         "file, or a Score-P experiment folder (which holds profile.cubex)")
     return found
 
 
