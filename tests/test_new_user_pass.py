@@ -179,7 +179,7 @@ def test_count_attribute_is_refused_where_it_means_nothing(tmp_path, capsys, tex
     path = tmp_path / "in.txt"
     path.write_text(text)
     err = assert_one_line_error(capsys, ["predict", str(path), "--count-attribute", "omp.num.threads"])
-    assert "--count-attribute is for Caliper inputs" in err
+    assert "--count-attribute is for Caliper and CUBE inputs" in err
 
 
 def test_replay_target_is_bounded_as_runs_is(capsys):

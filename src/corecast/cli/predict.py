@@ -39,16 +39,19 @@ def _predict_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", metavar="FILE", nargs="+",
                    help="CSV (count column, then time/throughput/value, optional stall:NAME and size:NAME "
                    "columns), a sweep result, hyperfine's CSV or JSON export of a parameter scan, an Extra-P "
-                   "input file (text, JSON, JSON Lines), or Caliper profiles (.cali, JSON), one per count")
+                   "input file (text, JSON, JSON Lines), Caliper profiles (.cali, JSON) or Score-P's CUBE profiles "
+                   "(.cubex, or their folders), one per count")
     add_format_option(p, "curves", "FILE")
     p.add_argument("--metric", choices=METRICS, help="metric of a 'value' column (Extra-P and Caliper "
                    "values: time unless given)")
-    p.add_argument("--callpath", metavar="NAME", help="Extra-P callpath or Caliper region to predict "
-                   "(default: every one)")
-    p.add_argument("--profile-metric", metavar="NAME", help="Extra-P metric or Caliper attribute to predict "
-                   "(default: every Extra-P metric; Caliper's inclusive time)")
+    p.add_argument("--callpath", metavar="NAME", help="Extra-P callpath, Caliper region or CUBE callpath "
+                   "('main->solve', quoted) to predict (default: every one; CUBE: the call tree's root)")
+    p.add_argument("--profile-metric", metavar="NAME", help="Extra-P metric, Caliper attribute or CUBE metric "
+                   "to predict (default: every Extra-P metric; Caliper's inclusive time; CUBE's time)")
     p.add_argument("--count-attribute", metavar="NAME", help="Caliper attribute or global holding the count "
-                   "(default: the first of omp.num.threads, threads, ..., mpi.world.size that varies)")
+                   "(default: the first of omp.num.threads, threads, ..., mpi.world.size that varies); for CUBE "
+                   "profiles name (the folder's, Extra-P's mm.p8.r1), threads, processes or locations (threads x "
+                   "processes) (default: name where every folder's carries it, else locations)")
     p.add_argument("--upto", type=count, help="predict up to this count (default: 2x the largest measured)")
     p.add_argument("--at", type=count_list, default=[], metavar="N,N,...", help="extra counts to predict")
     p.add_argument("--hw-threads", type=count, metavar="N",

@@ -13,7 +13,9 @@ Measured curves, which ``corecast predict`` fits (``read_inputs``: one ``Series`
   parameter is the count, the wall times the values;
 - Caliper region profiles (``readers.caliper``): ``.cali`` files (with the
   ``caliper-reader`` package), ``cali-query`` JSON records and the ``json-split`` layout;
-  one profile per count, the count from a thread- or rank-count attribute.
+  one profile per count, the count from a thread- or rank-count attribute;
+- Score-P's CUBE profiles (``readers.cube``): ``.cubex`` files or their folders (with the
+  ``pycubexr`` package), one run each, the count from the folder's name or the system tree.
 
 A run's recording, which ``replay``, ``merge`` and ``numa --replay`` read
 (``readers.recording``: the JSON Lines, line by line; ``tools.samples`` decodes them).
@@ -29,7 +31,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from . import caliper, extrap, hyperfine, measurements, numasample, recording, sweepjson
+from . import caliper, cube, extrap, hyperfine, measurements, numasample, recording, sweepjson
 from .raw import RawSeries, Series
 from .registry import CURVES, NUMA_SAMPLE, READERS, RECORDING, Reader, read, readers, register
 
@@ -37,8 +39,9 @@ __all__ = ["CURVES", "NUMA_SAMPLE", "READERS", "RECORDING", "RawSeries", "Reader
            "readers", "register"]
 
 # Detection order: the first reader of a kind whose detector says yes reads the file; the
-# last of a kind is its fallback.  Caliper first: a .cali name decides before the content.
-for _reader in (caliper.READER, extrap.TEXT, extrap.JSON, hyperfine.CSV, hyperfine.JSON,
+# last of a kind is its fallback.  Caliper and CUBE first: a .cali or .cubex name (or a
+# folder) decides before the content.
+for _reader in (caliper.READER, cube.READER, extrap.TEXT, extrap.JSON, hyperfine.CSV, hyperfine.JSON,
                 sweepjson.READER, measurements.CSV, recording.READER, numasample.READER):
     register(_reader)
 
@@ -46,7 +49,7 @@ for _reader in (caliper.READER, extrap.TEXT, extrap.JSON, hyperfine.CSV, hyperfi
 def read_inputs(paths: Sequence[str], metric: str | None = None, callpath: str | None = None,
                 profile_metric: str | None = None, count_attribute: str | None = None,
                 format: str | None = None) -> list[Series]:
-    """The curves in ``paths`` (several files: Caliper profiles, one per count), filtered
+    """The curves in ``paths`` (several files: Caliper or CUBE profiles, one per count), filtered
     to ``callpath`` and ``profile_metric`` when given; ``format``: a reader's name
     (default: detected).  InputError (one line) on bad input."""
     return read(paths, CURVES, format, metric=metric, callpath=callpath, profile_metric=profile_metric,

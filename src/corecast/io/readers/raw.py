@@ -19,12 +19,12 @@ class Series:
     """One curve: its measurements, or why it cannot be fitted (``error``).
 
     ``callpath`` and ``metric_name`` are None for a corecast CSV or sweep result (one
-    curve per file); for Extra-P and Caliper inputs they name the curve as the tool does."""
+    curve per file); for Extra-P, Caliper and CUBE inputs they name the curve as the tool does."""
 
     data: "Measurements | None"
     callpath: str | None = None
     metric_name: str | None = None
-    source: str = "csv"  # the tool that wrote it: csv (corecast's own) | extrap | caliper
+    source: str = "csv"  # the tool that wrote it: csv (corecast's own) | extrap | caliper | cube | hyperfine
     error: str | None = None
     count_unit: str = "threads"  # threads, ranks, or an Extra-P parameter's name (scaling.count_unit_of)
     # What the reader left out or doubts, for the prediction's warning lines (hyperfine's failed runs).
@@ -80,8 +80,8 @@ def one_curve(data: "Measurements", path: str, callpath: str | None, profile_met
               count_unit: str = "threads", count_attribute: str | None = None) -> list[Series]:
     """A corecast file's one curve; the options that pick among named curves are refused."""
     if callpath or profile_metric:
-        raise InputError(f"{path}: --callpath and --profile-metric are for Extra-P "
-                         "and Caliper inputs, this is a corecast CSV or sweep result")
+        raise InputError(f"{path}: --callpath and --profile-metric are for Extra-P, "
+                         "Caliper and CUBE inputs, this is a corecast CSV or sweep result")
     no_count_attribute(path, count_attribute, "a corecast CSV or sweep result")
     return [Series(data, count_unit=count_unit)]
 
@@ -100,7 +100,7 @@ def no_count_attribute(path: str, count_attribute: str | None, what: str) -> Non
     """``--count-attribute`` refused for a file whose count column is fixed (``what``
     names the file's kind): ignored, it would look obeyed."""
     if count_attribute:
-        raise InputError(f"{path}: --count-attribute is for Caliper inputs, this is {what} "
+        raise InputError(f"{path}: --count-attribute is for Caliper and CUBE inputs, this is {what} "
                          "(its count is its first column or parameter)")
 
 

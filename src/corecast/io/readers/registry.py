@@ -9,11 +9,13 @@ loader.  Its name is the ``--format NAME`` of the commands that read what it yie
 without ``--format`` the readers of that kind are tried in registration order
 (``readers/__init__.py`` registers them) and the first whose detector says yes reads the
 file.  ``read`` is the one dispatch: every file is read once (``fileio.read_text``), then
-detected and loaded from that text.
+detected and loaded from that text; a reader ``by_path`` (CUBE: a binary archive that its
+library opens by name, and folders of them) is handed the paths instead.
 """
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Callable, Sequence
@@ -77,10 +79,18 @@ class Reader:
     suffixes: tuple[str, ...] = ()  # names that are this format whatever their content
     several: bool = False           # reads several files at once (one per count)
     require: Callable[[str], None] | None = None  # before reading: a missing package, one line
+    # Opens its inputs itself (binary archives a library reads by name, and folders of
+    # them): load gets (name as shown, path) pairs, and a folder is its input by name.
+    by_path: bool = False
 
     @property
     def flag(self) -> str:
         return f"--format {self.name}"
+
+    def claims(self, path: str) -> bool:
+        """``path`` is this format by its name alone (its suffix, or a folder)."""
+        return bool(self.suffixes and path.lower().endswith(self.suffixes)) or (
+            self.by_path and path != "-" and os.path.isdir(path))
 
 
 READERS: dict[str, Reader] = {}
@@ -122,10 +132,13 @@ def read(paths: Sequence[str], yields: str, name: str | None = None, **options: 
     files = []
     chosen = []
     for path in paths:
-        by_name = forced or next((r for r in candidates if r.suffixes and
-                                  path.lower().endswith(r.suffixes)), None)
+        by_name = forced or next((r for r in candidates if r.claims(path)), None)
         if by_name is not None and by_name.require is not None:
             by_name.require(path)  # before reading a large file for nothing
+        if by_name is not None and by_name.by_path:
+            files.append((shown(path), path))
+            chosen.append(by_name)
+            continue
         text = read_text(path)
         if forced is None and len(candidates) == 1:
             reader = candidates[0]  # nothing to tell apart: its parser says what is wrong

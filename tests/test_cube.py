@@ -1,0 +1,221 @@
+"""Score-P's CUBE profiles (``readers.cube``): Extra-P's own test profiles
+(tests/data/cube/README.md) and small ones written here, each a tar of ``anchor.xml`` and
+the ``time`` metric's index and data, as CubeLib writes them."""
+from __future__ import annotations
+
+import builtins
+import io
+import json
+import shutil
+import struct
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from cli_checks import assert_one_line_error
+from corecast.cli import main
+from corecast.io.readers import read_inputs
+
+pytest.importorskip("pycubexr")
+
+CUBE = Path(__file__).parent / "data" / "cube"
+THREADED = CUBE / "simple_threaded"          # example.f1..f5: f is the count, 2 processes x 2 threads each
+SINGLE = CUBE / "single_parameter"           # mm.x{1,10,25,50,100}y1z1.r1: x is the count, 1 thread
+
+
+def _member(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    tar.addfile(info, io.BytesIO(data))
+
+
+def write_cube(path: Path, threads: list[int], times: list[float], solve: float = 0.5,
+               metric: str = "time") -> Path:
+    """A profile of processes with ``threads[i]`` threads each; ``times``: main's
+    inclusive time per thread, in order; ``solve``: main->solve's, every thread."""
+    locations, n = [], 0
+    for rank, count in enumerate(threads):
+        locs = "".join(f'<location Id="{n + t}"><name>Thread {t}</name><rank>{t}</rank><type>thread</type>'
+                       "</location>" for t in range(count))
+        locations.append(f'<locationgroup Id="{rank}"><name>Process {rank}</name><rank>{rank}</rank>'
+                         f"<type>process</type>{locs}</locationgroup>")
+        n += count
+    assert len(times) == n
+    anchor = f"""<?xml version="1.0" encoding="UTF-8"?>
+<cube version="4.4"><metrics>
+<metric id="0" type="INCLUSIVE"><disp_name>T</disp_name><uniq_name>{metric}</uniq_name><dtype>DOUBLE</dtype>
+<uom>sec</uom><url></url><descr></descr></metric></metrics>
+<program>
+<region id="0" mod="m.c" begin="1" end="9"><name>main</name><mangled_name>main</mangled_name><paradigm>user</paradigm><role>function</role><url></url><descr></descr></region>
+<region id="1" mod="m.c" begin="2" end="8"><name>solve</name><mangled_name>solve</mangled_name><paradigm>user</paradigm><role>function</role><url></url><descr></descr></region>
+<cnode id="0" line="1" mod="m.c" calleeId="0"><cnode id="1" line="2" mod="m.c" calleeId="1"></cnode></cnode>
+</program>
+<system><systemtreenode Id="0"><name>machine</name><class>machine</class>
+<systemtreenode Id="1"><name>node</name><class>node</class>{"".join(locations)}</systemtreenode></systemtreenode>
+<topologies></topologies></system></cube>
+""".encode()
+    index = b"CUBEX.INDEX" + struct.pack("<ihbi", 1, 0, 0, 2) + struct.pack("<2i", 0, 1)
+    data = b"CUBEX.DATA" + struct.pack(f"<{2 * n}d", *times, *[solve] * n)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(path, "w") as tar:
+        _member(tar, "anchor.xml", anchor)
+        _member(tar, "0.index", index)
+        _member(tar, "0.data", data)
+    return path
+
+
+def _one(paths, **options):
+    (s,) = read_inputs([str(p) for p in paths], **options)
+    return s
+
+
+# ---------------------------------------------------------------- Extra-P's profiles
+
+
+def test_count_from_the_folders_names_extrap_convention():
+    s = _one(sorted(SINGLE.glob("*/profile.cubex")))
+    assert (s.callpath, s.metric_name, s.source, s.count_unit) == ("main", "time", "cube", "x")
+    assert s.data.counts.tolist() == [1, 10, 25, 50, 100]
+    # main's inclusive time at the root (the profile's one thread), x1 and x100
+    assert s.data.values[0] == pytest.approx(3.8177e-05) and s.data.values[-1] == pytest.approx(1.8759e-05)
+
+
+def test_folders_and_the_sets_folder_read_as_the_files():
+    by_files = _one(sorted(THREADED.glob("*/*.cubex")))
+    assert by_files.data.counts.tolist() == [1, 2, 3, 4, 5]
+    # the largest over the 4 threads of 2 processes: thread 0 of process 0
+    assert by_files.data.values.tolist() == pytest.approx([14, 28, 42, 56, 70])
+    for given in ([THREADED], sorted(THREADED.iterdir())):
+        s = _one(given)
+        assert s.data.counts.tolist() == by_files.data.counts.tolist()
+        assert s.data.values.tolist() == by_files.data.values.tolist()
+
+
+def test_repetitions_rN_and_two_profiles_in_one_folder(tmp_path):
+    for x in (1, 10):
+        for rep in (1, 2):
+            shutil.copytree(SINGLE / f"mm.x{x}y1z1.r1", tmp_path / f"mm.x{x}y1z1.r{rep}")
+    shutil.copy(SINGLE / "mm.x10y1z1.r1/profile.cubex", tmp_path / "mm.x10y1z1.r2/profile2.cubex")
+    s = _one([tmp_path])
+    assert s.data.counts.tolist() == [1, 10]
+    assert s.data.repetitions.tolist() == [2, 3]
+
+
+def test_count_from_the_system_tree(tmp_path):
+    runs = [write_cube(tmp_path / f"scorep-2024010{i}_1200_{i}/profile.cubex", [t, t], [10.0 / t] * (2 * t))
+            for i, t in enumerate((1, 2, 4), start=1)]
+    assert _one(runs).data.counts.tolist() == [2, 4, 8]        # no count in the names: locations
+    threads = _one(runs, count_attribute="threads")
+    assert (threads.data.counts.tolist(), threads.count_unit) == ([1, 2, 4], "threads")
+    assert threads.data.values.tolist() == pytest.approx([10, 5, 2.5])
+    err = pytest.raises(Exception, _one, runs, count_attribute="processes").value
+    assert "every profile has processes = 2" in str(err)
+
+
+def test_uneven_processes_and_the_slowest_thread(tmp_path):
+    a = write_cube(tmp_path / "a/profile.cubex", [1, 3], [4.0, 9.0, 2.0, 3.0])
+    b = write_cube(tmp_path / "b/profile.cubex", [2, 4, 2], [1.0] * 7 + [6.0])
+    for key, counts in (("threads", [3, 4]), ("processes", [2, 3]), ("locations", [4, 8])):
+        assert _one([a, b], count_attribute=key).data.counts.tolist() == counts
+    assert _one([a, b]).data.values.tolist() == [9.0, 6.0]
+
+
+def test_name_wins_over_the_system_tree_unless_asked(tmp_path):
+    runs = [write_cube(tmp_path / f"app.p{p}.r1/profile.cubex", [p], [8.0 / p] * p) for p in (1, 2, 4)]
+    runs.append(write_cube(tmp_path / "app.p8.r1/profile.cubex", [2], [1.0, 1.0]))  # named 8, ran 2
+    assert _one(runs).data.counts.tolist() == [1, 2, 4, 8]
+    assert _one(runs, count_attribute="threads").data.repetitions.tolist() == [1, 2, 1]
+    assert _one(runs).count_unit == "p"
+
+
+def test_callpath_and_profile_metric(tmp_path):
+    runs = [write_cube(tmp_path / f"app.t{t}/profile.cubex", [t], [9.0] * t, solve=8.0 / t) for t in (1, 2)]
+    s = _one(runs, callpath="main->solve")
+    assert (s.callpath, s.data.values.tolist()) == ("main->solve", [8.0, 4.0])
+    err = pytest.raises(Exception, _one, runs, callpath="solve").value
+    assert "no callpath 'solve'" in str(err) and "'main->solve'" in str(err)
+    err = pytest.raises(Exception, _one, runs, profile_metric="visits").value
+    assert "no metric 'visits'" in str(err)
+
+
+# ---------------------------------------------------------------- bad input: one line
+
+
+def test_mixed_named_and_unnamed_folders(tmp_path, capsys):
+    a = write_cube(tmp_path / "app.p2.r1/profile.cubex", [2], [1.0, 1.0])
+    b = write_cube(tmp_path / "scorep-20240101_1200_1/profile.cubex", [4], [1.0] * 4)
+    err = assert_one_line_error(capsys, ["predict", str(a), str(b)])
+    assert "carries no count" in err and "--count-attribute locations" in err
+    assert _one([a, b], count_attribute="locations").data.counts.tolist() == [2, 4]
+
+
+def test_two_parameters_vary_in_the_names(tmp_path, capsys):
+    runs = [write_cube(tmp_path / f"mm.x{x}y{y}.r1/profile.cubex", [1], [1.0]) for x, y in ((1, 1), (2, 4))]
+    err = assert_one_line_error(capsys, ["predict", *map(str, runs)])
+    assert "vary in 2 parameters (x, y)" in err
+
+
+def test_profile_without_a_time_metric(tmp_path, capsys):
+    runs = [write_cube(tmp_path / f"app.p{p}/profile.cubex", [p], [1.0] * p, metric="visits") for p in (1, 2)]
+    err = assert_one_line_error(capsys, ["predict", *map(str, runs)])
+    assert "no metric 'time'" in err and "visits" in err and "--profile-metric" in err
+    assert main(["predict", *map(str, runs), "--profile-metric", "visits", "--json"]) == 0
+
+
+@pytest.mark.parametrize("cut", [0, 100, 600, 5000, -1])
+def test_corrupt_or_truncated_profile(tmp_path, capsys, cut):
+    good = THREADED / "example.f1/cube-example1.cubex"  # 0.data at byte 512, anchor.xml at 4608
+    bad = tmp_path / "example.f2/cube-example2.cubex"
+    bad.parent.mkdir()
+    data = good.read_bytes()
+    if cut == -1:  # whole, but the time metric's data header garbled
+        data = data.replace(b"CUBEX.DATA", b"XXXXX.DATA", 1)
+    bad.write_bytes(data[:cut] if cut > 0 else data if cut else b"not a tar archive\n" * 50)
+    err = assert_one_line_error(capsys, ["predict", str(good), str(bad)])
+    assert "cube-example2.cubex" in err
+
+
+def test_folder_without_a_cubex(tmp_path, capsys):
+    (tmp_path / "empty" / "sub").mkdir(parents=True)
+    (tmp_path / "empty" / "notes.txt").write_text("x")
+    err = assert_one_line_error(capsys, ["predict", str(tmp_path / "empty")])
+    assert "is a directory, and no .cubex file is in it or its subfolders" in err
+
+
+def test_one_count_and_a_bad_count_attribute(capsys):
+    files = [str(p) for p in sorted(THREADED.glob("*/*.cubex"))]
+    err = assert_one_line_error(capsys, ["predict", *files, "--count-attribute", "locations"])
+    assert "every profile has locations = 4" in err
+    err = assert_one_line_error(capsys, ["predict", *files, "--count-attribute", "omp.num.threads"])
+    assert "name, threads, processes, locations" in err
+
+
+def test_without_pycubexr_one_line_names_the_extra(monkeypatch, capsys):
+    real_import = builtins.__import__
+
+    def no_pycubexr(name, *args, **kwargs):
+        if name == "pycubexr" or name.startswith("pycubexr."):
+            raise ImportError(f"No module named {name!r}")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_pycubexr)
+    err = assert_one_line_error(capsys, ["predict", str(CUBE.parent / "curves")])  # a folder of CSVs
+    assert "is a directory" in err and "pycubexr" not in err
+    for given in ([str(THREADED)], [str(p) for p in sorted(THREADED.glob("*/*.cubex"))]):
+        err = assert_one_line_error(capsys, ["predict", *given])
+        assert "pip install 'corecast[cube]'" in err
+
+
+# ---------------------------------------------------------------- end to end
+
+
+def test_predict_end_to_end_on_the_committed_profiles(capsys):
+    files = [str(p) for p in sorted(SINGLE.glob("*/profile.cubex"))]
+    assert main(["predict", *files, "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    (s,) = out["series"]
+    assert (out["source"], s["callpath"], s["metric_name"]) == ("cube", "main", "time")
+    assert s["count_unit"] == "x" and [p["threads"] for p in s["predictions"]][-1] == 200
+    assert main(["predict", str(THREADED), "--format", "cube"]) == 0
+    assert "== main [time]" in capsys.readouterr().out
