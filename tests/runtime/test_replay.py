@@ -146,6 +146,19 @@ def test_a_kernel_line_s_bad_host_object_is_one_line(tmp_path, host, message):
     assert r.stderr.count("\n") == 1 and f"line 1: not a corecast kernel record ({message})" in r.stderr
 
 
+def test_a_kernel_line_s_host_without_its_cpu_times_is_one_line(tmp_path):
+    # Every other field of a ``host`` object present: the program's CPU times are still
+    # required, not read as none (HostSeen.to_json always writes them).
+    lines = (RECORDINGS / "schema5-opencl-device-bound-pocl.jsonl").read_text().splitlines()
+    kernel = next(json.loads(line) for line in lines if '"event":"kernel"' in line)
+    del kernel["host"]["program_cpu_s"]
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(kernel) + "\n")
+    r = cli(str(path))
+    assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1
+    assert "line 1: not a corecast kernel record (missing 'program_cpu_s')" in r.stderr, r.stderr
+
+
 def test_fresh_recording_replays_to_what_the_run_printed(build, lib, tmp_path):
     """Schema 2, written by this library: replay goes through the same predictor, so it
     gives the run's own predictions (rounded as the JSON rounds them)."""
@@ -464,9 +477,10 @@ def test_a_target_machine_run_says_replay_leaves_its_node_model_out(tmp_path):
     out = cli(str(path)).stdout
     assert "warning: recorded with --target-machine (Opteron, 4 sockets)" in out
     assert "corecast numa --replay" in out
-    summary["predicted_for"]["source"] = "this machine"
-    path.write_text(json.dumps(proc) + "\n" + json.dumps(summary) + "\n")
-    assert "--target-machine" not in cli(str(path)).stdout
+    for source in ("this machine", "this machine, calibrated", "target, calibrated"):  # bridge._predicted_for's
+        summary["predicted_for"]["source"] = source
+        path.write_text(json.dumps(proc) + "\n" + json.dumps(summary) + "\n")
+        assert "--target-machine" not in cli(str(path)).stdout, source
 
 
 def test_a_small_speedup_never_reads_as_zero_in_the_exit_table():
