@@ -73,6 +73,19 @@ def test_weak_scaling_asked_of_a_strong_curve_is_warned():
     assert not any("falls" in w for w in corecast.predict(n, grows, metric="time", scaling="weak").warnings)
     strong = corecast.predict(n, grows, metric="time")
     assert any('(--scaling weak, scaling="weak" in Python)' in w for w in strong.warnings)
+    # A weak curve a little faster at the largest count (below WEAK_GAIN) is weak
+    # scaling's still: nothing said.
+    dips = [1.0, 0.98, 0.95, 0.93, 0.9]
+    assert not any("the time falls" in w for w in corecast.predict(n, dips, metric="time", scaling="weak").warnings)
+
+
+def test_a_curve_over_less_than_a_four_fold_range_is_not_judged_either_way():
+    # Three counts over 1..3 say too little to call the scaling weak or strong (_judged).
+    n = [1, 2, 3]
+    falls = corecast.predict(n, [9.0, 4.7, 3.2], metric="time", scaling="weak", upto=4)
+    assert not any("the time falls" in w for w in falls.warnings)
+    grows = corecast.predict(n, [1.0, 1.2, 1.4], metric="time", upto=4)
+    assert not any("--scaling weak" in w for w in grows.warnings)
 
 
 def test_the_core_units_note_stops_at_the_hardware_threads():
@@ -157,3 +170,6 @@ def test_weak_scaling_past_the_hardware_threads_gains_no_work_rate():
     at = dict(zip(p.counts.tolist(), p.speedup.tolist()))
     assert at[64] == pytest.approx(at[32], rel=1e-6) and at[40] == pytest.approx(at[32], rel=1e-6)
     assert p.fastest <= 32 and p.preferred <= 32
+    # The band too: its fastest time at 64 does no more work per second than at 32.
+    low = dict(zip(p.counts.tolist(), p.low.tolist()))
+    assert 64 / low[64] <= 1.05 * 32 / low[32]

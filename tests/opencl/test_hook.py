@@ -60,6 +60,18 @@ def test_a_bad_flag_is_one_warning_and_the_default():
     assert off.stdout == b"False False\n" and text(off.stderr).count("\n") == 1
 
 
+def test_the_flag_s_words_turn_it_on_and_off_as_every_flag_s():
+    """CORECAST_OPENCL reads a flag's words as the library and io.settings do (FLAG_WORDS,
+    any case): "yes" turns the instrumentation on without a warning, "OFF" leaves it off."""
+    from corecast.io.settings import FLAG_WORDS
+
+    for i, (word, value) in enumerate(sorted(FLAG_WORDS.items())):
+        shown = word.upper() if i % 2 else word
+        r = run([sys.executable, "-c", STATE], env=with_autoload(CORECAST_OPENCL=shown))
+        assert r.returncode == 0 and r.stderr == b"", (shown, text(r.stderr))
+        assert r.stdout == (b"False True\n" if value else b"False False\n"), shown
+
+
 def test_autoload_runs_the_sitecustomize_it_shadows(tmp_path):
     other = tmp_path / "other"
     other.mkdir()

@@ -73,6 +73,15 @@ def test_corecast_run_instruments_python_programs(opencl, tmp_path):
     err = text(r.stderr)
     assert err.count(REPORT_HEAD) == 1
     assert "Traceback" not in err
+    # The kernel lines carry what the OpenCL layer saw of the host, and replay predicts
+    # the process line from it as the run did (a run without it is warned of).
+    from corecast.tools.replay import replay
+
+    assert all(isinstance(k.get("host"), dict) for k in found.values()), found
+    rep = replay(str(out))[0]
+    process = next(d for d in lines if d["event"] == "process")
+    assert not any("OpenCL host" in w for w in rep.warnings), rep.warnings
+    assert [round(s, 2) for s in rep.process[1].speedup] == [p["speedup"] for p in process["predicted"]]
 
 
 def test_queue_without_profiling_is_measured_and_results_unchanged(opencl, tmp_path):

@@ -20,7 +20,7 @@ from corecast.tools.replay import replay
 from corecast.recording.record import SCHEMA, SCHEMAS
 from corecast.tools.samples import read_recording
 
-from .helpers import EXAMPLES, NATIVE_SOURCE, events, read_lines, run
+from .helpers import EXAMPLES, FAKE_MODEL_PRELUDE_C, NATIVE_SOURCE, beside_model, events, read_lines, run
 
 RECORDINGS = Path(__file__).resolve().parents[1] / "data" / "recordings"
 SCHEMA1 = sorted(RECORDINGS.glob("schema1-*.jsonl"))
@@ -172,6 +172,19 @@ def test_a_kernel_line_s_bad_host_object_is_one_line(tmp_path, host, message):
     r = cli(str(path))
     assert r.returncode == 2 and r.stdout == ""
     assert r.stderr.count("\n") == 1 and f"line 1: not a corecast kernel record ({message})" in r.stderr
+
+
+def test_a_kernel_line_s_host_without_its_cpu_times_is_one_line(tmp_path):
+    # Every other field of a ``host`` object present: the program's CPU times are still
+    # required, not read as none (HostSeen.to_json always writes them).
+    lines = (RECORDINGS / "schema5-opencl-device-bound-pocl.jsonl").read_text().splitlines()
+    kernel = next(json.loads(line) for line in lines if '"event":"kernel"' in line)
+    del kernel["host"]["program_cpu_s"]
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(kernel) + "\n")
+    r = cli(str(path))
+    assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1
+    assert "line 1: not a corecast kernel record (missing 'program_cpu_s')" in r.stderr, r.stderr
 
 
 def test_fresh_recording_replays_to_what_the_run_printed(build, lib, tmp_path):
@@ -399,12 +412,14 @@ def test_a_band_past_100_keeps_its_cell_in_both_tables(tmp_path):
     assert cells[1] == " 66.00-132.0"
 
 
-def test_a_long_label_widens_the_column_in_both_tables(build, lib, tmp_path):
+@pytest.mark.parametrize("letter", ["x", "\u00e9"])
+def test_a_long_label_widens_the_column_in_both_tables(build, lib, tmp_path, letter):
     """A label longer than the column's 34 cells widens it, in the library's table and in
-    replay's alike: "compute._omp_fn.0 (omp_two_regions)" was cut by one cell (#41)."""
+    replay's alike: "compute._omp_fn.0 (omp_two_regions)" was cut by one cell (#41).  The
+    width counts cells, not bytes: an "\u00e9" is two bytes and one cell (report.c cells())."""
     from corecast.views import columns
 
-    name = "omp_critical_" + "x" * 30  # the label is "REGION (this name)", about 60 cells
+    name = "omp_critical_" + letter * 30  # the label is "REGION (this name)", about 60 cells
     printed, shown = printed_and_replayed(build, lib, tmp_path, name)
     for lines in (printed, shown):
         rows = [line for line in lines if line.startswith("main.")]
@@ -513,9 +528,10 @@ def test_a_target_machine_run_says_replay_leaves_its_node_model_out(tmp_path):
     out = cli(str(path)).stdout
     assert "warning: recorded with --target-machine (Opteron, 4 sockets)" in out
     assert "corecast numa --replay" in out
-    summary["predicted_for"]["source"] = "this machine"
-    path.write_text(json.dumps(proc) + "\n" + json.dumps(summary) + "\n")
-    assert "--target-machine" not in cli(str(path)).stdout
+    for source in ("this machine", "this machine, calibrated", "target, calibrated"):  # bridge._predicted_for's
+        summary["predicted_for"]["source"] = source
+        path.write_text(json.dumps(proc) + "\n" + json.dumps(summary) + "\n")
+        assert "--target-machine" not in cli(str(path)).stdout, source
 
 
 def test_a_small_speedup_never_reads_as_zero_in_the_exit_table():
@@ -526,3 +542,50 @@ def test_a_small_speedup_never_reads_as_zero_in_the_exit_table():
     assert [columns.speedup_cell(v) for v in (1.5, 0.0123, 0.0022, 0.0004, 0.0)] == \
         ["1.50", "0.01", "0.002", "<0.001", "0.00"]
     assert all(len(columns.speedup_cell(v)) <= columns.SPEEDUP for v in (0.0022, 0.0004, 99.99))
+
+
+# A stand-in model that predicts every region and the process at 1, 2, 4 and 8 threads
+# with speedups too small for two decimals (a steered convoy's S@2 was 1/456).
+SMALL_SPEEDUP_MODEL_C = FAKE_MODEL_PRELUDE_C + r"""
+int corecast_model_predict(const struct cc_sample *s, struct cc_result *r) {
+    static const double at[4] = {1.0, 0.0123, 0.0022, 0.0004};
+    r->status = 0;
+    for (int i = 0; i < s->nregions; i++) {
+        struct cc_region_prediction *p = &r->regions[i];
+        one_count(p, "small speedups");
+        p->npred = 4;
+        for (int k = 0; k < 4; k++) {
+            p->threads[k] = 1 << k;
+            p->speedup[k] = p->low[k] = p->high[k] = at[k];
+        }
+    }
+    return 0;
+}
+"""
+
+TWO_THREADS_C = r"""
+#include <pthread.h>
+static void *work(void *a) { return a; }
+int main(void) {
+    pthread_t t;
+    pthread_create(&t, 0, work, 0);
+    pthread_join(t, 0);
+    return 0;
+}
+"""
+
+
+def test_the_library_prints_small_speedups_by_the_one_cell_rule(build, lib, tmp_path):
+    """native/report.c's S@n cells follow views/columns.py's speedup_cell: 0.0123 is 0.01,
+    0.0022 is 0.002 and 0.0004 is <0.001, never 0.00 (CC_COL_SPEEDUP_SMALL)."""
+    from corecast.views import columns
+
+    model = build("small_speedup_model.so", SMALL_SPEEDUP_MODEL_C, "-shared", "-fPIC", f"-I{NATIVE_SOURCE}")
+    beside = beside_model(lib, model, tmp_path / "lib")
+    r = run([build("two_threads", TWO_THREADS_C, "-pthread")], preload=beside, target=8,
+            env={"PATH": "/usr/bin:/bin"})
+    assert r.returncode == 0, r.stderr
+    rows = [line for line in r.stderr.decode().splitlines() if line.startswith("process")]
+    at = dict(zip((1, 2, 4, 8), (1.0, 0.0123, 0.0022, 0.0004)))
+    cells = "".join(f" {columns.speedup_cell(at[c]):>{columns.SPEEDUP}}" for c in columns.speedup_columns(8))
+    assert rows and all(cells in row for row in rows), (cells, r.stderr.decode())

@@ -14,7 +14,8 @@ from .helpers import clean_env, run
 
 TRUE = shutil.which("true") or "/bin/true"
 _SHOWN = re.compile(r"^  (CORECAST_\w+) = '(.*)'$", re.M)
-CASES = [" 50", "+70", "050", "50 ", "lots", "9", "60001", "", "-1", "99999999999999999999"]
+CASES = [" 50", "+70", "050", "50 ", "lots", "9", "60001", "", "-1", "99999999999999999999",
+         "yes", "on"]  # a flag's words are no whole number (native/config.c reads them for flags only)
 
 
 def displayed(lib, **env: str) -> tuple[dict[str, str], list[str]]:

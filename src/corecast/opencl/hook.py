@@ -233,10 +233,13 @@ def profiler() -> Profiler | None:
 
 def wanted(environ: Mapping[str, str] | None = None) -> bool:
     """Whether the autoload should instrument a process with this environment:
-    ``CORECAST_OPENCL=1`` or ``0`` says so; unset, the preload library in ``LD_PRELOAD``
-    (``corecast run``, ``corecast sweep``) does."""
+    ``CORECAST_OPENCL=1`` or ``0`` (or a flag's word, ``settings.FLAG_WORDS``) says so;
+    unset, the preload library in ``LD_PRELOAD`` (``corecast run``, ``corecast sweep``) does.
+    The words as the sitecustomize reads them: ``yes`` without the library was let through
+    there and then read here as unset (not instrumented, without a word)."""
     environ = os.environ if environ is None else environ
     flag = environ.get(settings.OPENCL, "").strip()
+    flag = str(settings.FLAG_WORDS.get(flag.lower(), flag))
     if flag in ("0", "1"):  # another value is the default's (the sitecustomize warned)
         return flag == "1"
     return PRELOAD_NAME in environ.get("LD_PRELOAD", "")
