@@ -114,3 +114,13 @@ def test_a_csv_split_by_another_character_says_its_header_is_one_cell(tmp_path, 
     assert "one cell" not in assert_one_line_error(capsys, ["predict", str(path)])
     path.write_text("x y" + "\0" * 5000 + "\n1\n")  # a tar archive is ASCII, but no header
     assert "one cell" not in assert_one_line_error(capsys, ["predict", str(path)])
+
+
+@pytest.mark.parametrize("args", [["--upto", "100001"], ["--at", "8,100001"]])
+def test_a_count_past_what_predict_predicts_is_the_argument_s_error(tmp_path, capsys, args):
+    # `predict data.csv --upto 100001` blamed the file ("data.csv: counts above 100000 are not
+    # predicted"): the argument is what is wrong, and it is refused before the file is read.
+    data = tmp_path / "data.csv"
+    data.write_text("threads,time\n1,10\n2,5.2\n4,2.8\n8,1.6\n")
+    err = assert_one_line_error(capsys, ["predict", str(data), *args])
+    assert f"argument {args[0]}" in err and "at most 100000" in err and "data.csv" not in err

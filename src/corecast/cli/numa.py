@@ -117,7 +117,7 @@ def add_machine(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--delays", metavar="PRESET|FILE", default="opteron6380",
                    help="delays per hop class from this preset or file: a machine description or "
                    '{"bus_delay_by_hops": [...], "controller_delay": D_m} (default opteron6380)')
-    d.add_argument("--name", help="name to put in the description")
+    d.add_argument("--name", metavar="NAME", help="name to put in the description")
     d.add_argument("--sysfs", default="/sys", help=argparse.SUPPRESS)
     msub.add_parser("presets", help="list the shipped machine descriptions")
     s = msub.add_parser("show", help="print a preset or file as normalised JSON")

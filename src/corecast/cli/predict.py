@@ -9,7 +9,7 @@ from ..io import settings
 from ..errors import InputError
 from ..io.fileio import printable
 from .common import (CliError, add_format_option, add_output_options, count, count_list, fraction, plot_to_stdout,
-                     print_json)
+                     print_json, whole_in)
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
@@ -28,6 +28,17 @@ def add_predict(sub: argparse._SubParsersAction) -> None:
     )
     p.declare_later(_predict_arguments)
     p.set_defaults(func=cmd_predict)
+
+
+def _predicted_count(text: str) -> int:
+    """A count to predict: at most the model's largest (an argument's error, not the file's)."""
+    from ..model.curve.prediction import MAX_COUNT  # numpy: only where predict parses a count
+
+    return whole_in(1, MAX_COUNT)(text)
+
+
+def _predicted_counts(text: str) -> list[int]:
+    return [_predicted_count(str(n)) for n in count_list(text)]
 
 
 def _predict_arguments(p: argparse.ArgumentParser) -> None:
@@ -52,8 +63,9 @@ def _predict_arguments(p: argparse.ArgumentParser) -> None:
                    "(default: the first of omp.num.threads, threads, ..., mpi.world.size that varies); for CUBE "
                    "profiles name (the folder's, Extra-P's mm.p8.r1), threads, processes or locations (threads x "
                    "processes) (default: name where every folder's carries it, else locations)")
-    p.add_argument("--upto", type=count, help="predict up to this count (default: 2x the largest measured)")
-    p.add_argument("--at", type=count_list, default=[], metavar="N,N,...", help="extra counts to predict")
+    p.add_argument("--upto", type=_predicted_count, metavar="N",
+                   help="predict up to this count (default: 2x the largest measured)")
+    p.add_argument("--at", type=_predicted_counts, default=[], metavar="N,N,...", help="extra counts to predict")
     p.add_argument("--hw-threads", type=count, metavar="N",
                    help="hardware threads (logical CPUs) of the machine to predict for: counts above N "
                    "time-share them and are predicted no faster than N (default for a sweep result with "

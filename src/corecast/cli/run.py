@@ -23,9 +23,9 @@ def add_run(sub: argparse._SubParsersAction) -> None:
         "goes to stderr (and JSON Lines to --json-out). The program's output and exit status "
         "are its own.",
     )
-    p.add_argument("--target", type=whole_in(*TARGET_RANGE), help="predict up to N threads, for a machine of N cores "
+    p.add_argument("--target", type=whole_in(*TARGET_RANGE), metavar="N", help="predict up to N threads, for a machine of N cores "
                    "(default: this machine's cores, or the --target-machine's)")
-    p.add_argument("--window-ms", type=whole_in(*WINDOW_MS_RANGE), help="sampling window in ms (default 200)")
+    p.add_argument("--window-ms", type=whole_in(*WINDOW_MS_RANGE), metavar="MS", help="sampling window in ms (default 200)")
     p.add_argument("--json-out", metavar="FILE", help="write JSON Lines here, emptying a regular file first (CORECAST_OUTPUT, which appends)")
     p.add_argument("--quiet", action="store_true", help="no report on stderr")
     explore = p.add_mutually_exclusive_group()  # steering already runs regions at other sizes
