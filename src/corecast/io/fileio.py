@@ -189,6 +189,8 @@ def parse_json(text: str, path: str | os.PathLike, what: str = "valid JSON", hin
         return value
     import json  # what is wrong, in json's words (and `corecast run` reads no JSON)
 
+    if line is None and not text.strip():  # as the CSV reader says it, not "Expecting value"
+        raise InputError(f"{name}: file is empty")
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
