@@ -124,3 +124,24 @@ def test_a_count_past_what_predict_predicts_is_the_argument_s_error(tmp_path, ca
     data.write_text("threads,time\n1,10\n2,5.2\n4,2.8\n8,1.6\n")
     err = assert_one_line_error(capsys, ["predict", str(data), *args])
     assert f"argument {args[0]}" in err and "at most 100000" in err and "data.csv" not in err
+
+
+CUBE = Path(__file__).parent / "data" / "cube"
+
+
+def test_tune_sim_reads_what_predict_reads(tmp_path, capsys):
+    # tune-sim read CSV and sweep results only: a Score-P set (or Extra-P, hyperfine,
+    # Caliper input) got "not a CSV"-style errors although predict reads them.
+    pytest.importorskip("pycubexr")
+    assert main(["tune-sim", str(CUBE / "simple_threaded"), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["input"]["counts"] == [1, 2, 3, 4, 5] and got["input"]["count_unit"] == "f"
+    # an input of several curves: one is replayed, so the user picks it
+    text = tmp_path / "two.txt"
+    text.write_text("PARAMETER p\n\nPOINTS 1 2 4 8\n\nREGION a\nMETRIC time\n"
+                    "DATA 8\nDATA 4.1\nDATA 2.2\nDATA 1.3\n\nREGION b\nMETRIC time\n"
+                    "DATA 8\nDATA 4.5\nDATA 3\nDATA 2.5\n")
+    err = assert_one_line_error(capsys, ["tune-sim", str(text)])
+    assert "2 (callpath, metric) pairs" in err and "--callpath" in err
+    assert main(["tune-sim", str(text), "--callpath", "b"]) == 0
+    assert "4 counts of p (1..8)" in capsys.readouterr().out

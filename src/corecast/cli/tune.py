@@ -5,7 +5,7 @@ import argparse
 
 from ..errors import InputError
 from ..io.fileio import printable
-from .common import CliError, add_output_options, noise, print_json, seed
+from .common import CliError, add_format_option, add_output_options, noise, print_json, seed
 
 
 def add_tune_sim(sub: argparse._SubParsersAction) -> None:
@@ -25,8 +25,14 @@ def add_tune_sim(sub: argparse._SubParsersAction) -> None:
 def _tune_sim_arguments(p: argparse.ArgumentParser) -> None:
     from ..model.curve.entities import METRICS  # numpy: only when tune-sim runs
 
-    p.add_argument("file", metavar="FILE.csv", help="CSV: count column, then time/throughput/value")
+    p.add_argument("file", metavar="FILE", nargs="+", help="what 'corecast predict' reads: a CSV (count column, "
+                   "then time/throughput/value), a sweep result, hyperfine's export, Extra-P input, Caliper or CUBE "
+                   "profiles (one per count); one curve of it")
+    add_format_option(p, "curves", "FILE")
     p.add_argument("--metric", choices=METRICS, help="metric of a 'value' column")
+    p.add_argument("--callpath", metavar="NAME", help="the callpath or region of a profile to replay (as predict's)")
+    p.add_argument("--profile-metric", metavar="NAME", help="the profile's metric to replay (as predict's)")
+    p.add_argument("--count-attribute", metavar="NAME", help="what in a profile is the count (as predict's)")
     p.add_argument("--noise", type=noise, default=0.0, metavar="FRACTION",
                    help="relative measurement noise per interval, from 0 to 1 (default 0)")
     p.add_argument("--seed", type=seed, default=0, metavar="N", help="random seed for the noise (default 0)")
@@ -36,17 +42,27 @@ def _tune_sim_arguments(p: argparse.ArgumentParser) -> None:
 def cmd_tune_sim(args: argparse.Namespace) -> int:
     import numpy as np
 
-    from ..io.readers.measurements import read_curve
+    from ..io.readers import read_inputs
     from ..model.tuning.tunesim import simulate
     from ..model.tuning.tuners import Binsearch, OPreSca
 
-    try:
-        data, unit = read_curve(args.file, args.metric)
-        data = data.at_target_size()
+    try:  # predict's readers: a tuner replays any curve predict can read
+        series = read_inputs(args.file, args.metric, args.callpath, args.profile_metric, args.count_attribute,
+                             args.format)
     except InputError as e:
         raise CliError(str(e)) from None
+    if len(series) > 1:
+        raise CliError(f"tune-sim replays one curve and the input has {len(series)} (callpath, metric) pairs: "
+                       "pick one with --callpath and --profile-metric", args.file[0])
+    if series[0].data is None:
+        raise CliError(series[0].error, args.file[0])
+    data, unit = series[0].data, series[0].count_unit
+    try:
+        data = data.at_target_size()
+    except InputError as e:
+        raise CliError(str(e), args.file[0]) from None
     if len(data) < 3:
-        raise CliError(f"tune-sim needs at least 3 measured counts, got {len(data)}", args.file)
+        raise CliError(f"tune-sim needs at least 3 measured counts, got {len(data)}", args.file[0])
     counts = [int(c) for c in data.counts]
     perf = data.perf
     results: dict[str, dict] = {}
@@ -62,10 +78,10 @@ def cmd_tune_sim(args: argparse.Namespace) -> int:
                               "final_loss": float(r["final_loss"]), "sum_loss": float(r["sum_loss"]),
                               "counts_tried": [int(c) for c, _, _ in paths[name]]}
                        for name, r in results.items()},
-                    "input": {"file": args.file, "counts": counts, "count_unit": unit, "metric": data.metric,
+                    "input": {"file": args.file[0] if len(args.file) == 1 else args.file, "counts": counts, "count_unit": unit, "metric": data.metric,
                               "best_measured": best, "noise": float(args.noise), "seed": int(args.seed)}})
         return 0
-    print(f"{printable(args.file)}: {len(counts)} counts of {unit} ({counts[0]}..{counts[-1]}), {data.metric}, "
+    print(f"{printable(' '.join(args.file))}: {len(counts)} counts of {unit} ({counts[0]}..{counts[-1]}), {data.metric}, "
           f"best measured at {best} {unit}; noise {args.noise:g}\n")
     print(f"{'tuner':10s} {'steps':>5s} {'chosen':>6s} {'final loss':>10s} {'summed loss':>11s}  counts tried")
     for name, label in (("opresca", "OPreSca"), ("binsearch", "Binsearch")):
