@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import builtins
 import io
+import os
 import json
 import shutil
 import struct
@@ -219,3 +220,154 @@ def test_predict_end_to_end_on_the_committed_profiles(capsys):
     assert s["count_unit"] == "x" and [p["threads"] for p in s["predictions"]][-1] == 200
     assert main(["predict", str(THREADED), "--format", "cube"]) == 0
     assert "== main [time]" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------- hostile archives
+#
+# pycubexr opens any tar (compressed too), follows its links and reads its members whole:
+# a small file could ask for gigabytes.  Each of these ends in one line, within the input
+# limit (CORECAST_MAX_INPUT_MB, as every other reader's input).
+
+
+def _tar(path: Path, members: list[tuple[tarfile.TarInfo, bytes]]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(path, "w") as tar:
+        for info, data in members:
+            tar.addfile(info, io.BytesIO(data) if data else None)
+    return path
+
+
+def _members(path: Path) -> list[tuple[tarfile.TarInfo, bytes]]:
+    with tarfile.open(path) as tar:
+        return [(m, tar.extractfile(m).read()) for m in tar.getmembers()]
+
+
+def _info(name: str, data: bytes = b"", **kw) -> tuple[tarfile.TarInfo, bytes]:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    for k, v in kw.items():
+        setattr(info, k, v)
+    return info, data
+
+
+def _error(capsys, bad: Path, *more: str) -> str:
+    good = write_cube(bad.parent.parent / "app.p2" / "profile.cubex", [2], [1.0, 0.5])
+    return assert_one_line_error(capsys, ["predict", str(bad), str(good), *more])
+
+
+def test_a_profile_over_the_input_limit(tmp_path, capsys, monkeypatch):
+    good = write_cube(tmp_path / "app.p1" / "profile.cubex", [1], [1.0])
+    monkeypatch.setenv("CORECAST_MAX_INPUT_MB", "0.005")  # 5,243 bytes; the profile is 4,096 or more
+    err = _error(capsys, good)
+    assert "app.p1/profile.cubex: larger than the input limit of 0.005 MiB (set CORECAST_MAX_INPUT_MB" in err
+
+
+@pytest.mark.parametrize("kind, said", [("empty", "empty"), ("gzip", "gzip-compressed"), ("zip", "a zip archive"),
+                                        ("bzip2", "bzip2-compressed"), ("xz", "xz-compressed")])
+def test_empty_compressed_or_zip_is_no_profile(tmp_path, capsys, kind, said):
+    import bz2
+    import gzip
+    import lzma
+    import zipfile
+    raw = write_cube(tmp_path / "src.p9" / "profile.cubex", [1], [1.0]).read_bytes()
+    bad = tmp_path / "app.p1" / "profile.cubex"
+    bad.parent.mkdir()
+    if kind == "zip":
+        with zipfile.ZipFile(bad, "w") as z:
+            for info, data in _members(tmp_path / "src.p9" / "profile.cubex"):
+                z.writestr(info.name, data)
+    else:
+        bad.write_bytes({"empty": b"", "gzip": gzip.compress(raw), "bzip2": bz2.compress(raw),
+                         "xz": lzma.compress(raw)}[kind])
+    err = _error(capsys, bad)
+    assert f"app.p1/profile.cubex: {said}" in err and "not a CUBE profile" in err
+
+
+def test_a_sparse_member_claiming_gigabytes(tmp_path, capsys):
+    bad = tmp_path / "app.p1" / "profile.cubex"
+    bad.parent.mkdir()
+    shutil.copy(CUBE / "hostile" / "sparse.p1.cubex", bad)
+    err = _error(capsys, bad)
+    assert "member '0.data' is a sparse file of 8 GiB" in err
+
+
+def test_a_member_claiming_more_than_the_file_holds(tmp_path, capsys):
+    bad = tmp_path / "app.p1" / "profile.cubex"
+    bad.parent.mkdir()
+    info, _ = _info("anchor.xml")
+    info.size = 1 << 40
+    bad.write_bytes(info.tobuf(format=tarfile.GNU_FORMAT) + b"<?xml" + b" " * 4000)
+    err = _error(capsys, bad)
+    assert "member 'anchor.xml' claims 1 TiB, more than the file holds (truncated?)" in err
+
+
+@pytest.mark.parametrize("kind", ["symlink", "hardlink", "loop"])
+def test_links_in_the_archive(tmp_path, capsys, kind):
+    members = _members(write_cube(tmp_path / "src.p9" / "profile.cubex", [1], [1.0]))
+    link = {"symlink": tarfile.SYMTYPE, "hardlink": tarfile.LNKTYPE, "loop": tarfile.SYMTYPE}[kind]
+    head = [_info("anchor.xml", type=link, linkname="/etc/passwd" if kind != "loop" else "b")]
+    if kind == "loop":
+        head.insert(0, _info("b", type=tarfile.SYMTYPE, linkname="anchor.xml"))
+    bad = _tar(tmp_path / "app.p1" / "profile.cubex", head + members[1:])
+    err = _error(capsys, bad)
+    assert "is a link" in err and "a CUBE profile's members are plain files" in err
+
+
+def test_names_outside_the_archive_are_refused_and_nothing_is_written(tmp_path, capsys, monkeypatch):
+    members = _members(write_cube(tmp_path / "src.p9" / "profile.cubex", [1], [1.0]))
+    work = tmp_path / "a" / "b"
+    work.mkdir(parents=True)
+    monkeypatch.chdir(work)
+    for name in ("../../escaped", "/tmp/escaped-corecast-test"):
+        bad = _tar(tmp_path / "app.p1" / "profile.cubex", members + [_info(name, b"x")])
+        err = _error(capsys, bad)
+        assert f"member '{name}' names a path outside the archive" in err
+    assert not (tmp_path / "escaped").exists() and not Path("/tmp/escaped-corecast-test").exists()
+
+
+def test_compressed_members_that_inflate_past_the_limit(tmp_path, capsys, monkeypatch):
+    import gzip
+    import zlib
+    members = _members(write_cube(tmp_path / "src.p9" / "profile.cubex", [1], [1.0]))
+    monkeypatch.setenv("CORECAST_MAX_INPUT_MB", "0.1")  # 104,858 bytes: both bombs are a few hundred
+    anchor = gzip.compress(b"<?xml version='1.0'?><a>" + b"x" * (1 << 20) + b"</a>")
+    bad = _tar(tmp_path / "app.p1" / "profile.cubex", [_info("anchor.xml", anchor)] + members[1:])
+    err = _error(capsys, bad)
+    assert "member 'anchor.xml' inflates past the input limit of 0.1 MiB" in err
+    z = zlib.compress(b"\0" * (1 << 20))
+    data = b"ZCUBEX.DATA" + struct.pack("<q3q", 1, 0, 0, len(z)) + z
+    bad = _tar(tmp_path / "app.p1" / "profile.cubex", members[:2] + [_info("0.data", data)])
+    err = _error(capsys, bad)
+    assert "member '0.data' inflates past the input limit of 0.1 MiB" in err
+    data = b"ZCUBEX.DATA" + struct.pack("<q3q", 1, 0, 0, 1 << 50) + z  # a row claiming a PiB
+    bad = _tar(tmp_path / "app.p1" / "profile.cubex", members[:2] + [_info("0.data", data)])
+    err = _error(capsys, bad)
+    assert "member '0.data' has a compressed row of 1024 TiB" in err and "garbled" in err
+
+
+def test_a_compressed_data_member_that_reads_right(tmp_path):
+    """ZCUBEX data (CubeLib's compressed rows) within the limit: the check leaves it to pycubexr."""
+    import zlib
+    members = _members(write_cube(tmp_path / "src.p9" / "profile.cubex", [1], [1.0]))
+    rows = [struct.pack("<d", 2.0), struct.pack("<d", 0.5)]
+    zs = [zlib.compress(r) for r in rows]
+    heads = b"".join(struct.pack("<3q", 8 * i, 0, len(z)) for i, z in enumerate(zs))
+    data = b"ZCUBEX.DATA" + struct.pack("<q", len(zs)) + heads + b"".join(zs)
+    a = _tar(tmp_path / "app.p1" / "profile.cubex", members[:2] + [_info("0.data", data)])
+    b = write_cube(tmp_path / "app.p2" / "profile.cubex", [2], [1.0, 1.0])
+    assert _one([a, b]).data.values.tolist() == [2.0, 1.0]
+
+
+def test_a_symlink_loop_names_itself(tmp_path, capsys):
+    loop = tmp_path / "x.cubex"
+    loop.symlink_to("x.cubex")
+    err = assert_one_line_error(capsys, ["predict", str(loop)])
+    assert "x.cubex: cannot read: Too many levels of symbolic links" in err
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a file of mode 000")
+def test_an_unreadable_profile(tmp_path, capsys):
+    bad = write_cube(tmp_path / "app.p1" / "profile.cubex", [1], [1.0])
+    bad.chmod(0)
+    err = _error(capsys, bad)
+    assert "app.p1/profile.cubex: permission denied" in err

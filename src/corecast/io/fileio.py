@@ -82,12 +82,13 @@ def input_limit() -> int:
     return math.ceil(mb * (1 << 20))
 
 
-def _too_large(path: str, limit: int) -> InputError:
-    return InputError(f"{shown(path)}: larger than the input limit of {_limit_text(limit)} "
+def too_large(path: str, limit: int) -> InputError:
+    """The one line for an input over ``limit`` bytes (``input_limit()``)."""
+    return InputError(f"{shown(path)}: larger than the input limit of {limit_text(limit)} "
                       f"(set {settings.MAX_INPUT_MB} to raise it)")
 
 
-def _limit_text(limit: int) -> str:
+def limit_text(limit: int) -> str:
     """The limit as ``CORECAST_MAX_INPUT_MB`` gave it (1e-9 MiB, not the 9.537e-07 MiB that
     its one byte is), with the bytes where it is under a KiB; a limit that setting did not
     give, in MiB."""
@@ -100,7 +101,8 @@ def _limit_text(limit: int) -> str:
     return text + (f", {limit} byte{'' if limit == 1 else 's'}" if limit < 1 << 10 else "")
 
 
-def _read_error(path: str, exc: OSError) -> InputError:
+def read_error(path: str, exc: OSError) -> InputError:
+    """The one line for an input that ``open`` or ``read`` refused."""
     if isinstance(exc, FileNotFoundError):
         reason = "no such file"
     elif isinstance(exc, IsADirectoryError):
@@ -137,18 +139,18 @@ def read_bytes(path: str | os.PathLike, limit: int | None = None) -> bytes:
         try:
             data = _read_upto(stream, limit + 1)
         except OSError as exc:
-            raise _read_error(path, exc) from None
+            raise read_error(path, exc) from None
     else:
         try:
             with open(path, "rb") as f:
                 st = os.fstat(f.fileno())
                 if stat.S_ISREG(st.st_mode) and st.st_size > limit:
-                    raise _too_large(path, limit)  # before reading any of it
+                    raise too_large(path, limit)  # before reading any of it
                 data = _read_upto(f, limit + 1)  # a device or FIFO says its size only by ending
         except OSError as exc:
-            raise _read_error(path, exc) from None
+            raise read_error(path, exc) from None
     if len(data) > limit:
-        raise _too_large(path, limit)
+        raise too_large(path, limit)
     return data
 
 
@@ -163,7 +165,7 @@ def read_tail(path: str | os.PathLike, size: int) -> bytes:
                 f.seek(st.st_size - size)
             return f.read(size)
     except OSError as exc:
-        raise _read_error(path, exc) from None
+        raise read_error(path, exc) from None
 
 
 def read_text(path: str | os.PathLike, limit: int | None = None) -> str:

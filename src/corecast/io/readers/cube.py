@@ -30,7 +30,8 @@ from typing import Sequence
 
 from ...errors import InputError
 from ...model.scaling import count_unit_of
-from ..fileio import quoted, shown
+from ..fileio import quoted, read_error, shown
+from .cubearchive import check_archive
 from .raw import RawSeries, Series, as_count, named_curves
 from .registry import CURVES, Reader, Sniff
 
@@ -60,8 +61,10 @@ def profiles(path: str, where: str) -> list[str]:
     if path == "-":
         raise InputError("standard input: a CUBE profile is read from its file (give the .cubex file or its folder)")
     if not os.path.isdir(path):
-        if not os.path.exists(path):
-            raise InputError(f"{where}: no such file")
+        try:
+            os.stat(path)
+        except OSError as exc:  # missing, a symlink loop, a folder on the way not searchable
+            raise read_error(path, exc) from None
         if not os.path.isfile(path):
             raise InputError(f"{where}: not a regular file")
         return [path]
@@ -111,6 +114,7 @@ class _Profile:
         from pycubexr import CubexParser
 
         self.where = where
+        check_archive(path, where)
         try:
             with CubexParser(path) as cube:
                 self._read(cube, metric, callpath)
