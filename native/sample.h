@@ -10,9 +10,9 @@
 /* Fills ``s`` from the live counters (``final``: the exit's sample); ``refs`` (may be
  * NULL) receives the region behind each sample entry. */
 void cc_build_sample(struct cc_sample *s, int final, struct cc_region **refs);
-/* The sections' credited waits and holds fitted into the threads' time (sample.c), on
+/* The sections' credited waits and holds fitted into the threads' time (fit_waits.c), on
  * the final sample as it is written, after the model read it. */
-void cc_sample_fit_waits(struct cc_sample *s);
+void cc_sample_fit_waits(struct cc_sample *s) CC_HIDDEN;
 /* Of the exit's sample (else 0): region ``g``'s calls whose sections were not counted (or
  * in part) and are not credited: it first ran uncounted and had no rate when the program
  * ended (settle.c); its counts leave them out. */
