@@ -371,3 +371,21 @@ def test_an_unreadable_profile(tmp_path, capsys):
     bad.chmod(0)
     err = _error(capsys, bad)
     assert "app.p1/profile.cubex: permission denied" in err
+
+
+def test_cubewriter_4_8_s_bad_checksums_print_no_python_warning(tmp_path):
+    # CubeWriter 4.8 wrote tar headers with wrong checksums, which pycubexr reads past with
+    # warnings.warn: predict printed its source path and line on stderr (custom_tarinfo.py:85).
+    import warnings
+
+    for n in (1, 2, 3):
+        src = THREADED / f"example.f{n}" / f"cube-example{n}.cubex"
+        data = bytearray(src.read_bytes())
+        data[148:156] = b"0000000\0"  # the first member's header checksum, wrong
+        (tmp_path / f"example.f{n}").mkdir()
+        (tmp_path / f"example.f{n}" / "profile.cubex").write_bytes(bytes(data))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        s = _one([tmp_path])
+    assert [str(w.message) for w in seen] == []
+    assert list(s.data.counts) == [1, 2, 3]
