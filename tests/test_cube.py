@@ -313,6 +313,18 @@ def test_links_in_the_archive(tmp_path, capsys, kind):
     assert "is a link" in err and "a CUBE profile's members are plain files" in err
 
 
+@pytest.mark.parametrize("kind", [tarfile.DIRTYPE, tarfile.FIFOTYPE, tarfile.CHRTYPE])
+@pytest.mark.parametrize("name", ["anchor.xml", "0.index", "0.data"])
+def test_a_member_that_is_no_file_is_one_line(tmp_path, capsys, name, kind):
+    # A folder (or FIFO, device) where the anchor or a metric's data should be: the
+    # archive check opened it as a file, and predict said "internal error: TypeError".
+    members = [(m, d) if m.name != name else _info(name, type=kind)
+               for m, d in _members(write_cube(tmp_path / "src.p9" / "profile.cubex", [1], [1.0]))]
+    bad = _tar(tmp_path / "app.p1" / "profile.cubex", members)
+    err = _error(capsys, bad)
+    assert "app.p1" in err and "internal error" not in err
+
+
 def test_names_outside_the_archive_are_refused_and_nothing_is_written(tmp_path, capsys, monkeypatch):
     members = _members(write_cube(tmp_path / "src.p9" / "profile.cubex", [1], [1.0]))
     work = tmp_path / "a" / "b"
@@ -371,3 +383,21 @@ def test_an_unreadable_profile(tmp_path, capsys):
     bad.chmod(0)
     err = _error(capsys, bad)
     assert "app.p1/profile.cubex: permission denied" in err
+
+
+def test_cubewriter_4_8_s_bad_checksums_print_no_python_warning(tmp_path):
+    # CubeWriter 4.8 wrote tar headers with wrong checksums, which pycubexr reads past with
+    # warnings.warn: predict printed its source path and line on stderr (custom_tarinfo.py:85).
+    import warnings
+
+    for n in (1, 2, 3):
+        src = THREADED / f"example.f{n}" / f"cube-example{n}.cubex"
+        data = bytearray(src.read_bytes())
+        data[148:156] = b"0000000\0"  # the first member's header checksum, wrong
+        (tmp_path / f"example.f{n}").mkdir()
+        (tmp_path / f"example.f{n}" / "profile.cubex").write_bytes(bytes(data))
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        s = _one([tmp_path])
+    assert [str(w.message) for w in seen] == []
+    assert list(s.data.counts) == [1, 2, 3]

@@ -145,3 +145,31 @@ def test_tune_sim_reads_what_predict_reads(tmp_path, capsys):
     assert "2 (callpath, metric) pairs" in err and "--callpath" in err
     assert main(["tune-sim", str(text), "--callpath", "b"]) == 0
     assert "4 counts of p (1..8)" in capsys.readouterr().out
+
+
+def test_predict_s_plot_over_its_input_is_refused_and_the_input_kept(tmp_path, capsys):
+    # `predict data --plot data` (no suffix: a PNG) wrote the plot over the measurements,
+    # exit 0: outputs_apart held for export, merge and sweep, not for predict's --plot.
+    data = tmp_path / "data"
+    data.write_text("threads,time\n1,10\n2,5.2\n4,2.8\n8,1.6\n")
+    before = data.read_text()
+    err = assert_one_line_error(capsys, ["predict", str(data), "--plot", str(data)])
+    assert "--plot names an input file" in err
+    assert data.read_text() == before
+    link = tmp_path / "link"
+    link.symlink_to(data)
+    assert "--plot names an input file" in assert_one_line_error(capsys, ["predict", str(data), "--plot", str(link)])
+    assert data.read_text() == before
+
+
+def test_tune_sim_replays_every_count_a_sweep_measured(tmp_path, capsys):
+    # Reading predict's way, tune-sim took predict's fit of a sweep result: the counts past
+    # its CPUs (6, 8 on 4) left out of the tuners' oracle without a word, and the best
+    # measured count moved from 8 to 4. The oracle is what was measured, as before.
+    result = make_result()
+    result["cpus_allowed"] = 4
+    path = tmp_path / "sweep.json"
+    path.write_text(json.dumps(result))
+    assert main(["tune-sim", str(path), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)["input"]
+    assert got["counts"] == [1, 2, 4, 6, 8] and got["best_measured"] == 8

@@ -160,6 +160,18 @@ def test_a_gpu_kernel_replays_to_the_devices_compute_units_as_the_run_did():
     assert all(p.threads[-1] == 8 for _, p in replay(str(path), 8)[0].kernels)
 
 
+def test_a_recording_of_gpu_kernels_alone_has_one_heading(tmp_path):
+    """Kernel lines without a process line (the OpenCL hook alone, CORECAST_OPENCL=1 without
+    the preload library): the regions' heading, to the host's 16, stood over no row above
+    the kernels' own, to the device's 132."""
+    lines = (RECORDINGS / "schema5-opencl-h200.jsonl").read_text().splitlines()
+    path = tmp_path / "kernels.jsonl"
+    path.write_text("".join(line + "\n" for line in lines if json.loads(line)["event"] != "process"))
+    out = cli(str(path)).stdout
+    heads = [line for line in out.splitlines() if line.split()[:2] in (["region", "calls"], ["kernel", "calls"])]
+    assert len(heads) == 1 and "S@132" in heads[0] and "band@132" in heads[0], out
+
+
 @pytest.mark.parametrize("host, message", [({"device_s": "x"}, "device_s is 'x', not a number >= 0"),
                                            ({"device_s": 1.0}, "missing 'wait_s'"),
                                            ({"program_cpu_s": [0.3, -1]}, "program_cpu_s is -1, not a number >= 0")])

@@ -8,8 +8,8 @@ from typing import Sequence
 from ..io import settings
 from ..errors import InputError
 from ..io.fileio import printable
-from .common import (CliError, add_format_option, add_output_options, count, count_list, fraction, plot_to_stdout,
-                     print_json, whole_in)
+from .common import (CliError, add_format_option, add_output_options, count, count_list, fraction, outputs_apart,
+                     plot_to_stdout, print_json, whole_in)
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
@@ -100,6 +100,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from ..views.report import format_table
 
     png_only = plot_to_stdout(args)
+    outputs_apart([("--plot", args.plot)], args.file)  # `predict data --plot data` replaced the data
 
     try:
         series = read_inputs(args.file, args.metric, args.callpath, args.profile_metric,

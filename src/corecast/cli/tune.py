@@ -56,7 +56,10 @@ def cmd_tune_sim(args: argparse.Namespace) -> int:
                        "pick one with --callpath and --profile-metric", args.file[0])
     if series[0].data is None:
         raise CliError(series[0].error, args.file[0])
-    data, unit = series[0].data, series[0].count_unit
+    # every measured count, as tune-sim replayed a sweep result before it read predict's
+    # way (predict fits a sweep's counts within its CPUs only: as_the_sweep)
+    s = series[0]
+    data, unit = (s.data if s.measured is None else s.measured), s.count_unit
     try:
         data = data.at_target_size()
     except InputError as e:

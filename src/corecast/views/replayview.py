@@ -89,12 +89,14 @@ def table(rep: ReplayedProcess, machine: str | None = None) -> str:
     shown = [(r, p) for r, p in zip(proc.regions, rep.predictions) if r["calls"] > 0 and r["wall_s"] > 0]
     width = col.label_width([printable(_label(r)) for r, _ in shown]
                             + [printable(f"{k.name} ({k.device})") for k, _ in rep.kernels])
-    out.append(col.heading(rep.target, width))
+    units = rep.kernel_target or rep.target
+    kernel_block = bool(rep.kernels) and units != rep.target
+    if shown or not kernel_block:  # a recording of kernels alone: their heading only
+        out.append(col.heading(rep.target, width))
     for region, pred in shown:
         out.append(_row(_label(region), region["calls"], region["threads"], region["wall_s"],
                         _stalls(region), pred, cols, width))
-    units = rep.kernel_target or rep.target
-    if rep.kernels and units != rep.target:  # the kernels' own columns, to the device's units
+    if kernel_block:  # the kernels' own columns, to the device's units
         cols = col.speedup_columns(units)
         out.append("kernel" + col.heading(units, width)[len("kernel"):] if shown else col.heading(units, width))
     for i, (k, pred) in enumerate(rep.kernels):

@@ -89,7 +89,8 @@ def _check_members(f: BinaryIO, size: int, where: str, limit: int) -> None:
                 if m.isreg() and m.offset_data + m.size > size:
                     raise InputError(f"{where}: its member {quoted(name)} claims {_size(m.size)}, more than the "
                                      "file holds (truncated?)")
-                members[name] = m
+                if m.isreg():  # another kind (a folder, a device) has nothing to inflate: pycubexr refuses it
+                    members[name] = m
             anchor = members.get("anchor.xml")
             if anchor is not None:
                 _check_anchor(tar, anchor, where, limit)

@@ -30,6 +30,9 @@ class Series:
     # What the reader left out or doubts, for the prediction's warning lines (hyperfine's failed runs).
     warnings: list[str] = field(default_factory=list)
     hw_threads: int | None = None  # the CPUs the curve was measured on, where the file says (a sweep's)
+    # Every count the file measured, where ``data`` (what is fitted) leaves some out
+    # (``as_the_sweep``): a tuner's replay (tune-sim) tries what was measured; None: ``data``.
+    measured: "Measurements | None" = None
 
     @property
     def label(self) -> str:
@@ -62,6 +65,7 @@ def as_the_sweep(series: Series, cpus: int | None) -> None:
     if note:
         series.warnings.append(note)
     if inside is not None:
+        series.measured = series.data
         series.data = series.data.subset(inside)
         series.hw_threads = cpus
 
