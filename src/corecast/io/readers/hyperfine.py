@@ -161,7 +161,8 @@ def _load(parse):
 CSV = Reader(
     "hyperfine-csv", CURVES, "a hyperfine CSV export",
     "hyperfine's `--export-csv` of a parameter scan: the `parameter_NAME` column is the count, "
-    "each command's median the time",
+    "each command's median the time (the CSV holds no exit codes: runs that failed under "
+    "`--ignore-failure` count as measured, where the JSON export's are left out)",
     "a first line starting `" + ",".join(CSV_HEADER) + "`",
     _is_csv, _load(parse_csv))
 JSON = Reader(
