@@ -182,6 +182,9 @@ def test_folder_without_a_cubex(tmp_path, capsys):
     (tmp_path / "empty" / "notes.txt").write_text("x")
     err = assert_one_line_error(capsys, ["predict", str(tmp_path / "empty")])
     assert "is a directory, and no .cubex file is in it or its subfolders" in err
+    # a folder of another tool's files is told to give the files, not only Score-P's folder
+    # (review38: a folder of .cali files read "give a Score-P experiment folder")
+    assert "give the files themselves" in err
 
 
 def test_one_count_and_a_bad_count_attribute(capsys):

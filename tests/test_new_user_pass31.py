@@ -155,7 +155,7 @@ def test_tune_sim_json_has_the_texts_context(tmp_path, capsys):
     path.write_text("# metric: time\nthreads,value\n1,8\n2,4.5\n4,3\n8,3.5\n")
     got = _json(capsys, ["tune-sim", str(path), "--json", "--noise", "0.1", "--seed", "7"])
     assert got["input"] == {"file": str(path), "counts": [1, 2, 4, 8], "count_unit": "threads", "metric": "time",
-                            "best_measured": 4, "noise": 0.1, "seed": 7}
+                            "best_measured": 4, "noise": 0.1, "seed": 7, "warnings": []}
     assert main(["tune-sim", str(path), "--noise", "0.1", "--seed", "7"]) == 0
     assert "best measured at 4 threads; noise 0.1" in capsys.readouterr().out
 

@@ -82,7 +82,8 @@ def cmd_tune_sim(args: argparse.Namespace) -> int:
                               "counts_tried": [int(c) for c, _, _ in paths[name]]}
                        for name, r in results.items()},
                     "input": {"file": args.file[0] if len(args.file) == 1 else args.file, "counts": counts, "count_unit": unit, "metric": data.metric,
-                              "best_measured": best, "noise": float(args.noise), "seed": int(args.seed)}})
+                              "best_measured": best, "noise": float(args.noise), "seed": int(args.seed),
+                              "warnings": list(s.warnings)}})
         return 0
     print(f"{printable(' '.join(args.file))}: {len(counts)} counts of {unit} ({counts[0]}..{counts[-1]}), {data.metric}, "
           f"best measured at {best} {unit}; noise {args.noise:g}\n")
@@ -91,6 +92,8 @@ def cmd_tune_sim(args: argparse.Namespace) -> int:
         r = results[name]
         tried = " ".join(str(c) for c, _, _ in paths[name])
         print(f"{label:10s} {r['steps']:5d} {r['chosen']:6d} {r['final_loss']:10.1%} {r['sum_loss']:11.1%}  {tried}")
+    for note in s.warnings:  # what the reader left out (hyperfine's failed runs), as predict says it
+        print(f"warning: {printable(note)}")
     return 0
 
 

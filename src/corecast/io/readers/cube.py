@@ -83,8 +83,10 @@ def profiles(path: str, where: str) -> list[str]:
         subfolders = [os.path.join(path, n) for n in sorted(os.listdir(path)) if not n.startswith(".")]
         found = [f for sub in subfolders if os.path.isdir(sub) for f in own(sub)]
     if not found:
-        raise InputError(f"{where}: is a directory, and no {SUFFIX} file is in it or its subfolders: give a "
-                         "file, or a Score-P experiment folder (which holds profile.cubex)")
+        # whatever the folder holds (a user's Caliper or CSV files), not only Score-P's
+        raise InputError(f"{where}: is a directory, and no {SUFFIX} file is in it or its subfolders: give the "
+                         "files themselves (e.g. DIR/*.cali), or a Score-P experiment folder (which holds "
+                         "profile.cubex)")
     return found
 
 
