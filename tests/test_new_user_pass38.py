@@ -174,15 +174,3 @@ def test_tune_sim_replays_every_count_a_sweep_measured(tmp_path, capsys):
     got = json.loads(capsys.readouterr().out)["input"]
     assert got["counts"] == [1, 2, 4, 6, 8] and got["best_measured"] == 8
 
-
-def test_tune_sim_says_what_the_reader_left_out(tmp_path, capsys):
-    # tune-sim read hyperfine's export predict's way but kept its notes to itself: the runs
-    # that failed under --ignore-failure left the oracle without a word (review38)
-    runs = [{"command": f"OMP_NUM_THREADS={n} ./p", "mean": 10.0 / n, "times": [10.0 / n] * 3,
-             "exit_codes": [0, 0, 1 if n == 2 else 0], "parameters": {"threads": str(n)}} for n in (1, 2, 4, 8)]
-    path = tmp_path / "hf.json"
-    path.write_text(json.dumps({"results": runs}))
-    assert main(["tune-sim", str(path)]) == 0
-    assert "warning: 1 of 12 runs exited non-zero" in capsys.readouterr().out
-    assert main(["tune-sim", str(path), "--json"]) == 0
-    assert any("exited non-zero" in w for w in json.loads(capsys.readouterr().out)["input"]["warnings"])
