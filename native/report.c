@@ -155,9 +155,9 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
                     v = p->speedup[k];
                     found = 1;
                 }
-            if (found && v > 0 && v < 0.001) /* views/columns.py speedup_cell: never 0.00 */
-                cc_put(&b, CC_COL_SPEEDUP_NONE, "<0.001");
-            else if (found && v > 0 && v < 0.01)
+            if (found && v > 0 && v < CC_COL_SPEEDUP_TINY_BELOW) /* views/columns.py speedup_cell: never 0.00 */
+                cc_put(&b, CC_COL_SPEEDUP_NONE, CC_COL_SPEEDUP_TINY_CELL);
+            else if (found && v > 0 && v < CC_COL_SPEEDUP_SMALL_BELOW)
                 cc_put(&b, CC_COL_SPEEDUP_SMALL, v);
             else if (found)
                 cc_put(&b, CC_COL_SPEEDUP, v);

@@ -12,7 +12,10 @@
 #define CC_COL_STALLS_HEADING "stalls (share of thread time)"
 #define CC_COL_COUNTS " %7llu %4d %8.3fs  "
 #define CC_COL_SPEEDUP " %6.2f"
-#define CC_COL_SPEEDUP_SMALL " %6.3f" /* below 0.01; "<0.001" below that */
+#define CC_COL_SPEEDUP_SMALL " %6.3f" /* below CC_COL_SPEEDUP_SMALL_BELOW */
+#define CC_COL_SPEEDUP_SMALL_BELOW 0.01
+#define CC_COL_SPEEDUP_TINY_BELOW 0.001
+#define CC_COL_SPEEDUP_TINY_CELL "<0.001"
 #define CC_COL_SPEEDUP_NONE " %6s"
 #define CC_COL_BAND " %5.*f-%-5.*f" /* with CC_COL_BAND_DECIMALS of each end */
 #define CC_COL_BAND_DECIMALS(v) (!((v) >= 99.995 || (v) <= -99.995) ? 2 : ((v) < 999.95 && (v) > -999.95) ? 1 : 0)

@@ -81,12 +81,12 @@ def cmd_tune_sim(args: argparse.Namespace) -> int:
                               "final_loss": float(r["final_loss"]), "sum_loss": float(r["sum_loss"]),
                               "counts_tried": [int(c) for c, _, _ in paths[name]]}
                        for name, r in results.items()},
-                    "input": {"file": args.file[0] if len(args.file) == 1 else args.file, "counts": counts, "count_unit": unit, "metric": data.metric,
-                              "best_measured": best, "noise": float(args.noise), "seed": int(args.seed),
+                    "input": {"file": args.file[0] if len(args.file) == 1 else args.file, "counts": counts,
+                              "count_unit": unit, "metric": data.metric, "best_measured": best, "noise": float(args.noise), "seed": int(args.seed),
                               "warnings": list(s.warnings)}})
         return 0
-    print(f"{printable(' '.join(args.file))}: {len(counts)} counts of {unit} ({counts[0]}..{counts[-1]}), {data.metric}, "
-          f"best measured at {best} {unit}; noise {args.noise:g}\n")
+    print(f"{printable(' '.join(args.file))}: {len(counts)} counts of {unit} ({counts[0]}..{counts[-1]}), "
+          f"{data.metric}, best measured at {best} {unit}; noise {args.noise:g}\n")
     print(f"{'tuner':10s} {'steps':>5s} {'chosen':>6s} {'final loss':>10s} {'summed loss':>11s}  counts tried")
     for name, label in (("opresca", "OPreSca"), ("binsearch", "Binsearch")):
         r = results[name]

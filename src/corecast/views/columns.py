@@ -23,6 +23,9 @@ LABEL, CALLS, THREADS, TIME, STALLS = 34, 7, 4, 9, 34
 # and its last cell says so.
 LABEL_MAX = 72
 SPEEDUP = 6        # one S@n column
+# A speedup below SPEEDUP_SMALL gets three decimals, below SPEEDUP_TINY it reads TINY_CELL
+# (``speedup_cell``; the library's table takes them from the generated header).
+SPEEDUP_SMALL, SPEEDUP_TINY, TINY_CELL = 0.01, 0.001, "<0.001"
 BAND = 11          # "lo-hi" at the target, each 5 wide
 # The fewest threads within 1% of the best predicted speedup (``bound.fastest_count``):
 # predict's *fastest* count, named so here too.  Not predict's *preferred* count (each
@@ -97,11 +100,11 @@ def speedup_cell(speedup: float) -> str:
     rule of every table (``predict``'s, the exit table's S@n cells, which the library prints
     alike: native/report.c; a steered convoy measured 1/456 at 2 threads)."""
     speedup = float(speedup)
-    if not math.isfinite(speedup) or speedup == 0 or abs(speedup) >= 0.01:
+    if not math.isfinite(speedup) or speedup == 0 or abs(speedup) >= SPEEDUP_SMALL:
         return f"{speedup:.2f}"
-    if abs(speedup) >= 0.001:
+    if abs(speedup) >= SPEEDUP_TINY:
         return f"{speedup:.3f}"
-    return "<0.001" if speedup > 0 else ">-0.001"
+    return TINY_CELL if speedup > 0 else ">-0.001"
 
 
 def label_width(labels: Sequence[str]) -> int:
@@ -145,7 +148,10 @@ def c_header() -> str:
         f'#define CC_COL_STALLS_HEADING "{STALLS_HEADING}"',
         f'#define CC_COL_COUNTS " %{CALLS}llu %{THREADS}d %{TIME - 1}.3fs  "',
         f'#define CC_COL_SPEEDUP " %{SPEEDUP}.2f"',
-        f'#define CC_COL_SPEEDUP_SMALL " %{SPEEDUP}.3f" /* below 0.01; "<0.001" below that */',
+        f'#define CC_COL_SPEEDUP_SMALL " %{SPEEDUP}.3f" /* below CC_COL_SPEEDUP_SMALL_BELOW */',
+        f"#define CC_COL_SPEEDUP_SMALL_BELOW {SPEEDUP_SMALL}",
+        f"#define CC_COL_SPEEDUP_TINY_BELOW {SPEEDUP_TINY}",
+        f'#define CC_COL_SPEEDUP_TINY_CELL "{TINY_CELL}"',
         f'#define CC_COL_SPEEDUP_NONE " %{SPEEDUP}s"',
         f'#define CC_COL_BAND " %{half}.*f-%-{half}.*f" /* with CC_COL_BAND_DECIMALS of each end */',
         "#define CC_COL_BAND_DECIMALS(v) (!((v) >= 99.995 || (v) <= -99.995) ? 2 : ((v) < 999.95 && (v) > -999.95) ? 1 : 0)",
