@@ -104,3 +104,14 @@ def test_the_generator_outside_a_source_tree_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "is not corecast's source tree" in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_columns_generator_outside_a_source_tree_is_one_line(tmp_path, capsys):
+    # `python -m corecast.views.columns` from an installed package (ARCHITECTURE.md's command
+    # run from the checkout's root): FileNotFoundError traceback, session docs39
+    from corecast.views import columns
+
+    assert columns.main([str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is not corecast's source tree" in err and "corecast.views.columns" in err
+    assert list(tmp_path.iterdir()) == []

@@ -391,7 +391,7 @@ def test_the_library_s_table_and_replay_s_share_one_layout(build, lib, tmp_path)
     from corecast.views import columns
 
     assert (NATIVE_SOURCE / "report_columns.h").read_text() == columns.c_header(), \
-        "native/report_columns.h is stale: run python -m corecast.views.columns"
+        "native/report_columns.h is stale: run PYTHONPATH=src python -m corecast.views.columns"
     printed, shown = printed_and_replayed(build, lib, tmp_path, "omp_critical")
     heading = columns.heading(8)
     assert heading in printed and heading in shown

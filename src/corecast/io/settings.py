@@ -342,15 +342,24 @@ def markdown() -> str:
     return "\n".join(out)
 
 
+def source_tree(module: str, root: Optional[str] = None) -> Optional[str]:
+    """The checkout a generator (``python -m MODULE``) writes into: ``root``, by default the
+    one this file is in; None, after one line on stderr, where that is no source tree (an
+    installed copy has none: the generators raised FileNotFoundError there)."""
+    if root is None:
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    if all(os.path.isdir(os.path.join(root, d)) for d in ("native", "docs")):
+        return root
+    sys.stderr.write(f"corecast: error: {root} is not corecast's source tree: run "
+                     f"PYTHONPATH=src python -m {module} in a checkout\n")
+    return None
+
+
 def main(argv: Sequence[str] = (), root: Optional[str] = None) -> int:
     """Rewrite native/settings.h and docs/environment.md from the table (``root``: the
     source tree, by default the one this file is in)."""
+    root = source_tree("corecast.io.settings", root)
     if root is None:
-        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
-    if not all(os.path.isdir(os.path.join(root, d)) for d in ("native", "docs")):
-        # an installed copy has no source tree to write into (it raised FileNotFoundError)
-        sys.stderr.write(f"corecast: error: {root} is not corecast's source tree: run "
-                         "PYTHONPATH=src python -m corecast.io.settings in a checkout\n")
         return 2
     for rel, text in (("native/settings.h", c_header()), ("docs/environment.md", markdown())):
         with open(os.path.join(root, rel), "w") as f:  # the source tree's: run from src/

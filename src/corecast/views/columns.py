@@ -168,11 +168,16 @@ def c_header() -> str:
 
 
 def main(argv: Sequence[str] = ()) -> int:
-    """Rewrite native/report_columns.h from the table."""
+    """Rewrite native/report_columns.h from the table (``argv``: the source tree, by default
+    the one this file is in)."""
     from pathlib import Path
 
-    root = Path(argv[0]) if argv else Path(__file__).resolve().parents[3]
-    (root / "native" / "report_columns.h").write_text(c_header())
+    from ..io.settings import source_tree
+
+    root = source_tree("corecast.views.columns", argv[0] if argv else None)
+    if root is None:
+        return 2
+    (Path(root) / "native" / "report_columns.h").write_text(c_header())
     return 0
 
 
