@@ -1,7 +1,7 @@
 """A device-bound OpenCL host for `corecast run` (pyopencl): the host launches a few long
 kernels one after another and blocks on each (`Event.wait`), so the device is busy for
 most of the wall time and the host's own threads do almost nothing.  The process line
-should say "waiting on the device (x% of wall)".
+should say "waiting on device x% of wall".
 
     corecast run -- python examples/opencl_device_bound.py [LAUNCHES] [MS] [--inner K]
 
