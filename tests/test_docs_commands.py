@@ -99,3 +99,21 @@ def test_every_key_a_recording_writer_writes_is_in_recording_md():
     nested = {"speedup", "low", "high", "counters"}  # `predicted` entries, `counters.NAME` rows
     assert {"in_order_launches", "threads_differ", "wall_s"} <= written
     assert not written - named - nested, sorted(written - named - nested)
+
+
+def method_table(page: Path) -> set[str]:
+    """The methods the first cells of ``page``'s table with the `auto` (default) row name."""
+    tables = re.split(r"\n(?!\|)", page.read_text())
+    (table,) = [b for b in tables if "| `auto` (default) |" in b]
+    return {m for line in table.splitlines() if line.startswith("|")
+            for m in re.findall(r"`(\w+)`", line.split("|")[1])}
+
+
+def test_readme_and_predict_md_method_tables_are_the_method_choices():
+    from corecast.cli import build_parser
+
+    _, subs = options(build_parser())
+    options(subs["predict"])
+    (method,) = [a for a in subs["predict"]._actions if "--method" in a.option_strings]
+    for page in (ROOT / "README.md", ROOT / "docs" / "predict.md"):
+        assert method_table(page) == set(method.choices), (page.name, method_table(page) ^ set(method.choices))
