@@ -43,6 +43,7 @@
 #include "corecast.h"
 #include "futex.h"
 #include "real.h"
+#include "text.h"
 
 static int known;          /* the original stderr's identity is known */
 static dev_t origin_dev;

@@ -13,6 +13,7 @@
 
 #include "corecast.h"
 #include "report.h"
+#include "text.h"
 
 /* A bad value is warned about once per process, not once per image: `sh -c 'exec prog'`
  * or `env prog` run two images in one pid, each reading the same variables.  An image that

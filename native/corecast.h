@@ -54,12 +54,15 @@ struct cc_counts {
      * barriers, region ends and single blocks take these out of their time, as libgomp
      * runs queued tasks in barriers); ticks creating them (GOMP_task, less any task it ran
      * at once: the runtime's share); tasks created with dependences (hashed, not only queued);
-     * taskwaits and taskgroup ends outside any task (the phases tasks are made and waited in). */
-    uint64_t tasks, task_ticks, spawn_ticks, task_depend, taskwaits;
+     * taskwaits and taskgroup ends outside any task (the phases tasks are made and waited in);
+     * of the tasks created and their creating ticks, those a single block made outside any
+     * task (the producer of a parallel + single + task region). */
+    uint64_t tasks, task_ticks, spawn_ticks, task_depend, taskwaits, single_tasks, single_spawn_ticks;
 };
 /* The single counters of struct cc_counts (after the per-category tables), for code that
  * treats each alike: a region's fold and its totals. */
-#define CC_COUNT_SCALARS(X) X(single) X(loop_calls) X(tasks) X(task_ticks) X(spawn_ticks) X(task_depend) X(taskwaits)
+#define CC_COUNT_SCALARS(X) X(single) X(loop_calls) X(tasks) X(task_ticks) X(spawn_ticks) X(task_depend) X(taskwaits) \
+    X(single_tasks) X(single_spawn_ticks)
 
 struct cc_thread {
     int tid;
@@ -244,7 +247,8 @@ struct cc_region {
      * time, the imbalance measured at the join, and credited sections.  The members'
      * synchronisation counts are in ``shards``; cc_region_totals adds both up. */
     uint64_t calls, wall, busy, single, loop_calls;
-    uint64_t tasks, task_ticks, spawn_ticks, task_depend, taskwaits; /* tasks run late (omp_call.c); the rest 0 */
+    /* tasks run late (omp_call.c); the rest 0 */
+    uint64_t tasks, task_ticks, spawn_ticks, task_depend, taskwaits, single_tasks, single_spawn_ticks;
     uint64_t hold[CC_NSTALL];
     uint64_t wait[CC_NSTALL], acq[CC_NSTALL], contended[CC_NSTALL];
     struct cc_fold_shard shards[CC_FOLD_SHARDS];
@@ -351,24 +355,7 @@ int cc_own_table_here(void);
 void cc_channel_serving(void), cc_channel_serve(void);
 int cc_channel_give_back(double deadline, int *tid); /* the keeper ends, its task the program's */
 void cc_channel_after_fork(void);
-/* Names from outside made safe (text.c): printable for the terminal, padded or cut to
- * ``width`` characters (-1: as long as it is); a quoted JSON string.  Both return the
- * bytes written, NUL excluded, and always terminate ``dst``. */
-size_t cc_printable(char *dst, size_t n, const char *src);
-size_t cc_printable_cell(char *dst, size_t n, const char *src, int width);
-size_t cc_json_string(char *dst, size_t n, const char *src);
-/* A report's text (text.c): appended with cc_put, a name from outside as a JSON string
- * (cc_put_str) or printable in a column (cc_put_cell); a full buffer cuts, never overruns. */
-struct cc_buf {
-    char data[1 << 17];
-    size_t len;
-};
-void cc_put(struct cc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3))) CC_HIDDEN;
-void cc_put_str(struct cc_buf *b, const char *s) CC_HIDDEN;
-void cc_put_cell(struct cc_buf *b, const char *s, int width) CC_HIDDEN;
-void cc_put_cost(struct cc_buf *b, double percent) CC_HIDDEN; /* "estimated cost 0.8%" or "saving" */
-void cc_put_steering(struct cc_buf *b, int own, int now, int chosen, int steps, double gain, const char *reason) CC_HIDDEN;
-void cc_put_decimal(char **p, long v) CC_HIDDEN; /* async-signal-safe digits, for /proc paths */
+/* Names made safe and a report's text: text.h (text.c). */
 void cc_symbol_name(const void *addr, char *name, size_t nsize, char *object, size_t osize);
 /* The program's CPU time (corecast's own left out) and run-queue wait, the latter split
  * into its own (more runnable threads than CPUs) and other load's (runq_other_s). */

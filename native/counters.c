@@ -21,6 +21,7 @@
 #include "corecast.h"
 #include "futex.h"
 #include "procparse.h"
+#include "text.h"
 
 static int perf_fd[CC_NCTR] = {-1, -1, -1, -1, -1, -1, -1, -1};
 /* The counters are opened in the program's table (by its thread: inherit follows the

@@ -15,6 +15,7 @@
 #include "report.h"
 #include "sample.h"
 #include "settle.h"
+#include "text.h"
 
 /* The MPI rank and world size when an MPI launcher started the process (every line). */
 static void put_rank(struct cc_buf *b) {
@@ -113,9 +114,11 @@ static void json_region(struct cc_buf *b, const struct cc_sample *s, const struc
     for (int c = 0, k = 0; c < CC_NSTALL; c++)
         if (g->hold_s[c] > 0)
             cc_put(b, "%s\"%s\":%.6g", k++ ? "," : "", CC_STALL_NAMES[c], g->hold_s[c]);
-    /* explicit tasks (schema 4; task_depend, taskwaits 5: added keys, older lines lack them) */
+    /* explicit tasks (schema 4; task_depend, taskwaits, then single_tasks, single_task_spawn_s
+     * 5: added keys, older lines lack them) */
     cc_put(b, "},\"tasks\":%llu,\"task_s\":%.6g,\"task_spawn_s\":%.6g,\"task_depend\":%llu,\"taskwaits\":%llu", g->tasks,
            g->task_s, g->task_spawn_s, g->task_depend, g->taskwaits);
+    cc_put(b, ",\"single_tasks\":%llu,\"single_task_spawn_s\":%.6g", g->single_tasks, g->single_task_spawn_s);
     if (process) /* other load's run-queue wait: not in stalls_s */
         cc_put(b, ",\"runqueue_other_load_s\":%.6g,\"team_threads\":%d", g->runq_other_s, g->team_threads);
     if (process)

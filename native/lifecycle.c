@@ -19,6 +19,7 @@
 #include "real.h"
 #include "report.h"
 #include "sample.h"
+#include "text.h"
 
 /* ---- start and fork ---------------------------------------------------------------- */
 static pid_t cc_pid;

@@ -7,7 +7,7 @@
 
 #include <stdint.h>
 
-#define CC_ABI_VERSION 9
+#define CC_ABI_VERSION 10
 /* Version of the JSON Lines records (CORECAST_OUTPUT, docs/recording.md) that `corecast
  * replay` reads; 1: the records written before they carried "schema".  Same number:
  * corecast.recording.record.SCHEMA. */
@@ -137,6 +137,11 @@ struct cc_region_sample {
      * ends outside any task (libgomp's entry points, or OMPT's task creation and waits). */
     unsigned long long task_depend;
     unsigned long long taskwaits;
+    /* ABI 10: of the tasks created and the time creating them, those a single block made
+     * outside any task (GOMP_single_start's block until the next barrier, or OMPT's
+     * single_executor; OMPT: the time is 0, as task_spawn_s). */
+    unsigned long long single_tasks;
+    double single_task_spawn_s;
 };
 
 /* Cumulative since the sampler opened the events (CORECAST_NUMA_EVENTS); uncore counts are

@@ -10,6 +10,7 @@
 #include "report_columns.h"
 #include "sample.h"
 #include "settle.h"
+#include "text.h"
 
 /* The top stall categories of a region as "imbalance 12%, critical 3%": whole
  * categories only, as many as fit the column; where one is left out, as many as fit

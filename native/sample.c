@@ -141,6 +141,8 @@ static unsigned long long fill_region(struct cc_region_sample *o, struct cc_regi
     o->task_spawn_s = cc_ticks_to_s(n.spawn_ticks);
     o->task_depend = n.task_depend;
     o->taskwaits = n.taskwaits;
+    o->single_tasks = n.single_tasks;
+    o->single_task_spawn_s = cc_ticks_to_s(n.single_spawn_ticks);
     o->requested = __atomic_load_n(&r->requested, __ATOMIC_RELAXED);
     o->steered_to = cc_cfg.steer ? __atomic_load_n(&r->steer_threads, __ATOMIC_RELAXED) : 0;
     o->nhist = 0;
@@ -230,7 +232,7 @@ static void fill_process(struct cc_region_sample *o, const struct cc_sample *s, 
     int k;
     const struct cc_thread *t = cc_thread_slots(&k);
     uint64_t wait[CC_NSTALL] = {0}, held[CC_NSTALL] = {0}, hold = 0, holds = 0, single = 0, loops = 0;
-    uint64_t tasks = 0, task = 0, spawn = 0, depend = 0, waits = 0;
+    uint64_t tasks = 0, task = 0, spawn = 0, depend = 0, waits = 0, single_tasks = 0, single_spawn = 0;
     for (int i = 0; i < k; i++) {
         if (t[i].internal)
             continue;
@@ -251,6 +253,8 @@ static void fill_process(struct cc_region_sample *o, const struct cc_sample *s, 
         spawn += t[i].n.spawn_ticks;
         depend += t[i].n.task_depend;
         waits += t[i].n.taskwaits;
+        single_tasks += t[i].n.single_tasks;
+        single_spawn += t[i].n.single_spawn_ticks;
         for (int c = 0; c < CC_NSTALL; c++)
             o->bytes[c] += t[i].mpi_bytes[c];
     }
@@ -277,6 +281,8 @@ static void fill_process(struct cc_region_sample *o, const struct cc_sample *s, 
     o->task_spawn_s = cc_ticks_to_s(spawn);
     o->task_depend = depend;
     o->taskwaits = waits;
+    o->single_tasks = single_tasks;
+    o->single_task_spawn_s = cc_ticks_to_s(single_spawn);
     double runq;
     cc_process_times(&o->cpu_s, &runq, &o->runq_other_s);
     o->stall_s[CC_STALL_RUNQUEUE] = runq; /* the program's own: other load's is apart */

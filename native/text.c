@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "corecast.h"
+#include "text.h"
 
 /* Length of the valid UTF-8 sequence at ``s`` (0: an invalid byte) and its code point. */
 static int utf8_next(const unsigned char *s, unsigned *cp) {

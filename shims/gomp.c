@@ -237,9 +237,15 @@ void GOMP_task(cc_outlined_fn fn, void *data, void (*cpyfn)(void *, void *), lon
     uint64_t t0 = cc_now(), k0 = t->child_ticks;
     g->GOMP_task(task_trampoline, &src, task_copy, pad + arg_size, align, if_clause, flags, depend, priority,
                  detach);
-    uint64_t el = cc_now() - t0, k = t->child_ticks - k0;
+    uint64_t el = cc_now() - t0, k = t->child_ticks - k0, spawn = el > k ? el - k : 0;
     struct cc_counts *n = cc_counts(t);
-    CC_ADD(n->spawn_ticks, el > k ? el - k : 0);
+    CC_ADD(n->spawn_ticks, spawn);
+    /* Made by a single block's own code (open, and no task of it running here: a task's
+     * children are the task's, even where the block's thread runs it in a taskwait). */
+    if (t->single_t0 && t->task_depth == 0) {
+        CC_ADD(n->single_tasks, 1);
+        CC_ADD(n->single_spawn_ticks, spawn);
+    }
     /* Dependences make creating a task hashing and linking them (libgomp's
      * gomp_task_handle_depend), work of its own, not only the queue's lock. */
     if (flags & TASK_FLAG_DEPEND)

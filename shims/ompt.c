@@ -316,9 +316,15 @@ static void on_task_create(ompt_data_t *encountering, const ompt_frame_t *frame,
     if (!cc_tasks_seen)
         __atomic_store_n(&cc_tasks_seen, 1, __ATOMIC_RELAXED);
     struct ompt_thread *o;
-    struct cc_thread *t = has_dependences ? self(&o) : NULL;
-    if (t)
+    struct cc_thread *t = self(&o);
+    if (!t)
+        return;
+    if (has_dependences)
         CC_ADD(cc_counts(t)->task_depend, 1);
+    /* Made by a single block's own code (as shims/gomp.c): the block open (on_work) and the
+     * encountering task not an explicit one. */
+    if (t->single_t0 && !(encountering && encountering->ptr == &explicit_mark))
+        CC_ADD(cc_counts(t)->single_tasks, 1);
 }
 
 static void on_task_schedule(ompt_data_t *prior, int prior_status, ompt_data_t *next) {

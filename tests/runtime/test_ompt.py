@@ -385,6 +385,32 @@ def test_dependent_tasks_and_phases_are_counted_on_both_runtimes(both, lib, tmp_
             assert (rec["counters"]["task_depend"], rec["counters"]["taskwaits"]) == (2, 2), (cc, rec["counters"])
 
 
+def test_single_block_tasks_are_counted_on_both_runtimes(both, lib, tmp_path):
+    """``single_tasks`` reads the same from libgomp's entry points and from libomp's OMPT
+    callbacks (task creation with the single block open, single_executor, and an encountering
+    task that is not an explicit one): omp_tasks's block makes 7 tasks (the tree's 2 top ones
+    and 5), test_single_tasks's producer 40 a call, its fib tree 1 a call.  The creating time
+    is GOMP_task's: 0 on the OMPT path, as task_spawn_s."""
+    from .test_single_tasks import CALLS, FIB_C, FIB_N, PRODUCED, PRODUCER_C, fib_tasks
+
+    cases = (("omp_tasks", EXAMPLES / "omp_tasks.c", ["4", "1000"], 36, 7),  # 1 task before its region
+             ("omp_single_producer", PRODUCER_C, [], CALLS * (PRODUCED + 5 * 2), CALLS * PRODUCED),
+             ("omp_single_fib", FIB_C, [], CALLS * (1 + fib_tasks(FIB_N)), CALLS))
+    for name, source, args, tasks, single in cases:
+        for cc, prog in both(name, source).items():
+            _, lines = measure(prog, args, lib, tmp_path / f"{name}_{cc}.jsonl", quiet="1")
+            (region,) = [r for r in events(lines, "region") if r["threads"] == 2]
+            (proc,) = events(lines, "process")
+            # The process's tasks: on libomp a region's lack those run in a barrier that is not
+            # the join (the single block's), which its members left and came back from.
+            assert proc["counters"]["tasks"] == tasks, (name, cc)
+            for rec in (region, proc):
+                c = rec["counters"]
+                assert c["single_tasks"] == single, (name, cc, c)
+                assert (c["single_task_spawn_s"] > 0) == (cc == "gcc"), (name, cc, c)
+                assert c["single_task_spawn_s"] <= c["task_spawn_s"], (name, cc, c)
+
+
 # Locks and critical sections of a few ns each, in one region: phase A makes calls of 1000
 # of each until corecast handed the locks back (the program's own slot for omp_set_lock then
 # reaches libomp: got.c rewrites it in the same hand-back that swaps the mutex callbacks,

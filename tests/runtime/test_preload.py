@@ -1232,8 +1232,12 @@ def test_tasks_are_counted_exactly(build, lib, tmp_path, threads):
         # omp_tasks: 2 tasks with dependences, and 2 taskwaits outside any task (the tree's
         # root, called in the single block, and the block's last); the tree's own are in tasks
         counted = (2, 2) if prog == tree else (0, 0)
+        # made by the single block's own code: the tree's 2 top tasks and the 5 after them;
+        # all 100 of the nowait block's (no barrier closed it)
+        single = 7 if prog == tree else 100
         for rec in (region, process):
             assert (rec["counters"]["task_depend"], rec["counters"]["taskwaits"]) == counted, prog.name
+            assert rec["counters"]["single_tasks"] == single, prog.name
 
 
 DEPEND_TASKS_C = r"""

@@ -63,6 +63,7 @@ def _struct(ffi, name: bytes):
     g.hist_probes[0], g.probe_calls = 2, 2
     g.runq_other_s, g.team_threads = 0.05, 4
     g.tasks, g.task_s, g.task_spawn_s, g.task_depend, g.taskwaits = 12345678901, 2.5, 0.75, 12345, 678
+    g.single_tasks, g.single_task_spawn_s = 9876543210, 0.5
     return g
 
 
@@ -86,6 +87,7 @@ def test_the_live_bridge_decodes_exactly_the_record(name):
     assert sample["hist"] == [(2, 2, 0.3), (4, 8, 0.7)] and sample["probes"] == {2: 2}
     assert (sample["tasks"], sample["task_s"], sample["task_spawn_s"]) == (12345678901, 2.5, 0.75)
     assert (sample["task_depend"], sample["taskwaits"]) == (12345, 678)
+    assert (sample["single_tasks"], sample["single_task_spawn_s"]) == (9876543210, 0.5)
 
 
 def test_task_counters_read_back_and_stay_absent_in_older_lines():
@@ -121,6 +123,29 @@ def test_dependent_tasks_read_back_and_stay_absent_in_older_lines():
     assert not {"task_depend", "taskwaits"} & set(region_from_json(line))
     line["counters"]["task_depend"] = -3
     with pytest.raises(ValueError, match="task_depend"):
+        region_from_json(line)
+
+
+def test_single_block_tasks_read_back_and_stay_absent_in_older_lines():
+    """``single_tasks`` and ``single_task_spawn_s`` were added to schema 5 in session 39: a
+    line with them gives them exactly, 0 included; one without them (every earlier
+    recording) gives no key, "not recorded", which a model must not read as 0; a bad value
+    is one clear error."""
+    line = {"event": "region", "schema": 5, "pid": 1, "runtime": "openmp", "name": "f._omp_fn.0",
+            "calls": 2, "threads": 2, "wall_s": 1.0, "stalls_s": {},
+            "counters": {"busy_s": 2.0, "serial_s": 0.0, "tasks": 100, "task_s": 1.5, "task_spawn_s": 0.25,
+                         "task_depend": 0, "taskwaits": 2, "single_tasks": 0, "single_task_spawn_s": 0.0}}
+    sample = region_from_json(line)
+    assert (sample["single_tasks"], sample["single_task_spawn_s"]) == (0, 0.0)
+    line["counters"].update(single_tasks=60, single_task_spawn_s=0.125)
+    sample = region_from_json(line)
+    assert (sample["single_tasks"], sample["single_task_spawn_s"]) == (60, 0.125)
+    del line["counters"]["single_tasks"], line["counters"]["single_task_spawn_s"]
+    sample = region_from_json(line)
+    assert sample.get("single_tasks") is None and sample.get("single_task_spawn_s") is None
+    assert sample["tasks"] == 100  # the other task counters read as before
+    line["counters"]["single_task_spawn_s"] = float("nan")
+    with pytest.raises(ValueError, match="single_task_spawn_s"):
         region_from_json(line)
 
 

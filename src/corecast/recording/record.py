@@ -26,10 +26,9 @@ inside profiled programs, where ``typing`` would cost start-up time.
 """
 from __future__ import annotations
 
-import math
-
-from .abi import COUNTERS, HARDWARE, MAX_THREADS, STALLS
+from .abi import COUNTERS, HARDWARE, STALLS
 from .kernelstats import HostSeen, KernelStats
+from .values import number as _num, per_category as _per_category, target as _target, whole as _int
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -100,6 +99,9 @@ class RegionSample(_Required, total=False):
     # Absent in recordings made before the library counted them (added to schema 5):
     task_depend: int          # of the tasks created, those with dependences (GOMP_task, or OMPT's task_create)
     taskwaits: int            # taskwaits and taskgroup ends outside any task (libgomp, or OMPT's waits)
+    # Absent in recordings made before session 39 (added to schema 5): "not recorded", never 0.
+    single_tasks: int         # of the tasks created, those a single block made outside any task (its producer's)
+    single_task_spawn_s: float  # thread-s of task_spawn_s spent creating those (OMPT: 0)
 
 
 class ProcessSample(RegionSample, total=False):
@@ -154,6 +156,8 @@ def region_from_struct(ffi: object, g: object, hardware: dict[str, float] | None
         "task_spawn_s": g.task_spawn_s,
         "task_depend": g.task_depend,
         "taskwaits": g.taskwaits,
+        "single_tasks": g.single_tasks,
+        "single_task_spawn_s": g.single_task_spawn_s,
     }
     if ffi.string(g.name) != b"process":
         return region
@@ -258,9 +262,11 @@ def region_from_json(rec: dict) -> RegionSample | ProcessSample:
         region["tasks"] = _int(counters, "tasks")
         region["task_s"] = _num(counters, "task_s")
         region["task_spawn_s"] = _num(counters, "task_spawn_s")
-    for key in ("task_depend", "taskwaits"):  # added to schema 5: dependences, phases
+    for key in ("task_depend", "taskwaits", "single_tasks"):  # added to schema 5: dependences, phases, producer
         if key in counters:
             region[key] = _int(counters, key)
+    if "single_task_spawn_s" in counters:
+        region["single_task_spawn_s"] = _num(counters, "single_task_spawn_s")
     if name != "process":
         return region
     process: ProcessSample = {**region}
@@ -366,34 +372,3 @@ def process_facts_of(rec: dict) -> dict:
 def _shape(g: object, loc: object) -> tuple:
     return (tuple(int(v) for v in g) if isinstance(g, list) else None,
             tuple(int(v) for v in loc) if isinstance(loc, list) else None)
-
-
-def _num(rec: dict, key: str) -> float:
-    v = rec[key]
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-        raise ValueError(f"{key} is {v!r}, not a number >= 0")
-    return float(v)
-
-
-def _target(rec: dict, key: str) -> int:
-    """A recorded target: the library predicts up to CC_MAX_THREADS (CORECAST_TARGET's
-    range); a larger one is no run's, and replaying up to it would not end."""
-    v = max(1, _int(rec, key))
-    if v > MAX_THREADS:
-        raise ValueError(f"{key} is {v}, past the {MAX_THREADS} threads a run predicts up to")
-    return v
-
-
-def _int(rec: dict, key: str) -> int:
-    v = rec[key]
-    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-        raise ValueError(f"{key} is {v!r}, not a whole number >= 0")
-    return v
-
-
-def _per_category(rec: dict, key: str, kind: type = float) -> dict:
-    table = rec.get(key) or {}
-    if not isinstance(table, dict):
-        raise ValueError(f"{key} is not an object")
-    return {name: (_num if kind is float else _int)(table, name) if name in table else kind(0)
-            for name in STALLS}

@@ -1,0 +1,44 @@
+"""A recorded value, read by the one rule every decoder of a recording line uses
+(``record``): times and counts finite and >= 0, whole numbers whole, a per-category table
+keyed by ``abi.STALLS``, a target no larger than a run predicts up to.  Each raises
+ValueError naming the key (``tools.samples`` adds the file and line)."""
+from __future__ import annotations
+
+import math
+
+from .abi import MAX_THREADS, STALLS
+
+
+def number(rec: dict, key: str) -> float:
+    """``rec[key]``: a finite number >= 0, as float."""
+    v = rec[key]
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+        raise ValueError(f"{key} is {v!r}, not a number >= 0")
+    return float(v)
+
+
+def whole(rec: dict, key: str) -> int:
+    """``rec[key]``: a whole number >= 0."""
+    v = rec[key]
+    if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+        raise ValueError(f"{key} is {v!r}, not a whole number >= 0")
+    return v
+
+
+def target(rec: dict, key: str) -> int:
+    """A recorded target: the library predicts up to CC_MAX_THREADS (CORECAST_TARGET's
+    range); a larger one is no run's, and replaying up to it would not end."""
+    v = max(1, whole(rec, key))
+    if v > MAX_THREADS:
+        raise ValueError(f"{key} is {v}, past the {MAX_THREADS} threads a run predicts up to")
+    return v
+
+
+def per_category(rec: dict, key: str, kind: type = float) -> dict:
+    """``rec[key]``, an object of per-category values, as a table of every ``STALLS`` name
+    (0 where the line has none)."""
+    table = rec.get(key) or {}
+    if not isinstance(table, dict):
+        raise ValueError(f"{key} is not an object")
+    return {name: (number if kind is float else whole)(table, name) if name in table else kind(0)
+            for name in STALLS}
