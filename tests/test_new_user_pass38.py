@@ -117,6 +117,12 @@ def test_calibrate_says_what_the_file_it_wrote_does(tmp_path, monkeypatch, capsy
     assert last.startswith(f"written to {tmp_path}") and "not advised yet" in last and "remove it" in last
     assert main(["calibrate", "-o", str(tmp_path / "elsewhere.json")]) == 0  # no run reads that one
     assert capsys.readouterr().out.splitlines()[-1] == f"written to {tmp_path / 'elsewhere.json'}"
+    # a --quick one at that path is not used by runs (for_this_machine): nothing to say
+    monkeypatch.setattr(calibrate, "measure", lambda most, quick=False: _calibration(quick=quick))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "quick"))
+    assert main(["calibrate", "--quick"]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.startswith(f"written to {tmp_path / 'quick'}") and "runs read it" not in last
 
 
 @pytest.mark.parametrize("sep", ["|", " ", ":"])
@@ -130,7 +136,7 @@ def test_a_csv_split_by_another_character_says_its_header_is_one_cell(tmp_path, 
     assert "one cell" not in assert_one_line_error(capsys, ["predict", str(path)])
     path.write_text("x y" + "\0" * 5000 + "\n1\n")  # a tar archive is ASCII, but no header
     assert "one cell" not in assert_one_line_error(capsys, ["predict", str(path)])
-    path.write_text("threads,run time\n1,10\n2,5\n")  # two cells, neither a value column
+    path.write_text("thread count,stall:mutex\n1,10\n2,5\n")  # two cells, neither a value column
     assert "one cell" not in assert_one_line_error(capsys, ["predict", str(path)])
     header = "threads " + "x" * 200  # a long header is quoted short
     path.write_text(f"{header}\n1\n2\n")
@@ -146,6 +152,8 @@ def test_a_count_past_what_predict_predicts_is_the_argument_s_error(tmp_path, ca
     data.write_text("threads,time\n1,10\n2,5.2\n4,2.8\n8,1.6\n")
     err = assert_one_line_error(capsys, ["predict", str(data), *args])
     assert f"argument {args[0]}" in err and "at most 100000" in err and "data.csv" not in err
+    # the bounds' ends are counts to predict
+    assert main(["predict", str(data), args[0], "100000" if args[0] == "--upto" else "1,100000", "--json"]) == 0
 
 
 CUBE = Path(__file__).parent / "data" / "cube"

@@ -587,6 +587,8 @@ def test_a_small_speedup_never_reads_as_zero_in_the_exit_table():
     assert [columns.speedup_cell(v) for v in (1.5, 0.0123, 0.0022, 0.0004, 0.0)] == \
         ["1.50", "0.01", "0.002", "<0.001", "0.00"]
     assert all(len(columns.speedup_cell(v)) <= columns.SPEEDUP for v in (0.0022, 0.0004, 99.99))
+    # the bounds belong to the wider cell, as the library's `v < BELOW` has it
+    assert [columns.speedup_cell(v) for v in (columns.SPEEDUP_SMALL, columns.SPEEDUP_TINY)] == ["0.01", "0.001"]
 
 
 # A stand-in model that predicts every region and the process at 1, 2, 4 and 8 threads
