@@ -32,13 +32,14 @@ def _member(tar: tarfile.TarFile, name: str, data: bytes) -> None:
 
 
 def write_cube(path: Path, threads: list[int], times: list[float], solve: float = 0.5,
-               metric: str = "time") -> Path:
+               metric: str = "time", kinds: dict[int, str] | None = None) -> Path:
     """A profile of processes with ``threads[i]`` threads each; ``times``: main's
-    inclusive time per thread, in order; ``solve``: main->solve's, every thread."""
-    locations, n = [], 0
+    inclusive time per thread, in order; ``solve``: main->solve's, every thread.
+    ``kinds``: another location type than thread (``{location: type}``)."""
+    locations, n, kinds = [], 0, kinds or {}
     for rank, count in enumerate(threads):
-        locs = "".join(f'<location Id="{n + t}"><name>Thread {t}</name><rank>{t}</rank><type>thread</type>'
-                       "</location>" for t in range(count))
+        locs = "".join(f'<location Id="{n + t}"><name>Thread {t}</name><rank>{t}</rank>'
+                       f'<type>{kinds.get(n + t, "thread")}</type></location>' for t in range(count))
         locations.append(f'<locationgroup Id="{rank}"><name>Process {rank}</name><rank>{rank}</rank>'
                          f"<type>process</type>{locs}</locationgroup>")
         n += count
@@ -122,6 +123,39 @@ def test_uneven_processes_and_the_slowest_thread(tmp_path):
     assert _one([a, b]).data.values.tolist() == [9.0, 6.0]
 
 
+def test_the_count_s_unit_is_what_was_counted(tmp_path):
+    # processes are ranks' worth of processes, locations are threads (every CPU thread)
+    runs = [write_cube(tmp_path / f"r{p}/profile.cubex", [1] * p, [1.0 / p] * p) for p in (1, 2, 4)]
+    assert _one(runs, count_attribute="processes").count_unit == "processes"
+    assert _one(runs, count_attribute="locations").count_unit == "threads"
+
+
+def test_only_cpu_threads_are_locations(tmp_path):
+    # A GPU's stream is a location too (Score-P's CUDA or OpenCL recording): it is neither
+    # counted nor the slowest thread, though its time is the largest.
+    runs = [write_cube(tmp_path / f"r{t}/profile.cubex", [t + 1], [4.0 / t] * t + [99.0],
+                       kinds={t: "accelerator stream"}) for t in (1, 2, 4)]
+    s = _one(runs)
+    assert s.data.counts.tolist() == [1, 2, 4] and s.data.values.tolist() == [4.0, 2.0, 1.0]
+
+
+def test_a_hidden_profile_in_a_folder_is_not_read(tmp_path):
+    # as Extra-P: a name starting with a dot is no run (an editor's or a copy's leftover)
+    runs = [write_cube(tmp_path / f"app.p{p}/profile.cubex", [p], [8.0 / p] * p) for p in (1, 2)]
+    (tmp_path / "app.p1" / ".profile.cubex").write_bytes(b"not a profile")
+    s = _one([tmp_path])
+    assert s.data.counts.tolist() == [1, 2] and s.data.repetitions.tolist() == [1, 1]
+    assert _one([runs[0].parent, runs[1].parent]).data.values.tolist() == [8.0, 4.0]
+
+
+def test_one_profile_named_twice_is_read_once(tmp_path):
+    # its folder and the file by another spelling: one run, not two repetitions
+    runs = [write_cube(tmp_path / f"app.p{p}/profile.cubex", [p], [8.0 / p] * p) for p in (1, 2)]
+    again = tmp_path / "app.p2" / ".." / "app.p1" / "profile.cubex"
+    s = _one([runs[0].parent, again, runs[1]])
+    assert s.data.repetitions.tolist() == [1, 1]
+
+
 def test_name_wins_over_the_system_tree_unless_asked(tmp_path):
     runs = [write_cube(tmp_path / f"app.p{p}.r1/profile.cubex", [p], [8.0 / p] * p) for p in (1, 2, 4)]
     runs.append(write_cube(tmp_path / "app.p8.r1/profile.cubex", [2], [1.0, 1.0]))  # named 8, ran 2
@@ -149,6 +183,13 @@ def test_mixed_named_and_unnamed_folders(tmp_path, capsys):
     err = assert_one_line_error(capsys, ["predict", str(a), str(b)])
     assert "carries no count" in err and "--count-attribute locations" in err
     assert _one([a, b], count_attribute="locations").data.counts.tolist() == [2, 4]
+
+
+def test_count_by_name_where_the_names_carry_none(tmp_path, capsys):
+    runs = [write_cube(tmp_path / f"scorep-2024010{i}_1200_{i}/profile.cubex", [t], [1.0] * t)
+            for i, t in enumerate((1, 2), start=1)]
+    err = assert_one_line_error(capsys, ["predict", *map(str, runs), "--count-attribute", "name"])
+    assert "its folder's name carries no count" in err and "--count-attribute threads" in err
 
 
 def test_two_parameters_vary_in_the_names(tmp_path, capsys):
@@ -302,6 +343,11 @@ def test_a_member_claiming_more_than_the_file_holds(tmp_path, capsys):
     bad.write_bytes(info.tobuf(format=tarfile.GNU_FORMAT) + b"<?xml" + b" " * 4000)
     err = _error(capsys, bad)
     assert "member 'anchor.xml' claims 1 TiB, more than the file holds (truncated?)" in err
+    # less than the file, but past its end from where the member starts
+    info.size = 1200
+    bad.write_bytes(info.tobuf(format=tarfile.GNU_FORMAT) + b"<?xml" + b" " * 995)
+    err = _error(capsys, bad)
+    assert "member 'anchor.xml' claims 1.17188 KiB, more than the file holds (truncated?)" in err
 
 
 @pytest.mark.parametrize("kind", ["symlink", "hardlink", "loop"])
@@ -354,6 +400,12 @@ def test_compressed_members_that_inflate_past_the_limit(tmp_path, capsys, monkey
     bad = _tar(tmp_path / "app.p1" / "profile.cubex", members[:2] + [_info("0.data", data)])
     err = _error(capsys, bad)
     assert "member '0.data' inflates past the input limit of 0.1 MiB" in err
+    # a big-endian profile's rows, read in the byte order its index names
+    index = b"CUBEX.INDEX" + struct.pack(">ihbi", 1, 0, 0, 2) + struct.pack(">2i", 0, 1)
+    data = b"ZCUBEX.DATA" + struct.pack(">q3q", 1, 0, 0, len(z)) + z
+    bad = _tar(tmp_path / "app.p1" / "profile.cubex", members[:1] + [_info("0.index", index), _info("0.data", data)])
+    err = _error(capsys, bad)
+    assert "member '0.data' inflates past the input limit of 0.1 MiB" in err
     data = b"ZCUBEX.DATA" + struct.pack("<q3q", 1, 0, 0, 1 << 50) + z  # a row claiming a PiB
     bad = _tar(tmp_path / "app.p1" / "profile.cubex", members[:2] + [_info("0.data", data)])
     err = _error(capsys, bad)
@@ -371,6 +423,16 @@ def test_a_compressed_data_member_that_reads_right(tmp_path):
     a = _tar(tmp_path / "app.p1" / "profile.cubex", members[:2] + [_info("0.data", data)])
     b = write_cube(tmp_path / "app.p2" / "profile.cubex", [2], [1.0, 1.0])
     assert _one([a, b]).data.values.tolist() == [2.0, 1.0]
+
+
+def test_the_archive_check_refuses_what_is_no_regular_file():
+    # a device or FIFO swapped in after the folder was listed: the check says so, rather
+    # than reading it as an empty archive and handing it to pycubexr
+    from corecast.errors import InputError
+    from corecast.io.readers.cubearchive import check_archive
+
+    with pytest.raises(InputError, match="x.cubex: not a regular file"):
+        check_archive("/dev/zero", "x.cubex")
 
 
 def test_a_symlink_loop_names_itself(tmp_path, capsys):

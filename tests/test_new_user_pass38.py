@@ -50,6 +50,22 @@ def test_sweep_two_outputs_to_one_file_are_refused_before_running(tmp_path, caps
                                          "--html", str(out), "--", "touch", str(marker)])
     assert "--json-out and --html name the same file" in err
     assert not marker.exists() and not out.exists()
+    # --plot is an output too, and a file not yet written is one file by any spelling
+    png = tmp_path / "s.png"
+    err = assert_one_line_error(capsys, ["sweep", "--threads", "1,2", "--repeat", "1", "--json-out", str(png),
+                                         "--plot", str(png), "--", "touch", str(marker)])
+    assert "--json-out and --plot name the same file" in err
+    err = assert_one_line_error(capsys, ["sweep", "--threads", "1,2", "--repeat", "1", "--json-out", str(out),
+                                         "--html", f"{tmp_path}/./s.json", "--", "touch", str(marker)])
+    assert "--json-out and --html name the same file" in err
+    # the stall plugin's file is an input
+    spec = tmp_path / "plugins.json"
+    spec.write_text(json.dumps([{"name": "gc", "source": "stdout", "pattern": r"gc=([0-9.]+)"}]))
+    err = assert_one_line_error(capsys, ["sweep", "--threads", "1,2", "--repeat", "1", "--stall-plugin", str(spec),
+                                         "--json-out", str(spec), "--", "touch", str(marker)])
+    assert "--json-out names an input file" in err
+    assert not marker.exists() and not out.exists() and not png.exists()
+    assert json.loads(spec.read_text())[0]["name"] == "gc"
 
 
 def test_merge_over_one_of_its_recordings_is_refused(tmp_path, capsys):
@@ -101,9 +117,15 @@ def test_calibrate_says_what_the_file_it_wrote_does(tmp_path, monkeypatch, capsy
     assert last.startswith(f"written to {tmp_path}") and "not advised yet" in last and "remove it" in last
     assert main(["calibrate", "-o", str(tmp_path / "elsewhere.json")]) == 0  # no run reads that one
     assert capsys.readouterr().out.splitlines()[-1] == f"written to {tmp_path / 'elsewhere.json'}"
+    # a --quick one at that path is not used by runs (for_this_machine): nothing to say
+    monkeypatch.setattr(calibrate, "measure", lambda most, quick=False: _calibration(quick=quick))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "quick"))
+    assert main(["calibrate", "--quick"]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.startswith(f"written to {tmp_path / 'quick'}") and "runs read it" not in last
 
 
-@pytest.mark.parametrize("sep", ["|", " "])
+@pytest.mark.parametrize("sep", ["|", " ", ":"])
 def test_a_csv_split_by_another_character_says_its_header_is_one_cell(tmp_path, capsys, sep):
     # "threads|time" said only "no value column (name one column time, ...)": it had one.
     path = tmp_path / "m.csv"
@@ -114,6 +136,12 @@ def test_a_csv_split_by_another_character_says_its_header_is_one_cell(tmp_path, 
     assert "one cell" not in assert_one_line_error(capsys, ["predict", str(path)])
     path.write_text("x y" + "\0" * 5000 + "\n1\n")  # a tar archive is ASCII, but no header
     assert "one cell" not in assert_one_line_error(capsys, ["predict", str(path)])
+    path.write_text("thread count,stall:mutex\n1,10\n2,5\n")  # two cells, neither a value column
+    assert "one cell" not in assert_one_line_error(capsys, ["predict", str(path)])
+    header = "threads " + "x" * 200  # a long header is quoted short
+    path.write_text(f"{header}\n1\n2\n")
+    err = assert_one_line_error(capsys, ["predict", str(path)])
+    assert f"the header is one cell, {header[:40]!r}..." in err and "x" * 50 not in err
 
 
 @pytest.mark.parametrize("args", [["--upto", "100001"], ["--at", "8,100001"]])
@@ -124,6 +152,8 @@ def test_a_count_past_what_predict_predicts_is_the_argument_s_error(tmp_path, ca
     data.write_text("threads,time\n1,10\n2,5.2\n4,2.8\n8,1.6\n")
     err = assert_one_line_error(capsys, ["predict", str(data), *args])
     assert f"argument {args[0]}" in err and "at most 100000" in err and "data.csv" not in err
+    # the bounds' ends are counts to predict
+    assert main(["predict", str(data), args[0], "100000" if args[0] == "--upto" else "1,100000", "--json"]) == 0
 
 
 CUBE = Path(__file__).parent / "data" / "cube"
@@ -145,6 +175,14 @@ def test_tune_sim_reads_what_predict_reads(tmp_path, capsys):
     assert "2 (callpath, metric) pairs" in err and "--callpath" in err
     assert main(["tune-sim", str(text), "--callpath", "b"]) == 0
     assert "4 counts of p (1..8)" in capsys.readouterr().out
+    # predict's --count-attribute and --format are tune-sim's too, not ignored
+    err = assert_one_line_error(capsys, ["tune-sim", str(CUBE / "simple_threaded"), "--count-attribute", "locations"])
+    assert "every profile has locations = 4" in err
+    err = assert_one_line_error(capsys, ["tune-sim", str(text), "--callpath", "b", "--format", "csv"])
+    assert "two.txt" in err
+    # a curve the reader could not build is its one line, as predict says it
+    text.write_text("PARAMETER p\n\nPOINTS 1 2 4 8\n\nREGION a\nMETRIC time\nDATA 8\nDATA -4\nDATA 2\nDATA 1\n")
+    assert "value -4 is not positive" in assert_one_line_error(capsys, ["tune-sim", str(text)])
 
 
 def test_predict_s_plot_over_its_input_is_refused_and_the_input_kept(tmp_path, capsys):

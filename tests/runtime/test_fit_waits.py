@@ -111,6 +111,15 @@ def test_waits_shrink_to_what_the_exact_waits_and_the_holds_leave(fit):
          serial_s=0.25)
 
 
+def test_waits_that_fit_beside_the_exact_waits_but_not_beside_the_holds_shrink(fit):
+    # 1 s busy, no exact waits, 0.5 s of holds that fit: 0.75 s of settled waits fit the
+    # busy time alone but not beside the holds, and shrink to the 0.5 s the holds leave.
+    g = entry(busy_s=1.0, stall_s={"critical": 0.5, "omp_lock": 0.25}, hold_s={"atomic": 0.5})
+    (got, _) = fit(g, entry())
+    same(got, {"stall_s": {"critical": 0.5 * 2 / 3, "omp_lock": 0.25 * 2 / 3}, "hold_s": {"atomic": 0.5}},
+         serial_s=0.5)
+
+
 def test_holds_that_fill_the_room_leave_no_waits(fit):
     g = entry(busy_s=1.0, stall_s={"mutex": 0.5, "omp_lock": 0.75}, hold_s={"omp_lock": 1.0})
     (got, _) = fit(g, entry())

@@ -160,6 +160,39 @@ def test_a_gpu_kernel_replays_to_the_devices_compute_units_as_the_run_did():
     assert all(p.threads[-1] == 8 for _, p in replay(str(path), 8)[0].kernels)
 
 
+def test_a_cpu_device_s_kernels_replay_to_the_recorded_target(tmp_path):
+    """pocl's CPU device: its compute units are the host's cores, and its kernels are
+    predicted to the run's target as its threads are (a run under CORECAST_TARGET=4 on 2
+    cores), not cut at the cores as a device's own units would be."""
+    lines = [json.loads(line) for line in (RECORDINGS / "schema5-opencl-device-bound-pocl.jsonl").read_text().splitlines()]
+    for d in lines:
+        if d["event"] == "summary":
+            assert (d["cores"], d["target"]) == (2, 2)
+            d["target"] = 4
+    path = tmp_path / "target4.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in lines))
+    rep = replay(str(path))[0]
+    assert rep.kernels and all(p.threads[-1] == 4 for _, p in rep.kernels)
+    assert rep.process[1].threads[-1] == 4
+
+
+def test_kernels_of_devices_of_different_sizes_share_the_largest_s_columns(tmp_path):
+    """Two devices, 66 and 132 compute units: the kernel block's columns reach the larger,
+    each kernel predicted to its own (the smaller's band at 132 is '-')."""
+    lines = [json.loads(line) for line in (RECORDINGS / "schema5-opencl-h200.jsonl").read_text().splitlines()]
+    for d in lines:
+        if d.get("name") == "triangle":
+            d["threads"] = 66
+    path = tmp_path / "two-devices.jsonl"
+    path.write_text("".join(json.dumps(d) + "\n" for d in lines))
+    rep = replay(str(path))[0]
+    assert [(k.name, p.threads[-1]) for k, p in rep.kernels] == [("triangle", 66), ("smooth", 132)]
+    rows = cli(str(path)).stdout.splitlines()
+    head = next(i for i, line in enumerate(rows) if line.startswith("kernel "))
+    assert rows[head].split()[-4:-2] == ["S@132", "band@132"], rows[head]
+    assert rows[head + 1].startswith("triangle") and rows[head + 1].split()[-4] == "-"
+
+
 def test_a_recording_of_gpu_kernels_alone_has_one_heading(tmp_path):
     """Kernel lines without a process line (the OpenCL hook alone, CORECAST_OPENCL=1 without
     the preload library): the regions' heading, to the host's 16, stood over no row above
@@ -554,6 +587,8 @@ def test_a_small_speedup_never_reads_as_zero_in_the_exit_table():
     assert [columns.speedup_cell(v) for v in (1.5, 0.0123, 0.0022, 0.0004, 0.0)] == \
         ["1.50", "0.01", "0.002", "<0.001", "0.00"]
     assert all(len(columns.speedup_cell(v)) <= columns.SPEEDUP for v in (0.0022, 0.0004, 99.99))
+    # the bounds belong to the wider cell, as the library's `v < BELOW` has it
+    assert [columns.speedup_cell(v) for v in (columns.SPEEDUP_SMALL, columns.SPEEDUP_TINY)] == ["0.01", "0.001"]
 
 
 # A stand-in model that predicts every region and the process at 1, 2, 4 and 8 threads
