@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "corecast.h"
@@ -164,10 +165,25 @@ int cc_model_predict(const struct cc_sample *s, struct cc_result *r) {
     return rc;
 }
 
+/* Whether this thread holds a Python host's GIL: the model's start on another thread
+ * (PyGILState_Ensure) waits for it, so this one must not wait for that start. */
+static int holds_gil(void) {
+    if (!cc_host_is_python())
+        return 0;
+    int (*check)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "PyGILState_Check");
+    return check && check();
+}
+
 static int predict(const struct cc_sample *s, struct cc_result *r) {
     if (state == MODEL_UNTRIED) {
-        while (__atomic_exchange_n(&loading, 1, __ATOMIC_ACQUIRE))
+        while (__atomic_exchange_n(&loading, 1, __ATOMIC_ACQUIRE)) {
+            if (holds_gil()) {
+                r->status = -1;
+                snprintf(r->note, sizeof r->note, "the model was still starting on another thread");
+                return -1;
+            }
             sched_yield(); /* the other caller may be starting an interpreter */
+        }
         if (state == MODEL_UNTRIED) {
             double t0 = cc_thread_cpu_s();
             load();
@@ -235,4 +251,11 @@ static void drop_loading(void) { __atomic_store_n(&loading, 0, __ATOMIC_RELEASE)
 void cc_model_test_hooks(void) {
     if (cc_cfg.loading_at_fork)
         pthread_atfork(hold_loading, drop_loading, NULL);
+}
+
+/* Tests (CORECAST_TEST_FAULT=sampler_first): the program's thread goes on only once the
+ * sampler has begun the model's start (bounded: a sampler that never starts is no hang). */
+void cc_model_test_wait_start(void) {
+    for (int i = 0; i < 20000 && !__atomic_load_n(&loading, __ATOMIC_ACQUIRE) && state == MODEL_UNTRIED; i++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
 }

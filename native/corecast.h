@@ -156,7 +156,7 @@ struct cc_config {
     int exit_timeout_ms; /* how long the exit waits for the model */
     int launch_pid;      /* CORECAST_LAUNCH_PID: the process `corecast run` started (0: none) */
     int keep_counting;   /* CORECAST_KEEP_COUNTING: no hand-back once steering settled (settle.c) */
-    int slow_rewrite, slow_table, report_segv, no_sampler, naming_at_fork, view_at_fork, loading_at_fork; /* tests only: CORECAST_TEST_FAULT of that name */
+    int slow_rewrite, slow_table, report_segv, no_sampler, naming_at_fork, view_at_fork, loading_at_fork, sampler_first; /* tests only: CORECAST_TEST_FAULT of that name */
     char output[1024];   /* CORECAST_OUTPUT as given: may hold {rank} and {pid} */
     int rank, ranks;     /* from the MPI launcher's environment; -1, 0: not launched so */
 };
@@ -332,7 +332,7 @@ void cc_numa_moved(void); /* closed in the program's table (counters.c's cc_coun
  * reads, else what is wrong with it (*p is then not to be used). */
 const char *cc_numa_plan_decode(const char *text, struct cc_numa_plan *p) CC_HIDDEN;
 int cc_model_predict(const struct cc_sample *s, struct cc_result *r);
-void cc_model_after_fork(void), cc_model_warmup(void), cc_model_test_hooks(void);
+void cc_model_after_fork(void), cc_model_warmup(void), cc_model_test_hooks(void), cc_model_test_wait_start(void);
 const char *cc_model_warning(void);
 double cc_model_start_cpu_s(void), cc_model_cpu_s(void); /* its CPU s: its start; all of it */
 /* Python hosts: what the model's atexit hook runs (the exit report), set at start-up. */

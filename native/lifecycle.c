@@ -27,15 +27,26 @@ static int cc_final_done;
 
 static void register_exit(void);
 
-/* The first parallel activity (core.c's hook): measuring starts. */
+static void warm_up(void) {
+    double t0 = cc_thread_cpu_s();
+    cc_model_warmup();
+    cc_own_cpu_add(cc_thread_cpu_s() - t0); /* on the program's thread, but corecast's */
+}
+
+/* The first parallel activity (core.c's hook): measuring starts.  A Python host's model
+ * starts on the program's thread before the sampler exists: Python starts a thread
+ * holding the GIL, and a start the sampler had begun would need that GIL (bridge.c's
+ * predict then gives up rather than wait; the sampler's later start may miss a short run). */
 static void start_measuring(void) {
     register_exit();
     cc_sampler_baseline();
+    int python = cc_host_is_python();
+    if (python && !cc_cfg.sampler_first)
+        warm_up();
     cc_sampler_start();
-    if (cc_host_is_python()) {
-        double t0 = cc_thread_cpu_s();
-        cc_model_warmup();
-        cc_own_cpu_add(cc_thread_cpu_s() - t0); /* on the program's thread, but corecast's */
+    if (python && cc_cfg.sampler_first) { /* tests: the sampler's start first */
+        cc_model_test_wait_start();
+        warm_up();
     }
 }
 

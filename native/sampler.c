@@ -142,6 +142,11 @@ static void *sampler_main(void *arg) {
     int model_started = 0; /* steering's model runs: from then on, every window */
     double scheduled_s = 0; /* the waits asked for: a clock no load stretches (settle.h) */
     int answered = 0; /* the exit's prediction: the report may come through this thread */
+    if (cc_cfg.sampler_first) { /* tests: this thread starts the model before the program's */
+        faults_deliverable(1);
+        cc_model_warmup();
+        faults_deliverable(0);
+    }
     for (;;) {
         int cmd = wait_change(&sampler_cmd, CMD_NONE, wait_ms);
         scheduled_s += wait_ms / 1000.0;

@@ -140,3 +140,35 @@ def test_an_editable_install_predicts(omp_critical, tmp_path):
     assert summary["model"] == "ok"
     region = [d for d in events(read_lines(out), "region") if d.get("name", "").startswith("main._omp_fn")]
     assert region and region[-1]["predicted"], region
+
+
+THREADS_PY = r"""
+import threading
+def work(k):
+    return sum(i * k for i in range(20000))
+threads = [threading.Thread(target=work, args=(k,)) for k in range(3)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+print("done")
+"""
+
+
+def test_a_python_thread_holding_the_gil_never_waits_for_the_samplers_model_start(lib, tmp_path):
+    # Python starts a thread holding the GIL, and the library's first activity (that
+    # pthread_create) starts the model on that thread.  Once, under load, the sampler began
+    # the start first: it waited in PyGILState_Ensure for the GIL while the program's
+    # thread spun on the start's flag, for ever (1 run in 75 of test_numa_native's os._exit
+    # host).  The program's thread now starts the model before the sampler exists, and one
+    # holding the GIL gives up rather than wait for another thread's start.
+    # CORECAST_TEST_FAULT=sampler_first makes the old order certain: the sampler's start
+    # first, the program's thread waiting until it has begun.  (The report may then be
+    # lost: a start still waiting for the GIL when Python finalizes ends the sampler.)
+    script = tmp_path / "threads.py"
+    script.write_text(THREADS_PY)
+    out = tmp_path / "cc.jsonl"
+    for _ in range(3):
+        r = run([sys.executable, script], preload=lib, output=out, test_fault="sampler_first", timeout=120)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout == b"done\n"
+        assert b"Traceback" not in r.stderr
+        read_lines(out)  # whatever was written is whole lines
