@@ -289,7 +289,7 @@ static void on_sync_region_wait(int kind, int endpoint, ompt_data_t *parallel, o
         o->barrier_t0 = now;
         o->barrier_k0 = t->n.task_ticks;
         if (join_or_construct && m && m->open)
-            cc_member_leave(m, t, now); /* perhaps the join: the member's work ends here */
+            cc_member_pause(m, t, now); /* perhaps the join: the member's work ends here */
         else
             cc_close_single(t, now);
         return;
