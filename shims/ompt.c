@@ -12,7 +12,7 @@
  * the next fork, so the barrier's start is the member's end.  Old runtimes (LLVM 14)
  * give the join barrier and a loop's barrier one kind: a member leaves at every implicit
  * barrier and resumes when the wait ends inside the team (a join's wait ends with no
- * parallel data).
+ * parallel data), the tasks it ran in that barrier still the region's (cc_member_pause).
  *
  * Callbacks run on the program's threads: no malloc, stdio or locks; per-thread state in
  * a table indexed like the thread slots, one call record per running team from a pool. */
