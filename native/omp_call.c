@@ -45,7 +45,8 @@ void cc_call_begin(struct cc_call *c, void *key, struct cc_thread *t) {
         __atomic_add_fetch(&c->region->begun, 1, __ATOMIC_SEQ_CST);
 }
 
-void cc_member_resume(struct cc_member *m, struct cc_thread *t) {
+/* Opens the member; its counters fold from here. */
+static void open_member(struct cc_member *m, struct cc_thread *t) {
     m->open = 1;
     /* Outermost regions snapshot lazily (see cc_counts); a nested one copies now, since
      * the lazy slot belongs to the region around it. */
@@ -60,8 +61,23 @@ void cc_member_enter(struct cc_member *m, struct cc_call *c, int id, struct cc_t
     m->call = c;
     m->id = id;
     m->nested = t->depth > 0;
-    cc_member_resume(m, t);
+    open_member(m, t);
     m->t0 = cc_now();
+}
+
+void cc_member_pause(struct cc_member *m, struct cc_thread *t, uint64_t now) {
+    cc_member_leave(m, t, now);
+    /* The counts from here on: what a resume folds (a join never resumes, and its late
+     * tasks are cc_call_finish's, from the end just noted). */
+    if (m->nested)
+        m->before = t->n;
+    else
+        t->snap_pending = 1;
+}
+
+void cc_member_resume(struct cc_member *m, struct cc_thread *t) {
+    m->open = 1; /* its snapshot still the pause's: the barrier's tasks fold at the next leave */
+    t->depth++;
 }
 
 int cc_tasks_seen;

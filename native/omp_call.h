@@ -71,8 +71,11 @@ void cc_call_finish(struct cc_call *c) CC_HIDDEN;
 /* Every member, around its share of the work (``id``: its thread number in the team). */
 void cc_member_enter(struct cc_member *m, struct cc_call *c, int id, struct cc_thread *t) CC_HIDDEN;
 void cc_member_leave(struct cc_member *m, struct cc_thread *t, uint64_t now) CC_HIDDEN;
-/* A member that left at a barrier which turned out not to end the call goes on (OMPT):
- * its counters fold from here, its busy span still runs from its enter. */
+/* OMPT: a member leaves at a barrier that may be the join (cc_member_leave, its counts
+ * from then on kept apart) and, where it was not, goes on: what its thread did inside the
+ * barrier (the tasks it ran there) folds with the rest at its next leave, and its busy span
+ * still runs from its enter. */
+void cc_member_pause(struct cc_member *m, struct cc_thread *t, uint64_t now) CC_HIDDEN;
 void cc_member_resume(struct cc_member *m, struct cc_thread *t) CC_HIDDEN;
 /* The smaller team a call of ``r`` gets (a probe's or steering's), or 0 for the program's
  * own ``own`` threads (its num_threads, or the runtime's default); a probe sets

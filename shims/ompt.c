@@ -12,7 +12,7 @@
  * the next fork, so the barrier's start is the member's end.  Old runtimes (LLVM 14)
  * give the join barrier and a loop's barrier one kind: a member leaves at every implicit
  * barrier and resumes when the wait ends inside the team (a join's wait ends with no
- * parallel data).
+ * parallel data), the tasks it ran in that barrier still the region's (cc_member_pause).
  *
  * Callbacks run on the program's threads: no malloc, stdio or locks; per-thread state in
  * a table indexed like the thread slots, one call record per running team from a pool. */
@@ -289,7 +289,7 @@ static void on_sync_region_wait(int kind, int endpoint, ompt_data_t *parallel, o
         o->barrier_t0 = now;
         o->barrier_k0 = t->n.task_ticks;
         if (join_or_construct && m && m->open)
-            cc_member_leave(m, t, now); /* perhaps the join: the member's work ends here */
+            cc_member_pause(m, t, now); /* perhaps the join: the member's work ends here */
         else
             cc_close_single(t, now);
         return;

@@ -389,21 +389,31 @@ def test_single_block_tasks_are_counted_on_both_runtimes(both, lib, tmp_path):
     """``single_tasks`` reads the same from libgomp's entry points and from libomp's OMPT
     callbacks (task creation with the single block open, single_executor, and an encountering
     task that is not an explicit one): omp_tasks's block makes 7 tasks (the tree's 2 top ones
-    and 5), test_single_tasks's producer 40 a call, its fib tree 1 a call.  The creating time
-    is GOMP_task's: 0 on the OMPT path, as task_spawn_s."""
-    from .test_single_tasks import CALLS, FIB_C, FIB_N, PRODUCED, PRODUCER_C, fib_tasks
+    and 5), test_single_tasks's producer 40 a call, its fib tree 1 a call, its barrier program
+    30 a call.  The creating time is GOMP_task's: 0 on the OMPT path, as task_spawn_s.
+    The region's ``tasks`` (and what they did: the barrier program's critical sections) are
+    every task its team ran, also those run in a barrier that is not the region's end (a
+    single block's, a loop's, an explicit one), which on LLVM 14's libomp its members leave
+    as if it were the join and come back from: exactly as many on both runtimes."""
+    from .test_single_tasks import (BARRIER_C, BARRIER_M, BARRIER_N, CALLS, FIB_C, FIB_N, PRODUCED, PRODUCER_C,
+                                    fib_tasks)
 
-    cases = (("omp_tasks", EXAMPLES / "omp_tasks.c", ["4", "1000"], 36, 7),  # 1 task before its region
-             ("omp_single_producer", PRODUCER_C, [], CALLS * (PRODUCED + 5 * 2), CALLS * PRODUCED),
-             ("omp_single_fib", FIB_C, [], CALLS * (1 + fib_tasks(FIB_N)), CALLS))
-    for name, source, args, tasks, single in cases:
+    cases = (("omp_tasks", EXAMPLES / "omp_tasks.c", ["4", "1000"], 36, 35, 7),  # 1 task before its region
+             ("omp_single_producer", PRODUCER_C, [], CALLS * (PRODUCED + 5 * 2), None, CALLS * PRODUCED),
+             ("omp_single_fib", FIB_C, [], CALLS * (1 + fib_tasks(FIB_N)), None, CALLS),
+             ("omp_barrier_tasks", BARRIER_C, [], CALLS * (BARRIER_N + BARRIER_M * 2), None, CALLS * BARRIER_N))
+    for name, source, args, tasks, in_region, single in cases:
         for cc, prog in both(name, source).items():
-            _, lines = measure(prog, args, lib, tmp_path / f"{name}_{cc}.jsonl", quiet="1")
+            # Every section counted, however long a loaded machine makes the run (settle.c).
+            _, lines = measure(prog, args, lib, tmp_path / f"{name}_{cc}.jsonl", quiet="1", keep_counting="1")
             (region,) = [r for r in events(lines, "region") if r["threads"] == 2]
             (proc,) = events(lines, "process")
-            # The process's tasks: on libomp a region's lack those run in a barrier that is not
-            # the join (the single block's), which its members left and came back from.
             assert proc["counters"]["tasks"] == tasks, (name, cc)
+            r = region["counters"]
+            assert r["tasks"] == (tasks if in_region is None else in_region), (name, cc, r)
+            assert r["task_s"] > 0 and r["task_s"] <= proc["counters"]["task_s"], (name, cc, r)
+            if name == "omp_barrier_tasks":  # what the tasks did in those barriers is the region's too
+                assert r["acquisitions"]["critical"] == proc["counters"]["acquisitions"]["critical"] == tasks
             for rec in (region, proc):
                 c = rec["counters"]
                 assert c["single_tasks"] == single, (name, cc, c)

@@ -87,6 +87,52 @@ int main(void) {
 """
 FIB_N = 12
 
+# Each call: a single block (nowait) makes N tasks that the team runs in the explicit barrier
+# after it; every thread then makes M that run in the implicit barrier of a loop.  No task is
+# left for the region's end; each task enters a critical section once.
+BARRIER_C = r"""
+#include <stdio.h>
+enum { CALLS = 3, N = 30, M = 4 };
+static long spin(long i) {
+    long s = i;
+    for (int k = 0; k < 20000; k++)
+        s = (s * 7 + k) % 1000003;
+    return s;
+}
+int main(void) {
+    long total = 0, loop = 0;
+    for (int c = 0; c < CALLS; c++) {
+#pragma omp parallel shared(total) reduction(+ : loop)
+        {
+#pragma omp single nowait
+            for (long i = 0; i < N; i++) {
+#pragma omp task firstprivate(i) shared(total)
+                {
+                    long v = spin(i);
+#pragma omp critical
+                    total += v;
+                }
+            }
+#pragma omp barrier
+            for (long j = 0; j < M; j++) {
+#pragma omp task firstprivate(j) shared(total)
+                {
+                    long v = spin(1000 + j);
+#pragma omp critical
+                    total += v;
+                }
+            }
+#pragma omp for
+            for (int k = 0; k < 8; k++)
+                loop += k;
+        }
+    }
+    printf("%ld %ld\n", total % 1000, loop);
+    return 0;
+}
+"""
+BARRIER_N, BARRIER_M = 30, 4
+
 
 def fib_tasks(n: int) -> int:
     """Tasks fib(n) of FIB_C makes: two per call with n >= 2."""
