@@ -156,7 +156,8 @@ struct cc_config {
     int exit_timeout_ms; /* how long the exit waits for the model */
     int launch_pid;      /* CORECAST_LAUNCH_PID: the process `corecast run` started (0: none) */
     int keep_counting;   /* CORECAST_KEEP_COUNTING: no hand-back once steering settled (settle.c) */
-    int slow_rewrite, slow_table, report_segv, no_sampler, naming_at_fork, view_at_fork, loading_at_fork, sampler_first; /* tests only: CORECAST_TEST_FAULT of that name */
+    int slow_rewrite, slow_table, report_segv, no_sampler, naming_at_fork, view_at_fork, loading_at_fork, sampler_first,
+        view_in_loader; /* tests only: CORECAST_TEST_FAULT of that name */
     char output[1024];   /* CORECAST_OUTPUT as given: may hold {rank} and {pid} */
     int rank, ranks;     /* from the MPI launcher's environment; -1, 0: not launched so */
 };

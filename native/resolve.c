@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include <string.h>
+#include <time.h>
 
 #include "corecast.h"
 #include "real.h"
@@ -208,7 +209,8 @@ struct cc_gomp cc_views[CC_MAX_VIEWS];
 int cc_nviews;
 static struct cc_gomp fallback_view;
 static int fallback_ready;
-/* A spin flag, not a mutex, around making a view: our own mutex wrappers must stay out. */
+/* A spin flag, not a mutex, around publishing a view (stores only, no call): our own mutex
+ * wrappers must stay out. */
 static int view_busy;
 
 /* The runtime a view points into stays loaded (RTLD_NODELETE): a program that dlcloses
@@ -233,8 +235,51 @@ static void fill_view(struct cc_gomp *v, const void *caller) {
         CC_LIBC(dlclose)(object);
 }
 
-/* cc_gomp_for's slow path, once per calling object (and for callers in no object). */
+/* Tests (CORECAST_TEST_FAULT=view_in_loader): the first view's maker, about to ask the
+ * loader, says so in the program's corecast_test_gate (1) and waits until a library's
+ * constructor, holding the loader's lock, set it to 2 (bounded: a program without one). */
+static void view_test_gate(void) {
+    static int once;
+    if (!cc_cfg.view_in_loader || __atomic_exchange_n(&once, 1, __ATOMIC_ACQ_REL))
+        return;
+    int *gate = (int *)dlsym(RTLD_DEFAULT, "corecast_test_gate");
+    if (!gate)
+        return;
+    __atomic_store_n(gate, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < 20000 && __atomic_load_n(gate, __ATOMIC_ACQUIRE) != 2; i++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+}
+
+/* The view for callers in no object (or past the table): made once, published once. */
+static const struct cc_gomp *fallback(void) {
+    if (!__atomic_load_n(&fallback_ready, __ATOMIC_ACQUIRE)) {
+        struct cc_gomp made;
+        fill_view(&made, NULL);
+        while (__atomic_exchange_n(&view_busy, 1, __ATOMIC_ACQUIRE))
+            ;
+        if (!fallback_ready) {
+            fallback_view = made;
+            __atomic_store_n(&fallback_ready, 1, __ATOMIC_RELEASE);
+        }
+        __atomic_store_n(&view_busy, 0, __ATOMIC_RELEASE);
+    }
+    return &fallback_view;
+}
+
+/* cc_gomp_for's slow path, once per calling object (and for callers in no object).  The
+ * view is made outside the flag, which guards only its publication: making one asks the
+ * loader (dl_iterate_phdr, dladdr, dlopen, dlsym), and a library's constructor runs OpenMP
+ * with the loader's lock held: it spun on the flag of a maker waiting for that lock, for
+ * ever.  Two threads may make the same view; the second's is dropped. */
 const struct cc_gomp *cc_gomp_new_view(const void *caller) {
+    view_test_gate();
+    const char *lo, *hi;
+    if (__atomic_load_n(&cc_nviews, __ATOMIC_ACQUIRE) >= CC_MAX_VIEWS || !cc_object_range(caller, &lo, &hi))
+        return fallback();
+    struct cc_gomp made;
+    fill_view(&made, caller);
+    made.lo = lo;
+    made.hi = hi;
     while (__atomic_exchange_n(&view_busy, 1, __ATOMIC_ACQUIRE))
         ;
     const struct cc_gomp *out = NULL;
@@ -242,24 +287,13 @@ const struct cc_gomp *cc_gomp_new_view(const void *caller) {
     for (int i = 0; i < n && !out; i++) /* made by another thread meanwhile */
         if ((const char *)caller >= cc_views[i].lo && (const char *)caller < cc_views[i].hi)
             out = &cc_views[i];
-    const char *lo, *hi;
-    if (!out && n < CC_MAX_VIEWS && cc_object_range(caller, &lo, &hi)) {
-        struct cc_gomp *v = &cc_views[n];
-        fill_view(v, caller);
-        v->lo = lo;
-        v->hi = hi;
+    if (!out && n < CC_MAX_VIEWS) {
+        cc_views[n] = made;
         __atomic_store_n(&cc_nviews, n + 1, __ATOMIC_RELEASE);
-        out = v;
-    }
-    if (!out) {
-        if (!fallback_ready) {
-            fill_view(&fallback_view, NULL);
-            __atomic_store_n(&fallback_ready, 1, __ATOMIC_RELEASE);
-        }
-        out = &fallback_view;
+        out = &cc_views[n];
     }
     __atomic_store_n(&view_busy, 0, __ATOMIC_RELEASE);
-    return out;
+    return out ? out : fallback();
 }
 
 /* A forked child keeps only the forking thread: a flag another thread held at the fork is
@@ -269,7 +303,7 @@ const struct cc_gomp *cc_gomp_new_view(const void *caller) {
 void cc_views_after_fork(void) { __atomic_store_n(&view_busy, 0, __ATOMIC_RELAXED); }
 
 /* Tests (CORECAST_TEST_FAULT=view_at_fork): the flag held across the program's forks, as a
- * program thread holds it while it makes a view. */
+ * program thread holds it while it publishes a view. */
 static void hold_views(void) {
     while (__atomic_exchange_n(&view_busy, 1, __ATOMIC_ACQUIRE))
         ;
