@@ -2,7 +2,7 @@
  * does not depend on scheduling, and writes out.txt in its working folder.
  *
  *   gcc -O2 -fopenmp -pthread benchmarks/stress_host.c -o stress_host
- *   ./stress_host omp|fork|sigterm|abort|thread-exit
+ *   ./stress_host omp|fork|sigterm|abort|thread-exit|signals
  *
  *   omp          regions, a task tree, an omp lock and a critical section; exit 0
  *   fork         an OpenMP region, a child that prints and exits 3, a child that execs
@@ -10,15 +10,21 @@
  *   sigterm      OpenMP regions, then SIGTERM to itself while its team's threads live
  *   abort        OpenMP regions, then abort() (no core file: RLIMIT_CORE 0)
  *   thread-exit  two threads run OpenMP regions without end; a third calls exit(5)
+ *   signals      a SIGALRM every 200 us (no SA_RESTART) through OpenMP regions, a semaphore
+ *                handed between two threads (sem_wait retried on EINTR) and a condvar;
+ *                prints how many calls failed other than by EINTR (0)
  */
 #include <omp.h>
+#include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -146,6 +152,47 @@ static int host_thread_exit(void) {
     return 0;
 }
 
+static volatile sig_atomic_t ticks;
+static void on_alarm(int sig) { (void)sig; ticks++; }
+static sem_t ping, pong;
+static int odd_errors;
+
+static void *ponger(void *arg) {
+    (void)arg;
+    for (int i = 0; i < 3000; i++) {
+        while (sem_wait(&ping) != 0)
+            if (errno != EINTR) odd_errors++;
+        sem_post(&pong);
+    }
+    return NULL;
+}
+
+static int host_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm; /* no SA_RESTART: blocking calls see EINTR */
+    sigaction(SIGALRM, &sa, NULL);
+    struct itimerval it = {{0, 200}, {0, 200}};
+    setitimer(ITIMER_REAL, &it, NULL);
+    sem_init(&ping, 0, 0);
+    sem_init(&pong, 0, 0);
+    pthread_t t;
+    pthread_create(&t, NULL, ponger, NULL);
+    uint64_t s = 0;
+    for (int i = 0; i < 3000; i++) {
+        sem_post(&ping);
+        while (sem_wait(&pong) != 0)
+            if (errno != EINTR) odd_errors++;
+        if (i % 100 == 0) s += region(2000, 20);
+    }
+    pthread_join(t, NULL);
+    struct itimerval off = {{0, 0}, {0, 0}};
+    setitimer(ITIMER_REAL, &off, NULL);
+    printf("omp %016llx odd errors %d\n", (unsigned long long)s, odd_errors);
+    write_file("signals\n");
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *m = argc > 1 ? argv[1] : "omp";
     if (!strcmp(m, "omp")) return host_omp();
@@ -153,6 +200,7 @@ int main(int argc, char **argv) {
     if (!strcmp(m, "sigterm")) return host_signal(SIGTERM);
     if (!strcmp(m, "abort")) return host_signal(SIGABRT);
     if (!strcmp(m, "thread-exit")) return host_thread_exit();
-    fprintf(stderr, "usage: %s omp|fork|sigterm|abort|thread-exit\n", argv[0]);
+    if (!strcmp(m, "signals")) return host_signals();
+    fprintf(stderr, "usage: %s omp|fork|sigterm|abort|thread-exit|signals\n", argv[0]);
     return 2;
 }
