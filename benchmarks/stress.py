@@ -10,7 +10,7 @@ execs sh, then execs echo), `sigterm` and `abort` (OpenMP, then killed by their 
 `thread-exit` (exit(5) from a thread while two others run OpenMP regions), `signals` (a SIGALRM
 every 200 us without SA_RESTART through OpenMP regions and semaphore waits), `py-threads`
 (Python threads, Lock and Queue, sys.exit(7)), `py-osexit` (os._exit(5) from a thread while
-others run), `opencl` (examples/opencl_two_kernels.py on pocl), `mpi` (examples/mpi_halo.c,
+others run), `py-fork` (os.fork while threads run; the child sys.exit(3)s), `opencl` (examples/opencl_two_kernels.py on pocl), `mpi` (examples/mpi_halo.c,
 2 ranks under mpirun).  Modes: `bare`, `run` (`corecast run`), `steer`, `probe`, `json`
 (`--quiet --json-out F`), and for Python hosts `opencl` (`python -m corecast.opencl`).
 
@@ -65,6 +65,7 @@ def build(work: Path) -> dict[str, tuple[str, list[str]]]:
     script = str(ROOT / "benchmarks" / "stress_host.py")
     hosts["py-threads"] = ("py", [PY, script, "threads"])
     hosts["py-osexit"] = ("py", [PY, script, "osexit"])
+    hosts["py-fork"] = ("py", [PY, script, "fork"])
     hosts["opencl"] = ("py", [PY, str(ROOT / "examples" / "opencl_two_kernels.py"), "16384", "4"])
     if shutil.which("mpicc") and shutil.which("mpirun"):
         cc(ROOT / "examples" / "mpi_halo.c", "mpi_halo", "mpicc")

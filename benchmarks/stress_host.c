@@ -137,7 +137,7 @@ static void *spinner(void *arg) {
 
 static void *leaver(void *arg) {
     (void)arg;
-    for (int r = 0; r < 20; r++) region(2000, 50);
+    for (int r = 0; r < 300; r++) region(2000, 50); /* some windows: the sampler and steering run */
     printf("leaving from a thread\n");
     write_file("left\n");
     exit(5);

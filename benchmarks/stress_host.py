@@ -1,10 +1,12 @@
 """The Python hosts of benchmarks/stress.py; each prints only what does not depend on
 scheduling and writes out.txt in its working folder.
 
-    python benchmarks/stress_host.py threads|osexit
+    python benchmarks/stress_host.py threads|osexit|fork
 
     threads  threads sharing a Lock and a Queue, then sys.exit(7)
     osexit   the same, then os._exit(5) from a worker while the others still run
+    fork     the same, then os.fork() while spinners run: the child prints and exits 3
+             by sys.exit, the parent prints its status and exits 7
 """
 import os
 import queue
@@ -52,6 +54,13 @@ def main(mode: str) -> None:
         leaver = threading.Thread(target=lambda: os._exit(5))
         leaver.start()
         leaver.join()
+    if mode == "fork":
+        sys.stdout.flush()
+        pid = os.fork()
+        if pid == 0:
+            print("child", work(3000))
+            sys.exit(3)
+        print("child status", os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
     stop.set()
     sys.exit(7)
 
