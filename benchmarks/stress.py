@@ -139,7 +139,7 @@ def run_once(kind: str, argv: list[str], mode: str, work: Path) -> dict:
 def differences(got: dict, base: dict) -> list[str]:
     diff = [f"{k}: {got[k]!r:.160} != {base[k]!r:.160}" for k in ("stdout", "status", "files") if got[k] != base[k]]
     extra = [m for m in got["stderr marks"] if m not in base["stderr marks"]]
-    if extra:
+    if extra or got["status"] != base["status"]:
         tail = got["stderr"].decode(errors="replace").strip().splitlines()[-3:]
         diff.append(f"stderr says {extra}: {' | '.join(tail)!r:.300}")
     if got.get("json"):
