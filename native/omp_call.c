@@ -95,11 +95,12 @@ void cc_member_leave(struct cc_member *m, struct cc_thread *t, uint64_t t1) {
         e->task0 = t->n.task_ticks;
         e->tasks0 = (uint32_t)t->n.tasks;
     }
-    if (!c->region)
-        t->snap_pending = 0;
-    else if (m->nested)
-        fold(c->region, t->shard, &t->n, &m->before);
-    else if (!t->snap_pending)
+    if (m->nested) { /* a snapshot still pending is the region around's, left for its leave */
+        if (c->region)
+            fold(c->region, t->shard, &t->n, &m->before);
+        return;
+    }
+    if (c->region && !t->snap_pending)
         fold(c->region, t->shard, &t->n, &t->snap);
     t->snap_pending = 0;
 }

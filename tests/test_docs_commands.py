@@ -1,4 +1,4 @@
-"""The docs and the program in step (session docs39): every `corecast SUBCOMMAND --flag`
+"""The docs and the program in step: every `corecast SUBCOMMAND --flag`
 the pages show is one the parser has, and every key the recording's writers write is named
 in docs/recording.md."""
 from __future__ import annotations

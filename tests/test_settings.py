@@ -108,7 +108,7 @@ def test_the_generator_outside_a_source_tree_is_one_line(tmp_path, capsys):
 
 def test_the_columns_generator_outside_a_source_tree_is_one_line(tmp_path, capsys):
     # `python -m corecast.views.columns` from an installed package (ARCHITECTURE.md's command
-    # run from the checkout's root): FileNotFoundError traceback, session docs39
+    # run from the checkout's root) once ended in a FileNotFoundError traceback
     from corecast.views import columns
 
     assert columns.main([str(tmp_path)]) == 2

@@ -421,6 +421,53 @@ def test_single_block_tasks_are_counted_on_both_runtimes(both, lib, tmp_path):
                 assert c["single_task_spawn_s"] <= c["task_spawn_s"], (name, cc, c)
 
 
+# Each call of the outer region: every member starts an inner team whose work counts nothing,
+# then enters a critical section once; the outer region's own counts begin only after the
+# inner team (its lazy snapshot still pending when the inner member leaves).
+NESTED_C = r"""
+#include <stdio.h>
+enum { CALLS = 20 };
+static volatile long sink;
+int main(void) {
+    long total = 0;
+    for (int c = 0; c < CALLS; c++) {
+#pragma omp parallel num_threads(2) shared(total)
+        {
+#pragma omp parallel num_threads(2)
+            {
+                long s = 0;
+                for (int k = 0; k < 100000; k++)
+                    s += k;
+                sink = s;
+            }
+#pragma omp critical
+            total += 1;
+        }
+    }
+    printf("%ld\n", total);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("levels", ["1", "2"])
+def test_a_nested_team_leaves_the_outer_regions_counts_alone(both, lib, tmp_path, levels):
+    """An inner member's leave once dropped the outer member's pending snapshot, so the
+    outer region folded its counts from a stale one: 420 critical sections of 40, each call
+    counting again what the calls before it had (serialized inner teams, and gcc's nested
+    ones)."""
+    for cc, prog in both("omp_nested_counts", NESTED_C).items():
+        out = tmp_path / f"nested_{cc}_{levels}.jsonl"
+        proc = run([prog], env=clean_env(OMP_MAX_ACTIVE_LEVELS=levels), preload=lib, output=out, quiet="1",
+                   keep_counting="1")
+        assert proc.returncode == 0 and proc.stdout == b"40\n", (cc, proc.stderr)
+        lines = read_lines(out)
+        outer = [r for r in events(lines, "region") if not r["nested"]]
+        (proc,) = events(lines, "process")
+        assert [acquisitions(r).get("critical", 0) for r in outer] == [40], (cc, levels)
+        assert acquisitions(proc)["critical"] == 40, (cc, levels)
+
+
 # Locks and critical sections of a few ns each, in one region: phase A makes calls of 1000
 # of each until corecast handed the locks back (the program's own slot for omp_set_lock then
 # reaches libomp: got.c rewrites it in the same hand-back that swaps the mutex callbacks,

@@ -99,7 +99,8 @@ class RegionSample(_Required, total=False):
     # Absent in recordings made before the library counted them (added to schema 5):
     task_depend: int          # of the tasks created, those with dependences (GOMP_task, or OMPT's task_create)
     taskwaits: int            # taskwaits and taskgroup ends outside any task (libgomp, or OMPT's waits)
-    # Absent in recordings made before session 39 (added to schema 5): "not recorded", never 0.
+    # Absent in recordings made before the library counted them (ABI 10, added to schema 5):
+    # "not recorded", never 0.
     single_tasks: int         # of the tasks created, those a single block made outside any task (its producer's)
     single_task_spawn_s: float  # thread-s of task_spawn_s spent creating those (OMPT: 0)
 
