@@ -184,7 +184,7 @@ def cell(kind: str, argv: list[str], mode: str, base: dict, work: Path, repeat: 
 def main(args: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=20, help="runs under load per host x mode")
-    ap.add_argument("--only", action="append", help="HOST or HOST:MODE (repeatable)")
+    ap.add_argument("--only", action="append", help="HOST or HOST:MODE (repeatable, or comma-separated)")
     ap.add_argument("--no-load", action="store_true", help="no busy loops beside the runs")
     ap.add_argument("--show", action="store_true", help="a line per run")
     ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
@@ -195,6 +195,7 @@ def main(args: list[str] | None = None) -> int:
         print("stress: --repeat must be at least 1", file=sys.stderr)
         return 2
     EXTRA_ENV.update(kv.split("=", 1) for kv in a.env if "=" in kv)
+    a.only = [w for words in a.only or [] for w in words.split(",") if w]  # as the other benchmarks' --only
     work = Path(a.keep or tempfile.mkdtemp(prefix="stress-"))
     work.mkdir(parents=True, exist_ok=True)
     bad = 0
