@@ -372,6 +372,8 @@ def test_a_member_that_is_no_file_is_one_line(tmp_path, capsys, name, kind):
     bad = _tar(tmp_path / "app.p1" / "profile.cubex", members)
     err = _error(capsys, bad)
     assert "app.p1" in err and "internal error" not in err
+    assert f"its member '{name}' is a" in err and "members are plain files" in err
+    assert "Error" not in err  # no Python exception's name (it said "TypeError: 'NoneType' ...")
 
 
 def test_names_outside_the_archive_are_refused_and_nothing_is_written(tmp_path, capsys, monkeypatch):

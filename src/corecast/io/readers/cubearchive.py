@@ -27,6 +27,7 @@ from ..fileio import input_limit, limit_text, quoted, read_error, too_large
 _NOT_TAR = ((b"\x1f\x8b", "gzip-compressed"), (b"BZh", "bzip2-compressed"), (b"\xfd7zXZ\x00", "xz-compressed"),
             (b"(\xb5/\xfd", "zstd-compressed"), (b"PK\x03\x04", "a zip archive"), (b"PK\x05\x06", "a zip archive"))
 _DATA = re.compile(r"(\d+)\.data")
+_INDEX = re.compile(r"\d+\.index")
 ZDATA_HEADER = b"ZCUBEX.DATA"  # CubeLib's compressed rows: count, (start, start, size) each, zlib streams
 
 
@@ -89,8 +90,12 @@ def _check_members(f: BinaryIO, size: int, where: str, limit: int) -> None:
                 if m.isreg() and m.offset_data + m.size > size:
                     raise InputError(f"{where}: its member {quoted(name)} claims {_size(m.size)}, more than the "
                                      "file holds (truncated?)")
-                if m.isreg():  # another kind (a folder, a device) has nothing to inflate: pycubexr refuses it
+                if m.isreg():
                     members[name] = m
+                elif name == "anchor.xml" or _DATA.fullmatch(name) or _INDEX.fullmatch(name):
+                    # pycubexr would open it as a file and fail with its own internals' words
+                    raise InputError(f"{where}: its member {quoted(name)} is {_kind(m)}: a CUBE profile's "
+                                     "members are plain files")
             anchor = members.get("anchor.xml")
             if anchor is not None:
                 _check_anchor(tar, anchor, where, limit)
@@ -165,3 +170,9 @@ def _check_data(tar: tarfile.TarFile, m: tarfile.TarInfo, order: str, where: str
                 return
             if total > limit:
                 raise _over(where, m.name, limit)
+
+
+def _kind(m: tarfile.TarInfo) -> str:
+    """What a member that is not a plain file is, in a user's words."""
+    return ("a folder" if m.isdir() else "a FIFO" if m.isfifo() else "a device" if m.isdev()
+            else "not a plain file")
