@@ -8,7 +8,9 @@ tree, an omp lock, a critical section), `pthreads` (examples/pthreads_sync.c: mu
 condition variable, barrier, rwlock, semaphore), `fork` (forks a child, forks one that
 execs sh, then execs echo), `sigterm` and `abort` (OpenMP, then killed by their own signal),
 `thread-exit` (exit(5) from a thread while two others run OpenMP regions), `signals` (a SIGALRM
-every 200 us without SA_RESTART through OpenMP regions and semaphore waits), `py-threads`
+every 200 us without SA_RESTART through OpenMP regions and semaphore waits), `steer` (two
+OpenMP regions called 3000 times, about 1 s: an integer reduction and a critical-section
+convoy, so that --steer steps a team and --probe probes), `py-threads`
 (Python threads, Lock and Queue, sys.exit(7)), `py-osexit` (os._exit(5) from a thread while
 others run), `py-fork` (os.fork while threads run; the child sys.exit(3)s), `opencl` (examples/opencl_two_kernels.py on pocl), `mpi` (examples/mpi_halo.c,
 2 ranks under mpirun).  Modes: `bare`, `run` (`corecast run`), `steer`, `probe`, `json`
@@ -60,7 +62,7 @@ def build(work: Path) -> dict[str, tuple[str, list[str]]]:
     cc(ROOT / "benchmarks" / "stress_host.c", "stress_host", "gcc", "-fopenmp", "-pthread")
     cc(ROOT / "examples" / "pthreads_sync.c", "pthreads_sync", "gcc", "-pthread")
     hosts = {m: ("c", [str(work / "stress_host"), m]) for m in ("omp", "fork", "sigterm", "abort", "thread-exit",
-                                                              "signals")}
+                                                              "signals", "steer")}
     hosts["pthreads"] = ("c", [str(work / "pthreads_sync"), "200", "4"])
     script = str(ROOT / "benchmarks" / "stress_host.py")
     hosts["py-threads"] = ("py", [PY, script, "threads"])

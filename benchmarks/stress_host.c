@@ -2,7 +2,7 @@
  * does not depend on scheduling, and writes out.txt in its working folder.
  *
  *   gcc -O2 -fopenmp -pthread benchmarks/stress_host.c -o stress_host
- *   ./stress_host omp|fork|sigterm|abort|thread-exit|signals
+ *   ./stress_host omp|fork|sigterm|abort|thread-exit|signals|steer
  *
  *   omp          regions, a task tree, an omp lock and a critical section; exit 0
  *   fork         an OpenMP region, a child that prints and exits 3, a child that execs
@@ -13,6 +13,10 @@
  *   signals      a SIGALRM every 200 us (no SA_RESTART) through OpenMP regions, a semaphore
  *                handed between two threads (sem_wait retried on EINTR) and a condvar;
  *                prints how many calls failed other than by EINTR (0)
+ *   steer        two regions called 3000 times each (about 1 s at 2 threads on a 2-core
+ *                VM): an integer reduction, and a loop whose every iteration takes a
+ *                critical section (a convoy: steering and probing act on both); prints
+ *                sums that are the same whatever the team size
  */
 #include <omp.h>
 #include <errno.h>
@@ -193,6 +197,28 @@ static int host_signals(void) {
     return 0;
 }
 
+/* Steering and probing act here: many calls of two regions, one a critical-section convoy.
+ * Every sum is of integers (wrapping, commutative), so any team size prints the same. */
+static int host_steer(void) {
+    uint64_t s = 0, crit = 0;
+    int calls = 3000;
+    for (int call = 0; call < calls; call++) {
+        s += region(256, 1000);
+#pragma omp parallel for schedule(static)
+        for (int i = 0; i < 32; i++) {
+            uint64_t v = mix((uint64_t)call * 32 + i + 1, 200);
+#pragma omp critical
+            crit += mix(v, 2000);
+        }
+    }
+    char buf[256];
+    snprintf(buf, sizeof buf, "steer %016llx critical %016llx calls %d\n", (unsigned long long)s,
+             (unsigned long long)crit, calls);
+    write_file(buf);
+    fputs(buf, stdout);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *m = argc > 1 ? argv[1] : "omp";
     if (!strcmp(m, "omp")) return host_omp();
@@ -201,6 +227,7 @@ int main(int argc, char **argv) {
     if (!strcmp(m, "abort")) return host_signal(SIGABRT);
     if (!strcmp(m, "thread-exit")) return host_thread_exit();
     if (!strcmp(m, "signals")) return host_signals();
-    fprintf(stderr, "usage: %s omp|fork|sigterm|abort|thread-exit|signals\n", argv[0]);
+    if (!strcmp(m, "steer")) return host_steer();
+    fprintf(stderr, "usage: %s omp|fork|sigterm|abort|thread-exit|signals|steer\n", argv[0]);
     return 2;
 }
