@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 NATIVE_SOURCE = Path(__file__).resolve().parents[2] / "native"  # also when corecast is installed
@@ -33,6 +36,21 @@ def run(cmd, env=None, cwd=None, preload: Path | str | None = None, timeout: flo
         env[f"CORECAST_{key.upper()}"] = str(value)
     return subprocess.run([str(c) for c in cmd], env=env, cwd=cwd, capture_output=True,
                           timeout=timeout)
+
+
+def run_bounded(cmd, env: dict[str, str], hung_s: float = 120) -> subprocess.CompletedProcess:
+    """Runs ``cmd`` in a session of its own; one that has not ended in ``hung_s`` (well below
+    TIMEOUT: a hang fails the test, never a speed check) fails it with its whole process
+    group killed (a hung child outlives its killed parent)."""
+    p = subprocess.Popen([str(c) for c in cmd], env=env, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=hung_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.communicate()
+        pytest.fail(f"hung: no end in {hung_s:g} s")
+    return subprocess.CompletedProcess(p.args, p.returncode, out, err)
 
 
 def corecast_run(args, cmd, env=None, cwd=None):

@@ -9,16 +9,12 @@ while it starts the model (the child started it again, on whatever the other had
 made)."""
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
 
 import pytest
 
-from .helpers import clean_env, events, read_lines
+from .helpers import clean_env, events, read_lines, run_bounded
 
-HUNG_S = 120  # well below the helpers' TIMEOUT: a hang fails here, never a speed check
 
 FORK_C = r"""
 #include <pthread.h>
@@ -66,20 +62,6 @@ def test_a_child_forked_while_the_naming_lock_is_held_reports_and_exits(build, l
     assert len(files) == 2  # the parent's and the child's recordings, each whole
     named = [events(read_lines(f), "region") for f in files]
     assert all(any(r.get("name", "").startswith("work") for r in regions) for regions in named), named
-
-
-def run_bounded(cmd, env: dict[str, str]) -> subprocess.CompletedProcess:
-    """Runs ``cmd`` in a session of its own; one that has not ended in HUNG_S fails the test
-    with its whole process group killed (a hung child outlives its killed parent)."""
-    p = subprocess.Popen([str(c) for c in cmd], env=env, stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, start_new_session=True)
-    try:
-        out, err = p.communicate(timeout=HUNG_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        p.communicate()
-        pytest.fail(f"hung: no end in {HUNG_S} s")
-    return subprocess.CompletedProcess(p.args, p.returncode, out, err)
 
 
 # The child's only OpenMP region is in an object of its own, which the parent never calls:

@@ -14,15 +14,19 @@ from .helpers import clean_env, events, read_lines, run
 CALLS = 3  # region calls in each program
 
 # Each call: N tasks made in the single block, then (after its barrier) M by every thread.
-PRODUCER_C = r"""
+# A task's work: the same in every program, so that their counts alone differ.
+SPIN_C = r"""
 #include <stdio.h>
-enum { CALLS = 3, N = 40, M = 5 };
 static long spin(long i) {
     long s = i;
     for (int k = 0; k < 20000; k++)
         s = (s * 7 + k) % 1000003;
     return s;
 }
+"""
+
+PRODUCER_C = SPIN_C + r"""
+enum { CALLS = 3, N = 40, M = 5 };
 int main(void) {
     long total = 0;
     for (int c = 0; c < CALLS; c++) {
@@ -90,15 +94,8 @@ FIB_N = 12
 # Each call: a single block (nowait) makes N tasks that the team runs in the explicit barrier
 # after it; every thread then makes M that run in the implicit barrier of a loop.  No task is
 # left for the region's end; each task enters a critical section once.
-BARRIER_C = r"""
-#include <stdio.h>
+BARRIER_C = SPIN_C + r"""
 enum { CALLS = 3, N = 30, M = 4 };
-static long spin(long i) {
-    long s = i;
-    for (int k = 0; k < 20000; k++)
-        s = (s * 7 + k) % 1000003;
-    return s;
-}
 int main(void) {
     long total = 0, loop = 0;
     for (int c = 0; c < CALLS; c++) {

@@ -7,13 +7,7 @@ CORECAST_TEST_FAULT=view_in_loader makes that order certain: the first maker, ab
 the loader, waits until the constructor has begun (corecast_test_gate)."""
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-
-import pytest
-
-from .helpers import clean_env
+from .helpers import clean_env, run_bounded
 
 HUNG_S = 60  # a hang fails well below the suite's TIMEOUT; the run itself takes well under 1 s
 
@@ -70,24 +64,12 @@ int main(int argc, char **argv) {
 """
 
 
-def run_bounded(cmd, env):
-    p = subprocess.Popen([str(c) for c in cmd], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         start_new_session=True)
-    try:
-        out, err = p.communicate(timeout=HUNG_S)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        p.communicate()
-        pytest.fail(f"hung: no end in {HUNG_S} s")
-    return subprocess.CompletedProcess(p.args, p.returncode, out, err)
-
-
 def test_a_view_made_in_a_constructor_never_waits_for_a_maker_waiting_for_the_loader(build, lib):
     so = build("libctor_omp.so", CTOR_LIB_C, "-shared", "-fPIC", "-fopenmp")
     exe = build("view_in_loader", MAIN_C, "-fopenmp", "-rdynamic", "-pthread", "-ldl")
     env = clean_env(OMP_NUM_THREADS="2")
-    plain = run_bounded([exe, so], env)
+    plain = run_bounded([exe, so], env, HUNG_S)
     assert (plain.returncode, plain.stdout) == (0, b"ctor 2 worker 2\n"), plain.stderr
     for _ in range(3):
-        got = run_bounded([exe, so], {**env, "LD_PRELOAD": str(lib), "CORECAST_TEST_FAULT": "view_in_loader"})
+        got = run_bounded([exe, so], {**env, "LD_PRELOAD": str(lib), "CORECAST_TEST_FAULT": "view_in_loader"}, HUNG_S)
         assert (got.returncode, got.stdout) == (0, plain.stdout), got.stderr
