@@ -61,32 +61,22 @@ void cc_member_enter(struct cc_member *m, struct cc_call *c, int id, struct cc_t
     m->call = c;
     m->id = id;
     m->nested = t->depth > 0;
+    /* Nested, a single block open here is the region around's (this team started inside
+     * it): it goes on past this member, which neither closes it nor makes its tasks. */
+    m->single_t0 = m->nested ? t->single_t0 : 0;
+    m->single_task0 = t->single_task0;
+    if (m->nested)
+        t->single_t0 = 0;
     open_member(m, t);
     m->t0 = cc_now();
 }
 
-void cc_member_pause(struct cc_member *m, struct cc_thread *t, uint64_t now) {
-    cc_member_leave(m, t, now);
-    /* The counts from here on: what a resume folds (a join never resumes, and its late
-     * tasks are cc_call_finish's, from the end just noted). */
-    if (m->nested)
-        m->before = t->n;
-    else
-        t->snap_pending = 1;
-}
-
-void cc_member_resume(struct cc_member *m, struct cc_thread *t) {
-    m->open = 1; /* its snapshot still the pause's: the barrier's tasks fold at the next leave */
-    t->depth++;
-}
-
-int cc_tasks_seen;
-
-void cc_member_leave(struct cc_member *m, struct cc_thread *t, uint64_t t1) {
+/* Where the member's share ends: its single block closed, its end noted for the join, its
+ * counts folded.  It stays at its depth: see cc_member_pause. */
+static void member_stop(struct cc_member *m, struct cc_thread *t, uint64_t t1) {
     struct cc_call *c = m->call;
     m->open = 0;
     cc_close_single(t, t1);
-    t->depth--;
     if (m->id >= 0 && m->id < CC_MAX_TEAM) {
         struct cc_member_end *e = &c->ends[m->id];
         e->end = t1;
@@ -103,6 +93,51 @@ void cc_member_leave(struct cc_member *m, struct cc_thread *t, uint64_t t1) {
     if (c->region && !t->snap_pending)
         fold(c->region, t->shard, &t->n, &t->snap);
     t->snap_pending = 0;
+}
+
+/* The member's task is over: the thread a level out, the single block it set aside open again. */
+static void member_done(struct cc_member *m, struct cc_thread *t) {
+    t->depth--;
+    if (m->single_t0) {
+        t->single_t0 = m->single_t0;
+        t->single_task0 = m->single_task0;
+    }
+}
+
+void cc_member_pause(struct cc_member *m, struct cc_thread *t, uint64_t now) {
+    member_stop(m, t, now);
+    /* The counts from here on: what a resume folds (a join never resumes, and its late
+     * tasks are cc_call_finish's, from the end just noted).  Still inside the team: a task
+     * run in this barrier that starts a team starts a nested one. */
+    if (m->nested)
+        m->before = t->n;
+    else
+        t->snap_pending = 1;
+}
+
+void cc_member_resume(struct cc_member *m) {
+    m->open = 1; /* its snapshot still the pause's: the barrier's tasks fold at the next leave */
+}
+
+int cc_tasks_seen;
+
+void cc_member_leave(struct cc_member *m, struct cc_thread *t, uint64_t t1) {
+    member_stop(m, t, t1);
+    member_done(m, t);
+}
+
+void cc_member_end(struct cc_member *m, struct cc_thread *t) {
+    if (m->open) /* a team of one: no barrier paused it */
+        cc_member_leave(m, t, cc_now());
+    else
+        member_done(m, t);
+}
+
+/* A member corecast does not measure (OMPT: past MAX_DEPTH implicit tasks on its thread):
+ * no end, no busy time, no slot, so that the join reads nothing of another call's. */
+void cc_member_unmeasured(struct cc_call *c, int id) {
+    if (id >= 0 && id < CC_MAX_TEAM)
+        c->ends[id] = (struct cc_member_end){.end = UINT64_MAX, .slot = -1};
 }
 
 void cc_hist_at(struct cc_region *r, int team, uint64_t *calls, uint64_t *wall) {

@@ -42,7 +42,7 @@ _Static_assert(sizeof(struct cc_member_end) == 32, "half a cache line per member
 
 /* Shared by the team: the master fills region/team/t0, each member its own slot of
  * ``ends`` (written before the implicit barrier, read by the master after it: no
- * clearing). */
+ * clearing; a member not measured marks its slot, cc_member_unmeasured). */
 struct cc_call {
     struct cc_region *region;
     int team;
@@ -61,6 +61,7 @@ struct cc_member {
     int nested;
     int open; /* entered, not yet left */
     uint64_t t0;
+    uint64_t single_t0, single_task0; /* nested: the single block open at the enter, set aside */
     struct cc_counts before;
 };
 
@@ -71,12 +72,17 @@ void cc_call_finish(struct cc_call *c) CC_HIDDEN;
 /* Every member, around its share of the work (``id``: its thread number in the team). */
 void cc_member_enter(struct cc_member *m, struct cc_call *c, int id, struct cc_thread *t) CC_HIDDEN;
 void cc_member_leave(struct cc_member *m, struct cc_thread *t, uint64_t now) CC_HIDDEN;
-/* OMPT: a member leaves at a barrier that may be the join (cc_member_leave, its counts
- * from then on kept apart) and, where it was not, goes on: what its thread did inside the
- * barrier (the tasks it ran there) folds with the rest at its next leave, and its busy span
- * still runs from its enter. */
+/* OMPT: a member stops at a barrier that may be the join (its end noted and its counts
+ * folded as cc_member_leave's, its counts from then on kept apart) and, where it was not,
+ * goes on: what its thread did inside the barrier (the tasks it ran there) folds with the
+ * rest at its next leave, and its busy span still runs from its enter.  Paused, it is still
+ * in the team (a team a task starts in that barrier is nested) until cc_member_end, at its
+ * implicit task's end, leaves it (or, never paused, leaves at once). */
 void cc_member_pause(struct cc_member *m, struct cc_thread *t, uint64_t now) CC_HIDDEN;
-void cc_member_resume(struct cc_member *m, struct cc_thread *t) CC_HIDDEN;
+void cc_member_resume(struct cc_member *m) CC_HIDDEN;
+void cc_member_end(struct cc_member *m, struct cc_thread *t) CC_HIDDEN;
+/* OMPT: member ``id`` of ``c`` is not measured (cc_call_finish reads no end of it). */
+void cc_member_unmeasured(struct cc_call *c, int id) CC_HIDDEN;
 /* The smaller team a call of ``r`` gets (a probe's or steering's), or 0 for the program's
  * own ``own`` threads (its num_threads, or the runtime's default); a probe sets
  * ``*probe_own``.  Notes ``own`` as the team the program asked for. */

@@ -10,9 +10,10 @@
  * build name their regions alike.  A member's share of the work ends where it arrives at
  * the join barrier: libomp reports that barrier's end and the implicit task's end only at
  * the next fork, so the barrier's start is the member's end.  Old runtimes (LLVM 14)
- * give the join barrier and a loop's barrier one kind: a member leaves at every implicit
+ * give the join barrier and a loop's barrier one kind: a member stops at every implicit
  * barrier and resumes when the wait ends inside the team (a join's wait ends with no
- * parallel data), the tasks it ran in that barrier still the region's (cc_member_pause).
+ * parallel data), the tasks it ran in that barrier still the region's and inside it, a team
+ * they start nested (cc_member_pause); it leaves at its implicit task's end.
  *
  * Callbacks run on the program's threads: no malloc, stdio or locks; per-thread state in
  * a table indexed like the thread slots, one call record per running team from a pool. */
@@ -154,10 +155,14 @@ static void on_implicit_task(int endpoint, ompt_data_t *parallel, ompt_data_t *t
     if (endpoint == ompt_scope_begin) {
         task->ptr = NULL;
         struct cc_call *c = parallel ? parallel->ptr : NULL;
-        if (!t || !c || o->depth >= MAX_DEPTH)
+        if (!c)
             return;
         if (index == 0)
             c->team = (int)team;
+        if (!t || o->depth >= MAX_DEPTH) { /* the pool's call: its slot holds an earlier end */
+            cc_member_unmeasured(c, (int)index);
+            return;
+        }
         struct cc_member *m = &o->task[o->depth++];
         cc_member_enter(m, c, (int)index, t);
         task->ptr = m;
@@ -166,8 +171,7 @@ static void on_implicit_task(int endpoint, ompt_data_t *parallel, ompt_data_t *t
     struct cc_member *m = task ? task->ptr : NULL;
     if (!t || !m)
         return;
-    if (m->open) /* a team of one: no join barrier */
-        cc_member_leave(m, t, cc_now());
+    cc_member_end(m, t);
     task->ptr = NULL;
     if (o->depth > 0)
         o->depth--;
@@ -298,7 +302,7 @@ static void on_sync_region_wait(int kind, int endpoint, ompt_data_t *parallel, o
     if (join)
         return; /* its wait is the member's idle time at the join: imbalance */
     if (m && !m->open && join_or_construct)
-        cc_member_resume(m, t);
+        cc_member_resume(m);
     uint64_t w = now - o->barrier_t0, k = t->n.task_ticks - o->barrier_k0; /* tasks run while waiting */
     cc_note(t, CC_STALL_OMPBARRIER, w > k ? w - k : 0, 0);
 }
