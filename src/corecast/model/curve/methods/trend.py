@@ -143,3 +143,42 @@ def damped_trend(data: Measurements, damping: float) -> Fit:
 @register("damped", f"{DAMPING:g} of the log-log slope over the last doubling continued", MIN_COUNTS)
 def fit_damped(data: Measurements, nmax: float) -> Fit:
     return damped_trend(data, DAMPING)
+
+
+def recent_bend(data: Measurements) -> tuple[float, float]:
+    """(slope, curvature) at the largest count m of the log-log quadratic fitted, as
+    ``slope_between`` fits its line, over the last two doublings (m / RECENT_SPAN**2 to m,
+    or from the smallest count); the curvature is d2 log perf / d(log n)^2 / 2."""
+    curve = data.at_target_size()
+    top = float(curve.counts[-1])
+    lo = max(top / RECENT_SPAN**2, float(curve.counts[0]))
+    q = np.log(np.geomspace(lo, top, SLOPE_SAMPLES)) - np.log(top)
+    c, s, _ = np.polyfit(q, np.interp(q + np.log(top), np.log(curve.counts), np.log(curve.perf)), 2)
+    return float(s), float(c)
+
+
+@register("curving", "log-log quadratic over the last two doublings continued (slope never rising)", MIN_COUNTS)
+def fit_curving(data: Measurements, nmax: float) -> Fit:
+    """The recent slope, changing per doubling as it changed over the last two: a curve
+    that bends keeps bending (its vote can peak and fall where trend's cannot), one that
+    straightens is continued straight (the curvature is not allowed to lift the slope);
+    the slope stays within +-MAX_SLOPE, and once at -MAX_SLOPE it stays there."""
+    slope, bend = recent_bend(data)
+    slope = float(np.clip(slope, -MAX_SLOPE, MAX_SLOPE))
+    bend = min(bend, 0.0)
+    curve = data.at_target_size()
+    last, top = float(np.log(curve.perf[-1])), float(np.log(curve.counts[-1]))
+    # Where the slope slope + 2 bend x reaches -MAX_SLOPE (never when bend is 0).
+    turn = (slope + MAX_SLOPE) / (-2.0 * bend) if bend < 0 else np.inf
+
+    def beyond(q):
+        x = np.log(q) - top
+        inside = np.minimum(x, turn)
+        return np.exp(last + slope * inside + bend * inside**2 - MAX_SLOPE * (x - inside))
+
+    perf = _measured_then(curve, beyond)
+    n, y = curve.counts, curve.perf
+    return Fit(method="curving", candidate="curving", perf=perf,
+               reason=f"performance ~ n^{slope:.2f} beyond the largest count, the exponent changing by "
+                      f"{2 * bend * np.log(2):.2f} per doubling (log-log quadratic over the last two doublings)",
+               params={"slope": slope, "bend": bend}, residual=rms(np.log(perf(n) / y)))
