@@ -88,25 +88,3 @@ def test_amdahl_is_bounded_by_the_serial_fraction(s, n):
 @given(sigmas, counts)
 def test_gustafson_is_linear_in_n(a, n):
     assert laws.gustafson(n + 1, [1.0, a]) - laws.gustafson(n, [1.0, a]) == pytest.approx(1 - a)
-
-
-def test_ceiling_recovers_its_bend_and_stays_below_the_ceiling():
-    p = np.array([10.0, 120.0, 3.0])
-    fit = laws.fit_ceiling(Measurements.from_samples(N, laws.ceiling(N, p)), 64)
-    assert [fit.params[k] for k in ("a", "ceiling", "sharpness")] == pytest.approx(p, rel=1e-3)
-    assert np.all(fit.perf([64.0, 1e3, 1e6]) < 120.0 * (1 + 1e-6))
-
-
-def test_ceiling_of_sharpness_one_is_amdahls_form():
-    # a n / (1 + a n / c) is Amdahl's x1 n / (1 + s (n - 1)) with x1 = a / (1 + a / c), s = x1 / c.
-    a, c = 10.0, 80.0
-    x1 = a / (1 + a / c)
-    assert np.allclose(laws.ceiling(N, [a, c, 1.0]), laws.amdahl(N, [x1, x1 / c]))
-
-
-def test_ceiling_needs_four_counts():
-    from corecast.model.curve.entities import InputError
-    from corecast.model.curve.methods import METHODS
-    from corecast.model.curve.methods.registry import check_usable
-    with pytest.raises(InputError, match="at least 4"):
-        check_usable(METHODS["ceiling"], Measurements.from_samples([1.0, 2, 4], [1.0, 1.9, 3.5]))

@@ -86,38 +86,3 @@ def test_anchoring_a_law_without_a_finite_value_at_the_last_count_is_refused():
     broken = Fit(method="usl", candidate="usl", perf=lambda q: np.zeros_like(np.asarray(q, float)), reason="r")
     with pytest.raises(ValueError, match="no finite value"):
         trend.anchored(broken, data)
-
-
-def test_curving_continues_a_log_log_bend():
-    # log perf = 0.9 x - 0.05 x^2 (x = log n), measured densely: slope and curvature at the
-    # largest count are recovered, and beyond it the exponent keeps falling as it did.
-    n = np.arange(2.0, 33)
-    x = np.log(n)
-    data = Measurements.from_samples(n, np.exp(0.9 * x - 0.05 * x**2))
-    fit = METHODS["curving"].fit(data, 128)
-    assert fit.params["slope"] == pytest.approx(0.9 - 0.1 * np.log(32), abs=0.01)
-    assert fit.params["bend"] == pytest.approx(-0.05, abs=0.005)
-    assert np.allclose(fit.perf(n), data.perf)
-    q = np.array([64.0, 128])
-    assert np.allclose(fit.perf(q), np.exp(0.9 * np.log(q) - 0.05 * np.log(q) ** 2), rtol=0.02)
-    # Past its peak (slope 0 at x = 9, n ~ 8100) the vote falls, as no other continuation's does.
-    assert fit.perf([1e5])[0] < fit.perf([8100.0])[0]
-
-
-def test_curving_never_lifts_the_slope_and_stops_falling_faster_than_1_over_n():
-    n = np.array([1.0, 2, 4, 8, 16])
-    straightening = Measurements.from_samples(n, [10.0, 12, 16, 24, 40])  # convex in log-log
-    fit = trend.fit_curving(straightening, 64)
-    assert fit.params["bend"] == 0.0
-    assert fit.perf([64])[0] == pytest.approx(40.0 * 4 ** fit.params["slope"])
-    collapsing = Measurements.from_samples(n, [10.0, 19, 30, 28, 12])
-    fit = trend.fit_curving(collapsing, 1024)
-    assert fit.params["bend"] < 0
-    assert fit.perf([1024])[0] / fit.perf([512])[0] == pytest.approx(0.5)  # slope -1 reached
-
-
-def test_curving_needs_four_counts():
-    from corecast.model.curve.entities import InputError
-    from corecast.model.curve.methods.registry import check_usable
-    with pytest.raises(InputError, match="at least 4"):
-        check_usable(METHODS["curving"], Measurements.from_samples([1.0, 2, 4], [1.0, 1.9, 3.5]))

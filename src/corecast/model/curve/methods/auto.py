@@ -79,7 +79,7 @@ STALL_MEMBERS = ("estima",)
 STALL_COLUMNS = "stall:* columns"
 SIZE_MEMBERS = ("sizemodel", "regression")
 # Laws a rule may continue from the last measured value (``Rules.anchor``, trend.anchored).
-LAWS = ("usl", "amdahl", "ceiling")
+LAWS = ("usl", "amdahl")
 BACKTEST_WARN = 0.2  # every member misses the upper half of the counts by more than this
 BACKTEST_MIN_HEAD = 3  # counts a backtest fit needs below the cut
 # The band auto states: at least this share of the values one doubling beyond the
@@ -179,12 +179,7 @@ RULE_CHOICES = (Rules(), Rules(anchor=True)) + tuple(
     if "damped" in m or d == 0.25) + (
     Rules("best", k=2), Rules("best", k=3), Rules("weighted", tau=0.1), Rules("weighted", tau=0.3)) + tuple(
     # The shipped member set with a step member at each end of the SMT yield's range.
-    Rules(members=_SETS[4], damping=0.5, anchor=True, smt_member=y) for y in SMT_YIELD_RANGE) + tuple(
-    # New members' shapes (#41, branch loso41, pre-registered in docs/accuracy.md): the
-    # shipped rule with trend.fit_curving and/or laws.fit_ceiling added, or curving for presca.
-    Rules(members=m, damping=0.5, anchor=True, smt_member=SMT_YIELD_RANGE[1]) for m in (
-        _SETS[4] + ("curving",), ("usl", "curving", "plateau", "trend", "damped"), _SETS[4] + ("ceiling",),
-        _SETS[4] + ("curving", "ceiling")))
+    Rules(members=_SETS[4], damping=0.5, anchor=True, smt_member=y) for y in SMT_YIELD_RANGE)
 _rules: ContextVar[Rules] = ContextVar("auto_rules", default=DEFAULT_RULES)
 
 

@@ -1,5 +1,4 @@
-"""Classic scalability laws fitted by relative least squares: USL, Amdahl, Gustafson, and a
-saturating ceiling.
+"""Classic scalability laws fitted by relative least squares: USL, Amdahl, Gustafson.
 
 All three are written for throughput-like performance ``X(n)``; a time curve enters as
 ``1/T``.  Parameters are bounded to their physical ranges (the "priors" of the R usl
@@ -35,18 +34,6 @@ def gustafson(n: Array, p: Array) -> Array:
     x1, a = p
     n = np.asarray(n, float)
     return x1 * (n - a * (n - 1.0))
-
-
-def ceiling(n: Array, p: Array) -> Array:
-    """A rise ``a n`` bending into a ceiling ``c``: ``X(n) = a n / (1 + (a n / c)^k)^(1/k)``
-    (k = 1: Amdahl's form; the larger k, the sharper the bend, as where memory bandwidth
-    or a fixed resource saturates)."""
-    a, c, k = p
-    n = np.asarray(n, float)
-    return a * n / (1.0 + (a * n / c) ** k) ** (1.0 / k)
-
-
-CEILING_SHARPNESS = (0.5, 8.0)  # the bounds of ceiling's k
 
 
 def fit_usl_params(n: Array, y: Array) -> Array:
@@ -123,18 +110,6 @@ def fit_amdahl(data: Measurements, nmax: float) -> Fit:
     data = data.at_target_size()
     p = _fit_bounded(amdahl, data.counts, data.perf, (0.0, 0.1, 0.5))
     return _law_fit("amdahl", amdahl, p, ("x1", "serial_fraction"), data)
-
-
-@register("ceiling", "a rise bending into a fitted ceiling, a n / (1 + (a n / c)^k)^(1/k)", 4)
-def fit_ceiling(data: Measurements, nmax: float) -> Fit:
-    data = data.at_target_size()
-    n, y = data.counts, data.perf
-    top = float(y.max())
-    starts = [[y[0] / n[0] * (1.0 + (y[0] / c) ** k) ** (1.0 / k), c, k]
-              for c in (1.05 * top, 1.5 * top, 3.0 * top) for k in (1.0, 4.0)]
-    bounds = ([0.0, 0.5 * top, CEILING_SHARPNESS[0]], [np.inf, np.inf, CEILING_SHARPNESS[1]])
-    p = _best_of(ceiling, n, y, starts, bounds, "ceiling: ")
-    return _law_fit("ceiling", ceiling, p, ("a", "ceiling", "sharpness"), data)
 
 
 @register("gustafson", "Gustafson's scaled speedup, serial fraction in [0, 1]", 2)
