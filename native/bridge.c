@@ -40,23 +40,24 @@ static void (*exit_report)(void);
 
 void cc_model_set_exit_report(void (*report)(void)) { exit_report = report; }
 
+/* Found with the host, at the start: the exit may come where the loader cannot be asked
+ * (a dl_iterate_phdr callback holds its lock: lifecycle.c). */
+static int (*py_alive)(void), (*py_held)(void);
+
 int cc_host_is_python(void) {
     /* Decided before corecast loads any Python of its own. */
-    if (host_python < 0)
-        host_python = dlsym(RTLD_DEFAULT, "Py_IsInitialized") != NULL;
+    if (__atomic_load_n(&host_python, __ATOMIC_ACQUIRE) < 0) {
+        py_alive = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
+        py_held = (int (*)(void))dlsym(RTLD_DEFAULT, "PyGILState_Check");
+        __atomic_store_n(&host_python, py_alive != NULL, __ATOMIC_RELEASE);
+    }
     return host_python;
 }
 
 /* os._exit and os.exec* leave Python holding its interpreter: the model (which runs in
  * it) cannot run on the sampler, and letting go of it would let the program's other
  * Python threads run on past the point where a plain run ends them. */
-int cc_holds_python(void) {
-    if (!cc_host_is_python())
-        return 0;
-    int (*alive)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "Py_IsInitialized");
-    int (*held)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "PyGILState_Check");
-    return alive && held && alive() && held();
-}
+int cc_holds_python(void) { return cc_host_is_python() && py_held && py_alive() && py_held(); }
 
 const char *cc_model_warning(void) { return state == MODEL_FAILED ? why : NULL; }
 
@@ -167,12 +168,7 @@ int cc_model_predict(const struct cc_sample *s, struct cc_result *r) {
 
 /* Whether this thread holds a Python host's GIL: the model's start on another thread
  * (PyGILState_Ensure) waits for it, so this one must not wait for that start. */
-static int holds_gil(void) {
-    if (!cc_host_is_python())
-        return 0;
-    int (*check)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "PyGILState_Check");
-    return check && check();
-}
+static int holds_gil(void) { return cc_host_is_python() && py_held && py_held(); }
 
 static int predict(const struct cc_sample *s, struct cc_result *r) {
     if (state == MODEL_UNTRIED) {

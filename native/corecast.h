@@ -115,6 +115,9 @@ void cc_slots_init(void) CC_HIDDEN;
 int cc_slot_vacant(const struct cc_thread *t) CC_HIDDEN; /* its thread exited, no new one yet */
 int cc_slots_reused(void) CC_HIDDEN; /* exited threads' slots are handed on (the key works) */
 extern __thread struct cc_thread *cc_self_tls __attribute__((tls_model("initial-exec")));
+/* How deep this thread is in dl_iterate_phdr (shims/process.c), whose callbacks run with the
+ * loader's write lock held: an exit from one must not ask the loader (lifecycle.c's). */
+extern __thread int cc_loader_depth __attribute__((tls_model("initial-exec")));
 
 static inline struct cc_thread *cc_self(void) {
     struct cc_thread *t = cc_self_tls;
@@ -157,7 +160,7 @@ struct cc_config {
     int launch_pid;      /* CORECAST_LAUNCH_PID: the process `corecast run` started (0: none) */
     int keep_counting;   /* CORECAST_KEEP_COUNTING: no hand-back once steering settled (settle.c) */
     int slow_rewrite, slow_table, report_segv, no_sampler, naming_at_fork, view_at_fork, loading_at_fork, sampler_first,
-        view_in_loader; /* tests only: CORECAST_TEST_FAULT of that name */
+        view_in_loader, naming_in_loader; /* tests only: CORECAST_TEST_FAULT of that name */
     char output[1024];   /* CORECAST_OUTPUT as given: may hold {rank} and {pid} */
     int rank, ranks;     /* from the MPI launcher's environment; -1, 0: not launched so */
 };
@@ -297,7 +300,8 @@ int cc_sampler_give_back(double deadline, int *tid); /* it ends, its task the pr
 /* The exit prediction, made by the sampler thread.  Unless ANSWERED, ``r`` stays the
  * sampler's (it may still write there). */
 enum cc_final_outcome { CC_FINAL_PENDING, CC_FINAL_ANSWERED, CC_FINAL_FAULTED, CC_FINAL_TIMEOUT, CC_FINAL_NO_SAMPLER,
-                        CC_FINAL_HELD /* the exiting thread holds the Python host's interpreter */ };
+                        CC_FINAL_HELD /* the exiting thread holds the Python host's interpreter */,
+                        CC_FINAL_IN_LOADER /* it holds the loader's lock (cc_loader_depth) */ };
 enum cc_final_outcome cc_sampler_final(struct cc_sample *s, struct cc_result *r, int timeout_ms);
 /* The fatal signals of corecast's exit guard (lifecycle.c); the sampler leaves them unblocked. */
 #define CC_NFATAL 5
@@ -346,6 +350,9 @@ void cc_report_write(const char *p, size_t n);
 /* ``n`` bytes on ``fd`` whatever its signals and limits (waits ``patience_s`` for a slow
  * reader of a non-blocking one); 0, or -1 with errno. */
 int cc_write_all(int fd, const char *p, size_t n, double patience_s);
+/* The program's pending stdio output, flushed before a report on the way out of exit() or
+ * main writes anything (write.c). */
+void cc_flush_program_streams(void) CC_HIDDEN;
 locale_t cc_c_locale(void);
 int cc_own_descriptor_table(const int *keep, int n);
 void cc_channel_before_release(int lo, int hi);
@@ -358,6 +365,9 @@ int cc_channel_give_back(double deadline, int *tid); /* the keeper ends, its tas
 void cc_channel_after_fork(void);
 /* Names made safe and a report's text: text.h (text.c). */
 void cc_symbol_name(const void *addr, char *name, size_t nsize, char *object, size_t osize);
+/* From an exit inside the loader on: names by address alone, the loader never asked. */
+void cc_names_without_loader(void) CC_HIDDEN;
+int cc_naming_without_loader(void) CC_HIDDEN;
 /* The program's CPU time (corecast's own left out) and run-queue wait, the latter split
  * into its own (more runnable threads than CPUs) and other load's (runq_other_s). */
 void cc_process_times(double *cpu_s, double *runq_s, double *runq_other_s);

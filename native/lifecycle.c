@@ -2,7 +2,6 @@
  * activity, fork, and the exit report with its guard.  The exits and execs that end an
  * image come here from their wrappers (shims/process.c). */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -150,33 +149,9 @@ static void guard_install(int status) {
     guard_on = 1;
 }
 
-/* ---- the program's data first ------------------------------------------------------ */
-/* At exit the C library flushes the program's streams after every exit handler, ours
- * included: our lines would be written first, and a write of ours that fills the disk or
- * meets the file-size limit would cost the program its output.  So a report made on the
- * way out of exit() or main flushes them first, as exit() would (streams with pending
- * output only).  A stream another thread holds locked (one blocked reading stdin) is left
- * to the C library's own flush, which takes no lock: fflush(NULL) would wait for it. */
-static void flush_program_streams(void) {
-    FILE **list = (FILE **)dlsym(RTLD_DEFAULT, "_IO_list_all"); /* glibc's open streams */
-    FILE *f = list ? *list : NULL;
-    if (!list) { /* another C library: the standard streams at least */
-        FILE *std[2] = {stdout, stderr};
-        for (int i = 0; i < 2; i++)
-            if (ftrylockfile(std[i]) == 0) {
-                fflush_unlocked(std[i]);
-                funlockfile(std[i]);
-            }
-        return;
-    }
-    for (int n = 0; f && n < 100000; f = f->_chain, n++)
-        if (f->_mode <= 0 && f->_IO_write_ptr > f->_IO_write_base && ftrylockfile(f) == 0) {
-            fflush_unlocked(f);
-            funlockfile(f);
-        }
-}
-
 /* ---- the exit report ------------------------------------------------------------ */
+__thread int cc_loader_depth __attribute__((tls_model("initial-exec"))); /* shims/process.c's */
+
 /* What the report opens runs apart (apart.c): its last sample and its records. */
 struct final_work {
     struct cc_sample *sample;
@@ -226,7 +201,7 @@ void cc_exit_report(int status, int flush) {
          * script or make (nor under a bare LD_PRELOAD, where children are the norm). */
         if (cc_cfg.launch_pid == cc_pid) {
             if (flush)
-                flush_program_streams();
+                cc_flush_program_streams();
             cc_own_cpu_add(cc_run_apart(write_serial, NULL));
         }
         t->guard--;
@@ -243,12 +218,19 @@ void cc_exit_report(int status, int flush) {
     if (cc_cfg.quiet && !cc_cfg.output[0] && status >= 0 && !cc_holds_python()) {
         cc_sampler_stop();
         if (flush)
-            flush_program_streams();
+            cc_flush_program_streams();
         cc_report_unread();
         reported_tid = guard_tid;
         guard_tid = 0; /* only the sampler, perhaps still in the model, stays guarded */
         t->guard--;
         return;
+    }
+    /* In a dl_iterate_phdr callback the loader's write lock is this thread's for good: the
+     * model's start (dlopen) and regions' naming would wait for it, and the exit for them. */
+    int in_loader = cc_loader_depth > 0;
+    if (in_loader) {
+        cc_names_without_loader();
+        cc_sampler_stop();
     }
     double cpu0 = cc_thread_cpu_s(); /* from here to the report, this thread works for corecast */
     static struct cc_sample sample;
@@ -257,8 +239,9 @@ void cc_exit_report(int status, int flush) {
     double apart_s = cc_run_apart(build_final, &work);
     cc_result_clear(&result, sample.nregions);
     cc_result_clear(&answer, sample.nregions);
-    enum cc_final_outcome o = cc_holds_python() ? CC_FINAL_HELD
-                                                : cc_sampler_final(&sample, &answer, cc_cfg.exit_timeout_ms);
+    enum cc_final_outcome o = in_loader ? CC_FINAL_IN_LOADER
+                              : cc_holds_python() ? CC_FINAL_HELD
+                                                  : cc_sampler_final(&sample, &answer, cc_cfg.exit_timeout_ms);
     double model_s = 0;
     if (o == CC_FINAL_NO_SAMPLER) {
         /* No task for it either (RLIMIT_NPROC, ulimit -v): the interpreter's imports would
@@ -274,6 +257,9 @@ void cc_exit_report(int status, int flush) {
         result.status = -1;
         if (o == CC_FINAL_FAULTED)
             snprintf(result.note, sizeof result.note, "the model failed with a fatal signal");
+        else if (o == CC_FINAL_IN_LOADER)
+            snprintf(result.note, sizeof result.note, "the program ended inside the loader (a dl_iterate_phdr "
+                                                      "callback): the model was not run");
         else if (o == CC_FINAL_HELD)
             snprintf(result.note, sizeof result.note, "the program left Python without its atexit "
                                                       "(os._exit or os.exec*): the model was not run");
@@ -283,7 +269,7 @@ void cc_exit_report(int status, int flush) {
     }
     cc_own_cpu_add(cc_thread_cpu_s() - cpu0 + apart_s + model_s);
     if (flush)
-        flush_program_streams();
+        cc_flush_program_streams();
     cc_own_cpu_add(cc_run_apart(write_report, &work));
     if (o == CC_FINAL_ANSWERED || o == CC_FINAL_NO_SAMPLER)
         guard_restore(); /* the model is done: nothing of ours runs any more */

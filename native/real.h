@@ -12,6 +12,8 @@
 #include <stdio.h>
 #include <time.h>
 
+struct dl_phdr_info; /* <link.h>, with _GNU_SOURCE */
+
 struct cc_real_libc {
     int (*pthread_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *);
     int (*pthread_mutex_lock)(pthread_mutex_t *);
@@ -52,6 +54,7 @@ struct cc_real_libc {
     int (*prctl)(int, ...);
     long (*syscall)(long, ...);
     int (*dlclose)(void *);
+    int (*dl_iterate_phdr)(int (*)(struct dl_phdr_info *, size_t, void *), void *);
 };
 extern struct cc_real_libc cc_libc;
 void cc_libc_init(void);

@@ -59,6 +59,7 @@ void cc_libc_init(void) {
     R(prctl);
     R(syscall);
     R(dlclose);
+    R(dl_iterate_phdr);
     /* Last: CC_LIBC() tests this one to know the table is complete. */
     __atomic_store_n(&cc_libc.pthread_mutex_lock, cc_resolve_next("pthread_mutex_lock", NULL),
                      __ATOMIC_RELEASE);

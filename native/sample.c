@@ -70,12 +70,14 @@ unsigned long long cc_sample_uncredited_calls(const struct cc_sample *s, const s
 
 /* A region's name and object, written by one namer at a time: the sampler, the exit, or
  * dlclose naming an object's regions before it is unmapped.  ``tries`` > 0: give up after
- * that many (a namer that waits on the loader's lock the caller may hold). */
+ * that many (a namer that waits on the loader's lock the caller may hold); ``until`` > 0:
+ * at that time (cc_mono_s). */
 static int naming;
+static double exit_names_until; /* the exit's wait for a namer ends (fill_region) */
 
-static int naming_lock(int tries) {
+static int naming_lock(int tries, double until) {
     for (int i = 0; __atomic_exchange_n(&naming, 1, __ATOMIC_ACQUIRE); i++) {
-        if (tries > 0 && i >= tries)
+        if ((tries > 0 && i >= tries) || (until > 0 && cc_mono_s() > until))
             return 0;
         sched_yield();
     }
@@ -84,11 +86,14 @@ static int naming_lock(int tries) {
 
 /* A forked child keeps only the forking thread, never a namer: a lock the sampler held at
  * the fork is nobody's there (the child's exit report waited on it for ever). */
-void cc_sample_after_fork(void) { __atomic_store_n(&naming, 0, __ATOMIC_RELAXED); }
+void cc_sample_after_fork(void) {
+    __atomic_store_n(&naming, 0, __ATOMIC_RELAXED);
+    exit_names_until = 0;
+}
 
 /* Tests (CORECAST_TEST_FAULT=naming_at_fork): the lock held across the program's forks, as
  * the sampler holds it at a fork that comes while it names a window's regions. */
-static void hold_naming(void) { naming_lock(0); }
+static void hold_naming(void) { naming_lock(0, 0); }
 static void drop_naming(void) { __atomic_store_n(&naming, 0, __ATOMIC_RELEASE); }
 void cc_sample_test_hooks(void) {
     if (cc_cfg.naming_at_fork)
@@ -116,11 +121,22 @@ static void name_region(struct cc_region *r) { /* the naming lock held */
 
 static unsigned long long fill_region(struct cc_region_sample *o, struct cc_region *r, struct cc_settle_extra *credited,
                                       int final) {
-    naming_lock(0);
-    name_region(r);
-    __atomic_store_n(&naming, 0, __ATOMIC_RELEASE);
+    /* The exit waits for a namer (the sampler) CORECAST_EXIT_TIMEOUT_MS in all: it may wait
+     * for the loader's lock the exiting thread holds (an exit from a constructor inside
+     * dlopen), and inside a dl_iterate_phdr callback it does: no wait there.  A region that
+     * namer had not named goes by its address. */
+    int no_loader = cc_naming_without_loader();
+    if (final && !exit_names_until)
+        exit_names_until = cc_mono_s() + (no_loader ? 0 : cc_cfg.exit_timeout_ms / 1000.0);
+    if (naming_lock(final && no_loader ? 10000 : 0, final ? exit_names_until : 0)) {
+        name_region(r);
+        __atomic_store_n(&naming, 0, __ATOMIC_RELEASE);
+    }
     memcpy(o->name, r->name, sizeof o->name);
     memcpy(o->object, r->object, sizeof o->object);
+    o->name[sizeof o->name - 1] = o->object[sizeof o->object - 1] = 0;
+    if (!o->name[0])
+        cc_symbol_name(r->fn ? r->fn : r->site, o->name, sizeof o->name, o->object, sizeof o->object);
     o->runtime = CC_RUNTIME_OPENMP;
     o->threads = __atomic_load_n(&r->max_threads, __ATOMIC_RELAXED);
     o->nested = r->nested;
@@ -343,7 +359,7 @@ static int in_range(const void *p, const struct name_range *g) {
 
 static void name_range_apart(void *p) {
     const struct name_range *g = p;
-    if (!naming_lock(10000))
+    if (!naming_lock(10000, 0))
         return;
     for (struct cc_region *q = cc_region_next(NULL); q; q = cc_region_next(q))
         if (!cc_region_other(q) && (in_range(q->fn, g) || in_range(q->site, g)))

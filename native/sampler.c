@@ -98,10 +98,10 @@ static void faults_deliverable(int yes) {
     pthread_sigmask(yes ? SIG_UNBLOCK : SIG_BLOCK, &faults, NULL);
 }
 
-static int model_run(const struct cc_sample *s, struct cc_result *r) {
+static int model_run(const struct cc_sample *s, struct cc_result *r) { /* NULL: the start alone */
     in_model = 1;
     faults_deliverable(1);
-    int rc = cc_model_predict(s, r);
+    int rc = s ? cc_model_predict(s, r) : (cc_model_warmup(), 0);
     faults_deliverable(0);
     in_model = 0;
     return rc;
@@ -142,11 +142,8 @@ static void *sampler_main(void *arg) {
     int model_started = 0; /* steering's model runs: from then on, every window */
     double scheduled_s = 0; /* the waits asked for: a clock no load stretches (settle.h) */
     int answered = 0; /* the exit's prediction: the report may come through this thread */
-    if (cc_cfg.sampler_first) { /* tests: this thread starts the model before the program's */
-        faults_deliverable(1);
-        cc_model_warmup();
-        faults_deliverable(0);
-    }
+    if (cc_cfg.sampler_first) /* tests: this thread starts the model before the program's */
+        model_run(NULL, NULL);
     for (;;) {
         int cmd = wait_change(&sampler_cmd, CMD_NONE, wait_ms);
         scheduled_s += wait_ms / 1000.0;
@@ -216,11 +213,7 @@ static void *sampler_main(void *arg) {
             /* The interpreter starts first (tens of ms, the program at the new count
              * meanwhile); the model's first answer then reads that time too: its window at
              * the new count decides at once (steering.py), no second run needed. */
-            in_model = 1;
-            faults_deliverable(1);
-            cc_model_warmup();
-            faults_deliverable(0);
-            in_model = 0;
+            model_run(NULL, NULL);
             cc_build_sample(&sample, 0, refs);
         }
         if (steer && !model_started)
@@ -349,13 +342,17 @@ void cc_sampler_stop(void) {
     cc_futex(&sampler_cmd, FUTEX_WAKE_PRIVATE, 1, -1);
 }
 
-/* Stops the sampler and waits up to ``timeout_ms`` for it to be done with its window. */
+/* Stops the sampler and waits up to ``timeout_ms`` for it to be done with its window: not for
+ * a model run that needs the GIL the caller holds (a seccomp filter's caller waited it all out). */
 void cc_sampler_park(int timeout_ms) {
     if (!sampler_running)
         return;
     __atomic_store_n(&for_good, 1, __ATOMIC_RELEASE);
     cc_sampler_stop();
-    wait_change(&parked, 0, timeout_ms);
+    int gil = cc_holds_python();
+    for (double end = cc_mono_s() + timeout_ms / 1000.0; !wait_change(&parked, 0, 1);)
+        if ((gil && in_model) || cc_mono_s() > end) /* short steps, as cc_sampler_give_back's */
+            return;
 }
 
 /* The program's pthread_create found no task left (EAGAIN: RLIMIT_NPROC, a cgroup's

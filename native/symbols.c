@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "corecast.h"
@@ -78,7 +79,35 @@ static int find_bias(struct dl_phdr_info *info, size_t size, void *arg) {
     return 0;
 }
 
+/* Set by an exit inside the loader (lifecycle.c): dladdr and dl_iterate_phdr would wait
+ * for the lock the exiting thread holds for good, or for a thread that waits for it. */
+static int no_loader;
+
+void cc_names_without_loader(void) { __atomic_store_n(&no_loader, 1, __ATOMIC_RELEASE); }
+int cc_naming_without_loader(void) { return __atomic_load_n(&no_loader, __ATOMIC_ACQUIRE); }
+
+/* Tests (CORECAST_TEST_FAULT=naming_in_loader): the first naming, about to ask the loader,
+ * says so in the program's corecast_test_gate (1) and waits until its dl_iterate_phdr
+ * callback, holding the loader's write lock, set it to 2 (bounded: a program without one). */
+static void naming_test_gate(void) {
+    static int once;
+    if (!cc_cfg.naming_in_loader || __atomic_exchange_n(&once, 1, __ATOMIC_ACQ_REL))
+        return;
+    int *gate = (int *)dlsym(RTLD_DEFAULT, "corecast_test_gate");
+    if (!gate)
+        return;
+    __atomic_store_n(gate, 1, __ATOMIC_RELEASE);
+    for (int i = 0; i < 20000 && __atomic_load_n(gate, __ATOMIC_ACQUIRE) != 2; i++)
+        nanosleep(&(struct timespec){0, 1000000}, NULL);
+}
+
 void cc_symbol_name(const void *addr, char *name, size_t nsize, char *object, size_t osize) {
+    if (cc_naming_without_loader()) {
+        snprintf(object, osize, "?");
+        snprintf(name, nsize, "fn@%#lx", (unsigned long)(uintptr_t)addr);
+        return;
+    }
+    naming_test_gate();
     Dl_info info;
     memset(&info, 0, sizeof info);
     int ok = dladdr(addr, &info);

@@ -3,12 +3,15 @@
  * write and taken back if it raised them, where their default action would have killed the
  * program with another status; a write that would cross RLIMIT_FSIZE is not made at all
  * (the kernel would write part of a line).  Async-signal-safe: the exit guard's handler
- * writes through here. */
+ * writes through here.  And before the exit report's first write, the program's pending
+ * output (cc_flush_program_streams). */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -84,3 +87,35 @@ int cc_write_all(int fd, const char *p, size_t n, double patience_s) {
     return err ? -1 : 0;
 }
 
+/* ---- the program's data first ------------------------------------------------------ */
+/* At exit the C library flushes the program's streams after every exit handler, ours
+ * included: our lines would be written first, and a write of ours that fills the disk or
+ * meets the file-size limit would cost the program its output.  So a report made on the
+ * way out of exit() or main flushes them first, as exit() would (streams with pending
+ * output only).  A stream another thread holds locked (one blocked reading stdin) is left
+ * to the C library's own flush, which takes no lock: fflush(NULL) would wait for it. */
+static FILE **io_list_all; /* glibc's open streams, found at the start: an exit inside the
+                           * loader (a dl_iterate_phdr callback) cannot ask it (lifecycle.c) */
+
+__attribute__((constructor)) static void find_streams(void) {
+    io_list_all = (FILE **)dlsym(RTLD_DEFAULT, "_IO_list_all");
+}
+
+void cc_flush_program_streams(void) {
+    FILE **list = io_list_all;
+    FILE *f = list ? *list : NULL;
+    if (!list) { /* another C library: the standard streams at least */
+        FILE *std[2] = {stdout, stderr};
+        for (int i = 0; i < 2; i++)
+            if (ftrylockfile(std[i]) == 0) {
+                fflush_unlocked(std[i]);
+                funlockfile(std[i]);
+            }
+        return;
+    }
+    for (int n = 0; f && n < 100000; f = f->_chain, n++)
+        if (f->_mode <= 0 && f->_IO_write_ptr > f->_IO_write_base && ftrylockfile(f) == 0) {
+            fflush_unlocked(f);
+            funlockfile(f);
+        }
+}

@@ -194,3 +194,13 @@ int dlclose(void *handle) {
         cc_name_regions_in(lo, hi);
     return CC_LIBC(dlclose)(handle);
 }
+
+/* ---- the loader's callbacks ------------------------------------------------------------ */
+/* dl_iterate_phdr calls back with the loader's write lock held: an exit from a callback
+ * must not ask the loader (lifecycle.c), which would wait for that lock for ever. */
+int dl_iterate_phdr(int (*callback)(struct dl_phdr_info *, size_t, void *), void *data) {
+    cc_loader_depth++;
+    int r = CC_LIBC(dl_iterate_phdr)(callback, data);
+    cc_loader_depth--;
+    return r;
+}

@@ -8,12 +8,13 @@ import fcntl
 import os
 import shutil
 import subprocess
+import sys
 import threading
 import time
 
 import pytest
 
-from .helpers import clean_env
+from .helpers import clean_env, run_bounded
 
 # The programs below end at once; a hang is what these limits catch (never a speed check).
 HANG = 60
@@ -255,6 +256,56 @@ def test_asking_what_seccomp_supports_is_no_restriction(build, lib):
     assert b"seccomp" not in measured.stderr, measured.stderr
     assert b"corecast: pid " in measured.stderr, measured.stderr
 
+
+# A Python host that installs a seccomp filter (getpriority refused, all else allowed) while
+# holding the GIL (ctypes.PyDLL keeps it across the call), by prctl or the seccomp system call.
+SECCOMP_GIL_PY = r"""
+import ctypes, errno, os, platform, sys, threading
+machine = platform.machine()
+t = threading.Thread(target=lambda: None)  # the first parallel activity: corecast starts
+t.start()
+t.join()
+class Insn(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_ushort), ("jt", ctypes.c_ubyte), ("jf", ctypes.c_ubyte), ("k", ctypes.c_uint)]
+class Prog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Insn))]
+insns = (Insn * 4)(Insn(0x20, 0, 0, 0),  # the call's number
+                   Insn(0x15, 0, 1, {"x86_64": 140, "aarch64": 141}[machine]),  # getpriority
+                   Insn(0x06, 0, 0, 0x00050000 | errno.EPERM), Insn(0x06, 0, 0, 0x7FFF0000))
+prog = Prog(4, insns)
+libc = ctypes.PyDLL(None)  # the GIL stays held
+libc.prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p, ctypes.c_ulong, ctypes.c_ulong]
+libc.syscall.argtypes = [ctypes.c_long, ctypes.c_long, ctypes.c_long, ctypes.c_void_p]
+assert libc.prctl(38, 1, None, 0, 0) == 0  # PR_SET_NO_NEW_PRIVS
+if sys.argv[1] == "prctl":  # PR_SET_SECCOMP, SECCOMP_MODE_FILTER
+    r = libc.prctl(22, 2, ctypes.addressof(prog), 0, 0)
+else:  # seccomp(SECCOMP_SET_MODE_FILTER, 0, prog)
+    r = libc.syscall({"x86_64": 317, "aarch64": 277}[machine], 1, 0, ctypes.addressof(prog))
+try:
+    os.getpriority(os.PRIO_PROCESS, 0)
+    print("filter", r, "getpriority allowed")
+except OSError as e:
+    print("filter", r, "getpriority refused:", errno.errorcode[e.errno])
+"""
+
+
+@pytest.mark.parametrize("how", ["prctl", "seccomp"])
+def test_a_filter_installed_holding_the_gil_does_not_wait_for_a_model_run_that_needs_it(lib, tmp_path, how):
+    """corecast stops before a filter is in, awaiting a model run on the sampler: one that
+    waits for a Python host's GIL the installing thread holds cannot end before it, and the
+    program's call waited the whole CORECAST_EXIT_TIMEOUT_MS (10 s by default) for nothing.
+    CORECAST_TEST_FAULT=sampler_first puts the model's start on the sampler; a timeout of 10
+    minutes makes a wait for it a hang."""
+    if os.uname().machine not in ("x86_64", "aarch64"):
+        pytest.skip("the filter's call numbers are x86_64's and aarch64's")
+    script = tmp_path / "seccomp_gil.py"
+    script.write_text(SECCOMP_GIL_PY)
+    plain = run_bounded([sys.executable, script, how], clean_env(), 60)
+    assert (plain.returncode, plain.stdout) == (0, b"filter 0 getpriority refused: EPERM\n"), plain.stderr
+    env = clean_env(LD_PRELOAD=str(lib), CORECAST_TEST_FAULT="sampler_first", CORECAST_EXIT_TIMEOUT_MS="600000")
+    measured = run_bounded([sys.executable, script, how], env, 60)
+    assert (measured.returncode, measured.stdout) == (0, plain.stdout), measured.stderr
+    assert measured.stderr.count(b"corecast: warning: the program restricts its system calls (seccomp)") == 1
 
 # A second preload, after corecast's, that sees every open() corecast makes and says, once
 # the program has begun to exit, whether the opening task shares the program's descriptor

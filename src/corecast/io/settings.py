@@ -92,7 +92,7 @@ TABLE: tuple = (
     Setting("CORECAST_WARNED_PID", "int", 0, "an exec'd image of this pid already warned (set by the library)",
             (LIB,), 0, INT_MAX, shown=False),
     Setting("CORECAST_TEST_FAULT", "text", "",
-            "tests only: segv|abort|hang at the exit prediction, report_segv in the C exit report, slow_rewrite, slow_table, no_sampler (its thread refused), naming_at_fork, view_at_fork, loading_at_fork (the region-naming lock, the OpenMP view maker's flag, the model start's flag held at the program's forks), sampler_first (the sampler starts a Python host's model before the program's thread), view_in_loader (the first OpenMP view's maker, about to ask the loader, waits for the program's corecast_test_gate: a constructor then holds the loader's lock)",
+            "tests only: segv|abort|hang at the exit prediction, report_segv in the C exit report, slow_rewrite, slow_table, no_sampler (its thread refused), naming_at_fork, view_at_fork, loading_at_fork (the region-naming lock, the OpenMP view maker's flag, the model start's flag held at the program's forks), sampler_first (the sampler starts a Python host's model before the program's thread), view_in_loader (the first OpenMP view's maker, about to ask the loader, waits for the program's corecast_test_gate: a constructor then holds the loader's lock), naming_in_loader (the sampler's first naming, about to ask the loader, waits for the program's corecast_test_gate: a dl_iterate_phdr callback then holds the loader's lock)",
             (LIB, MODEL)),
 )
 BY_NAME = {s.name: s for s in TABLE}
