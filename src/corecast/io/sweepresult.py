@@ -192,7 +192,7 @@ class SweepResult:
             measured=measured,
             unit=count_unit(result),
             predictions=_points(result.get("predictions"), "predictions", source,
-                                ("value", "low", "high", "speedup")),
+                                TIME_FIELDS),
             stall_predictions=stall_predictions,
             stall_categories=sorted(set(stall_predictions)
                                     | {k for e in measured for k in (e.get("stalls_s") or {})}),
@@ -287,15 +287,20 @@ def regions_of(raw: object, source: str) -> list[dict]:
             check_sweep({"measured": r["measured"]}, where)
         out.append({"name": r["name"], "measured": sorted(r.get("measured") or [], key=lambda e: e["threads"]),
                     "predictions": _points(r.get("predictions"), "predictions", where,
-                                           ("value", "low", "high", "speedup")),
+                                           TIME_FIELDS),
                     "preferred_threads": _count_or_none(_either(r, "preferred")),
                     "fastest_threads": _count_or_none(_either(r, "fastest")),
                     "bottleneck": _name(r.get("bottleneck"))})
     return out
 
 
+TIME_FIELDS = ("value", "low", "high", "speedup")  # a time prediction's
+
+
 def _points(raw, key: str, source: str, fields: tuple[str, ...]) -> list[dict]:
-    """A list of {"threads": n, field: number...}, sorted by n; bad shape -> InputError."""
+    """A list of {"threads": n, field: number...}, sorted by n; bad shape -> InputError.
+    A time prediction's fields (``TIME_FIELDS``: its value, band and speedup) are positive
+    where given: the views divide by them."""
     if raw is None:
         return []
     if not isinstance(raw, list):
@@ -309,5 +314,10 @@ def _points(raw, key: str, source: str, fields: tuple[str, ...]) -> list[dict]:
             raise InputError(f"{source}: {key}[{i}]: \"threads\" must be a number >= 1")
         if json_number(p.get("value")) is None:
             raise InputError(f"{source}: {key}[{i}]: \"value\" must be a finite number")
+        if fields == TIME_FIELDS:
+            for f in fields:
+                x = json_number(p.get(f))
+                if x is not None and x <= 0:
+                    raise InputError(f"{source}: {key}[{i}]: \"{f}\" must be a positive number, not {_short(x)}")
         out.append({"threads": n, **{f: json_number(p.get(f)) for f in fields}})
     return sorted(out, key=lambda p: p["threads"])
