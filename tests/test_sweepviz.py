@@ -425,3 +425,16 @@ def test_export_refuses_a_prediction_time_that_is_not_positive(tmp_path, result,
         err = assert_one_line_error(capsys, ["export", option, str(tmp_path / out), str(path)])
         assert f"predictions[3]: \"{field}\" must be a positive number" in err
     assert only_files(tmp_path) == ["s.json"]
+
+
+@pytest.mark.parametrize("where", ["predictions", "stall_predictions", "failed"])
+def test_export_refuses_a_count_past_the_largest(tmp_path, result, capsys, where):
+    # fuzz40: "threads": 1e308 in a prediction or a failed run was read, then the plot's
+    # log-axis ticks overflowed ('internal error: OverflowError')
+    entry = {"predictions": result["predictions"], "stall_predictions": result["stall_predictions"]["lock"],
+             "failed": result["failed"]}[where][0]
+    entry["threads"] = 1e308
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(result))
+    err = assert_one_line_error(capsys, ["export", "--html", str(tmp_path / "o.html"), str(path)])
+    assert "\"threads\" 1e+308 is above 100000, the largest count corecast predicts" in err

@@ -104,11 +104,7 @@ def _check_sweep_entry(path: str, i: int, entry, where: str | None = None) -> No
     for key in ("threads", "time_s"):
         if key not in entry:
             raise InputError(f"{where}: no \"{key}\" key")
-    n = entry["threads"]
-    if json_number(n) is None or n < 1 or n != int(n):
-        raise InputError(f"{where}: \"threads\" {_short(n)} must be a whole number >= 1")
-    if n > MAX_COUNT:
-        raise InputError(f"{where}: \"threads\" {over_max_count(json.dumps(n))}")
+    n = _count(entry["threads"], where)
     t = entry["time_s"]
     if json_number(t) is None or t <= 0:
         raise InputError(f"{where}: \"time_s\" {_short(t)} must be a positive number")
@@ -122,6 +118,16 @@ def _check_sweep_entry(path: str, i: int, entry, where: str | None = None) -> No
         for j, r in enumerate(runs):
             _check_sweep_entry(path, i, {"threads": n, **r}, f"{where}: runs[{j}]")
     _check_stalls(where, entry.get("stalls_s"))
+
+
+def _count(n: object, where: str) -> int | float:
+    """A result's ``"threads"``: a whole number from 1 to MAX_COUNT, as every reader takes a
+    count; InputError naming ``where``."""
+    if json_number(n) is None or n < 1 or n != int(n):
+        raise InputError(f"{where}: \"threads\" {_short(n)} must be a whole number >= 1")
+    if n > MAX_COUNT:
+        raise InputError(f"{where}: \"threads\" {over_max_count(json.dumps(n))}")
+    return n
 
 
 def _check_stalls(where: str, stalls) -> None:
@@ -188,6 +194,9 @@ class SweepResult:
         runtime = result.get("runtime")
         warnings = result.get("warnings") or []
         failed = result.get("failed") or []
+        for i, f in enumerate(failed if isinstance(failed, list) else []):
+            if isinstance(f, dict) and f.get("threads") is not None:  # the plot's axis spans them
+                _count(f["threads"], f"{source}: failed[{i}]")
         return cls(
             measured=measured,
             unit=count_unit(result),
@@ -309,9 +318,7 @@ def _points(raw, key: str, source: str, fields: tuple[str, ...]) -> list[dict]:
     for i, p in enumerate(raw):
         if not isinstance(p, dict):
             raise InputError(f"{source}: {key}[{i}] is not an object")
-        n = json_number(p.get("threads"))
-        if n is None or n < 1:
-            raise InputError(f"{source}: {key}[{i}]: \"threads\" must be a number >= 1")
+        n = _count(p.get("threads"), f"{source}: {key}[{i}]")
         if json_number(p.get("value")) is None:
             raise InputError(f"{source}: {key}[{i}]: \"value\" must be a finite number")
         if fields == TIME_FIELDS:
