@@ -46,11 +46,11 @@ def cmd_numa(args: argparse.Namespace) -> int:
 
     if (args.co_run is None) != (args.co_nodes is None):
         raise CliError("--co-run and --co-nodes go together")
-    if args.replay and args.co_run:
+    if args.replay is not None and args.co_run:
         raise CliError("--co-run works with --sample, not with --replay")
     try:
         machine = machines.load(args.machine)
-        if args.replay:
+        if args.replay is not None:  # '' too: a file name that names none, said by the reader
             return _replay(args, machine)
         rates = read([args.sample], NUMA_SAMPLE, machine=machine)  # bad files: InputError, one line
         co = [(read([args.co_run], NUMA_SAMPLE, machine=machine), args.co_nodes)] if args.co_run else []
