@@ -367,6 +367,8 @@ def test_huge_times_print_compactly(tmp_path):
     # 'internal error: OverflowError'
     ('{"event":"region","pid":1,"name":"f","threads":2,"calls":1,"wall_s":1' + "0" * 400 + ',"counters":{}}\n',
      "line 1: not a corecast region record (wall_s is 1000"),
+    ('{"event":"region","pid":1,"name":"f","threads":2,"calls":1' + "0" * 400 + ',"wall_s":1,"counters":{}}\n',
+     "line 1: not a corecast region record (calls is 1000000000000000000000000000000000000000..., past the 64 bits"),
 ])
 def test_bad_recordings_are_one_line(tmp_path, content, message):
     path = tmp_path / "bad.jsonl"

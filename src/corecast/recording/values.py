@@ -23,6 +23,8 @@ def whole(rec: dict, key: str) -> int:
     v = rec[key]
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
         raise ValueError(f"{key} is {_shown(v)}, not a whole number >= 0")
+    if v >> 64:  # the library's counters are 64-bit; the models take them as floats
+        raise ValueError(f"{key} is {_shown(v)}, past the 64 bits a recorded count has")
     return v
 
 
