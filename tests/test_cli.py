@@ -207,6 +207,27 @@ def test_unknown_option_points_at_the_subcommands_help(capsys, time_csv, argv):
     assert "unrecognized arguments" in err and f"(see 'corecast {argv[0]} --help')" in err
 
 
+@pytest.mark.parametrize("argv", [
+    ["predict", "{ok}", "--plot", ""], ["sweep", "--threads", "1,2", "--json-out", "", "--", "true"],
+    ["sweep", "--threads", "1,2", "--stall-plugin", "", "--", "true"], ["export", "{ok}", "--html", ""],
+    ["merge", "{ok}", "-o", ""], ["calibrate", "--quick", "-o", ""], ["replay", "{ok}", "--machine", ""],
+    ["numa", "--machine", "", "--sample", "{ok}"],
+])
+def test_an_empty_file_name_is_refused(capsys, time_csv, argv):
+    # fuzz40: '' read as the option left out: 'predict --plot ""' and 'merge -o ""' went on
+    # without the file asked for, 'calibrate -o ""' wrote to the default path
+    err = assert_one_line_error(capsys, [a.format(ok=time_csv) for a in argv])
+    assert "an empty file name" in err
+
+
+@pytest.mark.parametrize("option, value", [("--upto", "1_0"), ("--at", "1_6"), ("--upto", "\uff11\uff16"),
+                                           ("--knee-fraction", "0.1_5"), ("--min-gain", "\uff10.5")])
+def test_a_number_written_with_underscores_or_other_digits_is_refused(capsys, time_csv, option, value):
+    # fuzz40: int() and float() read '1_0' as 10 and fullwidth digits as their value
+    err = assert_one_line_error(capsys, ["predict", time_csv, option, value])
+    assert f"argument {option}: {value!r} is not a" in err
+
+
 def test_no_subcommand(capsys):
     assert_one_line_error(capsys, [])
     assert_one_line_error(capsys, ["nosuch"])

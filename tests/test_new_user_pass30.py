@@ -83,6 +83,10 @@ TWO_PARAMETERS = HF_HEADER.replace("\n", ",parameter_size\n") + '"./prog 1 7",10
     (_hf_csv(rows=HF_ROWS + [(2, [5.0, 5.0, 5.0])]), "threads 2 has two commands"),
     (_hf_json(rows=[(1, [1.0] * 3), (1.5, [1.0] * 3)]), "1.5 is not a count"),
     (TWO_PARAMETERS, "2 parameters (threads, size)"),
+    # fuzz40: 'internal error: TypeError' / AttributeError, or a string's letters read as parameters
+    (_hf_json().replace('"times": [5.6, 5.5, 5.4]', '"times": -1.5'), "result 2 ('./prog 2'): \"times\" must be a list"),
+    (_hf_json().replace('{"threads": "2"}', '["threads"]'), "result 2 ('./prog 2'): \"parameters\" must be an object"),
+    (_hf_json().replace('{"threads": "2"}', '"threads"'), "\"parameters\" must be an object, not 'threads'"),
 ])
 def test_a_hyperfine_export_without_one_count_per_command_is_refused(tmp_path, capsys, text, words):
     path = tmp_path / ("hf.json" if text.startswith("{") else "hf.csv")

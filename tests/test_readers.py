@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -121,6 +123,21 @@ def test_caliper_single_profile_needs_more_counts(capsys):
     pytest.importorskip("caliperreader")
     err = assert_one_line_error(capsys, ["predict", str(CAL / "example-profile.cali")])
     assert "threads = 2" in err and "two or more counts" in err
+
+
+def test_caliper_node_that_is_its_own_parent_is_one_line(tmp_path):
+    # fuzz40: caliper-reader appends such a node to itself, then walks its parents forever:
+    # 'corecast predict' hung.  A subprocess with a timeout, so that a regression fails.
+    pytest.importorskip("caliperreader")
+    text = (CAL / "example-profile.cali").read_text()
+    line = "__rec=node,id=13,attr=8,data=attribute.alias,parent=12\n"
+    assert line in text
+    path = tmp_path / "cycle.cali"
+    path.write_text(text.replace(line, line.replace("parent=12", "parent=13")))
+    r = subprocess.run([sys.executable, "-m", "corecast", "predict", str(path)], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1, r.stderr
+    assert "line 2: node 13 is its own parent" in r.stderr, r.stderr
 
 
 def test_caliper_count_attribute_and_metric(capsys):

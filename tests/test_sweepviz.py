@@ -412,3 +412,29 @@ def test_bad_regions_are_one_line(result):
     bad = dict(result, regions=[{"name": "r", "measured": [{"threads": 0, "time_s": 1}]}])
     with pytest.raises(InputError, match="regions\\[0\\]"):
         extrap_records(bad)
+
+
+@pytest.mark.parametrize("field, value", [("low", 0), ("high", -1.0), ("value", 0), ("speedup", 0)])
+def test_export_refuses_a_prediction_time_that_is_not_positive(tmp_path, result, capsys, field, value):
+    # fuzz40: "low": 0 was read, then the plot's speedup band divided by it ('internal error:
+    # ZeroDivisionError'); a predicted time, its band and speedup are positive numbers.
+    result["predictions"][3][field] = value
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(result))
+    for option, out in (("--html", "o.html"), ("--plot", "o.png")):
+        err = assert_one_line_error(capsys, ["export", option, str(tmp_path / out), str(path)])
+        assert f"predictions[3]: \"{field}\" must be a positive number" in err
+    assert only_files(tmp_path) == ["s.json"]
+
+
+@pytest.mark.parametrize("where", ["predictions", "stall_predictions", "failed"])
+def test_export_refuses_a_count_past_the_largest(tmp_path, result, capsys, where):
+    # fuzz40: "threads": 1e308 in a prediction or a failed run was read, then the plot's
+    # log-axis ticks overflowed ('internal error: OverflowError')
+    entry = {"predictions": result["predictions"], "stall_predictions": result["stall_predictions"]["lock"],
+             "failed": result["failed"]}[where][0]
+    entry["threads"] = 1e308
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(result))
+    err = assert_one_line_error(capsys, ["export", "--html", str(tmp_path / "o.html"), str(path)])
+    assert "\"threads\" 1e+308 is above 100000, the largest count corecast predicts" in err

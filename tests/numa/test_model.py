@@ -155,6 +155,10 @@ def test_light_traffic_settles_in_five_iterations():
     ({"llc": [0.1] * K, "bus": [0.1] * K, "cores": 4}, "only goes with raw counts"),
     ({"llc": [0.1] * K, "bus": [0.1] * K, "total_cycles": 1e9, "nodes": 9}, "machine has 8"),
     ([1, 2], "JSON object"),
+    # fuzz40: JSON integers past float range were 'internal error: OverflowError'
+    ({"llc": [0.1] * K, "bus": [0.1] * (K - 1) + [10 ** 400]}, "'bus'\\[7\\] must be a finite number"),
+    ({"llc": 10 ** 400, "bus": [0.1] * K, "total_cycles": 1e9}, "'llc'\\[0\\] must be a finite number"),
+    ({"llc": [0.1] * K, "bus": [0.1] * K, "total_cycles": 10 ** 400}, "'total_cycles' must be a number > 0"),
 ])
 def test_bad_samples(sample, message):
     with pytest.raises(SampleError, match=message.replace("(", r"\(").replace("'", "'")):

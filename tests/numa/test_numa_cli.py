@@ -104,6 +104,8 @@ def test_errors(capsys, samples, tmp_path):
         (["numa", "--machine", "opteron6380"], "one of the arguments"),
         (["numa", "--machine", str(notjson), "--sample", samples["balanced"]], "not JSON"),
         (["numa", "--machine", "opteron6380", "--replay", str(notjson)], "not JSON"),
+        # fuzz40: an empty name was taken for no --replay: 'internal error: TypeError'
+        (["numa", "--machine", "opteron6380", "--replay", ""], "an empty file name"),
     ]:
         err = assert_one_line_error(capsys, argv)
         assert text in err, (argv, err)

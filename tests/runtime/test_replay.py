@@ -219,6 +219,20 @@ def test_a_kernel_line_s_bad_host_object_is_one_line(tmp_path, host, message):
     assert r.stderr.count("\n") == 1 and f"line 1: not a corecast kernel record ({message})" in r.stderr
 
 
+@pytest.mark.parametrize("sizes", [{"global_sizes": [[1024]], "local_sizes": [[float("inf")]]},
+                                   {"global_sizes": [[1024]], "local_sizes": [[2.5]]}])
+def test_a_kernel_line_s_launch_shape_that_is_not_whole_numbers_is_one_line(tmp_path, sizes):
+    # fuzz40: int() of Infinity was 'internal error: OverflowError', and 2.5 was read as 2
+    lines = (RECORDINGS / "schema1-opencl-kernel.jsonl").read_text().splitlines()
+    kernel = next(json.loads(line) for line in lines if '"event": "kernel"' in line or '"event":"kernel"' in line)
+    kernel.update(sizes)
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(kernel) + "\n")
+    r = cli(str(path))
+    assert r.returncode == 2 and r.stdout == "" and r.stderr.count("\n") == 1, r.stderr
+    assert "line 1: not a corecast kernel record (a work size is " in r.stderr, r.stderr
+
+
 def test_a_kernel_line_s_host_without_its_cpu_times_is_one_line(tmp_path):
     # Every other field of a ``host`` object present: the program's CPU times are still
     # required, not read as none (HostSeen.to_json always writes them).
@@ -349,6 +363,12 @@ def test_huge_times_print_compactly(tmp_path):
     ('{"event":"region","pid":1,"name":"f","threads":2}\n', "line 1: not a corecast region record"),
     ('{"event":"region","pid":1,"name":"f","threads":-2,"calls":1,"wall_s":1,"counters":{}}\n',
      "threads is -2"),
+    # fuzz40: a JSON integer past float range, and Infinity where a whole number belongs, were
+    # 'internal error: OverflowError'
+    ('{"event":"region","pid":1,"name":"f","threads":2,"calls":1,"wall_s":1' + "0" * 400 + ',"counters":{}}\n',
+     "line 1: not a corecast region record (wall_s is 1000"),
+    ('{"event":"region","pid":1,"name":"f","threads":2,"calls":1' + "0" * 400 + ',"wall_s":1,"counters":{}}\n',
+     "line 1: not a corecast region record (calls is 1000000000000000000000000000000000000000..., past the 64 bits"),
 ])
 def test_bad_recordings_are_one_line(tmp_path, content, message):
     path = tmp_path / "bad.jsonl"

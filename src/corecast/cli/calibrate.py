@@ -8,7 +8,7 @@ import os
 import sys
 
 from ..io import settings
-from .common import CliError, add_output_options, count
+from .common import CliError, add_output_options, count, file_name
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
@@ -31,7 +31,7 @@ def add_calibrate(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max", type=count, metavar="N", help="threads up to N (default: the CPUs this process may run on)")
     p.add_argument("--quick", action="store_true", help="tiny runs that check the kernels work (for tests; "
                    "the figures mean nothing)")
-    p.add_argument("-o", "--output", metavar="FILE", help="where to write the calibration ('-': standard output "
+    p.add_argument("-o", "--output", metavar="FILE", type=file_name, help="where to write the calibration ('-': standard output "
                    f"only; without it, {settings.MACHINE_FILE} or the default)")
     add_output_options(p, "print the calibration's JSON instead of the table")
     p.set_defaults(func=cmd_calibrate)

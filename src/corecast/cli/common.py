@@ -149,9 +149,26 @@ class Parser(argparse.ArgumentParser):
 # ---------------------------------------------------------------- argument types
 
 
+def _plain(text: str) -> str:
+    """``text`` stripped, where it is written in ASCII without '_': ``int`` and ``float``
+    also read '1_0' as 10 and other scripts' digits, which a count is never written in."""
+    plain = text.strip()
+    if not plain.isascii() or "_" in plain:
+        raise ValueError(text)
+    return plain
+
+
+def file_name(text: str) -> str:
+    """An argument type: a file name; an empty one names no file (and would read as the
+    option left out)."""
+    if text == "":
+        raise argparse.ArgumentTypeError("an empty file name (leave the option out to use none)")
+    return text
+
+
 def whole(text: str, minimum: int = 1) -> int:
     try:
-        n = int(text.strip())
+        n = int(_plain(text))
     except ValueError:
         raise argparse.ArgumentTypeError(f"{quoted(text)} is not a whole number") from None
     if n < minimum:
@@ -185,7 +202,7 @@ def count_list(text: str) -> list[int]:
 
 def number(text: str, what: str = "a number") -> float:
     try:
-        return float(text)
+        return float(_plain(text))
     except ValueError:
         raise argparse.ArgumentTypeError(f"{quoted(text)} is not {what}") from None
 
@@ -309,4 +326,4 @@ def add_output_options(p: argparse.ArgumentParser, json_help: str = "print one J
     """The ``--json`` (and ``--plot``) flags of the subcommands that print a table."""
     p.add_argument("--json", action="store_true", help=json_help)
     if plot:
-        p.add_argument("--plot", metavar="OUT.png", help="also write a plot, in its suffix's format (.png, .svg, .pdf, .jpg, ...; another suffix is an error, none is PNG)")
+        p.add_argument("--plot", metavar="OUT.png", type=file_name, help="also write a plot, in its suffix's format (.png, .svg, .pdf, .jpg, ...; another suffix is an error, none is PNG)")

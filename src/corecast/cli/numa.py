@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import CliError, add_format_option, add_output_options, count, efficiency, print_json
+from .common import CliError, add_format_option, add_output_options, count, efficiency, file_name, print_json
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
@@ -24,12 +24,12 @@ def add_numa(sub: argparse._SubParsersAction) -> None:
         "co-running program on the last nodes of the fill order. --replay predicts again "
         "every region of a 'corecast run --target-machine' JSON Lines file.",
     )
-    p.add_argument("--machine", required=True, metavar="M.json",
+    p.add_argument("--machine", required=True, metavar="M.json", type=file_name,
                    help="machine description file or preset name (see 'corecast machine presets')")
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--sample", metavar="S.json", help='{"llc": [...], "bus": [...], "mct": [...]}')
-    src.add_argument("--replay", metavar="FILE.jsonl", help="JSON Lines written by corecast run")
-    p.add_argument("--co-run", metavar="S2.json", help="sample of a program running at the same time")
+    src.add_argument("--sample", metavar="S.json", type=file_name, help='{"llc": [...], "bus": [...], "mct": [...]}')
+    src.add_argument("--replay", metavar="FILE.jsonl", type=file_name, help="JSON Lines written by corecast run")
+    p.add_argument("--co-run", metavar="S2.json", type=file_name, help="sample of a program running at the same time")
     p.add_argument("--co-nodes", type=count, metavar="K2", help="nodes the co-runner takes")
     p.add_argument("--efficiency", type=efficiency, metavar="F",
                    help="preferred = the fewest nodes within F of the best speedup (default: the best)")
@@ -46,11 +46,11 @@ def cmd_numa(args: argparse.Namespace) -> int:
 
     if (args.co_run is None) != (args.co_nodes is None):
         raise CliError("--co-run and --co-nodes go together")
-    if args.replay and args.co_run:
+    if args.replay is not None and args.co_run:
         raise CliError("--co-run works with --sample, not with --replay")
     try:
         machine = machines.load(args.machine)
-        if args.replay:
+        if args.replay is not None:  # '' too: a file name that names none, said by the reader
             return _replay(args, machine)
         rates = read([args.sample], NUMA_SAMPLE, machine=machine)  # bad files: InputError, one line
         co = [(read([args.co_run], NUMA_SAMPLE, machine=machine), args.co_nodes)] if args.co_run else []
@@ -113,7 +113,7 @@ def add_machine(sub: argparse._SubParsersAction) -> None:
     )
     msub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     d = msub.add_parser("detect", help="describe this machine")
-    d.add_argument("-o", "--output", metavar="M.json", help="write here instead of stdout")
+    d.add_argument("-o", "--output", metavar="M.json", type=file_name, help="write here instead of stdout")
     d.add_argument("--delays", metavar="PRESET|FILE", default="opteron6380",
                    help="delays per hop class from this preset or file: a machine description or "
                    '{"bus_delay_by_hops": [...], "controller_delay": D_m} (default opteron6380)')

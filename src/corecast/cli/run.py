@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .common import (CliError, add_format_option, add_output_options, command_of, count, outputs_apart, print_json,
-                     whole_in)
+from .common import (CliError, add_format_option, add_output_options, command_of, count, file_name, outputs_apart,
+                     print_json, whole_in)
 
 # What the library accepts (native/config.c: CORECAST_TARGET up to CC_MAX_THREADS,
 # CORECAST_WINDOW_MS 10-60000 ms): refused here rather than warned about by the library.
@@ -26,7 +26,7 @@ def add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--target", type=whole_in(*TARGET_RANGE), metavar="N", help="predict up to N threads, for a machine of N cores "
                    "(default: this machine's cores, or the --target-machine's)")
     p.add_argument("--window-ms", type=whole_in(*WINDOW_MS_RANGE), metavar="MS", help="sampling window in ms (default 200)")
-    p.add_argument("--json-out", metavar="FILE", help="write JSON Lines here, emptying a regular file first (CORECAST_OUTPUT, which appends)")
+    p.add_argument("--json-out", metavar="FILE", type=file_name, help="write JSON Lines here, emptying a regular file first (CORECAST_OUTPUT, which appends)")
     p.add_argument("--quiet", action="store_true", help="no report on stderr")
     explore = p.add_mutually_exclusive_group()  # steering already runs regions at other sizes
     explore.add_argument("--steer", action="store_true",
@@ -34,7 +34,7 @@ def add_run(sub: argparse._SubParsersAction) -> None:
     explore.add_argument("--probe", action="store_true",
                          help="run a few calls of each repeated OpenMP region at smaller teams (n/2, "
                          "n/4, ... 1; within 3%% of its time) so it gets a measured multi-size history")
-    p.add_argument("--target-machine", metavar="M.json",
+    p.add_argument("--target-machine", metavar="M.json", type=file_name,
                    help="predict for this machine (its cores) and each region's speedup per NUMA "
                    "node count on it (description file or preset name)")
     p.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- CMD ARGS...")
@@ -44,8 +44,6 @@ def add_run(sub: argparse._SubParsersAction) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     from ..runtime import launcher
 
-    if args.json_out == "":  # it read ": is a directory"
-        raise CliError("argument --json-out: an empty file name (leave the option out to write no JSON)")
     if args.json_out == "-":  # elsewhere standard output; here the library made a file named '-'
         raise CliError("argument --json-out: '-' is not standard output here (that is the program's own): "
                        "give a file name")
@@ -108,7 +106,7 @@ def add_replay(sub: argparse._SubParsersAction) -> None:
         "one JSON object: {\"processes\": [...]}",
         # the library's predictor, bounded as corecast run's (--target 100000000 ran for minutes)
         whole_in(*TARGET_RANGE))
-    p.add_argument("--machine", metavar="FILE",
+    p.add_argument("--machine", metavar="FILE", type=file_name,
                    help="the recording machine's calibration (written by corecast calibrate there), "
                         "instead of the one the run recorded: its compute or bandwidth curve is put into "
                         "the one-sample predictions of the regions whose evidence names one")
@@ -138,7 +136,7 @@ def add_merge(sub: argparse._SubParsersAction) -> None:
         ("--upto", "predict up to N ranks (default: max(16, twice the largest run))"),
         "one JSON object instead of the table")
     p.add_argument("files", nargs="+", metavar="FILE.jsonl")
-    p.add_argument("-o", "--output", metavar="OUT", help="write the report here instead of stdout")
+    p.add_argument("-o", "--output", metavar="OUT", type=file_name, help="write the report here instead of stdout")
     p.set_defaults(func=cmd_merge)
 
 

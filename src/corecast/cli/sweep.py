@@ -7,7 +7,7 @@ import os
 import sys
 
 from ..errors import InputError
-from .common import CliError, command_of, count, outputs_apart, seconds
+from .common import CliError, command_of, count, file_name, outputs_apart, seconds
 
 
 def _sweep_threads(text: str) -> list[int]:
@@ -45,10 +45,10 @@ def add_sweep(sub: argparse._SubParsersAction) -> None:
                    help="which CPUs a count gets: compact (cores before SMT siblings, one socket after "
                    "the other), spread (cores round-robin over sockets), none (the first n in numeric "
                    "order); OpenMP programs also get OMP_PLACES and OMP_PROC_BIND (default %(default)s)")
-    p.add_argument("--json-out", metavar="FILE", help="write the result as one JSON object")
-    p.add_argument("--plot", metavar="OUT.png", help="also plot measured and predicted times, in its suffix's format (.png, .svg, .pdf, .jpg, ...; another suffix is an error)")
-    p.add_argument("--html", metavar="OUT.html", help="also write an HTML report")
-    p.add_argument("--stall-plugin", metavar="FILE",
+    p.add_argument("--json-out", metavar="FILE", type=file_name, help="write the result as one JSON object")
+    p.add_argument("--plot", metavar="OUT.png", type=file_name, help="also plot measured and predicted times, in its suffix's format (.png, .svg, .pdf, .jpg, ...; another suffix is an error)")
+    p.add_argument("--html", metavar="OUT.html", type=file_name, help="also write an HTML report")
+    p.add_argument("--stall-plugin", metavar="FILE", type=file_name,
                    help="extra stall categories read from stdout/stderr/a file (JSON, or TOML on Python 3.11+)")
     p.add_argument("--timeout", type=seconds, default=600.0, metavar="S",
                    help="a run taking longer is killed and its count recorded as failed (default %(default)g)")
@@ -133,9 +133,9 @@ def add_export(sub: argparse._SubParsersAction) -> None:
         "main->REGION per region), a self-contained HTML report, a plot.",
     )
     p.add_argument("file", metavar="SWEEP.json", help="a corecast sweep result")
-    p.add_argument("--extrap", metavar="OUT.jsonl", help="write Extra-P JSON Lines input here")
-    p.add_argument("--html", metavar="OUT.html", help="write an HTML report here")
-    p.add_argument("--plot", metavar="OUT.png", help="write a plot here, in its suffix's format (.png, .svg, .pdf, .jpg, ...)")
+    p.add_argument("--extrap", metavar="OUT.jsonl", type=file_name, help="write Extra-P JSON Lines input here")
+    p.add_argument("--html", metavar="OUT.html", type=file_name, help="write an HTML report here")
+    p.add_argument("--plot", metavar="OUT.png", type=file_name, help="write a plot here, in its suffix's format (.png, .svg, .pdf, .jpg, ...)")
     p.set_defaults(func=cmd_export)
 
 

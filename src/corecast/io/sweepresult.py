@@ -104,11 +104,7 @@ def _check_sweep_entry(path: str, i: int, entry, where: str | None = None) -> No
     for key in ("threads", "time_s"):
         if key not in entry:
             raise InputError(f"{where}: no \"{key}\" key")
-    n = entry["threads"]
-    if json_number(n) is None or n < 1 or n != int(n):
-        raise InputError(f"{where}: \"threads\" {_short(n)} must be a whole number >= 1")
-    if n > MAX_COUNT:
-        raise InputError(f"{where}: \"threads\" {over_max_count(json.dumps(n))}")
+    n = _count(entry["threads"], where)
     t = entry["time_s"]
     if json_number(t) is None or t <= 0:
         raise InputError(f"{where}: \"time_s\" {_short(t)} must be a positive number")
@@ -122,6 +118,16 @@ def _check_sweep_entry(path: str, i: int, entry, where: str | None = None) -> No
         for j, r in enumerate(runs):
             _check_sweep_entry(path, i, {"threads": n, **r}, f"{where}: runs[{j}]")
     _check_stalls(where, entry.get("stalls_s"))
+
+
+def _count(n: object, where: str) -> int | float:
+    """A result's ``"threads"``: a whole number from 1 to MAX_COUNT, as every reader takes a
+    count; InputError naming ``where``."""
+    if json_number(n) is None or n < 1 or n != int(n):
+        raise InputError(f"{where}: \"threads\" {_short(n)} must be a whole number >= 1")
+    if n > MAX_COUNT:
+        raise InputError(f"{where}: \"threads\" {over_max_count(json.dumps(n))}")
+    return n
 
 
 def _check_stalls(where: str, stalls) -> None:
@@ -188,11 +194,14 @@ class SweepResult:
         runtime = result.get("runtime")
         warnings = result.get("warnings") or []
         failed = result.get("failed") or []
+        for i, f in enumerate(failed if isinstance(failed, list) else []):
+            if isinstance(f, dict) and f.get("threads") is not None:  # the plot's axis spans them
+                _count(f["threads"], f"{source}: failed[{i}]")
         return cls(
             measured=measured,
             unit=count_unit(result),
             predictions=_points(result.get("predictions"), "predictions", source,
-                                ("value", "low", "high", "speedup")),
+                                TIME_FIELDS),
             stall_predictions=stall_predictions,
             stall_categories=sorted(set(stall_predictions)
                                     | {k for e in measured for k in (e.get("stalls_s") or {})}),
@@ -287,15 +296,20 @@ def regions_of(raw: object, source: str) -> list[dict]:
             check_sweep({"measured": r["measured"]}, where)
         out.append({"name": r["name"], "measured": sorted(r.get("measured") or [], key=lambda e: e["threads"]),
                     "predictions": _points(r.get("predictions"), "predictions", where,
-                                           ("value", "low", "high", "speedup")),
+                                           TIME_FIELDS),
                     "preferred_threads": _count_or_none(_either(r, "preferred")),
                     "fastest_threads": _count_or_none(_either(r, "fastest")),
                     "bottleneck": _name(r.get("bottleneck"))})
     return out
 
 
+TIME_FIELDS = ("value", "low", "high", "speedup")  # a time prediction's
+
+
 def _points(raw, key: str, source: str, fields: tuple[str, ...]) -> list[dict]:
-    """A list of {"threads": n, field: number...}, sorted by n; bad shape -> InputError."""
+    """A list of {"threads": n, field: number...}, sorted by n; bad shape -> InputError.
+    A time prediction's fields (``TIME_FIELDS``: its value, band and speedup) are positive
+    where given: the views divide by them."""
     if raw is None:
         return []
     if not isinstance(raw, list):
@@ -304,10 +318,13 @@ def _points(raw, key: str, source: str, fields: tuple[str, ...]) -> list[dict]:
     for i, p in enumerate(raw):
         if not isinstance(p, dict):
             raise InputError(f"{source}: {key}[{i}] is not an object")
-        n = json_number(p.get("threads"))
-        if n is None or n < 1:
-            raise InputError(f"{source}: {key}[{i}]: \"threads\" must be a number >= 1")
+        n = _count(p.get("threads"), f"{source}: {key}[{i}]")
         if json_number(p.get("value")) is None:
             raise InputError(f"{source}: {key}[{i}]: \"value\" must be a finite number")
+        if fields == TIME_FIELDS:
+            for f in fields:
+                x = json_number(p.get(f))
+                if x is not None and x <= 0:
+                    raise InputError(f"{source}: {key}[{i}]: \"{f}\" must be a positive number, not {_short(x)}")
         out.append({"threads": n, **{f: json_number(p.get(f)) for f in fields}})
     return sorted(out, key=lambda p: p["threads"])

@@ -371,5 +371,5 @@ def process_facts_of(rec: dict) -> dict:
 
 
 def _shape(g: object, loc: object) -> tuple:
-    return (tuple(int(v) for v in g) if isinstance(g, list) else None,
-            tuple(int(v) for v in loc) if isinstance(loc, list) else None)
+    return (tuple(_int({"a work size": v}, "a work size") for v in g) if isinstance(g, list) else None,
+            tuple(_int({"a work size": v}, "a work size") for v in loc) if isinstance(loc, list) else None)

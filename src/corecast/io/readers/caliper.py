@@ -76,12 +76,32 @@ def _cali(path: str, text: str) -> Profile:
     require_reader(path)
     import caliperreader
 
+    _no_self_parent(path, text)
     try:
         records, globs = caliperreader.read_caliper_contents(io.StringIO(text))
     except Exception as exc:  # the package raises whatever its parser meets
         raise InputError(f"{path}: not a readable .cali file ({type(exc).__name__}: "
                          f"{str(exc)[:80]})") from None
     return records, globs
+
+
+def _no_self_parent(path: str, text: str) -> None:
+    """InputError where a node record names itself as its parent: caliper-reader appends
+    such a node to itself and then walks its parents forever.  (Any other parent is an
+    older node object, so no other cycle can form.)  The records are split by the
+    package's own parser, so the check sees the ids it would."""
+    from caliperreader.caliperstreamreader import _read_cali_record
+
+    for no, line in enumerate(text.splitlines(), start=1):
+        if not line.startswith("__rec=node"):
+            continue
+        try:
+            rec = _read_cali_record(line)
+            node, parent = int(rec["id"][0]), int(rec["parent"][0])
+        except (KeyError, IndexError, ValueError, StopIteration):
+            continue  # not this check's to judge: the package's parser says what is wrong
+        if node == parent:
+            raise InputError(f"{path}: line {no}: node {node} is its own parent (not a readable .cali file)")
 
 
 def _split(obj: dict, path: str) -> Profile:

@@ -97,7 +97,11 @@ def parse_json_export(text: str, path: str) -> RawSeries:
     if not results:
         raise InputError(f"{path}: a hyperfine JSON export with no results (no command was benchmarked)")
     names: list[str] = []
-    for r in results:
+    for i, r in enumerate(results, start=1):
+        for key, kind in (("parameters", dict), ("times", list)):  # as hyperfine writes them
+            if r.get(key) is not None and not isinstance(r[key], kind):
+                raise InputError(f"{path}: result {i} ({quoted(str(r.get('command', '')))}): \"{key}\" "
+                                 f"must be {'an object' if kind is dict else 'a list'}, not {quoted(str(r[key]))}")
         names += [n for n in (r.get("parameters") or {}) if n not in names]
     name = _parameter(names, path)
     rows = []

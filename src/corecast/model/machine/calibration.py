@@ -168,11 +168,15 @@ def _rows(part: object, name: str, key: str, most: float) -> tuple[list[int], li
         n, v = row
         if n < 1 or (counts and n <= counts[-1]):
             raise CalibrationError(f'"{name}" counts must be positive and ascending')
+        try:
+            v = float(v)
+        except OverflowError:  # a JSON integer past float range
+            v = math.inf
         if not (math.isfinite(v) and 0 < v <= most):
             bound = "(0, 2]" if most == 2.0 else "positive"
             raise CalibrationError(f"{name} {key} at {n} threads must be {bound}, got {v!r}"[:120])
         counts.append(n)
-        values.append(float(v))
+        values.append(v)
     if counts[0] != 1:
         raise CalibrationError(f'"{name}" must start at 1 thread')
     return counts, values
