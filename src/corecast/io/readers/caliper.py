@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import io
 import math
+import re
 from typing import Sequence
 
 from ...errors import InputError
@@ -85,23 +86,22 @@ def _cali(path: str, text: str) -> Profile:
     return records, globs
 
 
+# A node record's own id and its parent's, each a field of digits between unescaped commas
+# (the .cali stream format escapes a comma inside a value as "\,").
+_NODE_FIELD = {k: re.compile(rf"(?:^|(?<!\\),){k}=(\d+)(?=,|$)") for k in ("id", "parent")}
+
+
 def _no_self_parent(path: str, text: str) -> None:
     """InputError where a node record names itself as its parent: caliper-reader appends
     such a node to itself and then walks its parents forever.  (Any other parent is an
-    older node object, so no other cycle can form.)  The records are split by the
-    package's own parser, so the check sees the ids it would."""
-    from caliperreader.caliperstreamreader import _read_cali_record
-
+    older node object, so no other cycle can form.)"""
     for no, line in enumerate(text.splitlines(), start=1):
         if not line.startswith("__rec=node"):
             continue
-        try:
-            rec = _read_cali_record(line)
-            node, parent = int(rec["id"][0]), int(rec["parent"][0])
-        except (KeyError, IndexError, ValueError, StopIteration):
-            continue  # not this check's to judge: the package's parser says what is wrong
-        if node == parent:
-            raise InputError(f"{path}: line {no}: node {node} is its own parent (not a readable .cali file)")
+        found = [_NODE_FIELD[k].search(line) for k in ("id", "parent")]
+        if all(found) and int(found[0].group(1)) == int(found[1].group(1)):
+            raise InputError(f"{path}: line {no}: node {int(found[0].group(1))} is its own parent "
+                             "(not a readable .cali file)")
 
 
 def _split(obj: dict, path: str) -> Profile:
