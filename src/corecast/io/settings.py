@@ -207,6 +207,7 @@ def bad_value(name: str, text: str, used: object) -> str:
     """The one warning for a bad whole number (native/config.c prints the same)."""
     s = BY_NAME[name]
     shown = "the default" if used is None else used
+    text = text if len(text) <= 40 else text[:40] + "..."  # the line keeps its end (40: native/config.c's)
     if (s.lo, s.hi) == (0, 1):
         return f"{name}={text} is not 0 or 1 (or true or false, yes or no, on or off); using {shown}"
     return f"{name}={text} is not a whole number in [{s.lo}, {s.hi}]; using {shown}"
