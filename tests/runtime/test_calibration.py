@@ -88,6 +88,9 @@ def test_a_file_not_measured_from_one_thread_alone_is_put_on_that_footing():
     (calibration(rows=[[True, 1.0]]), "[threads, efficiency] pairs"),
     (calibration(rows=[[1, 1.0], [2, 10 ** 400]]), "(0, 2]"),  # fuzz40: was OverflowError
     (calibration(gbps=[[1, 10 ** 400]]), "bandwidth gbps at 1 threads must be positive"),
+    # review40: a count past float range was 'internal error: OverflowError' (replay --machine)
+    (calibration(gbps=[[1, 10.0], [10 ** 400, 50.0]]), '"bandwidth" count a count of 401 digits is above 100000'),
+    (calibration(rows=[[1, 1.0], [100_001, 0.5]]), '"compute" count 100001 is above 100000'),
     (calibration(gbps=[[1, 10.0], [2, -1.0]]), "bandwidth gbps at 2 threads must be positive"),
     (calibration(gbps={"1": 10.0}), "[threads, gbps] pairs"),
     (json.dumps({machine.KEY: 2, "machine": {"cpus": 0, "cpu_model": ""}, "compute": {"efficiency": EFFICIENCY}}),

@@ -30,6 +30,8 @@ import math
 import os
 import stat
 
+from ..scaling import MAX_COUNT, over_max_count
+
 SCHEMA = 2
 KEY = "corecast_calibration"  # the file's first key and its schema number
 # What a file that is not used adds (issue #38: no calibration has yet made predictions
@@ -168,6 +170,8 @@ def _rows(part: object, name: str, key: str, most: float) -> tuple[list[int], li
         n, v = row
         if n < 1 or (counts and n <= counts[-1]):
             raise CalibrationError(f'"{name}" counts must be positive and ascending')
+        if n > MAX_COUNT:  # as every reader of counts (past float range: OverflowError later)
+            raise CalibrationError(f'"{name}" count {over_max_count(str(n))}')
         try:
             v = float(v)
         except OverflowError:  # a JSON integer past float range
