@@ -50,7 +50,7 @@ def cmd_numa(args: argparse.Namespace) -> int:
         raise CliError("--co-run works with --sample, not with --replay")
     try:
         machine = machines.load(args.machine)
-        if args.replay is not None:  # '' too: a file name that names none, said by the reader
+        if args.replay is not None:  # '' never comes here: its argument type refuses it
             return _replay(args, machine)
         rates = read([args.sample], NUMA_SAMPLE, machine=machine)  # bad files: InputError, one line
         co = [(read([args.co_run], NUMA_SAMPLE, machine=machine), args.co_nodes)] if args.co_run else []

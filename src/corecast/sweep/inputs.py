@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from dataclasses import dataclass
@@ -34,10 +35,10 @@ def parse_threads(text: str) -> list[int]:
         raise InputError(f"--threads {text!r} is not a comma-separated list of counts like 1,2,4")
     counts = []
     for item in items:
-        try:
-            n = int(item)
-        except ValueError:
-            raise InputError(f"--threads: {item!r} is not a whole number") from None
+        # ASCII digits only: int() also reads '1_0' as 10 and other scripts' digits.
+        if not re.fullmatch(r"\+?[0-9]+", item):
+            raise InputError(f"--threads: {item!r} is not a whole number")
+        n = int(item)
         if n < 1:
             raise InputError(f"--threads: {n} is below 1")
         if n > MAX_COUNT:
