@@ -265,37 +265,3 @@ def test_an_even_median_is_said_to_lie_between_its_middle_members():
     at = np.log([m.perf(np.array([32.0]))[0] for m in fit.members])
     mid = np.sort(at)[len(at) // 2 - 1: len(at) // 2 + 1]
     assert np.isclose(np.log(fit.perf(np.array([32.0]))[0]), mid.mean())
-
-
-def test_centres_of_synthetic_member_logs():
-    # Columns: four voters' logs; a voter without a value (nan) does not vote.
-    x = np.array([[0.0, 0.0, 1.0], [1.0, 4.0, np.nan], [2.0, 1.0, 3.0], [10.0, 2.0, np.nan]])
-    assert np.allclose(auto.centre(x, "median"), [1.5, 1.5, 2.0])
-    assert np.allclose(auto.centre(x, "midrange"), [5.0, 2.0, 2.0])
-    # The farthest from the median left out (10; 4, whose distance 2.5 beats 0's 1.5);
-    # with two values left nothing is.
-    assert np.allclose(auto.centre(x, "midrange_trim"), [1.0, 1.0, 2.0])
-    assert np.allclose(auto.centre(x, "median_midrange"), [3.25, 1.75, 2.0])
-
-
-@pytest.mark.parametrize("combine", sorted(auto.CENTRES))
-def test_a_centre_changes_the_central_curve_only(combine):
-    n = np.arange(1.0, 13.0)
-    data = Measurements.from_samples(n, usl(n, [10.0, 0.05, 0.002]))
-    q, at = np.arange(1.0, 49.0), np.arange(1.0, 49.0) * 1.3
-    median_rule = dataclasses.replace(auto.MAIN_RULES, band=0.0)
-    with auto.using(median_rule):
-        median = auto.fit_auto(data, 48)
-    with auto.using(dataclasses.replace(median_rule, combine=combine)):
-        fit = auto.fit_auto(data, 48)
-    logs = np.log(np.vstack([m.perf(q) for m in fit.members]))
-    assert np.allclose(np.log(fit.perf(q)), auto.centre(logs, combine))
-    assert not np.allclose(fit.perf(q), median.perf(q))
-    # The band is the members' lowest and highest, as under the median.
-    assert np.allclose(fit.low(q), median.low(q)) and np.allclose(fit.high(q), median.high(q))
-    assert np.allclose(fit.low(q), np.exp(logs.min(axis=0))) and np.allclose(fit.high(q), np.exp(logs.max(axis=0)))
-    # The step member: the members' centre asked at ``at`` votes in the same centre.
-    extra = auto.centre(np.log(np.vstack([m.perf(at) for m in fit.members])), combine)
-    assert np.allclose(np.log(fit.perf_with(q, at)), auto.centre(np.vstack([logs, extra]), combine))
-    assert fit.extras["rules"].startswith(auto.CENTRES[combine])
-    assert f"per-count {auto.CENTRES[combine]} of 5 models" in fit.reason

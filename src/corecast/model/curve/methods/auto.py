@@ -98,11 +98,8 @@ class Rules:
 
     ``combine``: ``"median"`` of every member; ``"best"``: median of the ``k`` members
     with the lowest backtest error; ``"weighted"``: weighted geometric mean, weights
-    exp(-(error - smallest error) / ``tau``).  Without a backtest (too few counts) those
-    three are the median.  The CENTRES need no backtest and combine every member per count
-    in log space: ``"midrange"`` the mean of the lowest and highest, ``"midrange_trim"``
-    that after leaving out the member farthest from the median, ``"median_midrange"``
-    the mean of median and midrange (``centre``).  ``band``: beyond the measured range the band widens by this
+    exp(-(error - smallest error) / ``tau``).  Without a backtest (too few counts) every
+    rule is the median.  ``band``: beyond the measured range the band widens by this
     times the members' median backtest error per doubling of the count (0: only the
     members' spread and predict's generic band).  ``anchor``: the LAWS among the members
     continue from the last measured value instead of their own value there
@@ -130,8 +127,7 @@ class Rules:
         return self.few_counts if len(set(curve.counts.tolist())) <= FEW_COUNTS else replace(self, few_counts=None)
 
     def combine_label(self) -> str:
-        return {"median": "median", "best": f"best{self.k}", "weighted": f"weighted(tau={self.tau:g})",
-                **CENTRES}[self.combine]
+        return {"median": "median", "best": f"best{self.k}", "weighted": f"weighted(tau={self.tau:g})"}[self.combine]
 
     def label(self) -> str:
         names = [f"damped({self.damping:g})" if m == "damped" else
@@ -153,28 +149,6 @@ class Rules:
     def anchors(self, curve: Measurements) -> bool:
         """Whether the LAWS continue from the last measured value on ``curve``."""
         return self.anchor and not _short(curve)
-
-
-# The per-count combinations of every member besides the median (#41, branch mid41): the
-# share under 20% counts a split by its largest error, and where the truth lies among the
-# members the value whose largest miss is smallest is the midrange of their logs.
-CENTRES = {"midrange": "midrange", "midrange_trim": "midrange less the farthest",
-           "median_midrange": "mean of median and midrange"}
-
-
-def centre(x: np.ndarray, combine: str = "median") -> np.ndarray:
-    """Per column of ``x`` (rows: the voters' logs; nan: no value) the ``combine`` of its
-    finite values: ``"median"`` or one of CENTRES.  ``"midrange_trim"`` leaves out the one
-    value farthest from the column's median (the first such) where 3 or more are finite."""
-    med = np.nanmedian(x, axis=0)
-    if combine == "median":
-        return med
-    if combine == "midrange_trim":
-        dist = np.where(np.isfinite(x), np.abs(x - med), -np.inf)
-        drop = (np.arange(len(x))[:, None] == np.argmax(dist, axis=0)) & (np.isfinite(x).sum(axis=0) >= 3)
-        x = np.where(drop, np.nan, x)
-    mid = (np.nanmin(x, axis=0) + np.nanmax(x, axis=0)) / 2
-    return (med + mid) / 2 if combine == "median_midrange" else mid
 
 
 def _short(curve: Measurements) -> bool:
@@ -205,9 +179,7 @@ RULE_CHOICES = (Rules(), Rules(anchor=True)) + tuple(
     if "damped" in m or d == 0.25) + (
     Rules("best", k=2), Rules("best", k=3), Rules("weighted", tau=0.1), Rules("weighted", tau=0.3)) + tuple(
     # The shipped member set with a step member at each end of the SMT yield's range.
-    Rules(members=_SETS[4], damping=0.5, anchor=True, smt_member=y) for y in SMT_YIELD_RANGE) + tuple(
-    # The shipped rule with each of the CENTRES in place of the median (#41, branch mid41).
-    Rules(c, members=_SETS[4], damping=0.5, anchor=True, smt_member=SMT_YIELD_RANGE[1]) for c in CENTRES)
+    Rules(members=_SETS[4], damping=0.5, anchor=True, smt_member=y) for y in SMT_YIELD_RANGE)
 _rules: ContextVar[Rules] = ContextVar("auto_rules", default=DEFAULT_RULES)
 
 
@@ -323,7 +295,7 @@ def backtest_errors(data: Measurements, names: list[str], nmax: float, damping: 
 def _weights(names: list[str], errors: dict[str, float], rules: Rules) -> np.ndarray:
     """Weight of each member under ``rules`` (equal weights stand for the median)."""
     e = np.array([errors.get(n, np.inf) for n in names])
-    if rules.combine == "median" or rules.combine in CENTRES or not np.isfinite(e).any():
+    if rules.combine == "median" or not np.isfinite(e).any():
         return np.ones(len(names))
     if rules.combine == "best":
         order = np.argsort(e, kind="stable")[: rules.k]
@@ -333,10 +305,7 @@ def _weights(names: list[str], errors: dict[str, float], rules: Rules) -> np.nda
     return np.where(np.isfinite(e), np.exp(-(e - e[np.isfinite(e)].min()) / rules.tau), 0.0)
 
 
-def _combined_curve(fits: list[Fit], weights: np.ndarray, weighted_mean: bool, combine: str = "median"):
-    """perf, low, high and perf_with of the members ``fits``: the chosen members'
-    (``weights`` > 0) per-count ``centre`` by ``combine`` (or their weighted geometric
-    mean), and every member's lowest and highest."""
+def _combined_curve(fits: list[Fit], weights: np.ndarray, weighted_mean: bool):
     def logs(n):
         n = np.asarray(n, float)
         rows = []
@@ -351,7 +320,7 @@ def _combined_curve(fits: list[Fit], weights: np.ndarray, weighted_mean: bool, c
     def perf(n):
         x = logs(n)
         if not weighted_mean:
-            return np.exp(centre(x[used], combine))
+            return np.exp(np.nanmedian(x[used], axis=0))
         w = np.where(np.isfinite(x), weights[:, None], 0.0)
         return np.exp(np.nansum(np.where(np.isfinite(x), x, 0.0) * w, axis=0) / w.sum(axis=0))
 
@@ -362,10 +331,10 @@ def _combined_curve(fits: list[Fit], weights: np.ndarray, weighted_mean: bool, c
         return np.exp(np.nanmax(logs(n), axis=0))
 
     def perf_with(n, at):
-        """The members' per-count centre at ``n`` with their centre at ``at`` voting too."""
+        """The per-count median at ``n`` with the members' median at ``at`` voting too."""
         x = logs(n)[used]
-        extra = centre(logs(at)[used], combine)
-        return np.exp(centre(np.vstack([x, extra[None, :]]), combine))
+        extra = np.nanmedian(logs(at)[used], axis=0)
+        return np.exp(np.nanmedian(np.vstack([x, extra[None, :]]), axis=0))
 
     return perf, low, high, perf_with
 
@@ -398,8 +367,7 @@ def fit_auto(data: Measurements, nmax: float) -> Fit:
         data, [f.method for f in fits], nmax, rules.damping, rules.anchors(curve))
     weights = _weights([f.method for f in fits], errors, rules)
     weighted_mean = rules.combine == "weighted" and bool(errors)
-    perf, low, high, perf_with = _combined_curve(fits, weights, weighted_mean,
-                                                 rules.combine if rules.combine in CENTRES else "median")
+    perf, low, high, perf_with = _combined_curve(fits, weights, weighted_mean)
     per_doubling = None
     if errors and rules.band > 0:
         finite = [e for e in errors.values() if np.isfinite(e)]
@@ -415,11 +383,10 @@ def fit_auto(data: Measurements, nmax: float) -> Fit:
         reason = f"only {names[0]} could be fitted"
     else:
         how = {"median": "per-count median", "best": f"per-count median of the {rules.k} best-backtested",
-               "weighted": "backtest-weighted geometric mean", **{c: f"per-count {h}" for c, h in CENTRES.items()}}[
-            rules.combine if errors or rules.combine in CENTRES else "median"]
+               "weighted": "backtest-weighted geometric mean"}[rules.combine if errors else "median"]
         reason = f"{how} of {len(chosen)} models ({', '.join(chosen)}); at {nmax:g} it is closest to {names[closest]}"
         used = np.flatnonzero((weights > 0) & np.isfinite(at_end[:, 1]))
-        if how.startswith("per-count median") and len(used) % 2 == 0:
+        if how != "backtest-weighted geometric mean" and len(used) % 2 == 0:
             # An even median is the middle two's geometric mean, as far from one as from
             # the other: "closest to" would name float rounding's pick.
             a, b = used[np.argsort(at_end[used, 1], kind="stable")][len(used) // 2 - 1: len(used) // 2 + 1]
@@ -456,8 +423,7 @@ def fit_auto(data: Measurements, nmax: float) -> Fit:
         )
     checkpoints = next((f.checkpoints for f in fits if f.checkpoints), [])
     step = rules.smt_member is not None and len(fits) > 1 and not weighted_mean
-    label = names[0] if len(names) == 1 else (
-        f"{rules.combine_label() if errors or rules.combine in CENTRES else 'median'}(" + ", ".join(chosen) + ")")
+    label = names[0] if len(names) == 1 else f"{rules.combine_label() if errors else 'median'}(" + ", ".join(chosen) + ")"
     return Fit(
         method="auto",
         candidate=label,
