@@ -499,15 +499,3 @@ def append_lines(path: str | os.PathLike, lines: Iterable[str]) -> None:
     finally:
         if fd is not None:
             os.close(fd)
-
-
-def json_number(x: object) -> float | None:
-    """``x`` as a float if it is a finite JSON number (not a boolean), else None.
-    (``finite_number`` parses text; this checks an already-decoded JSON value.)"""
-    if not isinstance(x, (int, float)) or isinstance(x, bool):
-        return None
-    try:
-        f = float(x)
-    except OverflowError:  # an integer beyond float range
-        return None
-    return f if math.isfinite(f) else None

@@ -15,7 +15,8 @@ from typing import Any, Optional
 
 from ..errors import InputError
 from ..model.scaling import MAX_COUNT, over_max_count
-from .fileio import json_number, parse_json, read_text, shown, write_file
+from ..recording.values import json_number
+from .fileio import parse_json, read_text, shown, write_file
 
 MIN_REGION_SHARE = 0.05  # regions taking less of the run are not extrapolated on their own
 SOURCE = "sweep result"  # names a result passed as a dict in error messages

@@ -34,6 +34,7 @@ import math
 from itertools import repeat
 from operator import add, mul
 
+from ..recording.values import json_number, shown_value
 from .machine.numa import Machine
 from .queueing import Q, mva_response_times, response_times
 from .scaling import ScalingPrediction
@@ -242,24 +243,6 @@ def check_rates(machine: Machine, rates: Rates) -> None:
                               f"{machine.nodes} memory node{'s' if machine.nodes != 1 else ''}")
 
 
-def _finite(v: Any) -> float | None:
-    """``v`` as a float if it is a finite JSON number (not a boolean; not an integer past
-    float range, which ``math.isfinite`` would raise on), else None."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        return None
-    try:
-        f = float(v)
-    except OverflowError:
-        return None
-    return f if math.isfinite(f) else None
-
-
-def _shown(v: Any, most: int = 40) -> str:
-    """``v`` as an error quotes it: its repr, cut short (a 400-digit integer)."""
-    text = repr(v)
-    return text if len(text) <= most else text[:most] + "..."
-
-
 def _values(value: Any, key: str, k: int | None) -> list[float]:
     if not isinstance(value, list) or not value:
         # llc may also be one total (_split_llc): say so where it is neither
@@ -267,9 +250,9 @@ def _values(value: Any, key: str, k: int | None) -> list[float]:
         raise SampleError(f"'{key}' must be a list with one number per memory node{also}")
     out = []
     for i, v in enumerate(value):
-        f = _finite(v)
+        f = json_number(v)
         if f is None or f < 0:
-            raise SampleError(f"'{key}'[{i}] must be a finite number >= 0, got {_shown(v)}")
+            raise SampleError(f"'{key}'[{i}] must be a finite number >= 0, got {shown_value(v)}")
         out.append(f)
     if k is not None and len(out) != k:
         raise SampleError(f"'{key}' has {len(out)} entr{'y' if len(out) == 1 else 'ies'} but the machine has {k} memory node{'s' if k != 1 else ''}")
@@ -324,15 +307,15 @@ def parse_sample(d: Any, machine: Machine) -> Rates:
 def _positive_int(d: dict, key: str, default: int) -> int:
     v = d.get(key, default)
     if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-        raise SampleError(f"'{key}' must be a positive integer, got {_shown(v)}")
+        raise SampleError(f"'{key}' must be a positive integer, got {shown_value(v)}")
     return v
 
 
 def _from_counts(d: dict, machine: Machine, llc: list[float], bus: list[float],
                  mct: list[float] | None, notes: list[str]) -> Rates:
-    t = _finite(d["total_cycles"])
+    t = json_number(d["total_cycles"])
     if t is None or t <= 0:
-        raise SampleError(f"'total_cycles' must be a number > 0, got {_shown(d['total_cycles'])}")
+        raise SampleError(f"'total_cycles' must be a number > 0, got {shown_value(d['total_cycles'])}")
     nodes = _positive_int(d, "nodes", 1)
     if nodes > machine.nodes:
         raise SampleError(f"'nodes' is {nodes} but the machine has {machine.nodes}")

@@ -12,9 +12,9 @@ from .abi import MAX_THREADS, STALLS
 def number(rec: dict, key: str) -> float:
     """``rec[key]``: a finite number >= 0, as float."""
     v = rec[key]
-    f = _float(v)
+    f = json_number(v)
     if f is None or f < 0:
-        raise ValueError(f"{key} is {_shown(v)}, not a number >= 0")
+        raise ValueError(f"{key} is {shown_value(v)}, not a number >= 0")
     return f
 
 
@@ -22,15 +22,16 @@ def whole(rec: dict, key: str) -> int:
     """``rec[key]``: a whole number >= 0."""
     v = rec[key]
     if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-        raise ValueError(f"{key} is {_shown(v)}, not a whole number >= 0")
+        raise ValueError(f"{key} is {shown_value(v)}, not a whole number >= 0")
     if v >> 64:  # the library's counters are 64-bit; the models take them as floats
-        raise ValueError(f"{key} is {_shown(v)}, past the 64 bits a recorded count has")
+        raise ValueError(f"{key} is {shown_value(v)}, past the 64 bits a recorded count has")
     return v
 
 
-def _float(v: object) -> float | None:
-    """``v`` as a finite float; None where it is no number, a boolean, not finite, or an
-    integer past float range (which ``math.isfinite`` would raise OverflowError on)."""
+def json_number(v: object) -> float | None:
+    """``v`` as a float if it is a finite JSON number; None where it is no number, a boolean,
+    not finite, or an integer past float range (which ``math.isfinite`` would raise
+    OverflowError on).  Every reader of a decoded JSON value uses this one rule."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
     try:
@@ -40,7 +41,7 @@ def _float(v: object) -> float | None:
     return f if math.isfinite(f) else None
 
 
-def _shown(v: object, most: int = 40) -> str:
+def shown_value(v: object, most: int = 40) -> str:
     """``v`` as an error quotes it: its repr, cut short (a 400-digit integer)."""
     text = repr(v)
     return text if len(text) <= most else text[:most] + "..."

@@ -4,7 +4,8 @@ from __future__ import annotations
 import base64
 import html
 
-from ...io.fileio import json_number, printable, write_file
+from ...io.fileio import printable, write_file
+from ...recording.values import json_number
 from ...io.sweepresult import SweepResult
 from .png import render_png
 

@@ -11,7 +11,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
-from ...io.fileio import json_number, printable, write_file
+from ...io.fileio import printable, write_file
+from ...recording.values import json_number
 from ...io.sweepresult import SweepResult
 from ...errors import counted
 from ...model.scaling import COUNT_UNITS
