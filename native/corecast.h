@@ -165,6 +165,7 @@ struct cc_config {
     int rank, ranks;     /* from the MPI launcher's environment; -1, 0: not launched so */
 };
 extern struct cc_config cc_cfg;
+void cc_test_gate(int fault, int *once) CC_HIDDEN; /* resolve.c: a test fault's wait for its program */
 extern volatile int cc_ready;     /* constructor ran, not yet finalised */
 extern volatile int cc_active;    /* parallel activity seen */
 extern uint64_t cc_overflow;      /* events dropped: slot or region tables full */

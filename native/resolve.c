@@ -236,12 +236,12 @@ static void fill_view(struct cc_gomp *v, const void *caller) {
         CC_LIBC(dlclose)(object);
 }
 
-/* Tests (CORECAST_TEST_FAULT=view_in_loader): the first view's maker, about to ask the
- * loader, says so in the program's corecast_test_gate (1) and waits until a library's
- * constructor, holding the loader's lock, set it to 2 (bounded: a program without one). */
-static void view_test_gate(void) {
-    static int once;
-    if (!cc_cfg.view_in_loader || __atomic_exchange_n(&once, 1, __ATOMIC_ACQ_REL))
+/* Tests (CORECAST_TEST_FAULT=view_in_loader, naming_in_loader): the first time (``once``) the
+ * fault's code is about to ask the loader, it says so in the program's corecast_test_gate (1)
+ * and waits until the program, holding the loader's lock, set it to 2 (bounded: a program
+ * without one goes on). */
+void cc_test_gate(int fault, int *once) {
+    if (!fault || __atomic_exchange_n(once, 1, __ATOMIC_ACQ_REL))
         return;
     int *gate = (int *)dlsym(RTLD_DEFAULT, "corecast_test_gate");
     if (!gate)
@@ -273,7 +273,8 @@ static const struct cc_gomp *fallback(void) {
  * with the loader's lock held: it spun on the flag of a maker waiting for that lock, for
  * ever.  Two threads may make the same view; the second's is dropped. */
 const struct cc_gomp *cc_gomp_new_view(const void *caller) {
-    view_test_gate();
+    static int gated;
+    cc_test_gate(cc_cfg.view_in_loader, &gated); /* tests: the program takes the loader's lock first */
     const char *lo, *hi;
     if (__atomic_load_n(&cc_nviews, __ATOMIC_ACQUIRE) >= CC_MAX_VIEWS || !cc_object_range(caller, &lo, &hi))
         return fallback();

@@ -10,7 +10,6 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "corecast.h"
@@ -86,28 +85,14 @@ static int no_loader;
 void cc_names_without_loader(void) { __atomic_store_n(&no_loader, 1, __ATOMIC_RELEASE); }
 int cc_naming_without_loader(void) { return __atomic_load_n(&no_loader, __ATOMIC_ACQUIRE); }
 
-/* Tests (CORECAST_TEST_FAULT=naming_in_loader): the first naming, about to ask the loader,
- * says so in the program's corecast_test_gate (1) and waits until its dl_iterate_phdr
- * callback, holding the loader's write lock, set it to 2 (bounded: a program without one). */
-static void naming_test_gate(void) {
-    static int once;
-    if (!cc_cfg.naming_in_loader || __atomic_exchange_n(&once, 1, __ATOMIC_ACQ_REL))
-        return;
-    int *gate = (int *)dlsym(RTLD_DEFAULT, "corecast_test_gate");
-    if (!gate)
-        return;
-    __atomic_store_n(gate, 1, __ATOMIC_RELEASE);
-    for (int i = 0; i < 20000 && __atomic_load_n(gate, __ATOMIC_ACQUIRE) != 2; i++)
-        nanosleep(&(struct timespec){0, 1000000}, NULL);
-}
-
 void cc_symbol_name(const void *addr, char *name, size_t nsize, char *object, size_t osize) {
     if (cc_naming_without_loader()) {
         snprintf(object, osize, "?");
         snprintf(name, nsize, "fn@%#lx", (unsigned long)(uintptr_t)addr);
         return;
     }
-    naming_test_gate();
+    static int gated;
+    cc_test_gate(cc_cfg.naming_in_loader, &gated); /* tests: the program takes the loader's lock first */
     Dl_info info;
     memset(&info, 0, sizeof info);
     int ok = dladdr(addr, &info);
