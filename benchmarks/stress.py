@@ -78,7 +78,8 @@ def build(work: Path) -> dict[str, tuple[str, list[str]]]:
     cc(ROOT / "benchmarks" / "stress_throw.cpp", "stress_throw", "g++", "-fopenmp")
     hosts["throw"] = ("c", [str(work / "stress_throw")])
     if LIBUNWIND.exists():  # its unwinder asks dl_iterate_phdr (wrapped) for every frame; libgcc's does not
-        cc(ROOT / "benchmarks" / "stress_throw.cpp", "stress_throw_libunwind", "g++", "-fopenmp", str(LIBUNWIND))
+        cc(ROOT / "benchmarks" / "stress_throw.cpp", "stress_throw_libunwind", "g++", "-fopenmp",
+           "-Wl,--no-as-needed", str(LIBUNWIND))  # needed though only libstdc++'s throw calls it
         hosts["throw-libunwind"] = ("c", [str(work / "stress_throw_libunwind")])
     script = str(ROOT / "benchmarks" / "stress_host.py")
     hosts["py-threads"] = ("py", [PY, script, "threads"])

@@ -229,7 +229,7 @@ static int host_nested(void) {
     uint64_t total = 0;
     static volatile long sink;
     omp_set_max_active_levels(2);
-    for (int c = 0; c < 100; c++) {
+    for (int c = 0; c < 30; c++) {
 #pragma omp parallel num_threads(2) shared(total)
         {
 #pragma omp single
@@ -273,7 +273,7 @@ static int host_nested(void) {
         }
     }
     omp_set_max_active_levels(8);
-    for (int c = 0; c < 50; c++) {
+    for (int c = 0; c < 20; c++) {
 #pragma omp parallel num_threads(1)
         for (int i = 0; i < 10; i++) {
 #pragma omp task
