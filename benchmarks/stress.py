@@ -10,7 +10,14 @@ execs sh, then execs echo), `sigterm` and `abort` (OpenMP, then killed by their 
 `thread-exit` (exit(5) from a thread while two others run OpenMP regions), `signals` (a SIGALRM
 every 200 us without SA_RESTART through OpenMP regions and semaphore waits), `steer` (two
 OpenMP regions called 3000 times, about 1 s: an integer reduction and a critical-section
-convoy, so that --steer steps a team and --probe probes), `py-threads`
+convoy, so that --steer steps a team and --probe probes), `nested` (teams a task or a single block
+starts at 2 active levels, then teams of one five deep), `clang-omp`, `clang-nested`,
+`clang-signals` (the same built with clang -fopenmp: libomp, measured through OMPT; when clang
+builds OpenMP; not thread-exit: libomp tears itself down in exit()'s atexit pass under the
+threads still in regions, and the bare run aborts by itself, 3 of 150), `throw` (benchmarks/stress_throw.cpp: OpenMP
+threads throw and catch C++ exceptions through a few frames; libgcc's unwinder finds objects
+by _dl_find_object), `throw-libunwind` (the same linked with libunwind8, whose unwinder asks
+dl_iterate_phdr, which the preload library wraps, for each frame), `py-threads`
 (Python threads, Lock and Queue, sys.exit(7)), `py-osexit` (os._exit(5) from a thread while
 others run), `py-fork` (os.fork while threads run; the child sys.exit(3)s), `opencl` (examples/opencl_two_kernels.py on pocl), `mpi` (examples/mpi_halo.c,
 2 ranks under mpirun).  Modes: `bare`, `run` (`corecast run`), `steer`, `probe`, `json`
@@ -48,6 +55,7 @@ PY = sys.executable
 GUARD_S = 120
 SLOW = 10.0
 SLOW_ABOVE_S = 1.0  # and this much over it: the model's start alone is 10x a program of 30 ms
+LIBUNWIND = Path("/usr/lib/x86_64-linux-gnu/libunwind.so.8")  # libunwind8 (nongnu), if installed
 MPIRUN = ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2"]
 # What a run's stderr may not say unless the bare run's says it too.
 BAD_STDERR = re.compile(r"Traceback \(most recent call last\)|internal error|Sanitizer|runtime error:"
@@ -62,8 +70,18 @@ def build(work: Path) -> dict[str, tuple[str, list[str]]]:
     cc(ROOT / "benchmarks" / "stress_host.c", "stress_host", "gcc", "-fopenmp", "-pthread")
     cc(ROOT / "examples" / "pthreads_sync.c", "pthreads_sync", "gcc", "-pthread")
     hosts = {m: ("c", [str(work / "stress_host"), m]) for m in ("omp", "fork", "sigterm", "abort", "thread-exit",
-                                                              "signals", "steer")}
+                                                              "signals", "steer", "nested")}
+    if clang_openmp(work):  # libomp: corecast measures it through OMPT, not libgomp's entry points
+        cc(ROOT / "benchmarks" / "stress_host.c", "stress_host_clang", "clang", "-fopenmp", "-pthread")
+        hosts.update({f"clang-{m}": ("c", [str(work / "stress_host_clang"), m])
+                      for m in ("omp", "nested", "signals")})  # not thread-exit: libomp's own exit races
     hosts["pthreads"] = ("c", [str(work / "pthreads_sync"), "200", "4"])
+    cc(ROOT / "benchmarks" / "stress_throw.cpp", "stress_throw", "g++", "-fopenmp")
+    hosts["throw"] = ("c", [str(work / "stress_throw")])
+    if LIBUNWIND.exists():  # its unwinder asks dl_iterate_phdr (wrapped) for every frame; libgcc's does not
+        cc(ROOT / "benchmarks" / "stress_throw.cpp", "stress_throw_libunwind", "g++", "-fopenmp",
+           "-Wl,--no-as-needed", str(LIBUNWIND))  # needed though only libstdc++'s throw calls it
+        hosts["throw-libunwind"] = ("c", [str(work / "stress_throw_libunwind")])
     script = str(ROOT / "benchmarks" / "stress_host.py")
     hosts["py-threads"] = ("py", [PY, script, "threads"])
     hosts["py-osexit"] = ("py", [PY, script, "osexit"])
@@ -73,6 +91,19 @@ def build(work: Path) -> dict[str, tuple[str, list[str]]]:
         cc(ROOT / "examples" / "mpi_halo.c", "mpi_halo", "mpicc")
         hosts["mpi"] = ("mpi", [str(work / "mpi_halo"), "20000", "20"])
     return hosts
+
+
+def clang_openmp(work: Path) -> bool:
+    """Whether clang builds and runs an OpenMP program here (libomp installed)."""
+    if not shutil.which("clang"):
+        return False
+    src, out = work / "probe.c", work / "probe"
+    src.write_text("#include <omp.h>\nint main(void) { return omp_get_max_threads() < 1; }\n")
+    try:
+        return (subprocess.run(["clang", "-fopenmp", str(src), "-o", str(out)], capture_output=True).returncode == 0
+                and subprocess.run([str(out)], capture_output=True, timeout=30).returncode == 0)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
 
 
 def modes(kind: str) -> list[str]:

@@ -2,7 +2,7 @@
  * does not depend on scheduling, and writes out.txt in its working folder.
  *
  *   gcc -O2 -fopenmp -pthread benchmarks/stress_host.c -o stress_host
- *   ./stress_host omp|fork|sigterm|abort|thread-exit|signals|steer
+ *   ./stress_host omp|fork|sigterm|abort|thread-exit|signals|steer|nested
  *
  *   omp          regions, a task tree, an omp lock and a critical section; exit 0
  *   fork         an OpenMP region, a child that prints and exits 3, a child that execs
@@ -17,6 +17,10 @@
  *                VM): an integer reduction, and a loop whose every iteration takes a
  *                critical section (a convoy: steering and probing act on both); prints
  *                sums that are the same whatever the team size
+ *   nested       teams inside teams at 2 active levels (omp_set_max_active_levels): a task
+ *                made in a single block starts a team (run in the single's barrier), a single
+ *                block makes tasks before and after a team it starts, then teams of one five
+ *                deep at 8 levels (past the OMPT shim's depth); sums whatever the team size
  */
 #include <omp.h>
 #include <errno.h>
@@ -219,6 +223,78 @@ static int host_steer(void) {
     return 0;
 }
 
+/* The shapes tests/runtime/test_nested_members.py checks, many times over (OMPT on libomp:
+ * a paused member, a single block open around a nested team, a member not measured). */
+static int host_nested(void) {
+    uint64_t total = 0;
+    static volatile long sink;
+    omp_set_max_active_levels(2);
+    for (int c = 0; c < 30; c++) {
+#pragma omp parallel num_threads(2) shared(total)
+        {
+#pragma omp single
+            {
+#pragma omp task shared(total)
+                {
+#pragma omp critical
+                    total += 1;
+#pragma omp parallel for num_threads(2) shared(total)
+                    for (int i = 0; i < 8; i++) {
+#pragma omp critical
+                        total += mix((uint64_t)i + 1, 20);
+                    }
+                }
+            }
+#pragma omp single
+            {
+                for (int i = 0; i < 3; i++) {
+#pragma omp task
+#pragma omp atomic
+                    sink++;
+                }
+#pragma omp parallel num_threads(2)
+#pragma omp single
+                for (int i = 0; i < 4; i++) {
+#pragma omp task
+#pragma omp atomic
+                    sink++;
+                }
+                for (int i = 0; i < 5; i++) {
+#pragma omp task
+#pragma omp atomic
+                    sink++;
+                }
+            }
+#pragma omp for
+            for (int i = 0; i < 16; i++) {
+#pragma omp critical
+                total += mix((uint64_t)c * 16 + i + 1, 50);
+            }
+        }
+    }
+    omp_set_max_active_levels(8);
+    for (int c = 0; c < 20; c++) {
+#pragma omp parallel num_threads(1)
+        for (int i = 0; i < 10; i++) {
+#pragma omp task
+#pragma omp atomic
+            sink++;
+        }
+#pragma omp parallel num_threads(1)
+#pragma omp parallel num_threads(1)
+#pragma omp parallel num_threads(1)
+#pragma omp parallel num_threads(1)
+#pragma omp parallel num_threads(1)
+#pragma omp atomic
+        sink++;
+    }
+    char buf[256];
+    snprintf(buf, sizeof buf, "nested %016llx tasks %ld\n", (unsigned long long)total, (long)sink);
+    write_file(buf);
+    fputs(buf, stdout);
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *m = argc > 1 ? argv[1] : "omp";
     if (!strcmp(m, "omp")) return host_omp();
@@ -228,6 +304,7 @@ int main(int argc, char **argv) {
     if (!strcmp(m, "thread-exit")) return host_thread_exit();
     if (!strcmp(m, "signals")) return host_signals();
     if (!strcmp(m, "steer")) return host_steer();
-    fprintf(stderr, "usage: %s omp|fork|sigterm|abort|thread-exit|signals|steer\n", argv[0]);
+    if (!strcmp(m, "nested")) return host_nested();
+    fprintf(stderr, "usage: %s omp|fork|sigterm|abort|thread-exit|signals|steer|nested\n", argv[0]);
     return 2;
 }
