@@ -30,6 +30,7 @@ import math
 import os
 import stat
 
+from ...recording.values import json_number, shown_value
 from ..scaling import MAX_COUNT, over_max_count
 
 SCHEMA = 2
@@ -172,15 +173,12 @@ def _rows(part: object, name: str, key: str, most: float) -> tuple[list[int], li
             raise CalibrationError(f'"{name}" counts must be positive and ascending')
         if n > MAX_COUNT:  # as every reader of counts (past float range: OverflowError later)
             raise CalibrationError(f'"{name}" count {over_max_count(str(n))}')
-        try:
-            v = float(v)
-        except OverflowError:  # a JSON integer past float range
-            v = math.inf
-        if not (math.isfinite(v) and 0 < v <= most):
+        f = json_number(v)  # None past float range
+        if f is None or not 0 < f <= most:
             bound = "(0, 2]" if most == 2.0 else "positive"
-            raise CalibrationError(f"{name} {key} at {n} threads must be {bound}, got {v!r}"[:120])
+            raise CalibrationError(f"{name} {key} at {n} threads must be {bound}, got {shown_value(v)}")
         counts.append(n)
-        values.append(v)
+        values.append(f)
     if counts[0] != 1:
         raise CalibrationError(f'"{name}" must start at 1 thread')
     return counts, values
