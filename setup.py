@@ -4,6 +4,7 @@
   libpython), compiled by setuptools as an extension-shaped shared object;
 - corecast/_native/libcorecast_model.so: the model library, made with cffi's embedding API;
 - corecast/_native/libcorecast_calibrate.so: `corecast calibrate`'s kernels (native/calibrate/);
+- corecast/_native/teardown_order/: empty libraries that order the exit's finalizers;
 - the `corecast` command: native/launcher/corecast.c, which starts this interpreter's CLI
   with SIGINT held over its start-up (a console script's Python would turn an early
   Ctrl-C into a traceback).
@@ -43,6 +44,7 @@ class BuildNative(build_ext):
         build.build_model(Path(self.get_ext_fullpath(PRELOAD)).parent,
                           build.recorded_site_dirs() if editable else [])
         build.build_calibrate(Path(self.get_ext_fullpath(PRELOAD)).parent)
+        build.build_teardown_order(Path(self.get_ext_fullpath(PRELOAD)).parent)
 
 
 class BuildLauncher(build_scripts):

@@ -13,8 +13,9 @@ OpenMP regions called 3000 times, about 1 s: an integer reduction and a critical
 convoy, so that --steer steps a team and --probe probes), `nested` (teams a task or a single block
 starts at 2 active levels, then teams of one five deep), `clang-omp`, `clang-nested`,
 `clang-signals` (the same built with clang -fopenmp: libomp, measured through OMPT; when clang
-builds OpenMP; not thread-exit: libomp tears itself down in exit()'s atexit pass under the
-threads still in regions, and the bare run aborts by itself, 3 of 150), `throw` (benchmarks/stress_throw.cpp: OpenMP
+builds OpenMP; not thread-exit: libomp tears itself down in its destructor under the
+threads still in regions, and the bare run crashes by itself, 3 of 150: benchmarks/exit_race.py
+compares its rates), `throw` (benchmarks/stress_throw.cpp: OpenMP
 threads throw and catch C++ exceptions through a few frames; libgcc's unwinder finds objects
 by _dl_find_object), `throw-libunwind` (the same linked with libunwind8, whose unwinder asks
 dl_iterate_phdr, which the preload library wraps, for each frame), `py-threads`

@@ -282,6 +282,12 @@ void cc_exit_report(int status, int flush) {
 
 void cc_final(void) { cc_exit_report(-1, 0); }
 
+void cc_exit_order(void) {
+    /* Not in a vfork child (our memory), nor where the loader cannot be asked. */
+    if (cc_ready && !cc_cfg.disabled && getpid() == cc_pid && cc_loader_depth == 0)
+        cc_model_finalize_first();
+}
+
 /* Whether ``envp`` preloads this library, so that an image it starts is measured too. */
 static int preloaded_in(char *const envp[]) {
     const char *file = cc_library_file();
@@ -356,6 +362,7 @@ static void final_at_exit(void) { cc_final(); }
 static void final_on_exit(int status, void *arg) {
     (void)arg;
     cc_exit_report(status, 1);
+    cc_exit_order();
 }
 
 /* The fallback for exits that come neither from main's return nor through exit() (see

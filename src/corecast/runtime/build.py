@@ -3,7 +3,9 @@
 - ``libcorecast_preload.so``: native/ + shims/, plain C, never links libpython;
 - ``libcorecast_model.so``: cffi's embedding API around corecast.runtime.bridge;
 - ``libcorecast_calibrate.so``: ``corecast calibrate``'s kernels (native/calibrate/),
-  plain C with OpenMP, loaded by ``tools/calibrate.py`` through ctypes.
+  plain C with OpenMP, loaded by ``tools/calibrate.py`` through ctypes;
+- ``teardown_order/<soname>.so``: empty libraries that need an OpenMP runtime, which order
+  the exit's finalizers (build_teardown_order).
 
     python -m corecast.runtime.build OUTDIR
 """
@@ -116,8 +118,15 @@ def preload_sources() -> list[str]:
     return sorted(str(p) for p in list(NATIVE.glob("*.c")) + list(SHIMS.glob("*.c")))
 
 
+# OpenMP runtimes that free their threads' state in their destructor (LLVM's, by both of
+# its names, and Intel's): the exit finalizes the model's libraries before them
+# (bridge.c's cc_model_finalize_first).  libgomp's destructor frees nothing its threads use.
+TEARDOWN_RUNTIMES = ("libomp.so.5", "libomp.so", "libiomp5.so")
+TEARDOWN_DIR = "teardown_order"
+
+
 def preload_macros() -> list[tuple[str, str]]:
-    return python_defines()
+    return python_defines() + [("CC_TEARDOWN_RUNTIMES", c_string(" ".join(TEARDOWN_RUNTIMES)))]
 
 
 PRELOAD_CFLAGS = ["-O2", "-fPIC", "-pthread", "-fvisibility=default", "-Wall", "-Wextra",
@@ -152,8 +161,31 @@ def build_calibrate(outdir: Path) -> Path:
     return dest
 
 
+def build_teardown_order(outdir: Path) -> Path:
+    """``outdir``/teardown_order/<soname>.so for each of TEARDOWN_RUNTIMES: an empty library
+    whose one need is that runtime.  Loaded last at exit (only where a runtime of that name
+    is loaded already), it makes the C library finalize the runtime after everything loaded
+    before it.  Built against a stand-in with the runtime's soname: the runtime need not be
+    installed here."""
+    import subprocess
+
+    dest = outdir / TEARDOWN_DIR
+    dest.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        empty = Path(tmp) / "empty.c"
+        empty.write_text("/* nothing: the library is its one DT_NEEDED */\n")
+        for soname in TEARDOWN_RUNTIMES:
+            stand_in = Path(tmp) / soname
+            base = ["gcc", "-shared", "-fPIC", "-nostdlib"]
+            subprocess.run([*base, f"-Wl,-soname,{soname}", "-o", str(stand_in), str(empty)], check=True)
+            subprocess.run([*base, "-o", str(dest / f"{soname}.so"), str(empty), "-Wl,--no-as-needed",
+                            str(stand_in)], check=True)
+    return dest
+
+
 if __name__ == "__main__":
     out = Path(sys.argv[1] if len(sys.argv) > 1 else ".")
     print(build_preload(out))
     print(build_model(out))
     print(build_calibrate(out))
+    print(build_teardown_order(out))

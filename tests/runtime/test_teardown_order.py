@@ -1,0 +1,122 @@
+"""The exit finalizes the model's libraries before the program's OpenMP runtime.
+
+LLVM's libomp frees its threads' state in its destructor.  A program that exits from one
+thread while others are still in parallel regions races its own exit there, and every
+finalizer that glibc runs after libomp's widens the window: loaded after libomp, the
+model's libraries (libpython, its extension modules) were finalized after it, and such a
+host crashed in about a third of its runs with the report instead of one in twenty without
+corecast.  The order is what these tests check (glibc's LD_DEBUG=files names each object
+as it is finalized), not a crash rate, which would depend on timing."""
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from .helpers import TIMEOUT, clean_env, report_blocks, run
+from .test_ompt import both, clang  # noqa: F401 (fixtures)
+
+# Regions on two threads, then an exit from one of them (status 3) while main waits, or
+# main's return (status 0).
+PROGRAM = r"""
+#include <omp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+static double sum;
+static void regions(void) {
+    for (int r = 0; r < 50; r++) {
+#pragma omp parallel for reduction(+:sum)
+        for (int i = 0; i < 20000; i++) sum += i * 0.5;
+    }
+}
+static void *leaver(void *arg) {
+    regions();
+    printf("leaving %.1f\n", sum);
+    exit(3);
+}
+int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "thread")) {
+        pthread_t t;
+        pthread_create(&t, NULL, leaver, NULL);
+        pthread_join(t, NULL);
+    }
+    regions();
+    printf("done %.1f\n", sum);
+    return 0;
+}
+"""
+
+
+def finalized(debug_dir: Path) -> list[str]:
+    """The objects glibc finalized, in order, from LD_DEBUG_OUTPUT's file(s)."""
+    names = []
+    for f in sorted(debug_dir.iterdir()):
+        for line in f.read_text(errors="replace").splitlines():
+            if "calling fini:" in line:
+                words = line.split("calling fini:", 1)[1].split()
+                names.append(words[0] if words else "")
+    return names
+
+
+def position(names: list[str], part: str) -> int:
+    found = [i for i, n in enumerate(names) if part in Path(n).name]
+    assert found, f"{part} was not finalized: {names}"
+    return found[0]
+
+
+def run_debugged(prog: Path, arg: str, tmp_path: Path, lib: Path | None, **settings):
+    debug = tmp_path / f"ld-{arg}-{'corecast' if lib else 'plain'}"
+    debug.mkdir()
+    env = clean_env(OMP_NUM_THREADS="2", LD_DEBUG="files", LD_DEBUG_OUTPUT=str(debug / "fini"))
+    proc = run([prog, arg], env=env, preload=lib, **settings)
+    return proc, finalized(debug)
+
+
+@pytest.mark.parametrize("how,status", [("thread", 3), ("main", 0)])
+def test_the_model_libraries_are_finalized_before_libomp(both, lib, tmp_path, how, status):
+    prog = both("teardown", PROGRAM)["clang"]
+    plain, _ = run_debugged(prog, how, tmp_path, None)
+    proc, names = run_debugged(prog, how, tmp_path, lib, target="4")
+    assert plain.returncode == proc.returncode == status
+    assert proc.stdout == plain.stdout
+    assert report_blocks(proc.stderr) == 1
+    omp = position(names, "libomp")
+    # The model ran (its library and libpython are in the process) and went first.
+    for part in ("libcorecast_model.so", "libpython"):
+        assert position(names, part) < omp, names
+
+
+def test_a_quiet_run_loads_nothing_at_exit(both, lib, tmp_path):
+    """No model, nothing to order: the exit loads no library of ours."""
+    prog = both("teardown", PROGRAM)["clang"]
+    proc, names = run_debugged(prog, "thread", tmp_path, lib, quiet="1")
+    assert proc.returncode == 3
+    assert not [n for n in names if "libpython" in n or "teardown_order" in n or "libcorecast_model" in n]
+
+
+def test_a_gcc_program_is_left_in_its_order(build, lib, tmp_path):
+    """libgomp frees nothing its threads use at exit: no library is added for it."""
+    prog = build("teardown_gcc", PROGRAM, "-fopenmp")
+    proc, names = run_debugged(prog, "thread", tmp_path, lib, target="4")
+    assert proc.returncode == 3
+    assert report_blocks(proc.stderr) == 1
+    assert position(names, "libcorecast_model.so") >= 0
+    assert not [n for n in names if "teardown_order" in n]
+
+
+def test_each_runtime_name_has_its_library():
+    """Each anchor needs exactly the runtime it is named for, and nothing else (no libc:
+    loading it can bring in nothing new)."""
+    from corecast._native import PRELOAD
+    from corecast.runtime.build import TEARDOWN_DIR, TEARDOWN_RUNTIMES
+
+    folder = Path(PRELOAD).parent / TEARDOWN_DIR
+    for soname in TEARDOWN_RUNTIMES:
+        out = subprocess.run(["readelf", "-d", str(folder / f"{soname}.so")], capture_output=True, text=True,
+                             timeout=TIMEOUT)
+        assert out.returncode == 0, out.stderr
+        needed = [line.split("[", 1)[1].rstrip("]") for line in out.stdout.splitlines() if "(NEEDED)" in line]
+        assert needed == [soname]
