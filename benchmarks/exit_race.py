@@ -1,13 +1,14 @@
 """A host that races its own exit: how often it crashes bare, and with corecast.
 
-    python benchmarks/exit_race.py [--runs 200] [--threads 2] [--lib PRELOAD]
+    python benchmarks/exit_race.py [--runs 200] [--threads 2] [--all] [--lib PRELOAD]
 
 benchmarks/stress_host.c's `thread-exit`, built with clang -fopenmp (LLVM's libomp): one
 thread calls exit(5) while two others run OpenMP regions.  libomp frees its threads' state
 in its destructor, so threads still in regions may touch freed memory until the process is
 gone: the program's own race, which stress.py leaves out because the bare run fails too.
 What corecast may not do is make it worse.  Each way of running is repeated --runs times,
-interleaved (bare, report, quiet, bare, ...), on whatever load the machine has; the table
+interleaved (bare, report, quiet, bare, ...; --all adds CORECAST_STEER=1 and
+CORECAST_PROBE=1), on whatever load the machine has; the table
 counts exit statuses (5: the program's own; -11 SIGSEGV, -6 abort).  A crash rate is
 timing, not a test: compare rows of one run of this script.
 """
@@ -29,6 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=200)
     ap.add_argument("--threads", default="2", help="OMP_NUM_THREADS (default 2)")
+    ap.add_argument("--all", action="store_true", help="also steering and probing runs")
     ap.add_argument("--lib", help="the preload library (default: the installed corecast's; another "
                                   "build's, to compare)")
     args = ap.parse_args(argv)
@@ -53,6 +55,9 @@ def main(argv: list[str] | None = None) -> int:
     base["OMP_NUM_THREADS"] = args.threads
     ways = {"bare": {}, "corecast (report at exit)": {"LD_PRELOAD": preload},
             "corecast, CORECAST_QUIET=1": {"LD_PRELOAD": preload, "CORECAST_QUIET": "1"}}
+    if args.all:
+        ways.update({"corecast, CORECAST_STEER=1": {"LD_PRELOAD": preload, "CORECAST_STEER": "1"},
+                     "corecast, CORECAST_PROBE=1": {"LD_PRELOAD": preload, "CORECAST_PROBE": "1"}})
     counts = {w: collections.Counter() for w in ways}
     for _ in range(args.runs):
         for way, extra in ways.items():

@@ -16,7 +16,8 @@ TRUE = shutil.which("true") or "/bin/true"
 _SHOWN = re.compile(r"^  (CORECAST_\w+) = '(.*)'$", re.M)
 CASES = [" 50", "+70", "050", "50 ", "lots", "9", "60001", "", "-1", "99999999999999999999",
          "yes", "on",  # a flag's words are no whole number (native/config.c reads them for flags only)
-         "9" * 41, "x" * 5000]  # shown cut to 40 (fuzz40: the value filled the line, its "using" lost)
+         "9" * 41, "x" * 5000,  # shown cut to 40 (fuzz40: the value filled the line, its "using" lost)
+         "\u00e9" * 45, "a" + "\u20ac" * 40, "\u00e9" * 40]  # 40 characters, not 40 bytes (review40)
 
 
 def displayed(lib, **env: str) -> tuple[dict[str, str], list[str]]:
