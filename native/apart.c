@@ -39,9 +39,9 @@ struct apart_job {
     sigset_t mask; /* the task's signal mask */
 };
 
-static volatile int apart_tid; /* the task while it runs: the exit guard's, not the program's */
+static int apart_tid; /* the task while it runs: the exit guard's, not the program's */
 
-int cc_apart_tid(void) { return apart_tid; }
+int cc_apart_tid(void) { return __atomic_load_n(&apart_tid, __ATOMIC_ACQUIRE); }
 
 static int apart_main(void *p) {
     struct apart_job *job = p;
@@ -89,9 +89,9 @@ int cc_try_apart(void (*fn)(void *), void *arg, double *cpu_s) {
         if (!sigismember(&old, cc_fatal_signals[i]))
             sigdelset(&job.mask, cc_fatal_signals[i]);
     /* ``done`` is cleared by the kernel, with a futex wake, when the task ends
-     * (CLONE_CHILD_CLEARTID); ``apart_tid`` set by it before the task runs. */
-    static int done;
-    __atomic_store_n(&done, 1, __ATOMIC_RELEASE);
+     * (CLONE_CHILD_CLEARTID); ``apart_tid`` set by it before the task runs.  The caller's
+     * own: two threads' tasks (a dlclose's naming beside the exit report) each end alone. */
+    int done = 1;
     int tid = clone(apart_main, stack + APART_STACK,
                     CLONE_VM | CLONE_FS | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM | CLONE_PARENT_SETTID |
                         CLONE_CHILD_CLEARTID,
@@ -101,7 +101,8 @@ int cc_try_apart(void (*fn)(void *), void *arg, double *cpu_s) {
         while ((v = __atomic_load_n(&done, __ATOMIC_ACQUIRE)) != 0)
             syscall(SYS_futex, &done, FUTEX_WAIT, v, NULL, NULL, 0); /* shared: the kernel's wake */
     }
-    apart_tid = 0;
+    int mine = tid; /* not another caller's task, still running */
+    __atomic_compare_exchange_n(&apart_tid, &mine, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     munmap(stack, APART_STACK);
     errno = saved;

@@ -7,7 +7,6 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <limits.h>
-#include <link.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdlib.h>
@@ -151,30 +150,25 @@ static void load(void) {
 #ifndef CC_TEARDOWN_RUNTIMES
 #define CC_TEARDOWN_RUNTIMES ""
 #endif
+#ifndef CC_TEARDOWN_DIR
+#define CC_TEARDOWN_DIR "teardown_order"
+#endif
 
-static int named_loaded(struct dl_phdr_info *info, size_t size, void *name) {
-    (void)size;
-    const char *base = strrchr(info->dlpi_name, '/');
-    return base && !strcmp(base + 1, (const char *)name);
+/* The runtime by the name the loader knows it under (its soname or the name it was loaded
+ * by, as it will resolve the library's need); finding it may search the library path
+ * where it is not, hence apart. */
+static void load_after(void *name) {
+    if (!dlopen(name, RTLD_LAZY | RTLD_NOLOAD))
+        return; /* the handle is kept: the process is ending */
+    char path[PATH_MAX + 64];
+    snprintf(path, sizeof path, "%s/" CC_TEARDOWN_DIR "/%s.so", loaded_from, (const char *)name);
+    dlopen(path, RTLD_LAZY | RTLD_LOCAL);
 }
 
-/* Each name of ``names``: only a runtime the loader finds loaded under that name (by its
- * soname or the name it was loaded by, as it will resolve the library's need); finding may
- * search the library path where it is not, hence apart. */
-static void load_after(void *names) {
-    char *save = NULL;
-    for (char *name = strtok_r(names, " ", &save); name; name = strtok_r(NULL, " ", &save)) {
-        if (!dlopen(name, RTLD_LAZY | RTLD_NOLOAD))
-            continue; /* the handle is kept: the process is ending */
-        char path[PATH_MAX + 64];
-        snprintf(path, sizeof path, "%s/teardown_order/%s.so", loaded_from, name);
-        dlopen(path, RTLD_LAZY | RTLD_LOCAL);
-    }
-}
-
-/* The exit, once the report is over: the model's libraries (libpython, the extension
- * modules it imported) are finalized before the program's OpenMP runtime.  glibc's exit
- * finalizes objects in load order, each before those it needs, so libraries loaded after
+/* The exit report's end, the model done: the model's libraries (libpython, the extension
+ * modules it imported) are to be finalized before the program's OpenMP runtime.  glibc
+ * before 2.39 finalizes objects in load order, each before those it needs (2.39 on: in
+ * reverse order of their constructors, where this is already so), so libraries loaded after
  * the runtime went after it.  LLVM's and Intel's runtimes free their threads' state in
  * their destructor; a program that exits while other threads are in parallel regions has
  * those threads touch it until the process ends, and every finalizer after the runtime's
@@ -183,15 +177,14 @@ static void load_after(void *names) {
  * needs the runtime (runtime/build.py's, one per name) puts the runtime after all loaded
  * before it.  libgomp's destructor frees nothing the program's threads use. */
 void cc_model_finalize_first(void) {
-    static int done;
-    if (!loaded_from[0] || __atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
+    const char *runtime = cc_ompt_runtime(); /* else one that ran regions without the tool */
+    if (!runtime[0] && !(runtime = cc_unmeasured_omp_runtime()))
         return;
-    char names[] = CC_TEARDOWN_RUNTIMES, found[sizeof names] = "", *save = NULL;
-    for (char *name = strtok_r(names, " ", &save); name; name = strtok_r(NULL, " ", &save))
-        if (dl_iterate_phdr(named_loaded, name)) /* a file of that name: no search */
-            snprintf(found + strlen(found), sizeof found - strlen(found), "%s ", name);
+    char names[] = " " CC_TEARDOWN_RUNTIMES " ", word[80], name[64];
+    snprintf(word, sizeof word, " %s ", runtime);
+    snprintf(name, sizeof name, "%s", runtime);
     double cpu_s;
-    if (found[0] && cc_try_apart(load_after, found, &cpu_s))
+    if (state == MODEL_READY && strstr(names, word) && cc_try_apart(load_after, name, &cpu_s))
         cc_own_cpu_add(cpu_s);
 }
 

@@ -48,12 +48,8 @@ static int env_int(const char *name, int lo, int hi, int dflt) {
     if (!v || !*v)
         return dflt;
     if (!whole(v, lo, hi, &x)) {
-        /* At most 40 characters of the value, as the launcher quotes it (UTF-8: a character
-         * is not cut in two): the line keeps its end. */
-        int n = 0, chars = 0;
-        for (; v[n]; n++)
-            if (((unsigned char)v[n] & 0xC0) != 0x80 && chars++ == 40)
-                break;
+        /* At most 40 characters of the value, as the launcher quotes it: the line keeps its end. */
+        int n = (int)cc_utf8_prefix(v, 40);
         const char *more = v[n] ? "..." : "";
         if (!hush && lo == 0 && hi == 1)
             cc_warn("%s=%.*s%s is not 0 or 1 (or true or false, yes or no, on or off); using %d", name, n, v, more, dflt);

@@ -339,7 +339,7 @@ void cc_numa_moved(void); /* closed in the program's table (counters.c's cc_coun
 const char *cc_numa_plan_decode(const char *text, struct cc_numa_plan *p) CC_HIDDEN;
 int cc_model_predict(const struct cc_sample *s, struct cc_result *r);
 void cc_model_after_fork(void), cc_model_warmup(void), cc_model_test_hooks(void), cc_model_test_wait_start(void),
-    cc_model_finalize_first(void); /* at exit, after the report: bridge.c */
+    cc_model_finalize_first(void); /* the exit report's end, the model done: bridge.c */
 const char *cc_model_warning(void);
 double cc_model_start_cpu_s(void), cc_model_cpu_s(void); /* its CPU s: its start; all of it */
 /* Python hosts: what the model's atexit hook runs (the exit report), set at start-up. */

@@ -271,9 +271,10 @@ void cc_exit_report(int status, int flush) {
     if (flush)
         cc_flush_program_streams();
     cc_own_cpu_add(cc_run_apart(write_report, &work));
-    if (o == CC_FINAL_ANSWERED || o == CC_FINAL_NO_SAMPLER)
-        guard_restore(); /* the model is done: nothing of ours runs any more */
-    else {
+    if (o == CC_FINAL_ANSWERED || o == CC_FINAL_NO_SAMPLER) {
+        cc_model_finalize_first(); /* the model is done: its libraries go first (bridge.c) */
+        guard_restore();           /* nothing of ours runs any more */
+    } else {
         reported_tid = guard_tid;
         guard_tid = 0; /* only the sampler, still in the model, stays guarded */
     }
@@ -281,12 +282,6 @@ void cc_exit_report(int status, int flush) {
 }
 
 void cc_final(void) { cc_exit_report(-1, 0); }
-
-void cc_exit_order(void) {
-    /* Not in a vfork child (our memory), nor where the loader cannot be asked. */
-    if (cc_ready && !cc_cfg.disabled && getpid() == cc_pid && cc_loader_depth == 0)
-        cc_model_finalize_first();
-}
 
 /* Whether ``envp`` preloads this library, so that an image it starts is measured too. */
 static int preloaded_in(char *const envp[]) {
@@ -362,7 +357,6 @@ static void final_at_exit(void) { cc_final(); }
 static void final_on_exit(int status, void *arg) {
     (void)arg;
     cc_exit_report(status, 1);
-    cc_exit_order();
 }
 
 /* The fallback for exits that come neither from main's return nor through exit() (see

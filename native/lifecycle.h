@@ -9,9 +9,6 @@
  * line (not for _exit, which discards them).  Runs once per process image. */
 void cc_exit_report(int status, int flush) __attribute__((visibility("hidden")));
 void cc_final(void); /* cc_exit_report(-1, 0) */
-/* After the report, on the way into the C library's exit (which runs the finalizers): the
- * model's libraries are to be finalized before the program's OpenMP runtime (bridge.c). */
-void cc_exit_order(void) __attribute__((visibility("hidden")));
 /* The program is about to close or replace its descriptors [lo, hi] (channel.c). */
 /* An exec of this image with ``envp``: its report, unless nothing ran in parallel and the
  * next image, the same pid, is preloaded too (then that one speaks for the pid). */

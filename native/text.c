@@ -81,6 +81,17 @@ size_t cc_printable_cell(char *dst, size_t n, const char *src, int width) {
 
 size_t cc_printable(char *dst, size_t n, const char *src) { return cc_printable_cell(dst, n, src, -1); }
 
+size_t cc_utf8_prefix(const char *src, int chars) {
+    const unsigned char *s = (const unsigned char *)src;
+    size_t n = 0;
+    unsigned cp;
+    for (int i = 0; i < chars && s[n]; i++) {
+        int k = utf8_next(s + n, &cp);
+        n += k > 0 ? (size_t)k : 1;
+    }
+    return n;
+}
+
 size_t cc_json_string(char *dst, size_t n, const char *src) {
     const unsigned char *s = (const unsigned char *)src;
     size_t len = 0;

@@ -13,6 +13,9 @@
 size_t cc_printable(char *dst, size_t n, const char *src);
 size_t cc_printable_cell(char *dst, size_t n, const char *src, int width);
 size_t cc_json_string(char *dst, size_t n, const char *src);
+/* The bytes of ``src``'s first ``chars`` characters (UTF-8; a byte that starts none is one,
+ * as Python's surrogateescape reads it): a cut that splits no character. */
+size_t cc_utf8_prefix(const char *src, int chars);
 /* A report's text (text.c): appended with cc_put, a name from outside as a JSON string
  * (cc_put_str) or printable in a column (cc_put_cell); a full buffer cuts, never overruns. */
 struct cc_buf {

@@ -28,7 +28,6 @@ static int (*program_main)(int, char **, char **);
 static int main_then_report(int argc, char **argv, char **envp) {
     int status = program_main(argc, argv, envp);
     cc_exit_report(status, 1);
-    cc_exit_order();
     return status;
 }
 
@@ -40,7 +39,6 @@ int __libc_start_main(int (*main)(int, char **, char **), int argc, char **argv,
 
 void exit(int status) {
     cc_exit_report(status, 1);
-    cc_exit_order();
     CC_LIBC(exit)(status);
 }
 

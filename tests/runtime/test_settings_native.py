@@ -17,7 +17,8 @@ _SHOWN = re.compile(r"^  (CORECAST_\w+) = '(.*)'$", re.M)
 CASES = [" 50", "+70", "050", "50 ", "lots", "9", "60001", "", "-1", "99999999999999999999",
          "yes", "on",  # a flag's words are no whole number (native/config.c reads them for flags only)
          "9" * 41, "x" * 5000,  # shown cut to 40 (fuzz40: the value filled the line, its "using" lost)
-         "\u00e9" * 45, "a" + "\u20ac" * 40, "\u00e9" * 40]  # 40 characters, not 40 bytes (review40)
+         "\u00e9" * 45, "a" + "\u20ac" * 40, "\u00e9" * 40,  # 40 characters, not 40 bytes (review40)
+         "\udc80" * 5000, "\udcb0" * 45, "\u00e9\udcff" * 30]  # bytes that start no character: one each
 
 
 def displayed(lib, **env: str) -> tuple[dict[str, str], list[str]]:

@@ -126,7 +126,8 @@ TEARDOWN_DIR = "teardown_order"
 
 
 def preload_macros() -> list[tuple[str, str]]:
-    return python_defines() + [("CC_TEARDOWN_RUNTIMES", c_string(" ".join(TEARDOWN_RUNTIMES)))]
+    return python_defines() + [("CC_TEARDOWN_RUNTIMES", c_string(" ".join(TEARDOWN_RUNTIMES))),
+                               ("CC_TEARDOWN_DIR", c_string(TEARDOWN_DIR))]
 
 
 PRELOAD_CFLAGS = ["-O2", "-fPIC", "-pthread", "-fvisibility=default", "-Wall", "-Wextra",
