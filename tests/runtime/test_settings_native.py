@@ -45,7 +45,9 @@ def both_readers(lib, raw: str, *names: str) -> list[str]:
     python_warnings: list[str] = []
     for name in names:
         assert shown[name] == str(settings.integer(name, env, python_warnings.append))
-    assert warnings == python_warnings
+    # A byte that starts no character: the library's line shows '?', Python's text keeps the
+    # surrogate escape; the cut is the same.
+    assert warnings == [re.sub("[\udc80-\udcff]", "?", w) for w in python_warnings]
     return warnings
 
 

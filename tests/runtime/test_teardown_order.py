@@ -89,6 +89,45 @@ def test_the_model_libraries_are_finalized_before_libomp(both, lib, tmp_path, ho
         assert position(names, part) < omp, names
 
 
+LIBRARY = r"""
+#include <omp.h>
+double work(int n) {
+    double s = 0;
+    for (int r = 0; r < n; r++) {
+#pragma omp parallel for reduction(+:s)
+        for (int i = 0; i < 20000; i++) s += i * 0.5;
+    }
+    return s;
+}
+"""
+PY_HOST = """
+import ctypes, sys
+lib = ctypes.CDLL(sys.argv[1])
+lib.work.restype = ctypes.c_double
+print(lib.work(50))
+"""
+
+
+def test_a_python_hosts_model_goes_before_libomp_too(clang, lib, tmp_path):
+    """A Python host's report runs in its atexit hook; libomp came with a library it loaded."""
+    import sys
+
+    src, so, script = tmp_path / "work.c", tmp_path / "libwork.so", tmp_path / "host.py"
+    src.write_text(LIBRARY)
+    script.write_text(PY_HOST)
+    r = subprocess.run([clang, "-O2", "-fopenmp", "-shared", "-fPIC", "-o", str(so), str(src)], capture_output=True,
+                       text=True, timeout=TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    debug = tmp_path / "ld"
+    debug.mkdir()
+    env = clean_env(OMP_NUM_THREADS="2", LD_DEBUG="files", LD_DEBUG_OUTPUT=str(debug / "fini"))
+    proc = run([sys.executable, script, so], env=env, preload=lib, target="4")
+    assert proc.returncode == 0, proc.stderr
+    assert report_blocks(proc.stderr) == 1
+    names = finalized(debug)
+    assert position(names, "libcorecast_model.so") < position(names, "libomp"), names
+
+
 def test_a_quiet_run_loads_nothing_at_exit(both, lib, tmp_path):
     """No model, nothing to order: the exit loads no library of ours."""
     prog = both("teardown", PROGRAM)["clang"]
