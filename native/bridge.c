@@ -177,6 +177,8 @@ static void load_after(void *name) {
  * needs the runtime (runtime/build.py's, one per name) puts the runtime after all loaded
  * before it.  libgomp's destructor frees nothing the program's threads use. */
 void cc_model_finalize_first(void) {
+    if (state != MODEL_READY) /* nothing loaded, or a fork child's model, not its own */
+        return;
     const char *runtime = cc_ompt_runtime(); /* else one that ran regions without the tool */
     if (!runtime[0] && !(runtime = cc_unmeasured_omp_runtime()))
         return;
@@ -184,7 +186,7 @@ void cc_model_finalize_first(void) {
     snprintf(word, sizeof word, " %s ", runtime);
     snprintf(name, sizeof name, "%s", runtime);
     double cpu_s;
-    if (state == MODEL_READY && strstr(names, word) && cc_try_apart(load_after, name, &cpu_s))
+    if (strstr(names, word) && cc_try_apart(load_after, name, &cpu_s))
         cc_own_cpu_add(cpu_s);
 }
 
