@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from .helpers import TIMEOUT, clean_env, report_blocks, run
+from .test_host_edges30 import PLUGIN_C  # a library whose one function runs OpenMP regions
 from .test_ompt import both, clang  # noqa: F401 (fixtures)
 
 # Regions on two threads, then an exit from one of them (status 3) while main waits, or
@@ -89,22 +90,11 @@ def test_the_model_libraries_are_finalized_before_libomp(both, lib, tmp_path, ho
         assert position(names, part) < omp, names
 
 
-LIBRARY = r"""
-#include <omp.h>
-double work(int n) {
-    double s = 0;
-    for (int r = 0; r < n; r++) {
-#pragma omp parallel for reduction(+:s)
-        for (int i = 0; i < 20000; i++) s += i * 0.5;
-    }
-    return s;
-}
-"""
 PY_HOST = """
 import ctypes, sys
 lib = ctypes.CDLL(sys.argv[1])
-lib.work.restype = ctypes.c_double
-print(lib.work(50))
+lib.plug_work.restype = ctypes.c_double
+print(lib.plug_work(200))
 """
 
 
@@ -113,7 +103,7 @@ def test_a_python_hosts_model_goes_before_libomp_too(clang, lib, tmp_path):
     import sys
 
     src, so, script = tmp_path / "work.c", tmp_path / "libwork.so", tmp_path / "host.py"
-    src.write_text(LIBRARY)
+    src.write_text(PLUGIN_C)
     script.write_text(PY_HOST)
     r = subprocess.run([clang, "-O2", "-fopenmp", "-shared", "-fPIC", "-o", str(so), str(src)], capture_output=True,
                        text=True, timeout=TIMEOUT)
