@@ -9,6 +9,7 @@ corecast.  The order is what these tests check (glibc's LD_DEBUG=files names eac
 as it is finalized), not a crash rate, which would depend on timing."""
 from __future__ import annotations
 
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -149,3 +150,27 @@ def test_each_runtime_name_has_its_library():
         assert out.returncode == 0, out.stderr
         needed = [line.split("[", 1)[1].rstrip("]") for line in out.stdout.splitlines() if "(NEEDED)" in line]
         assert needed == [soname]
+
+
+def test_the_exit_race_benchmark_counts_each_way(clang, lib, capsys):
+    """benchmarks/exit_race.py: a table row per way of running, its runs all counted (the
+    rates are timing; only the counting is checked)."""
+    from benchmark_module import load_benchmark
+
+    bench = load_benchmark("exit_race")
+    assert bench.main(["--runs", "2", "--lib", str(lib)]) == 0
+    rows = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| ") and "run (" not in line]
+    assert [r.split(" | ")[0] for r in rows] == ["| bare", "| corecast (report at exit)", "| corecast, CORECAST_QUIET=1"]
+    for row in rows:
+        cells = [int(c) for c in row.strip(" |").split(" | ")[1:]]
+        assert sum(cells[:-1]) == 2 and 0 <= cells[-1] <= 2
+
+
+def test_the_exit_race_benchmark_refuses_a_missing_library(tmp_path, capsys):
+    from benchmark_module import load_benchmark
+
+    if not shutil.which("clang"):
+        pytest.skip("clang is not installed")
+    assert load_benchmark("exit_race").main(["--runs", "1", "--lib", str(tmp_path / "none.so")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("exit_race: no preload library at ") and err.count("\n") == 1
