@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import argparse
 import collections
-import os
 import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+import stress  # its clean environment: no corecast settings, no preload
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -51,8 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     if r.returncode != 0:
         print(f"exit_race: clang cannot build the host: {r.stderr.strip()[:200]}", file=sys.stderr)
         return 1
-    base = {k: v for k, v in os.environ.items() if not k.startswith("CORECAST_") and k != "LD_PRELOAD"}
-    base["OMP_NUM_THREADS"] = args.threads
+    base = {**stress.clean_env(), "OMP_NUM_THREADS": args.threads}
     ways = {"bare": {}, "corecast (report at exit)": {"LD_PRELOAD": preload},
             "corecast, CORECAST_QUIET=1": {"LD_PRELOAD": preload, "CORECAST_QUIET": "1"}}
     if args.all:

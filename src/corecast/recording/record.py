@@ -371,5 +371,7 @@ def process_facts_of(rec: dict) -> dict:
 
 
 def _shape(g: object, loc: object) -> tuple:
-    return (tuple(_int({"a work size": v}, "a work size") for v in g) if isinstance(g, list) else None,
-            tuple(_int({"a work size": v}, "a work size") for v in loc) if isinstance(loc, list) else None)
+    def sizes(v: object) -> tuple | None:
+        return tuple(_int({"a work size": x}, "a work size") for x in v) if isinstance(v, list) else None
+
+    return sizes(g), sizes(loc)
