@@ -7,8 +7,8 @@ thread calls exit(5) while two others run OpenMP regions.  libomp frees its thre
 in its destructor, so threads still in regions may touch freed memory until the process is
 gone: the program's own race, which stress.py leaves out because the bare run fails too.
 What corecast may not do is make it worse.  Each way of running is repeated --runs times,
-interleaved (bare, report, quiet, bare, ...; --all adds CORECAST_STEER=1 and
-CORECAST_PROBE=1), on whatever load the machine has; the table
+interleaved (bare, report, quiet, bare, ...; --all adds CORECAST_STEER=1,
+CORECAST_PROBE=1 and steering in a quiet run), on whatever load the machine has; the table
 counts exit statuses (5: the program's own; -11 SIGSEGV, -6 abort).  A crash rate is
 timing, not a test: compare rows of one run of this script.
 """
@@ -57,7 +57,9 @@ def main(argv: list[str] | None = None) -> int:
             "corecast, CORECAST_QUIET=1": {"LD_PRELOAD": preload, "CORECAST_QUIET": "1"}}
     if args.all:
         ways.update({"corecast, CORECAST_STEER=1": {"LD_PRELOAD": preload, "CORECAST_STEER": "1"},
-                     "corecast, CORECAST_PROBE=1": {"LD_PRELOAD": preload, "CORECAST_PROBE": "1"}})
+                     "corecast, CORECAST_PROBE=1": {"LD_PRELOAD": preload, "CORECAST_PROBE": "1"},
+                     "corecast, CORECAST_STEER=1 CORECAST_QUIET=1": {"LD_PRELOAD": preload, "CORECAST_STEER": "1",
+                                                                     "CORECAST_QUIET": "1"}})
     counts = {w: collections.Counter() for w in ways}
     for _ in range(args.runs):
         for way, extra in ways.items():

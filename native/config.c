@@ -256,6 +256,7 @@ void cc_config_read(void) {
     cc_cfg.sampler_first = fault && !strcmp(fault, "sampler_first");
     cc_cfg.view_in_loader = fault && !strcmp(fault, "view_in_loader");
     cc_cfg.naming_in_loader = fault && !strcmp(fault, "naming_in_loader");
+    cc_cfg.quiet_exit_awaits = fault && !strcmp(fault, "quiet_exit_awaits");
     if (!cc_cfg.launch_pid) /* under `corecast run` the command named them already */
         find_odd();
     read_rank();

@@ -160,7 +160,7 @@ struct cc_config {
     int launch_pid;      /* CORECAST_LAUNCH_PID: the process `corecast run` started (0: none) */
     int keep_counting;   /* CORECAST_KEEP_COUNTING: no hand-back once steering settled (settle.c) */
     int slow_rewrite, slow_table, report_segv, no_sampler, naming_at_fork, view_at_fork, loading_at_fork, sampler_first,
-        view_in_loader, naming_in_loader; /* tests only: CORECAST_TEST_FAULT of that name */
+        view_in_loader, naming_in_loader, quiet_exit_awaits; /* tests only: CORECAST_TEST_FAULT of that name */
     char output[1024];   /* CORECAST_OUTPUT as given: may hold {rank} and {pid} */
     int rank, ranks;     /* from the MPI launcher's environment; -1, 0: not launched so */
 };
@@ -295,8 +295,9 @@ void cc_region_totals(const struct cc_region *r, struct cc_counts *out) CC_HIDDE
 struct cc_region *cc_region_next(const struct cc_region *prev) CC_HIDDEN; /* slots in use, in order; NULL: first, end */
 
 /* ---- sampler, model, report ---------------------------------------------------- */
-void cc_sampler_start(void), cc_sampler_stop(void);
+void cc_sampler_start(void), cc_sampler_stop(void), cc_sampler_after_fork(void), cc_sampler_mark_start(void);
 void cc_sampler_park(int timeout_ms); /* stops it, awaits the end of its window */
+int cc_sampler_quiesce(int timeout_ms, int model_too); /* a quiet exit's stop: whether it is done */
 int cc_sampler_give_back(double deadline, int *tid); /* it ends, its task the program's (lifecycle.c) */
 /* The exit prediction, made by the sampler thread.  Unless ANSWERED, ``r`` stays the
  * sampler's (it may still write there). */
@@ -316,7 +317,6 @@ struct cc_sampler_stats {
 };
 struct cc_sampler_stats cc_sampler_stats(void) CC_HIDDEN;
 int cc_sampler_is(int tid); /* ``tid`` is the sampler thread */
-void cc_sampler_after_fork(void), cc_sampler_mark_start(void);
 /* What the sampler reads (counters.c): PMU counters, schedstat, the run-queue split. */
 void cc_counters_open(void) CC_HIDDEN;       /* at the first activity */
 void cc_counters_after_fork(void) CC_HIDDEN; /* a child counts afresh */

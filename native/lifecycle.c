@@ -216,12 +216,22 @@ void cc_exit_report(int status, int flush) {
      * a model that does not answer is, instead of awaited; nor is the sample built (every
      * thread's /proc files, the regions' names).  An unknown status has no guard. */
     if (cc_cfg.quiet && !cc_cfg.output[0] && status >= 0 && !cc_holds_python()) {
-        cc_sampler_stop();
+        /* Steering's model (the only one a quiet run starts) orders its libraries as the
+         * report's end does below, once the sampler is done: a window ends within ms. */
+        int awaits = cc_cfg.quiet_exit_awaits; /* tests: its model run too, as a report's exit does */
+        int done = cc_cfg.steer ? cc_sampler_quiesce(awaits ? cc_cfg.exit_timeout_ms : 20, awaits)
+                                : (cc_sampler_stop(), 0);
         if (flush)
             cc_flush_program_streams();
         cc_report_unread();
-        reported_tid = guard_tid;
-        guard_tid = 0; /* only the sampler, perhaps still in the model, stays guarded */
+        if (done) {
+            if (cc_loader_depth == 0) /* in a dl_iterate_phdr callback: see below */
+                cc_model_finalize_first();
+            guard_restore();
+        } else {
+            reported_tid = guard_tid;
+            guard_tid = 0; /* only the sampler, perhaps still in the model, stays guarded */
+        }
         t->guard--;
         return;
     }

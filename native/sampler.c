@@ -3,16 +3,9 @@
  * the final prediction.  It runs with its guard raised, so its own locks (and Python's,
  * while it calls the model) never reach the counters. */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
-#include <sched.h>
 #include <signal.h>
-#include <stdlib.h>
-#include <stdio.h>
-#include <string.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "corecast.h"
@@ -142,7 +135,7 @@ static void *sampler_main(void *arg) {
     int model_started = 0; /* steering's model runs: from then on, every window */
     double scheduled_s = 0; /* the waits asked for: a clock no load stretches (settle.h) */
     int answered = 0; /* the exit's prediction: the report may come through this thread */
-    if (cc_cfg.sampler_first) /* tests: this thread starts the model before the program's */
+    if (cc_cfg.sampler_first || cc_cfg.quiet_exit_awaits) /* tests: it starts the model first */
         model_run(NULL, NULL);
     for (;;) {
         int cmd = wait_change(&sampler_cmd, CMD_NONE, wait_ms);
@@ -342,17 +335,29 @@ void cc_sampler_stop(void) {
     cc_futex(&sampler_cmd, FUTEX_WAKE_PRIVATE, 1, -1);
 }
 
-/* Stops the sampler and waits up to ``timeout_ms`` for it to be done with its window: not for
- * a model run that needs the GIL the caller holds (a seccomp filter's caller waited it all out). */
+/* Waits up to ``timeout_ms`` for the stopped sampler to be done with its window, in short
+ * steps (as cc_sampler_give_back's); while ``leave_model``, not for a model run.  Whether it is. */
+static int await_parked(int timeout_ms, int leave_model) {
+    for (double end = cc_mono_s() + timeout_ms / 1000.0; !wait_change(&parked, 0, 1);)
+        if ((leave_model && in_model) || cc_mono_s() > end)
+            return 0;
+    return 1;
+}
+
+/* For good; not awaited in a model run needing the caller's GIL (a seccomp filter's waited it out). */
 void cc_sampler_park(int timeout_ms) {
     if (!sampler_running)
         return;
     __atomic_store_n(&for_good, 1, __ATOMIC_RELEASE);
     cc_sampler_stop();
-    int gil = cc_holds_python();
-    for (double end = cc_mono_s() + timeout_ms / 1000.0; !wait_change(&parked, 0, 1);)
-        if ((gil && in_model) || cc_mono_s() > end) /* short steps, as cc_sampler_give_back's */
-            return;
+    await_parked(timeout_ms, cc_holds_python());
+}
+
+/* A quiet exit's (lifecycle.c): not for any model run unless ``model_too`` (steering's take
+ * a core the team needed, and nobody reads them now).  Whether nothing of the sampler's runs. */
+int cc_sampler_quiesce(int timeout_ms, int model_too) {
+    cc_sampler_stop();
+    return !__atomic_load_n(&sampler_running, __ATOMIC_ACQUIRE) || await_parked(timeout_ms, !model_too);
 }
 
 /* The program's pthread_create found no task left (EAGAIN: RLIMIT_NPROC, a cgroup's

@@ -127,6 +127,22 @@ def test_a_quiet_run_loads_nothing_at_exit(both, lib, tmp_path):
     assert not [n for n in names if "libpython" in n or "teardown_order" in n or "libcorecast_model" in n]
 
 
+def test_a_quiet_steered_run_orders_them_once_the_sampler_is_done(both, lib, tmp_path):
+    """Steering starts the model in a quiet run too.  Its exit writes no report and does not
+    await a model run of the sampler's (it would cost the program a core), but a sampler done
+    with its window orders the libraries as a report's end does.  The test fault has the
+    sampler start the model first and the exit await its run, so that it is done here."""
+    prog = both("teardown", PROGRAM)["clang"]
+    plain, _ = run_debugged(prog, "thread", tmp_path, None)
+    proc, names = run_debugged(prog, "thread", tmp_path, lib, quiet="1", steer="1", test_fault="quiet_exit_awaits")
+    assert plain.returncode == proc.returncode == 3
+    assert proc.stdout == plain.stdout
+    assert report_blocks(proc.stderr) == 0
+    omp = position(names, "libomp")
+    for part in ("libcorecast_model.so", "libpython"):
+        assert position(names, part) < omp, names
+
+
 def test_a_gcc_program_is_left_in_its_order(build, lib, tmp_path):
     """libgomp frees nothing its threads use at exit: no library is added for it."""
     prog = build("teardown_gcc", PROGRAM, "-fopenmp")
