@@ -179,8 +179,8 @@ static void load_after(void *name) {
 void cc_model_finalize_first(void) {
     if (state != MODEL_READY) /* nothing loaded, or a fork child's model, not its own */
         return;
-    const char *runtime = cc_ompt_runtime(); /* else one that ran regions without the tool */
-    if (!runtime[0] && !(runtime = cc_unmeasured_omp_runtime()))
+    const char *runtime = cc_omp_runtime_soname(); /* the name the anchor's need resolves by */
+    if (!runtime)
         return;
     char names[] = " " CC_TEARDOWN_RUNTIMES " ", word[80], name[64];
     snprintf(word, sizeof word, " %s ", runtime);

@@ -181,7 +181,7 @@ int cc_peak_threads(void) CC_HIDDEN;
 extern int cc_ompt_on; /* omp_runtime.c holds the runtime's state, shims/ompt.c sets it */
 extern int cc_ompt_forks_seen CC_HIDDEN; /* a program called __kmpc_fork_call */
 void cc_ompt_started(const char *runtime) CC_HIDDEN; /* the tool started: that runtime's file name */
-const char *cc_ompt_runtime(void); /* that runtime's file name, "" when none */
+const char *cc_ompt_runtime(void), *cc_omp_runtime_soname(void); /* its file name ("": none); its soname */
 struct cc_gomp;
 unsigned cc_ompt_fork(const void *loc, void *fn, unsigned requested, const struct cc_gomp *g);
 int cc_ompt_team_control(void); /* 1: probing and steering work on the OMPT path */

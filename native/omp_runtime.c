@@ -48,3 +48,48 @@ const char *cc_unmeasured_omp_runtime(void) {
     memset(&q, 0, sizeof q);
     return dl_iterate_phdr(find_kmp_runtime, &q) ? q.name : NULL;
 }
+
+/* ---- the name the loader knows it by ------------------------------------------------ */
+struct soname_query {
+    const char *file;
+    char soname[64];
+};
+
+static int find_soname(struct dl_phdr_info *info, size_t size, void *arg) {
+    struct soname_query *q = arg;
+    const char *path = info->dlpi_name, *base = path ? strrchr(path, '/') : NULL;
+    base = base ? base + 1 : path;
+    if (!base || strcmp(base, q->file))
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        if (info->dlpi_phdr[i].p_type != PT_DYNAMIC)
+            continue;
+        ElfW(Addr) strtab = 0, soname = 0;
+        int named = 0;
+        const ElfW(Dyn) *d = (const void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+        for (; d->d_tag != DT_NULL; d++)
+            if (d->d_tag == DT_STRTAB)
+                strtab = d->d_un.d_ptr;
+            else if (d->d_tag == DT_SONAME)
+                soname = d->d_un.d_val, named = 1;
+        if (strtab && strtab < info->dlpi_addr) /* the loader relocates it in place where it may */
+            strtab += info->dlpi_addr;
+        if (strtab && named)
+            strncpy(q->soname, (const char *)strtab + soname, sizeof q->soname - 1);
+    }
+    return 1;
+}
+
+/* The runtime's soname, by which the loader matches a library's need of it whatever the
+ * file is called (LLVM's install aliases and conda-forge's put libomp at libgomp.so too); its file
+ * name where it has none; NULL without a runtime of LLVM's kind. */
+const char *cc_omp_runtime_soname(void) {
+    static struct soname_query q;
+    const char *file = cc_ompt_runtime(); /* else one that ran regions without the tool */
+    if (!file[0] && !(file = cc_unmeasured_omp_runtime()))
+        return NULL;
+    memset(&q, 0, sizeof q);
+    q.file = file;
+    dl_iterate_phdr(find_soname, &q);
+    return q.soname[0] ? q.soname : file;
+}

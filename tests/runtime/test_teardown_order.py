@@ -153,6 +153,32 @@ def test_a_gcc_program_is_left_in_its_order(build, lib, tmp_path):
     assert not [n for n in names if "teardown_order" in n]
 
 
+def test_a_runtime_under_another_file_name_is_known_by_its_soname(both, build, lib, tmp_path):
+    """LLVM's install aliases and conda-forge's llvm OpenMP put libomp at libgomp.so(.1) too,
+    so a gcc-built program runs on it under that name: the anchor's need resolves by the
+    runtime's soname."""
+    clang_prog = both("teardown", PROGRAM)["clang"]
+    ldd = subprocess.run(["ldd", str(clang_prog)], capture_output=True, text=True, timeout=TIMEOUT).stdout
+    libomp = next(Path(line.split("=>")[1].split()[0]) for line in ldd.splitlines() if "libomp" in line)
+    libs = tmp_path / "lib"
+    libs.mkdir()
+    shutil.copy(libomp, libs / libomp.name)
+    (libs / "libgomp.so.1").symlink_to(libomp.name)
+    prog = build("teardown_gcc", PROGRAM, "-fopenmp")
+    debug = tmp_path / "ld"
+    debug.mkdir()
+    env = clean_env(OMP_NUM_THREADS="2", LD_LIBRARY_PATH=str(libs), LD_DEBUG="files",
+                    LD_DEBUG_OUTPUT=str(debug / "fini"))
+    proc = run([prog, "thread"], env=env, preload=lib, target="4")
+    assert proc.returncode == 3
+    assert report_blocks(proc.stderr) == 1
+    names = finalized(debug)
+    runtime = position(names, "libgomp.so.1")
+    assert str(libs) in names[runtime], names  # the program ran on the renamed libomp
+    for part in ("libcorecast_model.so", "libpython"):
+        assert position(names, part) < runtime, names
+
+
 def test_each_runtime_name_has_its_library():
     """Each anchor needs exactly the runtime it is named for, and nothing else (no libc:
     loading it can bring in nothing new)."""
