@@ -249,9 +249,9 @@ void cc_report_write(const char *p, size_t n) {
     }
     if (fd < 0 && n > 0)
         fd = channel_open(&temp, 1);
-    /* A stalled reader gets PATIENCE_S once: on the program's own descriptor too, which
-     * blocks in write() as the program's would, unless it is O_NONBLOCK, where the program
-     * gives up at once and waiting for ever held up its exit. */
+    /* A stalled reader gets PATIENCE_S once, on the program's own descriptor too: a pipe
+     * or socket, blocking or not, is never waited on for ever (write.c), as a parent that
+     * reads only after the program ended would have it hang. */
     static int stalled;
     if (fd >= 0 && n > 0 && cc_write_all(fd, p, n, stalled ? 0 : PATIENCE_S) != 0 && errno == EAGAIN)
         __atomic_store_n(&stalled, 1, __ATOMIC_RELAXED);

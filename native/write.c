@@ -12,8 +12,11 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -38,12 +41,39 @@ static int past_file_limit(int fd, size_t n) {
     return at >= 0 && (unsigned long long)at + n > (unsigned long long)rl.rlim_cur;
 }
 
+/* One write that never blocks on a pipe or socket, whatever the descriptor's own mode: a
+ * program whose parent reads its stderr only after it ended (a pipe left nearly full) hung
+ * for ever in the report's blocking write, where bare it had ended.  Not O_NONBLOCK on the
+ * descriptor: that flag belongs to the open file, which the program and its parent share. */
+static ssize_t write_nowait(int fd, int kind, const char *p, size_t n) {
+    if (kind == S_IFSOCK)
+        return send(fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (kind != S_IFIFO)
+        return write(fd, p, n);
+    struct iovec v = {(void *)p, n};
+    ssize_t w = pwritev2(fd, &v, 1, -1, RWF_NOWAIT);
+    if (w >= 0 || errno != EOPNOTSUPP)
+        return w;
+    /* Pipes take RWF_NOWAIT from Linux 6.x on; before, as much as the pipe has room for
+     * (its capacity less what it holds: an estimate where a reader left a page part read). */
+    int held = 0, size = fcntl(fd, F_GETPIPE_SZ);
+    if (size <= 0 || ioctl(fd, FIONREAD, &held) != 0)
+        return write(fd, p, n);
+    if (held >= size) {
+        errno = EAGAIN;
+        return -1;
+    }
+    return write(fd, p, n < (size_t)(size - held) ? n : (size_t)(size - held));
+}
+
 int cc_write_all(int fd, const char *p, size_t n, double patience_s) {
     int saved = errno, err = 0;
     if (past_file_limit(fd, n)) {
         errno = EFBIG;
         return -1;
     }
+    struct stat st;
+    int kind = fstat(fd, &st) == 0 ? (int)(st.st_mode & S_IFMT) : 0;
     sigset_t quiet, old, before;
     sigemptyset(&quiet);
     sigaddset(&quiet, SIGPIPE);
@@ -52,7 +82,7 @@ int cc_write_all(int fd, const char *p, size_t n, double patience_s) {
     sigpending(&before);
     double deadline = now_s() + patience_s;
     while (n > 0) {
-        ssize_t w = write(fd, p, n);
+        ssize_t w = write_nowait(fd, kind, p, n);
         if (w > 0) {
             p += w;
             n -= (size_t)w;

@@ -125,6 +125,76 @@ def test_a_stalled_stderr_gets_its_patience_once(build, lib):
     assert took < 10, f"{took:.1f} s: more than one write waited for the stalled reader"
 
 
+def nearly_full_blocking_pipe(room: int) -> tuple[int, int]:
+    """A blocking pipe with ``room`` bytes left: the program's own line fits, a report not."""
+    r, w = os.pipe()
+    os.write(w, b"x" * (fcntl.fcntl(w, fcntl.F_GETPIPE_SZ) - room))
+    return r, w
+
+
+def test_a_blocking_stderr_pipe_read_after_the_exit_does_not_hang_it(build, lib):
+    """A parent that reads the program's stderr only once it has ended (wait, then read) got
+    it back bare, the program's bytes fitting in the pipe, and waited for ever with corecast:
+    the report's blocking write could never end.  A pipe or socket gets the same 5 s, once,
+    as an O_NONBLOCK one, whatever its mode, and the program's bytes come first."""
+    exe = build("stderr_line", STDERR_LINE_C, "-pthread")
+    results = []
+    for env in (clean_env(), clean_env(LD_PRELOAD=str(lib))):
+        r, w = nearly_full_blocking_pipe(room=64)
+        try:
+            p = subprocess.Popen([str(exe)], env=env, stdout=subprocess.PIPE, stderr=w)
+            os.close(w)
+            try:
+                out, _ = p.communicate(timeout=HANG)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.communicate()
+                pytest.fail("the program never ended: its exit blocked on the full stderr pipe")
+            fcntl.fcntl(r, fcntl.F_SETFL, os.O_NONBLOCK)
+            err = b""
+            try:
+                while chunk := os.read(r, 1 << 16):
+                    err += chunk
+            except BlockingIOError:
+                pass
+            results.append((p.returncode, out, err))
+        finally:
+            os.close(r)
+    plain, measured = results
+    assert plain[0] == measured[0] == 3 and plain[1] == measured[1] == b"done\n"
+    assert measured[2].startswith(plain[2]) and plain[2].endswith(b"the program's line\n")
+
+
+def test_a_full_blocking_stderr_socket_does_not_hang_the_exit(build, lib):
+    """The same through a stream socket nobody reads (journald's kind of stderr): a program
+    that writes nothing to it ends at once bare; the report may not block its exit."""
+    import socket
+
+    exe = build("silent_threads", "#include <pthread.h>\n" + TWO_THREAD_PHASE_C + "int main(void) { phase(); return 4; }\n",
+                "-pthread")
+    ours, theirs = socket.socketpair()
+    theirs.setblocking(False)
+    try:
+        while True:
+            theirs.send(b"x" * 65536)
+    except BlockingIOError:
+        pass
+    theirs.setblocking(True)  # the program's end is blocking, as a service manager's is
+    try:
+        p = subprocess.Popen([str(exe)], env=clean_env(LD_PRELOAD=str(lib)), stdout=subprocess.PIPE,
+                             stderr=theirs.fileno())
+        try:
+            out, _ = p.communicate(timeout=HANG)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.communicate()
+            pytest.fail("the program never ended: its exit blocked on the full stderr socket")
+        assert p.returncode == 4 and out == b""
+    finally:
+        ours.close()
+        theirs.close()
+
+
 # A phase of two threads that work: the parallel activity that starts corecast's sampler.
 TWO_THREAD_PHASE_C = r"""
 static void *work(void *arg) { volatile long x = 0; for (long i = 0; i < 2000000; i++) x += i; return arg; }
