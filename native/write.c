@@ -54,8 +54,8 @@ static ssize_t write_nowait(int fd, int kind, const char *p, size_t n) {
     ssize_t w = pwritev2(fd, &v, 1, -1, RWF_NOWAIT);
     if (w >= 0 || errno != EOPNOTSUPP)
         return w;
-    /* Pipes take RWF_NOWAIT from Linux 6.x on; before, as much as the pipe has room for
-     * (its capacity less what it holds: an estimate where a reader left a page part read). */
+    /* An older kernel's pipes refuse RWF_NOWAIT: as much as the pipe has room for (its
+     * capacity less what it holds: an estimate where a reader left a page part read). */
     int held = 0, size = fcntl(fd, F_GETPIPE_SZ);
     if (size <= 0 || ioctl(fd, FIONREAD, &held) != 0)
         return write(fd, p, n);
