@@ -109,7 +109,11 @@ static void guard_handler(int sig, siginfo_t *si, void *ctx) {
     (void)ctx;
     int tid = (int)syscall(SYS_gettid);
     int apart = tid == cc_apart_tid(); /* the exiting thread's file work (apart.c) */
-    if (tid == guard_tid || apart || cc_sampler_is(tid)) {
+    /* Sent (kill, sigqueue, another process's tgkill: a watchdog's SIGABRT), not a fault of
+     * corecast's: the program's to take, as bare (it exited 0 instead of dying of it).  An
+     * abort() of ours is a tgkill from this process. */
+    int sent = si->si_code <= 0 && !(si->si_code == SI_TKILL && si->si_pid == getpid());
+    if (!sent && (tid == guard_tid || apart || cc_sampler_is(tid))) {
         static const char msg[] = "corecast: warning: fatal signal in corecast's exit report; "
                                   "the program's exit status is kept\n";
         cc_report_write(msg, sizeof msg - 1); /* async-signal-safe */

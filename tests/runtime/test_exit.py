@@ -92,6 +92,62 @@ def test_a_model_that_does_not_answer_costs_only_the_predictions(teams, lib, tmp
     assert summary and "did not answer" in summary[0]["model"]
 
 
+# The program's own fatal signal while the exit report runs: a watchdog thread sends it
+# with kill() once the exit guard's handler is in (the disposition no longer the default).
+# Every thread but main blocks it, so that it can land on the exiting thread alone.
+SENT_AT_EXIT = r"""
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+static int sig;
+static void *watchdog(void *arg) {
+    struct sigaction now;
+    for (;;) {
+        sigaction(sig, NULL, &now);
+        if (now.sa_handler != SIG_DFL)
+            break;
+        usleep(1000);
+    }
+    kill(getpid(), sig);
+    return arg;
+}
+int main(int argc, char **argv) {
+    sig = atoi(argv[1]);
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, sig);
+    pthread_sigmask(SIG_BLOCK, &one, NULL);
+    double sum = 0;
+    for (int r = 0; r < 20; r++) {
+#pragma omp parallel for reduction(+:sum)
+        for (int i = 0; i < 100000; i++) sum += i * 0.5;
+    }
+    pthread_t t;
+    pthread_create(&t, NULL, watchdog, NULL);
+    printf("done %.0f\n", sum);
+    fflush(stdout);
+    pthread_sigmask(SIG_UNBLOCK, &one, NULL);
+    exit(0);
+}
+"""
+
+
+@pytest.mark.parametrize("sig", [6, 11])
+def test_a_fatal_signal_sent_during_the_exit_report_is_the_programs(build, lib, sig):
+    """A SIGABRT or SIGSEGV sent to the program (a watchdog, `timeout -s ABRT`) while its exit
+    report ran was taken for a fault of corecast's: the program exited 0 instead of dying of
+    it.  A sent signal (kill, sigqueue) now gets the program's own disposition back.  The
+    model hangs (CORECAST_TEST_FAULT=hang) so that the report is still running when it lands."""
+    prog = build("sent_at_exit", SENT_AT_EXIT, "-fopenmp", "-pthread")
+    r = run([prog, str(sig)], env=clean_env(CORECAST_TEST_FAULT="hang"), preload=lib, exit_timeout_ms=30000,
+            timeout=120)
+    assert r.returncode == -sig, (r.returncode, r.stderr[-400:])
+    assert r.stdout.startswith(b"done ")
+    assert b"fatal signal in corecast's exit report" not in r.stderr
+
+
 HANDLER_AFTER = r"""
 #include <stdlib.h>
 #include <string.h>
