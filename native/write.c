@@ -68,12 +68,16 @@ static ssize_t write_nowait(int fd, int kind, const char *p, size_t n) {
 
 int cc_write_all(int fd, const char *p, size_t n, double patience_s) {
     int saved = errno, err = 0;
+    struct stat st;
+    int kind = fstat(fd, &st) == 0 ? (int)(st.st_mode & S_IFMT) : 0, fl = fcntl(fd, F_GETFL);
+    /* A file that holds more than our position: another descriptor wrote there (`>f 2>f`
+     * opens it twice, the program's stdout at the start).  Ours go after it, not over it. */
+    if (kind == S_IFREG && fl >= 0 && !(fl & O_APPEND) && lseek(fd, 0, SEEK_CUR) < st.st_size)
+        lseek(fd, 0, SEEK_END);
     if (past_file_limit(fd, n)) {
         errno = EFBIG;
         return -1;
     }
-    struct stat st;
-    int kind = fstat(fd, &st) == 0 ? (int)(st.st_mode & S_IFMT) : 0;
     sigset_t quiet, old, before;
     sigemptyset(&quiet);
     sigaddset(&quiet, SIGPIPE);

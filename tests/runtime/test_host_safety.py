@@ -161,6 +161,23 @@ def test_the_programs_buffered_output_comes_before_the_report(build, lib, tmp_pa
     assert text.startswith("program output ") and "corecast: pid " in text
 
 
+def test_a_file_opened_twice_keeps_the_programs_output(build, lib, tmp_path):
+    """`prog >f 2>f` opens f twice, each descriptor with its own offset: the program's stdout
+    fills f from its start, and the report, written at stderr's offset 0, wrote over it.
+    It goes after what the file holds now."""
+    exe = build("buffered_then_exit", ATEXIT_C, "-fopenmp")
+    texts = []
+    for env in (clean_env(), clean_env(LD_PRELOAD=str(lib))):
+        out = tmp_path / "twice.txt"
+        with open(out, "wb") as stdout, open(out, "wb") as stderr:
+            proc = subprocess.run([str(exe)], env=env, stdout=stdout, stderr=stderr, timeout=TIMEOUT)
+        assert proc.returncode == 0
+        texts.append(out.read_text())
+    plain, measured = texts
+    assert plain.startswith("program output ")
+    assert measured.startswith(plain) and "corecast: pid " in measured[len(plain):]
+
+
 # ---- daemons --------------------------------------------------------------------------------
 DAEMON_C = r"""
 #include <pthread.h>
