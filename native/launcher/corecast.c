@@ -6,14 +6,21 @@
  * files, imports) became a KeyboardInterrupt traceback or "Fatal Python error" with status
  * 1.  Blocked here, it stays pending across exec until corecast's first Python line puts
  * the default action back and unblocks it (corecast/__main__.py), and the process dies
- * of it there.  Not part of the preload library. */
+ * of it there.  Not part of the preload library.
+ *
+ * CPython also ignores SIGPIPE and SIGXFSZ at start-up, so what the caller had is lost
+ * before corecast's first line; it is recorded here (record_ignored) for `corecast run`
+ * to give the program back (runtime/launcher.py). */
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
+
+#include "../settings.h"
 
 #ifndef CORECAST_PYTHON
 #define CORECAST_PYTHON "python3" /* the interpreter the build ran with, as setup.py names it */
@@ -25,6 +32,22 @@ static const char START[] = "import sys; sys.argv[0] = 'corecast'; from corecast
 /* CPython does not start in a 64 KiB stack (it dies of SIGSEGV before any line of ours);
  * every corecast command ran in 128 KiB. */
 #define MIN_STACK_KIB 128
+
+/* CC_ENV_IGNORED_SIGNALS: which of SIGPIPE and SIGXFSZ the caller ignored, as "SIGPIPE,SIGXFSZ"
+ * (empty: neither).  Always set: an inherited value would be another process's record. */
+static void record_ignored(void) {
+    static const struct { int sig; const char *name; } watched[] = {{SIGPIPE, "SIGPIPE"}, {SIGXFSZ, "SIGXFSZ"}};
+    char list[32] = "";
+    for (size_t i = 0; i < sizeof watched / sizeof watched[0]; i++) {
+        struct sigaction now;
+        if (sigaction(watched[i].sig, NULL, &now) == 0 && now.sa_handler == SIG_IGN) {
+            if (list[0])
+                strcat(list, ",");
+            strcat(list, watched[i].name);
+        }
+    }
+    setenv(CC_ENV_IGNORED_SIGNALS, list, 1);
+}
 
 int main(int argc, char **argv) {
     struct rlimit stack;
@@ -39,6 +62,7 @@ int main(int argc, char **argv) {
     sigemptyset(&intr);
     sigaddset(&intr, SIGINT);
     sigprocmask(SIG_BLOCK, &intr, NULL);
+    record_ignored();
     char *args[argc + 4];
     args[0] = (char *)CORECAST_PYTHON;
     args[1] = (char *)"-c";

@@ -6,12 +6,19 @@ a shell stops a ``for`` loop over ``corecast run ...`` only then.  So the defaul
 is put back first, before the CLI's imports (where Python's handler would print a
 KeyboardInterrupt traceback), and SIGINT is unblocked: a launcher that blocked it over
 the interpreter's start-up gets its pending Ctrl-C delivered here.
+
+A SIGINT the caller ignored (a background job of a script, ``nohup``) stays ignored: CPython
+installs its handler only over the default, and a program ``corecast run`` starts must
+inherit the ignored signal as it would without corecast.  Ctrl-C then does nothing, as for
+any such command.
 """
 from __future__ import annotations
 
 import _signal  # the C module: ``signal`` imports enum first, time a Ctrl-C could land in
 
-_signal.signal(_signal.SIGINT, _signal.SIG_DFL)
+SIGINT_IGNORED = _signal.getsignal(_signal.SIGINT) == _signal.SIG_IGN  # by the caller
+if not SIGINT_IGNORED:
+    _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
 _signal.pthread_sigmask(_signal.SIG_UNBLOCK, {_signal.SIGINT})
 
 import signal  # noqa: E402
@@ -28,15 +35,19 @@ def console() -> NoReturn:
     die of SIGINT."""
     from .cli import EXIT_INTERRUPTED, die_of_sigint, main, raise_interrupt, sigint_seen
     from .cli.common import interrupt_unraisable
+    from .runtime.launcher import caller_ignored
 
+    caller_ignored()  # the corecast command's record leaves the environment before any child starts
     sys.unraisablehook = interrupt_unraisable
     try:
         # KeyboardInterrupt while a subcommand runs: it cleans up (a sweep's children)
         # and main prints one line.  signal.signal runs a pending handler first, so a
         # Ctrl-C that came before the last call still ends in the except below.
-        signal.signal(signal.SIGINT, raise_interrupt)
+        if not SIGINT_IGNORED:
+            signal.signal(signal.SIGINT, raise_interrupt)
         status = main()
-        signal.signal(signal.SIGINT, signal.SIG_DFL)  # from here Ctrl-C ends it quietly
+        if not SIGINT_IGNORED:
+            signal.signal(signal.SIGINT, signal.SIG_DFL)  # from here Ctrl-C ends it quietly
     except KeyboardInterrupt:
         status = EXIT_INTERRUPTED
     if status == EXIT_INTERRUPTED or sigint_seen():  # also a Ctrl-C something swallowed

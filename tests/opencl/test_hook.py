@@ -180,3 +180,45 @@ print(waits[s.names.index('semaphore')] > 0)
     r = run([sys.executable, "-c", code], env=clean_env(LD_PRELOAD=str(PRELOAD), CORECAST_QUIET="1"))
     assert r.returncode == 0, text(r.stderr)
     assert r.stdout == b"True\n"
+
+
+# sys.path, the modules loaded, and the instrumentation's finder (whoever's module it is).
+SHOWS_ITS_PATHS = ("import json, sys; json.dump({'path': sys.path, 'modules': sorted(sys.modules), "
+                   "'finders': [type(f).__name__ for f in sys.meta_path if type(f).__name__ == '_Finder']}, "
+                   "sys.stdout)")
+CORECAST_MISSING = "import importlib.util, sys; sys.exit(importlib.util.find_spec('corecast') is not None)"
+
+
+def foreign_python() -> str | None:
+    """A Python that is not corecast's and cannot import corecast (this venv's base, the
+    system's), else None."""
+    for candidate in (getattr(sys, "_base_executable", None), "/usr/bin/python3"):
+        if not candidate or not os.path.isfile(candidate) or os.path.samefile(candidate, sys.executable):
+            continue
+        if run([candidate, "-c", CORECAST_MISSING]).returncode == 0:
+            return candidate
+    return None
+
+
+def test_a_foreign_python_keeps_its_own_path_and_modules():
+    """Under corecast run, another Python than corecast's (its children too) got corecast's
+    site-packages appended to sys.path, and corecast in sys.modules: numpy, cffi, corecast
+    importable there as they are not without corecast."""
+    python = foreign_python()
+    if python is None:
+        pytest.skip("no Python here besides corecast's that lacks corecast")
+    import json
+
+    bare = run([python, "-c", SHOWS_ITS_PATHS])
+    ours = run([sys.executable, "-m", "corecast", "run", "--quiet", "--", python, "-c", SHOWS_ITS_PATHS])
+    assert bare.returncode == ours.returncode == 0, text(ours.stderr)
+    assert ours.stderr == b"", text(ours.stderr)
+    bare, ours = json.loads(bare.stdout), json.loads(ours.stdout)
+    assert ours["path"] == bare["path"]
+    assert ours["finders"] == ["_Finder"] and bare["finders"] == []  # still instrumented
+    added = set(ours["modules"]) - set(bare["modules"])
+    # The hook's own modules, under a name nobody imports, and standard library ones.
+    assert all(m.split(".")[0] in sys.stdlib_module_names or m.startswith("_corecast_private")
+               for m in added), sorted(added)
+    again = run([sys.executable, "-m", "corecast", "run", "--quiet", "--", python, "-c", CORECAST_MISSING])
+    assert again.returncode == 0, "corecast is importable in the foreign Python"

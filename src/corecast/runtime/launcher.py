@@ -94,6 +94,7 @@ def preload_env(
     path goes into CORECAST_TARGET_MACHINE and, where this machine's PMU has them, the
     memory-traffic events to count into CORECAST_NUMA_EVENTS (numa_events.plan)."""
     env = dict(env)
+    env.pop(settings.IGNORED_SIGNALS, None)  # the corecast command's, never the program's
     lib = library_path()
     current = env.get("LD_PRELOAD", "").strip()
     env["LD_PRELOAD"] = f"{current}:{lib}" if current else lib
@@ -163,6 +164,37 @@ def stderr_identity() -> str:
     return f"{st.st_dev}:{st.st_ino}"
 
 
+# The signals CPython ignores at start-up (SIGXFZ: SIGXFSZ's name on some systems).
+PYTHON_IGNORES = ("SIGPIPE", "SIGXFSZ", "SIGXFZ")
+
+_record: frozenset | None = None
+_record_taken = False
+
+
+def caller_ignored() -> frozenset | None:
+    """The names of ``PYTHON_IGNORES`` that corecast's caller had ignored, as the corecast
+    command (native/launcher/corecast.c) recorded them in ``settings.IGNORED_SIGNALS``
+    before Python started; None without that record (``python -m corecast``).  The first
+    call takes the record out of the environment: no program corecast starts sees it."""
+    global _record, _record_taken
+    if not _record_taken:
+        value = os.environ.pop(settings.IGNORED_SIGNALS, None)
+        _record = None if value is None else frozenset(n for n in value.split(",") if n in PYTHON_IGNORES)
+        _record_taken = True
+    return _record
+
+
+def program_signals() -> list:
+    """(signal, disposition) for each of ``PYTHON_IGNORES`` here: what a program corecast
+    starts must get, since Python ignores them and an ignored signal stays so across exec.
+    SIG_IGN where the caller had ignored it, SIG_DFL otherwise; without the corecast
+    command's record (``python -m corecast``) the caller's is unknown: SIG_DFL, as
+    subprocess's restore_signals gives."""
+    ignored = caller_ignored() or frozenset()
+    return [(getattr(signal, name), signal.SIG_IGN if name in ignored else signal.SIG_DFL)
+            for name in PYTHON_IGNORES if hasattr(signal, name)]
+
+
 def run(
     command: Sequence[str],
     target: int | None = None,
@@ -175,7 +207,8 @@ def run(
     probe: bool = False,
 ) -> NoReturn:
     """Replace this process with ``command`` under the library: the program keeps its
-    stdin/stdout, signals and exit status."""
+    stdin/stdout, signals and exit status.  SIGPIPE and SIGXFSZ are the caller's where the
+    corecast command recorded them, else the default (``program_signals``)."""
     if not command:
         raise LaunchError("no command given (usage: corecast run [options] -- CMD ARGS...)")
     name = command[0]
@@ -194,11 +227,10 @@ def run(
     env[settings.LAUNCH_PID] = str(os.getpid())
     env[settings.STDERR] = stderr_identity()
     # Python ignores SIGPIPE and SIGXFSZ, and an ignored signal stays ignored across exec:
-    # the program would get EPIPE instead of dying quietly at the end of a pipe (`| head`).
-    # Back to the default, as subprocess's restore_signals does.
-    for sig in ("SIGPIPE", "SIGXFSZ", "SIGXFZ"):
-        if hasattr(signal, sig):
-            signal.signal(getattr(signal, sig), signal.SIG_DFL)
+    # the program would get EPIPE instead of dying quietly at the end of a pipe (`| head`),
+    # or die of SIGPIPE where its caller had ignored it.  The caller's, where known.
+    for sig, disposition in program_signals():
+        signal.signal(sig, disposition)
     try:
         os.execve(exe, list(command), env)
     except OSError as exc:

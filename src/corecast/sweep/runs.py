@@ -140,7 +140,7 @@ def run_once(
     """Run ``command`` once at ``threads`` (ranks with ``launch``) under the preload library,
     on the first ``threads`` CPUs of ``cpus`` (in the ``placement`` policy's order)."""
     from ..model.tuning.placement import cpus_for, omp_env
-    from ..runtime.launcher import preload_env
+    from ..runtime.launcher import preload_env, program_signals
 
     out_path, err_path, json_path = (workdir / f"{threads}.{k}" for k in ("out", "err", "jsonl"))
     rank_paths = workdir / f"{threads}.rank-{{rank}}.jsonl"
@@ -162,8 +162,14 @@ def run_once(
             env["OMP_NUM_THREADS"] = str(launch.threads)
         mask = None
 
+    # subprocess's restore_signals has put SIGPIPE and SIGXFSZ back to the default before
+    # child_setup runs: those the caller had ignored are ignored again, as without corecast.
+    ignore = [sig for sig, disposition in program_signals() if disposition == signal.SIG_IGN]
+
     def child_setup() -> None:  # in the child, between fork and exec
         signal.pthread_sigmask(signal.SIG_SETMASK, held)  # the program gets the mask we had
+        for sig in ignore:
+            signal.signal(sig, signal.SIG_IGN)
         if mask and hasattr(os, "sched_setaffinity"):
             os.sched_setaffinity(0, mask)
 

@@ -7,6 +7,12 @@ turns that off.  Then it runs
 the sitecustomize this one shadows, if there is one, as site.py would have.  It never
 raises: a failure of its own costs one warning line.  Pythons older than 3.8 are left
 alone.
+
+The program must see the sys.path and modules it has without corecast: this folder leaves
+sys.path (PYTHONPATH still passes it to the program's Python children).  In a Python that
+cannot import corecast (another interpreter than corecast's), the hook comes from the
+package beside this file, loaded under a private name (``_corecast_private``): neither
+corecast's site-packages (numpy, cffi, ...) nor ``corecast`` itself become importable there.
 """
 
 
@@ -15,6 +21,9 @@ def _corecast_autoload():
     import sys
 
     here = os.path.dirname(os.path.abspath(__file__))
+    for entry in [p for p in sys.path if p and os.path.abspath(p) == here]:
+        sys.path.remove(entry)
+        sys.path_importer_cache.pop(entry, None)
     flag = os.environ.get("CORECAST_OPENCL", "").strip()
     words = {"false": "0", "no": "0", "off": "0", "true": "1", "yes": "1", "on": "1"}  # io.settings.FLAG_WORDS
     flag = words.get(flag.lower(), flag)
@@ -31,11 +40,7 @@ def _corecast_autoload():
             try:
                 from corecast.opencl import hook
             except ImportError:
-                # Another Python than corecast's: take corecast from where this file is.
-                root = os.path.dirname(os.path.dirname(os.path.dirname(here)))
-                if root not in sys.path:
-                    sys.path.append(root)
-                from corecast.opencl import hook
+                hook = _private_hook(os.path.dirname(os.path.dirname(here)))
             hook.autoload()
         except Exception as exc:
             try:
@@ -44,7 +49,7 @@ def _corecast_autoload():
             except Exception:
                 pass
     # The sitecustomize this one hides (a distribution's or a virtual environment's).
-    path = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]
+    path = [p for p in sys.path if os.path.abspath(p or os.curdir) != here]  # "" may be this folder
     if not any(os.path.exists(os.path.join(p or os.curdir, name)) for p in path
                for name in ("sitecustomize.py", "sitecustomize.pyc", "sitecustomize")):
         return
@@ -73,5 +78,28 @@ def _corecast_autoload():
             pass
 
 
+def _private_hook(package):
+    """corecast.opencl.hook from ``package`` (corecast's folder) without sys.path: the
+    package is loaded as ``_corecast_private`` (its modules import one another relatively),
+    so that the program's own ``import corecast`` fails as it does without corecast."""
+    import importlib
+    import importlib.util
+    import os
+    import sys
+
+    name = "_corecast_private"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, os.path.join(package, "__init__.py"),
+                                                      submodule_search_locations=[package])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
+    return importlib.import_module(name + ".opencl.hook")
+
+
 _corecast_autoload()
-del _corecast_autoload
+del _corecast_autoload, _private_hook
