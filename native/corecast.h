@@ -186,9 +186,9 @@ struct cc_gomp;
 unsigned cc_ompt_fork(const void *loc, void *fn, unsigned requested, const struct cc_gomp *g);
 int cc_ompt_team_control(void); /* 1: probing and steering work on the OMPT path */
 void cc_ompt_after_fork(int used); /* clears the OMPT state of the first ``used`` slots */
-/* An OpenMP runtime loaded that neither goes through the GOMP wrappers nor started the
- * OMPT tool (libomp with OMP_TOOL=disabled, ...): its file name, else NULL. */
-const char *cc_unmeasured_omp_runtime(void);
+/* An OpenMP runtime loaded that neither goes through the GOMP wrappers nor started the OMPT tool
+ * (OMP_TOOL=disabled, ...): its file name, else NULL; the user's tools ours stepped aside for, else "". */
+const char *cc_unmeasured_omp_runtime(void), *cc_ompt_aside_for(void); void cc_ompt_step_aside(const char *tools);
 void cc_activity(void) CC_HIDDEN; /* first parallel activity: runs the hook below once */
 void cc_on_activity(void (*hook)(void)) CC_HIDDEN; /* what activity starts (lifecycle.c) */
 double cc_active_since(void);

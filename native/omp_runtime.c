@@ -38,6 +38,12 @@ static int find_kmp_runtime(struct dl_phdr_info *info, size_t size, void *arg) {
     return 1;
 }
 
+static char aside_for[256]; /* a copy: the program may change its environment afterwards */
+
+void cc_ompt_step_aside(const char *tools) { strncpy(aside_for, tools, sizeof aside_for - 1); }
+
+const char *cc_ompt_aside_for(void) { return aside_for; }
+
 const char *cc_unmeasured_omp_runtime(void) {
     static struct runtime_query q;
     /* libomp looks for a tool at its first use, so a runtime loaded but unused never asks:

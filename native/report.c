@@ -326,7 +326,12 @@ void cc_report_serial(void) {
 void cc_report_unread(void) {
     cc_config_notes();
     const char *unmeasured = cc_unmeasured_omp_runtime();
-    if (unmeasured) /* never a silent threads-only report for an OpenMP program */
+    const char *aside = cc_ompt_aside_for();
+    if (unmeasured && aside[0]) /* the runtime starts one tool: the user's */
+        cc_warn("the OpenMP runtime %s did not start corecast's OMPT tool (it stepped aside for the tool in "
+                "OMP_TOOL_LIBRARIES=%.160s): its regions, team sizes and OpenMP waits are not measured, only its threads",
+                unmeasured, aside);
+    else if (unmeasured) /* never a silent threads-only report for an OpenMP program */
         cc_warn("the OpenMP runtime %s did not start corecast's OMPT tool (OMP_TOOL=disabled, or a runtime "
                 "without OMPT): its regions, team sizes and OpenMP waits are not measured, only its threads",
                 unmeasured);

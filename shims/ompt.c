@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "../native/corecast.h"
 #include "../native/omp_call.h"
@@ -486,6 +487,17 @@ static void finalize(ompt_data_t *tool_data) {}
 
 ompt_start_tool_result_t *ompt_start_tool(unsigned omp_version, const char *runtime_version) {
     static ompt_start_tool_result_t result = {initialize, finalize, {0}};
+    static int asked;
     /* The runtime may start tools before corecast's constructor has read its settings. */
-    return cc_env_flag(CC_ENV_DISABLE) ? NULL : &result;
+    if (cc_env_flag(CC_ENV_DISABLE))
+        return NULL;
+    /* The runtime starts one tool, and asks the process's (ours, preloaded) before the user's
+     * in OMP_TOOL_LIBRARIES (Archer, their own): ours steps aside, and the report says so.  A
+     * second call is the runtime reaching ours in that list: then it starts. */
+    const char *tools = getenv("OMP_TOOL_LIBRARIES"), *mode = getenv("OMP_TOOL");
+    if (tools && tools[0] && !(mode && !strcasecmp(mode, "disabled")) && !asked++) {
+        cc_ompt_step_aside(tools);
+        return NULL;
+    }
+    return &result;
 }

@@ -4,10 +4,15 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h> /* AT_FDCWD, AT_EACCESS */
+#include <limits.h>
 #include <link.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h> /* environ */
 
 #include "../native/corecast.h"
@@ -57,28 +62,72 @@ void _Exit(int status) {
  * next image gets the environment marked when this one warned about a setting (config.c). */
 #define ENV_CAP 4096
 
+/* An exec that fails goes on with this image, whose report belongs at its real exit, with
+ * what runs after: so one that cannot succeed (no such file, not a regular file, not
+ * executable) reports nothing.  Asked only where a report would follow (no probe under a
+ * seccomp filter: cc_before_restrict), by path (no descriptor of the program's), its errno
+ * kept; where unsure (a name too long for the buffer), it may run. */
+static int may_run(const char *path) {
+    if (!cc_ready || cc_cfg.disabled)
+        return 1; /* nothing to report: no probe either */
+    int saved = errno;
+    struct stat st; /* exec runs a regular file only, with the effective ids' execute permission */
+    int ok = path && stat(path, &st) == 0 && S_ISREG(st.st_mode) && faccessat(AT_FDCWD, path, X_OK, AT_EACCESS) == 0;
+    errno = saved;
+    return ok;
+}
+
+/* execvp's search: a name with '/' as it is, else each PATH entry (glibc's default where
+ * unset; an empty entry is the working directory). */
+static int may_run_found(const char *file) {
+    if (!file || !file[0] || strchr(file, '/') || !cc_ready || cc_cfg.disabled)
+        return may_run(file && file[0] ? file : NULL);
+    const char *dirs = getenv("PATH");
+    dirs = dirs ? dirs : "/bin:/usr/bin";
+    size_t n = strlen(file);
+    char buf[PATH_MAX];
+    for (const char *d = dirs;; d++) {
+        const char *end = strchrnul(d, ':');
+        size_t k = (size_t)(end - d);
+        if (k + 1 + n + 1 > sizeof buf)
+            return 1;
+        memcpy(buf, d, k);
+        buf[k] = '/';
+        memcpy(buf + k + 1, file, n + 1);
+        if (may_run(k ? buf : buf + 1))
+            return 1;
+        if (!*end)
+            return 0;
+        d = end;
+    }
+}
+
 int execve(const char *path, char *const argv[], char *const envp[]) {
-    cc_exec_report(envp);
+    if (may_run(path))
+        cc_exec_report(envp);
     char *buf[ENV_CAP];
     return CC_LIBC(execve)(path, argv, cc_exec_env(envp, buf, ENV_CAP));
 }
 
 int execv(const char *path, char *const argv[]) {
-    cc_exec_report(environ);
+    if (may_run(path))
+        cc_exec_report(environ);
     char *buf[ENV_CAP];
     char *const *env = cc_exec_env(environ, buf, ENV_CAP);
     return env == environ ? CC_LIBC(execv)(path, argv) : CC_LIBC(execve)(path, argv, env);
 }
 
 int execvp(const char *file, char *const argv[]) {
-    cc_exec_report(environ);
+    if (may_run_found(file))
+        cc_exec_report(environ);
     char *buf[ENV_CAP];
     char *const *env = cc_exec_env(environ, buf, ENV_CAP);
     return env == environ ? CC_LIBC(execvp)(file, argv) : CC_LIBC(execvpe)(file, argv, env);
 }
 
 int execvpe(const char *file, char *const argv[], char *const envp[]) {
-    cc_exec_report(envp);
+    if (may_run_found(file))
+        cc_exec_report(envp);
     char *buf[ENV_CAP];
     return CC_LIBC(execvpe)(file, argv, cc_exec_env(envp, buf, ENV_CAP));
 }

@@ -197,6 +197,57 @@ def test_tool_disabled_warns_naming_the_runtime(both, lib, tmp_path):
     assert summary["openmp_unmeasured"].startswith("libomp")
 
 
+# A user's OMPT tool (OMP_TOOL_LIBRARIES), self-contained: OpenMP 5.0's start-up ABI.
+USER_TOOL = r"""
+#include <stdint.h>
+#include <stdio.h>
+typedef union { uint64_t value; void *ptr; } data_t;
+typedef struct {
+    int (*initialize)(void *(*lookup)(const char *), int device, data_t *tool_data);
+    void (*finalize)(data_t *tool_data);
+    data_t tool_data;
+} result_t;
+static int init(void *(*lookup)(const char *), int device, data_t *d) { puts("mytool: initialized"); return 1; }
+static void fini(data_t *d) { puts("mytool: finalized"); }
+result_t *ompt_start_tool(unsigned omp_version, const char *runtime_version) {
+    static result_t result = {init, fini, {0}};
+    return &result;
+}
+"""
+
+
+def test_the_users_own_tool_starts_and_ours_steps_aside(both, clang, lib, tmp_path):
+    """libomp asks the process's ompt_start_tool (ours, preloaded) before the libraries in
+    OMP_TOOL_LIBRARIES and starts one tool: the user's (Archer, their own) never started."""
+    prog = both("sync", SYNC)["clang"]
+    src, tool = tmp_path / "mytool.c", tmp_path / "libmytool.so"
+    src.write_text(USER_TOOL)
+    r = subprocess.run([clang, "-shared", "-fPIC", str(src), "-o", str(tool)], capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "cc.jsonl"
+    env = clean_env(OMP_NUM_THREADS="2", OMP_TOOL_LIBRARIES=str(tool))
+    plain = run([prog], env=env)
+    proc = run([prog], env=env, preload=lib, output=out)
+    assert plain.stdout.startswith(b"mytool: initialized\n") and plain.stdout.endswith(b"mytool: finalized\n")
+    assert proc.returncode == plain.returncode == 0 and proc.stdout == plain.stdout
+    warnings = [ln for ln in proc.stderr.decode().splitlines() if "did not start corecast's OMPT tool" in ln]
+    assert len(warnings) == 1 and "libomp" in warnings[0]
+    assert f"stepped aside for the tool in OMP_TOOL_LIBRARIES={tool})" in warnings[0]
+    (summary,) = events(read_lines(out), "summary")
+    assert summary["openmp_unmeasured"].startswith("libomp")
+
+
+def test_ours_named_in_omp_tool_libraries_starts(both, lib, tmp_path):
+    """The runtime reaching corecast's library in the list asks ours again: it starts."""
+    prog = both("sync", SYNC)["clang"]
+    out = tmp_path / "cc.jsonl"
+    env = clean_env(OMP_NUM_THREADS="2", OMP_TOOL_LIBRARIES=f"{tmp_path}/absent.so:{lib}")
+    proc = run([prog], env=env, preload=lib, output=out)
+    assert proc.returncode == 0 and b"OMPT" not in proc.stderr
+    assert set(regions(read_lines(out))) == {"main._omp_fn.0", "main._omp_fn.1"}
+
+
 def test_libomp_loaded_but_unused_gets_no_warning(both, clang, lib, tmp_path):
     libomp = _libomp(both("sync", SYNC)["clang"])
     src = tmp_path / "threads_only.c"

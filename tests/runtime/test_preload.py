@@ -23,7 +23,7 @@ from corecast.recording.record import region_from_json
 ROOT = Path(__file__).resolve().parents[2]
 
 from .helpers import (EXAMPLES, FAKE_MODEL_PRELUDE_C, MODEL_MAPPED_FN_C, NATIVE_SOURCE, TIMEOUT, beside_model, clean_env,
-                      corecast_run, events, read_lines, report_blocks, run)
+                      REPORT_HEAD, corecast_run, events, read_lines, report_blocks, run)
 
 OMP_THREADS = 4
 OMP_ENV = {"OMP_NUM_THREADS": str(OMP_THREADS)}
@@ -628,6 +628,55 @@ def test_exec_reports_the_replaced_image(build, lib, tmp_path, call):
     assert region["object"] == f"exec_{call}"
     assert events(lines, "process", pid=pid)
     assert report_blocks(proc.stderr) == 1  # echo, a program without threads, stays silent
+
+
+# Execs that fail for want of the file or its execute bit, then more regions.
+FAILED_EXEC_CALLS = {
+    "execl": 'execl("/nonexistent/prog", "prog", (char *)NULL);',
+    "execv": 'char *a[] = {"prog", NULL}; execv(argv[1], a);',  # a file without execute bits
+    "execvp": 'char *a[] = {"corecast-no-such-program", NULL}; execvp(a[0], a);',
+}
+FAILED_EXEC_C = WORK_H + r"""
+#include <errno.h>
+#include <string.h>
+int main(int argc, char **argv) {
+    long s = 0;
+    for (int r = 0; r < 3; r++)
+        s += omp_work(8);
+    printf("before %ld\n", s);
+    errno = 0;
+    CALL
+    printf("exec: %s\n", strerror(errno));
+    for (int r = 0; r < 3; r++)
+        s += omp_work(8);
+    printf("after %ld\n", s);
+    fflush(stdout);
+    fputs("after\n", stderr);
+    return 2;
+}
+"""
+
+
+@pytest.mark.parametrize("call", sorted(FAILED_EXEC_CALLS))
+def test_a_failed_exec_goes_on_measured(build, lib, tmp_path, call):
+    """An exec that cannot succeed reported the whole image mid-run, and nothing after it
+    was measured: now the one report comes at the real exit, with every call."""
+    prog = build(f"failed_exec_{call}", FAILED_EXEC_C.replace("CALL", FAILED_EXEC_CALLS[call]), "-fopenmp")
+    plain_file = tmp_path / "data"
+    plain_file.write_text("not a program\n")
+    plain_file.chmod(0o644)
+    env = clean_env(**OMP_ENV, PATH=f"{tmp_path}/bin:/nonexistent")
+    plain = run([prog, plain_file], env=env)
+    out = tmp_path / "cc.jsonl"
+    proc = run([prog, plain_file], env=env, preload=lib, output=out)
+    assert plain.returncode == proc.returncode == 2
+    assert proc.stdout == plain.stdout and b"exec: " in proc.stdout  # the exec's errno too
+    assert b"exec: Success" not in proc.stdout
+    assert report_blocks(proc.stderr) == 1
+    assert proc.stderr.index(b"after\n") < proc.stderr.index(REPORT_HEAD.encode())
+    (region,) = events(read_lines(out), "region")
+    assert region["calls"] == 6
+    assert len(events(read_lines(out), "summary")) == 1
 
 
 @pytest.mark.parametrize("call", sorted(EXIT_CALLS))
