@@ -329,7 +329,7 @@ double cc_cpu_before_start(void) CC_HIDDEN; /* CPU s before this image: `corecas
 /* NUMA topology and memory-traffic counters (numa.c, the plan in CORECAST_NUMA_EVENTS):
  * opened with the sampler's counters, read with them (cumulative), closed in a forked child. */
 extern const char *const CC_NUMA_ROLE_NAMES[CC_NUMA_NROLES]; /* bit order of CC_NUMA_* */
-void cc_numa_open(void), cc_numa_after_fork(void);
+void cc_numa_open(void), cc_numa_after_fork(void), cc_numa_topology(void); /* topology: sysfs, once */
 void cc_numa_read(struct cc_numa_counts *n);
 int cc_numa_events(int *opened) CC_HIDDEN; /* the plan's events; *opened: how many were opened */
 int cc_numa_fds(int *out, int max); /* the open NUMA event descriptors */

@@ -372,10 +372,16 @@ static void read_schedstat(int baseline) {
 }
 
 /* The starting point of the run-queue split: the first parallel activity. */
-void cc_sampler_baseline(void) {
+/* The first look opens /proc and /sys files (the threads' clocks, the machine's nodes):
+ * apart (apart.c), as the exit's, for a thread the wrappers never saw start (a SIGEV_THREAD
+ * timer's) may be opening files already, and got other numbers than without corecast. */
+static void first_look(void *arg) {
     cpu_at_activity = rusage_cpu_s();
     read_schedstat(1);
+    cc_numa_topology();
 }
+
+void cc_sampler_baseline(void) { cc_own_cpu_add(cc_run_apart(first_look, NULL)); }
 
 /* The last CPU time schedstat showed for ``tid`` (-1 if never seen, or it has left). */
 double cc_task_cpu_s(int tid) {

@@ -154,14 +154,18 @@ static int counts_here(const struct cc_numa_event *e, const cpu_set_t *allowed) 
     return CPU_COUNT(&both) > 0;
 }
 
-void cc_numa_open(void) {
-    if (__atomic_load_n(&ready, __ATOMIC_ACQUIRE))
-        return;
-    int saved = errno;
+void cc_numa_topology(void) {
     if (!topo_read) {
         read_topology();
         topo_read = 1;
     }
+}
+
+void cc_numa_open(void) {
+    if (__atomic_load_n(&ready, __ATOMIC_ACQUIRE))
+        return;
+    int saved = errno;
+    cc_numa_topology();
     if (!parsed) {
         parsed = 1;
         const char *v = getenv(CC_ENV_NUMA_EVENTS);
