@@ -262,7 +262,13 @@ void cc_config_read(void) {
     read_rank();
     const char *out = getenv(CC_ENV_OUTPUT);
     cc_cfg.output[0] = 0;
-    if (out && strlen(out) < sizeof cc_cfg.output)
+    /* A relative name is the start's working directory's, as `corecast run --json-out`
+     * makes it: the exit found it in whatever directory the program had moved to. */
+    char cwd[sizeof cc_cfg.output];
+    int rel = out && out[0] && out[0] != '/' && getcwd(cwd, sizeof cwd);
+    if (rel && strlen(cwd) + 1 + strlen(out) < sizeof cc_cfg.output)
+        snprintf(cc_cfg.output, sizeof cc_cfg.output, "%s/%s", strcmp(cwd, "/") ? cwd : "", out);
+    else if (out && strlen(out) < sizeof cc_cfg.output && !rel)
         strcpy(cc_cfg.output, out);
     else if (out && !hush)
         cc_warn("CORECAST_OUTPUT is too long; no JSON Lines written");

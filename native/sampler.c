@@ -79,14 +79,16 @@ static void own_descriptor_table(void) {
 
 /* The sampler blocks every signal, so that none sent to the process lands on it: a program
  * that blocks them all (to take them with sigwait, or to leave them pending) was ended by
- * a `kill -ABRT` or `kill -SEGV` that found the sampler the only thread to take it.  In
- * the model a fault must still reach the exit guard (lifecycle.c): a blocked one would be
- * forced to its default action.  abort() unblocks SIGABRT itself. */
+ * a `kill -ABRT` or `kill -SEGV` that found the sampler the only thread to take it.  In the
+ * model a fault must still reach the exit guard (guard.c): a blocked one would be forced to
+ * its default action; not one sent and pending, the program's.  abort() unblocks SIGABRT. */
 static void faults_deliverable(int yes) {
-    sigset_t faults;
+    sigset_t faults, pending;
     sigemptyset(&faults);
+    if (!yes || sigpending(&pending) != 0)
+        sigemptyset(&pending);
     for (int i = 0; i < CC_NFATAL; i++)
-        if (cc_fatal_signals[i] != SIGABRT)
+        if (cc_fatal_signals[i] != SIGABRT && !sigismember(&pending, cc_fatal_signals[i]))
             sigaddset(&faults, cc_fatal_signals[i]);
     pthread_sigmask(yes ? SIG_UNBLOCK : SIG_BLOCK, &faults, NULL);
 }
@@ -101,9 +103,8 @@ static int model_run(const struct cc_sample *s, struct cc_result *r) { /* NULL: 
 }
 
 /* The program ran out of tasks (cc_sampler_give_back): this thread ends, and what its table
- * holds with it.  The counters' counts as of now stay for the exit (counters.c's last
- * ones), and its copy of the report channel is let go: the report finds the stderr as
- * in a run whose sampler never started.  Its windows are over: the exit predicts apart. */
+ * holds with it.  Its counts as of now stay for the exit (counters.c's last ones); the report
+ * finds the stderr as if no sampler had started.  Its windows are over: the exit predicts apart. */
 static void end_for_good(struct cc_sample *scratch) {
     cc_counters_read_held(scratch);
     cc_channel_window_check(1);
@@ -116,7 +117,6 @@ static void end_for_good(struct cc_sample *scratch) {
 }
 
 static void *sampler_main(void *arg) {
-    (void)arg;
     struct cc_thread *t = cc_self_internal();
     t->guard = 1;
     uselocale(cc_c_locale()); /* its numbers in JSON and /proc reads: "0.5" in any locale */

@@ -178,6 +178,35 @@ def test_a_file_opened_twice_keeps_the_programs_output(build, lib, tmp_path):
     assert measured.startswith(plain) and "corecast: pid " in measured[len(plain):]
 
 
+CHDIR_C = r"""
+#include <stdio.h>
+#include <sys/stat.h>
+#include <unistd.h>
+int main(void) {
+    double s = 0;
+#pragma omp parallel for reduction(+ : s)
+    for (int i = 0; i < 2000000; i++) s += i * 0.5;
+    mkdir("elsewhere", 0755);
+    if (chdir("elsewhere") != 0) return 1;
+    printf("%.0f\n", s);
+    return 0;
+}
+"""
+
+
+def test_a_relative_output_is_the_starting_directorys(build, lib, tmp_path):
+    """CORECAST_OUTPUT=run.jsonl under a bare LD_PRELOAD landed in whatever directory the
+    program had moved to by its exit; it is the one it started in, as `corecast run
+    --json-out` makes it."""
+    exe = build("chdir_then_exit", CHDIR_C, "-fopenmp")
+    proc = subprocess.run([str(exe)], env=clean_env(LD_PRELOAD=str(lib), CORECAST_OUTPUT="run.jsonl",
+                                                     CORECAST_QUIET="1"), cwd=tmp_path, capture_output=True,
+                          timeout=TIMEOUT)
+    assert proc.returncode == 0, proc.stderr
+    assert events(read_lines(tmp_path / "run.jsonl"), "summary")
+    assert not (tmp_path / "elsewhere" / "run.jsonl").exists()
+
+
 # ---- daemons --------------------------------------------------------------------------------
 DAEMON_C = r"""
 #include <pthread.h>

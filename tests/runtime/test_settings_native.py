@@ -3,6 +3,7 @@ parse rule, default and warning for each whole number, and CORECAST_DISPLAY_ENV 
 every setting the table shows."""
 from __future__ import annotations
 
+import os
 import re
 import shutil
 
@@ -33,7 +34,8 @@ def displayed(lib, **env: str) -> tuple[dict[str, str], list[str]]:
 def test_display_env_lists_every_setting(lib):
     shown, warnings = displayed(lib, CORECAST_MACHINE_FILE="/m.json", CORECAST_OUTPUT="o-{rank}.jsonl")
     assert list(shown) == [s.name for s in settings.TABLE if s.shown] and not warnings
-    assert shown[settings.MACHINE_FILE] == "/m.json" and shown[settings.OUTPUT] == "o-{rank}.jsonl"
+    # A relative output is the starting directory's (test_a_relative_output_is_the_starting_directorys).
+    assert shown[settings.MACHINE_FILE] == "/m.json" and shown[settings.OUTPUT] == f"{os.getcwd()}/o-{{rank}}.jsonl"
     assert shown[settings.WINDOW_MS] == "200" and shown[settings.DISPLAY_ENV] == "1"
 
 

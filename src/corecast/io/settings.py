@@ -57,8 +57,9 @@ TABLE: tuple = (
             (LIB, MODEL), 1, 1024, field="target", set_by_run=True),
     Setting("CORECAST_WINDOW_MS", "int", 200, "sample window, ms", (LIB, MODEL), 10, 60000,
             field="window_ms", set_by_run=True),
-    Setting("CORECAST_OUTPUT", "text", "", "JSON Lines path; {rank} and {pid} filled in; empty: none",
-            (LIB, MODEL), set_by_run=True),
+    Setting("CORECAST_OUTPUT", "text", "",
+            "JSON Lines path; {rank} and {pid} filled in; relative: to the directory the program started in; "
+            "empty: none", (LIB, MODEL), set_by_run=True),
     Setting("CORECAST_QUIET", "flag", 0, "1: no exit report on stderr", (LIB, MODEL), 0, 1,
             field="quiet", set_by_run=True),
     Setting("CORECAST_STEER", "flag", 0, "1: steer OpenMP team sizes", (LIB,), 0, 1, field="steer",
