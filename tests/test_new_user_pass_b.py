@@ -43,3 +43,43 @@ def test_merge_of_two_world_sizes_uses_the_smaller_run(tmp_path, capsys):
     assert "the regression over rank counts needs 3 counts: time extrapolated with auto" in got["warnings"]
     # the 1-rank run's time moves the prediction
     assert {p["ranks"]: p for p in merged(0.769)["predicted"]}[2]["speedup"] > 1
+
+
+def test_no_count_below_the_measured_range_is_named(tmp_path, capsys):
+    # `predict from4.csv --upto 3` over counts from 4 named 3 preferred and fastest;
+    # docs/predict.md: no count below the smallest measured one is preferred.
+    data = tmp_path / "from4.csv"
+    data.write_text("threads,time\n4,10\n8,5.5\n16,3.2\n32,2.4\n")
+    err = assert_one_line_error(capsys, ["predict", str(data), "--upto", "3"])
+    assert "below the smallest measured count (4)" in err
+    # a count asked from 4 on still predicts the ones below it
+    assert main(["predict", str(data), "--upto", "3", "--at", "4", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)
+    assert got["preferred_count"] >= 4 and got["fastest_count"] >= 4
+    # sweep says so before any run
+    err = assert_one_line_error(capsys, ["sweep", "--threads", "4,8", "--upto", "3", "--", "true"])
+    assert "--upto 3 is below the smallest count swept (4)" in err
+
+
+def test_oversubscribed_counts_show_what_was_measured(tmp_path, capsys):
+    # A sweep result on 2 CPUs: counts 4 and 8 are left out of the fit (documented), but
+    # their measured cells were empty though 6.5 and 9.0 were measured.
+    data = tmp_path / "ov.json"
+    data.write_text(json.dumps({"measured": [{"threads": 1, "time_s": 8.0}, {"threads": 2, "time_s": 4.2},
+                                             {"threads": 4, "time_s": 6.5}, {"threads": 8, "time_s": 9.0}],
+                                "cpus_allowed": 2}))
+    assert main(["predict", str(data), "--upto", "8"]) == 0
+    out = capsys.readouterr().out
+    rows = {line.split()[0]: line for line in out.splitlines()[1:9]}
+    assert " 6.5  not fitted" in rows["4"] and " 9  not fitted" in rows["8"]
+    assert "not fitted" not in rows["1"] + rows["2"]
+    assert "fit quality against the 2 fitted of the 4 measured counts" in out
+
+
+def test_a_small_min_gain_is_said_with_its_digits(tmp_path, capsys):
+    # `--min-gain 0.004` printed "gains at least 0% of one"
+    data = tmp_path / "m.csv"
+    data.write_text("threads,time\n1,10\n2,5.5\n4,3.2\n8,2.4\n")
+    assert main(["predict", str(data), "--min-gain", "0.004", "--knee-fraction", "0.125"]) == 0
+    out = capsys.readouterr().out
+    assert "gains at least 0.4% of one" in out and "12.5% of a thread" in out

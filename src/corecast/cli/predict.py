@@ -132,7 +132,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         if args.json:
             print_json(pred.to_dict())
         elif not png_only:
-            sys.stdout.write(format_table(pred))
+            sys.stdout.write(format_table(pred, every_measured=series[0].measured))
         return 0
     if args.plot and len(series) > 1:
         raise CliError(f"--plot draws one curve and the input has {len(series)} (callpath, metric) pairs: "
@@ -157,7 +157,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     elif not png_only:
         for i, (s, pred, error) in enumerate(results):
             sys.stdout.write(("\n" if i else "") + printable(f"== {s.label}") + "\n")
-            sys.stdout.write(format_table(pred) if pred is not None else printable(f"cannot predict: {error}") + "\n")
+            sys.stdout.write(format_table(pred, every_measured=s.measured) if pred is not None
+                             else printable(f"cannot predict: {error}") + "\n")
     if not done:
         why = f" ({printable(results[0][0].label)}: {results[0][2]})" if len(results) == 1 else ""
         raise CliError(f"no (callpath, metric) pair could be predicted{why}", args.file[0])

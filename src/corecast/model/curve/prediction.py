@@ -135,6 +135,11 @@ def predict_measurements(
     # those asked and the named ones.  Counts beyond the machine are predicted from its
     # last hardware thread, which the grid then holds.
     grid = np.arange(1, int(asked.max()) + 1, dtype=float)
+    smallest = float(curve.counts.min())
+    if grid.max() < smallest:  # no count below the measured range is named: none would be left
+        raise InputError(f"the counts asked end at {int(grid.max())}, below the smallest measured count "
+                         f"({smallest:g}), and none below it is named preferred or fastest: ask up to "
+                         f"{smallest:g} or more")
     # Where threads ahead land on a kind of fill the measured counts never had, models
     # are fitted and asked in the machine's core units (Hardware.units, .step_ahead).
     in_units = machine is not None and machine.step_ahead(top, float(grid.max()))
