@@ -83,3 +83,17 @@ def test_a_small_min_gain_is_said_with_its_digits(tmp_path, capsys):
     assert main(["predict", str(data), "--min-gain", "0.004", "--knee-fraction", "0.125"]) == 0
     out = capsys.readouterr().out
     assert "gains at least 0.4% of one" in out and "12.5% of a thread" in out
+
+
+def test_a_metric_that_is_no_time_keeps_its_name(tmp_path, capsys):
+    # Extra-P's bytes_sent read as "time" in the header, the preferred count's line, the
+    # fit-quality line and the weak-scaling warning.
+    data = tmp_path / "bytes.txt"
+    data.write_text("PARAMETER p\nPOINTS 1 2 4 8\nREGION sendrecv\nMETRIC bytes_sent\n"
+                    "DATA 1000\nDATA 2000\nDATA 4000\nDATA 8000\n")
+    assert main(["predict", str(data)]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[1].split()[:2] == ["p", "bytes_sent"]
+    assert "(predicted bytes_sent 1000;" in out and "(bytes_sent in its unit)" in out
+    assert "the bytes_sent grows with the count" in out and "bytes_sent is read as a cost" in out
+    assert "predicted time" not in out and "(time in its unit)" not in out and "the time grows" not in out

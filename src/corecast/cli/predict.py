@@ -125,7 +125,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
                    hardware=hardware, min_gain=args.min_gain, scaling=args.scaling)
     if series[0].callpath is None:  # a corecast CSV or sweep result: one curve
         pred = _predict(series[0].data, args.file[0], count_unit=series[0].count_unit,
-                        read_notes=series[0].warnings, **options)
+                        read_notes=series[0].warnings, value_name=series[0].value_name, **options)
         # Plot before printing so a failed plot does not leave a half-reported success.
         if args.plot:
             _plot(pred, args.plot)
@@ -144,7 +144,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
             continue
         try:
             results.append((s, _predict(s.data, args.file[0], count_unit=s.count_unit, read_notes=s.warnings,
-                                        **options), None))
+                                        value_name=s.value_name, **options), None))
         except CliError as e:
             results.append((s, None, str(e)))
     done = [(s, pred) for s, pred, _ in results if pred is not None]

@@ -103,7 +103,8 @@ def plot_prediction(pred: CurvePrediction, path: str, reference: Measurements | 
 
     mark_counts(ax, pred.preferred, pred.fastest)
     ax.set_xlabel(pred.count_unit)
-    ax.set_ylabel(AXIS_LABEL.get(pred.metric, pred.metric))
+    ax.set_ylabel(f"{pred.value_name} (read as a cost: lower is better)" if pred.value_name
+                  else AXIS_LABEL.get(pred.metric, pred.metric))
     title = pred.method if pred.method == pred.candidate else f"{pred.method}: {pred.candidate}"
     ax.set_title(f"{heading}\ncorecast {title}" if heading else f"corecast {title}")
     ax.set_xlim(left=0)

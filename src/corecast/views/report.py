@@ -34,7 +34,7 @@ def format_table(
     held = {n: v for n, v in held.items() if n not in seen}
     checkpoints = {int(round(c)) for c in pred.checkpoints}
 
-    header = [pred.count_unit, pred.metric, "band low..high", "speedup", "effic."]
+    header = [pred.count_unit, pred.value_label, "band low..high", "speedup", "effic."]
     if seen:
         header.append("measured")
     if held:
@@ -85,17 +85,17 @@ def format_table(
     many, one = _nouns(pred.count_unit)
     if pred.model_preferred is not None:
         best = _by_count(pred.measured.at_target_size()).get(pred.preferred)
-        value = f"measured {pred.metric} {_num(best[0])}" if best else \
-            f"predicted {pred.metric} {_num(pred.value_at(pred.preferred))}"
+        value = f"measured {pred.value_label} {_num(best[0])}" if best else \
+            f"predicted {pred.value_label} {_num(pred.value_at(pred.preferred))}"
         lines.append(f"preferred count: {pred.preferred} ({capped_preferred_words(pred.model_preferred)}; {value})")
     else:
-        lines.append(f"preferred count: {pred.preferred} (predicted {pred.metric} "
+        lines.append(f"preferred count: {pred.preferred} (predicted {pred.value_label} "
                      f"{_num(pred.value_at(pred.preferred))}; each {one} added up to it gains at least "
                      f"{given_percent(pred.min_gain)} of one)")
     if pred.fastest is not None and pred.fastest != pred.preferred:
         best = _by_count(pred.measured.at_target_size()).get(pred.fastest) if pred.fastest_measured else None
         value = best[0] if best else pred.value_at(pred.fastest)
-        lines.append(fastest_line(pred.fastest, best is not None, f"{pred.metric} {_num(value)}"))
+        lines.append(fastest_line(pred.fastest, best is not None, f"{pred.value_label} {_num(value)}"))
     if pred.scaling == "weak":
         lines.append("weak scaling: speedup is the work rate n/T(n) relative to the base count's, "
                      "efficiency T(base)/T(n)")
@@ -152,7 +152,7 @@ def fit_quality_lines(pred: CurvePrediction, measured: int | None = None) -> lis
             continue
         rss = "n/a" if q["rss"] is None else _num(q["rss"])
         rows.append([f"  {q['model']}", str(q["params"]), rss, _r2(q["adj_r2"]), f"{q['smape']:.2f}%", held, ""])
-    return [f"fit quality against {against} ({pred.metric} in its unit):"] + _align(rows)
+    return [f"fit quality against {against} ({pred.value_label} in its unit):"] + _align(rows)
 
 
 def _r2(adj: float | None) -> str:

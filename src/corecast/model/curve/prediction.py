@@ -91,9 +91,11 @@ def predict_measurements(
     min_gain: float = DEFAULT_MIN_GAIN,
     scaling: str | None = None,
     with_fit_quality: bool = True,
+    value_name: str = "",
 ) -> CurvePrediction:
     """``predict`` on measurements already read (see there); ``scaling`` None is strong
-    scaling, with a warning where the times look like weak scaling's."""
+    scaling, with a warning where the times look like weak scaling's; ``value_name``:
+    ``CurvePrediction.value_name``."""
     if scaling not in (None,) + SCALINGS:
         raise InputError(f"unknown scaling {scaling!r}: use strong or weak")
     if scaling == "weak" and data.metric != "time":
@@ -206,9 +208,10 @@ def predict_measurements(
     if base_count != 1:
         warnings.append(f"count 1 not measured: speedup and efficiency are relative to count {base_count:g}")
     if scaling is None:
-        weak_note = weak_look(data.at_target_size(), 'read it as weak scaling (--scaling weak, scaling="weak" in Python)')
+        weak_note = weak_look(data.at_target_size(), 'read it as weak scaling (--scaling weak, scaling="weak" in Python)',
+                              value_name or data.metric)
     else:
-        weak_note = strong_look(data.at_target_size()) if scaling == "weak" else None
+        weak_note = strong_look(data.at_target_size(), value_name or data.metric) if scaling == "weak" else None
     if weak_note:
         warnings.append(weak_note)
     # Under weak scaling each count does its own share of work more: the work rate is
@@ -278,6 +281,7 @@ def predict_measurements(
         extras=extras,
         warnings=warnings,
         value_scale=scale,
+        value_name=value_name,
         fit_quality=_fit_quality(fit, spec.name, curve, scale, at_measured,
                                  leave_last_out(spec, fitted, float(model_grid.max()))) if with_fit_quality else [],
         hardware=given,
