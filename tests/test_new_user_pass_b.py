@@ -97,3 +97,19 @@ def test_a_metric_that_is_no_time_keeps_its_name(tmp_path, capsys):
     assert "(predicted bytes_sent 1000;" in out and "(bytes_sent in its unit)" in out
     assert "the bytes_sent grows with the count" in out and "bytes_sent is read as a cost" in out
     assert "predicted time" not in out and "(time in its unit)" not in out and "the time grows" not in out
+
+
+@pytest.mark.parametrize("text, said", [("threads\n1,2\n", "line 2: 2 cells, but the header has 1 column"),
+                                        ("threads,time\n1\n", "line 2: 1 cell, but the header has 2 columns")])
+def test_a_row_of_the_wrong_width_is_counted_in_the_singular_for_one(tmp_path, capsys, text, said):
+    data = tmp_path / "a.csv"
+    data.write_text(text)
+    assert assert_one_line_error(capsys, ["predict", str(data)]).endswith(said + "\n")
+
+
+@pytest.mark.parametrize("count, unit", [("threads", "1 thread;"), ("ranks", "1 rank;")])
+def test_tune_sim_names_one_best_count_in_the_singular(tmp_path, capsys, count, unit):
+    data = tmp_path / "w.csv"
+    data.write_text(f"{count},time\n1,10\n2,11\n4,12\n8,13\n")
+    assert main(["tune-sim", str(data)]) == 0
+    assert f"best measured at {unit}" in capsys.readouterr().out.splitlines()[0]

@@ -82,7 +82,7 @@ def format_table(
                      "backwards from the measurements; --json has them)")
     lines.append("")
     lines.append(f"method: {pred.method}, chose {pred.candidate}: {pred.reason}")
-    many, one = _nouns(pred.count_unit)
+    many, one = count_nouns(pred.count_unit)
     if pred.model_preferred is not None:
         best = _by_count(pred.measured.at_target_size()).get(pred.preferred)
         value = f"measured {pred.value_label} {_num(best[0])}" if best else \
@@ -163,7 +163,7 @@ def _r2(adj: float | None) -> str:
     return ">0.9999" if 0.99995 <= adj < 1 else f"{adj:.4f}"
 
 
-def _nouns(unit: str) -> tuple[str, str]:
+def count_nouns(unit: str) -> tuple[str, str]:
     """The count unit in prose, many and one: ("threads", "thread"); a parameter that
     names no unit (Extra-P's ``x``) counts units of itself: ("units of x", "unit of x")."""
     for one, many in COUNT_UNITS.items():
