@@ -113,3 +113,48 @@ def test_tune_sim_names_one_best_count_in_the_singular(tmp_path, capsys, count, 
     data.write_text(f"{count},time\n1,10\n2,11\n4,12\n8,13\n")
     assert main(["tune-sim", str(data)]) == 0
     assert f"best measured at {unit}" in capsys.readouterr().out.splitlines()[0]
+
+
+def test_a_rank_sweeps_plot_says_ranks_and_mpi(monkeypatch):
+    # A rank sweep's PNG said "stall time (s, all threads, stacked)" and "(openmp)", where
+    # its terminal table says "summed over ranks".
+    from corecast.views.sweepviz import png
+    from test_sweepviz import make_result
+
+    drawn = []
+
+    class Kept(png.Figure):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            drawn.append(self)
+
+    monkeypatch.setattr(png, "Figure", Kept)
+
+    def labels(result: dict) -> tuple[str, set[str]]:
+        drawn.clear()
+        png.render_png(result)
+        (fig,) = drawn
+        return fig._suptitle.get_text(), {ax.get_ylabel() for ax in fig.axes}
+
+    ranks = {**make_result(), "count": "ranks", "runtime": "openmp",
+             "launcher": ["mpirun", "-np", "{ranks}"]}
+    title, ys = labels(ranks)
+    assert "(mpi)" in title.splitlines()[0] and "openmp" not in title
+    assert "stall time (s, summed over ranks, stacked)" in ys
+    title, ys = labels(make_result())  # a thread sweep keeps its runtime and threads
+    assert "(openmp)" in title and "stall time (s, summed over threads, stacked)" in ys
+
+
+def test_html_refuses_a_suffix_of_another_format(tmp_path, capsys):
+    # `export --html e.png` wrote HTML into a .png name, while --plot checks its suffix.
+    sweep = tmp_path / "s.json"
+    sweep.write_text(json.dumps({"measured": [{"threads": 1, "time_s": 2.0}, {"threads": 2, "time_s": 1.1}]}))
+    out = tmp_path / "e.png"
+    err = assert_one_line_error(capsys, ["export", "--html", str(out), str(sweep)])
+    assert "cannot write the HTML report to a .png file: name it .html" in err and not out.exists()
+    marker = tmp_path / "ran"
+    assert_one_line_error(capsys, ["sweep", "--threads", "1,2", "--html", str(out), "--", "touch", str(marker)])
+    assert not marker.exists()
+    for name in ("e.htm", "e.HTML", "report"):
+        assert main(["export", "--html", str(tmp_path / name), str(sweep)]) == 0
+        assert (tmp_path / name).read_text().lstrip().lower().startswith("<!doctype html")

@@ -48,6 +48,21 @@ def image_format(path: str) -> str:
                      f"(or {', '.join('.' + f for f in FORMATS if f not in ('png', 'svg', 'pdf'))})")
 
 
+def check_html_name(path: str) -> None:
+    """An ``InputError`` where ``path``'s suffix names another format than HTML (.html,
+    .htm): an HTML report in ``e.png`` was written without a word while ``--plot`` checks
+    its suffix.  Names without a suffix, FIFOs and devices are written, as ``image_format``
+    writes them."""
+    name = path.rsplit("/", 1)[-1]
+    suffix = name.rsplit(".", 1)[1].lower() if "." in name else ""
+    if suffix in ("html", "htm") or _special(path):
+        return
+    if suffix:
+        raise InputError(f"{path}: cannot write the HTML report to a .{suffix} file: name it .html")
+    if name.endswith(".") and name.strip("."):  # "out." names no format, as for --plot
+        raise InputError(f"{path}: cannot write the HTML report to a name that ends in a dot: name it .html")
+
+
 def _special(path: str) -> bool:
     """Whether ``path`` is something other than a regular file: a FIFO, a device."""
     try:

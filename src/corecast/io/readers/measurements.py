@@ -119,10 +119,8 @@ def scan_table(text: str, path: str) -> Iterator[tuple[str, int, Any]]:
             yield "header", lineno, cells
             continue
         if len(cells) != len(header):
-            raise InputError(
-                f"{path}: line {lineno}: {counted(len(cells), 'cell')}, but the header has "
-                f"{counted(len(header), 'column')}"
-            )
+            raise InputError(f"{path}: line {lineno}: {counted(len(cells), 'cell')}, but the header has "
+                             f"{counted(len(header), 'column')}")
         any_row = True
         yield "row", lineno, cells
     if not saw_content:

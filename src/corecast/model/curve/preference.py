@@ -97,6 +97,16 @@ def measured_preferred(preferred: int, curve: Measurements, upto: int, weak: boo
     return int(n[best]), f"fastest count is the best measured one, {n[best]:g}: the model's optimum {preferred} {where}"
 
 
+def reaches_measured(grid: np.ndarray, measured: np.ndarray) -> None:
+    """An ``InputError`` where every count asked (``grid``'s) lies below the smallest
+    measured one: no count there is named (``_supported``), so none would be left."""
+    from ...errors import InputError
+
+    if grid.max() < measured.min():
+        raise InputError(f"the counts asked end at {int(grid.max())}, below the smallest measured count "
+                         f"({measured.min():g}), and none below it is named preferred or fastest")
+
+
 def _supported(grid: np.ndarray, base: float) -> np.ndarray:
     """The counts that may be named: none below the smallest measured one, ``base`` (the
     model knows nothing there), unless everything asked lies below it."""
