@@ -125,14 +125,14 @@ def cmd_predict(args: argparse.Namespace) -> int:
                    hardware=hardware, min_gain=args.min_gain, scaling=args.scaling)
     if series[0].callpath is None:  # a corecast CSV or sweep result: one curve
         pred = _predict(series[0].data, args.file[0], count_unit=series[0].count_unit,
-                        read_notes=series[0].warnings, **options)
+                        read_notes=series[0].warnings, value_name=series[0].value_name, **options)
         # Plot before printing so a failed plot does not leave a half-reported success.
         if args.plot:
             _plot(pred, args.plot)
         if args.json:
             print_json(pred.to_dict())
         elif not png_only:
-            sys.stdout.write(format_table(pred))
+            sys.stdout.write(format_table(pred, every_measured=series[0].measured))
         return 0
     if args.plot and len(series) > 1:
         raise CliError(f"--plot draws one curve and the input has {len(series)} (callpath, metric) pairs: "
@@ -144,7 +144,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
             continue
         try:
             results.append((s, _predict(s.data, args.file[0], count_unit=s.count_unit, read_notes=s.warnings,
-                                        **options), None))
+                                        value_name=s.value_name, **options), None))
         except CliError as e:
             results.append((s, None, str(e)))
     done = [(s, pred) for s, pred, _ in results if pred is not None]
@@ -157,7 +157,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     elif not png_only:
         for i, (s, pred, error) in enumerate(results):
             sys.stdout.write(("\n" if i else "") + printable(f"== {s.label}") + "\n")
-            sys.stdout.write(format_table(pred) if pred is not None else printable(f"cannot predict: {error}") + "\n")
+            sys.stdout.write(format_table(pred, every_measured=s.measured) if pred is not None
+                             else printable(f"cannot predict: {error}") + "\n")
     if not done:
         why = f" ({printable(results[0][0].label)}: {results[0][2]})" if len(results) == 1 else ""
         raise CliError(f"no (callpath, metric) pair could be predicted{why}", args.file[0])

@@ -47,7 +47,8 @@ def add_sweep(sub: argparse._SubParsersAction) -> None:
                    "order); OpenMP programs also get OMP_PLACES and OMP_PROC_BIND (default %(default)s)")
     p.add_argument("--json-out", metavar="FILE", type=file_name, help="write the result as one JSON object")
     p.add_argument("--plot", metavar="OUT.png", type=file_name, help="also plot measured and predicted times, in its suffix's format (.png, .svg, .pdf, .jpg, ...; another suffix is an error)")
-    p.add_argument("--html", metavar="OUT.html", type=file_name, help="also write an HTML report")
+    p.add_argument("--html", metavar="OUT.html", type=file_name,
+                   help="also write an HTML report (.html or .htm; another suffix is an error)")
     p.add_argument("--stall-plugin", metavar="FILE", type=file_name,
                    help="extra stall categories read from stdout/stderr/a file (JSON, or TOML on Python 3.11+)")
     p.add_argument("--timeout", type=seconds, default=600.0, metavar="S",
@@ -87,6 +88,10 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     table_to = sys.stderr if outputs_apart((("--json-out", args.json_out), ("--plot", args.plot),
                                             ("--html", args.html)),
                                            [args.stall_plugin] if args.stall_plugin else []) else sys.stdout
+    if args.html:
+        from ..views.plot import check_html_name
+
+        check_html_name(args.html)  # as --plot's suffix: one line now, not after the sweep
 
     counts, launch = args.threads, None
     if args.ranks and not args.launcher:
@@ -134,7 +139,8 @@ def add_export(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("file", metavar="SWEEP.json", help="a corecast sweep result")
     p.add_argument("--extrap", metavar="OUT.jsonl", type=file_name, help="write Extra-P JSON Lines input here")
-    p.add_argument("--html", metavar="OUT.html", type=file_name, help="write an HTML report here")
+    p.add_argument("--html", metavar="OUT.html", type=file_name,
+                   help="write an HTML report here (.html or .htm; another suffix is an error)")
     p.add_argument("--plot", metavar="OUT.png", type=file_name, help="write a plot here, in its suffix's format (.png, .svg, .pdf, .jpg, ...)")
     p.set_defaults(func=cmd_export)
 
@@ -154,6 +160,10 @@ def cmd_export(args: argparse.Namespace) -> int:
         from ..views.plot import image_format
 
         image_format(args.plot)  # a suffix it cannot write: its own line, before any output is written
+    if args.html:
+        from ..views.plot import check_html_name
+
+        check_html_name(args.html)
     try:
         result = load_sweep_json(args.file)  # messages already name the file
     except InputError as e:

@@ -45,6 +45,7 @@ def cmd_tune_sim(args: argparse.Namespace) -> int:
     from ..io.readers import read_inputs
     from ..model.tuning.tunesim import simulate
     from ..model.tuning.tuners import Binsearch, OPreSca
+    from ..views.report import count_nouns
 
     try:  # predict's readers: a tuner replays any curve predict can read
         series = read_inputs(args.file, args.metric, args.callpath, args.profile_metric, args.count_attribute,
@@ -86,7 +87,7 @@ def cmd_tune_sim(args: argparse.Namespace) -> int:
                               "warnings": list(s.warnings)}})
         return 0
     print(f"{printable(' '.join(args.file))}: {len(counts)} counts of {unit} ({counts[0]}..{counts[-1]}), "
-          f"{data.metric}, best measured at {best} {unit}; noise {args.noise:g}\n")
+          f"{data.metric}, best measured at {best} {count_nouns(unit)[best == 1]}; noise {args.noise:g}\n")
     print(f"{'tuner':10s} {'steps':>5s} {'chosen':>6s} {'final loss':>10s} {'summed loss':>11s}  counts tried")
     for name, label in (("opresca", "OPreSca"), ("binsearch", "Binsearch")):
         r = results[name]

@@ -174,6 +174,13 @@ class SweepResult:
     failed: list[dict]
     cpus_allowed: Optional[int] = None  # the CPUs the runs shared (None: a launcher's sweep, or older)
 
+    @property
+    def run_by(self) -> Optional[str]:
+        """What ran the counts, as the reports name it: "mpi" for a rank sweep (its
+        "runtime" is only the default --runtime, not what a launcher's ranks ran), else
+        the runtime."""
+        return "mpi" if self.unit == "ranks" else self.runtime
+
     @classmethod
     def read(cls, result: object, source: str = SOURCE, allow_empty: bool = False) -> "SweepResult":
         """``result`` (a decoded JSON object) checked; ``InputError`` naming ``source``.

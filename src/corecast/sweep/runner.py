@@ -77,6 +77,9 @@ def run_sweep(
 
     if upto is not None and not 1 <= upto <= MAX_COUNT:
         raise SweepError(f"--upto must be between 1 and {MAX_COUNT}, got {upto}")
+    if upto is not None and upto < min(counts):  # predict's refusal, said before the runs
+        raise SweepError(f"--upto {upto} is below the smallest count swept ({min(counts)}), and no count below "
+                         f"it is named preferred or fastest: give --upto {min(counts)} or more")
     try:
         check_command(command)
     except InputError as exc:

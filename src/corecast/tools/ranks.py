@@ -10,11 +10,13 @@ its MPI wait is the ``mpi_p2p`` plus ``mpi_collective`` stall time, its compute 
 
 Predictions over rank counts, by how many world sizes were measured:
 
-* three or more: the regression method (Barnes et al., "A Regression-Based Approach to
+* two or more: a fit over every world size, as ``corecast sweep`` does; from three the
+  regression method (Barnes et al., "A Regression-Based Approach to
   Scalability Prediction", ICS 2008) on the slowest
   rank's time per world size, with the MPI waits summed over ranks as its stall columns,
-  so compute and wait are fitted separately when the program is not compute bound.
-* fewer (one run, typically): a one-run model of the largest run.  Strong scaling: the
+  so compute and wait are fitted separately when the program is not compute bound; from
+  two ``auto``.
+* one world size: a one-run model of that run.  Strong scaling: the
   run's total compute ``C`` is shared by ``p`` ranks with the measured imbalance
   ``lambda = max / mean`` compute (1 at one rank); the slowest rank's own MPI wait is the
   communication cost (it waits for messages, not for other ranks), its point-to-point part
@@ -111,6 +113,7 @@ class RankPrediction(ScalingPrediction):
     # The regression's input: the slowest rank's time per world size, repetitions folded
     # as it folds them (empty for the one-run model).
     measured_s: dict[int, float] = field(default_factory=dict)
+    speedup_base: int = 1  # the count the speedup is relative to: the smallest measured one when fitted
     count_unit = "ranks"
 
     @property
@@ -217,28 +220,32 @@ def merge(paths: list[str], upto: int | None = None, format: str | None = None) 
     largest = max(r.ranks for r in runs)
     upto = upto or max(16, 2 * largest)
     sizes = sorted({r.ranks for r in runs})
-    if len(sizes) >= 3:
-        from ..model.curve.extrapolation import with_advice
+    if len(sizes) >= 2:
+        # Every measured world size is fitted (as sweep does): the regression from 3, auto
+        # from 2; the one-run model of the largest run contradicted a measured smaller one.
+        from ..model.curve.extrapolation import REGRESSION_NEEDS_3, with_advice
         from ..model.curve.prediction import predict
 
+        method = "regression" if len(sizes) >= 3 else "auto"
+        if method == "auto":
+            warnings.append(REGRESSION_NEEDS_3)
         pred = predict([r.ranks for r in runs], [r.time_s for r in runs], metric="time", upto=upto,
-                       method="regression",
+                       method=method,
                        stalls={k: [sum(s.waits_s[k] for s in r.per_rank) for r in runs] for k in WAITS})
         counts = [int(c) for c in pred.counts]
-        warnings += with_advice(pred.warnings, "")  # merge fits the regression only: no --method
+        warnings += with_advice(pred.warnings, "")  # merge has no --method
         low, high = pred.speedup_band()
         seen = pred.measured.at_target_size()
-        return RankPrediction(runs, f"regression over {len(sizes)} rank counts: {pred.reason}", counts,
+        return RankPrediction(runs, f"{method} over {len(sizes)} rank counts: {pred.reason}", counts,
                               [float(s) for s in pred.speedup], [float(v) for v in pred.values],
                               int(pred.preferred), warnings, pred.fastest, pred.fastest_measured,
                               pred.model_preferred, ([float(x) for x in low], [float(x) for x in high]),
-                              {int(n): float(t) for n, t in zip(seen.counts, seen.values)})
+                              {int(n): float(t) for n, t in zip(seen.counts, seen.values)},
+                              int(pred.speedup_base))
     run = max(runs, key=lambda r: (r.ranks, -r.time_s))
     if run.compute_total_s <= 0:
         raise InputError(f"the run at {run.ranks} ranks has no compute time left after its MPI waits; "
                          "nothing to predict")
-    if len(sizes) == 2:
-        warnings.append("two rank counts measured: the regression needs 3; predicted from the largest run")
     if run.ranks == 1:
         warnings.append("one rank measured: its communication cost at more ranks is unknown (ideal scaling)")
     counts = rank_counts(run.ranks, upto)

@@ -48,7 +48,7 @@ def table(m: RankPrediction) -> str:
         lines += _run_table(run) + [""]
     wanted = set(rank_counts(max(r.ranks for r in m.runs), max(m.counts)))
     rows = [(c, s) for c, s in zip(m.counts, m.speedup) if c in wanted]
-    lines.append("predicted speedup over rank counts (relative to 1 rank):")
+    lines.append(f"predicted speedup over rank counts (relative to {_ranks(m.speedup_base)}):")
     lines.append("  ranks " + " ".join(f"{c:>6}" for c, _ in rows))
     lines.append("  S     " + " ".join(f"{speedup_cell(s):>6}" for _, s in rows))
     if m.model_preferred is not None:

@@ -48,6 +48,21 @@ def image_format(path: str) -> str:
                      f"(or {', '.join('.' + f for f in FORMATS if f not in ('png', 'svg', 'pdf'))})")
 
 
+def check_html_name(path: str) -> None:
+    """An ``InputError`` where ``path``'s suffix names another format than HTML (.html,
+    .htm): an HTML report in ``e.png`` was written without a word while ``--plot`` checks
+    its suffix.  Names without a suffix, FIFOs and devices are written, as ``image_format``
+    writes them."""
+    name = path.rsplit("/", 1)[-1]
+    suffix = name.rsplit(".", 1)[1].lower() if "." in name else ""
+    if suffix in ("html", "htm") or _special(path):
+        return
+    if suffix:
+        raise InputError(f"{path}: cannot write the HTML report to a .{suffix} file: name it .html")
+    if name.endswith(".") and name.strip("."):  # "out." names no format, as for --plot
+        raise InputError(f"{path}: cannot write the HTML report to a name that ends in a dot: name it .html")
+
+
 def _special(path: str) -> bool:
     """Whether ``path`` is something other than a regular file: a FIFO, a device."""
     try:
@@ -103,7 +118,8 @@ def plot_prediction(pred: CurvePrediction, path: str, reference: Measurements | 
 
     mark_counts(ax, pred.preferred, pred.fastest)
     ax.set_xlabel(pred.count_unit)
-    ax.set_ylabel(AXIS_LABEL.get(pred.metric, pred.metric))
+    ax.set_ylabel(f"{pred.value_name} (read as a cost: lower is better)" if pred.value_name
+                  else AXIS_LABEL.get(pred.metric, pred.metric))
     title = pred.method if pred.method == pred.candidate else f"{pred.method}: {pred.candidate}"
     ax.set_title(f"{heading}\ncorecast {title}" if heading else f"corecast {title}")
     ax.set_xlim(left=0)

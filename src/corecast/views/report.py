@@ -17,20 +17,24 @@ def format_table(
     pred: CurvePrediction,
     measured: bool = True,
     reference: Measurements | None = None,
+    every_measured: Measurements | None = None,
 ) -> str:
     """The prediction as a table, then method, choice, preferred and knee counts, warnings.
 
     ``measured`` adds the measured value where a count was measured; counts the user asked
     for with ``at`` are always shown; ``reference`` adds measurements the prediction
     did not see (held-out points) with the relative error against them.
+    ``every_measured``: every count the input measured where the fit left some out
+    (``Series.measured``: a sweep's oversubscribed counts); they are shown as measured.
     """
     counts = pred.counts.astype(int)
-    seen = _by_count(pred.measured.at_target_size()) if measured else {}
+    fitted = _by_count(pred.measured.at_target_size())
+    seen = _by_count((every_measured or pred.measured).at_target_size()) if measured else {}
     held = _by_count(reference.at_target_size()) if reference is not None else {}
     held = {n: v for n, v in held.items() if n not in seen}
     checkpoints = {int(round(c)) for c in pred.checkpoints}
 
-    header = [pred.count_unit, pred.metric, "band low..high", "speedup", "effic."]
+    header = [pred.count_unit, pred.value_label, "band low..high", "speedup", "effic."]
     if seen:
         header.append("measured")
     if held:
@@ -64,6 +68,7 @@ def format_table(
                 ("preferred", n == pred.preferred),
                 ("fastest", n == pred.fastest and n != pred.preferred),
                 ("knee", n == pred.knee),
+                ("not fitted", n in seen and n not in fitted),
             )
             if hit
         ]
@@ -77,32 +82,32 @@ def format_table(
                      "backwards from the measurements; --json has them)")
     lines.append("")
     lines.append(f"method: {pred.method}, chose {pred.candidate}: {pred.reason}")
-    many, one = _nouns(pred.count_unit)
+    many, one = count_nouns(pred.count_unit)
     if pred.model_preferred is not None:
         best = _by_count(pred.measured.at_target_size()).get(pred.preferred)
-        value = f"measured {pred.metric} {_num(best[0])}" if best else \
-            f"predicted {pred.metric} {_num(pred.value_at(pred.preferred))}"
+        value = f"measured {pred.value_label} {_num(best[0])}" if best else \
+            f"predicted {pred.value_label} {_num(pred.value_at(pred.preferred))}"
         lines.append(f"preferred count: {pred.preferred} ({capped_preferred_words(pred.model_preferred)}; {value})")
     else:
-        lines.append(f"preferred count: {pred.preferred} (predicted {pred.metric} "
+        lines.append(f"preferred count: {pred.preferred} (predicted {pred.value_label} "
                      f"{_num(pred.value_at(pred.preferred))}; each {one} added up to it gains at least "
-                     f"{pred.min_gain:.0%} of one)")
+                     f"{given_percent(pred.min_gain)} of one)")
     if pred.fastest is not None and pred.fastest != pred.preferred:
         best = _by_count(pred.measured.at_target_size()).get(pred.fastest) if pred.fastest_measured else None
         value = best[0] if best else pred.value_at(pred.fastest)
-        lines.append(fastest_line(pred.fastest, best is not None, f"{pred.metric} {_num(value)}"))
+        lines.append(fastest_line(pred.fastest, best is not None, f"{pred.value_label} {_num(value)}"))
     if pred.scaling == "weak":
         lines.append("weak scaling: speedup is the work rate n/T(n) relative to the base count's, "
                      "efficiency T(base)/T(n)")
     if pred.knee is None:
         lines.append(f"knee: none up to {int(pred.counts.max())} (no count asked beyond which adding "
-                     f"{many} gains less than {pred.knee_fraction:.0%} of a {one})")
+                     f"{many} gains less than {given_percent(pred.knee_fraction)} of a {one})")
     else:
         lines.append(
             f"knee: {pred.knee} (adding {many} beyond {pred.knee} gains less than "
-            f"{pred.knee_fraction:.0%} of a {one})"
+            f"{given_percent(pred.knee_fraction)} of a {one})"
         )
-    lines += fit_quality_lines(pred)
+    lines += fit_quality_lines(pred, len(seen) if measured else None)
     # A base count other than 1 is said once, by the prediction's warning.
     lines += [f"warning: {w}" for w in pred.warnings]
     return "\n".join(printable(line) for line in lines) + "\n"  # names from the input file
@@ -127,13 +132,17 @@ def capped_preferred_words(model_preferred: int) -> str:
     return f"the best measured count, below the model's preferred {model_preferred}"
 
 
-def fit_quality_lines(pred: CurvePrediction) -> list[str]:
+def fit_quality_lines(pred: CurvePrediction, measured: int | None = None) -> list[str]:
     """Each model's RSS, adjusted R² and SMAPE against the measured counts, as Extra-P
     shows them next to its models; a model through every point is "interpolates: not a
-    fit", and the error it made on counts it was not fitted to is shown beside."""
+    fit", and the error it made on counts it was not fitted to is shown beside.
+    ``measured``: how many counts the input measured, where the fit left some out."""
     if not pred.fit_quality:
         return []
     n = len(pred.measured.at_target_size())
+    fitted = len(np.unique(pred.measured.at_target_size().counts))
+    against = f"the {fitted} fitted of the {measured} measured counts" if measured and measured > fitted else \
+        f"the {n} measured counts"
     rows = [["  model", "params", "RSS", "adj. R²", "SMAPE", "held-out error", ""]]
     for q in pred.fit_quality:
         held = q.get("holdout_error")
@@ -143,7 +152,7 @@ def fit_quality_lines(pred: CurvePrediction) -> list[str]:
             continue
         rss = "n/a" if q["rss"] is None else _num(q["rss"])
         rows.append([f"  {q['model']}", str(q["params"]), rss, _r2(q["adj_r2"]), f"{q['smape']:.2f}%", held, ""])
-    return [f"fit quality against the {n} measured counts ({pred.metric} in its unit):"] + _align(rows)
+    return [f"fit quality against {against} ({pred.value_label} in its unit):"] + _align(rows)
 
 
 def _r2(adj: float | None) -> str:
@@ -154,7 +163,7 @@ def _r2(adj: float | None) -> str:
     return ">0.9999" if 0.99995 <= adj < 1 else f"{adj:.4f}"
 
 
-def _nouns(unit: str) -> tuple[str, str]:
+def count_nouns(unit: str) -> tuple[str, str]:
     """The count unit in prose, many and one: ("threads", "thread"); a parameter that
     names no unit (Extra-P's ``x``) counts units of itself: ("units of x", "unit of x")."""
     for one, many in COUNT_UNITS.items():
@@ -215,6 +224,12 @@ def percent(share: float) -> str:
     if abs(share) >= 0.001:
         return f"{share:.1%}"
     return "<0.1%" if share > 0 else ">-0.1%"
+
+
+def given_percent(fraction: float) -> str:
+    """A threshold the user gave (``--min-gain``, ``--knee-fraction``) as a percentage with
+    the digits it was given: 0.004 is 0.4%, not 0%, and 0.125 is 12.5%."""
+    return f"{100 * float(fraction):.6g}%"
 
 
 def _num(x: float) -> str:

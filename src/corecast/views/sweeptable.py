@@ -10,6 +10,12 @@ from .report import _align, _num, fastest_line, speedup_cell
 from ..io.sweepresult import MIN_REGION_SHARE
 
 
+def stalls_summed_over(unit: str) -> str:
+    """What a sweep's stall times are summed over: its ranks, or threads (an OpenCL run's
+    waits are its host threads', whatever its count)."""
+    return "ranks" if unit == "ranks" else "threads"
+
+
 def format_sweep(result: dict, max_rows: int = 24) -> str:
     """The terminal report: measured counts, predicted counts, preferred count,
     future bottleneck, failed counts and warnings."""
@@ -18,8 +24,7 @@ def format_sweep(result: dict, max_rows: int = 24) -> str:
     lines = [f"corecast sweep ({'mpi: ' + launcher if launcher else result['runtime']}): "
              f"{' '.join(result['command'])}", ""]
     if result["measured"]:
-        over = "ranks" if unit == "ranks" else "threads"  # an OpenCL run's waits are its host threads'
-        header = [unit, "time (s)", "spread (s)", f"top stalls (s, summed over {over})"]
+        header = [unit, "time (s)", "spread (s)", f"top stalls (s, summed over {stalls_summed_over(unit)})"]
         rows = []
         for m in result["measured"]:
             top = sorted(m["stalls_s"].items(), key=lambda kv: -kv[1])[:3]

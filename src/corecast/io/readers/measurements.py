@@ -21,7 +21,7 @@ from array import array
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator
 
-from ...errors import InputError
+from ...errors import InputError, counted
 from ...model.scaling import COUNT_UNITS, MAX_COUNT, count_unit_of, over_max_count
 from ..fileio import quoted, read_text, shown
 from .raw import Series, check_metric, one_curve
@@ -119,9 +119,8 @@ def scan_table(text: str, path: str) -> Iterator[tuple[str, int, Any]]:
             yield "header", lineno, cells
             continue
         if len(cells) != len(header):
-            raise InputError(
-                f"{path}: line {lineno}: {len(cells)} cells, but the header has {len(header)} columns"
-            )
+            raise InputError(f"{path}: line {lineno}: {counted(len(cells), 'cell')}, but the header has "
+                             f"{counted(len(header), 'column')}")
         any_row = True
         yield "row", lineno, cells
     if not saw_content:

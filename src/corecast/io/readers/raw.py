@@ -33,6 +33,8 @@ class Series:
     # Every count the file measured, where ``data`` (what is fitted) leaves some out
     # (``as_the_sweep``): a tuner's replay (tune-sim) tries what was measured; None: ``data``.
     measured: "Measurements | None" = None
+    value_name: str = ""  # CurvePrediction.value_name: a tool's metric read as a time that names none
+
 
     @property
     def label(self) -> str:
@@ -161,6 +163,13 @@ def _series(raw: RawSeries, source: str, metric: str | None,
         data = Measurements.from_samples(counts, values, metric or "time", stalls=stalls)
     except InputError as exc:
         return Series(None, raw.callpath, raw.metric_name, source, error=str(exc), count_unit=raw.count_unit)
-    series = Series(data, raw.callpath, raw.metric_name, source, count_unit=raw.count_unit)
+    # Without --metric another tool's value is read as a time: one named otherwise (bytes_sent)
+    # keeps its name in the report
+    named = metric is None and "time" not in raw.metric_name.lower() and raw.metric_name not in ("", "<default>")
+    series = Series(data, raw.callpath, raw.metric_name, source, count_unit=raw.count_unit,
+                    value_name=raw.metric_name if named else "")
+    if named:
+        series.warnings.append(f"{raw.metric_name} is read as a cost, as a time is (lower is better); "
+                               "--metric throughput reads it as a rate")
     as_the_sweep(series, raw.cpus_allowed)
     return series

@@ -369,6 +369,14 @@ class CurvePrediction(ScalingPrediction):
     min_gain: float = 0.25  # the preferred count's threshold (prediction.DEFAULT_MIN_GAIN)
     scaling: str = "strong"  # strong | weak
     count_unit: str = "threads"  # what the input's count is: threads, ranks, or an Extra-P parameter's name
+    # The input's own name for a value read as ``metric`` though it names no time (an
+    # Extra-P metric such as bytes_sent, a cost read as a time is); "": ``metric`` says it.
+    value_name: str = ""
+
+    @property
+    def value_label(self) -> str:
+        """What the value is called in the report: ``value_name``, else ``metric``."""
+        return self.value_name or self.metric
 
     def to_dict(self) -> dict:
         """The JSON contract of ``corecast predict --json``."""

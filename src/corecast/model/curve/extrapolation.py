@@ -12,6 +12,9 @@ from typing import Optional, Sequence
 from ...errors import InputError
 from ...recording.record import CLOCK_RESOLUTION_S
 
+# Two rank counts: sweep and merge both extrapolate the time with auto, through both
+REGRESSION_NEEDS_3 = "the regression over rank counts needs 3 counts: time extrapolated with auto"
+
 
 def extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[str],
                 per_count: dict, horizon: int, waits: Optional[Sequence[str]] = None,
@@ -44,7 +47,7 @@ def extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[st
         if len(ok) >= 3:
             method = "regression"
         else:
-            warnings.append("the regression over rank counts needs 3 counts: time extrapolated with auto")
+            warnings.append(REGRESSION_NEEDS_3)
     # A sweep extrapolates as strong scaling and has no --scaling: where its times look like
     # weak scaling's (a {threads} that sizes the input), its warning sends the result to
     # predict, which has.

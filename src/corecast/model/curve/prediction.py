@@ -16,7 +16,7 @@ from .fitting import rms
 from ..scaling import MAX_COUNT
 from ..machine.hardware import SMT_YIELD_RANGE, Hardware, oversubscribed
 from .preference import (DEFAULT_MIN_GAIN, PREFERRED_SLACK, SCALINGS, _supported, fastest_count,  # noqa: F401
-                         horizon_warnings, knee_count, measured_preferred, strong_look, weak_look,
+                         horizon_warnings, knee_count, measured_preferred, reaches_measured, strong_look, weak_look,
                          preferred_count, within_hardware)
 
 # Band: log-space half-width = floor + fit residual + repetition spread, plus GROWTH per
@@ -91,9 +91,10 @@ def predict_measurements(
     min_gain: float = DEFAULT_MIN_GAIN,
     scaling: str | None = None,
     with_fit_quality: bool = True,
+    value_name: str = "",
 ) -> CurvePrediction:
-    """``predict`` on measurements already read (see there); ``scaling`` None is strong
-    scaling, with a warning where the times look like weak scaling's."""
+    """``predict`` on measurements already read (see there; ``value_name``: CurvePrediction's);
+    ``scaling`` None is strong scaling, with a warning where the times look like weak scaling's."""
     if scaling not in (None,) + SCALINGS:
         raise InputError(f"unknown scaling {scaling!r}: use strong or weak")
     if scaling == "weak" and data.metric != "time":
@@ -135,6 +136,7 @@ def predict_measurements(
     # those asked and the named ones.  Counts beyond the machine are predicted from its
     # last hardware thread, which the grid then holds.
     grid = np.arange(1, int(asked.max()) + 1, dtype=float)
+    reaches_measured(grid, curve.counts)
     # Where threads ahead land on a kind of fill the measured counts never had, models
     # are fitted and asked in the machine's core units (Hardware.units, .step_ahead).
     in_units = machine is not None and machine.step_ahead(top, float(grid.max()))
@@ -200,10 +202,9 @@ def predict_measurements(
         else float(curve.perf[0])
     if base_count != 1:
         warnings.append(f"count 1 not measured: speedup and efficiency are relative to count {base_count:g}")
-    if scaling is None:
-        weak_note = weak_look(data.at_target_size(), 'read it as weak scaling (--scaling weak, scaling="weak" in Python)')
-    else:
-        weak_note = strong_look(data.at_target_size()) if scaling == "weak" else None
+    name, seen = value_name or data.metric, data.at_target_size()
+    weak_note = (weak_look(seen, 'read it as weak scaling (--scaling weak, scaling="weak" in Python)', name)
+                 if scaling is None else strong_look(seen, name) if scaling == "weak" else None)
     if weak_note:
         warnings.append(weak_note)
     # Under weak scaling each count does its own share of work more: the work rate is
@@ -273,6 +274,7 @@ def predict_measurements(
         extras=extras,
         warnings=warnings,
         value_scale=scale,
+        value_name=value_name,
         fit_quality=_fit_quality(fit, spec.name, curve, scale, at_measured,
                                  leave_last_out(spec, fitted, float(model_grid.max()))) if with_fit_quality else [],
         hardware=given,

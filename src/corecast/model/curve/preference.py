@@ -38,19 +38,20 @@ def looks_weak(curve: Measurements) -> bool:
     return bool(t.min() * WEAK_GAIN >= t[0] and t[-1] > t[0])
 
 
-def weak_look(curve: Measurements, advice: str) -> str | None:
+def weak_look(curve: Measurements, advice: str, name: str = "time") -> str | None:
     """The warning for a time curve that looks like weak scaling's (``looks_weak``), in the
     curve's own numbers (pass the user's, not the models' normalised ones); ``advice``
-    says how to read it as weak scaling where the caller's command can.  None otherwise."""
+    says how to read it as weak scaling where the caller's command can; ``name``: the
+    value's (``CurvePrediction.value_label``).  None otherwise."""
     if not looks_weak(curve):
         return None
     t, n = curve.values, curve.counts
-    return (f"the time grows with the count ({t[0]:.4g} at {n[0]:g}, {t[-1]:.4g} at {n[-1]:g}): if each "
+    return (f"the {name} grows with the count ({t[0]:.4g} at {n[0]:g}, {t[-1]:.4g} at {n[-1]:g}): if each "
             f"count does its own fixed share of work (weak scaling), {advice}; read as strong scaling "
             "(fixed total work)")
 
 
-def strong_look(curve: Measurements) -> str | None:
+def strong_look(curve: Measurements, name: str = "time") -> str | None:
     """The warning for a time curve read as weak scaling that looks like strong scaling's
     (``_judged``): at the largest count at least ``WEAK_GAIN`` times faster than at the
     smallest.  Weak scaling's efficiency T(base) / T(n) then passes 100% (a strong curve's
@@ -58,7 +59,7 @@ def strong_look(curve: Measurements) -> str | None:
     t, n = curve.values, curve.counts
     if not _judged(curve) or t[-1] * WEAK_GAIN > t[0]:
         return None
-    return (f"the time falls with the count ({t[0]:.4g} at {n[0]:g}, {t[-1]:.4g} at {n[-1]:g}), as where the "
+    return (f"the {name} falls with the count ({t[0]:.4g} at {n[0]:g}, {t[-1]:.4g} at {n[-1]:g}), as where the "
             f"total work is fixed (strong scaling): read as weak scaling, each count doing its own share of "
             f"work, that is an efficiency of {t[0] / t[-1]:.0%} at {n[-1]:g}; if the work is fixed, read it "
             "as strong scaling (the default)")
@@ -94,6 +95,16 @@ def measured_preferred(preferred: int, curve: Measurements, upto: int, weak: boo
         below, above = n[n < preferred].max(), n[n > preferred].min()
         where = f"lies between the measured {below:g} and {above:g}, which put it {slower}"
     return int(n[best]), f"fastest count is the best measured one, {n[best]:g}: the model's optimum {preferred} {where}"
+
+
+def reaches_measured(grid: np.ndarray, measured: np.ndarray) -> None:
+    """An ``InputError`` where every count asked (``grid``'s) lies below the smallest
+    measured one: no count there is named (``_supported``), so none would be left."""
+    from ...errors import InputError
+
+    if grid.max() < measured.min():
+        raise InputError(f"the counts asked end at {int(grid.max())}, below the smallest measured count "
+                         f"({measured.min():g}), and none below it is named preferred or fastest")
 
 
 def _supported(grid: np.ndarray, base: float) -> np.ndarray:

@@ -133,8 +133,8 @@ def render_html(result: "dict | SweepResult") -> str:
         failed = '<p class="none">None.</p>'
 
     summary = [("command", f"<code>{_e(view.command)}</code>" if view.command else '<span class="none">–</span>')]
-    if view.runtime:
-        summary.append(("runtime", _e(view.runtime)))
+    if view.run_by:
+        summary.append(("runtime", _e(view.run_by)))
     summary.append((f"preferred {unit}", _e(preferred) if preferred is not None else "–"))
     # As the terminal report and corecast predict name it (the same count where they agree).
     summary.append((f"fastest {unit}", _e(view.fastest) if view.fastest is not None else "–"))

@@ -17,6 +17,7 @@ from ...io.sweepresult import SweepResult
 from ...errors import counted
 from ...model.scaling import COUNT_UNITS
 from ..plot import mark_counts
+from ..sweeptable import stalls_summed_over
 
 LOG_X_RATIO = 8  # use a log2 thread axis once the counts span this factor or more
 MAX_REGION_FACETS = 12  # regions drawn in the PNG, largest share first
@@ -65,12 +66,21 @@ def render_png(result: "dict | SweepResult", fmt: str = "png") -> bytes:
         handles, labels = axes[2].get_legend_handles_labels()
         axes[2].legend(handles[::-1], labels[::-1], loc="upper left", fontsize="small")
 
+    fig.suptitle(title_of(view), fontsize="medium")
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format=fmt)
+    return buf.getvalue()
+
+
+def title_of(view: SweepResult) -> str:
+    """The figure's title: the command, what ran it, preferred and fastest counts, bottleneck."""
     title = "corecast sweep"
     if view.command:
         cmd = view.command if len(view.command) <= 90 else view.command[:87] + "..."
         title += f": {_plain(cmd)}"
-    if view.runtime:
-        title += f" ({_plain(view.runtime)})"
+    if view.run_by:
+        title += f" ({_plain(view.run_by)})"
     summary = []
     if view.preferred is not None:
         summary.append(f"preferred: {_counted(view.preferred, view.unit)}")
@@ -82,11 +92,12 @@ def render_png(result: "dict | SweepResult", fmt: str = "png") -> bytes:
         summary.append(f"{len(view.failed)} failed run{'s' if len(view.failed) != 1 else ''}")
     if summary:
         title += "\n" + "   ·   ".join(summary)
-    fig.suptitle(title, fontsize="medium")
+    return title
 
-    buf = io.BytesIO()
-    fig.savefig(buf, format=fmt)
-    return buf.getvalue()
+
+def stall_axis_label(unit: str) -> str:
+    """The stall panel's y-axis, summed as the terminal report's stall column is."""
+    return f"stall time (s, summed over {stalls_summed_over(unit)}, stacked)"
 
 
 def _plain(text: str) -> str:
@@ -230,6 +241,6 @@ def _stall_panel(ax, view: SweepResult) -> None:
         ax.plot(n, cumulative.copy(), "o", color=colors[c], markeredgecolor="k", zorder=4)
     ax.plot([], [], "o", color="w", markeredgecolor="k", label="measured (stacked)")
     ax.set_ylim(bottom=0)
-    ax.set_ylabel("stall time (s, all threads, stacked)")
+    ax.set_ylabel(stall_axis_label(view.unit))
     ax.set_title("where the time goes: stalls"
                  + (f" — bottleneck: {_plain(view.bottleneck)}" if view.bottleneck else ""))
