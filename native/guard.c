@@ -5,7 +5,6 @@
 #include <string.h>
 #include <sys/syscall.h>
 #include <time.h>
-#include <ucontext.h>
 #include <unistd.h>
 
 #include "apart.h"
@@ -54,22 +53,17 @@ void cc_guard_restore(void) {
 }
 
 static void guard_handler(int sig, siginfo_t *si, void *ctx) {
+    (void)ctx;
     int tid = (int)syscall(SYS_gettid);
     int apart = tid == cc_apart_tid(); /* the exiting thread's file work (apart.c) */
     /* Sent (kill, sigqueue, another process's tgkill: a watchdog's SIGABRT), not a fault of
      * corecast's: the program's to take, as bare (it exited 0 instead of dying of it).  An
      * abort() of ours is a tgkill from this process. */
     int sent = si->si_code <= 0 && !(si->si_code == SI_TKILL && si->si_pid == getpid());
-    if (sent && (apart || cc_sampler_is(tid))) {
-        /* Taken by a thread of ours only because it lets faults through (the sampler in the
-         * model): back to the process, blocked here, for a thread of the program's to take
-         * or to stay pending where they all block it, as bare (sampler.c leaves a pending
-         * one blocked). */
-        sigaddset(&((ucontext_t *)ctx)->uc_sigmask, sig);
-        kill(getpid(), sig);
-        return;
-    }
-    if (!sent && (tid == guard_tid || apart || cc_sampler_is(tid))) {
+    /* The sampler takes one sent only in the model, which must let faults through (a blocked
+     * fault is forced to its default action): that one stays ours, and the program exits with
+     * its status, as where it blocks the signal everywhere and it would have stayed pending. */
+    if (cc_sampler_is(tid) || (!sent && (tid == guard_tid || apart))) {
         static const char msg[] = "corecast: warning: fatal signal in corecast's exit report; "
                                   "the program's exit status is kept\n";
         cc_report_write(msg, sizeof msg - 1); /* async-signal-safe */

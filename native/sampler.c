@@ -81,14 +81,12 @@ static void own_descriptor_table(void) {
  * that blocks them all (to take them with sigwait, or to leave them pending) was ended by
  * a `kill -ABRT` or `kill -SEGV` that found the sampler the only thread to take it.  In the
  * model a fault must still reach the exit guard (guard.c): a blocked one would be forced to
- * its default action; not one sent and pending, the program's.  abort() unblocks SIGABRT. */
+ * its default action.  abort() unblocks SIGABRT itself. */
 static void faults_deliverable(int yes) {
-    sigset_t faults, pending;
+    sigset_t faults;
     sigemptyset(&faults);
-    if (!yes || sigpending(&pending) != 0)
-        sigemptyset(&pending);
     for (int i = 0; i < CC_NFATAL; i++)
-        if (cc_fatal_signals[i] != SIGABRT && !sigismember(&pending, cc_fatal_signals[i]))
+        if (cc_fatal_signals[i] != SIGABRT)
             sigaddset(&faults, cc_fatal_signals[i]);
     pthread_sigmask(yes ? SIG_UNBLOCK : SIG_BLOCK, &faults, NULL);
 }

@@ -9,10 +9,10 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
-#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -28,42 +28,44 @@ static double now_s(void) {
     return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* Whether ``n`` more bytes on ``fd`` would cross the file-size limit (the kernel would
- * write part and raise SIGXFSZ); only regular files have one. */
-static int past_file_limit(int fd, size_t n) {
+/* Whether ``n`` more bytes on ``fd``, at ``at`` (-1: where it writes), would cross the
+ * file-size limit (the kernel would write part and raise SIGXFSZ); only regular files have one. */
+static int past_file_limit(int fd, size_t n, off_t at) {
     struct rlimit rl;
     struct stat st;
     if (getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || fstat(fd, &st) != 0 ||
         !S_ISREG(st.st_mode))
         return 0;
     int fl = fcntl(fd, F_GETFL);
-    off_t at = fl >= 0 && (fl & O_APPEND) ? st.st_size : lseek(fd, 0, SEEK_CUR);
+    if (at < 0)
+        at = fl >= 0 && (fl & O_APPEND) ? st.st_size : lseek(fd, 0, SEEK_CUR);
     return at >= 0 && (unsigned long long)at + n > (unsigned long long)rl.rlim_cur;
 }
 
 /* One write that never blocks on a pipe or socket, whatever the descriptor's own mode: a
  * program whose parent reads its stderr only after it ended (a pipe left nearly full) hung
  * for ever in the report's blocking write, where bare it had ended.  Not O_NONBLOCK on the
- * descriptor: that flag belongs to the open file, which the program and its parent share. */
-static ssize_t write_nowait(int fd, int kind, const char *p, size_t n) {
+ * descriptor: that flag belongs to the open file, which the program and its parent share.
+ * ``at`` >= 0: a regular file's offset to write at, the descriptor's own left where it is. */
+static ssize_t write_nowait(int fd, int kind, const char *p, size_t n, off_t at) {
     if (kind == S_IFSOCK)
         return send(fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
     if (kind != S_IFIFO)
-        return write(fd, p, n);
+        return at >= 0 ? pwrite(fd, p, n, at) : write(fd, p, n);
+#ifndef CC_TEST_NO_RWF_NOWAIT /* tests: an older kernel's path on this one */
     struct iovec v = {(void *)p, n};
     ssize_t w = pwritev2(fd, &v, 1, -1, RWF_NOWAIT);
     if (w >= 0 || errno != EOPNOTSUPP)
         return w;
-    /* An older kernel's pipes refuse RWF_NOWAIT: as much as the pipe has room for (its
-     * capacity less what it holds: an estimate where a reader left a page part read). */
-    int held = 0, size = fcntl(fd, F_GETPIPE_SZ);
-    if (size <= 0 || ioctl(fd, FIONREAD, &held) != 0)
-        return write(fd, p, n);
-    if (held >= size) {
+#endif
+    /* An older kernel's pipes refuse RWF_NOWAIT.  A pipe that polls writable has a free page,
+     * which takes PIPE_BUF bytes at once: no more per write. */
+    struct pollfd pf = {fd, POLLOUT, 0};
+    if (poll(&pf, 1, 0) != 1 || !(pf.revents & POLLOUT)) {
         errno = EAGAIN;
         return -1;
     }
-    return write(fd, p, n < (size_t)(size - held) ? n : (size_t)(size - held));
+    return write(fd, p, n < PIPE_BUF ? n : PIPE_BUF);
 }
 
 int cc_write_all(int fd, const char *p, size_t n, double patience_s) {
@@ -71,10 +73,12 @@ int cc_write_all(int fd, const char *p, size_t n, double patience_s) {
     struct stat st;
     int kind = fstat(fd, &st) == 0 ? (int)(st.st_mode & S_IFMT) : 0, fl = fcntl(fd, F_GETFL);
     /* A file that holds more than our position: another descriptor wrote there (`>f 2>f`
-     * opens it twice, the program's stdout at the start).  Ours go after it, not over it. */
+     * opens it twice, the program's stdout at the start).  Ours go after it, not over it,
+     * and the descriptor's offset stays the program's. */
+    off_t at = -1;
     if (kind == S_IFREG && fl >= 0 && !(fl & O_APPEND) && lseek(fd, 0, SEEK_CUR) < st.st_size)
-        lseek(fd, 0, SEEK_END);
-    if (past_file_limit(fd, n)) {
+        at = st.st_size;
+    if (past_file_limit(fd, n, at)) {
         errno = EFBIG;
         return -1;
     }
@@ -86,8 +90,9 @@ int cc_write_all(int fd, const char *p, size_t n, double patience_s) {
     sigpending(&before);
     double deadline = now_s() + patience_s;
     while (n > 0) {
-        ssize_t w = write_nowait(fd, kind, p, n);
+        ssize_t w = write_nowait(fd, kind, p, n, at);
         if (w > 0) {
+            at = at >= 0 ? at + w : at;
             p += w;
             n -= (size_t)w;
             continue;

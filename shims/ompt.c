@@ -485,19 +485,40 @@ static int initialize(ompt_function_lookup_t lookup, int initial_device_num, omp
 
 static void finalize(ompt_data_t *tool_data) {}
 
+/* The user's own tools (OMP_TOOL_LIBRARIES: Archer, a profiler), tried as the runtime tries
+ * them after the process's (ours, preloaded): the first that starts is the runtime's one
+ * tool, as without corecast, and ours steps aside (the report says for which).  Where none
+ * starts (a library missing, a tool that declines, as Archer does outside a TSan build), ours
+ * does: stepping aside for the list alone left no tool at all. */
+ompt_start_tool_result_t *ompt_start_tool(unsigned omp_version, const char *runtime_version);
+
+static ompt_start_tool_result_t *users_tool(unsigned omp_version, const char *runtime_version) {
+    const char *list = getenv("OMP_TOOL_LIBRARIES"), *mode = getenv("OMP_TOOL");
+    if (!list || !list[0] || (mode && !strcasecmp(mode, "disabled")))
+        return NULL;
+    char names[4096];
+    snprintf(names, sizeof names, "%s", list);
+    for (char *name = names, *next; name; name = next) {
+        if ((next = strchr(name, ':')))
+            *next++ = 0;
+        void *lib = name[0] ? dlopen(name, RTLD_LAZY) : NULL; /* kept: a tool that declined may have left work */
+        ompt_start_tool_result_t *(*start)(unsigned, const char *) =
+            lib ? (ompt_start_tool_result_t * (*)(unsigned, const char *)) dlsym(lib, "ompt_start_tool") : NULL;
+        ompt_start_tool_result_t *started =
+            start && start != ompt_start_tool ? start(omp_version, runtime_version) : NULL; /* not ours again */
+        if (started) {
+            cc_ompt_step_aside(name);
+            return started;
+        }
+    }
+    return NULL;
+}
+
 ompt_start_tool_result_t *ompt_start_tool(unsigned omp_version, const char *runtime_version) {
     static ompt_start_tool_result_t result = {initialize, finalize, {0}};
-    static int asked;
     /* The runtime may start tools before corecast's constructor has read its settings. */
     if (cc_env_flag(CC_ENV_DISABLE))
         return NULL;
-    /* The runtime starts one tool, and asks the process's (ours, preloaded) before the user's
-     * in OMP_TOOL_LIBRARIES (Archer, their own): ours steps aside, and the report says so.  A
-     * second call is the runtime reaching ours in that list: then it starts. */
-    const char *tools = getenv("OMP_TOOL_LIBRARIES"), *mode = getenv("OMP_TOOL");
-    if (tools && tools[0] && !(mode && !strcasecmp(mode, "disabled")) && !asked++) {
-        cc_ompt_step_aside(tools);
-        return NULL;
-    }
-    return &result;
+    ompt_start_tool_result_t *theirs = users_tool(omp_version, runtime_version);
+    return theirs ? theirs : &result;
 }

@@ -151,7 +151,7 @@ BAD_TABLES = [
     ("threads,time,\n1,1,1\n", None, "empty column name"),
     ("threads,time,stall:\n1,1,1\n", None, "needs a name"),
     ("threads,time\n1,10\n2,5,3\n", None, "line 3: 3 cells"),
-    ("threads,time\n1,10\n2\n", None, "line 3: 1 cells"),
+    ("threads,time\n1,10\n2\n", None, "line 3: 1 cell,"),
     ("threads,time\n1,10\n2,abc\n", None, "line 3: column 'time': 'abc' is not a number"),
     ("threads,time\n1,10\n2,\n", None, "line 3: column 'time': empty cell"),
     ("threads,time\none,10\n", None, "line 2: column 'threads': 'one' is not a number"),

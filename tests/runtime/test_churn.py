@@ -164,6 +164,8 @@ int cc_slot_vacant(const struct cc_thread *t) { (void)t; return 0; }
 void cc_numa_open(void) {}
 void cc_numa_read(struct cc_numa_counts *n) { (void)n; }
 void cc_numa_after_fork(void) {}
+void cc_numa_topology(void) {}
+double cc_run_apart(void (*fn)(void *), void *arg) { fn(arg); return 0; }
 int cc_numa_fds(int *out, int max) { (void)out; (void)max; return 0; }
 void cc_numa_moved(void) {}
 int cc_own_table_here(void) { return 0; }

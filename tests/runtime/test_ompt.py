@@ -238,6 +238,26 @@ def test_the_users_own_tool_starts_and_ours_steps_aside(both, clang, lib, tmp_pa
     assert summary["openmp_unmeasured"].startswith("libomp")
 
 
+@pytest.mark.parametrize("which", ["declines", "missing"])
+def test_ours_starts_where_no_tool_of_the_users_starts(both, clang, lib, tmp_path, which):
+    """A tool that declines (Archer in a program built without TSan) or a library that is not
+    there leaves the runtime with no tool: ours then starts, as no tool of the user's runs
+    (stepping aside for the list alone left the OpenMP regions unmeasured)."""
+    prog = both("sync", SYNC)["clang"]
+    tool = tmp_path / "libdecline.so"
+    if which == "declines":
+        src = tmp_path / "decline.c"
+        src.write_text("void *ompt_start_tool(unsigned v, const char *r) { return 0; }\n")
+        r = subprocess.run([clang, "-shared", "-fPIC", str(src), "-o", str(tool)], capture_output=True, text=True,
+                           timeout=TIMEOUT)
+        assert r.returncode == 0, r.stderr
+    out = tmp_path / "cc.jsonl"
+    env = clean_env(OMP_NUM_THREADS="2", OMP_TOOL_LIBRARIES=str(tool))
+    proc = run([prog], env=env, preload=lib, output=out)
+    assert proc.returncode == 0 and b"OMPT" not in proc.stderr, proc.stderr
+    assert set(regions(read_lines(out))) == {"main._omp_fn.0", "main._omp_fn.1"}
+
+
 def test_ours_named_in_omp_tool_libraries_starts(both, lib, tmp_path):
     """The runtime reaching corecast's library in the list asks ours again: it starts."""
     prog = both("sync", SYNC)["clang"]
