@@ -9,20 +9,12 @@ import pytest
 
 from cli_checks import assert_one_line_error
 from corecast.cli import main
+from test_new_user_pass32 import _rank  # a rank's process and summary records
 
 
 def _write(path: Path, records: list[dict]) -> Path:
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     return path
-
-
-def _rank(rank: int, ranks: int, wall: float, coll: float, pid: int) -> list[dict]:
-    stalls = {"mpi_p2p": 0.01, "mpi_collective": coll}
-    return [{"event": "process", "schema": 3, "pid": pid, "runtime": "pthreads", "name": "process",
-             "rank": rank, "ranks": ranks, "calls": 1, "threads": 1, "wall_s": wall, "stalls_s": stalls,
-             "counters": {"busy_s": wall, "serial_s": 0, "cpu_s": wall}},
-            {"event": "summary", "schema": 3, "pid": pid, "elapsed_s": wall, "cores": 4, "target": 4,
-             "rank": rank, "ranks": ranks, "mpi": {"init_s": 0.1, "finalize_s": 0.05}}]
 
 
 def test_merge_of_two_world_sizes_uses_the_smaller_run(tmp_path, capsys):

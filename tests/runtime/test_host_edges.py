@@ -125,6 +125,16 @@ def test_a_stalled_stderr_gets_its_patience_once(build, lib):
     assert took < 10, f"{took:.1f} s: more than one write waited for the stalled reader"
 
 
+def output_of(p: subprocess.Popen, what: str) -> bytes:
+    """``p``'s stdout once it has ended; a test failure naming ``what`` if it has not in HANG s."""
+    try:
+        return p.communicate(timeout=HANG)[0]
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.communicate()
+        pytest.fail(f"the program never ended: its exit blocked on the full stderr {what}")
+
+
 def nearly_full_blocking_pipe(room: int) -> tuple[int, int]:
     """A blocking pipe with ``room`` bytes left: the program's own line fits, a report not."""
     r, w = os.pipe()
@@ -144,12 +154,7 @@ def test_a_blocking_stderr_pipe_read_after_the_exit_does_not_hang_it(build, lib)
         try:
             p = subprocess.Popen([str(exe)], env=env, stdout=subprocess.PIPE, stderr=w)
             os.close(w)
-            try:
-                out, _ = p.communicate(timeout=HANG)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.communicate()
-                pytest.fail("the program never ended: its exit blocked on the full stderr pipe")
+            out = output_of(p, "pipe")
             fcntl.fcntl(r, fcntl.F_SETFL, os.O_NONBLOCK)
             err = b""
             try:
@@ -183,13 +188,7 @@ def test_a_full_blocking_stderr_socket_does_not_hang_the_exit(build, lib):
     try:
         p = subprocess.Popen([str(exe)], env=clean_env(LD_PRELOAD=str(lib)), stdout=subprocess.PIPE,
                              stderr=theirs.fileno())
-        try:
-            out, _ = p.communicate(timeout=HANG)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.communicate()
-            pytest.fail("the program never ended: its exit blocked on the full stderr socket")
-        assert p.returncode == 4 and out == b""
+        assert output_of(p, "socket") == b"" and p.returncode == 4
     finally:
         ours.close()
         theirs.close()
