@@ -13,18 +13,18 @@
  * the cumulative counts as they are and takes their differences (history.py). */
 #include "sample.h"
 
-static int settled_cat(int c) { return c == CC_STALL_CRITICAL || c == CC_STALL_ATOMIC || c == CC_STALL_OMPLOCK; }
+int cc_sampled_category(int c) { return c == CC_STALL_CRITICAL || c == CC_STALL_ATOMIC || c == CC_STALL_OMPLOCK; }
 
 static void shrink_settled(double *v, double total, double room) {
     for (int c = 0; c < CC_NSTALL; c++)
-        if (settled_cat(c))
+        if (cc_sampled_category(c))
             v[c] *= room > 0 ? room / total : 0.0;
 }
 
 static void fit_settled_waits(struct cc_region_sample *o, double span) {
     double waits = 0, holds = 0, exact = 0;
     for (int c = 0; c < CC_NSTALL; c++) {
-        if (settled_cat(c))
+        if (cc_sampled_category(c))
             waits += o->stall_s[c], holds += o->hold_s[c];
         else if (c != CC_STALL_IMBALANCE && c != CC_STALL_RUNQUEUE) /* those lie outside the spans */
             exact += o->stall_s[c] + o->hold_s[c];

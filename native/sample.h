@@ -13,6 +13,8 @@ void cc_build_sample(struct cc_sample *s, int final, struct cc_region **refs);
 /* The sections' credited waits and holds fitted into the threads' time (fit_waits.c), on
  * the final sample as it is written, after the model read it. */
 void cc_sample_fit_waits(struct cc_sample *s) CC_HIDDEN;
+/* Whether category ``c``'s waits are scaled up from timed samples (critical, atomic, OpenMP locks). */
+int cc_sampled_category(int c) CC_HIDDEN;
 /* Of the exit's sample (else 0): region ``g``'s calls whose sections were not counted (or
  * in part) and are not credited: it first ran uncounted and had no rate when the program
  * ended (settle.c); its counts leave them out. */

@@ -159,3 +159,21 @@ def test_a_process_has_its_threads_times_wall_a_region_its_busy_time(fit):
     process = entry(busy_s=0.5, threads=2, wall_s=1.0, stall_s={"mutex": 0.5, "critical": 3.0}, hold_s={"atomic": 1.0})
     (_, got_process) = fit(entry(), process)
     same(got_process, {"stall_s": {"mutex": 0.5, "critical": 0.5}, "hold_s": {"atomic": 1.0}}, serial_s=1.0)
+
+
+def test_the_threads_sampled_waits_say_no_more_than_the_process(build, lib, tmp_path):
+    """per_thread's waits are the threads' raw counts: those of the sections, scaled up from
+    timed samples, said one thread of a run at 1 thread "waited" 0.52 s in 0.31 s where the
+    process record, fitted, said 0.12.  They are shrunk as the process's were, so that no
+    thread says more than the process of a sampled category (1 thread: the same figure)."""
+    from .helpers import EXAMPLES, clean_env, events, read_lines, run
+
+    exe = build("omp_slowdown", EXAMPLES / "omp_slowdown.c", "-fopenmp")
+    out = tmp_path / "one.jsonl"
+    r = run([exe, "2000"], env=clean_env(OMP_NUM_THREADS="1"), preload=lib, output=out, quiet="1",
+            keep_counting="1")
+    assert r.returncode == 0, r.stderr
+    (process,) = events(read_lines(out), "process")
+    for cat in ("critical", "atomic", "omp_lock"):
+        said = sum(t["waits_s"].get(cat, 0) for t in process["per_thread"])
+        assert said <= process["stalls_s"][cat] * (1 + 1e-5) + 1e-6, (cat, said, process["stalls_s"])
