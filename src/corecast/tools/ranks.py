@@ -261,7 +261,9 @@ def merge(paths: list[str], upto: int | None = None, format: str | None = None) 
 
 
 def one_run_preferred(counts: list[int], speedup: list[float], sizes: list[int], fastest: int) -> int:
-    """``predict``'s preferred count over the one-run model's curve.  The model has no
+    """``predict``'s preferred count over the one-run model's curve, walked from 1 rank:
+    the model's ``T(1) = C`` is its speedup's base, so a second rank that loses time is
+    no step that pays off (from the measured count the walk never asked).  The model has no
     band, so no count past the largest run is vouched for (``preferred_count`` with a low
     end of nothing there): the count is one up to the largest run, and at most the fastest."""
     import numpy as np
@@ -269,5 +271,5 @@ def one_run_preferred(counts: list[int], speedup: list[float], sizes: list[int],
     from ..model.curve.preference import preferred_count
 
     perf = np.asarray(speedup, float)
-    return min(preferred_count(np.asarray(counts, float), perf, np.zeros_like(perf), float(sizes[0]),
+    return min(preferred_count(np.asarray(counts, float), perf, np.zeros_like(perf), float(counts[0]),
                                float(sizes[-1])), fastest)
