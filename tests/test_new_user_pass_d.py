@@ -44,3 +44,40 @@ def test_merges_one_run_preferred_count_is_walked_from_one_rank(tmp_path, capsys
     # a second rank that pays off is still preferred (and capped at the largest run)
     files = [_write(tmp_path / f"k-{r}.jsonl", _rank(r, 2, 1.0, 0.01, 0.01, 30 + r)) for r in range(2)]
     assert _merge_json(capsys, *files)["preferred_ranks"] == 2
+
+
+RECORDINGS = Path(__file__).resolve().parent / "data" / "recordings"
+SLOWDOWN = RECORDINGS / "schema1-omp_slowdown-2.jsonl"  # region, process, summary
+
+
+def _replay_json(capsys, path: Path) -> dict:
+    assert main(["replay", "--json", str(path)]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_replay_reads_a_process_whose_records_appear_twice_once(tmp_path, capsys):
+    # `cat a.jsonl a.jsonl > dup.jsonl; corecast replay dup.jsonl` printed each region and the
+    # process twice, their bands changed (0.03-0.18 -> 0.03-0.17), no warning
+    dup = tmp_path / "dup.jsonl"
+    dup.write_text(SLOWDOWN.read_text() * 2)
+    once, twice = _replay_json(capsys, SLOWDOWN), _replay_json(capsys, dup)
+    (p1,), (p2,) = once["processes"], twice["processes"]
+    assert p2["regions"] == p1["regions"] and p2["predicted"] == p1["predicted"]
+    (said,) = [w for w in p2["warnings"] if w not in p1["warnings"]]
+    assert "records appear again in the file (3 lines read already): counted once" in said
+    assert main(["replay", str(dup)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("process (openmp)") == 1 and "warning: " in out and "counted once" in out
+
+
+def test_merge_reads_a_rank_file_joined_to_itself_once(tmp_path, capsys):
+    # merge's own case, now found where replay finds it (samples.read_once)
+    r0 = _write(tmp_path / "h-0.jsonl", _rank(0, 2, 1.0, 0.01, 0.3, 10))
+    r1 = _write(tmp_path / "h-1.jsonl", _rank(1, 2, 1.0, 0.01, 0.1, 11))
+    joined = tmp_path / "hh-0.jsonl"
+    joined.write_text(r0.read_text() * 2)
+    once, got = _merge_json(capsys, r0, r1), _merge_json(capsys, joined, r1, r0)
+    assert got["predicted"] == once["predicted"] and len(got["runs"]) == 1
+    assert [w for w in got["warnings"] if "counted once" in w] == [
+        f"{joined}: rank 0 (pid 10)'s records appear again in the file (2 lines read already): counted once",
+        f"{r0}: rank 0 (pid 10) was read already from {joined}: counted once"]

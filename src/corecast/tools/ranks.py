@@ -36,7 +36,7 @@ from ..errors import InputError, counted
 from ..io.fileio import shown
 from ..model.scaling import ScalingPrediction
 from ..recording.abi import MPI_WAITS
-from .samples import RecordedProcess, read_recording
+from .samples import RecordedProcess, read_once, read_recording
 
 WAITS = MPI_WAITS  # the stall categories' names (recording.abi.STALLS): the columns' too
 ONE_RUN_MODEL = ("one run: compute shared by p ranks with the measured imbalance, point-to-point "
@@ -153,7 +153,7 @@ def runs_of(recordings: Iterable[tuple[str, list[RecordedProcess]]]) -> tuple[li
     from ..model.scaling import MAX_COUNT
 
     runs: dict[int, list[Run]] = {}
-    seen: dict[tuple, str] = {}  # a process's records, by what they say: the file they came from
+    seen: dict[frozenset, str] = {}  # a process's records: the file they came from
     warnings = []
     for path, procs in recordings:
         for proc in procs:
@@ -164,15 +164,13 @@ def runs_of(recordings: Iterable[tuple[str, list[RecordedProcess]]]) -> tuple[li
             if size > MAX_COUNT:  # a run lists its missing ranks: keep that bounded
                 raise InputError(f"{shown(path)}: pid {proc.pid}: a world of {size} ranks; at most {MAX_COUNT} "
                                  "are merged")
-            sample = rank_sample(proc, path)
             # the same records again (a file named twice, `merge run-*.jsonl run-0.jsonl`, or a
             # copy) are no repetition: it read as a second run, its other ranks missing
-            key = (proc.pid, sample.rank, size, sample.wall_s, sample.compute_s, sample.init_s)
-            if key in seen:
-                warnings.append(f"{shown(path)}: rank {sample.rank} (pid {proc.pid}) was read already "
-                                f"from {shown(seen[key])}: counted once")
+            first, said = read_once(path, proc, seen)
+            warnings += said
+            if not first:
                 continue
-            seen[key] = path
+            sample = rank_sample(proc, path)
             same = runs.setdefault(size, [])
             # a rank seen again at this size belongs to the next repetition
             run = next((r for r in same if all(s.rank != sample.rank for s in r.per_rank)), None)
