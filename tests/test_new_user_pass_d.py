@@ -81,3 +81,15 @@ def test_merge_reads_a_rank_file_joined_to_itself_once(tmp_path, capsys):
     assert [w for w in got["warnings"] if "counted once" in w] == [
         f"{joined}: rank 0 (pid 10)'s records appear again in the file (2 lines read already): counted once",
         f"{r0}: rank 0 (pid 10) was read already from {joined}: counted once"]
+
+
+def test_a_rank_sweeps_json_says_mpi_as_its_text_and_html_do(tmp_path, capsys):
+    # rs2.json said "runtime": "openmp" (--runtime's default) beside "count": "ranks", while
+    # the text header said mpi and `export --html` "runtime mpi".  A launcher that sets the
+    # rank's variables needs no MPI; `true` takes whatever time it takes.
+    out = tmp_path / "rs.json"
+    assert main(["sweep", "--launcher", "env PMI_SIZE={ranks} PMI_RANK=0", "--ranks", "1,2", "--repeat", "1",
+                 "--json-out", str(out), "--", "true"]) == 0
+    got = json.loads(out.read_text())
+    assert (got["runtime"], got["count"]) == ("mpi", "ranks")
+    assert "corecast sweep (mpi: " in capsys.readouterr().out

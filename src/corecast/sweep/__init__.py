@@ -28,7 +28,7 @@ horizon; the preferred count is the time prediction's.
      "predictions": [{"threads": n, "value": v, "low": l, "high": h, "speedup": s}],
      "stall_predictions": {category: [{"threads": n, "value": v}]},
      "preferred_count": k, "fastest_count": f, "fastest_measured": false, "bottleneck": category,
-     "command": [...], "runtime": "...",
+     "command": [...], "runtime": "openmp" | "pthreads" | "opencl" | "mpi" (a launcher's rank sweep),
      "warnings": [...], "failed": [{"threads": n, "reason": "..."}],
      "placement": {"policy": "compact", "omp_places": true, "cpus": {"n": [cpu, ...]}},
      "regions": [{"name": "main._omp_fn.0", "share": s, "measured": [...], "predictions": [...],
