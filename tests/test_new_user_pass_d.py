@@ -93,3 +93,19 @@ def test_a_rank_sweeps_json_says_mpi_as_its_text_and_html_do(tmp_path, capsys):
     got = json.loads(out.read_text())
     assert (got["runtime"], got["count"]) == ("mpi", "ranks")
     assert "corecast sweep (mpi: " in capsys.readouterr().out
+
+
+def test_tune_sim_does_not_say_a_fit_leaves_out_a_count_it_replays(tmp_path, capsys):
+    # tune-sim of a sweep with count 4 past its 2 CPUs warned "count 4 ran oversubscribed on
+    # the sweep's 2 CPUs: left out of the time's fit": it fits nothing and replays count 4
+    path = tmp_path / "sw.json"
+    path.write_text(json.dumps({"measured": [{"threads": n, "time_s": t} for n, t in ((1, 1.0), (2, 0.6), (4, 0.9))],
+                                "cpus_allowed": 2}))
+    assert main(["tune-sim", str(path)]) == 0
+    assert "oversubscribed" not in capsys.readouterr().out
+    assert main(["tune-sim", str(path), "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)["input"]
+    assert got["counts"] == [1, 2, 4] and got["warnings"] == []
+    # predict, which fits, still says it
+    assert main(["predict", str(path)]) == 0
+    assert "count 4 ran oversubscribed on the sweep's 2 CPUs: left out of the time's fit" in capsys.readouterr().out
