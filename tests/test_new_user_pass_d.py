@@ -109,3 +109,17 @@ def test_tune_sim_does_not_say_a_fit_leaves_out_a_count_it_replays(tmp_path, cap
     # predict, which fits, still says it
     assert main(["predict", str(path)]) == 0
     assert "count 4 ran oversubscribed on the sweep's 2 CPUs: left out of the time's fit" in capsys.readouterr().out
+
+
+def test_merges_run_time_names_the_rank_whose_mpi_phase_it_is(tmp_path, capsys):
+    # "run at 2 ranks: 0.499s (MPI phase of the slowest rank), slowest rank 1" while the
+    # 0.499 s was rank 0's MPI phase and rank 1's was 0.498 s
+    r0 = _write(tmp_path / "h2-0.jsonl", _rank(0, 2, 1.0, 0.01, 0.3, 10))   # the longer MPI phase
+    r1 = _write(tmp_path / "h2-1.jsonl", _rank(1, 2, 0.99, 0.01, 0.1, 11))  # the most compute
+    (run,) = _merge_json(capsys, r0, r1)["runs"]
+    walls = {r["rank"]: r["wall_s"] for r in run["per_rank"]}
+    assert (run["slowest_rank"], run["longest_rank"]) == (1, 0) and run["time_s"] == walls[0] > walls[1]
+    assert main(["merge", str(r0), str(r1)]) == 0
+    head = capsys.readouterr().out.splitlines()[0]
+    assert head.startswith(f"run at 2 ranks: {walls[0]:.3f}s (the longest MPI phase: rank 0's), slowest rank 1 ")
+    assert "MPI phase of the slowest rank" not in head

@@ -12,8 +12,8 @@ Predictions over rank counts, by how many world sizes were measured:
 
 * two or more: a fit over every world size, as ``corecast sweep`` does; from three the
   regression method (Barnes et al., "A Regression-Based Approach to
-  Scalability Prediction", ICS 2008) on the slowest
-  rank's time per world size, with the MPI waits summed over ranks as its stall columns,
+  Scalability Prediction", ICS 2008) on the run's
+  time per world size (the longest MPI phase of its ranks), with the MPI waits summed over ranks as its stall columns,
   so compute and wait are fitted separately when the program is not compute bound; from
   two ``auto``.
 * one world size: a one-run model of that run.  Strong scaling: the
@@ -22,7 +22,8 @@ Predictions over rank counts, by how many world sizes were measured:
   communication cost (it waits for messages, not for other ranks), its point-to-point part
   constant in ``p`` (neighbour exchanges) and its collective part growing as
   ``log2 p / log2 P`` (tree collectives).  ``T(1) = C``,
-  ``T(p) = lambda C / p + w_p2p + w_coll log2 p / log2 P``.
+  ``T(p) = lambda C / p + w_p2p + w_coll log2 p / log2 P`` (at ``P`` the slowest rank's own
+  MPI phase, which may end a little before the run's time, ``Run.time_s``).
 
 Standard library only, except numpy and the prediction methods for the regression case.
 """
@@ -77,8 +78,16 @@ class Run:
         return max(self.per_rank, key=lambda r: (r.compute_s, r.wall_s))
 
     @property
+    def longest(self) -> RankSample:
+        """The rank whose MPI phase is the run's time: the last to leave it, which need not
+        be the slowest (its sends and waits may end it later)."""
+        return max(self.per_rank, key=lambda r: r.wall_s)
+
+    @property
     def time_s(self) -> float:
-        return max(r.wall_s for r in self.per_rank)
+        """The run's time: the longest MPI phase of its ranks (``longest``'s), as a rank
+        sweep's; not the slowest rank's own."""
+        return self.longest.wall_s
 
     @property
     def compute_total_s(self) -> float:
@@ -110,7 +119,7 @@ class RankPrediction(ScalingPrediction):
     fastest_measured: bool = False
     model_preferred: int | None = None
     band: tuple[list[float], list[float]] | None = None
-    # The regression's input: the slowest rank's time per world size, repetitions folded
+    # The regression's input: the run's time (Run.time_s) per world size, repetitions folded
     # as it folds them (empty for the one-run model).
     measured_s: dict[int, float] = field(default_factory=dict)
     speedup_base: int = 1  # the count the speedup is relative to: the smallest measured one when fitted

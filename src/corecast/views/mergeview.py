@@ -30,7 +30,9 @@ def _wide(name: str) -> int:
 
 def _run_table(run: Run) -> list[str]:
     slow = run.slowest
-    lines = [f"run at {counted(run.ranks, 'rank')}: {run.time_s:.3f}s (MPI phase of the slowest rank), slowest rank "
+    # the time is the longest MPI phase, which the slowest rank (most compute) need not have
+    lines = [f"run at {counted(run.ranks, 'rank')}: {run.time_s:.3f}s (the longest MPI phase: rank "
+             f"{run.longest.rank}'s), slowest rank "
              f"{slow.rank} (most compute: {slow.compute_s:.3f}s, imbalance max/mean {run.imbalance:.2f})",
              f"{'rank':>5} {'pid':>8} {'thr':>4} {'time':>9} {'compute':>9} "
              + "".join(f"{k:>{_wide(k)}} " for k in WAITS) + f"{'wait':>5} {'bytes':>11}  file"]
@@ -81,6 +83,7 @@ def to_dict(m: RankPrediction) -> dict:
         "runs": [{
             "ranks": run.ranks,
             "time_s": run.time_s,
+            "longest_rank": run.longest.rank,  # whose MPI phase time_s is
             "slowest_rank": run.slowest.rank,
             "imbalance": run.imbalance,
             "missing_ranks": run.missing,
