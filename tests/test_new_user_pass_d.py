@@ -123,3 +123,23 @@ def test_merges_run_time_names_the_rank_whose_mpi_phase_it_is(tmp_path, capsys):
     head = capsys.readouterr().out.splitlines()[0]
     assert head.startswith(f"run at 2 ranks: {walls[0]:.3f}s (the longest MPI phase: rank 0's), slowest rank 1 ")
     assert "MPI phase of the slowest rank" not in head
+
+
+def test_merge_predicts_nothing_from_a_run_missing_ranks(tmp_path, capsys):
+    # `merge halo-0.jsonl` (rank 1's file not named) predicted from half the compute, S 1.00
+    # 0.39 0.24..., with only "run at 2 ranks: no records of rank 1"
+    r0 = _write(tmp_path / "halo-0.jsonl", _rank(0, 2, 1.0, 0.01, 0.1, 10))
+    got = _merge_json(capsys, r0)
+    assert got["predicted"] == [] and got["model"] is None
+    assert got["preferred_ranks"] is None and got["fastest_ranks"] is None
+    assert got["warnings"][0] == "run at 2 ranks: no records of rank 1"
+    assert got["warnings"][1].startswith("no prediction over rank counts: no run has every rank's records")
+    assert main(["merge", str(r0)]) == 0
+    out = capsys.readouterr().out
+    assert "predicted speedup" not in out and "preferred:" not in out
+    assert out.count("warning: no prediction over rank counts") == 1
+    # a whole run beside it: predicted from that one alone, the other left out with a warning
+    one = _write(tmp_path / "one-0.jsonl", _rank(0, 1, 2.0, 0.0, 0.0, 20))
+    alone, got = _merge_json(capsys, one), _merge_json(capsys, one, r0)
+    assert got["predicted"] == alone["predicted"] and len(got["runs"]) == 2
+    assert "the run at 2 ranks, without every rank's records, left out of the prediction" in " ".join(got["warnings"])

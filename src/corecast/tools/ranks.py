@@ -40,6 +40,8 @@ from ..recording.abi import MPI_WAITS
 from .samples import RecordedProcess, read_once, read_recording
 
 WAITS = MPI_WAITS  # the stall categories' names (recording.abi.STALLS): the columns' too
+NO_WHOLE_RUN = ("no prediction over rank counts: no run has every rank's records, and a run's compute and "
+                "time need them all")
 ONE_RUN_MODEL = ("one run: compute shared by p ranks with the measured imbalance, point-to-point "
                  "wait constant, collective wait growing with log2 p")
 
@@ -106,14 +108,16 @@ class RankPrediction(ScalingPrediction):
     that pays off (each rank added up to it gains at least a quarter of one), ``fastest``,
     the best predicted count, or the best measured one where ``fastest_measured`` (the
     model's optimum was measured slower), and ``model_preferred``, the rule's preferred
-    count where that measured one capped it (``CurvePrediction``'s fields)."""
+    count where that measured one capped it (``CurvePrediction``'s fields).  ``runs``: every
+    run read; the prediction rests on those with every rank's records (``whole``), and is
+    none (``counts`` empty, ``preferred`` None) where there are none."""
 
     runs: list[Run]
     model: str
     counts: list[int]
     speedup: list[float]
     time_s: list[float]
-    preferred: int
+    preferred: int | None
     warnings: list[str]
     fastest: int | None = None
     fastest_measured: bool = False
@@ -128,6 +132,11 @@ class RankPrediction(ScalingPrediction):
     @property
     def basis(self) -> str:
         return self.model
+
+    @property
+    def whole(self) -> list[Run]:
+        """The runs the prediction rests on: those with every rank's records."""
+        return [r for r in self.runs if not r.missing]
 
     def speedup_band(self) -> tuple[list[float], list[float]] | None:
         return self.band
@@ -223,7 +232,19 @@ def one_run_times(run: Run, counts: list[int]) -> list[float]:
 
 
 def merge(paths: list[str], upto: int | None = None, format: str | None = None) -> RankPrediction:
-    runs, warnings = collect_runs(paths, format)
+    """The runs of ``paths`` and their prediction over rank counts, which rests on the runs
+    with every rank's records only: a run's total compute and time need them all (rank 1
+    of 2 missing read as half the work).  Where no run has them all, no prediction:
+    ``counts`` empty, ``preferred`` None, and a warning says why."""
+    every, warnings = collect_runs(paths, format)
+    runs = [r for r in every if not r.missing]
+    if not runs:
+        warnings.append(NO_WHOLE_RUN)
+        return RankPrediction(every, "", [], [], [], None, warnings)
+    if len(runs) < len(every):
+        left = sorted({r.ranks for r in every if r.missing})
+        warnings.append(f"{'runs' if len(left) > 1 else 'the run'} at {', '.join(map(str, left))} ranks, "
+                        "without every rank's records, left out of the prediction over rank counts")
     largest = max(r.ranks for r in runs)
     upto = upto or max(16, 2 * largest)
     sizes = sorted({r.ranks for r in runs})
@@ -243,7 +264,7 @@ def merge(paths: list[str], upto: int | None = None, format: str | None = None) 
         warnings += with_advice(pred.warnings, "")  # merge has no --method
         low, high = pred.speedup_band()
         seen = pred.measured.at_target_size()
-        return RankPrediction(runs, f"{method} over {len(sizes)} rank counts: {pred.reason}", counts,
+        return RankPrediction(every, f"{method} over {len(sizes)} rank counts: {pred.reason}", counts,
                               [float(s) for s in pred.speedup], [float(v) for v in pred.values],
                               int(pred.preferred), warnings, pred.fastest, pred.fastest_measured,
                               pred.model_preferred, ([float(x) for x in low], [float(x) for x in high]),
@@ -263,7 +284,7 @@ def merge(paths: list[str], upto: int | None = None, format: str | None = None) 
     if counts[best] == counts[-1] > run.ranks:  # still gaining where the counts asked stop
         warnings.append(f"the fastest count is bounded by the largest count asked ({counts[-1]}), where the "
                         "one-run model still gains: a larger --upto may name a larger one")
-    return RankPrediction(runs, f"{ONE_RUN_MODEL} (from the run at {run.ranks} ranks)", counts, speedup, times,
+    return RankPrediction(every, f"{ONE_RUN_MODEL} (from the run at {counted(run.ranks, 'rank')})", counts, speedup, times,
                           one_run_preferred(counts, speedup, sizes, counts[best]), warnings, counts[best])
 
 
