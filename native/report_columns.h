@@ -18,7 +18,7 @@
 #define CC_COL_SPEEDUP_TINY_CELL "<0.001"
 #define CC_COL_SPEEDUP_NONE " %6s"
 #define CC_COL_BAND " %5.*f-%-5.*f" /* with CC_COL_BAND_DECIMALS of each end */
-#define CC_COL_BAND_DECIMALS(v) (!((v) >= 99.995 || (v) <= -99.995) ? 2 : ((v) < 999.95 && (v) > -999.95) ? 1 : 0)
+#define CC_COL_BAND_DECIMALS(v) (((v) > 0 && (v) < CC_COL_SPEEDUP_SMALL_BELOW) ? 3 : !((v) >= 99.995 || (v) <= -99.995) ? 2 : ((v) < 999.95 && (v) > -999.95) ? 1 : 0)
 #define CC_COL_BAND_NONE " %11s"
 #define CC_COL_FASTEST " %7d  "
 #define CC_COL_FASTEST_NONE " %7s"

@@ -477,6 +477,32 @@ def test_a_band_past_100_keeps_its_cell_in_both_tables(tmp_path):
     assert cells[1] == " 66.00-132.0"
 
 
+def test_a_band_around_a_small_speedup_has_its_decimals_in_both_tables(tmp_path):
+    """A steered run's S@16 0.007 (0.007485) sat beside the band 0.01-0.01 (0.006725 to
+    0.007892), which leaves the point out: a band's end below 0.01 gets the three decimals
+    its S@n cell has (columns.speedup_cell), in the library's format and replay's alike."""
+    from types import SimpleNamespace
+
+    from corecast.views import columns
+
+    ends = [(0.006725, 0.007892), (0.0042, 0.07), (0.0, 0.0099), (0.00004, 0.5), (0.0099, 0.01)]
+    src = tmp_path / "band.c"
+    src.write_text("#include <stdio.h>\n#include \"report_columns.h\"\nint main(void) {\n"
+                   + "".join(f"    printf(CC_COL_BAND \"|\\n\", CC_COL_BAND_DECIMALS({lo}), {lo}, "
+                             f"CC_COL_BAND_DECIMALS({hi}), {hi});\n" for lo, hi in ends)
+                   + "    return 0;\n}\n")
+    exe = tmp_path / "band"
+    subprocess.run(["gcc", "-I", str(NATIVE_SOURCE), "-o", str(exe), str(src)], check=True)
+    printed = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()
+    cells = [columns.band_cell(SimpleNamespace(threads=[16], low=[lo], high=[hi]), 16) for lo, hi in ends]
+    assert [line[:-1] for line in printed] == cells
+    assert cells[:2] == [" 0.007-0.008", " 0.004-0.07 "], cells
+    assert all(len(cell) == 1 + columns.BAND for cell in cells), cells
+    point = columns.speedup_cell(0.007485)
+    lo, hi = cells[0].split("-")
+    assert float(lo) <= float(point) <= float(hi)
+
+
 @pytest.mark.parametrize("letter", ["x", "\u00e9"])
 def test_a_long_label_widens_the_column_in_both_tables(build, lib, tmp_path, letter):
     """A label longer than the column's 34 cells widens it, in the library's table and in

@@ -125,7 +125,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
                    hardware=hardware, min_gain=args.min_gain, scaling=args.scaling)
     if series[0].callpath is None:  # a corecast CSV or sweep result: one curve
         pred = _predict(series[0].data, args.file[0], count_unit=series[0].count_unit,
-                        read_notes=series[0].warnings, value_name=series[0].value_name, **options)
+                        read_notes=_read_notes(series[0]), value_name=series[0].value_name, **options)
         # Plot before printing so a failed plot does not leave a half-reported success.
         if args.plot:
             _plot(pred, args.plot)
@@ -143,7 +143,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
             results.append((s, None, s.error))
             continue
         try:
-            results.append((s, _predict(s.data, args.file[0], count_unit=s.count_unit, read_notes=s.warnings,
+            results.append((s, _predict(s.data, args.file[0], count_unit=s.count_unit, read_notes=_read_notes(s),
                                         value_name=s.value_name, **options), None))
         except CliError as e:
             results.append((s, None, str(e)))
@@ -211,6 +211,11 @@ def cmd_demo(args: argparse.Namespace) -> int:
         print(f"median relative error on the {len(held)} held-out counts "
               f"({int(held.counts.min())}..{int(held.counts.max())}): {median_error:.1%}")
     return 0
+
+
+def _read_notes(series) -> list[str]:
+    """What the reader said of ``series`` (a ``readers.raw.Series``), then what its fit leaves out."""
+    return [*series.warnings, *([series.fit_note] if series.fit_note else [])]
 
 
 def _predict(data: Measurements, file: str, count_unit: str = "threads", read_notes: Sequence[str] = (),

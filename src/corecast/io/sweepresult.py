@@ -176,9 +176,9 @@ class SweepResult:
 
     @property
     def run_by(self) -> Optional[str]:
-        """What ran the counts, as the reports name it: "mpi" for a rank sweep (its
-        "runtime" is only the default --runtime, not what a launcher's ranks ran), else
-        the runtime."""
+        """What ran the counts, as the reports name it: "mpi" for a rank sweep (whose
+        "runtime" is "mpi" too, but was the default --runtime, "openmp", in results written
+        before fixD), else the runtime."""
         return "mpi" if self.unit == "ranks" else self.runtime
 
     @classmethod

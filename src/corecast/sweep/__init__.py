@@ -28,7 +28,7 @@ horizon; the preferred count is the time prediction's.
      "predictions": [{"threads": n, "value": v, "low": l, "high": h, "speedup": s}],
      "stall_predictions": {category: [{"threads": n, "value": v}]},
      "preferred_count": k, "fastest_count": f, "fastest_measured": false, "bottleneck": category,
-     "command": [...], "runtime": "...",
+     "command": [...], "runtime": "openmp" | "pthreads" | "opencl" | "mpi" (a launcher's rank sweep),
      "warnings": [...], "failed": [{"threads": n, "reason": "..."}],
      "placement": {"policy": "compact", "omp_places": true, "cpus": {"n": [cpu, ...]}},
      "regions": [{"name": "main._omp_fn.0", "share": s, "measured": [...], "predictions": [...],
@@ -55,7 +55,7 @@ MPI rank sweeps (``launcher``, e.g. ``"mpirun -np {ranks}"``): the count is the 
 ranks, ``{ranks}`` in the launcher (and in the command) says where it goes, and each rank
 runs under ``corecast run`` with its own JSON Lines.  No CPU confinement (the launcher
 places the ranks); ``threads`` (one count) sets ``OMP_NUM_THREADS`` and ``{threads}`` for
-hybrid programs.  The time per run is the slowest rank's MPI phase (its wall time less
+hybrid programs.  The time per run is the longest MPI phase of its ranks (a rank's wall time less
 ``MPI_Init`` and ``MPI_Finalize``, as ``corecast merge`` computes it; the launcher's own
 start-up is left out), the stall columns are the MPI waits summed over ranks, and the time
 is extrapolated with the regression method (compute/wait split; ``auto`` below 3 counts).

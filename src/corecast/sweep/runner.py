@@ -134,7 +134,8 @@ def run_sweep(
     ok = [n for n in counts if n not in failed and runs[n]]
     result = empty_result(command, runtime, warnings, failed)
     if launch is not None:
-        result.update(count="ranks", launcher=list(launch.words), threads_per_rank=launch.threads)
+        # what ran the counts: the launcher's ranks, not --runtime's default (the text and HTML said mpi)
+        result.update(runtime="mpi", count="ranks", launcher=list(launch.words), threads_per_rank=launch.threads)
     else:
         result["placement"] = {"policy": placement, "omp_places": placement != "none" and runtime == "openmp",
                                "cpus": {str(n): cpus_for(n, cpus) for n in counts}}

@@ -109,7 +109,7 @@ def read_output(path: Path) -> RunOutput:
 
 def read_ranks(paths: Sequence[Path], wall: float) -> tuple[RunOutput, float]:
     """A rank sweep's run: the ranks' outputs as one (stalls summed over all ranks) and
-    the slowest rank's MPI phase, or ``wall`` when no rank recorded one."""
+    the longest MPI phase of its ranks (``Run.time_s``), or ``wall`` when no rank recorded one."""
     from ..tools.ranks import runs_of
 
     outputs = [read_output(p) for p in paths]

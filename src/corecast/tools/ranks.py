@@ -12,8 +12,8 @@ Predictions over rank counts, by how many world sizes were measured:
 
 * two or more: a fit over every world size, as ``corecast sweep`` does; from three the
   regression method (Barnes et al., "A Regression-Based Approach to
-  Scalability Prediction", ICS 2008) on the slowest
-  rank's time per world size, with the MPI waits summed over ranks as its stall columns,
+  Scalability Prediction", ICS 2008) on the run's
+  time per world size (the longest MPI phase of its ranks), with the MPI waits summed over ranks as its stall columns,
   so compute and wait are fitted separately when the program is not compute bound; from
   two ``auto``.
 * one world size: a one-run model of that run.  Strong scaling: the
@@ -22,7 +22,8 @@ Predictions over rank counts, by how many world sizes were measured:
   communication cost (it waits for messages, not for other ranks), its point-to-point part
   constant in ``p`` (neighbour exchanges) and its collective part growing as
   ``log2 p / log2 P`` (tree collectives).  ``T(1) = C``,
-  ``T(p) = lambda C / p + w_p2p + w_coll log2 p / log2 P``.
+  ``T(p) = lambda C / p + w_p2p + w_coll log2 p / log2 P`` (at ``P`` the slowest rank's own
+  MPI phase, which may end a little before the run's time, ``Run.time_s``).
 
 Standard library only, except numpy and the prediction methods for the regression case.
 """
@@ -36,9 +37,11 @@ from ..errors import InputError, counted
 from ..io.fileio import shown
 from ..model.scaling import ScalingPrediction
 from ..recording.abi import MPI_WAITS
-from .samples import RecordedProcess, read_recording
+from .samples import RecordedProcess, read_once, read_recording
 
 WAITS = MPI_WAITS  # the stall categories' names (recording.abi.STALLS): the columns' too
+NO_WHOLE_RUN = ("no prediction over rank counts: no run has every rank's records, and a run's compute and "
+                "time need them all")
 ONE_RUN_MODEL = ("one run: compute shared by p ranks with the measured imbalance, point-to-point "
                  "wait constant, collective wait growing with log2 p")
 
@@ -77,8 +80,16 @@ class Run:
         return max(self.per_rank, key=lambda r: (r.compute_s, r.wall_s))
 
     @property
+    def longest(self) -> RankSample:
+        """The rank whose MPI phase is the run's time: the last to leave it, which need not
+        be the slowest (its sends and waits may end it later)."""
+        return max(self.per_rank, key=lambda r: r.wall_s)
+
+    @property
     def time_s(self) -> float:
-        return max(r.wall_s for r in self.per_rank)
+        """The run's time: the longest MPI phase of its ranks (``longest``'s), as a rank
+        sweep's; not the slowest rank's own."""
+        return self.longest.wall_s
 
     @property
     def compute_total_s(self) -> float:
@@ -97,20 +108,22 @@ class RankPrediction(ScalingPrediction):
     that pays off (each rank added up to it gains at least a quarter of one), ``fastest``,
     the best predicted count, or the best measured one where ``fastest_measured`` (the
     model's optimum was measured slower), and ``model_preferred``, the rule's preferred
-    count where that measured one capped it (``CurvePrediction``'s fields)."""
+    count where that measured one capped it (``CurvePrediction``'s fields).  ``runs``: every
+    run read; the prediction rests on those with every rank's records (``whole``), and is
+    none (``counts`` empty, ``preferred`` None) where there are none."""
 
     runs: list[Run]
     model: str
     counts: list[int]
     speedup: list[float]
     time_s: list[float]
-    preferred: int
+    preferred: int | None
     warnings: list[str]
     fastest: int | None = None
     fastest_measured: bool = False
     model_preferred: int | None = None
     band: tuple[list[float], list[float]] | None = None
-    # The regression's input: the slowest rank's time per world size, repetitions folded
+    # The regression's input: the run's time (Run.time_s) per world size, repetitions folded
     # as it folds them (empty for the one-run model).
     measured_s: dict[int, float] = field(default_factory=dict)
     speedup_base: int = 1  # the count the speedup is relative to: the smallest measured one when fitted
@@ -119,6 +132,11 @@ class RankPrediction(ScalingPrediction):
     @property
     def basis(self) -> str:
         return self.model
+
+    @property
+    def whole(self) -> list[Run]:
+        """The runs the prediction rests on: those with every rank's records."""
+        return [r for r in self.runs if not r.missing]
 
     def speedup_band(self) -> tuple[list[float], list[float]] | None:
         return self.band
@@ -153,7 +171,7 @@ def runs_of(recordings: Iterable[tuple[str, list[RecordedProcess]]]) -> tuple[li
     from ..model.scaling import MAX_COUNT
 
     runs: dict[int, list[Run]] = {}
-    seen: dict[tuple, str] = {}  # a process's records, by what they say: the file they came from
+    seen: dict[frozenset, str] = {}  # a process's records: the file they came from
     warnings = []
     for path, procs in recordings:
         for proc in procs:
@@ -164,15 +182,13 @@ def runs_of(recordings: Iterable[tuple[str, list[RecordedProcess]]]) -> tuple[li
             if size > MAX_COUNT:  # a run lists its missing ranks: keep that bounded
                 raise InputError(f"{shown(path)}: pid {proc.pid}: a world of {size} ranks; at most {MAX_COUNT} "
                                  "are merged")
-            sample = rank_sample(proc, path)
             # the same records again (a file named twice, `merge run-*.jsonl run-0.jsonl`, or a
             # copy) are no repetition: it read as a second run, its other ranks missing
-            key = (proc.pid, sample.rank, size, sample.wall_s, sample.compute_s, sample.init_s)
-            if key in seen:
-                warnings.append(f"{shown(path)}: rank {sample.rank} (pid {proc.pid}) was read already "
-                                f"from {shown(seen[key])}: counted once")
+            first, said = read_once(path, proc, seen)
+            warnings += said
+            if not first:
                 continue
-            seen[key] = path
+            sample = rank_sample(proc, path)
             same = runs.setdefault(size, [])
             # a rank seen again at this size belongs to the next repetition
             run = next((r for r in same if all(s.rank != sample.rank for s in r.per_rank)), None)
@@ -216,7 +232,19 @@ def one_run_times(run: Run, counts: list[int]) -> list[float]:
 
 
 def merge(paths: list[str], upto: int | None = None, format: str | None = None) -> RankPrediction:
-    runs, warnings = collect_runs(paths, format)
+    """The runs of ``paths`` and their prediction over rank counts, which rests on the runs
+    with every rank's records only: a run's total compute and time need them all (rank 1
+    of 2 missing read as half the work).  Where no run has them all, no prediction:
+    ``counts`` empty, ``preferred`` None, and a warning says why."""
+    every, warnings = collect_runs(paths, format)
+    runs = [r for r in every if not r.missing]
+    if not runs:
+        warnings.append(NO_WHOLE_RUN)
+        return RankPrediction(every, "", [], [], [], None, warnings)
+    if len(runs) < len(every):
+        left = sorted({r.ranks for r in every if r.missing})
+        warnings.append(f"{'runs' if len(left) > 1 else 'the run'} at {', '.join(map(str, left))} ranks, "
+                        "without every rank's records, left out of the prediction over rank counts")
     largest = max(r.ranks for r in runs)
     upto = upto or max(16, 2 * largest)
     sizes = sorted({r.ranks for r in runs})
@@ -236,7 +264,7 @@ def merge(paths: list[str], upto: int | None = None, format: str | None = None) 
         warnings += with_advice(pred.warnings, "")  # merge has no --method
         low, high = pred.speedup_band()
         seen = pred.measured.at_target_size()
-        return RankPrediction(runs, f"{method} over {len(sizes)} rank counts: {pred.reason}", counts,
+        return RankPrediction(every, f"{method} over {len(sizes)} rank counts: {pred.reason}", counts,
                               [float(s) for s in pred.speedup], [float(v) for v in pred.values],
                               int(pred.preferred), warnings, pred.fastest, pred.fastest_measured,
                               pred.model_preferred, ([float(x) for x in low], [float(x) for x in high]),
@@ -256,12 +284,14 @@ def merge(paths: list[str], upto: int | None = None, format: str | None = None) 
     if counts[best] == counts[-1] > run.ranks:  # still gaining where the counts asked stop
         warnings.append(f"the fastest count is bounded by the largest count asked ({counts[-1]}), where the "
                         "one-run model still gains: a larger --upto may name a larger one")
-    return RankPrediction(runs, f"{ONE_RUN_MODEL} (from the run at {run.ranks} ranks)", counts, speedup, times,
+    return RankPrediction(every, f"{ONE_RUN_MODEL} (from the run at {counted(run.ranks, 'rank')})", counts, speedup, times,
                           one_run_preferred(counts, speedup, sizes, counts[best]), warnings, counts[best])
 
 
 def one_run_preferred(counts: list[int], speedup: list[float], sizes: list[int], fastest: int) -> int:
-    """``predict``'s preferred count over the one-run model's curve.  The model has no
+    """``predict``'s preferred count over the one-run model's curve, walked from 1 rank:
+    the model's ``T(1) = C`` is its speedup's base, so a second rank that loses time is
+    no step that pays off (from the measured count the walk never asked).  The model has no
     band, so no count past the largest run is vouched for (``preferred_count`` with a low
     end of nothing there): the count is one up to the largest run, and at most the fastest."""
     import numpy as np
@@ -269,5 +299,5 @@ def one_run_preferred(counts: list[int], speedup: list[float], sizes: list[int],
     from ..model.curve.preference import preferred_count
 
     perf = np.asarray(speedup, float)
-    return min(preferred_count(np.asarray(counts, float), perf, np.zeros_like(perf), float(sizes[0]),
+    return min(preferred_count(np.asarray(counts, float), perf, np.zeros_like(perf), float(counts[0]),
                                float(sizes[-1])), fastest)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..model.runtime.bound import TeamPrediction
-from .samples import RecordedProcess, read_recording
+from .samples import RecordedProcess, read_once, read_recording
 
 if TYPE_CHECKING:
     from ..model.machine.numa import Machine
@@ -123,7 +123,12 @@ def replay(path: str, target: int | None = None, machine: str | None = None,
             cal = parse(text)
         except CalibrationError as exc:
             raise InputError(f"{shown(machine)}: not a usable machine calibration: {exc}") from None
-    return [replay_process(p, target, machine=cal or p.calibration) for p in read_recording(path, format)]
+    reps = []
+    for p in read_recording(path, format):
+        rep = replay_process(p, target, machine=cal or p.calibration)
+        rep.warnings[:0] = read_once(path, p, {})[1]  # records the file holds twice: read once (as merge)
+        reps.append(rep)
+    return reps
 
 
 def replay_nodes(path: str, machine: Machine, efficiency: float | None = None,

@@ -9,10 +9,11 @@ written stays readable, so recorded runs can be predicted again as the model cha
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Iterable
 
-from ..errors import InputError
+from ..errors import InputError, counted
 from ..io.fileio import shown
 from ..io.readers import RECORDING, read
 from ..model.machine import calibration
@@ -48,6 +49,10 @@ class RecordedProcess:
     host: HostSeen | None = None  # what the OpenCL layer saw of its host (kernel lines, session 37 on)
     regions: list[RegionSample] = field(default_factory=list)
     kernels: list[KernelStats] = field(default_factory=list)
+    # Its records' texts as read (``read_once``: the same process read again has the same),
+    # and how many of them its file held more than once, each read once.
+    records: frozenset = field(default=frozenset(), repr=False, compare=False)
+    read_again: int = 0
 
 
 def read_recording(path: str, format: str | None = None) -> list[RecordedProcess]:
@@ -61,11 +66,18 @@ def processes(path: str, lines: Iterable[tuple[int, object]]) -> list[RecordedPr
     """The processes in ``lines`` (line-numbered JSON values of ``path``: the recording
     reader's, or ``io.readers.recording.json_lines``), as ``read_recording``."""
     by_pid: dict[int, RecordedProcess] = {}
+    texts: dict[int, set[str]] = {}  # each process's records, as read
     for no, rec in lines:
         if not isinstance(rec, dict) or rec.get("event") not in EVENTS:
             continue  # other tools' lines, and events replay has no use for
+        text = json.dumps(rec, sort_keys=True)
         try:
+            pid = record.pid_of(rec)
+            if text in texts.get(pid, ()):  # a file joined to itself (`cat a a`): counted twice
+                by_pid[pid].read_again += 1
+                continue
             _add(by_pid, rec)
+            texts.setdefault(pid, set()).add(text)
         except (KeyError, TypeError, ValueError) as exc:
             what = f"missing {exc}" if isinstance(exc, KeyError) else str(exc)
             raise InputError(f"{shown(path)}: line {no}: not a corecast {rec.get('event')} record "
@@ -76,7 +88,25 @@ def processes(path: str, lines: Iterable[tuple[int, object]]) -> list[RecordedPr
                          "(write them with corecast run --json-out FILE or CORECAST_OUTPUT)")
     for p in procs:  # the process record last, as the library hands the window over
         p.regions.sort(key=lambda r: r["name"] == "process")
+        p.records = frozenset(texts.get(p.pid, ()))
     return procs
+
+
+def read_once(path: str, proc: RecordedProcess, seen: dict[frozenset, str]) -> tuple[bool, list[str]]:
+    """Whether ``proc`` (of the file ``path``) is read for the first time, and a warning
+    for each time its records were read again, each counted once: records its file holds
+    twice (a file joined to itself) and a process whose records an earlier file held (a file
+    named twice, or a copy).  ``seen``: each process's records read so far -> its file."""
+    who = f"rank {proc.rank} (pid {proc.pid})" if proc.rank is not None else f"pid {proc.pid}"
+    said = []
+    if proc.read_again:
+        said.append(f"{shown(path)}: {who}'s records appear again in the file ({counted(proc.read_again, 'line')} "
+                    "read already): counted once")
+    if proc.records in seen:
+        said.append(f"{shown(path)}: {who} was read already from {shown(seen[proc.records])}: counted once")
+        return False, said
+    seen[proc.records] = path
+    return True, said
 
 
 def _add(by_pid: dict[int, RecordedProcess], rec: dict) -> None:

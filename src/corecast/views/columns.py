@@ -73,9 +73,13 @@ def band_cell(pred: object, target: int) -> str:
 
 
 def band_decimals(value: float) -> int:
-    """Decimals of one end of the band: two, but fewer where it reads 100 or more, so that
-    an end stays in its 5 cells (a GPU's 132 compute units: "66.00-132.00" pushed the row
-    one cell)."""
+    """Decimals of one end of the band: two, but three below ``SPEEDUP_SMALL``, as the S@n
+    cell of the same value has them (``speedup_cell``: a steered run's S@16 0.007 had the
+    band 0.01-0.01 around it), and fewer where it reads 100 or more, so that an end stays
+    in its 5 cells (a GPU's 132 compute units: "66.00-132.00" pushed the row one cell; a
+    negative end, which no speedup has, keeps two for the same reason)."""
+    if 0 < value < SPEEDUP_SMALL:
+        return 3
     return 2 if not abs(value) >= 99.995 else 1 if abs(value) < 999.95 else 0
 
 
@@ -154,7 +158,8 @@ def c_header() -> str:
         f'#define CC_COL_SPEEDUP_TINY_CELL "{TINY_CELL}"',
         f'#define CC_COL_SPEEDUP_NONE " %{SPEEDUP}s"',
         f'#define CC_COL_BAND " %{half}.*f-%-{half}.*f" /* with CC_COL_BAND_DECIMALS of each end */',
-        "#define CC_COL_BAND_DECIMALS(v) (!((v) >= 99.995 || (v) <= -99.995) ? 2 : ((v) < 999.95 && (v) > -999.95) ? 1 : 0)",
+        "#define CC_COL_BAND_DECIMALS(v) (((v) > 0 && (v) < CC_COL_SPEEDUP_SMALL_BELOW) ? 3 : "
+        "!((v) >= 99.995 || (v) <= -99.995) ? 2 : ((v) < 999.95 && (v) > -999.95) ? 1 : 0)",
         f'#define CC_COL_BAND_NONE " %{BAND}s"',
         f'#define CC_COL_FASTEST " %{FASTEST}d  "',
         f'#define CC_COL_FASTEST_NONE " %{FASTEST}s"',

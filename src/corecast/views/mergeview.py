@@ -30,7 +30,9 @@ def _wide(name: str) -> int:
 
 def _run_table(run: Run) -> list[str]:
     slow = run.slowest
-    lines = [f"run at {counted(run.ranks, 'rank')}: {run.time_s:.3f}s (MPI phase of the slowest rank), slowest rank "
+    # the time is the longest MPI phase, which the slowest rank (most compute) need not have
+    lines = [f"run at {counted(run.ranks, 'rank')}: {run.time_s:.3f}s (the longest MPI phase: rank "
+             f"{run.longest.rank}'s), slowest rank "
              f"{slow.rank} (most compute: {slow.compute_s:.3f}s, imbalance max/mean {run.imbalance:.2f})",
              f"{'rank':>5} {'pid':>8} {'thr':>4} {'time':>9} {'compute':>9} "
              + "".join(f"{k:>{_wide(k)}} " for k in WAITS) + f"{'wait':>5} {'bytes':>11}  file"]
@@ -46,7 +48,10 @@ def table(m: RankPrediction) -> str:
     lines = []
     for run in m.runs:
         lines += _run_table(run) + [""]
-    wanted = set(rank_counts(max(r.ranks for r in m.runs), max(m.counts)))
+    if not m.counts:  # no run with every rank's records: its warning says so
+        return "\n".join(lines + [f"warning: {printable(w)}" for w in m.warnings]) + "\n"
+    largest = max(r.ranks for r in m.whole)  # the largest run the prediction rests on
+    wanted = set(rank_counts(largest, max(m.counts)))
     rows = [(c, s) for c, s in zip(m.counts, m.speedup) if c in wanted]
     lines.append(f"predicted speedup over rank counts (relative to {_ranks(m.speedup_base)}):")
     lines.append("  ranks " + " ".join(f"{c:>6}" for c, _ in rows))
@@ -54,7 +59,6 @@ def table(m: RankPrediction) -> str:
     if m.model_preferred is not None:
         lines.append(f"  preferred: {_ranks(m.preferred)} ({capped_preferred_words(m.model_preferred)})")
     else:
-        largest = max(r.ranks for r in m.runs)
         # "preferred: 2 ranks" beside S rising to 16 read as the model's verdict: it is its cap
         capped = m.speedup_band() is None and m.preferred == largest and any(
             c > largest and s > m.speedup[m.counts.index(largest)] for c, s in zip(m.counts, m.speedup))
@@ -67,7 +71,7 @@ def table(m: RankPrediction) -> str:
         else:
             value = m.time_s[m.counts.index(m.fastest)]
         # Without a band nothing vouches for a count past the largest run.
-        beyond = m.fastest > max(r.ranks for r in m.runs)
+        beyond = m.fastest > largest
         unbanded = {"support": "past the largest run, with no band to vouch for it" if beyond else None}
         lines.append("  " + fastest_line(m.fastest, m.fastest_measured, f"time {value:.3f} s",
                                          **({} if m.speedup_band() is not None else unbanded)))
@@ -81,6 +85,7 @@ def to_dict(m: RankPrediction) -> dict:
         "runs": [{
             "ranks": run.ranks,
             "time_s": run.time_s,
+            "longest_rank": run.longest.rank,  # whose MPI phase time_s is
             "slowest_rank": run.slowest.rank,
             "imbalance": run.imbalance,
             "missing_ranks": run.missing,
@@ -91,7 +96,7 @@ def to_dict(m: RankPrediction) -> dict:
                 "bytes": r.bytes, "mpi_init_s": r.init_s, "mpi_finalize_s": r.finalize_s,
             } for r in run.per_rank],
         } for run in m.runs],
-        "model": m.model,
+        "model": m.model or None,  # None: no prediction (no run has every rank's records)
         "predicted": [{"ranks": c, "speedup": s, "time_s": t} for c, s, t in zip(m.counts, m.speedup, m.time_s)],
         # predict's and sweep's unit-neutral keys, beside the ones in ranks
         "count_unit": m.count_unit,

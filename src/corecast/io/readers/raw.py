@@ -33,6 +33,9 @@ class Series:
     # Every count the file measured, where ``data`` (what is fitted) leaves some out
     # (``as_the_sweep``): a tuner's replay (tune-sim) tries what was measured; None: ``data``.
     measured: "Measurements | None" = None
+    # What a fit of ``data`` leaves out, said with predict's warnings (``as_the_sweep``);
+    # not a reader's warning: tune-sim fits nothing and replays every measured count.
+    fit_note: str | None = None
     value_name: str = ""  # CurvePrediction.value_name: a tool's metric read as a time that names none
 
 
@@ -63,9 +66,7 @@ def as_the_sweep(series: Series, cpus: int | None) -> None:
     its Extra-P export alike."""
     from ...model.machine.hardware import fitted_within
 
-    inside, note = fitted_within(list(series.data.counts), cpus)
-    if note:
-        series.warnings.append(note)
+    inside, series.fit_note = fitted_within(list(series.data.counts), cpus)
     if inside is not None:
         series.measured = series.data
         series.data = series.data.subset(inside)

@@ -6,7 +6,7 @@ The result object (what ``corecast sweep --json-out`` writes)::
      "predictions": [{"threads": n, "value": t, "low": l, "high": h, "speedup": s}],
      "stall_predictions": {category: [{"threads": n, "value": s}]},
      "preferred_count": k, "fastest_count": f, "fastest_measured": false, "bottleneck": category or null, "command": [...],
-     "runtime": "openmp" | "pthreads" | "opencl", "warnings": [...],
+     "runtime": "openmp" | "pthreads" | "opencl" | "mpi", "warnings": [...],
      "failed": [{"threads": n, "reason": "..."}],
      "regions": [{"name", "measured", "predictions", "bottleneck", ...}]}
 
