@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "corecast.h"
+#include "omp_call.h"
 #include "report.h"
 #include "text.h"
 
@@ -260,6 +261,10 @@ void cc_config_read(void) {
     if (!cc_cfg.launch_pid) /* under `corecast run` the command named them already */
         find_odd();
     read_rank();
+    /* OMP_DYNAMIC=false: exact team sizes asked for (omp_call.c); libgomp's words, and 0. */
+    const char *dyn = getenv("OMP_DYNAMIC");
+    int dynamic = 1;
+    cc_exact_teams = dyn && *dyn && whole(dyn, 0, 1, &dynamic) && !dynamic;
     const char *out = getenv(CC_ENV_OUTPUT);
     cc_cfg.output[0] = 0;
     /* A relative name is the start's working directory's, as `corecast run --json-out`

@@ -288,11 +288,16 @@ static int probe_size(struct cc_region *r, const struct cc_gomp *g, int own) {
 /* Probing or steering: both only ever shrink a team, and never inside another team (a
  * region nested in code corecast did not see start); the callers have already left out
  * regions nested in ones they saw. */
+int cc_exact_teams;
+
 int cc_team_cap(struct cc_region *r, int own, const struct cc_gomp *g, int *probe_own) {
     int seen = __atomic_load_n(&r->requested, __ATOMIC_RELAXED);
     if (own > seen)
         __atomic_store_n(&r->requested, own, __ATOMIC_RELAXED);
-    if (own < 2)
+    /* A smaller team than asked is OpenMP's to give only under dyn-var true: a program that
+     * set it false may count on its team (block decompositions by thread number gave wrong
+     * sums, a thread waiting for another hung). */
+    if (own < 2 || __atomic_load_n(&cc_exact_teams, __ATOMIC_RELAXED))
         return 0;
     if (cc_cfg.probe) { /* never with steering (read_config) */
         int size = probe_size(r, g, own);

@@ -88,6 +88,9 @@ void cc_member_unmeasured(struct cc_call *c, int id) CC_HIDDEN;
  * ``*probe_own``.  Notes ``own`` as the team the program asked for. */
 struct cc_gomp;
 int cc_team_cap(struct cc_region *r, int own, const struct cc_gomp *g, int *probe_own) CC_HIDDEN;
+/* The program asked for exact team sizes (OMP_DYNAMIC=false, omp_set_dynamic(0)): no team is
+ * capped, and the exit says steering or probing stood aside (report.c). */
+extern int cc_exact_teams CC_HIDDEN;
 /* Calls and wall time at one team size (0, 0 if it never ran at that size). */
 void cc_hist_at(struct cc_region *r, int team, uint64_t *calls, uint64_t *wall);
 

@@ -121,6 +121,7 @@ struct cc_gomp {
     int (*omp_get_num_threads)(void);
     int (*omp_get_max_threads)(void);
     int (*omp_get_level)(void);
+    void (*omp_set_dynamic)(int);
     /* LLVM/Intel runtimes (shims/ompt.c) */
     void (*__kmpc_fork_call)(void *, int, void *, ...);
     void (*__kmpc_push_num_threads)(void *, int, int);

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "corecast.h"
+#include "omp_call.h"
 #include "report.h"
 #include "report_columns.h"
 #include "sample.h"
@@ -325,6 +326,9 @@ void cc_report_serial(void) {
 /* What a quiet exit with no output still says: the warnings, never the table or records. */
 void cc_report_unread(void) {
     cc_config_notes();
+    if ((cc_cfg.steer || cc_cfg.probe) && __atomic_load_n(&cc_exact_teams, __ATOMIC_RELAXED))
+        cc_warn("%s changed no team: the program asks for exact team sizes (OMP_DYNAMIC=false or omp_set_dynamic(0))",
+                cc_cfg.steer ? "steering" : "probing");
     const char *unmeasured = cc_unmeasured_omp_runtime();
     const char *aside = cc_ompt_aside_for();
     if (unmeasured && aside[0]) /* the runtime starts one tool: the user's */

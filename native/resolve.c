@@ -194,7 +194,7 @@ void *cc_resolve(const char *name, const void *caller) {
     X(GOMP_loop_nonmonotonic_guided_next) X(GOMP_loop_runtime_next) X(omp_set_lock)         \
     X(omp_unset_lock) X(omp_test_lock) X(omp_set_nest_lock) X(omp_unset_nest_lock)          \
     X(omp_test_nest_lock) X(omp_get_thread_num) X(omp_get_num_threads)               \
-    X(omp_get_max_threads) X(omp_get_level) X(__kmpc_fork_call) X(__kmpc_push_num_threads)      \
+    X(omp_get_max_threads) X(omp_get_level) X(omp_set_dynamic) X(__kmpc_fork_call) X(__kmpc_push_num_threads)      \
     X(__kmpc_global_thread_num)
 
 static const struct {

@@ -347,6 +347,15 @@ bool GOMP_loop_runtime_start(long start, long end, long incr, long *istart, long
 OMP_LOCK_PAIR(omp_set_lock, omp_unset_lock, omp_test_lock)
 OMP_LOCK_PAIR(omp_set_nest_lock, omp_unset_nest_lock, omp_test_nest_lock)
 
+/* omp_set_dynamic(0) asks for teams of exactly the size asked (OpenMP's dyn-var false):
+ * steering and probing then leave every team as the program asks (omp_call.c). */
+void omp_set_dynamic(int dynamic) {
+    const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));
+    __atomic_store_n(&cc_exact_teams, dynamic ? 0 : 1, __ATOMIC_RELAXED);
+    if (g->omp_set_dynamic)
+        g->omp_set_dynamic(dynamic);
+}
+
 /* What native/settle.c hands back once steering has settled (``back`` 1), and takes again
  * when a region it has not settled runs (0): the section starts or (``ends``) the ends.  A
  * release through the wrapper closes a timed hold: the ends go back after the starts and
