@@ -169,6 +169,9 @@ def _at_exit() -> None:
         return
     try:
         kernels = p.finish()
+        if p.unmeasured_launches:
+            warn(f"{p.unmeasured_launches} kernel launches not measured: out-of-order queues "
+                 "without profiling are left as the program made them")
         if kernels:
             from .report import report
 

@@ -5,12 +5,16 @@ is timed from its event's profiling timestamps (queued, submit, start, end):
 
 * device time = end - start, queue delay = start - queued, host enqueue cost = the time the
   call took on the host (``time.monotonic_ns`` around it);
-* a queue created without ``PROFILING_ENABLE`` is not changed: the kernel goes to a
-  profiling queue of the same context and device that only corecast holds, behind a marker
-  of the program's queue (so it starts after everything enqueued before it there) and
-  with a barrier on the program's queue waiting for it (so everything enqueued after it
-  waits for it); the program gets that launch's event back.  Results are the same; on an
-  out-of-order queue later commands wait for the kernel where they might not have.
+* an in-order queue created without ``PROFILING_ENABLE`` is not changed: the kernel goes
+  to a profiling queue that only corecast holds, one per program queue (two queues of the
+  program stay as independent as they were), behind a marker of the program's queue (so it
+  starts after everything enqueued before it there) and with a barrier on the program's
+  queue waiting for it (so everything enqueued after it waits for it, as it would have);
+  the program gets that launch's event back.  Results are the same;
+* an out-of-order queue created without ``PROFILING_ENABLE`` is left alone and its kernels
+  are not measured (a warning at exit says how many): a marker and barrier there would order
+  commands the program left unordered (a kernel waiting on a user event would hold back an
+  independent one the host waits for: a deadlock).
 
 ``Profiler`` wraps that function and records each launch into its kernel's record; its
 base class ``sampling.Sampler`` resolves the launches' events, samples the runtime's
@@ -82,7 +86,8 @@ class Profiler(Sampler):
         self._cl = cl._cl
         self.active = False
         self.devices: dict[int, tuple] = {}  # device int_ptr -> (name, type, compute units)
-        self.hidden_queues: dict[tuple, object] = {}
+        self.hidden_token = object()  # marks the profiling queues this process made
+        self.unmeasured_launches = 0  # launches left alone (out-of-order queue, no profiling)
         self.queues: dict[int, tuple] = {}   # id(queue) -> (queue, info)
         self.names: dict[int, tuple] = {}    # id(kernel) -> (kernel, function name)
         self.profiling_flag = int(cl.command_queue_properties.PROFILING_ENABLE)
@@ -225,6 +230,8 @@ class Profiler(Sampler):
             except Exception as exc:
                 prof._disable(exc)
                 return orig(queue, kernel, *args, **kwargs)
+            if plan is None:  # an out-of-order queue without profiling: left alone
+                return orig(queue, kernel, *args, **kwargs)
             try:
                 if plan[1] is None:
                     h0 = now()
@@ -269,20 +276,23 @@ class Profiler(Sampler):
 
     def _queue_info(self, queue) -> tuple:
         """(device key, device info, corecast's profiling queue or None, in order) of a
-        program queue; cached per queue object (held, so its id is not reused while cached)."""
+        program queue, or None for an out-of-order queue without profiling (its kernels are
+        left alone); cached per queue object (held, so its id is not reused while cached)."""
         hit = self.queues.get(id(queue))
         if hit is not None and hit[0] is queue:
             return hit[1]
-        dev_key, info = self._device(queue)
-        hidden = None
         props = int(queue.properties)
-        if not props & self.profiling_flag:
-            hidden = self._hidden_queue(queue)
         in_order = not props & self.out_of_order_flag
+        if props & self.profiling_flag:
+            result = (*self._device(queue), None, in_order)
+        elif in_order:
+            result = (*self._device(queue), self._hidden_queue(queue), True)
+        else:
+            result = None
         if len(self.queues) >= CACHE_SIZE:
             self.queues.clear()
-        self.queues[id(queue)] = (queue, (dev_key, info, hidden, in_order))
-        return dev_key, info, hidden, in_order
+        self.queues[id(queue)] = (queue, result)
+        return result
 
     def _kernel_name(self, kernel) -> str:
         hit = self.names.get(id(kernel))
@@ -296,8 +306,12 @@ class Profiler(Sampler):
 
     def _plan(self, queue, kernel, args, kwargs) -> tuple:
         """(kernel record, hidden queue or None, sampled, device key, shape, in order,
-        buffer bytes)."""
-        dev_key, (dev_name, dev_type, units, platform, group), hidden, in_order = self._queue_info(queue)
+        buffer bytes); None for a launch left alone (counted, not measured)."""
+        qinfo = self._queue_info(queue)
+        if qinfo is None:
+            self.unmeasured_launches += 1  # a lost update between threads is noise
+            return None
+        dev_key, (dev_name, dev_type, units, platform, group), hidden, in_order = qinfo
         name = self._kernel_name(kernel)
         rec = self.kernels.get((name, dev_key))
         if rec is None:
@@ -315,12 +329,20 @@ class Profiler(Sampler):
             self._start_sampled()
         return rec, hidden, sampled, dev_key, (g, loc), in_order, buffer_bytes(kernel) if sampled else 0
 
+    HIDDEN_ATTR = "_corecast_profiling_queue"  # on a program queue: (token, its profiling queue)
+
     def _hidden_queue(self, queue):
-        key = (queue.context.int_ptr, queue.device.int_ptr)
-        q = self.hidden_queues.get(key)
-        if q is None:
-            q = self.cl.CommandQueue(queue.context, queue.device, properties=self.profiling_flag)
-            self.hidden_queues[key] = q
+        """The program queue's own profiling queue (one per program queue: a queue shared
+        between two program queues would chain commands the program left independent).
+        Kept on the queue object, so it lives as long as the program's queue."""
+        held = getattr(queue, self.HIDDEN_ATTR, None)
+        if held is not None and held[0] is self.hidden_token:
+            return held[1]
+        q = self.cl.CommandQueue(queue.context, queue.device, properties=self.profiling_flag)
+        try:
+            setattr(queue, self.HIDDEN_ATTR, (self.hidden_token, q))
+        except (AttributeError, TypeError):  # a build that does not allow it: the cache holds it
+            pass
         return q
 
     def _launch_hidden(self, orig, hq, queue, kernel, args, kwargs):
@@ -385,14 +407,14 @@ class Profiler(Sampler):
         """``Sampler.finish``, then the cached queues and kernels let go."""
         kernels = super().finish()
         with self.lock:
-            self.hidden_queues.clear()
             self.queues.clear()
             self.names.clear()
         return kernels
 
     def _after_fork(self) -> None:
         super()._after_fork()  # and no queue or kernel of the parent's cached
-        self.hidden_queues = {}
+        self.hidden_token = object()  # the parent's profiling queues are not used
+        self.unmeasured_launches = 0
         self.queues, self.names = {}, {}
         self.host_wait_ns = 0
         self.wait_depth = threading.local()
