@@ -133,13 +133,13 @@ static void load(void) {
     /* Extension modules the model imports need libpython's symbols globally. */
     if (!python && CC_PY_SONAME[0])
         dlopen(CC_PY_SONAME, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL);
-    void (*configure)(const char *, const char *, int, void (*)(void)) =
-        (void (*)(const char *, const char *, int, void (*)(void)))dlsym(h, "corecast_model_configure");
+    void (*configure)(const char *, const char *, const char *, int, void (*)(void)) =
+        (void (*)(const char *, const char *, const char *, int, void (*)(void)))dlsym(h, "corecast_model_configure");
     model_predict = (int (*)(const struct cc_sample *, struct cc_result *))dlsym(h, "corecast_model_predict");
     const char *(*start)(void) = (const char *(*)(void))dlsym(h, "corecast_model_start");
     if (!configure || !model_predict || !start)
         return fail_start("the model library lacks its entry points");
-    configure(root, CC_PY_HOME, python, exit_report);
+    configure(root, cc_cfg.start_dir, CC_PY_HOME, python, exit_report);
     /* cffi would answer a failed start with a zeroed result, read as success. */
     const char *error = start();
     if (error)

@@ -269,8 +269,10 @@ void cc_config_read(void) {
     cc_cfg.output[0] = 0;
     /* A relative name is the start's working directory's, as `corecast run --json-out`
      * makes it: the exit found it in whatever directory the program had moved to. */
-    char cwd[sizeof cc_cfg.output];
-    int rel = out && out[0] && out[0] != '/' && getcwd(cwd, sizeof cwd);
+    if (!getcwd(cc_cfg.start_dir, sizeof cc_cfg.start_dir)) /* the model's machine files too */
+        cc_cfg.start_dir[0] = 0;
+    const char *cwd = cc_cfg.start_dir;
+    int rel = out && out[0] && out[0] != '/' && cwd[0];
     if (rel && strlen(cwd) + 1 + strlen(out) < sizeof cc_cfg.output)
         snprintf(cc_cfg.output, sizeof cc_cfg.output, "%s/%s", strcmp(cwd, "/") ? cwd : "", out);
     else if (out && strlen(out) < sizeof cc_cfg.output && !rel)

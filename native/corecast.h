@@ -150,8 +150,7 @@ static inline void cc_note(struct cc_thread *t, int cat, uint64_t ticks, int con
 /* ---- global state --------------------------------------------------------------- */
 struct cc_config {
     int disabled;
-    int quiet;
-    int display_env;
+    int quiet, display_env;
     int steer;
     int probe; /* CORECAST_PROBE: some calls of repeated regions run at smaller teams */
     int target;
@@ -163,6 +162,7 @@ struct cc_config {
         view_in_loader, naming_in_loader, quiet_exit_awaits; /* tests only: CORECAST_TEST_FAULT of that name */
     char output[1024];   /* CORECAST_OUTPUT as given: may hold {rank} and {pid} */
     int rank, ranks;     /* from the MPI launcher's environment; -1, 0: not launched so */
+    char start_dir[4096]; /* the working directory at the start ("": unknown): relative settings are its */
 };
 extern struct cc_config cc_cfg;
 void cc_test_gate(int fault, int *once) CC_HIDDEN; /* resolve.c: a test fault's wait for its program */

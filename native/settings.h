@@ -25,6 +25,7 @@
 #define CC_ENV_STDERR "CORECAST_STDERR"
 #define CC_ENV_WARNED_PID "CORECAST_WARNED_PID"
 #define CC_ENV_IGNORED_SIGNALS "CORECAST_IGNORED_SIGNALS"
+#define CC_ENV_CALLER_LC_CTYPE "CORECAST_CALLER_LC_CTYPE"
 #define CC_ENV_TEST_FAULT "CORECAST_TEST_FAULT"
 
 /* X(name, lo, hi, default, cc_cfg field): the whole numbers the library parses. */
@@ -66,6 +67,7 @@
 #define CC_SETTINGS_ALL CC_SETTINGS_SHOWN \
     "CORECAST_WARNED_PID", \
     "CORECAST_IGNORED_SIGNALS", \
+    "CORECAST_CALLER_LC_CTYPE", \
 
 #define CC_NAME_MAX 64 /* longer names get no suggestion */
 #define CC_NAME_NEAR 2 /* edits at most, for a suggestion (settings.closest) */

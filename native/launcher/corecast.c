@@ -10,7 +10,9 @@
  *
  * CPython also ignores SIGPIPE and SIGXFSZ at start-up, so what the caller had is lost
  * before corecast's first line; it is recorded here (record_ignored) for `corecast run`
- * to give the program back (runtime/launcher.py). */
+ * to give the program back (runtime/launcher.py).  Likewise LC_CTYPE: CPython's locale
+ * coercion (PEP 538) sets LC_CTYPE=C.UTF-8 in its environment under the C locale, which
+ * every program it started inherited (record_locale). */
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -49,6 +51,20 @@ static void record_ignored(void) {
     setenv(CC_ENV_IGNORED_SIGNALS, list, 1);
 }
 
+/* CC_ENV_CALLER_LC_CTYPE: the caller's LC_CTYPE as "=VALUE", empty without one (an empty
+ * LC_CTYPE is not no LC_CTYPE).  Always set, as CC_ENV_IGNORED_SIGNALS. */
+static void record_locale(void) {
+    const char *ctype = getenv("LC_CTYPE");
+    char *value = malloc(ctype ? strlen(ctype) + 2 : 1);
+    if (!value)
+        return; /* no record: corecast leaves LC_CTYPE as Python has it */
+    value[0] = 0;
+    if (ctype)
+        strcat(strcpy(value, "="), ctype);
+    setenv(CC_ENV_CALLER_LC_CTYPE, value, 1);
+    free(value);
+}
+
 int main(int argc, char **argv) {
     struct rlimit stack;
     if (getrlimit(RLIMIT_STACK, &stack) == 0 && stack.rlim_cur != RLIM_INFINITY &&
@@ -63,6 +79,7 @@ int main(int argc, char **argv) {
     sigaddset(&intr, SIGINT);
     sigprocmask(SIG_BLOCK, &intr, NULL);
     record_ignored();
+    record_locale();
     char *args[argc + 4];
     args[0] = (char *)CORECAST_PYTHON;
     args[1] = (char *)"-c";

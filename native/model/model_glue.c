@@ -1,7 +1,7 @@
 /* The model library's C glue (libcorecast_model.so, cffi's embedding API; built by
  * src/corecast/runtime/build.py, which puts `static const char cc_site[]` (the recorded
  * site directories) before this text).  The preload library hands over the package root,
- * the Python home and its exit-report callback before the interpreter starts.  Not part of
+ * the program's start directory, the Python home and its exit-report callback before the interpreter starts.  Not part of
  * the preload library: build.py compiles native/*.c only, not native/model/. */
 
 #include <Python.h>
@@ -10,6 +10,7 @@
 #include "model_abi.h"
 
 static char cc_root[4096];
+static char cc_start_dir[4096]; /* where the program started: relative machine files are its */
 static int cc_host_python;
 static void (*cc_final_cb)(void);
 /* Why the model cannot start ("" while it can): cffi answers a failed start with zeroes,
@@ -63,9 +64,10 @@ static void set_path(const char *root) {
     Py_XDECREF(globals);
 }
 
-void corecast_model_configure(const char *root, const char *home, int host_python,
+void corecast_model_configure(const char *root, const char *start_dir, const char *home, int host_python,
                               void (*final_cb)(void)) {
     strncpy(cc_root, root, sizeof cc_root - 1);
+    strncpy(cc_start_dir, start_dir, sizeof cc_start_dir - 1);
     cc_host_python = host_python;
     cc_final_cb = final_cb;
     if (host_python || Py_IsInitialized())
@@ -142,5 +144,6 @@ void corecast_model_started(const char *error) {
 }
 
 const char *corecast_model_root(void) { return cc_root; }
+const char *corecast_model_start_dir(void) { return cc_start_dir; }
 int corecast_model_host_python(void) { return cc_host_python; }
 void corecast_model_run_final(void) { if (cc_final_cb) cc_final_cb(); }

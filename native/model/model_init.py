@@ -9,6 +9,11 @@ try:
     # was set before cffi started (corecast_model_configure).
     from corecast.runtime.bridge import predict_sample as _predict
     from corecast.runtime import blas as _blas
+    from corecast.runtime import bridge as _bridge
+    import os as _os
+
+    # The program may have changed directory by the exit: relative machine files are the start's.
+    _bridge.START_DIR = _os.fsdecode(ffi.string(lib.corecast_model_start_dir()))
 
     # In a non-Python host numpy and scipy would be the model's alone: one BLAS thread.
     _blas.one_thread = not lib.corecast_model_host_python()

@@ -35,9 +35,10 @@ def console() -> NoReturn:
     die of SIGINT."""
     from .cli import EXIT_INTERRUPTED, die_of_sigint, main, raise_interrupt, sigint_seen
     from .cli.common import interrupt_unraisable
-    from .runtime.launcher import caller_ignored
+    from .runtime.launcher import caller_ignored, restore_caller_locale
 
     caller_ignored()  # the corecast command's record leaves the environment before any child starts
+    restore_caller_locale()  # as that one's
     sys.unraisablehook = interrupt_unraisable
     try:
         # KeyboardInterrupt while a subcommand runs: it cleans up (a sweep's children)

@@ -95,6 +95,9 @@ TABLE: tuple = (
     Setting("CORECAST_IGNORED_SIGNALS", "text", "",
             "set by the corecast command: which of SIGPIPE,SIGXFSZ its caller ignored (Python resets "
             "them); taken out of the environment, no program sees it", (LAUNCHER,), shown=False),
+    Setting("CORECAST_CALLER_LC_CTYPE", "text", "",
+            "set by the corecast command: its caller's LC_CTYPE as =VALUE, empty: none (Python's "
+            "locale coercion sets one); taken out of the environment, no program sees it", (LAUNCHER,), shown=False),
     Setting("CORECAST_TEST_FAULT", "text", "",
             "tests only: segv|abort|hang at the exit prediction, report_segv in the C exit report, slow_rewrite, slow_table, no_sampler (its thread refused), naming_at_fork, view_at_fork, loading_at_fork (the region-naming lock, the OpenMP view maker's flag, the model start's flag held at the program's forks), sampler_first (the sampler starts a Python host's model before the program's thread), quiet_exit_awaits (a quiet run's exit awaits a model run of the sampler's, as a reported one does; the sampler starts the model first), view_in_loader (the first OpenMP view's maker, about to ask the loader, waits for the program's corecast_test_gate: a constructor then holds the loader's lock), naming_in_loader (the sampler's first naming, about to ask the loader, waits for the program's corecast_test_gate: a dl_iterate_phdr callback then holds the loader's lock)",
             (LIB, MODEL)),
@@ -104,7 +107,7 @@ BY_NAME = {s.name: s for s in TABLE}
 # The names, for readers and writers (settings.OUTPUT, ...).
 DISABLE, TARGET, WINDOW_MS, OUTPUT, QUIET, STEER, PROBE, EXIT_TIMEOUT_MS, KEEP_COUNTING, \
     DISPLAY_ENV, TARGET_MACHINE, MACHINE_FILE, OPENCL, MAX_INPUT_MB, DEBUG, NUMA_EVENTS, \
-    LAUNCH_PID, STDERR, WARNED_PID, IGNORED_SIGNALS, TEST_FAULT = (s.name for s in TABLE)
+    LAUNCH_PID, STDERR, WARNED_PID, IGNORED_SIGNALS, CALLER_LC_CTYPE, TEST_FAULT = (s.name for s in TABLE)
 
 # The MPI launchers' rank and world-size variables, tried in this order (C: CC_RANK_VARS).
 RANK_VARS = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")

@@ -112,6 +112,21 @@ def _predicted_for(ffi: object, sample: object, result: object) -> None:
 
 _CALIBRATION: list = []  # [(Calibration or None, its JSON for the record)] once looked up
 
+# The program's working directory when the library started ("": unknown), set by the model's
+# init code (native/model/model_init.py): the model runs at the exit, by when the program
+# may have changed directory.
+START_DIR = ""
+
+
+def _at_start(path: str | None, preset: bool = False) -> str | None:
+    """A machine file's setting (CORECAST_MACHINE_FILE, CORECAST_TARGET_MACHINE) as the
+    start directory names it, as `corecast run` resolves them.  With ``preset``, a name
+    with no '/' that is no file there stays as it is: a preset's (machine.numa.presets)."""
+    if not path or os.path.isabs(path) or not START_DIR:
+        return path
+    there = os.path.join(START_DIR, path)
+    return there if not preset or "/" in path or os.path.exists(there) else path
+
 
 def _calibration() -> tuple[object | None, str]:
     """This machine's calibration (``corecast calibrate``; machine.calibration) and its
@@ -122,8 +137,8 @@ def _calibration() -> tuple[object | None, str]:
     if not _CALIBRATION:
         from ..model.machine.calibration import for_this_machine
 
-        cal, note = for_this_machine(os.sysconf("SC_NPROCESSORS_ONLN"), os.environ.get(settings.MACHINE_FILE),
-                                     settings.calibration_path())
+        named = _at_start(os.environ.get(settings.MACHINE_FILE))
+        cal, note = for_this_machine(os.sysconf("SC_NPROCESSORS_ONLN"), named, settings.calibration_path())
         _CALIBRATION.append((cal, cal.to_json() if cal is not None else ""))
         if note:  # a warning as every other of the run's: the run goes on without it
             from .channel import warn
@@ -135,7 +150,7 @@ def _calibration() -> tuple[object | None, str]:
 def _numa_state() -> object | None:
     """The NUMA state when CORECAST_TARGET_MACHINE names a machine (imported only then)."""
     global _numa
-    path = os.environ.get(settings.TARGET_MACHINE)
+    path = _at_start(os.environ.get(settings.TARGET_MACHINE), preset=True)
     if _numa is None and path:
         from ..model.runtime.numa import NumaState
 

@@ -34,6 +34,7 @@ MODEL_INIT = NATIVE / "model" / "model_init.py"
 
 MODEL_CDEF = """
 const char *corecast_model_root(void);
+const char *corecast_model_start_dir(void);
 int corecast_model_host_python(void);
 void corecast_model_run_final(void);
 void corecast_model_started(const char *error);

@@ -95,6 +95,7 @@ def preload_env(
     memory-traffic events to count into CORECAST_NUMA_EVENTS (numa_events.plan)."""
     env = dict(env)
     env.pop(settings.IGNORED_SIGNALS, None)  # the corecast command's, never the program's
+    env.pop(settings.CALLER_LC_CTYPE, None)
     lib = library_path()
     current = env.get("LD_PRELOAD", "").strip()
     env["LD_PRELOAD"] = f"{current}:{lib}" if current else lib
@@ -182,6 +183,23 @@ def caller_ignored() -> frozenset | None:
         _record = None if value is None else frozenset(n for n in value.split(",") if n in PYTHON_IGNORES)
         _record_taken = True
     return _record
+
+
+def restore_caller_locale() -> None:
+    """LC_CTYPE in ``os.environ`` put back to the caller's, as the corecast command
+    (native/launcher/corecast.c) recorded it in ``settings.CALLER_LC_CTYPE``: CPython's
+    locale coercion (PEP 538) set LC_CTYPE=C.UTF-8 there under the C or POSIX locale, and
+    a program corecast starts must see the caller's (``wc -m`` counted bytes, not
+    characters, with it).  corecast's own stdio keeps the encoding it started with.
+    Without the record (``python -m corecast``) nothing is changed.  The record leaves the
+    environment."""
+    value = os.environ.pop(settings.CALLER_LC_CTYPE, None)
+    if value is None:
+        return
+    if value.startswith("="):
+        os.environ["LC_CTYPE"] = value[1:]
+    else:
+        os.environ.pop("LC_CTYPE", None)
 
 
 def program_signals() -> list:
