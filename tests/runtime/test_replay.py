@@ -454,15 +454,13 @@ def test_the_library_s_table_and_replay_s_share_one_layout(build, lib, tmp_path)
     assert rows and [row[:measured] for row in rows] == [row[:measured] for row in replayed]
 
 
-def test_a_band_past_100_keeps_its_cell_in_both_tables(tmp_path):
-    """A band's ends from 100 on lose decimals so that the cell keeps its 11 cells, in the
-    library's format (native/report_columns.h, compiled here) and in replay's alike: a
-    GPU's band@132, 66.00-132.00, pushed the row one cell (#42)."""
+def band_cells(tmp_path, ends: list[tuple[float, float]], n: int) -> tuple[list[str], list[str]]:
+    """The band cells of ``ends`` at ``n`` threads as the library prints them (native/
+    report_columns.h, compiled here) and as replay does (views.columns)."""
     from types import SimpleNamespace
 
     from corecast.views import columns
 
-    ends = [(0.5, 1.94), (66.0, 132.0), (99.996, 100.0), (640.5, 1500.25), (99.994, 999.96), (-120.0, 2.0)]
     src = tmp_path / "band.c"
     src.write_text("#include <stdio.h>\n#include \"report_columns.h\"\nint main(void) {\n"
                    + "".join(f"    printf(CC_COL_BAND \"|\\n\", CC_COL_BAND_DECIMALS({lo}), {lo}, "
@@ -471,8 +469,19 @@ def test_a_band_past_100_keeps_its_cell_in_both_tables(tmp_path):
     exe = tmp_path / "band"
     subprocess.run(["gcc", "-I", str(NATIVE_SOURCE), "-o", str(exe), str(src)], check=True)
     printed = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()
-    cells = [columns.band_cell(SimpleNamespace(threads=[132], low=[lo], high=[hi]), 132) for lo, hi in ends]
-    assert [line[:-1] for line in printed] == cells
+    cells = [columns.band_cell(SimpleNamespace(threads=[n], low=[lo], high=[hi]), n) for lo, hi in ends]
+    return [line[:-1] for line in printed], cells
+
+
+def test_a_band_past_100_keeps_its_cell_in_both_tables(tmp_path):
+    """A band's ends from 100 on lose decimals so that the cell keeps its 11 cells, in the
+    library's format (native/report_columns.h, compiled here) and in replay's alike: a
+    GPU's band@132, 66.00-132.00, pushed the row one cell (#42)."""
+    from corecast.views import columns
+
+    ends = [(0.5, 1.94), (66.0, 132.0), (99.996, 100.0), (640.5, 1500.25), (99.994, 999.96), (-120.0, 2.0)]
+    printed, cells = band_cells(tmp_path, ends, 132)
+    assert printed == cells
     assert all(len(cell) == 1 + columns.BAND for cell in cells[:4]), cells
     assert cells[1] == " 66.00-132.0"
 
@@ -481,21 +490,11 @@ def test_a_band_around_a_small_speedup_has_its_decimals_in_both_tables(tmp_path)
     """A steered run's S@16 0.007 (0.007485) sat beside the band 0.01-0.01 (0.006725 to
     0.007892), which leaves the point out: a band's end below 0.01 gets the three decimals
     its S@n cell has (columns.speedup_cell), in the library's format and replay's alike."""
-    from types import SimpleNamespace
-
     from corecast.views import columns
 
     ends = [(0.006725, 0.007892), (0.0042, 0.07), (0.0, 0.0099), (0.00004, 0.5), (0.0099, 0.01)]
-    src = tmp_path / "band.c"
-    src.write_text("#include <stdio.h>\n#include \"report_columns.h\"\nint main(void) {\n"
-                   + "".join(f"    printf(CC_COL_BAND \"|\\n\", CC_COL_BAND_DECIMALS({lo}), {lo}, "
-                             f"CC_COL_BAND_DECIMALS({hi}), {hi});\n" for lo, hi in ends)
-                   + "    return 0;\n}\n")
-    exe = tmp_path / "band"
-    subprocess.run(["gcc", "-I", str(NATIVE_SOURCE), "-o", str(exe), str(src)], check=True)
-    printed = subprocess.run([str(exe)], capture_output=True, text=True, check=True).stdout.splitlines()
-    cells = [columns.band_cell(SimpleNamespace(threads=[16], low=[lo], high=[hi]), 16) for lo, hi in ends]
-    assert [line[:-1] for line in printed] == cells
+    printed, cells = band_cells(tmp_path, ends, 16)
+    assert printed == cells
     assert cells[:2] == [" 0.007-0.008", " 0.004-0.07 "], cells
     assert all(len(cell) == 1 + columns.BAND for cell in cells), cells
     point = columns.speedup_cell(0.007485)
