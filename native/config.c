@@ -261,10 +261,16 @@ void cc_config_read(void) {
     if (!cc_cfg.launch_pid) /* under `corecast run` the command named them already */
         find_odd();
     read_rank();
-    /* OMP_DYNAMIC=false: exact team sizes asked for (omp_call.c); libgomp's words, and 0. */
+    /* OMP_DYNAMIC=false: exact team sizes asked for (omp_call.c), read as the runtimes read
+     * it: spaces around it, any case, libomp's other words for false. */
     const char *dyn = getenv("OMP_DYNAMIC");
-    int dynamic = 1;
-    cc_exact_teams = dyn && *dyn && whole(dyn, 0, 1, &dynamic) && !dynamic;
+    char word[16] = "";
+    if (dyn)
+        sscanf(dyn, " %15[^ \t\n]", word);
+    static const char *const falses[] = {"false", "f", "no", "n", "off", "0", ".false.", "disabled"};
+    cc_exact_teams = 0;
+    for (size_t i = 0; i < sizeof falses / sizeof falses[0]; i++)
+        cc_exact_teams |= !strcasecmp(word, falses[i]);
     const char *out = getenv(CC_ENV_OUTPUT);
     cc_cfg.output[0] = 0;
     /* A relative name is the start's working directory's, as `corecast run --json-out`

@@ -78,15 +78,17 @@ static void own_descriptor_table(void) {
 }
 
 /* The sampler blocks every signal, so that none sent to the process lands on it: a program
- * that blocks them all (to take them with sigwait, or to leave them pending) was ended by
- * a `kill -ABRT` or `kill -SEGV` that found the sampler the only thread to take it.  In the
- * model a fault must still reach the exit guard (guard.c): a blocked one would be forced to
- * its default action.  abort() unblocks SIGABRT itself. */
+ * that blocks them all (to take them with sigwait, or to leave them pending) was ended by a
+ * `kill -ABRT` or `kill -SEGV` that found the sampler the only thread to take it.  In the model
+ * a fault must reach the exit guard (guard.c; a blocked one is forced to its default action),
+ * not one pending, the program's (a steered run took a pending SIGBUS); abort() unblocks SIGABRT. */
 static void faults_deliverable(int yes) {
-    sigset_t faults;
+    sigset_t faults, pending;
     sigemptyset(&faults);
+    if (!yes || sigpending(&pending) != 0)
+        sigemptyset(&pending);
     for (int i = 0; i < CC_NFATAL; i++)
-        if (cc_fatal_signals[i] != SIGABRT)
+        if (cc_fatal_signals[i] != SIGABRT && !sigismember(&pending, cc_fatal_signals[i]))
             sigaddset(&faults, cc_fatal_signals[i]);
     pthread_sigmask(yes ? SIG_UNBLOCK : SIG_BLOCK, &faults, NULL);
 }

@@ -504,8 +504,9 @@ static ompt_start_tool_result_t *users_tool(unsigned omp_version, const char *ru
         void *lib = name[0] ? dlopen(name, RTLD_LAZY) : NULL; /* kept: a tool that declined may have left work */
         ompt_start_tool_result_t *(*start)(unsigned, const char *) =
             lib ? (ompt_start_tool_result_t * (*)(unsigned, const char *)) dlsym(lib, "ompt_start_tool") : NULL;
-        ompt_start_tool_result_t *started =
-            start && start != ompt_start_tool ? start(omp_version, runtime_version) : NULL; /* not ours again */
+        if (start == ompt_start_tool)
+            return NULL; /* ours first in the list: it starts, as the runtime would start it */
+        ompt_start_tool_result_t *started = start ? start(omp_version, runtime_version) : NULL;
         if (started) {
             cc_ompt_step_aside(name);
             return started;

@@ -258,6 +258,21 @@ def test_ours_starts_where_no_tool_of_the_users_starts(both, clang, lib, tmp_pat
     assert set(regions(read_lines(out))) == {"main._omp_fn.0", "main._omp_fn.1"}
 
 
+def test_ours_first_in_omp_tool_libraries_starts_before_the_users(both, clang, lib, tmp_path):
+    """The runtime starts the first tool in the list that starts: corecast's, named first."""
+    prog = both("sync", SYNC)["clang"]
+    src, tool = tmp_path / "mytool.c", tmp_path / "libmytool.so"
+    src.write_text(USER_TOOL)
+    r = subprocess.run([clang, "-shared", "-fPIC", str(src), "-o", str(tool)], capture_output=True, text=True,
+                       timeout=TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "cc.jsonl"
+    proc = run([prog], env=clean_env(OMP_NUM_THREADS="2", OMP_TOOL_LIBRARIES=f"{lib}:{tool}"), preload=lib,
+               output=out)
+    assert proc.returncode == 0 and b"OMPT" not in proc.stderr and b"mytool" not in proc.stdout
+    assert set(regions(read_lines(out))) == {"main._omp_fn.0", "main._omp_fn.1"}
+
+
 def test_ours_named_in_omp_tool_libraries_starts(both, lib, tmp_path):
     """The runtime reaching corecast's library in the list asks ours again: it starts."""
     prog = both("sync", SYNC)["clang"]
