@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import sys
 
+import pytest
+
 from corecast._native import PRELOAD
 from corecast.opencl import autoload_dir, autoload_env
 from corecast.runtime import launcher

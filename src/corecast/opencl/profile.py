@@ -1,4 +1,6 @@
-"""Per-kernel measurement of pyopencl launches: the launch path.
+"""Per-kernel measurement of pyopencl launches: the launch path (over 400 lines: one
+wrapper's state, the launch, the hidden queues it launches on and the argument notes it
+reads, in one class).
 
 Every launch that goes through ``enqueue_nd_range_kernel`` (``Kernel.__call__`` included)
 is timed from its event's profiling timestamps (queued, submit, start, end):
