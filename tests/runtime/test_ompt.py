@@ -216,15 +216,21 @@ result_t *ompt_start_tool(unsigned omp_version, const char *runtime_version) {
 """
 
 
-def test_the_users_own_tool_starts_and_ours_steps_aside(both, clang, lib, tmp_path):
-    """libomp asks the process's ompt_start_tool (ours, preloaded) before the libraries in
-    OMP_TOOL_LIBRARIES and starts one tool: the user's (Archer, their own) never started."""
-    prog = both("sync", SYNC)["clang"]
+def user_tool(clang, tmp_path) -> Path:
+    """USER_TOOL built as a library in ``tmp_path``."""
     src, tool = tmp_path / "mytool.c", tmp_path / "libmytool.so"
     src.write_text(USER_TOOL)
     r = subprocess.run([clang, "-shared", "-fPIC", str(src), "-o", str(tool)], capture_output=True, text=True,
                        timeout=TIMEOUT)
     assert r.returncode == 0, r.stderr
+    return tool
+
+
+def test_the_users_own_tool_starts_and_ours_steps_aside(both, clang, lib, tmp_path):
+    """libomp asks the process's ompt_start_tool (ours, preloaded) before the libraries in
+    OMP_TOOL_LIBRARIES and starts one tool: the user's (Archer, their own) never started."""
+    prog = both("sync", SYNC)["clang"]
+    tool = user_tool(clang, tmp_path)
     out = tmp_path / "cc.jsonl"
     env = clean_env(OMP_NUM_THREADS="2", OMP_TOOL_LIBRARIES=str(tool))
     plain = run([prog], env=env)
@@ -261,11 +267,7 @@ def test_ours_starts_where_no_tool_of_the_users_starts(both, clang, lib, tmp_pat
 def test_ours_first_in_omp_tool_libraries_starts_before_the_users(both, clang, lib, tmp_path):
     """The runtime starts the first tool in the list that starts: corecast's, named first."""
     prog = both("sync", SYNC)["clang"]
-    src, tool = tmp_path / "mytool.c", tmp_path / "libmytool.so"
-    src.write_text(USER_TOOL)
-    r = subprocess.run([clang, "-shared", "-fPIC", str(src), "-o", str(tool)], capture_output=True, text=True,
-                       timeout=TIMEOUT)
-    assert r.returncode == 0, r.stderr
+    tool = user_tool(clang, tmp_path)
     out = tmp_path / "cc.jsonl"
     proc = run([prog], env=clean_env(OMP_NUM_THREADS="2", OMP_TOOL_LIBRARIES=f"{lib}:{tool}"), preload=lib,
                output=out)
