@@ -349,26 +349,17 @@ OMP_LOCK_PAIR(omp_set_nest_lock, omp_unset_nest_lock, omp_test_nest_lock)
 
 /* omp_set_dynamic(0) asks for teams of exactly the size asked (OpenMP's dyn-var false):
  * steering and probing then leave every team as the program asks (omp_call.c). */
-void omp_set_dynamic(int dynamic) {
-    const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));
+static void set_dynamic(const void *caller, int dynamic) {
+    const struct cc_gomp *g = cc_gomp_for(caller);
     __atomic_store_n(&cc_exact_teams, dynamic ? 0 : 1, __ATOMIC_RELAXED);
     if (g->omp_set_dynamic)
         g->omp_set_dynamic(dynamic);
 }
+void omp_set_dynamic(int dynamic) { set_dynamic(__builtin_return_address(0), dynamic); }
 /* Fortran's (gfortran: by reference, default and 8-byte logicals), which libgomp forwards
  * to its own internal alias, not through the C name. */
-void omp_set_dynamic_(const int *dynamic) {
-    const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));
-    __atomic_store_n(&cc_exact_teams, *dynamic ? 0 : 1, __ATOMIC_RELAXED);
-    if (g->omp_set_dynamic)
-        g->omp_set_dynamic(*dynamic);
-}
-void omp_set_dynamic_8_(const long long *dynamic) {
-    const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));
-    __atomic_store_n(&cc_exact_teams, *dynamic ? 0 : 1, __ATOMIC_RELAXED);
-    if (g->omp_set_dynamic)
-        g->omp_set_dynamic(*dynamic != 0);
-}
+void omp_set_dynamic_(const int *dynamic) { set_dynamic(__builtin_return_address(0), *dynamic != 0); }
+void omp_set_dynamic_8_(const long long *dynamic) { set_dynamic(__builtin_return_address(0), *dynamic != 0); }
 
 /* What native/settle.c hands back once steering has settled (``back`` 1), and takes again
  * when a region it has not settled runs (0): the section starts or (``ends``) the ends.  A
