@@ -17,6 +17,7 @@ from ..errors import InputError, counted
 from ..io.fileio import shown
 from ..io.readers import RECORDING, read
 from ..model.machine import calibration
+from ..model.scaling import MAX_COUNT, over_max_count
 from ..recording import record
 
 TYPE_CHECKING = False  # annotations only
@@ -136,7 +137,10 @@ def _add(by_pid: dict[int, RecordedProcess], rec: dict) -> None:
         proc.cores = facts.get("cores", proc.cores)
         proc.target = proc.target or facts.get("target", 0)
     else:
-        proc.regions.append(record.region_from_json(rec))
+        region = record.region_from_json(rec)
+        if region["threads"] > MAX_COUNT:  # the models walk every count up to it: 10^9 ran for hours
+            raise ValueError(f"threads {over_max_count(str(region['threads']))}")
+        proc.regions.append(region)
         proc.steer = proc.steer or "steering" in rec
         # the target its predictions reached: a recording without its summary line (cut
         # short) replayed up to 1 thread, every speedup 1.00; the summary's, when read, wins
