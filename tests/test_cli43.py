@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from cli_checks import assert_one_line_error
+from corecast.cli import main
 
 RECORDINGS = Path(__file__).parent / "data" / "recordings"
 
@@ -25,3 +26,25 @@ def test_replay_refuses_a_team_past_the_largest_count(tmp_path, capsys):
     path = _recording(tmp_path, lambda lines: lines[0].__setitem__("threads", 10**9))
     err = assert_one_line_error(capsys, ["replay", path])
     assert "line 1" in err and "threads 1000000000 is above 100000" in err
+
+
+def _rank_file(tmp_path: Path) -> str:
+    stalls = {"mpi_p2p": 0.05, "mpi_collective": 0.1}
+    records = [{"event": "process", "schema": 3, "pid": 101, "runtime": "pthreads", "name": "process", "rank": 0,
+                "ranks": 1, "calls": 1, "threads": 1, "wall_s": 8.0, "stalls_s": stalls,
+                "counters": {"busy_s": 8.0, "serial_s": 0, "cpu_s": 8.0}},
+               {"event": "summary", "schema": 3, "pid": 101, "elapsed_s": 8.0, "cores": 4, "target": 4, "rank": 0,
+                "ranks": 1, "mpi": {"init_s": 0.1, "finalize_s": 0.05}}]
+    path = tmp_path / "run-0.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return str(path)
+
+
+def test_merge_upto_is_bounded_as_every_count(tmp_path, capsys):
+    # merge --upto 1000000000000000000000 printed 70 columns of ranks and "fastest count:
+    # 1000000000000000000000 (predicted time 0.000 s)"; predict and sweep refuse past 100000.
+    path = _rank_file(tmp_path)
+    err = assert_one_line_error(capsys, ["merge", path, "--upto", "1000000000000000000000"])
+    assert "--upto" in err and "at most 100000" in err
+    assert main(["merge", "--json", path, "--upto", "100000"]) == 0
+    assert json.loads(capsys.readouterr().out)["predicted"][-1]["ranks"] == 100000
