@@ -48,3 +48,18 @@ def test_merge_upto_is_bounded_as_every_count(tmp_path, capsys):
     assert "--upto" in err and "at most 100000" in err
     assert main(["merge", "--json", path, "--upto", "100000"]) == 0
     assert json.loads(capsys.readouterr().out)["predicted"][-1]["ranks"] == 100000
+
+
+def test_a_machine_file_with_two_kinds_of_bus_delay_is_refused(tmp_path, capsys):
+    # A machine file with bus_delay and hops + bus_delay_by_hops (machine show's output,
+    # then the preset's hop delays pasted in) was read as bus_delay alone: the edited delays
+    # were dropped without a word, and the prediction changed with them unseen.
+    machine = tmp_path / "m.json"
+    machine.write_text(json.dumps({"cores_per_node": 4, "nodes": 2, "bus_delay": [[1, 2], [2, 1]],
+                                   "hops": [[0, 1], [1, 0]], "bus_delay_by_hops": [3.0, 5.5],
+                                   "controller_delay": 12.0}))
+    sample = tmp_path / "s.json"
+    sample.write_text('{"llc": [0.01, 0.01], "bus": [0.005, 0.005], "mct": [0.08, 0.08]}')
+    err = assert_one_line_error(capsys, ["numa", "--machine", str(machine), "--sample", str(sample)])
+    assert "bus_delay and hops and bus_delay_by_hops both give the bus delays" in err
+    assert_one_line_error(capsys, ["machine", "show", str(machine)])

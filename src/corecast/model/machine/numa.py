@@ -122,6 +122,10 @@ def from_dict(d: Any) -> Machine:
     c = _count(d["cores_per_node"], "cores_per_node", MAX_CORES_PER_NODE)
     k = _count(d["nodes"], "nodes", MAX_NODES)
     dm = _number(d["controller_delay"], "controller_delay", positive=True)
+    both = [key for key in ("hops", "bus_delay_by_hops") if key in d]
+    if "bus_delay" in d and both:  # one would be dropped unseen: which delays were meant?
+        raise MachineError(f"bus_delay and {' and '.join(both)} both give the bus delays: give bus_delay, "
+                           "or hops with bus_delay_by_hops")
     if "bus_delay" in d:
         rows = _matrix(d["bus_delay"], k, "bus_delay")
         bus = [[_number(v, f"bus_delay[{n}][{m}]", positive=True) for m, v in enumerate(r)]
