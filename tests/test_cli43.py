@@ -63,3 +63,27 @@ def test_a_machine_file_with_two_kinds_of_bus_delay_is_refused(tmp_path, capsys)
     err = assert_one_line_error(capsys, ["numa", "--machine", str(machine), "--sample", str(sample)])
     assert "bus_delay and hops and bus_delay_by_hops both give the bus delays" in err
     assert_one_line_error(capsys, ["machine", "show", str(machine)])
+
+
+def _caliper_profile(path: Path, threads: int, seconds: float) -> str:
+    path.write_text(json.dumps([{"path": "main", "omp.num.threads": threads,
+                                 "avg#inclusive#sum#time.duration": seconds}]))
+    return str(path)
+
+
+def test_a_profile_named_twice_is_read_once(tmp_path, capsys):
+    # `predict run_*.json run_1.json` read run_1.json twice: "10 ±0% (2 runs)", two
+    # repetitions of one measurement, and a tighter band; CUBE profiles and merge's ranks
+    # were already read once.
+    one, two, four = (_caliper_profile(tmp_path / f"run_{n}.json", n, t) for n, t in ((1, 10.0), (2, 5.5), (4, 3.0)))
+    again = str(tmp_path / "." / "run_1.json")
+    assert main(["predict", "--json", one, two, four, again]) == 0
+    twice = json.loads(capsys.readouterr().out)
+    assert main(["predict", "--json", one, two, four]) == 0
+    once = json.loads(capsys.readouterr().out)
+    (got,), (want,) = twice["series"], once["series"]
+    assert got["predictions"] == want["predictions"]
+    assert [w for w in got["warnings"] if w not in want["warnings"]] == [f"{again}: named more than once: read once"]
+    assert main(["predict", one, two, four, one]) == 0
+    out = capsys.readouterr().out
+    assert "(2 runs)" not in out and "named more than once: read once" in out

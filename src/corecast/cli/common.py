@@ -8,7 +8,7 @@ import os
 import signal
 import sys
 
-from ..io.fileio import STDIO, printable, quoted
+from ..io.fileio import STDIO, file_key, printable, quoted
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
@@ -278,11 +278,11 @@ def outputs_apart(outputs: Sequence[tuple[str, str | None]], inputs: Sequence[st
     on_stdout = stdout_taken(*((f"{flag} -", path == STDIO) for flag, path in outputs))
     seen: dict[object, str] = {}
     for path in inputs:
-        key = _file_key(path)
+        key = file_key(path)
         if key is not None:
             seen.setdefault(key, "")
     for flag, path in outputs:
-        key = _file_key(path) if path else None
+        key = file_key(path) if path else None
         if key is None:
             continue
         if key in seen:
@@ -291,21 +291,6 @@ def outputs_apart(outputs: Sequence[tuple[str, str | None]], inputs: Sequence[st
                            else f"{flag} names an input file, which writing would replace: give another", path)
         seen[key] = flag
     return on_stdout
-
-
-def _file_key(path: str) -> object | None:
-    """What makes two names one file: an existing regular file's device and inode (a link,
-    './x', another spelling), else the resolved path; None for standard input or output and
-    for what is not a regular file (two outputs to /dev/null are fine)."""
-    if path == STDIO:
-        return None
-    try:
-        st = os.stat(path)
-    except OSError:
-        return os.path.realpath(path)
-    import stat
-
-    return (st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else None
 
 
 def add_format_option(p: argparse.ArgumentParser, kind: str, what: str = "the input") -> None:

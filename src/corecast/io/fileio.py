@@ -73,6 +73,20 @@ def shown(path: str | os.PathLike) -> str:
     return "standard input" if path == STDIO else printable(path)
 
 
+def file_key(path: str) -> object | None:
+    """What makes two names one file: an existing regular file's device and inode (a link,
+    './x', another spelling), else the resolved path; None for standard input or output and
+    for what is not a regular file (two outputs to /dev/null are fine, a FIFO is read as often
+    as it is named)."""
+    if path == STDIO:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return os.path.realpath(path)
+    return (st.st_dev, st.st_ino) if stat.S_ISREG(st.st_mode) else None
+
+
 def input_limit() -> int:
     """The most bytes one input file may have: ``CORECAST_MAX_INPUT_MB`` MiB (default 64)."""
     try:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ..fileio import file_key, shown
 from . import caliper, cube, extrap, hyperfine, measurements, numasample, recording, sweepjson
 from .raw import RawSeries, Series
 from .registry import CURVES, NUMA_SAMPLE, READERS, RECORDING, Reader, read, readers, register
@@ -52,5 +53,18 @@ def read_inputs(paths: Sequence[str], metric: str | None = None, callpath: str |
     """The curves in ``paths`` (several files: Caliper or CUBE profiles, one per count), filtered
     to ``callpath`` and ``profile_metric`` when given; ``format``: a reader's name
     (default: detected).  InputError (one line) on bad input."""
-    return read(paths, CURVES, format, metric=metric, callpath=callpath, profile_metric=profile_metric,
-                count_attribute=count_attribute)
+    once, again = [], []
+    keys: set = set()
+    for path in paths:  # `predict run_*.cali run_1.cali`: one profile counted as two repetitions
+        key = file_key(path)
+        if key is not None and key in keys:
+            again.append(shown(path))
+            continue
+        keys.add(key)
+        once.append(path)
+    series = read(once, CURVES, format, metric=metric, callpath=callpath, profile_metric=profile_metric,
+                  count_attribute=count_attribute)
+    if again:
+        for s in series:
+            s.warnings.append(f"{', '.join(again)}: named more than once: read once")
+    return series
