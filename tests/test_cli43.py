@@ -87,3 +87,36 @@ def test_a_profile_named_twice_is_read_once(tmp_path, capsys):
     assert main(["predict", one, two, four, one]) == 0
     out = capsys.readouterr().out
     assert "(2 runs)" not in out and "named more than once: read once" in out
+
+
+def _numa_recording(tmp_path: Path, inputs: dict, sync: list) -> str:
+    event = {"event": "region", "name": "loop", "object": "prog",
+             "predicted_nodes": [{"nodes": 1, "cores": 16, "speedup": 1.0}],
+             "numa": {"inputs": inputs, "sync": sync}}
+    path = tmp_path / "run.jsonl"
+    path.write_text(json.dumps(event) + "\n")
+    return str(path)
+
+
+def test_numa_replay_refuses_values_no_run_writes(tmp_path, capsys):
+    ok = {"team_times": [[1, 1.0], [2, 0.6]]}
+    assert main(["numa", "--machine", "two-socket", "--replay", _numa_recording(tmp_path, ok, [1.0, 2.0])]) == 0
+    capsys.readouterr()
+    # sync -1: "loop (prog): 1:1.00  2:1189235474924.02  fastest 2"
+    err = assert_one_line_error(capsys, ["numa", "--machine", "two-socket", "--replay",
+                                         _numa_recording(tmp_path, ok, [-1.0, 2.0])])
+    assert "line 1: unusable numa record: sync[0] is -1.0, not a speedup > 0" in err
+    # a team of 10^9 threads: the rate fit walked every team size for hours
+    err = assert_one_line_error(capsys, ["numa", "--machine", "two-socket", "--replay", _numa_recording(
+        tmp_path, {"team_times": [[1, 1.0], [10**9, 0.6]]}, [1.0, 2.0])])
+    assert "team_times[1]'s team is 1000000000, not a count from 1 to 100000" in err
+    # raw counts: a negative one summed with the others into no traffic at all; a missing
+    # one was said as Python's KeyError, "unusable numa record: 'bus'"
+    counts = {"total_cycles": 1e9, "bus": [-1e6, 1e6], "llc": 2e6}
+    err = assert_one_line_error(capsys, ["numa", "--machine", "opteron6380", "--replay",
+                                         _numa_recording(tmp_path, {"counts": counts}, [1.0, 2.0])])
+    assert "counts.bus holds -1000000.0, not a count >= 0" in err
+    del counts["bus"]
+    err = assert_one_line_error(capsys, ["numa", "--machine", "opteron6380", "--replay",
+                                         _numa_recording(tmp_path, {"counts": counts}, [1.0, 2.0])])
+    assert "counts has no 'bus'" in err

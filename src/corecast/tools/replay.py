@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..model.runtime.bound import TeamPrediction
+from ..model.scaling import MAX_COUNT
+from ..recording.values import json_number, shown_value
 from .samples import RecordedProcess, read_once, read_recording
 
 if TYPE_CHECKING:
@@ -131,6 +133,45 @@ def replay(path: str, target: int | None = None, machine: str | None = None,
     return reps
 
 
+def _check_numa_record(inputs: dict, sync: object) -> None:
+    """The values of a ``numa`` member that the node model divides by or walks up to, as
+    a run writes them: ``sync`` speedups > 0 (a -1 made 2:1189235474924.02), ``team_times``
+    [team, seconds] pairs of a team from 1 to MAX_COUNT (one of 10^9 ran for hours) and a
+    time > 0.  ValueError naming the value otherwise."""
+    for i, v in enumerate(sync if isinstance(sync, list) else []):
+        f = json_number(v)
+        if f is None or f <= 0:
+            raise ValueError(f"sync[{i}] is {shown_value(v)}, not a speedup > 0")
+    counts = inputs.get("counts")
+    if counts:  # raw counts, read as a --sample's are (a -1 beside a 1 summed to no traffic)
+        if not isinstance(counts, dict):
+            raise ValueError(f"counts is {shown_value(counts)}, not an object")
+        for key in ("total_cycles", "llc", "bus"):
+            if key not in counts:
+                raise ValueError(f"counts has no {key!r}")
+        for key in (k for k in ("total_cycles", "llc", "bus", "mct", "cores") if k in counts):
+            value = counts[key]
+            if key in ("bus", "mct") and not isinstance(value, list):
+                raise ValueError(f"counts.{key} is {shown_value(value)}, not a list of counts per node")
+            for v in value if isinstance(value, list) and key in ("llc", "bus", "mct") else [value]:
+                if json_number(v) is None or json_number(v) < 0:
+                    raise ValueError(f"counts.{key} holds {shown_value(v)}, not a count >= 0")
+        for key in ("llc_from", "bus_from"):
+            if key in counts and counts[key] not in ("mct", "llc", "bus"):
+                raise ValueError(f"counts.{key} is {shown_value(counts[key])}, not mct, llc or bus")
+    times = inputs.get("team_times") or []
+    if not isinstance(times, list):
+        raise ValueError(f"team_times is {shown_value(times)}, not a list of [team, seconds] pairs")
+    for i, pair in enumerate(times):
+        if not isinstance(pair, list) or len(pair) != 2:
+            raise ValueError(f"team_times[{i}] is {shown_value(pair)}, not a [team, seconds] pair")
+        team, t = pair
+        if isinstance(team, bool) or not isinstance(team, int) or not 1 <= team <= MAX_COUNT:
+            raise ValueError(f"team_times[{i}]'s team is {shown_value(team)}, not a count from 1 to {MAX_COUNT}")
+        if (json_number(t) or 0) <= 0:
+            raise ValueError(f"team_times[{i}]'s time is {shown_value(t)}, not a number of seconds > 0")
+
+
 def replay_nodes(path: str, machine: Machine, efficiency: float | None = None,
                  format: str | None = None) -> list[dict]:
     """Every event of ``path`` with node-count inputs (a ``--target-machine`` recording)
@@ -163,9 +204,12 @@ def replay_nodes(path: str, machine: Machine, efficiency: float | None = None,
         sync = rec.get("sync")
         c = machine.cores_per_node
         try:
+            _check_numa_record(inputs, sync)
             if isinstance(sync, list) and sync:
                 # the recorded sync factor was for the recording's machine: re-sample it per core
                 c0 = event["predicted_nodes"][0]["cores"]
+                if not (isinstance(c0, int) and not isinstance(c0, bool) and 1 <= c0 <= MAX_COUNT):
+                    raise ValueError(f"predicted_nodes[0].cores is {shown_value(c0)}, not a count of cores")
                 pts = [(c0 * (i + 1), float(v)) for i, v in enumerate(sync)]
                 sync = [interpolate(pts, k * c) / interpolate(pts, c) for k in range(1, machine.nodes + 1)]
             else:
