@@ -120,3 +120,19 @@ def test_numa_replay_refuses_values_no_run_writes(tmp_path, capsys):
     err = assert_one_line_error(capsys, ["numa", "--machine", "opteron6380", "--replay",
                                          _numa_recording(tmp_path, {"counts": counts}, [1.0, 2.0])])
     assert "counts has no 'bus'" in err
+
+
+def test_extrap_json_values_must_be_a_list_of_values(tmp_path, capsys):
+    # Extra-P's nested JSON: "values": "95" was read character by character as two runs,
+    # 9 and 5 ("7 ±29% (2 runs)"), and "values": [] dropped the point without a word
+    # (the text format's DATA line without a value is an error).
+    def extrap(first) -> str:
+        entries = [{"point": [1], "values": first}] + [{"point": [n], "values": [t]} for n, t in ((2, 5.5), (4, 3.0))]
+        path = tmp_path / "in.json"
+        path.write_text(json.dumps({"parameters": ["p"], "measurements": {"main": {"time": entries}}}))
+        return str(path)
+    assert main(["predict", extrap([10.0, 9.5])]) == 0
+    capsys.readouterr()
+    for bad, shown in (("95", '"95"'), ([], "[]"), (10, "10")):
+        err = assert_one_line_error(capsys, ["predict", extrap(bad)])
+        assert f'main time [0]: "values" must be a list of one value or more (the point\'s repetitions), not {shown}' in err

@@ -190,7 +190,11 @@ def _nested(obj: dict, path: str) -> list[RawSeries]:
                 if len(point) != 1:
                     raise InputError(f"{where}: point has {len(point)} values, not 1")
                 n = as_count(_value(point[0], where), where)
-                out.add(str(callpath), str(metric), n, [_value(v, where) for v in e["values"]])
+                values = e["values"]
+                if not isinstance(values, list) or not values:  # "95" was read as runs of 9 and 5
+                    raise InputError(f"{where}: \"values\" must be a list of one value or more (the point's "
+                                     f"repetitions), not {json.dumps(values)[:40]}")
+                out.add(str(callpath), str(metric), n, [_value(v, where) for v in values])
     return out.result(path)
 
 
