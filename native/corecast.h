@@ -87,10 +87,10 @@ struct cc_thread {
     const void *held_obj[CC_MAX_HELD];
     uint32_t held_scale[CC_MAX_HELD];
     int held_cat[CC_MAX_HELD];
-    /* Which sampled acquisitions get timed (omp_call.h cc_sample_due): untimed ones left
-     * before the next timed one, how many that one will stand for, and the running means
-     * (ticks) of the timed waits and holds that set the gap, and of the releases. */
-    uint32_t sample_left, sample_span, sample_wait, sample_hold, sample_release;
+    /* Sampled acquisitions (omp_call.h): untimed ones left before the next timed one, how many
+     * it will stand for, the running means (ticks) of timed waits and holds (they set the gap)
+     * and of releases, and the fastest sampled wait and release plus one (0: none yet). */
+    uint32_t sample_left, sample_span, sample_wait, sample_hold, sample_release, fastest_wait, fastest_release;
     /* contended pthread lock awaiting its hold-time sample */
     const void *sample_lock;
     uint64_t sample_t0;

@@ -130,7 +130,10 @@ def test_critical_example_matches_gcc(both, lib, tmp_path):
     assert acquisitions(c) == acquisitions(g) == {"critical": 10 * int(ITERATIONS)}
     for r in (g, c):
         assert r["stalls_s"]["imbalance"] > 0
-        assert r["stalls_s"]["critical"] > 0
+        # its section is one addition (work(2) is computed outside it): timed on both paths,
+        # and next to no waiting for it (a free lock's cost is no wait, omp_call.h)
+        assert r["counters"]["hold_s"]["critical"] > 0
+        assert r["stalls_s"]["critical"] < 0.01 * r["counters"]["busy_s"]
         assert r["counters"]["busy_s"] > 0
         assert len(r["predicted"]) == 4
 
