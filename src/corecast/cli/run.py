@@ -132,7 +132,8 @@ def add_merge(sub: argparse._SubParsersAction) -> None:
         "Read the JSON Lines every rank of an MPI run wrote (CORECAST_OUTPUT=run-{rank}.jsonl) "
         "and write one report: per rank the compute time and the MPI wait (point-to-point, "
         "collective), bytes moved, the slowest rank, and the predicted speedup over rank counts "
-        "(regression over the world sizes measured when there are 3 or more, else a one-run model).",
+        "(regression over the world sizes measured when there are 3 or more, auto over 2, a one-run "
+        "model from one).",
         ("--upto", "predict up to N ranks, at most as many as predict --upto takes (default: max(16, twice the "
                    "largest run))"),
         "one JSON object instead of the table", _rank_count)
