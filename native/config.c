@@ -68,15 +68,23 @@ int cc_env_flag(const char *name) {
     return v && whole(v, 0, 1, &x) ? x : 0;
 }
 
+#define ENV_CAP 4096 /* a larger environment goes unmarked: a stack array of at most 32 KiB */
+
+size_t cc_exec_env_room(char *const envp[]) {
+    if (!warned || !envp)
+        return 0;
+    size_t n = 0;
+    while (envp[n] && n < ENV_CAP)
+        n++;
+    return n + 2 > ENV_CAP ? 0 : n + 2;
+}
+
 char *const *cc_exec_env(char *const envp[], char **out, size_t cap) {
     static char mark[48];
-    if (!warned || !envp)
+    size_t room = cc_exec_env_room(envp);
+    if (!room || room > cap)
         return envp;
-    size_t n = 0;
-    while (envp[n])
-        n++;
-    if (n + 2 > cap)
-        return envp;
+    size_t n = room - 2;
     snprintf(mark, sizeof mark, WARNED "=%d", (int)getpid());
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
