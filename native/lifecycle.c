@@ -207,24 +207,11 @@ void cc_exit_report(int status, int flush) {
 
 void cc_final(void) { cc_exit_report(-1, 0); }
 
-/* Whether ``envp`` preloads this library, so that an image it starts is measured too. */
-static int preloaded_in(char *const envp[]) {
-    const char *file = cc_library_file();
-    if (!envp || !file)
-        return 0;
-    const char *name = strrchr(file, '/');
-    name = name ? name + 1 : file;
-    for (char *const *e = envp; *e; e++)
-        if (!strncmp(*e, "LD_PRELOAD=", 11))
-            return strstr(*e + 11, name) != NULL;
-    return 0;
-}
-
 /* A wrapper script that execs its program (`#!/bin/sh` ... `exec prog`) ran nothing in
  * parallel: a "serial run" line and record for its pid, before the program's own report
  * for the same pid, would be noise.  Without a preloaded next image it is all there is. */
 void cc_exec_report(char *const envp[]) {
-    if (!cc_active && preloaded_in(envp))
+    if (!cc_active && cc_preloaded_in(envp))
         return;
     cc_final();
 }
