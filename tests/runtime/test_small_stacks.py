@@ -68,3 +68,65 @@ def test_exec_from_a_thread_with_a_small_stack(build, lib, how):
     held = run_bounded(args, clean_env(LD_PRELOAD=str(lib)), HANG)
     assert bare.stdout == (b"exec'd image ran\nchild: exit 7\n" if how == "fork" else b"exec'd image ran\n")
     assert (held.returncode, held.stdout) == (bare.returncode, bare.stdout), held.stderr.decode(errors="replace")[-2000:]
+
+
+RECURSIVE_REGIONS_C = r"""
+#include <omp.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+/* A region a level: the nested ones are inactive (teams of one), as libgomp runs them
+ * without nested parallelism, on the forking thread's stack. */
+static long levels(int d) {
+    if (d == 0)
+        return 0;
+    long s = 0;
+#pragma omp parallel reduction(+ : s)
+    if (omp_get_thread_num() == 0)
+        s += 1 + levels(d - 1);
+    return s;
+}
+static void *deep(void *arg) {
+    printf("levels: %ld\n", levels((int)(long)arg));
+    return NULL;
+}
+static void *small(void *arg) {
+    long s = 0;
+#pragma omp parallel for reduction(+ : s)
+    for (long i = 0; i < 1000; i++)
+        s += i;
+    printf("small-stack thread: %ld\n", s);
+    return arg;
+}
+int main(int argc, char **argv) {
+    /* 8 MiB (the usual main stack, whatever this ulimit -s) for the recursion; for the
+     * other, the smallest stack a thread may have, which holds libgomp's fork */
+    int recursion = argv[1][0] == 'r';
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setstacksize(&at, recursion ? 8 << 20 : 16384);
+    pthread_t t;
+    if (pthread_create(&t, &at, recursion ? deep : small, recursion ? (void *)atol(argv[2]) : NULL))
+        return 3;
+    pthread_join(t, NULL);
+    return 0;
+}
+"""
+
+
+@pytest.mark.parametrize("how", ["recursion", "thread"])
+def test_a_parallel_region_takes_little_of_the_forking_threads_stack(build, lib, how):
+    """The region wrapper kept room for 256 members on the forking thread's stack (8 KiB a
+    call): 3000 levels of recursion through a nested, inactive region, or one region forked
+    from a thread made with a 16 KiB stack, died of SIGSEGV under corecast, and ran bare
+    (a thread's 8 MiB stack holds the first at about 100 bytes a level; with corecast's
+    trampoline about 1 KiB).  Now the room is the team's: two members here."""
+    exe = build("recursive_regions", RECURSIVE_REGIONS_C, "-fopenmp", "-pthread")
+    args = [exe, "recursion", "3000"] if how == "recursion" else [exe, "thread"]
+    env = clean_env(OMP_NUM_THREADS="2")
+    bare = run_bounded(args, env, HANG)
+    held = run_bounded(args, {**env, "LD_PRELOAD": str(lib)}, HANG)
+    assert bare.returncode == 0 and bare.stdout == (b"levels: 3000\n" if how == "recursion"
+                                                    else b"small-stack thread: 499500\n"), bare
+    assert (held.returncode, held.stdout) == (bare.returncode, bare.stdout), held.stderr.decode(errors="replace")[-2000:]
+    assert b"corecast: pid " in held.stderr
