@@ -65,6 +65,17 @@ __attribute__((constructor)) static void apart_look(void) {
     apart_refused = p && strstr(p, "vgpreload_") != NULL;
 }
 
+/* The kernel counts an ended thread's task off (release_task) a little after its last
+ * user-space step (the CLONE_CHILD_CLEARTID wake included), and before its tid is gone from
+ * the thread group: waits for that. */
+int cc_counted_off(int tid, double deadline) {
+    while (tid > 0 && syscall(SYS_tgkill, getpid(), tid, 0) == 0 && cc_mono_s() < deadline) {
+        struct timespec step = {0, 20000};
+        nanosleep(&step, NULL);
+    }
+    return 1;
+}
+
 int cc_try_apart(void (*fn)(void *), void *arg, double *cpu_s) {
     int saved = errno;
     *cpu_s = 0;
@@ -100,6 +111,10 @@ int cc_try_apart(void (*fn)(void *), void *arg, double *cpu_s) {
         int v;
         while ((v = __atomic_load_n(&done, __ATOMIC_ACQUIRE)) != 0)
             syscall(SYS_futex, &done, FUTEX_WAIT, v, NULL, NULL, 0); /* shared: the kernel's wake */
+        /* Its task is the user's again before the caller goes on: under `ulimit -u` at the
+         * program's own threads the first look's task, still counted, took the sampler's
+         * start, and then the program's pthread_create found none to give back. */
+        cc_counted_off(tid, cc_mono_s() + 1.0);
     }
     int mine = tid; /* not another caller's task, still running */
     __atomic_compare_exchange_n(&apart_tid, &mine, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);

@@ -10,5 +10,8 @@ double cc_run_apart(void (*fn)(void *), void *arg);
 /* The same where the task can start (1, its CPU time in *cpu_s); 0: ``fn`` was not run. */
 int cc_try_apart(void (*fn)(void *), void *arg, double *cpu_s);
 int cc_apart_tid(void);
+/* Waits, until ``deadline`` (cc_mono_s), for an ended thread or task of corecast's to be
+ * counted off the user's tasks (RLIMIT_NPROC); returns 1. */
+int cc_counted_off(int tid, double deadline);
 
 #endif

@@ -68,15 +68,39 @@ int cc_env_flag(const char *name) {
     return v && whole(v, 0, 1, &x) ? x : 0;
 }
 
+/* Whether ``envp`` preloads this library, so that an image it starts is measured too. */
+int cc_preloaded_in(char *const envp[]) {
+    const char *file = cc_library_file();
+    if (!envp || !file)
+        return 0;
+    const char *name = strrchr(file, '/');
+    name = name ? name + 1 : file;
+    for (char *const *e = envp; *e; e++)
+        if (!strncmp(*e, "LD_PRELOAD=", 11))
+            return strstr(*e + 11, name) != NULL;
+    return 0;
+}
+
+#define ENV_CAP 4096 /* a larger environment goes unmarked: a stack array of at most 32 KiB */
+
+size_t cc_exec_env_room(char *const envp[]) {
+    /* Only an image that loads the library reads the mark and removes it: one that does not
+     * (`env -i A=1 prog`, a program that drops LD_PRELOAD) gets the environment it was given
+     * (it printed CORECAST_WARNED_PID=N among its own variables). */
+    if (!warned || !envp || !cc_preloaded_in(envp))
+        return 0;
+    size_t n = 0;
+    while (envp[n] && n < ENV_CAP)
+        n++;
+    return n + 2 > ENV_CAP ? 0 : n + 2;
+}
+
 char *const *cc_exec_env(char *const envp[], char **out, size_t cap) {
     static char mark[48];
-    if (!warned || !envp)
+    size_t room = cc_exec_env_room(envp);
+    if (!room || room > cap)
         return envp;
-    size_t n = 0;
-    while (envp[n])
-        n++;
-    if (n + 2 > cap)
-        return envp;
+    size_t n = room - 2;
     snprintf(mark, sizeof mark, WARNED "=%d", (int)getpid());
     size_t k = 0;
     for (size_t i = 0; i < n; i++)

@@ -196,8 +196,8 @@ void cc_core_after_fork(void) CC_HIDDEN; /* slots, regions, activity, clock star
 void cc_config_read(void) CC_HIDDEN;     /* config.c: the CORECAST_* settings into cc_cfg */
 /* A 0/1 setting by the same rule, without a warning (before cc_config_read, which warns). */
 int cc_env_flag(const char *name) CC_HIDDEN;
-/* ``envp`` for an exec of this process, marked when this image warned about a setting
- * (``out`` holds ``cap`` pointers; returned instead of ``envp`` then). */
+/* An exec's ``envp``, marked after a warning where it preloads us (``out``: cc_exec_env_room's count). */
+size_t cc_exec_env_room(char *const envp[]) CC_HIDDEN; int cc_preloaded_in(char *const envp[]) CC_HIDDEN;
 char *const *cc_exec_env(char *const envp[], char **out, size_t cap) CC_HIDDEN;
 /* MPI (shims/mpi.c): how long MPI_Init and MPI_Finalize took, for the summary record
  * (start-up and shut-down are neither compute nor the program's communication). */

@@ -207,24 +207,11 @@ void cc_exit_report(int status, int flush) {
 
 void cc_final(void) { cc_exit_report(-1, 0); }
 
-/* Whether ``envp`` preloads this library, so that an image it starts is measured too. */
-static int preloaded_in(char *const envp[]) {
-    const char *file = cc_library_file();
-    if (!envp || !file)
-        return 0;
-    const char *name = strrchr(file, '/');
-    name = name ? name + 1 : file;
-    for (char *const *e = envp; *e; e++)
-        if (!strncmp(*e, "LD_PRELOAD=", 11))
-            return strstr(*e + 11, name) != NULL;
-    return 0;
-}
-
 /* A wrapper script that execs its program (`#!/bin/sh` ... `exec prog`) ran nothing in
  * parallel: a "serial run" line and record for its pid, before the program's own report
  * for the same pid, would be noise.  Without a preloaded next image it is all there is. */
 void cc_exec_report(char *const envp[]) {
-    if (!cc_active && preloaded_in(envp))
+    if (!cc_active && cc_preloaded_in(envp))
         return;
     cc_final();
 }
@@ -250,15 +237,6 @@ void cc_before_restrict(void) {
  * program's threads): the sampler ends and the caller tries once more, as without corecast
  * it would have succeeded.  The windows are over; the exit reports what was sampled and
  * predicts apart.  Not once the exit report runs: the sampler answers it. */
-/* The kernel counts an ended thread's task off (release_task) a little after its last
- * user-space step, and before its tid is gone from the thread group: waits for that. */
-static int counted_off(int tid, double deadline) {
-    while (tid > 0 && syscall(SYS_tgkill, getpid(), tid, 0) == 0 && cc_mono_s() < deadline) {
-        struct timespec step = {0, 20000};
-        nanosleep(&step, NULL);
-    }
-    return 1;
-}
 
 int cc_give_back_thread(void) {
     if (!cc_ready || cc_cfg.disabled || getpid() != cc_pid || __atomic_load_n(&cc_final_done, __ATOMIC_ACQUIRE))
@@ -270,10 +248,10 @@ int cc_give_back_thread(void) {
         if (!__atomic_exchange_n(&given, 1, __ATOMIC_ACQ_REL))
             cc_warn("the program ran out of tasks (pthread_create: EAGAIN): corecast's sampler gave its thread "
                     "back; no windows from here, the exit reports what was sampled");
-        return counted_off(tid, deadline);
+        return cc_counted_off(tid, deadline);
     }
     /* The keeper's next (a program that let its stderr go early; it says so itself). */
-    return cc_channel_give_back(deadline, &tid) && counted_off(tid, deadline);
+    return cc_channel_give_back(deadline, &tid) && cc_counted_off(tid, deadline);
 }
 
 static void final_at_exit(void) { cc_final(); }

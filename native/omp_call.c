@@ -77,7 +77,7 @@ static void member_stop(struct cc_member *m, struct cc_thread *t, uint64_t t1) {
     struct cc_call *c = m->call;
     m->open = 0;
     cc_close_single(t, t1);
-    if (m->id >= 0 && m->id < CC_MAX_TEAM) {
+    if (m->id >= 0 && m->id < c->cap) {
         struct cc_member_end *e = &c->ends[m->id];
         e->end = t1;
         e->busy = t1 - m->t0;
@@ -136,7 +136,7 @@ void cc_member_end(struct cc_member *m, struct cc_thread *t) {
 /* A member corecast does not measure (OMPT: past MAX_DEPTH implicit tasks on its thread):
  * no end, no busy time, no slot, so that the join reads nothing of another call's. */
 void cc_member_unmeasured(struct cc_call *c, int id) {
-    if (id >= 0 && id < CC_MAX_TEAM)
+    if (id >= 0 && id < c->cap)
         c->ends[id] = (struct cc_member_end){.end = UINT64_MAX, .slot = -1};
 }
 
@@ -182,9 +182,9 @@ void cc_call_finish(struct cc_call *c) {
     struct cc_region *r = c->region;
     if (!r)
         return;
-    int team = c->team < CC_MAX_TEAM ? c->team : CC_MAX_TEAM;
-    if (c->team > CC_MAX_TEAM)
-        CC_AADD(cc_overflow, c->team - CC_MAX_TEAM);
+    int team = c->team < c->cap ? c->team : c->cap;
+    if (c->team > c->cap)
+        CC_AADD(cc_overflow, c->team - c->cap);
     uint64_t idle = 0, busy = 0, late_tasks = 0, late_ticks = 0;
     int tasks = __atomic_load_n(&cc_tasks_seen, __ATOMIC_RELAXED), nslots;
     struct cc_thread *slots = tasks ? cc_thread_slots(&nslots) : NULL;

@@ -31,8 +31,7 @@
  * count's low 32 bits: a difference is all the join needs), read at the join.  Half a
  * cache line each: in arrays per field, eight members' stores met in each line at every
  * region's end (and members 0 and 1 stored into the line every member reads at its
- * start).  Not a whole line each: the call lives on the forking thread's stack, and 64
- * bytes a member would double it to 16 KiB, too much for a thread made with a small stack. */
+ * start).  Not a whole line each: libgomp's calls keep them on the forking thread's stack. */
 struct cc_member_end {
     uint64_t end, busy, task0;
     int32_t slot;
@@ -48,7 +47,8 @@ struct cc_call {
     int team;
     int probe_own; /* > 0: a probe call; the program asked for this many threads */
     uint64_t t0;
-    struct cc_member_end ends[CC_MAX_TEAM];
+    int cap; /* members ``ends`` holds: those past it are not measured (cc_overflow) */
+    struct cc_member_end *ends;
 };
 
 /* Set once a wrapped GOMP_task ran: only then does a call's join look at task ticks. */

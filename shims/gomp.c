@@ -1,5 +1,6 @@
-/* libgomp shim: parallel regions, barriers, critical/atomic sections, single, loop
- * scheduling calls and OpenMP locks.
+/* libgomp shim (over 400 lines: one runtime, one file, as shims/ has one per runtime):
+ * parallel regions, barriers, critical/atomic sections, single, loop scheduling calls and
+ * OpenMP locks.
  *
  * Each GOMP_parallel* call runs the outlined function through a trampoline that times
  * every team member's busy span; the master's end time minus each member's end time is
@@ -46,8 +47,39 @@ static unsigned team_size(struct tramp *tr, unsigned requested) {
     return cap ? (unsigned)cap : requested;
 }
 
-/* One wrapper shape per GOMP_parallel* signature; ARGS are the trailing parameters. */
+/* The most members a call of ``n`` threads (0: libgomp's nthreads-var, which
+ * omp_get_max_threads answers on the forking thread) can have: its ``ends`` are that many,
+ * on the forking thread's stack.  256 for every call (8 KiB a frame) overflowed stacks
+ * that hold the program without corecast: recursion through nested, inactive regions (a
+ * region a level, 2000 levels on an 8 MiB stack) and a region forked from a thread made
+ * with a 16 KiB stack, both SIGSEGV. */
+static int team_bound(const struct cc_gomp *g, unsigned n) {
+    int bound = n ? (int)(n < CC_MAX_TEAM ? n : CC_MAX_TEAM)
+                  : g->omp_get_max_threads ? g->omp_get_max_threads() : CC_MAX_TEAM;
+    return bound < 1 ? 1 : bound < CC_MAX_TEAM ? bound : CC_MAX_TEAM;
+}
+
+#define END_BYTES sizeof(struct cc_member_end)
+
+/* One wrapper shape per GOMP_parallel* signature; ARGS are the trailing parameters.  The
+ * timed call is a function of its own: its ``ends`` (alloca) would keep the passing-through
+ * calls from being tail calls, and libomp's OMPT then found our return address, not the
+ * program's (cc_is_ours: a gcc build on libomp counted no region). */
 #define PARALLEL_WRAPPER(ret, name, params, args)                                           \
+    static __attribute__((noinline)) ret name##_timed(const struct cc_gomp *g, struct cc_thread *t, \
+                                                      cc_outlined_fn fn, void *data,         \
+                                                      unsigned num_threads params) {        \
+        struct tramp tr; /* no initialiser: the call's per-member arrays need no clearing */ \
+        tr.fn = fn;                                                                          \
+        tr.data = data;                                                                      \
+        tr.g = g;                                                                            \
+        cc_call_begin(&tr.call, (void *)fn, t);                                              \
+        unsigned n = t->depth > 0 ? num_threads : team_size(&tr, num_threads);              \
+        tr.call.cap = team_bound(g, n);                                                      \
+        tr.call.ends = __builtin_alloca_with_align((size_t)tr.call.cap * END_BYTES, 8 * END_BYTES); \
+        tr.call.t0 = cc_now();                                                               \
+        PARALLEL_CALL_##ret(g->name(trampoline, &tr, n args));                               \
+    }                                                                                        \
     ret name(cc_outlined_fn fn, void *data, unsigned num_threads params) {                  \
         const struct cc_gomp *g = cc_gomp_for(__builtin_return_address(0));                 \
         struct cc_thread *t = cc_self();                                                     \
@@ -55,14 +87,7 @@ static unsigned team_size(struct tramp *tr, unsigned requested) {
             return g->name(fn, data, cc_ompt_fork(NULL, (void *)fn, num_threads, g) args);  \
         if (t->guard || cc_cfg.disabled || !g->omp_get_thread_num)                          \
             return g->name(fn, data, num_threads args);                                     \
-        struct tramp tr; /* no initialiser: the call's per-member arrays need no clearing */ \
-        tr.fn = fn;                                                                          \
-        tr.data = data;                                                                      \
-        tr.g = g;                                                                            \
-        cc_call_begin(&tr.call, (void *)fn, t);                                              \
-        unsigned n = t->depth > 0 ? num_threads : team_size(&tr, num_threads);              \
-        tr.call.t0 = cc_now();                                                               \
-        PARALLEL_CALL_##ret(g->name(trampoline, &tr, n args));                               \
+        return name##_timed(g, t, fn, data, num_threads args);                               \
     }
 #define PARALLEL_CALL_void(expr) \
     expr;                        \

@@ -48,6 +48,7 @@ struct ompt_thread {
 };
 static struct ompt_thread threads[CC_MAX_THREADS];
 static struct cc_call calls[CALL_POOL];
+static struct cc_member_end call_ends[CALL_POOL][CC_MAX_TEAM];
 static int call_used[CALL_POOL];
 
 /* The calling thread's OMPT state, found once per thread (slot order; a slot's next
@@ -78,8 +79,11 @@ static struct cc_call *call_claim(struct cc_thread *t) {
         int i = (t->tid + k) % CALL_POOL; /* threads start apart: short scans */
         int idle = 0;
         if (!__atomic_load_n(&call_used[i], __ATOMIC_RELAXED) &&
-            __atomic_compare_exchange_n(&call_used[i], &idle, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+            __atomic_compare_exchange_n(&call_used[i], &idle, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+            calls[i].ends = call_ends[i];
+            calls[i].cap = CC_MAX_TEAM;
             return &calls[i];
+        }
     }
     CC_AADD(cc_overflow, 1);
     return NULL;

@@ -59,8 +59,12 @@ void _Exit(int status) {
 }
 
 /* The image is replaced: report what this one measured (same pid, its own lines).  The
- * next image gets the environment marked when this one warned about a setting (config.c). */
-#define ENV_CAP 4096
+ * next image gets the environment marked when this one warned about a setting (config.c):
+ * the marked copy is a variable-length array of just the pointers it needs, and one
+ * pointer otherwise.  (A fixed 4096-pointer array, 32 KiB on every exec's stack, crashed a
+ * thread made with a 32 KiB stack that forks and execs, where glibc's exec needs a few
+ * hundred bytes.) */
+#define ENV_ROOM(envp) (cc_exec_env_room(envp) + 1)
 
 /* An exec that fails goes on with this image, whose report belongs at its real exit, with
  * what runs after: so one that cannot succeed (no such file, not a regular file, not
@@ -105,31 +109,31 @@ static int may_run_found(const char *file) {
 int execve(const char *path, char *const argv[], char *const envp[]) {
     if (may_run(path))
         cc_exec_report(envp);
-    char *buf[ENV_CAP];
-    return CC_LIBC(execve)(path, argv, cc_exec_env(envp, buf, ENV_CAP));
+    char *buf[ENV_ROOM(envp)];
+    return CC_LIBC(execve)(path, argv, cc_exec_env(envp, buf, sizeof buf / sizeof *buf));
 }
 
 int execv(const char *path, char *const argv[]) {
     if (may_run(path))
         cc_exec_report(environ);
-    char *buf[ENV_CAP];
-    char *const *env = cc_exec_env(environ, buf, ENV_CAP);
+    char *buf[ENV_ROOM(environ)];
+    char *const *env = cc_exec_env(environ, buf, sizeof buf / sizeof *buf);
     return env == environ ? CC_LIBC(execv)(path, argv) : CC_LIBC(execve)(path, argv, env);
 }
 
 int execvp(const char *file, char *const argv[]) {
     if (may_run_found(file))
         cc_exec_report(environ);
-    char *buf[ENV_CAP];
-    char *const *env = cc_exec_env(environ, buf, ENV_CAP);
+    char *buf[ENV_ROOM(environ)];
+    char *const *env = cc_exec_env(environ, buf, sizeof buf / sizeof *buf);
     return env == environ ? CC_LIBC(execvp)(file, argv) : CC_LIBC(execvpe)(file, argv, env);
 }
 
 int execvpe(const char *file, char *const argv[], char *const envp[]) {
     if (may_run_found(file))
         cc_exec_report(envp);
-    char *buf[ENV_CAP];
-    return CC_LIBC(execvpe)(file, argv, cc_exec_env(envp, buf, ENV_CAP));
+    char *buf[ENV_ROOM(envp)];
+    return CC_LIBC(execvpe)(file, argv, cc_exec_env(envp, buf, sizeof buf / sizeof *buf));
 }
 
 /* glibc's execl family calls its internal execve, past the wrappers above: rebuild the

@@ -463,6 +463,16 @@ def test_a_bad_setting_is_warned_about_once_per_process(omp_critical, lib, via):
     assert b"CORECAST_WARNED" not in env.stdout  # the mark is gone before the program runs
 
 
+def test_an_image_without_the_library_gets_the_environment_it_was_given(lib):
+    """After a warning an image marks the environment of its exec for the next image of its
+    pid, which removes the mark; one that does not load the library (`env -i`, a program that
+    drops LD_PRELOAD) cannot: it printed CORECAST_WARNED_PID=N among its own variables."""
+    for cmd in (["env", "-i", "A=1", "env"], ["sh", "-c", "exec env -i A=1 env"]):
+        proc = run(cmd, preload=lib, target="abc")
+        assert (proc.returncode, proc.stdout) == (0, b"A=1\n"), (cmd, proc.stdout)
+        assert proc.stderr.count(b"CORECAST_TARGET=abc") == 1, proc.stderr
+
+
 # ---- the exits besides a parallel program's return (a mutation audit's finds) -----------------
 SERIAL_C = r"""
 #include <locale.h>

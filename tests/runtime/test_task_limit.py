@@ -161,6 +161,48 @@ def test_a_program_at_its_task_limit_makes_all_its_threads(build, as_user, share
             assert "the model was not run: corecast had no thread of its own" in err, err
 
 
+# One worker: the program needs two tasks, its main thread's and this one's.
+ONE_WORKER_C = r"""
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+static volatile double sink;
+static void *work(void *arg) {
+    for (long i = 0; i < 1000000; i++) sink += i;
+    return arg;
+}
+int main(void) {
+    pthread_t t;
+    int r = pthread_create(&t, NULL, work, NULL);
+    if (r) { printf("create: %s\n", strerror(r)); return 9; }
+    pthread_join(t, NULL);
+    printf("joined\n");
+    return 3;
+}
+"""
+
+
+def test_a_program_that_needs_two_tasks_makes_its_thread(build, as_user, shared_dir):
+    """`ulimit -u 2` and a program of one worker.  The first parallel activity's look runs in
+    a task apart (apart.c), which the kernel counts off a little after the look ends: the
+    sampler's start came first and failed for want of a task, so nothing of corecast's held
+    one to give back, and the program's own pthread_create failed (exit 9, 19 of 20 runs).
+    A task apart is counted off before its caller goes on."""
+    exe = _readable_copy(build("tasks_one_worker", ONE_WORKER_C, "-pthread"), shared_dir)
+    env = clean_env()
+    plain = subprocess.run(as_user([exe], 2), env=env, capture_output=True, timeout=TIMEOUT)
+    alone = subprocess.run(as_user([exe], 1), env=env, capture_output=True, timeout=TIMEOUT)
+    if alone.returncode == 3:
+        pytest.skip("the task limit does not bind here")
+    assert (plain.returncode, plain.stdout) == (3, b"joined\n"), plain
+    env["LD_PRELOAD"] = str(shared_dir / Path(PRELOAD).name)
+    for _ in range(10):
+        got = subprocess.run(as_user([exe], 2), env=env, capture_output=True, timeout=TIMEOUT)
+        err = got.stderr.decode()
+        assert (got.returncode, got.stdout) == (3, b"joined\n"), err
+        assert "corecast: pid " in err, err
+
+
 FORKED_CHILD_C = r"""
 #include <dirent.h>
 #include <dlfcn.h>
