@@ -6,6 +6,7 @@
  * there produces the exit report while the interpreter still lives. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
@@ -120,8 +121,10 @@ static void load(void) {
         char probe[PATH_MAX + 64];
         snprintf(probe, sizeof probe, "%s/lib/python%s/encodings/__init__.py", CC_PY_HOME,
                  CC_PY_VERSION);
-        if (access(probe, R_OK) != 0)
-            return fail_start("the Python the model was built with is gone (" CC_PY_HOME ")");
+        if (access(probe, R_OK) != 0) /* a program that dropped its privileges may not read it */
+            return fail_start(errno == EACCES || errno == EPERM
+                                  ? "this process may not read the Python the model was built with (" CC_PY_HOME ")"
+                                  : "the Python the model was built with is gone (" CC_PY_HOME ")");
     }
     void *h = dlopen(path, RTLD_NOW | (python ? RTLD_LOCAL : RTLD_GLOBAL));
     if (!h) {

@@ -83,6 +83,43 @@ def test_an_exception_in_the_init_code_is_named(lib, omp_critical, tmp_path):
     assert model == line
 
 
+# A program that drops root before its parallel work (a daemon, a setuid tool).
+DROPS_ROOT_C = r"""
+#include <omp.h>
+#include <stdio.h>
+#include <unistd.h>
+int main(void) {
+    if (setgid(65534) || setuid(65534))
+        return 9;
+    double s = 0;
+#pragma omp parallel for reduction(+ : s)
+    for (int i = 0; i < 100000; i++)
+        s += i * 0.5;
+    printf("%.1f\n", s);
+    return 0;
+}
+"""
+
+
+def test_a_python_the_program_may_not_read_is_named_so(lib, build):
+    """It said the Python the model was built with "is gone" where it was there but out of
+    the reach of the user the program had become."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root, to become nobody")
+    home = Path(sys.base_prefix) / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "encodings"
+    readable = subprocess.run(["test", "-r", str(home / "__init__.py")], preexec_fn=lambda: os.setuid(65534))
+    if readable.returncode == 0:
+        pytest.skip(f"nobody may read {home}: the model starts")
+    exe = build("drops_root", DROPS_ROOT_C, "-fopenmp")
+    exe.parent.chmod(0o755)  # nothing of the program's own needs reading as nobody
+    plain = run([exe])
+    r = run([exe], preload=lib)
+    assert (r.returncode, r.stdout) == (plain.returncode, plain.stdout) == (0, b"2499975000.0\n")
+    err = r.stderr.decode()
+    assert "is gone" not in err, err
+    assert START_FAILED + "this process may not read the Python the model was built with (" in err, err
+
+
 def test_a_missing_package_root_is_named(lib, omp_critical, tmp_path):
     preload = fake_install(tmp_path / "root", lib, sitepaths=False)
     line, model = start_failure(omp_critical, preload, tmp_path / "j.jsonl")
