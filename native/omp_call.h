@@ -125,14 +125,18 @@ static inline uint64_t cc_scaled(uint64_t ticks, uint32_t scale, uint32_t *mean)
  * thread alone recorded 35-60% of its thread's time as critical waits, and a steered run's
  * process line said critical 65-70% with its one region at 1 thread.  Under twice the
  * fastest it was not contended (an uncontended one varies with the caches; a contended one
- * moves the lock's line between cores at least): all of it.  Known-contended acquisitions
- * (a failed test) are not passed here: their fastest may itself be a wait.  The running
- * means keep the whole ``w``: the gap weighs the timing against what the section costs. */
+ * moves the lock's line between cores at least): all of it.  One over CC_CONTENDED_TICKS
+ * waited by any measure: it never sets the fastest, and only the fastest comes off it.
+ * Not passed here: exact samples (a thread's first, and a failed test's, whose fastest
+ * could be a wait).  The running means keep the whole ``w``: the gap weighs the timing
+ * against what the section costs. */
 static inline uint64_t cc_uncontended_part(uint32_t *fastest1, uint64_t w) {
-    uint64_t fastest = (uint64_t)*fastest1 - 1; /* none yet: the largest */
+    uint64_t fastest = *fastest1 ? (uint64_t)*fastest1 - 1 : UINT64_MAX;
+    if (w > CC_CONTENDED_TICKS)
+        return fastest == UINT64_MAX ? 0 : fastest;
     if (w < fastest) {
-        fastest = w < UINT32_MAX - 1 ? w : UINT32_MAX - 1;
-        *fastest1 = (uint32_t)fastest + 1;
+        fastest = w; /* at most CC_CONTENDED_TICKS: fits */
+        *fastest1 = (uint32_t)w + 1;
     }
     return w > 2 * fastest ? fastest : w;
 }
@@ -213,7 +217,7 @@ static inline void cc_timed_acquire(struct cc_thread *t, int cat, uint64_t t0, c
     uint64_t w = t1 - t0;
     struct cc_counts *n = cc_counts(t);
     uint64_t scaled = cc_scaled(w, scale, &t->sample_wait);
-    uint64_t part = contended ? 0 : cc_uncontended_part(&t->fastest_wait, w);
+    uint64_t part = contended || scale <= 1 ? 0 : cc_uncontended_part(&t->fastest_wait, w);
     CC_ADD(n->wait[cat], cc_less_per_acquisition(scaled, part, scale));
     CC_ADD(n->acq[cat], 1);
     if (contended || w > CC_CONTENDED_TICKS)

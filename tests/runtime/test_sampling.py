@@ -150,6 +150,13 @@ def test_an_uncontended_acquisition_is_no_wait(sampler):
     assert est < 200_000 * 1000 * 0.01, est  # every one counted whole: 200000 x 1000
 
 
+def test_waits_that_are_all_hand_offs_count_in_full(sampler):
+    """No acquisition finds the lock free: none is an uncontended one's cost (a first
+    version took each thread's first wait for one, and recorded these as 0)."""
+    est, beyond = sampler.waits(100_000, 0, 1, 50_000)
+    assert abs(est - beyond) / beyond < 0.05, (est, beyond)
+
+
 @pytest.mark.parametrize("every", [3, 20])
 def test_contended_waits_count_beyond_the_uncontended_cost(sampler, every):
     """Hand-offs among free acquisitions: what they waited beyond a free one's cost."""
@@ -195,3 +202,48 @@ def test_a_lock_nobody_else_takes_records_no_critical_wait(build, lib, tmp_path)
     (region,) = events(read_lines(out), "region")
     assert region["counters"]["acquisitions"]["critical"] == 4_000_000
     assert region["stalls_s"]["critical"] < 0.2 * region["counters"]["busy_s"], region["stalls_s"]
+
+
+# Thread 0 takes the lock and holds it 50 ms; thread 1 asks for it once thread 0 holds it.
+ONCE_C = r"""
+#include <omp.h>
+#include <stdio.h>
+#include <time.h>
+static double now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+int main(void) {
+    volatile int held = 0;
+#pragma omp parallel num_threads(2)
+    {
+        if (omp_get_thread_num() == 0) {
+#pragma omp critical
+            {
+                held = 1;
+                for (double t0 = now(); now() - t0 < 0.05;)
+                    ;
+            }
+        } else {
+            while (!held)
+                ;
+#pragma omp critical
+            held = 2;
+        }
+    }
+    printf("%d\n", held);
+    return 0;
+}
+"""
+
+
+def test_one_long_wait_for_a_held_lock_is_recorded(build, lib, tmp_path):
+    """Thread 1 waits at least the rest of the 50 ms hold: its one acquisition is an exact
+    sample, and no uncontended cost comes off it (a first version recorded 0.00002 s)."""
+    exe = build("once_critical", ONCE_C, "-fopenmp")
+    out = tmp_path / "cc.jsonl"
+    proc = run([exe], env=clean_env(), preload=lib, output=out)
+    assert proc.returncode == 0 and proc.stdout == b"2\n", proc.stderr[-300:]
+    (region,) = events(read_lines(out), "region")
+    assert region["stalls_s"]["critical"] > 0.025, region["stalls_s"]
