@@ -68,13 +68,25 @@ int cc_env_flag(const char *name) {
     return v && whole(v, 0, 1, &x) ? x : 0;
 }
 
+/* This library's file name, read at start-up (cc_config_read): an exec asks the loader
+ * nothing then (dladdr takes its lock, which a thread inside dl_iterate_phdr holds: an
+ * exec beside one waited for it). */
+static char library_name[256];
+
+static void note_library_name(void) {
+    const char *file = cc_library_file();
+    const char *name = file ? strrchr(file, '/') : NULL;
+    name = name ? name + 1 : file;
+    size_t n = name ? strlen(name) : 0;
+    if (n < sizeof library_name) /* a longer one is never found: no mark */
+        memcpy(library_name, name ? name : "", n + 1);
+}
+
 /* Whether ``envp`` preloads this library, so that an image it starts is measured too. */
 int cc_preloaded_in(char *const envp[]) {
-    const char *file = cc_library_file();
-    if (!envp || !file)
+    const char *name = library_name;
+    if (!envp || !name[0])
         return 0;
-    const char *name = strrchr(file, '/');
-    name = name ? name + 1 : file;
     for (char *const *e = envp; *e; e++)
         if (!strncmp(*e, "LD_PRELOAD=", 11))
             return strstr(*e + 11, name) != NULL;
@@ -256,6 +268,7 @@ void cc_config_notes(void) {
 
 void cc_config_read(void) {
     int saved = errno;
+    note_library_name();
     const char *mark = getenv(WARNED);
     if (mark) {
         hush = atoi(mark) == (int)getpid();

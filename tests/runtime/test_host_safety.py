@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import EXAMPLES, TIMEOUT, clean_env, events, read_lines, report_blocks, run
+from .helpers import EXAMPLES, TIMEOUT, clean_env, events, read_lines, report_blocks, run, run_bounded
 
 CORECAST = [sys.executable, "-m", "corecast"]
 
@@ -471,6 +471,46 @@ def test_an_image_without_the_library_gets_the_environment_it_was_given(lib):
         proc = run(cmd, preload=lib, target="abc")
         assert (proc.returncode, proc.stdout) == (0, b"A=1\n"), (cmd, proc.stdout)
         assert proc.stderr.count(b"CORECAST_TARGET=abc") == 1, proc.stderr
+
+
+# A thread sits in a dl_iterate_phdr callback (the loader's lock held) for good while main
+# execs: the exec must not ask the loader anything.
+EXEC_IN_LOADER_C = r"""
+#define _GNU_SOURCE
+#include <link.h>
+#include <pthread.h>
+#include <unistd.h>
+static volatile int inside;
+static int stay(struct dl_phdr_info *info, size_t size, void *arg) {
+    inside = 1;
+    for (;;)
+        pause();
+    return 0;
+}
+static void *walker(void *arg) {
+    dl_iterate_phdr(stay, NULL);
+    return NULL;
+}
+int main(void) {
+    pthread_t t;
+    pthread_create(&t, NULL, walker, NULL);
+    while (!inside)
+        ;
+    char *argv[] = {"true", NULL};
+    execv("/bin/true", argv);
+    return 3;
+}
+"""
+
+
+def test_an_exec_beside_a_thread_in_the_loader_asks_it_nothing(build, lib):
+    """After a warning the exec marks its environment where it preloads the library; finding
+    the library's name asked the loader (dladdr), whose lock the other thread holds: the
+    exec waited for it (a callback that never returns: for ever)."""
+    exe = build("exec_in_loader", EXEC_IN_LOADER_C, "-pthread")
+    env = clean_env(LD_PRELOAD=str(lib), CORECAST_TARGET="abc")
+    proc = run_bounded([exe], env, hung_s=60)
+    assert proc.returncode == 0, proc.stderr
 
 
 # ---- the exits besides a parallel program's return (a mutation audit's finds) -----------------
