@@ -348,8 +348,8 @@ bool GOMP_loop_runtime_start(long start, long end, long incr, long *istart, long
             cc_note(t, CC_STALL_OMPLOCK, 0, 0);                                              \
             uint32_t scale = cc_sample_due(t); /* hold times: sampled */                     \
             if (scale) { /* no wait: the hold alone sets the next gap */                    \
+                cc_sample_next(t); /* before the hold starts: an untimed one has no such */  \
                 cc_held_push(t, lock, CC_STALL_OMPLOCK, cc_now(), scale);                    \
-                cc_sample_next(t);                                                           \
             }                                                                                \
             return;                                                                          \
         }                                                                                    \
