@@ -21,9 +21,10 @@ PROGRAM = r"""
 static struct cc_thread th;
 static const char obj;
 
-/* n acquisitions holding ``hold`` ticks each (a timed one its timing too); the one numbered ``spike`` holds ``big``,
- * or with spike < -1 one in -spike at random does (two kinds of hold, as under
- * contention): prints acquisitions counted, timed, estimated hold, true hold, final gap. */
+/* n acquisitions holding ``hold`` ticks each (a timed one its timing too, once known); the
+ * one numbered ``spike`` holds ``big``, or with spike < -1 one in -spike at random does (two
+ * kinds of hold, as under contention): prints acquisitions counted, timed, estimated hold,
+ * true hold, final gap. */
 static void run(long n, uint64_t hold, long spike, uint64_t big) {
     struct cc_thread *t = &th;
     *t = (struct cc_thread){0};
@@ -42,7 +43,7 @@ static void run(long n, uint64_t hold, long spike, uint64_t big) {
         uint64_t t0 = cc_now();
         cc_sampled_acquire(t, CC_STALL_CRITICAL, t0, &obj, scale);
         /* a timed hold also holds its timing: as much as the fastest free acquisition's */
-        cc_held_pop(t, &obj, t->held_t0[t->nheld - 1] + h + (t->fastest_wait - 1));
+        cc_held_pop(t, &obj, t->held_t0[t->nheld - 1] + h + (t->fastest_wait ? t->fastest_wait - 1 : 0));
     }
     printf("%llu %ld %llu %llu %u\n", (unsigned long long)t->n.acq[CC_STALL_CRITICAL], timed,
            (unsigned long long)t->n.hold[CC_STALL_CRITICAL], (unsigned long long)truth,
