@@ -15,8 +15,8 @@
  * next timed one follows the thread's running means of wait and hold: CC_SAMPLE_MIN
  * apart where they add up to CC_SAMPLE_TICKS / CC_SAMPLE_MIN ticks or more, up to
  * CC_SAMPLE_MAX for empty sections, which keeps the timing near 1% of the time it
- * measures.  The gap is decided before the acquisition it lands on, so the scaled sums
- * stay unbiased; only a sample over CC_SAMPLE_OUTLIER times its running mean and over
+ * measures (the mean gap: each is drawn around it, cc_sample_next).  The gap is decided
+ * before the acquisition it lands on, so the scaled sums stay unbiased; only a sample over CC_SAMPLE_OUTLIER times its running mean and over
  * CC_SAMPLE_CAP_MIN (a preemption) counts once beyond that bound instead of ``scale``
  * times.  (The OMPT path samples its locks the same way.) */
 #define CC_SAMPLE_MIN 16
@@ -108,7 +108,8 @@ static inline uint32_t cc_sample_due(struct cc_thread *t) {
 static inline uint64_t cc_scaled(uint64_t ticks, uint32_t scale, uint32_t *mean) {
     if (scale <= 1)
         return ticks;
-    uint64_t cap = *mean ? (uint64_t)*mean * CC_SAMPLE_OUTLIER : ticks;
+    uint64_t cap = (uint64_t)*mean * CC_SAMPLE_OUTLIER; /* no mean yet (a thread's first scaled
+                                                       * sample, at the widest gap): the floor */
     if (cap < CC_SAMPLE_CAP_MIN)
         cap = CC_SAMPLE_CAP_MIN;
     uint64_t kept = ticks < cap ? ticks : cap;
@@ -120,25 +121,29 @@ static inline uint64_t cc_scaled(uint64_t ticks, uint32_t scale, uint32_t *mean)
 }
 
 /* What of a sampled wait (or release) of ``w`` ticks an uncontended one costs: the timestamps
- * and the real call, the thread's fastest so far (``*fastest1``, stored plus one: 0 is none
- * yet).  Scaled up, that cost read as waiting: an empty critical section taken by one
- * thread alone recorded 35-60% of its thread's time as critical waits, and a steered run's
- * process line said critical 65-70% with its one region at 1 thread.  Under twice the
- * fastest it was not contended (an uncontended one varies with the caches; a contended one
- * moves the lock's line between cores at least): all of it.  One over CC_CONTENDED_TICKS
- * waited by any measure: it never sets the fastest, and only the fastest comes off it.
- * Not passed here: exact samples (a thread's first, and a failed test's, whose fastest
- * could be a wait).  The running means keep the whole ``w``: the gap weighs the timing
- * against what the section costs. */
-static inline uint64_t cc_uncontended_part(uint32_t *fastest1, uint64_t w) {
+ * and the real call, the thread's fastest such so far (``*fastest1``, stored plus one: 0 is
+ * none yet), or ``also1``'s (the same encoding: a release's for a wait) if that is faster.
+ * Scaled up, that cost read as waiting: an empty critical section taken by one thread alone
+ * recorded 35-60% of its thread's time as critical waits, and a steered run's process line
+ * said critical 65-70% with its one region at 1 thread.  Under twice it the lock was free
+ * (an uncontended one varies with the caches; a contended one moves the lock's line between
+ * cores at least): all of it.  One over CC_CONTENDED_TICKS waited by any measure: it never
+ * sets the fastest, and only that cost comes off it.  A thread whose every acquisition waits
+ * has a contended wait for its fastest: a free release's cost bounds it (waits of 300-600
+ * ticks read 8% of their waiting by their own fastest).  Not passed here: exact samples (a
+ * thread's first, and a failed test's).  The running means keep the whole ``w``: the gap
+ * weighs the timing against what the section costs. */
+static inline uint64_t cc_uncontended_part(uint32_t *fastest1, uint64_t w, uint32_t also1) {
     uint64_t fastest = *fastest1 ? (uint64_t)*fastest1 - 1 : UINT64_MAX;
-    if (w > CC_CONTENDED_TICKS)
-        return fastest == UINT64_MAX ? 0 : fastest;
-    if (w < fastest) {
-        fastest = w; /* at most CC_CONTENDED_TICKS: fits */
+    if (w <= CC_CONTENDED_TICKS && w < fastest) {
+        fastest = w;
         *fastest1 = (uint32_t)w + 1;
     }
-    return w > 2 * fastest ? fastest : w;
+    uint64_t also = also1 ? (uint64_t)also1 - 1 : UINT64_MAX;
+    uint64_t cost = fastest < also ? fastest : also;
+    if (cost == UINT64_MAX)
+        return 0;
+    return w > CC_CONTENDED_TICKS || w > 2 * cost ? cost : w;
 }
 
 /* ``scaled`` (cc_scaled's, of a sample standing for ``scale``) less ``part`` per acquisition. */
@@ -152,6 +157,11 @@ static inline void cc_sample_next(struct cc_thread *t) {
     uint64_t typical = (uint64_t)t->sample_wait + t->sample_hold;
     uint64_t g = CC_SAMPLE_TICKS / (typical ? typical : 1);
     g = g < CC_SAMPLE_MIN ? CC_SAMPLE_MIN : g > CC_SAMPLE_MAX ? CC_SAMPLE_MAX : g;
+    /* A random gap of mean g, and the scale the one drawn: a fixed gap fell in step with a
+     * loop that takes several sections (a cheap and a costly one in turn: 5 samples on one,
+     * 24924 on the other, holds +65%).  The clock's low bits, mixed, are random enough. */
+    uint64_t r = (cc_now() * 0x9E3779B97F4A7C15ull) >> 40;
+    g = g / 2 + r % g;
     t->sample_left = (uint32_t)g - 1;
     t->sample_span = (uint32_t)g;
 }
@@ -187,36 +197,44 @@ static inline void cc_held_push(struct cc_thread *t, const void *obj, int cat, u
 /* What of a sampled hold of ``h`` ticks the timing itself took: a timed hold runs from the
  * acquisition's timestamp through its bookkeeping and the release's wrapper to the next
  * timestamp, where an untimed one is the section alone.  That cost is at most the thread's
- * fastest hold (``*fastest1``, stored plus one) and is taken as no more than the thread's
- * fastest timed free acquisition or release (two timestamps and a call, the same kind of
- * cost; neither known yet: nothing).  Scaled up, it read as hold: an empty critical section
- * one thread takes alone recorded holds of 32-37% of the region's thread time (~70% of that
- * thread's, 26 ns each), and an ordered loop of one thread held more than all of its time
- * (the record's fit cut it to 100%). */
+ * fastest hold (``*fastest1``, stored plus one) and is taken as no more than its fastest
+ * timed release (a timestamp and a call, the same kind of cost).  None known, as on the
+ * OMPT path, which times no release: nothing (a wait's fastest is no bound: under
+ * contention it is a wait, and it took whole holds off).  Scaled up, the timing read as
+ * hold: an empty critical section one thread takes alone recorded holds of 32-37% of the
+ * region's thread time (~70% of that thread's, 26 ns each), and an ordered loop of one
+ * thread held more than all of its time (the record's fit cut it to 100%). */
 static inline uint64_t cc_hold_timing_part(const struct cc_thread *t, uint32_t *fastest1, uint64_t h) {
     uint64_t fastest = (uint64_t)*fastest1 - 1; /* none yet: the largest */
     if (h < fastest) {
         fastest = h < UINT32_MAX - 1 ? h : UINT32_MAX - 1;
         *fastest1 = (uint32_t)fastest + 1;
     }
-    uint64_t wait = (uint64_t)t->fastest_wait - 1, release = (uint64_t)t->fastest_release - 1;
-    uint64_t timing = wait < release ? wait : release; /* none known: the largest */
-    if (timing >= UINT32_MAX - 1)
+    if (!t->fastest_release) /* OMPT times no release: a wait's fastest may be a contended one */
         return 0;
+    uint64_t timing = (uint64_t)t->fastest_release - 1;
     return fastest < timing ? fastest : timing;
 }
 
 /* Returns the popped hold's scale (0: none popped), for cc_released. */
 static inline uint32_t cc_held_pop(struct cc_thread *t, const void *obj, uint64_t now) {
     int top = t->nheld - 1;
-    if (top >= 0 && t->held_obj[top] == obj) {
+    while (top >= 0 && t->held_obj[top] != obj) /* OpenMP locks may be released in any order */
+        top--;
+    if (top >= 0) {
         uint64_t *hold = &cc_counts(t)->hold[t->held_cat[top]];
         uint64_t h = now - t->held_t0[top];
         uint32_t scale = t->held_scale[top];
         uint64_t scaled = cc_scaled(h, scale, &t->sample_hold); /* the mean keeps the whole hold */
         uint64_t part = scale > 1 ? cc_hold_timing_part(t, &t->fastest_hold, h) : 0;
         CC_ADD(*hold, cc_less_per_acquisition(scaled, part, scale));
-        t->nheld = top;
+        for (int i = top + 1; i < t->nheld; i++) { /* the holds above it move down */
+            t->held_obj[i - 1] = t->held_obj[i];
+            t->held_cat[i - 1] = t->held_cat[i];
+            t->held_t0[i - 1] = t->held_t0[i];
+            t->held_scale[i - 1] = t->held_scale[i];
+        }
+        t->nheld--;
         return scale;
     }
     return 0;
@@ -229,7 +247,7 @@ static inline uint32_t cc_held_pop(struct cc_thread *t, const void *obj, uint64_
 static inline void cc_released(struct cc_thread *t, int cat, uint64_t t1, uint32_t scale) {
     uint64_t w = cc_now() - t1;
     /* a sampled hold's release: an exact one's (a failed test's) is the contended path */
-    uint64_t part = scale > 1 ? cc_uncontended_part(&t->fastest_release, w) : 0;
+    uint64_t part = scale > 1 ? cc_uncontended_part(&t->fastest_release, w, 0) : 0;
     uint64_t scaled = cc_scaled(w, scale, &t->sample_release);
     CC_ADD(cc_counts(t)->wait[cat], cc_less_per_acquisition(scaled, part, scale));
 }
@@ -243,7 +261,8 @@ static inline void cc_timed_acquire(struct cc_thread *t, int cat, uint64_t t0, c
     uint64_t w = t1 - t0;
     struct cc_counts *n = cc_counts(t);
     uint64_t scaled = cc_scaled(w, scale, &t->sample_wait);
-    uint64_t part = contended || scale <= 1 ? 0 : cc_uncontended_part(&t->fastest_wait, w);
+    uint64_t part = contended || scale <= 1 ? 0
+                                            : cc_uncontended_part(&t->fastest_wait, w, t->fastest_release);
     CC_ADD(n->wait[cat], cc_less_per_acquisition(scaled, part, scale));
     CC_ADD(n->acq[cat], 1);
     if (contended || w > CC_CONTENDED_TICKS)
