@@ -351,6 +351,60 @@ def test_merge_regression_over_rank_counts_and_errors(tmp_path):
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "a world of 1000000000000 ranks" in r.stderr
 
 
+def test_merge_leaves_out_the_empty_file_of_a_killed_rank(tmp_path):
+    # A rank killed before its exit report (mpirun's SIGTERM after another rank's
+    # MPI_Abort) leaves its --json-out file empty: `merge run-*.jsonl` stopped with an error
+    # on it; it is a missing rank, said once, the other ranks shown and the status 0.
+    empty, rank1 = tmp_path / "run-0.jsonl", tmp_path / "run-1.jsonl"
+    empty.write_text("")
+    rank1.write_text(_rank_lines(1, 2, 1.0, 0.05, 0.15, 11))
+    r = merge("--json", str(empty), str(rank1))
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    m = json.loads(r.stdout)
+    (run_,) = m["runs"]
+    assert run_["missing_ranks"] == [0] and [p["rank"] for p in run_["per_rank"]] == [1]
+    assert m["predicted"] == [] and m["warnings"][0].startswith(f"{empty}: no records, left out")
+    text = merge(str(empty), str(rank1))
+    assert text.returncode == 0 and text.stdout.count(f"warning: {empty}: no records") == 1
+    # no file with records: still the one-line error
+    r = merge(str(empty))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "no region, process or kernel records" in r.stderr
+
+
+ABORT_C = r"""
+#include <mpi.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    printf("rank %d up\n", rank);
+    fflush(stdout);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 1)
+        MPI_Abort(MPI_COMM_WORLD, 7); /* rank 0 waits in the barrier below until mpirun kills it */
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def test_mpi_abort_keeps_the_status_and_merges_the_ranks_that_reported(mpi, mpi_build, tmp_path):
+    prog = mpi_build("mpi_abort", ABORT_C)
+    plain = mpirun(mpi, 2, [prog])
+    out = tmp_path / "ab-{rank}.jsonl"
+    measured = mpirun(mpi, 2, [prog], corecast_args=["--quiet", "--json-out", str(out)])
+    assert plain.returncode == 7
+    assert (measured.returncode, sorted(measured.stdout.splitlines())) == (7, sorted(plain.stdout.splitlines()))
+    files = [tmp_path / "ab-0.jsonl", tmp_path / "ab-1.jsonl"]
+    assert files[0].read_text() == ""  # killed in the barrier: no exit report
+    r = merge("--json", *map(str, files))
+    assert r.returncode == 0, r.stderr
+    (run_,) = json.loads(r.stdout)["runs"]
+    assert run_["missing_ranks"] == [0] and [p["rank"] for p in run_["per_rank"]] == [1]
+
+
 def sweep(*args: str, env=None):
     return subprocess.run([sys.executable, "-m", "corecast", "sweep", *args], capture_output=True, text=True,
                           timeout=TIMEOUT, env=clean_env(**MPI_ENV, **(env or {})))
