@@ -1,4 +1,5 @@
-/* MPI shim: the profiling interface (PMPI).  The library defines MPI_Recv, MPI_Allreduce,
+/* MPI shim (over 400 lines: one runtime, one file, as shims/ has one per runtime, one
+ * short wrapper per MPI call): the profiling interface (PMPI).  The library defines MPI_Recv, MPI_Allreduce,
  * ...; a program that links an MPI library calls these first, and they forward to the
  * library's PMPI_* entry points (found at run time: corecast never links MPI).  A program
  * without MPI never calls them, so it pays nothing.
@@ -77,6 +78,12 @@ static long sum_counts(const int *counts, int n) {
     for (int i = 0; counts && i < n; i++)
         s += counts[i] > 0 ? counts[i] : 0;
     return s;
+}
+
+/* This rank's entry of ``counts`` (a reduce-scatter's block: what it receives). */
+static long own_count(const int *counts, mpi_h comm) {
+    int me = -1;
+    return counts && comm_rank && comm_rank(comm, &me) == 0 && me >= 0 && me < size_of(comm) ? counts[me] : 0;
 }
 
 /* The calling thread, or NULL when the call must pass straight through: corecast is off
@@ -230,6 +237,22 @@ int MPI_Sendrecv(const void *sbuf, int scount, mpi_h stype, int dest, int stag, 
           type_bytes(scount, stype) + type_bytes(rcount, rtype));
 }
 
+int MPI_Sendrecv_replace(void *buf, int count, mpi_h type, int dest, int stag, int source, int rtag, mpi_h comm,
+                         void *status) {
+    REAL(MPI_Sendrecv_replace);
+    TIMED(CC_STALL_MPI_P2P, fn(buf, count, type, dest, stag, source, rtag, comm, status), 2 * type_bytes(count, type));
+}
+
+int MPI_Bsend(const void *buf, int count, mpi_h type, int dest, int tag, mpi_h comm) {
+    REAL(MPI_Bsend);
+    TIMED(CC_STALL_MPI_P2P, fn(buf, count, type, dest, tag, comm), type_bytes(count, type));
+}
+
+int MPI_Rsend(const void *buf, int count, mpi_h type, int dest, int tag, mpi_h comm) {
+    REAL(MPI_Rsend);
+    TIMED(CC_STALL_MPI_P2P, fn(buf, count, type, dest, tag, comm), type_bytes(count, type));
+}
+
 int MPI_Probe(int source, int tag, mpi_h comm, void *status) {
     REAL(MPI_Probe);
     TIMED(CC_STALL_MPI_P2P, fn(source, tag, comm, status), 0);
@@ -348,6 +371,65 @@ int MPI_Scatter(const void *sbuf, int scount, mpi_h stype, void *rbuf, int rcoun
     TIMED(CC_STALL_MPI_COLLECTIVE, fn(sbuf, scount, stype, rbuf, rcount, rtype, root, comm),
           type_bytes(rcount, rtype) +
               (is_root(root, comm) ? type_bytes(scount, stype) * (uint64_t)size_of(comm) : 0));
+}
+
+int MPI_Gatherv(const void *sbuf, int scount, mpi_h stype, void *rbuf, const int *rcounts, const int *displs,
+                mpi_h rtype, int root, mpi_h comm) {
+    REAL(MPI_Gatherv);
+    TIMED(CC_STALL_MPI_COLLECTIVE, fn(sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm),
+          type_bytes(scount, stype) +
+              (is_root(root, comm) ? type_bytes(sum_counts(rcounts, size_of(comm)), rtype) : 0));
+}
+
+int MPI_Scatterv(const void *sbuf, const int *scounts, const int *displs, mpi_h stype, void *rbuf, int rcount,
+                 mpi_h rtype, int root, mpi_h comm) {
+    REAL(MPI_Scatterv);
+    TIMED(CC_STALL_MPI_COLLECTIVE, fn(sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm),
+          type_bytes(rcount, rtype) +
+              (is_root(root, comm) ? type_bytes(sum_counts(scounts, size_of(comm)), stype) : 0));
+}
+
+int MPI_Reduce_scatter(const void *sbuf, void *rbuf, const int *rcounts, mpi_h type, mpi_h op, mpi_h comm) {
+    REAL(MPI_Reduce_scatter);
+    TIMED(CC_STALL_MPI_COLLECTIVE, fn(sbuf, rbuf, rcounts, type, op, comm),
+          type_bytes(sum_counts(rcounts, size_of(comm)), type) + type_bytes(own_count(rcounts, comm), type));
+}
+
+int MPI_Reduce_scatter_block(const void *sbuf, void *rbuf, int rcount, mpi_h type, mpi_h op, mpi_h comm) {
+    REAL(MPI_Reduce_scatter_block);
+    TIMED(CC_STALL_MPI_COLLECTIVE, fn(sbuf, rbuf, rcount, type, op, comm),
+          type_bytes(rcount, type) * ((uint64_t)size_of(comm) + 1));
+}
+
+int MPI_Scan(const void *sbuf, void *rbuf, int count, mpi_h type, mpi_h op, mpi_h comm) {
+    REAL(MPI_Scan);
+    TIMED(CC_STALL_MPI_COLLECTIVE, fn(sbuf, rbuf, count, type, op, comm), 2 * type_bytes(count, type));
+}
+
+int MPI_Exscan(const void *sbuf, void *rbuf, int count, mpi_h type, mpi_h op, mpi_h comm) {
+    REAL(MPI_Exscan);
+    TIMED(CC_STALL_MPI_COLLECTIVE, fn(sbuf, rbuf, count, type, op, comm), 2 * type_bytes(count, type));
+}
+
+/* Communicators made collectively: each waits for every member of ``comm`` (no payload). */
+int MPI_Comm_split(mpi_h comm, int color, int key, void *out) {
+    REAL(MPI_Comm_split);
+    TIMED(CC_STALL_MPI_COLLECTIVE, fn(comm, color, key, out), 0);
+}
+
+int MPI_Comm_split_type(mpi_h comm, int type, int key, mpi_h info, void *out) {
+    REAL(MPI_Comm_split_type);
+    TIMED(CC_STALL_MPI_COLLECTIVE, fn(comm, type, key, info, out), 0);
+}
+
+int MPI_Comm_dup(mpi_h comm, void *out) {
+    REAL(MPI_Comm_dup);
+    TIMED(CC_STALL_MPI_COLLECTIVE, fn(comm, out), 0);
+}
+
+int MPI_Comm_create(mpi_h comm, mpi_h group, void *out) {
+    REAL(MPI_Comm_create);
+    TIMED(CC_STALL_MPI_COLLECTIVE, fn(comm, group, out), 0);
 }
 
 /* ---- non-blocking collectives: posted here, waited in MPI_Wait* ---------------------- */

@@ -335,7 +335,7 @@ def test_device_wait_sees_the_devices_that_are_not_cpus_and_the_runtime_threads(
             return [0.5, 0.25], [7, 3], [1, 0]
 
     p.pid, p.lock, p.sampled, p.pending, p.host_wait_ns = os.getpid(), threading.Lock(), [], [], 3_000_000_000
-    p.shim, p.kernels = Shim(), {}
+    p.shim, p.kernels, p.thread, p.exit_deadline, p.snaps = Shim(), {}, None, None, []
     assert p.device_wait() is None  # no kernel ran
     p.kernels = {("c", 1): kernel(kind="cpu")}
     got = p.device_wait()
@@ -343,6 +343,64 @@ def test_device_wait_sees_the_devices_that_are_not_cpus_and_the_runtime_threads(
     assert len(got.program_cpu_s) == 1 and got.runtime_threads == 0  # the other one is not alive
     p.kernels[("g", 2)] = gpu_kernel(device_s=4.0)
     assert p.device_wait().device_s == pytest.approx(4.0)
+
+
+class _Finishing:
+    """A launch's event still running when the exit first looks (pyopencl's status: 1,
+    RUNNING), complete (0) from the ``after``-th look on, or never with ``after=None``."""
+
+    def __init__(self, after):
+        self.after, self.looks = after, 0
+
+    @property
+    def command_execution_status(self):
+        self.looks += 1
+        return 0 if self.after is not None and self.looks >= self.after else 1
+
+    def get_profiling_info(self, which):  # queued, submit, start, end (ns): 2 s on the device
+        return (0, 10, 100, 2_000_000_100)[which]
+
+
+def _exiting_profiler(event):
+    import os
+    import threading
+
+    from corecast.opencl.profile import Profiler
+    from corecast.recording.kernelstats import KernelStats
+
+    p = Profiler.__new__(Profiler)  # the bookkeeping alone: no pyopencl needed
+    rec = KernelStats("k", "gpu0", "gpu", UNITS, "p", MAX_GROUP)
+    p.pid, p.lock, p.sampled, p.host_wait_ns, p.thread, p.exit_deadline = (os.getpid(), threading.Lock(), [], 0,
+                                                                         None, None)
+    p.kernels, p.pending = {("k", 1): rec}, [(rec, event, False, 1, 0, 10, 0)]
+    p._pi, p.offsets, p.snaps, p.timeline = (0, 1, 2, 3), {}, [], []
+
+    class Shim:
+        def tids(self):
+            return set()
+
+    p.shim = Shim()
+    return p, rec
+
+
+def test_device_wait_awaits_the_launches_still_in_flight_at_the_exit(monkeypatch):
+    # A program that leaves with its kernels running (sys.exit, or the end of the script
+    # without finish()): the process prediction asked before they ended, found no kernel
+    # completed and took the OpenCL runtime's threads for the program's own (pocl: S@2 1.20,
+    # fastest 2, where one that finished them was "serial host").  They are awaited, as
+    # the kernel report awaits them.
+    p, rec = _exiting_profiler(_Finishing(after=3))
+    got = p.device_wait()
+    assert got is not None and got.device_s == pytest.approx(2.0) and rec.completed == 1 and not p.pending
+    # one that never ends is awaited for the exit's budget only, shared with the kernel report
+    from corecast.opencl import sampling
+
+    monkeypatch.setattr(sampling, "EXIT_WAIT_S", 0.05)
+    p, rec = _exiting_profiler(_Finishing(after=None))
+    assert p.device_wait() is None and rec.completed == 0 and len(p.pending) == 1
+    deadline = p.exit_deadline
+    p._await_in_flight(None)
+    assert p.exit_deadline == deadline
 
 
 def _bench():

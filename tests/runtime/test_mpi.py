@@ -166,6 +166,84 @@ def test_exact_calls_bytes_and_exit_status(mpi, mpi_build, tmp_path):
                                                                             "runqueue", "condvar", "mutex"))
 
 
+# The other blocking calls that wait for other ranks, each once, with known counts: a rank's
+# wait in MPI_Comm_split or MPI_Gatherv (which no wrapper timed) read as its compute, and
+# made the rank that waited the slowest.
+MORE_C = r"""
+#include <mpi.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm split, shared, dup, made;
+    MPI_Group group;
+    MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &split);
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &shared);
+    MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+    MPI_Comm_group(MPI_COMM_WORLD, &group);
+    MPI_Comm_create(MPI_COMM_WORLD, group, &made);
+    int three[3] = {rank, rank, rank}, six[6] = {0}, cnt[2] = {3, 3}, dis[2] = {0, 3};
+    MPI_Gatherv(three, 3, MPI_INT, six, cnt, dis, MPI_INT, 0, MPI_COMM_WORLD);
+    double four[4] = {1, 2, 3, 4}, two[2];
+    int two_each[2] = {2, 2}, at[2] = {0, 2};
+    MPI_Scatterv(four, two_each, at, MPI_DOUBLE, two, 2, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    int blocks[2] = {1, 2}, got[2];
+    MPI_Reduce_scatter(three, got, blocks, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    int four_i[4] = {1, 2, 3, 4};
+    MPI_Reduce_scatter_block(four_i, got, 2, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    int five[5] = {1, 2, 3, 4, 5}, out[5];
+    MPI_Scan(five, out, 5, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Exscan(five, out, 5, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Sendrecv_replace(four, 4, MPI_DOUBLE, 1 - rank, 1, 1 - rank, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    static char space[1024];
+    MPI_Buffer_attach(space, sizeof space);
+    int pair[2] = {rank, rank};
+    if (rank == 0) {
+        MPI_Bsend(pair, 2, MPI_INT, 1, 2, MPI_COMM_WORLD);
+        MPI_Barrier(MPI_COMM_WORLD); /* rank 1's receive is posted */
+        MPI_Rsend(pair, 2, MPI_INT, 1, 3, MPI_COMM_WORLD);
+    } else {
+        MPI_Request r;
+        MPI_Recv(pair, 2, MPI_INT, 0, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        MPI_Irecv(pair, 2, MPI_INT, 0, 3, MPI_COMM_WORLD, &r);
+        MPI_Barrier(MPI_COMM_WORLD);
+        MPI_Wait(&r, MPI_STATUS_IGNORE);
+    }
+    void *b;
+    int bsize;
+    MPI_Buffer_detach(&b, &bsize);
+    printf("rank %d: %d %g %d\n", rank, six[3], two[1], pair[0]); /* six: the root's */
+    MPI_Comm_free(&split);
+    MPI_Comm_free(&shared);
+    MPI_Comm_free(&dup);
+    MPI_Comm_free(&made);
+    MPI_Group_free(&group);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def test_communicator_making_v_collectives_scans_and_other_sends_are_waits(mpi, mpi_build, tmp_path):
+    prog = mpi_build("mpi_more", MORE_C)
+    plain = mpirun(mpi, 2, [prog])
+    out = tmp_path / "m-{rank}.jsonl"
+    measured = mpirun(mpi, 2, [prog], corecast_args=["--quiet", "--json-out", str(out)])
+    assert plain.returncode == 0, plain.stderr.decode()
+    assert (measured.returncode, sorted(measured.stdout.splitlines())) == (0, sorted(plain.stdout.splitlines()))
+    # per rank: split, split_type, dup, create, Gatherv, Scatterv, Reduce_scatter(_block),
+    # Scan, Exscan and the Barrier; Sendrecv_replace, then Bsend and Rsend or Recv, Irecv, Wait
+    want = {0: (11, 4 * 3 + 4 * 6 + 8 * 2 + 8 * 4 + 4 * 3 + 4 * 1 + 4 * 2 * 3 + 40 + 40, 3, 64 + 8 + 8),
+            1: (11, 4 * 3 + 8 * 2 + 4 * 3 + 4 * 2 + 4 * 2 * 3 + 40 + 40, 4, 64 + 8 + 8)}
+    for rank, (coll, coll_bytes, p2p, p2p_bytes) in want.items():
+        proc = events(read_lines(tmp_path / f"m-{rank}.jsonl"), "process")[0]
+        acq, nbytes = proc["counters"]["acquisitions"], proc["counters"]["bytes"]
+        assert (acq["mpi_collective"], acq["mpi_p2p"]) == (coll, p2p), rank
+        assert nbytes == {"mpi_collective": coll_bytes, "mpi_p2p": p2p_bytes}, rank
+        assert proc["stalls_s"]["mpi_collective"] > 0 and proc["stalls_s"]["mpi_p2p"] > 0
+
+
 # A non-blocking collective completed by MPI_Test, then point-to-point requests.  (Whether
 # a freed collective's handle comes back for a point-to-point request is the library's
 # choice; this Open MPI's did not, so the test checks the counting, not that case.)
@@ -349,6 +427,60 @@ def test_merge_regression_over_rank_counts_and_errors(tmp_path):
     huge.write_text(_rank_lines(0, 10 ** 12, 1.0, 0.1, 0.1, 6))
     r = merge(str(huge))
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "a world of 1000000000000 ranks" in r.stderr
+
+
+def test_merge_leaves_out_the_empty_file_of_a_killed_rank(tmp_path):
+    # A rank killed before its exit report (mpirun's SIGTERM after another rank's
+    # MPI_Abort) leaves its --json-out file empty: `merge run-*.jsonl` stopped with an error
+    # on it; it is a missing rank, said once, the other ranks shown and the status 0.
+    empty, rank1 = tmp_path / "run-0.jsonl", tmp_path / "run-1.jsonl"
+    empty.write_text("")
+    rank1.write_text(_rank_lines(1, 2, 1.0, 0.05, 0.15, 11))
+    r = merge("--json", str(empty), str(rank1))
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    m = json.loads(r.stdout)
+    (run_,) = m["runs"]
+    assert run_["missing_ranks"] == [0] and [p["rank"] for p in run_["per_rank"]] == [1]
+    assert m["predicted"] == [] and m["warnings"][0].startswith(f"{empty}: no records, left out")
+    text = merge(str(empty), str(rank1))
+    assert text.returncode == 0 and text.stdout.count(f"warning: {empty}: no records") == 1
+    # no file with records: still the one-line error
+    r = merge(str(empty))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "no region, process or kernel records" in r.stderr
+
+
+ABORT_C = r"""
+#include <mpi.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int rank;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    printf("rank %d up\n", rank);
+    fflush(stdout);
+    MPI_Barrier(MPI_COMM_WORLD);
+    if (rank == 1)
+        MPI_Abort(MPI_COMM_WORLD, 7); /* rank 0 waits in the barrier below until mpirun kills it */
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def test_mpi_abort_keeps_the_status_and_merges_the_ranks_that_reported(mpi, mpi_build, tmp_path):
+    prog = mpi_build("mpi_abort", ABORT_C)
+    plain = mpirun(mpi, 2, [prog])
+    out = tmp_path / "ab-{rank}.jsonl"
+    measured = mpirun(mpi, 2, [prog], corecast_args=["--quiet", "--json-out", str(out)])
+    assert plain.returncode == 7
+    assert (measured.returncode, sorted(measured.stdout.splitlines())) == (7, sorted(plain.stdout.splitlines()))
+    files = [tmp_path / "ab-0.jsonl", tmp_path / "ab-1.jsonl"]
+    assert files[0].read_text() == ""  # killed in the barrier: no exit report
+    r = merge("--json", *map(str, files))
+    assert r.returncode == 0, r.stderr
+    (run_,) = json.loads(r.stdout)["runs"]
+    assert run_["missing_ranks"] == [0] and [p["rank"] for p in run_["per_rank"]] == [1]
 
 
 def sweep(*args: str, env=None):

@@ -96,6 +96,7 @@ class Sampler:
         self.opening: threading.Event | None = None  # set once the episode's first snapshot is taken
         self.stop = False
         self.thread: threading.Thread | None = None
+        self.exit_deadline: float | None = None  # the exit's wait for launches in flight (EXIT_WAIT_S)
         try:
             os.register_at_fork(after_in_child=self._after_fork)
         except AttributeError:
@@ -297,19 +298,7 @@ class Sampler:
         # close their intervals until they are done: the snapshots' /proc reads stay in its
         # descriptor table.  Without it (never started, or stopped) they are resolved here,
         # and their last interval is not closed.
-        deadline = time.monotonic() + EXIT_WAIT_S
-        while True:
-            sampler = (self.thread is not None and self.thread.is_alive()
-                       and self.thread is not threading.current_thread())
-            with self.lock:
-                if not sampler:
-                    self.sampled = [it for it in self.sampled if not self._resolve(it)]
-                self._resolve_pending()
-                self._finalize()
-                left = len(self.sampled) + len(self.pending)
-            if not left or time.monotonic() > deadline:
-                break
-            time.sleep(0.001)
+        self._await_in_flight(None)
         self.stop = True
         self.wake.set()
         self.asked.set()
@@ -322,12 +311,38 @@ class Sampler:
             self.pending, self.sampled, self.snaps = [], [], []
         return kernels
 
+    def _await_in_flight(self, lock_timeout: float | None) -> bool:
+        """Resolve the launches in flight at the exit as they finish, until none is left or
+        the exit's ``EXIT_WAIT_S`` (one budget, shared by the process prediction's wait and
+        the kernel report's) has passed.  With ``lock_timeout``, False where the lock's
+        holder is stuck (an exit inside a tick)."""
+        if self.exit_deadline is None:
+            self.exit_deadline = time.monotonic() + EXIT_WAIT_S
+        while True:
+            sampler = (self.thread is not None and self.thread.is_alive()
+                       and self.thread is not threading.current_thread())
+            if not self.lock.acquire(timeout=-1 if lock_timeout is None else lock_timeout):
+                return False
+            try:
+                if not sampler:
+                    self.sampled = [it for it in self.sampled if not self._resolve(it)]
+                self._resolve_pending()
+                self._finalize()
+                left = len(self.sampled) + len(self.pending)
+            finally:
+                self.lock.release()
+            if not left or time.monotonic() > self.exit_deadline:
+                return True
+            time.sleep(0.001)
+
     def device_wait(self) -> HostSeen | None:
         """What the process prediction needs of this host (``recording.kernelstats.HostSeen``):
         the busy time of the devices that are not CPUs, the time the program waited in
         blocking OpenCL calls, and the runtime's threads; None when no kernel ran.
-        Finished launches are resolved first."""
-        if os.getpid() != self.pid or not self.lock.acquire(timeout=0.5):
+        Launches still in flight are awaited first, as the kernel report awaits them (it
+        runs after this prediction): a program that left with its kernels running read as
+        one that ran none, the OpenCL runtime's threads counted as its own."""
+        if os.getpid() != self.pid or not self._await_in_flight(0.5) or not self.lock.acquire(timeout=0.5):
             return None  # the lock's holder is stuck (an exit inside a tick): no claim
         try:
             self.sampled = [it for it in self.sampled if not self._resolve(it)]
@@ -381,4 +396,5 @@ class Sampler:
         self.asked = threading.Event()
         self.opening = None
         self.thread = None
+        self.exit_deadline = None
         self.started_ns = time.monotonic_ns()

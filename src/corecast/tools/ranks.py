@@ -37,9 +37,11 @@ from ..errors import InputError, counted
 from ..io.fileio import shown
 from ..model.scaling import ScalingPrediction
 from ..recording.abi import MPI_WAITS
-from .samples import RecordedProcess, read_once, read_recording
+from .samples import NoRecords, RecordedProcess, read_once, read_recording
 
 WAITS = MPI_WAITS  # the stall categories' names (recording.abi.STALLS): the columns' too
+NO_RECORDS = ("no records, left out: its process ended before its exit report (killed by a signal, or by "
+              "the launcher after another rank's MPI_Abort, crash or non-zero exit)")
 NO_WHOLE_RUN = ("no prediction over rank counts: no run has every rank's records, and a run's compute and "
                 "time need them all")
 ONE_RUN_MODEL = ("one run: compute shared by p ranks with the measured imbalance, point-to-point "
@@ -161,9 +163,21 @@ def rank_sample(proc: RecordedProcess, source: str) -> RankSample:
 
 def collect_runs(paths: list[str], format: str | None = None) -> tuple[list[Run], list[str]]:
     """The runs in ``paths`` by world size (smallest first) and warnings.  A process
-    without a rank, or files without MPI records, are one-line errors.  ``format``: the
-    recording reader's name (default: the one there is)."""
-    return runs_of((path, read_recording(path, format)) for path in paths)
+    without a rank is a one-line error, and so is a file without records where no file
+    has any; beside files that have them it is a rank that ended before its exit report
+    (killed: its ``--json-out`` file stays empty), left out with a warning, its rank
+    missing from its run.  ``format``: the recording reader's name (default: the one
+    there is)."""
+    recordings, empty = [], []
+    for path in paths:
+        try:
+            recordings.append((path, read_recording(path, format)))
+        except NoRecords as exc:
+            empty.append((path, exc))
+    if not recordings and empty:
+        raise empty[0][1]
+    runs, warnings = runs_of(recordings)
+    return runs, [f"{shown(path)}: {NO_RECORDS}" for path, _ in empty] + warnings
 
 
 def runs_of(recordings: Iterable[tuple[str, list[RecordedProcess]]]) -> tuple[list[Run], list[str]]:

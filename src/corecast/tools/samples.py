@@ -29,6 +29,11 @@ if TYPE_CHECKING:
 EVENTS = ("region", "process", "summary", "kernel")  # the events a process is read from
 
 
+class NoRecords(InputError):
+    """A file that holds no process's records: empty, or other tools' lines only (an MPI
+    rank killed before its exit report leaves its ``--json-out`` file empty)."""
+
+
 @dataclass
 class RecordedProcess:
     """One process of a recording: its regions (the process record last) and kernels."""
@@ -85,7 +90,7 @@ def processes(path: str, lines: Iterable[tuple[int, object]]) -> list[RecordedPr
                              f"({what})") from None
     procs = [p for p in by_pid.values() if p.regions or p.kernels or p.serial_run]
     if not procs:
-        raise InputError(f"{shown(path)}: no region, process or kernel records "
+        raise NoRecords(f"{shown(path)}: no region, process or kernel records "
                          "(write them with corecast run --json-out FILE or CORECAST_OUTPUT)")
     for p in procs:  # the process record last, as the library hands the window over
         p.regions.sort(key=lambda r: r["name"] == "process")
