@@ -283,6 +283,23 @@ def test_auto_says_when_stall_columns_go_unused(tmp_path, capsys):
     assert len(warned) == 1 and "estima needs at least 6" in warned[0]
 
 
+@pytest.mark.parametrize("columns, rows, said", [
+    # Two counts whose time grows: auto fits USL alone and tried no column's member, yet
+    # the warning that the columns went unused was left out (a sweep of an OpenMP lock
+    # convoy at 1 and 2 threads: stall:omp_lock dropped without a word).
+    ("stall:lock", "1,1.0,0.01\n2,8.0,10\n", "stall:* columns unused: method estima needs at least 6"),
+    ("size:n", "1,1.0,100\n2,8.0,100\n1,2.0,200\n2,9.0,200\n",
+     "size:* columns unused: method sizemodel needs at least 4"),
+])
+def test_auto_says_columns_go_unused_on_two_falling_points(tmp_path, capsys, columns, rows, said):
+    path = tmp_path / "f.csv"
+    path.write_text(f"threads,time,{columns}\n" + rows)
+    assert main(["predict", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "chose usl: only usl could be fitted" in out
+    assert [line for line in out.splitlines() if line.startswith(f"warning: {said}")]
+
+
 def test_docs_estima_example_runs(tmp_path, capsys):
     readme = (Path(__file__).parents[1] / "docs" / "predict.md").read_text()
     block = readme.split("```\nthreads,time,stall:lock\n", 1)[1].split("```", 1)[0]

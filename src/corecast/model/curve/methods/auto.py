@@ -358,6 +358,14 @@ def fit_auto(data: Measurements, nmax: float) -> Fit:
     falling = fit_usl_falling_pair(curve) if len(curve) == 2 and curve.perf[1] < curve.perf[0] else None
     if falling is not None:
         fits, skipped = [falling], ["amdahl: cannot fall between two points"]
+        # The columns' members are not tried here either: say why, as the warning below
+        # does where they are tried, or the columns vanish silently.
+        for name in members_for(data, ()):
+            try:
+                check_usable(METHODS[name], data)
+                skipped.append(f"{name}: {name} is not tried on two points that fall (USL alone follows them)")
+            except InputError as exc:
+                skipped.append(f"{name}: {exc}")
     else:
         fits, skipped = _fit_members(data, nmax, rules)
     if not fits:
