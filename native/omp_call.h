@@ -121,29 +121,38 @@ static inline uint64_t cc_scaled(uint64_t ticks, uint32_t scale, uint32_t *mean)
 }
 
 /* What of a sampled wait (or release) of ``w`` ticks an uncontended one costs: the timestamps
- * and the real call, the thread's fastest such so far (``*fastest1``, stored plus one: 0 is
- * none yet), or ``also1``'s (the same encoding: a release's for a wait) if that is faster.
- * Scaled up, that cost read as waiting: an empty critical section taken by one thread alone
- * recorded 35-60% of its thread's time as critical waits, and a steered run's process line
- * said critical 65-70% with its one region at 1 thread.  Under twice it the lock was free
- * (an uncontended one varies with the caches; a contended one moves the lock's line between
- * cores at least): all of it.  One over CC_CONTENDED_TICKS waited by any measure: it never
- * sets the fastest, and only that cost comes off it.  A thread whose every acquisition waits
- * has a contended wait for its fastest: a free release's cost bounds it (waits of 300-600
- * ticks read 8% of their waiting by their own fastest).  Not passed here: exact samples (a
- * thread's first, and a failed test's).  The running means keep the whole ``w``: the gap
- * weighs the timing against what the section costs. */
-static inline uint64_t cc_uncontended_part(uint32_t *fastest1, uint64_t w, uint32_t also1) {
-    uint64_t fastest = *fastest1 ? (uint64_t)*fastest1 - 1 : UINT64_MAX;
-    if (w <= CC_CONTENDED_TICKS && w < fastest) {
-        fastest = w;
-        *fastest1 = (uint32_t)w + 1;
+ * and the real call.  ``free``: the running mean (1/8 weight) of the thread's samples that
+ * look free, and the fastest, each stored plus one (0: none yet); a sample looks free under
+ * 1.5 times the fastest and CC_CONTENDED_TICKS.  ``also``: the same of another kind (a
+ * release's for a wait), whose mean bounds the cost.  Scaled up, that cost read as waiting:
+ * an empty critical section taken by one thread alone recorded 33-47% of its thread's time
+ * as critical waits, and a steered run's process line said critical 65-70% with its one
+ * region at 1 thread.  Only the cost comes off: what a contended one took beyond it, were it
+ * only the lock's line moving between cores, is lost to contention (counting nothing under
+ * twice the fastest left a 2-thread convoy critical 3-5% where 1 thread was 1.4-2x as fast,
+ * and steering kept 2 threads).  The mean, not the fastest: an extreme, that left the free
+ * ones' spread (~25 ticks each on the 2-core VM).  A thread whose every acquisition waits
+ * has waits that look free: a free release's mean bounds it (waits of 800-1600 ticks read
+ * as free).  Not passed here: exact samples (a thread's first, a failed test's).  The
+ * running means of the gap keep the whole ``w``: it weighs the timing against the section. */
+static inline uint64_t cc_uncontended_part(uint32_t free[2], uint64_t w, const uint32_t also[2]) {
+    uint64_t fastest = free[1] ? (uint64_t)free[1] - 1 : UINT64_MAX;
+    if (w <= CC_CONTENDED_TICKS) {
+        if (w < fastest) {
+            fastest = w;
+            free[1] = (uint32_t)w + 1; /* at most CC_CONTENDED_TICKS: fits */
+        }
+        if (2 * w < 3 * fastest || w == fastest) {
+            int64_t mean = free[0] ? (int64_t)free[0] - 1 : (int64_t)w;
+            free[0] = (uint32_t)(mean + ((int64_t)w - mean) / 8) + 1;
+        }
     }
-    uint64_t also = also1 ? (uint64_t)also1 - 1 : UINT64_MAX;
-    uint64_t cost = fastest < also ? fastest : also;
+    uint64_t cost = free[0] ? (uint64_t)free[0] - 1 : UINT64_MAX;
+    uint64_t bound = also && also[0] ? (uint64_t)also[0] - 1 : UINT64_MAX;
+    cost = bound < cost ? bound : cost;
     if (cost == UINT64_MAX)
         return 0;
-    return w > CC_CONTENDED_TICKS || w > 2 * cost ? cost : w;
+    return w > cost ? cost : w;
 }
 
 /* ``scaled`` (cc_scaled's, of a sample standing for ``scale``) less ``part`` per acquisition. */
@@ -197,10 +206,10 @@ static inline void cc_held_push(struct cc_thread *t, const void *obj, int cat, u
 /* What of a sampled hold of ``h`` ticks the timing itself took: a timed hold runs from the
  * acquisition's timestamp through its bookkeeping and the release's wrapper to the next
  * timestamp, where an untimed one is the section alone.  That cost is at most the thread's
- * fastest hold (``*fastest1``, stored plus one) and is taken as no more than its fastest
- * timed release (a timestamp and a call, the same kind of cost).  None known, as on the
- * OMPT path, which times no release: nothing (a wait's fastest is no bound: under
- * contention it is a wait, and it took whole holds off).  Scaled up, the timing read as
+ * fastest hold (``*fastest1``, stored plus one) and is taken as no more than its mean free
+ * release (a timestamp and a call, the same kind of cost).  None known, as on the OMPT
+ * path, which times no release: nothing (a wait's mean is no bound: under contention it
+ * is a wait's, and it took whole holds off).  Scaled up, the timing read as
  * hold: an empty critical section one thread takes alone recorded holds of 32-37% of the
  * region's thread time (~70% of that thread's, 26 ns each), and an ordered loop of one
  * thread held more than all of its time (the record's fit cut it to 100%). */
@@ -210,9 +219,9 @@ static inline uint64_t cc_hold_timing_part(const struct cc_thread *t, uint32_t *
         fastest = h < UINT32_MAX - 1 ? h : UINT32_MAX - 1;
         *fastest1 = (uint32_t)fastest + 1;
     }
-    if (!t->fastest_release) /* OMPT times no release: a wait's fastest may be a contended one */
+    if (!t->free_release[0]) /* OMPT times no release: a wait's free mean may be a contended one */
         return 0;
-    uint64_t timing = (uint64_t)t->fastest_release - 1;
+    uint64_t timing = (uint64_t)t->free_release[0] - 1;
     return fastest < timing ? fastest : timing;
 }
 
@@ -247,7 +256,7 @@ static inline uint32_t cc_held_pop(struct cc_thread *t, const void *obj, uint64_
 static inline void cc_released(struct cc_thread *t, int cat, uint64_t t1, uint32_t scale) {
     uint64_t w = cc_now() - t1;
     /* a sampled hold's release: an exact one's (a failed test's) is the contended path */
-    uint64_t part = scale > 1 ? cc_uncontended_part(&t->fastest_release, w, 0) : 0;
+    uint64_t part = scale > 1 ? cc_uncontended_part(t->free_release, w, NULL) : 0;
     uint64_t scaled = cc_scaled(w, scale, &t->sample_release);
     CC_ADD(cc_counts(t)->wait[cat], cc_less_per_acquisition(scaled, part, scale));
 }
@@ -262,7 +271,7 @@ static inline void cc_timed_acquire(struct cc_thread *t, int cat, uint64_t t0, c
     struct cc_counts *n = cc_counts(t);
     uint64_t scaled = cc_scaled(w, scale, &t->sample_wait);
     uint64_t part = contended || scale <= 1 ? 0
-                                            : cc_uncontended_part(&t->fastest_wait, w, t->fastest_release);
+                                            : cc_uncontended_part(t->free_wait, w, t->free_release);
     CC_ADD(n->wait[cat], cc_less_per_acquisition(scaled, part, scale));
     CC_ADD(n->acq[cat], 1);
     if (contended || w > CC_CONTENDED_TICKS)

@@ -294,16 +294,25 @@ def test_locks_let_go_out_of_order_end_their_own_holds(sampler, every):
     assert abs(est - truth) / truth < 0.15, (every, est, truth)
 
 
+def test_a_hand_off_under_twice_a_free_acquisition_still_counts(sampler):
+    """The lock's line moving to the other core makes a hand-off cost little more than a
+    free acquisition (1.8x here): taking all under twice the fastest for free left a
+    2-thread convoy of empty sections at critical 3-5% where 1 thread was 1.4-2x as fast,
+    and steering kept 2 threads."""
+    est, beyond = sampler.waits(400_000, 1000, 2, 1800)
+    assert abs(est - beyond) / beyond < 0.15, (est, beyond)
+
+
 def test_short_waits_that_all_hand_off_are_not_taken_for_free_ones(sampler):
-    """Every acquisition waits 800-1600 ticks: the thread's fastest is itself a wait, and
-    all under twice it were taken for free ones (8% of the waiting was left); a free
-    release's cost bounds it."""
+    """Every acquisition waits 800-1600 ticks: what looks free to the thread is itself a
+    wait (with the fastest and twice it: 8% of the waiting was left); a free release's
+    cost bounds it."""
     est, beyond, _, _ = sampler.mode("c", 400_000, 800, 1600, 0, 0, 200)
     assert abs(est - beyond) / beyond < 0.10, (est, beyond)
 
 
 def test_holds_without_a_timed_release_keep_their_body(sampler):
-    """The OMPT path times no release: a contended wait's fastest (400 ticks) took whole
+    """The OMPT path times no release: a contended wait's (400 ticks) took whole
     holds of 360 ticks off (360 ticks estimated for 120 million)."""
     _, _, est, body = sampler.mode("c", 400_000, 400, 1500, 60, 300, 0)
     assert est > 0.9 * body, (est, body)
