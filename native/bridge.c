@@ -221,6 +221,13 @@ int cc_model_predict(const struct cc_sample *s, struct cc_result *r) {
  * (PyGILState_Ensure) waits for it, so this one must not wait for that start. */
 static int holds_gil(void) { return cc_host_is_python() && py_held && py_held(); }
 
+/* A Python host that finalizes ends a starting thread that waits for its GIL (sampler.c):
+ * the start is over, the flag not left held for a later caller to spin on. */
+static void start_ended(void *unused) {
+    fail_start("the Python host finished while the model started");
+    __atomic_store_n(&loading, 0, __ATOMIC_RELEASE);
+}
+
 static int predict(const struct cc_sample *s, struct cc_result *r) {
     if (state == MODEL_UNTRIED) {
         while (__atomic_exchange_n(&loading, 1, __ATOMIC_ACQUIRE)) {
@@ -233,7 +240,9 @@ static int predict(const struct cc_sample *s, struct cc_result *r) {
         }
         if (state == MODEL_UNTRIED) {
             double t0 = cc_thread_cpu_s();
+            pthread_cleanup_push(start_ended, NULL);
             load();
+            pthread_cleanup_pop(0);
             __atomic_add_fetch(&start_cpu_ns, cpu_ns_since(t0), __ATOMIC_RELAXED);
         }
         __atomic_store_n(&loading, 0, __ATOMIC_RELEASE);

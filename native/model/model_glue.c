@@ -125,14 +125,22 @@ const char *corecast_model_start(void) {
         start_failed("its Python is not running", NULL);
         return cc_start_error;
     }
+    /* The GIL is held through cffi's start (its own PyGILState_Ensure nests): cffi starts an
+     * interpreter where it finds none, and a Python host whose finalization began after the
+     * check above and before cffi's (its thread took the GIL between) had a second one
+     * started on this thread while it tore down its own: a fault or "Fatal Python error:
+     * PyInterpreterState_Delete: remaining subinterpreters" (1 in 40 runs of
+     * test_host_edges.py's seccomp test under load).  Held, the host's finalization cannot
+     * begin before cffi's check; a later one ends this thread where it next waits for the
+     * GIL (the preload library's sampler.c). */
     PyGILState_STATE gil = PyGILState_Ensure();
     PyObject *backend = PyImport_ImportModule("_cffi_backend"); /* cffi's first import */
     if (!backend)
         python_failed("cannot import cffi's _cffi_backend");
     Py_XDECREF(backend);
-    PyGILState_Release(gil);
     if (!cc_start_error[0] && (cffi_start_python() != 0 || !cc_started))
         start_failed("cffi could not run its init code", NULL);
+    PyGILState_Release(gil);
     return cc_start_error[0] ? cc_start_error : NULL;
 }
 

@@ -376,6 +376,37 @@ def test_a_filter_installed_holding_the_gil_does_not_wait_for_a_model_run_that_n
     assert (measured.returncode, measured.stdout) == (0, plain.stdout), measured.stderr
     assert measured.stderr.count(b"corecast: warning: the program restricts its system calls (seccomp)") == 1
 
+
+def test_a_model_start_the_hosts_finalization_ends_leaves_the_exit_to_the_program(lib, tmp_path):
+    """A model start on the sampler that the seccomp stop does not await (above) is still
+    under way when the host's interpreter finalizes, and Python ends every other thread that
+    then waits for its GIL (pthread_exit).  The sampler, off glibc's count of threads, took
+    it to 0 as it ended, and glibc ran exit(0) on it while the program's thread was still
+    finalizing: sys.exit(3) ended 0, what the finalization wrote was lost (every run), and
+    the two exits at once faulted (the test above: SIGSEGV, or a second interpreter that
+    cffi started there aborting the host's finalization, 1 run in 40 under load).  A slow
+    finalization (0.5 s in a __del__) makes the order certain."""
+    if os.uname().machine not in ("x86_64", "aarch64"):
+        pytest.skip("the filter's call numbers are x86_64's and aarch64's")
+    script = tmp_path / "seccomp_gil_exit.py"
+    script.write_text(SECCOMP_GIL_PY + """
+import time
+class Slow:  # cleared in the finalization, once no other thread may take the GIL
+    def __del__(self):
+        time.sleep(0.5)
+        os.write(1, b"finalized\\n")
+slow = Slow()
+sys.stdout.flush()
+sys.exit(3)
+""")
+    plain = run_bounded([sys.executable, script, "prctl"], clean_env(), 60)
+    assert (plain.returncode, plain.stdout) == (3, b"filter 0 getpriority refused: EPERM\nfinalized\n"), plain.stderr
+    env = clean_env(LD_PRELOAD=str(lib), CORECAST_TEST_FAULT="sampler_first", CORECAST_EXIT_TIMEOUT_MS="600000")
+    measured = run_bounded([sys.executable, script, "prctl"], env, 60)
+    assert (measured.returncode, measured.stdout) == (3, plain.stdout), measured.stderr
+    assert measured.stderr.count(b"corecast: warning: the program restricts its system calls (seccomp)") == 1
+
+
 # A second preload, after corecast's, that sees every open() corecast makes and says, once
 # the program has begun to exit, whether the opening task shares the program's descriptor
 # table (kcmp): an open there takes one of the program's numbers.
