@@ -89,8 +89,8 @@ struct cc_thread {
     int held_cat[CC_MAX_HELD];
     /* Sampled acquisitions (omp_call.h): untimed ones left before the next timed one, how many
      * it will stand for, the running means (ticks) of timed waits and holds (they set the gap)
-     * and of releases; free waits' and releases' mean and fastest, and the fastest hold, +1. */
-    uint32_t sample_left, sample_span, sample_wait, sample_hold, sample_release, free_wait[2], free_release[2], fastest_hold;
+     * and of releases; free waits' and releases' mean and fastest, plus one (0: none yet). */
+    uint32_t sample_left, sample_span, sample_wait, sample_hold, sample_release, free_wait[2], free_release[2];
     /* contended pthread lock awaiting its hold-time sample */
     const void *sample_lock;
     uint64_t sample_t0;

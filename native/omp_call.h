@@ -203,28 +203,6 @@ static inline void cc_held_push(struct cc_thread *t, const void *obj, int cat, u
     }
 }
 
-/* What of a sampled hold of ``h`` ticks the timing itself took: a timed hold runs from the
- * acquisition's timestamp through its bookkeeping and the release's wrapper to the next
- * timestamp, where an untimed one is the section alone.  That cost is at most the thread's
- * fastest hold (``*fastest1``, stored plus one) and is taken as no more than its mean free
- * release (a timestamp and a call, the same kind of cost).  None known, as on the OMPT
- * path, which times no release: nothing (a wait's mean is no bound: under contention it
- * is a wait's, and it took whole holds off).  Scaled up, the timing read as
- * hold: an empty critical section one thread takes alone recorded holds of 32-37% of the
- * region's thread time (~70% of that thread's, 26 ns each), and an ordered loop of one
- * thread held more than all of its time (the record's fit cut it to 100%). */
-static inline uint64_t cc_hold_timing_part(const struct cc_thread *t, uint32_t *fastest1, uint64_t h) {
-    uint64_t fastest = (uint64_t)*fastest1 - 1; /* none yet: the largest */
-    if (h < fastest) {
-        fastest = h < UINT32_MAX - 1 ? h : UINT32_MAX - 1;
-        *fastest1 = (uint32_t)fastest + 1;
-    }
-    if (!t->free_release[0]) /* OMPT times no release: a wait's free mean may be a contended one */
-        return 0;
-    uint64_t timing = (uint64_t)t->free_release[0] - 1;
-    return fastest < timing ? fastest : timing;
-}
-
 /* Returns the popped hold's scale (0: none popped), for cc_released. */
 static inline uint32_t cc_held_pop(struct cc_thread *t, const void *obj, uint64_t now) {
     int top = t->nheld - 1;
@@ -234,9 +212,10 @@ static inline uint32_t cc_held_pop(struct cc_thread *t, const void *obj, uint64_
         uint64_t *hold = &cc_counts(t)->hold[t->held_cat[top]];
         uint64_t h = now - t->held_t0[top];
         uint32_t scale = t->held_scale[top];
-        uint64_t scaled = cc_scaled(h, scale, &t->sample_hold); /* the mean keeps the whole hold */
-        uint64_t part = scale > 1 ? cc_hold_timing_part(t, &t->fastest_hold, h) : 0;
-        CC_ADD(*hold, cc_less_per_acquisition(scaled, part, scale));
+        /* Its timing stays in (a timestamp and the wrappers' bookkeeping, ~30-80 ticks): taken
+         * off, a 2-thread convoy's holds fell 4x, and with them the one thread's work the model
+         * rebuilds (busy time less waits), S(2) at its own count 2.7-3.7x under. */
+        CC_ADD(*hold, cc_scaled(h, scale, &t->sample_hold));
         for (int i = top + 1; i < t->nheld; i++) { /* the holds above it move down */
             t->held_obj[i - 1] = t->held_obj[i];
             t->held_cat[i - 1] = t->held_cat[i];
