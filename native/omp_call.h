@@ -16,9 +16,10 @@
  * apart where they add up to CC_SAMPLE_TICKS / CC_SAMPLE_MIN ticks or more, up to
  * CC_SAMPLE_MAX for empty sections, which keeps the timing near 1% of the time it
  * measures (the mean gap: each is drawn around it, cc_sample_next).  The gap is decided
- * before the acquisition it lands on, so the scaled sums stay unbiased; only a sample over CC_SAMPLE_OUTLIER times its running mean and over
- * CC_SAMPLE_CAP_MIN (a preemption) counts once beyond that bound instead of ``scale``
- * times.  (The OMPT path samples its locks the same way.) */
+ * before the acquisition it lands on, so the scaled sums stay unbiased; only a sample over
+ * CC_SAMPLE_OUTLIER times its running mean and over CC_SAMPLE_CAP_MIN (a preemption) counts
+ * once beyond that bound instead of ``scale`` times.  (The OMPT path samples its locks the
+ * same way.) */
 #define CC_SAMPLE_MIN 16
 #define CC_SAMPLE_MAX 1024
 #define CC_SAMPLE_TICKS 8192

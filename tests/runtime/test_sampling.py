@@ -21,6 +21,19 @@ PROGRAM = r"""
 static struct cc_thread th;
 static const char obj;
 
+static uint64_t next(uint64_t *rng) { /* xorshift */
+    *rng ^= *rng << 13, *rng ^= *rng >> 7, *rng ^= *rng << 17;
+    return *rng;
+}
+
+/* The sampling's decision for one critical section: 0 (counted, not timed) or its scale. */
+static uint32_t due(struct cc_thread *t) {
+    uint32_t scale = cc_sample_due(t);
+    if (!scale)
+        CC_ADD(cc_counts(t)->acq[CC_STALL_CRITICAL], 1);
+    return scale;
+}
+
 /* n acquisitions holding ``hold`` ticks each; the ``spike``-th timed one (0: the first, which
  * is exact; 1: the first scaled up) holds ``big`` (a preemption), or with spike < -1 one in
  * -spike at random does (two kinds of hold, as under contention): prints acquisitions
@@ -32,12 +45,10 @@ static void run(long n, uint64_t hold, long spike, uint64_t big) {
     long timed = 0;
     uint64_t truth = 0, rng = 88172645463325252ull;
     for (long i = 0; i < n; i++) {
-        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-        uint64_t h = spike < -1 && rng % (uint64_t)-spike == 0 ? big : hold;
-        uint32_t scale = cc_sample_due(t);
+        uint64_t h = spike < -1 && next(&rng) % (uint64_t)-spike == 0 ? big : hold;
+        uint32_t scale = due(t);
         if (!scale) {
             truth += h;
-            CC_ADD(cc_counts(t)->acq[CC_STALL_CRITICAL], 1);
             continue;
         }
         if (spike >= 0 && timed == spike)
@@ -64,11 +75,9 @@ static void alternating(long n, uint64_t ha, uint64_t hb) {
         const void *o = i & 1 ? &b : &a;
         uint64_t h = i & 1 ? hb : ha;
         truth += h;
-        uint32_t scale = cc_sample_due(t);
-        if (!scale) {
-            CC_ADD(cc_counts(t)->acq[CC_STALL_CRITICAL], 1);
+        uint32_t scale = due(t);
+        if (!scale)
             continue;
-        }
         cc_sampled_acquire(t, CC_STALL_CRITICAL, cc_now(), o, scale);
         cc_held_pop(t, o, t->held_t0[t->nheld - 1] + h);
     }
@@ -87,8 +96,7 @@ static void handover(long trav, long every) {
     uint64_t clock = 1000000, truth = 0, rng = 88172645463325252ull, t0[K];
     for (long r = 0; r < trav; r++) {
         for (int i = 0; i < K; i++) {
-            rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-            if (every && rng % (uint64_t)every == 0) {
+            if (every && next(&rng) % (uint64_t)every == 0) {
                 cc_held_push(t, &node[i], CC_STALL_OMPLOCK, clock, 1); /* as cc_timed_acquire */
             } else {
                 uint32_t scale = cc_sample_due(t);
@@ -121,14 +129,11 @@ static void contended(long n, uint64_t lo, uint64_t hi, uint64_t timing, uint64_
     *t = (struct cc_thread){0};
     uint64_t beyond = 0, rng = 88172645463325252ull;
     for (long i = 0; i < n; i++) {
-        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-        uint64_t w = lo + rng % (hi - lo + 1);
+        uint64_t w = lo + next(&rng) % (hi - lo + 1);
         beyond += w - rel;
-        uint32_t scale = cc_sample_due(t);
-        if (!scale) {
-            CC_ADD(cc_counts(t)->acq[CC_STALL_CRITICAL], 1);
+        uint32_t scale = due(t);
+        if (!scale)
             continue;
-        }
         cc_sampled_acquire(t, CC_STALL_CRITICAL, cc_now() - w, &obj, scale);
         uint32_t s = cc_held_pop(t, &obj, t->held_t0[t->nheld - 1] + timing + body);
         if (rel)
@@ -146,14 +151,11 @@ static void waits(long n, uint64_t base, long every, uint64_t big) {
     *t = (struct cc_thread){0};
     uint64_t beyond = 0, rng = 88172645463325252ull;
     for (long i = 0; i < n; i++) {
-        rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-        uint64_t w = every && rng % (uint64_t)every == 0 ? big : base;
+        uint64_t w = every && next(&rng) % (uint64_t)every == 0 ? big : base;
         beyond += w - base;
-        uint32_t scale = cc_sample_due(t);
-        if (!scale) {
-            CC_ADD(cc_counts(t)->acq[CC_STALL_CRITICAL], 1);
+        uint32_t scale = due(t);
+        if (!scale)
             continue;
-        }
         cc_sampled_acquire(t, CC_STALL_CRITICAL, cc_now() - w, &obj, scale);
         cc_held_pop(t, &obj, cc_now());
     }
@@ -199,18 +201,12 @@ def sampler(tmp_path_factory):
         acq, timed, est, truth, span = map(int, out)
         return acq, timed, est, truth, span
 
-    def waits(n, base, every, big):
-        out = subprocess.run([str(d / "s"), "w", str(n), str(base), str(every), str(big)],
-                             check=True, capture_output=True, text=True).stdout.split()
-        return tuple(map(int, out))
-    run.waits = waits
-
-
     def mode(*args):
         out = subprocess.run([str(d / "s"), *map(str, args)], check=True, capture_output=True,
                              text=True).stdout.split()
         return tuple(map(int, out))
     run.mode = mode
+    run.waits = lambda n, base, every, big: mode("w", n, base, every, big)
     return run
 
 
