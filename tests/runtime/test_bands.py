@@ -352,3 +352,37 @@ def test_the_evidence_dependent_bands_are_scored_and_the_one_turned_down_is_reco
     assert proc.returncode == 0, proc.stderr
     applied = json.loads(proc.stdout)
     assert applied["turned_down"]["bottleneck"]["applied"]["points"] == applied["score"]["points"]
+
+
+def test_the_waits_band_widens_the_high_end_with_the_extrapolated_waits():
+    """benchmarks/bands.py's ``waits_high`` (session bands38): the low end is the single
+    band's, the high end S e^(hi log2 n (a + w)); on points whose under-predictions grow with
+    the waits share w it chooses a narrow high end where w is 0 and a wide one where it is 1."""
+    bands = bands_module()
+    rows = []
+    for suite in ("a", "b"):
+        for w in (0.0, 1.0):
+            for k in range(20):
+                z = 0.05 * (2 * k / 19 - 1) * (0.1 + w)  # the spread of ln(measured / predicted) per doubling
+                rows.append({"suite": suite, "program": f"{suite}{k}", "n": 16, "n0": 2, "waits": w,
+                             "predicted": 8.0, "measured": 8.0 * math.exp(4 * z), "low": 8.0, "high": 8.0})
+    lo, hi, a = bands.choose_waits(rows)
+    assert lo < 0 < hi and a in bands.WAITS_SHAPES
+    calm, busy = bands.waits_band([rows[0], rows[20]], lo, hi, a)
+    assert calm["low"] == pytest.approx(busy["low"])  # the low end does not look at w
+    assert calm["high"] < busy["high"]
+    assert calm["high"] == pytest.approx(8.0 * math.exp(hi * 4 * a))
+    scored = bands.waits_scores(rows)
+    assert scored["held_out"]["points"] == len(rows) and set(scored["per_fold"]) == {"a", "b"}
+
+
+def test_the_waits_band_turned_down_is_what_the_benchmark_chooses_and_is_not_in_the_runtime():
+    """On the development suites bands.py chooses bands.WAITS_CHOSEN, the constants the
+    held-out suites turned down (docs/runtime-model.md, session bands38): spread.py keeps its
+    single band."""
+    bands = bands_module()
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bands.py"), "--json"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert tuple(json.loads(proc.stdout)["waits_high"]["chosen_on_all"]) == bands.WAITS_CHOSEN
+    assert not hasattr(spread, "waits_share")
