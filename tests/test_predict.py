@@ -114,3 +114,23 @@ def test_a_fit_miss_advises_the_callers_own_way_to_try_another_method(tmp_path, 
     main(["predict", str(f), "--method", "amdahl"])
     out = capsys.readouterr()
     assert "the model does not follow this curve; try another --method" in out.out + out.err
+
+
+# Six counts with a lock wait: enough for every method but the size-column ones.
+STALLED = ("threads,time,stall:lock\n1,10.0,0.1\n2,5.3,0.2\n4,2.9,0.4\n8,1.8,0.9\n12,1.5,1.5\n"
+           "16,1.4,2.3\n")
+
+
+@pytest.mark.parametrize("method", ["usl", "amdahl", "gustafson", "presca", "plateau", "trend", "damped",
+                                    "estima", "regression", "auto"])
+def test_a_method_that_does_not_read_stall_columns_says_so(tmp_path, capsys, method):
+    """A single --method left stall:* columns unused without a word, where auto warns."""
+    from corecast.cli import main
+
+    path = tmp_path / "s.csv"
+    path.write_text(STALLED)
+    assert main(["predict", str(path), "--method", method]) == 0
+    warned = [w for w in capsys.readouterr().out.splitlines() if w.startswith("warning: stall:* columns unused")]
+    reads = method in ("estima", "regression", "auto")
+    assert warned == ([] if reads else [f"warning: stall:* columns unused: method {method} does not read them "
+                                         "(estima and regression do, and auto through estima)"])

@@ -165,6 +165,9 @@ def predict_measurements(
                        f"SMT yield {fit.step_yield:g} vote in the median too")
         at_measured = np.asarray(fit.perf(measured_at), dtype=float)
     warnings = list(fit.warnings)
+    unread = methods.unread_columns(spec, data)
+    if unread:
+        warnings.append(unread)
     if given and not machine:
         warnings.append(f"measured up to {top:g}, beyond the {given.hw_threads} hardware threads given: "
                         "the measured curve is extrapolated as it is")
