@@ -164,10 +164,7 @@ def predict_measurements(
             reason += (f"; where threads ahead share cores no measured count shared, the models asked at "
                        f"SMT yield {fit.step_yield:g} vote in the median too")
         at_measured = np.asarray(fit.perf(measured_at), dtype=float)
-    warnings = list(fit.warnings)
-    unread = methods.unread_columns(spec, data)
-    if unread:
-        warnings.append(unread)
+    warnings = list(fit.warnings) + methods.unread_columns(spec, data)
     if given and not machine:
         warnings.append(f"measured up to {top:g}, beyond the {given.hw_threads} hardware threads given: "
                         "the measured curve is extrapolated as it is")

@@ -58,11 +58,11 @@ def check_usable(method: Method, data: Measurements) -> None:
         )
 
 
-def unread_columns(method: Method, data: Measurements) -> str | None:
-    """The warning that ``data``'s stall columns go unused by ``method``, None where it
-    reads them or there are none: a column the user gave must not vanish silently.  (A
+def unread_columns(method: Method, data: Measurements) -> list[str]:
+    """The warning (none or one) that ``data``'s stall columns go unused by ``method``,
+    which does not read them: a column the user gave must not vanish silently.  (A
     size-blind method already says which input size it predicts.)"""
     if not data.stalls or "stalls" in method.reads:
-        return None
+        return []
     readers = " and ".join(m.name for m in METHODS.values() if "stalls" in m.reads and m.name != "auto")
-    return f"{STALL_COLUMNS} unused: method {method.name} does not read them ({readers} do, and auto through estima)"
+    return [f"{STALL_COLUMNS} unused: method {method.name} does not read them ({readers} do, and auto through estima)"]
