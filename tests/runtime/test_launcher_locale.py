@@ -1,8 +1,9 @@
 """A program ``corecast run`` or ``corecast sweep`` starts gets its caller's LC_CTYPE, none
 where the caller had none, from the corecast command (its C launcher's record) and from
-``python -m corecast`` (the environment it was exec'd with) alike.  CPython's locale coercion (PEP 538) sets LC_CTYPE=C.UTF-8 in
-the corecast command's environment when the caller has no locale or LANG=C/POSIX: the
-program then counted characters where a plain run counts bytes (``wc -m``)."""
+``python -m corecast`` (the environment it was exec'd with) alike.  CPython's locale
+coercion (PEP 538) sets LC_CTYPE=C.UTF-8 in corecast's environment when the caller has no
+locale or LANG=C/POSIX: the program then counted characters where a plain run counts bytes
+(``wc -m``)."""
 from __future__ import annotations
 
 import json

@@ -91,7 +91,8 @@ def format_sweep(result: dict, max_rows: int = 24) -> str:
     lines += _region_lines(result)
     place = result.get("placement")
     if place and place["policy"] == LAUNCHER_PLACEMENT:
-        lines.append(f"placement {LAUNCHER_PLACEMENT}: the launcher placed the ranks (corecast confined none to CPUs)")
+        lines.append(f"placement {LAUNCHER_PLACEMENT}: the launcher placed the ranks "
+                     "(corecast confined none to CPUs)")
     elif place:
         lines.append(f"placement {place['policy']}" + (" (OMP_PLACES, OMP_PROC_BIND=close)" if place["omp_places"] else "")
                      + ": " + "; ".join(f"{n}: {_cpulist(c)}" for n, c in place["cpus"].items()))
