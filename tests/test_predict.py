@@ -114,3 +114,54 @@ def test_a_fit_miss_advises_the_callers_own_way_to_try_another_method(tmp_path, 
     main(["predict", str(f), "--method", "amdahl"])
     out = capsys.readouterr()
     assert "the model does not follow this curve; try another --method" in out.out + out.err
+
+
+# Six counts with a lock wait: enough for every method but the size-column ones.
+STALLED = ("threads,time,stall:lock\n1,10.0,0.1\n2,5.3,0.2\n4,2.9,0.4\n8,1.8,0.9\n12,1.5,1.5\n"
+           "16,1.4,2.3\n")
+
+
+@pytest.mark.parametrize("method", ["usl", "amdahl", "gustafson", "presca", "plateau", "trend", "damped",
+                                    "estima", "regression", "auto"])
+def test_a_method_that_does_not_read_stall_columns_says_so(tmp_path, capsys, method):
+    """A single --method left stall:* columns unused without a word, where auto warns."""
+    from corecast.cli import main
+
+    path = tmp_path / "s.csv"
+    path.write_text(STALLED)
+    assert main(["predict", str(path), "--method", method]) == 0
+    warned = [w for w in capsys.readouterr().out.splitlines() if w.startswith("warning: stall:* columns unused")]
+    reads = method in ("estima", "regression", "auto")
+    assert warned == ([] if reads else [f"warning: stall:* columns unused: method {method} does not read them "
+                                         "(estima and regression do, and auto through estima)"])
+
+
+# Three counts auto fits poorly: its curve walks to 1, where 2 ran 1.8x faster.
+POOR = ([1, 2, 4], [10.0, 5.5, 12.0])
+
+
+def test_a_preferred_count_is_never_one_the_measurements_clearly_beat(tmp_path, capsys):
+    from corecast.cli import main
+    from corecast.model.curve.extrapolation import extrapolate
+
+    p = corecast.predict(*POOR, metric="time")
+    assert (p.preferred, p.model_preferred, p.fastest) == (2, 1, 2)
+    assert "preferred count is 2, from the measured counts: the model's 1 was measured 82% slower than 2" in p.warnings
+    # The named count moved; auto's fitted curve did not (it is still the model's 8.65 at 2).
+    assert p.values[list(p.counts).index(2)] == pytest.approx(8.6454, rel=1e-3)
+    path = tmp_path / "poor.csv"
+    path.write_text("threads,time\n" + "".join(f"{n},{t}\n" for n, t in zip(*POOR)))
+    assert main(["predict", str(path)]) == 0
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("preferred count:")]
+    assert line == ("preferred count: 2 (from the measured counts, past the model's preferred 1, which was "
+                    "measured slower; measured time 5.5)")
+    # A sweep names the same count.
+    result = {"warnings": []}
+    extrapolate(result, {n: [t] for n, t in zip(*POOR)}, POOR[0], [], {n: [{}] for n in POOR[0]}, 8)
+    assert result["preferred_count"] == 2
+
+
+def test_a_preferred_count_the_measurements_do_not_contradict_stands():
+    # 4 measured within the slack of 2: the rule's 2 is no count the measurements beat.
+    p = corecast.predict([1, 2, 4], [10.0, 5.5, 5.4], metric="time")
+    assert p.model_preferred is None and not [w for w in p.warnings if w.startswith("preferred count is")]

@@ -115,3 +115,18 @@ def test_the_columns_generator_outside_a_source_tree_is_one_line(tmp_path, capsy
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "is not corecast's source tree" in err and "corecast.views.columns" in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_doc_says_which_settings_display_env_leaves_out():
+    """It said CORECAST_DISPLAY_ENV prints "them all", every variable corecast reads, while the
+    library leaves the table's unshown ones out (native/settings.h's CC_SETTINGS_SHOWN)."""
+    text = " ".join((ROOT / "docs" / "environment.md").read_text().split())
+    start = text.index("`CORECAST_DISPLAY_ENV=1` prints")
+    said = text[start:text.index("Readers:", start)]
+    hidden = [s.name for s in settings.TABLE if not s.shown]
+    assert hidden and all(f"`{name}`" in said for name in hidden), said
+    assert "them all" not in said
+    rows = (ROOT / "docs" / "environment.md").read_text().splitlines()
+    for s in settings.TABLE:
+        row = next(line for line in rows if line.startswith(f"| `{s.name}` |"))
+        assert ("not shown by CORECAST_DISPLAY_ENV" in row) == (not s.shown), row

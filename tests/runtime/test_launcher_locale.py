@@ -1,7 +1,9 @@
 """A program ``corecast run`` or ``corecast sweep`` starts gets its caller's LC_CTYPE, none
-where the caller had none.  CPython's locale coercion (PEP 538) sets LC_CTYPE=C.UTF-8 in
-the corecast command's environment when the caller has no locale or LANG=C/POSIX: the
-program then counted characters where a plain run counts bytes (``wc -m``)."""
+where the caller had none, from the corecast command (its C launcher's record) and from
+``python -m corecast`` (the environment it was exec'd with) alike.  CPython's locale
+coercion (PEP 538) sets LC_CTYPE=C.UTF-8 in corecast's environment when the caller has no
+locale or LANG=C/POSIX: the program then counted characters where a plain run counts bytes
+(``wc -m``)."""
 from __future__ import annotations
 
 import json
@@ -23,20 +25,26 @@ CASES = [({}, "unset"), ({"LANG": "POSIX"}, "unset"), ({"LANG": "C"}, "unset"),
          ({"LC_CTYPE": "C"}, "C"), ({"LC_CTYPE": ""}, ""), ({"LANG": "C.UTF-8"}, "unset")]
 
 
-def command() -> list[str]:
+def command(entry: str = "command") -> list[str]:
+    if entry == "python -m":
+        return [sys.executable, "-m", "corecast"]
     if not SCRIPT.is_file():
         pytest.skip(f"the corecast command is not installed beside {sys.executable}")
     return [str(SCRIPT)]
+
+
+ENTRIES = ["command", "python -m"]
 
 
 def bare(**extra: str) -> dict[str, str]:
     return {"PATH": "/usr/bin:/bin", **extra}
 
 
+@pytest.mark.parametrize("entry", ENTRIES)
 @pytest.mark.parametrize("extra,ctype", CASES, ids=lambda c: repr(c))
-def test_corecast_run_gives_the_callers_lc_ctype(lib, tmp_path, extra, ctype):
+def test_corecast_run_gives_the_callers_lc_ctype(lib, tmp_path, extra, ctype, entry):
     seen = tmp_path / "seen.txt"
-    r = subprocess.run(command() + ["run", "--quiet", "--", *SHOWS, str(seen)], env=bare(**extra),
+    r = subprocess.run(command(entry) + ["run", "--quiet", "--", *SHOWS, str(seen)], env=bare(**extra),
                        capture_output=True, text=True, timeout=TIMEOUT)
     assert r.returncode == 0, r.stderr
     assert seen.read_text() == f"{ctype} none\n"
@@ -52,9 +60,10 @@ def test_wc_counts_as_without_corecast(lib, tmp_path):
     assert r.stdout == plain.stdout
 
 
-def test_corecast_sweep_runs_get_the_callers_lc_ctype(lib, tmp_path):
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_corecast_sweep_runs_get_the_callers_lc_ctype(lib, tmp_path, entry):
     seen = tmp_path / "seen-{threads}.txt"
-    r = subprocess.run(command() + ["sweep", "--threads", "1,2", "--repeat", "1", "--json-out",
+    r = subprocess.run(command(entry) + ["sweep", "--threads", "1,2", "--repeat", "1", "--json-out",
                                     str(tmp_path / "sweep.json"), "--", *SHOWS, str(seen)],
                        env=bare(LANG="POSIX"), capture_output=True, text=True, timeout=TIMEOUT)
     out = tmp_path / "seen-1.txt"
@@ -69,3 +78,15 @@ def test_non_ascii_in_corecast_output_under_no_locale(lib, tmp_path):
                        capture_output=True, timeout=TIMEOUT)
     assert r.returncode == 127
     assert "h\u00e9".encode() in r.stderr, r.stderr
+
+
+def test_python_m_leaves_an_lc_ctype_coercion_did_not_set(lib, tmp_path):
+    """Only CPython's coercion is undone: a value set after start (here by -c's own line,
+    as a sitecustomize might) reaches the program."""
+    seen = tmp_path / "seen.txt"
+    start = ("import os, sys; os.environ['LC_CTYPE'] = 'POSIX'; sys.argv[0] = 'corecast'; "
+             "from corecast.__main__ import console; console()")
+    r = subprocess.run([sys.executable, "-c", start, "run", "--quiet", "--", *SHOWS, str(seen)],
+                       env=bare(LC_CTYPE="C"), capture_output=True, text=True, timeout=TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    assert seen.read_text() == "POSIX none\n"

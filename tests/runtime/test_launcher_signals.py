@@ -142,3 +142,12 @@ def test_corecast_sweep_runs_keep_what_the_caller_ignored(shows, lib, tmp_path):
     assert out.is_file(), r.stderr
     assert dispositions(out.read_text())[0] == expected(ignored)
     json.loads((tmp_path / "sweep.json").read_text())  # the sweep itself ran to its end
+
+
+def test_run_help_says_python_m_loses_pipe_and_xfsz():
+    """What ``python -m corecast run`` cannot pass on is said where a user looks first."""
+    r = subprocess.run([sys.executable, "-m", "corecast", "run", "--help"], env=clean_env(),
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    assert r.returncode == 0, r.stderr
+    text = " ".join(r.stdout.split())
+    assert "python -m corecast" in text and "SIGPIPE or SIGXFSZ" in text, text

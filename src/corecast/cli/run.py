@@ -21,7 +21,10 @@ def add_run(sub: argparse._SubParsersAction) -> None:
         help="run a program with the corecast runtime preloaded",
         description="Run CMD with the preload library appended to LD_PRELOAD; at exit a report "
         "goes to stderr (and JSON Lines to --json-out). The program's output and exit status "
-        "are its own.",
+        "are its own, and so are the caller's LC_CTYPE and ignored signals. Under "
+        "'python -m corecast' a SIGPIPE or SIGXFSZ the caller ignored reaches the program as "
+        "the default (CPython drops the caller's before corecast starts): the corecast "
+        "command keeps them.",
     )
     p.add_argument("--target", type=whole_in(*TARGET_RANGE), metavar="N", help="predict up to N threads, for a machine of N cores "
                    "(default: this machine's cores, or the --target-machine's)")

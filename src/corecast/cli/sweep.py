@@ -41,10 +41,11 @@ def add_sweep(sub: argparse._SubParsersAction) -> None:
                    help="predict up to N (default: 2x the largest count, at least 16)")
     p.add_argument("--runtime", choices=("openmp", "pthreads", "opencl"), default="openmp",
                    help="how the count reaches the program (default %(default)s)")
-    p.add_argument("--placement", choices=PLACEMENTS, default="compact",
+    p.add_argument("--placement", choices=PLACEMENTS,
                    help="which CPUs a count gets: compact (cores before SMT siblings, one socket after "
                    "the other), spread (cores round-robin over sockets), none (the first n in numeric "
-                   "order); OpenMP programs also get OMP_PLACES and OMP_PROC_BIND (default %(default)s)")
+                   "order); OpenMP programs also get OMP_PLACES and OMP_PROC_BIND (default compact; "
+                   "not with --launcher, which places the ranks)")
     p.add_argument("--json-out", metavar="FILE", type=file_name, help="write the result as one JSON object")
     p.add_argument("--plot", metavar="OUT.png", type=file_name, help="also plot measured and predicted times, in its suffix's format (.png, .svg, .pdf, .jpg, ...; another suffix is an error)")
     p.add_argument("--html", metavar="OUT.html", type=file_name,
@@ -99,13 +100,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if args.launcher:
         if args.threads and len(args.threads) > 1:
             raise CliError("with --launcher, --threads is one count per rank (OMP_NUM_THREADS)")
+        if args.placement:  # it would be dropped without a word
+            raise CliError("--placement has no effect with --launcher: the launcher places the ranks")
         launch = sweep.Launch.parse(args.launcher, args.threads[0] if args.threads else None)
         counts = args.ranks
     failure: sweep.SweepError | None = None
     try:
         result = sweep.run_sweep(command, threads=counts, repeat=args.repeat, upto=args.upto, launch=launch,
                                  runtime=args.runtime, plugins=plugins, timeout=args.timeout,
-                                 progress=True, placement=args.placement)
+                                 progress=True, **({"placement": args.placement} if args.placement else {}))
     except sweep.SweepError as e:
         if e.result is None:
             raise CliError(str(e)) from None

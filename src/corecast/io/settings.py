@@ -70,7 +70,8 @@ TABLE: tuple = (
             (LIB,), 0, 600000, field="exit_timeout_ms"),
     Setting("CORECAST_KEEP_COUNTING", "flag", 0, "1: keep every section wrapper (no hand-back once steering settled or counting costs)",
             (LIB,), 0, 1, field="keep_counting"),
-    Setting("CORECAST_DISPLAY_ENV", "flag", 0, "1: print these settings at start, like OMP_DISPLAY_ENV",
+    Setting("CORECAST_DISPLAY_ENV", "flag", 0, "1: print these settings at start, like OMP_DISPLAY_ENV (but "
+            "corecast's own bookkeeping, marked not shown)",
             (LIB,), 0, 1, field="display_env"),
     Setting("CORECAST_TARGET_MACHINE", "text", "", "machine description for NUMA predictions (--target-machine)",
             (MODEL,), set_by_run=True),
@@ -318,6 +319,11 @@ def _default_text(s: Setting) -> str:
     return "unset" if s.default == "" else f"`{s.default}`"
 
 
+def _listed(words: list[str]) -> str:
+    """"a, b and c"."""
+    return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else "".join(words)
+
+
 def markdown() -> str:
     """docs/environment.md."""
     out = ["# Environment", "",
@@ -332,8 +338,11 @@ def markdown() -> str:
            "off, ignoring case), `... is not a corecast setting (did you mean CORECAST_TARGET?);",
            "ignored`: from the `corecast` command, or, under a bare `LD_PRELOAD`, among the exit",
            "report's warnings (the first 4 such names; never at start-up, between the program's lines).",
-           "`CORECAST_DISPLAY_ENV=1` prints them all between `CORECAST DISPLAY ENVIRONMENT BEGIN`",
-           "and `... END`.",
+           "`CORECAST_DISPLAY_ENV=1` prints every one (the library's with the value in force, the",
+           "others as given) between `CORECAST DISPLAY ENVIRONMENT BEGIN` and `... END`, but",
+           _listed([f"`{x.name}`" for x in TABLE if not x.shown]) + ": corecast's own bookkeeping,",
+           "which the library sets for itself or the `corecast` command takes out of the environment",
+           "before any program starts.",
            "Readers: *library* (the preload library), *model* (Python in the profiled program: the",
            "model, the OpenCL hook), *launcher* (the `corecast` command). *run* marks what",
            "`corecast run` sets from its options (or for itself).", "",
@@ -342,7 +351,8 @@ def markdown() -> str:
         rng = "0, 1" if s.kind == "flag" else (f"[{s.lo}, {s.hi}]" if s.kind == "int" else
                                                "> 0" if s.kind == "number" else "")
         who = ", ".join(s.readers) + (" (run)" if s.set_by_run else "")
-        cells = (f"`{s.name}`", s.kind, rng, _default_text(s), who, s.meaning)
+        meaning = s.meaning + ("" if s.shown else f"; not shown by {DISPLAY_ENV}")
+        cells = (f"`{s.name}`", s.kind, rng, _default_text(s), who, meaning)
         out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     out += ["", "MPI ranks: `{rank}` is the first of " + ", ".join(f"`{v}`" for v in RANK_VARS)
             + " that is set (0 without one); the world size the first of "

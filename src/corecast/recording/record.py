@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from .abi import COUNTERS, HARDWARE, STALLS
 from .kernelstats import HostSeen, KernelStats
-from .values import number as _num, per_category as _per_category, target as _target, whole as _int
+from .values import count as _count, number as _num, per_category as _per_category, target as _target, whole as _int
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -192,7 +192,7 @@ def rank_of(rec: dict) -> tuple[int, int | None] | None:
     """(rank, world size or None) of a line written under an MPI launcher (schema 3), else None."""
     if rec.get("rank") is None:
         return None
-    return _int(rec, "rank"), max(1, _int(rec, "ranks")) if rec.get("ranks") is not None else None
+    return _int(rec, "rank"), _count(rec, "ranks") if rec.get("ranks") is not None else None
 
 
 def summary_from_json(rec: dict) -> dict:
@@ -206,7 +206,7 @@ def summary_from_json(rec: dict) -> dict:
     if isinstance(mpi, dict):
         out["mpi_init_s"] = _num(mpi, "init_s")
         out["mpi_finalize_s"] = _num(mpi, "finalize_s")
-    out["cores"] = max(1, _int(rec, "cores"))
+    out["cores"] = _count(rec, "cores")
     out["cpus_allowed"] = _int(rec, "cpus_allowed") if "cpus_allowed" in rec else 0
     out["target"] = _target(rec, "target")
     out["elapsed_s"] = _num(rec, "elapsed_s")
@@ -225,7 +225,7 @@ def region_from_json(rec: dict) -> RegionSample | ProcessSample:
     counters = rec["counters"]
     if not isinstance(counters, dict):
         raise ValueError("counters is not an object")
-    threads = max(1, _int(rec, "threads"))
+    threads = _count(rec, "threads")
     name = str(rec["name"])
     region: RegionSample = {
         "name": name,
@@ -233,7 +233,7 @@ def region_from_json(rec: dict) -> RegionSample | ProcessSample:
         "runtime": "openmp" if rec.get("runtime") == "openmp" else "pthreads",
         "threads": threads,
         "nested": bool(rec.get("nested", False)),
-        "calls": max(1, _int(rec, "calls")),
+        "calls": _count(rec, "calls"),
         "wall_s": _num(rec, "wall_s"),
         "busy_s": _num(counters, "busy_s"),
         "serial_s": _num(counters, "serial_s"),
@@ -246,10 +246,10 @@ def region_from_json(rec: dict) -> RegionSample | ProcessSample:
         "hold_samples": _int(counters, "hold_samples") if "hold_samples" in counters else 0,
         "requested": _int(rec, "requested") if "requested" in rec else threads,
         "steered_to": 0,
-        "hist": [(max(1, _int(h, "threads")), _int(h, "calls"), _num(h, "wall_s"))
+        "hist": [(_count(h, "threads"), _int(h, "calls"), _num(h, "wall_s"))
                  for h in rec.get("by_team") or [] if isinstance(h, dict)],
         "probe_calls": _int(rec, "probe_calls") if "probe_calls" in rec else 0,
-        "probes": {max(1, _int(h, "threads")): _int(h, "probe_calls") for h in rec.get("by_team") or []
+        "probes": {_count(h, "threads"): _int(h, "probe_calls") for h in rec.get("by_team") or []
                    if isinstance(h, dict) and h.get("probe_calls")},
     }
     # Schema 2: the split of serial_s (absent keys leave the model's schema-1 defaults).
@@ -363,7 +363,7 @@ def process_facts_of(rec: dict) -> dict:
     summary line names the target)."""
     out = {}
     if "cores" in rec:
-        out["cores"] = max(1, _int(rec, "cores"))
+        out["cores"] = _count(rec, "cores")
     pred = rec.get("predicted")
     if isinstance(pred, list) and pred and isinstance(pred[-1], dict):
         out["target"] = _target(pred[-1], "threads")

@@ -28,6 +28,16 @@ def whole(rec: dict, key: str) -> int:
     return v
 
 
+def count(rec: dict, key: str) -> int:
+    """``rec[key]``: a whole number >= 1, as a team's threads, a region's calls and a
+    machine's cores or a world's ranks always are where the library writes them: a 0 is
+    no run's, and raising it to 1 would replay a recording that is not what it says."""
+    v = whole(rec, key)
+    if v < 1:
+        raise ValueError(f"{key} is 0, not a whole number >= 1 (the library never writes 0 there)")
+    return v
+
+
 def json_number(v: object) -> float | None:
     """``v`` as a float if it is a finite JSON number; None where it is no number, a boolean,
     not finite, or an integer past float range (which ``math.isfinite`` would raise

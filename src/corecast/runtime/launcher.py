@@ -185,17 +185,41 @@ def caller_ignored() -> frozenset | None:
     return _record
 
 
+# The LC_CTYPE values CPython's locale coercion sets (PEP 538, _TARGET_LOCALES).
+COERCED_LC_CTYPES = ("C.UTF-8", "C.utf8", "UTF-8")
+
+
+def exec_lc_ctype() -> str | None:
+    """This process's LC_CTYPE as it was exec'd, in the corecast command's record format
+    ("=VALUE", "" for none), read from /proc/self/environ: the strings execve copied in,
+    which setenv never writes over.  None where that cannot be read."""
+    try:
+        with open("/proc/self/environ", "rb") as f:
+            entries = f.read().split(b"\0")
+    except OSError:
+        return None
+    for entry in entries:
+        if entry.startswith(b"LC_CTYPE="):
+            return "=" + os.fsdecode(entry[len(b"LC_CTYPE="):])  # the first, as getenv
+    return ""
+
+
 def restore_caller_locale() -> None:
-    """LC_CTYPE in ``os.environ`` put back to the caller's, as the corecast command
-    (native/launcher/corecast.c) recorded it in ``settings.CALLER_LC_CTYPE``: CPython's
-    locale coercion (PEP 538) set LC_CTYPE=C.UTF-8 there under the C or POSIX locale, and
-    a program corecast starts must see the caller's (``wc -m`` counted bytes, not
-    characters, with it).  corecast's own stdio keeps the encoding it started with.
-    Without the record (``python -m corecast``) nothing is changed.  The record leaves the
-    environment."""
+    """LC_CTYPE in ``os.environ`` put back to the caller's: CPython's locale coercion
+    (PEP 538) set LC_CTYPE=C.UTF-8 there under the C or POSIX locale, and a program
+    corecast starts must see the caller's (``wc -m`` counted bytes, not characters, with
+    it).  corecast's own stdio keeps the encoding it started with.  The caller's is the
+    corecast command's record (native/launcher/corecast.c, ``settings.CALLER_LC_CTYPE``,
+    which then leaves the environment), else (``python -m corecast``) this process's
+    environment at exec, and only over a value coercion sets: anything else in
+    LC_CTYPE now was not CPython's doing (a sitecustomize's)."""
     value = os.environ.pop(settings.CALLER_LC_CTYPE, None)
     if value is None:
-        return
+        if os.environ.get("LC_CTYPE") not in COERCED_LC_CTYPES:
+            return
+        value = exec_lc_ctype()
+        if value is None:
+            return
     if value.startswith("="):
         os.environ["LC_CTYPE"] = value[1:]
     else:

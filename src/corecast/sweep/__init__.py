@@ -30,12 +30,13 @@ horizon; the preferred count is the time prediction's.
      "preferred_count": k, "fastest_count": f, "fastest_measured": false, "bottleneck": category,
      "command": [...], "runtime": "openmp" | "pthreads" | "opencl" | "mpi" (a launcher's rank sweep),
      "warnings": [...], "failed": [{"threads": n, "reason": "..."}],
-     "placement": {"policy": "compact", "omp_places": true, "cpus": {"n": [cpu, ...]}},
+     "placement": {"policy": "compact", "omp_places": true, "cpus": {"n": [cpu, ...]}},  # "launcher": {}
      "regions": [{"name": "main._omp_fn.0", "share": s, "measured": [...], "predictions": [...],
                   "stall_predictions": {...}, "preferred_count": k, "fastest_count": f, "fastest_measured": false,
                   "bottleneck": category, "warnings": [...]}]}
 
-Each ``measured`` entry also lists its ``cpus``; ``cpus_allowed`` (not in a launcher's
+Each ``measured`` entry also lists its ``cpus`` (not in a launcher's sweep, whose
+``placement`` policy is ``"launcher"`` with no ``cpus``: the launcher placed the ranks); ``cpus_allowed`` (not in a launcher's
 sweep, nor in results written before it was added) is how many CPUs the sweep's process
 could use, which every count's threads shared: ``corecast predict`` of the file predicts
 for a machine of that many hardware threads unless told another.  ``regions`` holds every OpenMP region

@@ -85,7 +85,7 @@ def run_sweep(
     except InputError as exc:
         raise SweepError(str(exc)) from None
     horizon = int(upto) if upto is not None else default_upto(counts)
-    from ..model.tuning.placement import PLACEMENTS, cpu_order, cpus_for
+    from ..model.tuning.placement import LAUNCHER_PLACEMENT, PLACEMENTS, cpu_order, cpus_for
 
     if placement not in PLACEMENTS:
         raise SweepError(f"unknown placement {placement!r}; use {', '.join(PLACEMENTS)}")
@@ -136,6 +136,8 @@ def run_sweep(
     if launch is not None:
         # what ran the counts: the launcher's ranks, not --runtime's default (the text and HTML said mpi)
         result.update(runtime="mpi", count="ranks", launcher=list(launch.words), threads_per_rank=launch.threads)
+        # As a thread sweep's, so that a reader finds the key: the launcher placed the ranks
+        result["placement"] = {"policy": LAUNCHER_PLACEMENT, "omp_places": False, "cpus": {}}
     else:
         result["placement"] = {"policy": placement, "omp_places": placement != "none" and runtime == "openmp",
                                "cpus": {str(n): cpus_for(n, cpus) for n in counts}}
@@ -182,7 +184,7 @@ def run_sweep(
             "time_s": float(statistics.median(times)),
             "spread_s": float((max(times) - min(times)) / 2.0),
             "stalls_s": {k: medians[n][k] for k in categories},
-            "cpus": cpus_for(n, cpus),
+            **({} if launch else {"cpus": cpus_for(n, cpus)}),  # a launcher's ranks got none of corecast's
             # every repetition, so exports (Extra-P) keep what the median folds away
             "runs": [{"time_s": float(r.time_s), "stalls_s": {k: float(st.get(k, 0.0)) for k in categories}}
                      for r, st in zip(runs[n], per_count[n])],

@@ -110,7 +110,7 @@ class RankPrediction(ScalingPrediction):
     that pays off (each rank added up to it gains at least a quarter of one), ``fastest``,
     the best predicted count, or the best measured one where ``fastest_measured`` (the
     model's optimum was measured slower), and ``model_preferred``, the rule's preferred
-    count where that measured one capped it (``CurvePrediction``'s fields).  ``runs``: every
+    count where the measurements replaced it (``CurvePrediction``'s fields).  ``runs``: every
     run read; the prediction rests on those with every rank's records (``whole``), and is
     none (``counts`` empty, ``preferred`` None) where there are none."""
 

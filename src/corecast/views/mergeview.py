@@ -57,7 +57,7 @@ def table(m: RankPrediction) -> str:
     lines.append("  ranks " + " ".join(f"{c:>6}" for c, _ in rows))
     lines.append("  S     " + " ".join(f"{speedup_cell(s):>6}" for _, s in rows))
     if m.model_preferred is not None:
-        lines.append(f"  preferred: {_ranks(m.preferred)} ({capped_preferred_words(m.model_preferred)})")
+        lines.append(f"  preferred: {_ranks(m.preferred)} ({capped_preferred_words(m)})")
     else:
         # "preferred: 2 ranks" beside S rising to 16 read as the model's verdict: it is its cap
         capped = m.speedup_band() is None and m.preferred == largest and any(

@@ -87,7 +87,7 @@ def format_table(
         best = _by_count(pred.measured.at_target_size()).get(pred.preferred)
         value = f"measured {pred.value_label} {_num(best[0])}" if best else \
             f"predicted {pred.value_label} {_num(pred.value_at(pred.preferred))}"
-        lines.append(f"preferred count: {pred.preferred} ({capped_preferred_words(pred.model_preferred)}; {value})")
+        lines.append(f"preferred count: {pred.preferred} ({capped_preferred_words(pred)}; {value})")
     else:
         lines.append(f"preferred count: {pred.preferred} (predicted {pred.value_label} "
                      f"{_num(pred.value_at(pred.preferred))}; each {one} added up to it gains at least "
@@ -126,10 +126,16 @@ def fastest_line(count: int, measured: bool, value: str,
     return f"fastest count: {count} (predicted {value}" + (f", {support})" if support else ")")
 
 
-def capped_preferred_words(model_preferred: int) -> str:
-    """Why a preferred count is what it is when the best measured count capped it (the
-    marginal-gain rule named ``model_preferred``, past it): the rule's words would not hold."""
-    return f"the best measured count, below the model's preferred {model_preferred}"
+def capped_preferred_words(pred) -> str:
+    """Why a preferred count is not the one the marginal-gain rule named on the model's
+    curve (``pred.model_preferred``): the best measured count capped it, or the measured
+    counts showed the model's count clearly beaten (``preference.measured_paid``).  The
+    rule's words would not hold.  ``pred``: a CurvePrediction or a RankPrediction."""
+    model = pred.model_preferred
+    if model > pred.preferred and pred.fastest_measured and pred.fastest == pred.preferred:
+        return f"the best measured count, below the model's preferred {model}"
+    where = "past" if model < pred.preferred else "below"
+    return f"from the measured counts, {where} the model's preferred {model}, which was measured slower"
 
 
 def fit_quality_lines(pred: CurvePrediction, measured: int | None = None) -> list[str]:

@@ -8,6 +8,7 @@ from ..io.fileio import printable
 from ..recording.record import CLOCK_RESOLUTION_S
 from .report import _align, _num, fastest_line, speedup_cell
 from ..io.sweepresult import MIN_REGION_SHARE
+from ..model.tuning.placement import LAUNCHER_PLACEMENT
 
 
 def stalls_summed_over(unit: str) -> str:
@@ -89,7 +90,10 @@ def format_sweep(result: dict, max_rows: int = 24) -> str:
             lines.append("future bottleneck: none (no stall category is predicted to grow)")
     lines += _region_lines(result)
     place = result.get("placement")
-    if place:
+    if place and place["policy"] == LAUNCHER_PLACEMENT:
+        lines.append(f"placement {LAUNCHER_PLACEMENT}: the launcher placed the ranks "
+                     "(corecast confined none to CPUs)")
+    elif place:
         lines.append(f"placement {place['policy']}" + (" (OMP_PLACES, OMP_PROC_BIND=close)" if place["omp_places"] else "")
                      + ": " + "; ".join(f"{n}: {_cpulist(c)}" for n, c in place["cpus"].items()))
     for f in result["failed"]:

@@ -363,8 +363,8 @@ class CurvePrediction(ScalingPrediction):
     # True where ``fastest`` is the best measured count because the model's optimum was
     # measured slower (``preference.measured_preferred``): a measurement, not the band's.
     fastest_measured: bool = False
-    # The rule's preferred count where a measured ``fastest`` capped it (``preferred`` is
-    # then that measured count, which the rule did not choose); None elsewhere.
+    # The rule's preferred count where a measured ``fastest`` capped it, or the measured
+    # counts clearly beat it (``preference.measured_paid``); None elsewhere.
     model_preferred: int | None = None
     min_gain: float = 0.25  # the preferred count's threshold (prediction.DEFAULT_MIN_GAIN)
     scaling: str = "strong"  # strong | weak

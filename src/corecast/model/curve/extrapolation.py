@@ -26,7 +26,7 @@ def extrapolate(result: dict, times_at: dict, ok: list[int], categories: list[st
     counts and these categories the communication the regression splits off.  ``cpus``:
     the CPUs the runs had; counts above it ran oversubscribed, and a time that grows only
     there is no sign of weak scaling."""
-    from .methods.auto import STALL_COLUMNS
+    from .methods.registry import STALL_COLUMNS
     from .methods.estima import MIN_POINTS
     from .prediction import POOR_FIT, predict
     import numpy as np

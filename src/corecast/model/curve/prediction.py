@@ -16,8 +16,8 @@ from .fitting import rms
 from ..scaling import MAX_COUNT
 from ..machine.hardware import SMT_YIELD_RANGE, Hardware, oversubscribed
 from .preference import (DEFAULT_MIN_GAIN, PREFERRED_SLACK, SCALINGS, _supported, fastest_count,  # noqa: F401
-                         horizon_warnings, knee_count, measured_preferred, reaches_measured, strong_look, weak_look,
-                         preferred_count, within_hardware)
+                         horizon_warnings, knee_count, measured_paid, measured_preferred, reaches_measured, strong_look,
+                         weak_look, preferred_count, within_hardware)
 
 # Band: log-space half-width = floor + fit residual + repetition spread, plus GROWTH per
 # e-fold of extrapolation beyond the measured range (calibrated on the benchmark so the
@@ -164,7 +164,7 @@ def predict_measurements(
             reason += (f"; where threads ahead share cores no measured count shared, the models asked at "
                        f"SMT yield {fit.step_yield:g} vote in the median too")
         at_measured = np.asarray(fit.perf(measured_at), dtype=float)
-    warnings = list(fit.warnings)
+    warnings = list(fit.warnings) + methods.unread_columns(spec, data)
     if given and not machine:
         warnings.append(f"measured up to {top:g}, beyond the {given.hw_threads} hardware threads given: "
                         "the measured curve is extrapolated as it is")
@@ -226,8 +226,8 @@ def predict_measurements(
     if note:
         warnings.append(note)
     by_rule = preferred_count(grid[ok], rate[ok], rate_low[ok], base_count, top, min_gain)
-    preferred = min(by_rule, fastest)
-    warnings += horizon_warnings(grid[ok], rate[ok], rate_low[ok], base_count, top, preferred, hw)
+    preferred, replaced, moved = measured_paid(min(by_rule, fastest), fastest, curve, int(grid.max()), min_gain, weak)
+    warnings += moved + horizon_warnings(grid[ok], rate[ok], rate_low[ok], base_count, top, preferred, hw)
     named = _supported(grid, base_count)  # the knee too is not placed below the measured counts
     knee = knee_count(grid[named], rate[named], knee_fraction)
     rows = np.isin(grid, asked) | np.isin(grid, [c for c in (preferred, fastest, knee) if c is not None])
@@ -262,7 +262,7 @@ def predict_measurements(
         preferred=preferred,
         fastest=fastest,
         fastest_measured=note is not None,
-        model_preferred=by_rule if note is not None and by_rule > fastest else None,
+        model_preferred=replaced or (by_rule if note is not None and by_rule > fastest else None),
         min_gain=min_gain,
         scaling=scaling,
         knee=knee,

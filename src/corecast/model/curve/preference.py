@@ -13,7 +13,7 @@ from .entities import Measurements
 # of an Amdahl curve, where a 16th thread at 45% efficiency adds about 0.2 of one.
 DEFAULT_MIN_GAIN = 0.25
 SCALINGS = ("strong", "weak")
-PREFERRED_SLACK = 0.03  # see measured_preferred
+PREFERRED_SLACK = 0.03  # see measured_preferred, measured_paid
 
 
 # A time curve never this much faster than at its smallest count over a 4-fold range of
@@ -216,6 +216,33 @@ def _walk(n: np.ndarray, values: np.ndarray, min_gain: float) -> int:
         if value >= level + min_gain * unit * (count - at):
             at, level = count, value
     return int(at)
+
+
+def measured_paid(preferred: int, fastest: int, curve: Measurements, upto: int, min_gain: float = DEFAULT_MIN_GAIN,
+                  weak: bool = False) -> tuple[int, int | None, list[str]]:
+    """``preferred`` (the rule's count on the model's curve, at most ``fastest``), unless
+    the measurements contradict it.
+
+    A model that does not follow the measured curve (a poor fit of few counts) can walk to
+    a measured count that another measured count clearly beats: 1 where 2 ran 1.8x faster.
+    So where ``preferred`` was measured and the same walk over the measured counts up to
+    ``upto`` ends at one measured more than ``PREFERRED_SLACK`` faster, that count is
+    named instead (at most ``fastest``).  A count only the model places (between or beyond
+    the measured ones) stands.  ``weak``: performance is the work rate n / T(n).  Returns
+    the count, the replaced count (None where none was) and the note (none or one)."""
+    asked = curve.counts <= upto
+    n, perf = curve.counts[asked], curve.perf[asked]
+    if weak:
+        perf = perf * n
+    if preferred not in n:
+        return preferred, None, []
+    walked = _walk(n, perf, min_gain)
+    there, best = float(perf[n == preferred][0]), float(perf[n == walked][0])
+    named = min(walked, fastest)
+    if best <= there * (1.0 + PREFERRED_SLACK) or named == preferred:
+        return preferred, None, []
+    return named, preferred, [f"preferred count is {named}, from the measured counts: the model's {preferred} was "
+                              f"measured {best / there - 1.0:.0%} slower than {walked}"]
 
 
 def preferred_count(grid: np.ndarray, perf: np.ndarray, low: np.ndarray, base: float, top: float,

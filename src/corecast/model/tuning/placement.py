@@ -18,6 +18,8 @@ from __future__ import annotations
 from typing import Sequence
 
 PLACEMENTS = ("compact", "spread", "none")
+# A launcher's rank sweep: the launcher places the ranks, corecast confines none.
+LAUNCHER_PLACEMENT = "launcher"
 
 
 def cpu_order(policy: str, cpus: Sequence[int], sysfs_root: str = "/sys") -> tuple[list[int], str | None]:

@@ -5,9 +5,9 @@ look methods up here, so adding one is one decorated function.
 """
 from __future__ import annotations
 
-from .registry import METHODS, Method, check_usable, get, register
+from .registry import METHODS, Method, check_usable, get, register, unread_columns
 
-__all__ = ["METHODS", "Method", "check_usable", "get", "register"]
+__all__ = ["METHODS", "Method", "check_usable", "get", "register", "unread_columns"]
 
 # Importing the modules registers their methods (order = order in help texts).
 from . import auto, estima, laws, presca, regression, sizemodel, trend  # noqa: E402,F401

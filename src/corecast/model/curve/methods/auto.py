@@ -67,16 +67,13 @@ import numpy as np
 from ..entities import Fit, InputError, Measurements
 from ..fitting import rms
 from ...machine.hardware import SMT_YIELD_RANGE
-from .registry import METHODS, check_usable, register
+from .registry import METHODS, STALL_COLUMNS, check_usable, register
 from .laws import fit_usl_falling_pair
 from . import estima, trend
 
 # Members always tried (if they have enough points), then those the columns enable.
 BASE_MEMBERS = ("usl", "amdahl", "presca", "plateau", "trend")
 STALL_MEMBERS = ("estima",)
-# The start of the warning that stall columns went unused (``corecast sweep`` says why
-# ESTIMA could not use them in a line of its own and leaves this one out).
-STALL_COLUMNS = "stall:* columns"
 SIZE_MEMBERS = ("sizemodel", "regression")
 # Laws a rule may continue from the last measured value (``Rules.anchor``, trend.anchored).
 LAWS = ("usl", "amdahl")
@@ -350,7 +347,9 @@ def _widened(perf, low, high, top: float, per_doubling: float):
             lambda n: np.maximum(high(n), perf(n) * np.exp(width(n))))
 
 
-@register("auto", "per-count median of USL, PreSca, plateau, trend, damped (+ESTIMA, size models)", 2)
+# It reads the columns through its members and says itself when they went unused.
+@register("auto", "per-count median of USL, PreSca, plateau, trend, damped (+ESTIMA, size models)", 2,
+          reads=("stalls", "sizes"))
 def fit_auto(data: Measurements, nmax: float) -> Fit:
     curve = data.at_target_size()
     rules = _rules.get().for_curve(curve)

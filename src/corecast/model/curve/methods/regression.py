@@ -248,7 +248,8 @@ def within_training_error(q: ArrayLike, t: ArrayLike, sizes: SizeArg = None,
     return rms(model.predict(q[~train], rest) / t[~train] - 1.0)
 
 
-@register("regression", "log-log regression on counts and input sizes (Barnes et al.)", 3)
+@register("regression", "log-log regression on counts and input sizes (Barnes et al.)", 3,
+          reads=("stalls", "sizes"))  # stalls: the communication it splits off (wait_time)
 def fit_regression(data: Measurements, nmax: float) -> Fit:
     q, t, sizes = data.counts, data.time, (data.sizes or None)
     target = data.target_size()
