@@ -18,6 +18,7 @@
 
 #include "apart.h"
 #include "corecast.h"
+#include "lazy.h"
 
 #ifndef CC_PY_VERSION
 #define CC_PY_VERSION "unknown"
@@ -275,13 +276,18 @@ static int predict(const struct cc_sample *s, struct cc_result *r) {
  * only one, so the atexit hook is in place however short the run (a load from the
  * sampler would queue for the GIL behind the program's threads). */
 void cc_model_warmup(void) {
-    static struct cc_sample empty;
-    static struct cc_result ignored;
-    empty.abi = CC_ABI_VERSION;
-    struct cc_thread *t = cc_self();
-    t->guard++;
-    cc_model_predict(&empty, &ignored);
-    t->guard--;
+    /* Mapped for the call alone (lazy.h): 1 MB the program's address space keeps no longer. */
+    struct cc_sample *empty = cc_map(sizeof *empty);
+    struct cc_result *ignored = cc_map(sizeof *ignored);
+    if (empty && ignored) { /* refused: the model starts at its first prediction instead */
+        empty->abi = CC_ABI_VERSION;
+        struct cc_thread *t = cc_self();
+        t->guard++;
+        cc_model_predict(empty, ignored);
+        t->guard--;
+    }
+    cc_unmap(empty, sizeof *empty);
+    cc_unmap(ignored, sizeof *ignored);
 }
 
 void cc_model_after_fork(void) {

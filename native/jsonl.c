@@ -47,36 +47,38 @@ static void measured_inputs(struct cc_buf *b, const struct cc_sample *s, const s
  * timed samples shrunk as fit_waits.c shrank the process's (``g``): one thread "waited"
  * 0.52 s in a 0.31 s run whose process record said 0.12. */
 static void per_thread(struct cc_buf *b, const struct cc_region_sample *g) {
-    int k, shown = 0;
-    const struct cc_thread *t = cc_thread_slots(&k);
+    int k = cc_thread_count(), shown = 0;
     double shrink[CC_NSTALL];
     for (int c = 0; c < CC_NSTALL; c++) {
         double raw = 0;
-        for (int i = 0; i < k; i++)
-            raw += t[i].internal ? 0 : cc_ticks_to_s(t[i].n.wait[c]);
+        for (int i = 0; i < k; i++) {
+            const struct cc_thread *t = cc_thread_slot(i);
+            raw += !t || t->internal ? 0 : cc_ticks_to_s(t->n.wait[c]);
+        }
         shrink[c] = cc_sampled_category(c) && raw > g->stall_s[c] ? g->stall_s[c] / raw : 1;
     }
     cc_put(b, ",\"per_thread\":[");
     for (int i = 0; i < k && shown < MAX_THREAD_LINES; i++) {
-        if (t[i].internal)
+        const struct cc_thread *t = cc_thread_slot(i);
+        if (!t || t->internal)
             continue;
         uint64_t acq = 0, contended = 0;
         for (int c = 0; c < CC_NSTALL; c++) {
-            acq += t[i].n.acq[c];
-            contended += t[i].n.contended[c];
+            acq += t->n.acq[c];
+            contended += t->n.contended[c];
         }
-        double cpu = cc_slot_cpu_s(&t[i]);
-        cc_put(b, "%s{\"tid\":%d,\"cpu_s\":", shown++ ? "," : "", t[i].tid);
+        double cpu = cc_slot_cpu_s(t);
+        cc_put(b, "%s{\"tid\":%d,\"cpu_s\":", shown++ ? "," : "", t->tid);
         if (cpu >= 0)
             cc_put(b, "%.6g", cpu);
         else
             cc_put(b, "null"); /* the thread ended before the sampler saw it */
         cc_put(b, ",\"acquisitions\":%llu,\"contended\":%llu,\"hold_sampled_s\":%.6g,\"waits_s\":{",
-            (unsigned long long)acq, (unsigned long long)contended, cc_ticks_to_s(t[i].hold_sampled));
+            (unsigned long long)acq, (unsigned long long)contended, cc_ticks_to_s(t->hold_sampled));
         int first = 1;
         for (int c = 0; c < CC_NSTALL; c++)
-            if (t[i].n.wait[c]) {
-                double w = cc_ticks_to_s(t[i].n.wait[c]) * shrink[c];
+            if (t->n.wait[c]) {
+                double w = cc_ticks_to_s(t->n.wait[c]) * shrink[c];
                 cc_put(b, "%s\"%s\":%.6g", first ? "" : ",", CC_STALL_NAMES[c], w);
                 first = 0;
             }

@@ -198,15 +198,16 @@ static unsigned long long fill_region(struct cc_region_sample *o, struct cc_regi
 
 /* ``unseen`` threads ran without a slot (they never called a wrapped function): they
  * share what the process's CPU time ``cpu_s`` holds beyond the listed threads'. */
-static int team_of(const struct cc_thread *t, int k, int unseen, double cpu_s) {
+static int team_of(int k, int unseen, double cpu_s) {
     double cpu[CC_MAX_THREADS], first = -1, second = -1, listed = 0;
     int n = 0, known = 0;
     for (int i = 0; i < k + unseen && n < CC_MAX_THREADS; i++) {
         double c;
         if (i < k) {
-            if (t[i].internal)
+            const struct cc_thread *t = cc_thread_slot(i);
+            if (!t || t->internal)
                 continue;
-            c = cpu[n++] = cc_slot_cpu_s(&t[i]); /* one lookup per thread */
+            c = cpu[n++] = cc_slot_cpu_s(t); /* one lookup per thread */
             if (c > 0)
                 listed += c;
         } else {
@@ -245,34 +246,34 @@ static void fill_process(struct cc_region_sample *o, const struct cc_sample *s, 
     o->runtime = has_omp ? CC_RUNTIME_OPENMP : CC_RUNTIME_PTHREADS;
     o->calls = 1;
     o->wall_s = s->elapsed_s;
-    int k;
-    const struct cc_thread *t = cc_thread_slots(&k);
+    int k = cc_thread_count();
     uint64_t wait[CC_NSTALL] = {0}, held[CC_NSTALL] = {0}, hold = 0, holds = 0, single = 0, loops = 0;
     uint64_t tasks = 0, task = 0, spawn = 0, depend = 0, waits = 0, single_tasks = 0, single_spawn = 0;
     for (int i = 0; i < k; i++) {
-        if (t[i].internal)
+        const struct cc_thread *t = cc_thread_slot(i);
+        if (!t || t->internal)
             continue;
         o->threads++;
         for (int c = 0; c < CC_NSTALL; c++) {
-            wait[c] += t[i].n.wait[c];
-            o->acquisitions[c] += t[i].n.acq[c];
-            o->contended[c] += t[i].n.contended[c];
+            wait[c] += t->n.wait[c];
+            o->acquisitions[c] += t->n.acq[c];
+            o->contended[c] += t->n.contended[c];
         }
-        hold += t[i].hold_sampled;
-        holds += t[i].hold_samples;
+        hold += t->hold_sampled;
+        holds += t->hold_samples;
         for (int c = 0; c < CC_NSTALL; c++)
-            held[c] += t[i].n.hold[c];
-        single += t[i].n.single;
-        loops += t[i].n.loop_calls;
-        tasks += t[i].n.tasks;
-        task += t[i].n.task_ticks;
-        spawn += t[i].n.spawn_ticks;
-        depend += t[i].n.task_depend;
-        waits += t[i].n.taskwaits;
-        single_tasks += t[i].n.single_tasks;
-        single_spawn += t[i].n.single_spawn_ticks;
+            held[c] += t->n.hold[c];
+        single += t->n.single;
+        loops += t->n.loop_calls;
+        tasks += t->n.tasks;
+        task += t->n.task_ticks;
+        spawn += t->n.spawn_ticks;
+        depend += t->n.task_depend;
+        waits += t->n.taskwaits;
+        single_tasks += t->n.single_tasks;
+        single_spawn += t->n.single_spawn_ticks;
         for (int c = 0; c < CC_NSTALL; c++)
-            o->bytes[c] += t[i].mpi_bytes[c];
+            o->bytes[c] += t->mpi_bytes[c];
     }
     for (int c = 0; c < CC_NSTALL; c++)
         o->stall_s[c] = cc_ticks_to_s(wait[c]);
@@ -304,7 +305,7 @@ static void fill_process(struct cc_region_sample *o, const struct cc_sample *s, 
     o->stall_s[CC_STALL_RUNQUEUE] = runq; /* the program's own: other load's is apart */
     o->busy_s = o->cpu_s;
     int peak = cc_peak_threads(), unseen = peak > o->threads ? peak - o->threads : 0;
-    o->team_threads = team_of(t, k, unseen, o->cpu_s);
+    o->team_threads = team_of(k, unseen, o->cpu_s);
     o->threads += unseen; /* the most that ran at once, when more than it listed */
     cc_settle_extend_process(o, credited);
 }

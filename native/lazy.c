@@ -1,0 +1,54 @@
+/* Tables mapped on first need: see lazy.h. */
+#include "lazy.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+
+unsigned long cc_map_refused;
+
+void *cc_map(size_t bytes) {
+    int saved = errno; /* the program's errno: a wrapper may be mid-call */
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    errno = saved;
+    if (p == MAP_FAILED) {
+        __atomic_fetch_add(&cc_map_refused, 1, __ATOMIC_RELAXED);
+        return NULL;
+    }
+    return p;
+}
+
+void cc_unmap(void *p, size_t bytes) {
+    int saved = errno;
+    if (p)
+        munmap(p, bytes);
+    errno = saved;
+}
+
+void *cc_map_kept(void **slot, size_t bytes) {
+    if (!*slot)
+        *slot = cc_map(bytes);
+    return *slot;
+}
+
+void *cc_lazy_get(struct cc_lazy *t, int i) {
+    void *item = cc_lazy_peek(t, i);
+    if (item)
+        return item;
+    size_t bytes = t->item * (size_t)t->per;
+    void *fresh = cc_map(bytes);
+    if (!fresh)
+        return NULL;
+    void *expected = NULL;
+    /* Two threads may map the same chunk at once: one wins, the other's goes back. */
+    if (!__atomic_compare_exchange_n(&t->chunk[i / t->per], &expected, fresh, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
+        cc_unmap(fresh, bytes);
+    return cc_lazy_peek(t, i);
+}
+
+void cc_lazy_clear(struct cc_lazy *t) {
+    for (int c = 0; c * t->per < t->n; c++)
+        if (t->chunk[c])
+            memset(t->chunk[c], 0, t->item * (size_t)t->per);
+}
