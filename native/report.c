@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "corecast.h"
+#include "lazy.h"
 #include "omp_call.h"
 #include "report.h"
 #include "report_columns.h"
@@ -300,7 +301,8 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
         cc_put(&b, " none");
     cc_put(&b, "\n");
     if (s->overflow)
-        cc_put(&b, "corecast: %llu events not recorded (tables full)\n", s->overflow);
+        cc_put(&b, "corecast: %llu events not recorded (tables full%s)\n", s->overflow,
+               __atomic_load_n(&cc_map_refused, __ATOMIC_RELAXED) ? ", or their memory refused" : "");
     struct cc_load l = cc_load_split();
     if (cc_machine_busy(&l))
         cc_put(&b, "corecast: machine busy: the program's threads waited %.3g s (%.0f%% of their runnable time) "
