@@ -48,15 +48,14 @@ static void measured_inputs(struct cc_buf *b, const struct cc_sample *s, const s
  * 0.52 s in a 0.31 s run whose process record said 0.12. */
 static void per_thread(struct cc_buf *b, const struct cc_region_sample *g) {
     int k = cc_thread_count(), shown = 0;
-    double shrink[CC_NSTALL];
-    for (int c = 0; c < CC_NSTALL; c++) {
-        double raw = 0;
-        for (int i = 0; i < k; i++) {
-            const struct cc_thread *t = cc_thread_slot(i);
-            raw += !t || t->internal ? 0 : cc_ticks_to_s(t->n.wait[c]);
-        }
-        shrink[c] = cc_sampled_category(c) && raw > g->stall_s[c] ? g->stall_s[c] / raw : 1;
+    double shrink[CC_NSTALL] = {0}; /* the threads' raw waits first */
+    for (int i = 0; i < k; i++) {
+        const struct cc_thread *t = cc_thread_slot(i);
+        for (int c = 0; t && !t->internal && c < CC_NSTALL; c++)
+            shrink[c] += cc_ticks_to_s(t->n.wait[c]);
     }
+    for (int c = 0; c < CC_NSTALL; c++)
+        shrink[c] = cc_sampled_category(c) && shrink[c] > g->stall_s[c] ? g->stall_s[c] / shrink[c] : 1;
     cc_put(b, ",\"per_thread\":[");
     for (int i = 0; i < k && shown < MAX_THREAD_LINES; i++) {
         const struct cc_thread *t = cc_thread_slot(i);
@@ -356,24 +355,23 @@ void cc_write_json(const struct cc_sample *s, const struct cc_result *r) {
         return;
     double deadline = cc_mono_s() + OUTPUT_PATIENCE_S;
     int ok = 1;
-    static struct cc_buf b;
+    struct cc_buf *b = cc_exit_buf();
     for (int i = 0; ok && i < s->nregions; i++) {
         if (!cc_region_active(&s->regions[i]))
             continue;
-        b.len = 0;
-        json_region(&b, s, &s->regions[i], &r->regions[i], r->status == 0);
+        b->len = 0;
+        json_region(b, s, &s->regions[i], &r->regions[i], r->status == 0);
         /* one write per line: O_APPEND keeps lines whole */
-        ok = cc_write_all(fd, b.data, b.len, deadline - cc_mono_s()) == 0;
+        ok = cc_write_all(fd, b->data, b->len, deadline - cc_mono_s()) == 0;
     }
     if (ok) {
-        b.len = 0;
-        json_summary(&b, s, r);
-        ok = cc_write_all(fd, b.data, b.len, deadline - cc_mono_s()) == 0;
+        b->len = 0;
+        json_summary(b, s, r);
+        ok = cc_write_all(fd, b->data, b->len, deadline - cc_mono_s()) == 0;
     }
     if (!ok)
         cc_warn("could not write all JSON Lines to %s (%s)", cc_cfg.output,
                 errno == EAGAIN ? "its reader stopped reading" : strerror(errno));
-
     close(fd);
 }
 
@@ -385,18 +383,18 @@ void cc_write_json_serial(double elapsed) {
     int fd = open_output();
     if (fd < 0)
         return;
-    static struct cc_buf b;
+    struct cc_buf *b = cc_exit_buf();
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    b.len = 0;
-    cc_put(&b, "{\"event\":\"summary\",\"schema\":%d,\"pid\":%d,\"elapsed_s\":%.6g,\"cores\":%d,"
+    b->len = 0;
+    cc_put(b, "{\"event\":\"summary\",\"schema\":%d,\"pid\":%d,\"elapsed_s\":%.6g,\"cores\":%d,"
             "\"target\":%d,\"regions\":0,\"serial_run\":true,\"model\":\"not run: serial run\"}\n",
         CC_SAMPLE_SCHEMA, (int)getpid(), elapsed, cores > 0 ? (int)cores : 1, cc_cfg.target);
     if (cc_cfg.rank >= 0) { /* before the closing brace and newline */
-        b.len -= 2;
-        put_rank(&b);
-        cc_put(&b, "}\n");
+        b->len -= 2;
+        put_rank(b);
+        cc_put(b, "}\n");
     }
-    if (cc_write_all(fd, b.data, b.len, OUTPUT_PATIENCE_S) != 0)
+    if (cc_write_all(fd, b->data, b->len, OUTPUT_PATIENCE_S) != 0)
         cc_warn("could not write the JSON Lines summary to %s", cc_cfg.output);
     close(fd);
 }

@@ -25,10 +25,18 @@ void cc_unmap(void *p, size_t bytes) {
     errno = saved;
 }
 
-void *cc_map_kept(void **slot, size_t bytes) {
-    if (!*slot)
-        *slot = cc_map(bytes);
-    return *slot;
+void *cc_map_grown(void **slot, size_t *have, size_t need) {
+    if (*slot && *have >= need)
+        return *slot;
+    void *fresh = cc_map(need);
+    if (!fresh)
+        return NULL;
+    if (*slot) {
+        memcpy(fresh, *slot, *have);
+        cc_unmap(*slot, *have);
+    }
+    *have = need;
+    return *slot = fresh;
 }
 
 void *cc_lazy_get(struct cc_lazy *t, int i) {

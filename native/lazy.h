@@ -17,8 +17,10 @@
  * safe on any thread, in signal handlers and at exit. */
 void *cc_map(size_t bytes) CC_HIDDEN;
 void cc_unmap(void *p, size_t bytes) CC_HIDDEN;
-/* *slot, mapped at the first call and kept (one caller at a time); NULL: refused. */
-void *cc_map_kept(void **slot, size_t bytes) CC_HIDDEN;
+/* *slot (*have bytes of it, 0: none yet) made to hold ``need``: when short, mapped afresh
+ * with its bytes so far, the old mapping let go.  NULL if refused (the old one stays as it
+ * was).  One caller at a time, and no one else holding the old address. */
+void *cc_map_grown(void **slot, size_t *have, size_t need) CC_HIDDEN;
 /* Mappings refused so far (the report says why records are missing). */
 extern unsigned long cc_map_refused CC_HIDDEN;
 

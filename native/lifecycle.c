@@ -67,29 +67,48 @@ static void reset_after_fork(void) {
 /* ---- the exit report ------------------------------------------------------------ */
 __thread int cc_loader_depth __attribute__((tls_model("initial-exec"))); /* shims/process.c's */
 
-/* What the report opens runs apart (apart.c): its last sample and its records, mapped at
- * the exit (lazy.h), with the model's answer and the copy written. */
+/* What the report opens runs apart (apart.c): its last sample and its records, with the
+ * model's answer and the copy written, in one mapping made at the exit and sized to the
+ * regions (lazy.h, sample.h). */
 struct final_work {
-    struct cc_sample sample, written;
-    struct cc_result result, answer;
+    struct cc_sample *sample, *written;
+    struct cc_result *result, *answer;
+    int room;
+    size_t bytes;
 };
-static void build_final(void *p) { cc_build_sample(&((struct final_work *)p)->sample, 1, NULL); }
+static int final_records(struct final_work *w) {
+    w->room = cc_sample_room();
+    size_t sb = CC_RECORD_BYTES(struct cc_sample, w->room), rb = CC_RECORD_BYTES(struct cc_result, w->room);
+    w->bytes = 2 * sb + 2 * rb;
+    char *m = cc_map(w->bytes); /* kept: a model that did not answer may still read it */
+    if (!m)
+        return 0;
+    w->sample = (struct cc_sample *)m;
+    w->written = (struct cc_sample *)(m + sb);
+    w->result = (struct cc_result *)(m + 2 * sb);
+    w->answer = (struct cc_result *)(m + 2 * sb + rb);
+    return 1;
+}
+static void build_final(void *p) {
+    struct final_work *w = p;
+    cc_build_sample(w->sample, w->room, 1, NULL);
+}
 static void write_report(void *p) {
     struct final_work *w = p;
     /* A copy: a model that did not answer in time may still be reading the sample. */
-    memcpy(&w->written, &w->sample, sizeof w->written);
-    cc_sample_fit_waits(&w->written);
+    memcpy(w->written, w->sample, CC_RECORD_BYTES(struct cc_sample, w->room));
+    cc_sample_fit_waits(w->written);
     locale_t was = uselocale(cc_c_locale()); /* "0.5" in the JSON whatever the program's locale */
     if (cc_cfg.report_segv) /* tests: the guard's other half, a fault in the C report itself */
         syscall(SYS_tgkill, getpid(), (int)syscall(SYS_gettid), SIGSEGV);
-    cc_report(&w->written, &w->result);
+    cc_report(w->written, w->result);
     uselocale(was);
 }
 /* Without a sampler (a forked child's that could not start, one that gave its task back)
  * the model starts here: its interpreter's imports open files, apart as the rest. */
 static void predict_final(void *p) {
     struct final_work *w = p;
-    cc_model_predict(&w->sample, &w->result);
+    cc_model_predict(w->sample, w->result);
 }
 static void write_serial(void *p) {
     (void)p;
@@ -131,7 +150,8 @@ void cc_exit_report(int status, int flush) {
      * a model that does not answer is, instead of awaited; nor is the sample built (every
      * thread's /proc files, the regions' names).  An unknown status has no guard. */
     int quiet = cc_cfg.quiet && !cc_cfg.output[0] && status >= 0 && !cc_holds_python();
-    struct final_work *w = quiet ? NULL : cc_map(sizeof *w);
+    static struct final_work work;
+    struct final_work *w = !quiet && final_records(&work) ? &work : NULL;
     if (!w) { /* or its records' memory refused (lazy.h): a line says so, nothing else is written */
         /* Steering's model (the only one a quiet run starts) orders its libraries as the
          * report's end does below, once the sampler is done: a window ends within ms. */
@@ -142,7 +162,7 @@ void cc_exit_report(int status, int flush) {
             cc_flush_program_streams();
         if (!quiet)
             cc_warn("no predictions: corecast's exit records (%zu kB) were refused memory "
-                    "(the program's locked-memory limit?)", sizeof *w >> 10);
+                    "(the program's locked-memory limit?)", work.bytes >> 10);
         cc_report_unread();
         if (done) {
             if (cc_loader_depth == 0) /* in a dl_iterate_phdr callback: see below */
@@ -162,8 +182,8 @@ void cc_exit_report(int status, int flush) {
         cc_sampler_stop();
     }
     double cpu0 = cc_thread_cpu_s(); /* from here to the report, this thread works for corecast */
-    struct cc_sample *const sample = &w->sample;
-    struct cc_result *const result = &w->result, *const answer = &w->answer;
+    struct cc_sample *const sample = w->sample;
+    struct cc_result *const result = w->result, *const answer = w->answer;
     double apart_s = cc_run_apart(build_final, w);
     cc_result_clear(result, sample->nregions);
     cc_result_clear(answer, sample->nregions);

@@ -11,6 +11,7 @@
 
 #include "apart.h"
 #include "corecast.h"
+#include "lazy.h"
 #include "sample.h"
 #include "settle.h"
 
@@ -310,7 +311,27 @@ static void fill_process(struct cc_region_sample *o, const struct cc_sample *s, 
     cc_settle_extend_process(o, credited);
 }
 
-void cc_build_sample(struct cc_sample *s, int final, struct cc_region **refs) {
+int cc_sample_room(void) {
+    int n = 1 + 8; /* the process, and 8 regions claimed before the sample is built */
+    for (const struct cc_region *q = cc_region_next(NULL); q; q = cc_region_next(q))
+        n++;
+    return n < CC_MAX_REGIONS ? n : CC_MAX_REGIONS;
+}
+
+int cc_sampler_records(struct cc_sample **s, struct cc_result **r) {
+    static struct cc_sample *sample;
+    static struct cc_result *result;
+    static size_t sb, rb;
+    int room = cc_sample_room();
+    if (!cc_map_grown((void **)&sample, &sb, CC_RECORD_BYTES(struct cc_sample, room)) ||
+        !cc_map_grown((void **)&result, &rb, CC_RECORD_BYTES(struct cc_result, room)))
+        return 0;
+    *s = sample;
+    *r = result;
+    return room;
+}
+
+void cc_build_sample(struct cc_sample *s, int room, int final, struct cc_region **refs) {
     /* The header, and each region entry as it is filled: the whole struct is 170 kB. */
     memset(s, 0, offsetof(struct cc_sample, regions));
     s->abi = CC_ABI_VERSION;
@@ -327,7 +348,8 @@ void cc_build_sample(struct cc_sample *s, int final, struct cc_region **refs) {
     cc_sampler_read_counters(s);
     int has_omp = 0;
     struct cc_settle_extra credited = {0}; /* settle.c: counts after the hand-back */
-    for (struct cc_region *q = cc_region_next(NULL); q && s->nregions < CC_MAX_REGIONS - 1; q = cc_region_next(q)) {
+    room = room < CC_MAX_REGIONS ? room : CC_MAX_REGIONS;
+    for (struct cc_region *q = cc_region_next(NULL); q && s->nregions < room - 1; q = cc_region_next(q)) {
         if (!__atomic_load_n(&q->fn, __ATOMIC_ACQUIRE))
             continue;
         has_omp = 1; /* entered, whether or not a call ended (exit from inside the first region) */

@@ -11,7 +11,6 @@
 
 #include "corecast.h"
 #include "futex.h"
-#include "lazy.h"
 #include "real.h"
 #include "sample.h"
 #include "settle.h"
@@ -140,10 +139,8 @@ static void *sampler_main(void *arg) {
     own_descriptor_table();
     sampler_tid = (int)syscall(SYS_gettid);
     cc_counters_sampler_is(sampler_tid);
-    static struct cc_sample *sample; /* mapped at the first start and kept (lazy.h); */
-    static struct cc_result *result; /* refused: the sampler ends, the exit predicts apart */
-    if (!cc_map_kept((void **)&sample, sizeof *sample) || !cc_map_kept((void **)&result, sizeof *result))
-        return end_for_good(NULL), NULL;
+    struct cc_sample *sample = NULL; /* sized to the regions (cc_sampler_records) */
+    struct cc_result *result = NULL;
     /* With steering the first window is a short one: a convoy shows in it, and every
      * window at the program's count is the convoy's expensive one.  The model starts at the
      * first window whose answer steering can act on (steering_may_act).  Without steering
@@ -185,7 +182,10 @@ static void *sampler_main(void *arg) {
          * for a program that closed its stderr just before it exits (xz). */
         cc_channel_window_check(0);
         static struct cc_region *refs[CC_MAX_REGIONS];
-        cc_build_sample(sample, 0, refs);
+        int room = cc_sampler_records(&sample, &result);
+        if (!room)
+            continue; /* refused (the program's locked-memory limit): no window this time */
+        cc_build_sample(sample, room, 0, refs);
         int first_call = cc_settle_look(sample->elapsed_s);
         __atomic_store_n(&stats.windows, stats.windows + 1, __ATOMIC_RELAXED);
         if (!sample->steer && !cc_cfg.steer && (cc_settle_stopped_s() > 0 || cc_settle_counting_costs(sample)) &&
@@ -226,7 +226,7 @@ static void *sampler_main(void *arg) {
              * meanwhile); the model's first answer then reads that time too: its window at
              * the new count decides at once (steering.py), no second run needed. */
             model_run(NULL, NULL);
-            cc_build_sample(sample, 0, refs);
+            cc_build_sample(sample, room, 0, refs);
         }
         if (steer && !model_started)
             stats.model_started_s = look_s;

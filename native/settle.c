@@ -354,7 +354,8 @@ void cc_settle_stepped(struct cc_region *r, double scheduled_s) {
  * takes the wrappers back until it has one. */
 int cc_settle_own_counts(const struct cc_sample *s, struct cc_region *const *refs, double scheduled_s) {
     static struct cc_result *none; /* only the regions' steer_chosen is read */
-    if (!none && !(none = cc_map(sizeof *none)))
+    static size_t have;
+    if (!cc_map_grown((void **)&none, &have, CC_RECORD_BYTES(struct cc_result, s->nregions)))
         return 0; /* refused (lazy.h): no region settles at its own count, the wrappers keep counting */
     int stopped = cc_settle_stopped_s() > 0;
     for (int i = 0; i < s->nregions; i++) {

@@ -69,7 +69,7 @@ def locker(build):
 
 def test_mlockall_locks_little_beyond_the_programs_own(locker, lib):
     """What mlockall(MCL_CURRENT) locks under corecast, beyond a plain run's: 13.1 MB before
-    the tables were mapped on need (VmLck 15552 kB against 2444 kB), about 1 MB now (the
+    the tables were mapped on need (VmLck 15552 kB against 2444 kB), 612 kB now (3056 kB: the
     library's code and small tables).  Measured as any user: the count needs no limit."""
     plain = run([locker, "lock"])
     measured = run([locker, "lock"], preload=lib)
@@ -129,17 +129,18 @@ def test_mlockall_under_the_default_limit_succeeds_as_without_corecast(unprivile
     assert measured.stdout.startswith(b"VmLck ")
 
 
-@pytest.mark.parametrize("room_kb", [256, 1536, 3072, 6144])
+@pytest.mark.parametrize("room_kb", [64, 256, 1200, 1536, 3072, 6144])
 def test_a_locked_program_with_no_room_left_runs_as_without_corecast(unprivileged, room_kb):
     """After mlockall(MCL_FUTURE) every mapping is locked, and one past the limit is refused:
-    the program leaves ``room_kb`` free, then runs two threads.  Whatever of corecast's
-    mappings are refused (the sampler's stack, its records, the exit's records), the
+    the program leaves ``room_kb`` free, then runs two threads (64 kB of room is too little
+    for their stacks, with corecast or without).  Whatever of corecast's mappings are
+    refused (a thread slot, the sampler's stack, its records, the exit's records), the
     program's output and status are its own, and corecast says at most that it has no
     predictions."""
     plain = unprivileged([str(room_kb)], False)
-    assert plain.returncode == 0 and plain.stdout == b"counter 200000\n", plain
+    assert plain.stdout in (b"counter 200000\n", b"pthread_create failed\n"), plain
     measured = unprivileged([str(room_kb)], True)
-    assert measured.returncode == 0, (measured.stdout, measured.stderr)
+    assert measured.returncode == plain.returncode, (measured.stdout, measured.stderr)
     assert measured.stdout == plain.stdout
     err = measured.stderr.decode(errors="replace")
     assert "Traceback" not in err and "fatal" not in err, err
