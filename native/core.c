@@ -301,7 +301,6 @@ void cc_on_activity(void (*hook)(void)) {
 void cc_core_after_fork(void) {
     cc_lazy_clear(&slots); /* the mappings made: untouched capacity stays unmapped */
     memset(vacant, 0, sizeof vacant); /* the key stays: the child's threads hand slots on too */
-    cc_regions_after_fork();
     nslots = 0;
     cc_overflow = 0;
     live_threads = peak_threads = 1;

@@ -192,7 +192,7 @@ const char *cc_unmeasured_omp_runtime(void), *cc_ompt_aside_for(void); void cc_o
 void cc_activity(void) CC_HIDDEN; /* first parallel activity: runs the hook below once */
 void cc_on_activity(void (*hook)(void)) CC_HIDDEN; /* what activity starts (lifecycle.c) */
 double cc_active_since(void);
-void cc_core_after_fork(void) CC_HIDDEN; /* slots, regions, activity, clock start afresh */
+void cc_core_after_fork(void) CC_HIDDEN; /* slots, activity, clock start afresh (regions: regions.c) */
 void cc_config_read(void) CC_HIDDEN;     /* config.c: the CORECAST_* settings into cc_cfg */
 /* A 0/1 setting by the same rule, without a warning (before cc_config_read, which warns). */
 int cc_env_flag(const char *name) CC_HIDDEN;

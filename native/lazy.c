@@ -39,7 +39,7 @@ void *cc_map_grown(void **slot, size_t *have, size_t need) {
     return *slot = fresh;
 }
 
-void *cc_lazy_get(struct cc_lazy *t, int i) {
+void *cc_lazy_get(const struct cc_lazy *t, int i) {
     void *item = cc_lazy_peek(t, i);
     if (item)
         return item;
@@ -55,7 +55,7 @@ void *cc_lazy_get(struct cc_lazy *t, int i) {
     return cc_lazy_peek(t, i);
 }
 
-void cc_lazy_clear(struct cc_lazy *t) {
+void cc_lazy_clear(const struct cc_lazy *t) {
     for (int c = 0; c * t->per < t->n; c++)
         if (t->chunk[c])
             memset(t->chunk[c], 0, t->item * (size_t)t->per);

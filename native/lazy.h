@@ -25,7 +25,8 @@ void *cc_map_grown(void **slot, size_t *have, size_t need) CC_HIDDEN;
 extern unsigned long cc_map_refused CC_HIDDEN;
 
 /* ``n`` items of ``item`` bytes, ``per`` to a mapping, each mapped at its first item's
- * first use: items keep their address for good (pointers to them are held). */
+ * first use: items keep their address for good (pointers to them are held).  Defined const
+ * (CC_LAZY_DEFINE), so that the compiler folds the sizes into cc_lazy_peek. */
 struct cc_lazy {
     size_t item;
     int per, n;
@@ -33,7 +34,7 @@ struct cc_lazy {
 };
 #define CC_LAZY_DEFINE(name, type, count, per_)                                                    \
     static void *name##_chunk[((count) + (per_)-1) / (per_)];                                      \
-    static struct cc_lazy name = {sizeof(type), (per_), (count), name##_chunk}
+    static const struct cc_lazy name = {sizeof(type), (per_), (count), name##_chunk}
 
 /* Item ``i`` (0 <= i < n) if its mapping exists, else NULL. */
 static inline void *cc_lazy_peek(const struct cc_lazy *t, int i) {
@@ -41,8 +42,8 @@ static inline void *cc_lazy_peek(const struct cc_lazy *t, int i) {
     return c ? c + (size_t)(i % t->per) * t->item : NULL;
 }
 /* Item ``i``, mapping it on need; NULL if the mapping was refused (a later call tries again). */
-void *cc_lazy_get(struct cc_lazy *t, int i) CC_HIDDEN;
+void *cc_lazy_get(const struct cc_lazy *t, int i) CC_HIDDEN;
 /* Zeroes the items of mappings made (a forked child's fresh start). */
-void cc_lazy_clear(struct cc_lazy *t) CC_HIDDEN;
+void cc_lazy_clear(const struct cc_lazy *t) CC_HIDDEN;
 
 #endif

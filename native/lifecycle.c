@@ -55,6 +55,7 @@ static void reset_after_fork(void) {
     /* The child keeps only the forking thread: it starts afresh and reports alone. */
     cc_ompt_after_fork();
     cc_core_after_fork();
+    cc_regions_after_fork();
     cc_channel_after_fork();
     cc_sample_after_fork();
     cc_views_after_fork();
