@@ -1,15 +1,28 @@
 /* Tables mapped on first need: see lazy.h. */
+#define _GNU_SOURCE
 #include "lazy.h"
 
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* The kernel's own calls where their arguments are plain: a program (or its sanitizer) that
+ * defines mmap, and locks in it, would come back into the thread's first wrapped call. */
+#if defined(__x86_64__) || defined(__aarch64__) || (defined(__riscv) && __riscv_xlen == 64)
+#define MAP(n) (void *)syscall(SYS_mmap, NULL, (n), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0L)
+#define UNMAP(p, n) syscall(SYS_munmap, (p), (n))
+#else
+#define MAP(n) mmap(NULL, (n), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+#define UNMAP(p, n) munmap((p), (n))
+#endif
 
 unsigned long cc_map_refused;
 
 void *cc_map(size_t bytes) {
     int saved = errno; /* the program's errno: a wrapper may be mid-call */
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *p = MAP(bytes);
     errno = saved;
     if (p == MAP_FAILED) {
         __atomic_fetch_add(&cc_map_refused, 1, __ATOMIC_RELAXED);
@@ -21,7 +34,7 @@ void *cc_map(size_t bytes) {
 void cc_unmap(void *p, size_t bytes) {
     int saved = errno;
     if (p)
-        munmap(p, bytes);
+        UNMAP(p, bytes);
     errno = saved;
 }
 
@@ -31,12 +44,16 @@ void *cc_map_grown(void **slot, size_t *have, size_t need) {
     void *fresh = cc_map(need);
     if (!fresh)
         return NULL;
-    if (*slot) {
-        memcpy(fresh, *slot, *have);
-        cc_unmap(*slot, *have);
-    }
+    void *old = *slot;
+    size_t was = *have;
+    if (old)
+        memcpy(fresh, old, was);
+    /* The new one in place before the old goes: a fork in between leaves the child a
+     * mapped one (it keeps the records for its own sampler). */
+    *slot = fresh;
     *have = need;
-    return *slot = fresh;
+    cc_unmap(old, was);
+    return fresh;
 }
 
 void *cc_lazy_get(const struct cc_lazy *t, int i) {
