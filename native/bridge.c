@@ -18,6 +18,8 @@
 
 #include "apart.h"
 #include "corecast.h"
+#include "lazy.h"
+#include "sample.h"
 
 #ifndef CC_PY_VERSION
 #define CC_PY_VERSION "unknown"
@@ -275,13 +277,19 @@ static int predict(const struct cc_sample *s, struct cc_result *r) {
  * only one, so the atexit hook is in place however short the run (a load from the
  * sampler would queue for the GIL behind the program's threads). */
 void cc_model_warmup(void) {
-    static struct cc_sample empty;
-    static struct cc_result ignored;
-    empty.abi = CC_ABI_VERSION;
-    struct cc_thread *t = cc_self();
-    t->guard++;
-    cc_model_predict(&empty, &ignored);
-    t->guard--;
+    /* Mapped for the call alone, without regions (lazy.h, sample.h). */
+    size_t sb = CC_RECORD_BYTES(struct cc_sample, 0), rb = CC_RECORD_BYTES(struct cc_result, 0);
+    struct cc_sample *empty = cc_map(sb);
+    struct cc_result *ignored = cc_map(rb);
+    if (empty && ignored) { /* refused: the model starts at its first prediction instead */
+        empty->abi = CC_ABI_VERSION;
+        struct cc_thread *t = cc_self();
+        t->guard++;
+        cc_model_predict(empty, ignored);
+        t->guard--;
+    }
+    cc_unmap(empty, sb);
+    cc_unmap(ignored, rb);
 }
 
 void cc_model_after_fork(void) {

@@ -1,7 +1,7 @@
 /* corecast preload library, the state every part shares: the settings' values, the
- * clock, the per-thread slots, the region table and the first
- * parallel activity.  The wrappers (shims/) reach no further than this file, omp_call.c
- * and resolve.c; what starts and ends a measurement is lifecycle.c's. */
+ * clock, the per-thread slots and the first parallel activity (the region table:
+ * regions.c).  The wrappers (shims/) reach no further than these files, omp_call.c and
+ * resolve.c; what starts and ends a measurement is lifecycle.c's. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "corecast.h"
+#include "lazy.h"
 
 /* The arrays model_abi.h declares hold what the code indexes them with. */
 #define CC_HOLDS(type, field, n)                                                              \
@@ -108,7 +109,7 @@ double cc_started(void) { return mono0; }
  * (libgomp remakes its pool whenever a team grows after shrinking) do not fill the table:
  * the next new thread takes a vacant slot before a fresh one and carries on its counts, so
  * totals stay as they were and the slots in use read like the most threads alive at once. */
-static struct cc_thread slots[CC_MAX_THREADS];
+CC_LAZY_DEFINE(slots, struct cc_thread, CC_MAX_THREADS, 16); /* 23 kB a mapping (lazy.h) */
 /* Shared sink once the table is full, and where an exiting thread's last wrapped calls go:
  * guarded, so nothing is recorded into it (concurrent writers would garble it). */
 static struct cc_thread overflow_slot = {.guard = 1, .slot = -1};
@@ -123,7 +124,7 @@ __thread struct cc_thread *cc_self_tls __attribute__((tls_model("initial-exec"))
 static void slot_vacate(void *value) {
     (void)value; /* after a fork it may name the parent's slot: cc_self_tls is the truth */
     struct cc_thread *t = cc_self_tls;
-    if (!t || t < slots || t >= slots + CC_MAX_THREADS || __atomic_load_n(&t->internal, __ATOMIC_RELAXED))
+    if (!t || t->slot < 0 || __atomic_load_n(&t->internal, __ATOMIC_RELAXED)) /* < 0: the overflow slot */
         return;
     /* First, so that whatever it calls later in its exit records nothing into a slot
      * another thread may own by then. */
@@ -131,7 +132,7 @@ static void slot_vacate(void *value) {
     struct timespec ts;
     if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
         CC_ADD(t->gone_cpu_ns, (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec);
-    int i = (int)(t - slots);
+    int i = t->slot;
     __atomic_fetch_or(&vacant[i / 64], 1ull << (i % 64), __ATOMIC_RELEASE); /* its writes first */
 }
 
@@ -154,9 +155,9 @@ void cc_slots_init(void) {
 int cc_slots_reused(void) { return __atomic_load_n(&exit_key_ok, __ATOMIC_ACQUIRE); }
 
 int cc_slot_vacant(const struct cc_thread *t) {
-    if (t < slots || t >= slots + CC_MAX_THREADS)
+    if (t->slot < 0)
         return 0;
-    int i = (int)(t - slots);
+    int i = t->slot;
     return (int)(__atomic_load_n(&vacant[i / 64], __ATOMIC_ACQUIRE) >> (i % 64) & 1);
 }
 
@@ -206,14 +207,18 @@ static struct cc_thread *fresh_slot(void) {
         __atomic_store_n(&nslots, CC_MAX_THREADS, __ATOMIC_RELAXED);
         return NULL;
     }
-    slots[i].shard = i % CC_FOLD_SHARDS;
-    slots[i].slot = i;
-    return &slots[i];
+    /* Refused (the program's mlockall limit): slot i stays empty, the thread goes uncounted. */
+    struct cc_thread *t = cc_lazy_get(&slots, i);
+    if (t) {
+        t->shard = i % CC_FOLD_SHARDS;
+        t->slot = i;
+    }
+    return t;
 }
 
 struct cc_thread *cc_self_slow(void) {
     int i = take_vacant();
-    struct cc_thread *t = i >= 0 ? &slots[i] : fresh_slot();
+    struct cc_thread *t = i >= 0 ? cc_lazy_peek(&slots, i) : fresh_slot(); /* vacant: mapped */
     if (!t) {
         CC_AADD(cc_overflow, 1);
         t = &overflow_slot;
@@ -240,7 +245,7 @@ struct cc_thread *cc_self_internal(void) {
             own->guard = t->guard;
             __atomic_store_n(&own->internal, 1, __ATOMIC_RELAXED);
             cc_self_tls = own;
-            int i = (int)(t - slots);
+            int i = t->slot;
             __atomic_fetch_or(&vacant[i / 64], 1ull << (i % 64), __ATOMIC_RELEASE);
             return own;
         }
@@ -249,96 +254,15 @@ struct cc_thread *cc_self_internal(void) {
     return t;
 }
 
-struct cc_thread *cc_thread_slots(int *n) {
+int cc_thread_count(void) {
     int k = __atomic_load_n(&nslots, __ATOMIC_RELAXED);
-    *n = k < CC_MAX_THREADS ? k : CC_MAX_THREADS;
-    return slots;
+    return k < CC_MAX_THREADS ? k : CC_MAX_THREADS;
 }
 
-/* ---- OpenMP regions (open addressing keyed by the outlined function) -------------- */
-#define REGION_TABLE 256 /* > CC_MAX_REGIONS: keeps probe chains short */
-static struct cc_region regions[REGION_TABLE];
-static int nregions;
-/* Bit i: regions[i] holds a key, or is about to.  Scans read this, not each slot's key: a
- * slot is 9 kB, and reading unused keys faulted 256 pages in at the first sample. */
-static uint64_t in_use[REGION_TABLE / 64];
-
-/* Regions past the table's room (hundreds of parallel loops; unrecorded, their time read as
- * serial) are counted together under keys no function has; a sample slot is the process's. */
-static void *const OTHER[2] = {(void *)1, (void *)2}; /* outermost, nested */
-#define NAMED_REGIONS (CC_MAX_REGIONS - 3)
-
-static struct cc_region *lookup(void *fn, int limit) {
-    size_t h = ((uintptr_t)fn >> 4) * 0x9E3779B97F4A7C15ull;
-    for (int probe = 0; probe < REGION_TABLE; probe++) {
-        struct cc_region *r = &regions[(h + probe) % REGION_TABLE];
-        void *k = __atomic_load_n(&r->fn, __ATOMIC_ACQUIRE);
-        if (k == fn)
-            return r;
-        if (k == NULL) {
-            if (__atomic_load_n(&nregions, __ATOMIC_RELAXED) >= limit)
-                break;
-            void *expected = NULL;
-            /* Marked before its key (the slot holds one whether or not this claim wins):
-             * whoever finds the key finds the mark. */
-            __atomic_fetch_or(&in_use[(r - regions) / 64], 1ull << ((r - regions) % 64), __ATOMIC_RELEASE);
-            if (__atomic_compare_exchange_n(&r->fn, &expected, fn, 0, __ATOMIC_ACQ_REL,
-                                            __ATOMIC_ACQUIRE)) {
-                __atomic_fetch_add(&nregions, 1, __ATOMIC_RELAXED);
-                return r;
-            }
-            if (expected == fn)
-                return r;
-        }
-    }
-    return NULL;
-}
-
-struct cc_region *cc_region_for(void *fn) { return lookup(fn, NAMED_REGIONS); }
-
-struct cc_region *cc_region_or_other(void *fn, int nested) {
-    struct cc_region *r = lookup(fn, NAMED_REGIONS);
-    r = r ? r : lookup(OTHER[nested != 0], CC_MAX_REGIONS - 1);
-    if (!r)
-        CC_AADD(cc_overflow, 1);
-    return r;
-}
-
-int cc_region_other(const struct cc_region *r) {
-    void *k = __atomic_load_n(&r->fn, __ATOMIC_ACQUIRE);
-    return k == OTHER[0] ? 1 : k == OTHER[1] ? 2 : 0;
-}
-
-void cc_region_totals(const struct cc_region *r, struct cc_counts *out) {
-    const uint64_t *own[] = {r->wait, r->acq, r->contended, r->hold};
-    for (int c = 0; c < CC_NSTALL; c++) {
-        out->wait[c] = __atomic_load_n(&own[0][c], __ATOMIC_RELAXED);
-        out->acq[c] = __atomic_load_n(&own[1][c], __ATOMIC_RELAXED);
-        out->contended[c] = __atomic_load_n(&own[2][c], __ATOMIC_RELAXED);
-        out->hold[c] = __atomic_load_n(&own[3][c], __ATOMIC_RELAXED);
-    }
-#define TOTAL_OWN(f) out->f = __atomic_load_n(&r->f, __ATOMIC_RELAXED);
-    CC_COUNT_SCALARS(TOTAL_OWN)
-    for (int k = 0; k < CC_FOLD_SHARDS; k++) {
-        const struct cc_counts *q = &r->shards[k].n;
-        for (int c = 0; c < CC_NSTALL; c++) {
-            out->wait[c] += __atomic_load_n(&q->wait[c], __ATOMIC_RELAXED);
-            out->acq[c] += __atomic_load_n(&q->acq[c], __ATOMIC_RELAXED);
-            out->contended[c] += __atomic_load_n(&q->contended[c], __ATOMIC_RELAXED);
-            out->hold[c] += __atomic_load_n(&q->hold[c], __ATOMIC_RELAXED);
-        }
-#define TOTAL_SHARD(f) out->f += __atomic_load_n(&q->f, __ATOMIC_RELAXED);
-        CC_COUNT_SCALARS(TOTAL_SHARD)
-    }
-}
-
-struct cc_region *cc_region_next(const struct cc_region *prev) {
-    for (int i = prev ? (int)(prev - regions) + 1 : 0; i < REGION_TABLE; i = (i / 64 + 1) * 64) {
-        uint64_t w = __atomic_load_n(&in_use[i / 64], __ATOMIC_ACQUIRE) >> (i % 64);
-        if (w)
-            return &regions[i + __builtin_ctzll(w)];
-    }
-    return NULL;
+/* Tid 0: never taken (its index went to a thread whose mapping was refused) or being taken. */
+struct cc_thread *cc_thread_slot(int i) {
+    struct cc_thread *t = cc_lazy_peek(&slots, i);
+    return t && __atomic_load_n(&t->tid, __ATOMIC_RELAXED) ? t : NULL;
 }
 
 /* ---- the first parallel activity ------------------------------------------------- */
@@ -375,14 +299,9 @@ void cc_on_activity(void (*hook)(void)) {
 
 /* A forked child keeps only the forking thread: it starts afresh. */
 void cc_core_after_fork(void) {
-    memset(slots, 0, sizeof slots);
+    cc_lazy_clear(&slots); /* the mappings made: untouched capacity stays unmapped */
     memset(vacant, 0, sizeof vacant); /* the key stays: the child's threads hand slots on too */
-    /* Only the entries in use: the table is 2.3 MB, most of it never touched. */
-    for (struct cc_region *r = cc_region_next(NULL); r; r = cc_region_next(r))
-        memset(r, 0, sizeof *r);
-    memset(in_use, 0, sizeof in_use);
     nslots = 0;
-    nregions = 0;
     cc_overflow = 0;
     live_threads = peak_threads = 1;
     cc_self_tls = NULL;

@@ -185,14 +185,14 @@ const char *cc_ompt_runtime(void), *cc_omp_runtime_soname(void); /* its file nam
 struct cc_gomp;
 unsigned cc_ompt_fork(const void *loc, void *fn, unsigned requested, const struct cc_gomp *g);
 int cc_ompt_team_control(void); /* 1: probing and steering work on the OMPT path */
-void cc_ompt_after_fork(int used); /* clears the OMPT state of the first ``used`` slots */
+void cc_ompt_after_fork(void); /* clears the OMPT state of the slots taken */
 /* An OpenMP runtime loaded that neither goes through the GOMP wrappers nor started the OMPT tool
  * (OMP_TOOL=disabled, ...): its file name, else NULL; the user's tools ours stepped aside for, else "". */
 const char *cc_unmeasured_omp_runtime(void), *cc_ompt_aside_for(void); void cc_ompt_step_aside(const char *tools);
 void cc_activity(void) CC_HIDDEN; /* first parallel activity: runs the hook below once */
 void cc_on_activity(void (*hook)(void)) CC_HIDDEN; /* what activity starts (lifecycle.c) */
 double cc_active_since(void);
-void cc_core_after_fork(void) CC_HIDDEN; /* slots, regions, activity, clock start afresh */
+void cc_core_after_fork(void) CC_HIDDEN; /* slots, activity, clock start afresh (regions: regions.c) */
 void cc_config_read(void) CC_HIDDEN;     /* config.c: the CORECAST_* settings into cc_cfg */
 /* A 0/1 setting by the same rule, without a warning (before cc_config_read, which warns). */
 int cc_env_flag(const char *name) CC_HIDDEN;
@@ -208,7 +208,7 @@ struct cc_mpi_life {
 extern struct cc_mpi_life cc_mpi;
 /* CORECAST_OUTPUT with {rank} and {pid} filled in; 0 when it does not fit. */
 int cc_output_path(char *dst, size_t n);
-struct cc_thread *cc_thread_slots(int *n);
+int cc_thread_count(void); struct cc_thread *cc_thread_slot(int i); /* i < the count; NULL: refused memory */
 
 /* ---- OpenMP regions --------------------------------------------------------------- */
 struct cc_hist {
@@ -236,7 +236,7 @@ struct cc_region {
     void *fn;   /* key: the outlined function (or, OMPT without it, the fork's call site); NULL = free */
     void *site; /* OMPT: a call site of the fork, for the name (the function holding it) */
     const void *loc; /* OMPT: the fork's ident_t (its psource names the function with -g) */
-    int nested;
+    int nested, at; /* at: its place in core.c's table */
     int max_threads;
     int requested;     /* largest team the program asked for */
     int steer_threads, steer_settled; /* > 0: steering caps the team at this size; settled on it (steer_start.c) */
@@ -285,7 +285,7 @@ struct cc_region {
     char name[CC_NAME_LEN], object[CC_NAME_LEN]; /* filled at report time */
     char parent[CC_NAME_LEN];                    /* call sites: the function holding it */
 };
-struct cc_region *cc_region_for(void *fn); /* NULL: the table is full */
+struct cc_region *cc_region_for(void *fn); void cc_regions_after_fork(void) CC_HIDDEN; /* NULL: full; a child's afresh */
 /* A call's region: its own, or once the table is full the one that counts the rest. */
 struct cc_region *cc_region_or_other(void *fn, int nested) CC_HIDDEN;
 int cc_region_other(const struct cc_region *r) CC_HIDDEN; /* 1, 2: the rest (outermost, nested); 0: own */

@@ -161,10 +161,12 @@ static int internal_tids(int *out) {
     int n = 0, k;
     if (sampler_tid)
         out[n++] = sampler_tid;
-    const struct cc_thread *t = cc_thread_slots(&k);
-    for (int i = 0; i < k && n < MAX_INTERNAL; i++)
-        if (__atomic_load_n(&t[i].internal, __ATOMIC_RELAXED) && t[i].tid && t[i].tid != sampler_tid)
-            out[n++] = t[i].tid;
+    k = cc_thread_count();
+    for (int i = 0; i < k && n < MAX_INTERNAL; i++) {
+        const struct cc_thread *t = cc_thread_slot(i);
+        if (t && __atomic_load_n(&t->internal, __ATOMIC_RELAXED) && t->tid != sampler_tid)
+            out[n++] = t->tid;
+    }
     return n;
 }
 

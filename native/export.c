@@ -21,24 +21,24 @@ int corecast_thread_waits(int *tids, double *waits, unsigned long long *acquisit
                           unsigned long long *contended, int max, int ncat) {
     if (cc_cfg.disabled || !cc_ready)
         return -1;
-    int k, rows = 0;
-    const struct cc_thread *t = cc_thread_slots(&k);
+    int k = cc_thread_count(), rows = 0;
     for (int i = 0; i < k; i++) {
-        if (__atomic_load_n(&t[i].internal, __ATOMIC_RELAXED))
+        const struct cc_thread *t = cc_thread_slot(i);
+        if (!t || __atomic_load_n(&t->internal, __ATOMIC_RELAXED))
             continue;
         if (rows < max) {
             if (tids)
-                tids[rows] = __atomic_load_n(&t[i].tid, __ATOMIC_RELAXED);
+                tids[rows] = __atomic_load_n(&t->tid, __ATOMIC_RELAXED);
             for (int c = 0; c < ncat; c++) {
                 int in = c < CC_NSTALL;
                 if (waits)
                     waits[rows * ncat + c] =
-                        in ? cc_ticks_to_s(__atomic_load_n(&t[i].n.wait[c], __ATOMIC_RELAXED)) : 0.0;
+                        in ? cc_ticks_to_s(__atomic_load_n(&t->n.wait[c], __ATOMIC_RELAXED)) : 0.0;
                 if (acquisitions)
-                    acquisitions[rows * ncat + c] = in ? __atomic_load_n(&t[i].n.acq[c], __ATOMIC_RELAXED) : 0;
+                    acquisitions[rows * ncat + c] = in ? __atomic_load_n(&t->n.acq[c], __ATOMIC_RELAXED) : 0;
                 if (contended)
                     contended[rows * ncat + c] =
-                        in ? __atomic_load_n(&t[i].n.contended[c], __ATOMIC_RELAXED) : 0;
+                        in ? __atomic_load_n(&t->n.contended[c], __ATOMIC_RELAXED) : 0;
             }
         }
         rows++;
@@ -51,14 +51,14 @@ int corecast_thread_waits(int *tids, double *waits, unsigned long long *acquisit
 int corecast_stall_totals(double *out, int n) {
     if (cc_cfg.disabled || !cc_ready)
         return -1;
-    int k;
+    int k = cc_thread_count();
     uint64_t sum[CC_NSTALL] = {0};
-    const struct cc_thread *t = cc_thread_slots(&k);
     for (int i = 0; i < k; i++) {
-        if (__atomic_load_n(&t[i].internal, __ATOMIC_RELAXED))
+        const struct cc_thread *t = cc_thread_slot(i);
+        if (!t || __atomic_load_n(&t->internal, __ATOMIC_RELAXED))
             continue;
         for (int c = 0; c < CC_NSTALL; c++)
-            sum[c] += __atomic_load_n(&t[i].n.wait[c], __ATOMIC_RELAXED);
+            sum[c] += __atomic_load_n(&t->n.wait[c], __ATOMIC_RELAXED);
     }
     int m = n < CC_NSTALL ? n : CC_NSTALL;
     for (int c = 0; c < m; c++)

@@ -47,36 +47,37 @@ static void measured_inputs(struct cc_buf *b, const struct cc_sample *s, const s
  * timed samples shrunk as fit_waits.c shrank the process's (``g``): one thread "waited"
  * 0.52 s in a 0.31 s run whose process record said 0.12. */
 static void per_thread(struct cc_buf *b, const struct cc_region_sample *g) {
-    int k, shown = 0;
-    const struct cc_thread *t = cc_thread_slots(&k);
-    double shrink[CC_NSTALL];
-    for (int c = 0; c < CC_NSTALL; c++) {
-        double raw = 0;
-        for (int i = 0; i < k; i++)
-            raw += t[i].internal ? 0 : cc_ticks_to_s(t[i].n.wait[c]);
-        shrink[c] = cc_sampled_category(c) && raw > g->stall_s[c] ? g->stall_s[c] / raw : 1;
+    int k = cc_thread_count(), shown = 0;
+    double shrink[CC_NSTALL] = {0}; /* the threads' raw waits first */
+    for (int i = 0; i < k; i++) {
+        const struct cc_thread *t = cc_thread_slot(i);
+        for (int c = 0; t && !t->internal && c < CC_NSTALL; c++)
+            shrink[c] += cc_ticks_to_s(t->n.wait[c]);
     }
+    for (int c = 0; c < CC_NSTALL; c++)
+        shrink[c] = cc_sampled_category(c) && shrink[c] > g->stall_s[c] ? g->stall_s[c] / shrink[c] : 1;
     cc_put(b, ",\"per_thread\":[");
     for (int i = 0; i < k && shown < MAX_THREAD_LINES; i++) {
-        if (t[i].internal)
+        const struct cc_thread *t = cc_thread_slot(i);
+        if (!t || t->internal)
             continue;
         uint64_t acq = 0, contended = 0;
         for (int c = 0; c < CC_NSTALL; c++) {
-            acq += t[i].n.acq[c];
-            contended += t[i].n.contended[c];
+            acq += t->n.acq[c];
+            contended += t->n.contended[c];
         }
-        double cpu = cc_slot_cpu_s(&t[i]);
-        cc_put(b, "%s{\"tid\":%d,\"cpu_s\":", shown++ ? "," : "", t[i].tid);
+        double cpu = cc_slot_cpu_s(t);
+        cc_put(b, "%s{\"tid\":%d,\"cpu_s\":", shown++ ? "," : "", t->tid);
         if (cpu >= 0)
             cc_put(b, "%.6g", cpu);
         else
             cc_put(b, "null"); /* the thread ended before the sampler saw it */
         cc_put(b, ",\"acquisitions\":%llu,\"contended\":%llu,\"hold_sampled_s\":%.6g,\"waits_s\":{",
-            (unsigned long long)acq, (unsigned long long)contended, cc_ticks_to_s(t[i].hold_sampled));
+            (unsigned long long)acq, (unsigned long long)contended, cc_ticks_to_s(t->hold_sampled));
         int first = 1;
         for (int c = 0; c < CC_NSTALL; c++)
-            if (t[i].n.wait[c]) {
-                double w = cc_ticks_to_s(t[i].n.wait[c]) * shrink[c];
+            if (t->n.wait[c]) {
+                double w = cc_ticks_to_s(t->n.wait[c]) * shrink[c];
                 cc_put(b, "%s\"%s\":%.6g", first ? "" : ",", CC_STALL_NAMES[c], w);
                 first = 0;
             }
@@ -354,24 +355,23 @@ void cc_write_json(const struct cc_sample *s, const struct cc_result *r) {
         return;
     double deadline = cc_mono_s() + OUTPUT_PATIENCE_S;
     int ok = 1;
-    static struct cc_buf b;
+    struct cc_buf *b = cc_exit_buf();
     for (int i = 0; ok && i < s->nregions; i++) {
         if (!cc_region_active(&s->regions[i]))
             continue;
-        b.len = 0;
-        json_region(&b, s, &s->regions[i], &r->regions[i], r->status == 0);
+        b->len = 0;
+        json_region(b, s, &s->regions[i], &r->regions[i], r->status == 0);
         /* one write per line: O_APPEND keeps lines whole */
-        ok = cc_write_all(fd, b.data, b.len, deadline - cc_mono_s()) == 0;
+        ok = cc_write_all(fd, b->data, b->len, deadline - cc_mono_s()) == 0;
     }
     if (ok) {
-        b.len = 0;
-        json_summary(&b, s, r);
-        ok = cc_write_all(fd, b.data, b.len, deadline - cc_mono_s()) == 0;
+        b->len = 0;
+        json_summary(b, s, r);
+        ok = cc_write_all(fd, b->data, b->len, deadline - cc_mono_s()) == 0;
     }
     if (!ok)
         cc_warn("could not write all JSON Lines to %s (%s)", cc_cfg.output,
                 errno == EAGAIN ? "its reader stopped reading" : strerror(errno));
-
     close(fd);
 }
 
@@ -383,18 +383,18 @@ void cc_write_json_serial(double elapsed) {
     int fd = open_output();
     if (fd < 0)
         return;
-    static struct cc_buf b;
+    struct cc_buf *b = cc_exit_buf();
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    b.len = 0;
-    cc_put(&b, "{\"event\":\"summary\",\"schema\":%d,\"pid\":%d,\"elapsed_s\":%.6g,\"cores\":%d,"
+    b->len = 0;
+    cc_put(b, "{\"event\":\"summary\",\"schema\":%d,\"pid\":%d,\"elapsed_s\":%.6g,\"cores\":%d,"
             "\"target\":%d,\"regions\":0,\"serial_run\":true,\"model\":\"not run: serial run\"}\n",
         CC_SAMPLE_SCHEMA, (int)getpid(), elapsed, cores > 0 ? (int)cores : 1, cc_cfg.target);
     if (cc_cfg.rank >= 0) { /* before the closing brace and newline */
-        b.len -= 2;
-        put_rank(&b);
-        cc_put(&b, "}\n");
+        b->len -= 2;
+        put_rank(b);
+        cc_put(b, "}\n");
     }
-    if (cc_write_all(fd, b.data, b.len, OUTPUT_PATIENCE_S) != 0)
+    if (cc_write_all(fd, b->data, b->len, OUTPUT_PATIENCE_S) != 0)
         cc_warn("could not write the JSON Lines summary to %s", cc_cfg.output);
     close(fd);
 }

@@ -15,6 +15,7 @@
 #include "apart.h"
 #include "corecast.h"
 #include "guard.h"
+#include "lazy.h"
 #include "lifecycle.h"
 #include "real.h"
 #include "report.h"
@@ -52,10 +53,9 @@ static void start_measuring(void) {
 
 static void reset_after_fork(void) {
     /* The child keeps only the forking thread: it starts afresh and reports alone. */
-    int used;
-    cc_thread_slots(&used);
-    cc_ompt_after_fork(used);
+    cc_ompt_after_fork();
     cc_core_after_fork();
+    cc_regions_after_fork();
     cc_channel_after_fork();
     cc_sample_after_fork();
     cc_views_after_fork();
@@ -68,22 +68,41 @@ static void reset_after_fork(void) {
 /* ---- the exit report ------------------------------------------------------------ */
 __thread int cc_loader_depth __attribute__((tls_model("initial-exec"))); /* shims/process.c's */
 
-/* What the report opens runs apart (apart.c): its last sample and its records. */
+/* What the report opens runs apart (apart.c): its last sample and its records, with the
+ * model's answer and the copy written, in one mapping made at the exit and sized to the
+ * regions (lazy.h, sample.h). */
 struct final_work {
-    struct cc_sample *sample;
-    struct cc_result *result;
+    struct cc_sample *sample, *written;
+    struct cc_result *result, *answer;
+    int room;
+    size_t bytes;
 };
-static void build_final(void *p) { cc_build_sample(((struct final_work *)p)->sample, 1, NULL); }
+static int final_records(struct final_work *w) {
+    w->room = cc_sample_room();
+    size_t sb = CC_RECORD_BYTES(struct cc_sample, w->room), rb = CC_RECORD_BYTES(struct cc_result, w->room);
+    w->bytes = 2 * sb + 2 * rb;
+    char *m = cc_map(w->bytes); /* kept: a model that did not answer may still read it */
+    if (!m)
+        return 0;
+    w->sample = (struct cc_sample *)m;
+    w->written = (struct cc_sample *)(m + sb);
+    w->result = (struct cc_result *)(m + 2 * sb);
+    w->answer = (struct cc_result *)(m + 2 * sb + rb);
+    return 1;
+}
+static void build_final(void *p) {
+    struct final_work *w = p;
+    cc_build_sample(w->sample, w->room, 1, NULL);
+}
 static void write_report(void *p) {
     struct final_work *w = p;
     /* A copy: a model that did not answer in time may still be reading the sample. */
-    static struct cc_sample written;
-    memcpy(&written, w->sample, sizeof written);
-    cc_sample_fit_waits(&written);
+    memcpy(w->written, w->sample, CC_RECORD_BYTES(struct cc_sample, w->room));
+    cc_sample_fit_waits(w->written);
     locale_t was = uselocale(cc_c_locale()); /* "0.5" in the JSON whatever the program's locale */
     if (cc_cfg.report_segv) /* tests: the guard's other half, a fault in the C report itself */
         syscall(SYS_tgkill, getpid(), (int)syscall(SYS_gettid), SIGSEGV);
-    cc_report(&written, w->result);
+    cc_report(w->written, w->result);
     uselocale(was);
 }
 /* Without a sampler (a forked child's that could not start, one that gave its task back)
@@ -131,7 +150,10 @@ void cc_exit_report(int status, int flush) {
      * the model started near its end, benchmarks/steer16) is left there under the guard, as
      * a model that does not answer is, instead of awaited; nor is the sample built (every
      * thread's /proc files, the regions' names).  An unknown status has no guard. */
-    if (cc_cfg.quiet && !cc_cfg.output[0] && status >= 0 && !cc_holds_python()) {
+    int quiet = cc_cfg.quiet && !cc_cfg.output[0] && status >= 0 && !cc_holds_python();
+    static struct final_work work;
+    struct final_work *w = !quiet && final_records(&work) ? &work : NULL;
+    if (!w) { /* or its records' memory refused (lazy.h): a line says so, nothing else is written */
         /* Steering's model (the only one a quiet run starts) orders its libraries as the
          * report's end does below, once the sampler is done: a window ends within ms. */
         int awaits = cc_cfg.quiet_exit_awaits; /* tests: its model run too, as a report's exit does */
@@ -139,6 +161,9 @@ void cc_exit_report(int status, int flush) {
                                 : (cc_sampler_stop(), 0);
         if (flush)
             cc_flush_program_streams();
+        if (!quiet)
+            cc_warn("no predictions: corecast's exit records (%zu kB) were refused memory "
+                    "(the program's locked-memory limit?)", work.bytes >> 10);
         cc_report_unread();
         if (done) {
             if (cc_loader_depth == 0) /* in a dl_iterate_phdr callback: see below */
@@ -158,44 +183,43 @@ void cc_exit_report(int status, int flush) {
         cc_sampler_stop();
     }
     double cpu0 = cc_thread_cpu_s(); /* from here to the report, this thread works for corecast */
-    static struct cc_sample sample;
-    static struct cc_result result, answer;
-    struct final_work work = {&sample, &result};
-    double apart_s = cc_run_apart(build_final, &work);
-    cc_result_clear(&result, sample.nregions);
-    cc_result_clear(&answer, sample.nregions);
+    struct cc_sample *const sample = w->sample;
+    struct cc_result *const result = w->result, *const answer = w->answer;
+    double apart_s = cc_run_apart(build_final, w);
+    cc_result_clear(result, sample->nregions);
+    cc_result_clear(answer, sample->nregions);
     enum cc_final_outcome o = in_loader ? CC_FINAL_IN_LOADER
                               : cc_holds_python() ? CC_FINAL_HELD
-                                                  : cc_sampler_final(&sample, &answer, cc_cfg.exit_timeout_ms);
+                                                  : cc_sampler_final(sample, answer, cc_cfg.exit_timeout_ms);
     double model_s = 0;
     if (o == CC_FINAL_NO_SAMPLER) {
         /* No task for it either (RLIMIT_NPROC, ulimit -v): the interpreter's imports would
          * take the program's descriptor numbers while its other threads run. */
-        if (!cc_try_apart(predict_final, &work, &model_s)) {
-            result.status = -1;
-            snprintf(result.note, sizeof result.note, "the model was not run: corecast had no thread of its own "
-                                                      "for it (the program's task or memory limit)");
+        if (!cc_try_apart(predict_final, w, &model_s)) {
+            result->status = -1;
+            snprintf(result->note, sizeof result->note, "the model was not run: corecast had no thread of its own "
+                                                        "for it (the program's task or memory limit)");
         }
     } else if (o == CC_FINAL_ANSWERED)
-        cc_result_copy(&result, &answer, sample.nregions);
+        cc_result_copy(result, answer, sample->nregions);
     else {
-        result.status = -1;
+        result->status = -1;
         if (o == CC_FINAL_FAULTED)
-            snprintf(result.note, sizeof result.note, "the model failed with a fatal signal");
+            snprintf(result->note, sizeof result->note, "the model failed with a fatal signal");
         else if (o == CC_FINAL_IN_LOADER)
-            snprintf(result.note, sizeof result.note, "the program ended inside the loader (a dl_iterate_phdr "
-                                                      "callback): the model was not run");
+            snprintf(result->note, sizeof result->note, "the program ended inside the loader (a dl_iterate_phdr "
+                                                        "callback): the model was not run");
         else if (o == CC_FINAL_HELD)
-            snprintf(result.note, sizeof result.note, "the program left Python without its atexit "
-                                                      "(os._exit or os.exec*): the model was not run");
+            snprintf(result->note, sizeof result->note, "the program left Python without its atexit "
+                                                        "(os._exit or os.exec*): the model was not run");
         else
-            snprintf(result.note, sizeof result.note, "the model did not answer within %d ms (CORECAST_EXIT_TIMEOUT_MS)",
+            snprintf(result->note, sizeof result->note, "the model did not answer within %d ms (CORECAST_EXIT_TIMEOUT_MS)",
                      cc_cfg.exit_timeout_ms);
     }
     cc_own_cpu_add(cc_thread_cpu_s() - cpu0 + apart_s + model_s);
     if (flush)
         cc_flush_program_streams();
-    cc_own_cpu_add(cc_run_apart(write_report, &work));
+    cc_own_cpu_add(cc_run_apart(write_report, w));
     if (o == CC_FINAL_ANSWERED || o == CC_FINAL_NO_SAMPLER) {
         cc_model_finalize_first(); /* the model is done: its libraries go first (bridge.c) */
         cc_guard_restore(); /* nothing of ours runs any more */

@@ -159,6 +159,9 @@ struct cc_numa_counts {
     char source[64];          /* the event table used, e.g. "amd-fam15h"; "" if none */
 };
 
+/* A sample and its result hold ``nregions`` regions: the preload library maps them with
+ * room for those (and a few more), not for CC_MAX_REGIONS (1 MB, counted toward a program's
+ * locked-memory limit), so the model reads and writes no region at or past nregions. */
 struct cc_sample {
     int abi;                  /* CC_ABI_VERSION */
     int pid;

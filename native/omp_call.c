@@ -186,13 +186,13 @@ void cc_call_finish(struct cc_call *c) {
     if (c->team > c->cap)
         CC_AADD(cc_overflow, c->team - c->cap);
     uint64_t idle = 0, busy = 0, late_tasks = 0, late_ticks = 0;
-    int tasks = __atomic_load_n(&cc_tasks_seen, __ATOMIC_RELAXED), nslots;
-    struct cc_thread *slots = tasks ? cc_thread_slots(&nslots) : NULL;
+    int tasks = __atomic_load_n(&cc_tasks_seen, __ATOMIC_RELAXED);
     for (int i = 0; i < team; i++) {
         const struct cc_member_end *e = &c->ends[i];
         uint64_t gap = e->end < t2 ? t2 - e->end : 0;
-        if (tasks && e->slot >= 0) { /* the join orders the member's task counts before this read */
-            const struct cc_counts *n = &slots[e->slot].n;
+        const struct cc_thread *m = tasks && e->slot >= 0 ? cc_thread_slot(e->slot) : NULL;
+        if (m) { /* the join orders the member's task counts before this read */
+            const struct cc_counts *n = &m->n;
             uint64_t later = __atomic_load_n(&n->task_ticks, __ATOMIC_RELAXED) - e->task0;
             late_ticks += later;
             late_tasks += (uint32_t)((uint32_t)__atomic_load_n(&n->tasks, __ATOMIC_RELAXED) - e->tasks0);

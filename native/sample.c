@@ -11,6 +11,7 @@
 
 #include "apart.h"
 #include "corecast.h"
+#include "lazy.h"
 #include "sample.h"
 #include "settle.h"
 
@@ -198,15 +199,16 @@ static unsigned long long fill_region(struct cc_region_sample *o, struct cc_regi
 
 /* ``unseen`` threads ran without a slot (they never called a wrapped function): they
  * share what the process's CPU time ``cpu_s`` holds beyond the listed threads'. */
-static int team_of(const struct cc_thread *t, int k, int unseen, double cpu_s) {
+static int team_of(int k, int unseen, double cpu_s) {
     double cpu[CC_MAX_THREADS], first = -1, second = -1, listed = 0;
     int n = 0, known = 0;
     for (int i = 0; i < k + unseen && n < CC_MAX_THREADS; i++) {
         double c;
         if (i < k) {
-            if (t[i].internal)
+            const struct cc_thread *t = cc_thread_slot(i);
+            if (!t || t->internal)
                 continue;
-            c = cpu[n++] = cc_slot_cpu_s(&t[i]); /* one lookup per thread */
+            c = cpu[n++] = cc_slot_cpu_s(t); /* one lookup per thread */
             if (c > 0)
                 listed += c;
         } else {
@@ -245,34 +247,34 @@ static void fill_process(struct cc_region_sample *o, const struct cc_sample *s, 
     o->runtime = has_omp ? CC_RUNTIME_OPENMP : CC_RUNTIME_PTHREADS;
     o->calls = 1;
     o->wall_s = s->elapsed_s;
-    int k;
-    const struct cc_thread *t = cc_thread_slots(&k);
+    int k = cc_thread_count();
     uint64_t wait[CC_NSTALL] = {0}, held[CC_NSTALL] = {0}, hold = 0, holds = 0, single = 0, loops = 0;
     uint64_t tasks = 0, task = 0, spawn = 0, depend = 0, waits = 0, single_tasks = 0, single_spawn = 0;
     for (int i = 0; i < k; i++) {
-        if (t[i].internal)
+        const struct cc_thread *t = cc_thread_slot(i);
+        if (!t || t->internal)
             continue;
         o->threads++;
         for (int c = 0; c < CC_NSTALL; c++) {
-            wait[c] += t[i].n.wait[c];
-            o->acquisitions[c] += t[i].n.acq[c];
-            o->contended[c] += t[i].n.contended[c];
+            wait[c] += t->n.wait[c];
+            o->acquisitions[c] += t->n.acq[c];
+            o->contended[c] += t->n.contended[c];
         }
-        hold += t[i].hold_sampled;
-        holds += t[i].hold_samples;
+        hold += t->hold_sampled;
+        holds += t->hold_samples;
         for (int c = 0; c < CC_NSTALL; c++)
-            held[c] += t[i].n.hold[c];
-        single += t[i].n.single;
-        loops += t[i].n.loop_calls;
-        tasks += t[i].n.tasks;
-        task += t[i].n.task_ticks;
-        spawn += t[i].n.spawn_ticks;
-        depend += t[i].n.task_depend;
-        waits += t[i].n.taskwaits;
-        single_tasks += t[i].n.single_tasks;
-        single_spawn += t[i].n.single_spawn_ticks;
+            held[c] += t->n.hold[c];
+        single += t->n.single;
+        loops += t->n.loop_calls;
+        tasks += t->n.tasks;
+        task += t->n.task_ticks;
+        spawn += t->n.spawn_ticks;
+        depend += t->n.task_depend;
+        waits += t->n.taskwaits;
+        single_tasks += t->n.single_tasks;
+        single_spawn += t->n.single_spawn_ticks;
         for (int c = 0; c < CC_NSTALL; c++)
-            o->bytes[c] += t[i].mpi_bytes[c];
+            o->bytes[c] += t->mpi_bytes[c];
     }
     for (int c = 0; c < CC_NSTALL; c++)
         o->stall_s[c] = cc_ticks_to_s(wait[c]);
@@ -304,12 +306,32 @@ static void fill_process(struct cc_region_sample *o, const struct cc_sample *s, 
     o->stall_s[CC_STALL_RUNQUEUE] = runq; /* the program's own: other load's is apart */
     o->busy_s = o->cpu_s;
     int peak = cc_peak_threads(), unseen = peak > o->threads ? peak - o->threads : 0;
-    o->team_threads = team_of(t, k, unseen, o->cpu_s);
+    o->team_threads = team_of(k, unseen, o->cpu_s);
     o->threads += unseen; /* the most that ran at once, when more than it listed */
     cc_settle_extend_process(o, credited);
 }
 
-void cc_build_sample(struct cc_sample *s, int final, struct cc_region **refs) {
+int cc_sample_room(void) {
+    int n = 1 + 8; /* the process, and 8 regions claimed before the sample is built */
+    for (const struct cc_region *q = cc_region_next(NULL); q; q = cc_region_next(q))
+        n++;
+    return n < CC_MAX_REGIONS ? n : CC_MAX_REGIONS;
+}
+
+int cc_sampler_records(struct cc_sample **s, struct cc_result **r) {
+    static struct cc_sample *sample;
+    static struct cc_result *result;
+    static size_t sb, rb;
+    int room = cc_sample_room();
+    if (!cc_map_grown((void **)&sample, &sb, CC_RECORD_BYTES(struct cc_sample, room)) ||
+        !cc_map_grown((void **)&result, &rb, CC_RECORD_BYTES(struct cc_result, room)))
+        return 0;
+    *s = sample;
+    *r = result;
+    return room;
+}
+
+void cc_build_sample(struct cc_sample *s, int room, int final, struct cc_region **refs) {
     /* The header, and each region entry as it is filled: the whole struct is 170 kB. */
     memset(s, 0, offsetof(struct cc_sample, regions));
     s->abi = CC_ABI_VERSION;
@@ -326,7 +348,8 @@ void cc_build_sample(struct cc_sample *s, int final, struct cc_region **refs) {
     cc_sampler_read_counters(s);
     int has_omp = 0;
     struct cc_settle_extra credited = {0}; /* settle.c: counts after the hand-back */
-    for (struct cc_region *q = cc_region_next(NULL); q && s->nregions < CC_MAX_REGIONS - 1; q = cc_region_next(q)) {
+    room = room < CC_MAX_REGIONS ? room : CC_MAX_REGIONS;
+    for (struct cc_region *q = cc_region_next(NULL); q && s->nregions < room - 1; q = cc_region_next(q)) {
         if (!__atomic_load_n(&q->fn, __ATOMIC_ACQUIRE))
             continue;
         has_omp = 1; /* entered, whether or not a call ended (exit from inside the first region) */

@@ -7,9 +7,18 @@
 
 #include "corecast.h"
 
-/* Fills ``s`` from the live counters (``final``: the exit's sample); ``refs`` (may be
- * NULL) receives the region behind each sample entry. */
-void cc_build_sample(struct cc_sample *s, int final, struct cc_region **refs);
+/* Records are mapped to the size of their regions (lazy.h, model_abi.h): a sample's and a
+ * result's bytes with room for ``n`` regions, whole cache lines. */
+#define CC_RECORD_BYTES(type, n) ((offsetof(type, regions) + (size_t)(n) * sizeof(((type *)0)->regions[0]) + 63) & ~(size_t)63)
+/* The room a sample built now needs: the regions in the table, the process, and a few
+ * claimed before it is built (a region past the room waits for the next sample). */
+int cc_sample_room(void) CC_HIDDEN;
+/* Fills ``s`` (``room`` regions' bytes) from the live counters (``final``: the exit's
+ * sample); ``refs`` (may be NULL) receives the region behind each sample entry. */
+void cc_build_sample(struct cc_sample *s, int room, int final, struct cc_region **refs);
+/* The sampler's records with that room, kept from window to window (a forked child's
+ * sampler's too); the room, 0 if their memory was refused (lazy.h). */
+int cc_sampler_records(struct cc_sample **s, struct cc_result **r) CC_HIDDEN;
 /* The sections' credited waits and holds fitted into the threads' time (fit_waits.c), on
  * the final sample as it is written, after the model read it. */
 void cc_sample_fit_waits(struct cc_sample *s) CC_HIDDEN;

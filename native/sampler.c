@@ -139,8 +139,8 @@ static void *sampler_main(void *arg) {
     own_descriptor_table();
     sampler_tid = (int)syscall(SYS_gettid);
     cc_counters_sampler_is(sampler_tid);
-    static struct cc_sample sample;
-    static struct cc_result result;
+    struct cc_sample *sample = NULL; /* sized to the regions (cc_sampler_records) */
+    struct cc_result *result = NULL;
     /* With steering the first window is a short one: a convoy shows in it, and every
      * window at the program's count is the convoy's expensive one.  The model starts at the
      * first window whose answer steering can act on (steering_may_act).  Without steering
@@ -182,11 +182,14 @@ static void *sampler_main(void *arg) {
          * for a program that closed its stderr just before it exits (xz). */
         cc_channel_window_check(0);
         static struct cc_region *refs[CC_MAX_REGIONS];
-        cc_build_sample(&sample, 0, refs);
-        int first_call = cc_settle_look(sample.elapsed_s);
+        int room = cc_sampler_records(&sample, &result);
+        if (!room)
+            continue; /* refused (the program's locked-memory limit): no window this time */
+        cc_build_sample(sample, room, 0, refs);
+        int first_call = cc_settle_look(sample->elapsed_s);
         __atomic_store_n(&stats.windows, stats.windows + 1, __ATOMIC_RELAXED);
-        if (!sample.steer && !cc_cfg.steer && (cc_settle_stopped_s() > 0 || cc_settle_counting_costs(&sample)) &&
-            cc_settle_own_counts(&sample, refs, scheduled_s)) {
+        if (!sample->steer && !cc_cfg.steer && (cc_settle_stopped_s() > 0 || cc_settle_counting_costs(sample)) &&
+            cc_settle_own_counts(sample, refs, scheduled_s)) {
             wait_ms = short_ms;
             shorts_left = CC_SHORT_PER_WINDOW - 1;
         }
@@ -196,34 +199,34 @@ static void *sampler_main(void *arg) {
          * the program's threads hold every core slows them (benchmarks/device16: a --probe
          * recording of NPB cg.A at 16 threads on 16 cores ran 2.1x as long as cg.A alone;
          * steering's start cost NPB bt.W 17% there). */
-        int steer = sample.steer && (model_started || cc_steering_may_act(&sample));
-        if (steer && !model_started && !cc_steering_may_pay(&sample)) {
-            if (sample.elapsed_s * 1000 >= cc_cfg.window_ms && cc_settle_own_counts(&sample, refs, scheduled_s)) {
+        int steer = sample->steer && (model_started || cc_steering_may_act(sample));
+        if (steer && !model_started && !cc_steering_may_pay(sample)) {
+            if (sample->elapsed_s * 1000 >= cc_cfg.window_ms && cc_settle_own_counts(sample, refs, scheduled_s)) {
                 wait_ms = short_ms;
                 shorts_left = CC_SHORT_PER_WINDOW - 1;
             }
             steer = 0;
         }
-        if (!sample.numa.measured && !steer) {
+        if (!sample->numa.measured && !steer) {
             /* A team without 2 calls yet (a loaded machine), or a first call still running
              * (its end may give a hand-back's rate): look again after a short window (a whole
              * one at its own count slowed half of the steered omp_slowdown runs by 0.2 s). */
-            long lock_look = sample.steer && !model_started && sample.elapsed_s * 1000 < cc_cfg.window_ms
-                                 ? cc_next_lock_look_ms(&sample) : 0;
-            if (sample.elapsed_s * 1000 < cc_cfg.window_ms &&
-                (sample.steer ? !model_started && !cc_team_has_run(&sample) : first_call))
+            long lock_look = sample->steer && !model_started && sample->elapsed_s * 1000 < cc_cfg.window_ms
+                                 ? cc_next_lock_look_ms(sample) : 0;
+            if (sample->elapsed_s * 1000 < cc_cfg.window_ms &&
+                (sample->steer ? !model_started && !cc_team_has_run(sample) : first_call))
                 wait_ms = CC_FIRST_LOOK_MS;
             else if (lock_look)
                 wait_ms = lock_look;
             continue;
         }
-        double look_s = sample.elapsed_s; /* when the model starts: before its interpreter's start */
-        if (steer && !model_started && cc_convoy_first_steps(&sample, refs, scheduled_s)) {
+        double look_s = sample->elapsed_s; /* when the model starts: before its interpreter's start */
+        if (steer && !model_started && cc_convoy_first_steps(sample, refs, scheduled_s)) {
             /* The interpreter starts first (tens of ms, the program at the new count
              * meanwhile); the model's first answer then reads that time too: its window at
              * the new count decides at once (steering.py), no second run needed. */
             model_run(NULL, NULL);
-            cc_build_sample(&sample, 0, refs);
+            cc_build_sample(sample, room, 0, refs);
         }
         if (steer && !model_started)
             stats.model_started_s = look_s;
@@ -232,33 +235,33 @@ static void *sampler_main(void *arg) {
          * and a run per window took a core for nothing (a steered lock convoy at 10 ms
          * windows: 202 runs, 0.31 s of CPU in 2.35 s).  A window with NUMA traffic counts
          * still goes to the model, which credits them window by window (model/runtime/numa). */
-        if (steer && !sample.numa.measured && cc_steering_settled(&sample, refs, &result)) {
+        if (steer && !sample->numa.measured && cc_steering_settled(sample, refs, result)) {
             __atomic_store_n(&stats.settled_windows, stats.settled_windows + 1, __ATOMIC_RELAXED);
-            if (cc_settle_window(&sample, &result, refs, scheduled_s)) {
+            if (cc_settle_window(sample, result, refs, scheduled_s)) {
                 wait_ms = short_ms;
                 shorts_left = CC_SHORT_PER_WINDOW - 1;
             }
             continue;
         }
-        cc_result_clear(&result, sample.nregions);
+        cc_result_clear(result, sample->nregions);
         __atomic_store_n(&stats.model_runs, stats.model_runs + 1, __ATOMIC_RELAXED);
-        if (model_run(&sample, &result) == 0 && steer) { /* a NUMA-only window steers nothing */
+        if (model_run(sample, result) == 0 && steer) { /* a NUMA-only window steers nothing */
             /* Each window is one steering interval: its decision holds for the next. */
-            for (int i = 0; i < sample.nregions; i++)
-                if (cc_is_omp_region(&sample.regions[i])) {
-                    if (result.regions[i].next_threads > 0)
-                        __atomic_store_n(&refs[i]->steer_threads, result.regions[i].next_threads,
+            for (int i = 0; i < sample->nregions; i++)
+                if (cc_is_omp_region(&sample->regions[i])) {
+                    if (result->regions[i].next_threads > 0)
+                        __atomic_store_n(&refs[i]->steer_threads, result->regions[i].next_threads,
                                          __ATOMIC_RELAXED);
-                    refs[i]->steer_settled = result.regions[i].steer_chosen;
+                    refs[i]->steer_settled = result->regions[i].steer_chosen;
                 }
-            if (cc_settle_window(&sample, &result, refs, scheduled_s)) {
+            if (cc_settle_window(sample, result, refs, scheduled_s)) {
                 wait_ms = short_ms;
                 shorts_left = CC_SHORT_PER_WINDOW - 1;
             }
         }
     }
     if (__atomic_load_n(&ending, __ATOMIC_ACQUIRE) && !answered) {
-        end_for_good(&sample);
+        end_for_good(sample);
         return NULL; /* the C library ends the thread: its task and stack go */
     }
     /* The exit report, written after this answer, may reach the original stderr only

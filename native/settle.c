@@ -18,6 +18,7 @@
 #include "boundary.h"
 #include "credit.h"
 #include "got.h"
+#include "lazy.h"
 #include "sample.h"
 #include "settle.h"
 
@@ -352,15 +353,18 @@ void cc_settle_stepped(struct cc_region *r, double scheduled_s) {
  * (none of its sections was counted, and it has no rate to credit them at): settle.c then
  * takes the wrappers back until it has one. */
 int cc_settle_own_counts(const struct cc_sample *s, struct cc_region *const *refs, double scheduled_s) {
-    static struct cc_result none; /* only the regions' steer_chosen is read */
+    static struct cc_result *none; /* only the regions' steer_chosen is read */
+    static size_t have;
+    if (!cc_map_grown((void **)&none, &have, CC_RECORD_BYTES(struct cc_result, s->nregions)))
+        return 0; /* refused (lazy.h): no region settles at its own count, the wrappers keep counting */
     int stopped = cc_settle_stopped_s() > 0;
     for (int i = 0; i < s->nregions; i++) {
         const struct cc_region_sample *g = &s->regions[i]; /* the process has no ref */
         int omp = cc_is_omp_region(g);
         int unrated = omp && stopped && !refs[i]->stopped_at.calls && g->calls > refs[i]->window_at.calls;
-        none.regions[i].steer_chosen = omp && !unrated ? g->requested : 0;
+        none->regions[i].steer_chosen = omp && !unrated ? g->requested : 0;
     }
-    return cc_settle_window(s, &none, refs, scheduled_s);
+    return cc_settle_window(s, none, refs, scheduled_s);
 }
 
 /* Counting that costs more than it tells, without steering: every critical section,

@@ -22,6 +22,9 @@ struct cc_buf {
     char data[1 << 17];
     size_t len;
 };
+/* The exit's one buffer (the report's table, then its JSON Lines, one after the other):
+ * 128 kB, where each writer's own had made 512 kB of the program's locked memory. */
+struct cc_buf *cc_exit_buf(void) CC_HIDDEN;
 void cc_put(struct cc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3))) CC_HIDDEN;
 void cc_put_str(struct cc_buf *b, const char *s) CC_HIDDEN;
 void cc_put_cell(struct cc_buf *b, const char *s, int width) CC_HIDDEN;

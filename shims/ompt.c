@@ -25,6 +25,7 @@
 #include <strings.h>
 
 #include "../native/corecast.h"
+#include "../native/lazy.h"
 #include "../native/omp_call.h"
 #include "../native/real.h"
 #include "ompt_abi.h"
@@ -46,9 +47,10 @@ struct ompt_thread {
     uint32_t acquire_scale; /* and how many acquisitions it stands for */
     struct cc_member task[MAX_DEPTH];
 };
-static struct ompt_thread threads[CC_MAX_THREADS];
+/* Mapped as used (lazy.h): per thread slot, 16 to a mapping; per call, 8 kB each. */
+CC_LAZY_DEFINE(threads, struct ompt_thread, CC_MAX_THREADS, 16);
 static struct cc_call calls[CALL_POOL];
-static struct cc_member_end call_ends[CALL_POOL][CC_MAX_TEAM];
+CC_LAZY_DEFINE(call_ends, struct cc_member_end[CC_MAX_TEAM], CALL_POOL, 1);
 static int call_used[CALL_POOL];
 
 /* The calling thread's OMPT state, found once per thread (slot order; a slot's next
@@ -61,11 +63,8 @@ static struct cc_thread *self(struct ompt_thread **o) {
     if (t->guard || cc_cfg.disabled) /* the overflow slot is guarded: never indexed below */
         return NULL;
     if (__builtin_expect(!mine, 0)) {
-        int n;
-        struct cc_thread *base = cc_thread_slots(&n);
-        if (t < base || t >= base + CC_MAX_THREADS)
-            return NULL;
-        mine = &threads[t - base];
+        if (t->slot < 0 || !(mine = cc_lazy_get(&threads, t->slot)))
+            return NULL; /* refused: this thread goes unmeasured (cc_map_refused) */
         /* The slot may be one an exited thread handed on (core.c): its OMPT state
          * (forks, implicit tasks, barrier and lock timing) was that thread's. */
         memset(mine, 0, sizeof *mine);
@@ -80,9 +79,11 @@ static struct cc_call *call_claim(struct cc_thread *t) {
         int idle = 0;
         if (!__atomic_load_n(&call_used[i], __ATOMIC_RELAXED) &&
             __atomic_compare_exchange_n(&call_used[i], &idle, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
-            calls[i].ends = call_ends[i];
             calls[i].cap = CC_MAX_TEAM;
-            return &calls[i];
+            if ((calls[i].ends = cc_lazy_get(&call_ends, i)))
+                return &calls[i];
+            __atomic_store_n(&call_used[i], 0, __ATOMIC_RELEASE); /* refused: unmeasured */
+            break;
         }
     }
     CC_AADD(cc_overflow, 1);
@@ -91,10 +92,9 @@ static struct cc_call *call_claim(struct cc_thread *t) {
 
 static void call_release(struct cc_call *c) { __atomic_store_n(&call_used[c - calls], 0, __ATOMIC_RELEASE); }
 
-/* A forked child keeps only the forking thread, outside any team of its own (``used``:
- * the thread slots the parent had taken). */
-void cc_ompt_after_fork(int used) {
-    memset(threads, 0, (size_t)used * sizeof threads[0]);
+/* A forked child keeps only the forking thread, outside any team of its own. */
+void cc_ompt_after_fork(void) {
+    cc_lazy_clear(&threads); /* the mappings made: the slots the parent had taken */
     mine = NULL; /* the forking thread takes a new slot */
     memset(call_used, 0, sizeof call_used);
 }
@@ -427,8 +427,11 @@ int cc_ompt_hand_back(int ends, int back) {
         return set_callback(ompt_callback_mutex_released,
                             back ? (ompt_callback_t)quiet_mutex : (ompt_callback_t)on_mutex_released) > ompt_set_never;
     if (!back) /* an acquire handed back before its acquired: no stale start to time from */
-        for (int i = 0; i < CC_MAX_THREADS; i++)
-            __atomic_store_n(&threads[i].acquire_t0, 0, __ATOMIC_RELAXED);
+        for (int i = 0; i < CC_MAX_THREADS; i++) {
+            struct ompt_thread *o = cc_lazy_peek(&threads, i);
+            if (o)
+                __atomic_store_n(&o->acquire_t0, 0, __ATOMIC_RELAXED);
+        }
     /* The acquire before the acquired, both ways: an acquired of ours follows an acquire
      * of ours, or finds no start (cleared above, or by the last acquired). */
     int n = set_callback(ompt_callback_mutex_acquire,

@@ -378,8 +378,10 @@ def test_the_sampler_leaves_the_address_space_to_the_program(build, lib, tmp_pat
     """Under `ulimit -v` the address space is the program's to allocate.  The sampler's
     thread took a malloc arena of its own (opendir, each window: 64 MB reserved, 128 MB at
     its peak) and the default stack (8 MB): VmPeak was 152 MB above a plain run's, and a
-    program under `ulimit -v 170000` could allocate 60 MB instead of 140 MB.  What is left
-    is the library's static tables (about 13 MB) and a 1 MB stack."""
+    program under `ulimit -v 170000` could allocate 60 MB instead of 140 MB.  Then 14 MB was
+    left: the static tables (13 MB) and a 1 MB stack.  The tables are mapped as used now
+    (native/lazy.c): 1.7 MB above a plain run's peak of 18868 kB (VmPeak, this program), the
+    library's code and small tables, the sampler's stack and its records."""
     exe = build("vmpeak", VMPEAK_C, "-pthread")
 
     def peak(proc: subprocess.CompletedProcess) -> int:  # kB
@@ -391,7 +393,7 @@ def test_the_sampler_leaves_the_address_space_to_the_program(build, lib, tmp_pat
     assert plain.returncode == measured.returncode == 0, measured.stderr
     (summary,) = events(read_lines(out), "summary")
     assert summary["sampler"]["windows"] >= 1  # the sampler did read the task list
-    assert peak(measured) - peak(plain) < 24 * 1024, (peak(plain), peak(measured))
+    assert peak(measured) - peak(plain) < 4 * 1024, (peak(plain), peak(measured))
 
 
 # ---- locales ----------------------------------------------------------------------------------

@@ -235,15 +235,16 @@ def test_team_rule_is_the_library_s(gcc, tmp_path):
 struct cc_thread {{ int tid; int internal; }};
 static double cpu_of[CC_MAX_THREADS];
 static double cc_slot_cpu_s(const struct cc_thread *t) {{ return cpu_of[t->tid]; }}
+static struct cc_thread t[CC_MAX_THREADS];
+static const struct cc_thread *cc_thread_slot(int i) {{ return &t[i]; }}
 {func}
 int main(int argc, char **argv) {{
-    struct cc_thread t[CC_MAX_THREADS];
     for (int i = 3; i < argc; i++) {{
         t[i - 3].tid = i - 3;
         t[i - 3].internal = 0;
         cpu_of[i - 3] = atof(argv[i]);
     }}
-    printf("%d\\n", team_of(t, argc - 3, atoi(argv[1]), atof(argv[2])));
+    printf("%d\\n", team_of(argc - 3, atoi(argv[1]), atof(argv[2])));
     return 0;
 }}
 """)

@@ -321,7 +321,8 @@ def _opencl_host(regions: list[RegionSample], preds: list[TeamPrediction],
 
 
 def predict_sample(ffi: object, sample: object, result: object) -> int:
-    """Fill ``result`` for every region of ``sample``; 0 on success."""
+    """Fill ``result`` for every region of ``sample``; 0 on success.  No region at or past
+    ``sample.nregions``: the records end there (native/model_abi.h)."""
     _injected_fault(sample)
     try:
         hardware = hardware_from_struct(sample)

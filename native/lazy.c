@@ -1,0 +1,79 @@
+/* Tables mapped on first need: see lazy.h. */
+#define _GNU_SOURCE
+#include "lazy.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* The kernel's own calls where their arguments are plain: a program (or its sanitizer) that
+ * defines mmap, and locks in it, would come back into the thread's first wrapped call. */
+#if defined(__x86_64__) || defined(__aarch64__) || (defined(__riscv) && __riscv_xlen == 64)
+#define MAP(n) (void *)syscall(SYS_mmap, NULL, (n), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0L)
+#define UNMAP(p, n) syscall(SYS_munmap, (p), (n))
+#else
+#define MAP(n) mmap(NULL, (n), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
+#define UNMAP(p, n) munmap((p), (n))
+#endif
+
+unsigned long cc_map_refused;
+
+void *cc_map(size_t bytes) {
+    int saved = errno; /* the program's errno: a wrapper may be mid-call */
+    void *p = MAP(bytes);
+    errno = saved;
+    if (p == MAP_FAILED) {
+        __atomic_fetch_add(&cc_map_refused, 1, __ATOMIC_RELAXED);
+        return NULL;
+    }
+    return p;
+}
+
+void cc_unmap(void *p, size_t bytes) {
+    int saved = errno;
+    if (p)
+        UNMAP(p, bytes);
+    errno = saved;
+}
+
+void *cc_map_grown(void **slot, size_t *have, size_t need) {
+    if (*slot && *have >= need)
+        return *slot;
+    void *fresh = cc_map(need);
+    if (!fresh)
+        return NULL;
+    void *old = *slot;
+    size_t was = *have;
+    if (old)
+        memcpy(fresh, old, was);
+    /* The new one in place before the old goes: a fork in between leaves the child a
+     * mapped one (it keeps the records for its own sampler). */
+    *slot = fresh;
+    *have = need;
+    cc_unmap(old, was);
+    return fresh;
+}
+
+void *cc_lazy_get(const struct cc_lazy *t, int i) {
+    void *item = cc_lazy_peek(t, i);
+    if (item)
+        return item;
+    size_t bytes = t->item * (size_t)t->per;
+    void *fresh = cc_map(bytes);
+    if (!fresh)
+        return NULL;
+    void *expected = NULL;
+    /* Two threads may map the same chunk at once: one wins, the other's goes back. */
+    if (!__atomic_compare_exchange_n(&t->chunk[i / t->per], &expected, fresh, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
+        cc_unmap(fresh, bytes);
+    return cc_lazy_peek(t, i);
+}
+
+void cc_lazy_clear(const struct cc_lazy *t) {
+    for (int c = 0; c * t->per < t->n; c++)
+        if (t->chunk[c])
+            memset(t->chunk[c], 0, t->item * (size_t)t->per);
+}
