@@ -146,10 +146,14 @@ def one_hint_after(base: bytes, err: bytes, hint: str) -> None:
     assert sum(line.startswith("corecast: warning: opencl") for line in rest) == 1, rest
 
 
-def test_no_opencl_device_keeps_the_traceback_and_adds_one_line(opencl, tmp_path):
+def no_device_env(tmp_path, **extra: str) -> dict[str, str]:
     vendors = tmp_path / "vendors"
-    vendors.mkdir()
-    env = clean_env(POCL_DEVICES="none", OCL_ICD_VENDORS=str(vendors))
+    vendors.mkdir(exist_ok=True)
+    return clean_env(POCL_DEVICES="none", OCL_ICD_VENDORS=str(vendors), **extra)
+
+
+def test_no_opencl_device_keeps_the_traceback_and_adds_one_line(opencl, tmp_path):
+    env = no_device_env(tmp_path)
     base = plain([EXAMPLE, *SMALL], env=env)
     if base.returncode == 0:
         pytest.skip("an OpenCL device other than pocl's is still visible")
@@ -163,6 +167,22 @@ def test_no_opencl_device_keeps_the_traceback_and_adds_one_line(opencl, tmp_path
               measured([EXAMPLE, *SMALL], env=quiet)):
         assert (r.returncode, r.stdout) == (base.returncode, base.stdout)
         one_hint_after(base.stderr, r.stderr, NO_DEVICE_HINT)
+
+
+def test_no_opencl_device_predicts_nothing_from_numpys_blas_pool(opencl, tmp_path):
+    # The program fails before any kernel: its one thread ran all its code.  numpy's
+    # OpenBLAS pool (a thread the interpreter did not start, spinning a while at import)
+    # is the runtime's, as when kernels ran; it read as the program's parallelism.
+    env = no_device_env(tmp_path, OPENBLAS_NUM_THREADS="2")  # one pool thread on any machine
+    out = tmp_path / "nd.jsonl"
+    r = corecast_run(["--quiet", "--json-out", str(out)], [EXAMPLE, *SMALL], env=env)
+    if r.returncode == 0:
+        pytest.skip("an OpenCL device other than pocl's is still visible")
+    process = next(d for d in read_lines(out) if d["event"] == "process")
+    if process["threads"] < 2:
+        pytest.skip("this numpy started no BLAS thread")
+    assert process["basis"].startswith("one program thread; 1 runtime threads"), process["basis"]
+    assert all(p["speedup"] == p["low"] == p["high"] == 1 for p in process["predicted"]), process
 
 
 def test_compute_units_follow_pocl_max_pthread_count(opencl, tmp_path):
