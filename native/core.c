@@ -196,8 +196,6 @@ static void slot_inherit(struct cc_thread *t) {
     t->sample_wait = t->sample_hold = t->sample_release = 0; /* means learnt anew, per thread */
     t->sample_lock = 0;  /* a hold sample of the exited thread never closes */
     t->sample_t0 = 0;
-    memset(t->mpi_coll_req, 0, sizeof t->mpi_coll_req); /* its requests died with it */
-    t->mpi_coll_next = 0;
     t->inherited = 1;
 }
 

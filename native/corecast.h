@@ -18,7 +18,6 @@
 
 #define CC_MAX_THREADS 1024
 #define CC_MAX_HELD 4 /* nested critical sections / locks timed per thread */
-#define CC_MPI_COLL_REQS 16 /* non-blocking collectives remembered per thread */
 
 extern const char *const CC_STALL_NAMES[CC_NSTALL];
 extern const char *const CC_COUNTER_NAMES[CC_NCTR];
@@ -94,11 +93,8 @@ struct cc_thread {
     /* contended pthread lock awaiting its hold-time sample */
     const void *sample_lock;
     uint64_t sample_t0;
-    /* MPI (shims/mpi.c): payload bytes per category, and the thread's latest non-blocking
-     * collective requests, so that completing one counts as a collective wait. */
+    /* MPI (shims/mpi.c): payload bytes per category (its requests: mpi_requests.h) */
     uint64_t mpi_bytes[CC_NSTALL];
-    uintptr_t mpi_coll_req[CC_MPI_COLL_REQS];
-    unsigned mpi_coll_next;
     /* Slot reuse (core.c): a slot whose thread exited goes to the next new thread, which
      * carries on its counts.  ``inherited``: it held earlier threads; ``gone_cpu_ns``:
      * their CPU time (the slot's CPU is theirs plus its thread's, cc_slot_cpu_s). */

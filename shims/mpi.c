@@ -1,13 +1,15 @@
 /* MPI shim (over 400 lines: one runtime, one file, as shims/ has one per runtime, one
- * short wrapper per MPI call): the profiling interface (PMPI).  The library defines MPI_Recv, MPI_Allreduce,
- * ...; a program that links an MPI library calls these first, and they forward to the
- * library's PMPI_* entry points (found at run time: corecast never links MPI).  A program
- * without MPI never calls them, so it pays nothing.
+ * short wrapper per MPI call; what it remembers of requests is native/mpi_requests.c): the
+ * profiling interface (PMPI).  The library defines MPI_Recv, MPI_Allreduce, ...; a program
+ * that links an MPI library calls these first, and they forward to the library's PMPI_*
+ * entry points (found at run time: corecast never links MPI).  A program without MPI never
+ * calls them, so it pays nothing.
  *
  * Blocking point-to-point calls and the completion of requests are timed as mpi_p2p,
- * collectives and the completion of non-blocking collectives as mpi_collective, with the
- * payload bytes their arguments describe (sent plus received; a receive counts the buffer
- * it posted, since MPI_Status layouts differ between libraries).
+ * collectives and the completion of non-blocking collectives as mpi_collective; a post (a
+ * non-blocking call, each start of a persistent request) counts as a call of its category.
+ * All with the payload bytes their arguments describe (sent plus received; a receive
+ * counts the buffer it posted, since MPI_Status layouts differ between libraries).
  *
  * Handles (MPI_Comm, MPI_Datatype, MPI_Op) are pointers in Open MPI and ints in MPICH and
  * its derivatives: they are taken and forwarded as register-width values, which the
@@ -19,6 +21,7 @@
 #include <stdlib.h>
 
 #include "../native/corecast.h"
+#include "../native/mpi_requests.h"
 
 typedef void *mpi_h;
 
@@ -47,13 +50,12 @@ static void *pmpi(const char *name, const void *caller) {
 static int (*type_size)(mpi_h, int *);
 static int (*comm_size)(mpi_h, int *);
 static int (*comm_rank)(mpi_h, int *);
-static int wide_requests = 1; /* MPI_Request is a pointer (Open MPI) */
 
 static void resolve_helpers(const void *caller) {
     type_size = pmpi("PMPI_Type_size", caller);
     comm_size = pmpi("PMPI_Comm_size", caller);
     comm_rank = pmpi("PMPI_Comm_rank", caller);
-    wide_requests = dlsym(RTLD_DEFAULT, "ompi_mpi_comm_world") != NULL;
+    cc_mpi_wide_requests = dlsym(RTLD_DEFAULT, "ompi_mpi_comm_world") != NULL;
 }
 
 static uint64_t type_bytes(long count, mpi_h type) {
@@ -126,43 +128,9 @@ static inline void account(struct cc_thread *t, int cat, uint64_t waited, uint64
     if (r == 0) {                                                                            \
         account(t, cat, 0, bytes);                                                           \
         if (cat == CC_STALL_MPI_COLLECTIVE)                                                  \
-            remember_collective(t, req);                                                     \
+            cc_mpi_collective_posted(req);                                                   \
     }                                                                                        \
     return r
-
-/* ---- which requests are collectives ------------------------------------------------ */
-static inline uintptr_t request_at(const void *reqs, int i) {
-    return wide_requests ? ((const uintptr_t *)reqs)[i] : ((const unsigned *)reqs)[i];
-}
-
-static void remember_collective(struct cc_thread *t, const void *req) {
-    unsigned i = t->mpi_coll_next++ % CC_MPI_COLL_REQS; /* the oldest is forgotten */
-    t->mpi_coll_req[i] = request_at(req, 0);
-}
-
-static int holds(const void *reqs, int n, uintptr_t v) {
-    for (int i = 0; i < n; i++)
-        if (request_at(reqs, i) == v)
-            return 1;
-    return 0;
-}
-
-/* Ring slots whose request is among ``reqs`` (bit i: slot i). */
-static unsigned collectives_in(const struct cc_thread *t, const void *reqs, int n) {
-    unsigned mask = 0;
-    for (int s = 0; s < CC_MPI_COLL_REQS; s++)
-        if (t->mpi_coll_req[s] && holds(reqs, n, t->mpi_coll_req[s]))
-            mask |= 1u << s;
-    return mask;
-}
-
-/* After a wait: completed requests were set to MPI_REQUEST_NULL, so a remembered request
- * no longer in ``reqs`` is done (its handle may be reused by any later request). */
-static void forget_completed(struct cc_thread *t, unsigned mask, const void *reqs, int n) {
-    for (int s = 0; s < CC_MPI_COLL_REQS; s++)
-        if ((mask & (1u << s)) && !holds(reqs, n, t->mpi_coll_req[s]))
-            t->mpi_coll_req[s] = 0;
-}
 
 /* Completing requests: a wait is timed (collective if any of them is one), a test is not
  * (a loop of tests is the program's own polling); either way a collective it completed
@@ -171,14 +139,14 @@ static void forget_completed(struct cc_thread *t, unsigned mask, const void *req
     struct cc_thread *t = mpi_self();                                                        \
     if (!t)                                                                                  \
         return call;                                                                         \
-    unsigned mask = (n) > 0 && reqs ? collectives_in(t, reqs, n) : 0;                        \
+    uint64_t mask = cc_mpi_collectives_in(reqs, n);                                          \
     t->guard++;                                                                              \
     uint64_t t0 = (timed) ? cc_now() : 0;                                                    \
     int r = call;                                                                            \
     uint64_t w = (timed) ? cc_now() - t0 : 0;                                                \
     t->guard--;                                                                              \
     if (mask)                                                                                \
-        forget_completed(t, mask, reqs, n);                                                  \
+        cc_mpi_collectives_done(mask, reqs, n);                                              \
     if (timed)                                                                               \
         account(t, mask ? CC_STALL_MPI_COLLECTIVE : CC_STALL_MPI_P2P, w ? w : 1, 0);         \
     return r
@@ -266,6 +234,77 @@ int MPI_Isend(const void *buf, int count, mpi_h type, int dest, int tag, mpi_h c
 int MPI_Irecv(void *buf, int count, mpi_h type, int source, int tag, mpi_h comm, void *req) {
     REAL(MPI_Irecv);
     POSTED(CC_STALL_MPI_P2P, fn(buf, count, type, source, tag, comm, req), type_bytes(count, type), req);
+}
+
+/* ---- persistent point-to-point requests: made once, posted at each MPI_Start* ---------- */
+/* Making one moves nothing: its bytes are remembered for each start. */
+#define MADE(call, bytes, req)                                                                \
+    struct cc_thread *t = mpi_self();                                                        \
+    if (!t)                                                                                  \
+        return call;                                                                         \
+    t->guard++;                                                                              \
+    int r = call;                                                                            \
+    t->guard--;                                                                              \
+    if (r == 0)                                                                              \
+        cc_mpi_persistent_made(req, bytes);                                                  \
+    return r
+
+/* The four sends' persistent forms share one signature. */
+#define SEND_INIT(name)                                                                       \
+    int name(const void *buf, int count, mpi_h type, int dest, int tag, mpi_h comm, void *req) { \
+        REAL(name);                                                                          \
+        MADE(fn(buf, count, type, dest, tag, comm, req), type_bytes(count, type), req);      \
+    }
+SEND_INIT(MPI_Send_init)
+SEND_INIT(MPI_Ssend_init)
+SEND_INIT(MPI_Bsend_init)
+SEND_INIT(MPI_Rsend_init)
+
+int MPI_Recv_init(void *buf, int count, mpi_h type, int source, int tag, mpi_h comm, void *req) {
+    REAL(MPI_Recv_init);
+    MADE(fn(buf, count, type, source, tag, comm, req), type_bytes(count, type), req);
+}
+
+/* Each request started is a point-to-point post with its bytes (a persistent collective,
+ * MPI-4's, not made here: one without bytes, as its wait is point-to-point). */
+#define STARTED(reqs, n, call)                                                               \
+    struct cc_thread *t = mpi_self();                                                        \
+    if (!t)                                                                                  \
+        return call;                                                                         \
+    t->guard++;                                                                              \
+    int r = call;                                                                            \
+    t->guard--;                                                                              \
+    for (int i = 0; r == 0 && i < (n); i++) {                                                \
+        uint64_t bytes;                                                                      \
+        cc_mpi_persistent_bytes(cc_mpi_request_at(reqs, i), &bytes);                         \
+        account(t, CC_STALL_MPI_P2P, 0, bytes);                                              \
+    }                                                                                        \
+    return r
+
+int MPI_Start(void *req) {
+    REAL(MPI_Start);
+    STARTED(req, 1, fn(req));
+}
+
+int MPI_Startall(int n, void *reqs) {
+    REAL(MPI_Startall);
+    STARTED(reqs, n, fn(n, reqs));
+}
+
+/* A freed persistent request is forgotten: its handle may come back.  (Freeing a
+ * non-blocking collective's request is erroneous in MPI.) */
+int MPI_Request_free(void *req) {
+    REAL(MPI_Request_free);
+    struct cc_thread *t = mpi_self();
+    if (!t || !req)
+        return fn(req);
+    uintptr_t h = cc_mpi_request_at(req, 0);
+    t->guard++;
+    int r = fn(req);
+    t->guard--;
+    if (r == 0)
+        cc_mpi_persistent_freed(h);
+    return r;
 }
 
 /* ---- completion ---------------------------------------------------------------------- */

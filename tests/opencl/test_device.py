@@ -336,7 +336,8 @@ def test_device_wait_sees_the_devices_that_are_not_cpus_and_the_runtime_threads(
 
     p.pid, p.lock, p.sampled, p.pending, p.host_wait_ns = os.getpid(), threading.Lock(), [], [], 3_000_000_000
     p.shim, p.kernels, p.thread, p.exit_deadline, p.snaps = Shim(), {}, None, None, []
-    assert p.device_wait() is None  # no kernel ran
+    none_ran = p.device_wait()  # no kernel ran (no device): the host and its threads still
+    assert (none_ran.device_s, none_ran.wait_s) == (0.0, pytest.approx(3.0))
     p.kernels = {("c", 1): kernel(kind="cpu")}
     got = p.device_wait()
     assert (got.device_s, got.wait_s) == (0.0, pytest.approx(3.0))
@@ -397,7 +398,8 @@ def test_device_wait_awaits_the_launches_still_in_flight_at_the_exit(monkeypatch
 
     monkeypatch.setattr(sampling, "EXIT_WAIT_S", 0.05)
     p, rec = _exiting_profiler(_Finishing(after=None))
-    assert p.device_wait() is None and rec.completed == 0 and len(p.pending) == 1
+    got = p.device_wait()  # the host still, its runtime threads still not the program's
+    assert got is not None and got.device_s == 0 and rec.completed == 0 and len(p.pending) == 1
     deadline = p.exit_deadline
     p._await_in_flight(None)
     assert p.exit_deadline == deadline

@@ -135,24 +135,54 @@ def test_failing_program_keeps_its_traceback_and_status(opencl, tmp_path, how):
         assert text(base.stderr).startswith("Traceback") and "the program's own error" in text(base.stderr)
 
 
-def test_no_opencl_device_is_one_clear_line(opencl, tmp_path):
+NO_DEVICE_HINT = "corecast: warning: opencl: no OpenCL platform or device to run on"
+
+
+def one_hint_after(base: bytes, err: bytes, hint: str) -> None:
+    """``err`` is the plain run's stderr, byte for byte, then one corecast line."""
+    assert err.startswith(base), (text(base), text(err))
+    rest = text(err[len(base):]).splitlines()
+    assert rest and rest[0].startswith(hint), rest
+    assert sum(line.startswith("corecast: warning: opencl") for line in rest) == 1, rest
+
+
+def no_device_env(tmp_path, **extra: str) -> dict[str, str]:
     vendors = tmp_path / "vendors"
-    vendors.mkdir()
-    env = clean_env(POCL_DEVICES="none", OCL_ICD_VENDORS=str(vendors))
+    vendors.mkdir(exist_ok=True)
+    return clean_env(POCL_DEVICES="none", OCL_ICD_VENDORS=str(vendors), **extra)
+
+
+def test_no_opencl_device_keeps_the_traceback_and_adds_one_line(opencl, tmp_path):
+    env = no_device_env(tmp_path)
     base = plain([EXAMPLE, *SMALL], env=env)
     if base.returncode == 0:
         pytest.skip("an OpenCL device other than pocl's is still visible")
-    assert "Traceback" in text(base.stderr)
+    assert text(base.stderr).startswith("Traceback")
     r = measured([EXAMPLE, *SMALL], env=env)
-    assert r.returncode == base.returncode
-    lines = text(r.stderr).splitlines()
-    assert len(lines) == 1, lines
-    assert lines[0].startswith("corecast: error: no OpenCL platform or device")
-    r = corecast_run([], [EXAMPLE, *SMALL], env=env)
-    assert r.returncode == base.returncode
-    err = text(r.stderr)
-    assert "Traceback" not in err
-    assert sum(line.startswith("corecast: error: no OpenCL") for line in err.splitlines()) == 1
+    assert (r.returncode, r.stdout) == (base.returncode, base.stdout)
+    one_hint_after(base.stderr, r.stderr, NO_DEVICE_HINT)
+    assert len(text(r.stderr[len(base.stderr):]).splitlines()) == 1
+    quiet = dict(env, CORECAST_QUIET="1")  # warnings are not the report: quiet keeps them
+    for r in (corecast_run([], [EXAMPLE, *SMALL], env=env), corecast_run(["--quiet"], [EXAMPLE, *SMALL], env=env),
+              measured([EXAMPLE, *SMALL], env=quiet)):
+        assert (r.returncode, r.stdout) == (base.returncode, base.stdout)
+        one_hint_after(base.stderr, r.stderr, NO_DEVICE_HINT)
+
+
+def test_no_opencl_device_predicts_nothing_from_numpys_blas_pool(opencl, tmp_path):
+    # The program fails before any kernel: its one thread ran all its code.  numpy's
+    # OpenBLAS pool (a thread the interpreter did not start, spinning a while at import)
+    # is the runtime's, as when kernels ran; it read as the program's parallelism.
+    env = no_device_env(tmp_path, OPENBLAS_NUM_THREADS="2")  # one pool thread on any machine
+    out = tmp_path / "nd.jsonl"
+    r = corecast_run(["--quiet", "--json-out", str(out)], [EXAMPLE, *SMALL], env=env)
+    if r.returncode == 0:
+        pytest.skip("an OpenCL device other than pocl's is still visible")
+    process = next(d for d in read_lines(out) if d["event"] == "process")
+    if process["threads"] < 2:
+        pytest.skip("this numpy started no BLAS thread")
+    assert process["basis"].startswith("one program thread; 1 runtime threads"), process["basis"]
+    assert all(p["speedup"] == p["low"] == p["high"] == 1 for p in process["predicted"]), process
 
 
 def test_compute_units_follow_pocl_max_pthread_count(opencl, tmp_path):

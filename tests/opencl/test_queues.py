@@ -79,3 +79,57 @@ def test_the_programs_run_plainly(opencl, tmp_path):
         r = _run([sys.executable], tmp_path, source)
         assert r.returncode == 0, text(r.stderr)
         assert text(r.stdout) == EXPECTED
+
+
+def test_two_threads_launching_first_on_one_queue_make_one_profiling_queue():
+    # Thread A makes the queue's profiling queue; thread B's first launch on that queue
+    # comes meanwhile.  B either reaches CommandQueue too (two profiling queues for one
+    # program queue) or waits for A at the lock; either releases A: no timing involved.
+    import threading
+    from types import SimpleNamespace
+
+    from corecast.opencl.profile import Profiler
+
+    made, a_inside, b_there = [], threading.Event(), threading.Event()
+
+    class CL:  # the pyopencl parts the first launch on a queue reads
+        device_type = SimpleNamespace(CPU=2, GPU=4)
+
+        @staticmethod
+        def CommandQueue(context, device, properties):
+            made.append(properties)
+            if len(made) == 1:
+                a_inside.set()
+                b_there.wait(HANG_S)
+            else:
+                b_there.set()
+            return object()
+
+    class Watched:  # a lock that says when a thread waits for it
+        def __init__(self):
+            self.lock = threading.Lock()
+
+        def __enter__(self):
+            if not self.lock.acquire(blocking=False):
+                b_there.set()
+                self.lock.acquire()
+
+        def __exit__(self, *exc):
+            self.lock.release()
+
+    p = Profiler.__new__(Profiler)  # the bookkeeping alone: no pyopencl needed
+    p.cl, p.profiling_flag, p.out_of_order_flag = CL, 2, 1
+    p.queues, p.devices, p.hidden_token, p.queue_lock = {}, {}, object(), Watched()
+    device = SimpleNamespace(int_ptr=1, name="cpu", type=2, max_compute_units=2,
+                             platform=SimpleNamespace(name="p"), max_work_group_size=256)
+    queue = SimpleNamespace(properties=0, device=device, context=None)  # in order, no profiling
+    got = {}
+    a = threading.Thread(target=lambda: got.setdefault("a", p._queue_info(queue)))
+    a.start()
+    assert a_inside.wait(HANG_S)
+    b = threading.Thread(target=lambda: got.setdefault("b", p._queue_info(queue)))
+    b.start()
+    a.join(HANG_S)
+    b.join(HANG_S)
+    assert len(made) == 1, f"{len(made)} profiling queues for one program queue"
+    assert got["a"][2] is got["b"][2] is not None

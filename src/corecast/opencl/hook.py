@@ -11,8 +11,9 @@ reaches through pyopencl's generated invoker, and the same name in ``pyopencl``;
 (``corecast.opencl.profile``) is imported only then.
 
 An uncaught pyopencl error saying that there is no OpenCL platform or device, or a
-missing pyopencl, ends as one line on stderr instead of a traceback (the exit status stays
-Python's, 1); every other exception is the program's own and left alone.
+missing pyopencl, gets one ``corecast: warning: opencl:`` hint line after the program's
+traceback, which stays as a plain run prints it (as does the exit status, Python's 1);
+every other exception is the program's own and left alone.
 
 Standard library only, and nothing imported at module level beyond ``os``, ``sys`` and two
 constant-or-one-function modules (``settings``, ``warn``):
@@ -129,38 +130,37 @@ def _on_import(module) -> None:
         warn(f"kernels not measured: {type(exc).__name__}: {exc}")
 
 
-def _no_opencl_line(exc_type, exc) -> str | None:
-    """The one line for an exception that means there is no OpenCL to use, else None."""
+def _no_opencl_hint(exc_type, exc) -> str | None:
+    """The hint for an exception that means there is no OpenCL to use, else None.  The
+    pyopencl message itself is in the traceback just above it: not repeated."""
     try:
         if issubclass(exc_type, ImportError) and getattr(exc, "name", None) == TARGET:
-            return ("corecast: error: pyopencl is not installed in this Python "
-                    f"({sys.executable}); install it with: pip install 'corecast[opencl]'")
+            return (f"pyopencl is not installed in this Python ({sys.executable}); "
+                    "install it with: pip install 'corecast[opencl]'")
         module = getattr(exc_type, "__module__", "") or ""
         if not module.startswith(TARGET):
             return None
         text = " ".join(str(exc).split())
         if not any(sign.lower() in text.lower() for sign in NO_DEVICE_SIGNS):
             return None
-        if len(text) > 160:
-            text = text[:157] + "..."
-        return (f"corecast: error: no OpenCL platform or device to run on (pyopencl: {text}); "
-                "install one, e.g. the distribution's pocl (apt install pocl-opencl-icd, a CPU device)")
+        return ("no OpenCL platform or device to run on (the pyopencl error above); install one, "
+                "e.g. the distribution's pocl (apt install pocl-opencl-icd, a CPU device)")
     except Exception:
         return None
 
 
 def _hook(exc_type, exc, tb):
-    line = _no_opencl_line(exc_type, exc)
-    if line is None:
+    # The program's traceback first, as a plain run prints it; the hint only adds a line.
+    try:
         return (_excepthook or sys.__excepthook__)(exc_type, exc, tb)
-    try:
-        sys.stderr.flush()
-    except Exception:
-        pass
-    try:
-        os.write(2, (line + "\n").encode())
-    except Exception:
-        pass
+    finally:
+        hint = _no_opencl_hint(exc_type, exc)
+        if hint is not None:
+            try:
+                sys.stderr.flush()  # the traceback before the hint on a shared stderr
+            except Exception:
+                pass
+            warn(hint)
 
 
 def _at_exit() -> None:

@@ -91,6 +91,7 @@ class Profiler(Sampler):
         self.hidden_token = object()  # marks the profiling queues this process made
         self.unmeasured_launches = 0  # launches left alone (out-of-order queue, no profiling)
         self.queues: dict[int, tuple] = {}   # id(queue) -> (queue, info)
+        self.queue_lock = threading.Lock()  # a queue's first launch: one profiling queue made
         self.names: dict[int, tuple] = {}    # id(kernel) -> (kernel, function name)
         self.profiling_flag = int(cl.command_queue_properties.PROFILING_ENABLE)
         self.out_of_order_flag = int(cl.command_queue_properties.OUT_OF_ORDER_EXEC_MODE_ENABLE)
@@ -283,18 +284,22 @@ class Profiler(Sampler):
         hit = self.queues.get(id(queue))
         if hit is not None and hit[0] is queue:
             return hit[1]
-        props = int(queue.properties)
-        in_order = not props & self.out_of_order_flag
-        if props & self.profiling_flag:
-            result = (*self._device(queue), None, in_order)
-        elif in_order:
-            result = (*self._device(queue), self._hidden_queue(queue), True)
-        else:
-            result = None
-        if len(self.queues) >= CACHE_SIZE:
-            self.queues.clear()
-        self.queues[id(queue)] = (queue, result)
-        return result
+        with self.queue_lock:  # two threads' first launches on a queue made two profiling queues
+            hit = self.queues.get(id(queue))
+            if hit is not None and hit[0] is queue:
+                return hit[1]
+            props = int(queue.properties)
+            in_order = not props & self.out_of_order_flag
+            if props & self.profiling_flag:
+                result = (*self._device(queue), None, in_order)
+            elif in_order:
+                result = (*self._device(queue), self._hidden_queue(queue), True)
+            else:
+                result = None
+            if len(self.queues) >= CACHE_SIZE:
+                self.queues.clear()
+            self.queues[id(queue)] = (queue, result)
+            return result
 
     def _kernel_name(self, kernel) -> str:
         hit = self.names.get(id(kernel))
@@ -418,5 +423,6 @@ class Profiler(Sampler):
         self.hidden_token = object()  # the parent's profiling queues are not used
         self.unmeasured_launches = 0
         self.queues, self.names = {}, {}
+        self.queue_lock = threading.Lock()  # a parent's thread may have held it at the fork
         self.host_wait_ns = 0
         self.wait_depth = threading.local()

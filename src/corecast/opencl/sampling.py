@@ -338,7 +338,8 @@ class Sampler:
     def device_wait(self) -> HostSeen | None:
         """What the process prediction needs of this host (``recording.kernelstats.HostSeen``):
         the busy time of the devices that are not CPUs, the time the program waited in
-        blocking OpenCL calls, and the runtime's threads; None when no kernel ran.
+        blocking OpenCL calls, and the runtime's threads, also when no kernel ran (a program
+        that found no device predicted a speedup from numpy's idle OpenBLAS pool).
         Launches still in flight are awaited first, as the kernel report awaits them (it
         runs after this prediction): a program that left with its kernels running read as
         one that ran none, the OpenCL runtime's threads counted as its own."""
@@ -350,8 +351,6 @@ class Sampler:
             ran = [k for k in self.kernels.values() if k.completed]
         finally:
             self.lock.release()
-        if not ran:
-            return None
         busy = sum(k.device_ns for k in ran if k.device_type != "cpu") * 1e-9
         on_cpu = sum(k.device_ns for k in ran if k.device_type == "cpu") * 1e-9
         seen = HostSeen(busy, getattr(self, "host_wait_ns", 0) * 1e-9, cpu_device_s=on_cpu)
