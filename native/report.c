@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "corecast.h"
@@ -311,16 +312,27 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
 }
 
 /* A program that started no thread and ran no parallel region: one line, and a summary
- * record saying so (replay shows it as a serial run), rather than silence. */
+ * record saying so (replay shows it as a serial run), rather than silence.  Its waited-for
+ * children's CPU time (getrusage, which survives the launcher's exec) changes the line:
+ * `make -j2`, a forking worker pool or `xargs -P` ran side by side in processes, and "no
+ * parallel activity" under them read as a measured fact that was false (session user44). */
 void cc_report_serial(void) {
     static struct cc_buf b;
     double elapsed = cc_mono_s() - cc_started();
+    struct rusage ru;
+    double children = 0;
+    if (getrusage(RUSAGE_CHILDREN, &ru) == 0)
+        children = (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
+                   ru.ru_stime.tv_usec * 1e-6;
     b.len = 0;
-    cc_put(&b, "corecast: pid %d, %.3gs: serial run: no parallel activity (no thread started, no "
-            "OpenMP region); nothing to predict\n", (int)getpid(), elapsed);
+    cc_put(&b, "corecast: pid %d, %.3gs: ", (int)getpid(), elapsed);
+    if (children > 0)
+        cc_put(&b, CC_SERIAL_RUN_CHILDREN "\n", children);
+    else
+        cc_put(&b, CC_SERIAL_RUN "\n");
     if (!cc_cfg.quiet)
         cc_report_write(b.data, b.len);
-    cc_write_json_serial(elapsed);
+    cc_write_json_serial(elapsed, children);
 }
 
 /* What a quiet exit with no output still says: the warnings, never the table or records. */

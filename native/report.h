@@ -33,6 +33,6 @@ static inline int cc_machine_busy(const struct cc_load *l) {
 /* CORECAST_OUTPUT's lines: one per active region and the summary; for a serial run the
  * summary alone, saying so. */
 void cc_write_json(const struct cc_sample *s, const struct cc_result *r) CC_HIDDEN;
-void cc_write_json_serial(double elapsed_s) CC_HIDDEN;
+void cc_write_json_serial(double elapsed_s, double children_cpu_s) CC_HIDDEN;
 
 #endif
