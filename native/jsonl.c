@@ -261,7 +261,7 @@ static void json_summary(struct cc_buf *b, const struct cc_sample *s, const stru
     if (r->status == 0 && r->machine_json[0]) /* JSON the model wrote (ASCII, a whole object) */
         cc_put(b, ",\"machine_calibration\":%.*s", (int)strnlen(r->machine_json, sizeof r->machine_json),
                r->machine_json);
-    cc_put(b, ",\"corecast_cpu_s\":%.6g,\"launcher_cpu_s\":%.6g", cc_own_cpu_s(), cc_cpu_before_start());
+    cc_put(b, ",\"corecast_cpu_s\":%.6g,\"launcher_cpu_s\":%.6g,\"children_cpu_s\":%.6g", cc_own_cpu_s(), cc_cpu_before_start(), cc_children_cpu_s());
     /* What the sampler did (its windows, the model's window runs, the steered windows that
      * needed none, and when steering started it), and how long the sections went uncounted
      * (settle.c), steered or not. */

@@ -1,10 +1,11 @@
-"""A serial run whose children ran: the line says what was measured (session user44).
+"""Processes whose children ran: the report says what was measured (session user44).
 
 `corecast run -- make -j2` and a forking worker pool start no thread themselves, and
 their report read "serial run: no parallel activity", a false statement about a program
-whose work ran in processes side by side.  The library now reads the CPU time of the
-children it waited for (getrusage) and says so; the summary record keeps it as
-``children_cpu_s``, and replay prints the same line.
+whose work ran in processes side by side; a pool beside a few threads (Python's
+multiprocessing) got a table of its threads with no word of its workers.  The library
+now reads the CPU time of the children it waited for (getrusage) and says so; the
+summary record keeps it as ``children_cpu_s``, and replay prints the same line.
 
 Nothing here depends on the machine's speed: each child spins until its own CPU clock has
 advanced, so its CPU time is above zero however loaded the machine is.
@@ -47,6 +48,21 @@ int main(void) {
 }
 """
 
+# The same children beside one thread of the parent's: a full report, not a serial run.
+THREAD_AND_FORKS_C = r"""
+#include <pthread.h>
+static void *idle(void *a) { return a; }
+#define main forking_main
+""" + FORKING_C + r"""
+#undef main
+int main(void) {
+    pthread_t t;
+    pthread_create(&t, 0, idle, 0);
+    pthread_join(t, 0);
+    return forking_main();
+}
+"""
+
 NO_CHILDREN_C = r"""
 #include <stdio.h>
 int main(void) { printf("alone\n"); return 0; }
@@ -85,3 +101,18 @@ def test_a_serial_run_without_children_keeps_its_line(build, lib, tmp_path):
     assert proc.stderr.decode().endswith(": " + columns.SERIAL_RUN + "\n")
     (summary,) = read_lines(out)
     assert summary["serial_run"] is True and summary["children_cpu_s"] == 0
+
+
+def test_a_threaded_process_names_its_childrens_cpu_under_its_table(build, lib, tmp_path):
+    prog = build("thread_and_forks", THREAD_AND_FORKS_C, "-pthread")
+    out = tmp_path / "cc.jsonl"
+    proc = _launched(prog, lib, out)
+    assert proc.stdout == b"children 21\n" and proc.returncode == 0
+    err = proc.stderr.decode()
+    (summary,) = [r for r in read_lines(out) if r["event"] == "summary"]
+    assert "serial_run" not in summary and summary["children_cpu_s"] >= 0.02
+    line = "corecast: " + columns.CHILDREN_LINE % summary["children_cpu_s"]
+    assert line in err.splitlines(), err
+    rep = subprocess.run([sys.executable, "-m", "corecast", "replay", str(out)], capture_output=True, text=True,
+                         timeout=60)
+    assert rep.returncode == 0 and line in rep.stdout.splitlines(), rep.stdout + rep.stderr

@@ -112,6 +112,8 @@ def table(rep: ReplayedProcess, machine: str | None = None) -> str:
     # run's kernel table did: each one the line above does not already say.
     out += [f"  {printable(k.name)}: {printable(p.basis)}" for k, p in rep.kernels
             if p is not None and p.basis != basis]
+    if getattr(proc, "children_cpu_s", 0.0) > 0 and not serial_run(rep):  # as the library's report
+        out.append("corecast: " + col.CHILDREN_LINE % proc.children_cpu_s)
     if serial_run(rep):  # a serial image exec'd after a parallel one (the same pid): its line too
         out.append(f"corecast: {_serial_line(proc)}")
     out.append(f"replayed: schema {proc.schema} records with the current model")
