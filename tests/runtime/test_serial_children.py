@@ -12,6 +12,7 @@ advanced, so its CPU time is above zero however loaded the machine is.
 """
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -92,6 +93,10 @@ def test_a_serial_run_whose_children_ran_does_not_claim_no_parallel_activity(bui
     assert rep.returncode == 0, rep.stderr
     line = columns.SERIAL_RUN_CHILDREN % summary["children_cpu_s"]
     assert line in rep.stdout and line in err
+    rep = subprocess.run([sys.executable, "-m", "corecast", "replay", "--json", str(out)], capture_output=True,
+                         text=True, timeout=60)
+    (entry,) = json.loads(rep.stdout)["processes"]
+    assert entry["serial_run"] is True and entry["children_cpu_s"] == summary["children_cpu_s"]
 
 
 def test_a_serial_run_without_children_keeps_its_line(build, lib, tmp_path):

@@ -167,6 +167,7 @@ def to_dict(reps: list[ReplayedProcess]) -> dict:
                  "basis": proc[1].basis if proc else "",
                  "future_bottleneck": proc[1].bottleneck if proc else None,
                  "serial_run": serial_run(rep),
+                 "children_cpu_s": getattr(rep.recorded, "children_cpu_s", 0.0),  # the run's line says it
                  "warnings": list(rep.warnings),
                  "regions": regions}
         procs.append(entry)
