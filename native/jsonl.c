@@ -262,7 +262,7 @@ static void json_summary(struct cc_buf *b, const struct cc_sample *s, const stru
     if (r->status == 0 && r->machine_json[0]) /* JSON the model wrote (ASCII, a whole object) */
         cc_put(b, ",\"machine_calibration\":%.*s", (int)strnlen(r->machine_json, sizeof r->machine_json),
                r->machine_json);
-    cc_put(b, ",\"corecast_cpu_s\":%.6g,\"launcher_cpu_s\":%.6g", cc_own_cpu_s(), cc_cpu_before_start());
+    cc_put(b, ",\"corecast_cpu_s\":%.6g,\"launcher_cpu_s\":%.6g,\"children_cpu_s\":%.6g", cc_own_cpu_s(), cc_cpu_before_start(), cc_children_cpu_s());
     /* What the sampler did (its windows, the model's window runs, the steered windows that
      * needed none, and when steering started it), and how long the sections went uncounted
      * (settle.c), steered or not. */
@@ -377,7 +377,7 @@ void cc_write_json(const struct cc_sample *s, const struct cc_result *r) {
 
 /* A program that started no thread and ran no parallel region: a summary record saying
  * so (replay shows it as a serial run). */
-void cc_write_json_serial(double elapsed) {
+void cc_write_json_serial(double elapsed, double children_cpu_s) {
     if (!cc_cfg.output[0])
         return;
     int fd = open_output();
@@ -387,8 +387,8 @@ void cc_write_json_serial(double elapsed) {
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     b->len = 0;
     cc_put(b, "{\"event\":\"summary\",\"schema\":%d,\"pid\":%d,\"elapsed_s\":%.6g,\"cores\":%d,"
-            "\"target\":%d,\"regions\":0,\"serial_run\":true,\"model\":\"not run: serial run\"}\n",
-        CC_SAMPLE_SCHEMA, (int)getpid(), elapsed, cores > 0 ? (int)cores : 1, cc_cfg.target);
+            "\"target\":%d,\"regions\":0,\"serial_run\":true,\"children_cpu_s\":%.6g,\"model\":\"not run: serial run\"}\n",
+        CC_SAMPLE_SCHEMA, (int)getpid(), elapsed, cores > 0 ? (int)cores : 1, cc_cfg.target, children_cpu_s);
     if (cc_cfg.rank >= 0) { /* before the closing brace and newline */
         b->len -= 2;
         put_rank(b);

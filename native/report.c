@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "corecast.h"
@@ -308,21 +309,43 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
         cc_put(b, "corecast: machine busy: the program's threads waited %.3g s (%.0f%% of their runnable time) "
                 "for CPUs other load held; kept out of its contention, but the figures are a busy machine's\n",
             l.other_s, 100 * l.other_s / l.runnable_s);
+    /* A pool of worker processes beside a few threads (Python's multiprocessing) read as a
+     * process with no gain from cores, its workers' CPU nowhere in sight (session user44). */
+    double children = cc_children_cpu_s();
+    if (children > 0)
+        cc_put(b, "corecast: " CC_CHILDREN_LINE "\n", children);
     cc_put(b, "corecast: own CPU %.3f s (sampler and model), not counted as the program's\n", cc_own_cpu_s());
     cc_report_write(b->data, b->len);
 }
 
+/* The CPU time of the child processes this one waited for (getrusage, which survives the
+ * launcher's exec): work a thread table cannot show (a multiprocessing pool, make -j2). */
+double cc_children_cpu_s(void) {
+    struct rusage ru;
+    if (getrusage(RUSAGE_CHILDREN, &ru) != 0)
+        return 0;
+    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
+           ru.ru_stime.tv_usec * 1e-6;
+}
+
 /* A program that started no thread and ran no parallel region: one line, and a summary
- * record saying so (replay shows it as a serial run), rather than silence. */
+ * record saying so (replay shows it as a serial run), rather than silence.  Its waited-for
+ * children's CPU time (getrusage, which survives the launcher's exec) changes the line:
+ * `make -j2`, a forking worker pool or `xargs -P` ran side by side in processes, and "no
+ * parallel activity" under them read as a measured fact that was false (session user44). */
 void cc_report_serial(void) {
     struct cc_buf *b = cc_exit_buf();
     double elapsed = cc_mono_s() - cc_started();
+    double children = cc_children_cpu_s();
     b->len = 0;
-    cc_put(b, "corecast: pid %d, %.3gs: serial run: no parallel activity (no thread started, no "
-            "OpenMP region); nothing to predict\n", (int)getpid(), elapsed);
+    cc_put(b, "corecast: pid %d, %.3gs: ", (int)getpid(), elapsed);
+    if (children > 0)
+        cc_put(b, CC_SERIAL_RUN_CHILDREN "\n", children);
+    else
+        cc_put(b, CC_SERIAL_RUN "\n");
     if (!cc_cfg.quiet)
         cc_report_write(b->data, b->len);
-    cc_write_json_serial(elapsed);
+    cc_write_json_serial(elapsed, children);
 }
 
 /* What a quiet exit with no output still says: the warnings, never the table or records. */

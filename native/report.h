@@ -7,6 +7,7 @@
 
 void cc_report(const struct cc_sample *s, const struct cc_result *r);
 void cc_report_serial(void); /* exit without parallel activity */
+double cc_children_cpu_s(void); /* waited-for children's CPU seconds (getrusage) */
 void cc_report_unread(void); /* a quiet exit with no output: its warnings alone */
 /* config.c: a warning per CORECAST_* variable at start that is not a setting (a typo),
  * said with the report's warnings rather than at start-up among the program's lines. */
@@ -33,6 +34,6 @@ static inline int cc_machine_busy(const struct cc_load *l) {
 /* CORECAST_OUTPUT's lines: one per active region and the summary; for a serial run the
  * summary alone, saying so. */
 void cc_write_json(const struct cc_sample *s, const struct cc_result *r) CC_HIDDEN;
-void cc_write_json_serial(double elapsed_s) CC_HIDDEN;
+void cc_write_json_serial(double elapsed_s, double children_cpu_s) CC_HIDDEN;
 
 #endif

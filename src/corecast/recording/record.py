@@ -211,6 +211,8 @@ def summary_from_json(rec: dict) -> dict:
     out["target"] = _target(rec, "target")
     out["elapsed_s"] = _num(rec, "elapsed_s")
     out["serial_run"] = rec.get("serial_run") is True
+    if "children_cpu_s" in rec:  # waited-for children's CPU (absent before session user44)
+        out["children_cpu_s"] = _num(rec, "children_cpu_s")
     if rec.get("machine_calibration") is not None:
         out["calibration"] = rec["machine_calibration"]  # machine.from_dict's to read (its own format)
     source = (rec.get("predicted_for") or {}).get("source") if isinstance(rec.get("predicted_for"), dict) else None

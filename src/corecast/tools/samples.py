@@ -46,6 +46,7 @@ class RecordedProcess:
     elapsed_s: float = 0.0
     steer: bool = False
     serial_run: bool = False  # no thread started, no parallel region (nothing was sampled)
+    children_cpu_s: float = 0.0  # a serial run's waited-for children's CPU time (make -j2)
     rank: int | None = None   # schema 3, under an MPI launcher: the rank and world size
     ranks: int | None = None
     mpi_init_s: float = 0.0   # schema 3, MPI programs: MPI_Init and MPI_Finalize times

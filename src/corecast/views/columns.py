@@ -38,6 +38,18 @@ FASTEST_HEADING = "fastest"
 NO_EVIDENCE_CELL = "?"
 NO_EVIDENCE_LINE = ("no evidence: %s ran its work on one thread, which shows nothing of how it "
                     "divides: no fastest count is named")
+# A process that started no thread and ran no parallel region: its one line after "pid N,
+# TIME: ", and the one for such a process whose waited-for children used CPU (make -j2, a
+# forking worker pool: "no parallel activity" was false there; the library reads
+# getrusage(RUSAGE_CHILDREN), the summary record keeps it as ``children_cpu_s``).
+SERIAL_RUN = "serial run: no parallel activity (no thread started, no OpenMP region); nothing to predict"
+SERIAL_RUN_CHILDREN = ("serial run: no thread started and no OpenMP region in this process; its child processes "
+                       "used %.3g s of CPU (each reports for itself if it ran threads; processes side by side are "
+                       "not predicted); nothing to predict")
+# Under a process's table, where it waited for children that used CPU (a multiprocessing pool
+# beside a few threads read as no gain from cores, its workers out of sight).
+CHILDREN_LINE = ("its child processes used %.3g s of CPU, not in this table (each reports for itself if it ran "
+                 "threads; processes side by side are not predicted)")
 SPEEDUP_COLUMNS = 4  # powers of two from 2 shown before the target's own column
 STALLS_SHOWN = 3     # the top stall categories named in a row
 STALL_MIN_SHARE = 0.005  # a category under this share of the thread time is left out
@@ -166,6 +178,9 @@ def c_header() -> str:
         f'#define CC_COL_FASTEST_HEADING "{FASTEST_HEADING}"',
         f'#define CC_NO_EVIDENCE_CELL "{NO_EVIDENCE_CELL}"',
         f'#define CC_NO_EVIDENCE_LINE "{NO_EVIDENCE_LINE}\\n"',
+        f'#define CC_SERIAL_RUN "{SERIAL_RUN}"',
+        f'#define CC_SERIAL_RUN_CHILDREN "{SERIAL_RUN_CHILDREN}" /* with the children\'s CPU seconds */',
+        f'#define CC_CHILDREN_LINE "{CHILDREN_LINE}" /* with the children\'s CPU seconds */',
         f'#define CC_COL_TAIL_HEADING " %{BAND}s %{FASTEST}s  %s"',
         "#endif",
     ]

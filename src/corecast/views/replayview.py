@@ -78,8 +78,7 @@ def table(rep: ReplayedProcess, machine: str | None = None) -> str:
     # 0: the summary line, which records it, is missing (a run stopped before writing it)
     elapsed = f"{proc.elapsed_s:.3g}s" if proc.elapsed_s > 0 else "time not recorded"
     if serial_run(rep) and all(r["threads"] <= 1 for r in proc.regions):  # the library's one line, no table
-        return (f"corecast replay: pid {proc.pid}, {elapsed}: serial run: no parallel activity (no thread "
-                "started, no OpenMP region); nothing to predict\n")
+        return f"corecast replay: pid {proc.pid}, {elapsed}: {_serial_line(proc)}\n"
     out = [f"corecast replay: pid {proc.pid}, {cores}, {elapsed}; predicted speedup "
            f"up to {_counted(rep)} on {article(rep.predicted_cores)} {rep.predicted_cores}-core machine "
            f"({'target' if rep.target_given else 'recorded target'})"
@@ -113,11 +112,18 @@ def table(rep: ReplayedProcess, machine: str | None = None) -> str:
     # run's kernel table did: each one the line above does not already say.
     out += [f"  {printable(k.name)}: {printable(p.basis)}" for k, p in rep.kernels
             if p is not None and p.basis != basis]
+    if getattr(proc, "children_cpu_s", 0.0) > 0 and not serial_run(rep):  # as the library's report
+        out.append("corecast: " + col.CHILDREN_LINE % proc.children_cpu_s)
     if serial_run(rep):  # a serial image exec'd after a parallel one (the same pid): its line too
-        out.append("corecast: serial run: no parallel activity (no thread started, no OpenMP region); "
-                   "nothing to predict")
+        out.append(f"corecast: {_serial_line(proc)}")
     out.append(f"replayed: schema {proc.schema} records with the current model")
     return "\n".join(out) + "\n"
+
+
+def _serial_line(proc) -> str:
+    """The library's serial-run line: with its children's CPU time where it waited for any."""
+    children = getattr(proc, "children_cpu_s", 0.0)
+    return col.SERIAL_RUN_CHILDREN % children if children > 0 else col.SERIAL_RUN
 
 
 def serial_run(rep: ReplayedProcess) -> bool:
@@ -161,6 +167,7 @@ def to_dict(reps: list[ReplayedProcess]) -> dict:
                  "basis": proc[1].basis if proc else "",
                  "future_bottleneck": proc[1].bottleneck if proc else None,
                  "serial_run": serial_run(rep),
+                 "children_cpu_s": getattr(rep.recorded, "children_cpu_s", 0.0),  # the run's line says it
                  "warnings": list(rep.warnings),
                  "regions": regions}
         procs.append(entry)
