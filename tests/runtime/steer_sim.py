@@ -31,14 +31,19 @@ class SimRegion:
     def record(self) -> dict:
         calls = sum(int(c) for c, _ in self.hist.values())
         wall = sum(w for _, w in self.hist.values())
-        return region_from_json({
+        # A live window may hold no finished call yet (a call longer than a window); the
+        # struct's decoder takes that, while a recorded line never has calls 0 and its
+        # decoder refuses it: the line is decoded with 1 and given the window's count.
+        region = region_from_json({
             "name": "main._omp_fn.0", "object": "sim", "runtime": "openmp", "threads": self.own,
-            "calls": calls, "wall_s": wall, "requested": self.own,
+            "calls": max(calls, 1), "wall_s": wall, "requested": self.own,
             "stalls_s": {self.category: self.stalls},
             "counters": {"busy_s": self.own * wall - self.stalls, "serial_s": 0.0,
                          "acquisitions": {"critical": self.acquisitions * calls}},
             "by_team": [{"threads": t, "calls": int(c), "wall_s": w} for t, (c, w) in sorted(self.hist.items())],
         })
+        region["calls"] = calls
+        return region
 
     def window(self) -> int:
         """Run one window at the current team, then let steering decide; the next team."""

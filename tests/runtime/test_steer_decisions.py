@@ -9,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from corecast.model.runtime.steering import NOISE, RegionSteer, _step_pays, guard
+from corecast.model.runtime.steering import NOISE, NOT_STARTED, RegionSteer, _step_pays, guard
 from corecast.model.tuning.tuners import OPreSca
 
 from .steer_sim import SimRegion
@@ -221,7 +221,7 @@ def test_a_region_no_window_reached_says_why_at_the_exit():
     # loop at 2 threads, 0.6 s; each rank of mpi_omp_hybrid) read "not measured yet".
     from corecast.model.runtime.predictor import predict_window
 
-    def at_exit(per_call, stall_share, category):
+    def at_exit(per_call, stall_share, category, model_ran=True):
         sim = SimRegion(16, per_call, stall_share, category=category)
         calls = 1000
         sim.hist = {16: [calls, calls * per_call(16)]}
@@ -229,13 +229,18 @@ def test_a_region_no_window_reached_says_why_at_the_exit():
         region = sim.record()
         (pred,) = predict_window([region], 16, 16, 16, sim.histories, final=True)
         steer = RegionSteer(16)
-        steer.judge_at_exit(sim.histories[("main._omp_fn.0", "sim")], region, pred, 1.0, 0.2)
+        steer.judge_at_exit(sim.histories[("main._omp_fn.0", "sim")], region, pred, 1.0, 0.2, model_ran)
         return steer
 
     steer = at_exit(scaling, lambda k: 0.02, "imbalance")
     assert steer.reason.startswith("efficient (") and steer.chosen() is None and steer.steps == 0
     convoy_steer = at_exit(convoy, lambda k: 0.6, "critical")
     assert convoy_steer.reason == "no window reached the model"  # the guard would explore it
+    # No window before the exit reached the model at all: the C side's check kept it from
+    # starting, and the reason says so rather than blaming the run's length (session user44:
+    # a stencil whose table said "fastest 1").
+    not_started = at_exit(convoy, lambda k: 0.6, "critical", model_ran=False)
+    assert not_started.reason == NOT_STARTED and len(NOT_STARTED.encode()) < 48
 
 
 def test_a_borne_out_model_settles_without_the_tuners_other_seeds():

@@ -49,6 +49,7 @@ def _put(ffi: object, field: object, text: str) -> None:
 
 _histories: dict[tuple[str, str], RegionHistory] = {}
 _steering: dict[tuple[str, str], object] = {}
+_steered_windows = 0  # windows before the exit that reached the model with steering on
 
 
 def _steer(ffi: object, region: RegionSample, pred: TeamPrediction, sample: object, out: object) -> None:
@@ -69,7 +70,7 @@ def _steer(ffi: object, region: RegionSample, pred: TeamPrediction, sample: obje
     if steer is None:
         steer = _steering[key] = RegionSteer(region["requested"])
         if sample.final:  # no window's answer reached it
-            steer.judge_at_exit(history, region, pred, sample.elapsed_s, sample.window_s)
+            steer.judge_at_exit(history, region, pred, sample.elapsed_s, sample.window_s, _steered_windows > 0)
     if not sample.final:
         out.next_threads = steer.step(history, region, pred, sample.elapsed_s, sample.window_s)
     out.steer_chosen = steer.chosen() or 0
@@ -323,6 +324,7 @@ def _opencl_host(regions: list[RegionSample], preds: list[TeamPrediction],
 def predict_sample(ffi: object, sample: object, result: object) -> int:
     """Fill ``result`` for every region of ``sample``; 0 on success.  No region at or past
     ``sample.nregions``: the records end there (native/model_abi.h)."""
+    global _steered_windows
     _injected_fault(sample)
     try:
         hardware = hardware_from_struct(sample)
@@ -332,6 +334,8 @@ def predict_sample(ffi: object, sample: object, result: object) -> int:
         # With a target machine the node model answers beyond this machine (its memory
         # model: the thread-level history fit has none), so the exit fits no history: the
         # fit (numpy, scipy) cost omp_triad 0.33-0.44 s of CPU at exit, 38-55% of its run.
+        if not sample.final:
+            _steered_windows += 1
         nodes = _numa_state() is not None
         preds = predict_window(regions, sample.target, *_machines(sample), _histories,
                                bool(sample.final) and not nodes, _calibration()[0])

@@ -124,16 +124,21 @@ class RegionSteer:
         return nxt
 
     def judge_at_exit(self, history: RegionHistory, region: RegionSample, pred: TeamPrediction, elapsed_s: float,
-                      window_s: float) -> None:
+                      window_s: float, model_ran: bool = True) -> None:
         """Why a region that no window's answer reached was not explored, by the guard's
         rule over the whole run: the C side started no model (native/steer_start.c found no
-        region that could pay for it), or the run ended before its first answer.  Its reason
-        read "not measured yet" for a region measured over the whole run (a compute loop at
-        2 threads, 0.6 s; each rank of mpi_omp_hybrid)."""
+        region that could pay for it: ``model_ran`` False), or the run ended before its
+        first answer.  Its reason read "not measured yet" for a region measured over the
+        whole run (a compute loop at 2 threads, 0.6 s; each rank of mpi_omp_hybrid), and
+        "no window reached the model" beside a table whose fastest count was 1 where the
+        C side's stall bound had kept the model from starting (session user44)."""
         if self.tuner is not None or self.steps:
             return
         verdict = guard(self.own, history.perf(self.own), region, pred, elapsed_s, window_s)
-        self.reason = verdict if isinstance(verdict, str) else "no window reached the model"
+        if isinstance(verdict, str):
+            self.reason = verdict
+        else:
+            self.reason = "no window reached the model" if model_ran else NOT_STARTED
 
     def _model_borne_out(self) -> bool:
         """Whether the best measured count gained at least what the window model predicted
@@ -245,6 +250,12 @@ def efficiency(region: RegionSample, own: int | None = None) -> float:
     if thread_s <= 0:
         return 1.0
     return max(0.0, 1.0 - sum(region["stalls_s"].values()) / thread_s)
+
+
+# The C side's check (stalls and locks, native/steer_start.c) found no region able to pay
+# for the model in any window, though the exit's prediction would explore: 48 bytes at most
+# (model_abi.h's steer_reason).
+NOT_STARTED = "model not started: no room seen in the windows"
 
 
 def guard(own: int, own_perf: float | None, region: RegionSample, pred: TeamPrediction, elapsed_s: float,
