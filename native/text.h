@@ -28,7 +28,7 @@ struct cc_buf *cc_exit_buf(void) CC_HIDDEN;
 void cc_put(struct cc_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3))) CC_HIDDEN;
 void cc_put_str(struct cc_buf *b, const char *s) CC_HIDDEN;
 void cc_put_cell(struct cc_buf *b, const char *s, int width) CC_HIDDEN;
-void cc_put_cost(struct cc_buf *b, double percent) CC_HIDDEN; /* "estimated cost 0.8%" or "saving" */
+void cc_put_cost(struct cc_buf *b, double percent) CC_HIDDEN; /* "the probes cost an estimated 0.8%" or "saved" */
 void cc_put_steering(struct cc_buf *b, int own, int now, int chosen, int steps, double gain, const char *reason) CC_HIDDEN;
 void cc_put_decimal(char **p, long v) CC_HIDDEN; /* async-signal-safe digits, for /proc paths */
 

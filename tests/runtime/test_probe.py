@@ -163,5 +163,5 @@ def test_a_probe_that_saved_time_says_saving_not_a_negative_cost(build):
     # a region that scales badly): the report's probed line once said "estimated cost -0.82%".
     so = ctypes.CDLL(str(build("probe_cost.so", COST_C, "-shared", "-fPIC", f"-I{NATIVE_SOURCE}")))
     so.cost.restype, so.cost.argtypes = ctypes.c_char_p, [ctypes.c_double]
-    assert so.cost(-0.82) == b"estimated saving 0.82%"
-    assert so.cost(1.5) == b"estimated cost 1.5%" and so.cost(0.0) == b"estimated cost 0%"
+    assert so.cost(-0.82) == b"the probes saved an estimated 0.82%"
+    assert so.cost(1.5) == b"the probes cost an estimated 1.5%" and so.cost(0.0) == b"the probes cost an estimated 0%"
