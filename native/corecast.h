@@ -322,6 +322,7 @@ void cc_counters_moved(void) CC_HIDDEN; /* the sampler's table holds them: out o
 void cc_counters_read_held(struct cc_sample *s) CC_HIDDEN; /* PMU, NUMA: where this table holds them */
 void cc_sampler_read_counters(struct cc_sample *s); /* fills counters + runqueue */
 double cc_cpu_before_start(void) CC_HIDDEN; /* CPU s before this image: `corecast run`'s launcher */
+double cc_children_cpu_s(void) CC_HIDDEN; /* waited-for children's CPU s (getrusage) */
 /* NUMA topology and memory-traffic counters (numa.c, the plan in CORECAST_NUMA_EVENTS):
  * opened with the sampler's counters, read with them (cumulative), closed in a forked child. */
 extern const char *const CC_NUMA_ROLE_NAMES[CC_NUMA_NROLES]; /* bit order of CC_NUMA_* */

@@ -3,7 +3,6 @@
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "corecast.h"
@@ -327,16 +326,6 @@ static void write_table(const struct cc_sample *s, const struct cc_result *r) {
         cc_put(b, "corecast: " CC_CHILDREN_LINE "\n", children);
     cc_put(b, "corecast: own CPU %.3f s (sampler and model), not counted as the program's\n", cc_own_cpu_s());
     cc_report_write(b->data, b->len);
-}
-
-/* The CPU time of the child processes this one waited for (getrusage, which survives the
- * launcher's exec): work a thread table cannot show (a multiprocessing pool, make -j2). */
-double cc_children_cpu_s(void) {
-    struct rusage ru;
-    if (getrusage(RUSAGE_CHILDREN, &ru) != 0)
-        return 0;
-    return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec * 1e-6 + (double)ru.ru_stime.tv_sec +
-           ru.ru_stime.tv_usec * 1e-6;
 }
 
 /* A program that started no thread and ran no parallel region: one line, and a summary

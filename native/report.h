@@ -7,7 +7,6 @@
 
 void cc_report(const struct cc_sample *s, const struct cc_result *r);
 void cc_report_serial(void); /* exit without parallel activity */
-double cc_children_cpu_s(void); /* waited-for children's CPU seconds (getrusage) */
 void cc_report_unread(void); /* a quiet exit with no output: its warnings alone */
 /* config.c: a warning per CORECAST_* variable at start that is not a setting (a typo),
  * said with the report's warnings rather than at start-up among the program's lines. */
