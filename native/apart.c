@@ -86,6 +86,7 @@ int cc_try_apart(void (*fn)(void *), void *arg, double *cpu_s) {
         errno = saved;
         return 0;
     }
+    munlock(stack, APART_STACK); /* after the program's mlockall(MCL_FUTURE): not its budget (lazy.c) */
     struct apart_job job = {fn, arg, 0, {{0}}};
     sigset_t all, old;
     sigfillset(&all);
