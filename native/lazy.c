@@ -58,8 +58,9 @@ void *cc_map_grown(void **slot, size_t *have, size_t need) {
         memcpy(fresh, old, was);
     /* The new one in place before the old goes: a fork in between leaves the child a
      * mapped one (it keeps the records for its own sampler). */
-    *slot = fresh;
-    *have = need;
+    __atomic_store_n(slot, fresh, __ATOMIC_RELEASE); /* release: ``have`` never before ``slot``, */
+    __atomic_store_n(have, need, __ATOMIC_RELEASE);  /* whatever the compiler's order (a child
+                                                       * that saw ``need`` over the old one wrote past it) */
     cc_unmap(old, was);
     return fresh;
 }
