@@ -298,7 +298,9 @@ static int sampler_stack(pthread_attr_t *attr) {
     if (pthread_attr_getstacksize(attr, &size) != 0 || size < ((size_t)64 << 10))
         return 0;
     size = (size + page - 1) & ~(page - 1);
-    if (block && (owner == getpid() || bytes != size + page)) /* this process's sampler had it */
+    char here; /* a child of the sampler's own fork runs on it: never reused there */
+    int on_it = block && &here >= block && &here < block + bytes;
+    if (block && (owner == getpid() || bytes != size + page || on_it)) /* this process's sampler had it */
         block = NULL;
     if (!block && (block = cc_map(size + page))) {
         bytes = size + page;
