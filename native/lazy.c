@@ -22,6 +22,13 @@
 
 unsigned long cc_map_refused;
 
+void cc_unlock(void *p, size_t bytes) {
+    /* Not once the program restricts its system calls (cc_before_restrict sets disabled
+     * first): a filter that allows mmap need not allow munlock. */
+    if (!cc_cfg.disabled)
+        UNLOCK(p, bytes);
+}
+
 void *cc_map(size_t bytes) {
     int saved = errno; /* the program's errno: a wrapper may be mid-call */
     void *p = MAP(bytes);
@@ -34,7 +41,7 @@ void *cc_map(size_t bytes) {
      * RLIMIT_MEMLOCK for good: a buffer it mapped later, which fit without corecast, was
      * refused (test_memlock.py).  Unlocked at once, ours leave the program's budget as they
      * found it (no-op when nothing is locked). */
-    UNLOCK(p, bytes);
+    cc_unlock(p, bytes);
     errno = saved;
     return p;
 }
