@@ -29,6 +29,7 @@
 #include "apart.h"
 #include "corecast.h"
 #include "futex.h"
+#include "lazy.h"
 
 #define APART_STACK ((size_t)512 << 10)
 
@@ -86,6 +87,7 @@ int cc_try_apart(void (*fn)(void *), void *arg, double *cpu_s) {
         errno = saved;
         return 0;
     }
+    cc_unlock(stack, APART_STACK); /* after the program's mlockall(MCL_FUTURE): not its budget (lazy.c) */
     struct apart_job job = {fn, arg, 0, {{0}}};
     sigset_t all, old;
     sigfillset(&all);

@@ -21,6 +21,9 @@ void cc_unmap(void *p, size_t bytes) CC_HIDDEN;
  * with its bytes so far, the old mapping let go.  NULL if refused (the old one stays as it
  * was).  One caller at a time, and no one else holding the old address. */
 void *cc_map_grown(void **slot, size_t *have, size_t need) CC_HIDDEN;
+/* ``p``'s pages no longer locked after the program's mlockall(MCL_FUTURE) (they counted
+ * against its RLIMIT_MEMLOCK); errno may change.  cc_map's come so already. */
+void cc_unlock(void *p, size_t bytes) CC_HIDDEN;
 /* Mappings refused so far (the report says why records are missing). */
 extern unsigned long cc_map_refused CC_HIDDEN;
 

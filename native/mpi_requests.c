@@ -107,8 +107,9 @@ int cc_mpi_persistent_bytes(uintptr_t h, uint64_t *bytes) {
     return s >= 0;
 }
 
-void cc_mpi_persistent_freed(uintptr_t h) {
-    int s = h > BUSY ? find(h) : -1;
-    if (s >= 0)
+int cc_mpi_persistent_find(uintptr_t h) { return h > BUSY ? find(h) : -1; }
+
+void cc_mpi_persistent_freed(int s, uintptr_t h) {
+    if (s >= 0 && s < PERSISTENT_SLOTS)
         __atomic_compare_exchange_n(&p_key[s], &h, GONE, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
 }

@@ -28,6 +28,10 @@ void cc_mpi_collectives_done(uint64_t mask, const void *reqs, int n) CC_HIDDEN;
  * persistent collective), freed (MPI_Request_free). */
 void cc_mpi_persistent_made(const void *req, uint64_t bytes) CC_HIDDEN;
 int cc_mpi_persistent_bytes(uintptr_t h, uint64_t *bytes) CC_HIDDEN;
-void cc_mpi_persistent_freed(uintptr_t h) CC_HIDDEN;
+/* Freeing: the entry is found before the library's call (``cc_mpi_persistent_find``, -1:
+ * none), while the handle is still the request's, and forgotten after it: found after, it
+ * could be a new request another thread was given the freed handle for meanwhile. */
+int cc_mpi_persistent_find(uintptr_t h) CC_HIDDEN;
+void cc_mpi_persistent_freed(int slot, uintptr_t h) CC_HIDDEN;
 
 #endif

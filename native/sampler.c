@@ -6,10 +6,12 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "corecast.h"
+#include "lazy.h"
 #include "futex.h"
 #include "real.h"
 #include "sample.h"
@@ -280,6 +282,38 @@ static void *sampler_main(void *arg) {
 
 #define SAMPLER_STACK ((size_t)1 << 20)
 
+/* The sampler's stack, mapped here (lazy.c's cc_map) rather than by the C library: after the
+ * program's mlockall(MCL_FUTURE) a stack the C library maps comes locked, and its 1 MB stayed
+ * counted against the program's RLIMIT_MEMLOCK: a buffer the program mapped later, which fit
+ * without corecast, was refused (test_memlock.py).  cc_map's come unlocked.  Kept for good:
+ * a forked child's sampler runs on its copy (the parent's sampler is not in the child); one
+ * that gave its task back leaves it mapped (its 1 MB of address space, not locked).  Whether
+ * ``attr`` now names it (its size as the C library's would be, with a guard page below). */
+static int sampler_stack(pthread_attr_t *attr) {
+    static char *block;
+    static size_t bytes;
+    static pid_t owner;
+    size_t size = 0, page = 4096;
+    int saved = errno, ok = 0;
+    if (pthread_attr_getstacksize(attr, &size) != 0 || size < ((size_t)64 << 10))
+        return 0;
+    size = (size + page - 1) & ~(page - 1);
+    char here; /* a child of the sampler's own fork runs on it: never reused there */
+    int on_it = block && &here >= block && &here < block + bytes;
+    if (block && (owner == getpid() || bytes != size + page || on_it)) /* this process's sampler had it */
+        block = NULL;
+    if (!block && (block = cc_map(size + page))) {
+        bytes = size + page;
+        mprotect(block, page, PROT_NONE);
+    }
+    if (block) {
+        owner = getpid();
+        ok = pthread_attr_setstack(attr, block + page, size) == 0;
+    }
+    errno = saved;
+    return ok;
+}
+
 void cc_sampler_start(void) {
     if (sampler_running)
         return;
@@ -297,9 +331,16 @@ void cc_sampler_start(void) {
     pthread_attr_init(&attr);
     if (pthread_attr_getstacksize(&attr, &stack) == 0 && stack > SAMPLER_STACK)
         pthread_attr_setstacksize(&attr, SAMPLER_STACK);
+    int own_stack = !cc_cfg.no_sampler && sampler_stack(&attr);
     struct cc_thread *t = cc_self();
     t->guard++;
     int r = cc_cfg.no_sampler ? EAGAIN : cc_own_thread_create(&sampler, &attr, sampler_main, NULL);
+    if (r != 0 && own_stack) { /* ours not taken (a static TLS larger than it): the C library's */
+        pthread_attr_destroy(&attr);
+        pthread_attr_init(&attr);
+        pthread_attr_setstacksize(&attr, stack > SAMPLER_STACK ? SAMPLER_STACK : stack);
+        r = cc_own_thread_create(&sampler, &attr, sampler_main, NULL);
+    }
     t->guard--;
     pthread_attr_destroy(&attr);
     pthread_sigmask(SIG_SETMASK, &old, NULL);

@@ -299,11 +299,12 @@ int MPI_Request_free(void *req) {
     if (!t || !req)
         return fn(req);
     uintptr_t h = cc_mpi_request_at(req, 0);
+    int slot = cc_mpi_persistent_find(h); /* before: the handle may come back at once */
     t->guard++;
     int r = fn(req);
     t->guard--;
     if (r == 0)
-        cc_mpi_persistent_freed(h);
+        cc_mpi_persistent_freed(slot, h);
     return r;
 }
 

@@ -89,6 +89,10 @@ def unprivileged(locker, lib):
     """``run(args, preload)``: the program under `ulimit -l 8192`, as a user the limit binds
     (root's CAP_IPC_LOCK ignores it: as root, through setpriv to nobody), from a folder that
     user can read; skips where that cannot be arranged."""
+    yield from _unprivileged(locker, lib)
+
+
+def _unprivileged(locker, lib):
     if os.geteuid() == 0:
         setpriv = shutil.which("setpriv")
         if setpriv is None:
@@ -146,3 +150,70 @@ def test_a_locked_program_with_no_room_left_runs_as_without_corecast(unprivilege
     assert "Traceback" not in err and "fatal" not in err, err
     if "corecast: pid " not in err:  # no report: a line says why
         assert "no predictions: corecast's exit records" in err, err
+
+
+# The program's own budget after mlockall(MCL_CURRENT | MCL_FUTURE): two threads run and are
+# joined, then it maps what the limit leaves it (its locked kB before the threads, less
+# argv[1] kB for their stacks; "lock": mlockall alone).  VmLck on stderr.
+ROOM_C = r"""
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+static long status_kb(const char *key) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    long v = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, key, strlen(key))) v = atol(line + strlen(key));
+    if (f) fclose(f);
+    return v;
+}
+static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
+static long counter;
+static void *work(void *arg) {
+    for (int i = 0; i < 100000; i++) { pthread_mutex_lock(&m); counter++; pthread_mutex_unlock(&m); }
+    return arg;
+}
+int main(int argc, char **argv) {
+    if (argc < 2) return 2;
+    if (mlockall(MCL_CURRENT | MCL_FUTURE)) { printf("mlockall: %s\n", strerror(errno)); return 3; }
+    if (!strcmp(argv[1], "lock")) return 0; /* the fixture's probe */
+    struct rlimit rl;
+    getrlimit(RLIMIT_MEMLOCK, &rl);
+    long before = status_kb("VmLck:");
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setstacksize(&at, 64 * 1024);
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        if (pthread_create(&t[i], &at, work, NULL)) { printf("pthread_create failed\n"); return 5; }
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    long want = (long)(rl.rlim_cur / 1024) - before - atol(argv[1]);
+    void *p = mmap(NULL, want * 1024, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    printf("counter %ld, buffer %s\n", counter, p == MAP_FAILED ? strerror(errno) : "mapped");
+    fprintf(stderr, "VmLck before %ld after %ld\n", before, status_kb("VmLck:"));
+    return p == MAP_FAILED;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def unprivileged_room(build, lib):
+    yield from _unprivileged(build("lock_room", ROOM_C, "-pthread"), lib)
+
+
+def test_corecasts_own_memory_takes_nothing_of_a_locked_programs_budget(unprivileged_room):
+    """After mlockall(MCL_FUTURE) every new mapping is locked and counted against the
+    program's RLIMIT_MEMLOCK: corecast's (the sampler's 1 MB stack, the thread slots, its
+    records) took 1.2 MB of it for good, and the program's later buffer, which fits without
+    corecast, was refused (EAGAIN).  Corecast's mappings now come unlocked (lazy.c's cc_map,
+    the sampler's stack mapped by it)."""
+    plain = unprivileged_room(["400"], False)
+    assert plain.returncode == 0 and plain.stdout == b"counter 200000, buffer mapped\n", plain
+    measured = unprivileged_room(["400"], True)
+    assert measured.stdout == plain.stdout, (measured.stdout, measured.stderr)
+    assert measured.returncode == 0

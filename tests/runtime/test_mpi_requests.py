@@ -6,7 +6,7 @@ Needs Open MPI, as test_mpi.py (its fixtures); counts and bytes exactly, nothing
 """
 from __future__ import annotations
 
-from .helpers import events, read_lines
+from .helpers import events, read_lines, run
 from .test_mpi import mpi, mpi_build, mpirun  # noqa: F401 - fixtures
 
 # Rank's Iallreduce posted on the main thread, waited for on another (SERIALIZED: one
@@ -109,3 +109,79 @@ def test_persistent_requests_started_are_posts_with_their_bytes(mpi, mpi_build, 
         assert (acq["mpi_p2p"], acq.get("mpi_collective", 0)) == (16 + 8 + 3, 0), (rank, acq)
         assert nbytes == {"mpi_p2p": 16 * 16 + 2 * 80}, rank
         assert stalls["mpi_p2p"] > 0
+
+
+# A stand-in MPI library (int handles, as MPICH's; each call's handle chosen by the
+# program through fake_next), so that a handle comes back at a chosen moment: inside the
+# program's MPI_Request_free, a thread of its own makes a new persistent request, which the
+# library may give the handle just freed (MPI_THREAD_MULTIPLE).
+FAKE_MPI_C = r"""
+#include <pthread.h>
+typedef void *mpi_h;
+int fake_next;                 /* the next request's handle */
+void (*fake_in_free)(void);    /* run inside PMPI_Request_free, after the handle is free */
+int PMPI_Init(int *c, char ***v) { (void)c; (void)v; return 0; }
+int MPI_Init(int *c, char ***v) { return PMPI_Init(c, v); }
+int PMPI_Finalize(void) { return 0; }
+int MPI_Finalize(void) { return 0; }
+int PMPI_Type_size(mpi_h t, int *s) { *s = (int)(long)t; return 0; }
+int PMPI_Comm_size(mpi_h c, int *n) { (void)c; *n = 1; return 0; }
+int PMPI_Comm_rank(mpi_h c, int *r) { (void)c; *r = 0; return 0; }
+int PMPI_Send_init(const void *b, int n, mpi_h t, int d, int g, mpi_h c, int *req) {
+    (void)b; (void)n; (void)t; (void)d; (void)g; (void)c; *req = fake_next; return 0;
+}
+int MPI_Send_init(const void *b, int n, mpi_h t, int d, int g, mpi_h c, int *req) { return PMPI_Send_init(b, n, t, d, g, c, req); }
+int PMPI_Start(int *req) { (void)req; return 0; }
+int MPI_Start(int *req) { return PMPI_Start(req); }
+int PMPI_Request_free(int *req) { *req = 0; if (fake_in_free) fake_in_free(); return 0; }
+int MPI_Request_free(int *req) { return PMPI_Request_free(req); }
+"""
+
+FREE_REUSE_C = r"""
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+typedef void *mpi_h;
+extern int fake_next;
+extern void (*fake_in_free)(void);
+int MPI_Init(int *, char ***);
+int MPI_Finalize(void);
+int MPI_Send_init(const void *, int, mpi_h, int, int, mpi_h, int *);
+int MPI_Start(int *);
+int MPI_Request_free(int *);
+#define INT4 ((mpi_h)4)
+static int buf[4], h, fresh;
+static unsigned slot_of(uintptr_t x) { return (unsigned)(((uint64_t)x * 0x9E3779B97F4A7C15ull) >> 55) % 512; }
+static void *make(void *a) { fake_next = h; MPI_Send_init(buf, 3, INT4, 0, 0, 0, &fresh); return a; }
+static void reuse(void) { pthread_t t; fake_in_free = 0; pthread_create(&t, 0, make, 0); pthread_join(t, 0); }
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int g = 1000, older, req;
+    for (h = g + 1; slot_of((unsigned)h) != slot_of((unsigned)g); h++) /* two handles, one chain */
+        ;
+    fake_next = g; MPI_Send_init(buf, 1, INT4, 0, 0, 0, &older);  /* 4 bytes, the chain's first */
+    fake_next = h; MPI_Send_init(buf, 2, INT4, 0, 0, 0, &req);    /* 8 bytes, its second */
+    MPI_Request_free(&older);
+    fake_in_free = reuse;   /* h made again (12 bytes) while its free returns */
+    MPI_Request_free(&req);
+    MPI_Start(&fresh);      /* a post of 12 bytes */
+    printf("handle %d started\n", fresh);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def test_a_handle_made_again_while_its_free_returns_keeps_its_new_bytes(build, lib, tmp_path):
+    """MPI_Request_free forgot the handle after the library's call returned: a thread that
+    made a new persistent request meanwhile, given the freed handle back, had its new entry
+    forgotten in place of the old one (the first on the handle's probe chain), and its
+    starts counted the old request's bytes.  The entry is now found before the call."""
+    fake = build("libfakempi.so", FAKE_MPI_C, "-shared", "-fPIC", "-pthread")
+    prog = build("mpi_free_reuse", FREE_REUSE_C, f"-L{fake.parent}", "-lfakempi",
+                 f"-Wl,-rpath,{fake.parent}", "-pthread")
+    out = tmp_path / "reuse.jsonl"
+    r = run([prog], preload=lib, output=out, quiet="1", timeout=60)
+    assert r.returncode == 0 and r.stdout.startswith(b"handle "), (r.stdout, r.stderr)
+    acq, nbytes, _ = process_counts(out)
+    assert acq.get("mpi_p2p") == 1 and nbytes == {"mpi_p2p": 12}, (acq, nbytes)

@@ -84,7 +84,7 @@ def test_a_serial_run_whose_children_ran_does_not_claim_no_parallel_activity(bui
     err = proc.stderr.decode()
     assert "no parallel activity" not in err, err
     assert err.count("\n") == 1 and "serial run: no thread started and no OpenMP region in this process" in err
-    assert "its child processes used" in err
+    assert "the child processes it waited for used" in err
     (summary,) = [r for r in read_lines(out) if r["event"] == "summary" and r.get("serial_run")]
     assert summary["children_cpu_s"] >= 0.02  # two children of at least 20 ms each, read back
     # Replay prints the library's line for the recorded process.

@@ -43,12 +43,13 @@ NO_EVIDENCE_LINE = ("no evidence: %s ran its work on one thread, which shows not
 # forking worker pool: "no parallel activity" was false there; the library reads
 # getrusage(RUSAGE_CHILDREN), the summary record keeps it as ``children_cpu_s``).
 SERIAL_RUN = "serial run: no parallel activity (no thread started, no OpenMP region); nothing to predict"
-SERIAL_RUN_CHILDREN = ("serial run: no thread started and no OpenMP region in this process; its child processes "
-                       "used %.3g s of CPU (each reports for itself if it ran threads; processes side by side are "
+SERIAL_RUN_CHILDREN = ("serial run: no thread started and no OpenMP region in this process; the child processes "
+                       "it waited for used %.3g s of CPU (each reports for itself if it ran threads; processes side by side are "
                        "not predicted); nothing to predict")
 # Under a process's table, where it waited for children that used CPU (a multiprocessing pool
-# beside a few threads read as no gain from cores, its workers out of sight).
-CHILDREN_LINE = ("its child processes used %.3g s of CPU, not in this table (each reports for itself if it ran "
+# beside a few threads read as no gain from cores, its workers out of sight).  "waited for":
+# getrusage counts no child still running, nor one reaped unwaited (SIGCHLD ignored).
+CHILDREN_LINE = ("the child processes it waited for used %.3g s of CPU, not in this table (each reports for itself if it ran "
                  "threads; processes side by side are not predicted)")
 SPEEDUP_COLUMNS = 4  # powers of two from 2 shown before the target's own column
 STALLS_SHOWN = 3     # the top stall categories named in a row
