@@ -22,10 +22,15 @@
 
 unsigned long cc_map_refused;
 
+/* Not once the program restricts its system calls (cc_before_restrict says so first): a
+ * filter that allows mmap need not allow munlock.  A flag of its own, not cc_cfg's: the
+ * tables' mapper sits below core.c, which maps through it. */
+static int unlock_off;
+
+void cc_map_keep_locked(void) { __atomic_store_n(&unlock_off, 1, __ATOMIC_RELAXED); }
+
 void cc_unlock(void *p, size_t bytes) {
-    /* Not once the program restricts its system calls (cc_before_restrict sets disabled
-     * first): a filter that allows mmap need not allow munlock. */
-    if (!cc_cfg.disabled)
+    if (!__atomic_load_n(&unlock_off, __ATOMIC_RELAXED))
         UNLOCK(p, bytes);
 }
 

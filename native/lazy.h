@@ -24,6 +24,8 @@ void *cc_map_grown(void **slot, size_t *have, size_t need) CC_HIDDEN;
 /* ``p``'s pages no longer locked after the program's mlockall(MCL_FUTURE) (they counted
  * against its RLIMIT_MEMLOCK); errno may change.  cc_map's come so already. */
 void cc_unlock(void *p, size_t bytes) CC_HIDDEN;
+/* From now on cc_unlock does nothing (the program is about to restrict its system calls). */
+void cc_map_keep_locked(void) CC_HIDDEN;
 /* Mappings refused so far (the report says why records are missing). */
 extern unsigned long cc_map_refused CC_HIDDEN;
 

@@ -253,6 +253,7 @@ void cc_before_restrict(void) {
             "and reports nothing for this process");
     cc_sampler_park(cc_cfg.exit_timeout_ms);
     cc_cfg.disabled = 1; /* every wrapper passes straight through, the exit says nothing */
+    cc_map_keep_locked(); /* a filter that allows mmap need not allow munlock */
     __atomic_store_n(&cc_active, 0, __ATOMIC_SEQ_CST);
 }
 
