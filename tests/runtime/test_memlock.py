@@ -15,7 +15,8 @@ import pytest
 
 from .helpers import TIMEOUT, clean_env, run
 
-LOCK_C = r"""
+# What both programs share: VmLck and friends from /proc, and two threads' work.
+PRELUDE_C = r"""
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -38,6 +39,9 @@ static void *work(void *arg) {
     for (int i = 0; i < 100000; i++) { pthread_mutex_lock(&m); counter++; pthread_mutex_unlock(&m); }
     return arg;
 }
+"""
+
+LOCK_C = PRELUDE_C + r"""
 /* argv[1]: "lock" (report VmLck), or kB to leave free under the limit before 2 threads run. */
 int main(int argc, char **argv) {
     if (mlockall(MCL_CURRENT | MCL_FUTURE)) { printf("mlockall: %s\n", strerror(errno)); return 3; }
@@ -155,29 +159,7 @@ def test_a_locked_program_with_no_room_left_runs_as_without_corecast(unprivilege
 # The program's own budget after mlockall(MCL_CURRENT | MCL_FUTURE): two threads run and are
 # joined, then it maps what the limit leaves it (its locked kB before the threads, less
 # argv[1] kB for their stacks; "lock": mlockall alone).  VmLck on stderr.
-ROOM_C = r"""
-#include <errno.h>
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <sys/resource.h>
-static long status_kb(const char *key) {
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long v = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, key, strlen(key))) v = atol(line + strlen(key));
-    if (f) fclose(f);
-    return v;
-}
-static pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
-static long counter;
-static void *work(void *arg) {
-    for (int i = 0; i < 100000; i++) { pthread_mutex_lock(&m); counter++; pthread_mutex_unlock(&m); }
-    return arg;
-}
+ROOM_C = PRELUDE_C + r"""
 int main(int argc, char **argv) {
     if (argc < 2) return 2;
     if (mlockall(MCL_CURRENT | MCL_FUTURE)) { printf("mlockall: %s\n", strerror(errno)); return 3; }
