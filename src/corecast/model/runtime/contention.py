@@ -281,7 +281,7 @@ def process_contention(process: ProcessSample, target: int, cores: int,
         # claimed, and the band runs from none to what the lock holds allow (issue #38:
         # such a program was given S@8 = 8, and such a rank S@2 = 1.94).
         why = ("one thread did the work" if n0 < 2 else
-               f"{n0} threads took turns behind other load" if turns else f"{n0} threads on one CPU")
+               f"{n0} threads took turns" if turns else f"{n0} threads on one CPU")
         serial = copy_model(m, serial=work, par=0.0)
         return predict_curves({"central": serial, "low": serial, "high": m}, target, 1,
                               f"contention model: no evidence, {why} (band: no gain to all of it "
