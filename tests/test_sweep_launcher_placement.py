@@ -1,6 +1,6 @@
 """A launcher's rank sweep says where its ranks ran as a thread sweep does: its JSON has
 ``placement`` (the launcher's), and no count's entry claims CPUs corecast never chose.
-``--placement`` beside ``--launcher`` would be dropped without a word: it is refused."""
+``--placement`` or ``--runtime`` beside ``--launcher`` would be dropped without a word: they are refused."""
 from __future__ import annotations
 
 import json
@@ -26,3 +26,11 @@ def test_placement_beside_a_launcher_is_one_line(capsys):
     assert main(["sweep", "--placement", "spread", "--launcher", LAUNCHER, "--ranks", "1,2", "--", "true"]) == 2
     err = capsys.readouterr().err
     assert err == "corecast: error: --placement has no effect with --launcher: the launcher places the ranks\n"
+
+
+def test_runtime_beside_a_launcher_is_one_line(capsys):
+    # --runtime only says how a thread count reaches the program; a launcher's ranks are the
+    # count, so it was dropped without a word.
+    assert main(["sweep", "--runtime", "pthreads", "--launcher", LAUNCHER, "--ranks", "1,2", "--", "true"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("corecast: error: --runtime has no effect with --launcher") and err.count("\n") == 1

@@ -39,8 +39,9 @@ def add_sweep(sub: argparse._SubParsersAction) -> None:
                    help="runs per count; median time, spread = half the range (default %(default)s)")
     p.add_argument("--upto", type=count, metavar="N",
                    help="predict up to N (default: 2x the largest count, at least 16)")
-    p.add_argument("--runtime", choices=("openmp", "pthreads", "opencl"), default="openmp",
-                   help="how the count reaches the program (default %(default)s)")
+    p.add_argument("--runtime", choices=("openmp", "pthreads", "opencl"),  # None: openmp, or the launcher's ranks
+                   help="how the count reaches the program (default openmp; not with --launcher, whose "
+                   "ranks are the count)")
     p.add_argument("--placement", choices=PLACEMENTS,
                    help="which CPUs a count gets: compact (cores before SMT siblings, one socket after "
                    "the other), spread (cores round-robin over sockets), none (the first n in numeric "
@@ -102,12 +103,15 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             raise CliError("with --launcher, --threads is one count per rank (OMP_NUM_THREADS)")
         if args.placement:  # it would be dropped without a word
             raise CliError("--placement has no effect with --launcher: the launcher places the ranks")
+        if args.runtime:  # as would this: a rank's threads come from --threads (OMP_NUM_THREADS)
+            raise CliError("--runtime has no effect with --launcher: the ranks are the count, and --threads "
+                           "sets each rank's OMP_NUM_THREADS")
         launch = sweep.Launch.parse(args.launcher, args.threads[0] if args.threads else None)
         counts = args.ranks
     failure: sweep.SweepError | None = None
     try:
         result = sweep.run_sweep(command, threads=counts, repeat=args.repeat, upto=args.upto, launch=launch,
-                                 runtime=args.runtime, plugins=plugins, timeout=args.timeout,
+                                 runtime=args.runtime or "openmp", plugins=plugins, timeout=args.timeout,
                                  progress=True, **({"placement": args.placement} if args.placement else {}))
     except sweep.SweepError as e:
         if e.result is None:
