@@ -127,17 +127,10 @@ SCHEMES = {
 }
 COUNTS = (2, 4)
 SCORED = 16
-# The candidate of session bands38, turned down (pre-registered in docs/runtime-model.md,
-# "A band whose upper end follows the waits the model extrapolates"): the low end as
-# spread.py's, the high end S e^(hi log2 n (a + w)), w = ``waits_share`` of the prediction;
-# a chosen from WAITS_SHAPES by the interval score on the suites it is chosen on (nested in
-# leave one suite out), lo and hi the 10th and 90th percentiles of ln(measured / predicted)
-# / log2 n and / (log2 n (a + w)).
+# waits_high (session bands38, pre-registered in docs/runtime-model.md): a's choices
+# (choose_waits), and (lo, hi, a) chosen on the development suites, which --apply scored on
+# the held-out ones: coverage 0.774 -> 0.726, high/low 1.896 -> 1.876; turned down.
 WAITS_SHAPES = (0.25, 0.5, 1.0, 2.0)
-# (lo, hi, a) chosen on all development suites (the default recordings), what --apply scores
-# on the held-out suites beside spread.py's band.  Turned down (session bands38): held out
-# (the seven suites, 62 points) coverage 0.774 -> 0.726, median high/low 1.896 -> 1.876,
-# interval score 1.321 -> 1.391; the runtime keeps the single band.
 WAITS_CHOSEN = (-0.107, 0.076, 0.25)
 LEVELS = (0.10, 0.90)
 
