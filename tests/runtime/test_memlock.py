@@ -39,6 +39,17 @@ static void *work(void *arg) {
     for (int i = 0; i < 100000; i++) { pthread_mutex_lock(&m); counter++; pthread_mutex_unlock(&m); }
     return arg;
 }
+/* Two threads on 64 KiB stacks, run and joined; 1 if one could not start. */
+static int two_threads(void) {
+    pthread_attr_t at;
+    pthread_attr_init(&at);
+    pthread_attr_setstacksize(&at, 64 * 1024);
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        if (pthread_create(&t[i], &at, work, NULL)) { printf("pthread_create failed\n"); return 1; }
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    return 0;
+}
 """
 
 LOCK_C = PRELUDE_C + r"""
@@ -53,13 +64,7 @@ int main(int argc, char **argv) {
         printf("fill: %s\n", strerror(errno));
         return 4;
     }
-    pthread_attr_t at;
-    pthread_attr_init(&at);
-    pthread_attr_setstacksize(&at, 64 * 1024);
-    pthread_t t[2];
-    for (int i = 0; i < 2; i++)
-        if (pthread_create(&t[i], &at, work, NULL)) { printf("pthread_create failed\n"); return 5; }
-    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    if (two_threads()) return 5;
     printf("counter %ld\n", counter);
     return 0;
 }
@@ -167,13 +172,7 @@ int main(int argc, char **argv) {
     struct rlimit rl;
     getrlimit(RLIMIT_MEMLOCK, &rl);
     long before = status_kb("VmLck:");
-    pthread_attr_t at;
-    pthread_attr_init(&at);
-    pthread_attr_setstacksize(&at, 64 * 1024);
-    pthread_t t[2];
-    for (int i = 0; i < 2; i++)
-        if (pthread_create(&t[i], &at, work, NULL)) { printf("pthread_create failed\n"); return 5; }
-    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    if (two_threads()) return 5;
     long want = (long)(rl.rlim_cur / 1024) - before - atol(argv[1]);
     void *p = mmap(NULL, want * 1024, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     printf("counter %ld, buffer %s\n", counter, p == MAP_FAILED ? strerror(errno) : "mapped");
