@@ -117,14 +117,19 @@ static inline void account(struct cc_thread *t, int cat, uint64_t waited, uint64
     account(t, cat, w ? w : 1, r == 0 ? (bytes) : 0);                                        \
     return r
 
-/* A request is posted: counted with its bytes; its wait is timed where it completes. */
-#define POSTED(cat, call, bytes, req)                                                        \
+/* The MPI library's own call, untimed, under the guard (as TIMED's): ``t`` and its
+ * status ``r`` for what the wrapper counts after it; a thread with no slot just calls. */
+#define GUARDED(call)                                                                        \
     struct cc_thread *t = mpi_self();                                                        \
     if (!t)                                                                                  \
         return call;                                                                         \
     t->guard++;                                                                              \
     int r = call;                                                                            \
-    t->guard--;                                                                              \
+    t->guard--
+
+/* A request is posted: counted with its bytes; its wait is timed where it completes. */
+#define POSTED(cat, call, bytes, req)                                                        \
+    GUARDED(call);                                                                           \
     if (r == 0) {                                                                            \
         account(t, cat, 0, bytes);                                                           \
         if (cat == CC_STALL_MPI_COLLECTIVE)                                                  \
@@ -239,12 +244,7 @@ int MPI_Irecv(void *buf, int count, mpi_h type, int source, int tag, mpi_h comm,
 /* ---- persistent point-to-point requests: made once, posted at each MPI_Start* ---------- */
 /* Making one moves nothing: its bytes are remembered for each start. */
 #define MADE(call, bytes, req)                                                                \
-    struct cc_thread *t = mpi_self();                                                        \
-    if (!t)                                                                                  \
-        return call;                                                                         \
-    t->guard++;                                                                              \
-    int r = call;                                                                            \
-    t->guard--;                                                                              \
+    GUARDED(call);                                                                           \
     if (r == 0)                                                                              \
         cc_mpi_persistent_made(req, bytes);                                                  \
     return r
@@ -268,12 +268,7 @@ int MPI_Recv_init(void *buf, int count, mpi_h type, int source, int tag, mpi_h c
 /* Each request started is a point-to-point post with its bytes (a persistent collective,
  * MPI-4's, not made here: one without bytes, as its wait is point-to-point). */
 #define STARTED(reqs, n, call)                                                               \
-    struct cc_thread *t = mpi_self();                                                        \
-    if (!t)                                                                                  \
-        return call;                                                                         \
-    t->guard++;                                                                              \
-    int r = call;                                                                            \
-    t->guard--;                                                                              \
+    GUARDED(call);                                                                           \
     for (int i = 0; r == 0 && i < (n); i++) {                                                \
         uint64_t bytes;                                                                      \
         cc_mpi_persistent_bytes(cc_mpi_request_at(reqs, i), &bytes);                         \
