@@ -24,7 +24,7 @@
 #define CC_COL_FASTEST_NONE " %7s"
 #define CC_COL_FASTEST_HEADING "fastest"
 #define CC_NO_EVIDENCE_CELL "?"
-#define CC_NO_EVIDENCE_LINE "no evidence: %s ran its work on one thread, which shows nothing of how it divides: no fastest count is named\n"
+#define CC_NO_EVIDENCE_LINE "no evidence: %s ran its work one thread at a time, which shows nothing of how it divides: no fastest count is named\n"
 #define CC_SERIAL_RUN "serial run: no parallel activity (no thread started, no OpenMP region); nothing to predict"
 #define CC_SERIAL_RUN_CHILDREN "serial run: no thread started and no OpenMP region in this process; the child processes it waited for used %.3g s of CPU (each reports for itself if it ran threads; processes side by side are not predicted); nothing to predict" /* with the children's CPU seconds */
 #define CC_CHILDREN_LINE "the child processes it waited for used %.3g s of CPU, not in this table (each reports for itself if it ran threads; processes side by side are not predicted)" /* with the children's CPU seconds */

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from corecast.tools.replay import replay_process
 from corecast.tools.samples import read_recording
 
@@ -31,3 +33,40 @@ def test_threads_that_took_turns_behind_other_load_get_no_evidence_band():
     assert pred.low[at2] <= 0.97 <= pred.high[at2]  # the measured S@2 inside the band
     assert pred.speedup[at2] < 1.5  # 1.89 before: a gain the sample never showed
     assert "no evidence, 2 threads took turns (band" in pred.basis
+
+
+# An OpenMP team that took turns so: ``busy_critical_turns.c`` (a parallel loop whose
+# iterations each take one critical section, ``OMP_NUM_THREADS=2 ./crit 500 20000 20``),
+# recorded on the 2-core VM under two busy loops (``corecast run --target 4``).  Idle,
+# 2 threads ran 0.2-0.27x as fast as 1 (the section's line passed back and forth); under
+# the loops its threads got one CPU's worth between them (CPU over wall 0.99) and the
+# model read S@2 0.05 (the turns fell between its calls: 4.0 s of its 4.03 s wall was other
+# load's, read as the region's fork and join; band 0.04-0.06) or 0.64 (they fell inside its
+# calls, where the critical section was never contended).
+TURNS = {
+    "schema5-busy-critical-turns-between.jsonl": 0.05,
+    "schema5-busy-critical-turns-inside.jsonl": 0.64,
+}
+
+
+def _predictions(name: str):
+    (proc,) = read_recording(RECORDING.parent / name)
+    rep = replay_process(proc)
+    return dict(zip((r["name"] for r in proc.regions), rep.predictions))
+
+
+@pytest.mark.parametrize("name", sorted(TURNS))
+def test_openmp_team_that_took_turns_names_no_count_and_its_band_reaches_no_gain(name):
+    for region, pred in _predictions(name).items():
+        at2 = list(pred.threads).index(2)
+        assert pred.fastest is None, region
+        assert pred.speedup[at2] == pytest.approx(TURNS[name], abs=0.01), region  # the model's, kept
+        assert pred.low[at2] <= pred.speedup[at2] and pred.high[at2] >= 1.0, region
+        assert pred.basis.endswith("; no evidence: its threads took turns behind other load"), region
+
+
+def test_openmp_team_that_ran_side_by_side_keeps_its_prediction():
+    # The same program on the idle VM (CPU over wall 1.99): a fastest count is named
+    for region, pred in _predictions("schema5-critical-idle.jsonl").items():
+        assert pred.fastest == 1, region
+        assert "took turns" not in pred.basis, region

@@ -311,7 +311,7 @@ def test_a_process_one_thread_worked_in_names_no_fastest_count(tmp_path):
     assert r.returncode == 0, r.stderr
     row = next(x for x in r.stdout.splitlines() if x.startswith("process (pthreads)"))
     assert row.split()[-2] == "?", r.stdout
-    assert "no evidence: the process ran its work on one thread" in r.stdout, r.stdout
+    assert "no evidence: the process ran its work one thread at a time" in r.stdout, r.stdout
     assert json.loads(cli(str(path), "--json").stdout)["processes"][0]["fastest_threads"] is None
 
 

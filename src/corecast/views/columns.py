@@ -32,11 +32,12 @@ BAND = 11          # "lo-hi" at the target, each 5 wide
 # thread up to it gains a quarter of one), which needs more than one measured team size.
 FASTEST = 7
 FASTEST_HEADING = "fastest"
-# Where the model names no fastest count (a sample whose work ran on one thread shows
-# nothing of how it divides, ``spread.one_thread``): the cell, and a line after the table
+# Where the model names no fastest count (a sample whose work ran on one thread, or whose
+# threads took turns behind other load, shows nothing of how it divides:
+# ``spread.one_thread``, ``spread.took_turns``): the cell, and a line after the table
 # saying why (the region's name).
 NO_EVIDENCE_CELL = "?"
-NO_EVIDENCE_LINE = ("no evidence: %s ran its work on one thread, which shows nothing of how it "
+NO_EVIDENCE_LINE = ("no evidence: %s ran its work one thread at a time, which shows nothing of how it "
                     "divides: no fastest count is named")
 # A process that started no thread and ran no parallel region: its one line after "pid N,
 # TIME: ", and the one for such a process whose waited-for children used CPU (make -j2, a

@@ -219,6 +219,36 @@ def repeated_pthread_barriers(process: ProcessSample, n0: int) -> bool:
     return n0 >= 2 and passed >= MIN_LATENCY_CALLS * n0
 
 
+def wall_without_other_load(process: ProcessSample, n0: int, cores: int) -> float:
+    """The process's wall time less the run-queue wait other load caused, per thread of its
+    team ``n0``: ``runqueue_other`` where the library split it off, else all run-queue wait
+    where every thread had a core; never below its CPU time over the CPUs it could use, nor
+    0 (a sample of run-queue wait alone, no CPU time, leaves no wall)."""
+    work = max(float(process.get("cpu_s", 0.0)), 0.0)
+    wall = max(float(process["wall_s"]), 1e-12)
+    q = min(n0, max(1, int(cores)))
+    if "runqueue_other" in process:
+        return max(wall - float(process["runqueue_other"]) / n0, work / q, 1e-12)
+    if n0 <= cores:
+        return max(wall - float(process["stalls_s"].get("runqueue", 0.0)) / n0, work / q, 1e-12)
+    return wall
+
+
+def took_turns(process: ProcessSample, cores: int) -> bool:
+    """Whether the process's threads ran one at a time while other load held the other CPUs.
+    Taking that load's wait off the wall reads them as side by side, which they never were,
+    so their locks never met: two threads incrementing one counter under a mutex on a
+    loaded 2-core VM had 42 of 20M acquisitions contended, S@2 1.89 predicted, 0.97
+    measured (session user44); an OpenMP loop around a critical section there, S@2 1.04
+    or 0.05 predicted by whether the turns fell inside its calls or between them, 0.2-0.27
+    measured on the idle machine.  The sample shows nothing of how they behave at once."""
+    n0 = process_team(process, cores)
+    work = max(float(process.get("cpu_s", 0.0)), 0.0)
+    ran = work / max(float(process["wall_s"]), 1e-12)
+    return (min(n0, max(1, int(cores))) >= 2 and ran < 1.0 + CONCURRENCY_SLACK
+            and work / wall_without_other_load(process, n0, cores) > ran + CONCURRENCY_SLACK)
+
+
 def process_contention(process: ProcessSample, target: int, cores: int,
                        target_cores: int | None = None) -> ContentionPrediction:
     """Contention model for a whole process with plain threads, measured on ``cores``
@@ -230,19 +260,8 @@ def process_contention(process: ProcessSample, target: int, cores: int,
     f0 = stretch(n0, cores)
     q = min(n0, cores)
     work = max(float(process.get("cpu_s", 0.0)), 0.0)
-    wall = max(float(process["wall_s"]), 1e-12)
-    ran = work / wall  # threads running at once, on average, as measured
-    # (never below 1e-12: a sample of run-queue wait alone, no CPU time, leaves no wall)
-    if "runqueue_other" in process:  # the library split other load's delay off
-        wall = max(wall - float(process["runqueue_other"]) / n0, work / q, 1e-12)
-    elif n0 <= cores:  # run-queue wait with a core free per thread: other load, not the program
-        wall = max(wall - float(st.get("runqueue", 0.0)) / n0, work / q, 1e-12)
-    # Threads that ran one at a time while other load held the other CPUs: taking that
-    # load's wait off the wall reads them as side by side, which they never were, so their
-    # locks never met (two threads incrementing one counter under a mutex on a loaded
-    # 2-core VM: 42 of 20M acquisitions contended, S@2 1.89 predicted, 0.97 measured;
-    # session user44).  The sample shows nothing of how they behave at once.
-    turns = q >= 2 and ran < 1.0 + CONCURRENCY_SLACK and work / wall > ran + CONCURRENCY_SLACK
+    wall = wall_without_other_load(process, n0, cores)
+    turns = took_turns(process, cores)
     if turns:
         q = 1
     stations = pthread_stations(process, 1.0, q >= 2)

@@ -5,10 +5,11 @@ library only: it runs inside profiled programs."""
 from __future__ import annotations
 
 from .bound import TeamPrediction
-from .contention import barrier_latency, compose_process, process_contention, process_team, region_contention
+from .contention import (barrier_latency, compose_process, process_contention, process_team, region_contention,
+                         took_turns)
 from .evidence import apply_machine, not_applied, one_thread_work, prior_loss, roofline, with_note
 from .history import BASIS_LEN, RegionHistory, anchor_t1, combine, extrapolate, mostly_at, probe_basis, reaches
-from .spread import one_thread, widen
+from .spread import one_thread, took_turns as turns_band, widen
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:
@@ -67,6 +68,7 @@ def predict_region_threads(region: RegionSample, target: int, measured_cores: in
 
 
 ONE_THREAD_NOTE = "; no evidence at 1 thread"
+TURNS_NOTE = "; no evidence: its threads took turns behind other load"
 
 
 def ran_one_thread(region: RegionSample) -> bool:
@@ -91,6 +93,8 @@ def predict_window(regions: list[RegionSample], target: int, measured_cores: int
     preds = []
     latency = barrier_latency(regions)
     process = regions[-1] if regions and regions[-1]["name"] == "process" else None
+    # An OpenMP team that took turns (a plain-threads process's model says so itself)
+    turns = process is not None and took_turns(process, measured_cores)
     for region in regions:
         if region["name"] != "process":
             pred = widen(predict_region_threads(region, target, measured_cores, predicted_cores, histories,
@@ -98,6 +102,9 @@ def predict_window(regions: list[RegionSample], target: int, measured_cores: int
             if ran_one_thread(region):
                 pred = one_thread(pred)  # after widen: widen keeps a lower band as it is
                 pred.basis = with_note(pred.basis, ONE_THREAD_NOTE)
+            elif turns:
+                pred = turns_band(pred)
+                pred.basis = with_note(pred.basis, TURNS_NOTE)
             done.append((region, pred))
         elif any(not r["nested"] for r, _ in done):
             sampled = max(int(r["threads"]) for r, _ in done if not r["nested"])
@@ -109,6 +116,9 @@ def predict_window(regions: list[RegionSample], target: int, measured_cores: int
             if all(ran_one_thread(r) for r, _ in done if not r["nested"]):
                 pred = one_thread(pred)
                 pred.basis = with_note(pred.basis, ONE_THREAD_NOTE)
+            elif turns:
+                pred = turns_band(pred)
+                pred.basis = with_note(pred.basis, TURNS_NOTE)
         else:
             team = process_team(region, measured_cores)
             pred = one_thread_work(process_contention(region, target, measured_cores, predicted_cores), team)
