@@ -38,7 +38,7 @@ def test_threads_that_took_turns_behind_other_load_get_no_evidence_band():
 # An OpenMP team that took turns so: ``busy_critical_turns.c`` (a parallel loop whose
 # iterations each take one critical section, ``OMP_NUM_THREADS=2 ./crit 500 20000 20``),
 # recorded on the 2-core VM under two busy loops (``corecast run --target 4``).  Idle,
-# 2 threads ran 0.2-0.27x as fast as 1 (the section's line passed back and forth); under
+# 2 threads ran 0.19-0.22x as fast as 1 bare (the section's line passed back and forth); under
 # the loops its threads got one CPU's worth between them (CPU over wall 0.99) and the
 # model read S@2 0.05 (the turns fell between its calls: 4.0 s of its 4.03 s wall was other
 # load's, read as the region's fork and join; band 0.04-0.06) or 0.64 (they fell inside its

@@ -240,7 +240,7 @@ def took_turns(process: ProcessSample, cores: int) -> bool:
     so their locks never met: two threads incrementing one counter under a mutex on a
     loaded 2-core VM had 42 of 20M acquisitions contended, S@2 1.89 predicted, 0.97
     measured (session user44); an OpenMP loop around a critical section there, S@2 1.04
-    or 0.05 predicted by whether the turns fell inside its calls or between them, 0.2-0.27
+    or 0.05 predicted by whether the turns fell inside its calls or between them, about 0.2
     measured on the idle machine.  The sample shows nothing of how they behave at once."""
     n0 = process_team(process, cores)
     work = max(float(process.get("cpu_s", 0.0)), 0.0)

@@ -61,7 +61,7 @@ def took_turns(pred: TeamPrediction) -> TeamPrediction:
     no gain, S = 1, at every count, and no fastest count is named (in place; returned).
     The central value stays the model's, as ``one_thread``'s does: on the 2-core VM under
     two busy loops an OpenMP loop around a critical section read S@2 0.05-0.65 in 12 runs,
-    0.2-0.27 measured idle; S = 1 would be further off in every one."""
+    about 0.2 measured bare on the idle VM; S = 1 would be further off in every one."""
     for i, n in enumerate(pred.threads):
         if n > 1:
             pred.low[i] = min(pred.low[i], 1.0)
