@@ -34,7 +34,7 @@ FASTEST = 7
 FASTEST_HEADING = "fastest"
 # Where the model names no fastest count (a sample whose work ran on one thread, or whose
 # threads took turns behind other load, shows nothing of how it divides:
-# ``spread.one_thread``, ``spread.took_turns``): the cell, and a line after the table
+# ``spread.one_thread``, ``spread.turns_band``): the cell, and a line after the table
 # saying why (the region's name).
 NO_EVIDENCE_CELL = "?"
 NO_EVIDENCE_LINE = ("no evidence: %s ran its work one thread at a time, which shows nothing of how it "

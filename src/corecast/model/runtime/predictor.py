@@ -9,7 +9,7 @@ from .contention import (barrier_latency, compose_process, process_contention, p
                          took_turns)
 from .evidence import apply_machine, not_applied, one_thread_work, prior_loss, roofline, with_note
 from .history import BASIS_LEN, RegionHistory, anchor_t1, combine, extrapolate, mostly_at, probe_basis, reaches
-from .spread import one_thread, took_turns as turns_band, widen
+from .spread import one_thread, turns_band, widen
 
 TYPE_CHECKING = False  # typing itself costs start-up time: annotations only
 if TYPE_CHECKING:

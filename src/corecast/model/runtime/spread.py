@@ -55,7 +55,7 @@ def one_thread(pred: TeamPrediction) -> TeamPrediction:
     return pred
 
 
-def took_turns(pred: TeamPrediction) -> TeamPrediction:
+def turns_band(pred: TeamPrediction) -> TeamPrediction:
     """A sample whose team took turns on the CPUs (``contention.took_turns``) shows nothing
     of how its threads run side by side, no more than one thread's does: the band joins
     no gain, S = 1, at every count, and no fastest count is named (in place; returned).
