@@ -23,11 +23,15 @@ void cc_mpi_collective_posted(const void *req) CC_HIDDEN;
 uint64_t cc_mpi_collectives_in(const void *reqs, int n) CC_HIDDEN;
 void cc_mpi_collectives_done(uint64_t mask, const void *reqs, int n) CC_HIDDEN;
 
-/* Persistent point-to-point requests (MPI_Send_init, ...) and the bytes one start moves:
- * made, started (MPI_Start*: 1 and its bytes, or 0 for a request not made here, e.g. a
- * persistent collective), freed (MPI_Request_free). */
-void cc_mpi_persistent_made(const void *req, uint64_t bytes) CC_HIDDEN;
-int cc_mpi_persistent_bytes(uintptr_t h, uint64_t *bytes) CC_HIDDEN;
+/* Persistent requests (MPI_Send_init, ...; MPI-4's MPI_Allreduce_init, ...) and what one
+ * start posts: made (``collective``: a persistent collective's, whose waits are then
+ * collective waits), started (``cc_mpi_persistent_started``: the start's category and its
+ * bytes; a request not made here, point-to-point and 0), freed (MPI_Request_free).
+ * ``cc_mpi_persistent_collective_in``: whether ``reqs`` holds a persistent collective (0
+ * at once while none is made). */
+void cc_mpi_persistent_made(const void *req, uint64_t bytes, int collective) CC_HIDDEN;
+int cc_mpi_persistent_started(uintptr_t h, uint64_t *bytes) CC_HIDDEN;
+int cc_mpi_persistent_collective_in(const void *reqs, int n) CC_HIDDEN;
 /* Freeing: the entry is found before the library's call (``cc_mpi_persistent_find``, -1:
  * none), while the handle is still the request's, and forgotten after it: found after, it
  * could be a new request another thread was given the freed handle for meanwhile. */

@@ -6,8 +6,9 @@
  * calls them, so it pays nothing.
  *
  * Blocking point-to-point calls and the completion of requests are timed as mpi_p2p,
- * collectives and the completion of non-blocking collectives as mpi_collective; a post (a
- * non-blocking call, each start of a persistent request) counts as a call of its category.
+ * collectives and the completion of non-blocking and persistent collectives as
+ * mpi_collective; a post (a non-blocking call, each start of a persistent request) counts
+ * as a call of its category.
  * All with the payload bytes their arguments describe (sent plus received; a receive
  * counts the buffer it posted, since MPI_Status layouts differ between libraries).
  *
@@ -137,7 +138,8 @@ static inline void account(struct cc_thread *t, int cat, uint64_t waited, uint64
     }                                                                                        \
     return r
 
-/* Completing requests: a wait is timed (collective if any of them is one), a test is not
+/* Completing requests: a wait is timed (collective if any of them is one, non-blocking or
+ * persistent), a test is not
  * (a loop of tests is the program's own polling); either way a collective it completed
  * is forgotten, since its handle may come back for a point-to-point request. */
 #define COMPLETING(reqs, n, call, timed)                                                     \
@@ -145,6 +147,7 @@ static inline void account(struct cc_thread *t, int cat, uint64_t waited, uint64
     if (!t)                                                                                  \
         return call;                                                                         \
     uint64_t mask = cc_mpi_collectives_in(reqs, n);                                          \
+    int coll = (timed) && !mask && cc_mpi_persistent_collective_in(reqs, n);                 \
     t->guard++;                                                                              \
     uint64_t t0 = (timed) ? cc_now() : 0;                                                    \
     int r = call;                                                                            \
@@ -153,7 +156,7 @@ static inline void account(struct cc_thread *t, int cat, uint64_t waited, uint64
     if (mask)                                                                                \
         cc_mpi_collectives_done(mask, reqs, n);                                              \
     if (timed)                                                                               \
-        account(t, mask ? CC_STALL_MPI_COLLECTIVE : CC_STALL_MPI_P2P, w ? w : 1, 0);         \
+        account(t, mask || coll ? CC_STALL_MPI_COLLECTIVE : CC_STALL_MPI_P2P, w ? w : 1, 0); \
     return r
 #define WAIT_ON(reqs, n, call) COMPLETING(reqs, n, call, 1)
 #define TESTED(reqs, n, call) COMPLETING(reqs, n, call, 0)
@@ -241,19 +244,20 @@ int MPI_Irecv(void *buf, int count, mpi_h type, int source, int tag, mpi_h comm,
     POSTED(CC_STALL_MPI_P2P, fn(buf, count, type, source, tag, comm, req), type_bytes(count, type), req);
 }
 
-/* ---- persistent point-to-point requests: made once, posted at each MPI_Start* ---------- */
-/* Making one moves nothing: its bytes are remembered for each start. */
-#define MADE(call, bytes, req)                                                                \
+/* ---- persistent requests: made once, posted at each MPI_Start* ------------------------ */
+/* Making one moves nothing: its bytes (and whether it is a collective) are remembered for
+ * each start. */
+#define MADE(call, bytes, req, collective)                                                   \
     GUARDED(call);                                                                           \
     if (r == 0)                                                                              \
-        cc_mpi_persistent_made(req, bytes);                                                  \
+        cc_mpi_persistent_made(req, bytes, collective);                                      \
     return r
 
 /* The four sends' persistent forms share one signature. */
 #define SEND_INIT(name)                                                                       \
     int name(const void *buf, int count, mpi_h type, int dest, int tag, mpi_h comm, void *req) { \
         REAL(name);                                                                          \
-        MADE(fn(buf, count, type, dest, tag, comm, req), type_bytes(count, type), req);      \
+        MADE(fn(buf, count, type, dest, tag, comm, req), type_bytes(count, type), req, 0);   \
     }
 SEND_INIT(MPI_Send_init)
 SEND_INIT(MPI_Ssend_init)
@@ -262,17 +266,17 @@ SEND_INIT(MPI_Rsend_init)
 
 int MPI_Recv_init(void *buf, int count, mpi_h type, int source, int tag, mpi_h comm, void *req) {
     REAL(MPI_Recv_init);
-    MADE(fn(buf, count, type, source, tag, comm, req), type_bytes(count, type), req);
+    MADE(fn(buf, count, type, source, tag, comm, req), type_bytes(count, type), req, 0);
 }
 
-/* Each request started is a point-to-point post with its bytes (a persistent collective,
- * MPI-4's, not made here: one without bytes, as its wait is point-to-point). */
+/* Each request started is a post of its category with its bytes (one not made here: a
+ * point-to-point post without bytes). */
 #define STARTED(reqs, n, call)                                                               \
     GUARDED(call);                                                                           \
     for (int i = 0; r == 0 && i < (n); i++) {                                                \
         uint64_t bytes;                                                                      \
-        cc_mpi_persistent_bytes(cc_mpi_request_at(reqs, i), &bytes);                         \
-        account(t, CC_STALL_MPI_P2P, 0, bytes);                                              \
+        int cat = cc_mpi_persistent_started(cc_mpi_request_at(reqs, i), &bytes);             \
+        account(t, cat, 0, bytes);                                                           \
     }                                                                                        \
     return r
 
@@ -286,8 +290,8 @@ int MPI_Startall(int n, void *reqs) {
     STARTED(reqs, n, fn(n, reqs));
 }
 
-/* A freed persistent request is forgotten: its handle may come back.  (Freeing a
- * non-blocking collective's request is erroneous in MPI.) */
+/* A freed persistent request (point-to-point or collective) is forgotten: its handle may
+ * come back.  (Freeing a non-blocking collective's request is erroneous in MPI.) */
 int MPI_Request_free(void *req) {
     REAL(MPI_Request_free);
     struct cc_thread *t = mpi_self();
@@ -502,3 +506,80 @@ int MPI_Iallgather(const void *sbuf, int scount, mpi_h stype, void *rbuf, int rc
     POSTED(CC_STALL_MPI_COLLECTIVE, fn(sbuf, scount, stype, rbuf, rcount, rtype, comm, req),
            type_bytes(scount, stype) + type_bytes(rcount, rtype) * (uint64_t)size_of(comm), req);
 }
+
+/* ---- persistent collectives: made here, posted at each MPI_Start*, waited in MPI_Wait* --
+ * MPI-4's MPI_Allreduce_init, ... and Open MPI 4.1's MPIX_ forms (its pcollreq extension),
+ * each start counted with the bytes its blocking form counts.  A library without one
+ * never reaches its wrapper: a program linked to it cannot call it. */
+#define PERSISTENT_COLLECTIVE(name, params, args, bytes)                                     \
+    int MPI_##name##_init params {                                                           \
+        REAL(MPI_##name##_init);                                                             \
+        MADE(fn args, bytes, req, 1);                                                        \
+    }                                                                                        \
+    int MPIX_##name##_init params {                                                          \
+        REAL(MPIX_##name##_init);                                                            \
+        MADE(fn args, bytes, req, 1);                                                        \
+    }
+
+PERSISTENT_COLLECTIVE(Barrier, (mpi_h comm, mpi_h info, void *req), (comm, info, req), 0)
+PERSISTENT_COLLECTIVE(Bcast, (void *buf, int count, mpi_h type, int root, mpi_h comm, mpi_h info, void *req),
+                      (buf, count, type, root, comm, info, req), type_bytes(count, type))
+PERSISTENT_COLLECTIVE(Reduce, (const void *sbuf, void *rbuf, int count, mpi_h type, mpi_h op, int root, mpi_h comm,
+                               mpi_h info, void *req),
+                      (sbuf, rbuf, count, type, op, root, comm, info, req),
+                      type_bytes(count, type) * (is_root(root, comm) ? 2 : 1))
+PERSISTENT_COLLECTIVE(Allreduce, (const void *sbuf, void *rbuf, int count, mpi_h type, mpi_h op, mpi_h comm,
+                                  mpi_h info, void *req),
+                      (sbuf, rbuf, count, type, op, comm, info, req), 2 * type_bytes(count, type))
+PERSISTENT_COLLECTIVE(Alltoall, (const void *sbuf, int scount, mpi_h stype, void *rbuf, int rcount, mpi_h rtype,
+                                 mpi_h comm, mpi_h info, void *req),
+                      (sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req),
+                      (type_bytes(scount, stype) + type_bytes(rcount, rtype)) * (uint64_t)size_of(comm))
+PERSISTENT_COLLECTIVE(Alltoallv, (const void *sbuf, const int *scounts, const int *sdispls, mpi_h stype, void *rbuf,
+                                  const int *rcounts, const int *rdispls, mpi_h rtype, mpi_h comm, mpi_h info,
+                                  void *req),
+                      (sbuf, scounts, sdispls, stype, rbuf, rcounts, rdispls, rtype, comm, info, req),
+                      type_bytes(sum_counts(scounts, size_of(comm)), stype) +
+                          type_bytes(sum_counts(rcounts, size_of(comm)), rtype))
+PERSISTENT_COLLECTIVE(Allgather, (const void *sbuf, int scount, mpi_h stype, void *rbuf, int rcount, mpi_h rtype,
+                                  mpi_h comm, mpi_h info, void *req),
+                      (sbuf, scount, stype, rbuf, rcount, rtype, comm, info, req),
+                      type_bytes(scount, stype) + type_bytes(rcount, rtype) * (uint64_t)size_of(comm))
+PERSISTENT_COLLECTIVE(Allgatherv, (const void *sbuf, int scount, mpi_h stype, void *rbuf, const int *rcounts,
+                                   const int *displs, mpi_h rtype, mpi_h comm, mpi_h info, void *req),
+                      (sbuf, scount, stype, rbuf, rcounts, displs, rtype, comm, info, req),
+                      type_bytes(scount, stype) + type_bytes(sum_counts(rcounts, size_of(comm)), rtype))
+PERSISTENT_COLLECTIVE(Gather, (const void *sbuf, int scount, mpi_h stype, void *rbuf, int rcount, mpi_h rtype,
+                               int root, mpi_h comm, mpi_h info, void *req),
+                      (sbuf, scount, stype, rbuf, rcount, rtype, root, comm, info, req),
+                      type_bytes(scount, stype) +
+                          (is_root(root, comm) ? type_bytes(rcount, rtype) * (uint64_t)size_of(comm) : 0))
+PERSISTENT_COLLECTIVE(Scatter, (const void *sbuf, int scount, mpi_h stype, void *rbuf, int rcount, mpi_h rtype,
+                                int root, mpi_h comm, mpi_h info, void *req),
+                      (sbuf, scount, stype, rbuf, rcount, rtype, root, comm, info, req),
+                      type_bytes(rcount, rtype) +
+                          (is_root(root, comm) ? type_bytes(scount, stype) * (uint64_t)size_of(comm) : 0))
+PERSISTENT_COLLECTIVE(Gatherv, (const void *sbuf, int scount, mpi_h stype, void *rbuf, const int *rcounts,
+                                const int *displs, mpi_h rtype, int root, mpi_h comm, mpi_h info, void *req),
+                      (sbuf, scount, stype, rbuf, rcounts, displs, rtype, root, comm, info, req),
+                      type_bytes(scount, stype) +
+                          (is_root(root, comm) ? type_bytes(sum_counts(rcounts, size_of(comm)), rtype) : 0))
+PERSISTENT_COLLECTIVE(Scatterv, (const void *sbuf, const int *scounts, const int *displs, mpi_h stype, void *rbuf,
+                                 int rcount, mpi_h rtype, int root, mpi_h comm, mpi_h info, void *req),
+                      (sbuf, scounts, displs, stype, rbuf, rcount, rtype, root, comm, info, req),
+                      type_bytes(rcount, rtype) +
+                          (is_root(root, comm) ? type_bytes(sum_counts(scounts, size_of(comm)), stype) : 0))
+PERSISTENT_COLLECTIVE(Reduce_scatter, (const void *sbuf, void *rbuf, const int *rcounts, mpi_h type, mpi_h op,
+                                       mpi_h comm, mpi_h info, void *req),
+                      (sbuf, rbuf, rcounts, type, op, comm, info, req),
+                      type_bytes(sum_counts(rcounts, size_of(comm)), type) + type_bytes(own_count(rcounts, comm), type))
+PERSISTENT_COLLECTIVE(Reduce_scatter_block, (const void *sbuf, void *rbuf, int rcount, mpi_h type, mpi_h op,
+                                             mpi_h comm, mpi_h info, void *req),
+                      (sbuf, rbuf, rcount, type, op, comm, info, req),
+                      type_bytes(rcount, type) * ((uint64_t)size_of(comm) + 1))
+PERSISTENT_COLLECTIVE(Scan, (const void *sbuf, void *rbuf, int count, mpi_h type, mpi_h op, mpi_h comm, mpi_h info,
+                             void *req),
+                      (sbuf, rbuf, count, type, op, comm, info, req), 2 * type_bytes(count, type))
+PERSISTENT_COLLECTIVE(Exscan, (const void *sbuf, void *rbuf, int count, mpi_h type, mpi_h op, mpi_h comm, mpi_h info,
+                               void *req),
+                      (sbuf, rbuf, count, type, op, comm, info, req), 2 * type_bytes(count, type))

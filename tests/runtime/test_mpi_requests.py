@@ -1,10 +1,15 @@
 """MPI requests under the preload library (shims/mpi.c, native/mpi_requests.c): a
-non-blocking collective completed on another thread than the one that posted it, and
-persistent point-to-point requests started with MPI_Start / MPI_Startall.
+non-blocking collective completed on another thread than the one that posted it,
+persistent point-to-point requests and persistent collectives started with MPI_Start /
+MPI_Startall, and more non-blocking collectives pending than the shim's table holds.
 
 Needs Open MPI, as test_mpi.py (its fixtures); counts and bytes exactly, nothing on speed.
 """
 from __future__ import annotations
+
+import subprocess
+
+import pytest
 
 from .helpers import events, read_lines, run
 from .test_mpi import mpi, mpi_build, mpirun  # noqa: F401 - fixtures
@@ -185,3 +190,161 @@ def test_a_handle_made_again_while_its_free_returns_keeps_its_new_bytes(build, l
     assert r.returncode == 0 and r.stdout.startswith(b"handle "), (r.stdout, r.stderr)
     acq, nbytes, _ = process_counts(out)
     assert acq.get("mpi_p2p") == 1 and nbytes == {"mpi_p2p": 12}, (acq, nbytes)
+
+
+# Persistent collectives (MPI-4's MPI_Allreduce_init, ...; Open MPI 4.1's MPIX_ forms from
+# its pcollreq extension): an Allreduce of 3 doubles and a Barrier made once, started 4
+# times together and 2 times one by one, each round waited with one Waitall, then freed;
+# then a point-to-point pair, whose wait stays point-to-point.
+PERSISTENT_COLL_C = r"""
+#include <mpi.h>
+#include <stdio.h>
+#if MPI_VERSION < 4 && defined(OPEN_MPI)
+#include <mpi-ext.h>
+#endif
+#if MPI_VERSION >= 4
+#define INIT(name) MPI_##name##_init
+#elif defined(OMPI_HAVE_MPI_EXT_PCOLLREQ)
+#define INIT(name) MPIX_##name##_init
+#else
+#error no persistent collectives
+#endif
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int rank, x = 0, y = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    double d[3] = {rank, rank, rank}, e[3];
+    MPI_Request q[2];
+    INIT(Allreduce)(d, e, 3, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, MPI_INFO_NULL, &q[0]);
+    INIT(Barrier)(MPI_COMM_WORLD, MPI_INFO_NULL, &q[1]);
+    double sum = 0;
+    for (int i = 0; i < 6; i++) {
+        if (i < 4) {
+            MPI_Startall(2, q);
+        } else {
+            MPI_Start(&q[0]);
+            MPI_Start(&q[1]);
+        }
+        MPI_Waitall(2, q, MPI_STATUSES_IGNORE);
+        sum += e[2];
+    }
+    MPI_Request_free(&q[0]);
+    MPI_Request_free(&q[1]);
+    MPI_Sendrecv(&rank, 1, MPI_INT, 1 - rank, 0, &x, 1, MPI_INT, 1 - rank, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Irecv(&y, 1, MPI_INT, 1 - rank, 1, MPI_COMM_WORLD, &q[0]);
+    MPI_Send(&rank, 1, MPI_INT, 1 - rank, 1, MPI_COMM_WORLD);
+    MPI_Wait(&q[0], MPI_STATUS_IGNORE);
+    printf("rank %d: %g %d %d\n", rank, sum, x, y);
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def test_persistent_collectives_are_collectives_with_their_bytes(mpi, mpi_build, tmp_path):
+    """MPI_Start of a persistent collective was a point-to-point post of 0 bytes, and its
+    wait a point-to-point wait: both are collective, with the bytes its blocking form counts."""
+    src = tmp_path / "coll.c"
+    src.write_text(PERSISTENT_COLL_C)
+    probe = subprocess.run([mpi[0], "-E", str(src)], capture_output=True, text=True, timeout=60)
+    if "no persistent collectives" in probe.stderr:
+        pytest.skip("this MPI has no persistent collectives (MPI-4, or Open MPI's pcollreq extension)")
+    prog = mpi_build("mpi_persistent_coll", PERSISTENT_COLL_C)
+    plain = mpirun(mpi, 2, [prog])
+    assert plain.returncode == 0, plain.stderr.decode()
+    out = tmp_path / "c-{rank}.jsonl"
+    r = mpirun(mpi, 2, [prog], corecast_args=["--quiet", "--json-out", str(out)])
+    assert (r.returncode, sorted(r.stdout.splitlines())) == (0, sorted(plain.stdout.splitlines()))
+    for rank in (0, 1):
+        acq, nbytes, stalls = process_counts(tmp_path / f"c-{rank}.jsonl")
+        # 12 starts and 6 Waitalls; the Sendrecv, the Irecv, the Send and the Wait
+        assert (acq["mpi_collective"], acq["mpi_p2p"]) == (12 + 6, 4), (rank, acq)
+        assert nbytes == {"mpi_collective": 6 * 2 * 24, "mpi_p2p": 8 + 4 + 4}, rank
+        assert stalls["mpi_collective"] > 0
+
+
+# More non-blocking collectives pending than the shim's table holds (64): the stand-in
+# library hands out handles 1, 2, ...; each one forgotten is an event not recorded.
+FAKE_COLL_C = r"""
+typedef void *mpi_h;
+static int next_handle;
+int PMPI_Init(int *c, char ***v) { (void)c; (void)v; return 0; }
+int MPI_Init(int *c, char ***v) { return PMPI_Init(c, v); }
+int PMPI_Finalize(void) { return 0; }
+int MPI_Finalize(void) { return 0; }
+int PMPI_Type_size(mpi_h t, int *s) { *s = (int)(long)t; return 0; }
+int PMPI_Comm_size(mpi_h c, int *n) { (void)c; *n = 1; return 0; }
+int PMPI_Comm_rank(mpi_h c, int *r) { (void)c; *r = 0; return 0; }
+int PMPI_Ibarrier(mpi_h c, int *req) { (void)c; *req = ++next_handle; return 0; }
+int MPI_Ibarrier(mpi_h c, int *req) { return PMPI_Ibarrier(c, req); }
+int PMPI_Waitall(int n, int *reqs, void *st) { (void)st; for (int i = 0; i < n; i++) reqs[i] = 0; return 0; }
+int MPI_Waitall(int n, int *reqs, void *st) { return PMPI_Waitall(n, reqs, st); }
+int PMPI_Send_init(const void *b, int n, mpi_h t, int d, int g, mpi_h c, int *req) {
+    (void)b; (void)n; (void)t; (void)d; (void)g; (void)c; *req = 1000 + ++next_handle; return 0;
+}
+int MPI_Send_init(const void *b, int n, mpi_h t, int d, int g, mpi_h c, int *req) { return PMPI_Send_init(b, n, t, d, g, c, req); }
+"""
+
+MANY_PENDING_C = r"""
+#include <stdio.h>
+typedef void *mpi_h;
+int MPI_Init(int *, char ***);
+int MPI_Finalize(void);
+int MPI_Ibarrier(mpi_h, int *);
+int MPI_Waitall(int, int *, void *);
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    int reqs[66];
+    for (int i = 0; i < 66; i++)
+        MPI_Ibarrier(0, &reqs[i]);
+    for (int i = 0; i < 66; i++)
+        MPI_Waitall(1, &reqs[i], 0);
+    printf("waited\n");
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def test_collectives_past_the_pending_table_are_counted_as_not_recorded(build, lib, tmp_path):
+    """The 65th and 66th pending collectives each push out one the table held, whose wait
+    then reads as point-to-point: that was silent; each is now in the summary's overflow."""
+    fake = build("libfakecoll.so", FAKE_COLL_C, "-shared", "-fPIC")
+    prog = build("mpi_many_pending", MANY_PENDING_C, f"-L{fake.parent}", "-lfakecoll",
+                 f"-Wl,-rpath,{fake.parent}")
+    out = tmp_path / "many.jsonl"
+    r = run([prog], preload=lib, output=out, quiet="1", timeout=60)
+    assert r.returncode == 0 and r.stdout == b"waited\n", (r.stdout, r.stderr)
+    acq, _, _ = process_counts(out)
+    assert (acq["mpi_collective"], acq.get("mpi_p2p", 0)) == (66 + 64, 2), acq
+    assert events(read_lines(out), "summary")[0]["overflow"] == 2
+
+
+MANY_PERSISTENT_C = r"""
+#include <stdio.h>
+typedef void *mpi_h;
+int MPI_Init(int *, char ***);
+int MPI_Finalize(void);
+int MPI_Send_init(const void *, int, mpi_h, int, int, mpi_h, int *);
+int main(int argc, char **argv) {
+    MPI_Init(&argc, &argv);
+    static int buf[1], reqs[514];
+    for (int i = 0; i < 514; i++)
+        MPI_Send_init(buf, 1, (mpi_h)4, 0, 0, 0, &reqs[i]);
+    printf("made\n");
+    MPI_Finalize();
+    return 0;
+}
+"""
+
+
+def test_persistent_requests_past_the_table_are_counted_as_not_recorded(build, lib, tmp_path):
+    """The 513th and 514th persistent requests find no slot (their starts would count no
+    bytes, a collective's waits read as point-to-point): each is in the summary's overflow."""
+    fake = build("libfakecoll.so", FAKE_COLL_C, "-shared", "-fPIC")
+    prog = build("mpi_many_persistent", MANY_PERSISTENT_C, f"-L{fake.parent}", "-lfakecoll",
+                 f"-Wl,-rpath,{fake.parent}")
+    out = tmp_path / "persistent.jsonl"
+    r = run([prog], preload=lib, output=out, quiet="1", timeout=60)
+    assert r.returncode == 0 and r.stdout == b"made\n", (r.stdout, r.stderr)
+    assert events(read_lines(out), "summary")[0]["overflow"] == 2

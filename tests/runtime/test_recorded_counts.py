@@ -57,3 +57,35 @@ def test_the_recording_as_written_replays(tmp_path):
     path.write_text("".join(json.dumps(rec) + "\n" for rec in lines()))
     r = command("replay", path)
     assert r.returncode == 0, r.stderr
+
+
+def kernel_lines(threads: object) -> list[dict]:
+    """A pocl run's recording with every kernel line's ``threads`` (its device's compute
+    units) set to ``threads``, under rank 0 of 1 so that merge reads it too."""
+    out = [json.loads(x) for x in (RECORDINGS / "schema5-opencl-device-bound-pocl.jsonl").read_text().splitlines()]
+    for rec in out:
+        rec.update(rank=0, ranks=1)
+        if rec["event"] == "kernel":
+            rec["threads"] = threads
+    return out
+
+
+@pytest.mark.parametrize("what", ["replay", "merge"])
+@pytest.mark.parametrize("threads,said", [(0, "threads is 0"), (10**9, "threads 1000000000 is above")])
+def test_a_kernel_lines_compute_units_are_a_count(tmp_path, what, threads, said):
+    """A kernel line's ``threads`` is refused at 0 as a region's is (it was read as 1
+    compute unit), and above the largest count (replay walked every count up to it)."""
+    path = tmp_path / "edited.jsonl"
+    path.write_text("".join(json.dumps(rec) + "\n" for rec in kernel_lines(threads)))
+    r = command(what, path)
+    assert r.returncode == 2, (r.returncode, r.stdout, r.stderr)
+    assert r.stdout == "" and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+    assert said in r.stderr and "edited.jsonl: line " in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("what", ["replay", "merge"])
+def test_the_kernel_recording_as_written_reads(tmp_path, what):
+    path = tmp_path / "as-is.jsonl"
+    path.write_text("".join(json.dumps(rec) + "\n" for rec in kernel_lines(2)))
+    r = command(what, path)
+    assert r.returncode == 0, r.stderr

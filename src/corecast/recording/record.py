@@ -317,9 +317,11 @@ def host_from_json(rec: dict) -> HostSeen | None:
 
 
 def kernel_from_json(rec: dict) -> KernelStats:
-    """An OpenCL ``kernel`` line as the ``KernelStats`` its prediction was made from."""
+    """An OpenCL ``kernel`` line as the ``KernelStats`` its prediction was made from.
+    Its ``threads`` (the device's compute units, which OpenCL reports as 1 or more) is a
+    count as a region's threads are: 0 is refused, not replayed as 1."""
     k = KernelStats(str(rec["name"]), str(rec.get("object", "")), str(rec.get("device_type", "")),
-                    max(1, _int(rec, "threads")), str(rec.get("platform", "")))
+                    _count(rec, "threads"), str(rec.get("platform", "")))
     lim = rec.get("limits")
     if isinstance(lim, dict) and lim.get("max_work_group_size"):
         k.max_group = _int(lim, "max_work_group_size")

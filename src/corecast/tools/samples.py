@@ -137,7 +137,10 @@ def _add(by_pid: dict[int, RecordedProcess], rec: dict) -> None:
         for key, value in facts.items():
             setattr(proc, key, value)
     elif event == "kernel":
-        proc.kernels.append(record.kernel_from_json(rec))
+        kernel = record.kernel_from_json(rec)
+        if kernel.compute_units > MAX_COUNT:  # as a region's threads: replay walks the counts up to it
+            raise ValueError(f"threads {over_max_count(str(kernel.compute_units))}")
+        proc.kernels.append(kernel)
         proc.host = proc.host or record.host_from_json(rec)
         facts = record.process_facts_of(rec)
         proc.cores = facts.get("cores", proc.cores)

@@ -405,7 +405,7 @@ def fit_auto(data: Measurements, nmax: float) -> Fit:
         shown = ", ".join(f"{nm} {errors[f.method]:.0%}" if np.isfinite(errors[f.method])
                           else f"{nm} not backtested (cannot be fitted up to {cut:g})" for nm, f in zip(names, fits))
         reason += f"; backtest (fitted up to {cut:g}, worst error above): {shown}"
-    # predict widens every band with the distance too (prediction.band): this is a floor
+    # predict widens every band with the distance too (band.band): this is a floor
     # on top of that, so "by 0%" would misstate a band that visibly widens.
     if per_doubling is not None and round(per_doubling, 2) > 0:
         reason += (f"; the band widens by at least {per_doubling:.0%} per doubling beyond "
