@@ -5,6 +5,7 @@
 # nothing else; exit 1 with one line per problem.  BASE=COMMIT first rebuilds .dev/base (#40's
 # comparison: `git archive COMMIT`; default: keep it).  DEV moves .dev (a dry run).  CALLS:
 # the folder of the calls to check (default this one; a later lease's prep.sh sets it).
+# NEED_NPB=0: the calls build no NPB (../device45/), so .dev/npb is not asked for.
 cd "$(dirname "$0")/../.." || exit 1
 DEV=${DEV:-.dev}
 CALLS=${CALLS:-benchmarks/device32}
@@ -32,7 +33,9 @@ if grep -qs setup_base "$CALLS"/call*.sh; then  # only calls that compare with a
   [ -f "$DEV/base/pyproject.toml" ] || fail "$DEV/base: no tree (#40's base sides would be left out)"
 fi
 [ -f "$DEV/base/BASE_COMMIT" ] && say "base $(cat "$DEV/base/BASE_COMMIT")"
-[ -f "$DEV/npb/config/make.def" ] && [ -d "$DEV/npb/BT" ] && [ -d "$DEV/npb/CG" ] || fail "$DEV/npb: no NPB3.0-omp-C tree with config/make.def"
+if [ "${NEED_NPB:-1}" != 0 ]; then
+  [ -f "$DEV/npb/config/make.def" ] && [ -d "$DEV/npb/BT" ] && [ -d "$DEV/npb/CG" ] || fail "$DEV/npb: no NPB3.0-omp-C tree with config/make.def"
+fi
 [ -f benchmarks/device16/calibration.json ] || fail "benchmarks/device16/calibration.json missing (call 2's --machine)"
 PY=${PY:-python3}
 "$PY" - "$DEV" <<'EOF' || bad=1
