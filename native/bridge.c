@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <sched.h>
@@ -77,6 +78,22 @@ static void fail_start(const char *msg) {
     fail(text);
 }
 
+/* Whether the process has locked memory (VmLck): after its mlockall(MCL_FUTURE) a refused
+ * dlopen ("failed to map segment") is its RLIMIT_MEMLOCK, not a broken install. */
+static int memory_locked(void) {
+    char buf[4096];
+    int fd = open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    const char *p = strstr(buf, "\nVmLck:");
+    return p && strtol(p + 7, NULL, 10) > 0;
+}
+
 static int own_dir(char *out, size_t size) {
     const char *file = cc_library_file();
     if (!file)
@@ -131,7 +148,11 @@ static void load(void) {
     void *h = dlopen(path, RTLD_NOW | (python ? RTLD_LOCAL : RTLD_GLOBAL));
     if (!h) {
         char msg[200];
-        snprintf(msg, sizeof msg, "cannot load the model library: %s", dlerror());
+        const char *err = dlerror();
+        if (err && strstr(err, "failed to map") && memory_locked()) /* the one line has 160 bytes */
+            return fail_start("cannot map the model library: the program locks its memory (mlockall) "
+                              "and RLIMIT_MEMLOCK has no room for it");
+        snprintf(msg, sizeof msg, "cannot load the model library: %s", err ? err : "?");
         return fail_start(msg);
     }
     snprintf(loaded_from, sizeof loaded_from, "%s", dir); /* its libraries are in: see below */

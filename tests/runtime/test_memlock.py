@@ -198,3 +198,32 @@ def test_corecasts_own_memory_takes_nothing_of_a_locked_programs_budget(unprivil
     measured = unprivileged_room(["400"], True)
     assert measured.stdout == plain.stdout, (measured.stdout, measured.stderr)
     assert measured.returncode == 0
+
+
+def test_a_locked_program_is_told_why_the_model_did_not_start(build, lib):
+    """Under RLIMIT_MEMLOCK, after the program's mlockall(MCL_FUTURE), the model's libraries
+    (tens of MB, each mapping locked) do not fit and dlopen says "failed to map segment from
+    shared object": the exit said that alone, which reads as a broken install.  As root
+    without CAP_IPC_LOCK (the limit binds it, and the model's Python under /root stays
+    readable), the program's output and status are a plain run's and the line says why."""
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None:
+        pytest.skip("needs root and setpriv (to drop CAP_IPC_LOCK)")
+    exe = build("lock_room", ROOM_C, "-pthread")
+    prefix = [setpriv, "--inh-caps=-ipc_lock", "--bounding-set=-ipc_lock"]
+
+    def go(preload: bool) -> subprocess.CompletedProcess:
+        pre = f"LD_PRELOAD={lib} " if preload else ""
+        script = f"ulimit -l {LIMIT_KB} || exit 97; {pre}exec {exe} 400"
+        return subprocess.run([*prefix, "/bin/sh", "-c", script], env=clean_env(CORECAST_WINDOW_MS="20"),
+                              capture_output=True, timeout=TIMEOUT)
+
+    plain = go(False)
+    if plain.returncode != 0:
+        pytest.skip(f"no plain mlockall under `ulimit -l {LIMIT_KB}` without CAP_IPC_LOCK: {plain!r}")
+    measured = go(True)
+    assert (measured.returncode, measured.stdout) == (0, plain.stdout), measured
+    err = measured.stderr.decode()
+    if "no predictions: the model could not start" not in err:
+        pytest.skip(f"the model started under the limit here: {err[-300:]}")
+    assert "the program locks its memory (mlockall) and RLIMIT_MEMLOCK has no room for it" in err, err
