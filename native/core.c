@@ -192,6 +192,7 @@ static void slot_inherit(struct cc_thread *t) {
     t->single_t0 = 0;    /* no single block open; single_task0 is read only with it */
     t->single_task0 = 0;
     t->nheld = 0;        /* held-lock stack: locks the exited thread timed (held_* unread past nheld) */
+    t->ordered_turn = 0;
     t->sample_left = t->sample_span = 0; /* acquisition sampling: the next one is timed, */
     t->sample_wait = t->sample_hold = t->sample_release = 0; /* means learnt anew, per thread */
     t->sample_lock = 0;  /* a hold sample of the exited thread never closes */

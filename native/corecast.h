@@ -81,6 +81,7 @@ struct cc_thread {
     uint64_t taskwait_ticks, single_task0;
     uint64_t child_ticks; /* tasks run at the current task level (shims/gomp.c) */
     int task_depth;
+    int ordered_turn; /* libgomp's ordered turn held since this thread's first block of the chunk */
     int nheld;
     uint64_t held_t0[CC_MAX_HELD];
     const void *held_obj[CC_MAX_HELD];

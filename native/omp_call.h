@@ -241,6 +241,13 @@ static inline void cc_released(struct cc_thread *t, int cat, uint64_t t1, uint32
     CC_ADD(cc_counts(t)->wait[cat], cc_less_per_acquisition(scaled, part, scale));
 }
 
+/* An ordered turn handed on in the loop's next call (shims/gomp.c), begun at ``t1``: a
+ * thread alone never hands it on (libgomp gives it one chunk), so none of it is the free
+ * cost of a release that cc_released takes off; all of it is lost to the turn, as a wait. */
+static inline void cc_handed_off(struct cc_thread *t, int cat, uint64_t t1, uint32_t scale) {
+    CC_ADD(cc_counts(t)->wait[cat], cc_scaled(cc_now() - t1, scale, &t->sample_release));
+}
+
 /* An acquisition that began at ``t0`` and returned now, standing for ``scale``
  * acquisitions (sampling): its wait and hold are scaled up.  ``contended``: known from a
  * failed test, else judged by the wait. */

@@ -111,6 +111,14 @@ struct cc_gomp {
     bool (*GOMP_loop_nonmonotonic_dynamic_next)(long *, long *);
     bool (*GOMP_loop_nonmonotonic_guided_next)(long *, long *);
     bool (*GOMP_loop_runtime_next)(long *, long *);
+    bool (*GOMP_loop_ordered_static_next)(long *, long *);
+    bool (*GOMP_loop_ordered_dynamic_next)(long *, long *);
+    bool (*GOMP_loop_ordered_guided_next)(long *, long *);
+    bool (*GOMP_loop_ordered_runtime_next)(long *, long *);
+    bool (*GOMP_loop_ull_ordered_static_next)(unsigned long long *, unsigned long long *);
+    bool (*GOMP_loop_ull_ordered_dynamic_next)(unsigned long long *, unsigned long long *);
+    bool (*GOMP_loop_ull_ordered_guided_next)(unsigned long long *, unsigned long long *);
+    bool (*GOMP_loop_ull_ordered_runtime_next)(unsigned long long *, unsigned long long *);
     void (*omp_set_lock)(void *);
     void (*omp_unset_lock)(void *);
     int (*omp_test_lock)(void *);

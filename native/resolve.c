@@ -192,6 +192,10 @@ void *cc_resolve(const char *name, const void *caller) {
     X(GOMP_loop_runtime_start) X(GOMP_loop_static_next) X(GOMP_loop_dynamic_next)           \
     X(GOMP_loop_guided_next) X(GOMP_loop_nonmonotonic_dynamic_next)                         \
     X(GOMP_loop_nonmonotonic_guided_next) X(GOMP_loop_runtime_next) X(omp_set_lock)         \
+    X(GOMP_loop_ordered_static_next) X(GOMP_loop_ordered_dynamic_next)                      \
+    X(GOMP_loop_ordered_guided_next) X(GOMP_loop_ordered_runtime_next)                      \
+    X(GOMP_loop_ull_ordered_static_next) X(GOMP_loop_ull_ordered_dynamic_next)              \
+    X(GOMP_loop_ull_ordered_guided_next) X(GOMP_loop_ull_ordered_runtime_next)              \
     X(omp_unset_lock) X(omp_test_lock) X(omp_set_nest_lock) X(omp_unset_nest_lock)          \
     X(omp_test_nest_lock) X(omp_get_thread_num) X(omp_get_num_threads)               \
     X(omp_get_max_threads) X(omp_get_level) X(omp_set_dynamic) X(__kmpc_fork_call) X(__kmpc_push_num_threads)      \
