@@ -386,17 +386,18 @@ static void *keeper_main(void *arg) {
     return NULL; /* the C library ends the thread: its task and stack go */
 }
 
-/* The program's pthread_create found no task left, and the sampler's was not enough
- * (lifecycle.c): the keeper ends, its copy with it (the report finds the stderr by its path
- * as where no copy was kept).  Waits for it until ``deadline``.  Returns whether it has
- * ended, its thread's id in ``*tid`` (the caller waits for its task to go, then tries again). */
-int cc_channel_give_back(double deadline, int *tid) {
+/* The program's pthread_create found no task left, and the sampler's was not enough, or its
+ * unshare or setns needs it alone (lifecycle.c, ``why``): the keeper ends, its copy with it
+ * (the report finds the stderr by its path as where no copy was kept).  Waits for it until
+ * ``deadline``.  Returns whether it has ended, its thread's id in ``*tid`` (the caller waits
+ * for its task to go, then tries again). */
+int cc_channel_give_back(double deadline, int *tid, const char *why) {
     *tid = __atomic_load_n(&keeper_tid, __ATOMIC_ACQUIRE);
     if (*tid <= 0 || getpid() != channel_pid || __atomic_exchange_n(&keeper_ending, 1, __ATOMIC_ACQ_REL))
         return 0;
     /* Said first, while its copy still reaches a pipe. */
-    cc_warn("the program ran out of tasks (pthread_create: EAGAIN): corecast's keeper of the original "
-            "stderr gave its thread back; the report goes to the stderr's path, where it has one");
+    cc_warn("%s: corecast's keeper of the original stderr gave its thread back; the report goes to the "
+            "stderr's path, where it has one", why);
     cc_futex(&mail_state, FUTEX_WAKE_PRIVATE, 1 << 30, -1);
     cc_futex(&keeper_ending, FUTEX_WAKE_PRIVATE, 1, -1);
     while (!__atomic_load_n(&keeper_ended, __ATOMIC_ACQUIRE) && cc_mono_s() < deadline)

@@ -59,6 +59,8 @@ void cc_thread_ended(void) { __atomic_sub_fetch(&live_threads, 1, __ATOMIC_RELAX
 
 int cc_peak_threads(void) { return __atomic_load_n(&peak_threads, __ATOMIC_RELAXED); }
 
+int cc_live_threads(void) { return __atomic_load_n(&live_threads, __ATOMIC_RELAXED); }
+
 /* The fatal signals of the exit guard (lifecycle.c); the sampler leaves them unblocked. */
 const int cc_fatal_signals[CC_NFATAL] = {SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT};
 

@@ -172,6 +172,7 @@ extern uint64_t cc_overflow;      /* events dropped: slot or region tables full 
 void cc_thread_started(void) CC_HIDDEN;
 void cc_thread_ended(void) CC_HIDDEN;
 int cc_peak_threads(void) CC_HIDDEN;
+int cc_live_threads(void) CC_HIDDEN; /* alive now */
 
 /* 1 once an OMPT runtime (libomp, libiomp5) started shims/ompt.c: the GOMP_* entry points
  * such a runtime also exports then pass straight through (one path per runtime). */
@@ -361,7 +362,7 @@ void cc_channel_window_check(int let_go); /* let_go: drop the copy now */
 int cc_channel_held_here(void);
 int cc_own_table_here(void);
 void cc_channel_serving(void), cc_channel_serve(void);
-int cc_channel_give_back(double deadline, int *tid); /* the keeper ends, its task the program's */
+int cc_channel_give_back(double deadline, int *tid, const char *why); /* the keeper ends, its task the program's */
 void cc_channel_after_fork(void);
 /* Names made safe and a report's text: text.h (text.c). */
 void cc_symbol_name(const void *addr, char *name, size_t nsize, char *object, size_t osize);

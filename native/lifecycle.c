@@ -259,11 +259,11 @@ void cc_before_restrict(void) {
 
 /* The program's pthread_create (libgomp's too) failed for want of a task (EAGAIN), perhaps
  * because the sampler holds the last one the user may have (RLIMIT_NPROC at exactly the
- * program's threads): the sampler ends and the caller tries once more, as without corecast
- * it would have succeeded.  The windows are over; the exit reports what was sampled and
+ * program's threads), or its unshare or setns failed for a thread of ours (process.c): the
+ * sampler ends and the caller tries once more, as without corecast it would have succeeded.
+ * ``why`` starts the warning.  The windows are over; the exit reports what was sampled and
  * predicts apart.  Not once the exit report runs: the sampler answers it. */
-
-int cc_give_back_thread(void) {
+int cc_give_back_thread(const char *why) {
     if (!cc_ready || cc_cfg.disabled || getpid() != cc_pid || __atomic_load_n(&cc_final_done, __ATOMIC_ACQUIRE))
         return 0;
     static int given; /* the sampler's: a later call goes on to the keeper's */
@@ -271,12 +271,12 @@ int cc_give_back_thread(void) {
     int tid = 0;
     if (!__atomic_load_n(&given, __ATOMIC_ACQUIRE) && cc_sampler_give_back(deadline, &tid)) {
         if (!__atomic_exchange_n(&given, 1, __ATOMIC_ACQ_REL))
-            cc_warn("the program ran out of tasks (pthread_create: EAGAIN): corecast's sampler gave its thread "
-                    "back; no windows from here, the exit reports what was sampled");
+            cc_warn("%s: corecast's sampler gave its thread back; no windows from here, the exit reports what "
+                    "was sampled", why);
         return cc_counted_off(tid, deadline);
     }
     /* The keeper's next (a program that let its stderr go early; it says so itself). */
-    return cc_channel_give_back(deadline, &tid) && cc_counted_off(tid, deadline);
+    return cc_channel_give_back(deadline, &tid, why) && cc_counted_off(tid, deadline);
 }
 
 static void final_at_exit(void) { cc_final(); }

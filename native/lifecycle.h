@@ -15,8 +15,9 @@ void cc_final(void); /* cc_exit_report(-1, 0) */
 void cc_exec_report(char *const envp[]) __attribute__((visibility("hidden")));
 /* The program is about to restrict its system calls (seccomp): corecast stops for good. */
 void cc_before_restrict(void) __attribute__((visibility("hidden")));
-/* The program's pthread_create failed with EAGAIN: whether corecast gave a task back (the
- * sampler's), so that a second try may succeed. */
-int cc_give_back_thread(void) __attribute__((visibility("hidden")));
+/* The program's pthread_create failed with EAGAIN, or a call that needs it to be its only
+ * thread with EINVAL: whether corecast gave a thread back (the sampler's, then the keeper's),
+ * so that a second try may succeed.  ``why`` starts the warning that says so. */
+int cc_give_back_thread(const char *why) __attribute__((visibility("hidden")));
 
 #endif

@@ -48,6 +48,8 @@ struct cc_real_libc {
     int (*dup3)(int, int, int);
     int (*close_range)(unsigned, unsigned, int);
     void (*closefrom)(int);
+    int (*unshare)(int);
+    int (*setns)(int, int);
     int (*fclose)(FILE *);
     FILE *(*freopen)(const char *, const char *, FILE *);
     FILE *(*freopen64)(const char *, const char *, FILE *);

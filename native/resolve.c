@@ -52,6 +52,8 @@ void cc_libc_init(void) {
     R(dup3);
     R(close_range);
     R(closefrom);
+    R(unshare);
+    R(setns);
     R(fclose);
     R(freopen);
     R(freopen64);

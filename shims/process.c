@@ -7,6 +7,7 @@
 #include <fcntl.h> /* AT_FDCWD, AT_EACCESS */
 #include <limits.h>
 #include <link.h>
+#include <sched.h> /* CLONE_* */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -234,6 +235,38 @@ void closefrom(int lo) {
     void (*real)(int) = CC_LIBC(closefrom);
     if (real)
         real(lo);
+}
+
+/* ---- calls that need the program to be its only thread ------------------------------- */
+/* The kernel refuses (EINVAL) an unshare of a user namespace (CLONE_NEWUSER; or CLONE_THREAD,
+ * CLONE_SIGHAND, CLONE_VM) in a process of more than one thread, and a setns into a user
+ * namespace so, or into a mount namespace while another thread shares its working directory
+ * (CLONE_FS): the sampler and the keeper made a program that is its only thread fail there
+ * (a sandbox that let its stderr go to a log, a pthreads program after joining its workers).
+ * Such a refusal, while no thread of the program's own is alive, has them give their threads
+ * back, as for a pthread_create short of tasks, and the call is tried again. */
+#define SOLO_UNSHARE (CLONE_NEWUSER | CLONE_THREAD | CLONE_SIGHAND | CLONE_VM)
+
+static int solo_refused(int r) {
+    if (r != -1 || errno != EINVAL || cc_live_threads() > 1)
+        return 0;
+    int more = cc_give_back_thread("the program must be its only thread (unshare, setns: EINVAL)");
+    errno = EINVAL; /* the answer, where no thread of ours was left to give back */
+    return more;
+}
+
+int unshare(int flags) {
+    int r = CC_LIBC(unshare)(flags);
+    while ((flags & SOLO_UNSHARE) && solo_refused(r))
+        r = CC_LIBC(unshare)(flags);
+    return r;
+}
+
+int setns(int fd, int nstype) {
+    int r = CC_LIBC(setns)(fd, nstype);
+    while ((nstype == 0 || (nstype & (CLONE_NEWUSER | CLONE_NEWNS))) && solo_refused(r))
+        r = CC_LIBC(setns)(fd, nstype);
+    return r;
 }
 
 /* ---- an object unloaded ---------------------------------------------------------------- */

@@ -79,7 +79,7 @@ static void *thread_start(void *p) {
  * keeper's: each is given back once). */
 static int create(pthread_t *th, const pthread_attr_t *attr, void *(*start)(void *), void *arg) {
     int r = CC_LIBC(pthread_create)(th, attr, start, arg);
-    while (r == EAGAIN && cc_give_back_thread())
+    while (r == EAGAIN && cc_give_back_thread("the program ran out of tasks (pthread_create: EAGAIN)"))
         r = CC_LIBC(pthread_create)(th, attr, start, arg);
     return r;
 }
