@@ -93,6 +93,19 @@ gpu_env() {
   fi
 }
 
+# bound NAME ENV...: examples/opencl_device_bound.py (BOUND: its arguments after the Python)
+# with ENV, without corecast (its wall in NAME_plain.txt), then under corecast run (NAME.txt,
+# NAME.jsonl); the process line printed.  BOUND_S: each run's limit (default 60).
+bound() {
+  local name=$1; shift
+  step "$name plain" "${BOUND_S:-60}" "${name}_plain.txt" env "$@" bash -c 'time "$0" "$@"' "$PY" "${BOUND[@]}"
+  step "$name corecast" "${BOUND_S:-60}" "$name.txt" env "$@" "$PY" -m corecast run --json-out "$OUT/$name.jsonl" -- \
+    "$PY" "${BOUND[@]}"
+  grep -h "^chain:\|^real" "$OUT/${name}_plain.txt" "$OUT/$name.txt"
+  grep -A3 "^region " "$OUT/$name.txt" | head -4
+  grep "^time: wall" "$OUT/$name.txt"
+}
+
 # The end: every file of $OUT but those named packed into logs.tgz (the device returns at
 # most 8 files, 16 MiB each), then the summary.
 finish() {

@@ -20,17 +20,6 @@ for p in cl.get_platforms():
     print(p.name, [(d.name, d.max_compute_units) for d in p.get_devices()])'
 cat "$OUT/opencl.txt"
 
-# bound NAME ENV...: the example without corecast (wall in NAME_plain.txt), then under
-# corecast run (NAME.txt, NAME.jsonl); the process line printed.
-bound() {
-  local name=$1; shift
-  step "$name plain" 60 "${name}_plain.txt" env "$@" bash -c 'time "$0" "$@"' "$PY" "${BOUND[@]}"
-  step "$name corecast" 60 "$name.txt" env "$@" "$PY" -m corecast run --json-out "$OUT/$name.jsonl" -- \
-    "$PY" "${BOUND[@]}"
-  grep -h "^chain:\|^real" "$OUT/${name}_plain.txt" "$OUT/$name.txt"
-  grep -A3 "^region " "$OUT/$name.txt" | head -4
-  grep "^time: wall" "$OUT/$name.txt"
-}
 if [ "${GPU:-1}" != 0 ]; then
   gpu_env
   bound gpu_bound "${GPUENV[@]}"

@@ -75,17 +75,7 @@ if [ "${OCL:-1}" != 0 ]; then
 for p in cl.get_platforms():
     print(p.name, [(d.name, d.max_compute_units) for d in p.get_devices()])'
   cat "$OUT/opencl.txt"
-  # bound NAME ENV...: the example without corecast (wall in NAME_plain.txt), then under
-  # corecast run (NAME.txt, NAME.jsonl); the process line printed.
-  bound() {
-    local name=$1; shift
-    step "$name plain" 40 "${name}_plain.txt" env "$@" bash -c 'time "$0" "$@"' "$PY" "${BOUND[@]}"
-    step "$name corecast" 40 "$name.txt" env "$@" "$PY" -m corecast run --json-out "$OUT/$name.jsonl" -- \
-      "$PY" "${BOUND[@]}"
-    grep -h "^chain:\|^real" "$OUT/${name}_plain.txt" "$OUT/$name.txt"
-    grep -A3 "^region " "$OUT/$name.txt" | head -4
-    grep "^time: wall" "$OUT/$name.txt"
-  }
+  BOUND_S=40  # each run of the example (bound, ../device32/common.sh)
   if [ "$(left)" -lt $(( RESERVE + POCL_NEED + 30 )) ]; then
     note "device-bound example: left out, $(left) s left (pocl8 needs about $POCL_NEED s)"
   else
